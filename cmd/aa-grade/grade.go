@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/grader"
+)
+
+func newGradeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "grade",
+		Usage:     "score diagnoses written by any agent, as the leaderboard does",
+		ArgsUsage: "SUBMISSIONS",
+		Description: "SUBMISSIONS is a folder laid out <task-id>/<repeat>.json or " +
+			"<task-id>/<repeat>/agent_output.json (repeats numbered from 1).\n" +
+			"Every task x repeat of the dataset is scored; a repeat with no file scores 0 as missing.\n\n" +
+			"Example: aa-grade grade --dataset ./ITBench-AA ./my-agent-outputs",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dataset", Value: data.DefaultSpec, Sources: env("dataset"),
+				Usage: "dataset: a folder in the Hub layout (sre/data.jsonl), a folder of task folders, or one task folder"},
+			&cli.IntFlag{Name: "repeats", Sources: env("repeats"),
+				Usage: "repeats per task to score (default: the largest repeat found)"},
+			&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print the result as JSON"},
+		},
+		Action: runGrade,
+	}
+}
+
+// gradeOutput is `grade --json`: the summary schema plus the problems met on the way.
+type gradeOutput struct {
+	grader.Summary
+	Problems []grader.Problem `json:"problems,omitempty"`
+}
+
+func runGrade(_ context.Context, cmd *cli.Command) error {
+	if cmd.NArg() != 1 {
+		return usageErrorf("grade needs one SUBMISSIONS folder, got %d arguments; see aa-grade grade --help", cmd.NArg())
+	}
+	if cmd.Int("repeats") < 0 {
+		return usageErrorf("--repeats must be 1 or more")
+	}
+	ds, err := data.Open(cmd.String("dataset"))
+	if err != nil {
+		return datasetError(err)
+	}
+	subs, problems, err := grader.FindSubmissions(cmd.Args().First())
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return usageErrorf("%v", err)
+		}
+		return err
+	}
+	for _, w := range ds.Warnings {
+		problems = append(problems, grader.Problem{Level: "warning", Message: w})
+	}
+	results, gradeProblems := grader.GradeSubmissions(gradeTasks(ds), subs, cmd.Int("repeats"))
+	out := gradeOutput{Summary: grader.Summarise(results), Problems: append(problems, gradeProblems...)}
+
+	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
+	for _, p := range out.Problems {
+		fmt.Fprintf(stderr, "%s: %s\n", p.Level, p.Message)
+	}
+	if cmd.Bool("json") {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return fmt.Errorf("write JSON: %w", err)
+		}
+	} else {
+		renderGradeText(stdout, out.Summary)
+	}
+	if n := countLevel(out.Problems, "error"); n > 0 {
+		return badResult(fmt.Errorf("%d task(s) could not be graded; see the errors above", n))
+	}
+	return nil
+}
+
+// datasetError classifies a failure to open a dataset: a spec that names nothing usable is a
+// usage error, anything else an infrastructure failure.
+func datasetError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, data.ErrNotDataset) || errors.Is(err, data.ErrUnsupported) {
+		return usageErrorf("%v", err)
+	}
+	return err
+}
+
+func gradeTasks(ds *data.Dataset) []grader.Task {
+	tasks := make([]grader.Task, 0, len(ds.Tasks))
+	for _, t := range ds.Tasks {
+		gt := grader.Task{ID: t.ID, GroundTruth: t.GroundTruth}
+		if t.Row != nil && t.Row.IDAA != "" {
+			gt.AltIDs = []string{t.Row.IDAA}
+		}
+		tasks = append(tasks, gt)
+	}
+	return tasks
+}
+
+func countLevel(problems []grader.Problem, level string) int {
+	n := 0
+	for _, p := range problems {
+		if p.Level == level {
+			n++
+		}
+	}
+	return n
+}
+
+// renderGradeText prints one row per task (the score of each repeat, or its status when it
+// was not graded) and the headline.
+func renderGradeText(w io.Writer, s grader.Summary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := []string{"TASK"}
+	for r := 1; r <= s.Repeats; r++ {
+		header = append(header, fmt.Sprintf("R%d", r))
+	}
+	header = append(header, "MEAN", "")
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	var notes []string
+	statuses := map[string]int{}
+	for _, t := range s.PerTask {
+		row := []string{t.Task}
+		for _, e := range t.Episodes {
+			statuses[e.Status]++
+			if e.Status != grader.StatusOK {
+				row = append(row, e.Status)
+				if e.Status != grader.StatusMissing {
+					notes = append(notes, fmt.Sprintf("%s repeat %d %s: %s", t.Task, e.Repeat, e.Status, e.Reason))
+				}
+				continue
+			}
+			row = append(row, fmt.Sprintf("%.2f", e.Score))
+		}
+		for len(row) < s.Repeats+1 {
+			row = append(row, "")
+		}
+		row = append(row, fmt.Sprintf("%.3f", t.Score), "")
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Score %.3f (95%% CI %.3f-%.3f) over %d tasks x %d repeats = %d episodes\n",
+		s.Score, s.CI95[0], s.CI95[1], s.Tasks, s.Repeats, s.Episodes)
+	fullRecall := fmt.Sprintf("Full recall in %.1f%% of episodes", 100*s.FullRecallRate)
+	if s.FullRecallPrecision != nil {
+		fullRecall += fmt.Sprintf("; mean precision of those %.3f", *s.FullRecallPrecision)
+	}
+	fmt.Fprintln(w, fullRecall)
+	var counts []string
+	for _, st := range []string{grader.StatusOK, grader.StatusMissing, grader.StatusInvalid} {
+		if statuses[st] > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", statuses[st], st))
+		}
+	}
+	if len(counts) > 0 {
+		fmt.Fprintf(w, "Episodes: %s\n", strings.Join(counts, ", "))
+	}
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+}

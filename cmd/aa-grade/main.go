@@ -1,0 +1,106 @@
+// Command aa-grade reproduces the ITBench-AA SRE benchmark offline and grades agents on it.
+//
+// Exit codes: 0 success; 1 the command ran but the result is bad (a task that cannot be
+// graded, an incomplete run); 2 usage error; 3 infrastructure failure. Errors are one line on
+// stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v3"
+)
+
+func main() {
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the exit code; main stays a one-liner so tests
+// can drive the real command table.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := newApp(stdout, stderr).Run(ctx, args)
+	return exitCode(err, stderr)
+}
+
+func newApp(stdout, stderr io.Writer) *cli.Command {
+	app := &cli.Command{
+		Name:  "aa-grade",
+		Usage: "reproduce the ITBench-AA SRE benchmark offline and grade agents on it",
+		Description: "Every flag can also be set with an AA_GRADE_<FLAG> environment variable " +
+			"(for example AA_GRADE_DATASET).\n\n" +
+			"Exit codes: 0 success, 1 bad result, 2 usage error, 3 infrastructure failure.",
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Commands: []*cli.Command{
+			newGradeCommand(),
+		},
+		// Errors are printed once, by exitCode; the library must not exit on its own.
+		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() > 0 {
+				return usageErrorf("no command %q; see aa-grade --help", cmd.Args().First())
+			}
+			return cli.ShowRootCommandHelp(cmd)
+		},
+	}
+	markUsageErrors(app)
+	return app
+}
+
+// markUsageErrors makes flag parsing errors of every command usage errors (exit 2).
+func markUsageErrors(cmd *cli.Command) {
+	cmd.OnUsageError = func(_ context.Context, _ *cli.Command, err error, _ bool) error {
+		return usageErrorf("%v", err)
+	}
+	for _, sub := range cmd.Commands {
+		markUsageErrors(sub)
+	}
+}
+
+// env is the environment variable source of a flag: AA_GRADE_ and the flag name in upper
+// case with dashes as underscores.
+func env(flag string) cli.ValueSourceChain {
+	return cli.EnvVars("AA_GRADE_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_")))
+}
+
+// exitError carries the exit code chosen for an error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// badResult reports a command that ran to the end with a bad result (exit 1).
+func badResult(err error) error { return &exitError{code: 1, err: err} }
+
+// exitCode prints err (if any) as one line and maps it to the process exit code.
+// Unclassified errors are infrastructure failures.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	code := 3
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if msg := strings.TrimSpace(err.Error()); msg != "" {
+		fmt.Fprintf(stderr, "aa-grade: %s\n", strings.ReplaceAll(msg, "\n", " "))
+	}
+	return code
+}

@@ -1,0 +1,133 @@
+package grader
+
+import (
+	"math/rand/v2"
+	"slices"
+)
+
+// Episode statuses (DESIGN.md). Only `ok` episodes were graded; every other status scores 0.
+const (
+	StatusOK           = "ok"
+	StatusMissing      = "missing"       // no submission file
+	StatusInvalid      = "invalid"       // the submission could not be read
+	StatusNoSubmission = "no_submission" // the episode ended without one
+	StatusMaxTurns     = "max_turns"     // the turn cap was reached
+	StatusError        = "error"         // infrastructure failure after retries
+)
+
+// Episode is the result of one (task, repeat).
+type Episode struct {
+	Repeat int    `json:"repeat"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"` // why an episode is not ok
+	EpisodeScore
+}
+
+// TaskResult holds the episodes of one task and their mean.
+type TaskResult struct {
+	Task     string    `json:"task"`
+	Score    float64   `json:"score"`
+	Episodes []Episode `json:"episodes"`
+}
+
+// Summary is the headline of a set of graded episodes: the schema shared by `grade --json`
+// and a run's summary.json.
+type Summary struct {
+	Score    float64    `json:"score"`
+	CI95     [2]float64 `json:"ci95"`
+	Tasks    int        `json:"tasks"`
+	Repeats  int        `json:"repeats"`
+	Episodes int        `json:"episodes"`
+	// FullRecallRate is the share of episodes that found every root cause;
+	// FullRecallPrecision the mean precision of those episodes (null when there are none).
+	FullRecallRate      float64      `json:"full_recall_rate"`
+	FullRecallPrecision *float64     `json:"full_recall_precision"`
+	PerTask             []TaskResult `json:"per_task"`
+}
+
+// BootstrapResamples and BootstrapSeed fix the confidence interval so output is reproducible.
+const (
+	BootstrapResamples = 10000
+	BootstrapSeed      = 20260527
+)
+
+// Summarise computes the headline over tasks x repeats: the mean score of all episodes, a 95%
+// confidence interval by bootstrap over tasks (a task's repeats stay together), the
+// full-recall rate and the mean precision of full-recall episodes. Task scores are filled in.
+func Summarise(tasks []TaskResult) Summary {
+	s := Summary{Tasks: len(tasks), PerTask: tasks}
+	var total, fullRecallPrecision float64
+	fullRecall := 0
+	taskMeans := make([]float64, len(tasks))
+	taskWeights := make([]float64, len(tasks))
+	for i := range tasks {
+		t := &tasks[i]
+		var sum float64
+		for _, e := range t.Episodes {
+			sum += e.Score
+			if e.FullRecall() {
+				fullRecall++
+				fullRecallPrecision += precision(e.EpisodeScore)
+			}
+		}
+		n := len(t.Episodes)
+		s.Episodes += n
+		s.Repeats = max(s.Repeats, n)
+		total += sum
+		if n > 0 {
+			t.Score = sum / float64(n)
+		}
+		taskMeans[i], taskWeights[i] = sum, float64(n)
+	}
+	if s.Episodes == 0 {
+		s.CI95 = [2]float64{0, 0}
+		return s
+	}
+	s.Score = total / float64(s.Episodes)
+	s.FullRecallRate = float64(fullRecall) / float64(s.Episodes)
+	if fullRecall > 0 {
+		p := fullRecallPrecision / float64(fullRecall)
+		s.FullRecallPrecision = &p
+	}
+	s.CI95 = bootstrapCI(taskMeans, taskWeights)
+	return s
+}
+
+func precision(s EpisodeScore) float64 {
+	if s.TP+s.FP == 0 {
+		return 0
+	}
+	return float64(s.TP) / float64(s.TP+s.FP)
+}
+
+// bootstrapCI resamples tasks with replacement and returns the 2.5th and 97.5th percentiles of
+// the episode-weighted mean score. sums[i] is task i's total score, counts[i] its episodes.
+func bootstrapCI(sums, counts []float64) [2]float64 {
+	rng := rand.New(rand.NewPCG(BootstrapSeed, BootstrapSeed))
+	means := make([]float64, BootstrapResamples)
+	n := len(sums)
+	for b := range means {
+		var total, episodes float64
+		for range n {
+			i := rng.IntN(n)
+			total += sums[i]
+			episodes += counts[i]
+		}
+		if episodes > 0 {
+			means[b] = total / episodes
+		}
+	}
+	slices.Sort(means)
+	return [2]float64{percentile(means, 0.025), percentile(means, 0.975)}
+}
+
+// percentile interpolates linearly between the closest ranks of sorted values.
+func percentile(sorted []float64, q float64) float64 {
+	pos := q * float64(len(sorted)-1)
+	lo := int(pos)
+	if lo+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	frac := pos - float64(lo)
+	return sorted[lo] + frac*(sorted[lo+1]-sorted[lo])
+}

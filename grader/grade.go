@@ -1,0 +1,201 @@
+package grader
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Task is what grading needs of a dataset task.
+type Task struct {
+	ID          string
+	AltIDs      []string // other names a submission folder may use (the index's id_aa)
+	GroundTruth []byte
+}
+
+// Problem is something a user should know about a grading run: an error (a task that could not
+// be graded) or a warning (a file that was ignored).
+type Problem struct {
+	Level   string `json:"level"` // error or warning
+	Task    string `json:"task,omitempty"`
+	Message string `json:"message"`
+}
+
+// SubmissionFiles maps a task folder name to its repeats and their files.
+type SubmissionFiles map[string]map[int]string
+
+// FindSubmissions lists the submissions of a folder laid out `<task>/<repeat>.json` or
+// `<task>/<repeat>/agent_output.json`, repeats numbered from 1. Anything else is reported and
+// ignored.
+func FindSubmissions(dir string) (SubmissionFiles, []Problem, error) {
+	taskDirs, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read submissions folder: %w", err)
+	}
+	files := SubmissionFiles{}
+	var problems []Problem
+	for _, td := range taskDirs {
+		if !td.IsDir() || strings.HasPrefix(td.Name(), ".") {
+			continue
+		}
+		task := td.Name()
+		entries, err := os.ReadDir(filepath.Join(dir, task))
+		if err != nil {
+			return nil, nil, fmt.Errorf("read submissions of %s: %w", task, err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			stem, file := strings.TrimSuffix(name, ".json"), filepath.Join(dir, task, name)
+			if e.IsDir() {
+				stem, file = name, filepath.Join(file, "agent_output.json")
+			} else if stem == name {
+				stem = "" // not a .json file
+			}
+			repeat, err := strconv.Atoi(stem)
+			if err != nil || repeat < 1 {
+				problems = append(problems, Problem{Level: "warning", Task: task,
+					Message: fmt.Sprintf("ignored %s: expected <repeat>.json or <repeat>/agent_output.json with repeat 1, 2, ...", filepath.Join(task, name))})
+				continue
+			}
+			if e.IsDir() {
+				if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+					continue // a repeat folder without a submission: the repeat is missing
+				}
+			}
+			if files[task] == nil {
+				files[task] = map[int]string{}
+			}
+			if prev, dup := files[task][repeat]; dup {
+				problems = append(problems, Problem{Level: "warning", Task: task,
+					Message: fmt.Sprintf("repeat %d has two submissions; graded %s, ignored %s", repeat, prev, file)})
+				continue
+			}
+			files[task][repeat] = file
+		}
+	}
+	return files, problems, nil
+}
+
+// maxRepeat is the largest repeat number among the submissions of the given tasks.
+func (s SubmissionFiles) maxRepeat(tasks []Task) int {
+	k := 0
+	for _, t := range tasks {
+		for r := range s.of(t) {
+			k = max(k, r)
+		}
+	}
+	return k
+}
+
+// of returns the submissions of a task under its id or one of its other ids.
+func (s SubmissionFiles) of(t Task) map[int]string {
+	if m, ok := s[t.ID]; ok {
+		return m
+	}
+	for _, id := range t.AltIDs {
+		if m, ok := s[id]; ok {
+			return m
+		}
+	}
+	return nil
+}
+
+// GradeSubmissions scores repeats 1..repeats of every task (repeats <= 0: up to the largest
+// repeat submitted for a task of the list, at least 1). A repeat with no file scores 0 as
+// `missing`, an unreadable one 0 as `invalid`. A task whose ground truth cannot be read is
+// reported and left out; the others still grade. Submissions for tasks not in the list, and
+// repeats beyond the count, are reported.
+func GradeSubmissions(tasks []Task, subs SubmissionFiles, repeats int) ([]TaskResult, []Problem) {
+	if repeats <= 0 {
+		repeats = max(1, subs.maxRepeat(tasks))
+	}
+	var results []TaskResult
+	var problems []Problem
+	known := map[string]bool{}
+	for _, t := range tasks {
+		known[t.ID] = true
+		for _, id := range t.AltIDs {
+			known[id] = true
+		}
+		gt, err := ParseGroundTruth(t.GroundTruth)
+		if err != nil {
+			problems = append(problems, Problem{Level: "error", Task: t.ID, Message: fmt.Sprintf("ground truth of %s: %v", t.ID, err)})
+			continue
+		}
+		files := subs.of(t)
+		result := TaskResult{Task: t.ID}
+		for r := 1; r <= repeats; r++ {
+			result.Episodes = append(result.Episodes, gradeFile(gt, r, files[r]))
+		}
+		for _, r := range sortedRepeats(files) {
+			if r > repeats {
+				problems = append(problems, Problem{Level: "warning", Task: t.ID,
+					Message: fmt.Sprintf("ignored repeat %d of %s: only %d repeats are graded", r, t.ID, repeats)})
+			}
+		}
+		results = append(results, result)
+	}
+	var unknown []string
+	for task := range subs {
+		if !known[task] {
+			unknown = append(unknown, task)
+		}
+	}
+	sort.Strings(unknown)
+	for _, task := range unknown {
+		problems = append(problems, Problem{Level: "warning", Task: task,
+			Message: fmt.Sprintf("submissions for %s ignored: the dataset has no such task", task)})
+	}
+	return results, problems
+}
+
+func sortedRepeats(files map[int]string) []int {
+	var rs []int
+	for r := range files {
+		rs = append(rs, r)
+	}
+	sort.Ints(rs)
+	return rs
+}
+
+// gradeFile grades one submission file ("" when there is none).
+func gradeFile(gt *GroundTruth, repeat int, file string) Episode {
+	ep := Episode{Repeat: repeat, EpisodeScore: EpisodeScore{RootCauses: gt.RootCauseSets(), Predictions: []Prediction{}}}
+	if file == "" {
+		ep.Status, ep.Reason = StatusMissing, "no submission file"
+		return ep
+	}
+	doc, err := readBounded(file, MaxSubmissionBytes)
+	if err == nil {
+		var sub Submission
+		if sub, err = ReadSubmission(doc); err == nil {
+			ep.Status, ep.EpisodeScore = StatusOK, gt.Score(sub.Names)
+			return ep
+		}
+	}
+	ep.Status, ep.Reason = StatusInvalid, fmt.Sprintf("%s: %v", file, err)
+	return ep
+}
+
+// readBounded reads a file, refusing one larger than limit without reading it all.
+func readBounded(file string, limit int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	doc, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(doc)) > limit {
+		return nil, fmt.Errorf("%w: larger than %d MiB", ErrInvalidSubmission, limit>>20)
+	}
+	return doc, nil
+}

@@ -1,0 +1,134 @@
+package grader
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/internal/shareddata"
+)
+
+const shopGT = `
+groups:
+  - {id: flags, kind: ConfigMap, namespace: shop, name: flagd-config, root_cause: true}
+  - {id: cart-service-1, kind: Service, namespace: shop, filter: [cart\b]}
+  - {id: cart-pod-1, kind: Pod, namespace: shop, filter: [cart-.*]}
+  - {id: quota-1, kind: ResourceQuota, namespace: shop, filter: [mem-quota], root_cause: true}
+aliases: [[cart-service-1, cart-pod-1]]
+`
+
+func TestScoreRecallGatedPrecision(t *testing.T) {
+	gt := mustParse(t, shopGT)
+	for name, c := range map[string]struct {
+		names          []string
+		score          float64
+		tp, fp, found  int
+		predictionsLen int
+	}{
+		"all root causes, nothing else":  {[]string{"shop/ConfigMap/flagd-config", "shop/ResourceQuota/mem-quota"}, 1, 2, 0, 2, 2},
+		"all root causes plus a symptom": {[]string{"shop/cm/flagd-config", "shop/quota/mem-quota", "shop/Service/cart", "shop/Pod/cart-5f45f75855-j5sn9"}, 0.5, 2, 2, 2, 4},
+		"one root cause missed":          {[]string{"shop/ConfigMap/flagd-config"}, 0, 1, 0, 1, 1},
+		"nothing submitted":              {nil, 0, 0, 0, 0, 0},
+		"blank names ignored":            {[]string{"", "  ", "shop/ConfigMap/flagd-config", "shop/ResourceQuota/mem-quota"}, 1, 2, 0, 2, 2},
+		"identical entities count once":  {[]string{"shop/ConfigMap/flagd-config", " /shop/configmaps/FLAGD-CONFIG ", "shop/ResourceQuota/mem-quota", "junk", "JUNK"}, 2.0 / 3, 2, 1, 2, 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := gt.Score(c.names)
+			if s.Score != c.score || s.TP != c.tp || s.FP != c.fp || s.RootCauses != 2 || s.RootCausesFound != c.found || len(s.Predictions) != c.predictionsLen {
+				t.Fatalf("got %+v", s)
+			}
+		})
+	}
+}
+
+func TestPredictionsNameTheirGroup(t *testing.T) {
+	gt := mustParse(t, shopGT)
+	s := gt.Score([]string{"shop/Pod/cart-5f45f75855-j5sn9", "shop/ConfigMap/flagd-config", "nowhere/Pod/x"})
+	want := []struct {
+		group string
+		root  bool
+	}{{"cart-pod-1", false}, {"flags", true}, {"", false}}
+	for i, w := range want {
+		p := s.Predictions[i]
+		got := ""
+		if p.Group != nil {
+			got = *p.Group
+		}
+		if got != w.group || p.RootCause != w.root {
+			t.Errorf("prediction %d = %+v (group %q), want group %q root %v", i, p, got, w.group, w.root)
+		}
+	}
+}
+
+// realGroundTruth reads one of IBM's public ground truths.
+func realGroundTruth(t *testing.T, scenario string) *GroundTruth {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(shareddata.Dir(t), "ground-truth", "itbench-github", "scenario_"+scenario+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt, err := ParseGroundTruth(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gt
+}
+
+// TestRealQuirks pins how the real ground truths' oddities grade.
+func TestRealQuirks(t *testing.T) {
+	for _, c := range []struct {
+		scenario string
+		names    []string
+		score    float64
+	}{
+		// Scenario-1's alias list merges the root cause (load-generator pod) with downstream
+		// services, so naming the frontend-proxy Service hits the root-cause set.
+		{"1", []string{"otel-demo/Pod/load-generator-6b8f9c5d7-abcde"}, 1},
+		{"1", []string{"otel-demo/Deployment/load-generator"}, 1},
+		{"1", []string{"otel-demo/Service/frontend-proxy"}, 1},
+		{"1", []string{"otel-demo/Service/accounting"}, 0},
+		// Scenario-29's root cause is a JVMChaos whose filter `.*adservice` does not match the
+		// Deployment `ad`: naming the Deployment finds no root cause.
+		{"29", []string{"otel-demo/Deployment/ad"}, 0},
+		{"29", []string{"chaos-mesh/JVMChaos/jvm-return-adservice"}, 1},
+		{"29", []string{"chaos-mesh/Schedule/jvm-return-adservice", "otel-demo/Deployment/ad"}, 0.5},
+		// Scenario-38 has two `*.*` HPA root causes told apart by name; both are needed.
+		{"38", []string{"otel-demo/HorizontalPodAutoscaler/accounting", "otel-demo/HorizontalPodAutoscaler/ad"}, 1},
+		{"38", []string{"otel-demo/HorizontalPodAutoscaler/accounting"}, 0},
+		{"38", []string{"otel-demo/hpa/ad", "otel-demo/hpa/accounting", "otel-demo/Namespace/otel-demo"}, 2.0 / 3},
+		// Scenario-102's root cause is the Namespace group with a null namespace.
+		{"102", []string{"cluster/Namespace/otel-demo"}, 1},
+		{"102", []string{"Namespace/otel-demo", "otel-demo/Deployment/ad"}, 0.5},
+		{"102", []string{"otel-demo/ResourceQuota/otel-demo-quota"}, 0},
+		// Name-only root causes: ConfigMap flagd-config (Scenario-2) and Namespace otel-demo (37).
+		{"2", []string{"otel-demo/ConfigMap/flagd-config"}, 1},
+		{"2", []string{"otel-demo/ConfigMap/flagd"}, 0},
+		{"37", []string{"otel-demo/Namespace/otel-demo"}, 1},
+	} {
+		gt := realGroundTruth(t, c.scenario)
+		if s := gt.Score(c.names); s.Score != c.score {
+			t.Errorf("Scenario-%s %v: score %v, want %v (%+v)", c.scenario, c.names, s.Score, c.score, s)
+		}
+	}
+}
+
+// TestRealIBMOutput grades the real diagnosis of IBM's reference agent for Scenario-2: the
+// flagd-config ConfigMap (the root cause) and the flagd Deployment are flagged, the other four
+// entities are not, so the score is 1/2.
+func TestRealIBMOutput(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(shareddata.Dir(t), "agent-outputs", "ibm-sre-agent-Scenario-2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := ReadSubmission(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.Format != "entities" || len(sub.Names) != 2 {
+		t.Fatalf("submission = %+v, want the 2 flagged entities", sub)
+	}
+	s := realGroundTruth(t, "2").Score(sub.Names)
+	if s.Score != 0.5 || s.TP != 1 || s.FP != 1 || s.RootCausesFound != 1 {
+		t.Fatalf("score = %+v, want 0.5 with tp 1 fp 1", s)
+	}
+}

@@ -1,0 +1,153 @@
+package grader
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// MaxSubmissionBytes bounds a submission; anything larger is invalid.
+const MaxSubmissionBytes = 4 << 20
+
+// maxJSONStarts bounds how many `{` or `[` positions are tried when looking for JSON inside
+// prose, so that hostile input (megabytes of `[`) costs a bounded amount of work.
+const maxJSONStarts = 64
+
+// ErrInvalidSubmission marks a submission that cannot be read; the message says why. Such an
+// episode has status `invalid` and scores 0.
+var ErrInvalidSubmission = errors.New("invalid submission")
+
+// Submission is what a diagnosis file names as root causes.
+type Submission struct {
+	Names  []string
+	Format string // contributing_factors, entities or array
+}
+
+// ReadSubmission reads a diagnosis in any accepted form: the reference format
+// `{"contributing_factors":[{"name": ...}]}`, IBM's `{"entities":[{"name": ...,
+// "contributing_factor": true}]}` (only true entries count), or a bare array of names or of
+// objects with `name`. The JSON may be wrapped in a Markdown code fence or surrounded by prose:
+// the first complete JSON value holding a recognisable list is used.
+func ReadSubmission(doc []byte) (Submission, error) {
+	if len(doc) > MaxSubmissionBytes {
+		return Submission{}, fmt.Errorf("%w: %d bytes, more than the %d MiB allowed", ErrInvalidSubmission, len(doc), MaxSubmissionBytes>>20)
+	}
+	doc = bytes.TrimPrefix(doc, []byte("\xef\xbb\xbf"))
+	foundJSON := false
+	for _, value := range jsonValues(doc) {
+		foundJSON = true
+		if sub, ok := extractNames(gjson.ParseBytes(value)); ok {
+			return sub, nil
+		}
+	}
+	if foundJSON {
+		return Submission{}, fmt.Errorf("%w: no list of entities (expected contributing_factors, entities, or an array of names)", ErrInvalidSubmission)
+	}
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return Submission{}, fmt.Errorf("%w: empty file", ErrInvalidSubmission)
+	}
+	return Submission{}, fmt.Errorf("%w: no JSON value found", ErrInvalidSubmission)
+}
+
+// jsonValues yields the complete JSON values of doc in the order they should be tried: the
+// whole document, then each value that starts at a `{` or `[` (which covers code fences and
+// prose around the JSON).
+func jsonValues(doc []byte) [][]byte {
+	trimmed := bytes.TrimSpace(doc)
+	if gjson.ValidBytes(trimmed) {
+		return [][]byte{trimmed}
+	}
+	var values [][]byte
+	tries := 0
+	for i := 0; i < len(doc) && tries < maxJSONStarts; i++ {
+		if doc[i] != '{' && doc[i] != '[' {
+			continue
+		}
+		tries++
+		end := valueEnd(doc, i)
+		if end < 0 {
+			continue
+		}
+		if gjson.ValidBytes(doc[i:end]) {
+			values = append(values, doc[i:end])
+			i = end - 1
+		}
+	}
+	return values
+}
+
+// valueEnd returns the index just past the bracket that closes the one at start, skipping
+// JSON strings, or -1 when it is never closed.
+func valueEnd(doc []byte, start int) int {
+	depth, inString, escaped := 0, false, false
+	for i := start; i < len(doc); i++ {
+		c := doc[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}
+
+// extractNames finds the list of entity names in a JSON value.
+func extractNames(v gjson.Result) (Submission, bool) {
+	switch {
+	case v.IsObject():
+		if list := v.Get("contributing_factors"); list.IsArray() {
+			return Submission{Names: namesOf(list, false), Format: "contributing_factors"}, true
+		}
+		if list := v.Get("entities"); list.IsArray() {
+			return Submission{Names: namesOf(list, true), Format: "entities"}, true
+		}
+	case v.IsArray():
+		return Submission{Names: namesOf(v, false), Format: "array"}, true
+	}
+	return Submission{}, false
+}
+
+// namesOf takes the names of a list whose items are strings or objects with `name`. An object
+// whose `contributing_factor` is present and not true is left out; with requireFlag, only
+// objects flagged `contributing_factor: true` count (IBM's format).
+func namesOf(list gjson.Result, requireFlag bool) []string {
+	var names []string
+	list.ForEach(func(_, item gjson.Result) bool {
+		var name gjson.Result
+		switch {
+		case item.Type == gjson.String && !requireFlag:
+			name = item
+		case item.IsObject():
+			flag := item.Get("contributing_factor")
+			if (requireFlag || flag.Exists()) && flag.Type != gjson.True {
+				return true
+			}
+			name = item.Get("name")
+		}
+		if name.Type == gjson.String && strings.TrimSpace(name.Str) != "" {
+			names = append(names, strings.TrimSpace(name.Str))
+		}
+		return true
+	})
+	return names
+}
