@@ -12,9 +12,12 @@ import (
 // MaxSubmissionBytes bounds a submission; anything larger is invalid.
 const MaxSubmissionBytes = 4 << 20
 
-// maxJSONStarts bounds how many `{` or `[` positions are tried when looking for JSON inside
-// prose, so that hostile input (megabytes of `[`) costs a bounded amount of work.
-const maxJSONStarts = 64
+// Looking for JSON inside prose tries at most maxJSONStarts `{` or `[` positions and scans at
+// most maxJSONScanBytes in all, so hostile input (megabytes of `[`) costs bounded work.
+const (
+	maxJSONStarts    = 64
+	maxJSONScanBytes = 32 << 20
+)
 
 // ErrInvalidSubmission marks a submission that cannot be read; the message says why. Such an
 // episode has status `invalid` and scores 0.
@@ -57,21 +60,19 @@ func ReadSubmission(doc []byte) (Submission, error) {
 // prose around the JSON).
 func jsonValues(doc []byte) [][]byte {
 	trimmed := bytes.TrimSpace(doc)
-	if gjson.ValidBytes(trimmed) {
-		return [][]byte{trimmed}
+	if len(trimmed) > 0 && trimmed[0] != '{' && trimmed[0] != '[' && gjson.ValidBytes(trimmed) {
+		return [][]byte{trimmed} // a scalar: valid JSON, but never a list
 	}
 	var values [][]byte
-	tries := 0
-	for i := 0; i < len(doc) && tries < maxJSONStarts; i++ {
+	tries, budget := 0, maxJSONScanBytes
+	for i := 0; i < len(doc) && tries < maxJSONStarts && budget > 0; i++ {
 		if doc[i] != '{' && doc[i] != '[' {
 			continue
 		}
 		tries++
-		end := valueEnd(doc, i)
-		if end < 0 {
-			continue
-		}
-		if gjson.ValidBytes(doc[i:end]) {
+		end, scanned := closingIndex(doc, i)
+		budget -= scanned
+		if end > 0 && gjson.ValidBytes(doc[i:end]) {
 			values = append(values, doc[i:end])
 			i = end - 1
 		}
@@ -79,9 +80,14 @@ func jsonValues(doc []byte) [][]byte {
 	return values
 }
 
-// valueEnd returns the index just past the bracket that closes the one at start, skipping
-// JSON strings, or -1 when it is never closed.
-func valueEnd(doc []byte, start int) int {
+// maxJSONDepth bounds nesting: gjson validates recursively, and a submission nested deeper
+// than any real one could exhaust the stack.
+const maxJSONDepth = 256
+
+// closingIndex returns the index just past the bracket that closes the one at start, skipping
+// JSON strings, and how many bytes it scanned. The index is -1 when the bracket is never
+// closed or the value nests deeper than maxJSONDepth.
+func closingIndex(doc []byte, start int) (end, scanned int) {
 	depth, inString, escaped := 0, false, false
 	for i := start; i < len(doc); i++ {
 		c := doc[i]
@@ -100,15 +106,16 @@ func valueEnd(doc []byte, start int) int {
 		case '"':
 			inString = true
 		case '{', '[':
-			depth++
+			if depth++; depth > maxJSONDepth {
+				return -1, i - start + 1
+			}
 		case '}', ']':
-			depth--
-			if depth == 0 {
-				return i + 1
+			if depth--; depth == 0 {
+				return i + 1, i - start + 1
 			}
 		}
 	}
-	return -1
+	return -1, len(doc) - start
 }
 
 // extractNames finds the list of entity names in a JSON value.

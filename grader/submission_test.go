@@ -1,0 +1,105 @@
+package grader
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestReadSubmissionFormats(t *testing.T) {
+	for name, c := range map[string]struct {
+		doc, format string
+		names       []string
+	}{
+		"reference": {`{"contributing_factors":[{"name":"shop/ConfigMap/flags","reasoning":"r","evidence":"e"},{"name":"shop/Pod/p"}]}`,
+			"contributing_factors", []string{"shop/ConfigMap/flags", "shop/Pod/p"}},
+		"IBM, only true entries": {`{"entities":[{"name":"a/K/x","contributing_factor":true},{"name":"a/K/y","contributing_factor":false},{"name":"a/K/z"},{"name":"a/K/w","contributing_factor":"true"}]}`,
+			"entities", []string{"a/K/x"}},
+		"bare array of names":   {`["a/K/x", "a/K/y"]`, "array", []string{"a/K/x", "a/K/y"}},
+		"bare array of objects": {`[{"name":"a/K/x"},{"name":"a/K/y","contributing_factor":false}]`, "array", []string{"a/K/x"}},
+		"code fence": {"Here is my answer:\n```json\n{\"contributing_factors\":[{\"name\":\"a/K/x\"}]}\n```\nThanks.",
+			"contributing_factors", []string{"a/K/x"}},
+		"prose around": {`After [careful] review, {"note": 1} the root cause is {"contributing_factors": [{"name": "a/K/x"}]} and that is all.`,
+			"contributing_factors", []string{"a/K/x"}},
+		"braces in strings": {`text {"contributing_factors":[{"name":"a/K/x","reasoning":"saw } and ] in logs \" quoted"}]} more`,
+			"contributing_factors", []string{"a/K/x"}},
+		"byte order mark":  {"\xef\xbb\xbf[\"a/K/x\"]", "array", []string{"a/K/x"}},
+		"empty list":       {`{"contributing_factors":[]}`, "contributing_factors", nil},
+		"blank names":      {`["", "  ", "a/K/x", 7, null]`, "array", []string{"a/K/x"}},
+		"names trimmed":    {`["  a/K/x  "]`, "array", []string{"a/K/x"}},
+		"unknown keys too": {`{"contributing_factors":[{"name":"a/K/x"}],"propagations":[]}`, "contributing_factors", []string{"a/K/x"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sub, err := ReadSubmission([]byte(c.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sub.Format != c.format || !slices.Equal(sub.Names, c.names) {
+				t.Fatalf("got %+v, want format %s names %q", sub, c.format, c.names)
+			}
+		})
+	}
+}
+
+func TestReadSubmissionInvalid(t *testing.T) {
+	for name, c := range map[string]struct{ doc, reason string }{
+		"too large":       {`["` + strings.Repeat("x", MaxSubmissionBytes) + `"]`, "more than the 4 MiB"},
+		"not JSON":        {"the root cause is the cart service", "no JSON value"},
+		"empty":           {"  \n", "empty file"},
+		"no list":         {`{"answer": "cart"}`, "no list of entities"},
+		"a string":        {`"shop/Pod/x"`, "no list of entities"},
+		"cut short":       {`{"contributing_factors": [{"name": "a/K/x"`, "no JSON value"},
+		"cut after item":  {`{"contributing_factors": [{"name": "a/K/x"}`, "no list of entities"},
+		"hostile nesting": {strings.Repeat("[", MaxSubmissionBytes), "no JSON value"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ReadSubmission([]byte(c.doc))
+			if !errors.Is(err, ErrInvalidSubmission) || !strings.Contains(err.Error(), c.reason) {
+				t.Fatalf("err = %v, want ErrInvalidSubmission saying %q", err, c.reason)
+			}
+		})
+	}
+}
+
+func TestClosingIndexBoundsDepth(t *testing.T) {
+	ok := strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth)
+	if end, _ := closingIndex([]byte(ok), 0); end != len(ok) {
+		t.Fatalf("depth %d: end %d, want %d", maxJSONDepth, end, len(ok))
+	}
+	deep := "[" + ok + "]"
+	if end, scanned := closingIndex([]byte(deep), 0); end != -1 || scanned != maxJSONDepth+1 {
+		t.Fatalf("depth %d: end %d after %d bytes, want -1 after %d", maxJSONDepth+1, end, scanned, maxJSONDepth+1)
+	}
+	if end, _ := closingIndex([]byte(`{"a":"}]\"}"} tail`), 0); end != 13 {
+		t.Fatalf("brackets inside strings: end %d, want 13", end)
+	}
+}
+
+// FuzzReadSubmission checks that no input makes the reader panic, and that whatever it
+// accepts yields only non-blank, trimmed names.
+func FuzzReadSubmission(f *testing.F) {
+	for _, seed := range []string{
+		`{"contributing_factors":[{"name":"a/K/x"}]}`,
+		`{"entities":[{"name":"a/K/x","contributing_factor":true}]}`,
+		`["a/K/x"]`, "```json\n[\"a\"]\n```", `{"a":[`, `[[[[`, `"\"`, "{\"x\": \"\\u00",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		sub, err := ReadSubmission(doc)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidSubmission) {
+				t.Fatalf("error not marked invalid: %v", err)
+			}
+			return
+		}
+		for _, n := range sub.Names {
+			if n == "" || n != strings.TrimSpace(n) {
+				t.Fatalf("name %q is blank or untrimmed", n)
+			}
+		}
+		gt := mustParse(t, shopGT)
+		_ = gt.Score(sub.Names)
+	})
+}
