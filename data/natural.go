@@ -3,8 +3,16 @@ package data
 import "strings"
 
 // NaturalCompare orders strings with their digit runs compared as numbers, so Scenario-2
-// sorts before Scenario-10. It returns -1, 0 or 1 like strings.Compare.
+// sorts before Scenario-10; strings equal as numbers (Scenario-02, Scenario-2) fall back to
+// byte order. It returns -1, 0 or 1 like strings.Compare.
 func NaturalCompare(a, b string) int {
+	if c := naturalCompare(a, b); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+func naturalCompare(a, b string) int {
 	for a != "" && b != "" {
 		da, db := digitPrefix(a), digitPrefix(b)
 		if da != "" && db != "" {

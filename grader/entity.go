@@ -12,6 +12,9 @@ type Entity struct {
 	Kind      string // canonical kind (see canonicalKind)
 	Name      string
 	Parsed    bool // false when Raw has not two or three parts; such an entity matches nothing
+	// Workload is the name of the workload owning a workload object (rule 3), and for a chaos
+	// object the name of the Schedule that may have spawned it (rule 4); Name otherwise.
+	Workload string
 }
 
 // ParseEntity reads `namespace/Kind/name` or `Kind/name` (rule 1). Surrounding spaces and
@@ -34,6 +37,14 @@ func ParseEntity(raw string) Entity {
 		return e
 	}
 	e.Parsed = e.Kind != "" && e.Name != ""
+	switch {
+	case workloadKinds[e.Kind]:
+		e.Workload = workloadName(e.Kind, e.Name)
+	case isChaosKind[e.Kind]:
+		e.Workload = chaosScheduleName(e.Name)
+	default:
+		e.Workload = e.Name
+	}
 	return e
 }
 

@@ -218,8 +218,7 @@ func (gt *GroundTruth) buildScoringSets(aliases [][]string) error {
 	for i := range parent {
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]

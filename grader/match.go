@@ -61,19 +61,10 @@ func entityMatchesGroup(e Entity, g *Group) bool {
 	if !namespaceMatches(e, g) {
 		return false
 	}
-	candidates := []string{e.Name}
-	switch {
-	case workload:
-		candidates = append(candidates, workloadName(e.Kind, e.Name))
-	case chaosForSchedule:
-		candidates = append(candidates, chaosScheduleName(e.Name))
+	if g.matchesName(e.Name) {
+		return true
 	}
-	for _, name := range candidates {
-		if g.matchesName(name) {
-			return true
-		}
-	}
-	return false
+	return (workload || chaosForSchedule) && e.Workload != e.Name && g.matchesName(e.Workload)
 }
 
 // namespaceMatches applies rules 1 and 5.
@@ -92,7 +83,7 @@ func namespaceMatches(e Entity, g *Group) bool {
 // affinityName is the name rule 7 compares with group ids: the workload name for workloads.
 func affinityName(e Entity) string {
 	if workloadKinds[e.Kind] {
-		return workloadName(e.Kind, e.Name)
+		return e.Workload
 	}
 	return e.Name
 }

@@ -26,13 +26,15 @@ func checkMatches(t *testing.T, gt *GroundTruth, cases []matchCase) {
 
 func TestRule1EntityShapes(t *testing.T) {
 	for raw, want := range map[string]Entity{
-		"otel-demo/Deployment/cart":     {Namespace: "otel-demo", Kind: "Deployment", Name: "cart", Parsed: true},
-		"  /otel-demo/Deployment/cart/": {Namespace: "otel-demo", Kind: "Deployment", Name: "cart", Parsed: true},
-		"otel-demo / deploy / cart":     {Namespace: "otel-demo", Kind: "Deployment", Name: "cart", Parsed: true},
-		"Node/worker-1":                 {Kind: "Node", Name: "worker-1", Parsed: true},
-		"cart":                          {Name: "cart"},
-		"a/b/c/d":                       {Name: "a/b/c/d"},
-		"otel-demo//cart":               {Namespace: "otel-demo", Name: "cart"},
+		"otel-demo/Deployment/cart":      {Namespace: "otel-demo", Kind: "Deployment", Name: "cart", Parsed: true, Workload: "cart"},
+		"  /otel-demo/Deployment/cart/":  {Namespace: "otel-demo", Kind: "Deployment", Name: "cart", Parsed: true, Workload: "cart"},
+		"otel-demo / deploy / cart":      {Namespace: "otel-demo", Kind: "Deployment", Name: "cart", Parsed: true, Workload: "cart"},
+		"Node/worker-1":                  {Kind: "Node", Name: "worker-1", Parsed: true, Workload: "worker-1"},
+		"cart":                           {Name: "cart"},
+		"a/b/c/d":                        {Name: "a/b/c/d"},
+		"otel-demo//cart":                {Namespace: "otel-demo", Name: "cart", Workload: "cart"},
+		"shop/Pod/cart-5f45f75855-j5sn9": {Namespace: "shop", Kind: "Pod", Name: "cart-5f45f75855-j5sn9", Parsed: true, Workload: "cart"},
+		"x/podchaos/kill-1765819200":     {Namespace: "x", Kind: "PodChaos", Name: "kill-1765819200", Parsed: true, Workload: "kill"},
 	} {
 		got := ParseEntity(raw)
 		got.Raw = ""

@@ -119,12 +119,12 @@ func countLevel(problems []grader.Problem, level string) int {
 // renderGradeText prints one row per task (the score of each repeat, or its status when it
 // was not graded) and the headline.
 func renderGradeText(w io.Writer, s grader.Summary) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	header := []string{"TASK"}
 	for r := 1; r <= s.Repeats; r++ {
 		header = append(header, fmt.Sprintf("R%d", r))
 	}
-	header = append(header, "MEAN", "")
+	header = append(header, "MEAN")
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	var notes []string
 	statuses := map[string]int{}
@@ -144,7 +144,7 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 		for len(row) < s.Repeats+1 {
 			row = append(row, "")
 		}
-		row = append(row, fmt.Sprintf("%.3f", t.Score), "")
+		row = append(row, fmt.Sprintf("%.3f", t.Score))
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	tw.Flush()

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// binary is the aa-grade executable built once for all CLI tests.
+var binary string
+
+// moduleRoot is where the CLI tests run, so paths in outputs are stable.
+var moduleRoot string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "aa-grade-cli")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "aa-grade")
+	_, file, _, _ := runtime.Caller(0)
+	moduleRoot = filepath.Join(filepath.Dir(file), "..", "..")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("build aa-grade: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// aaGrade runs the real binary from the module root with extra environment variables.
+func aaGrade(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{stdout.String(), stderr.String(), code}
+}
+
+// golden compares got with testdata/NAME, or rewrites it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/aa-grade -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test ./cmd/aa-grade -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestHelpAndUsageErrors(t *testing.T) {
+	if r := aaGrade(t, nil, "--help"); r.code != 0 || !strings.Contains(r.stdout, "grade") || !strings.Contains(r.stdout, "Exit codes") {
+		t.Fatalf("--help: %+v", r)
+	}
+	for name, args := range map[string][]string{
+		"unknown command":    {"frobnicate"},
+		"unknown flag":       {"grade", "--bogus", "x"},
+		"no submissions":     {"grade", "--dataset", "testdata/grade/dataset"},
+		"two submissions":    {"grade", "--dataset", "testdata/grade/dataset", "a", "b"},
+		"bad repeats":        {"grade", "--dataset", "testdata/grade/dataset", "--repeats", "-1", "testdata/grade/submissions"},
+		"missing dataset":    {"grade", "--dataset", "testdata/absent", "testdata/grade/submissions"},
+		"missing folder":     {"grade", "--dataset", "testdata/grade/dataset", "testdata/absent"},
+		"not a dataset":      {"grade", "--dataset", "README.md", "testdata/grade/submissions"},
+		"hub not supported":  {"grade", "testdata/grade/submissions"},
+		"repeats not an int": {"grade", "--repeats", "three", "--dataset", "testdata/grade/dataset", "testdata/grade/submissions"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := aaGrade(t, nil, args...)
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if r.code != 2 || len(lines) != 1 || !strings.HasPrefix(lines[0], "aa-grade: ") {
+				t.Fatalf("want exit 2 and one error line, got %d:\n%s", r.code, r.stderr)
+			}
+		})
+	}
+}
+
+func TestGradeSample(t *testing.T) {
+	r := aaGrade(t, nil, "grade", "--dataset", "testdata/grade/dataset", "testdata/grade/submissions")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	golden(t, "grade-sample.txt", r.stdout)
+
+	j := aaGrade(t, nil, "grade", "--json", "--dataset", "testdata/grade/dataset", "testdata/grade/submissions")
+	if j.code != 0 {
+		t.Fatalf("--json: exit %d: %s", j.code, j.stderr)
+	}
+	golden(t, "grade-sample.json", j.stdout)
+}
+
+func TestGradeEnvironmentVariables(t *testing.T) {
+	r := aaGrade(t, []string{"AA_GRADE_DATASET=testdata/grade/dataset", "AA_GRADE_REPEATS=2", "AA_GRADE_JSON=true"},
+		"grade", "testdata/grade/submissions")
+	if r.code != 0 || !strings.Contains(r.stdout, `"repeats": 2`) || !strings.Contains(r.stdout, `"episodes": 8`) {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestGradeBrokenTask: a task whose ground truth is broken is reported with its id, the
+// others are still graded, and the exit code says the result is bad.
+func TestGradeBrokenTask(t *testing.T) {
+	dataset := t.TempDir()
+	for task, gt := range map[string]string{
+		"Scenario-1": "groups:\n  - {id: a, kind: Pod, filter: [a-.*], root_cause: true}\n",
+		"Scenario-2": "groups:\n  - {id: a, kind: Pod, filter: [a-.*]}\n",
+		"Scenario-3": "groups:\n  - {id: a, kind: Pod, filter: [a], root_cause: true}\naliases: [[a, nope]]\n",
+	} {
+		writeTestFile(t, filepath.Join(dataset, task, "ground_truth.yaml"), gt)
+	}
+	subs := t.TempDir()
+	writeTestFile(t, filepath.Join(subs, "Scenario-1", "1.json"), `["ns/Pod/a-1"]`)
+	writeTestFile(t, filepath.Join(subs, "Scenario-8", "1.json"), `[]`)
+	r := aaGrade(t, nil, "grade", "--dataset", dataset, subs)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"error: ground truth of Scenario-2: invalid ground truth: no group has root_cause: true",
+		`error: ground truth of Scenario-3: invalid ground truth: alias names unknown group id "nope"`,
+		"warning: submissions for Scenario-8 ignored",
+		"aa-grade: 2 task(s) could not be graded",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if !strings.Contains(r.stdout, "Scenario-1  1.00  1.000") || !strings.Contains(r.stdout, "over 1 tasks x 1 repeats") {
+		t.Errorf("the good task must still be graded:\n%s", r.stdout)
+	}
+}
+
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

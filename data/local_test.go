@@ -1,0 +1,150 @@
+package data
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func indexLine(t *testing.T, scenario, gt string) string {
+	t.Helper()
+	b, err := json.Marshal(IndexRow{IDAA: "it-bench-sre-public-" + strings.ToLower(scenario), ScenarioID: scenario,
+		Category: "sre", SourceSplit: "public", ScenarioRoot: "/home/user", GroundTruthYAML: gt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b) + "\n"
+}
+
+func ids(tasks []Task) string {
+	var out []string
+	for _, t := range tasks {
+		out = append(out, t.ID)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestOpenHubLayout(t *testing.T) {
+	root := t.TempDir()
+	sre := filepath.Join(root, "sre")
+	writeFile(t, filepath.Join(sre, "data.jsonl"),
+		indexLine(t, "Scenario-10", "groups: row10")+
+			"not json\n\n"+
+			indexLine(t, "Scenario-2", "groups: row2")+
+			indexLine(t, "Scenario-2", "groups: again")+
+			indexLine(t, "../escape", "x")+
+			indexLine(t, "Scenario-3", "groups: row3")+
+			indexLine(t, "Scenario-4", ""))
+	writeFile(t, filepath.Join(sre, "Scenario-2", GroundTruthFile), "groups: folder2")
+	writeFile(t, filepath.Join(sre, "Scenario-10", GroundTruthFile), "groups: row10\n")
+	writeFile(t, filepath.Join(sre, "Scenario-4", GroundTruthFile), "groups: folder4")
+	writeFile(t, filepath.Join(sre, "Scenario-7", GroundTruthFile), "groups: unlisted")
+
+	for _, path := range []string{root, sre} {
+		ds, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(ds.Tasks); got != "Scenario-2,Scenario-3,Scenario-4,Scenario-10" {
+			t.Fatalf("tasks = %s", got)
+		}
+		byID := map[string]Task{}
+		for _, task := range ds.Tasks {
+			byID[task.ID] = task
+		}
+		if string(byID["Scenario-2"].GroundTruth) != "groups: row2" || byID["Scenario-2"].Row.IDAA != "it-bench-sre-public-scenario-2" {
+			t.Errorf("the row must win: %+v", byID["Scenario-2"])
+		}
+		if string(byID["Scenario-4"].GroundTruth) != "groups: folder4" {
+			t.Errorf("an empty row ground truth falls back to the folder's: %q", byID["Scenario-4"].GroundTruth)
+		}
+		if byID["Scenario-3"].Dir != "" || byID["Scenario-10"].Dir != filepath.Join(sre, "Scenario-10") {
+			t.Errorf("dirs: %q %q", byID["Scenario-3"].Dir, byID["Scenario-10"].Dir)
+		}
+		warnings := strings.Join(ds.Warnings, "\n")
+		for _, want := range []string{"line 2: not a JSON object", "line 5: Scenario-2 listed twice",
+			`line 6: scenario_id "../escape" is not a folder name`,
+			"Scenario-2: ground_truth.yaml differs", "Scenario-3: listed in data.jsonl but has no folder",
+			"Scenario-7: folder has no row in data.jsonl; ignored"} {
+			if !strings.Contains(warnings, want) {
+				t.Errorf("warnings lack %q:\n%s", want, warnings)
+			}
+		}
+		if strings.Contains(warnings, "Scenario-10: ground_truth.yaml differs") {
+			t.Errorf("whitespace differences are not differences:\n%s", warnings)
+		}
+	}
+}
+
+func TestOpenTaskFolders(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "Scenario-11", GroundTruthFile), "groups: a")
+	writeFile(t, filepath.Join(root, "Scenario-9", GroundTruthFile), "groups: b")
+	writeFile(t, filepath.Join(root, "notes", "README"), "")
+	ds, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(ds.Tasks); got != "Scenario-9,Scenario-11" {
+		t.Fatalf("tasks = %s", got)
+	}
+	one, err := Open(filepath.Join(root, "Scenario-9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(one.Tasks); got != "Scenario-9" || string(one.Tasks[0].GroundTruth) != "groups: b" {
+		t.Fatalf("one task folder: %s %q", got, one.Tasks[0].GroundTruth)
+	}
+	// A Hub layout without an index is read as task folders under sre/.
+	hub := t.TempDir()
+	writeFile(t, filepath.Join(hub, "sre", "Scenario-1", GroundTruthFile), "groups: c")
+	ds, err = Open(hub)
+	if err != nil || ids(ds.Tasks) != "Scenario-1" {
+		t.Fatalf("sre/ without index: %v %v", ds, err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	empty := t.TempDir()
+	file := filepath.Join(empty, "file.txt")
+	writeFile(t, file, "x")
+	for spec, want := range map[string]error{
+		filepath.Join(empty, "absent"):     os.ErrNotExist,
+		file:                               ErrNotDataset,
+		empty:                              ErrNotDataset,
+		"":                                 ErrNotDataset,
+		"hf:ArtificialAnalysis/ITBench-AA": ErrUnsupported,
+		"demo":                             ErrUnsupported,
+	} {
+		if _, err := Open(spec); !errors.Is(err, want) {
+			t.Errorf("Open(%q) = %v, want %v", spec, err, want)
+		}
+	}
+}
+
+func TestNaturalCompare(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"Scenario-2", "Scenario-10", -1}, {"Scenario-10", "Scenario-2", 1}, {"Scenario-2", "Scenario-2", 0},
+		{"Scenario-02", "Scenario-2", -1}, {"a", "b", -1}, {"Scenario-", "Scenario-1", -1}, {"x9", "x10y", -1},
+	} {
+		if got := NaturalCompare(c.a, c.b); got != c.want {
+			t.Errorf("NaturalCompare(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}

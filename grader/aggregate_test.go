@@ -1,0 +1,62 @@
+package grader
+
+import (
+	"math"
+	"testing"
+)
+
+func episode(repeat int, score float64, found, rootCauses, tp, fp int) Episode {
+	return Episode{Repeat: repeat, Status: StatusOK, EpisodeScore: EpisodeScore{
+		Score: score, TP: tp, FP: fp, RootCauses: rootCauses, RootCausesFound: found}}
+}
+
+func TestSummariseHeadline(t *testing.T) {
+	tasks := []TaskResult{
+		{Task: "a", Episodes: []Episode{episode(1, 1, 1, 1, 1, 0), episode(2, 0.5, 1, 1, 1, 1), episode(3, 0, 0, 1, 0, 2)}},
+		{Task: "b", Episodes: []Episode{episode(1, 0, 0, 2, 1, 0), episode(2, 0, 0, 2, 0, 0), {Repeat: 3, Status: StatusMissing}}},
+	}
+	s := Summarise(tasks)
+	if s.Tasks != 2 || s.Repeats != 3 || s.Episodes != 6 {
+		t.Fatalf("counts = %d tasks %d repeats %d episodes", s.Tasks, s.Repeats, s.Episodes)
+	}
+	if math.Abs(s.Score-1.5/6) > 1e-12 {
+		t.Fatalf("score = %v, want %v", s.Score, 1.5/6)
+	}
+	if s.PerTask[0].Score != 0.5 || s.PerTask[1].Score != 0 {
+		t.Fatalf("task scores = %v, %v", s.PerTask[0].Score, s.PerTask[1].Score)
+	}
+	if math.Abs(s.FullRecallRate-2.0/6) > 1e-12 || s.FullRecallPrecision == nil || *s.FullRecallPrecision != 0.75 {
+		t.Fatalf("full recall = %v, precision %v", s.FullRecallRate, s.FullRecallPrecision)
+	}
+	// Two tasks with means 0.5 and 0: resampling tasks gives means 0, 0.25 or 0.5.
+	if s.CI95[0] != 0 || s.CI95[1] != 0.5 {
+		t.Fatalf("ci95 = %v, want [0 0.5]", s.CI95)
+	}
+}
+
+func TestBootstrapIsReproducibleAndBracketsTheMean(t *testing.T) {
+	var tasks []TaskResult
+	for i := range 40 {
+		score := float64(i%5) / 4
+		tasks = append(tasks, TaskResult{Task: string(rune('A' + i)), Episodes: []Episode{
+			episode(1, score, 1, 1, 1, 0), episode(2, score/2, 1, 1, 1, 1), episode(3, 0, 0, 1, 0, 0)}})
+	}
+	a, b := Summarise(tasks), Summarise(tasks)
+	if a.CI95 != b.CI95 {
+		t.Fatalf("CI not reproducible: %v vs %v", a.CI95, b.CI95)
+	}
+	if !(a.CI95[0] < a.Score && a.Score < a.CI95[1]) || a.CI95[1]-a.CI95[0] > 0.3 {
+		t.Fatalf("CI %v does not bracket %v tightly", a.CI95, a.Score)
+	}
+}
+
+func TestSummariseEmpty(t *testing.T) {
+	s := Summarise(nil)
+	if s.Score != 0 || s.Episodes != 0 || s.FullRecallPrecision != nil {
+		t.Fatalf("empty summary = %+v", s)
+	}
+	one := Summarise([]TaskResult{{Task: "a", Episodes: []Episode{episode(1, 0.5, 1, 1, 1, 1)}}})
+	if one.CI95 != [2]float64{0.5, 0.5} {
+		t.Fatalf("one task: ci95 = %v", one.CI95)
+	}
+}

@@ -1,0 +1,115 @@
+package grader
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func problemsText(ps []Problem) string {
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(p.Level + " " + p.Task + ": " + p.Message + "\n")
+	}
+	return b.String()
+}
+
+func TestFindSubmissionsLayouts(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "Scenario-1", "1.json"), "[]")
+	writeFile(t, filepath.Join(dir, "Scenario-1", "2", "agent_output.json"), "[]")
+	writeFile(t, filepath.Join(dir, "Scenario-1", "3", "trajectory.jsonl"), "") // no submission
+	writeFile(t, filepath.Join(dir, "Scenario-1", "notes.txt"), "")
+	writeFile(t, filepath.Join(dir, "Scenario-1", "0.json"), "[]")
+	writeFile(t, filepath.Join(dir, "Scenario-2", "1.json"), "[]")
+	writeFile(t, filepath.Join(dir, "Scenario-2", "1", "agent_output.json"), "[]")
+	writeFile(t, filepath.Join(dir, "README.md"), "")
+
+	files, problems, err := FindSubmissions(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files["Scenario-1"]) != 2 || files["Scenario-1"][2] != filepath.Join(dir, "Scenario-1", "2", "agent_output.json") {
+		t.Fatalf("Scenario-1 = %v", files["Scenario-1"])
+	}
+	if len(files["Scenario-2"]) != 1 {
+		t.Fatalf("Scenario-2 = %v", files["Scenario-2"])
+	}
+	text := problemsText(problems)
+	for _, want := range []string{"ignored Scenario-1/notes.txt", "ignored Scenario-1/0.json", "repeat 1 has two submissions"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("problems lack %q:\n%s", want, text)
+		}
+	}
+	if _, _, err := FindSubmissions(filepath.Join(dir, "absent")); err == nil {
+		t.Fatal("a missing folder must be an error")
+	}
+}
+
+func TestGradeSubmissions(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "Scenario-1", "1.json"), `{"contributing_factors":[{"name":"shop/ConfigMap/flagd-config"},{"name":"shop/ResourceQuota/mem-quota"}]}`)
+	writeFile(t, filepath.Join(dir, "Scenario-1", "2.json"), `not json at all`)
+	writeFile(t, filepath.Join(dir, "Scenario-1", "4.json"), `[]`)
+	writeFile(t, filepath.Join(dir, "it-bench-sre-public-scenario-3", "1.json"), `["shop/cm/flagd-config", "shop/quota/mem-quota", "shop/Service/cart"]`)
+	writeFile(t, filepath.Join(dir, "Scenario-99", "1.json"), `[]`)
+	files, _, err := FindSubmissions(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := []Task{
+		{ID: "Scenario-1", GroundTruth: []byte(shopGT)},
+		{ID: "Scenario-2", GroundTruth: []byte("groups: []")},
+		{ID: "Scenario-3", AltIDs: []string{"it-bench-sre-public-scenario-3"}, GroundTruth: []byte(shopGT)},
+	}
+	results, problems := GradeSubmissions(tasks, files, 3)
+	if len(results) != 2 || results[0].Task != "Scenario-1" || results[1].Task != "Scenario-3" {
+		t.Fatalf("results = %+v", results)
+	}
+	s1 := results[0].Episodes
+	if len(s1) != 3 || s1[0].Status != StatusOK || s1[0].Score != 1 ||
+		s1[1].Status != StatusInvalid || !strings.Contains(s1[1].Reason, "no JSON value") ||
+		s1[2].Status != StatusMissing || s1[2].Score != 0 || s1[2].RootCauses != 2 {
+		t.Fatalf("Scenario-1 episodes = %+v", s1)
+	}
+	if got := results[1].Episodes[0]; got.Status != StatusOK || got.Score != 2.0/3 {
+		t.Fatalf("Scenario-3 (by id_aa) = %+v", got)
+	}
+	text := problemsText(problems)
+	for _, want := range []string{"error Scenario-2: ground truth of Scenario-2: invalid ground truth: no groups",
+		"ignored repeat 4 of Scenario-1", "submissions for Scenario-99 ignored"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("problems lack %q:\n%s", want, text)
+		}
+	}
+
+	// Without a repeat count, the largest repeat submitted for a known task is used.
+	results, _ = GradeSubmissions(tasks, files, 0)
+	if len(results[0].Episodes) != 4 || len(results[1].Episodes) != 4 {
+		t.Fatalf("default repeats: %d and %d episodes, want 4", len(results[0].Episodes), len(results[1].Episodes))
+	}
+}
+
+func TestGradeOversizedFileIsInvalid(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "T", "1.json"), `["`+strings.Repeat("x", MaxSubmissionBytes+10)+`"]`)
+	files, _, err := FindSubmissions(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, _ := GradeSubmissions([]Task{{ID: "T", GroundTruth: []byte(shopGT)}}, files, 1)
+	if e := results[0].Episodes[0]; e.Status != StatusInvalid || !strings.Contains(e.Reason, "larger than 4 MiB") {
+		t.Fatalf("episode = %+v", e)
+	}
+}
