@@ -189,3 +189,21 @@ func TestRealGroundTruthsLoad(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseGroundTruth checks that no document makes the ground-truth reader panic, and that
+// an accepted one always has a root-cause set and consistent scoring sets.
+func FuzzParseGroundTruth(f *testing.F) {
+	f.Add([]byte(shopGT))
+	f.Add([]byte(billionLaughs))
+	f.Add([]byte("spec:\n  groups:\n    - {id: a, kind: Pod, filter: '*.*', rootCause: true}\n  aliases: [a]\n"))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		gt, err := ParseGroundTruth(doc)
+		if err != nil {
+			return
+		}
+		if gt.RootCauseSets() == 0 || len(gt.setOf) != len(gt.Groups) {
+			t.Fatalf("accepted a ground truth without root cause or with broken sets: %+v", gt)
+		}
+		_ = gt.Score([]string{"otel-demo/Pod/a-1", "Namespace/x"})
+	})
+}
