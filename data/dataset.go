@@ -3,9 +3,13 @@
 package data
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
+
+	"github.com/aa-grade/aa-grade/data/hub"
 )
 
 // Task is one benchmark task as a dataset provides it.
@@ -31,6 +35,7 @@ type Dataset struct {
 	Spec     string
 	Tasks    []Task
 	Warnings []string
+	Hub      *PullResult // for hf: specs, the commit and the cache folder the tasks come from
 }
 
 // DefaultSpec is the public ITBench-AA dataset on the Hugging Face Hub.
@@ -42,15 +47,87 @@ var ErrNotDataset = errors.New("not a dataset")
 // ErrUnsupported marks a dataset spec this version cannot open yet.
 var ErrUnsupported = errors.New("not supported yet")
 
-// Open finds the tasks of a dataset spec (DESIGN.md): today a local folder.
-func Open(spec string) (*Dataset, error) {
+// OpenOptions says which tasks are wanted and how a Hub dataset is fetched.
+type OpenOptions struct {
+	Hub       hub.Config // where the Hub and the cache are (see hub.ConfigFromEnv)
+	Tasks     []string   // only these tasks (ids as TaskFolder reads them); all when empty
+	IndexOnly bool       // only the ground truths are needed: fetch no snapshot files
+	Parallel  int        // files downloaded at once
+	Progress  Progress
+}
+
+// Open finds the tasks of a dataset spec (DESIGN.md): `hf:OWNER/NAME[@REV]` through the
+// shared cache (downloading what is missing unless offline), or a local folder.
+func Open(ctx context.Context, spec string, opts OpenOptions) (*Dataset, error) {
+	var ds *Dataset
+	var err error
 	switch {
 	case spec == "":
 		return nil, fmt.Errorf("%w: empty dataset spec", ErrNotDataset)
 	case strings.HasPrefix(spec, "hf:"):
-		return nil, fmt.Errorf("dataset %s: Hub datasets are %w; pass a local folder in the Hub layout", spec, ErrUnsupported)
+		ds, err = openHub(ctx, spec, opts)
 	case spec == "demo":
 		return nil, fmt.Errorf("dataset demo: the embedded demo dataset is %w", ErrUnsupported)
+	default:
+		ds, err = OpenLocal(spec)
 	}
-	return OpenLocal(spec)
+	if err != nil {
+		return nil, err
+	}
+	return ds, ds.keepTasks(opts.Tasks)
+}
+
+func openHub(ctx context.Context, spec string, opts OpenOptions) (*Dataset, error) {
+	hs, err := ParseHubSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	res, err := Pull(ctx, opts.Hub, hs, PullOptions{Tasks: opts.Tasks, IndexOnly: opts.IndexOnly, Parallel: opts.Parallel, Progress: opts.Progress})
+	if err != nil {
+		return nil, err
+	}
+	ds := &Dataset{Spec: hs.String(), Hub: res}
+	root := filepath.Join(res.Dir, "sre")
+	var rows []IndexRow
+	var warnings []string
+	if len(res.Parquet) > 0 {
+		rows, warnings, err = readParquetIndex(res.Parquet)
+	} else {
+		rows, warnings, err = readIndex(filepath.Join(root, "data.jsonl"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	ds.Warnings = append(ds.Warnings, warnings...)
+	return ds, ds.addHubTasks(root, rows, !opts.IndexOnly && len(opts.Tasks) == 0)
+}
+
+// keepTasks narrows the dataset to the wanted task ids; an id the dataset lacks is an error.
+func (ds *Dataset) keepTasks(ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	byID := map[string]Task{}
+	for _, t := range ds.Tasks {
+		byID[t.ID] = t
+	}
+	var kept []Task
+	var missing []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		t, ok := byID[TaskFolder(id)]
+		switch {
+		case !ok:
+			missing = append(missing, id)
+		case !seen[t.ID]:
+			seen[t.ID] = true
+			kept = append(kept, t)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s has no task %s", ErrNotDataset, ds.Spec, strings.Join(missing, ", "))
+	}
+	sortTasks(kept)
+	ds.Tasks = kept
+	return nil
 }

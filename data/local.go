@@ -36,8 +36,13 @@ func OpenLocal(path string) (*Dataset, error) {
 	}
 	ds := &Dataset{Spec: path}
 	for _, root := range []string{filepath.Join(path, "sre"), path} {
-		if exists(filepath.Join(root, "data.jsonl")) {
-			return ds, ds.readHubLayout(root)
+		rows, warnings, found, err := readLocalIndex(root)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			ds.Warnings = append(ds.Warnings, warnings...)
+			return ds, ds.addHubTasks(root, rows, true)
 		}
 	}
 	if exists(filepath.Join(path, GroundTruthFile)) {
@@ -64,15 +69,25 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// readHubLayout reads the index and pairs each row with its scenario folder. The row's ground
-// truth wins over the folder's; a difference, a row without a folder and a folder without a
-// row are warnings.
-func (ds *Dataset) readHubLayout(root string) error {
-	rows, warnings, err := readIndex(filepath.Join(root, "data.jsonl"))
-	if err != nil {
-		return err
+// readLocalIndex reads the task index of a folder: data.jsonl, else the .parquet files beside
+// it. found is false when the folder has neither.
+func readLocalIndex(root string) (rows []IndexRow, warnings []string, found bool, err error) {
+	if jsonl := filepath.Join(root, "data.jsonl"); exists(jsonl) {
+		rows, warnings, err = readIndex(jsonl)
+		return rows, warnings, true, err
 	}
-	ds.Warnings = append(ds.Warnings, warnings...)
+	parquetFiles, _ := filepath.Glob(filepath.Join(root, "*.parquet"))
+	if len(parquetFiles) == 0 {
+		return nil, nil, false, nil
+	}
+	rows, warnings, err = readParquetIndex(parquetFiles)
+	return rows, warnings, true, err
+}
+
+// addHubTasks pairs each index row with its scenario folder under root. The row's ground
+// truth wins over the folder's; a difference and a folder without a row are warnings, and so
+// is a row without a folder when folders are expected.
+func (ds *Dataset) addHubTasks(root string, rows []IndexRow, expectFolders bool) error {
 	listed := map[string]bool{}
 	for _, row := range rows {
 		listed[row.ScenarioID] = true
@@ -90,13 +105,13 @@ func (ds *Dataset) readHubLayout(root string) error {
 			case !bytes.Equal(bytes.TrimSpace(folderGT), bytes.TrimSpace(t.GroundTruth)):
 				ds.Warnings = append(ds.Warnings, fmt.Sprintf("%s: %s differs from the ground_truth_yaml of its data.jsonl row; the row is used", row.ScenarioID, GroundTruthFile))
 			}
-		} else {
+		} else if expectFolders {
 			ds.Warnings = append(ds.Warnings, fmt.Sprintf("%s: listed in data.jsonl but has no folder", row.ScenarioID))
 		}
 		ds.Tasks = append(ds.Tasks, t)
 	}
 	entries, err := os.ReadDir(root)
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("dataset %s: %w", root, err)
 	}
 	for _, e := range entries {
@@ -133,19 +148,29 @@ func readIndex(path string) ([]IndexRow, []string, error) {
 			continue
 		}
 		var row IndexRow
-		switch jerr := json.Unmarshal(text, &row); {
-		case jerr != nil:
+		if jerr := json.Unmarshal(text, &row); jerr != nil {
 			warnings = append(warnings, fmt.Sprintf("%s line %d: not a JSON object (%v); skipped", path, line, jerr))
-		case row.ScenarioID == "" || filepath.Base(row.ScenarioID) != row.ScenarioID:
-			warnings = append(warnings, fmt.Sprintf("%s line %d: scenario_id %q is not a folder name; skipped", path, line, row.ScenarioID))
-		case seen[row.ScenarioID]:
-			warnings = append(warnings, fmt.Sprintf("%s line %d: %s listed twice; the first row is used", path, line, row.ScenarioID))
-		default:
-			seen[row.ScenarioID] = true
-			rows = append(rows, row)
+			continue
 		}
+		if w := checkRow(row, seen); w != "" {
+			warnings = append(warnings, fmt.Sprintf("%s line %d: %s", path, line, w))
+			continue
+		}
+		rows = append(rows, row)
 	}
 	return rows, warnings, nil
+}
+
+// checkRow says why an index row cannot be used ("" when it can) and records its id.
+func checkRow(row IndexRow, seen map[string]bool) string {
+	switch {
+	case row.ScenarioID == "" || filepath.Base(row.ScenarioID) != row.ScenarioID || row.ScenarioID == "..":
+		return fmt.Sprintf("scenario_id %q is not a folder name; skipped", row.ScenarioID)
+	case seen[row.ScenarioID]:
+		return fmt.Sprintf("%s listed twice; the first row is used", row.ScenarioID)
+	}
+	seen[row.ScenarioID] = true
+	return ""
 }
 
 // readLine reads one line of at most maxIndexLine bytes.

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -54,7 +55,7 @@ func TestOpenHubLayout(t *testing.T) {
 	writeFile(t, filepath.Join(sre, "Scenario-7", GroundTruthFile), "groups: unlisted")
 
 	for _, path := range []string{root, sre} {
-		ds, err := Open(path)
+		ds, err := Open(context.Background(), path, OpenOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,14 +95,14 @@ func TestOpenTaskFolders(t *testing.T) {
 	writeFile(t, filepath.Join(root, "Scenario-11", GroundTruthFile), "groups: a")
 	writeFile(t, filepath.Join(root, "Scenario-9", GroundTruthFile), "groups: b")
 	writeFile(t, filepath.Join(root, "notes", "README"), "")
-	ds, err := Open(root)
+	ds, err := Open(context.Background(), root, OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(ds.Tasks); got != "Scenario-9,Scenario-11" {
 		t.Fatalf("tasks = %s", got)
 	}
-	one, err := Open(filepath.Join(root, "Scenario-9"))
+	one, err := Open(context.Background(), filepath.Join(root, "Scenario-9"), OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestOpenTaskFolders(t *testing.T) {
 	// A Hub layout without an index is read as task folders under sre/.
 	hub := t.TempDir()
 	writeFile(t, filepath.Join(hub, "sre", "Scenario-1", GroundTruthFile), "groups: c")
-	ds, err = Open(hub)
+	ds, err = Open(context.Background(), hub, OpenOptions{})
 	if err != nil || ids(ds.Tasks) != "Scenario-1" {
 		t.Fatalf("sre/ without index: %v %v", ds, err)
 	}
@@ -122,14 +123,15 @@ func TestOpenErrors(t *testing.T) {
 	file := filepath.Join(empty, "file.txt")
 	writeFile(t, file, "x")
 	for spec, want := range map[string]error{
-		filepath.Join(empty, "absent"):     os.ErrNotExist,
-		file:                               ErrNotDataset,
-		empty:                              ErrNotDataset,
-		"":                                 ErrNotDataset,
-		"hf:ArtificialAnalysis/ITBench-AA": ErrUnsupported,
-		"demo":                             ErrUnsupported,
+		filepath.Join(empty, "absent"): os.ErrNotExist,
+		file:                           ErrNotDataset,
+		empty:                          ErrNotDataset,
+		"":                             ErrNotDataset,
+		"hf:no-slash":                  ErrNotDataset,
+		"hf:a/b@":                      ErrNotDataset,
+		"demo":                         ErrUnsupported,
 	} {
-		if _, err := Open(spec); !errors.Is(err, want) {
+		if _, err := Open(context.Background(), spec, OpenOptions{}); !errors.Is(err, want) {
 			t.Errorf("Open(%q) = %v, want %v", spec, err, want)
 		}
 	}
@@ -146,5 +148,19 @@ func TestNaturalCompare(t *testing.T) {
 		if got := NaturalCompare(c.a, c.b); got != c.want {
 			t.Errorf("NaturalCompare(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+func TestOpenKeepsWantedTasks(t *testing.T) {
+	root := t.TempDir()
+	for _, id := range []string{"Scenario-1", "Scenario-2", "Scenario-10"} {
+		writeFile(t, filepath.Join(root, id, GroundTruthFile), "groups: x")
+	}
+	ds, err := Open(context.Background(), root, OpenOptions{Tasks: []string{"10", "scenario-1", "Scenario-1"}})
+	if err != nil || ids(ds.Tasks) != "Scenario-1,Scenario-10" {
+		t.Fatalf("tasks = %v, %v", ds, err)
+	}
+	if _, err := Open(context.Background(), root, OpenOptions{Tasks: []string{"Scenario-3"}}); !errors.Is(err, ErrNotDataset) || !strings.Contains(err.Error(), "no task Scenario-3") {
+		t.Fatalf("unknown task: %v", err)
 	}
 }

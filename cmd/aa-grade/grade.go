@@ -42,14 +42,14 @@ type gradeOutput struct {
 	Problems []grader.Problem `json:"problems,omitempty"`
 }
 
-func runGrade(_ context.Context, cmd *cli.Command) error {
+func runGrade(ctx context.Context, cmd *cli.Command) error {
 	if cmd.NArg() != 1 {
 		return usageErrorf("grade needs one SUBMISSIONS folder, got %d arguments; see aa-grade grade --help", cmd.NArg())
 	}
 	if cmd.Int("repeats") < 0 {
 		return usageErrorf("--repeats must be 1 or more")
 	}
-	ds, err := data.Open(cmd.String("dataset"))
+	ds, err := data.Open(ctx, cmd.String("dataset"), data.OpenOptions{Hub: hubConfig(), IndexOnly: true})
 	if err != nil {
 		return datasetError(err)
 	}
@@ -85,14 +85,6 @@ func runGrade(_ context.Context, cmd *cli.Command) error {
 	return nil
 }
 
-// datasetError classifies a failure to open a dataset: a spec that names nothing usable is a
-// usage error, anything else an infrastructure failure.
-func datasetError(err error) error {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, data.ErrNotDataset) || errors.Is(err, data.ErrUnsupported) {
-		return usageErrorf("%v", err)
-	}
-	return err
-}
 
 func gradeTasks(ds *data.Dataset) []grader.Task {
 	tasks := make([]grader.Task, 0, len(ds.Tasks))

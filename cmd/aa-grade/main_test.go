@@ -49,7 +49,9 @@ func aaGrade(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = moduleRoot
-	cmd.Env = append(os.Environ(), env...)
+	// Never the real Hub: an empty cache, and an endpoint nothing listens on.
+	cmd.Env = append(os.Environ(), "HF_HUB_CACHE="+t.TempDir(), "HF_ENDPOINT=http://127.0.0.1:9", "HF_TOKEN=")
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -96,7 +98,6 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		"missing dataset":    {"grade", "--dataset", "testdata/absent", "testdata/grade/submissions"},
 		"missing folder":     {"grade", "--dataset", "testdata/grade/dataset", "testdata/absent"},
 		"not a dataset":      {"grade", "--dataset", "README.md", "testdata/grade/submissions"},
-		"hub not supported":  {"grade", "testdata/grade/submissions"},
 		"repeats not an int": {"grade", "--repeats", "three", "--dataset", "testdata/grade/dataset", "testdata/grade/submissions"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -106,6 +107,13 @@ func TestHelpAndUsageErrors(t *testing.T) {
 				t.Fatalf("want exit 2 and one error line, got %d:\n%s", r.code, r.stderr)
 			}
 		})
+	}
+}
+
+func TestGradeHubOfflineWithoutCache(t *testing.T) {
+	r := aaGrade(t, []string{"HF_HUB_OFFLINE=1"}, "grade", "testdata/grade/submissions")
+	if r.code != 3 || !strings.Contains(r.stderr, "HF_HUB_OFFLINE is set") || !strings.Contains(r.stderr, "hf:ArtificialAnalysis/ITBench-AA@main was never pulled") {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 	}
 }
 

@@ -1,0 +1,154 @@
+package hub
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Cache is huggingface_hub's cache folder (HF_HUB_CACHE), laid out exactly as the Python and
+// JavaScript tools lay it out, so each uses what the others downloaded:
+//
+//	datasets--OWNER--NAME/refs/REV              the commit sha of a branch or tag, no newline
+//	datasets--OWNER--NAME/blobs/ETAG            content, named by its hash
+//	datasets--OWNER--NAME/blobs/ETAG.incomplete a download in progress (resumed from)
+//	datasets--OWNER--NAME/snapshots/COMMIT/PATH relative symlinks to ../../blobs/ETAG
+//	.locks/datasets--OWNER--NAME/ETAG.lock      held while a blob is downloaded
+type Cache struct {
+	Dir string
+}
+
+// RepoDir is the folder of one dataset.
+func (c Cache) RepoDir(repo string) string {
+	return filepath.Join(c.Dir, "datasets--"+strings.ReplaceAll(repo, "/", "--"))
+}
+
+// SnapshotDir is the tree of a dataset at a commit.
+func (c Cache) SnapshotDir(repo, commit string) string {
+	return filepath.Join(c.RepoDir(repo), "snapshots", commit)
+}
+
+// BlobPath is where the content named etag lives.
+func (c Cache) BlobPath(repo, etag string) string {
+	return filepath.Join(c.RepoDir(repo), "blobs", etag)
+}
+
+// IncompletePath is where a blob is downloaded before it is verified.
+func (c Cache) IncompletePath(repo, etag string) string {
+	return c.BlobPath(repo, etag) + ".incomplete"
+}
+
+// LockPath is the lock file guarding one blob's download (the one huggingface_hub uses).
+func (c Cache) LockPath(repo, etag string) string {
+	return filepath.Join(c.Dir, ".locks", "datasets--"+strings.ReplaceAll(repo, "/", "--"), etag+".lock")
+}
+
+// ReadRef returns the commit a branch or tag pointed to when last resolved online.
+func (c Cache) ReadRef(repo, rev string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(c.RepoDir(repo), "refs", filepath.FromSlash(rev)))
+	if err != nil {
+		return "", err
+	}
+	sha := strings.TrimSpace(string(b))
+	if !IsCommit(sha) {
+		return "", fmt.Errorf("cache ref %s of %s holds %q, not a commit sha", rev, repo, sha)
+	}
+	return sha, nil
+}
+
+// WriteRef records the commit of a branch or tag, atomically.
+func (c Cache) WriteRef(repo, rev, commit string) error {
+	if rev == commit {
+		// No ref to record, but the folder must exist: @huggingface/hub's scanCacheDir drops
+		// a repository without refs/.
+		return os.MkdirAll(filepath.Join(c.RepoDir(repo), "refs"), 0o755)
+	}
+	path := filepath.Join(c.RepoDir(repo), "refs", filepath.FromSlash(rev))
+	if err := writeFileAtomic(path, []byte(commit)); err != nil {
+		return fmt.Errorf("write cache ref %s: %w", rev, err)
+	}
+	return nil
+}
+
+// Link points snapshots/COMMIT/PATH at the blob, with a relative symlink replaced atomically.
+func (c Cache) Link(repo, commit, path, etag string) error {
+	link := filepath.Join(c.SnapshotDir(repo, commit), filepath.FromSlash(path))
+	target, err := filepath.Rel(filepath.Dir(link), c.BlobPath(repo, etag))
+	if err != nil {
+		return fmt.Errorf("link %s: %w", path, err)
+	}
+	if cur, err := os.Readlink(link); err == nil && cur == target {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return fmt.Errorf("link %s: %w", path, err)
+	}
+	tmp := link + "." + randomSuffix() + ".tmp"
+	if err := os.Symlink(target, tmp); err != nil {
+		return fmt.Errorf("link %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("link %s: %w", path, err)
+	}
+	return nil
+}
+
+// Linked reports whether snapshots/COMMIT/PATH already points at a blob of the given size.
+func (c Cache) Linked(repo, commit, path string, size int64) bool {
+	info, err := os.Stat(filepath.Join(c.SnapshotDir(repo, commit), filepath.FromSlash(path)))
+	return err == nil && info.Mode().IsRegular() && info.Size() == size
+}
+
+// writeFileAtomic writes through a temporary file renamed into place.
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + "." + randomSuffix() + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// SnapshotFiles lists the files of a cached snapshot (paths with forward slashes), for
+// offline use. Dangling links are reported as missing.
+func (c Cache) SnapshotFiles(repo, commit string) (present []string, missing []string, err error) {
+	root := c.SnapshotDir(repo, commit)
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if _, serr := os.Stat(p); serr != nil {
+			missing = append(missing, rel)
+			return nil
+		}
+		present = append(present, rel)
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("no cached snapshot of %s at %s", repo, commit)
+	}
+	return present, missing, err
+}
