@@ -20,7 +20,7 @@ var repoName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-
 func ParseHubSpec(spec string) (HubSpec, error) {
 	rest, ok := strings.CutPrefix(spec, "hf:")
 	if !ok {
-		return HubSpec{}, fmt.Errorf("%w: %q does not start with hf:", ErrNotDataset, spec)
+		return HubSpec{}, fmt.Errorf("%w: %q: expected hf:OWNER/NAME[@REVISION]", ErrNotDataset, spec)
 	}
 	repo, rev, hasRev := strings.Cut(rest, "@")
 	if !repoName.MatchString(repo) || strings.Contains(repo, "..") {

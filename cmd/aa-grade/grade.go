@@ -24,10 +24,10 @@ func newGradeCommand() *cli.Command {
 		Description: "SUBMISSIONS is a folder laid out <task-id>/<repeat>.json or " +
 			"<task-id>/<repeat>/agent_output.json (repeats numbered from 1).\n" +
 			"Every task x repeat of the dataset is scored; a repeat with no file scores 0 as missing.\n\n" +
+			"For a Hub dataset only the index (sre/data.jsonl, with the ground truths) is downloaded.\n\n" +
 			"Example: aa-grade grade --dataset ./ITBench-AA ./my-agent-outputs",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dataset", Value: data.DefaultSpec, Sources: env("dataset"),
-				Usage: "dataset: a folder in the Hub layout (sre/data.jsonl), a folder of task folders, or one task folder"},
+			datasetFlag(),
 			&cli.IntFlag{Name: "repeats", Sources: env("repeats"),
 				Usage: "repeats per task to score (default: the largest repeat found)"},
 			&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print the result as JSON"},
@@ -84,7 +84,6 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	}
 	return nil
 }
-
 
 func gradeTasks(ds *data.Dataset) []grader.Task {
 	tasks := make([]grader.Task, 0, len(ds.Tasks))

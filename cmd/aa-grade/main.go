@@ -1,8 +1,8 @@
 // Command aa-grade reproduces the ITBench-AA SRE benchmark offline and grades agents on it.
 //
 // Exit codes: 0 success; 1 the command ran but the result is bad (a task that cannot be
-// graded, an incomplete run); 2 usage error; 3 infrastructure failure. Errors are one line on
-// stderr.
+// graded, an incomplete run, a corrupt cache); 2 usage error; 3 infrastructure failure;
+// 130 interrupted. Errors are one line on stderr.
 package main
 
 import (
@@ -42,24 +42,28 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
 			newGradeCommand(),
+			newDataCommand(),
 		},
 		// Errors are printed once, by exitCode; the library must not exit on its own.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if cmd.NArg() > 0 {
-				return usageErrorf("no command %q; see aa-grade --help", cmd.Args().First())
-			}
-			return cli.ShowRootCommandHelp(cmd)
-		},
 	}
 	markUsageErrors(app)
 	return app
 }
 
-// markUsageErrors makes flag parsing errors of every command usage errors (exit 2).
+// markUsageErrors makes flag parsing errors of every command usage errors (exit 2), and makes
+// a command group given an unknown sub-command say so (exit 2) instead of printing its help.
 func markUsageErrors(cmd *cli.Command) {
 	cmd.OnUsageError = func(_ context.Context, _ *cli.Command, err error, _ bool) error {
 		return usageErrorf("%v", err)
+	}
+	if len(cmd.Commands) > 0 && cmd.Action == nil {
+		cmd.Action = func(_ context.Context, c *cli.Command) error {
+			if c.NArg() > 0 {
+				return usageErrorf("no command %q; see %s --help", c.Args().First(), c.FullName())
+			}
+			return cli.ShowSubcommandHelp(c)
+		}
 	}
 	for _, sub := range cmd.Commands {
 		markUsageErrors(sub)

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,9 +51,9 @@ type Hub struct {
 	URL, CDNURL string
 	PageSize    int    // tree entries per page
 	Token       string // the token a gated repository accepts
-	Rate        int64  // content bytes per second per response; 0 is unlimited
 
 	hub, cdn *httptest.Server
+	rate     atomic.Int64 // content bytes per second per response; 0 is unlimited
 	mu       sync.Mutex
 	repos    map[string]*Repo
 	faults   map[string][]Fault
@@ -424,11 +425,16 @@ func (h *Hub) serveContent(w http.ResponseWriter, r *http.Request, path string, 
 	h.write(w, path, body)
 }
 
-// write sends a body, at Rate bytes per second when a rate is set.
+// SetRate slows every content response down to bytesPerSecond (0: no limit), for tests that
+// must catch a download in the middle.
+func (h *Hub) SetRate(bytesPerSecond int64) { h.rate.Store(bytesPerSecond) }
+
+// write sends a body, at the set rate if any.
 func (h *Hub) write(w http.ResponseWriter, path string, body []byte) {
+	rate := h.rate.Load()
 	chunk := len(body)
-	if h.Rate > 0 {
-		chunk = int(max(h.Rate/20, 1)) // 20 writes a second
+	if rate > 0 {
+		chunk = int(max(rate/20, 1)) // 20 writes a second
 	}
 	rc := http.NewResponseController(w)
 	for len(body) > 0 {
@@ -438,7 +444,7 @@ func (h *Hub) write(w http.ResponseWriter, path string, body []byte) {
 			return
 		}
 		body = body[n:]
-		if h.Rate > 0 {
+		if rate > 0 {
 			rc.Flush()
 			time.Sleep(50 * time.Millisecond)
 		}

@@ -1,0 +1,193 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aa-grade/aa-grade/data/hub"
+)
+
+// BadFile is a cached file that is missing or whose content does not hash to its name.
+type BadFile struct {
+	Path    string `json:"path"`
+	Problem string `json:"problem"` // missing or corrupt
+	Detail  string `json:"detail,omitempty"`
+}
+
+// VerifyResult reports a verification.
+type VerifyResult struct {
+	Spec     HubSpec
+	Commit   string
+	Checked  int
+	Bytes    int64
+	Bad      []BadFile
+	Repaired int
+}
+
+// Verify re-hashes every cached file of a Hub dataset at its revision against the hash that
+// names its blob. Online, the Hub's listing also says which files are missing; offline, only
+// the files already linked are checked. With repair, missing and corrupt files are fetched
+// again (online only).
+func Verify(ctx context.Context, cfg hub.Config, spec HubSpec, repair bool, opts PullOptions) (*VerifyResult, error) {
+	cache := hub.Cache{Dir: cfg.CacheDir}
+	res := &VerifyResult{Spec: spec}
+	var entries []hub.Entry
+	var client *hub.Client
+	if cfg.Offline {
+		if repair {
+			return nil, fmt.Errorf("%w (HF_HUB_OFFLINE is set): --repair needs the network", ErrOffline)
+		}
+		pulled, err := pullOffline(cache, spec, PullOptions{IndexOnly: true})
+		if pulled == nil {
+			return nil, err
+		}
+		res.Commit = pulled.Commit
+		if entries, err = cachedEntries(cache, spec.Repo, res.Commit); err != nil {
+			return nil, err
+		}
+	} else {
+		client = hub.NewClient(cfg)
+		client.OnRetry = opts.Progress.Retry
+		commit, err := client.Revision(ctx, spec.Repo, spec.Revision)
+		if err != nil {
+			return nil, err
+		}
+		res.Commit = commit
+		listing, err := client.Tree(ctx, spec.Repo, commit, "")
+		if err != nil {
+			return nil, err
+		}
+		if entries, err = selectEntries(listing, opts); err != nil {
+			return nil, err
+		}
+	}
+	res.Bad = checkEntries(ctx, cache, spec.Repo, res.Commit, entries, &res.Checked, &res.Bytes)
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if !repair || len(res.Bad) == 0 {
+		return res, nil
+	}
+	byPath := map[string]hub.Entry{}
+	for _, e := range entries {
+		byPath[e.Path] = e
+	}
+	var todo []hub.Entry
+	for _, b := range res.Bad {
+		e := byPath[b.Path]
+		if b.Problem == "corrupt" {
+			os.Remove(cache.BlobPath(spec.Repo, e.ETag()))
+		}
+		os.Remove(filepath.Join(cache.SnapshotDir(spec.Repo, res.Commit), filepath.FromSlash(e.Path)))
+		todo = append(todo, e)
+	}
+	if err := fetchAll(ctx, client, cache, spec.Repo, res.Commit, todo, opts, &PullResult{}); err != nil {
+		return res, err
+	}
+	res.Repaired = len(todo)
+	return res, nil
+}
+
+// cachedEntries describes the linked files of a cached snapshot from their blob names.
+func cachedEntries(cache hub.Cache, repo, commit string) ([]hub.Entry, error) {
+	root := cache.SnapshotDir(repo, commit)
+	var entries []hub.Entry
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		target, err := os.Readlink(p)
+		if err != nil {
+			return fmt.Errorf("%s is not a link into the cache: %w", p, err)
+		}
+		entries = append(entries, blobEntry(filepath.ToSlash(rel), filepath.Base(target), p))
+		return nil
+	})
+	return entries, err
+}
+
+// blobEntry rebuilds a listing entry from a blob name: 64 hex digits are a sha256 (LFS/Xet),
+// 40 a git blob sha1. The size is read from the file (-1 when it is missing).
+func blobEntry(path, etag, file string) hub.Entry {
+	size := int64(-1)
+	if info, err := os.Stat(file); err == nil {
+		size = info.Size()
+	}
+	if len(etag) == 64 {
+		return hub.Entry{Type: "file", Path: path, Size: size, LFS: &hub.LFS{OID: etag, Size: size}}
+	}
+	return hub.Entry{Type: "file", Path: path, Size: size, OID: etag}
+}
+
+// checkEntries re-hashes the cached content of entries in parallel.
+func checkEntries(ctx context.Context, cache hub.Cache, repo, commit string, entries []hub.Entry, checked *int, total *int64) []BadFile {
+	var mu sync.Mutex
+	var bad []BadFile
+	jobs := make(chan hub.Entry)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for e := range jobs {
+				n, problem, detail := checkEntry(cache, repo, commit, e)
+				mu.Lock()
+				*checked++
+				*total += n
+				if problem != "" {
+					bad = append(bad, BadFile{Path: e.Path, Problem: problem, Detail: detail})
+				}
+				mu.Unlock()
+			}
+		})
+	}
+feed:
+	for _, e := range entries {
+		select {
+		case jobs <- e:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	sort.Slice(bad, func(i, j int) bool { return bad[i].Path < bad[j].Path })
+	return bad
+}
+
+func checkEntry(cache hub.Cache, repo, commit string, e hub.Entry) (int64, string, string) {
+	link := filepath.Join(cache.SnapshotDir(repo, commit), filepath.FromSlash(e.Path))
+	f, err := os.Open(link)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, "missing", ""
+	}
+	if err != nil {
+		return 0, "missing", err.Error()
+	}
+	defer f.Close()
+	if target, err := os.Readlink(link); err == nil && filepath.Base(target) != e.ETag() {
+		return 0, "corrupt", fmt.Sprintf("linked to blob %s, expected %s", filepath.Base(target), e.ETag())
+	}
+	info, err := f.Stat()
+	if err != nil {
+		return 0, "missing", err.Error()
+	}
+	if info.Size() != e.ContentSize() {
+		return info.Size(), "corrupt", fmt.Sprintf("%d bytes, expected %d", info.Size(), e.ContentSize())
+	}
+	got, err := hub.HashContent(f, e)
+	if err != nil {
+		return info.Size(), "corrupt", err.Error()
+	}
+	if got != e.ETag() {
+		return info.Size(), "corrupt", fmt.Sprintf("content hashes to %s", strings.TrimSpace(got))
+	}
+	return info.Size(), "", ""
+}
