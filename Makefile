@@ -30,6 +30,8 @@ bench: build
 	@echo "--- whole command: aa-grade grade on the sample (20 runs)"
 	@start=$$(date +%s%N); for i in $$(seq 20); do ./$(BIN) grade --dataset testdata/grade/dataset testdata/grade/submissions >/dev/null; done; \
 	  end=$$(date +%s%N); echo "mean wall time: $$(( (end - start) / 20000000 )) ms"
+	@echo "--- whole command: aa-grade data pull against curl, 1 GiB from the local fake Hub"
+	$(GO) run ./internal/cmd/pullbench -aa-grade $(BIN) 2>/dev/null
 
 clean:
 	rm -rf bin

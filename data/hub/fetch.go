@@ -73,7 +73,8 @@ func (c *Client) Fetch(ctx context.Context, cache Cache, repo, commit string, e 
 }
 
 // download brings the .incomplete file to its full size, resuming across transient failures,
-// and verifies it. On success the file is complete and verified.
+// hashing the content as it is written, and verifies it. On success the file is complete and
+// verified.
 func (c *Client) download(ctx context.Context, cache Cache, repo, commit string, e Entry, onBytes func(int64)) (int64, error) {
 	partial := cache.IncompletePath(repo, e.ETag())
 	if err := os.MkdirAll(filepath.Dir(partial), 0o755); err != nil {
@@ -84,9 +85,14 @@ func (c *Client) download(ctx context.Context, cache Cache, repo, commit string,
 		return 0, err
 	}
 	defer f.Close()
+	sum := newContentHash(e)
+	// Hash what an earlier run left, which also leaves the offset at its end.
+	if err := copyBuffered(sum, f); err != nil {
+		return 0, err
+	}
 	var downloaded int64
 	for attempt := 1; ; attempt++ {
-		n, err := c.resume(ctx, f, repo, commit, e, onBytes)
+		n, err := c.resume(ctx, f, sum, repo, commit, e, onBytes)
 		downloaded += n
 		if err == nil {
 			break
@@ -109,18 +115,22 @@ func (c *Client) download(ctx context.Context, cache Cache, repo, commit string,
 			return downloaded, err
 		}
 	}
-	return downloaded, verify(f, e)
+	if sum.n != e.ContentSize() {
+		return downloaded, fmt.Errorf("%w: %d bytes, expected %d", ErrCorrupt, sum.n, e.ContentSize())
+	}
+	if got := sum.hex(); got != e.ETag() {
+		return downloaded, fmt.Errorf("%w: got %s, expected %s", ErrCorrupt, got, e.ETag())
+	}
+	return downloaded, nil
 }
 
-// resume requests the rest of the file from the current size of f and appends it.
-func (c *Client) resume(ctx context.Context, f *os.File, repo, commit string, e Entry, onBytes func(int64)) (int64, error) {
+// resume requests the rest of the file from the current size of f and appends it, feeding
+// the hash as it goes.
+func (c *Client) resume(ctx context.Context, f *os.File, sum *contentHash, repo, commit string, e Entry, onBytes func(int64)) (int64, error) {
 	size := e.ContentSize()
-	have, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return 0, err
-	}
+	have := sum.n
 	if have > size {
-		if err := truncate(f); err != nil {
+		if err := restart(f, sum); err != nil {
 			return 0, err
 		}
 		have = 0
@@ -137,7 +147,11 @@ func (c *Client) resume(ctx context.Context, f *os.File, repo, commit string, e 
 	resp, err := c.getOnce(ctx, c.resolveURL(repo, commit, e.Path), repo, header)
 	var he *Error
 	if errors.As(err, &he) && he.Status == http.StatusRequestedRangeNotSatisfiable {
-		return 0, truncateAndRetry(f) // the partial file is not a prefix of this content
+		// The partial file is not a prefix of this content: start again.
+		if err := restart(f, sum); err != nil {
+			return 0, err
+		}
+		return 0, errRestart
 	}
 	if err != nil {
 		return 0, err
@@ -147,20 +161,21 @@ func (c *Client) resume(ctx context.Context, f *os.File, repo, commit string, e 
 		return 0, fmt.Errorf("%w: asked for bytes from %d, got %q", io.ErrUnexpectedEOF, have, resp.Header.Get("Content-Range"))
 	}
 	if resp.StatusCode != http.StatusPartialContent && have > 0 {
-		if err := truncate(f); err != nil { // the server ignored Range: start again
+		if err := restart(f, sum); err != nil { // the server ignored Range: start again
 			return 0, err
 		}
 		have = 0
 	}
 	body := newStallReader(resp.Body, c.readTimeout(), cancel)
 	defer body.stop()
+	out := io.MultiWriter(f, sum)
 	bufp := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(bufp)
 	var written int64
 	for written < size-have {
 		n, rerr := body.Read((*bufp)[:min(int64(len(*bufp)), size-have-written)])
 		if n > 0 {
-			if _, werr := f.Write((*bufp)[:n]); werr != nil {
+			if _, werr := out.Write((*bufp)[:n]); werr != nil {
 				return written, werr
 			}
 			written += int64(n)
@@ -187,19 +202,16 @@ func (c *Client) resume(ctx context.Context, f *os.File, repo, commit string, e 
 // errRestart asks the caller to request the file again from its start.
 var errRestart = fmt.Errorf("%w: restarting from the first byte", io.ErrUnexpectedEOF)
 
-func truncateAndRetry(f *os.File) error {
-	if err := truncate(f); err != nil {
-		return err
-	}
-	return errRestart
-}
-
-func truncate(f *os.File) error {
+// restart empties the partial file and its hash.
+func restart(f *os.File, sum *contentHash) error {
 	if err := f.Truncate(0); err != nil {
 		return err
 	}
-	_, err := f.Seek(0, io.SeekStart)
-	return err
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	sum.reset()
+	return nil
 }
 
 // rangeStart reads the first byte position of a Content-Range header ("bytes 100-199/200").
@@ -213,44 +225,52 @@ func rangeStart(v string) int64 {
 	return n
 }
 
-// verify hashes a complete download and compares size and hash with the listing.
-func verify(f *os.File, e Entry) error {
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if info.Size() != e.ContentSize() {
-		return fmt.Errorf("%w: %d bytes, expected %d", ErrCorrupt, info.Size(), e.ContentSize())
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	got, err := HashContent(f, e)
-	if err != nil {
-		return err
-	}
-	if got != e.ETag() {
-		return fmt.Errorf("%w: got %s, expected %s", ErrCorrupt, got, e.ETag())
-	}
-	return nil
+// contentHash computes the hash that names a file's blob while the content streams through:
+// sha256 of the content for LFS and Xet files, the git blob sha1 (sha1 of "blob <size>\x00"
+// and the content) otherwise.
+type contentHash struct {
+	h hash.Hash
+	e Entry
+	n int64 // content bytes hashed
 }
 
-// HashContent computes the hash that names a file's blob: sha256 of the content for LFS and
-// Xet files, the git blob sha1 (sha1 of "blob <size>\x00" and the content) otherwise.
-func HashContent(r io.Reader, e Entry) (string, error) {
-	var h hash.Hash
-	if e.LFS != nil {
-		h = sha256.New()
+func newContentHash(e Entry) *contentHash {
+	c := &contentHash{e: e}
+	c.reset()
+	return c
+}
+
+func (c *contentHash) reset() {
+	if c.e.LFS != nil {
+		c.h = sha256.New()
 	} else {
-		h = sha1.New()
-		fmt.Fprintf(h, "blob %d\x00", e.ContentSize())
+		c.h = sha1.New()
+		fmt.Fprintf(c.h, "blob %d\x00", c.e.ContentSize())
 	}
-	bufp := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(bufp)
-	if _, err := io.CopyBuffer(h, r, *bufp); err != nil {
+	c.n = 0
+}
+
+func (c *contentHash) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.h.Write(p)
+}
+
+func (c *contentHash) hex() string { return hex.EncodeToString(c.h.Sum(nil)) }
+
+// HashContent computes the hash naming a file's blob from its content (see contentHash).
+func HashContent(r io.Reader, e Entry) (string, error) {
+	sum := newContentHash(e)
+	if err := copyBuffered(sum, r); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return sum.hex(), nil
+}
+
+func copyBuffered(w io.Writer, r io.Reader) error {
+	bufp := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(bufp)
+	_, err := io.CopyBuffer(w, r, *bufp)
+	return err
 }
 
 // validETag accepts only hex hashes, so a hostile listing cannot name a path.

@@ -54,6 +54,7 @@ type Hub struct {
 
 	hub, cdn *httptest.Server
 	rate     atomic.Int64 // content bytes per second per response; 0 is unlimited
+	etags    sync.Map     // etagKey -> string
 	mu       sync.Mutex
 	repos    map[string]*Repo
 	faults   map[string][]Fault
@@ -243,14 +244,34 @@ type lfsInfo struct {
 }
 
 // fileEntry is how the tree and paths-info endpoints describe a file.
-func fileEntry(path string, f File) treeEntry {
-	e := treeEntry{Type: "file", Path: path, Size: int64(len(f.Content)), OID: ETag(File{Content: f.Content})}
+func (h *Hub) fileEntry(path string, f File) treeEntry {
+	e := treeEntry{Type: "file", Path: path, Size: int64(len(f.Content)), OID: h.etag(File{Content: f.Content})}
 	if f.LFS {
-		sum := sha256.Sum256(f.Content)
-		e.LFS = &lfsInfo{OID: hex.EncodeToString(sum[:]), Size: int64(len(f.Content)), PointerSize: 134}
-		e.XetHash = hex.EncodeToString(sum[:16])
+		sum := h.etag(f)
+		e.LFS = &lfsInfo{OID: sum, Size: int64(len(f.Content)), PointerSize: 134}
+		e.XetHash = sum[:32]
 	}
 	return e
+}
+
+type etagKey struct {
+	data *byte
+	n    int
+	lfs  bool
+}
+
+// etag is ETag memoised per content, so large files are hashed once, not on every request.
+func (h *Hub) etag(f File) string {
+	var k etagKey
+	if len(f.Content) > 0 {
+		k = etagKey{&f.Content[0], len(f.Content), f.LFS}
+	}
+	if v, ok := h.etags.Load(k); ok {
+		return v.(string)
+	}
+	v := ETag(f)
+	h.etags.Store(k, v)
+	return v
 }
 
 // pathsInfo describes the listed paths (the JavaScript client asks before each download).
@@ -269,7 +290,7 @@ func (h *Hub) pathsInfo(w http.ResponseWriter, r *http.Request) {
 	out := []treeEntry{}
 	for _, p := range req.Paths {
 		if f, ok := repo.Commits[commit][p]; ok {
-			out = append(out, fileEntry(p, f))
+			out = append(out, h.fileEntry(p, f))
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -296,7 +317,7 @@ func (h *Hub) tree(w http.ResponseWriter, r *http.Request) {
 				dirs[d] = true
 			}
 		}
-		entries = append(entries, fileEntry(p, f))
+		entries = append(entries, h.fileEntry(p, f))
 	}
 	if len(entries) == 0 {
 		hubError(w, http.StatusNotFound, "EntryNotFound", prefix+" does not exist on "+commit)
@@ -334,14 +355,14 @@ func (h *Hub) resolve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Repo-Commit", commit)
 	if f.LFS {
-		w.Header().Set("X-Linked-Etag", `"`+ETag(f)+`"`)
+		w.Header().Set("X-Linked-Etag", `"`+h.etag(f)+`"`)
 		w.Header().Set("X-Linked-Size", strconv.Itoa(len(f.Content)))
-		w.Header().Set("ETag", `"`+ETag(File{Content: f.Content})+`"`)
-		loc := fmt.Sprintf("%s/xet/%s/%s/%s?sig=%s", h.CDNURL, url.PathEscape(repo.Name), commit, path, ETag(f)[:8])
+		w.Header().Set("ETag", `"`+h.etag(File{Content: f.Content})+`"`)
+		loc := fmt.Sprintf("%s/xet/%s/%s/%s?sig=%s", h.CDNURL, url.PathEscape(repo.Name), commit, path, h.etag(f)[:8])
 		http.Redirect(w, r, loc, http.StatusFound)
 		return
 	}
-	w.Header().Set("ETag", `"`+ETag(f)+`"`)
+	w.Header().Set("ETag", `"`+h.etag(f)+`"`)
 	h.serveContent(w, r, path, f.Content)
 }
 
@@ -359,7 +380,7 @@ func (h *Hub) cdnBlob(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	w.Header().Set("ETag", `"`+ETag(f)+`"`)
+	w.Header().Set("ETag", `"`+h.etag(f)+`"`)
 	h.serveContent(w, r, r.PathValue("path"), f.Content)
 }
 
