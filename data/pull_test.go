@@ -372,3 +372,23 @@ func TestPullParquetIndex(t *testing.T) {
 		t.Fatalf("parquet ref = %q, %v", ref, err)
 	}
 }
+
+// TestPullStaleVersion: when the Hub answers a file with another commit than the listing's,
+// nothing is read into the cache; a later answer that agrees is used.
+func TestPullStaleVersion(t *testing.T) {
+	h, files, cfg := newHub(t)
+	big, small := "sre/Scenario-1/k8s_events_raw.tsv", "sre/Scenario-1/ground_truth.yaml"
+	h.Fail(big, fakehub.Fault{Stale: true})
+	h.Fail(small, fakehub.Fault{Stale: true})
+	if _, err := pull(t, cfg, PullOptions{Tasks: []string{"1"}}); err != nil {
+		t.Fatal(err)
+	}
+	checkSnapshot(t, cfg, files, []string{big, small})
+	for range 3 {
+		h.Fail(small, fakehub.Fault{Stale: true})
+	}
+	cfg.CacheDir = t.TempDir()
+	if _, err := pull(t, cfg, PullOptions{Tasks: []string{"1"}}); !errors.Is(err, hub.ErrCorrupt) || !strings.Contains(err.Error(), "serves commit 0000") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -72,12 +72,44 @@ func NewClient(cfg Config) *Client {
 
 // dropAuthAcrossHosts keeps the token on the Hub: a redirect to any other host (a CDN, or the
 // same host on another port) loses the Authorization header.
+// The Hub's own answer to a content request (the redirect, for LFS files) is checked
+// against the listing before any byte is read.
 func dropAuthAcrossHosts(req *http.Request, via []*http.Request) error {
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
 	}
 	if req.URL.Host != via[0].URL.Host {
 		req.Header.Del("Authorization")
+	}
+	if want, ok := req.Context().Value(expectKey{}).(expected); ok && req.Response != nil && req.Response.Request.URL.Host == via[0].URL.Host {
+		return want.check(req.Response.Header)
+	}
+	return nil
+}
+
+// expected is what the listing says a content request must serve.
+type expected struct {
+	commit, etag string
+	size         int64
+}
+
+type expectKey struct{}
+
+// check compares the Hub's X-Repo-Commit, X-Linked-Etag (or ETag) and X-Linked-Size with the
+// listing; absent headers are not an error.
+func (w expected) check(h http.Header) error {
+	if c := h.Get("X-Repo-Commit"); c != "" && c != w.commit {
+		return fmt.Errorf("%w: the Hub serves commit %s, expected %s", ErrCorrupt, c, w.commit)
+	}
+	etag := h.Get("X-Linked-Etag")
+	if etag == "" {
+		etag = h.Get("ETag")
+	}
+	if etag = strings.Trim(strings.TrimPrefix(etag, "W/"), `"`); etag != "" && etag != w.etag {
+		return fmt.Errorf("%w: the Hub serves version %s, the listing says %s", ErrCorrupt, etag, w.etag)
+	}
+	if s := h.Get("X-Linked-Size"); s != "" && s != strconv.FormatInt(w.size, 10) {
+		return fmt.Errorf("%w: the Hub serves %s bytes, the listing says %d", ErrCorrupt, s, w.size)
 	}
 	return nil
 }

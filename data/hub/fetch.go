@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -144,7 +145,8 @@ func (c *Client) resume(ctx context.Context, f *os.File, sum *contentHash, repo,
 	if have > 0 {
 		header.Set("Range", fmt.Sprintf("bytes=%d-", have))
 	}
-	resp, err := c.getOnce(ctx, c.resolveURL(repo, commit, e.Path), repo, header)
+	want := expected{commit: commit, etag: e.ETag(), size: size}
+	resp, err := c.getOnce(context.WithValue(ctx, expectKey{}, want), c.resolveURL(repo, commit, e.Path), repo, header)
 	var he *Error
 	if errors.As(err, &he) && he.Status == http.StatusRequestedRangeNotSatisfiable {
 		// The partial file is not a prefix of this content: start again.
@@ -157,6 +159,11 @@ func (c *Client) resume(ctx context.Context, f *os.File, sum *contentHash, repo,
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if resp.Request.URL.Host == c.endpointHost() { // served by the Hub itself, not redirected
+		if err := want.check(resp.Header); err != nil {
+			return 0, err
+		}
+	}
 	if resp.StatusCode == http.StatusPartialContent && rangeStart(resp.Header.Get("Content-Range")) != have {
 		return 0, fmt.Errorf("%w: asked for bytes from %d, got %q", io.ErrUnexpectedEOF, have, resp.Header.Get("Content-Range"))
 	}
@@ -280,6 +287,14 @@ func validETag(s string) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil && strings.ToLower(s) == s
+}
+
+func (c *Client) endpointHost() string {
+	u, err := url.Parse(c.Endpoint)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 func (c *Client) readTimeout() time.Duration {

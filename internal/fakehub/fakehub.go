@@ -44,6 +44,7 @@ type Fault struct {
 	CutAfter   int64         // send this many bytes of the body, then drop the connection
 	Stall      time.Duration // send CutAfter bytes, then go silent this long
 	Corrupt    bool          // send content of the right length but wrong bytes
+	Stale      bool          // answer the resolve with another commit's X-Repo-Commit
 }
 
 // Hub is a running fake Hub and its CDN.
@@ -354,6 +355,12 @@ func (h *Hub) resolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Repo-Commit", commit)
+	h.mu.Lock()
+	if q := h.faults[path]; len(q) > 0 && q[0].Stale {
+		h.faults[path] = q[1:]
+		w.Header().Set("X-Repo-Commit", strings.Repeat("0", 40))
+	}
+	h.mu.Unlock()
 	if f.LFS {
 		w.Header().Set("X-Linked-Etag", `"`+h.etag(f)+`"`)
 		w.Header().Set("X-Linked-Size", strconv.Itoa(len(f.Content)))
@@ -388,7 +395,7 @@ func (h *Hub) cdnBlob(w http.ResponseWriter, r *http.Request) {
 func (h *Hub) serveContent(w http.ResponseWriter, r *http.Request, path string, content []byte) {
 	h.mu.Lock()
 	var fault *Fault
-	if q := h.faults[path]; len(q) > 0 && r.Method == http.MethodGet {
+	if q := h.faults[path]; len(q) > 0 && !q[0].Stale && r.Method == http.MethodGet {
 		fault, h.faults[path] = &q[0], q[1:]
 	}
 	h.mu.Unlock()
