@@ -211,3 +211,40 @@ func blobState(t *testing.T, blobs string, files map[string]fakehub.File) (map[s
 	}
 	return complete, partial
 }
+
+// TestDataPullInterrupted: Ctrl-C stops a pull with exit 130 and says how to resume; the
+// partial files stay for the next pull.
+func TestDataPullInterrupted(t *testing.T) {
+	h := fakehub.New()
+	defer h.Close()
+	h.SetRate(2 << 20)
+	h.ServeSample(sampleRepo, fakehub.SampleDataset(2, 4<<20))
+	cacheDir := t.TempDir()
+	cmd := exec.Command(binary, "data", "pull")
+	cmd.Env = append(os.Environ(), hubEnv(h, cacheDir)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	blobs := filepath.Join(hub.Cache{Dir: cacheDir}.RepoDir(sampleRepo), "blobs")
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if matches, _ := filepath.Glob(filepath.Join(blobs, "*.incomplete")); len(matches) > 0 {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if cmd.ProcessState.ExitCode() != 130 || !strings.Contains(stderr.String(), "run the same command again to resume") {
+		t.Fatalf("exit %d (%v), stderr:\n%s", cmd.ProcessState.ExitCode(), err, stderr.String())
+	}
+	if matches, _ := filepath.Glob(filepath.Join(blobs, "*.incomplete")); len(matches) == 0 {
+		t.Fatal("the partial files were not kept")
+	}
+	h.SetRate(0)
+	if r := aaGrade(t, hubEnv(h, cacheDir), "data", "pull"); r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+}
