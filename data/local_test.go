@@ -8,17 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+	"github.com/aa-grade/aa-grade/internal/testfs"
+)
 
 func indexLine(t *testing.T, scenario, gt string) string {
 	t.Helper()
@@ -41,7 +33,7 @@ func ids(tasks []Task) string {
 func TestOpenHubLayout(t *testing.T) {
 	root := t.TempDir()
 	sre := filepath.Join(root, "sre")
-	writeFile(t, filepath.Join(sre, "data.jsonl"),
+	testfs.Write(t, filepath.Join(sre, "data.jsonl"),
 		indexLine(t, "Scenario-10", "groups: row10")+
 			"not json\n\n"+
 			indexLine(t, "Scenario-2", "groups: row2")+
@@ -49,10 +41,10 @@ func TestOpenHubLayout(t *testing.T) {
 			indexLine(t, "../escape", "x")+
 			indexLine(t, "Scenario-3", "groups: row3")+
 			indexLine(t, "Scenario-4", ""))
-	writeFile(t, filepath.Join(sre, "Scenario-2", GroundTruthFile), "groups: folder2")
-	writeFile(t, filepath.Join(sre, "Scenario-10", GroundTruthFile), "groups: row10\n")
-	writeFile(t, filepath.Join(sre, "Scenario-4", GroundTruthFile), "groups: folder4")
-	writeFile(t, filepath.Join(sre, "Scenario-7", GroundTruthFile), "groups: unlisted")
+	testfs.Write(t, filepath.Join(sre, "Scenario-2", GroundTruthFile), "groups: folder2")
+	testfs.Write(t, filepath.Join(sre, "Scenario-10", GroundTruthFile), "groups: row10\n")
+	testfs.Write(t, filepath.Join(sre, "Scenario-4", GroundTruthFile), "groups: folder4")
+	testfs.Write(t, filepath.Join(sre, "Scenario-7", GroundTruthFile), "groups: unlisted")
 
 	for _, path := range []string{root, sre} {
 		ds, err := Open(context.Background(), path, OpenOptions{})
@@ -92,9 +84,9 @@ func TestOpenHubLayout(t *testing.T) {
 
 func TestOpenTaskFolders(t *testing.T) {
 	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "Scenario-11", GroundTruthFile), "groups: a")
-	writeFile(t, filepath.Join(root, "Scenario-9", GroundTruthFile), "groups: b")
-	writeFile(t, filepath.Join(root, "notes", "README"), "")
+	testfs.Write(t, filepath.Join(root, "Scenario-11", GroundTruthFile), "groups: a")
+	testfs.Write(t, filepath.Join(root, "Scenario-9", GroundTruthFile), "groups: b")
+	testfs.Write(t, filepath.Join(root, "notes", "README"), "")
 	ds, err := Open(context.Background(), root, OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +103,7 @@ func TestOpenTaskFolders(t *testing.T) {
 	}
 	// A Hub layout without an index is read as task folders under sre/.
 	hub := t.TempDir()
-	writeFile(t, filepath.Join(hub, "sre", "Scenario-1", GroundTruthFile), "groups: c")
+	testfs.Write(t, filepath.Join(hub, "sre", "Scenario-1", GroundTruthFile), "groups: c")
 	ds, err = Open(context.Background(), hub, OpenOptions{})
 	if err != nil || ids(ds.Tasks) != "Scenario-1" {
 		t.Fatalf("sre/ without index: %v %v", ds, err)
@@ -121,7 +113,7 @@ func TestOpenTaskFolders(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	empty := t.TempDir()
 	file := filepath.Join(empty, "file.txt")
-	writeFile(t, file, "x")
+	testfs.Write(t, file, "x")
 	for spec, want := range map[string]error{
 		filepath.Join(empty, "absent"): os.ErrNotExist,
 		file:                           ErrNotDataset,
@@ -154,7 +146,7 @@ func TestNaturalCompare(t *testing.T) {
 func TestOpenKeepsWantedTasks(t *testing.T) {
 	root := t.TempDir()
 	for _, id := range []string{"Scenario-1", "Scenario-2", "Scenario-10"} {
-		writeFile(t, filepath.Join(root, id, GroundTruthFile), "groups: x")
+		testfs.Write(t, filepath.Join(root, id, GroundTruthFile), "groups: x")
 	}
 	ds, err := Open(context.Background(), root, OpenOptions{Tasks: []string{"10", "scenario-1", "Scenario-1"}})
 	if err != nil || ids(ds.Tasks) != "Scenario-1,Scenario-10" {

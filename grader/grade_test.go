@@ -1,21 +1,12 @@
 package grader
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+	"github.com/aa-grade/aa-grade/internal/testfs"
+)
 
 func problemsText(ps []Problem) string {
 	var b strings.Builder
@@ -27,14 +18,14 @@ func problemsText(ps []Problem) string {
 
 func TestFindSubmissionsLayouts(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "Scenario-1", "1.json"), "[]")
-	writeFile(t, filepath.Join(dir, "Scenario-1", "2", "agent_output.json"), "[]")
-	writeFile(t, filepath.Join(dir, "Scenario-1", "3", "trajectory.jsonl"), "") // no submission
-	writeFile(t, filepath.Join(dir, "Scenario-1", "notes.txt"), "")
-	writeFile(t, filepath.Join(dir, "Scenario-1", "0.json"), "[]")
-	writeFile(t, filepath.Join(dir, "Scenario-2", "1.json"), "[]")
-	writeFile(t, filepath.Join(dir, "Scenario-2", "1", "agent_output.json"), "[]")
-	writeFile(t, filepath.Join(dir, "README.md"), "")
+	testfs.Write(t, filepath.Join(dir, "Scenario-1", "1.json"), "[]")
+	testfs.Write(t, filepath.Join(dir, "Scenario-1", "2", "agent_output.json"), "[]")
+	testfs.Write(t, filepath.Join(dir, "Scenario-1", "3", "trajectory.jsonl"), "") // no submission
+	testfs.Write(t, filepath.Join(dir, "Scenario-1", "notes.txt"), "")
+	testfs.Write(t, filepath.Join(dir, "Scenario-1", "0.json"), "[]")
+	testfs.Write(t, filepath.Join(dir, "Scenario-2", "1.json"), "[]")
+	testfs.Write(t, filepath.Join(dir, "Scenario-2", "1", "agent_output.json"), "[]")
+	testfs.Write(t, filepath.Join(dir, "README.md"), "")
 
 	files, problems, err := FindSubmissions(dir)
 	if err != nil {
@@ -59,11 +50,11 @@ func TestFindSubmissionsLayouts(t *testing.T) {
 
 func TestGradeSubmissions(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "Scenario-1", "1.json"), `{"contributing_factors":[{"name":"shop/ConfigMap/flagd-config"},{"name":"shop/ResourceQuota/mem-quota"}]}`)
-	writeFile(t, filepath.Join(dir, "Scenario-1", "2.json"), `not json at all`)
-	writeFile(t, filepath.Join(dir, "Scenario-1", "4.json"), `[]`)
-	writeFile(t, filepath.Join(dir, "it-bench-sre-public-scenario-3", "1.json"), `["shop/cm/flagd-config", "shop/quota/mem-quota", "shop/Service/cart"]`)
-	writeFile(t, filepath.Join(dir, "Scenario-99", "1.json"), `[]`)
+	testfs.Write(t, filepath.Join(dir, "Scenario-1", "1.json"), `{"contributing_factors":[{"name":"shop/ConfigMap/flagd-config"},{"name":"shop/ResourceQuota/mem-quota"}]}`)
+	testfs.Write(t, filepath.Join(dir, "Scenario-1", "2.json"), `not json at all`)
+	testfs.Write(t, filepath.Join(dir, "Scenario-1", "4.json"), `[]`)
+	testfs.Write(t, filepath.Join(dir, "it-bench-sre-public-scenario-3", "1.json"), `["shop/cm/flagd-config", "shop/quota/mem-quota", "shop/Service/cart"]`)
+	testfs.Write(t, filepath.Join(dir, "Scenario-99", "1.json"), `[]`)
 	files, _, err := FindSubmissions(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +94,7 @@ func TestGradeSubmissions(t *testing.T) {
 
 func TestGradeOversizedFileIsInvalid(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "T", "1.json"), `["`+strings.Repeat("x", MaxSubmissionBytes+10)+`"]`)
+	testfs.Write(t, filepath.Join(dir, "T", "1.json"), `["`+strings.Repeat("x", MaxSubmissionBytes+10)+`"]`)
 	files, _, err := FindSubmissions(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/internal/testfs"
+
 	"github.com/aa-grade/aa-grade/data/hub"
 	"github.com/aa-grade/aa-grade/internal/fakehub"
 )
@@ -84,7 +86,7 @@ func TestDataPullLsVerifyRepair(t *testing.T) {
 
 	// grade reads the ground truths of a Hub dataset from its index.
 	subs := t.TempDir()
-	writeTestFile(t, filepath.Join(subs, "Scenario-1", "1.json"), `["otel-demo/ConfigMap/flagd-config"]`)
+	testfs.Write(t, filepath.Join(subs, "Scenario-1", "1.json"), `["otel-demo/ConfigMap/flagd-config"]`)
 	r = aaGrade(t, env, "grade", "--dataset", "hf:"+sampleRepo, subs)
 	if r.code != 0 || !strings.Contains(r.stdout, "over 3 tasks x 1 repeats") {
 		t.Fatalf("grade hf: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/aa-grade/aa-grade/internal/testfs"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -148,11 +150,11 @@ func TestGradeBrokenTask(t *testing.T) {
 		"Scenario-2": "groups:\n  - {id: a, kind: Pod, filter: [a-.*]}\n",
 		"Scenario-3": "groups:\n  - {id: a, kind: Pod, filter: [a], root_cause: true}\naliases: [[a, nope]]\n",
 	} {
-		writeTestFile(t, filepath.Join(dataset, task, "ground_truth.yaml"), gt)
+		testfs.Write(t, filepath.Join(dataset, task, "ground_truth.yaml"), gt)
 	}
 	subs := t.TempDir()
-	writeTestFile(t, filepath.Join(subs, "Scenario-1", "1.json"), `["ns/Pod/a-1"]`)
-	writeTestFile(t, filepath.Join(subs, "Scenario-8", "1.json"), `[]`)
+	testfs.Write(t, filepath.Join(subs, "Scenario-1", "1.json"), `["ns/Pod/a-1"]`)
+	testfs.Write(t, filepath.Join(subs, "Scenario-8", "1.json"), `[]`)
 	r := aaGrade(t, nil, "grade", "--dataset", dataset, subs)
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
@@ -169,15 +171,5 @@ func TestGradeBrokenTask(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "Scenario-1  1.00  1.000") || !strings.Contains(r.stdout, "over 1 tasks x 1 repeats") {
 		t.Errorf("the good task must still be graded:\n%s", r.stdout)
-	}
-}
-
-func writeTestFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }

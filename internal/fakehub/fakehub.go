@@ -1,5 +1,5 @@
 // Package fakehub is a Hugging Face Hub for tests and benchmarks, listening on 127.0.0.1 and
-// speaking the real protocol: revision, paginated recursive tree, refs, resolve with Range,
+// speaking the real protocol: revision, paginated recursive tree, paths-info, resolve with Range,
 // ETag headers and a cross-host redirect to a second "CDN" server for LFS/Xet files. Its
 // failure modes are available on demand: 429 with Retry-After, 5xx, a connection cut
 // mid-body, a stalled body, wrong content, gated and missing repositories and revisions.
@@ -78,7 +78,6 @@ func New() *Hub {
 	mux.HandleFunc("GET /api/datasets/{owner}/{name}/revision/{rev}", h.revision)
 	mux.HandleFunc("GET /api/datasets/{owner}/{name}/tree/{rev}", h.tree)
 	mux.HandleFunc("GET /api/datasets/{owner}/{name}/tree/{rev}/{path...}", h.tree)
-	mux.HandleFunc("GET /api/datasets/{owner}/{name}/refs", h.refs)
 	mux.HandleFunc("POST /api/datasets/{owner}/{name}/paths-info/{rev}", h.pathsInfo)
 	mux.HandleFunc("GET /datasets/{owner}/{name}/resolve/{rev}/{path...}", h.resolve)
 	mux.HandleFunc("HEAD /datasets/{owner}/{name}/resolve/{rev}/{path...}", h.resolve)
@@ -206,27 +205,6 @@ func (h *Hub) revision(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"id": repo.Name, "sha": commit, "private": false, "gated": repo.Gated})
-}
-
-func (h *Hub) refs(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("owner") + "/" + r.PathValue("name")
-	h.mu.Lock()
-	repo := h.repos[name]
-	h.mu.Unlock()
-	if repo == nil {
-		hubError(w, http.StatusNotFound, "RepoNotFound", "Repository not found")
-		return
-	}
-	out := map[string][]map[string]string{"branches": {}, "converts": {}, "tags": {}}
-	for ref, commit := range repo.Refs {
-		kind := "branches"
-		if strings.HasPrefix(ref, "refs/convert/") {
-			kind = "converts"
-		}
-		out[kind] = append(out[kind], map[string]string{"name": strings.TrimPrefix(ref, "refs/convert/"), "ref": "refs/heads/" + ref, "targetCommit": commit})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(out)
 }
 
 type treeEntry struct {
