@@ -44,9 +44,6 @@ const DefaultSpec = "hf:ArtificialAnalysis/ITBench-AA"
 // ErrNotDataset marks a spec that names no dataset; the message says what was expected.
 var ErrNotDataset = errors.New("not a dataset")
 
-// ErrUnsupported marks a dataset spec this version cannot open yet.
-var ErrUnsupported = errors.New("not supported yet")
-
 // OpenOptions says which tasks are wanted and how a Hub dataset is fetched.
 type OpenOptions struct {
 	Hub       hub.Config // where the Hub and the cache are (see hub.ConfigFromEnv)
@@ -57,7 +54,8 @@ type OpenOptions struct {
 }
 
 // Open finds the tasks of a dataset spec (DESIGN.md): `hf:OWNER/NAME[@REV]` through the
-// shared cache (downloading what is missing unless offline), or a local folder.
+// shared cache (downloading what is missing unless offline), `demo` (the synthetic dataset
+// embedded in the binary), or a local folder.
 func Open(ctx context.Context, spec string, opts OpenOptions) (*Dataset, error) {
 	var ds *Dataset
 	var err error
@@ -66,8 +64,14 @@ func Open(ctx context.Context, spec string, opts OpenOptions) (*Dataset, error) 
 		return nil, fmt.Errorf("%w: empty dataset spec", ErrNotDataset)
 	case strings.HasPrefix(spec, "hf:"):
 		ds, err = openHub(ctx, spec, opts)
-	case spec == "demo":
-		return nil, fmt.Errorf("dataset demo: the embedded demo dataset is %w", ErrUnsupported)
+	case spec == DemoSpec:
+		var dir string
+		if dir, err = demoDir(); err == nil {
+			ds, err = OpenLocal(dir)
+		}
+		if ds != nil {
+			ds.Spec = DemoSpec
+		}
 	default:
 		ds, err = OpenLocal(spec)
 	}

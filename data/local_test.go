@@ -1,6 +1,8 @@
 package data
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/klauspost/compress/zstd"
 )
 
 func indexLine(t *testing.T, scenario, gt string) string {
@@ -121,7 +124,6 @@ func TestOpenErrors(t *testing.T) {
 		"":                             ErrNotDataset,
 		"hf:no-slash":                  ErrNotDataset,
 		"hf:a/b@":                      ErrNotDataset,
-		"demo":                         ErrUnsupported,
 	} {
 		if _, err := Open(context.Background(), spec, OpenOptions{}); !errors.Is(err, want) {
 			t.Errorf("Open(%q) = %v, want %v", spec, err, want)
@@ -154,5 +156,39 @@ func TestOpenKeepsWantedTasks(t *testing.T) {
 	}
 	if _, err := Open(context.Background(), root, OpenOptions{Tasks: []string{"Scenario-3"}}); !errors.Is(err, ErrNotDataset) || !strings.Contains(err.Error(), "no task Scenario-3") {
 		t.Fatalf("unknown task: %v", err)
+	}
+}
+
+// TestOpenDemo unpacks the embedded demo dataset into the user cache folder once and reads
+// it as a dataset in the Hub layout.
+func TestOpenDemo(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	ds, err := Open(context.Background(), DemoSpec, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Spec != DemoSpec || len(ds.Tasks) != 8 || len(ds.Warnings) != 0 || ds.Tasks[0].Dir == "" || ds.Tasks[0].Row == nil {
+		t.Fatalf("demo = %+v", ds)
+	}
+	again, err := Open(context.Background(), DemoSpec, OpenOptions{Tasks: []string{ds.Tasks[2].ID}})
+	if err != nil || len(again.Tasks) != 1 || again.Tasks[0].Dir != ds.Tasks[2].Dir {
+		t.Fatalf("second open: %+v %v", again, err)
+	}
+}
+
+func TestUnpackRefusesEscapingPaths(t *testing.T) {
+	var buf bytes.Buffer
+	zw, _ := zstd.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	tw.WriteHeader(&tar.Header{Name: "../evil", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644})
+	tw.Write([]byte("x"))
+	tw.Close()
+	zw.Close()
+	dir := t.TempDir()
+	if err := UnpackTarZst(&buf, filepath.Join(dir, "in")); err == nil || !strings.Contains(err.Error(), "leaves the folder") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "evil")); err == nil {
+		t.Fatal("a file was written outside the folder")
 	}
 }

@@ -50,6 +50,13 @@ func (gt *GroundTruth) MatchGroup(e Entity) int {
 	return best
 }
 
+// MatchesGroup reports whether the entity satisfies group i's kind, namespace and name rules
+// (1 to 6), whatever other groups it might also match. Task validation uses it to check that
+// a snapshot holds an object for every root cause.
+func (gt *GroundTruth) MatchesGroup(e Entity, i int) bool {
+	return e.Parsed && i >= 0 && i < len(gt.Groups) && entityMatchesGroup(e, &gt.Groups[i])
+}
+
 // entityMatchesGroup applies rules 1 to 6 to one group.
 func entityMatchesGroup(e Entity, g *Group) bool {
 	workload := workloadKinds[e.Kind] && workloadKinds[g.Kind]

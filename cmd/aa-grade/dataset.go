@@ -18,7 +18,7 @@ func hubConfig() hub.Config { return hub.ConfigFromEnv(os.Getenv) }
 // failures.
 func datasetError(err error) error {
 	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, data.ErrNotDataset), errors.Is(err, data.ErrUnsupported),
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, data.ErrNotDataset),
 		errors.Is(err, hub.ErrRepoNotFound), errors.Is(err, hub.ErrRevisionNotFound):
 		return usageErrorf("%v", err)
 	}

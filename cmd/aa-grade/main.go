@@ -43,6 +43,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		Commands: []*cli.Command{
 			newGradeCommand(),
 			newDataCommand(),
+			newTasksCommand(),
 		},
 		// Errors are printed once, by exitCode; the library must not exit on its own.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/snapshot/validate"
+)
+
+func TestTasksSynthValidatePack(t *testing.T) {
+	dir := t.TempDir()
+	good, broken := filepath.Join(dir, "Scenario-1000"), filepath.Join(dir, "Scenario-1001")
+	for _, c := range []struct{ out, fault, seed string }{{good, "flag", "3"}, {broken, "netpol", "4"}} {
+		r := aaGrade(t, nil, "tasks", "synth", "--out", c.out, "--fault", c.fault, "--seed", c.seed)
+		if r.code != 0 || !strings.Contains(r.stdout, "root cause ") {
+			t.Fatalf("synth: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	}
+	if err := os.Remove(filepath.Join(broken, "otel_traces_raw.tsv")); err != nil {
+		t.Fatal(err)
+	}
+
+	r := aaGrade(t, nil, "tasks", "validate", "--json", good, broken)
+	var reports []validate.Report
+	if err := json.Unmarshal([]byte(r.stdout), &reports); err != nil || r.code != 1 || len(reports) != 2 {
+		t.Fatalf("validate: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if reports[0].Task != "Scenario-1000" || reports[0].Errors() != 0 || reports[1].Errors() != 1 || reports[1].Findings[0].Code != validate.CodeMissingFile {
+		t.Fatalf("reports = %+v", reports)
+	}
+	if !strings.Contains(r.stderr, "1 of 2 tasks have errors: Scenario-1001") {
+		t.Fatalf("stderr: %s", r.stderr)
+	}
+
+	// pack refuses a task that fails validation and writes nothing.
+	out := filepath.Join(dir, "dataset")
+	if r = aaGrade(t, nil, "tasks", "pack", "--out", out, good, broken); r.code != 1 || !strings.Contains(r.stderr, "nothing packed") {
+		t.Fatalf("pack with a broken task: exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("pack wrote a dataset although a task failed")
+	}
+	if r = aaGrade(t, nil, "tasks", "pack", "--out", out, good); r.code != 0 {
+		t.Fatalf("pack: exit %d\n%s", r.code, r.stderr)
+	}
+	if r = aaGrade(t, nil, "tasks", "validate", out); r.code != 0 || !strings.Contains(r.stdout, "Scenario-1000: ok") {
+		t.Fatalf("validate the pack: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	subs := t.TempDir()
+	testfs.Write(t, filepath.Join(subs, "Scenario-1000", "1.json"), `["otel-demo/ConfigMap/flagd-config"]`)
+	if r = aaGrade(t, nil, "grade", "--dataset", out, subs); r.code != 0 || !strings.Contains(r.stdout, "Score 1.000") {
+		t.Fatalf("grade the pack: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestTasksValidateDemo(t *testing.T) {
+	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "tasks", "validate", "demo")
+	if r.code != 0 || strings.Count(r.stdout, ": ok (0 errors") != 8 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestTasksUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for name, args := range map[string][]string{
+		"validate nothing": {"tasks", "validate"},
+		"unknown fault":    {"tasks", "synth", "--out", filepath.Join(dir, "x"), "--fault", "meteor"},
+		"bad size":         {"tasks", "synth", "--out", filepath.Join(dir, "x"), "--size", "huge"},
+		"synth no out":     {"tasks", "synth"},
+		"pack nothing":     {"tasks", "pack", "--out", filepath.Join(dir, "y")},
+		"bad split":        {"tasks", "pack", "--out", filepath.Join(dir, "y"), "--split", "secret", dir},
+		"missing path":     {"tasks", "validate", filepath.Join(dir, "absent")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if r := aaGrade(t, nil, args...); r.code != 2 {
+				t.Fatalf("exit %d, want 2\n%s", r.code, r.stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,99 @@
+package snapshot
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aa-grade/aa-grade/internal/shareddata"
+	"github.com/aa-grade/aa-grade/internal/testfs"
+)
+
+func TestParseAlertsShapes(t *testing.T) {
+	one := `{"labels":{"alertname":"RequestErrorRate","namespace":"otel-demo","service_name":"cart"},"annotations":{"description":"d"},"state":"firing","activeAt":"2025-12-15T17:43:50.488970782Z","value":"1e-02"}`
+	for name, doc := range map[string]string{
+		"array":       "[" + one + "]",
+		"data.alerts": `{"data":{"alerts":[` + one + `]},"status":"success"}`,
+		"alerts":      `{"alerts":[` + one + `]}`,
+		"one object":  one,
+	} {
+		t.Run(name, func(t *testing.T) {
+			alerts, err := ParseAlerts([]byte(doc))
+			if err != nil || len(alerts) != 1 {
+				t.Fatalf("%v %+v", err, alerts)
+			}
+			a := alerts[0]
+			want := time.Date(2025, 12, 15, 17, 43, 50, 488970782, time.UTC)
+			if a.Name != "RequestErrorRate" || a.Labels["service_name"] != "cart" || a.Annotations["description"] != "d" || a.State != "firing" || !a.ActiveAt.Equal(want) || a.Value != "1e-02" {
+				t.Fatalf("alert = %+v", a)
+			}
+		})
+	}
+	for name, doc := range map[string]string{
+		"not JSON":    `[{"labels":`,
+		"no alerts":   `{"status":"success"}`,
+		"too deep":    strings.Repeat("[", 600) + strings.Repeat("]", 600),
+		"not objects": `[1, 2]`,
+	} {
+		if _, err := ParseAlerts([]byte(doc)); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestAlertsFileTime(t *testing.T) {
+	for name, want := range map[string]time.Time{
+		"alerts_at_2025-12-15T17-30-49.329092.json":               time.Date(2025, 12, 15, 17, 30, 49, 329092000, time.UTC),
+		"alerts_in_alerting_state_2025-12-15T175223.904312Z.json": time.Date(2025, 12, 15, 17, 52, 23, 904312000, time.UTC),
+		"alerts_at_2025-12-15T17-30-49.json":                      time.Date(2025, 12, 15, 17, 30, 49, 0, time.UTC),
+		"alerts.json":                                             {},
+	} {
+		if got := AlertsFileTime(name); !got.Equal(want) {
+			t.Errorf("AlertsFileTime(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestRealAlertsFiles reads the two real alerts files, one of each shape.
+func TestRealAlertsFiles(t *testing.T) {
+	dir := filepath.Join(shareddata.Dir(t), "snapshot-fragments", "Scenario-2", "alerts")
+	at, err := ReadAlertsFile(filepath.Join(dir, "alerts_at_2025-12-15T17-30-49.329092.json"))
+	if err != nil || len(at.Alerts) != 5 || at.Alerts[0].Name != "Watchdog" || at.Time.IsZero() {
+		t.Fatalf("alerts_at: %+v %v", at, err)
+	}
+	state, err := ReadAlertsFile(filepath.Join(dir, "alerts_in_alerting_state_2025-12-15T175223.904312Z.json"))
+	if err != nil || len(state.Alerts) != 2 || state.Alerts[0].Labels["service_name"] != "frontend-proxy" {
+		t.Fatalf("alerts_in_alerting_state: %+v %v", state, err)
+	}
+	if !state.Time.After(at.Time) {
+		t.Fatalf("times: %v then %v", at.Time, state.Time)
+	}
+}
+
+func TestReadAlertsFileErrorsNameTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "alerts", "alerts_at_2025-12-15T17-30-49.329092.json")
+	testfs.Write(t, path, "{")
+	if _, err := ReadAlertsFile(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestCatalogFromAlertLabels: the objects an alert's labels name enter the catalogue.
+func TestCatalogFromAlertLabels(t *testing.T) {
+	c := NewCatalog()
+	at := time.Date(2025, 12, 15, 17, 30, 0, 0, time.UTC)
+	c.addAlert(Alert{Labels: map[string]string{"alertname": "KubePodCrashLooping", "namespace": "otel-demo", "pod": "cart-8546fdc74d-d68cn", "node": "worker-1"}}, at)
+	c.addAlert(Alert{Labels: map[string]string{"alertname": "X", "deployment": "orphan"}}, at) // no namespace: cannot be named
+	var got []string
+	for _, e := range c.Entries() {
+		got = append(got, e.Entity)
+	}
+	want := "Namespace/otel-demo,Node/worker-1,otel-demo/Pod/cart-8546fdc74d-d68cn"
+	if strings.Join(got, ",") != want {
+		t.Fatalf("catalogue = %v, want %s", got, want)
+	}
+	if e := c.Lookup("Node/worker-1"); !e.FirstSeen.Equal(at) || e.Sources[0] != "alerts" {
+		t.Fatalf("node entry = %+v", e)
+	}
+}

@@ -1,0 +1,76 @@
+package snapshot_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aa-grade/aa-grade/snapshot"
+	"github.com/aa-grade/aa-grade/snapshot/synth"
+)
+
+// TestCatalogOfAGeneratedSnapshot checks the catalogue on a generated task: owner chains,
+// cluster-scoped objects, sightings over time, and objects named only by events or alerts.
+func TestCatalogOfAGeneratedSnapshot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "task")
+	res, err := synth.Generate(dir, synth.Options{Fault: "partition", Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := snapshot.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := snap.Catalog
+	var pod *snapshot.CatalogEntry
+	for _, e := range c.Entries() {
+		if e.Ref.Kind == "Pod" && e.Ref.Namespace == "otel-demo" && e.Ref.Name[:5] == "cart-" {
+			pod = e
+		}
+	}
+	if pod == nil {
+		t.Fatal("no cart pod in the catalogue")
+	}
+	chain := c.OwnerChain(pod.Entity)
+	if len(chain) != 2 || chain[1] != "otel-demo/Deployment/cart" || chain[0][:len("otel-demo/ReplicaSet/cart-")] != "otel-demo/ReplicaSet/cart-" {
+		t.Fatalf("owner chain of %s = %v", pod.Entity, chain)
+	}
+	if !pod.LastSeen.After(pod.FirstSeen) {
+		t.Errorf("a pod seen in every dump has first %v last %v", pod.FirstSeen, pod.LastSeen)
+	}
+	for _, entity := range []string{"Namespace/otel-demo", "Namespace/chaos-mesh", res.RootCause} {
+		if c.Lookup(entity) == nil {
+			t.Errorf("%s is not in the catalogue", entity)
+		}
+	}
+	nodes := 0
+	for _, e := range c.Entries() {
+		if e.Ref.Kind == "Node" {
+			nodes++
+			if e.Entity != "Node/"+e.Ref.Name {
+				t.Errorf("a node is written %s", e.Entity)
+			}
+		}
+	}
+	if nodes != 3 {
+		t.Errorf("%d nodes", nodes)
+	}
+	chaos := c.Lookup(res.RootCause)
+	if len(chaos.Sources) != 2 || chaos.Sources[0] != "events" || chaos.Sources[1] != "objects" {
+		t.Errorf("the NetworkChaos is named by %v, want events and objects", chaos.Sources)
+	}
+}
+
+// TestCatalogFromAlertsAndEventsOnly: objects no dump shows are still catalogued when an
+// event or an alert names them.
+func TestCatalogFromAlertsAndEventsOnly(t *testing.T) {
+	c := snapshot.NewCatalog()
+	c.Add(snapshot.ObjectRef{Kind: "PodChaos", Namespace: "chaos-mesh", Name: "kill-cart"}, time.Time{}, "events")
+	if e := c.Lookup("chaos-mesh/PodChaos/kill-cart"); e == nil || e.Sources[0] != "events" {
+		t.Fatalf("event-only object: %+v", e)
+	}
+	c.Add(snapshot.ObjectRef{Kind: "Pod", Name: ""}, time.Time{}, "events") // unnamed: ignored
+	if n := len(c.Entries()); n != 1 {
+		t.Fatalf("%d entries", n)
+	}
+}

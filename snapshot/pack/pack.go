@@ -1,0 +1,98 @@
+// Package pack writes task folders as a dataset in the Hugging Face Hub layout of
+// ITBench-AA, ready to upload: sre/data.jsonl with its six fields and one folder per task.
+package pack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/aa-grade/aa-grade/data"
+)
+
+// Options describe the index rows to write.
+type Options struct {
+	Split string // source_split of every row: public or private
+}
+
+// Write copies the tasks into out/sre/<id>/ and writes out/sre/data.jsonl. out must not exist
+// or be empty; on failure nothing partial is left at out.
+func Write(out string, tasks []data.Task, opts Options) error {
+	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
+		return fmt.Errorf("pack: %s is not empty", out)
+	}
+	if opts.Split == "" {
+		opts.Split = "public"
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), ".pack-*")
+	if err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	sre := filepath.Join(tmp, "sre")
+	seen := map[string]bool{}
+	var index strings.Builder
+	for _, t := range tasks {
+		if seen[t.ID] {
+			return fmt.Errorf("pack: two tasks are named %s", t.ID)
+		}
+		seen[t.ID] = true
+		if err := copyTree(t.Dir, filepath.Join(sre, t.ID)); err != nil {
+			return fmt.Errorf("pack %s: %w", t.ID, err)
+		}
+		row, err := json.Marshal(data.IndexRow{
+			IDAA: "it-bench-sre-" + opts.Split + "-" + strings.ToLower(t.ID), ScenarioID: t.ID, Category: "sre",
+			SourceSplit: opts.Split, ScenarioRoot: "/home/user", GroundTruthYAML: string(t.GroundTruth)})
+		if err != nil {
+			return err
+		}
+		index.Write(row)
+		index.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join(sre, "data.jsonl"), []byte(index.String()), 0o644); err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	if err := os.Remove(out); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("pack: %w", err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	return nil
+}
+
+// copyTree copies the regular files of src (following links, as the Hub cache uses them)
+// into dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		return copyFile(p, target)
+	})
+}
+
+func copyFile(src, dst string) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, out.Close()) }()
+	_, err = io.Copy(out, in)
+	return err
+}

@@ -1,0 +1,37 @@
+package snapshot
+
+import (
+	"bufio"
+	"io"
+	"strings"
+)
+
+// TSVWriter writes tables exactly as the recorder's pandas `to_csv(sep="\t")` does: `\n`
+// line ends, a field quoted with `"` only when it holds a tab, a line break or a quote, inner
+// quotes doubled.
+type TSVWriter struct {
+	w *bufio.Writer
+}
+
+// NewTSVWriter writes to w through a buffer; call Flush at the end.
+func NewTSVWriter(w io.Writer) *TSVWriter { return &TSVWriter{w: bufio.NewWriterSize(w, 256<<10)} }
+
+// Write writes one record.
+func (t *TSVWriter) Write(fields ...string) error {
+	for i, f := range fields {
+		if i > 0 {
+			t.w.WriteByte('\t')
+		}
+		if !strings.ContainsAny(f, "\t\n\r\"") {
+			t.w.WriteString(f)
+			continue
+		}
+		t.w.WriteByte('"')
+		t.w.WriteString(strings.ReplaceAll(f, `"`, `""`))
+		t.w.WriteByte('"')
+	}
+	return t.w.WriteByte('\n')
+}
+
+// Flush writes out what is buffered.
+func (t *TSVWriter) Flush() error { return t.w.Flush() }

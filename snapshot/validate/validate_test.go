@@ -1,0 +1,160 @@
+package validate
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/snapshot"
+	"github.com/aa-grade/aa-grade/snapshot/synth"
+)
+
+// goodTask generates one well-formed task and returns a fresh copy of it for each call.
+func goodTask(t *testing.T) func() data.Task {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "Scenario-900")
+	if _, err := synth.Generate(src, synth.Options{Fault: "netpol", Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	return func() data.Task {
+		dst := filepath.Join(t.TempDir(), "Scenario-900")
+		if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
+			t.Fatalf("copy: %v %s", err, out)
+		}
+		gt, err := os.ReadFile(filepath.Join(dst, snapshot.GroundTruthFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := &data.IndexRow{IDAA: "it-bench-sre-public-scenario-900", ScenarioID: "Scenario-900", Category: "sre",
+			SourceSplit: "public", ScenarioRoot: "/home/user", GroundTruthYAML: string(gt)}
+		return data.Task{ID: "Scenario-900", Dir: dst, GroundTruth: gt, Row: row}
+	}
+}
+
+func findings(r Report, level string) []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Level == level {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func TestGoodTaskHasNoErrorOrWarning(t *testing.T) {
+	r := Task(goodTask(t)())
+	if errs, warns := findings(r, Error), findings(r, Warning); len(errs)+len(warns) > 0 {
+		t.Fatalf("errors %+v\nwarnings %+v", errs, warns)
+	}
+	infos := findings(r, Info)
+	if len(infos) != 1 || infos[0].Code != CodeSolvable || !strings.Contains(infos[0].Message, "otel-demo/NetworkPolicy/") {
+		t.Fatalf("info = %+v", infos)
+	}
+}
+
+// TestOneBrokenTaskPerFinding breaks a good task in one way per finding code and checks that
+// exactly that code is reported, at the expected level and file.
+func TestOneBrokenTaskPerFinding(t *testing.T) {
+	fresh := goodTask(t)
+	gtPath := func(task data.Task) string { return filepath.Join(task.Dir, snapshot.GroundTruthFile) }
+	cases := []struct {
+		name, code, level, file, text string
+		breakIt                       func(t *testing.T, task *data.Task)
+	}{
+		{"missing traces", CodeMissingFile, Error, "otel_traces_raw.tsv", "is missing", func(t *testing.T, task *data.Task) {
+			os.Remove(filepath.Join(task.Dir, "otel_traces_raw.tsv"))
+		}},
+		{"no metrics", CodeMissingFile, Warning, "metrics/", "no metrics file", func(t *testing.T, task *data.Task) {
+			os.RemoveAll(filepath.Join(task.Dir, "metrics"))
+		}},
+		{"alerts not JSON", CodeUnreadable, Error, "alerts/", "not valid JSON", func(t *testing.T, task *data.Task) {
+			files, _ := filepath.Glob(filepath.Join(task.Dir, "alerts", "*.json"))
+			testfs.Write(t, files[3], "[{\"labels\": ")
+		}},
+		{"table without header", CodeUnreadable, Error, "otel_logs_raw.tsv", "no header", func(t *testing.T, task *data.Task) {
+			testfs.Write(t, filepath.Join(task.Dir, "otel_logs_raw.tsv"), "")
+		}},
+		{"broken record", CodeBadRows, Error, "k8s_events_raw.tsv", "records cannot be read", func(t *testing.T, task *data.Task) {
+			appendTo(t, filepath.Join(task.Dir, "k8s_events_raw.tsv"), "2025-12-01 10:00:00.000000000\t\"unterminated\n")
+		}},
+		{"event body not JSON", CodeBadRows, Error, "k8s_events_raw.tsv", "Body is not JSON", func(t *testing.T, task *data.Task) {
+			appendTo(t, filepath.Join(task.Dir, "k8s_events_raw.tsv"), strings.Repeat("x\t", 8)+"{not json"+strings.Repeat("\tx", 8)+"\n")
+		}},
+		{"empty table", CodeEmptyTable, Warning, "otel_logs_raw.tsv", "no record", func(t *testing.T, task *data.Task) {
+			testfs.Write(t, filepath.Join(task.Dir, "otel_logs_raw.tsv"), strings.Join(snapshot.Columns[snapshot.Logs], "\t")+"\n")
+		}},
+		{"no root cause", CodeGroundTruth, Error, snapshot.GroundTruthFile, "no group has root_cause", func(t *testing.T, task *data.Task) {
+			task.GroundTruth = []byte(strings.ReplaceAll(string(task.GroundTruth), "root_cause: true", "root_cause: false"))
+		}},
+		{"glob filter", CodeGlobFilter, Warning, snapshot.GroundTruthFile, "shell glob", func(t *testing.T, task *data.Task) {
+			task.GroundTruth = []byte(strings.Replace(string(task.GroundTruth), "groups:\n", "groups:\n  - {id: any-hpa, kind: HorizontalPodAutoscaler, namespace: otel-demo, filter: ['*.*']}\n", 1))
+		}},
+		{"unsolvable", CodeUnsolvable, Error, snapshot.GroundTruthFile, "matches no object", func(t *testing.T, task *data.Task) {
+			task.GroundTruth = []byte(strings.ReplaceAll(string(task.GroundTruth), "-deny-.*", "-forbid-.*"))
+		}},
+		{"answer copied", CodeAnswerVisible, Error, "alerts/notes.txt", "copy of the ground truth", func(t *testing.T, task *data.Task) {
+			testfs.Write(t, filepath.Join(task.Dir, "alerts", "notes.txt"), "# notes\n"+string(task.GroundTruth))
+		}},
+		{"answer renamed", CodeAnswerVisible, Error, "metrics/ground_truth.bak", "named like the answer key", func(t *testing.T, task *data.Task) {
+			testfs.Write(t, filepath.Join(task.Dir, "metrics", "ground_truth.bak"), "x")
+		}},
+		{"index row", CodeIndexMismatch, Error, "data.jsonl", `scenario_id "Scenario-9"`, func(t *testing.T, task *data.Task) {
+			task.Row.ScenarioID = "Scenario-9"
+		}},
+		{"index root", CodeIndexMismatch, Warning, "data.jsonl", "scenario_root", func(t *testing.T, task *data.Task) {
+			task.Row.ScenarioRoot = "/data"
+		}},
+		{"index ground truth", CodeIndexMismatch, Warning, "data.jsonl", "differs from the folder", func(t *testing.T, task *data.Task) {
+			testfs.Write(t, gtPath(*task), string(task.GroundTruth)+"# edited\n")
+		}},
+		{"time windows", CodeTimeWindows, Error, "", "do not overlap", func(t *testing.T, task *data.Task) {
+			files, _ := filepath.Glob(filepath.Join(task.Dir, "alerts", "*.json"))
+			for _, f := range files {
+				os.Rename(f, filepath.Join(task.Dir, "alerts", strings.Replace(filepath.Base(f), "2025-", "2019-", 1)))
+			}
+		}},
+		{"no snapshot", CodeNoSnapshot, Error, "", "no snapshot folder", func(t *testing.T, task *data.Task) {
+			task.Dir = ""
+		}},
+		{"snapshot unreadable", CodeReadSnapshot, Error, "", "no such file", func(t *testing.T, task *data.Task) {
+			task.Dir = filepath.Join(task.Dir, "gone")
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			task := fresh()
+			c.breakIt(t, &task)
+			r := Task(task)
+			var hit *Finding
+			for i, f := range r.Findings {
+				if f.Code == c.code && f.Level == c.level && strings.HasPrefix(f.File, c.file) && strings.Contains(f.Message, c.text) {
+					hit = &r.Findings[i]
+				}
+			}
+			if hit == nil {
+				t.Fatalf("no %s %s on %s saying %q; findings:\n%+v", c.level, c.code, c.file, c.text, r.Findings)
+			}
+			for _, f := range r.Findings {
+				if f.Level != Info && f.Code != c.code && f.Code != CodeUnsolvable && f.Code != CodeEmptyTable {
+					t.Errorf("unexpected extra finding %+v", f)
+				}
+			}
+		})
+	}
+}
+
+func appendTo(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+}
