@@ -1,0 +1,166 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// ReferenceWorkdir is where the reference sandbox shows the snapshot, and so where bwrap
+// shows it.
+const ReferenceWorkdir = "/home/user"
+
+// agentPath is where the agent executable appears inside a bwrap sandbox.
+const agentPath = "/run/aa-grade/agent"
+
+// Bwrap isolates with bubblewrap: new user, mount, pid, network, ipc and uts namespaces;
+// system folders read-only; a private /tmp; the snapshot at /home/user, each file bound
+// read-only over a per-episode writable folder (no copy of the snapshot); everything dies
+// with its parent.
+type Bwrap struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func (b *Bwrap) Name() string { return NameBwrap }
+
+// Available runs a trivial sandbox once: user namespaces may be disabled even where the
+// binary is installed.
+func (b *Bwrap) Available() error {
+	b.once.Do(func() {
+		b.path, b.err = exec.LookPath("bwrap")
+		if b.err != nil {
+			b.err = fmt.Errorf("bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+			return
+		}
+		args := append(append([]string{"--unshare-all", "--die-with-parent"}, systemBinds()...), "--", "/bin/true")
+		if out, err := exec.Command(b.path, args...).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("bubblewrap cannot create namespaces here: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+	})
+	return b.err
+}
+
+// systemBinds shows the system read-only: /usr, the /bin-style links or folders beside it,
+// and only the files of /etc that programs need (never shadow, ssh keys or the like).
+func systemBinds() []string {
+	args := []string{"--ro-bind", "/usr", "/usr"}
+	for _, dir := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		info, err := os.Lstat(dir)
+		switch {
+		case err != nil:
+		case info.Mode()&fs.ModeSymlink != 0:
+			if target, err := os.Readlink(dir); err == nil {
+				args = append(args, "--symlink", target, dir)
+			}
+		case info.IsDir():
+			args = append(args, "--ro-bind", dir, dir)
+		}
+	}
+	for _, f := range etcFiles {
+		if _, err := os.Stat(f); err == nil {
+			args = append(args, "--ro-bind", f, f)
+		}
+	}
+	return args
+}
+
+// etcFiles are the parts of /etc a shell, coreutils, jq and Python need.
+var etcFiles = []string{
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime",
+	"/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/bash.bashrc", "/etc/inputrc", "/etc/profile",
+	"/etc/mime.types", "/etc/magic", "/etc/python3", "/etc/python3.11",
+}
+
+// Start sets up the namespaces and mounts once and starts the agent inside.
+func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
+	if err := b.Available(); err != nil {
+		return nil, err
+	}
+	if err := spec.defaults(); err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--die-with-parent", "--new-session", "--hostname", "sandbox",
+		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+	}
+	args = append(args, systemBinds()...)
+	args = append(args, "--bind", spec.Scratch, ReferenceWorkdir)
+	files, err := snapshotFiles(spec.Snapshot, spec.Hide)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		args = append(args, "--ro-bind", f.host, filepath.Join(ReferenceWorkdir, f.rel))
+	}
+	env := spec.Env
+	if env == nil {
+		env = CleanEnv(ReferenceWorkdir)
+	}
+	args = append(args, "--ro-bind", spec.Agent, agentPath, "--chdir", ReferenceWorkdir, "--clearenv")
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		args = append(args, "--setenv", k, v)
+	}
+	args = append(args, "--", agentPath)
+	args = append(args, spec.AgentArg...)
+	cmd := exec.Command(b.path, args...)
+	cmd.Env = env
+	s, err := startSession(cmd, ReferenceWorkdir)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// snapshotFile is one file shown in the workspace.
+type snapshotFile struct {
+	rel  string // relative path in the workspace
+	host string // the real file (the Hub cache's links resolved)
+}
+
+// snapshotFiles lists the files of a snapshot, resolved to real files so that only they are
+// shown (a cache snapshot is links into a blobs folder that also holds the answer key).
+func snapshotFiles(dir string, hide []string) ([]snapshotFile, error) {
+	hidden := map[string]bool{}
+	for _, h := range hide {
+		hidden[filepath.Clean(h)] = true
+	}
+	var files []snapshotFile
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if hidden[rel] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		host, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return fmt.Errorf("snapshot file %s: %w", rel, err)
+		}
+		info, err := os.Stat(host)
+		if err != nil || !info.Mode().IsRegular() {
+			return nil // not a file: not shown
+		}
+		files = append(files, snapshotFile{rel: rel, host: host})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot %s: %w", dir, err)
+	}
+	return files, nil
+}

@@ -1,0 +1,43 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// None runs commands on the bare host, in a workspace of links to the snapshot files: no
+// isolation at all. It is used only when asked for by name, and callers warn on every run.
+type None struct{}
+
+func (None) Name() string     { return NameNone }
+func (None) Available() error { return nil }
+
+// Start links the snapshot files into the scratch folder and starts the agent there.
+func (None) Start(ctx context.Context, spec Spec) (Sandbox, error) {
+	if err := spec.defaults(); err != nil {
+		return nil, err
+	}
+	files, err := snapshotFiles(spec.Snapshot, spec.Hide)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		link := filepath.Join(spec.Scratch, f.rel)
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Symlink(f.host, link); err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+	}
+	env := spec.Env
+	if env == nil {
+		env = CleanEnv(spec.Scratch)
+	}
+	cmd := exec.Command(spec.Agent, spec.AgentArg...)
+	cmd.Dir, cmd.Env = spec.Scratch, env
+	return startSession(cmd, spec.Scratch)
+}

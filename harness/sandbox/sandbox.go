@@ -1,0 +1,131 @@
+// Package sandbox runs an untrusted model's shell commands on the user's machine, where they
+// can touch nothing but their workspace. One sandbox lives for one episode: it is set up once
+// (namespaces, mounts, limits), a small agent (the aa-grade binary in agent mode) runs inside
+// it, and each command is only a fork and exec of `bash -c` by that agent, in its own process
+// group. When the episode ends everything that ran inside dies with it.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Spec describes the workspace of one episode.
+type Spec struct {
+	Snapshot string   // the task's snapshot folder on the host, shown read-only
+	Hide     []string // paths relative to Snapshot never shown (the ground truth)
+	Scratch  string   // a fresh host folder where the episode's writes land
+	Agent    string   // the agent executable (default: this executable)
+	AgentArg []string // its arguments that select agent mode
+	Env      []string // the whole environment of commands (see CleanEnv)
+}
+
+// Result is the outcome of one command.
+type Result struct {
+	ExitCode    int           `json:"exit_code"`
+	Stdout      string        `json:"stdout"` // truncated to OutputLimit characters
+	Stderr      string        `json:"stderr"`
+	StdoutChars int64         `json:"stdout_chars"` // characters before truncation
+	StderrChars int64         `json:"stderr_chars"`
+	TimedOut    bool          `json:"timed_out"`
+	Duration    time.Duration `json:"duration"`
+}
+
+// Sandbox is a running episode workspace.
+type Sandbox interface {
+	// Workdir is the workspace as commands see it (the prompt says where the data is).
+	Workdir() string
+	// Run executes `bash -c cmd` in the workspace, killing its process group on timeout.
+	Run(ctx context.Context, cmd string, timeout time.Duration) (Result, error)
+	// Close kills every process of the episode.
+	Close() error
+}
+
+// Backend starts sandboxes of one kind.
+type Backend interface {
+	Name() string
+	// Available says why the backend cannot work here (nil when it can).
+	Available() error
+	Start(ctx context.Context, spec Spec) (Sandbox, error)
+}
+
+// Names of the backends, strongest first.
+const (
+	NameBwrap = "bwrap"
+	NameNone  = "none"
+	NameAuto  = "auto"
+)
+
+// ErrUnavailable marks a backend that cannot run on this machine.
+var ErrUnavailable = errors.New("sandbox unavailable")
+
+// Backends lists every backend, strongest first.
+func Backends() []Backend { return []Backend{&Bwrap{}, None{}} }
+
+// Select returns the backend for a --sandbox value. auto picks the strongest isolating
+// backend that works here and fails when none does; none must be asked for by name.
+func Select(name string) (Backend, error) {
+	if name == "" || name == NameAuto {
+		var reasons []string
+		for _, b := range Backends() {
+			if b.Name() == NameNone {
+				continue
+			}
+			err := b.Available()
+			if err == nil {
+				return b, nil
+			}
+			reasons = append(reasons, fmt.Sprintf("%s: %v", b.Name(), err))
+		}
+		return nil, fmt.Errorf("%w: no isolating backend works here (%s); install bubblewrap, or run with --sandbox none at your own risk",
+			ErrUnavailable, strings.Join(reasons, "; "))
+	}
+	for _, b := range Backends() {
+		if b.Name() == name {
+			if err := b.Available(); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, name, err)
+			}
+			return b, nil
+		}
+	}
+	var names []string
+	for _, b := range Backends() {
+		names = append(names, b.Name())
+	}
+	return nil, fmt.Errorf("unknown sandbox %q; known: auto, %s", name, strings.Join(names, ", "))
+}
+
+// CleanEnv is the environment commands get: nothing of the user's (no API key, no token),
+// only what a shell needs.
+func CleanEnv(home string) []string {
+	return []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+		"HOME=" + home,
+		"LANG=C.UTF-8",
+		"LC_ALL=C.UTF-8",
+		"TERM=dumb",
+		"SHELL=/bin/bash",
+		"USER=user",
+		"TMPDIR=/tmp",
+		"PYTHONDONTWRITEBYTECODE=1",
+	}
+}
+
+func (s *Spec) defaults() error {
+	if s.Agent == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find the agent executable: %w", err)
+		}
+		s.Agent = exe
+		s.AgentArg = []string{AgentCommand}
+	}
+	if s.Scratch == "" {
+		return errors.New("sandbox: no scratch folder")
+	}
+	return nil
+}
