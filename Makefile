@@ -1,9 +1,10 @@
 # aa-grade: `make run` shows the main job on the embedded default, `make test` is what CI runs.
+SHELL       := /bin/bash
 GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin/aa-grade
 
-.PHONY: build run test unit lint bench clean
+.PHONY: build run test unit unprivileged lint bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/aa-grade
@@ -17,6 +18,16 @@ test: lint unit
 
 unit:
 	$(GO) test -race -count=1 ./...
+	@if [ -n "$$AA_GRADE_TEST_USER" ]; then $(MAKE) --no-print-directory unprivileged; fi
+
+# The sandbox suite again as the unprivileged user AA_GRADE_TEST_USER (needs root to switch;
+# .ci/run creates the user): proves the sandbox needs no root, and runs the fork bomb case,
+# which only binds a user other than root.
+unprivileged:
+	@dir=$$(mktemp -d) && chmod 755 $$dir && \
+	  $(GO) test -c -o $$dir/sandbox.test ./harness/sandbox && chmod 755 $$dir/sandbox.test && \
+	  su "$$AA_GRADE_TEST_USER" -s /bin/bash -c "cd $$dir && CI=$$CI ./sandbox.test -test.v" | grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)' ; \
+	  status=$${PIPESTATUS[0]}; rm -rf $$dir; exit $$status
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
