@@ -43,6 +43,8 @@ bench: build
 	  end=$$(date +%s%N); echo "mean wall time: $$(( (end - start) / 20000000 )) ms"
 	@echo "--- whole command: aa-grade data pull against curl, 1 GiB from the local fake Hub"
 	$(GO) run ./internal/cmd/pullbench -aa-grade $(BIN) 2>/dev/null
+	@echo "--- whole file: snapshot.TSVReader against encoding/csv and Python's csv module"
+	$(GO) run ./internal/cmd/tsvbench -size-mb 200
 
 clean:
 	rm -rf bin

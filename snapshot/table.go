@@ -129,7 +129,7 @@ func ScanTable(path string, fn func(Row) error) (*TableStats, error) {
 	r := NewTSVReader(f, path)
 	header, err := r.Header()
 	if err != nil {
-		return stats, fmt.Errorf("%s: no header: %w", path, err)
+		return stats, err // the reader's error names the file
 	}
 	cols := make(map[string]int, len(header))
 	for i, h := range header {
@@ -155,7 +155,7 @@ func ScanTable(path string, fn func(Row) error) (*TableStats, error) {
 			continue
 		}
 		if err != nil {
-			return stats, fmt.Errorf("%s: %w", path, err)
+			return stats, err
 		}
 		if len(fields) != len(header) {
 			stats.bad(&RecordError{File: path, Line: line, Err: fmt.Errorf("%d fields, the header has %d", len(fields), len(header))})

@@ -16,8 +16,13 @@ type TSVWriter struct {
 // NewTSVWriter writes to w through a buffer; call Flush at the end.
 func NewTSVWriter(w io.Writer) *TSVWriter { return &TSVWriter{w: bufio.NewWriterSize(w, 256<<10)} }
 
-// Write writes one record.
+// Write writes one record. A record of one empty field is written `""`, as pandas does, so
+// that it is not a blank line (which readers skip).
 func (t *TSVWriter) Write(fields ...string) error {
+	if len(fields) == 1 && fields[0] == "" {
+		t.w.WriteString(`""`)
+		return t.w.WriteByte('\n')
+	}
 	for i, f := range fields {
 		if i > 0 {
 			t.w.WriteByte('\t')

@@ -44,6 +44,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newGradeCommand(),
 			newDataCommand(),
 			newTasksCommand(),
+			newDoctorCommand(),
 			newAgentCommand(),
 		},
 		// Errors are printed once, by exitCode; the library must not exit on its own.

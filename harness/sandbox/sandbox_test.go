@@ -302,3 +302,25 @@ func TestEscapes(t *testing.T) {
 		})
 	}
 }
+
+func TestProbeTools(t *testing.T) {
+	for _, b := range backends(t, false) {
+		t.Run(b.Name(), func(t *testing.T) {
+			// The probe starts this test binary as its agent.
+			tools, err := ProbeTools(context.Background(), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tools.Commands["bash"] || !tools.Commands["grep"] || !tools.Commands["python3"] {
+				t.Fatalf("tools = %+v", tools)
+			}
+			if _, ok := tools.Python["pandas"]; !ok {
+				t.Fatalf("no pandas entry: %+v", tools.Python)
+			}
+			diffs := strings.Join(tools.Differences(), "; ")
+			if tools.Python["drain3"] == "" && !strings.Contains(diffs, "drain3 missing") {
+				t.Fatalf("differences = %s", diffs)
+			}
+		})
+	}
+}

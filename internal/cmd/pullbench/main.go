@@ -13,10 +13,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/aa-grade/aa-grade/internal/benchproc"
 	"github.com/aa-grade/aa-grade/internal/fakehub"
 )
 
@@ -100,49 +99,18 @@ func measure(runs int, command func(dir string) *exec.Cmd) result {
 		if err != nil {
 			fail(err)
 		}
-		cmd := command(dir)
-		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			fail(fmt.Errorf("%s: %w", cmd.Path, err))
-		}
-		// The rusage of a child started by Go counts the parent's memory (the child shares it
-		// until exec), so the peak is read from the child's own VmHWM instead.
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-	poll:
-		for {
-			select {
-			case err = <-done:
-				break poll
-			case <-time.After(5 * time.Millisecond):
-				rss = max(rss, vmHWM(cmd.Process.Pid))
-			}
-		}
+		sample, err := benchproc.Run(command(dir))
 		if err != nil {
-			fail(fmt.Errorf("%s: %w", cmd.Path, err))
+			fail(err)
 		}
-		walls = append(walls, time.Since(start))
-		cpus = append(cpus, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		walls = append(walls, sample.Wall)
+		cpus = append(cpus, sample.CPU)
+		rss = max(rss, sample.PeakKiB)
 		os.RemoveAll(dir)
 	}
 	slices.Sort(walls)
 	slices.Sort(cpus)
 	return result{wall: walls[len(walls)/2], cpu: cpus[len(cpus)/2], rss: rss}
-}
-
-// vmHWM is a process's peak resident memory in KiB, or 0 once it has gone.
-func vmHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 func fail(err error) {

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aa-grade/aa-grade/internal/benchproc"
 	"github.com/aa-grade/aa-grade/snapshot"
 )
 
@@ -167,25 +168,9 @@ func measure(runs int, name string, args []string, records string) (time.Duratio
 		cmd := exec.Command(args[0], args[1:]...)
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, os.Stderr
-		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			fail(err)
-		}
-		// The rusage of a child started by Go counts the parent's memory (the child shares it
-		// until exec), so the peak is read from the child's own VmHWM instead.
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		var err error
-	poll:
-		for {
-			select {
-			case err = <-done:
-				break poll
-			case <-time.After(5 * time.Millisecond):
-				rss = max(rss, vmHWM(cmd.Process.Pid))
-			}
-		}
-		walls = append(walls, time.Since(start))
+		sample, err := benchproc.Run(cmd)
+		rss = max(rss, sample.PeakKiB)
+		walls = append(walls, sample.Wall)
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", name, err))
 		}
@@ -195,21 +180,6 @@ func measure(runs int, name string, args []string, records string) (time.Duratio
 	}
 	slices.Sort(walls)
 	return walls[len(walls)/2], rss
-}
-
-// vmHWM is a process's peak resident memory in KiB, or 0 once it has gone.
-func vmHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 func fail(err error) {

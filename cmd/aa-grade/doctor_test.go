@@ -1,0 +1,35 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestDoctor(t *testing.T) {
+	const secret = "sk-doctor-secret-value"
+	r := aaGrade(t, []string{"ACME_API_KEY=" + secret}, "doctor", "--json")
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s%s", err, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, secret) || !slices.Contains(rep.Keys, "ACME_API_KEY") {
+		t.Fatalf("keys: %v (the value must never be printed)", rep.Keys)
+	}
+	if len(rep.Backends) < 2 || rep.Cache.Dir == "" || rep.Cache.FreeBytes == 0 {
+		t.Fatalf("report = %+v", rep)
+	}
+	isolating := rep.Selected != ""
+	if isolating != (r.code == 0) {
+		t.Fatalf("selected %q but exit %d", rep.Selected, r.code)
+	}
+	if os.Getenv("CI") != "" && (rep.Selected != "bwrap" || rep.Tools == nil || !rep.Tools.Commands["jq"]) {
+		t.Fatalf("under CI bwrap and jq must work: %+v", rep)
+	}
+	text := aaGrade(t, nil, "doctor")
+	if !strings.Contains(text.stdout, "Sandbox backends:") || !strings.Contains(text.stdout, "--sandbox auto uses:") {
+		t.Fatalf("text output:\n%s", text.stdout)
+	}
+}

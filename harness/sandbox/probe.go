@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ReferencePackages are the Python packages, and versions, of the reference sandbox.
+var ReferencePackages = map[string]string{"drain3": "0.9.11", "numpy": "2.4.5", "pandas": "3.0.3"}
+
+// probeTools are the commands the task prompt lets a model count on.
+var probeTools = []string{"bash", "cat", "ls", "head", "tail", "wc", "sort", "uniq", "cut", "tr", "grep", "sed", "awk", "find", "xargs", "jq", "python3", "python"}
+
+// Tools is what commands can use inside a sandbox.
+type Tools struct {
+	Commands map[string]bool   `json:"commands"` // name -> found on PATH
+	Python   map[string]string `json:"python"`   // package -> version ("" when missing)
+}
+
+// Differences lists how the tools differ from the reference sandbox.
+func (t Tools) Differences() []string {
+	var out []string
+	for _, c := range probeTools {
+		if !t.Commands[c] {
+			out = append(out, "no "+c)
+		}
+	}
+	for _, pkg := range sortedNames(ReferencePackages) {
+		want, got := ReferencePackages[pkg], t.Python[pkg]
+		switch {
+		case got == "":
+			out = append(out, fmt.Sprintf("Python package %s missing (reference %s)", pkg, want))
+		case got != want:
+			out = append(out, fmt.Sprintf("Python package %s %s (reference %s)", pkg, got, want))
+		}
+	}
+	return out
+}
+
+func sortedNames(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+func pythonList(names []string) string { return `["` + strings.Join(names, `", "`) + `"]` }
+
+// ProbeTools starts a sandbox of the backend on an empty workspace and asks it which tools
+// and Python packages it has.
+func ProbeTools(ctx context.Context, b Backend) (Tools, error) {
+	dir, err := os.MkdirTemp("", "aa-grade-probe-")
+	if err != nil {
+		return Tools{}, err
+	}
+	defer os.RemoveAll(dir)
+	snap, scratch := dir+"/snapshot", dir+"/scratch"
+	for _, d := range []string{snap, scratch} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return Tools{}, err
+		}
+	}
+	sb, err := b.Start(ctx, Spec{Snapshot: snap, Scratch: scratch})
+	if err != nil {
+		return Tools{}, err
+	}
+	defer sb.Close()
+	script := "for t in " + strings.Join(probeTools, " ") + "; do command -v $t >/dev/null && echo $t; done; echo ---\n" +
+		"python3 - <<'EOF' 2>/dev/null || echo '{}'\n" +
+		"import importlib.metadata as m, json\nout = {}\n" +
+		"for p in " + pythonList(sortedNames(ReferencePackages)) + ":\n" +
+		"    try: out[p] = m.version(p)\n    except Exception: out[p] = ''\n" +
+		"print(json.dumps(out))\nEOF\n"
+	res, err := sb.Run(ctx, script, time.Minute)
+	if err != nil {
+		return Tools{}, err
+	}
+	tools := Tools{Commands: map[string]bool{}, Python: map[string]string{}}
+	commands, python, _ := strings.Cut(res.Stdout, "---\n")
+	for _, c := range strings.Fields(commands) {
+		tools.Commands[c] = true
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(python)), &tools.Python); err != nil {
+		return tools, fmt.Errorf("read the Python packages: %w (%q)", err, python)
+	}
+	return tools, nil
+}
