@@ -41,6 +41,9 @@ const drainGrace = 100 * time.Millisecond
 // RunAgent serves commands from in until it closes, answering each on out. It runs inside the
 // sandbox, in the workspace.
 func RunAgent(in io.Reader, out io.Writer) error {
+	if err := applyPolicy(); err != nil {
+		return err
+	}
 	for _, l := range agentLimits {
 		lim := unix.Rlimit{Cur: l.value, Max: l.value}
 		_ = unix.Setrlimit(l.resource, &lim) // best effort: a lower hard limit stays

@@ -64,7 +64,7 @@ const (
 var ErrUnavailable = errors.New("sandbox unavailable")
 
 // Backends lists every backend, strongest first.
-func Backends() []Backend { return []Backend{&Bwrap{}, None{}} }
+func Backends() []Backend { return []Backend{&Bwrap{}, Landlock{}, None{}} }
 
 // Select returns the backend for a --sandbox value. auto picks the strongest isolating
 // backend that works here and fails when none does; none must be asked for by name.

@@ -6,9 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -140,21 +138,17 @@ func TestTimeoutsAndLeftovers(t *testing.T) {
 			}
 			began = time.Now()
 			marker := fmt.Sprintf("1001.%d", os.Getpid()) // a sleep no other test run starts
-			r = run(t, sb, fmt.Sprintf("setsid sleep %s & nohup sleep %s >/dev/null 2>&1 & echo started", marker, marker))
+			r = run(t, sb, fmt.Sprintf("setsid sleep %s & nohup sleep %s >/dev/null 2>&1 & sleep 0.3; echo started", marker, marker))
+			// The nohup job stayed in the command's process group and died with it; the setsid
+			// one left it, and lives until the sandbox ends.
+			if got := processesWith(marker); len(got) != 1 {
+				t.Fatalf("want the setsid job alive, and only it: %v", got)
+			}
 			if r.Stdout != "started\n" || time.Since(began) > 5*time.Second {
 				t.Fatalf("detached jobs: %+v after %v", r, time.Since(began))
 			}
 			sb.Close()
-			leftovers := processesWith(marker)
-			if b.Name() == NameNone {
-				// No isolation: what left the process group is not the sandbox's to kill.
-				for _, p := range leftovers {
-					pid, _ := strconv.Atoi(strings.SplitN(p, ":", 2)[0])
-					syscall.Kill(pid, syscall.SIGKILL)
-				}
-				return
-			}
-			if len(leftovers) > 0 {
+			if leftovers := processesWith(marker); len(leftovers) > 0 {
 				t.Fatalf("processes outlived the sandbox: %v", leftovers)
 			}
 		})
@@ -169,7 +163,8 @@ func processesWith(marker string) []string {
 	for _, e := range entries {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err == nil && strings.Contains(string(b), marker) {
-			found = append(found, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+			stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			found = append(found, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " ")+" ("+strings.Join(strings.Fields(string(stat))[2:5], " ")+")")
 		}
 	}
 	return found

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,7 +26,6 @@ type session struct {
 
 	mu        sync.Mutex // one command at a time
 	closeOnce sync.Once
-	closeErr  error
 }
 
 // ErrAgentDied marks a sandbox whose agent is gone (killed, or out of memory).
@@ -103,16 +104,63 @@ func (s *session) died(cause error) error {
 	return fmt.Errorf("%w: %v", ErrAgentDied, cause)
 }
 
-// Close ends the agent and kills the sandbox's whole process group.
+// Close kills every process of the sandbox: what commands left running (handed to the agent,
+// a subreaper, when their parents exit, even those that started a session of their own), then
+// the agent's process group.
 func (s *session) Close() error {
 	s.closeOnce.Do(func() {
-		s.stdin.Close()
 		if s.cmd.Process != nil {
+			// While the agent lives, what commands left behind are its children; once it exits
+			// they would be init's and out of reach.
+			killDescendants(s.cmd.Process.Pid)
 			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		}
+		s.stdin.Close()
 		s.cmd.Wait()
 	})
-	return s.closeErr
+	return nil
+}
+
+// killDescendants kills the children of pid until none is left alive: killing one hands its
+// own children to pid (a subreaper), so the next round finds them.
+func killDescendants(pid int) {
+	for range 50 {
+		children := childrenOf(pid)
+		if len(children) == 0 {
+			return
+		}
+		for _, c := range children {
+			syscall.Kill(-c, syscall.SIGKILL) // its group, if it leads one
+			syscall.Kill(c, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// childrenOf lists the living (not zombie) children of pid, from /proc.
+func childrenOf(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+		fields := strings.Fields(string(rest))
+		if len(fields) >= 2 && fields[0] != "Z" && fields[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
 }
 
 // boundedBuffer keeps the first bytes written to it, for error messages.
