@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/internal/jsonguard"
 )
 
 // MaxSubmissionBytes bounds a submission; anything larger is invalid.
@@ -70,7 +72,7 @@ func jsonValues(doc []byte) [][]byte {
 			continue
 		}
 		tries++
-		end, scanned := closingIndex(doc, i)
+		end, scanned := jsonguard.ClosingIndex(doc, i, maxJSONDepth)
 		budget -= scanned
 		if end > 0 && gjson.ValidBytes(doc[i:end]) {
 			values = append(values, doc[i:end])
@@ -83,40 +85,6 @@ func jsonValues(doc []byte) [][]byte {
 // maxJSONDepth bounds nesting: gjson validates recursively, and a submission nested deeper
 // than any real one could exhaust the stack.
 const maxJSONDepth = 256
-
-// closingIndex returns the index just past the bracket that closes the one at start, skipping
-// JSON strings, and how many bytes it scanned. The index is -1 when the bracket is never
-// closed or the value nests deeper than maxJSONDepth.
-func closingIndex(doc []byte, start int) (end, scanned int) {
-	depth, inString, escaped := 0, false, false
-	for i := start; i < len(doc); i++ {
-		c := doc[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			if depth++; depth > maxJSONDepth {
-				return -1, i - start + 1
-			}
-		case '}', ']':
-			if depth--; depth == 0 {
-				return i + 1, i - start + 1
-			}
-		}
-	}
-	return -1, len(doc) - start
-}
 
 // extractNames finds the list of entity names in a JSON value.
 func extractNames(v gjson.Result) (Submission, bool) {

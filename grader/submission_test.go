@@ -62,20 +62,6 @@ func TestReadSubmissionInvalid(t *testing.T) {
 	}
 }
 
-func TestClosingIndexBoundsDepth(t *testing.T) {
-	ok := strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth)
-	if end, _ := closingIndex([]byte(ok), 0); end != len(ok) {
-		t.Fatalf("depth %d: end %d, want %d", maxJSONDepth, end, len(ok))
-	}
-	deep := "[" + ok + "]"
-	if end, scanned := closingIndex([]byte(deep), 0); end != -1 || scanned != maxJSONDepth+1 {
-		t.Fatalf("depth %d: end %d after %d bytes, want -1 after %d", maxJSONDepth+1, end, scanned, maxJSONDepth+1)
-	}
-	if end, _ := closingIndex([]byte(`{"a":"}]\"}"} tail`), 0); end != 13 {
-		t.Fatalf("brackets inside strings: end %d, want 13", end)
-	}
-}
-
 // FuzzReadSubmission checks that no input makes the reader panic, and that whatever it
 // accepts yields only non-blank, trimmed names.
 func FuzzReadSubmission(f *testing.F) {

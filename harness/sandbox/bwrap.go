@@ -164,3 +164,18 @@ func snapshotFiles(dir string, hide []string) ([]snapshotFile, error) {
 	}
 	return files, nil
 }
+
+// linkSnapshot fills a workspace with links to the snapshot files, for the backends that show
+// the workspace at its host path.
+func linkSnapshot(workspace string, files []snapshotFile) error {
+	for _, f := range files {
+		link := filepath.Join(workspace, f.rel)
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		if err := os.Symlink(f.host, link); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+	}
+	return nil
+}

@@ -88,14 +88,10 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 			p.ReadOnly = append(p.ReadOnly, f)
 		}
 	}
+	if err := linkSnapshot(spec.Scratch, files); err != nil {
+		return nil, err
+	}
 	for _, f := range files {
-		link := filepath.Join(spec.Scratch, f.rel)
-		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.Symlink(f.host, link); err != nil {
-			return nil, fmt.Errorf("workspace: %w", err)
-		}
 		p.ReadOnly = append(p.ReadOnly, f.host)
 	}
 	encoded, err := json.Marshal(p)

@@ -2,10 +2,7 @@ package sandbox
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 )
 
 // None runs commands on the bare host, in a workspace of links to the snapshot files: no
@@ -24,14 +21,8 @@ func (None) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range files {
-		link := filepath.Join(spec.Scratch, f.rel)
-		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.Symlink(f.host, link); err != nil {
-			return nil, fmt.Errorf("workspace: %w", err)
-		}
+	if err := linkSnapshot(spec.Scratch, files); err != nil {
+		return nil, err
 	}
 	env := spec.Env
 	if env == nil {

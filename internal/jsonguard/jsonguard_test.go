@@ -18,3 +18,20 @@ func TestShallow(t *testing.T) {
 		}
 	}
 }
+
+func TestClosingIndex(t *testing.T) {
+	ok := strings.Repeat("[", 10) + strings.Repeat("]", 10)
+	if end, _ := ClosingIndex([]byte(ok), 0, 10); end != len(ok) {
+		t.Fatalf("depth 10: end %d, want %d", end, len(ok))
+	}
+	deep := "[" + ok + "]"
+	if end, scanned := ClosingIndex([]byte(deep), 0, 10); end != -1 || scanned != 11 {
+		t.Fatalf("depth 11: end %d after %d bytes, want -1 after 11", end, scanned)
+	}
+	if end, _ := ClosingIndex([]byte(`{"a":"}]\"}"} tail`), 0, 10); end != 13 {
+		t.Fatalf("brackets inside strings: end %d, want 13", end)
+	}
+	if end, scanned := ClosingIndex([]byte(`x [1, [2]`), 2, 10); end != -1 || scanned != 7 {
+		t.Fatalf("never closed: end %d after %d", end, scanned)
+	}
+}
