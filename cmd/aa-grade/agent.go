@@ -18,3 +18,13 @@ func newAgentCommand() *cli.Command {
 		Action: func(context.Context, *cli.Command) error { return sandbox.RunAgent(os.Stdin, os.Stdout) },
 	}
 }
+
+// newCgroupExecCommand is the hidden command that starts a sandbox inside its pids cgroup.
+func newCgroupExecCommand() *cli.Command {
+	return &cli.Command{
+		Name:            sandbox.CgroupExecCommand,
+		Hidden:          true,
+		SkipFlagParsing: true,
+		Action:          func(_ context.Context, cmd *cli.Command) error { return sandbox.RunCgroupExec(cmd.Args().Slice()) },
+	}
+}

@@ -46,6 +46,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newTasksCommand(),
 			newDoctorCommand(),
 			newAgentCommand(),
+			newCgroupExecCommand(),
 		},
 		// Errors are printed once, by exitCode; the library must not exit on its own.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},

@@ -113,7 +113,7 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	args = append(args, spec.AgentArg...)
 	cmd := exec.Command(b.path, args...)
 	cmd.Env = env
-	s, err := startSession(cmd, ReferenceWorkdir)
+	s, err := startSession(cmd, ReferenceWorkdir, spec.Agent)
 	if err != nil {
 		return nil, err
 	}

@@ -105,7 +105,7 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	env = append(withTmp(env, tmp), policyEnv+"="+string(encoded))
 	cmd := exec.Command(spec.Agent, spec.AgentArg...)
 	cmd.Dir, cmd.Env = spec.Scratch, env
-	return startSession(cmd, spec.Scratch)
+	return startSession(cmd, spec.Scratch, spec.Agent)
 }
 
 // withTmp points TMPDIR at the sandbox's private temporary folder.

@@ -23,6 +23,7 @@ type session struct {
 	dec     *json.Decoder
 	stderr  *boundedBuffer
 	workdir string
+	cgroup  string // the pids cgroup to remove at the end, if any
 
 	mu        sync.Mutex // one command at a time
 	closeOnce sync.Once
@@ -31,8 +32,10 @@ type session struct {
 // ErrAgentDied marks a sandbox whose agent is gone (killed, or out of memory).
 var ErrAgentDied = errors.New("the sandbox agent died")
 
-// startSession starts the sandbox process (which runs the agent) and connects to it.
-func startSession(cmd *exec.Cmd, workdir string) (*session, error) {
+// startSession starts the sandbox process (which runs the agent) and connects to it. agent is
+// the aa-grade executable, which also bounds the sandbox's processes when run as root.
+func startSession(cmd *exec.Cmd, workdir, agent string) (*session, error) {
+	cgroup := limitProcesses(cmd, agent)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -41,7 +44,7 @@ func startSession(cmd *exec.Cmd, workdir string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{cmd: cmd, stdin: stdin, dec: json.NewDecoder(stdout), stderr: &boundedBuffer{limit: 16 << 10}, workdir: workdir}
+	s := &session{cmd: cmd, stdin: stdin, dec: json.NewDecoder(stdout), stderr: &boundedBuffer{limit: 16 << 10}, workdir: workdir, cgroup: cgroup}
 	cmd.Stderr = s.stderr
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -49,6 +52,9 @@ func startSession(cmd *exec.Cmd, workdir string) (*session, error) {
 	cmd.SysProcAttr.Setpgid = true
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL // the sandbox dies with aa-grade
 	if err := cmd.Start(); err != nil {
+		if cgroup != "" {
+			os.Remove(cgroup)
+		}
 		return nil, fmt.Errorf("start sandbox: %w", err)
 	}
 	return s, nil
@@ -117,6 +123,14 @@ func (s *session) Close() error {
 		}
 		s.stdin.Close()
 		s.cmd.Wait()
+		if s.cgroup != "" {
+			for range 100 { // the cgroup can be removed once its last process is reaped
+				if os.Remove(s.cgroup) == nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 	})
 	return nil
 }
