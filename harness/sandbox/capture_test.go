@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,20 @@ func TestShellResults(t *testing.T) {
 	if !strings.HasPrefix(got, "<shell_results><error_kind>timeout</error_kind><details>the command did not finish within 5m0s") ||
 		!strings.Contains(got, "partial") || !strings.HasSuffix(got, "</details></shell_results>") {
 		t.Fatalf("%q", got)
+	}
+}
+
+func TestShellToolDefinition(t *testing.T) {
+	var schema struct {
+		Type       string                     `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal(ShellToolParameters, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if ShellToolName != "code_exec" || schema.Type != "object" || len(schema.Properties) != 1 || schema.Properties["cmd"] == nil ||
+		len(schema.Required) != 1 || schema.Required[0] != "cmd" || DefaultCommandTimeout != 300*time.Second {
+		t.Fatalf("tool %s schema %+v", ShellToolName, schema)
 	}
 }
