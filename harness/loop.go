@@ -1,0 +1,245 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
+)
+
+// The finish tool, as the reference agent library defines it: the model hands back files
+// (here agent_output.json, which must exist) with a reason.
+const (
+	FinishToolName = "finish"
+	SubmissionFile = "agent_output.json"
+)
+
+var finishTool = Tool{
+	Name: FinishToolName,
+	Description: "Call when the investigation is done and " + SubmissionFile + " is written in the working directory. " +
+		"Give the reason you are finished and the paths of the files you hand back.",
+	Parameters: json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string"},"paths":{"type":"array","items":{"type":"string"}}},"required":["reason","paths"]}`),
+}
+
+var shellTool = Tool{Name: sandbox.ShellToolName, Description: sandbox.ShellToolDescription, Parameters: sandbox.ShellToolParameters}
+
+// Loop limits of the reference harness.
+const (
+	DefaultMaxTurns = 100
+	warningTurns    = 20 // remaining-turn warnings appear in the last 20 turns
+)
+
+// Messages the harness itself sends the model.
+const (
+	continueMessage = "Continue the investigation with the tools. When " + SubmissionFile +
+		" is written, call the " + FinishToolName + " tool to submit it."
+	refuseTwoFinish = "Call the " + FinishToolName + " tool only once per turn; this turn's calls were refused."
+)
+
+// turnsLeftMessage is the warning before each of the last turns.
+func turnsLeftMessage(left int) string {
+	if left == 1 {
+		return "This is your last turn. Calling the " + FinishToolName + " tool needs this turn: call it now if " + SubmissionFile + " is written."
+	}
+	return fmt.Sprintf("You have %d turns left, this one included. Calling the %s tool needs a turn of its own.", left, FinishToolName)
+}
+
+// Episode statuses, as the grader records them.
+const (
+	StatusOK           = grader.StatusOK
+	StatusNoSubmission = grader.StatusNoSubmission
+	StatusMaxTurns     = grader.StatusMaxTurns
+	StatusError        = grader.StatusError
+)
+
+// Episode is one model investigating one snapshot.
+type Episode struct {
+	Model          Model
+	Sandbox        sandbox.Sandbox
+	Scratch        string // the host folder where the workspace's writes land
+	MaxTurns       int
+	CommandTimeout time.Duration
+	SystemPrompt   string
+	TaskPrompt     string
+	// OnTurn, when set, hears about every model call (for progress and trajectories).
+	OnTurn func(turn int, req Request, reply Reply, err error)
+}
+
+// Outcome is how an episode ended.
+type Outcome struct {
+	Status     string
+	Turns      int // model calls
+	ToolCalls  int
+	Submission []byte // agent_output.json as submitted
+	Usage      Usage
+	ModelTime  time.Duration
+	ToolTime   time.Duration
+	Err        error // for StatusError
+}
+
+// Run plays the episode to its end: a submission, the turn cap, or an error.
+func (e *Episode) Run(ctx context.Context) Outcome {
+	maxTurns := e.MaxTurns
+	if maxTurns <= 0 {
+		maxTurns = DefaultMaxTurns
+	}
+	timeout := e.CommandTimeout
+	if timeout <= 0 {
+		timeout = sandbox.DefaultCommandTimeout
+	}
+	var out Outcome
+	messages := []Message{{Role: RoleSystem, Content: e.SystemPrompt}, {Role: RoleUser, Content: e.TaskPrompt}}
+	tools := []Tool{shellTool, finishTool}
+	for turn := 1; turn <= maxTurns; turn++ {
+		if left := maxTurns - turn + 1; left <= warningTurns {
+			messages = append(messages, Message{Role: RoleUser, Content: turnsLeftMessage(left)})
+		}
+		req := Request{Messages: messages, Tools: tools}
+		began := time.Now()
+		reply, err := e.Model.Complete(ctx, req)
+		out.ModelTime += time.Since(began)
+		out.Turns = turn
+		if e.OnTurn != nil {
+			e.OnTurn(turn, req, reply, err)
+		}
+		if err != nil {
+			out.Status, out.Err = StatusError, err
+			return out
+		}
+		out.Usage.Add(reply.Usage)
+		reply.Message.Role = RoleAssistant
+		messages = append(messages, reply.Message)
+		calls := reply.Message.ToolCalls
+		if len(calls) == 0 {
+			messages = append(messages, Message{Role: RoleUser, Content: continueMessage})
+			continue
+		}
+		results, submission := e.runCalls(ctx, calls, timeout, &out)
+		messages = append(messages, results...)
+		if submission != nil {
+			out.Status, out.Submission = StatusOK, submission
+			return out
+		}
+		if err := ctx.Err(); err != nil {
+			out.Status, out.Err = StatusError, err
+			return out
+		}
+	}
+	out.Status = StatusMaxTurns
+	return out
+}
+
+// runCalls runs one turn's tool calls one after another in the order given, the finish call
+// last; two finish calls are both refused. It returns the tool results, in call order, and
+// the submission when a finish call succeeded.
+func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.Duration, out *Outcome) ([]Message, []byte) {
+	var finishes []int
+	for i, c := range calls {
+		if c.Name == FinishToolName {
+			finishes = append(finishes, i)
+		}
+	}
+	results := make([]Message, len(calls))
+	var submission []byte
+	order := make([]int, 0, len(calls))
+	for i, c := range calls {
+		if c.Name != FinishToolName {
+			order = append(order, i)
+		}
+	}
+	order = append(order, finishes...)
+	for _, i := range order {
+		c := calls[i]
+		out.ToolCalls++
+		result := Message{Role: RoleTool, ToolCallID: c.ID}
+		began := time.Now()
+		switch {
+		case c.Name == sandbox.ShellToolName:
+			result.Content, result.IsError = e.shell(ctx, c.Arguments, timeout)
+		case c.Name == FinishToolName && len(finishes) > 1:
+			result.Content, result.IsError = refuseTwoFinish, true
+		case c.Name == FinishToolName:
+			var err error
+			if submission, err = e.finish(c.Arguments); err != nil {
+				result.Content, result.IsError = err.Error(), true
+			} else {
+				result.Content = "Submitted " + SubmissionFile + "."
+			}
+		default:
+			result.Content, result.IsError = fmt.Sprintf("Unknown tool %q: the tools are %s and %s.", c.Name, sandbox.ShellToolName, FinishToolName), true
+		}
+		out.ToolTime += time.Since(began)
+		results[i] = result
+	}
+	return results, submission
+}
+
+// shell runs a code_exec call.
+func (e *Episode) shell(ctx context.Context, arguments json.RawMessage, timeout time.Duration) (string, bool) {
+	var args struct {
+		Cmd *string `json:"cmd"`
+	}
+	if err := json.Unmarshal(arguments, &args); err != nil || args.Cmd == nil {
+		return fmt.Sprintf("Invalid arguments for %s: expected {\"cmd\": \"<bash command>\"}, got %.200s", sandbox.ShellToolName, arguments), true
+	}
+	res, err := e.Sandbox.Run(ctx, *args.Cmd, timeout)
+	if err != nil {
+		return "<shell_results><error_kind>sandbox</error_kind><details>" + err.Error() + "</details></shell_results>", true
+	}
+	return res.ShellResults(timeout), false
+}
+
+// finish checks a finish call: the paths it hands back must exist, and agent_output.json must
+// be there and readable as a diagnosis. A refusal goes back to the model, which may try again.
+func (e *Episode) finish(arguments json.RawMessage) ([]byte, error) {
+	var args struct {
+		Reason string   `json:"reason"`
+		Paths  []string `json:"paths"`
+	}
+	if err := json.Unmarshal(arguments, &args); err != nil {
+		return nil, fmt.Errorf("invalid arguments for %s: expected {\"reason\": \"...\", \"paths\": [\"%s\"]}", FinishToolName, SubmissionFile)
+	}
+	doc, err := readAtMost(filepath.Join(e.Scratch, SubmissionFile), grader.MaxSubmissionBytes+1)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s is not in the working directory: write it, then call %s again", SubmissionFile, FinishToolName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %v", SubmissionFile, err)
+	}
+	if _, err := grader.ReadSubmission(doc); err != nil {
+		return nil, fmt.Errorf("%s cannot be read as a diagnosis (%v); fix it, then call %s again", SubmissionFile, err, FinishToolName)
+	}
+	for _, p := range args.Paths {
+		rel := p
+		if filepath.IsAbs(p) {
+			rel, _ = filepath.Rel(e.Sandbox.Workdir(), p)
+		}
+		rel = filepath.Clean(rel)
+		if rel == ".." || strings.HasPrefix(rel, "../") {
+			return nil, fmt.Errorf("cannot hand back %s: it is outside the working directory", p)
+		}
+		if _, err := os.Stat(filepath.Join(e.Scratch, rel)); err != nil {
+			return nil, fmt.Errorf("cannot hand back %s: no such file in the working directory", p)
+		}
+	}
+	return doc, nil
+}
+
+// readAtMost reads up to limit bytes of a file the model wrote (it may be huge).
+func readAtMost(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
+}

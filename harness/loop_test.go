@@ -1,0 +1,215 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/testfs"
+)
+
+// The test binary doubles as the sandbox agent, as aa-grade does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.AgentCommand {
+		if err := sandbox.RunAgent(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if len(os.Args) > 1 && os.Args[1] == sandbox.CgroupExecCommand {
+		fmt.Fprintln(os.Stderr, sandbox.RunCgroupExec(os.Args[2:]))
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// script is a model that plays back replies and records every request it got.
+type script struct {
+	replies  []Message
+	requests []Request
+}
+
+func (s *script) Complete(_ context.Context, req Request) (Reply, error) {
+	s.requests = append(s.requests, req)
+	if len(s.replies) == 0 {
+		return Reply{Message: Message{Content: "thinking..."}}, nil
+	}
+	next := s.replies[0]
+	s.replies = s.replies[1:]
+	return Reply{Message: next, Usage: Usage{Input: 100, Output: 10}}, nil
+}
+
+func call(id, name, args string) ToolCall {
+	return ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}
+}
+
+func shell(id, cmd string) ToolCall {
+	b, _ := json.Marshal(map[string]string{"cmd": cmd})
+	return call(id, sandbox.ShellToolName, string(b))
+}
+
+const finishArgs = `{"reason": "done", "paths": ["agent_output.json"]}`
+const diagnosis = `{"contributing_factors":[{"name":"otel-demo/ConfigMap/flagd-config","reasoning":"r","evidence":"e"}]}`
+
+// newEpisode starts a real sandbox (the strongest here) over a tiny snapshot.
+func newEpisode(t *testing.T, model Model, maxTurns int) *Episode {
+	t.Helper()
+	dir := t.TempDir()
+	snap, scratch := filepath.Join(dir, "snap"), filepath.Join(dir, "scratch")
+	testfs.Write(t, filepath.Join(snap, "k8s_events_raw.tsv"), "Timestamp\tBody\n")
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	backend, err := sandbox.Select(sandbox.NameAuto)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		backend = sandbox.None{}
+	}
+	exe, _ := os.Executable()
+	sb, err := backend.Start(context.Background(), sandbox.Spec{Snapshot: snap, Scratch: scratch, Agent: exe, AgentArg: []string{sandbox.AgentCommand}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	return &Episode{Model: model, Sandbox: sb, Scratch: scratch, MaxTurns: maxTurns, SystemPrompt: "system", TaskPrompt: "task"}
+}
+
+func toolResults(req Request) []Message {
+	var out []Message
+	for _, m := range req.Messages {
+		if m.Role == RoleTool {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestSeveralCallsRunInOrderWithFinishLast(t *testing.T) {
+	m := &script{replies: []Message{{ToolCalls: []ToolCall{
+		call("f", FinishToolName, finishArgs),
+		shell("a", "echo '"+diagnosis+"' > agent_output.json"),
+		shell("b", "cat agent_output.json | wc -c"),
+	}}}}
+	out := newEpisode(t, m, 10).Run(context.Background())
+	if out.Status != StatusOK || out.Turns != 1 || out.ToolCalls != 3 || !strings.Contains(string(out.Submission), "flagd-config") {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if len(m.requests) != 1 || len(m.requests[0].Tools) != 2 || m.requests[0].Tools[0].Name != "code_exec" {
+		t.Fatalf("requests = %+v", m.requests)
+	}
+	if out.Usage.Input != 100 || out.Usage.Output != 10 {
+		t.Fatalf("usage = %+v", out.Usage)
+	}
+}
+
+func TestTwoFinishCallsAreRefused(t *testing.T) {
+	m := &script{replies: []Message{
+		{ToolCalls: []ToolCall{shell("a", "echo '"+diagnosis+"' > agent_output.json"), call("f1", FinishToolName, finishArgs), call("f2", FinishToolName, finishArgs)}},
+		{ToolCalls: []ToolCall{call("f3", FinishToolName, finishArgs)}},
+	}}
+	out := newEpisode(t, m, 10).Run(context.Background())
+	if out.Status != StatusOK || out.Turns != 2 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	results := toolResults(m.requests[1])
+	if len(results) != 3 || !results[1].IsError || !results[2].IsError || !strings.Contains(results[1].Content, "only once") ||
+		results[0].IsError || !strings.Contains(results[0].Content, "<exit_code>0</exit_code>") {
+		t.Fatalf("results of turn 1 = %+v", results)
+	}
+}
+
+func TestTextOnlyTurnCostsATurnAndGetsAContinue(t *testing.T) {
+	m := &script{replies: []Message{
+		{Content: "The root cause is flagd-config."},
+		{ToolCalls: []ToolCall{shell("a", "echo '"+diagnosis+"' > agent_output.json")}},
+		{ToolCalls: []ToolCall{call("f", FinishToolName, finishArgs)}},
+	}}
+	out := newEpisode(t, m, 30).Run(context.Background()) // no turn warnings yet
+	if out.Status != StatusOK || out.Turns != 3 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	last := m.requests[1].Messages[len(m.requests[1].Messages)-1]
+	if last.Role != RoleUser || last.Content != continueMessage {
+		t.Fatalf("after a text-only turn the model got %+v", last)
+	}
+}
+
+func TestWarningsInTheLastTurnsAndTheCap(t *testing.T) {
+	m := &script{} // never calls a tool
+	out := newEpisode(t, m, 25).Run(context.Background())
+	if out.Status != StatusMaxTurns || out.Turns != 25 || out.Submission != nil || len(m.requests) != 25 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	for turn, req := range m.requests {
+		left := 25 - turn
+		var warning string
+		for _, msg := range req.Messages[len(req.Messages)-1:] {
+			if msg.Role == RoleUser && strings.Contains(msg.Content, "turn") && msg.Content != continueMessage {
+				warning = msg.Content
+			}
+		}
+		switch {
+		case left > 20 && warning != "":
+			t.Errorf("turn %d (%d left) warned: %q", turn+1, left, warning)
+		case left <= 20 && warning != turnsLeftMessage(left):
+			t.Errorf("turn %d (%d left): last message %q", turn+1, left, warning)
+		}
+	}
+	if !strings.Contains(turnsLeftMessage(1), "last turn") || !strings.Contains(turnsLeftMessage(20), "20 turns left") {
+		t.Fatal("warning texts")
+	}
+}
+
+func TestBadCallsBecomeToolErrors(t *testing.T) {
+	m := &script{replies: []Message{
+		{ToolCalls: []ToolCall{
+			call("a", sandbox.ShellToolName, `{"command": "ls"}`),
+			call("b", sandbox.ShellToolName, `{not json`),
+			call("c", "web_search", `{"q": "x"}`),
+			call("d", FinishToolName, finishArgs), // no agent_output.json yet
+		}},
+		{ToolCalls: []ToolCall{shell("e", "echo 'no diagnosis here' > agent_output.json"), call("f", FinishToolName, finishArgs)}},
+		{ToolCalls: []ToolCall{shell("h", "echo '"+diagnosis+"' > agent_output.json"), call("g", FinishToolName, `{"reason": "done", "paths": ["missing.txt"]}`)}},
+		{ToolCalls: []ToolCall{call("i", FinishToolName, finishArgs)}},
+	}}
+	out := newEpisode(t, m, 10).Run(context.Background())
+	if out.Status != StatusOK || out.Turns != 4 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	first := toolResults(m.requests[1])
+	for i, want := range []string{"Invalid arguments for code_exec", "Invalid arguments for code_exec", `Unknown tool "web_search"`, "is not in the working directory"} {
+		if !first[i].IsError || !strings.Contains(first[i].Content, want) {
+			t.Errorf("result %d = %+v, want an error saying %q", i, first[i], want)
+		}
+	}
+	second := toolResults(m.requests[2])
+	if r := second[len(second)-1]; !r.IsError || !strings.Contains(r.Content, "cannot be read as a diagnosis") {
+		t.Errorf("unreadable submission: %+v", r)
+	}
+	third := toolResults(m.requests[3])
+	if r := third[len(third)-1]; !r.IsError || !strings.Contains(r.Content, "cannot hand back missing.txt") {
+		t.Errorf("missing path: %+v", r)
+	}
+}
+
+type failing struct{}
+
+func (failing) Complete(context.Context, Request) (Reply, error) {
+	return Reply{}, errors.New("401 invalid x-api-key")
+}
+
+func TestModelErrorEndsTheEpisode(t *testing.T) {
+	out := newEpisode(t, failing{}, 10).Run(context.Background())
+	if out.Status != StatusError || out.Turns != 1 || out.Err == nil || !strings.Contains(out.Err.Error(), "401") {
+		t.Fatalf("outcome = %+v", out)
+	}
+}

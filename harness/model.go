@@ -1,0 +1,78 @@
+// Package harness runs episodes: a model investigates a sandboxed snapshot through the shell
+// tool, turn by turn, and submits a diagnosis, exactly as the reference harness does.
+package harness
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Roles of the messages of a conversation.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// ToolCall is one call the model asks for.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"` // as the model wrote them: may be invalid
+}
+
+// Message is one message of the conversation, provider-neutral.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // assistant messages
+	ToolCallID string     `json:"tool_call_id,omitempty"` // tool results
+	IsError    bool       `json:"is_error,omitempty"`     // a tool result that reports a refusal
+	// Opaque is what a provider must get back unchanged on later calls (thinking blocks and
+	// their signatures, encrypted reasoning items).
+	Opaque json.RawMessage `json:"opaque,omitempty"`
+}
+
+// Tool is a tool offered to the model.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"` // JSON schema
+}
+
+// Usage counts the tokens of one call.
+type Usage struct {
+	Input       int64 `json:"input"`
+	CachedRead  int64 `json:"cached_read"`
+	CachedWrite int64 `json:"cached_write"`
+	Output      int64 `json:"output"`
+	Reasoning   int64 `json:"reasoning"`
+}
+
+// Add accumulates another call's usage.
+func (u *Usage) Add(o Usage) {
+	u.Input += o.Input
+	u.CachedRead += o.CachedRead
+	u.CachedWrite += o.CachedWrite
+	u.Output += o.Output
+	u.Reasoning += o.Reasoning
+}
+
+// Request is one model call: the whole conversation and every tool (tool_choice auto).
+type Request struct {
+	Messages []Message
+	Tools    []Tool
+}
+
+// Reply is the model's answer to one call.
+type Reply struct {
+	Message Message
+	Usage   Usage
+}
+
+// Model is anything that answers a conversation: a provider's API, the built-in baseline, a
+// replay of a recorded run.
+type Model interface {
+	Complete(ctx context.Context, req Request) (Reply, error)
+}
