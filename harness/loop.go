@@ -35,7 +35,8 @@ var shellTool = Tool{Name: sandbox.ShellToolName, Description: sandbox.ShellTool
 // Loop limits of the reference harness.
 const (
 	DefaultMaxTurns = 100
-	warningTurns    = 20 // remaining-turn warnings appear in the last 20 turns
+	warningTurns    = 20   // remaining-turn warnings appear in the last 20 turns
+	summariseAt     = 0.70 // share of the context window that triggers summarisation
 )
 
 // Messages the harness itself sends the model.
@@ -43,6 +44,12 @@ const (
 	continueMessage = "Continue the investigation with the tools. When " + SubmissionFile +
 		" is written, call the " + FinishToolName + " tool to submit it."
 	refuseTwoFinish = "Call the " + FinishToolName + " tool only once per turn; this turn's calls were refused."
+	summaryRequest  = "The conversation is about to be shortened to fit your context window. Write a structured summary " +
+		"of the investigation so far, with these sections: Goal; Progress (what you have examined and found); " +
+		"Current state (files written, hypotheses standing); Next steps; Key facts (entity names, timestamps, " +
+		"error messages, file paths, exact values). Everything you do not write here will be lost. Do not call tools."
+	summaryPrefix = "Summary of your investigation so far (the earlier conversation was replaced by it):\n\n"
+	summaryAck    = "Understood. I will continue the investigation from this summary."
 )
 
 // turnsLeftMessage is the warning before each of the last turns.
@@ -70,6 +77,8 @@ type Episode struct {
 	CommandTimeout time.Duration
 	SystemPrompt   string
 	TaskPrompt     string
+	// ContextWindow, in tokens, sets when the history is summarised (at 70%); 0 never.
+	ContextWindow int64
 	// OnTurn, when set, hears about every model call (for progress and trajectories).
 	OnTurn func(turn int, req Request, reply Reply, err error)
 }
@@ -77,8 +86,9 @@ type Episode struct {
 // Outcome is how an episode ended.
 type Outcome struct {
 	Status     string
-	Turns      int // model calls
+	Turns      int // model calls, summaries not counted
 	ToolCalls  int
+	Summaries  int    // times the history was summarised
 	Submission []byte // agent_output.json as submitted
 	Usage      Usage
 	ModelTime  time.Duration
@@ -118,24 +128,53 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		out.Usage.Add(reply.Usage)
 		reply.Message.Role = RoleAssistant
 		messages = append(messages, reply.Message)
-		calls := reply.Message.ToolCalls
-		if len(calls) == 0 {
+		if calls := reply.Message.ToolCalls; len(calls) == 0 {
 			messages = append(messages, Message{Role: RoleUser, Content: continueMessage})
-			continue
+		} else {
+			results, submission := e.runCalls(ctx, calls, timeout, &out)
+			messages = append(messages, results...)
+			if submission != nil {
+				out.Status, out.Submission = StatusOK, submission
+				return out
+			}
+			if err := ctx.Err(); err != nil {
+				out.Status, out.Err = StatusError, err
+				return out
+			}
 		}
-		results, submission := e.runCalls(ctx, calls, timeout, &out)
-		messages = append(messages, results...)
-		if submission != nil {
-			out.Status, out.Submission = StatusOK, submission
-			return out
-		}
-		if err := ctx.Err(); err != nil {
-			out.Status, out.Err = StatusError, err
-			return out
+		if e.ContextWindow > 0 && float64(reply.Usage.Input+reply.Usage.Output) >= summariseAt*float64(e.ContextWindow) {
+			if messages, err = e.summarise(ctx, messages, tools, turn, &out); err != nil {
+				out.Status, out.Err = StatusError, err
+				return out
+			}
 		}
 	}
 	out.Status = StatusMaxTurns
 	return out
+}
+
+// summarise asks the model, with the tools still attached, for a structured summary of the
+// investigation, and replaces the history with the system prompt, the task prompt, that
+// summary and a short acknowledgement. Earlier summaries go with the rest of the history. The
+// call is not a turn.
+func (e *Episode) summarise(ctx context.Context, messages []Message, tools []Tool, turn int, out *Outcome) ([]Message, error) {
+	req := Request{Messages: append(append([]Message(nil), messages...), Message{Role: RoleUser, Content: summaryRequest}), Tools: tools, Summary: true}
+	began := time.Now()
+	reply, err := e.Model.Complete(ctx, req)
+	out.ModelTime += time.Since(began)
+	if e.OnTurn != nil {
+		e.OnTurn(turn, req, reply, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("summarise the history: %w", err)
+	}
+	out.Usage.Add(reply.Usage)
+	out.Summaries++
+	return []Message{
+		messages[0], messages[1],
+		{Role: RoleUser, Content: summaryPrefix + reply.Message.Content},
+		{Role: RoleAssistant, Content: summaryAck},
+	}, nil
 }
 
 // runCalls runs one turn's tool calls one after another in the order given, the finish call

@@ -213,3 +213,58 @@ func TestModelErrorEndsTheEpisode(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 }
+
+// sized is a script whose replies report a given usage, and which answers summary requests.
+type sized struct {
+	script
+	usage []int64 // input+output of each turn's reply
+}
+
+func (s *sized) Complete(ctx context.Context, req Request) (Reply, error) {
+	if req.Summary {
+		s.requests = append(s.requests, req)
+		return Reply{Message: Message{Content: "Goal: find the root cause. Key facts: flagd-config changed."}, Usage: Usage{Input: 10}}, nil
+	}
+	r, err := s.script.Complete(ctx, req)
+	turn := 0
+	for _, q := range s.requests {
+		if !q.Summary {
+			turn++
+		}
+	}
+	if turn-1 < len(s.usage) {
+		r.Usage = Usage{Input: s.usage[turn-1]}
+	}
+	return r, err
+}
+
+func TestSummarisationAtSeventyPercent(t *testing.T) {
+	m := &sized{
+		script: script{replies: []Message{
+			{ToolCalls: []ToolCall{shell("a", "echo one")}},
+			{ToolCalls: []ToolCall{shell("b", "echo two")}},
+			{ToolCalls: []ToolCall{shell("c", "echo '"+diagnosis+"' > agent_output.json")}},
+			{ToolCalls: []ToolCall{call("d", FinishToolName, finishArgs)}},
+		}},
+		usage: []int64{600, 700, 100, 100}, // 70% of 1000 is reached by the second turn only
+	}
+	e := newEpisode(t, m, 50)
+	e.ContextWindow = 1000
+	out := e.Run(context.Background())
+	if out.Status != StatusOK || out.Turns != 4 || out.Summaries != 1 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	// Requests: turn 1, turn 2, the summary, turn 3, turn 4.
+	if len(m.requests) != 5 || !m.requests[2].Summary || m.requests[1].Summary || len(m.requests[2].Tools) != 2 {
+		t.Fatalf("requests: %d, summary flags %v %v", len(m.requests), m.requests[1].Summary, m.requests[2].Summary)
+	}
+	summaryAsk := m.requests[2].Messages[len(m.requests[2].Messages)-1]
+	if summaryAsk.Role != RoleUser || !strings.Contains(summaryAsk.Content, "Next steps") {
+		t.Fatalf("summary request ends with %+v", summaryAsk)
+	}
+	after := m.requests[3].Messages
+	if len(after) != 4 || after[0].Content != "system" || after[1].Content != "task" ||
+		!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Role != RoleAssistant {
+		t.Fatalf("history after the summary = %+v", after)
+	}
+}

@@ -41,7 +41,8 @@ type Tool struct {
 	Parameters  json.RawMessage `json:"parameters"` // JSON schema
 }
 
-// Usage counts the tokens of one call.
+// Usage counts the tokens of one call. Input is every prompt token, cached ones included
+// (CachedRead and CachedWrite are parts of it); Reasoning is part of Output.
 type Usage struct {
 	Input       int64 `json:"input"`
 	CachedRead  int64 `json:"cached_read"`
@@ -63,6 +64,7 @@ func (u *Usage) Add(o Usage) {
 type Request struct {
 	Messages []Message
 	Tools    []Tool
+	Summary  bool // a call made only to summarise the history: it is not a turn
 }
 
 // Reply is the model's answer to one call.
