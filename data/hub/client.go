@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aa-grade/aa-grade/internal/backoff"
 )
 
 // Client talks to the Hub's HTTP API. Transient failures are retried with exponential backoff
@@ -240,7 +241,7 @@ func (c *Client) getOnce(ctx context.Context, rawURL, repo string, header http.H
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	he := &Error{Status: resp.StatusCode, Code: resp.Header.Get("X-Error-Code"), URL: rawURL, Repo: repo,
-		Message: resp.Header.Get("X-Error-Message"), retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}
+		Message: resp.Header.Get("X-Error-Message"), retryAfter: backoff.RetryAfter(resp.Header.Get("Retry-After"))}
 	if he.Message == "" {
 		var payload struct {
 			Error string `json:"error"`
@@ -254,40 +255,13 @@ func (c *Client) getOnce(ctx context.Context, rawURL, repo string, header http.H
 	return nil, he
 }
 
-// backoff waits before retry number attempt: Retry-After when the server gave one, else an
-// exponential wait with full jitter in its upper half.
+// backoff waits before retry number attempt, reporting it to OnRetry.
 func (c *Client) backoff(ctx context.Context, rawURL string, attempt int, retryAfter time.Duration, cause error) error {
-	wait := min(c.Retry.Base<<(attempt-1), c.Retry.Max)
-	wait = wait/2 + rand.N(wait/2+1)
-	if retryAfter > 0 {
-		wait = min(retryAfter, c.Retry.MaxRetryAfter)
-	}
+	wait := backoff.Policy{Base: c.Retry.Base, Max: c.Retry.Max, MaxRetryAfter: c.Retry.MaxRetryAfter}.Delay(attempt, retryAfter)
 	if c.OnRetry != nil {
 		c.OnRetry(rawURL, attempt, wait, cause)
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// parseRetryAfter reads Retry-After as seconds or an HTTP date.
-func parseRetryAfter(v string) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
+	return backoff.Sleep(ctx, wait)
 }
 
 // getJSON fetches and decodes one JSON document (bounded to 64 MiB), returning the response
