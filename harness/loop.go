@@ -223,11 +223,11 @@ func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.D
 }
 
 // shell runs a code_exec call.
-func (e *Episode) shell(ctx context.Context, arguments json.RawMessage, timeout time.Duration) (string, bool) {
+func (e *Episode) shell(ctx context.Context, arguments string, timeout time.Duration) (string, bool) {
 	var args struct {
 		Cmd *string `json:"cmd"`
 	}
-	if err := json.Unmarshal(arguments, &args); err != nil || args.Cmd == nil {
+	if err := json.Unmarshal([]byte(arguments), &args); err != nil || args.Cmd == nil {
 		return fmt.Sprintf("Invalid arguments for %s: expected {\"cmd\": \"<bash command>\"}, got %.200s", sandbox.ShellToolName, arguments), true
 	}
 	res, err := e.Sandbox.Run(ctx, *args.Cmd, timeout)
@@ -239,12 +239,12 @@ func (e *Episode) shell(ctx context.Context, arguments json.RawMessage, timeout 
 
 // finish checks a finish call: the paths it hands back must exist, and agent_output.json must
 // be there and readable as a diagnosis. A refusal goes back to the model, which may try again.
-func (e *Episode) finish(arguments json.RawMessage) ([]byte, error) {
+func (e *Episode) finish(arguments string) ([]byte, error) {
 	var args struct {
 		Reason string   `json:"reason"`
 		Paths  []string `json:"paths"`
 	}
-	if err := json.Unmarshal(arguments, &args); err != nil {
+	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
 		return nil, fmt.Errorf("invalid arguments for %s: expected {\"reason\": \"...\", \"paths\": [\"%s\"]}", FinishToolName, SubmissionFile)
 	}
 	doc, err := readAtMost(filepath.Join(e.Scratch, SubmissionFile), grader.MaxSubmissionBytes+1)

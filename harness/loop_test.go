@@ -47,7 +47,7 @@ func (s *script) Complete(_ context.Context, req Request) (Reply, error) {
 }
 
 func call(id, name, args string) ToolCall {
-	return ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}
+	return ToolCall{ID: id, Name: name, Arguments: args}
 }
 
 func shell(id, cmd string) ToolCall {

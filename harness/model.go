@@ -17,9 +17,9 @@ const (
 
 // ToolCall is one call the model asks for.
 type ToolCall struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"` // as the model wrote them: may be invalid
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // JSON as the model wrote it: may be invalid
 }
 
 // Message is one message of the conversation, provider-neutral.

@@ -1,0 +1,198 @@
+// Package model talks to model providers over their HTTP APIs (plain net/http and gjson, no
+// vendor SDK), behind the provider-neutral harness.Model interface.
+package model
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/internal/backoff"
+	"github.com/aa-grade/aa-grade/internal/jsonguard"
+)
+
+// Options are common to every provider.
+type Options struct {
+	Model           string // the provider's model id
+	BaseURL         string // the API root, without trailing slash
+	APIKey          string
+	MaxTokens       int    // output tokens per call; 0 lets the provider decide
+	ReasoningEffort string // provider spelling (low, medium, high, xhigh, max, ...); "" unset
+	HTTP            *http.Client
+	Retry           backoff.Policy
+	Budget          time.Duration // retrying one call stops after this long (default 10 minutes)
+	// Record, when set, gets every request and response body and every retry, for the
+	// trajectory. Bodies never carry the key: it travels in a header.
+	Record func(Event)
+}
+
+// Event is one thing that happened on the wire.
+type Event struct {
+	Kind    string          `json:"kind"` // request, response, retry
+	Status  int             `json:"status,omitempty"`
+	Body    json.RawMessage `json:"body,omitempty"`
+	Attempt int             `json:"attempt,omitempty"`
+	Wait    time.Duration   `json:"wait,omitempty"`
+	Error   string          `json:"error,omitempty"`
+}
+
+// DefaultRetry rides out rate limits: waits of 2 s doubling to 2 minutes, Retry-After
+// honoured up to 10 minutes, within the call's budget.
+var DefaultRetry = backoff.Policy{Base: 2 * time.Second, Max: 2 * time.Minute, MaxRetryAfter: 10 * time.Minute}
+
+// ErrContextOverflow marks a call whose conversation no longer fits the model's context
+// window; the loop summarises the history and tries once more.
+var ErrContextOverflow = errors.New("the conversation exceeds the model's context window")
+
+// APIError is an error answer of a provider.
+type APIError struct {
+	Status     int
+	Message    string // the provider's own words
+	retryAfter time.Duration
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message) }
+
+// Transient reports whether the answer is worth retrying: timeouts, conflicts, rate limits,
+// server errors and overload (Anthropic's 529).
+func (e *APIError) Transient() bool {
+	return e.Status == http.StatusRequestTimeout || e.Status == http.StatusConflict || e.Status == http.StatusTooManyRequests || e.Status >= 500
+}
+
+// maxResponseBytes bounds a provider's answer.
+const maxResponseBytes = 32 << 20
+
+// errMalformed marks a 2xx answer that is not JSON (cut short, or a proxy's HTML page).
+var errMalformed = errors.New("the answer is not JSON")
+
+// post sends one JSON request with retries and returns the answer's body. Transient failures
+// (network, timeouts, 408, 409, 429, 5xx, a body cut short or not JSON) are retried with
+// exponential backoff and jitter, honouring Retry-After, until the budget is spent; anything
+// else fails at once.
+func (o *Options) post(ctx context.Context, url string, header http.Header, body []byte) ([]byte, error) {
+	budget := o.Budget
+	if budget <= 0 {
+		budget = 10 * time.Minute
+	}
+	client := o.HTTP
+	if client == nil {
+		client = http.DefaultClient
+	}
+	o.record(Event{Kind: "request", Body: body})
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		answer, err := o.once(ctx, client, url, header, body)
+		if err == nil {
+			return answer, nil
+		}
+		var apiErr *APIError
+		retryAfter := time.Duration(0)
+		if errors.As(err, &apiErr) {
+			if !apiErr.Transient() {
+				return nil, err
+			}
+			retryAfter = apiErr.retryAfter
+		} else if ctx.Err() != nil || !transientNetwork(err) {
+			return nil, err
+		}
+		wait := o.Retry.Delay(attempt, retryAfter)
+		if time.Since(start)+wait > budget {
+			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, time.Since(start).Round(time.Second), err)
+		}
+		o.record(Event{Kind: "retry", Attempt: attempt, Wait: wait, Error: err.Error()})
+		if err := backoff.Sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (o *Options) once(ctx context.Context, client *http.Client, url string, header http.Header, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = header.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return nil, err // a body cut short: transient
+	}
+	o.record(Event{Kind: "response", Status: resp.StatusCode, Body: rawOrString(answer)})
+	if resp.StatusCode >= 400 {
+		apiErr := &APIError{Status: resp.StatusCode, Message: errorMessage(answer), retryAfter: backoff.RetryAfter(resp.Header.Get("Retry-After"))}
+		if contextOverflow(resp.StatusCode, apiErr.Message) {
+			return nil, fmt.Errorf("%w: %v", ErrContextOverflow, apiErr)
+		}
+		return nil, apiErr
+	}
+	if !jsonguard.Shallow(answer, 512) || !gjson.ValidBytes(answer) {
+		return nil, fmt.Errorf("%w (%d bytes: %.100q)", errMalformed, len(answer), answer)
+	}
+	return answer, nil
+}
+
+func (o *Options) record(e Event) {
+	if o.Record != nil {
+		o.Record(e)
+	}
+}
+
+// transientNetwork reports whether a failure to get an answer is worth retrying.
+func transientNetwork(err error) bool {
+	var ne net.Error
+	return errors.Is(err, errMalformed) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.As(err, &ne) || strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "connection refused")
+}
+
+// errorMessage finds the provider's message in an error body (OpenAI and Anthropic both use
+// error.message), else the body itself, shortened.
+func errorMessage(body []byte) string {
+	if m := gjson.GetBytes(body, "error.message"); m.Exists() {
+		return m.String()
+	}
+	if m := gjson.GetBytes(body, "message"); m.Exists() {
+		return m.String()
+	}
+	s := strings.TrimSpace(string(body))
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}
+
+// contextOverflow recognises the providers' ways of saying the prompt is too long.
+func contextOverflow(status int, message string) bool {
+	if status != http.StatusBadRequest && status != http.StatusRequestEntityTooLarge {
+		return false
+	}
+	m := strings.ToLower(message)
+	for _, sign := range []string{"context_length_exceeded", "maximum context length", "context window", "prompt is too long", "too many tokens"} {
+		if strings.Contains(m, sign) {
+			return true
+		}
+	}
+	return false
+}
+
+// rawOrString keeps a JSON body as JSON in the trajectory, and anything else as a string.
+func rawOrString(b []byte) json.RawMessage {
+	if jsonguard.Shallow(b, 512) && gjson.ValidBytes(b) {
+		return json.RawMessage(b)
+	}
+	s, _ := json.Marshal(string(b))
+	return s
+}

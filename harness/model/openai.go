@@ -1,0 +1,118 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/harness"
+)
+
+// OpenAIChat speaks the Chat Completions API: OpenAI itself, and every OpenAI-compatible
+// server (OpenRouter, vLLM, Ollama, LiteLLM, DeepSeek, ...).
+type OpenAIChat struct {
+	Options
+}
+
+// Complete sends the conversation with every tool (tool_choice auto).
+func (m *OpenAIChat) Complete(ctx context.Context, req harness.Request) (harness.Reply, error) {
+	body, err := json.Marshal(m.requestBody(req))
+	if err != nil {
+		return harness.Reply{}, err
+	}
+	header := http.Header{}
+	if m.APIKey != "" {
+		header.Set("Authorization", "Bearer "+m.APIKey)
+	}
+	answer, err := m.post(ctx, m.BaseURL+"/chat/completions", header, body)
+	if err != nil {
+		return harness.Reply{}, fmt.Errorf("%s: %w", m.Model, err)
+	}
+	return parseChatAnswer(answer)
+}
+
+type chatMessage map[string]any
+
+func (m *OpenAIChat) requestBody(req harness.Request) map[string]any {
+	messages := make([]chatMessage, 0, len(req.Messages))
+	for _, msg := range req.Messages {
+		cm := chatMessage{"role": msg.Role}
+		switch msg.Role {
+		case harness.RoleTool:
+			cm["tool_call_id"], cm["content"] = msg.ToolCallID, msg.Content
+		case harness.RoleAssistant:
+			cm["content"] = msg.Content
+			if len(msg.ToolCalls) > 0 {
+				var calls []map[string]any
+				for _, c := range msg.ToolCalls {
+					calls = append(calls, map[string]any{"id": c.ID, "type": "function",
+						"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+				}
+				cm["tool_calls"] = calls
+			}
+			// Reasoning a provider returned goes back as it came (reasoning_content, reasoning).
+			var extra map[string]json.RawMessage
+			if json.Unmarshal(msg.Opaque, &extra) == nil {
+				for k, v := range extra {
+					cm[k] = v
+				}
+			}
+		default:
+			cm["content"] = msg.Content
+		}
+		messages = append(messages, cm)
+	}
+	var tools []map[string]any
+	for _, t := range req.Tools {
+		tools = append(tools, map[string]any{"type": "function",
+			"function": map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters}})
+	}
+	body := map[string]any{"model": m.Model, "messages": messages, "tools": tools, "tool_choice": "auto"}
+	if m.MaxTokens > 0 {
+		body["max_completion_tokens"] = m.MaxTokens
+	}
+	if m.ReasoningEffort != "" {
+		body["reasoning_effort"] = m.ReasoningEffort
+	}
+	return body
+}
+
+// parseChatAnswer reads the first choice, its tool calls, the reasoning to pass back, and the
+// usage.
+func parseChatAnswer(answer []byte) (harness.Reply, error) {
+	msg := gjson.GetBytes(answer, "choices.0.message")
+	if !msg.Exists() {
+		return harness.Reply{}, fmt.Errorf("%w: no choices[0].message in %.200s", errMalformed, answer)
+	}
+	out := harness.Message{Role: harness.RoleAssistant, Content: msg.Get("content").String()}
+	msg.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+		out.ToolCalls = append(out.ToolCalls, harness.ToolCall{ID: c.Get("id").String(), Name: c.Get("function.name").String(),
+			Arguments: argumentsJSON(c.Get("function.arguments"))})
+		return true
+	})
+	extra := map[string]json.RawMessage{}
+	for _, field := range []string{"reasoning_content", "reasoning", "reasoning_details"} {
+		if v := msg.Get(field); v.Exists() && v.Type != gjson.Null {
+			extra[field] = json.RawMessage(v.Raw)
+		}
+	}
+	if len(extra) > 0 {
+		out.Opaque, _ = json.Marshal(extra)
+	}
+	u := gjson.GetBytes(answer, "usage")
+	usage := harness.Usage{Input: u.Get("prompt_tokens").Int(), Output: u.Get("completion_tokens").Int(),
+		CachedRead: u.Get("prompt_tokens_details.cached_tokens").Int(), Reasoning: u.Get("completion_tokens_details.reasoning_tokens").Int()}
+	return harness.Reply{Message: out, Usage: usage}, nil
+}
+
+// argumentsJSON returns tool arguments as the model wrote them: the API sends them as a JSON
+// string, which may not hold valid JSON (the loop then answers with a tool error).
+func argumentsJSON(v gjson.Result) string {
+	if v.Type == gjson.String {
+		return v.Str
+	}
+	return v.Raw
+}

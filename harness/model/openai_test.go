@@ -1,0 +1,226 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/internal/backoff"
+)
+
+const testKey = "sk-test-key-must-not-leak-42"
+
+// fakeChat is a Chat Completions server that answers from a queue of canned responses and
+// records what it received.
+type fakeChat struct {
+	mu       sync.Mutex
+	answers  []func(w http.ResponseWriter)
+	received [][]byte
+	auth     []string
+}
+
+func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.received = append(f.received, body)
+	f.auth = append(f.auth, r.Header.Get("Authorization"))
+	var answer func(http.ResponseWriter)
+	if len(f.answers) > 0 {
+		answer, f.answers = f.answers[0], f.answers[1:]
+	}
+	f.mu.Unlock()
+	if r.URL.Path != "/v1/chat/completions" {
+		http.NotFound(w, r)
+		return
+	}
+	if answer == nil {
+		http.Error(w, "no answer queued", http.StatusInternalServerError)
+		return
+	}
+	answer(w)
+}
+
+func status(code int, body string, header ...string) func(http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.WriteHeader(code)
+		io.WriteString(w, body)
+	}
+}
+
+const toolAnswer = `{"id":"c1","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
+ "reasoning_content":"I should look at the alerts.",
+ "tool_calls":[{"id":"call_1","type":"function","function":{"name":"code_exec","arguments":"{\"cmd\": \"ls alerts\"}"}},
+               {"id":"call_2","type":"function","function":{"name":"code_exec","arguments":"{not json"}}]}}],
+ "usage":{"prompt_tokens":1200,"completion_tokens":80,"prompt_tokens_details":{"cached_tokens":1000},"completion_tokens_details":{"reasoning_tokens":50}}}`
+
+func newChat(t *testing.T, f *fakeChat) (*OpenAIChat, *[]Event) {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	var events []Event
+	return &OpenAIChat{Options{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: testKey, MaxTokens: 4096, ReasoningEffort: "high",
+		Retry: backoff.Policy{Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second},
+		Record: func(e Event) { events = append(events, e) }}}, &events
+}
+
+var conversation = harness.Request{
+	Messages: []harness.Message{
+		{Role: harness.RoleSystem, Content: "system"},
+		{Role: harness.RoleUser, Content: "task"},
+		{Role: harness.RoleAssistant, ToolCalls: []harness.ToolCall{{ID: "call_0", Name: "code_exec", Arguments: `{"cmd":"pwd"}`}},
+			Opaque: json.RawMessage(`{"reasoning_content":"earlier thought"}`)},
+		{Role: harness.RoleTool, ToolCallID: "call_0", Content: "<shell_results>...</shell_results>"},
+	},
+	Tools: []harness.Tool{{Name: "code_exec", Description: "run", Parameters: json.RawMessage(`{"type":"object"}`)}},
+}
+
+func TestChatRoundTrip(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, toolAnswer)}}
+	m, events := newChat(t, f)
+	reply, err := m.Complete(context.Background(), conversation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := gjson.ParseBytes(f.received[0])
+	checks := map[string]string{
+		"model": "gpt-test", "tool_choice": "auto", "max_completion_tokens": "4096", "reasoning_effort": "high",
+		"messages.0.role": "system", "messages.2.tool_calls.0.function.arguments": `{"cmd":"pwd"}`,
+		"messages.2.reasoning_content": "earlier thought", "messages.3.role": "tool", "messages.3.tool_call_id": "call_0",
+		"tools.0.type": "function", "tools.0.function.name": "code_exec",
+	}
+	for path, want := range checks {
+		if got := sent.Get(path).String(); got != want {
+			t.Errorf("request %s = %q, want %q", path, got, want)
+		}
+	}
+	if f.auth[0] != "Bearer "+testKey {
+		t.Errorf("Authorization = %q", f.auth[0])
+	}
+	calls := reply.Message.ToolCalls
+	if len(calls) != 2 || calls[0].ID != "call_1" || calls[0].Arguments != `{"cmd": "ls alerts"}` || calls[1].Arguments != "{not json" {
+		t.Fatalf("tool calls = %+v", calls)
+	}
+	if !strings.Contains(string(reply.Message.Opaque), "I should look at the alerts.") {
+		t.Errorf("reasoning to pass back = %s", reply.Message.Opaque)
+	}
+	if u := reply.Usage; u.Input != 1200 || u.Output != 80 || u.CachedRead != 1000 || u.Reasoning != 50 {
+		t.Errorf("usage = %+v", u)
+	}
+	for _, e := range *events {
+		if strings.Contains(string(e.Body), testKey) || strings.Contains(e.Error, testKey) {
+			t.Fatalf("the key is in a recorded event: %+v", e)
+		}
+	}
+	if len(*events) != 2 || (*events)[0].Kind != "request" || (*events)[1].Kind != "response" {
+		t.Fatalf("events = %+v", *events)
+	}
+}
+
+func TestChatRetriesTransientFailures(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){
+		status(429, `{"error":{"message":"Rate limit reached"}}`, "Retry-After", "1"),
+		status(500, `{"error":{"message":"server error"}}`),
+		status(529, `{"error":{"message":"overloaded"}}`),
+		status(200, `<html>bad gateway</html>`),
+		status(200, `{"choices":[{"message":{"content":"fine"}}],"usage":{}}`),
+	}}
+	m, events := newChat(t, f)
+	began := time.Now()
+	reply, err := m.Complete(context.Background(), conversation)
+	if err != nil || reply.Message.Content != "fine" {
+		t.Fatalf("reply %+v, err %v", reply, err)
+	}
+	if len(f.received) != 5 || time.Since(began) < time.Second {
+		t.Fatalf("%d attempts in %v; Retry-After: 1 must be honoured", len(f.received), time.Since(began))
+	}
+	retries := 0
+	for _, e := range *events {
+		if e.Kind == "retry" {
+			retries++
+		}
+	}
+	if retries != 4 {
+		t.Fatalf("%d retries recorded", retries)
+	}
+}
+
+func TestChatPermanentErrorsFailAtOnce(t *testing.T) {
+	for _, c := range []struct {
+		code int
+		body string
+		want string
+	}{
+		{401, `{"error":{"message":"Incorrect API key provided"}}`, "Incorrect API key provided"},
+		{404, `{"error":{"message":"The model gpt-test does not exist"}}`, "does not exist"},
+		{400, `{"error":{"message":"Invalid schema for function"}}`, "Invalid schema"},
+	} {
+		f := &fakeChat{answers: []func(http.ResponseWriter){status(c.code, c.body), status(200, toolAnswer)}}
+		m, _ := newChat(t, f)
+		_, err := m.Complete(context.Background(), conversation)
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || apiErr.Status != c.code || !strings.Contains(err.Error(), c.want) || len(f.received) != 1 {
+			t.Errorf("HTTP %d: err %v after %d requests", c.code, err, len(f.received))
+		}
+	}
+}
+
+func TestChatContextOverflow(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){status(400,
+		`{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","code":"context_length_exceeded"}}`)}}
+	m, _ := newChat(t, f)
+	if _, err := m.Complete(context.Background(), conversation); !errors.Is(err, ErrContextOverflow) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestChatGivesUpWithinBudget(t *testing.T) {
+	f := &fakeChat{}
+	for range 100 {
+		f.answers = append(f.answers, status(503, `{"error":{"message":"unavailable"}}`))
+	}
+	m, _ := newChat(t, f)
+	m.Budget = 50 * time.Millisecond
+	_, err := m.Complete(context.Background(), conversation)
+	if err == nil || !strings.Contains(err.Error(), "gave up after") || !strings.Contains(err.Error(), "unavailable") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// cut answers with a body cut short, then drops the connection.
+func cut(w http.ResponseWriter) {
+	w.Header().Set("Content-Length", "1000")
+	w.WriteHeader(200)
+	io.WriteString(w, `{"choices":[{"mess`)
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		conn.Close()
+	}
+}
+
+// reset drops the connection before any answer.
+func reset(w http.ResponseWriter) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		conn.Close()
+	}
+}
+
+func TestChatRetriesCutAndResetConnections(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){cut, reset, status(200, `{"choices":[{"message":{"content":"ok"}}]}`)}}
+	m, _ := newChat(t, f)
+	reply, err := m.Complete(context.Background(), conversation)
+	if err != nil || reply.Message.Content != "ok" || len(f.received) != 3 {
+		t.Fatalf("reply %+v, err %v, %d requests", reply, err, len(f.received))
+	}
+}
