@@ -23,6 +23,8 @@ const testKey = "sk-test-key-must-not-leak-42"
 // fakeChat is a Chat Completions server that answers from a queue of canned responses and
 // records what it received.
 type fakeChat struct {
+	path     string // default /v1/chat/completions
+	headers  []http.Header
 	mu       sync.Mutex
 	answers  []func(w http.ResponseWriter)
 	received [][]byte
@@ -34,12 +36,17 @@ func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.received = append(f.received, body)
 	f.auth = append(f.auth, r.Header.Get("Authorization"))
+	f.headers = append(f.headers, r.Header.Clone())
 	var answer func(http.ResponseWriter)
 	if len(f.answers) > 0 {
 		answer, f.answers = f.answers[0], f.answers[1:]
 	}
 	f.mu.Unlock()
-	if r.URL.Path != "/v1/chat/completions" {
+	want := f.path
+	if want == "" {
+		want = "/v1/chat/completions"
+	}
+	if r.URL.Path != want {
 		http.NotFound(w, r)
 		return
 	}
@@ -72,7 +79,7 @@ func newChat(t *testing.T, f *fakeChat) (*OpenAIChat, *[]Event) {
 	t.Cleanup(srv.Close)
 	var events []Event
 	return &OpenAIChat{Options{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: testKey, MaxTokens: 4096, ReasoningEffort: "high",
-		Retry: backoff.Policy{Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second},
+		Retry:  backoff.Policy{Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second},
 		Record: func(e Event) { events = append(events, e) }}}, &events
 }
 
