@@ -1,0 +1,83 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/baseline"
+)
+
+// ErrModelSpec marks a --model value that names no usable model; the message says why.
+var ErrModelSpec = errors.New("bad model")
+
+// New builds the model a --model value names (DESIGN.md), reading keys and base URLs through
+// getenv: openai/MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), anthropic/MODEL (ANTHROPIC_API_KEY,
+// ANTHROPIC_BASE_URL), openrouter/ORG/MODEL (OPENROUTER_API_KEY), openai-api/PROVIDER/MODEL
+// (<PROVIDER>_BASE_URL, and <PROVIDER>_API_KEY when the server wants one), builtin/baseline.
+// opts carries the generation settings and the recorder; its Model, BaseURL and APIKey are
+// filled here.
+func New(spec string, getenv func(string) string, opts Options) (harness.Model, error) {
+	provider, rest, ok := strings.Cut(spec, "/")
+	if !ok || rest == "" {
+		return nil, fmt.Errorf("%w: %q: expected PROVIDER/MODEL (openai/, anthropic/, openrouter/, openai-api/, builtin/baseline)", ErrModelSpec, spec)
+	}
+	key := func(name string) (string, error) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v, nil
+		}
+		return "", fmt.Errorf("%w: %s needs %s in the environment", ErrModelSpec, spec, name)
+	}
+	base := func(name, fallback string) string {
+		if v := strings.TrimRight(strings.TrimSpace(getenv(name)), "/"); v != "" {
+			return v
+		}
+		return fallback
+	}
+	var err error
+	opts.Model = rest
+	switch provider {
+	case "builtin":
+		if rest != "baseline" {
+			return nil, fmt.Errorf("%w: %q: the built-in model is builtin/baseline", ErrModelSpec, spec)
+		}
+		return baseline.Model{}, nil
+	case "openai":
+		opts.BaseURL = base("OPENAI_BASE_URL", "https://api.openai.com/v1")
+		if opts.APIKey, err = key("OPENAI_API_KEY"); err != nil {
+			return nil, err
+		}
+		return &OpenAIChat{Options: opts}, nil
+	case "anthropic":
+		opts.BaseURL = base("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
+		if opts.APIKey, err = key("ANTHROPIC_API_KEY"); err != nil {
+			return nil, err
+		}
+		return &Anthropic{Options: opts}, nil
+	case "openrouter":
+		if !strings.Contains(rest, "/") {
+			return nil, fmt.Errorf("%w: %q: expected openrouter/ORG/MODEL", ErrModelSpec, spec)
+		}
+		opts.BaseURL = base("OPENROUTER_BASE_URL", "https://openrouter.ai/api/v1")
+		if opts.APIKey, err = key("OPENROUTER_API_KEY"); err != nil {
+			return nil, err
+		}
+		return &OpenAIChat{Options: opts}, nil
+	case "openai-api":
+		name, model, ok := strings.Cut(rest, "/")
+		if !ok || name == "" || model == "" {
+			return nil, fmt.Errorf("%w: %q: expected openai-api/PROVIDER/MODEL", ErrModelSpec, spec)
+		}
+		prefix := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		if opts.BaseURL, err = key(prefix + "_BASE_URL"); err != nil {
+			return nil, err
+		}
+		opts.BaseURL = strings.TrimRight(opts.BaseURL, "/")
+		opts.Model, opts.APIKey = model, getenv(prefix+"_API_KEY") // local servers often need no key
+		return &OpenAIChat{Options: opts}, nil
+	case "openai-responses":
+		return nil, fmt.Errorf("%w: %q: the Responses API is not supported yet; use openai/%s (Chat Completions)", ErrModelSpec, spec, rest)
+	}
+	return nil, fmt.Errorf("%w: %q: unknown provider %q (openai, anthropic, openrouter, openai-api, builtin)", ErrModelSpec, spec, provider)
+}

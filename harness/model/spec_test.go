@@ -1,0 +1,59 @@
+package model
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/baseline"
+)
+
+func TestNewFromSpec(t *testing.T) {
+	env := map[string]string{
+		"OPENAI_API_KEY": "k1", "ANTHROPIC_API_KEY": "k2", "ANTHROPIC_BASE_URL": "http://proxy:8080/",
+		"OPENROUTER_API_KEY": "k3", "VLLM_BASE_URL": "http://127.0.0.1:8000/v1/", "MY_LAB_BASE_URL": "http://lab/v1", "MY_LAB_API_KEY": "k4",
+	}
+	getenv := func(k string) string { return env[k] }
+	for spec, want := range map[string]struct{ kind, model, base, key string }{
+		"openai/gpt-5.5":                     {"chat", "gpt-5.5", "https://api.openai.com/v1", "k1"},
+		"anthropic/claude-opus-4-7":          {"anthropic", "claude-opus-4-7", "http://proxy:8080", "k2"},
+		"openrouter/google/gemini-3.5-flash": {"chat", "google/gemini-3.5-flash", "https://openrouter.ai/api/v1", "k3"},
+		"openai-api/vllm/Qwen/Qwen3-32B":     {"chat", "Qwen/Qwen3-32B", "http://127.0.0.1:8000/v1", ""},
+		"openai-api/my-lab/model-x":          {"chat", "model-x", "http://lab/v1", "k4"},
+		"builtin/baseline":                   {"baseline", "", "", ""},
+	} {
+		m, err := New(spec, getenv, Options{MaxTokens: 1000})
+		if err != nil {
+			t.Errorf("%s: %v", spec, err)
+			continue
+		}
+		var o Options
+		kind := ""
+		switch v := m.(type) {
+		case *OpenAIChat:
+			kind, o = "chat", v.Options
+		case *Anthropic:
+			kind, o = "anthropic", v.Options
+		case baseline.Model:
+			kind = "baseline"
+		}
+		if kind != want.kind || o.Model != want.model || o.BaseURL != want.base || o.APIKey != want.key || (kind != "baseline" && o.MaxTokens != 1000) {
+			t.Errorf("%s: %s %+v, want %+v", spec, kind, o, want)
+		}
+	}
+	for spec, text := range map[string]string{
+		"gpt-5":                    "expected PROVIDER/MODEL",
+		"openai/gpt-5":             "needs OPENAI_API_KEY",
+		"openrouter/gemini":        "expected openrouter/ORG/MODEL",
+		"openai-api/ollama/llama3": "needs OLLAMA_BASE_URL",
+		"openai-api/vllm":          "expected openai-api/PROVIDER/MODEL",
+		"builtin/oracle":           "builtin/baseline",
+		"acme/model":               "unknown provider",
+		"openai-responses/gpt-5.5": "not supported yet",
+	} {
+		_, err := New(spec, func(string) string { return "" }, Options{})
+		if !errors.Is(err, ErrModelSpec) || !strings.Contains(err.Error(), text) {
+			t.Errorf("%s: err %v, want one saying %q", spec, err, text)
+		}
+	}
+}
