@@ -9,9 +9,10 @@ BIN         := bin/aa-grade
 build:
 	$(GO) build -o $(BIN) ./cmd/aa-grade
 
-# Grades the sample submissions in testdata/ against the sample dataset (offline, no set-up).
+# The main job on the embedded default: builtin/baseline over the demo dataset, offline, in
+# the strongest sandbox here (run again, it resumes and prints the summary).
 run: build
-	./$(BIN) grade --dataset testdata/grade/dataset testdata/grade/submissions
+	./$(BIN) run --dataset demo --model builtin/baseline --out runs/demo-baseline
 
 # Lint, then every test with the race detector.
 test: lint unit

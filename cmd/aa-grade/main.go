@@ -41,6 +41,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
+			newRunCommand(),
 			newGradeCommand(),
 			newDataCommand(),
 			newTasksCommand(),

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunBaselineOnDemo runs builtin/baseline over two demo tasks end to end, then runs the
+// same command again: the second run finds every episode done and runs none.
+func TestRunBaselineOnDemo(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
+	args := []string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901,906", "--repeats", "2", "--out", out}
+	r := aaGrade(t, env, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000") || !strings.Contains(r.stdout, "over 2 tasks x 2 repeats") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range []string{"run.json", "results.jsonl", "summary.json", "episodes/Scenario-901/1/agent_output.json", "episodes/Scenario-906/2/trajectory.jsonl"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	var header map[string]any
+	b, _ := os.ReadFile(filepath.Join(out, "run.json"))
+	if json.Unmarshal(b, &header) != nil || header["model"] != "builtin/baseline" || len(header["prompt_sha256"].(string)) != 64 {
+		t.Fatalf("run.json = %s", b)
+	}
+	before, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if n := strings.Count(string(before), "\n"); n != 4 {
+		t.Fatalf("%d results", n)
+	}
+	again := aaGrade(t, env, args...)
+	after, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if again.code != 0 || string(after) != string(before) || !strings.Contains(again.stdout, "Full recall in 100.0%") {
+		t.Fatalf("resume ran episodes again or lost the summary: exit %d\n%s", again.code, again.stdout)
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no model":      {"run", "--dataset", "demo"},
+		"unknown model": {"run", "--dataset", "demo", "--model", "acme/x"},
+		"missing key":   {"run", "--dataset", "demo", "--model", "openai/gpt-5.5"},
+		"bad sandbox":   {"run", "--dataset", "demo", "--model", "builtin/baseline", "--sandbox", "chroot"},
+		"zero repeats":  {"run", "--dataset", "demo", "--model", "builtin/baseline", "--repeats", "0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if r := aaGrade(t, []string{"OPENAI_API_KEY="}, args...); r.code != 2 {
+				t.Fatalf("exit %d, want 2\n%s", r.code, r.stderr)
+			}
+		})
+	}
+}
