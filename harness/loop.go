@@ -121,6 +121,22 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		if e.OnTurn != nil {
 			e.OnTurn(turn, req, reply, err)
 		}
+		if errors.Is(err, ErrContextOverflow) {
+			// Summarise the newer half of the history (the whole no longer fits) and try the
+			// turn once more.
+			if messages, err = e.summarise(ctx, recentHalf(messages), tools, turn, &out); err == nil {
+				if left := maxTurns - turn + 1; left <= warningTurns {
+					messages = append(messages, Message{Role: RoleUser, Content: turnsLeftMessage(left)})
+				}
+				req = Request{Messages: messages, Tools: tools}
+				began = time.Now()
+				reply, err = e.Model.Complete(ctx, req)
+				out.ModelTime += time.Since(began)
+				if e.OnTurn != nil {
+					e.OnTurn(turn, req, reply, err)
+				}
+			}
+		}
 		if err != nil {
 			out.Status, out.Err = StatusError, err
 			return out
@@ -175,6 +191,19 @@ func (e *Episode) summarise(ctx context.Context, messages []Message, tools []Too
 		{Role: RoleUser, Content: summaryPrefix + reply.Message.Content},
 		{Role: RoleAssistant, Content: summaryAck},
 	}, nil
+}
+
+// recentHalf keeps the system and task prompts and the newer half of the rest of the history,
+// starting at an assistant message so that no tool result loses its call.
+func recentHalf(messages []Message) []Message {
+	if len(messages) <= 2 {
+		return messages
+	}
+	start := 2 + (len(messages)-2)/2
+	for start < len(messages) && messages[start].Role != RoleAssistant {
+		start++
+	}
+	return append(append([]Message(nil), messages[:2]...), messages[start:]...)
 }
 
 // runCalls runs one turn's tool calls one after another in the order given, the finish call

@@ -268,3 +268,42 @@ func TestSummarisationAtSeventyPercent(t *testing.T) {
 		t.Fatalf("history after the summary = %+v", after)
 	}
 }
+
+// overflowing fails its third call with a context overflow, then behaves.
+type overflowing struct {
+	script
+	calls int
+}
+
+func (o *overflowing) Complete(ctx context.Context, req Request) (Reply, error) {
+	o.calls++
+	if req.Summary {
+		o.requests = append(o.requests, req)
+		return Reply{Message: Message{Content: "summary: wrote nothing yet"}}, nil
+	}
+	if o.calls == 3 {
+		o.requests = append(o.requests, req)
+		return Reply{}, fmt.Errorf("HTTP 400: %w", ErrContextOverflow)
+	}
+	return o.script.Complete(ctx, req)
+}
+
+func TestContextOverflowSummarisesAndRetries(t *testing.T) {
+	m := &overflowing{script: script{replies: []Message{
+		{ToolCalls: []ToolCall{shell("a", "echo one")}},
+		{ToolCalls: []ToolCall{shell("b", "echo two")}},
+		{ToolCalls: []ToolCall{shell("c", "echo '"+diagnosis+"' > agent_output.json"), call("d", FinishToolName, finishArgs)}},
+	}}}
+	out := newEpisode(t, m, 50).Run(context.Background())
+	if out.Status != StatusOK || out.Turns != 3 || out.Summaries != 1 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	summaryReq := m.requests[3]
+	if !summaryReq.Summary || summaryReq.Messages[0].Content != "system" || summaryReq.Messages[1].Content != "task" || summaryReq.Messages[2].Role != RoleAssistant {
+		t.Fatalf("summary request = %+v", summaryReq.Messages)
+	}
+	retry := m.requests[4].Messages
+	if len(retry) != 4 || !strings.Contains(retry[2].Content, "wrote nothing yet") {
+		t.Fatalf("retried turn got %+v", retry)
+	}
+}

@@ -5,7 +5,12 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 )
+
+// ErrContextOverflow is what a Model returns (wrapped) when the conversation no longer fits
+// the model's context window: the loop then summarises the history and tries once more.
+var ErrContextOverflow = errors.New("the conversation exceeds the model's context window")
 
 // Roles of the messages of a conversation.
 const (

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 	"github.com/aa-grade/aa-grade/internal/jsonguard"
 )
@@ -51,7 +52,7 @@ var DefaultRetry = backoff.Policy{Base: 2 * time.Second, Max: 2 * time.Minute, M
 
 // ErrContextOverflow marks a call whose conversation no longer fits the model's context
 // window; the loop summarises the history and tries once more.
-var ErrContextOverflow = errors.New("the conversation exceeds the model's context window")
+var ErrContextOverflow = harness.ErrContextOverflow
 
 // APIError is an error answer of a provider.
 type APIError struct {
