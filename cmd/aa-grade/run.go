@@ -95,9 +95,16 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		Progress: func(r runner.Result) {
 			fmt.Fprintf(stderr, "%s repeat %d: %s, score %.2f, %d turns\n", r.Task, r.Repeat, r.Status, r.Score, r.Turns)
 		},
+		Permanent: func(err error) bool {
+			var apiErr *model.APIError
+			return errors.As(err, &apiErr) && !apiErr.Transient()
+		},
 	})
 	if errors.Is(err, context.Canceled) {
 		return &exitError{code: 130, err: fmt.Errorf("interrupted; run the same command again to resume")}
+	}
+	if errors.Is(err, runner.ErrStopped) {
+		return badResult(fmt.Errorf("%v; fix the cause, then run the same command again", err))
 	}
 	if err != nil {
 		return err

@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -52,5 +56,28 @@ func TestRunUsageErrors(t *testing.T) {
 				t.Fatalf("exit %d, want 2\n%s", r.code, r.stderr)
 			}
 		})
+	}
+}
+
+// TestRunStopsEarlyOnPermanentErrors: a provider that refuses the key fails the first
+// episodes at once, and the run stops instead of going through every task.
+func TestRunStopsEarlyOnPermanentErrors(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"message":"Incorrect API key provided"}}`)
+	}))
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "run")
+	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL, "FAKE_API_KEY=sk-bad"},
+		"run", "--dataset", "demo", "--model", "openai-api/fake/model-x", "--parallel", "1", "--out", out)
+	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if r.code != 1 || !strings.Contains(r.stderr, "stopped") || !strings.Contains(r.stderr, "Incorrect API key") ||
+		strings.Count(string(results), "\n") != 3 || calls.Load() != 3 {
+		t.Fatalf("exit %d after %d calls, %d results\n%s", r.code, calls.Load(), strings.Count(string(results), "\n"), r.stderr)
+	}
+	if strings.Contains(string(results), "sk-bad") {
+		t.Fatal("the key is in results.jsonl")
 	}
 }

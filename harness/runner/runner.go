@@ -39,7 +39,16 @@ type Config struct {
 	TaskTemplate   string // the task prompt with its placeholders
 	// Progress, when set, hears about each episode as it ends.
 	Progress func(Result)
+	// Permanent tells a model error that no retry will cure (a bad key, an unknown model): when
+	// the first episodes all end in one, the run stops instead of burning through every task.
+	Permanent func(error) bool
 }
+
+// earlyStop is how many first episodes failing permanently stop a run.
+const earlyStop = 3
+
+// ErrStopped marks a run that stopped early because its first episodes all failed permanently.
+var ErrStopped = errors.New("stopped: the first episodes all failed with the same kind of permanent error")
 
 // Header is run.json.
 type Header struct {
@@ -107,11 +116,21 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []Result, error) {
 	jobs := make(chan job)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	finished, permanent := 0, 0
 	for range max(cfg.Parallel, 1) {
 		wg.Go(func() {
 			for j := range jobs {
-				r := runEpisode(ctx, cfg, j.task, j.repeat, tools.Python)
+				r, err := runEpisode(ctx, cfg, j.task, j.repeat, tools.Python)
 				mu.Lock()
+				finished++
+				if err != nil && cfg.Permanent != nil && cfg.Permanent(err) {
+					permanent++
+				}
+				if finished == earlyStop && permanent == earlyStop {
+					stop(fmt.Errorf("%w (%s)", ErrStopped, r.Error))
+				}
 				line, _ := json.Marshal(r)
 				results.Write(append(line, '\n'))
 				results.Sync() // a finished episode survives a crash
@@ -158,7 +177,10 @@ feed:
 	if err := os.WriteFile(filepath.Join(cfg.Out, "summary.json"), b, 0o644); err != nil {
 		return summary, all, err
 	}
-	return summary, all, ctx.Err()
+	if cause := context.Cause(ctx); ctx.Err() != nil {
+		return summary, all, cause
+	}
+	return summary, all, nil
 }
 
 func key(task string, repeat int) string { return task + "/" + strconv.Itoa(repeat) }
@@ -203,13 +225,14 @@ func writeHeader(cfg Config) error {
 	return os.WriteFile(filepath.Join(cfg.Out, "run.json"), b, 0o644)
 }
 
-// runEpisode plays one episode in a fresh sandbox and grades it.
-func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, python map[string]string) Result {
+// runEpisode plays one episode in a fresh sandbox and grades it; the error is the episode's
+// own failure, if any (its message is also in the result).
+func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, python map[string]string) (Result, error) {
 	began := time.Now()
 	res := Result{Task: task.ID, Repeat: repeat}
-	fail := func(err error) Result {
+	fail := func(err error) (Result, error) {
 		res.Status, res.Error, res.Duration = grader.StatusError, err.Error(), time.Since(began).Seconds()
-		return res
+		return res, err
 	}
 	dir := filepath.Join(cfg.Out, "episodes", task.ID, strconv.Itoa(repeat))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -269,5 +292,5 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 			res.Score, res.TP, res.FP, res.RootCausesFound = s.Score, s.TP, s.FP, s.RootCausesFound
 		}
 	}
-	return res
+	return res, out.Err
 }
