@@ -10,8 +10,9 @@ build:
 	$(GO) build -o $(BIN) ./cmd/aa-grade
 
 # The main job on the embedded default: builtin/baseline over the demo dataset, offline, in
-# the strongest sandbox here (run again, it resumes and prints the summary).
+# the strongest sandbox here, into a fresh runs/demo-baseline.
 run: build
+	rm -rf runs/demo-baseline
 	./$(BIN) run --dataset demo --model builtin/baseline --out runs/demo-baseline
 
 # Lint, then every test with the race detector.

@@ -103,6 +103,9 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	if errors.Is(err, context.Canceled) {
 		return &exitError{code: 130, err: fmt.Errorf("interrupted; run the same command again to resume")}
 	}
+	if errors.Is(err, runner.ErrConfigChanged) {
+		return usageErrorf("%v", err)
+	}
 	if errors.Is(err, runner.ErrStopped) {
 		return badResult(fmt.Errorf("%v; fix the cause, then run the same command again", err))
 	}

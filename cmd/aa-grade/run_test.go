@@ -41,6 +41,11 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	if again.code != 0 || string(after) != string(before) || !strings.Contains(again.stdout, "Full recall in 100.0%") {
 		t.Fatalf("resume ran episodes again or lost the summary: exit %d\n%s", again.code, again.stdout)
 	}
+	// Another configuration in the same folder is refused, naming what changed.
+	changed := append(append([]string(nil), args...), "--max-turns", "30")
+	if r := aaGrade(t, env, changed...); r.code != 2 || !strings.Contains(r.stderr, "max_turns was 100, now 30") {
+		t.Fatalf("changed configuration: exit %d\n%s", r.code, r.stderr)
+	}
 }
 
 func TestRunUsageErrors(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -214,6 +215,9 @@ func readResults(path string) (map[string]Result, error) {
 	return done, sc.Err()
 }
 
+// ErrConfigChanged marks a resume whose configuration differs from the run folder's.
+var ErrConfigChanged = errors.New("the run folder holds a run with another configuration")
+
 func writeHeader(cfg Config) error {
 	h := Header{Version: Version, Dataset: cfg.DatasetSpec, Repeats: cfg.Repeats, Model: cfg.ModelSpec, MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout.String(), Sandbox: cfg.Backend.Name(),
@@ -221,8 +225,38 @@ func writeHeader(cfg Config) error {
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)
 	}
+	path := filepath.Join(cfg.Out, "run.json")
+	if old, err := os.ReadFile(path); err == nil {
+		var prev Header
+		if err := json.Unmarshal(old, &prev); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if diff := prev.differences(h); len(diff) > 0 {
+			return fmt.Errorf("%w (%s): use another --out, or the same flags", ErrConfigChanged, strings.Join(diff, "; "))
+		}
+		h.Started = prev.Started
+	}
 	b, _ := json.MarshalIndent(h, "", "  ")
-	return os.WriteFile(filepath.Join(cfg.Out, "run.json"), b, 0o644)
+	return os.WriteFile(path, b, 0o644)
+}
+
+// differences names the fields whose change would mix two experiments in one run.
+func (h Header) differences(o Header) []string {
+	var out []string
+	check := func(field string, a, b any) {
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			out = append(out, fmt.Sprintf("%s was %v, now %v", field, a, b))
+		}
+	}
+	check("dataset", h.Dataset, o.Dataset)
+	check("tasks", h.Tasks, o.Tasks)
+	check("repeats", h.Repeats, o.Repeats)
+	check("model", h.Model, o.Model)
+	check("max_turns", h.MaxTurns, o.MaxTurns)
+	check("command_timeout", h.CommandTimeout, o.CommandTimeout)
+	check("sandbox", h.Sandbox, o.Sandbox)
+	check("prompt_sha256", h.PromptSHA256, o.PromptSHA256)
+	return out
 }
 
 // runEpisode plays one episode in a fresh sandbox and grades it; the error is the episode's
