@@ -10,25 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/internal/agenttest"
+
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/testfs"
 )
 
 // The test binary doubles as the sandbox agent, as aa-grade does.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.AgentCommand {
-		if err := sandbox.RunAgent(os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	if len(os.Args) > 1 && os.Args[1] == sandbox.CgroupExecCommand {
-		fmt.Fprintln(os.Stderr, sandbox.RunCgroupExec(os.Args[2:]))
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { agenttest.Main(m) }
 
 // script is a model that plays back replies and records every request it got.
 type script struct {
@@ -67,13 +56,7 @@ func newEpisode(t *testing.T, model Model, maxTurns int) *Episode {
 	if err := os.MkdirAll(scratch, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	backend, err := sandbox.Select(sandbox.NameAuto)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		backend = sandbox.None{}
-	}
+	backend := agenttest.Backend(t)
 	exe, _ := os.Executable()
 	sb, err := backend.Start(context.Background(), sandbox.Spec{Snapshot: snap, Scratch: scratch, Agent: exe, AgentArg: []string{sandbox.AgentCommand}})
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -158,9 +157,7 @@ func runDataLs(ctx context.Context, cmd *cli.Command) error {
 		rows = append(rows, row)
 	}
 	if cmd.Bool("json") {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rows); err != nil {
+		if err := printJSON(stdout, rows); err != nil {
 			return err
 		}
 	} else {
@@ -227,9 +224,7 @@ func runDataVerify(ctx context.Context, cmd *cli.Command) error {
 			Bad      []data.BadFile `json:"bad"`
 			Repaired int            `json:"repaired"`
 		}{spec.String(), res.Commit, res.Checked, res.Bytes, append([]data.BadFile{}, res.Bad...), res.Repaired}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := printJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {

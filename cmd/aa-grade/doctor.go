@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -78,9 +77,7 @@ func runDoctor(ctx context.Context, cmd *cli.Command) error {
 
 	stdout := cmd.Root().Writer
 	if cmd.Bool("json") {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+		if err := printJSON(stdout, r); err != nil {
 			return err
 		}
 	} else {

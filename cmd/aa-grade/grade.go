@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -71,10 +70,8 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 		fmt.Fprintf(stderr, "%s: %s\n", p.Level, p.Message)
 	}
 	if cmd.Bool("json") {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return fmt.Errorf("write JSON: %w", err)
+		if err := printJSON(stdout, out); err != nil {
+			return err
 		}
 	} else {
 		renderGradeText(stdout, out.Summary)

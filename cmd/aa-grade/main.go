@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -112,4 +113,14 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aa-grade: %s\n", strings.ReplaceAll(msg, "\n", " "))
 	}
 	return code
+}
+
+// printJSON writes v as indented JSON: the --json output of every command.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -92,9 +91,7 @@ func runTasksValidate(ctx context.Context, cmd *cli.Command) error {
 	}
 	stdout := cmd.Root().Writer
 	if cmd.Bool("json") {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
+		if err := printJSON(stdout, reports); err != nil {
 			return err
 		}
 	} else {

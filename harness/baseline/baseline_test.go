@@ -2,10 +2,11 @@ package baseline
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/aa-grade/aa-grade/internal/agenttest"
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
@@ -14,20 +15,7 @@ import (
 )
 
 // The test binary doubles as the sandbox agent, as aa-grade does.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.AgentCommand {
-		if err := sandbox.RunAgent(os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	if len(os.Args) > 1 && os.Args[1] == sandbox.CgroupExecCommand {
-		fmt.Fprintln(os.Stderr, sandbox.RunCgroupExec(os.Args[2:]))
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { agenttest.Main(m) }
 
 // TestBaselineOnTheDemo runs builtin/baseline end to end over every demo task, through the
 // real sandbox and loop, and grades it: the goal is at least 0.8.
@@ -37,13 +25,7 @@ func TestBaselineOnTheDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := sandbox.Select(sandbox.NameAuto)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		backend = sandbox.None{}
-	}
+	backend := agenttest.Backend(t)
 	exe, _ := os.Executable()
 	var total float64
 	for _, task := range ds.Tasks {

@@ -1,0 +1,44 @@
+// Package agenttest lets a test binary double as the sandbox agent, as aa-grade does: a test
+// that starts sandboxes calls Main from its TestMain.
+package agenttest
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/sandbox"
+)
+
+// Main serves as the agent (or enters a sandbox's cgroup) when the binary was started for
+// that, and runs the tests otherwise.
+func Main(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case sandbox.AgentCommand:
+			if err := sandbox.RunAgent(os.Stdin, os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		case sandbox.CgroupExecCommand:
+			fmt.Fprintln(os.Stderr, sandbox.RunCgroupExec(os.Args[2:]))
+			os.Exit(1)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// Backend is the strongest sandbox that works here; under CI an isolating one must, elsewhere
+// the test falls back to none.
+func Backend(t testing.TB) sandbox.Backend {
+	t.Helper()
+	b, err := sandbox.Select(sandbox.NameAuto)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		return sandbox.None{}
+	}
+	return b
+}
