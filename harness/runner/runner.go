@@ -36,8 +36,10 @@ type Config struct {
 	MaxTurns       int
 	CommandTimeout time.Duration
 	ContextWindow  int64
-	SystemPrompt   string
-	TaskTemplate   string // the task prompt with its placeholders
+	// Prices give each episode its cost; nil when the model's prices are unknown.
+	Prices       *harness.Prices
+	SystemPrompt string
+	TaskTemplate string // the task prompt with its placeholders
 	// Progress, when set, hears about each episode as it ends.
 	Progress func(Result)
 	// Permanent tells a model error that no retry will cure (a bad key, an unknown model): when
@@ -79,6 +81,7 @@ type Result struct {
 	Turns           int           `json:"turns"`
 	ToolCalls       int           `json:"tool_calls"`
 	Tokens          harness.Usage `json:"tokens"`
+	CostUSD         *float64      `json:"cost_usd"` // null when the model's prices are unknown
 	Duration        float64       `json:"duration_s"`
 	ModelTime       float64       `json:"model_s"`
 	ToolTime        float64       `json:"tool_s"`
@@ -305,6 +308,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 		}}
 	out := ep.Run(ctx)
 	res.Status, res.Turns, res.ToolCalls, res.Tokens = out.Status, out.Turns, out.ToolCalls, out.Usage
+	res.CostUSD = cfg.Prices.Cost(out.Usage)
 	res.ModelTime, res.ToolTime, res.Duration = out.ModelTime.Seconds(), out.ToolTime.Seconds(), time.Since(began).Seconds()
 	if out.Err != nil {
 		res.Error = out.Err.Error()
