@@ -83,3 +83,22 @@ type Reply struct {
 type Model interface {
 	Complete(ctx context.Context, req Request) (Reply, error)
 }
+
+// EpisodeID names the episode a model call belongs to (a replay looks up its recording by it).
+type EpisodeID struct {
+	Task   string
+	Repeat int
+}
+
+type episodeKey struct{}
+
+// WithEpisode marks ctx as belonging to one episode.
+func WithEpisode(ctx context.Context, id EpisodeID) context.Context {
+	return context.WithValue(ctx, episodeKey{}, id)
+}
+
+// EpisodeFrom tells which episode ctx belongs to.
+func EpisodeFrom(ctx context.Context) (EpisodeID, bool) {
+	id, ok := ctx.Value(episodeKey{}).(EpisodeID)
+	return id, ok
+}

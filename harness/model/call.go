@@ -31,20 +31,37 @@ type Options struct {
 	HTTP            *http.Client
 	Retry           backoff.Policy
 	Budget          time.Duration // retrying one call stops after this long (default 10 minutes)
-	// Record, when set, gets every request and response body and every retry, for the
-	// trajectory. Bodies never carry the key: it travels in a header.
+	// Record, when set, gets every request and response and every retry of every call; a
+	// recorder in the call's context (WithRecorder) gets those of that call only.
 	Record func(Event)
 }
 
-// Event is one thing that happened on the wire.
+// Event is one thing that happened on the wire, as the trajectory keeps it: bodies raw, auth
+// headers and any echo of the key redacted.
 type Event struct {
-	Kind    string          `json:"kind"` // request, response, retry
-	Status  int             `json:"status,omitempty"`
-	Body    json.RawMessage `json:"body,omitempty"`
-	Attempt int             `json:"attempt,omitempty"`
-	Wait    time.Duration   `json:"wait,omitempty"`
-	Error   string          `json:"error,omitempty"`
+	Kind    string            `json:"kind"` // request, response, retry
+	URL     string            `json:"url,omitempty"`
+	Header  map[string]string `json:"header,omitempty"`
+	Status  int               `json:"status,omitempty"`
+	Body    json.RawMessage   `json:"body,omitempty"`
+	Attempt int               `json:"attempt,omitempty"`
+	Wait    time.Duration     `json:"wait,omitempty"`
+	Error   string            `json:"error,omitempty"`
 }
+
+type recorderKey struct{}
+
+// WithRecorder makes the model calls made with ctx report their wire events to rec: the
+// runner gives each episode its own, so one model value can serve a whole run.
+func WithRecorder(ctx context.Context, rec func(Event)) context.Context {
+	return context.WithValue(ctx, recorderKey{}, rec)
+}
+
+// redacted is what replaces a secret in a recorded event.
+const redacted = "[REDACTED]"
+
+// secretHeaders carry credentials; their values are never recorded.
+var secretHeaders = map[string]bool{"Authorization": true, "X-Api-Key": true, "Api-Key": true, "Proxy-Authorization": true}
 
 // DefaultRetry rides out rate limits: waits of 2 s doubling to 2 minutes, Retry-After
 // honoured up to 10 minutes, within the call's budget.
@@ -88,7 +105,7 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	if client == nil {
 		client = http.DefaultClient
 	}
-	o.record(Event{Kind: "request", Body: body})
+	o.record(ctx, Event{Kind: "request", URL: url, Header: recordedHeader(header), Body: body})
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		answer, err := o.once(ctx, client, url, header, body)
@@ -109,7 +126,7 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 		if time.Since(start)+wait > budget {
 			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, time.Since(start).Round(time.Second), err)
 		}
-		o.record(Event{Kind: "retry", Attempt: attempt, Wait: wait, Error: err.Error()})
+		o.record(ctx, Event{Kind: "retry", Attempt: attempt, Wait: wait, Error: err.Error()})
 		if err := backoff.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
@@ -132,24 +149,67 @@ func (o *Options) once(ctx context.Context, client *http.Client, url string, hea
 	if err != nil {
 		return nil, err // a body cut short: transient
 	}
-	o.record(Event{Kind: "response", Status: resp.StatusCode, Body: rawOrString(answer)})
+	o.record(ctx, Event{Kind: "response", Status: resp.StatusCode, Body: rawOrString(answer)})
 	if resp.StatusCode >= 400 {
-		apiErr := &APIError{Status: resp.StatusCode, Message: errorMessage(answer), retryAfter: backoff.RetryAfter(resp.Header.Get("Retry-After"))}
+		apiErr := &APIError{Status: resp.StatusCode, Message: o.scrub(errorMessage(answer)), retryAfter: backoff.RetryAfter(resp.Header.Get("Retry-After"))}
 		if contextOverflow(resp.StatusCode, apiErr.Message) {
 			return nil, fmt.Errorf("%w: %v", ErrContextOverflow, apiErr)
 		}
 		return nil, apiErr
 	}
 	if !jsonguard.Shallow(answer, 512) || !gjson.ValidBytes(answer) {
-		return nil, fmt.Errorf("%w (%d bytes: %.100q)", errMalformed, len(answer), answer)
+		return nil, fmt.Errorf("%w (%d bytes: %.100q)", errMalformed, len(answer), o.scrub(string(answer)))
 	}
 	return answer, nil
 }
 
-func (o *Options) record(e Event) {
+// record hands an event to the recorders, with the key scrubbed wherever it appears (some
+// providers quote part or all of a rejected key in their error message).
+func (o *Options) record(ctx context.Context, e Event) {
+	rec, _ := ctx.Value(recorderKey{}).(func(Event))
+	if o.Record == nil && rec == nil {
+		return
+	}
+	if key := o.secret(); key != "" {
+		e.Body = bytes.ReplaceAll(e.Body, []byte(key), []byte(redacted))
+	}
+	e.Error = o.scrub(e.Error)
 	if o.Record != nil {
 		o.Record(e)
 	}
+	if rec != nil {
+		rec(e)
+	}
+}
+
+// secret is the key as it may be echoed; keys too short to be told from ordinary text are
+// not scrubbed (they are not real secrets: local servers take any word).
+func (o *Options) secret() string {
+	if key := strings.TrimSpace(o.APIKey); len(key) >= 8 {
+		return key
+	}
+	return ""
+}
+
+// scrub takes the key out of text that came from the provider.
+func (o *Options) scrub(s string) string {
+	if key := o.secret(); key != "" {
+		return strings.ReplaceAll(s, key, redacted)
+	}
+	return s
+}
+
+// recordedHeader is a request's header for the trajectory, credentials redacted.
+func recordedHeader(h http.Header) map[string]string {
+	out := make(map[string]string, len(h))
+	for k := range h {
+		if secretHeaders[http.CanonicalHeaderKey(k)] {
+			out[k] = redacted
+		} else {
+			out[k] = h.Get(k)
+		}
+	}
+	return out
 }
 
 // transientNetwork reports whether a failure to get an answer is worth retrying.

@@ -20,6 +20,7 @@ import (
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
@@ -290,22 +291,12 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 		return fail(err)
 	}
 	defer trajectory.Close()
-	enc := json.NewEncoder(trajectory)
+	rec := newTrajectory(trajectory)
+	ctx = model.WithRecorder(harness.WithEpisode(ctx, harness.EpisodeID{Task: task.ID, Repeat: repeat}), rec.wire)
 	ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, Scratch: scratch, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
 		ContextWindow: cfg.ContextWindow, SystemPrompt: cfg.SystemPrompt,
 		TaskPrompt: harness.FillPrompt(cfg.TaskTemplate, harness.PromptFacts{Workdir: sb.Workdir(), Python: python}),
-		OnTurn: func(turn int, req harness.Request, reply harness.Reply, err error) {
-			entry := map[string]any{"turn": turn, "summary": req.Summary, "reply": reply.Message, "usage": reply.Usage}
-			if turn == 1 && !req.Summary {
-				entry["prompt"] = req.Messages // the system and task prompts, once
-			} else if n := len(req.Messages); n > 0 {
-				entry["last_input"] = req.Messages[n-1] // the newest tool result or harness message
-			}
-			if err != nil {
-				entry["error"] = err.Error()
-			}
-			enc.Encode(entry)
-		}}
+		OnTurn:     rec.turn}
 	out := ep.Run(ctx)
 	res.Status, res.Turns, res.ToolCalls, res.Tokens = out.Status, out.Turns, out.ToolCalls, out.Usage
 	res.CostUSD = cfg.Prices.Cost(out.Usage)

@@ -1,0 +1,89 @@
+// Package fakemodel is a scripted model behind the OpenAI Chat Completions wire protocol, for
+// tests and benchmarks of whole runs: it needs no state, since the turn is the number of
+// assistant messages in the conversation it is sent, so any number of episodes can share it.
+package fakemodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Script is what every episode's model does: Turns-2 turns running Command, then a turn that
+// writes Answer to agent_output.json, then a turn that calls finish.
+type Script struct {
+	Turns   int           // at least 2
+	Command string        // the shell command of the investigation turns
+	Answer  []string      // the entities submitted
+	Delay   time.Duration // before each answer, as a slow model would take
+}
+
+// Server answers POST /chat/completions by the script.
+type Server struct {
+	Script   Script
+	requests atomic.Int64
+}
+
+// Requests is how many calls the server has answered.
+func (s *Server) Requests() int64 { return s.requests.Load() }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	var req struct {
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	if err != nil || json.Unmarshal(body, &req) != nil {
+		http.Error(w, `{"error":{"message":"bad request body"}}`, http.StatusBadRequest)
+		return
+	}
+	s.requests.Add(1)
+	if s.Script.Delay > 0 {
+		select {
+		case <-time.After(s.Script.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	turn := 1
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			turn++
+		}
+	}
+	name, args := s.Script.call(turn)
+	argJSON, _ := json.Marshal(args)
+	reply := map[string]any{
+		"id": fmt.Sprintf("fake-%d", turn), "object": "chat.completion",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "tool_calls", "message": map[string]any{
+			"role": "assistant", "content": nil,
+			"tool_calls": []any{map[string]any{"id": fmt.Sprintf("call_%d", turn), "type": "function",
+				"function": map[string]any{"name": name, "arguments": string(argJSON)}}},
+		}}},
+		"usage": map[string]any{"prompt_tokens": len(body) / 4, "completion_tokens": 20},
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(reply)
+}
+
+// call is the tool call of a turn.
+func (sc Script) call(turn int) (string, map[string]any) {
+	turns := max(sc.Turns, 2)
+	switch {
+	case turn < turns-1:
+		return "code_exec", map[string]any{"cmd": sc.Command}
+	case turn == turns-1:
+		var factors []map[string]string
+		for _, e := range sc.Answer {
+			factors = append(factors, map[string]string{"name": e, "reasoning": "scripted", "evidence": "scripted"})
+		}
+		doc, _ := json.Marshal(map[string]any{"contributing_factors": factors})
+		return "code_exec", map[string]any{"cmd": "cat > agent_output.json <<'EOF'\n" + string(doc) + "\nEOF"}
+	default:
+		return "finish", map[string]any{"reason": "done", "paths": []string{"agent_output.json"}}
+	}
+}
