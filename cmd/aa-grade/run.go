@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func newRunCommand() *cli.Command {
 			"         aa-grade run --model anthropic/claude-opus-4-7 --reasoning-effort max --out runs/opus",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Sources: env("model"),
-				Usage: "openai/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL or builtin/baseline"},
+				Usage: "openai/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL, builtin/baseline or replay/RUN_DIR"},
 			datasetFlag(), tasksFlag(),
 			&cli.IntFlag{Name: "repeats", Value: 3, Sources: env("repeats"), Usage: "episodes per task"},
 			&cli.IntFlag{Name: "max-turns", Value: harness.DefaultMaxTurns, Sources: env("max_turns"), Usage: "model calls per episode"},
@@ -100,6 +101,9 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 			return errors.As(err, &apiErr) && !apiErr.Transient()
 		},
 	})
+	if replay, ok := m.(*model.Replay); ok {
+		reportDivergences(stderr, replay.Divergences())
+	}
 	if errors.Is(err, context.Canceled) {
 		return &exitError{code: 130, err: fmt.Errorf("interrupted; run the same command again to resume")}
 	}
@@ -124,4 +128,16 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		return badResult(fmt.Errorf("%d episodes ended in error; run the same command again to retry them", failed))
 	}
 	return nil
+}
+
+// reportDivergences says where replayed episodes stopped following their recording.
+func reportDivergences(w io.Writer, ds []model.Divergence) {
+	if len(ds) == 0 {
+		fmt.Fprintln(w, "replay: every episode followed its recording")
+		return
+	}
+	fmt.Fprintf(w, "replay: %d episodes diverged from their recording (the recorded replies were used regardless):\n", len(ds))
+	for _, d := range ds {
+		fmt.Fprintf(w, "  %s repeat %d, turn %d: %s\n", d.Task, d.Repeat, d.Turn, d.Detail)
+	}
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -145,4 +147,60 @@ func assertNoSecret(t *testing.T, dir, secret string) {
 		}
 		return nil
 	})
+}
+
+// TestReplayReproducesARun records a run of a scripted model, replays it offline into another
+// folder (same results, no model server), then replays it with another prompt: the replay
+// reports where each conversation diverged.
+func TestReplayReproducesARun(t *testing.T) {
+	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls", Answer: []string{"otel-demo/NetworkPolicy/ad-deny-ingress"}}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	dir := t.TempDir()
+	recorded, replayed, changed := filepath.Join(dir, "recorded"), filepath.Join(dir, "replayed"), filepath.Join(dir, "changed")
+	common := []string{"--dataset", "demo", "--tasks", "901,902", "--repeats", "1"}
+	if r := aaGrade(t, env, append([]string{"run", "--model", "openai/fake", "--out", recorded}, common...)...); r.code != 0 {
+		t.Fatalf("record: exit %d\n%s", r.code, r.stderr)
+	}
+	calls := fake.Requests()
+	r := aaGrade(t, env, append([]string{"run", "--model", "replay/" + recorded, "--out", replayed}, common...)...)
+	if r.code != 0 || !strings.Contains(r.stderr, "every episode followed its recording") || fake.Requests() != calls {
+		t.Fatalf("replay: exit %d, %d model calls\n%s", r.code, fake.Requests()-calls, r.stderr)
+	}
+	if a, b := episodeFields(t, recorded), episodeFields(t, replayed); a != b {
+		t.Fatalf("replayed results differ:\n%s\n%s", a, b)
+	}
+	prompt := filepath.Join(dir, "prompt.txt")
+	os.WriteFile(prompt, []byte("Find the root cause. Write {{output_path}}."), 0o644)
+	r = aaGrade(t, env, append([]string{"run", "--model", "replay/" + recorded, "--out", changed, "--prompt-file", prompt}, common...)...)
+	if r.code != 0 || !strings.Contains(r.stderr, "2 episodes diverged") || !strings.Contains(r.stderr, "Scenario-902 repeat 1, turn 1: message 2 (user) differs") {
+		t.Fatalf("changed prompt: exit %d\n%s", r.code, r.stderr)
+	}
+	if a, b := episodeFields(t, recorded), episodeFields(t, changed); a != b {
+		t.Fatalf("a divergent replay still plays the recorded replies:\n%s\n%s", a, b)
+	}
+}
+
+// episodeFields is what two runs of the same replies must share: per episode, the status,
+// score, turns and tokens.
+func episodeFields(t *testing.T, run string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(run, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		var r struct {
+			Task, Status string
+			Repeat, Turns int
+			Score        float64
+			Tokens       map[string]int
+		}
+		json.Unmarshal([]byte(line), &r)
+		out = append(out, fmt.Sprintf("%s/%d %s %.3f %d %v", r.Task, r.Repeat, r.Status, r.Score, r.Turns, r.Tokens))
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n")
 }

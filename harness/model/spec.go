@@ -15,7 +15,8 @@ var ErrModelSpec = errors.New("bad model")
 // New builds the model a --model value names (DESIGN.md), reading keys and base URLs through
 // getenv: openai/MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), anthropic/MODEL (ANTHROPIC_API_KEY,
 // ANTHROPIC_BASE_URL), openrouter/ORG/MODEL (OPENROUTER_API_KEY), openai-api/PROVIDER/MODEL
-// (<PROVIDER>_BASE_URL, and <PROVIDER>_API_KEY when the server wants one), builtin/baseline.
+// (<PROVIDER>_BASE_URL, and <PROVIDER>_API_KEY when the server wants one), builtin/baseline,
+// replay/RUN_DIR.
 // opts carries the generation settings and the recorder; its Model, BaseURL and APIKey are
 // filled here.
 func New(spec string, getenv func(string) string, opts Options) (harness.Model, error) {
@@ -38,6 +39,8 @@ func New(spec string, getenv func(string) string, opts Options) (harness.Model, 
 	var err error
 	opts.Model = rest
 	switch provider {
+	case "replay":
+		return NewReplay(rest)
 	case "builtin":
 		if rest != "baseline" {
 			return nil, fmt.Errorf("%w: %q: the built-in model is builtin/baseline", ErrModelSpec, spec)
@@ -79,5 +82,5 @@ func New(spec string, getenv func(string) string, opts Options) (harness.Model, 
 	case "openai-responses":
 		return nil, fmt.Errorf("%w: %q: the Responses API is not supported yet; use openai/%s (Chat Completions)", ErrModelSpec, spec, rest)
 	}
-	return nil, fmt.Errorf("%w: %q: unknown provider %q (openai, anthropic, openrouter, openai-api, builtin)", ErrModelSpec, spec, provider)
+	return nil, fmt.Errorf("%w: %q: unknown provider %q (openai, anthropic, openrouter, openai-api, builtin, replay)", ErrModelSpec, spec, provider)
 }

@@ -1,0 +1,160 @@
+package model
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/aa-grade/aa-grade/harness"
+)
+
+// Replay plays back the replies a run recorded (replay/RUN_DIR): each episode gets the
+// replies of the same task and repeat, in order, with their recorded usage, offline and
+// deterministically. When the conversation it is sent differs from the recorded one (a changed
+// prompt, sandbox or tool output), the replay goes on with the recorded replies and notes the
+// first place each episode diverged.
+type Replay struct {
+	Dir string
+
+	mu          sync.Mutex
+	episodes    map[harness.EpisodeID]*replayed
+	divergences []Divergence
+}
+
+// Divergence is where a replayed episode's conversation first differed from the recording.
+type Divergence struct {
+	Task   string `json:"task"`
+	Repeat int    `json:"repeat"`
+	Turn   int    `json:"turn"`
+	Detail string `json:"detail"`
+}
+
+// ErrReplayEnded marks an episode that asks for more replies than were recorded.
+var ErrReplayEnded = errors.New("the recording has no more replies")
+
+type replayed struct {
+	turns    []harness.TurnRecord
+	next     int
+	new      harness.NewMessages
+	diverged bool
+}
+
+// NewReplay opens a recorded run folder.
+func NewReplay(dir string) (*Replay, error) {
+	if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
+		return nil, fmt.Errorf("%w: replay/%s: not a run folder (%v)", ErrModelSpec, dir, err)
+	}
+	return &Replay{Dir: dir, episodes: map[harness.EpisodeID]*replayed{}}, nil
+}
+
+// Complete answers with the episode's next recorded reply.
+func (r *Replay) Complete(ctx context.Context, req harness.Request) (harness.Reply, error) {
+	id, ok := harness.EpisodeFrom(ctx)
+	if !ok {
+		return harness.Reply{}, errors.New("replay: the call names no episode")
+	}
+	ep, err := r.episode(id)
+	if err != nil {
+		return harness.Reply{}, err
+	}
+	if ep.next >= len(ep.turns) {
+		return harness.Reply{}, fmt.Errorf("replay of %s repeat %d: %w after %d calls", id.Task, id.Repeat, ErrReplayEnded, len(ep.turns))
+	}
+	rec := ep.turns[ep.next]
+	ep.next++
+	input := ep.new.Next(req, rec.Error != "")
+	if !ep.diverged {
+		if detail := differ(rec, req, input); detail != "" {
+			ep.diverged = true
+			d := Divergence{Task: id.Task, Repeat: id.Repeat, Turn: rec.Turn, Detail: detail}
+			r.mu.Lock()
+			r.divergences = append(r.divergences, d)
+			r.mu.Unlock()
+			if rec, ok := ctx.Value(recorderKey{}).(func(Event)); ok {
+				rec(Event{Kind: "divergence", Error: fmt.Sprintf("turn %d: %s", d.Turn, detail)})
+			}
+		}
+	}
+	if rec.Error != "" {
+		if strings.Contains(rec.Error, harness.ErrContextOverflow.Error()) {
+			return harness.Reply{}, fmt.Errorf("replayed: %w", harness.ErrContextOverflow)
+		}
+		return harness.Reply{}, fmt.Errorf("replayed: %s", rec.Error)
+	}
+	return harness.Reply{Message: rec.Reply, Usage: rec.Usage}, nil
+}
+
+// Divergences lists the episodes whose conversation differed from the recording, each at its
+// first difference.
+func (r *Replay) Divergences() []Divergence {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Divergence(nil), r.divergences...)
+}
+
+// episode loads an episode's recording on its first call.
+func (r *Replay) episode(id harness.EpisodeID) (*replayed, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ep, ok := r.episodes[id]; ok {
+		return ep, nil
+	}
+	path := filepath.Join(r.Dir, "episodes", id.Task, strconv.Itoa(id.Repeat), "trajectory.jsonl")
+	turns, err := readTurns(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay of %s repeat %d: %w", id.Task, id.Repeat, err)
+	}
+	ep := &replayed{turns: turns}
+	r.episodes[id] = ep
+	return ep, nil
+}
+
+// readTurns reads the turn records of a trajectory, skipping wire events.
+func readTurns(path string) ([]harness.TurnRecord, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var turns []harness.TurnRecord
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), maxResponseBytes)
+	for line := 1; sc.Scan(); line++ {
+		if !strings.Contains(sc.Text(), `"kind":"turn"`) {
+			continue
+		}
+		var t harness.TurnRecord
+		if err := json.Unmarshal(sc.Bytes(), &t); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		turns = append(turns, t)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return turns, nil
+}
+
+// differ says how a call differs from the recorded one, or "" when it does not.
+func differ(rec harness.TurnRecord, req harness.Request, input []harness.Message) string {
+	if rec.Summary != req.Summary {
+		return fmt.Sprintf("the recording has a summary call=%v here, the run summary call=%v", rec.Summary, req.Summary)
+	}
+	if len(input) != len(rec.Input) {
+		return fmt.Sprintf("%d new messages, the recording has %d", len(input), len(rec.Input))
+	}
+	for i, m := range input {
+		was := rec.Input[i]
+		if m.Role != was.Role || m.Content != was.Content || m.ToolCallID != was.ToolCallID || m.IsError != was.IsError {
+			return fmt.Sprintf("message %d (%s) differs: recorded %.120q, now %.120q", i+1, m.Role, was.Content, m.Content)
+		}
+	}
+	return ""
+}
