@@ -193,10 +193,10 @@ func episodeFields(t *testing.T, run string) string {
 	var out []string
 	for line := range strings.Lines(string(b)) {
 		var r struct {
-			Task, Status string
+			Task, Status  string
 			Repeat, Turns int
-			Score        float64
-			Tokens       map[string]int
+			Score         float64
+			Tokens        map[string]int
 		}
 		json.Unmarshal([]byte(line), &r)
 		out = append(out, fmt.Sprintf("%s/%d %s %.3f %d %v", r.Task, r.Repeat, r.Status, r.Score, r.Turns, r.Tokens))
