@@ -13,6 +13,7 @@ const (
 	StatusNoSubmission = "no_submission" // the episode ended without one
 	StatusMaxTurns     = "max_turns"     // the turn cap was reached
 	StatusError        = "error"         // infrastructure failure after retries
+	StatusUnfinished   = "unfinished"    // a run was interrupted during the episode
 )
 
 // Episode is the result of one (task, repeat).

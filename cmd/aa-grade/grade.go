@@ -145,7 +145,8 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	}
 	fmt.Fprintln(w, fullRecall)
 	var counts []string
-	for _, st := range []string{grader.StatusOK, grader.StatusMissing, grader.StatusInvalid} {
+	for _, st := range []string{grader.StatusOK, grader.StatusMissing, grader.StatusInvalid, grader.StatusNoSubmission,
+		grader.StatusMaxTurns, grader.StatusError, grader.StatusUnfinished} {
 		if statuses[st] > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", statuses[st], st))
 		}

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -42,6 +45,9 @@ func newRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "reasoning-effort", Sources: env("reasoning_effort"), Usage: "the provider's reasoning effort (low, medium, high, max, ...)"},
 			&cli.IntFlag{Name: "max-tokens", Sources: env("max_tokens"), Usage: "output tokens per call"},
 			&cli.IntFlag{Name: "context-window", Sources: env("context_window"), Usage: "tokens; the history is summarised at 70% (0: never)"},
+			&cli.StringFlag{Name: "shard", Sources: env("shard"), Usage: "I/N: run only the I-th of N equal parts of the episodes (join them with aa-grade merge)"},
+			&cli.DurationFlag{Name: "grace", Value: runner.DefaultGrace, Sources: env("grace"),
+				Usage: "after Ctrl-C, how long running episodes may finish (a second Ctrl-C stops them at once)"},
 		},
 		Action: runRun,
 	}
@@ -53,6 +59,10 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	}
 	if cmd.Int("repeats") < 1 || cmd.Int("max-turns") < 1 || cmd.Int("parallel") < 1 {
 		return usageErrorf("--repeats, --max-turns and --parallel must be 1 or more")
+	}
+	shard, err := runner.ParseShard(cmd.String("shard"))
+	if err != nil {
+		return usageErrorf("--shard: %v", err)
 	}
 	stderr := cmd.Root().ErrWriter
 	m, err := model.New(cmd.String("model"), os.Getenv, model.Options{MaxTokens: cmd.Int("max-tokens"),
@@ -86,26 +96,32 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	if out == "" {
 		out = filepath.Join("runs", strings.NewReplacer("/", "_", ":", "_").Replace(cmd.String("model"))+"-"+time.Now().Format("20060102-150405"))
 	}
-	fmt.Fprintf(stderr, "running %d tasks x %d repeats of %s with %s in the %s sandbox into %s\n",
-		len(ds.Tasks), cmd.Int("repeats"), ds.Spec, cmd.String("model"), backend.Name(), out)
+	part := ""
+	if shard.Count > 1 {
+		part = fmt.Sprintf(" (shard %s)", shard)
+	}
+	fmt.Fprintf(stderr, "running %d tasks x %d repeats%s of %s with %s in the %s sandbox into %s\n",
+		len(ds.Tasks), cmd.Int("repeats"), part, ds.Spec, cmd.String("model"), backend.Name(), out)
+	progress := newRunProgress(stderr)
+	progress.Start()
 	summary, results, err := runner.Run(ctx, runner.Config{
-		Out: out, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: cmd.Int("repeats"), Parallel: cmd.Int("parallel"),
+		Out: out, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: cmd.Int("repeats"), Parallel: cmd.Int("parallel"), Shard: shard,
 		ModelSpec: cmd.String("model"), Model: m, Backend: backend, MaxTurns: cmd.Int("max-turns"),
 		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: int64(cmd.Int("context-window")),
 		SystemPrompt: harness.SystemPrompt, TaskTemplate: template,
-		Progress: func(r runner.Result) {
-			fmt.Fprintf(stderr, "%s repeat %d: %s, score %.2f, %d turns\n", r.Task, r.Repeat, r.Status, r.Score, r.Turns)
-		},
+		Grace: cmd.Duration("grace"), Abort: secondInterrupt(ctx), Progress: progress,
 		Permanent: func(err error) bool {
 			var apiErr *model.APIError
 			return errors.As(err, &apiErr) && !apiErr.Transient()
 		},
 	})
+	progress.Stop()
 	if replay, ok := m.(*model.Replay); ok {
 		reportDivergences(stderr, replay.Divergences())
 	}
 	if errors.Is(err, context.Canceled) {
-		return &exitError{code: 130, err: fmt.Errorf("interrupted; run the same command again to resume")}
+		return &exitError{code: 130, err: fmt.Errorf("interrupted with %d of %d episodes unfinished; to resume, run the same command again (with --out %s)",
+			countStatus(results, grader.StatusUnfinished), len(results), out)}
 	}
 	if errors.Is(err, runner.ErrConfigChanged) {
 		return usageErrorf("%v", err)
@@ -117,17 +133,82 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	renderGradeText(cmd.Root().Writer, summary)
+	fmt.Fprintln(cmd.Root().Writer)
+	renderRunTotals(cmd.Root().Writer, results)
 	fmt.Fprintf(cmd.Root().Writer, "Run folder: %s\n", out)
-	failed := 0
-	for _, r := range results {
-		if r.Status == grader.StatusError {
-			failed++
-		}
-	}
-	if failed > 0 {
-		return badResult(fmt.Errorf("%d episodes ended in error; run the same command again to retry them", failed))
+	if failed := countStatus(results, grader.StatusError); failed > 0 {
+		return badResult(fmt.Errorf("%d episodes ended in error; to retry them, run the same command again (with --out %s)", failed, out))
 	}
 	return nil
+}
+
+// secondInterrupt is closed by a Ctrl-C (or SIGTERM) that comes after ctx was cancelled by the
+// first: it cuts the grace short.
+func secondInterrupt(ctx context.Context) <-chan struct{} {
+	abort := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sig)
+		<-sig
+		close(abort)
+	}()
+	return abort
+}
+
+func countStatus(results []runner.Result, status string) int {
+	n := 0
+	for _, r := range results {
+		if r.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// renderRunTotals prints per task the mean turns, the tokens and the cost, and the totals.
+func renderRunTotals(w io.Writer, results []runner.Result) {
+	type totals struct {
+		episodes, turns int
+		tokens          harness.Usage
+		cost            *float64
+	}
+	add := func(t *totals, r runner.Result) {
+		if t.episodes == 0 {
+			t.cost = new(float64)
+		}
+		t.episodes++
+		t.turns += r.Turns
+		t.tokens.Add(r.Tokens)
+		if r.CostUSD == nil || t.cost == nil {
+			t.cost = nil
+		} else {
+			*t.cost += *r.CostUSD
+		}
+	}
+	var order []string
+	per := map[string]*totals{}
+	all := &totals{}
+	for _, r := range results {
+		if per[r.Task] == nil {
+			per[r.Task] = &totals{}
+			order = append(order, r.Task)
+		}
+		add(per[r.Task], r)
+		add(all, r)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "TASK\tMEAN TURNS\tINPUT TOKENS\tCACHED\tOUTPUT TOKENS\tREASONING\tCOST\t")
+	row := func(name string, t *totals) {
+		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%d\t%d\t%d\t%s\t\n", name, float64(t.turns)/float64(max(t.episodes, 1)),
+			t.tokens.Input, t.tokens.CachedRead, t.tokens.Output, t.tokens.Reasoning, usd(t.cost))
+	}
+	for _, task := range order {
+		row(task, per[task])
+	}
+	row("ALL", all)
+	tw.Flush()
 }
 
 // reportDivergences says where replayed episodes stopped following their recording.

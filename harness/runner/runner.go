@@ -6,12 +6,14 @@ package runner
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +33,7 @@ type Config struct {
 	Tasks          []data.Task
 	Repeats        int
 	Parallel       int
+	Shard          Shard
 	ModelSpec      string
 	Model          harness.Model
 	Backend        sandbox.Backend
@@ -41,11 +44,26 @@ type Config struct {
 	Prices       *harness.Prices
 	SystemPrompt string
 	TaskTemplate string // the task prompt with its placeholders
-	// Progress, when set, hears about each episode as it ends.
-	Progress func(Result)
+	// Grace is how long running episodes may go on once ctx is cancelled (Ctrl-C) before they
+	// are stopped and recorded as unfinished; Abort, when closed, ends the grace at once.
+	Grace time.Duration
+	Abort <-chan struct{}
+	// Progress, when set, hears about the run as it goes.
+	Progress Progress
 	// Permanent tells a model error that no retry will cure (a bad key, an unknown model): when
 	// the first episodes all end in one, the run stops instead of burning through every task.
 	Permanent func(error) bool
+}
+
+// Progress hears about a run as it goes. Calls come from the episodes' goroutines at once.
+type Progress interface {
+	// Plan tells how many episodes the run (or shard) has and which are already finished.
+	Plan(total int, finished []Result)
+	// Turn tells an episode made a model call; command is the last shell command it asked
+	// for, if any ("" on the turn it starts).
+	Turn(task string, repeat, turn, maxTurns int, command string)
+	// Finished tells an episode ended.
+	Finished(Result)
 }
 
 // earlyStop is how many first episodes failing permanently stop a run.
@@ -60,6 +78,7 @@ type Header struct {
 	Dataset        string    `json:"dataset"`
 	Tasks          []string  `json:"tasks"`
 	Repeats        int       `json:"repeats"`
+	Shard          string    `json:"shard,omitempty"` // "I/N" for one of N shards
 	Model          string    `json:"model"`
 	MaxTurns       int       `json:"max_turns"`
 	CommandTimeout string    `json:"command_timeout"`
@@ -89,15 +108,30 @@ type Result struct {
 	Error           string        `json:"error,omitempty"`
 }
 
+// Final reports whether a result stands: error and unfinished episodes run again on resume.
+func (r Result) Final() bool {
+	return r.Status != grader.StatusError && r.Status != grader.StatusUnfinished
+}
+
 // Version is written into run.json.
 var Version = "dev"
 
-// Run plays every episode not already finished in cfg.Out and returns the summary of all.
+// DefaultGrace is how long running episodes may finish after Ctrl-C.
+const DefaultGrace = 20 * time.Second
+
+// Run plays every episode of the run (or of its shard) not already finished in cfg.Out and
+// returns the results and summary of them all. When ctx is cancelled it starts no more
+// episodes, lets running ones finish within the grace, records the rest as unfinished and
+// returns the cancellation's cause.
 func Run(ctx context.Context, cfg Config) (grader.Summary, []Result, error) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return grader.Summary{}, nil, err
 	}
-	done, err := readResults(filepath.Join(cfg.Out, "results.jsonl"))
+	path := filepath.Join(cfg.Out, ResultsFile)
+	if err := dropCutLine(path); err != nil {
+		return grader.Summary{}, nil, err
+	}
+	done, err := ReadResults(path)
 	if err != nil {
 		return grader.Summary{}, nil, err
 	}
@@ -108,87 +142,132 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []Result, error) {
 	if err != nil {
 		return grader.Summary{}, nil, fmt.Errorf("probe the sandbox: %w", err)
 	}
-	results, err := os.OpenFile(filepath.Join(cfg.Out, "results.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	results, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return grader.Summary{}, nil, err
 	}
 	defer results.Close()
 
-	type job struct {
-		task   data.Task
-		repeat int
+	plan := cfg.Shard.Episodes(cfg.Tasks, cfg.Repeats)
+	var todo []Episode
+	var finished []Result
+	for _, e := range plan {
+		if prev, ok := done[e.Key()]; ok && prev.Final() {
+			finished = append(finished, prev)
+		} else {
+			todo = append(todo, e)
+		}
 	}
-	jobs := make(chan job)
+	if cfg.Progress != nil {
+		cfg.Progress.Plan(len(plan), finished)
+	}
+
+	// Episodes run under their own context, which outlives ctx by the grace.
+	episodeCtx, cancelEpisodes := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelEpisodes()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-episodeCtx.Done():
+			return
+		}
+		grace := time.NewTimer(cfg.Grace)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
+		case <-cfg.Abort:
+		case <-episodeCtx.Done():
+		}
+		cancelEpisodes()
+	}()
+
+	tasks := map[string]data.Task{}
+	for _, t := range cfg.Tasks {
+		tasks[t.ID] = t
+	}
+	jobs := make(chan Episode)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	ctx, stop := context.WithCancelCause(ctx)
+	feedCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	finished, permanent := 0, 0
+	ended, permanent := 0, 0
 	for range max(cfg.Parallel, 1) {
 		wg.Go(func() {
 			for j := range jobs {
-				r, err := runEpisode(ctx, cfg, j.task, j.repeat, tools.Python)
+				r, err := runEpisode(episodeCtx, cfg, tasks[j.Task], j.Repeat, tools.Python)
+				if ctx.Err() != nil && episodeCtx.Err() != nil && !(r.Final() && err == nil) {
+					r.Status, r.Error = grader.StatusUnfinished, "the run was interrupted during this episode"
+				}
 				mu.Lock()
-				finished++
+				ended++
 				if err != nil && cfg.Permanent != nil && cfg.Permanent(err) {
 					permanent++
 				}
-				if finished == earlyStop && permanent == earlyStop {
+				if ended == earlyStop && permanent == earlyStop {
 					stop(fmt.Errorf("%w (%s)", ErrStopped, r.Error))
 				}
 				line, _ := json.Marshal(r)
 				results.Write(append(line, '\n'))
 				results.Sync() // a finished episode survives a crash
-				done[key(r.Task, r.Repeat)] = r
+				done[j.Key()] = r
 				mu.Unlock()
 				if cfg.Progress != nil {
-					cfg.Progress(r)
+					cfg.Progress.Finished(r)
 				}
 			}
 		})
 	}
 feed:
-	for _, t := range cfg.Tasks {
-		for r := 1; r <= cfg.Repeats; r++ {
-			if prev, ok := done[key(t.ID, r)]; ok && prev.Status != grader.StatusError {
-				continue
-			}
-			select {
-			case jobs <- job{t, r}:
-			case <-ctx.Done():
-				break feed
-			}
+	for _, e := range todo {
+		select {
+		case jobs <- e:
+		case <-feedCtx.Done():
+			break feed
 		}
 	}
 	close(jobs)
 	wg.Wait()
 
-	var all []Result
-	var perTask []grader.TaskResult
-	for _, t := range cfg.Tasks {
-		tr := grader.TaskResult{Task: t.ID}
-		for r := 1; r <= cfg.Repeats; r++ {
-			res, ok := done[key(t.ID, r)]
-			if !ok {
-				res = Result{Task: t.ID, Repeat: r, Status: grader.StatusError, Error: "not run (interrupted)"}
-			}
-			all = append(all, res)
-			tr.Episodes = append(tr.Episodes, res.toEpisode())
+	all := make([]Result, 0, len(plan))
+	for _, e := range plan {
+		res, ok := done[e.Key()]
+		if !ok {
+			res = Result{Task: e.Task, Repeat: e.Repeat, Status: grader.StatusUnfinished, Error: "not started: the run was interrupted"}
 		}
-		perTask = append(perTask, tr)
+		all = append(all, res)
 	}
-	summary := grader.Summarise(perTask)
+	summary := Summarise(all)
 	b, _ := json.MarshalIndent(summary, "", "  ")
 	if err := os.WriteFile(filepath.Join(cfg.Out, "summary.json"), b, 0o644); err != nil {
 		return summary, all, err
 	}
-	if cause := context.Cause(ctx); ctx.Err() != nil {
-		return summary, all, cause
+	if feedCtx.Err() != nil {
+		return summary, all, context.Cause(feedCtx)
 	}
 	return summary, all, nil
 }
 
-func key(task string, repeat int) string { return task + "/" + strconv.Itoa(repeat) }
+// Summarise grades a run's results: per task in the order they come, repeats in order.
+func Summarise(results []Result) grader.Summary {
+	var perTask []grader.TaskResult
+	index := map[string]int{}
+	for _, r := range results {
+		i, ok := index[r.Task]
+		if !ok {
+			i = len(perTask)
+			index[r.Task] = i
+			perTask = append(perTask, grader.TaskResult{Task: r.Task})
+		}
+		perTask[i].Episodes = append(perTask[i].Episodes, r.toEpisode())
+	}
+	for _, t := range perTask {
+		slices.SortFunc(t.Episodes, func(a, b grader.Episode) int { return a.Repeat - b.Repeat })
+	}
+	return grader.Summarise(perTask)
+}
+
+// ResultsFile is the run folder's log of finished episodes.
+const ResultsFile = "results.jsonl"
 
 func (r Result) toEpisode() grader.Episode {
 	return grader.Episode{Repeat: r.Repeat, Status: r.Status, Reason: r.Error,
@@ -196,9 +275,9 @@ func (r Result) toEpisode() grader.Episode {
 			RootCausesFound: r.RootCausesFound, Predictions: []grader.Prediction{}}}
 }
 
-// readResults reads the episodes a previous run of the folder finished; a line cut by a crash
-// is ignored, and the last line for an episode wins.
-func readResults(path string) (map[string]Result, error) {
+// ReadResults reads the episodes a run folder's results.jsonl holds, by Key; a line cut by a
+// crash is ignored, and the last line for an episode wins.
+func ReadResults(path string) (map[string]Result, error) {
 	done := map[string]Result{}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -213,17 +292,33 @@ func readResults(path string) (map[string]Result, error) {
 	for sc.Scan() {
 		var r Result
 		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Task != "" {
-			done[key(r.Task, r.Repeat)] = r
+			done[Episode{r.Task, r.Repeat}.Key()] = r
 		}
 	}
 	return done, sc.Err()
+}
+
+// dropCutLine removes a last line that a crash cut short, so the next result appended starts
+// a line of its own instead of being glued to the remains.
+func dropCutLine(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && (len(b) == 0 || b[len(b)-1] == '\n')) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Truncate(path, int64(bytes.LastIndexByte(b, '\n')+1)); err != nil {
+		return fmt.Errorf("drop the cut last line of %s: %w", path, err)
+	}
+	return nil
 }
 
 // ErrConfigChanged marks a resume whose configuration differs from the run folder's.
 var ErrConfigChanged = errors.New("the run folder holds a run with another configuration")
 
 func writeHeader(cfg Config) error {
-	h := Header{Version: Version, Dataset: cfg.DatasetSpec, Repeats: cfg.Repeats, Model: cfg.ModelSpec, MaxTurns: cfg.MaxTurns,
+	h := Header{Version: Version, Dataset: cfg.DatasetSpec, Repeats: cfg.Repeats, Shard: cfg.Shard.String(), Model: cfg.ModelSpec, MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout.String(), Sandbox: cfg.Backend.Name(),
 		PromptSHA256: harness.PromptSHA256(cfg.SystemPrompt, cfg.TaskTemplate), Started: time.Now().UTC()}
 	for _, t := range cfg.Tasks {
@@ -255,6 +350,7 @@ func (h Header) differences(o Header) []string {
 	check("dataset", h.Dataset, o.Dataset)
 	check("tasks", h.Tasks, o.Tasks)
 	check("repeats", h.Repeats, o.Repeats)
+	check("shard", h.Shard, o.Shard)
 	check("model", h.Model, o.Model)
 	check("max_turns", h.MaxTurns, o.MaxTurns)
 	check("command_timeout", h.CommandTimeout, o.CommandTimeout)
@@ -296,7 +392,12 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 	ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, Scratch: scratch, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
 		ContextWindow: cfg.ContextWindow, SystemPrompt: cfg.SystemPrompt,
 		TaskPrompt: harness.FillPrompt(cfg.TaskTemplate, harness.PromptFacts{Workdir: sb.Workdir(), Python: python}),
-		OnTurn:     rec.turn}
+		OnTurn: func(n int, req harness.Request, reply harness.Reply, err error) {
+			rec.turn(n, req, reply, err)
+			if cfg.Progress != nil {
+				cfg.Progress.Turn(task.ID, repeat, n, cfg.MaxTurns, lastCommand(reply.Message))
+			}
+		}}
 	out := ep.Run(ctx)
 	res.Status, res.Turns, res.ToolCalls, res.Tokens = out.Status, out.Turns, out.ToolCalls, out.Usage
 	res.CostUSD = cfg.Prices.Cost(out.Usage)
@@ -322,4 +423,17 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 		}
 	}
 	return res, out.Err
+}
+
+// lastCommand is the last shell command a reply asks for, "" when it asks for none.
+func lastCommand(m harness.Message) string {
+	for i := len(m.ToolCalls) - 1; i >= 0; i-- {
+		var args struct {
+			Cmd string `json:"cmd"`
+		}
+		if c := m.ToolCalls[i]; c.Name == sandbox.ShellToolName && json.Unmarshal([]byte(c.Arguments), &args) == nil {
+			return args.Cmd
+		}
+	}
+	return ""
 }

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/aa-grade/aa-grade/harness/runner"
+)
+
+func newMergeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "merge",
+		Usage:     "join the run folders of the shards of one run (--shard I/N) into one",
+		ArgsUsage: "RUN...",
+		Description: "Runs of another configuration are refused, naming the fields that differ. Episodes no run\n" +
+			"finished are listed (exit 1); an episode finished by two runs keeps the first run's result.\n\n" +
+			"Example: aa-grade merge --out runs/opus runs/opus-1of2 runs/opus-2of2",
+		Flags:  []cli.Flag{&cli.StringFlag{Name: "out", Required: true, Sources: env("out"), Usage: "the new run folder"}},
+		Action: runMerge,
+	}
+}
+
+func runMerge(_ context.Context, cmd *cli.Command) error {
+	runs := cmd.Args().Slice()
+	if len(runs) == 0 {
+		return usageErrorf("merge needs the run folders to join")
+	}
+	rep, err := runner.Merge(cmd.String("out"), runs)
+	if errors.Is(err, runner.ErrMergeConfig) {
+		return usageErrorf("%v", err)
+	}
+	if err != nil {
+		return badResult(err)
+	}
+	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
+	for _, e := range rep.Duplicates {
+		fmt.Fprintf(stderr, "warning: %s repeat %d was finished by more than one run; kept the first\n", e.Task, e.Repeat)
+	}
+	renderGradeText(stdout, rep.Summary)
+	fmt.Fprintf(stdout, "Run folder: %s\n", cmd.String("out"))
+	if len(rep.Missing) > 0 {
+		var names []string
+		for _, e := range rep.Missing {
+			names = append(names, fmt.Sprintf("%s/%d", e.Task, e.Repeat))
+		}
+		return badResult(fmt.Errorf("%d of %d episodes are not finished in any run (%s); run the shards that hold them again, then merge again",
+			len(rep.Missing), rep.Episodes, strings.Join(names, ", ")))
+	}
+	return nil
+}

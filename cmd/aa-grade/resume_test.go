@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aa-grade/aa-grade/internal/fakemodel"
+)
+
+// scriptedRun is a run of a scripted model behind the OpenAI protocol over demo tasks.
+type scriptedRun struct {
+	env  []string
+	args []string // everything but --out
+}
+
+func newScriptedRun(t *testing.T, script fakemodel.Script, tasks string, repeats string) scriptedRun {
+	t.Helper()
+	srv := httptest.NewServer(&fakemodel.Server{Script: script})
+	t.Cleanup(srv.Close)
+	return scriptedRun{
+		env:  []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"},
+		args: []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", tasks, "--repeats", repeats, "--parallel", "2"},
+	}
+}
+
+func (s scriptedRun) command(out string, extra ...string) []string {
+	return append(append(append([]string(nil), s.args...), "--out", out), extra...)
+}
+
+var answer901 = []string{"otel-demo/NetworkPolicy/ad-deny-ingress", "otel-demo/Service/frontend"}
+
+// TestShardsMergeToTheWhole: shards 1/2 and 2/2 merged give the results of the whole run;
+// merging one shard alone reports the missing episodes; runs of another configuration are
+// refused.
+func TestShardsMergeToTheWhole(t *testing.T) {
+	s := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}, "901,902,903", "2")
+	dir := t.TempDir()
+	for _, r := range [][]string{
+		s.command(filepath.Join(dir, "whole")),
+		s.command(filepath.Join(dir, "one"), "--shard", "1/2"),
+		s.command(filepath.Join(dir, "two"), "--shard", "2/2"),
+		s.command(filepath.Join(dir, "other"), "--shard", "2/2", "--max-turns", "50"),
+	} {
+		if res := aaGrade(t, s.env, r...); res.code != 0 {
+			t.Fatalf("%v: exit %d\n%s", r, res.code, res.stderr)
+		}
+	}
+	if n := lines(t, filepath.Join(dir, "one", "results.jsonl")); n != 3 {
+		t.Fatalf("shard 1/2 ran %d episodes, want 3", n)
+	}
+	r := aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "merged"), filepath.Join(dir, "one"), filepath.Join(dir, "two"))
+	if r.code != 0 || !strings.Contains(r.stdout, "Score 0.167") {
+		t.Fatalf("merge: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if a, b := episodeFields(t, filepath.Join(dir, "whole")), episodeFields(t, filepath.Join(dir, "merged")); a != b {
+		t.Fatalf("merged shards differ from the whole run:\n%s\n---\n%s", a, b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "merged", "episodes", "Scenario-902", "2", "trajectory.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "half"), filepath.Join(dir, "one"))
+	if r.code != 1 || !strings.Contains(r.stderr, "3 of 6 episodes are not finished") || !strings.Contains(r.stderr, "Scenario-901/2") {
+		t.Fatalf("merge of one shard: exit %d\n%s", r.code, r.stderr)
+	}
+	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "mixed"), filepath.Join(dir, "one"), filepath.Join(dir, "other"))
+	if r.code != 2 || !strings.Contains(r.stderr, "max_turns was 100, now 50") {
+		t.Fatalf("merge of two configurations: exit %d\n%s", r.code, r.stderr)
+	}
+	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "whole"), filepath.Join(dir, "one"))
+	if r.code != 1 || !strings.Contains(r.stderr, "already holds a run") {
+		t.Fatalf("merge into a run folder: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestKillNineThenResume kills a run with SIGKILL while episodes are running, resumes it, and
+// compares with an uninterrupted run: one result per episode, the same results.
+func TestKillNineThenResume(t *testing.T) {
+	s := newScriptedRun(t, fakemodel.Script{Turns: 6, Command: "sleep 0.05; ls", Answer: answer901}, "901,902,903,904", "2")
+	dir := t.TempDir()
+	whole, killed := filepath.Join(dir, "whole"), filepath.Join(dir, "killed")
+	if r := aaGrade(t, s.env, s.command(whole)...); r.code != 0 {
+		t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)
+	}
+	cmd, _ := start(t, s.env, s.command(killed)...)
+	waitFor(t, func() bool { return lines(t, filepath.Join(killed, "results.jsonl")) >= 3 })
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole process group, as a crash or OOM kill would
+	cmd.Wait()
+	before := lines(t, filepath.Join(killed, "results.jsonl"))
+	if before >= 8 {
+		t.Skip("the run finished before it could be killed")
+	}
+	r := aaGrade(t, s.env, s.command(killed)...)
+	if r.code != 0 || !strings.Contains(r.stderr, "already finished") {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := lines(t, filepath.Join(killed, "results.jsonl")); n != 8 {
+		t.Fatalf("%d result lines after the resume, want exactly one per episode (8); %d before", n, before)
+	}
+	if a, b := episodeFields(t, whole), episodeFields(t, killed); a != b {
+		t.Fatalf("the resumed run differs from the uninterrupted one:\n%s\n---\n%s", a, b)
+	}
+}
+
+// TestInterruptRecordsUnfinished sends Ctrl-C (SIGINT) to a run of slow episodes: it starts
+// no more, records the running ones as unfinished after the grace, says how to resume and
+// exits 130; the resumed run finishes them.
+func TestInterruptRecordsUnfinished(t *testing.T) {
+	s := newScriptedRun(t, fakemodel.Script{Turns: 100, Command: "sleep 0.2", Answer: answer901}, "901,902,903", "1")
+	out := filepath.Join(t.TempDir(), "run")
+	cmd, stderr := start(t, s.env, s.command(out, "--grace", "500ms")...)
+	waitFor(t, func() bool {
+		_, err := os.Stat(filepath.Join(out, "episodes", "Scenario-902", "1", "trajectory.jsonl"))
+		return err == nil
+	})
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "to resume, run the same command again") {
+		t.Fatalf("exit %v\n%s", err, stderr.String())
+	}
+	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if got := strings.Count(string(results), `"status":"unfinished"`); got != 2 || lines(t, filepath.Join(out, "results.jsonl")) != 2 {
+		t.Fatalf("want the two running episodes recorded unfinished:\n%s", results)
+	}
+	fast := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}, "901,902,903", "1")
+	r := aaGrade(t, fast.env, s.command(out, "--grace", "500ms")...) // the same flags; only the server changed
+
+	if r.code != 0 || lines(t, filepath.Join(out, "results.jsonl")) != 5 || !strings.Contains(r.stdout, "Score 0.167") {
+		t.Fatalf("resume after Ctrl-C: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// start runs the binary in its own process group without waiting for it.
+func start(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = moduleRoot
+	cmd.Env = append(append(os.Environ(), "HF_HUB_CACHE="+t.TempDir(), "HF_ENDPOINT=http://127.0.0.1:9", "HF_TOKEN="), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	return cmd, &stderr
+}
+
+// waitFor polls cond for up to a minute.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("timed out waiting")
+}
+
+// lines counts the lines of a file (0 when it does not exist).
+func lines(t *testing.T, path string) int {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	return bytes.Count(b, []byte("\n"))
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aa-grade/aa-grade/harness/runner"
+)
+
+// runProgress renders a run. On a terminal: an overall bar (episodes done, running score,
+// cost so far, ETA) and one live line per running episode (task, repeat, turn n of N, last
+// command), redrawn in place, with a line per finished episode above them. Elsewhere: the
+// line per finished episode and an overall line every interval.
+type runProgress struct {
+	w        io.Writer
+	terminal bool
+	width    int
+	interval time.Duration
+	start    time.Time
+
+	mu        sync.Mutex
+	total     int
+	finished  int // episodes with a result, earlier runs of the folder included
+	endedHere int // episodes finished by this process, for the ETA
+	scoreSum  float64
+	cost      float64
+	costKnown bool
+	running   map[runner.Episode]*liveEpisode
+	drawn     int // lines of the live block on screen
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type liveEpisode struct {
+	turn, maxTurns int
+	command        string
+}
+
+func newRunProgress(w io.Writer) *runProgress {
+	p := &runProgress{w: w, terminal: isTerminal(w), width: 100, interval: 30 * time.Second, start: time.Now(),
+		running: map[runner.Episode]*liveEpisode{}, costKnown: true, stop: make(chan struct{})}
+	if p.terminal {
+		p.interval = 250 * time.Millisecond
+	}
+	return p
+}
+
+func (p *runProgress) Plan(total int, finished []runner.Result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total = total
+	for _, r := range finished {
+		p.count(r)
+	}
+	if len(finished) > 0 {
+		p.printLocked(fmt.Sprintf("resuming: %d of %d episodes already finished", len(finished), total))
+	}
+}
+
+func (p *runProgress) Turn(task string, repeat, turn, maxTurns int, command string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.running[runner.Episode{Task: task, Repeat: repeat}]
+	if e == nil {
+		e = &liveEpisode{}
+		p.running[runner.Episode{Task: task, Repeat: repeat}] = e
+	}
+	e.turn, e.maxTurns = turn, maxTurns
+	if command != "" {
+		e.command = command
+	}
+}
+
+func (p *runProgress) Finished(r runner.Result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.running, runner.Episode{Task: r.Task, Repeat: r.Repeat})
+	p.count(r)
+	p.endedHere++
+	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %d turns, %s", r.Task, r.Repeat, r.Status, r.Score, r.Turns, usd(r.CostUSD))
+	if r.Error != "" {
+		line += ": " + r.Error
+	}
+	p.printLocked(line)
+}
+
+func (p *runProgress) count(r runner.Result) {
+	p.finished++
+	p.scoreSum += r.Score
+	if r.CostUSD == nil {
+		p.costKnown = false
+	} else {
+		p.cost += *r.CostUSD
+	}
+}
+
+// Start begins periodic rendering; Stop ends it, leaving the last overall line.
+func (p *runProgress) Start() {
+	p.wg.Go(func() {
+		t := time.NewTicker(p.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				p.render()
+				p.mu.Unlock()
+			}
+		}
+	})
+}
+
+func (p *runProgress) Stop() {
+	close(p.stop)
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+}
+
+// printLocked prints a line above the live block.
+func (p *runProgress) printLocked(line string) {
+	p.clear()
+	fmt.Fprintln(p.w, line)
+	if p.terminal {
+		p.render()
+	}
+}
+
+func (p *runProgress) clear() {
+	if p.terminal && p.drawn > 0 {
+		fmt.Fprintf(p.w, "\033[%dA\r\033[J", p.drawn)
+		p.drawn = 0
+	}
+}
+
+// overall is the run's state in one line.
+func (p *runProgress) overall() string {
+	score := 0.0
+	if p.finished > 0 {
+		score = p.scoreSum / float64(p.finished)
+	}
+	cost := "cost unknown"
+	if p.costKnown {
+		cost = fmt.Sprintf("$%.2f so far", p.cost)
+	}
+	eta := "ETA -"
+	if p.endedHere > 0 && p.total > p.finished {
+		per := time.Since(p.start) / time.Duration(p.endedHere)
+		eta = "ETA " + (per * time.Duration(p.total-p.finished)).Round(time.Second).String()
+	}
+	return fmt.Sprintf("%d/%d episodes  score %.3f  %s  %d running  %s", p.finished, p.total, score, cost, len(p.running), eta)
+}
+
+func (p *runProgress) render() {
+	if !p.terminal {
+		fmt.Fprintln(p.w, "progress: "+p.overall())
+		return
+	}
+	p.clear()
+	lines := []string{bar(int64(p.finished), int64(p.total), 24) + " " + p.overall()}
+	keys := make([]runner.Episode, 0, len(p.running))
+	for k := range p.running {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b runner.Episode) int { return strings.Compare(a.Key(), b.Key()) })
+	for _, k := range keys {
+		e := p.running[k]
+		cmd := strings.Join(strings.Fields(e.command), " ")
+		line := fmt.Sprintf("  %s r%d  turn %d/%d  %s", k.Task, k.Repeat, e.turn, e.maxTurns, cmd)
+		if r := []rune(line); len(r) > p.width {
+			line = string(r[:p.width-3]) + "..."
+		}
+		lines = append(lines, line)
+	}
+	for _, l := range lines {
+		fmt.Fprintln(p.w, l)
+	}
+	p.drawn = len(lines)
+}
+
+// usd prints a cost; unknown is never shown as zero.
+func usd(v *float64) string {
+	if v == nil {
+		return "cost unknown"
+	}
+	return fmt.Sprintf("$%.4f", *v)
+}

@@ -1,0 +1,61 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/data"
+)
+
+func TestDropCutLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ResultsFile)
+	whole := `{"task":"Scenario-1","repeat":1,"status":"ok","score":1}` + "\n"
+	os.WriteFile(path, []byte(whole+`{"task":"Scenario-1","rep`), 0o644)
+	if err := dropCutLine(path); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != whole {
+		t.Fatalf("after repair: %q", b)
+	}
+	if err := dropCutLine(path); err != nil { // a whole file is left alone
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != whole {
+		t.Fatalf("a whole file changed: %q", b)
+	}
+	if err := dropCutLine(filepath.Join(t.TempDir(), "none")); err != nil {
+		t.Fatalf("no file yet: %v", err)
+	}
+}
+
+func TestShardsPartitionTheRun(t *testing.T) {
+	tasks := []data.Task{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}, {ID: "e"}}
+	whole := Shard{}.Episodes(tasks, 3)
+	if len(whole) != 15 {
+		t.Fatalf("whole run: %d episodes", len(whole))
+	}
+	seen := map[Episode]int{}
+	for i := 1; i <= 4; i++ {
+		part := Shard{i, 4}.Episodes(tasks, 3)
+		if len(part) < 3 || len(part) > 4 {
+			t.Errorf("shard %d/4 has %d episodes, want 3 or 4", i, len(part))
+		}
+		for _, e := range part {
+			seen[e]++
+		}
+	}
+	for _, e := range whole {
+		if seen[e] != 1 {
+			t.Errorf("%v is in %d shards", e, seen[e])
+		}
+	}
+	for _, bad := range []string{"0/2", "3/2", "1/0", "a/b", "1", "1/2/3"} {
+		if _, err := ParseShard(bad); err == nil {
+			t.Errorf("ParseShard(%q) accepted", bad)
+		}
+	}
+	if s, err := ParseShard("2/3"); err != nil || s != (Shard{2, 3}) || s.String() != "2/3" {
+		t.Errorf("ParseShard(2/3) = %v, %v", s, err)
+	}
+}
