@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -13,16 +15,20 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/runner"
 )
 
 func newGradeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "grade",
 		Usage:     "score diagnoses written by any agent, as the leaderboard does",
-		ArgsUsage: "SUBMISSIONS",
+		ArgsUsage: "SUBMISSIONS|RUN",
 		Description: "SUBMISSIONS is a folder laid out <task-id>/<repeat>.json or " +
 			"<task-id>/<repeat>/agent_output.json (repeats numbered from 1).\n" +
-			"Every task x repeat of the dataset is scored; a repeat with no file scores 0 as missing.\n\n" +
+			"Every task x repeat of the dataset is scored; a repeat with no file scores 0 as missing.\n" +
+			"RUN is a run folder of aa-grade run: its submissions are graded again (against the dataset's\n" +
+			"ground truth as it is now), episodes without one keep the status the run recorded, and\n" +
+			"--dataset and --repeats default to the run's, and only the run's tasks are graded.\n\n" +
 			"For a Hub dataset only the index (sre/data.jsonl, with the ground truths) is downloaded.\n\n" +
 			"Example: aa-grade grade --dataset ./ITBench-AA ./my-agent-outputs",
 		Flags: []cli.Flag{
@@ -48,11 +54,28 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	if cmd.Int("repeats") < 0 {
 		return usageErrorf("--repeats must be 1 or more")
 	}
-	ds, err := data.Open(ctx, cmd.String("dataset"), data.OpenOptions{Hub: hubConfig(), IndexOnly: true})
+	dir, dataset, repeats := cmd.Args().First(), cmd.String("dataset"), cmd.Int("repeats")
+	var run map[string]runner.Result // the statuses a run recorded, when dir is a run folder
+	var tasks []string                // a run's tasks
+	if header, err := runner.ReadHeader(dir); err == nil {
+		tasks = header.Tasks
+		if !cmd.IsSet("dataset") {
+			dataset = header.Dataset
+		}
+		if repeats == 0 {
+			repeats = header.Repeats
+		}
+		if run, err = runner.ReadResults(filepath.Join(dir, runner.ResultsFile)); err != nil {
+			return badResult(err)
+		}
+		dir = filepath.Join(dir, "episodes")
+		os.MkdirAll(dir, 0o755) // a run whose episodes all failed early has none
+	}
+	ds, err := data.Open(ctx, dataset, data.OpenOptions{Hub: hubConfig(), IndexOnly: true, Tasks: tasks})
 	if err != nil {
 		return datasetError(err)
 	}
-	subs, problems, err := grader.FindSubmissions(cmd.Args().First())
+	subs, problems, err := grader.FindSubmissions(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return usageErrorf("%v", err)
@@ -62,7 +85,8 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	for _, w := range ds.Warnings {
 		problems = append(problems, grader.Problem{Level: "warning", Message: w})
 	}
-	results, gradeProblems := grader.GradeSubmissions(gradeTasks(ds), subs, cmd.Int("repeats"))
+	results, gradeProblems := grader.GradeSubmissions(gradeTasks(ds), subs, repeats)
+	keepRunStatuses(results, run)
 	out := gradeOutput{Summary: grader.Summarise(results), Problems: append(problems, gradeProblems...)}
 
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
@@ -80,6 +104,18 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 		return badResult(fmt.Errorf("%d task(s) could not be graded; see the errors above", n))
 	}
 	return nil
+}
+
+// keepRunStatuses gives the episodes of a run that left no submission the status the run
+// recorded (max_turns, no_submission, error, ...) instead of missing.
+func keepRunStatuses(results []grader.TaskResult, run map[string]runner.Result) {
+	for _, t := range results {
+		for i, e := range t.Episodes {
+			if r, ok := run[runner.Episode{Task: t.Task, Repeat: e.Repeat}.Key()]; ok && e.Status == grader.StatusMissing && r.Status != grader.StatusOK {
+				t.Episodes[i].Status, t.Episodes[i].Reason = r.Status, r.Error
+			}
+		}
+	}
 }
 
 func gradeTasks(ds *data.Dataset) []grader.Task {

@@ -171,3 +171,24 @@ func lines(t *testing.T, path string) int {
 	b, _ := os.ReadFile(path)
 	return bytes.Count(b, []byte("\n"))
 }
+
+// TestGradeARunFolder grades a run folder again: the same scores as the run, the statuses of
+// episodes without a submission kept, the dataset taken from run.json.
+func TestGradeARunFolder(t *testing.T) {
+	s := newScriptedRun(t, fakemodel.Script{Turns: 4, Command: "ls", Answer: answer901}, "901,902", "2")
+	out := filepath.Join(t.TempDir(), "run")
+	if r := aaGrade(t, s.env, s.command(out, "--max-turns", "3")...); r.code != 0 || !strings.Contains(r.stdout, "4 max_turns") {
+		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := aaGrade(t, s.env, "grade", "--json", out)
+	if r.code != 0 || strings.Count(r.stdout, `"status": "max_turns"`) != 4 || strings.Contains(r.stdout, `"missing"`) {
+		t.Fatalf("grade of a run folder: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	ok := filepath.Join(t.TempDir(), "ok")
+	if r := aaGrade(t, s.env, s.command(ok)...); r.code != 0 || !strings.Contains(r.stdout, "Score 0.250") {
+		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := aaGrade(t, s.env, "grade", ok); r.code != 0 || !strings.Contains(r.stdout, "Score 0.250") || !strings.Contains(r.stdout, "4 ok") {
+		t.Fatalf("grade of the run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
