@@ -56,7 +56,7 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	}
 	dir, dataset, repeats := cmd.Args().First(), cmd.String("dataset"), cmd.Int("repeats")
 	var run map[string]runner.Result // the statuses a run recorded, when dir is a run folder
-	var tasks []string                // a run's tasks
+	var tasks []string               // a run's tasks
 	if header, err := runner.ReadHeader(dir); err == nil {
 		tasks = header.Tasks
 		if !cmd.IsSet("dataset") {

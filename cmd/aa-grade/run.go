@@ -32,7 +32,7 @@ func newRunCommand() *cli.Command {
 			"         aa-grade run --model anthropic/claude-opus-4-7 --reasoning-effort max --out runs/opus",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Sources: env("model"),
-				Usage: "openai/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL, builtin/baseline or replay/RUN_DIR"},
+				Usage: "openai/MODEL, openai-responses/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL, builtin/baseline or replay/RUN_DIR"},
 			datasetFlag(), tasksFlag(),
 			&cli.IntFlag{Name: "repeats", Value: 3, Sources: env("repeats"), Usage: "episodes per task"},
 			&cli.IntFlag{Name: "max-turns", Value: harness.DefaultMaxTurns, Sources: env("max_turns"), Usage: "model calls per episode"},

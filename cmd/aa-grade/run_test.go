@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -54,11 +55,12 @@ func TestRunBaselineOnDemo(t *testing.T) {
 
 func TestRunUsageErrors(t *testing.T) {
 	for name, args := range map[string][]string{
-		"no model":      {"run", "--dataset", "demo"},
-		"unknown model": {"run", "--dataset", "demo", "--model", "acme/x"},
-		"missing key":   {"run", "--dataset", "demo", "--model", "openai/gpt-5.5"},
-		"bad sandbox":   {"run", "--dataset", "demo", "--model", "builtin/baseline", "--sandbox", "chroot"},
-		"zero repeats":  {"run", "--dataset", "demo", "--model", "builtin/baseline", "--repeats", "0"},
+		"no model":                {"run", "--dataset", "demo"},
+		"unknown model":           {"run", "--dataset", "demo", "--model", "acme/x"},
+		"missing key":             {"run", "--dataset", "demo", "--model", "openai/gpt-5.5"},
+		"missing key (responses)": {"run", "--dataset", "demo", "--model", "openai-responses/gpt-5.5"},
+		"bad sandbox":             {"run", "--dataset", "demo", "--model", "builtin/baseline", "--sandbox", "chroot"},
+		"zero repeats":            {"run", "--dataset", "demo", "--model", "builtin/baseline", "--repeats", "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if r := aaGrade(t, []string{"OPENAI_API_KEY="}, args...); r.code != 2 {
@@ -203,4 +205,73 @@ func episodeFields(t *testing.T, run string) string {
 	}
 	slices.Sort(out)
 	return strings.Join(out, "\n")
+}
+
+// TestRunWithResponsesProvider runs one demo episode with openai-responses/ against a fake
+// Responses API: the model writes its diagnosis with the shell tool and submits it, and its
+// encrypted reasoning reaches the second call through the real loop.
+func TestRunWithResponsesProvider(t *testing.T) {
+	const key = "sk-responses-test-key-77"
+	var mu sync.Mutex
+	var requests [][]byte
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		requests, auth = append(requests, body), append(auth, r.Header.Get("Authorization"))
+		if r.URL.Path != "/v1/responses" {
+			http.NotFound(w, r)
+			return
+		}
+		call := map[string]any{"type": "function_call", "call_id": "call_write", "name": "code_exec",
+			"arguments": `{"cmd": "echo '{\"contributing_factors\": [{\"name\": \"otel-demo/ConfigMap/flagd-config\"}]}' > agent_output.json"}`}
+		if len(requests) > 1 {
+			call = map[string]any{"type": "function_call", "call_id": "call_finish", "name": "finish",
+				"arguments": `{"reason": "done", "paths": ["agent_output.json"]}`}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"status": "completed", "error": nil, "output": []any{
+			map[string]any{"id": "rs_1", "type": "reasoning", "encrypted_content": "enc-turn", "summary": []any{}}, call},
+			"usage": map[string]any{"input_tokens": 1000, "output_tokens": 50}})
+	}))
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "run")
+	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=" + key},
+		"run", "--dataset", "demo", "--model", "openai-responses/gpt-test", "--tasks", "901", "--repeats", "1", "--out", out)
+	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	mu.Lock()
+	defer mu.Unlock()
+	if r.code != 0 || len(requests) != 2 || !strings.Contains(string(results), `"status":"ok"`) {
+		t.Fatalf("exit %d after %d requests\n%s\n%s", r.code, len(requests), results, r.stderr)
+	}
+	if auth[0] != "Bearer "+key || strings.Contains(r.stdout+r.stderr, key) {
+		t.Errorf("Authorization = %q", auth[0])
+	}
+	var second struct {
+		Store bool             `json:"store"`
+		Input []map[string]any `json:"input"`
+	}
+	if err := json.Unmarshal(requests[1], &second); err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{}
+	for _, it := range second.Input {
+		kinds = append(kinds, it["type"].(string))
+	}
+	if second.Store || strings.Join(kinds, ",") != "message,reasoning,function_call,function_call_output" ||
+		second.Input[1]["encrypted_content"] != "enc-turn" || second.Input[1]["id"] != nil || second.Input[2]["call_id"] != "call_write" {
+		t.Fatalf("second request: %s", requests[1])
+	}
+	err := filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if b, _ := os.ReadFile(path); strings.Contains(string(b), key) {
+			t.Errorf("the key is in %s", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -35,7 +35,7 @@ func (m *Anthropic) Complete(ctx context.Context, req harness.Request) (harness.
 	header := http.Header{}
 	header.Set("x-api-key", m.APIKey)
 	header.Set("anthropic-version", AnthropicVersion)
-	answer, err := m.post(ctx, m.BaseURL+"/v1/messages", header, body)
+	answer, err := m.post(ctx, m.BaseURL+"/v1/messages", header, body, nil)
 	if err != nil {
 		return harness.Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}

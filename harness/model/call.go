@@ -74,6 +74,7 @@ var ErrContextOverflow = harness.ErrContextOverflow
 // APIError is an error answer of a provider.
 type APIError struct {
 	Status     int
+	Code       string // the provider's error code when it gives one (error.code)
 	Message    string // the provider's own words
 	retryAfter time.Duration
 }
@@ -81,9 +82,11 @@ type APIError struct {
 func (e *APIError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message) }
 
 // Transient reports whether the answer is worth retrying: timeouts, conflicts, rate limits,
-// server errors and overload (Anthropic's 529).
+// server errors and overload (Anthropic's 529), also when a 200 answer reports them by code
+// (the Responses API's failed responses).
 func (e *APIError) Transient() bool {
-	return e.Status == http.StatusRequestTimeout || e.Status == http.StatusConflict || e.Status == http.StatusTooManyRequests || e.Status >= 500
+	return e.Status == http.StatusRequestTimeout || e.Status == http.StatusConflict || e.Status == http.StatusTooManyRequests || e.Status >= 500 ||
+		e.Code == "server_error" || e.Code == "rate_limit_exceeded"
 }
 
 // maxResponseBytes bounds a provider's answer.
@@ -92,11 +95,15 @@ const maxResponseBytes = 32 << 20
 // errMalformed marks a 2xx answer that is not JSON (cut short, or a proxy's HTML page).
 var errMalformed = errors.New("the answer is not JSON")
 
+// failureCheck finds a failure that a provider reports inside a 2xx JSON answer; nil when
+// there is none.
+type failureCheck func(answer []byte) *APIError
+
 // post sends one JSON request with retries and returns the answer's body. Transient failures
-// (network, timeouts, 408, 409, 429, 5xx, a body cut short or not JSON) are retried with
-// exponential backoff and jitter, honouring Retry-After, until the budget is spent; anything
-// else fails at once.
-func (o *Options) post(ctx context.Context, url string, header http.Header, body []byte) ([]byte, error) {
+// (network, timeouts, 408, 409, 429, 5xx, a body cut short or not JSON, a failure that check,
+// when given, finds transient) are retried with exponential backoff and jitter, honouring
+// Retry-After, until the budget is spent; anything else fails at once.
+func (o *Options) post(ctx context.Context, url string, header http.Header, body []byte, check failureCheck) ([]byte, error) {
 	budget := o.Budget
 	if budget <= 0 {
 		budget = 10 * time.Minute
@@ -108,7 +115,7 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	o.record(ctx, Event{Kind: "request", URL: url, Header: recordedHeader(header), Body: body})
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		answer, err := o.once(ctx, client, url, header, body)
+		answer, err := o.once(ctx, client, url, header, body, check)
 		if err == nil {
 			return answer, nil
 		}
@@ -133,7 +140,7 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	}
 }
 
-func (o *Options) once(ctx context.Context, client *http.Client, url string, header http.Header, body []byte) ([]byte, error) {
+func (o *Options) once(ctx context.Context, client *http.Client, url string, header http.Header, body []byte, check failureCheck) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -151,16 +158,28 @@ func (o *Options) once(ctx context.Context, client *http.Client, url string, hea
 	}
 	o.record(ctx, Event{Kind: "response", Status: resp.StatusCode, Body: rawOrString(answer)})
 	if resp.StatusCode >= 400 {
-		apiErr := &APIError{Status: resp.StatusCode, Message: o.scrub(errorMessage(answer)), retryAfter: backoff.RetryAfter(resp.Header.Get("Retry-After"))}
-		if contextOverflow(resp.StatusCode, apiErr.Message) {
-			return nil, fmt.Errorf("%w: %v", ErrContextOverflow, apiErr)
-		}
-		return nil, apiErr
+		return nil, failure(&APIError{Status: resp.StatusCode, Code: gjson.GetBytes(answer, "error.code").String(), Message: o.scrub(errorMessage(answer)),
+			retryAfter: backoff.RetryAfter(resp.Header.Get("Retry-After"))})
 	}
 	if !jsonguard.Shallow(answer, 512) || !gjson.ValidBytes(answer) {
 		return nil, fmt.Errorf("%w (%d bytes: %.100q)", errMalformed, len(answer), o.scrub(string(answer)))
 	}
+	if check != nil {
+		if apiErr := check(answer); apiErr != nil {
+			apiErr.Message = o.scrub(apiErr.Message)
+			return nil, failure(apiErr)
+		}
+	}
 	return answer, nil
+}
+
+// failure is the error a provider's error answer stands for: ErrContextOverflow when it says
+// the prompt is too long (the loop then summarises), else the answer itself.
+func failure(apiErr *APIError) error {
+	if contextOverflow(apiErr) {
+		return fmt.Errorf("%w: %v", ErrContextOverflow, apiErr)
+	}
+	return apiErr
 }
 
 // record hands an event to the recorders, with the key scrubbed wherever it appears (some
@@ -235,12 +254,16 @@ func errorMessage(body []byte) string {
 	return s
 }
 
-// contextOverflow recognises the providers' ways of saying the prompt is too long.
-func contextOverflow(status int, message string) bool {
-	if status != http.StatusBadRequest && status != http.StatusRequestEntityTooLarge {
+// contextOverflow recognises the providers' ways of saying the prompt is too long: OpenAI's
+// error code, or words of the message of a 400 or 413.
+func contextOverflow(apiErr *APIError) bool {
+	if apiErr.Code == "context_length_exceeded" {
+		return true
+	}
+	if apiErr.Status != http.StatusBadRequest && apiErr.Status != http.StatusRequestEntityTooLarge {
 		return false
 	}
-	m := strings.ToLower(message)
+	m := strings.ToLower(apiErr.Message)
 	for _, sign := range []string{"context_length_exceeded", "maximum context length", "context window", "prompt is too long", "too many tokens"} {
 		if strings.Contains(m, sign) {
 			return true

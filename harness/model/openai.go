@@ -27,7 +27,7 @@ func (m *OpenAIChat) Complete(ctx context.Context, req harness.Request) (harness
 	if m.APIKey != "" {
 		header.Set("Authorization", "Bearer "+m.APIKey)
 	}
-	answer, err := m.post(ctx, m.BaseURL+"/chat/completions", header, body)
+	answer, err := m.post(ctx, m.BaseURL+"/chat/completions", header, body, nil)
 	if err != nil {
 		return harness.Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}

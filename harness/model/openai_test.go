@@ -73,14 +73,21 @@ const toolAnswer = `{"id":"c1","choices":[{"index":0,"finish_reason":"tool_calls
                {"id":"call_2","type":"function","function":{"name":"code_exec","arguments":"{not json"}}]}}],
  "usage":{"prompt_tokens":1200,"completion_tokens":80,"prompt_tokens_details":{"cached_tokens":1000},"completion_tokens_details":{"reasoning_tokens":50}}}`
 
-func newChat(t *testing.T, f *fakeChat) (*OpenAIChat, *[]Event) {
+// testOptions starts f on 127.0.0.1 and returns options that reach it under /v1 with short
+// retry waits, and the events they record.
+func testOptions(t *testing.T, f *fakeChat) (Options, *[]Event) {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	var events []Event
-	return &OpenAIChat{Options{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: testKey, MaxTokens: 4096, ReasoningEffort: "high",
+	return Options{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: testKey, MaxTokens: 4096, ReasoningEffort: "high",
 		Retry:  backoff.Policy{Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second},
-		Record: func(e Event) { events = append(events, e) }}}, &events
+		Record: func(e Event) { events = append(events, e) }}, &events
+}
+
+func newChat(t *testing.T, f *fakeChat) (*OpenAIChat, *[]Event) {
+	opts, events := testOptions(t, f)
+	return &OpenAIChat{opts}, events
 }
 
 var conversation = harness.Request{

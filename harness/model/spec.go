@@ -13,16 +13,16 @@ import (
 var ErrModelSpec = errors.New("bad model")
 
 // New builds the model a --model value names (DESIGN.md), reading keys and base URLs through
-// getenv: openai/MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), anthropic/MODEL (ANTHROPIC_API_KEY,
-// ANTHROPIC_BASE_URL), openrouter/ORG/MODEL (OPENROUTER_API_KEY), openai-api/PROVIDER/MODEL
-// (<PROVIDER>_BASE_URL, and <PROVIDER>_API_KEY when the server wants one), builtin/baseline,
-// replay/RUN_DIR.
+// getenv: openai/MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), openai-responses/MODEL (the same, for
+// the Responses API), anthropic/MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL),
+// openrouter/ORG/MODEL (OPENROUTER_API_KEY), openai-api/PROVIDER/MODEL (<PROVIDER>_BASE_URL,
+// and <PROVIDER>_API_KEY when the server wants one), builtin/baseline, replay/RUN_DIR.
 // opts carries the generation settings and the recorder; its Model, BaseURL and APIKey are
 // filled here.
 func New(spec string, getenv func(string) string, opts Options) (harness.Model, error) {
 	provider, rest, ok := strings.Cut(spec, "/")
 	if !ok || rest == "" {
-		return nil, fmt.Errorf("%w: %q: expected PROVIDER/MODEL (openai/, anthropic/, openrouter/, openai-api/, builtin/baseline)", ErrModelSpec, spec)
+		return nil, fmt.Errorf("%w: %q: expected PROVIDER/MODEL (openai/, openai-responses/, anthropic/, openrouter/, openai-api/, builtin/baseline)", ErrModelSpec, spec)
 	}
 	key := func(name string) (string, error) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
@@ -46,10 +46,13 @@ func New(spec string, getenv func(string) string, opts Options) (harness.Model, 
 			return nil, fmt.Errorf("%w: %q: the built-in model is builtin/baseline", ErrModelSpec, spec)
 		}
 		return baseline.Model{}, nil
-	case "openai":
+	case "openai", "openai-responses":
 		opts.BaseURL = base("OPENAI_BASE_URL", "https://api.openai.com/v1")
 		if opts.APIKey, err = key("OPENAI_API_KEY"); err != nil {
 			return nil, err
+		}
+		if provider == "openai-responses" {
+			return &OpenAIResponses{Options: opts}, nil
 		}
 		return &OpenAIChat{Options: opts}, nil
 	case "anthropic":
@@ -79,8 +82,6 @@ func New(spec string, getenv func(string) string, opts Options) (harness.Model, 
 		opts.BaseURL = strings.TrimRight(opts.BaseURL, "/")
 		opts.Model, opts.APIKey = model, getenv(prefix+"_API_KEY") // local servers often need no key
 		return &OpenAIChat{Options: opts}, nil
-	case "openai-responses":
-		return nil, fmt.Errorf("%w: %q: the Responses API is not supported yet; use openai/%s (Chat Completions)", ErrModelSpec, spec, rest)
 	}
-	return nil, fmt.Errorf("%w: %q: unknown provider %q (openai, anthropic, openrouter, openai-api, builtin, replay)", ErrModelSpec, spec, provider)
+	return nil, fmt.Errorf("%w: %q: unknown provider %q (openai, openai-responses, anthropic, openrouter, openai-api, builtin, replay)", ErrModelSpec, spec, provider)
 }

@@ -16,6 +16,7 @@ func TestNewFromSpec(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	for spec, want := range map[string]struct{ kind, model, base, key string }{
 		"openai/gpt-5.5":                     {"chat", "gpt-5.5", "https://api.openai.com/v1", "k1"},
+		"openai-responses/gpt-5.5":           {"responses", "gpt-5.5", "https://api.openai.com/v1", "k1"},
 		"anthropic/claude-opus-4-7":          {"anthropic", "claude-opus-4-7", "http://proxy:8080", "k2"},
 		"openrouter/google/gemini-3.5-flash": {"chat", "google/gemini-3.5-flash", "https://openrouter.ai/api/v1", "k3"},
 		"openai-api/vllm/Qwen/Qwen3-32B":     {"chat", "Qwen/Qwen3-32B", "http://127.0.0.1:8000/v1", ""},
@@ -32,6 +33,8 @@ func TestNewFromSpec(t *testing.T) {
 		switch v := m.(type) {
 		case *OpenAIChat:
 			kind, o = "chat", v.Options
+		case *OpenAIResponses:
+			kind, o = "responses", v.Options
 		case *Anthropic:
 			kind, o = "anthropic", v.Options
 		case baseline.Model:
@@ -41,6 +44,11 @@ func TestNewFromSpec(t *testing.T) {
 			t.Errorf("%s: %s %+v, want %+v", spec, kind, o, want)
 		}
 	}
+	gateway := map[string]string{"OPENAI_API_KEY": "k5", "OPENAI_BASE_URL": "http://gateway:4000/v1/"}
+	m, err := New("openai-responses/o4-mini", func(k string) string { return gateway[k] }, Options{})
+	if r, ok := m.(*OpenAIResponses); err != nil || !ok || r.BaseURL != "http://gateway:4000/v1" || r.APIKey != "k5" || r.Model != "o4-mini" {
+		t.Errorf("openai-responses with OPENAI_BASE_URL: %#v, %v", m, err)
+	}
 	for spec, text := range map[string]string{
 		"gpt-5":                    "expected PROVIDER/MODEL",
 		"openai/gpt-5":             "needs OPENAI_API_KEY",
@@ -49,7 +57,7 @@ func TestNewFromSpec(t *testing.T) {
 		"openai-api/vllm":          "expected openai-api/PROVIDER/MODEL",
 		"builtin/oracle":           "builtin/baseline",
 		"acme/model":               "unknown provider",
-		"openai-responses/gpt-5.5": "not supported yet",
+		"openai-responses/gpt-5.5": "needs OPENAI_API_KEY",
 	} {
 		_, err := New(spec, func(string) string { return "" }, Options{})
 		if !errors.Is(err, ErrModelSpec) || !strings.Contains(err.Error(), text) {

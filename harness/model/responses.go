@@ -1,0 +1,167 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/harness"
+)
+
+// OpenAIResponses speaks OpenAI's Responses API statelessly (store false): every call sends
+// the whole conversation, and the encrypted reasoning items of earlier replies go back with
+// it, since with nothing stored on the server they are the only way reasoning carries from
+// one turn to the next.
+//
+// A response with status "incomplete" (max_output_tokens, content_filter) is a reply like any
+// other, as a Chat Completions reply cut at its token limit is: its text and calls are used as
+// they are (a call cut short has invalid arguments, which the loop answers with a tool
+// error), and the trajectory keeps the raw body with incomplete_details.reason.
+type OpenAIResponses struct {
+	Options
+}
+
+// Complete sends the conversation with every tool (tool_choice auto).
+func (m *OpenAIResponses) Complete(ctx context.Context, req harness.Request) (harness.Reply, error) {
+	body, err := json.Marshal(m.requestBody(req))
+	if err != nil {
+		return harness.Reply{}, err
+	}
+	header := http.Header{}
+	header.Set("Authorization", "Bearer "+m.APIKey)
+	answer, err := m.post(ctx, m.BaseURL+"/responses", header, body, responseFailure)
+	if err != nil {
+		return harness.Reply{}, fmt.Errorf("%s: %w", m.Model, err)
+	}
+	return parseResponsesAnswer(answer)
+}
+
+// item is one JSON object of a request: an input item, a tool.
+type item = map[string]any
+
+func (m *OpenAIResponses) requestBody(req harness.Request) map[string]any {
+	var instructions []string
+	input := make([]any, 0, len(req.Messages))
+	for _, msg := range req.Messages {
+		switch msg.Role {
+		case harness.RoleSystem:
+			instructions = append(instructions, msg.Content)
+		case harness.RoleTool:
+			input = append(input, item{"type": "function_call_output", "call_id": msg.ToolCallID, "output": msg.Content})
+		case harness.RoleAssistant:
+			if msg.Content == "" && len(msg.ToolCalls) == 0 {
+				continue // a reply with nothing to show: its reasoning led nowhere and is left out
+			}
+			input = append(input, reasoningItems(msg.Opaque)...)
+			if msg.Content != "" {
+				input = append(input, item{"type": "message", "role": "assistant", "content": msg.Content})
+			}
+			for _, c := range msg.ToolCalls {
+				input = append(input, item{"type": "function_call", "call_id": c.ID, "name": c.Name, "arguments": c.Arguments})
+			}
+		default:
+			input = append(input, item{"type": "message", "role": "user", "content": msg.Content})
+		}
+	}
+	tools := make([]item, 0, len(req.Tools))
+	for _, t := range req.Tools {
+		// strict false: the API defaults to strict schemas, which the harness's tools (like the
+		// reference harness's) are not written for.
+		tools = append(tools, item{"type": "function", "name": t.Name, "description": t.Description, "parameters": t.Parameters, "strict": false})
+	}
+	body := map[string]any{"model": m.Model, "input": input, "tools": tools, "tool_choice": "auto",
+		"store": false, "include": []string{"reasoning.encrypted_content"}}
+	if len(instructions) > 0 {
+		body["instructions"] = strings.Join(instructions, "\n\n")
+	}
+	if m.ReasoningEffort != "" {
+		body["reasoning"] = item{"effort": m.ReasoningEffort}
+	}
+	if m.MaxTokens > 0 {
+		body["max_output_tokens"] = m.MaxTokens
+	}
+	return body
+}
+
+// reasoningItems returns the reasoning items kept in a reply's Opaque, each as received but
+// for its id and status: with store false an id names nothing on the server, and OpenAI's own
+// stateless client (Codex) leaves ids out of every item it sends back, as this provider does
+// for the function calls.
+func reasoningItems(opaque json.RawMessage) []any {
+	var kept []map[string]json.RawMessage
+	if json.Unmarshal(opaque, &kept) != nil {
+		return nil
+	}
+	out := make([]any, 0, len(kept))
+	for _, it := range kept {
+		delete(it, "id")
+		delete(it, "status")
+		out = append(out, it)
+	}
+	return out
+}
+
+// responseFailure reads a failure reported in a 200 answer: an error object, or status
+// "failed". Its code decides: server_error and rate_limit_exceeded are retried,
+// context_length_exceeded is a context overflow, anything else fails the call.
+func responseFailure(answer []byte) *APIError {
+	failed := gjson.GetBytes(answer, "error")
+	if !failed.IsObject() && gjson.GetBytes(answer, "status").String() != "failed" {
+		return nil
+	}
+	code, message := failed.Get("code").String(), "the response failed"
+	if code != "" {
+		message += " (" + code + ")"
+	}
+	if m := failed.Get("message").String(); m != "" {
+		message += ": " + m
+	}
+	return &APIError{Status: http.StatusOK, Code: code, Message: message}
+}
+
+// parseResponsesAnswer reads the output items: message text, function calls, and reasoning
+// items (kept whole in Opaque, to send back), and the usage.
+func parseResponsesAnswer(answer []byte) (harness.Reply, error) {
+	output := gjson.GetBytes(answer, "output")
+	if !output.IsArray() {
+		return harness.Reply{}, fmt.Errorf("%w: no output in %.200s", errMalformed, answer)
+	}
+	out := harness.Message{Role: harness.RoleAssistant}
+	var reasoning []json.RawMessage
+	output.ForEach(func(_, it gjson.Result) bool {
+		switch it.Get("type").String() {
+		case "message":
+			it.Get("content").ForEach(func(_, part gjson.Result) bool {
+				text := ""
+				switch part.Get("type").String() {
+				case "output_text":
+					text = part.Get("text").String()
+				case "refusal":
+					text = part.Get("refusal").String()
+				}
+				if text != "" && out.Content != "" {
+					out.Content += "\n"
+				}
+				out.Content += text
+				return true
+			})
+		case "function_call":
+			out.ToolCalls = append(out.ToolCalls, harness.ToolCall{ID: it.Get("call_id").String(), Name: it.Get("name").String(),
+				Arguments: argumentsJSON(it.Get("arguments"))})
+		case "reasoning":
+			reasoning = append(reasoning, json.RawMessage(it.Raw))
+		}
+		return true
+	})
+	if len(reasoning) > 0 {
+		out.Opaque, _ = json.Marshal(reasoning)
+	}
+	u := gjson.GetBytes(answer, "usage")
+	usage := harness.Usage{Input: u.Get("input_tokens").Int(), CachedRead: u.Get("input_tokens_details.cached_tokens").Int(),
+		Output: u.Get("output_tokens").Int(), Reasoning: u.Get("output_tokens_details.reasoning_tokens").Int()}
+	return harness.Reply{Message: out, Usage: usage}, nil
+}
