@@ -47,6 +47,8 @@ bench: build
 	$(GO) run ./internal/cmd/pullbench -aa-grade $(BIN) 2>/dev/null
 	@echo "--- whole file: snapshot.TSVReader against encoding/csv and Python's csv module"
 	$(GO) run ./internal/cmd/tsvbench -size-mb 200
+	@echo "--- whole command: aa-grade run over the demo (24 episodes x 30 turns) against a zero-latency model"
+	$(GO) run ./internal/cmd/runbench -aa-grade $(BIN) -parallel 1,4,32 2>/dev/null
 
 clean:
 	rm -rf bin

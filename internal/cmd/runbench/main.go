@@ -1,0 +1,117 @@
+// Command runbench measures a whole `aa-grade run` against a zero-latency scripted model: every
+// demo task x 3 repeats, 30 turns each, at several --parallel levels. It reports the wall time,
+// the harness's own time per turn (episode time minus model time minus tool time: sandbox
+// start-up and teardown, the loop, trajectory and results writing, grading, amortised over the
+// turns), the model and tool time per turn, and aa-grade's peak memory, to show that memory
+// grows with the episodes running at once and not with the run's length. CPU per turn is
+// aa-grade's and every sandbox process's (bwrap, the agent, bash), user and system: on a small
+// machine, episodes beyond the cores queue for CPU and the wall-time columns grow with them.
+//
+//	go run ./internal/cmd/runbench -aa-grade bin/aa-grade
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aa-grade/aa-grade/internal/benchproc"
+	"github.com/aa-grade/aa-grade/internal/fakemodel"
+)
+
+func main() {
+	bin := flag.String("aa-grade", "bin/aa-grade", "the aa-grade binary to measure")
+	turns := flag.Int("turns", 30, "turns per episode")
+	levels := flag.String("parallel", "4,32", "the --parallel levels to measure")
+	sandbox := flag.String("sandbox", "auto", "the sandbox backend")
+	flag.Parse()
+	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: *turns, Command: "true",
+		Answer: []string{"otel-demo/NetworkPolicy/ad-deny-ingress"}}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fail(err)
+	}
+	go http.Serve(ln, fake)
+	cache, err := os.MkdirTemp("", "runbench-cache")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(cache)
+	fmt.Printf("%-9s %9s %9s %14s %12s %12s %10s %12s\n", "PARALLEL", "EPISODES", "WALL", "OVERHEAD/TURN", "MODEL/TURN", "TOOL/TURN", "CPU/TURN", "PEAK RSS")
+	for _, level := range strings.Split(*levels, ",") {
+		out, err := os.MkdirTemp("", "runbench-run")
+		if err != nil {
+			fail(err)
+		}
+		cmd := exec.Command(*bin, "run", "--dataset", "demo", "--model", "openai/runbench", "--repeats", "3",
+			"--max-turns", strconv.Itoa(*turns), "--parallel", level, "--sandbox", *sandbox, "--out", out)
+		cmd.Env = append(os.Environ(), "OPENAI_BASE_URL=http://"+ln.Addr().String(), "OPENAI_API_KEY=sk-runbench-000000",
+			"XDG_CACHE_HOME="+cache)
+		cmd.Stderr = os.Stderr
+		s, err := benchproc.Run(cmd)
+		if err != nil {
+			fail(err)
+		}
+		st, err := readStats(filepath.Join(out, "results.jsonl"))
+		if err != nil {
+			fail(err)
+		}
+		os.RemoveAll(out)
+		per := func(seconds float64) string {
+			return fmt.Sprintf("%.2f ms", 1000*seconds/float64(st.turns))
+		}
+		fmt.Printf("%-9s %9d %9s %14s %12s %12s %10s %8.1f MiB\n", level, st.episodes, s.Wall.Round(10*time.Millisecond),
+			per(st.duration-st.model-st.tool), per(st.model), per(st.tool), per(s.CPU.Seconds()), float64(s.PeakKiB)/1024)
+	}
+}
+
+type stats struct {
+	episodes, turns       int
+	duration, model, tool float64
+}
+
+// readStats sums the episodes' turns and times from results.jsonl.
+func readStats(path string) (stats, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return stats{}, err
+	}
+	defer f.Close()
+	var st stats
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r struct {
+			Status   string  `json:"status"`
+			Turns    int     `json:"turns"`
+			Duration float64 `json:"duration_s"`
+			Model    float64 `json:"model_s"`
+			Tool     float64 `json:"tool_s"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return st, fmt.Errorf("%s: %w", path, err)
+		}
+		if r.Status != "ok" {
+			return st, fmt.Errorf("%s: an episode ended %s", path, r.Status)
+		}
+		st.episodes++
+		st.turns += r.Turns
+		st.duration += r.Duration
+		st.model += r.Model
+		st.tool += r.Tool
+	}
+	return st, sc.Err()
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "runbench:", err)
+	os.Exit(1)
+}
