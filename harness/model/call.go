@@ -31,6 +31,9 @@ type Options struct {
 	HTTP            *http.Client
 	Retry           backoff.Policy
 	Budget          time.Duration // retrying one call stops after this long (default 10 minutes)
+	// AttemptTimeout bounds one attempt, answer included (default 15 minutes: a model thinking
+	// at its highest effort can take minutes); an attempt that runs out is retried.
+	AttemptTimeout time.Duration
 	// Record, when set, gets every request and response and every retry of every call; a
 	// recorder in the call's context (WithRecorder) gets those of that call only.
 	Record func(Event)
@@ -140,8 +143,17 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	}
 }
 
+// defaultAttemptTimeout bounds one attempt when Options.AttemptTimeout is not set.
+const defaultAttemptTimeout = 15 * time.Minute
+
 func (o *Options) once(ctx context.Context, client *http.Client, url string, header http.Header, body []byte, check failureCheck) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	timeout := o.AttemptTimeout
+	if timeout <= 0 {
+		timeout = defaultAttemptTimeout
+	}
+	attemptCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

@@ -230,6 +230,26 @@ func reset(w http.ResponseWriter) {
 	}
 }
 
+// stall answers nothing for a second.
+func stall(http.ResponseWriter) { time.Sleep(time.Second) }
+
+func TestChatRetriesAnAttemptThatTimesOut(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){stall, status(200, `{"choices":[{"message":{"content":"ok"}}]}`)}}
+	m, events := newChat(t, f)
+	m.AttemptTimeout = 100 * time.Millisecond
+	reply, err := m.Complete(context.Background(), conversation)
+	if err != nil || reply.Message.Content != "ok" || len(f.received) != 2 {
+		t.Fatalf("reply %+v, err %v, %d requests", reply, err, len(f.received))
+	}
+	retried := false
+	for _, e := range *events {
+		retried = retried || (e.Kind == "retry" && strings.Contains(e.Error, "deadline exceeded"))
+	}
+	if !retried {
+		t.Fatalf("no retry recorded for the timed-out attempt: %+v", *events)
+	}
+}
+
 func TestChatRetriesCutAndResetConnections(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){cut, reset, status(200, `{"choices":[{"message":{"content":"ok"}}]}`)}}
 	m, _ := newChat(t, f)

@@ -105,6 +105,7 @@ type Result struct {
 	Duration        float64       `json:"duration_s"`
 	ModelTime       float64       `json:"model_s"`
 	ToolTime        float64       `json:"tool_s"`
+	Retries         int           `json:"retries"` // model calls retried, all attempts counted
 	Error           string        `json:"error,omitempty"`
 }
 
@@ -400,7 +401,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 		}}
 	out := ep.Run(ctx)
 	res.Status, res.Turns, res.ToolCalls, res.Tokens = out.Status, out.Turns, out.ToolCalls, out.Usage
-	res.CostUSD = cfg.Prices.Cost(out.Usage)
+	res.CostUSD, res.Retries = cfg.Prices.Cost(out.Usage), rec.retries
 	res.ModelTime, res.ToolTime, res.Duration = out.ModelTime.Seconds(), out.ToolTime.Seconds(), time.Since(began).Seconds()
 	if out.Err != nil {
 		res.Error = out.Err.Error()

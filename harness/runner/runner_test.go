@@ -1,11 +1,16 @@
 package runner
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 )
 
 func TestDropCutLine(t *testing.T) {
@@ -57,5 +62,33 @@ func TestShardsPartitionTheRun(t *testing.T) {
 	}
 	if s, err := ParseShard("2/3"); err != nil || s != (Shard{2, 3}) || s.String() != "2/3" {
 		t.Errorf("ParseShard(2/3) = %v, %v", s, err)
+	}
+}
+
+// TestTrajectoryCountsRetriesAndNewMessages: wire events are written as they come and retries
+// are counted; each turn records only the messages new since the previous call.
+func TestTrajectoryCountsRetriesAndNewMessages(t *testing.T) {
+	var buf bytes.Buffer
+	tr := newTrajectory(&buf)
+	sys, task := harness.Message{Role: "system", Content: "s"}, harness.Message{Role: "user", Content: "t"}
+	reply := harness.Message{Role: "assistant", Content: "a"}
+	tr.wire(model.Event{Kind: "request"})
+	tr.wire(model.Event{Kind: "retry", Attempt: 1})
+	tr.wire(model.Event{Kind: "retry", Attempt: 2})
+	tr.turn(1, harness.Request{Messages: []harness.Message{sys, task}}, harness.Reply{Message: reply}, nil)
+	result := harness.Message{Role: "user", Content: "continue"}
+	tr.turn(2, harness.Request{Messages: []harness.Message{sys, task, reply, result}}, harness.Reply{Message: reply}, nil)
+	if tr.retries != 2 {
+		t.Errorf("%d retries counted, want 2", tr.retries)
+	}
+	var turns []harness.TurnRecord
+	for line := range strings.Lines(buf.String()) {
+		var r harness.TurnRecord
+		if json.Unmarshal([]byte(line), &r) == nil && r.Kind == "turn" {
+			turns = append(turns, r)
+		}
+	}
+	if len(turns) != 2 || len(turns[0].Input) != 2 || len(turns[1].Input) != 1 || turns[1].Input[0].Content != "continue" {
+		t.Fatalf("turns recorded: %+v", turns)
 	}
 }

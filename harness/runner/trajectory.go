@@ -13,13 +13,19 @@ import (
 // the wire events of each call (kinds request, response, retry) before them, in order. An
 // episode's calls are sequential, so it needs no lock.
 type trajectory struct {
-	enc *json.Encoder
-	new harness.NewMessages
+	enc     *json.Encoder
+	new     harness.NewMessages
+	retries int
 }
 
 func newTrajectory(w io.Writer) *trajectory { return &trajectory{enc: json.NewEncoder(w)} }
 
-func (t *trajectory) wire(e model.Event) { t.enc.Encode(e) }
+func (t *trajectory) wire(e model.Event) {
+	if e.Kind == "retry" {
+		t.retries++
+	}
+	t.enc.Encode(e)
+}
 
 func (t *trajectory) turn(n int, req harness.Request, reply harness.Reply, err error) {
 	entry := harness.TurnRecord{Kind: "turn", Turn: n, Summary: req.Summary, At: time.Now().UTC(),
