@@ -39,12 +39,14 @@ const googlePricing = "https://ai.google.dev/gemini-api/docs/pricing"
 var Presets = []Preset{
 	{Name: "claude-opus-4-7-max", Label: "Claude Opus 4.7 (Adaptive Reasoning, Max Effort)",
 		Spec: "anthropic/claude-opus-4-7", ReasoningEffort: "max", ContextWindow: 1_000_000,
-		// Launch price (2026-04-16); the pricing page's row, cache prices included, is unchanged since.
+		// Launch price (2026-04-16); the pricing page's row, cache prices included, reads the same
+		// in its later copies.
 		Prices:      &harness.Prices{Input: 5, CachedRead: 0.5, CachedWrite: 6.25, Output: 25},
 		PriceSource: "https://platform.claude.com/docs/en/about-claude/pricing", PriceDate: "2026-04-16",
 		PriceNote: "cache writes at the 5-minute rate, the cache the provider asks for"},
 	{Name: "gpt-5.5-xhigh", Label: "GPT-5.5 (xhigh)",
 		Spec: "openai/gpt-5.5", ReasoningEffort: "xhigh", ContextWindow: 1_000_000,
+		// The pricing page as transcribed on 2026-05-04 (github.com/api-evangelist/openai, plans/).
 		Prices:      &harness.Prices{Input: 5, CachedRead: 0.5, Output: 30},
 		PriceSource: "https://developers.openai.com/api/docs/pricing", PriceDate: "2026-05-04",
 		PriceNote: "prompts over 272K tokens cost 2x input and 1.5x output; not counted"},
@@ -52,11 +54,13 @@ var Presets = []Preset{
 		Spec: "openrouter/qwen/qwen3.7-max", ContextWindow: 1_000_000},
 	{Name: "glm-5.1", Label: "GLM-5.1 (Reasoning)",
 		Spec: "openrouter/z-ai/glm-5.1", ReasoningEffort: "high", ContextWindow: 202_752,
+		// Z.ai's table as quoted on 2026-08-19, GLM-5.1's row equal to GLM-5.2's and GLM-5.3's.
 		Prices:      &harness.Prices{Input: 1.4, CachedRead: 0.26, Output: 4.4},
 		PriceSource: "https://docs.z.ai/guides/overview/pricing", PriceDate: "2026-08-19",
 		PriceNote: "Z.ai's own price; OpenRouter may route to another host at another price"},
 	{Name: "gemini-3.5-flash-high", Label: "Gemini 3.5 Flash (high)",
 		Spec: "openrouter/google/gemini-3.5-flash", ReasoningEffort: "high", ContextWindow: 1_000_000,
+		// Google's page as read on 2026-09-20 (github.com/api-evangelist/gemini, plans/), as for 3.1 Pro.
 		Prices:      &harness.Prices{Input: 1.5, Output: 9},
 		PriceSource: googlePricing, PriceDate: "2026-09-20",
 		PriceNote: "no cache price sourced: cached reads count at the input price"},
