@@ -15,14 +15,20 @@ func (p *Prices) Cost(u Usage) *float64 {
 	if p == nil {
 		return nil
 	}
-	or := func(v, fallback float64) float64 {
-		if v == 0 {
-			return fallback
-		}
-		return v
-	}
+	e := p.Effective()
 	uncached := max(u.Input-u.CachedRead-u.CachedWrite, 0)
-	usd := (float64(uncached)*p.Input + float64(u.CachedRead)*or(p.CachedRead, p.Input) +
-		float64(u.CachedWrite)*or(p.CachedWrite, p.Input) + float64(u.Output)*p.Output) / 1e6
+	usd := (float64(uncached)*e.Input + float64(u.CachedRead)*e.CachedRead +
+		float64(u.CachedWrite)*e.CachedWrite + float64(u.Output)*e.Output) / 1e6
 	return &usd
+}
+
+// Effective returns the prices a cost is computed with: a zero cache price is the input price.
+func (p Prices) Effective() Prices {
+	if p.CachedRead == 0 {
+		p.CachedRead = p.Input
+	}
+	if p.CachedWrite == 0 {
+		p.CachedWrite = p.Input
+	}
+	return p
 }

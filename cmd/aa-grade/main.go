@@ -45,6 +45,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newRunCommand(),
 			newGradeCommand(),
 			newMergeCommand(),
+			newModelsCommand(),
 			newDataCommand(),
 			newTasksCommand(),
 			newDoctorCommand(),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -29,10 +30,11 @@ func newRunCommand() *cli.Command {
 		Usage: "run a model on every task x repeat of a dataset, in a sandbox, and grade it",
 		Description: "Running again with the same --out resumes: finished episodes are kept, failed ones run again.\n\n" +
 			"Example: aa-grade run --dataset demo --model builtin/baseline\n" +
-			"         aa-grade run --model anthropic/claude-opus-4-7 --reasoning-effort max --out runs/opus",
+			"         aa-grade run --model anthropic/claude-opus-4-7 --reasoning-effort max --out runs/opus\n" +
+			"         aa-grade run --model gpt-5.5-xhigh --tasks 2,38   (a preset: see aa-grade models)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Sources: env("model"),
-				Usage: "openai/MODEL, openai-responses/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL, builtin/baseline or replay/RUN_DIR"},
+				Usage: "openai/MODEL, openai-responses/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL, builtin/baseline, replay/RUN_DIR, or a preset (aa-grade models)"},
 			datasetFlag(), tasksFlag(),
 			&cli.IntFlag{Name: "repeats", Value: 3, Sources: env("repeats"), Usage: "episodes per task"},
 			&cli.IntFlag{Name: "max-turns", Value: harness.DefaultMaxTurns, Sources: env("max_turns"), Usage: "model calls per episode"},
@@ -48,6 +50,9 @@ func newRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "shard", Sources: env("shard"), Usage: "I/N: run only the I-th of N equal parts of the episodes (join them with aa-grade merge)"},
 			&cli.DurationFlag{Name: "grace", Value: runner.DefaultGrace, Sources: env("grace"),
 				Usage: "after Ctrl-C, how long running episodes may finish (a second Ctrl-C stops them at once)"},
+			priceFlag("price-input", "input tokens", "0"), priceFlag("price-output", "output tokens, reasoning included", "0"),
+			priceFlag("price-cached-read", "cached input tokens read", "the input price"),
+			priceFlag("price-cached-write", "input tokens written to the cache", "the input price"),
 		},
 		Action: runRun,
 	}
@@ -65,8 +70,16 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		return usageErrorf("--shard: %v", err)
 	}
 	stderr := cmd.Root().ErrWriter
-	m, err := model.New(cmd.String("model"), os.Getenv, model.Options{MaxTokens: cmd.Int("max-tokens"),
-		ReasoningEffort: cmd.String("reasoning-effort"), Retry: model.DefaultRetry})
+	overrides, err := modelOverrides(cmd)
+	if err != nil {
+		return err
+	}
+	settings, err := model.Resolve(cmd.String("model"), overrides)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	m, err := model.New(settings.Spec, os.Getenv, model.Options{MaxTokens: cmd.Int("max-tokens"),
+		ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry})
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
@@ -101,13 +114,13 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		part = fmt.Sprintf(" (shard %s)", shard)
 	}
 	fmt.Fprintf(stderr, "running %d tasks x %d repeats%s of %s with %s in the %s sandbox into %s\n",
-		len(ds.Tasks), cmd.Int("repeats"), part, ds.Spec, cmd.String("model"), backend.Name(), out)
+		len(ds.Tasks), cmd.Int("repeats"), part, ds.Spec, describeModel(settings), backend.Name(), out)
 	progress := newRunProgress(stderr)
 	progress.Start()
 	summary, results, err := runner.Run(ctx, runner.Config{
 		Out: out, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: cmd.Int("repeats"), Parallel: cmd.Int("parallel"), Shard: shard,
-		ModelSpec: cmd.String("model"), Model: m, Backend: backend, MaxTurns: cmd.Int("max-turns"),
-		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: int64(cmd.Int("context-window")),
+		ModelSpec: settings.Spec, Model: m, Prices: settings.Prices, Backend: backend, MaxTurns: cmd.Int("max-turns"),
+		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: settings.ContextWindow,
 		SystemPrompt: harness.SystemPrompt, TaskTemplate: template,
 		Grace: cmd.Duration("grace"), Abort: secondInterrupt(ctx), Progress: progress,
 		Permanent: func(err error) bool {
@@ -221,4 +234,48 @@ func reportDivergences(w io.Writer, ds []model.Divergence) {
 	for _, d := range ds {
 		fmt.Fprintf(w, "  %s repeat %d, turn %d: %s\n", d.Task, d.Repeat, d.Turn, d.Detail)
 	}
+}
+
+// priceFlag is a token price; setting any one makes the run's prices known, the others coming
+// from the preset, else fallback.
+func priceFlag(name, what, fallback string) cli.Flag {
+	return &cli.FloatFlag{Name: name, Sources: env(name), HideDefault: true,
+		Usage: "USD per million " + what + " (default: the preset's, else " + fallback + ")"}
+}
+
+// modelOverrides are the model settings given by flag or environment variable: they win over
+// a preset's. A price flag must be a finite number, 0 or more.
+func modelOverrides(cmd *cli.Command) (model.Overrides, error) {
+	var o model.Overrides
+	if cmd.IsSet("reasoning-effort") {
+		effort := cmd.String("reasoning-effort")
+		o.ReasoningEffort = &effort
+	}
+	if cmd.IsSet("context-window") {
+		window := int64(cmd.Int("context-window"))
+		o.ContextWindow = &window
+	}
+	for _, f := range []struct {
+		name string
+		dst  **float64
+	}{{"price-input", &o.Prices.Input}, {"price-output", &o.Prices.Output},
+		{"price-cached-read", &o.Prices.CachedRead}, {"price-cached-write", &o.Prices.CachedWrite}} {
+		if !cmd.IsSet(f.name) {
+			continue
+		}
+		usd := cmd.Float(f.name)
+		if usd < 0 || math.IsNaN(usd) || math.IsInf(usd, 0) {
+			return o, usageErrorf("--%s %v: a price is a number of USD, 0 or more", f.name, usd)
+		}
+		*f.dst = &usd
+	}
+	return o, nil
+}
+
+// describeModel names the model for the progress line: a preset with the spec it stands for.
+func describeModel(s model.Settings) string {
+	if s.Preset != "" {
+		return s.Preset + " (" + s.Spec + ")"
+	}
+	return s.Spec
 }

@@ -85,6 +85,11 @@ type Header struct {
 	Sandbox        string    `json:"sandbox"`
 	PromptSHA256   string    `json:"prompt_sha256"`
 	Started        time.Time `json:"started"`
+	// Prices are the run's token prices (null: unknown), the latest when a resume changed them.
+	// A resume does not compare them: prices change no episode, each line of results.jsonl
+	// keeps the cost computed when it was written, and correcting a price must not make paid
+	// episodes run again.
+	Prices *harness.Prices `json:"prices"`
 }
 
 // Result is one line of results.jsonl.
@@ -321,7 +326,7 @@ var ErrConfigChanged = errors.New("the run folder holds a run with another confi
 func writeHeader(cfg Config) error {
 	h := Header{Version: Version, Dataset: cfg.DatasetSpec, Repeats: cfg.Repeats, Shard: cfg.Shard.String(), Model: cfg.ModelSpec, MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout.String(), Sandbox: cfg.Backend.Name(),
-		PromptSHA256: harness.PromptSHA256(cfg.SystemPrompt, cfg.TaskTemplate), Started: time.Now().UTC()}
+		PromptSHA256: harness.PromptSHA256(cfg.SystemPrompt, cfg.TaskTemplate), Prices: cfg.Prices, Started: time.Now().UTC()}
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)
 	}

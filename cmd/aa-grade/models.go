@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/aa-grade/aa-grade/grader/leaderboard"
+	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
+)
+
+func newModelsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "models",
+		Usage: "list the model presets beside the published leaderboard rows they reproduce",
+		Description: "A preset name is a --model value for aa-grade run. Prices are USD per million tokens.\n\n" +
+			"Example: aa-grade models --json",
+		Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print JSON"}},
+		Action: runModels,
+	}
+}
+
+// modelsOutput is `models --json`.
+type modelsOutput struct {
+	Presets   []presetRow    `json:"presets"`
+	Published publishedNotes `json:"published"`
+}
+
+// presetRow is a preset with the published numbers of its leaderboard row.
+type presetRow struct {
+	model.Preset
+	Reasoning   string   `json:"reasoning"`
+	Score       float64  `json:"published_score"`
+	AvgTurns    *float64 `json:"published_avg_turns"`
+	CostPerTask *float64 `json:"published_cost_per_task"`
+}
+
+type publishedNotes struct {
+	Source string `json:"source"`
+	Date   string `json:"date"`
+	Tasks  int    `json:"tasks"`
+	Note   string `json:"note"`
+}
+
+func runModels(_ context.Context, cmd *cli.Command) error {
+	if err := noArgs(cmd); err != nil {
+		return err
+	}
+	out := modelsOutput{Published: publishedNotes{Source: leaderboard.Source, Date: leaderboard.Date, Tasks: leaderboard.Tasks,
+		Note: fmt.Sprintf("The published runs used %d tasks; the public tasks are a subset of them, so a local run estimates, but cannot equal, a published score.", leaderboard.Tasks)}}
+	for _, p := range model.Presets {
+		row, ok := leaderboard.Find(p.Label)
+		if !ok {
+			return fmt.Errorf("preset %s: no published row %q", p.Name, p.Label)
+		}
+		out.Presets = append(out.Presets, presetRow{Preset: p, Reasoning: p.Reasoning(), Score: row.Score,
+			AvgTurns: row.AvgTurns, CostPerTask: row.CostPerTask})
+	}
+	if cmd.Bool("json") {
+		return printJSON(cmd.Root().Writer, out)
+	}
+	renderModelsText(cmd.Root().Writer, out)
+	return nil
+}
+
+// renderModelsText prints one row per preset, then where its prices and the published
+// numbers come from.
+func renderModelsText(w io.Writer, out modelsOutput) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSPEC\tREASONING\tCONTEXT\tPRICES IN/READ/WRITE/OUT\tSCORE\tTURNS\t$/TASK")
+	for _, p := range out.Presets {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%.3f\t%s\t%s\n", p.Name, p.Spec, p.Reasoning, p.ContextWindow,
+			formatPrices(p.Prices), p.Score, orDash(p.AvgTurns, 0), orDash(p.CostPerTask, 2))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Prices in USD per million tokens (a cache price not published is the input price); unknown")
+	fmt.Fprintln(w, "prices leave the cost unknown, never zero, unless given with --price-* on aa-grade run:")
+	for _, p := range out.Presets {
+		if p.Prices == nil {
+			continue
+		}
+		line := fmt.Sprintf("  %s: %s, %s", p.Name, p.PriceSource, p.PriceDate)
+		if p.PriceNote != "" {
+			line += "; " + p.PriceNote
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintf(w, "Published numbers (score, turns, $/task): %s, %s.\n", out.Published.Source, out.Published.Date)
+	fmt.Fprintln(w, out.Published.Note)
+	fmt.Fprintln(w, "Model ids may need adjusting when a provider renames a model: give the PROVIDER/MODEL spec then.")
+}
+
+// formatPrices prints the prices a cost is computed with.
+func formatPrices(p *harness.Prices) string {
+	if p == nil {
+		return "unknown"
+	}
+	e := p.Effective()
+	var parts []string
+	for _, v := range []float64{e.Input, e.CachedRead, e.CachedWrite, e.Output} {
+		parts = append(parts, strconv.FormatFloat(v, 'f', -1, 64))
+	}
+	return strings.Join(parts, "/")
+}
+
+// orDash prints an unpublished figure as "-".
+func orDash(v *float64, decimals int) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', decimals, 64)
+}
