@@ -31,19 +31,23 @@ type Options struct {
 	HTTP            *http.Client
 	Retry           backoff.Policy
 	Budget          time.Duration // retrying one call stops after this long (default 10 minutes)
-	// Record, when set, gets every request and response body and every retry, for the
-	// trajectory. Bodies never carry the key: it travels in a header.
+	// Record, when set, gets every request and response body, every retry and every change
+	// of the limiter's allowance, for the trajectory. Bodies never carry the key: it travels
+	// in a header.
 	Record func(Event)
+	// Limit, when set, paces the calls; one limiter is shared by every episode of a run.
+	Limit *Limiter
 }
 
 // Event is one thing that happened on the wire.
 type Event struct {
-	Kind    string          `json:"kind"` // request, response, retry
-	Status  int             `json:"status,omitempty"`
-	Body    json.RawMessage `json:"body,omitempty"`
-	Attempt int             `json:"attempt,omitempty"`
-	Wait    time.Duration   `json:"wait,omitempty"`
-	Error   string          `json:"error,omitempty"`
+	Kind        string          `json:"kind"` // request, response, retry, throttle
+	Status      int             `json:"status,omitempty"`
+	Body        json.RawMessage `json:"body,omitempty"`
+	Attempt     int             `json:"attempt,omitempty"`
+	Wait        time.Duration   `json:"wait,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	MaxInFlight int             `json:"max_in_flight,omitempty"` // throttle: the calls now allowed at once
 }
 
 // DefaultRetry rides out rate limits: waits of 2 s doubling to 2 minutes, Retry-After
@@ -78,7 +82,8 @@ var errMalformed = errors.New("the answer is not JSON")
 // post sends one JSON request with retries and returns the answer's body. Transient failures
 // (network, timeouts, 408, 409, 429, 5xx, a body cut short or not JSON) are retried with
 // exponential backoff and jitter, honouring Retry-After, until the budget is spent; anything
-// else fails at once.
+// else fails at once. Each attempt first waits for the limiter, and that wait does not
+// count against the budget: pacing is not failing.
 func (o *Options) post(ctx context.Context, url string, header http.Header, body []byte) ([]byte, error) {
 	budget := o.Budget
 	if budget <= 0 {
@@ -90,8 +95,18 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	}
 	o.record(Event{Kind: "request", Body: body})
 	start := time.Now()
+	paced := time.Duration(0) // waiting for the limiter
 	for attempt := 1; ; attempt++ {
+		queued := time.Now()
+		permit, err := o.Limit.Acquire(ctx, estimateTokens(body))
+		if err != nil {
+			return nil, err
+		}
+		paced += time.Since(queued)
 		answer, err := o.once(ctx, client, url, header, body)
+		if e, changed := o.Limit.Release(permit, answer, err); changed {
+			o.record(e)
+		}
 		if err == nil {
 			return answer, nil
 		}
@@ -106,7 +121,7 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 			return nil, err
 		}
 		wait := o.Retry.Delay(attempt, retryAfter)
-		if time.Since(start)+wait > budget {
+		if time.Since(start)-paced+wait > budget {
 			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, time.Since(start).Round(time.Second), err)
 		}
 		o.record(Event{Kind: "retry", Attempt: attempt, Wait: wait, Error: err.Error()})
