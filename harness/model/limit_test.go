@@ -425,3 +425,24 @@ func BenchmarkLimiter(b *testing.B) {
 		})
 	}
 }
+
+// TestPostBudgetLeavesOutPacing: a call that waited for the limiter longer than its retry
+// budget still gets its retries: pacing is not failing.
+func TestPostBudgetLeavesOutPacing(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){status(503, `{"error":{"message":"unavailable"}}`), status(200, toolAnswer)}}
+	m, _ := newChat(t, f)
+	m.Budget = 50 * time.Millisecond
+	m.Limit = newTestLimiter(t, Limits{MaxInFlight: 1})
+	held := acquireNow(t, m.Limit, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Complete(context.Background(), conversation)
+		done <- err
+	}()
+	eventually(t, "the call queued", func() bool { _, _, q := m.Limit.state(); return q == 1 })
+	time.Sleep(2 * m.Budget) // the call waits for the limiter longer than its budget
+	m.Limit.Release(held, nil, nil)
+	if err := <-done; err != nil || len(f.received) != 2 {
+		t.Fatalf("err %v after %d requests", err, len(f.received))
+	}
+}
