@@ -39,6 +39,10 @@ func newRunCommand() *cli.Command {
 			&cli.IntFlag{Name: "repeats", Value: 3, Sources: env("repeats"), Usage: "episodes per task"},
 			&cli.IntFlag{Name: "max-turns", Value: harness.DefaultMaxTurns, Sources: env("max_turns"), Usage: "model calls per episode"},
 			&cli.IntFlag{Name: "parallel", Value: 4, Sources: env("parallel"), Usage: "episodes at once"},
+			&cli.IntFlag{Name: "max-in-flight", Sources: env("max-in-flight"), DefaultText: "--parallel",
+				Usage: "model calls at once; halved on each 429 or overload, regained after successes"},
+			&cli.IntFlag{Name: "rpm", Sources: env("rpm"), DefaultText: "0, no limit", Usage: "model requests per minute"},
+			&cli.IntFlag{Name: "tpm", Sources: env("tpm"), DefaultText: "0, no limit", Usage: "model tokens per minute, input and output"},
 			&cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Sources: env("sandbox"), Usage: "auto, bwrap, landlock or none (no isolation)"},
 			&cli.StringFlag{Name: "out", Sources: env("out"), Usage: "the run folder (default runs/<model>-<time>)"},
 			&cli.DurationFlag{Name: "command-timeout", Value: sandbox.DefaultCommandTimeout, Sources: env("command_timeout"), Usage: "per shell command"},
@@ -69,7 +73,6 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return usageErrorf("--shard: %v", err)
 	}
-	stderr := cmd.Root().ErrWriter
 	overrides, err := modelOverrides(cmd)
 	if err != nil {
 		return err
@@ -78,8 +81,21 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
+	if cmd.Int("max-in-flight") < 0 || cmd.Int("rpm") < 0 || cmd.Int("tpm") < 0 {
+		return usageErrorf("--max-in-flight, --rpm and --tpm must be 0 (the default) or more")
+	}
+	stderr := cmd.Root().ErrWriter
+	// One limiter for the run: every episode's calls go to the same provider and quota.
+	maxInFlight := cmd.Int("max-in-flight")
+	if maxInFlight == 0 {
+		maxInFlight = cmd.Int("parallel")
+	}
+	limit, err := model.NewLimiter(model.Limits{MaxInFlight: maxInFlight, RPM: cmd.Int("rpm"), TPM: int64(cmd.Int("tpm"))})
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
 	m, err := model.New(settings.Spec, os.Getenv, model.Options{MaxTokens: cmd.Int("max-tokens"),
-		ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry})
+		ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit})
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aa-grade/aa-grade/internal/fakemodel"
 )
@@ -64,6 +65,9 @@ func TestRunUsageErrors(t *testing.T) {
 		"missing key (responses)": {"run", "--dataset", "demo", "--model", "openai-responses/gpt-5.5"},
 		"bad sandbox":             {"run", "--dataset", "demo", "--model", "builtin/baseline", "--sandbox", "chroot"},
 		"zero repeats":            {"run", "--dataset", "demo", "--model", "builtin/baseline", "--repeats", "0"},
+		"negative rpm":            {"run", "--dataset", "demo", "--model", "builtin/baseline", "--rpm", "-1"},
+		"negative tpm":            {"run", "--dataset", "demo", "--model", "builtin/baseline", "--tpm", "-1"},
+		"no calls":                {"run", "--dataset", "demo", "--model", "builtin/baseline", "--max-in-flight", "-2"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if r := aaGrade(t, []string{"OPENAI_API_KEY="}, args...); r.code != 2 {
@@ -394,5 +398,36 @@ func TestRunUnknownPresetAndBadPrice(t *testing.T) {
 	r = aaGrade(t, []string{"AA_GRADE_PRICE_CACHED_READ=-0.5"}, "run", "--dataset", "demo", "--model", "builtin/baseline")
 	if r.code != 2 || !strings.Contains(r.stderr, "--price-cached-read -0.5") {
 		t.Errorf("negative price: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestRunLimitsCallsInFlight: two episodes run at once but --max-in-flight 1 (here through
+// its environment variable) lets one model call through at a time. The server holds the
+// first call until a second arrives, or for 2 s, so a second call let through is seen.
+func TestRunLimitsCallsInFlight(t *testing.T) {
+	var inFlight, calls atomic.Int32
+	var overlapped atomic.Bool
+	second := make(chan struct{})
+	arrived := sync.OnceFunc(func() { close(second) })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if inFlight.Add(1) > 1 {
+			overlapped.Store(true)
+			arrived()
+		}
+		if calls.Add(1) == 1 {
+			select {
+			case <-second:
+			case <-time.After(2 * time.Second):
+			}
+		}
+		inFlight.Add(-1)
+		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"looking"}}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`)
+	}))
+	defer srv.Close()
+	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL, "AA_GRADE_MAX_IN_FLIGHT=1"},
+		"run", "--dataset", "demo", "--tasks", "901", "--repeats", "2", "--parallel", "2", "--max-turns", "1",
+		"--model", "openai-api/fake/model-x", "--out", filepath.Join(t.TempDir(), "run"))
+	if r.code != 0 || calls.Load() != 2 || overlapped.Load() {
+		t.Fatalf("exit %d, %d calls, two at once: %v\n%s", r.code, calls.Load(), overlapped.Load(), r.stderr)
 	}
 }

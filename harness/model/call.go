@@ -34,22 +34,26 @@ type Options struct {
 	// AttemptTimeout bounds one attempt, answer included (default 15 minutes: a model thinking
 	// at its highest effort can take minutes); an attempt that runs out is retried.
 	AttemptTimeout time.Duration
-	// Record, when set, gets every request and response and every retry of every call; a
+	// Record, when set, gets every request and response, every retry and every change of the
+	// limiter's allowance of every call; a
 	// recorder in the call's context (WithRecorder) gets those of that call only.
 	Record func(Event)
+	// Limit, when set, paces the calls; one limiter is shared by every episode of a run.
+	Limit *Limiter
 }
 
 // Event is one thing that happened on the wire, as the trajectory keeps it: bodies raw, auth
 // headers and any echo of the key redacted.
 type Event struct {
-	Kind    string            `json:"kind"` // request, response, retry
-	URL     string            `json:"url,omitempty"`
-	Header  map[string]string `json:"header,omitempty"`
-	Status  int               `json:"status,omitempty"`
-	Body    json.RawMessage   `json:"body,omitempty"`
-	Attempt int               `json:"attempt,omitempty"`
-	Wait    time.Duration     `json:"wait,omitempty"`
-	Error   string            `json:"error,omitempty"`
+	Kind        string            `json:"kind"` // request, response, retry, throttle
+	URL         string            `json:"url,omitempty"`
+	Header      map[string]string `json:"header,omitempty"`
+	Status      int               `json:"status,omitempty"`
+	Body        json.RawMessage   `json:"body,omitempty"`
+	Attempt     int               `json:"attempt,omitempty"`
+	Wait        time.Duration     `json:"wait,omitempty"`
+	Error       string            `json:"error,omitempty"`
+	MaxInFlight int               `json:"max_in_flight,omitempty"` // throttle: the calls now allowed at once
 }
 
 type recorderKey struct{}
@@ -105,7 +109,8 @@ type failureCheck func(answer []byte) *APIError
 // post sends one JSON request with retries and returns the answer's body. Transient failures
 // (network, timeouts, 408, 409, 429, 5xx, a body cut short or not JSON, a failure that check,
 // when given, finds transient) are retried with exponential backoff and jitter, honouring
-// Retry-After, until the budget is spent; anything else fails at once.
+// Retry-After, until the budget is spent; anything else fails at once. Each attempt first waits
+// for the limiter, and that wait does not count against the budget: pacing is not failing.
 func (o *Options) post(ctx context.Context, url string, header http.Header, body []byte, check failureCheck) ([]byte, error) {
 	budget := o.Budget
 	if budget <= 0 {
@@ -117,8 +122,18 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	}
 	o.record(ctx, Event{Kind: "request", URL: url, Header: recordedHeader(header), Body: body})
 	start := time.Now()
+	paced := time.Duration(0) // waiting for the limiter
 	for attempt := 1; ; attempt++ {
+		queued := time.Now()
+		permit, err := o.Limit.Acquire(ctx, estimateTokens(body))
+		if err != nil {
+			return nil, err
+		}
+		paced += time.Since(queued)
 		answer, err := o.once(ctx, client, url, header, body, check)
+		if e, changed := o.Limit.Release(permit, answer, err); changed {
+			o.record(ctx, e)
+		}
 		if err == nil {
 			return answer, nil
 		}
@@ -133,7 +148,7 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 			return nil, err
 		}
 		wait := o.Retry.Delay(attempt, retryAfter)
-		if time.Since(start)+wait > budget {
+		if time.Since(start)-paced+wait > budget {
 			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, time.Since(start).Round(time.Second), err)
 		}
 		o.record(ctx, Event{Kind: "retry", Attempt: attempt, Wait: wait, Error: err.Error()})
