@@ -62,7 +62,10 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	for _, w := range ds.Warnings {
 		problems = append(problems, grader.Problem{Level: "warning", Message: w})
 	}
-	results, gradeProblems := grader.GradeSubmissions(gradeTasks(ds), subs, cmd.Int("repeats"))
+	results, gradeProblems, err := grader.GradeSubmissions(ctx, gradeTasks(ds), subs, grader.GradeOptions{Repeats: cmd.Int("repeats")})
+	if err != nil {
+		return err
+	}
 	out := gradeOutput{Summary: grader.Summarise(results), Problems: append(problems, gradeProblems...)}
 
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter

@@ -190,9 +190,9 @@ feed:
 func key(task string, repeat int) string { return task + "/" + strconv.Itoa(repeat) }
 
 func (r Result) toEpisode() grader.Episode {
-	return grader.Episode{Repeat: r.Repeat, Status: r.Status, Reason: r.Error,
+	return grader.Episode{Repeat: r.Repeat, Status: r.Status, Reason: r.Error, Verdict: grader.Verdict{
 		EpisodeScore: grader.EpisodeScore{Score: r.Score, TP: r.TP, FP: r.FP, RootCauses: r.RootCauses,
-			RootCausesFound: r.RootCausesFound, Predictions: []grader.Prediction{}}}
+			RootCausesFound: r.RootCausesFound, Predictions: []grader.Prediction{}}}}
 }
 
 // readResults reads the episodes a previous run of the folder finished; a line cut by a crash
