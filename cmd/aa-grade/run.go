@@ -41,6 +41,7 @@ func newRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "reasoning-effort", Sources: env("reasoning_effort"), Usage: "the provider's reasoning effort (low, medium, high, max, ...)"},
 			&cli.IntFlag{Name: "max-tokens", Sources: env("max_tokens"), Usage: "output tokens per call"},
 			&cli.IntFlag{Name: "context-window", Sources: env("context_window"), Usage: "tokens; the history is summarised at 70% (0: never)"},
+			judgeFlag(),
 		},
 		Action: runRun,
 	}
@@ -58,6 +59,10 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		ReasoningEffort: cmd.String("reasoning-effort"), Retry: model.DefaultRetry})
 	if err != nil {
 		return usageErrorf("%v", err)
+	}
+	j, err := newJudge(cmd.String("judge"))
+	if err != nil {
+		return err
 	}
 	backend, err := sandbox.Select(cmd.String("sandbox"))
 	if err != nil {
@@ -87,19 +92,27 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	}
 	fmt.Fprintf(stderr, "running %d tasks x %d repeats of %s with %s in the %s sandbox into %s\n",
 		len(ds.Tasks), cmd.Int("repeats"), ds.Spec, cmd.String("model"), backend.Name(), out)
-	summary, results, err := runner.Run(ctx, runner.Config{
+	cfg := runner.Config{
 		Out: out, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: cmd.Int("repeats"), Parallel: cmd.Int("parallel"),
 		ModelSpec: cmd.String("model"), Model: m, Backend: backend, MaxTurns: cmd.Int("max-turns"),
 		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: int64(cmd.Int("context-window")),
 		SystemPrompt: harness.SystemPrompt, TaskTemplate: template,
 		Progress: func(r runner.Result) {
-			fmt.Fprintf(stderr, "%s repeat %d: %s, score %.2f, %d turns\n", r.Task, r.Repeat, r.Status, r.Score, r.Turns)
+			line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %d turns", r.Task, r.Repeat, r.Status, r.Score, r.Turns)
+			if j != nil && r.Matcher == grader.MatcherRules {
+				line += "; " + r.JudgeNote
+			}
+			fmt.Fprintln(stderr, line)
 		},
 		Permanent: func(err error) bool {
 			var apiErr *model.APIError
 			return errors.As(err, &apiErr) && !apiErr.Transient()
 		},
-	})
+	}
+	if j != nil {
+		cfg.Scorer, cfg.Judge = j.Score, j.Model
+	}
+	summary, results, err := runner.Run(ctx, cfg)
 	if errors.Is(err, context.Canceled) {
 		return &exitError{code: 130, err: fmt.Errorf("interrupted; run the same command again to resume")}
 	}

@@ -42,6 +42,10 @@ type Config struct {
 	TaskTemplate string // the task prompt with its placeholders
 	// Progress, when set, hears about each episode as it ends.
 	Progress func(Result)
+	// Scorer grades each episode's submission when the episode ends (an LLM judge); nil: the
+	// rules. Judge names it in run.json and the summary ("" for the rules).
+	Scorer grader.Scorer
+	Judge  string
 	// Permanent tells a model error that no retry will cure (a bad key, an unknown model): when
 	// the first episodes all end in one, the run stops instead of burning through every task.
 	Permanent func(error) bool
@@ -64,6 +68,7 @@ type Header struct {
 	CommandTimeout string    `json:"command_timeout"`
 	Sandbox        string    `json:"sandbox"`
 	PromptSHA256   string    `json:"prompt_sha256"`
+	Judge          string    `json:"judge,omitempty"`
 	Started        time.Time `json:"started"`
 }
 
@@ -86,6 +91,10 @@ type Result struct {
 	ModelTime       float64       `json:"model_s"`
 	ToolTime        float64       `json:"tool_s"`
 	Error           string        `json:"error,omitempty"`
+	// Matcher, JudgeNote and Rules say who graded the episode (grader.Verdict).
+	Matcher   string             `json:"matcher,omitempty"`
+	JudgeNote string             `json:"judge_note,omitempty"`
+	Rules     *grader.RulesGrade `json:"rules,omitempty"`
 }
 
 // Version is written into run.json.
@@ -177,6 +186,9 @@ feed:
 		perTask = append(perTask, tr)
 	}
 	summary := grader.Summarise(perTask)
+	if cfg.Judge != "" {
+		summary.Judge = grader.JudgeSummary(cfg.Judge, perTask)
+	}
 	b, _ := json.MarshalIndent(summary, "", "  ")
 	if err := os.WriteFile(filepath.Join(cfg.Out, "summary.json"), b, 0o644); err != nil {
 		return summary, all, err
@@ -192,7 +204,8 @@ func key(task string, repeat int) string { return task + "/" + strconv.Itoa(repe
 func (r Result) toEpisode() grader.Episode {
 	return grader.Episode{Repeat: r.Repeat, Status: r.Status, Reason: r.Error, Verdict: grader.Verdict{
 		EpisodeScore: grader.EpisodeScore{Score: r.Score, TP: r.TP, FP: r.FP, RootCauses: r.RootCauses,
-			RootCausesFound: r.RootCausesFound, Predictions: []grader.Prediction{}}}}
+			RootCausesFound: r.RootCausesFound, Predictions: []grader.Prediction{}},
+		Matcher: r.Matcher, JudgeNote: r.JudgeNote, Rules: r.Rules}}
 }
 
 // readResults reads the episodes a previous run of the folder finished; a line cut by a crash
@@ -224,7 +237,7 @@ var ErrConfigChanged = errors.New("the run folder holds a run with another confi
 func writeHeader(cfg Config) error {
 	h := Header{Version: Version, Dataset: cfg.DatasetSpec, Repeats: cfg.Repeats, Model: cfg.ModelSpec, MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout.String(), Sandbox: cfg.Backend.Name(),
-		PromptSHA256: harness.PromptSHA256(cfg.SystemPrompt, cfg.TaskTemplate), Started: time.Now().UTC()}
+		PromptSHA256: harness.PromptSHA256(cfg.SystemPrompt, cfg.TaskTemplate), Judge: cfg.Judge, Started: time.Now().UTC()}
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)
 	}
@@ -259,6 +272,7 @@ func (h Header) differences(o Header) []string {
 	check("command_timeout", h.CommandTimeout, o.CommandTimeout)
 	check("sandbox", h.Sandbox, o.Sandbox)
 	check("prompt_sha256", h.PromptSHA256, o.PromptSHA256)
+	check("judge", h.Judge, o.Judge)
 	return out
 }
 
@@ -326,8 +340,16 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 		if err != nil {
 			res.Status, res.Error = grader.StatusInvalid, err.Error()
 		} else {
-			s := gt.Score(sub.Names)
-			res.Score, res.TP, res.FP, res.RootCausesFound = s.Score, s.TP, s.FP, s.RootCausesFound
+			score := cfg.Scorer
+			if score == nil {
+				score = grader.Rules
+			}
+			v, err := score(ctx, grader.Task{ID: task.ID, GroundTruth: task.GroundTruth}, gt, sub.Names)
+			if err != nil {
+				return fail(err) // interrupted while the judge was asked: run it again
+			}
+			res.Score, res.TP, res.FP, res.RootCausesFound = v.Score, v.TP, v.FP, v.RootCausesFound
+			res.Matcher, res.JudgeNote, res.Rules = v.Matcher, v.JudgeNote, v.Rules
 		}
 	}
 	return res, out.Err
