@@ -21,7 +21,7 @@ type Episode struct {
 	Repeat int    `json:"repeat"`
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"` // why an episode is not ok
-	EpisodeScore
+	Verdict
 }
 
 // TaskResult holds the episodes of one task and their mean.
@@ -44,6 +44,65 @@ type Summary struct {
 	FullRecallRate      float64      `json:"full_recall_rate"`
 	FullRecallPrecision *float64     `json:"full_recall_precision"`
 	PerTask             []TaskResult `json:"per_task"`
+	// Judge is present when an LLM judge graded (see JudgeSummary).
+	Judge *JudgeStats `json:"judge,omitempty"`
+}
+
+// JudgeStats tell how far an LLM judge's grading can be trusted, and how far the rules
+// approximate it.
+type JudgeStats struct {
+	Model string `json:"model"`
+	// Judged counts the graded episodes the judge decided; Fallbacks those the rules graded
+	// because the judge's call failed.
+	Judged    int `json:"episodes_judged"`
+	Fallbacks int `json:"fallbacks"`
+	// ScoreAgreement is the share of judged episodes whose rules' score equals the judge's;
+	// EntityAgreement the share of their entities the rules map to the same scoring set. Each
+	// is null when there was nothing to compare.
+	ScoreAgreement  *float64 `json:"score_agreement"`
+	EntityAgreement *float64 `json:"entity_agreement"`
+	// RulesScore is what the headline score would be had the rules graded every episode.
+	RulesScore float64 `json:"rules_score"`
+}
+
+// JudgeSummary computes the judge statistics of graded tasks.
+func JudgeSummary(model string, tasks []TaskResult) *JudgeStats {
+	j := &JudgeStats{Model: model}
+	var rulesTotal float64
+	episodes, sameScore, entities, sameSet := 0, 0, 0, 0
+	for _, t := range tasks {
+		for _, e := range t.Episodes {
+			episodes++
+			rulesTotal += e.Score
+			switch {
+			case e.Status != StatusOK:
+			case e.Matcher == MatcherRules:
+				j.Fallbacks++
+			case e.Rules != nil:
+				j.Judged++
+				rulesTotal += e.Rules.Score - e.Score
+				if e.Rules.Score == e.Score {
+					sameScore++
+				}
+				entities += e.Rules.Agreed + len(e.Rules.Disagreed)
+				sameSet += e.Rules.Agreed
+			}
+		}
+	}
+	if episodes > 0 {
+		j.RulesScore = rulesTotal / float64(episodes)
+	}
+	j.ScoreAgreement, j.EntityAgreement = share(sameScore, j.Judged), share(sameSet, entities)
+	return j
+}
+
+// share is part/whole, or nil when whole is 0.
+func share(part, whole int) *float64 {
+	if whole == 0 {
+		return nil
+	}
+	s := float64(part) / float64(whole)
+	return &s
 }
 
 // BootstrapResamples and BootstrapSeed fix the confidence interval so output is reproducible.

@@ -6,8 +6,8 @@ import (
 )
 
 func episode(repeat int, score float64, found, rootCauses, tp, fp int) Episode {
-	return Episode{Repeat: repeat, Status: StatusOK, EpisodeScore: EpisodeScore{
-		Score: score, TP: tp, FP: fp, RootCauses: rootCauses, RootCausesFound: found}}
+	return Episode{Repeat: repeat, Status: StatusOK, Verdict: Verdict{Matcher: MatcherRules, EpisodeScore: EpisodeScore{
+		Score: score, TP: tp, FP: fp, RootCauses: rootCauses, RootCausesFound: found}}}
 }
 
 func TestSummariseHeadline(t *testing.T) {

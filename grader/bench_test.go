@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,9 +110,9 @@ func BenchmarkGradeSubmissionsFolder(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		results, problems := GradeSubmissions(list, files, 0)
-		if len(problems) > 0 {
-			b.Fatal(problems)
+		results, problems, err := GradeSubmissions(context.Background(), list, files, GradeOptions{})
+		if err != nil || len(problems) > 0 {
+			b.Fatal(err, problems)
 		}
 		if s := Summarise(results); s.Episodes != tasks*perTask {
 			b.Fatalf("%d episodes", s.Episodes)

@@ -1,6 +1,8 @@
 package grader
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Task is what grading needs of a dataset task.
@@ -106,17 +109,29 @@ func (s SubmissionFiles) of(t Task) map[int]string {
 	return nil
 }
 
-// GradeSubmissions scores repeats 1..repeats of every task (repeats <= 0: up to the largest
-// repeat submitted for a task of the list, at least 1). A repeat with no file scores 0 as
-// `missing`, an unreadable one 0 as `invalid`. A task whose ground truth cannot be read is
+// GradeOptions say how submissions are graded.
+type GradeOptions struct {
+	// Repeats per task; <= 0: up to the largest repeat submitted for a task of the list, at
+	// least 1.
+	Repeats int
+	// Scorer maps entities to groups and scores them; nil: the rules.
+	Scorer Scorer
+	// Parallel is how many submissions are scored at once (a judge's calls); <= 1: one.
+	Parallel int
+}
+
+// GradeSubmissions scores repeats 1..opts.Repeats of every task. A repeat with no file scores
+// 0 as `missing`, an unreadable one 0 as `invalid`. A task whose ground truth cannot be read is
 // reported and left out; the others still grade. Submissions for tasks not in the list, and
-// repeats beyond the count, are reported.
-func GradeSubmissions(tasks []Task, subs SubmissionFiles, repeats int) ([]TaskResult, []Problem) {
+// repeats beyond the count, are reported. The error is the context's: grading was interrupted.
+func GradeSubmissions(ctx context.Context, tasks []Task, subs SubmissionFiles, opts GradeOptions) ([]TaskResult, []Problem, error) {
+	repeats := opts.Repeats
 	if repeats <= 0 {
 		repeats = max(1, subs.maxRepeat(tasks))
 	}
 	var results []TaskResult
 	var problems []Problem
+	var jobs []scoreJob
 	known := map[string]bool{}
 	for _, t := range tasks {
 		known[t.ID] = true
@@ -131,7 +146,11 @@ func GradeSubmissions(tasks []Task, subs SubmissionFiles, repeats int) ([]TaskRe
 		files := subs.of(t)
 		result := TaskResult{Task: t.ID}
 		for r := 1; r <= repeats; r++ {
-			result.Episodes = append(result.Episodes, gradeFile(gt, r, files[r]))
+			ep, names := readEpisode(gt, r, files[r])
+			if ep.Status == StatusOK {
+				jobs = append(jobs, scoreJob{task: t, gt: gt, names: names, result: len(results), episode: r - 1})
+			}
+			result.Episodes = append(result.Episodes, ep)
 		}
 		for _, r := range sortedRepeats(files) {
 			if r > repeats {
@@ -140,6 +159,9 @@ func GradeSubmissions(tasks []Task, subs SubmissionFiles, repeats int) ([]TaskRe
 			}
 		}
 		results = append(results, result)
+	}
+	if err := scoreAll(ctx, jobs, results, opts); err != nil {
+		return nil, nil, err
 	}
 	var unknown []string
 	for task := range subs {
@@ -152,7 +174,52 @@ func GradeSubmissions(tasks []Task, subs SubmissionFiles, repeats int) ([]TaskRe
 		problems = append(problems, Problem{Level: "warning", Task: task,
 			Message: fmt.Sprintf("submissions for %s ignored: the dataset has no such task", task)})
 	}
-	return results, problems
+	return results, problems, nil
+}
+
+// scoreJob is one readable submission waiting for its verdict, and where the verdict goes.
+type scoreJob struct {
+	task            Task
+	gt              *GroundTruth
+	names           []string
+	result, episode int
+}
+
+// scoreAll gives every job its verdict, opts.Parallel at once.
+func scoreAll(ctx context.Context, jobs []scoreJob, results []TaskResult, opts GradeOptions) error {
+	scorer := opts.Scorer
+	if scorer == nil {
+		scorer = Rules
+	}
+	queue := make(chan scoreJob)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range max(1, opts.Parallel) {
+		wg.Go(func() {
+			for j := range queue {
+				v, err := scorer(ctx, j.task, j.gt, j.names)
+				if err != nil {
+					mu.Lock()
+					firstErr = cmp.Or(firstErr, err)
+					mu.Unlock()
+					continue
+				}
+				results[j.result].Episodes[j.episode].Verdict = v
+			}
+		})
+	}
+feed:
+	for _, j := range jobs {
+		select {
+		case queue <- j:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(queue)
+	wg.Wait()
+	return cmp.Or(firstErr, ctx.Err())
 }
 
 func sortedRepeats(files map[int]string) []int {
@@ -164,23 +231,24 @@ func sortedRepeats(files map[int]string) []int {
 	return rs
 }
 
-// gradeFile grades one submission file ("" when there is none).
-func gradeFile(gt *GroundTruth, repeat int, file string) Episode {
-	ep := Episode{Repeat: repeat, EpisodeScore: EpisodeScore{RootCauses: gt.RootCauseSets(), Predictions: []Prediction{}}}
+// readEpisode reads one submission file ("" when there is none): an episode `missing` or
+// `invalid` (scored 0), or `ok` with the names it submits, to score.
+func readEpisode(gt *GroundTruth, repeat int, file string) (Episode, []string) {
+	ep := Episode{Repeat: repeat, Verdict: Verdict{EpisodeScore: EpisodeScore{RootCauses: gt.RootCauseSets(), Predictions: []Prediction{}}}}
 	if file == "" {
 		ep.Status, ep.Reason = StatusMissing, "no submission file"
-		return ep
+		return ep, nil
 	}
 	doc, err := readBounded(file, MaxSubmissionBytes)
 	if err == nil {
 		var sub Submission
 		if sub, err = ReadSubmission(doc); err == nil {
-			ep.Status, ep.EpisodeScore = StatusOK, gt.Score(sub.Names)
-			return ep
+			ep.Status = StatusOK
+			return ep, sub.Names
 		}
 	}
 	ep.Status, ep.Reason = StatusInvalid, fmt.Sprintf("%s: %v", file, err)
-	return ep
+	return ep, nil
 }
 
 // readBounded reads a file, refusing one larger than limit without reading it all.

@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,7 +65,10 @@ func TestGradeSubmissions(t *testing.T) {
 		{ID: "Scenario-2", GroundTruth: []byte("groups: []")},
 		{ID: "Scenario-3", AltIDs: []string{"it-bench-sre-public-scenario-3"}, GroundTruth: []byte(shopGT)},
 	}
-	results, problems := GradeSubmissions(tasks, files, 3)
+	results, problems, err := GradeSubmissions(context.Background(), tasks, files, GradeOptions{Repeats: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(results) != 2 || results[0].Task != "Scenario-1" || results[1].Task != "Scenario-3" {
 		t.Fatalf("results = %+v", results)
 	}
@@ -86,7 +90,7 @@ func TestGradeSubmissions(t *testing.T) {
 	}
 
 	// Without a repeat count, the largest repeat submitted for a known task is used.
-	results, _ = GradeSubmissions(tasks, files, 0)
+	results, _, _ = GradeSubmissions(context.Background(), tasks, files, GradeOptions{})
 	if len(results[0].Episodes) != 4 || len(results[1].Episodes) != 4 {
 		t.Fatalf("default repeats: %d and %d episodes, want 4", len(results[0].Episodes), len(results[1].Episodes))
 	}
@@ -99,7 +103,7 @@ func TestGradeOversizedFileIsInvalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, _ := GradeSubmissions([]Task{{ID: "T", GroundTruth: []byte(shopGT)}}, files, 1)
+	results, _, _ := GradeSubmissions(context.Background(), []Task{{ID: "T", GroundTruth: []byte(shopGT)}}, files, GradeOptions{Repeats: 1})
 	if e := results[0].Episodes[0]; e.Status != StatusInvalid || !strings.Contains(e.Reason, "larger than 4 MiB") {
 		t.Fatalf("episode = %+v", e)
 	}

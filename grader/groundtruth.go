@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -275,6 +276,33 @@ func (gt *GroundTruth) RootCauseSets() int {
 		}
 	}
 	return n
+}
+
+// AliasSets lists the ids of the groups that aliases merge into one scoring set, for each set
+// of more than one id, in file order: what a judge is told about aliases.
+func (gt *GroundTruth) AliasSets() [][]string {
+	ids := make([][]string, gt.setCount)
+	for i, g := range gt.Groups {
+		set := gt.setOf[i]
+		if !slices.Contains(ids[set], g.ID) {
+			ids[set] = append(ids[set], g.ID)
+		}
+	}
+	var out [][]string
+	for _, set := range ids {
+		if len(set) > 1 {
+			out = append(out, set)
+		}
+	}
+	return out
+}
+
+// groupIndex returns the index of the first group with this id, or -1.
+func (gt *GroundTruth) groupIndex(id string) int {
+	if id == "" {
+		return -1
+	}
+	return slices.IndexFunc(gt.Groups, func(g Group) bool { return g.ID == id })
 }
 
 // compileFilter compiles a filter as a case-insensitive regular expression that must match

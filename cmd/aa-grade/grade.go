@@ -30,12 +30,16 @@ func newGradeCommand() *cli.Command {
 			"ground truth as it is now), episodes without one keep the status the run recorded, and\n" +
 			"--dataset and --repeats default to the run's, and only the run's tasks are graded.\n\n" +
 			"For a Hub dataset only the index (sre/data.jsonl, with the ground truths) is downloaded.\n\n" +
+			"With --judge MODEL, a model maps entities to ground-truth groups as in the official grading; " +
+			"its answers are cached in $XDG_CACHE_HOME/aa-grade/judge.\n\n" +
 			"Example: aa-grade grade --dataset ./ITBench-AA ./my-agent-outputs",
 		Flags: []cli.Flag{
 			datasetFlag(),
 			&cli.IntFlag{Name: "repeats", Sources: env("repeats"),
 				Usage: "repeats per task to score (default: the largest repeat found)"},
 			&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print the result as JSON"},
+			judgeFlag(),
+			&cli.IntFlag{Name: "parallel", Value: 4, Sources: env("parallel"), Usage: "judge calls at once"},
 		},
 		Action: runGrade,
 	}
@@ -53,6 +57,13 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	}
 	if cmd.Int("repeats") < 0 {
 		return usageErrorf("--repeats must be 1 or more")
+	}
+	if cmd.Int("parallel") < 1 {
+		return usageErrorf("--parallel must be 1 or more")
+	}
+	j, err := newJudge(cmd.String("judge"))
+	if err != nil {
+		return err
 	}
 	dir, dataset, repeats := cmd.Args().First(), cmd.String("dataset"), cmd.Int("repeats")
 	var run map[string]runner.Result // the statuses a run recorded, when dir is a run folder
@@ -85,9 +96,22 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	for _, w := range ds.Warnings {
 		problems = append(problems, grader.Problem{Level: "warning", Message: w})
 	}
-	results, gradeProblems := grader.GradeSubmissions(gradeTasks(ds), subs, repeats)
+	opts := grader.GradeOptions{Repeats: repeats, Parallel: cmd.Int("parallel")}
+	if j != nil {
+		opts.Scorer = j.Score
+	}
+	results, gradeProblems, err := grader.GradeSubmissions(ctx, gradeTasks(ds), subs, opts)
+	if err != nil {
+		return &exitError{code: 130, err: fmt.Errorf("interrupted: %w", err)}
+	}
 	keepRunStatuses(results, run)
 	out := gradeOutput{Summary: grader.Summarise(results), Problems: append(problems, gradeProblems...)}
+	if j != nil {
+		out.Judge = grader.JudgeSummary(j.Model, results)
+		if p := judgeFallbacks(out.Summary); p != nil {
+			out.Problems = append(out.Problems, *p)
+		}
+	}
 
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	for _, p := range out.Problems {
@@ -180,6 +204,9 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 		fullRecall += fmt.Sprintf("; mean precision of those %.3f", *s.FullRecallPrecision)
 	}
 	fmt.Fprintln(w, fullRecall)
+	if s.Judge != nil {
+		fmt.Fprintln(w, judgeLine(s.Judge))
+	}
 	var counts []string
 	for _, st := range []string{grader.StatusOK, grader.StatusMissing, grader.StatusInvalid, grader.StatusNoSubmission,
 		grader.StatusMaxTurns, grader.StatusError, grader.StatusUnfinished} {

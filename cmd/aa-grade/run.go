@@ -57,6 +57,7 @@ func newRunCommand() *cli.Command {
 			priceFlag("price-input", "input tokens", "0"), priceFlag("price-output", "output tokens, reasoning included", "0"),
 			priceFlag("price-cached-read", "cached input tokens read", "the input price"),
 			priceFlag("price-cached-write", "input tokens written to the cache", "the input price"),
+			judgeFlag(),
 		},
 		Action: runRun,
 	}
@@ -99,6 +100,10 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
+	j, err := newJudge(cmd.String("judge"))
+	if err != nil {
+		return err
+	}
 	backend, err := sandbox.Select(cmd.String("sandbox"))
 	if err != nil {
 		if errors.Is(err, sandbox.ErrUnavailable) {
@@ -133,7 +138,7 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		len(ds.Tasks), cmd.Int("repeats"), part, ds.Spec, describeModel(settings), backend.Name(), out)
 	progress := newRunProgress(stderr)
 	progress.Start()
-	summary, results, err := runner.Run(ctx, runner.Config{
+	cfg := runner.Config{
 		Out: out, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: cmd.Int("repeats"), Parallel: cmd.Int("parallel"), Shard: shard,
 		ModelSpec: settings.Spec, Model: m, Prices: settings.Prices, Backend: backend, MaxTurns: cmd.Int("max-turns"),
 		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: settings.ContextWindow,
@@ -143,7 +148,11 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 			var apiErr *model.APIError
 			return errors.As(err, &apiErr) && !apiErr.Transient()
 		},
-	})
+	}
+	if j != nil {
+		cfg.Scorer, cfg.Judge = j.Score, j.Model
+	}
+	summary, results, err := runner.Run(ctx, cfg)
 	progress.Stop()
 	if replay, ok := m.(*model.Replay); ok {
 		reportDivergences(stderr, replay.Divergences())

@@ -86,6 +86,9 @@ func (p *runProgress) Finished(r runner.Result) {
 	if r.Error != "" {
 		line += ": " + r.Error
 	}
+	if r.JudgeNote != "" {
+		line += "; " + r.JudgeNote
+	}
 	p.printLocked(line)
 }
 

@@ -26,7 +26,7 @@ type Anthropic struct {
 	ThinkingBudget int // > 0: extended thinking with this budget instead of adaptive thinking
 }
 
-// Complete sends the conversation with every tool (tool_choice auto).
+// Complete sends the conversation with every tool (tool_choice auto), if there are any.
 func (m *Anthropic) Complete(ctx context.Context, req harness.Request) (harness.Reply, error) {
 	body, err := json.Marshal(m.requestBody(req))
 	if err != nil {
@@ -105,8 +105,10 @@ func (m *Anthropic) requestBody(req harness.Request) map[string]any {
 	if maxTokens <= 0 {
 		maxTokens = defaultAnthropicMaxTokens
 	}
-	body := map[string]any{"model": m.Model, "max_tokens": maxTokens, "system": system, "messages": messages,
-		"tools": tools, "tool_choice": block{"type": "auto"}}
+	body := map[string]any{"model": m.Model, "max_tokens": maxTokens, "system": system, "messages": messages}
+	if len(tools) > 0 { // the API refuses tool_choice without tools (the judge asks with none)
+		body["tools"], body["tool_choice"] = tools, block{"type": "auto"}
+	}
 	switch {
 	case m.ThinkingBudget > 0:
 		body["thinking"] = block{"type": "enabled", "budget_tokens": m.ThinkingBudget}

@@ -88,7 +88,7 @@ func TestAnthropicThinkingBudgetAndOverload(t *testing.T) {
 	}
 	sent := gjson.ParseBytes(f.received[1])
 	if len(f.received) != 2 || sent.Get("thinking.type").String() != "enabled" || sent.Get("thinking.budget_tokens").Int() != 4000 ||
-		sent.Get("max_tokens").Int() != 8000 || sent.Get("output_config").Exists() {
+		sent.Get("max_tokens").Int() != 8000 || sent.Get("output_config").Exists() || sent.Get("tools").Exists() || sent.Get("tool_choice").Exists() {
 		t.Fatalf("%d requests, last %s", len(f.received), f.received[len(f.received)-1])
 	}
 }

@@ -17,7 +17,7 @@ type OpenAIChat struct {
 	Options
 }
 
-// Complete sends the conversation with every tool (tool_choice auto).
+// Complete sends the conversation with every tool (tool_choice auto), if there are any.
 func (m *OpenAIChat) Complete(ctx context.Context, req harness.Request) (harness.Reply, error) {
 	body, err := json.Marshal(m.requestBody(req))
 	if err != nil {
@@ -65,12 +65,15 @@ func (m *OpenAIChat) requestBody(req harness.Request) map[string]any {
 		}
 		messages = append(messages, cm)
 	}
-	var tools []map[string]any
-	for _, t := range req.Tools {
-		tools = append(tools, map[string]any{"type": "function",
-			"function": map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters}})
+	body := map[string]any{"model": m.Model, "messages": messages}
+	if len(req.Tools) > 0 { // the API refuses tool_choice without tools (the judge asks with none)
+		var tools []map[string]any
+		for _, t := range req.Tools {
+			tools = append(tools, map[string]any{"type": "function",
+				"function": map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters}})
+		}
+		body["tools"], body["tool_choice"] = tools, "auto"
 	}
-	body := map[string]any{"model": m.Model, "messages": messages, "tools": tools, "tool_choice": "auto"}
 	if m.MaxTokens > 0 {
 		body["max_completion_tokens"] = m.MaxTokens
 	}

@@ -143,6 +143,21 @@ func TestChatRoundTrip(t *testing.T) {
 	}
 }
 
+// TestChatWithoutTools: a request with no tools (the judge's) carries neither tools nor
+// tool_choice, which the API refuses on its own.
+func TestChatWithoutTools(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, `{"choices":[{"message":{"content":"{}"}}]}`)}}
+	m, _ := newChat(t, f)
+	req := harness.Request{Messages: []harness.Message{{Role: harness.RoleSystem, Content: "judge"}, {Role: harness.RoleUser, Content: "map"}}}
+	if _, err := m.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	sent := gjson.ParseBytes(f.received[0])
+	if sent.Get("tools").Exists() || sent.Get("tool_choice").Exists() || sent.Get("messages.1.content").String() != "map" {
+		t.Fatalf("request = %s", f.received[0])
+	}
+}
+
 func TestChatRetriesTransientFailures(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){
 		status(429, `{"error":{"message":"Rate limit reached"}}`, "Retry-After", "1"),

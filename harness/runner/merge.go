@@ -103,7 +103,7 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	if err := os.WriteFile(filepath.Join(out, ResultsFile), lines, 0o644); err != nil {
 		return MergeReport{}, err
 	}
-	rep.Episodes, rep.Summary = len(all), Summarise(all)
+	rep.Episodes, rep.Summary = len(all), Summarise(all, first.Judge)
 	b, _ = json.MarshalIndent(rep.Summary, "", "  ")
 	return rep, os.WriteFile(filepath.Join(out, "summary.json"), b, 0o644)
 }

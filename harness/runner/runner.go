@@ -50,6 +50,10 @@ type Config struct {
 	Abort <-chan struct{}
 	// Progress, when set, hears about the run as it goes.
 	Progress Progress
+	// Scorer grades each episode's submission when the episode ends (an LLM judge); nil: the
+	// rules. Judge names it in run.json and the summary ("" for the rules).
+	Scorer grader.Scorer
+	Judge  string
 	// Permanent tells a model error that no retry will cure (a bad key, an unknown model): when
 	// the first episodes all end in one, the run stops instead of burning through every task.
 	Permanent func(error) bool
@@ -84,6 +88,7 @@ type Header struct {
 	CommandTimeout string    `json:"command_timeout"`
 	Sandbox        string    `json:"sandbox"`
 	PromptSHA256   string    `json:"prompt_sha256"`
+	Judge          string    `json:"judge,omitempty"`
 	Started        time.Time `json:"started"`
 	// Prices are the run's token prices (null: unknown), the latest when a resume changed them.
 	// A resume does not compare them: prices change no episode, each line of results.jsonl
@@ -112,6 +117,10 @@ type Result struct {
 	ToolTime        float64       `json:"tool_s"`
 	Retries         int           `json:"retries"` // model calls retried, all attempts counted
 	Error           string        `json:"error,omitempty"`
+	// Matcher, JudgeNote and Rules say who graded the episode (grader.Verdict).
+	Matcher   string             `json:"matcher,omitempty"`
+	JudgeNote string             `json:"judge_note,omitempty"`
+	Rules     *grader.RulesGrade `json:"rules,omitempty"`
 }
 
 // Final reports whether a result stands: error and unfinished episodes run again on resume.
@@ -242,7 +251,7 @@ feed:
 		}
 		all = append(all, res)
 	}
-	summary := Summarise(all)
+	summary := Summarise(all, cfg.Judge)
 	b, _ := json.MarshalIndent(summary, "", "  ")
 	if err := os.WriteFile(filepath.Join(cfg.Out, "summary.json"), b, 0o644); err != nil {
 		return summary, all, err
@@ -253,8 +262,9 @@ feed:
 	return summary, all, nil
 }
 
-// Summarise grades a run's results: per task in the order they come, repeats in order.
-func Summarise(results []Result) grader.Summary {
+// Summarise grades a run's results: per task in the order they come, repeats in order, with
+// the judge's statistics when a judge graded them.
+func Summarise(results []Result, judge string) grader.Summary {
 	var perTask []grader.TaskResult
 	index := map[string]int{}
 	for _, r := range results {
@@ -269,16 +279,21 @@ func Summarise(results []Result) grader.Summary {
 	for _, t := range perTask {
 		slices.SortFunc(t.Episodes, func(a, b grader.Episode) int { return a.Repeat - b.Repeat })
 	}
-	return grader.Summarise(perTask)
+	summary := grader.Summarise(perTask)
+	if judge != "" {
+		summary.Judge = grader.JudgeSummary(judge, perTask)
+	}
+	return summary
 }
 
 // ResultsFile is the run folder's log of finished episodes.
 const ResultsFile = "results.jsonl"
 
 func (r Result) toEpisode() grader.Episode {
-	return grader.Episode{Repeat: r.Repeat, Status: r.Status, Reason: r.Error,
+	return grader.Episode{Repeat: r.Repeat, Status: r.Status, Reason: r.Error, Verdict: grader.Verdict{
 		EpisodeScore: grader.EpisodeScore{Score: r.Score, TP: r.TP, FP: r.FP, RootCauses: r.RootCauses,
-			RootCausesFound: r.RootCausesFound, Predictions: []grader.Prediction{}}}
+			RootCausesFound: r.RootCausesFound, Predictions: []grader.Prediction{}},
+		Matcher: r.Matcher, JudgeNote: r.JudgeNote, Rules: r.Rules}}
 }
 
 // ReadResults reads the episodes a run folder's results.jsonl holds, by Key; a line cut by a
@@ -326,7 +341,7 @@ var ErrConfigChanged = errors.New("the run folder holds a run with another confi
 func writeHeader(cfg Config) error {
 	h := Header{Version: Version, Dataset: cfg.DatasetSpec, Repeats: cfg.Repeats, Shard: cfg.Shard.String(), Model: cfg.ModelSpec, MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout.String(), Sandbox: cfg.Backend.Name(),
-		PromptSHA256: harness.PromptSHA256(cfg.SystemPrompt, cfg.TaskTemplate), Prices: cfg.Prices, Started: time.Now().UTC()}
+		PromptSHA256: harness.PromptSHA256(cfg.SystemPrompt, cfg.TaskTemplate), Prices: cfg.Prices, Judge: cfg.Judge, Started: time.Now().UTC()}
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)
 	}
@@ -362,6 +377,7 @@ func (h Header) differences(o Header) []string {
 	check("command_timeout", h.CommandTimeout, o.CommandTimeout)
 	check("sandbox", h.Sandbox, o.Sandbox)
 	check("prompt_sha256", h.PromptSHA256, o.PromptSHA256)
+	check("judge", h.Judge, o.Judge)
 	return out
 }
 
@@ -424,8 +440,16 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 		if err != nil {
 			res.Status, res.Error = grader.StatusInvalid, err.Error()
 		} else {
-			s := gt.Score(sub.Names)
-			res.Score, res.TP, res.FP, res.RootCausesFound = s.Score, s.TP, s.FP, s.RootCausesFound
+			score := cfg.Scorer
+			if score == nil {
+				score = grader.Rules
+			}
+			v, err := score(ctx, grader.Task{ID: task.ID, GroundTruth: task.GroundTruth}, gt, sub.Names)
+			if err != nil {
+				return fail(err) // interrupted while the judge was asked: run it again
+			}
+			res.Score, res.TP, res.FP, res.RootCausesFound = v.Score, v.TP, v.FP, v.RootCausesFound
+			res.Matcher, res.JudgeNote, res.Rules = v.Matcher, v.JudgeNote, v.Rules
 		}
 	}
 	return res, out.Err

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// fakeJudge is an OpenAI Chat Completions server on 127.0.0.1 answering judge questions:
+// answer maps the question's ground-truth groups and submitted entities to the reply's
+// mapping. With status set, it refuses every request with that HTTP status instead.
+type fakeJudge struct {
+	answer   func(groups []gjson.Result, entities []string) map[string]any
+	status   int
+	requests atomic.Int32
+}
+
+func (f *fakeJudge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.requests.Add(1)
+	body, _ := io.ReadAll(r.Body)
+	if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer test" {
+		http.Error(w, `{"error":{"message":"wrong path or key"}}`, http.StatusNotFound)
+		return
+	}
+	if f.status != 0 {
+		w.WriteHeader(f.status)
+		io.WriteString(w, `{"error":{"message":"Incorrect API key provided"}}`)
+		return
+	}
+	req := gjson.ParseBytes(body)
+	if req.Get("tools").Exists() || req.Get("messages.0.role").String() != "system" || !strings.Contains(req.Get("messages.0.content").String(), "Never guess") {
+		http.Error(w, `{"error":{"message":"not a judge question"}}`, http.StatusBadRequest)
+		return
+	}
+	var groups []gjson.Result
+	var entities []string
+	for _, line := range strings.Split(req.Get("messages.1.content").String(), "\n") {
+		switch {
+		case strings.HasPrefix(line, `{"id"`):
+			groups = append(groups, gjson.Parse(line))
+		case strings.HasPrefix(line, `"`):
+			var e string
+			json.Unmarshal([]byte(line), &e)
+			entities = append(entities, e)
+		}
+	}
+	mapping, _ := json.Marshal(f.answer(groups, entities))
+	reply, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": string(mapping)}}},
+		"usage":   map[string]any{"prompt_tokens": 900, "completion_tokens": 40}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(reply)
+}
+
+// sampleJudgement is a judge's answer for the sample submissions: it agrees with the rules
+// except where it is unsure of the chaos Schedule (which costs Scenario-904 repeat 1 its
+// score) and of the frontend Service, and names an unknown group for the email Service.
+var sampleJudgement = map[string]any{
+	"otel-demo/ConfigMap/flagd-config":                           "flagd-config-1",
+	"otel-demo/Deployment/cart":                                  "cart-pod-1",
+	"otel-demo/NetworkPolicy/payment-deny-ingress":               "payment-netpol-1",
+	"otel-demo/networkpolicies/payment-deny-ingress":             "payment-netpol-1",
+	"otel-demo/Service/payment":                                  "payment-service-1",
+	"otel-demo/Pod/product-catalog-7d9f8c6b45-x2kq4":             "product-catalog-pod-1",
+	"otel-demo/Deployment/product-catalog":                       "product-catalog-deployment-1",
+	"otel-demo/Service/frontend":                                 nil,
+	"chaos-mesh/Schedule/otel-demo-email-checkout-partition":     nil,
+	"cluster/Namespace/otel-demo":                                "otel-demo-namespace-1",
+	"chaos-mesh/NetworkChaos/otel-demo-email-checkout-partition": "email-partition-1",
+	"chaos-mesh/networkchaos/otel-demo-email-checkout-partition": "email-partition-1",
+	"Namespace/otel-demo":                                        "otel-demo-namespace-1",
+	"otel-demo/Service/email":                                    "email-svc",
+}
+
+func byTable(table map[string]any) func([]gjson.Result, []string) map[string]any {
+	return func(_ []gjson.Result, entities []string) map[string]any {
+		out := map[string]any{}
+		for _, e := range entities {
+			out[e] = table[e]
+		}
+		return out
+	}
+}
+
+// judgeEnv serves f and returns the environment pointing aa-grade at it, with a fresh cache
+// folder.
+func judgeEnv(t *testing.T, f *fakeJudge) (env []string, cache string) {
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	cache = t.TempDir()
+	return []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=test", "XDG_CACHE_HOME=" + cache}, cache
+}
+
+var gradeSampleArgs = []string{"grade", "--dataset", "testdata/grade/dataset", "testdata/grade/submissions"}
+
+// TestGradeWithJudge grades the sample with a judge: its mapping decides, the rules' grade and
+// the agreement are reported; grading again asks nothing (the cache answers).
+func TestGradeWithJudge(t *testing.T) {
+	f := &fakeJudge{answer: byTable(sampleJudgement)}
+	env, _ := judgeEnv(t, f)
+	args := append(append([]string(nil), gradeSampleArgs...), "--judge", "openai/judge-model", "--json")
+	r := aaGrade(t, env, args...)
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if n := f.requests.Load(); n != 10 {
+		t.Fatalf("%d judge requests, want one per graded episode (10)", n)
+	}
+	out := gjson.Parse(r.stdout)
+	// Scenario-904 repeat 1 loses its score (the judge did not match the Schedule): 5.1667 / 12.
+	if s := out.Get("score").Float(); s < 0.4305 || s > 0.4306 {
+		t.Fatalf("score = %v\n%s", s, r.stdout)
+	}
+	checks := map[string]string{
+		"judge.model": "openai/judge-model", "judge.episodes_judged": "10", "judge.fallbacks": "0",
+		"judge.score_agreement": "0.9", "judge.entity_agreement": "0.8125",
+		"per_task.3.episodes.0.matcher": "judge", "per_task.3.episodes.0.score": "0", "per_task.3.episodes.0.rules.score": "1",
+		"per_task.3.episodes.0.rules.disagreed.0":   "chaos-mesh/Schedule/otel-demo-email-checkout-partition",
+		"per_task.3.episodes.2.judge_note":          `unknown group "email-svc" for otel-demo/Service/email (unmatched)`,
+		"per_task.2.episodes.0.predictions.0.group": "product-catalog-pod-1",
+		"per_task.2.episodes.2.status":              "invalid",
+		"per_task.2.episodes.2.matcher":             "",
+		"per_task.1.episodes.2.status":              "missing",
+	}
+	for path, want := range checks {
+		if got := out.Get(path).String(); got != want {
+			t.Errorf("%s = %q, want %q", path, got, want)
+		}
+	}
+	if g := out.Get("per_task.3.episodes.2.predictions.2"); g.Get("entity").String() != "otel-demo/Service/email" || g.Get("group").Type != gjson.Null {
+		t.Errorf("the unknown group must leave its entity unmatched: %s", g.Raw)
+	}
+	if rules := out.Get("judge.rules_score").Float(); rules < 0.5138 || rules > 0.5139 {
+		t.Errorf("rules_score = %v, want the rules' 0.514", rules)
+	}
+
+	again := aaGrade(t, env, args...)
+	if again.code != 0 || again.stdout != r.stdout || f.requests.Load() != 10 {
+		t.Fatalf("second grading: exit %d, %d requests in all, same output %v", again.code, f.requests.Load(), again.stdout == r.stdout)
+	}
+	text := aaGrade(t, append(env, "AA_GRADE_JUDGE=openai/judge-model"), gradeSampleArgs...)
+	if text.code != 0 || f.requests.Load() != 10 {
+		t.Fatalf("text: exit %d, %d requests\n%s", text.code, f.requests.Load(), text.stderr)
+	}
+	golden(t, "grade-judge.txt", text.stdout)
+}
+
+// TestGradeJudgeRefused: a judge whose every call is refused (a bad key) leaves the rules to
+// grade, with a note on each episode and one warning; the result is the rules' and exit 0.
+func TestGradeJudgeRefused(t *testing.T) {
+	f := &fakeJudge{status: http.StatusUnauthorized}
+	env, cache := judgeEnv(t, f)
+	r := aaGrade(t, env, append(append([]string(nil), gradeSampleArgs...), "--judge", "openai/judge-model", "--json")...)
+	if r.code != 0 || f.requests.Load() != 10 {
+		t.Fatalf("exit %d after %d requests\n%s", r.code, f.requests.Load(), r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "warning: the judge failed on 10 episodes, which the rules graded; first, Scenario-901 repeat 1: judge failed") ||
+		!strings.Contains(lines[0], "HTTP 401: Incorrect API key provided") {
+		t.Fatalf("stderr:\n%s", r.stderr)
+	}
+	out := gjson.Parse(r.stdout)
+	if s := out.Get("score").Float(); s < 0.5138 || s > 0.5139 || out.Get("judge.fallbacks").Int() != 10 || out.Get("judge.episodes_judged").Int() != 0 ||
+		out.Get("judge.score_agreement").Type != gjson.Null {
+		t.Fatalf("summary:\n%s", r.stdout)
+	}
+	ep := out.Get("per_task.0.episodes.0")
+	if ep.Get("matcher").String() != "rules" || !strings.Contains(ep.Get("judge_note").String(), "401") || ep.Get("rules").Exists() {
+		t.Fatalf("episode = %s", ep.Raw)
+	}
+	if strings.Contains(r.stdout+r.stderr, "Bearer") {
+		t.Fatal("the key's header leaked")
+	}
+	// Nothing was cached: with a judge that answers, the same grading asks again.
+	if entries, _ := os.ReadDir(filepath.Join(cache, "aa-grade", "judge")); len(entries) != 0 {
+		t.Fatalf("failed calls were cached: %v", entries)
+	}
+}
+
+func TestJudgeUsageErrors(t *testing.T) {
+	for name, c := range map[string]struct {
+		env  []string
+		args []string
+	}{
+		"builtin judge": {nil, []string{"--judge", "builtin/baseline"}},
+		"no key":        {[]string{"OPENAI_API_KEY="}, []string{"--judge", "openai/judge-model"}},
+		"unknown":       {nil, []string{"--judge", "acme/judge"}},
+		"zero parallel": {nil, []string{"--parallel", "0"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := aaGrade(t, c.env, append(append([]string(nil), gradeSampleArgs...), c.args...)...)
+			if r.code != 2 || !strings.HasPrefix(r.stderr, "aa-grade: ") || strings.Count(r.stderr, "\n") != 1 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+		})
+	}
+}
+
+// TestRunWithJudge: a run's episodes are graded by the judge as they end; results.jsonl and
+// summary.json say so, and resuming with another judge is refused.
+func TestRunWithJudge(t *testing.T) {
+	firstRootCause := func(groups []gjson.Result, entities []string) map[string]any {
+		out := map[string]any{}
+		for _, e := range entities {
+			out[e] = nil
+			for _, g := range groups {
+				if g.Get("root_cause").Bool() {
+					out[e] = g.Get("id").String()
+					break
+				}
+			}
+		}
+		return out
+	}
+	f := &fakeJudge{answer: firstRootCause}
+	env, _ := judgeEnv(t, f)
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901", "--repeats", "2", "--out", out, "--judge", "openai/judge-model"}
+	r := aaGrade(t, env, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "Judge openai/judge-model decided 2 episodes; the rules agree on 100.0% of its scores") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Both episodes submit the same diagnosis: the second is answered from the cache.
+	if f.requests.Load() != 1 {
+		t.Fatalf("%d judge requests", f.requests.Load())
+	}
+	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	for _, line := range strings.Split(strings.TrimSpace(string(results)), "\n") {
+		res := gjson.Parse(line)
+		if res.Get("matcher").String() != "judge" || res.Get("score").Float() != 1 || res.Get("rules.score").Float() != 1 {
+			t.Fatalf("result = %s", line)
+		}
+	}
+	summary, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	header, _ := os.ReadFile(filepath.Join(out, "run.json"))
+	if s := gjson.ParseBytes(summary); s.Get("judge.episodes_judged").Int() != 2 || s.Get("judge.model").String() != "openai/judge-model" ||
+		gjson.GetBytes(header, "judge").String() != "openai/judge-model" {
+		t.Fatalf("summary.json = %s\nrun.json = %s", summary, header)
+	}
+	args[len(args)-1] = "openai/another-judge"
+	if r := aaGrade(t, env, args...); r.code != 2 || !strings.Contains(r.stderr, "judge was openai/judge-model, now openai/another-judge") {
+		t.Fatalf("another judge: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,80 @@
+package judge
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/aa-grade/aa-grade/internal/atomicfile"
+)
+
+// cacheVersion changes when the meaning of a cached reply does.
+const cacheVersion = "aa-grade judge cache 1"
+
+// cacheKey names one question: the judge model, the ground truth as written, the entities
+// asked about and the prompt text. Each part is length-prefixed so no two questions share a
+// key.
+func cacheKey(model string, groundTruth []byte, entities []string, system, user string) string {
+	h := sha256.New()
+	field(h, []byte(cacheVersion))
+	field(h, []byte(model))
+	field(h, groundTruth)
+	binary.Write(h, binary.LittleEndian, uint64(len(entities)))
+	for _, e := range entities {
+		field(h, []byte(e))
+	}
+	field(h, []byte(system))
+	field(h, []byte(user))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func field(h hash.Hash, b []byte) {
+	binary.Write(h, binary.LittleEndian, uint64(len(b)))
+	h.Write(b)
+}
+
+// cacheEntry is one cached reply; the model is kept to make the files readable.
+type cacheEntry struct {
+	Model string `json:"model"`
+	Reply string `json:"reply"`
+}
+
+func (j *Judge) cachePath(key string) string {
+	return filepath.Join(j.CacheDir, key+".json")
+}
+
+// cached returns the reply stored under key. A file that is missing, unreadable or corrupt is
+// a miss: the question is asked again and the file rewritten.
+func (j *Judge) cached(key string) (string, bool) {
+	if j.CacheDir == "" {
+		return "", false
+	}
+	f, err := os.Open(j.cachePath(key))
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 2*maxReplyBytes))
+	var e cacheEntry
+	if err != nil || json.Unmarshal(b, &e) != nil {
+		return "", false
+	}
+	return e.Reply, true
+}
+
+// store saves a reply that was read successfully, atomically.
+func (j *Judge) store(key, reply string) error {
+	if j.CacheDir == "" {
+		return nil
+	}
+	b, err := json.Marshal(cacheEntry{Model: j.Model, Reply: reply})
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(j.cachePath(key), b)
+}

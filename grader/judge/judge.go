@@ -1,0 +1,71 @@
+// Package judge maps submitted entities to ground-truth groups by asking a model, as the
+// official ITBench-AA grading does: the model gets the whole ground truth and the whole
+// submission and answers with a confident match, or none, per entity. Answers are cached on
+// disk, so grading again costs nothing and gives the same result; when the judge cannot
+// answer, the deterministic rules of package grader decide.
+package judge
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aa-grade/aa-grade/grader"
+)
+
+// Asker puts one question to a model and returns the text of its answer (harness.Asker
+// adapts a model to it).
+type Asker interface {
+	Ask(ctx context.Context, system, user string) (string, error)
+}
+
+// Judge is an LLM judge.
+type Judge struct {
+	// Model is the judge's model spec (openai/gpt-5.5): part of every cache key.
+	Model string
+	Asker Asker
+	// CacheDir holds one file per answered question; "" caches nothing.
+	CacheDir string
+}
+
+// Score is a grader.Scorer: the judge's mapping decides the score, with the rules' grade
+// beside it. When the judge's call fails (after the provider's own retries) or its reply is
+// malformed, the rules decide, with a note saying why. The error is only the context's.
+func (j *Judge) Score(ctx context.Context, task grader.Task, gt *grader.GroundTruth, names []string) (grader.Verdict, error) {
+	entities := grader.DistinctEntities(names)
+	if len(entities) == 0 {
+		return gt.JudgeVerdict(names, nil, ""), nil // nothing to ask about
+	}
+	m, err := j.Map(ctx, task.GroundTruth, gt, entities)
+	if err != nil {
+		if ctx.Err() != nil {
+			return grader.Verdict{}, ctx.Err()
+		}
+		return gt.RulesVerdict(names, "judge failed, the rules decided: "+err.Error()), nil
+	}
+	return gt.JudgeVerdict(names, m.Groups, strings.Join(m.Notes, "; ")), nil
+}
+
+// Map asks the judge which group each entity names, or takes the answer from the cache when
+// the same question was asked before. groundTruth is the document gt was parsed from.
+func (j *Judge) Map(ctx context.Context, groundTruth []byte, gt *grader.GroundTruth, entities []string) (Mapping, error) {
+	user := userPrompt(gt, entities)
+	key := cacheKey(j.Model, groundTruth, entities, SystemPrompt, user)
+	if reply, ok := j.cached(key); ok {
+		if m, err := parseReply(reply, gt, entities); err == nil {
+			return m, nil
+		}
+	}
+	reply, err := j.Asker.Ask(ctx, SystemPrompt, user)
+	if err != nil {
+		return Mapping{}, err
+	}
+	m, err := parseReply(reply, gt, entities)
+	if err != nil {
+		return Mapping{}, err
+	}
+	if err := j.store(key, reply); err != nil {
+		m.Notes = append(m.Notes, fmt.Sprintf("answer not cached: %v", err))
+	}
+	return m, nil
+}

@@ -1,0 +1,245 @@
+package judge
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/grader"
+)
+
+// shopGT has two root causes, aliases and a chaos-mesh group, like the public tasks.
+const shopGT = `
+groups:
+  - {id: flagd-config-1, kind: ConfigMap, namespace: shop, name: flagd-config, root_cause: true}
+  - {id: partition-1, kind: NetworkChaos, namespace: chaos-mesh, filter: [.*cart-partition], root_cause: true}
+  - {id: cart-service-1, kind: Service, namespace: shop, filter: ['cart\b']}
+  - {id: cart-pod-1, kind: Pod, namespace: shop, filter: [cart-.*]}
+  - {id: shop-namespace-1, kind: Namespace, namespace: null, filter: [shop]}
+aliases: [[cart-service-1, cart-pod-1]]
+`
+
+var submission = []string{"shop/ConfigMap/flagd-config", "chaos-mesh/Schedule/shop-cart-partition", "shop/Deployment/cart", "shop/Service/ad"}
+
+// scripted is an Asker that plays back replies (or errors) and records the questions.
+type scripted struct {
+	replies []string
+	errs    []error
+	systems []string
+	users   []string
+}
+
+func (s *scripted) Ask(_ context.Context, system, user string) (string, error) {
+	s.systems, s.users = append(s.systems, system), append(s.users, user)
+	i := len(s.users) - 1
+	if i < len(s.errs) && s.errs[i] != nil {
+		return "", s.errs[i]
+	}
+	if i < len(s.replies) {
+		return s.replies[i], nil
+	}
+	return "", errors.New("no reply scripted")
+}
+
+func parse(t *testing.T, doc string) *grader.GroundTruth {
+	t.Helper()
+	gt, err := grader.ParseGroundTruth([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gt
+}
+
+func score(t *testing.T, j *Judge, names []string) grader.Verdict {
+	t.Helper()
+	v, err := j.Score(context.Background(), grader.Task{ID: "Scenario-1", GroundTruth: []byte(shopGT)}, parse(t, shopGT), names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func groupOf(v grader.Verdict, entity string) string {
+	for _, p := range v.Predictions {
+		if p.Entity == entity && p.Group != nil {
+			return *p.Group
+		}
+	}
+	return ""
+}
+
+func TestJudgeMapsAndScores(t *testing.T) {
+	asker := &scripted{replies: []string{"Here is the mapping:\n```json\n" + `{
+  "shop/ConfigMap/flagd-config": "flagd-config-1",
+  "chaos-mesh/Schedule/shop-cart-partition": "partition-1",
+  "shop/deploy/cart": "CART-SERVICE-1",
+  "shop/Service/ad": null
+}` + "\n```"}}
+	v := score(t, &Judge{Model: "openai/judge", Asker: asker, CacheDir: t.TempDir()}, submission)
+	if v.Matcher != grader.MatcherJudge || v.JudgeNote != "" || v.Score != 0.5 || v.TP != 2 || v.FP != 2 || v.RootCausesFound != 2 {
+		t.Fatalf("verdict = %+v", v)
+	}
+	// The entity written differently in the reply is resolved; the id takes the ground truth's spelling.
+	if g := groupOf(v, "shop/Deployment/cart"); g != "cart-service-1" {
+		t.Fatalf("shop/Deployment/cart -> %q", g)
+	}
+	// The rules map the cart Deployment to cart-pod-1, an alias of the judge's group: agreement.
+	if r := v.Rules; r == nil || r.Score != 0.5 || r.Agreed != 4 || len(r.Disagreed) != 0 {
+		t.Fatalf("rules beside = %+v", v.Rules)
+	}
+	if asker.systems[0] != SystemPrompt {
+		t.Fatal("the system prompt is not the judge's")
+	}
+	for _, want := range []string{
+		`{"id":"cart-service-1","kind":"Service","namespace":"shop","filters":["cart\\b"],"root_cause":false}`,
+		`{"id":"shop-namespace-1","kind":"Namespace","namespace":null,"filters":["shop"],"root_cause":false}`,
+		`["cart-service-1","cart-pod-1"]`,
+		`"chaos-mesh/Schedule/shop-cart-partition"`,
+		"mapping each of these 4 entities",
+	} {
+		if !strings.Contains(asker.users[0], want) {
+			t.Errorf("the question lacks %s:\n%s", want, asker.users[0])
+		}
+	}
+}
+
+// TestJudgeReplyPartsIgnored: an unknown group id leaves its entity unmatched, a key that is
+// not a submitted entity is ignored, a missing answer is unmatched; each is noted, and the
+// judge still decides.
+func TestJudgeReplyPartsIgnored(t *testing.T) {
+	asker := &scripted{replies: []string{`{"shop/ConfigMap/flagd-config": "flagd-config-1",
+	  "chaos-mesh/Schedule/shop-cart-partition": "partition-9", "shop/Pod/invented": "cart-pod-1", "shop/Service/ad": null}`}}
+	v := score(t, &Judge{Model: "openai/judge", Asker: asker}, submission)
+	if v.Matcher != grader.MatcherJudge || v.Score != 0 || v.RootCausesFound != 1 || groupOf(v, "chaos-mesh/Schedule/shop-cart-partition") != "" {
+		t.Fatalf("verdict = %+v", v)
+	}
+	for _, want := range []string{`unknown group "partition-9" for chaos-mesh/Schedule/shop-cart-partition`,
+		`"shop/Pod/invented" is not a submitted entity`, "no answer for 1 of 4 entities"} {
+		if !strings.Contains(v.JudgeNote, want) {
+			t.Errorf("note lacks %q: %s", want, v.JudgeNote)
+		}
+	}
+	// The rules found the Schedule's root cause and the cart Pod: they disagree on two entities.
+	if r := v.Rules; r.Score != 0.5 || r.Agreed != 2 || len(r.Disagreed) != 2 {
+		t.Fatalf("rules beside = %+v", r)
+	}
+}
+
+// TestJudgeFailureFallsBackToRules: a failed call and each kind of malformed reply leave the
+// rules to decide, with a note; nothing is cached, so the next grading asks again.
+func TestJudgeFailureFallsBackToRules(t *testing.T) {
+	for name, c := range map[string]struct {
+		reply string
+		err   error
+		note  string
+	}{
+		"call failed":    {err: errors.New("HTTP 401: Incorrect API key provided"), note: "HTTP 401: Incorrect API key provided"},
+		"no JSON":        {reply: "I cannot decide.", note: "malformed judge reply: no JSON object"},
+		"not a group id": {reply: `{"shop/Service/ad": 3}`, note: `the answer for "shop/Service/ad" is 3`},
+		"nested":         {reply: `{"mapping": {"shop/Service/ad": null}}`, note: "malformed judge reply"},
+		"answers none":   {reply: `{"cart": "cart-pod-1"}`, note: "answers none of the 4 entities"},
+		"too long":       {reply: `{"shop/Service/ad": null}` + strings.Repeat(" ", maxReplyBytes), note: "more than"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			asker := &scripted{replies: []string{c.reply, c.reply}, errs: []error{c.err, c.err}}
+			j := &Judge{Model: "openai/judge", Asker: asker, CacheDir: dir}
+			for range 2 {
+				v := score(t, j, submission)
+				if v.Matcher != grader.MatcherRules || v.Rules != nil || v.Score != 0.5 ||
+					!strings.HasPrefix(v.JudgeNote, "judge failed, the rules decided: ") || !strings.Contains(v.JudgeNote, c.note) {
+					t.Fatalf("verdict = %+v", v)
+				}
+			}
+			if files, _ := os.ReadDir(dir); len(asker.users) != 2 || len(files) != 0 {
+				t.Fatalf("%d calls, %d cache files", len(asker.users), len(files))
+			}
+		})
+	}
+}
+
+func TestJudgeCacheHitMakesNoCall(t *testing.T) {
+	dir := t.TempDir()
+	reply := `{"shop/ConfigMap/flagd-config": "flagd-config-1", "chaos-mesh/Schedule/shop-cart-partition": "partition-1"}`
+	first := &scripted{replies: []string{reply}}
+	a := score(t, &Judge{Model: "openai/judge", Asker: first, CacheDir: dir}, submission[:2])
+	second := &scripted{}
+	b := score(t, &Judge{Model: "openai/judge", Asker: second, CacheDir: dir}, submission[:2])
+	if len(first.users) != 1 || len(second.users) != 0 || a.Score != 1 || b.Score != 1 || b.Matcher != grader.MatcherJudge {
+		t.Fatalf("calls %d then %d; scores %v then %v (%s)", len(first.users), len(second.users), a.Score, b.Score, b.JudgeNote)
+	}
+	// Another judge model is another question.
+	other := &scripted{replies: []string{reply}}
+	score(t, &Judge{Model: "anthropic/judge", Asker: other, CacheDir: dir}, submission[:2])
+	files, _ := os.ReadDir(dir)
+	if len(other.users) != 1 || len(files) != 2 {
+		t.Fatalf("another model: %d calls, %d cache files", len(other.users), len(files))
+	}
+	// A corrupt cache file is a miss: the question is asked again and the file rewritten.
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name()), []byte("{cut"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := &scripted{replies: []string{reply}}
+	if v := score(t, &Judge{Model: "openai/judge", Asker: again, CacheDir: dir}, submission[:2]); len(again.users) != 1 || v.Score != 1 {
+		t.Fatalf("corrupt cache: %d calls, %+v", len(again.users), v)
+	}
+	if v := score(t, &Judge{Model: "openai/judge", Asker: &scripted{}, CacheDir: dir}, submission[:2]); v.Matcher != grader.MatcherJudge {
+		t.Fatalf("the rewritten entry was not used: %+v", v)
+	}
+}
+
+func TestCacheKeyNamesTheQuestion(t *testing.T) {
+	gt, entities := []byte(shopGT), []string{"a/Pod/x", "b/Pod/y"}
+	base := cacheKey("openai/judge", gt, entities, SystemPrompt, "user")
+	if len(base) != 64 || base != cacheKey("openai/judge", gt, entities, SystemPrompt, "user") {
+		t.Fatalf("key %q is not a stable sha256", base)
+	}
+	for name, key := range map[string]string{
+		"model":         cacheKey("openai/judge-2", gt, entities, SystemPrompt, "user"),
+		"ground truth":  cacheKey("openai/judge", append([]byte(shopGT), '\n'), entities, SystemPrompt, "user"),
+		"entities":      cacheKey("openai/judge", gt, entities[:1], SystemPrompt, "user"),
+		"entity bounds": cacheKey("openai/judge", gt, []string{"a/Pod/xb/Pod/y"}, SystemPrompt, "user"),
+		"system prompt": cacheKey("openai/judge", gt, entities, SystemPrompt+" ", "user"),
+		"user prompt":   cacheKey("openai/judge", gt, entities, SystemPrompt, "user "),
+	} {
+		if key == base {
+			t.Errorf("changing the %s keeps the key", name)
+		}
+	}
+}
+
+// TestJudgeCacheWriteFailureIsNoted: an answer that cannot be cached still decides.
+func TestJudgeCacheWriteFailureIsNoted(t *testing.T) {
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	asker := &scripted{replies: []string{`{"shop/Service/ad": null}`}}
+	v := score(t, &Judge{Model: "openai/judge", Asker: asker, CacheDir: notADir}, []string{"shop/Service/ad"})
+	if v.Matcher != grader.MatcherJudge || !strings.Contains(v.JudgeNote, "answer not cached") {
+		t.Fatalf("verdict = %+v", v)
+	}
+}
+
+func TestJudgeNothingToAsk(t *testing.T) {
+	asker := &scripted{}
+	v := score(t, &Judge{Model: "openai/judge", Asker: asker}, []string{" ", ""})
+	if len(asker.users) != 0 || v.Matcher != grader.MatcherJudge || v.Score != 0 || len(v.Predictions) != 0 {
+		t.Fatalf("%d calls, verdict %+v", len(asker.users), v)
+	}
+}
+
+// TestJudgeInterrupted: a call cut by the context is an error, not a fallback to the rules.
+func TestJudgeInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	j := &Judge{Model: "openai/judge", Asker: &scripted{errs: []error{context.Canceled}}}
+	if _, err := j.Score(ctx, grader.Task{GroundTruth: []byte(shopGT)}, parse(t, shopGT), submission); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,177 @@
+package grader
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/internal/testfs"
+)
+
+func TestDistinctEntitiesAreWhatIsGraded(t *testing.T) {
+	got := DistinctEntities([]string{"", "shop/ConfigMap/flagd-config", " /shop/configmaps/FLAGD-CONFIG ", "junk", "JUNK", "shop/Service/cart"})
+	want := []string{"shop/ConfigMap/flagd-config", "junk", "shop/Service/cart"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("DistinctEntities = %q, want %q", got, want)
+	}
+}
+
+func TestAliasSets(t *testing.T) {
+	gt := mustParse(t, `
+groups:
+  - {id: a, kind: Pod, filter: [a], root_cause: true}
+  - {id: b, kind: Service, filter: [b]}
+  - {id: c, kind: Pod, filter: [c]}
+  - {id: b, kind: Pod, filter: [b-.*]}
+  - {id: d, kind: Pod, filter: [d]}
+aliases: [[c, b], [d, c]]
+`)
+	if got := gt.AliasSets(); len(got) != 1 || !slices.Equal(got[0], []string{"b", "c", "d"}) {
+		t.Fatalf("AliasSets = %q", got)
+	}
+	if got := mustParse(t, "groups: [{id: a, kind: Pod, name: a, root_cause: true}]").AliasSets(); got != nil {
+		t.Fatalf("no aliases: %q", got)
+	}
+}
+
+// TestScoreMappingUsesTheGivenGroups: the mapping decides, not the rules; an id the ground
+// truth lacks and an entity left out match nothing.
+func TestScoreMappingUsesTheGivenGroups(t *testing.T) {
+	gt := mustParse(t, shopGT)
+	names := []string{"shop/ConfigMap/flagd-config", "shop/quota/mem-quota", "shop/Deployment/cart", "shop/Service/ad", "shop/Service/cart"}
+	s := gt.ScoreMapping(names, map[string]string{
+		"shop/ConfigMap/flagd-config": "flags",
+		"shop/quota/mem-quota":        "quota-1",
+		"shop/Deployment/cart":        "cart-service-1", // the rules would say cart-pod-1: same set
+		"shop/Service/ad":             "no-such-group",
+	})
+	if s.Score != 0.4 || s.TP != 2 || s.FP != 3 || s.RootCausesFound != 2 {
+		t.Fatalf("score = %+v", s)
+	}
+	groups := map[string]string{}
+	for _, p := range s.Predictions {
+		if p.Group != nil {
+			groups[p.Entity] = *p.Group
+		}
+	}
+	if len(groups) != 3 || groups["shop/Deployment/cart"] != "cart-service-1" {
+		t.Fatalf("groups = %v", groups)
+	}
+	// A judge that maps a root cause to nothing loses the recall gate.
+	if s := gt.ScoreMapping(names[:2], map[string]string{"shop/ConfigMap/flagd-config": "flags"}); s.Score != 0 || s.RootCausesFound != 1 {
+		t.Fatalf("missed root cause: %+v", s)
+	}
+}
+
+func TestJudgeVerdictKeepsTheRulesBeside(t *testing.T) {
+	gt := mustParse(t, shopGT)
+	names := []string{"shop/ConfigMap/flagd-config", "shop/quota/mem-quota", "shop/Pod/cart-5f45f75855-j5sn9", "shop/Service/ad"}
+	v := gt.JudgeVerdict(names, map[string]string{
+		"shop/ConfigMap/flagd-config":    "flags",
+		"shop/quota/mem-quota":           "quota-1",
+		"shop/Pod/cart-5f45f75855-j5sn9": "cart-service-1", // the alias of the rules' cart-pod-1
+		"shop/Service/ad":                "flags",          // the rules match nothing
+	}, "a note")
+	if v.Matcher != MatcherJudge || v.JudgeNote != "a note" || v.Score != 0.75 || v.Rules == nil {
+		t.Fatalf("verdict = %+v", v)
+	}
+	r := *v.Rules
+	if r.Score != 0.5 || r.TP != 2 || r.FP != 2 || r.RootCausesFound != 2 || r.Agreed != 3 || !slices.Equal(r.Disagreed, []string{"shop/Service/ad"}) {
+		t.Fatalf("rules beside = %+v", r)
+	}
+	rules := gt.RulesVerdict(names, "judge failed")
+	if rules.Matcher != MatcherRules || rules.JudgeNote != "judge failed" || rules.Rules != nil || rules.Score != 0.5 {
+		t.Fatalf("rules verdict = %+v", rules)
+	}
+}
+
+func judged(score, rulesScore float64, agreed int, disagreed ...string) Episode {
+	return Episode{Status: StatusOK, Verdict: Verdict{Matcher: MatcherJudge, EpisodeScore: EpisodeScore{Score: score},
+		Rules: &RulesGrade{Score: rulesScore, Agreed: agreed, Disagreed: disagreed}}}
+}
+
+func TestJudgeSummaryAgreement(t *testing.T) {
+	tasks := []TaskResult{
+		{Task: "a", Episodes: []Episode{judged(1, 1, 2), judged(0.5, 0, 1, "x"), {Status: StatusMissing}}},
+		{Task: "b", Episodes: []Episode{judged(0, 0, 0, "y", "z"),
+			{Status: StatusOK, Verdict: Verdict{Matcher: MatcherRules, JudgeNote: "judge failed: HTTP 401", EpisodeScore: EpisodeScore{Score: 1}}}}},
+	}
+	j := JudgeSummary("openai/judge", tasks)
+	if j.Model != "openai/judge" || j.Judged != 3 || j.Fallbacks != 1 {
+		t.Fatalf("counts = %+v", j)
+	}
+	if j.ScoreAgreement == nil || *j.ScoreAgreement != 2.0/3 || j.EntityAgreement == nil || *j.EntityAgreement != 0.5 {
+		t.Fatalf("agreement = %v, %v", j.ScoreAgreement, j.EntityAgreement)
+	}
+	// The rules' headline: 1 + 0 + 0 (missing) + 0 + 1 (fallback) over 5 episodes.
+	if j.RulesScore != 0.4 {
+		t.Fatalf("rules score = %v", j.RulesScore)
+	}
+	none := JudgeSummary("openai/judge", []TaskResult{{Task: "a", Episodes: []Episode{{Status: StatusInvalid}}}})
+	if none.Judged != 0 || none.ScoreAgreement != nil || none.EntityAgreement != nil {
+		t.Fatalf("nothing judged = %+v", none)
+	}
+}
+
+// TestGradeSubmissionsWithAScorer: the scorer decides every readable submission, several at
+// once, and is never asked about missing or invalid ones.
+func TestGradeSubmissionsWithAScorer(t *testing.T) {
+	dir := t.TempDir()
+	for r, doc := range []string{`["shop/cm/flagd-config", "shop/quota/mem-quota"]`, `["shop/Service/cart"]`, `not json`} {
+		testfs.Write(t, filepath.Join(dir, "T", string(rune('1'+r))+".json"), doc)
+	}
+	files, _, err := FindSubmissions(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	always := func(_ context.Context, task Task, gt *GroundTruth, names []string) (Verdict, error) {
+		calls.Add(1)
+		if task.ID != "T" {
+			t.Errorf("task %q", task.ID)
+		}
+		mapping := map[string]string{}
+		for _, n := range DistinctEntities(names) {
+			mapping[n] = "flags"
+		}
+		return gt.JudgeVerdict(names, mapping, ""), nil
+	}
+	results, _, err := GradeSubmissions(context.Background(), []Task{{ID: "T", GroundTruth: []byte(shopGT)}}, files,
+		GradeOptions{Repeats: 4, Scorer: always, Parallel: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := results[0].Episodes
+	if calls.Load() != 2 || eps[0].Matcher != MatcherJudge || eps[0].Score != 0 || eps[0].Rules.Score != 1 ||
+		eps[1].Matcher != MatcherJudge || eps[2].Status != StatusInvalid || eps[2].Matcher != "" || eps[3].Status != StatusMissing {
+		t.Fatalf("%d calls, episodes %+v", calls.Load(), eps)
+	}
+}
+
+// TestGradeSubmissionsInterrupted: a scorer stopped by the context makes the whole grading
+// fail with the context's error, rather than return partial grades.
+func TestGradeSubmissionsInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	testfs.Write(t, filepath.Join(dir, "T", "1.json"), `["shop/cm/flagd-config"]`)
+	files, _, _ := FindSubmissions(dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := func(ctx context.Context, _ Task, _ *GroundTruth, _ []string) (Verdict, error) {
+		cancel()
+		return Verdict{}, ctx.Err()
+	}
+	results, _, err := GradeSubmissions(ctx, []Task{{ID: "T", GroundTruth: []byte(shopGT)}}, files, GradeOptions{Scorer: stopped})
+	if !errors.Is(err, context.Canceled) || results != nil {
+		t.Fatalf("results %v, err %v", results, err)
+	}
+}
+
+func TestRulesScorerNamesItself(t *testing.T) {
+	gt := mustParse(t, shopGT)
+	v, err := Rules(context.Background(), Task{}, gt, []string{"shop/cm/flagd-config"})
+	if err != nil || v.Matcher != MatcherRules || v.JudgeNote != "" || v.RootCausesFound != 1 || *v.Predictions[0].Group != "flags" {
+		t.Fatalf("verdict %+v, err %v", v, err)
+	}
+}

@@ -1,0 +1,27 @@
+package harness
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestAskerSendsOneQuestionWithoutTools(t *testing.T) {
+	m := &script{replies: []Message{{Role: RoleAssistant, Content: `{"a": null}`}}}
+	answer, err := Asker{Model: m}.Ask(context.Background(), "be a judge", "map these")
+	if err != nil || answer != `{"a": null}` {
+		t.Fatalf("answer %q, err %v", answer, err)
+	}
+	req := m.requests[0]
+	if len(req.Tools) != 0 || len(req.Messages) != 2 || req.Messages[0].Role != RoleSystem || req.Messages[0].Content != "be a judge" ||
+		req.Messages[1].Role != RoleUser || req.Messages[1].Content != "map these" {
+		t.Fatalf("request = %+v", req)
+	}
+}
+
+func TestAskerPassesErrorsOn(t *testing.T) {
+	_, err := Asker{Model: failing{}}.Ask(context.Background(), "s", "u")
+	if err == nil || !strings.Contains(err.Error(), "ask the model") {
+		t.Fatalf("err = %v", err)
+	}
+}
