@@ -77,18 +77,21 @@ func shortURL(u string) string {
 
 // Start begins periodic rendering.
 func (p *pullProgress) Start() {
-	p.wg.Go(func() {
-		t := time.NewTicker(p.interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-				p.render(false)
-			}
+	p.wg.Go(func() { every(p.interval, p.stop, func() { p.render(false) }) })
+}
+
+// every calls fn at each interval until stop is closed.
+func every(interval time.Duration, stop <-chan struct{}, fn func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			fn()
 		}
-	})
+	}
 }
 
 // Stop ends rendering with a final line.

@@ -105,18 +105,11 @@ func (p *runProgress) count(r runner.Result) {
 // Start begins periodic rendering; Stop ends it, leaving the last overall line.
 func (p *runProgress) Start() {
 	p.wg.Go(func() {
-		t := time.NewTicker(p.interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				p.render()
-				p.mu.Unlock()
-			}
-		}
+		every(p.interval, p.stop, func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.render()
+		})
 	})
 }
 

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/internal/copytree"
 )
 
 // MergeReport says what joining run folders found.
@@ -124,40 +124,11 @@ func ReadHeader(dir string) (Header, error) {
 // copyEpisode copies an episode's files (trajectory, submission); an episode with no folder
 // (it failed before making one) has nothing to copy.
 func copyEpisode(from, to string) error {
-	entries, err := os.ReadDir(from)
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(from); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		if err := copyFile(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
-			return fmt.Errorf("copy %s: %w", filepath.Join(from, e.Name()), err)
-		}
+	if err := copytree.Copy(from, to); err != nil {
+		return fmt.Errorf("copy the episode %s: %w", from, err)
 	}
 	return nil
-}
-
-func copyFile(from, to string) error {
-	src, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	return dst.Close()
 }

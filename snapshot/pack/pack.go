@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/internal/copytree"
 )
 
 // Options describe the index rows to write.
@@ -42,7 +42,7 @@ func Write(out string, tasks []data.Task, opts Options) error {
 			return fmt.Errorf("pack: two tasks are named %s", t.ID)
 		}
 		seen[t.ID] = true
-		if err := copyTree(t.Dir, filepath.Join(sre, t.ID)); err != nil {
+		if err := copytree.Copy(t.Dir, filepath.Join(sre, t.ID)); err != nil {
 			return fmt.Errorf("pack %s: %w", t.ID, err)
 		}
 		row, err := json.Marshal(data.IndexRow{
@@ -64,35 +64,4 @@ func Write(out string, tasks []data.Task, opts Options) error {
 		return fmt.Errorf("pack: %w", err)
 	}
 	return nil
-}
-
-// copyTree copies the regular files of src (following links, as the Hub cache uses them)
-// into dst.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		return copyFile(p, target)
-	})
-}
-
-func copyFile(src, dst string) (err error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, out.Close()) }()
-	_, err = io.Copy(out, in)
-	return err
 }

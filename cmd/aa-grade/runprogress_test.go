@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/runner"
+)
+
+// TestRunProgressOnATerminal: the live block (overall bar and one line per running episode) is
+// redrawn in place, finished episodes print above it, and unknown cost never shows as zero.
+func TestRunProgressOnATerminal(t *testing.T) {
+	var out bytes.Buffer
+	p := newRunProgress(&out)
+	p.terminal = true
+	cost := 0.25
+	p.Plan(4, []runner.Result{{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, CostUSD: &cost}})
+	p.Turn("Scenario-2", 1, 5, 100, "grep -c error\n  logs.tsv")
+	p.Turn("Scenario-2", 2, 1, 100, "")
+	p.render()
+	block := out.String()
+	for _, want := range []string{"resuming: 1 of 4 episodes already finished", "1/4 episodes  score 1.000  $0.25 so far  2 running",
+		"  Scenario-2 r1  turn 5/100  grep -c error logs.tsv", "  Scenario-2 r2  turn 1/100"} {
+		if !strings.Contains(block, want) {
+			t.Errorf("missing %q in\n%s", want, block)
+		}
+	}
+	out.Reset()
+	p.Finished(runner.Result{Task: "Scenario-2", Repeat: 1, Status: "max_turns", Turns: 100})
+	after := out.String()
+	if !strings.HasPrefix(after, "\033[3A\r\033[J") || !strings.Contains(after, "Scenario-2 repeat 1: max_turns, score 0.00, 100 turns, cost unknown") ||
+		!strings.Contains(after, "cost unknown  1 running") || strings.Contains(after, "turn 5/100") {
+		t.Errorf("after an episode ended:\n%q", after)
+	}
+}
+
+// TestRunProgressElsewhere prints plain lines: one per finished episode and the overall line.
+func TestRunProgressElsewhere(t *testing.T) {
+	var out bytes.Buffer
+	p := newRunProgress(&out)
+	p.Plan(2, nil)
+	p.Turn("Scenario-1", 1, 3, 100, "ls")
+	p.Finished(runner.Result{Task: "Scenario-1", Repeat: 1, Status: "error", Error: "HTTP 401: bad key"})
+	p.render()
+	got := out.String()
+	if strings.Contains(got, "\033[") || !strings.Contains(got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 401: bad key\n") ||
+		!strings.Contains(got, "progress: 1/2 episodes") {
+		t.Errorf("plain output:\n%q", got)
+	}
+}
