@@ -81,31 +81,38 @@ func TestShardsMergeToTheWhole(t *testing.T) {
 }
 
 // TestKillNineThenResume kills a run with SIGKILL while episodes are running, resumes it, and
-// compares with an uninterrupted run: one result per episode, the same results.
+// compares with an uninterrupted run: one result per episode, the same results. Once with a
+// scripted model server, once with builtin/baseline.
 func TestKillNineThenResume(t *testing.T) {
-	s := newScriptedRun(t, fakemodel.Script{Turns: 6, Command: "sleep 0.05; ls", Answer: answer901}, "901,902,903,904", "2")
-	dir := t.TempDir()
-	whole, killed := filepath.Join(dir, "whole"), filepath.Join(dir, "killed")
-	if r := aaGrade(t, s.env, s.command(whole)...); r.code != 0 {
-		t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)
-	}
-	cmd, _ := start(t, s.env, s.command(killed)...)
-	waitFor(t, func() bool { return lines(t, filepath.Join(killed, "results.jsonl")) >= 3 })
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole process group, as a crash or OOM kill would
-	cmd.Wait()
-	before := lines(t, filepath.Join(killed, "results.jsonl"))
-	if before >= 8 {
-		t.Skip("the run finished before it could be killed")
-	}
-	r := aaGrade(t, s.env, s.command(killed)...)
-	if r.code != 0 || !strings.Contains(r.stderr, "already finished") {
-		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
-	}
-	if n := lines(t, filepath.Join(killed, "results.jsonl")); n != 8 {
-		t.Fatalf("%d result lines after the resume, want exactly one per episode (8); %d before", n, before)
-	}
-	if a, b := episodeFields(t, whole), episodeFields(t, killed); a != b {
-		t.Fatalf("the resumed run differs from the uninterrupted one:\n%s\n---\n%s", a, b)
+	scripted := newScriptedRun(t, fakemodel.Script{Turns: 6, Command: "sleep 0.05; ls", Answer: answer901}, "901,902,903,904", "2")
+	baseline := scriptedRun{env: []string{"XDG_CACHE_HOME=" + t.TempDir()},
+		args: []string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901,902,903,904", "--repeats", "2", "--parallel", "2"}}
+	for name, s := range map[string]scriptedRun{"scripted": scripted, "baseline": baseline} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			whole, killed := filepath.Join(dir, "whole"), filepath.Join(dir, "killed")
+			if r := aaGrade(t, s.env, s.command(whole)...); r.code != 0 {
+				t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)
+			}
+			cmd, _ := start(t, s.env, s.command(killed)...)
+			waitFor(t, func() bool { return lines(t, filepath.Join(killed, "results.jsonl")) >= 2 })
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole process group, as a crash or OOM kill would
+			cmd.Wait()
+			before := lines(t, filepath.Join(killed, "results.jsonl"))
+			if before >= 8 {
+				t.Skip("the run finished before it could be killed")
+			}
+			r := aaGrade(t, s.env, s.command(killed)...)
+			if r.code != 0 || !strings.Contains(r.stderr, "already finished") {
+				t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+			}
+			if n := lines(t, filepath.Join(killed, "results.jsonl")); n != 8 {
+				t.Fatalf("%d result lines after the resume, want exactly one per episode (8); %d before", n, before)
+			}
+			if a, b := episodeFields(t, whole), episodeFields(t, killed); a != b {
+				t.Fatalf("the resumed run differs from the uninterrupted one:\n%s\n---\n%s", a, b)
+			}
+		})
 	}
 }
 

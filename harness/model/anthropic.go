@@ -91,8 +91,17 @@ func (m *Anthropic) requestBody(req harness.Request) map[string]any {
 			add("user", block{"type": "text", "text": msg.Content})
 		}
 	}
+	// Cache breakpoints (3 of the 4 allowed): the tools, the system prompt, and the end of the
+	// conversation so far, so each call reads every earlier turn from the cache and pays full
+	// price only for the newest messages.
 	if len(system) > 0 {
 		system[len(system)-1]["cache_control"] = block{"type": "ephemeral"}
+	}
+	if n := len(messages); n > 0 {
+		blocks := messages[n-1]["content"].([]block)
+		if last := blocks[len(blocks)-1]; last["type"] != "thinking" && last["type"] != "redacted_thinking" { // those go back untouched
+			last["cache_control"] = block{"type": "ephemeral"}
+		}
 	}
 	var tools []block
 	for _, t := range req.Tools {

@@ -57,7 +57,8 @@ func TestAnthropicRoundTrip(t *testing.T) {
 		"messages.1.content.0.type": "thinking", "messages.1.content.0.signature": "sig-1",
 		"messages.1.content.1.text": "Looking.", "messages.1.content.2.type": "tool_use", "messages.1.content.2.input.cmd": "ls",
 		"messages.2.role": "user", "messages.2.content.0.type": "tool_result", "messages.2.content.0.tool_use_id": "toolu_0",
-		"messages.2.content.1.text": "You have 20 turns left",
+		"messages.2.content.1.text": "You have 20 turns left", "messages.2.content.1.cache_control.type": "ephemeral",
+		"messages.1.content.2.cache_control": "", "messages.2.content.0.cache_control": "",
 	} {
 		if got := sent.Get(path).String(); got != want {
 			t.Errorf("request %s = %q, want %q", path, got, want)
