@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
 
 // Cache is huggingface_hub's cache folder (HF_HUB_CACHE), laid out exactly as the Python and
@@ -69,7 +71,7 @@ func (c Cache) WriteRef(repo, rev, commit string) error {
 		return os.MkdirAll(filepath.Join(c.RepoDir(repo), "refs"), 0o755)
 	}
 	path := filepath.Join(c.RepoDir(repo), "refs", filepath.FromSlash(rev))
-	if err := writeFileAtomic(path, []byte(commit)); err != nil {
+	if err := atomicfile.Write(path, []byte(commit)); err != nil {
 		return fmt.Errorf("write cache ref %s: %w", rev, err)
 	}
 	return nil
@@ -103,22 +105,6 @@ func (c Cache) Link(repo, commit, path, etag string) error {
 func (c Cache) Linked(repo, commit, path string, size int64) bool {
 	info, err := os.Stat(filepath.Join(c.SnapshotDir(repo, commit), filepath.FromSlash(path)))
 	return err == nil && info.Mode().IsRegular() && info.Size() == size
-}
-
-// writeFileAtomic writes through a temporary file renamed into place.
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + "." + randomSuffix() + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 func randomSuffix() string {
