@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []Result, error) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return grader.Summary{}, nil, err
 	}
-	done, err := readResults(filepath.Join(cfg.Out, "results.jsonl"))
+	done, err := ReadResults(cfg.Out)
 	if err != nil {
 		return grader.Summary{}, nil, err
 	}
@@ -162,21 +162,11 @@ feed:
 	close(jobs)
 	wg.Wait()
 
-	var all []Result
-	var perTask []grader.TaskResult
-	for _, t := range cfg.Tasks {
-		tr := grader.TaskResult{Task: t.ID}
-		for r := 1; r <= cfg.Repeats; r++ {
-			res, ok := done[key(t.ID, r)]
-			if !ok {
-				res = Result{Task: t.ID, Repeat: r, Status: grader.StatusError, Error: "not run (interrupted)"}
-			}
-			all = append(all, res)
-			tr.Episodes = append(tr.Episodes, res.toEpisode())
-		}
-		perTask = append(perTask, tr)
+	ids := make([]string, len(cfg.Tasks))
+	for i, t := range cfg.Tasks {
+		ids[i] = t.ID
 	}
-	summary := grader.Summarise(perTask)
+	all, summary := Collect(ids, cfg.Repeats, done)
 	b, _ := json.MarshalIndent(summary, "", "  ")
 	if err := os.WriteFile(filepath.Join(cfg.Out, "summary.json"), b, 0o644); err != nil {
 		return summary, all, err
@@ -189,17 +179,38 @@ feed:
 
 func key(task string, repeat int) string { return task + "/" + strconv.Itoa(repeat) }
 
+// Collect lists every task x repeat in order, an episode missing from done as an error that
+// was not run, and summarises them: the same numbers for a finished run and for a partial one.
+func Collect(tasks []string, repeats int, done map[string]Result) ([]Result, grader.Summary) {
+	var all []Result
+	var perTask []grader.TaskResult
+	for _, id := range tasks {
+		tr := grader.TaskResult{Task: id}
+		for r := 1; r <= repeats; r++ {
+			res, ok := done[key(id, r)]
+			if !ok {
+				res = Result{Task: id, Repeat: r, Status: grader.StatusError, Error: "not run (interrupted)"}
+			}
+			all = append(all, res)
+			tr.Episodes = append(tr.Episodes, res.toEpisode())
+		}
+		perTask = append(perTask, tr)
+	}
+	return all, grader.Summarise(perTask)
+}
+
 func (r Result) toEpisode() grader.Episode {
 	return grader.Episode{Repeat: r.Repeat, Status: r.Status, Reason: r.Error,
 		EpisodeScore: grader.EpisodeScore{Score: r.Score, TP: r.TP, FP: r.FP, RootCauses: r.RootCauses,
 			RootCausesFound: r.RootCausesFound, Predictions: []grader.Prediction{}}}
 }
 
-// readResults reads the episodes a previous run of the folder finished; a line cut by a crash
-// is ignored, and the last line for an episode wins.
-func readResults(path string) (map[string]Result, error) {
+// ReadResults reads the episodes finished in the run folder dir, keyed by task and repeat
+// (DESIGN.md); a line cut by a crash is ignored, and the last line for an episode wins. A
+// folder without results.jsonl has none.
+func ReadResults(dir string) (map[string]Result, error) {
 	done := map[string]Result{}
-	f, err := os.Open(path)
+	f, err := os.Open(filepath.Join(dir, "results.jsonl"))
 	if errors.Is(err, os.ErrNotExist) {
 		return done, nil
 	}
@@ -215,7 +226,25 @@ func readResults(path string) (map[string]Result, error) {
 			done[key(r.Task, r.Repeat)] = r
 		}
 	}
-	return done, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	return done, nil
+}
+
+// ReadHeader reads the run folder dir's run.json; unknown fields are ignored, so folders
+// written by newer versions still read.
+func ReadHeader(dir string) (Header, error) {
+	path := filepath.Join(dir, "run.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Header{}, err
+	}
+	var h Header
+	if err := json.Unmarshal(b, &h); err != nil {
+		return Header{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
 }
 
 // ErrConfigChanged marks a resume whose configuration differs from the run folder's.
@@ -228,19 +257,18 @@ func writeHeader(cfg Config) error {
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)
 	}
-	path := filepath.Join(cfg.Out, "run.json")
-	if old, err := os.ReadFile(path); err == nil {
-		var prev Header
-		if err := json.Unmarshal(old, &prev); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
+	prev, err := ReadHeader(cfg.Out)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err == nil {
 		if diff := prev.differences(h); len(diff) > 0 {
 			return fmt.Errorf("%w (%s): use another --out, or the same flags", ErrConfigChanged, strings.Join(diff, "; "))
 		}
 		h.Started = prev.Started
 	}
 	b, _ := json.MarshalIndent(h, "", "  ")
-	return os.WriteFile(path, b, 0o644)
+	return os.WriteFile(filepath.Join(cfg.Out, "run.json"), b, 0o644)
 }
 
 // differences names the fields whose change would mix two experiments in one run.
