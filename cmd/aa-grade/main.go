@@ -44,6 +44,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		Commands: []*cli.Command{
 			newRunCommand(),
 			newGradeCommand(),
+			newReportCommand(),
 			newDataCommand(),
 			newTasksCommand(),
 			newDoctorCommand(),
