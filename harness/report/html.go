@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader"
@@ -324,12 +323,14 @@ const (
 // not have, or has not run yet, is grey.
 func heatChart(runs []*Run) heatView {
 	var tasks []string
+	seen := map[string]bool{}
 	perRun := make([]map[string]TaskStats, len(runs))
 	for i, r := range runs {
 		perRun[i] = map[string]TaskStats{}
 		for _, t := range r.PerTask() {
 			perRun[i][t.Task] = t
-			if !slices.Contains(tasks, t.Task) {
+			if !seen[t.Task] {
+				seen[t.Task] = true
 				tasks = append(tasks, t.Task)
 			}
 		}

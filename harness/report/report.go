@@ -63,24 +63,33 @@ func Load(dir string) (*Run, error) {
 		return nil, fmt.Errorf("read run folder: %w", err)
 	}
 	tasks, repeats := slices.Clone(h.Tasks), h.Repeats
+	order := map[string]int{}
+	for i, t := range tasks {
+		if _, ok := order[t]; !ok {
+			order[t] = i
+		}
+	}
 	var extra []string
 	for _, r := range done {
-		if !slices.Contains(tasks, r.Task) && !slices.Contains(extra, r.Task) {
+		if _, ok := order[r.Task]; !ok {
+			order[r.Task] = -1
 			extra = append(extra, r.Task)
 		}
 		repeats = max(repeats, r.Repeat)
 	}
 	slices.Sort(extra)
-	tasks = append(tasks, extra...)
+	for _, t := range extra {
+		order[t] = len(tasks)
+		tasks = append(tasks, t)
+	}
 	run := &Run{Dir: dir, Header: h}
 	for _, r := range done {
 		if r.Repeat >= 1 {
 			run.Results = append(run.Results, r)
 		}
 	}
-	order := func(task string) int { return slices.Index(tasks, task) }
 	slices.SortFunc(run.Results, func(a, b runner.Result) int {
-		return cmp.Or(cmp.Compare(order(a.Task), order(b.Task)), cmp.Compare(a.Repeat, b.Repeat))
+		return cmp.Or(cmp.Compare(order[a.Task], order[b.Task]), cmp.Compare(a.Repeat, b.Repeat))
 	})
 	_, run.Summary = runner.Collect(tasks, repeats, done)
 	return run, nil
@@ -149,16 +158,16 @@ type TaskStats struct {
 
 // PerTask gives each task of the run, in the run's order.
 func (r *Run) PerTask() []TaskStats {
+	byTask := map[string][]runner.Result{}
+	for _, e := range r.Results {
+		byTask[e.Task] = append(byTask[e.Task], e)
+	}
 	var out []TaskStats
 	for _, t := range r.Summary.PerTask {
 		s := TaskStats{Task: t.Task, Score: t.Score}
-		var eps []runner.Result
+		eps := byTask[t.Task]
 		turns, tools := 0, 0
-		for _, e := range r.Results {
-			if e.Task != t.Task {
-				continue
-			}
-			eps = append(eps, e)
+		for _, e := range eps {
 			s.Statuses = append(s.Statuses, e.Status)
 			turns += e.Turns
 			tools += e.ToolCalls
