@@ -76,7 +76,7 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 		if repeats == 0 {
 			repeats = header.Repeats
 		}
-		if run, err = runner.ReadResults(filepath.Join(dir, runner.ResultsFile)); err != nil {
+		if run, err = runner.ReadResults(dir); err != nil {
 			return badResult(err)
 		}
 		dir = filepath.Join(dir, "episodes")

@@ -3,25 +3,27 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/internal/fakehub"
 )
 
-// interopDir holds the real JavaScript Hugging Face client, installed by `npm ci` in
-// interop/ (.ci/run does it). Without it the test skips, except under CI.
-func interopDir(t *testing.T) string {
+// interopDir holds the real peers (the JavaScript Hugging Face client, DuckDB), installed by
+// `npm ci` in interop/ (.ci/run does it). Without the package the test skips, except under CI.
+func interopDir(t *testing.T, pkg string) string {
 	t.Helper()
 	dir := filepath.Join(moduleRoot, "interop")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@huggingface", "hub")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg))); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("@huggingface/hub is not installed in %s (npm ci there)", dir)
+			t.Fatalf("%s is not installed in %s (npm ci there)", pkg, dir)
 		}
-		t.Skip("@huggingface/hub not installed; run npm ci in interop/")
+		t.Skipf("%s not installed; run npm ci in interop/", pkg)
 	}
 	return dir
 }
@@ -45,7 +47,7 @@ func node(t *testing.T, dir string, env []string, args ...string) string {
 // TestInteropJavaScriptFillsOurCache: @huggingface/hub's snapshotDownload fills a cache from
 // the fake Hub; aa-grade then uses it offline as is.
 func TestInteropJavaScriptFillsOurCache(t *testing.T) {
-	dir := interopDir(t)
+	dir := interopDir(t, "@huggingface/hub")
 	h := fakehub.New()
 	defer h.Close()
 	h.Token = "hf_interop"
@@ -71,7 +73,7 @@ func TestInteropJavaScriptFillsOurCache(t *testing.T) {
 // TestInteropJavaScriptReadsOurCache: aa-grade pulls into a cache; @huggingface/hub's
 // scanCacheDir reads it without a warning and sees the revision and its ref.
 func TestInteropJavaScriptReadsOurCache(t *testing.T) {
-	dir := interopDir(t)
+	dir := interopDir(t, "@huggingface/hub")
 	h := fakehub.New()
 	defer h.Close()
 	commit := h.ServeSample(sampleRepo, fakehub.SampleDataset(2, 300<<10))
@@ -105,5 +107,75 @@ func TestInteropJavaScriptReadsOurCache(t *testing.T) {
 		len(scan.Repos[0].Revisions) != 1 || scan.Repos[0].Revisions[0].CommitOid != commit ||
 		strings.Join(scan.Repos[0].Revisions[0].Refs, ",") != "main" {
 		t.Fatalf("scanCacheDir saw %s", out)
+	}
+}
+
+// TestInteropDuckDBReadsResultsParquet: DuckDB reads the results.parquet of a real run (the
+// baseline: no prices, so every cost is null) and of a priced run with errors, and sees the
+// episodes, types and totals the Go reader sees.
+func TestInteropDuckDBReadsResultsParquet(t *testing.T) {
+	dir := interopDir(t, "@duckdb/node-api")
+	demo := filepath.Join(t.TempDir(), "demo")
+	if r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "run", "--dataset", "demo", "--model", "builtin/baseline",
+		"--tasks", "901,904", "--repeats", "1", "--out", demo); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	priced := t.TempDir()
+	if err := os.CopyFS(priced, os.DirFS(filepath.Join(moduleRoot, "testdata", "runs", "opus"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.WriteFolder(priced); err != nil {
+		t.Fatal(err)
+	}
+	var seen []struct {
+		Columns  []struct{ Name, Type string } `json:"columns"`
+		Rows     int                           `json:"rows"`
+		Score    float64                       `json:"score"`
+		NullCost int                           `json:"null_cost"`
+		CostUSD  *float64                      `json:"cost_usd"`
+		Input    int64                         `json:"input_tokens"`
+		Episodes string                        `json:"episodes"`
+	}
+	out := node(t, dir, nil, "duckdb.mjs", filepath.Join(demo, report.ParquetFile), filepath.Join(priced, report.ParquetFile))
+	if err := json.Unmarshal([]byte(out), &seen); err != nil || len(seen) != 2 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for i, runDir := range []string{demo, priced} {
+		run, err := report.Load(runDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var score, cost float64
+		var input int64
+		var episodes []string
+		nullCost := 0
+		for _, e := range run.Results {
+			score += e.Score
+			input += e.Tokens.Input
+			episodes = append(episodes, fmt.Sprintf("%s/%d/%s", e.Task, e.Repeat, e.Status))
+			if e.CostUSD == nil {
+				nullCost++
+			} else {
+				cost += *e.CostUSD
+			}
+		}
+		// SQL's sum of nothing but nulls is null.
+		d, allNull := seen[i], nullCost == len(run.Results)
+		if d.Rows != len(run.Results) || math.Abs(d.Score-score) > 1e-9 || d.NullCost != nullCost || d.Input != input ||
+			(d.CostUSD == nil) != allNull || (!allNull && math.Abs(*d.CostUSD-cost) > 1e-9) || d.Episodes != strings.Join(episodes, ",") {
+			t.Errorf("%s: DuckDB saw %+v; Go: %d rows, score %v, %d null costs, cost %v, input %d, %v",
+				runDir, d, len(run.Results), score, nullCost, cost, input, episodes)
+		}
+		types := map[string]string{}
+		for _, c := range d.Columns {
+			types[c.Name] = c.Type
+		}
+		if types["task"] != "VARCHAR" || types["repeat"] != "BIGINT" || types["score"] != "DOUBLE" || types["cost_usd"] != "DOUBLE" ||
+			types["reasoning_tokens"] != "BIGINT" || len(types) != 21 {
+			t.Errorf("%s: DuckDB column types %v", runDir, types)
+		}
+	}
+	if seen[0].NullCost != seen[0].Rows || seen[1].NullCost != 0 || seen[0].Rows != 2 || seen[1].Rows != 6 {
+		t.Errorf("fixtures changed: the baseline run must have only null costs and the priced run none: %+v", seen)
 	}
 }

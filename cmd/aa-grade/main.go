@@ -46,6 +46,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newGradeCommand(),
 			newMergeCommand(),
 			newModelsCommand(),
+			newReportCommand(),
 			newDataCommand(),
 			newTasksCommand(),
 			newDoctorCommand(),

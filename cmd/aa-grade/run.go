@@ -20,6 +20,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
@@ -168,6 +169,9 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		return badResult(fmt.Errorf("%v; fix the cause, then run the same command again", err))
 	}
 	if err != nil {
+		return err
+	}
+	if err := report.WriteFolder(out); err != nil {
 		return err
 	}
 	renderGradeText(cmd.Root().Writer, summary)

@@ -38,7 +38,7 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	for i, dir := range runs {
 		h, err := ReadHeader(dir)
 		if err != nil {
-			return MergeReport{}, err
+			return MergeReport{}, fmt.Errorf("%s is not a run folder: %w", dir, err)
 		}
 		if i == 0 {
 			first = h
@@ -57,7 +57,7 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	from := map[string]string{}
 	var rep MergeReport
 	for _, dir := range runs {
-		results, err := ReadResults(filepath.Join(dir, ResultsFile))
+		results, err := ReadResults(dir)
 		if err != nil {
 			return MergeReport{}, err
 		}
@@ -106,19 +106,6 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	rep.Episodes, rep.Summary = len(all), Summarise(all, first.Judge)
 	b, _ = json.MarshalIndent(rep.Summary, "", "  ")
 	return rep, os.WriteFile(filepath.Join(out, "summary.json"), b, 0o644)
-}
-
-// ReadHeader reads a run folder's run.json.
-func ReadHeader(dir string) (Header, error) {
-	var h Header
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil {
-		return h, fmt.Errorf("%s is not a run folder: %w", dir, err)
-	}
-	if err := json.Unmarshal(b, &h); err != nil {
-		return h, fmt.Errorf("%s: %w", filepath.Join(dir, "run.json"), err)
-	}
-	return h, nil
 }
 
 // copyEpisode copies an episode's files (trajectory, submission); an episode with no folder

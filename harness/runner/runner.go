@@ -146,7 +146,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []Result, error) {
 	if err := dropCutLine(path); err != nil {
 		return grader.Summary{}, nil, err
 	}
-	done, err := ReadResults(path)
+	done, err := ReadResults(cfg.Out)
 	if err != nil {
 		return grader.Summary{}, nil, err
 	}
@@ -163,7 +163,11 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []Result, error) {
 	}
 	defer results.Close()
 
-	plan := cfg.Shard.Episodes(cfg.Tasks, cfg.Repeats)
+	ids := make([]string, len(cfg.Tasks))
+	for i, t := range cfg.Tasks {
+		ids[i] = t.ID
+	}
+	plan := cfg.Shard.Episodes(ids, cfg.Repeats)
 	var todo []Episode
 	var finished []Result
 	for _, e := range plan {
@@ -243,15 +247,7 @@ feed:
 	close(jobs)
 	wg.Wait()
 
-	all := make([]Result, 0, len(plan))
-	for _, e := range plan {
-		res, ok := done[e.Key()]
-		if !ok {
-			res = Result{Task: e.Task, Repeat: e.Repeat, Status: grader.StatusUnfinished, Error: "not started: the run was interrupted"}
-		}
-		all = append(all, res)
-	}
-	summary := Summarise(all, cfg.Judge)
+	all, summary := Collect(plan, done, cfg.Judge)
 	b, _ := json.MarshalIndent(summary, "", "  ")
 	if err := os.WriteFile(filepath.Join(cfg.Out, "summary.json"), b, 0o644); err != nil {
 		return summary, all, err
@@ -260,6 +256,20 @@ feed:
 		return summary, all, context.Cause(feedCtx)
 	}
 	return summary, all, nil
+}
+
+// Collect lists a run's episodes in order, one missing from done as unfinished, and
+// summarises them: the same numbers for a finished run and for a partial one.
+func Collect(plan []Episode, done map[string]Result, judge string) ([]Result, grader.Summary) {
+	all := make([]Result, 0, len(plan))
+	for _, e := range plan {
+		res, ok := done[e.Key()]
+		if !ok {
+			res = Result{Task: e.Task, Repeat: e.Repeat, Status: grader.StatusUnfinished, Error: "not run (the run was interrupted or has not reached it)"}
+		}
+		all = append(all, res)
+	}
+	return all, Summarise(all, judge)
 }
 
 // Summarise grades a run's results: per task in the order they come, repeats in order, with
@@ -296,11 +306,12 @@ func (r Result) toEpisode() grader.Episode {
 		Matcher: r.Matcher, JudgeNote: r.JudgeNote, Rules: r.Rules}}
 }
 
-// ReadResults reads the episodes a run folder's results.jsonl holds, by Key; a line cut by a
-// crash is ignored, and the last line for an episode wins.
-func ReadResults(path string) (map[string]Result, error) {
+// ReadResults reads the episodes finished in the run folder dir, keyed by task and repeat
+// (DESIGN.md); a line cut by a crash is ignored, and the last line for an episode wins. A
+// folder without results.jsonl has none.
+func ReadResults(dir string) (map[string]Result, error) {
 	done := map[string]Result{}
-	f, err := os.Open(path)
+	f, err := os.Open(filepath.Join(dir, ResultsFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return done, nil
 	}
@@ -316,7 +327,25 @@ func ReadResults(path string) (map[string]Result, error) {
 			done[Episode{r.Task, r.Repeat}.Key()] = r
 		}
 	}
-	return done, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	return done, nil
+}
+
+// ReadHeader reads the run folder dir's run.json; unknown fields are ignored, so folders
+// written by newer versions still read.
+func ReadHeader(dir string) (Header, error) {
+	path := filepath.Join(dir, "run.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Header{}, err
+	}
+	var h Header
+	if err := json.Unmarshal(b, &h); err != nil {
+		return Header{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
 }
 
 // dropCutLine removes a last line that a crash cut short, so the next result appended starts
@@ -345,19 +374,18 @@ func writeHeader(cfg Config) error {
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)
 	}
-	path := filepath.Join(cfg.Out, "run.json")
-	if old, err := os.ReadFile(path); err == nil {
-		var prev Header
-		if err := json.Unmarshal(old, &prev); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
+	prev, err := ReadHeader(cfg.Out)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err == nil {
 		if diff := prev.differences(h); len(diff) > 0 {
 			return fmt.Errorf("%w (%s): use another --out, or the same flags", ErrConfigChanged, strings.Join(diff, "; "))
 		}
 		h.Started = prev.Started
 	}
 	b, _ := json.MarshalIndent(h, "", "  ")
-	return os.WriteFile(path, b, 0o644)
+	return os.WriteFile(filepath.Join(cfg.Out, "run.json"), b, 0o644)
 }
 
 // differences names the fields whose change would mix two experiments in one run.

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 )
@@ -35,7 +34,7 @@ func TestDropCutLine(t *testing.T) {
 }
 
 func TestShardsPartitionTheRun(t *testing.T) {
-	tasks := []data.Task{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}, {ID: "e"}}
+	tasks := []string{"a", "b", "c", "d", "e"}
 	whole := Shard{}.Episodes(tasks, 3)
 	if len(whole) != 15 {
 		t.Fatalf("whole run: %d episodes", len(whole))

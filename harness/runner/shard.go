@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/aa-grade/aa-grade/data"
 )
 
 // Episode names one task x repeat.
@@ -52,13 +50,13 @@ func (s Shard) String() string {
 // order, starting at the Index-th. Dealing them out round-robin gives every shard nearly the
 // same number of episodes and a mix of tasks, and depends only on the task list, so N
 // machines given the same flags split the run exactly.
-func (s Shard) Episodes(tasks []data.Task, repeats int) []Episode {
+func (s Shard) Episodes(tasks []string, repeats int) []Episode {
 	var out []Episode
 	k := 0
 	for _, t := range tasks {
 		for r := 1; r <= repeats; r++ {
 			if s.Count <= 1 || k%s.Count == s.Index-1 {
-				out = append(out, Episode{t.ID, r})
+				out = append(out, Episode{t, r})
 			}
 			k++
 		}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/internal/atomicfile"
+)
+
+func newReportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "report",
+		Usage:     "compare run folders: one line per run, as text, JSON or a self-contained HTML page",
+		ArgsUsage: "RUN...",
+		Description: "Each RUN is a folder written by aa-grade run, finished or not: episodes not run yet count as errors.\n" +
+			"Exit 1 when a run has episodes in error or not run.\n\n" +
+			"Example: aa-grade report runs/opus runs/qwen --html compare.html",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "html", Sources: env("html"), Usage: "also write the runs as one HTML page to this file"},
+			&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print the runs as JSON"},
+		},
+		Action: runReport,
+	}
+}
+
+func runReport(_ context.Context, cmd *cli.Command) error {
+	if cmd.NArg() == 0 {
+		return usageErrorf("report needs at least one RUN folder; see aa-grade report --help")
+	}
+	var runs []*report.Run
+	var overviews []report.Overview
+	for _, dir := range cmd.Args().Slice() {
+		r, err := report.Load(dir)
+		switch {
+		case errors.Is(err, report.ErrNotRunFolder):
+			return usageErrorf("%v", err)
+		case errors.Is(err, report.ErrCorrupt):
+			return badResult(err)
+		case err != nil:
+			return err
+		}
+		runs = append(runs, r)
+		overviews = append(overviews, r.Overview())
+	}
+	if path := cmd.String("html"); path != "" {
+		var page bytes.Buffer
+		if err := report.WriteHTML(&page, runs); err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFile(path, page.Bytes()); err != nil {
+			return fmt.Errorf("--html: write %s: %w", path, err)
+		}
+	}
+	stdout := cmd.Root().Writer
+	if cmd.Bool("json") {
+		if err := printJSON(stdout, overviews); err != nil {
+			return err
+		}
+	} else {
+		renderReportText(stdout, overviews)
+	}
+	var incomplete []string
+	for _, o := range overviews {
+		if o.Errors > 0 {
+			incomplete = append(incomplete, fmt.Sprintf("%s has %d episodes in error or not run", o.Dir, o.Errors))
+		}
+	}
+	if len(incomplete) > 0 {
+		return badResult(fmt.Errorf("%s; run the same aa-grade run command again to play them", strings.Join(incomplete, "; ")))
+	}
+	return nil
+}
+
+// renderReportText prints one row per run.
+func renderReportText(w io.Writer, runs []report.Overview) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tMODEL\tSCORE\t95% CI\tEPISODES\tERRORS\tCOST\t$/TASK\tMEAN TURNS")
+	for _, o := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f-%.3f\t%d\t%d\t%s\t%s\t%.1f\n", report.OneLine(o.Dir, 60), report.OneLine(o.Model, 60),
+			o.Score, o.CI95[0], o.CI95[1], o.Episodes, o.Errors, report.FormatUSD(o.CostUSD), report.FormatUSD(o.CostPerTask), o.MeanTurns)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"image/png"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aa-grade/aa-grade/internal/testfs"
+)
+
+// The fixtures (testdata/runs): opus is finished and priced, with one episode in error;
+// qwen is unpriced and stopped with 2 of its 6 episodes not run.
+var fixtureRuns = []string{"testdata/runs/opus", "testdata/runs/qwen"}
+
+func TestReportRuns(t *testing.T) {
+	r := aaGrade(t, nil, append([]string{"report"}, fixtureRuns...)...)
+	if r.code != 1 || !strings.Contains(r.stderr, "testdata/runs/opus has 1 episodes in error or not run") ||
+		!strings.Contains(r.stderr, "testdata/runs/qwen has 2 episodes in error or not run") {
+		t.Fatalf("incomplete runs: exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	golden(t, "report-runs.txt", r.stdout)
+
+	j := aaGrade(t, []string{"AA_GRADE_JSON=true"}, append([]string{"report"}, fixtureRuns...)...)
+	if j.code != 1 {
+		t.Fatalf("--json: exit %d: %s", j.code, j.stderr)
+	}
+	golden(t, "report-runs.json", j.stdout)
+}
+
+func TestReportCompleteRunAndHTML(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	if r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "run", "--dataset", "demo", "--model", "builtin/baseline",
+		"--tasks", "901,903", "--repeats", "1", "--out", out); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range []string{"results.parquet", "report.md", "report.html"} {
+		if info, err := os.Stat(filepath.Join(out, f)); err != nil || info.Size() == 0 {
+			t.Errorf("aa-grade run did not write %s: %v", f, err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	if !strings.Contains(string(md), "**1.000** (95% CI 1.000-1.000) over 2 tasks x 1 repeats") || !strings.Contains(string(md), "$0 in total") {
+		t.Errorf("report.md of the baseline run:\n%s", md)
+	}
+	page := filepath.Join(t.TempDir(), "sub", "compare.html")
+	r := aaGrade(t, []string{"AA_GRADE_HTML=" + page}, "report", out, "testdata/runs/qwen")
+	if r.code != 1 || !strings.Contains(r.stdout, "builtin/baseline") || !strings.Contains(r.stdout, "1.000") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil || !bytes.Contains(html, []byte("builtin/baseline")) || !bytes.Contains(html, []byte("openai-api/vllm/Qwen/Qwen3-32B")) {
+		t.Fatalf("--html: %v\n%.300s", err, html)
+	}
+	if r := aaGrade(t, nil, "report", out); r.code != 0 || r.stderr != "" {
+		t.Fatalf("a complete run: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+func TestReportErrors(t *testing.T) {
+	corrupt := t.TempDir()
+	testfs.Write(t, filepath.Join(corrupt, "run.json"), `{"model": "openai/gpt-5.5", "tasks": [`)
+	file := filepath.Join(t.TempDir(), "file")
+	testfs.Write(t, file, "x")
+	for name, c := range map[string]struct {
+		args []string
+		code int
+		want string
+	}{
+		"no run":         {[]string{"report"}, 2, "at least one RUN"},
+		"absent":         {[]string{"report", "testdata/runs/opus", "testdata/absent"}, 2, "testdata/absent: not a run folder"},
+		"not a run":      {[]string{"report", "README.md"}, 2, "README.md: not a run folder"},
+		"corrupt header": {[]string{"report", corrupt}, 1, filepath.Join(corrupt, "run.json")},
+		"html unwritable": {[]string{"report", "--html", filepath.Join(file, "page.html"), "testdata/runs/opus"}, 3,
+			"--html: write " + filepath.Join(file, "page.html")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := aaGrade(t, nil, c.args...)
+			if r.code != c.code || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Fatalf("exit %d, want %d with one line naming %q:\n%s", r.code, c.code, c.want, r.stderr)
+			}
+		})
+	}
+}
+
+// TestReportHTMLInChromium opens report.html of several runs, one of them hostile, in
+// headless Chromium: the page draws (a good share of non-background pixels, several colours)
+// and loads nothing: every request Chromium makes goes to a proxy on 127.0.0.1 that answers
+// none and records what was asked. A control page with an external image proves the proxy
+// sees such a request, and that the blank check fails on an empty page.
+func TestReportHTMLInChromium(t *testing.T) {
+	browser := chromium(t)
+	dir := t.TempDir()
+	hostile := filepath.Join(dir, "hostile")
+	testfs.Write(t, filepath.Join(hostile, "run.json"),
+		`{"model": "<script>fetch('http://127.0.0.1:9/x')</script>", "tasks": ["Scenario-1<img src=http://127.0.0.1:9/y.png>"], "repeats": 1, "max_turns": 100}`)
+	testfs.Write(t, filepath.Join(hostile, "results.jsonl"),
+		`{"task":"Scenario-1<img src=http://127.0.0.1:9/y.png>","repeat":1,"status":"error","error":"</style><link rel=stylesheet href=https://example.com/x.css>","turns":4}`+"\n")
+	page := filepath.Join(dir, "report.html")
+	if r := aaGrade(t, nil, append([]string{"report", "--html", page, hostile}, fixtureRuns...)...); r.code != 1 {
+		t.Fatalf("report: exit %d\n%s", r.code, r.stderr)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs := externalReferences(string(html)); len(refs) > 0 {
+		t.Fatalf("report.html refers to %v", refs)
+	}
+
+	shot, requests := screenshot(t, browser, page)
+	if len(requests) != 0 {
+		t.Errorf("report.html made network requests: %q", requests)
+	}
+	if err := drawn(shot); err != nil {
+		t.Errorf("report.html: %v", err)
+	}
+
+	control := filepath.Join(dir, "control.html")
+	testfs.Write(t, control, `<!doctype html><img src="http://192.0.2.1/pixel.png" width="1" height="1">`)
+	if len(externalReferences(`<img src="http://192.0.2.1/pixel.png">`)) != 1 {
+		t.Error("the static check misses an external image")
+	}
+	shot, requests = screenshot(t, browser, control)
+	if !slices.ContainsFunc(requests, func(r string) bool { return strings.Contains(r, "192.0.2.1") }) {
+		t.Errorf("the control page's image never reached the proxy (it saw %q): the check proves nothing", requests)
+	}
+	if drawn(shot) == nil {
+		t.Error("the blank control page passed the drawn check")
+	}
+}
+
+// externalReferences finds what would make a page load something: src and href attributes,
+// CSS url() and @import, stylesheets and scripts.
+func externalReferences(html string) []string {
+	return regexp.MustCompile(`(?i)<[a-z][^>]*\s(src|href|srcset|xlink:href|action|formaction|poster|data)\s*=[^>]*>|url\s*\(|@import|<link\b|<script\b|<iframe\b|<object\b|<embed\b`).FindAllString(html, -1)
+}
+
+// chromium finds the browser; without it the test skips, except under CI.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium is not installed (apt-get install chromium)")
+	}
+	t.Skip("chromium not installed")
+	return ""
+}
+
+// browserService matches the hosts Chromium itself calls in the background (component
+// updates, network time, sign-in), whatever the page: their requests are not the page's.
+var browserService = regexp.MustCompile(`^(CONNECT |[A-Z]+ http://)([a-z0-9-]+\.)*(google\.com|googleapis\.com|gvt1\.com)[:/ ]`)
+
+// screenshot renders file in headless Chromium with every request sent to a proxy on
+// 127.0.0.1 that refuses them all, and returns the PNG and the request lines the page caused.
+func screenshot(t *testing.T, browser, file string) ([]byte, []string) {
+	t.Helper()
+	proxy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var requests []string
+	var handlers sync.WaitGroup
+	go func() {
+		for {
+			c, err := proxy.Accept()
+			if err != nil {
+				return
+			}
+			handlers.Go(func() {
+				defer c.Close()
+				c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a preconnected socket that never asks is no request
+				line, err := bufio.NewReader(c).ReadString('\n')
+				if err != nil || browserService.MatchString(line) {
+					return
+				}
+				mu.Lock()
+				requests = append(requests, strings.TrimSpace(line))
+				mu.Unlock()
+			})
+		}
+	}()
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--user-data-dir="+t.TempDir(), "--no-first-run", "--disable-background-networking", "--disable-component-update",
+		"--disable-sync", "--disable-extensions", "--disable-default-apps",
+		"--proxy-server=http://"+proxy.Addr().String(), "--proxy-bypass-list=<-loopback>",
+		"--screenshot="+shot, "--window-size=1200,1600", "file://"+file)
+	out, err := cmd.CombinedOutput()
+	proxy.Close()
+	handlers.Wait()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	png, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatalf("chromium wrote no screenshot: %v\n%s", err, out)
+	}
+	return png, requests
+}
+
+// drawn checks a screenshot is a 1200x1600 page with content: at least 5% of its pixels
+// differ from the background (the top-left pixel) and it has at least 8 distinct colours.
+func drawn(shot []byte) error {
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		return err
+	}
+	b := img.Bounds()
+	if b.Dx() != 1200 || b.Dy() != 1600 {
+		return fmt.Errorf("screenshot is %v, want 1200x1600", b.Size())
+	}
+	background := img.At(b.Min.X, b.Min.Y)
+	colours := map[[3]uint32]bool{}
+	inked := 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			c := img.At(x, y)
+			if c != background {
+				inked++
+			}
+			r, g, bl, _ := c.RGBA()
+			colours[[3]uint32{r >> 12, g >> 12, bl >> 12}] = true
+		}
+	}
+	if share := float64(inked) / float64(b.Dx()*b.Dy()); share < 0.05 || len(colours) < 8 {
+		return fmt.Errorf("looks blank: %.1f%% of pixels drawn, %d colours", 100*share, len(colours))
+	}
+	return nil
+}

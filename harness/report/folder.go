@@ -1,0 +1,43 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/aa-grade/aa-grade/internal/atomicfile"
+)
+
+// Files of a run folder the reports write.
+const (
+	ParquetFile  = "results.parquet"
+	MarkdownFile = "report.md"
+	HTMLFile     = "report.html"
+)
+
+// WriteFolder reads the run folder dir and writes its three reports into it, each replaced
+// whole, so a report that was there stays readable until the new one is complete.
+func WriteFolder(dir string) error {
+	r, err := Load(dir)
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{ParquetFile, func(w io.Writer) error { return WriteParquet(w, r) }},
+		{MarkdownFile, func(w io.Writer) error { return WriteMarkdown(w, r) }},
+		{HTMLFile, func(w io.Writer) error { return WriteHTML(w, []*Run{r}) }},
+	} {
+		var b bytes.Buffer
+		if err := f.write(&b); err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), b.Bytes()); err != nil {
+			return fmt.Errorf("write the reports: %w", err)
+		}
+	}
+	return nil
+}

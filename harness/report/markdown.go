@@ -1,0 +1,118 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/grader/leaderboard"
+)
+
+// WriteMarkdown writes report.md: the run's headline, its episodes, cost and tasks, and the
+// published leaderboard beside it.
+func WriteMarkdown(w io.Writer, r *Run) error {
+	bw := bufio.NewWriter(w)
+	o := r.Overview()
+	h := r.Header
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+
+	p("# ITBench-AA run: %s\n\n", mdText(h.Model, 200))
+	p("- Dataset: %s, %d tasks x %d repeats\n", mdText(h.Dataset, 200), o.Tasks, o.Repeats)
+	p("- Started %s by aa-grade %s; sandbox %s, at most %d turns, prompt sha256 %s\n\n",
+		h.Started.UTC().Format("2006-01-02 15:04 MST"), mdText(h.Version, 40), mdText(h.Sandbox, 40), h.MaxTurns, mdText(h.PromptSHA256, 64))
+
+	p("## Score\n\n**%.3f** (95%% CI %.3f-%.3f) over %d tasks x %d repeats = %d episodes. ",
+		o.Score, o.CI95[0], o.CI95[1], o.Tasks, o.Repeats, o.Episodes)
+	p("Full recall in %.1f%% of episodes", 100*r.Summary.FullRecallRate)
+	if fp := r.Summary.FullRecallPrecision; fp != nil {
+		p("; mean precision of those %.3f", *fp)
+	}
+	p(".\n\n")
+
+	p("## Episodes by status\n\n| status | episodes |\n|---|---:|\n")
+	for _, st := range statusOrder(o.Statuses) {
+		p("| %s | %d |\n", mdText(st, 40), o.Statuses[st])
+	}
+	if o.NotRun > 0 {
+		p("| not run yet | %d |\n", o.NotRun)
+	}
+	p("\n")
+	for _, e := range r.Results {
+		if e.Status != grader.StatusOK && e.Error != "" {
+			p("- %s repeat %d, %s: %s\n", mdText(e.Task, 80), e.Repeat, mdText(e.Status, 40), mdText(e.Error, 300))
+		}
+	}
+	if o.Errors > 0 {
+		p("\n%d episodes ended in error or were not run: run the same `aa-grade run` command again to play them.\n", o.Errors)
+	}
+
+	p("\n## Cost\n\n")
+	if o.CostUSD == nil {
+		p("Unknown: the run has no prices for its model (tokens below).\n\n")
+	} else {
+		p("%s in total; %s per task (the mean of an episode).\n\n", FormatUSD(o.CostUSD), FormatUSD(o.CostPerTask))
+	}
+	p("Tokens: %d input (%d cached reads, %d cached writes), %d output (%d reasoning); %.1f turns per episode.\n\n",
+		o.Tokens.Input, o.Tokens.CachedRead, o.Tokens.CachedWrite, o.Tokens.Output, o.Tokens.Reasoning, o.MeanTurns)
+
+	p("## Per task\n\n")
+	p("| task | score | episodes | mean turns | mean tool calls | input tokens | cached read | cached write | output tokens | reasoning tokens | cost |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, t := range r.PerTask() {
+		p("| %s | %.3f | %d | %.1f | %.1f | %d | %d | %d | %d | %d | %s |\n", mdText(t.Task, 80), t.Score, t.Episodes,
+			t.MeanTurns, t.MeanToolCalls, t.Tokens.Input, t.Tokens.CachedRead, t.Tokens.CachedWrite,
+			t.Tokens.Output, t.Tokens.Reasoning, FormatUSD(t.CostUSD))
+	}
+
+	p("\n## Beside the published leaderboard\n\n%s This run: %d tasks.\n\n", SubsetNote, o.Tasks)
+	p("| | model | tasks | score | avg turns | $/task |\n|---|---|---:|---:|---:|---:|\n")
+	for _, b := range board([]Overview{o}) {
+		if b.Published() {
+			p("| published | %s | %d | %.3f | %s | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
+				formatOptional(b.AvgTurns, "%.0f"), formatOptional(b.CostPerTask, "$%.2f"))
+			continue
+		}
+		p("| **this run** | **%s** | %d | **%.3f** (%.3f-%.3f) | %.1f | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
+			b.CI95[0], b.CI95[1], *b.AvgTurns, FormatUSD(b.CostPerTask))
+	}
+	p("\nPublished figures: %s.\n", leaderboard.Source)
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write report.md of %s: %w", r.Dir, err)
+	}
+	return nil
+}
+
+// statusOrder lists the statuses present, in the order of DESIGN.md, then any other.
+func statusOrder(counts map[string]int) []string {
+	known := []string{grader.StatusOK, grader.StatusMaxTurns, grader.StatusNoSubmission, grader.StatusInvalid,
+		grader.StatusMissing, grader.StatusError}
+	var out []string
+	for _, st := range known {
+		if counts[st] > 0 {
+			out = append(out, st)
+		}
+	}
+	for _, st := range slices.Sorted(maps.Keys(counts)) {
+		if !slices.Contains(known, st) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// mdText makes untrusted text inert inside a Markdown line or table cell: one line, and the
+// characters that open inline Markdown, HTML or a cell backslash-escaped.
+func mdText(s string, limit int) string {
+	var b strings.Builder
+	for _, r := range OneLine(s, limit) {
+		if strings.ContainsRune("\\`*_[]<>|~&", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

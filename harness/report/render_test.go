@@ -1,0 +1,232 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/aa-grade/aa-grade/grader/leaderboard"
+	"github.com/aa-grade/aa-grade/internal/testfs"
+)
+
+func TestParquetRoundTrip(t *testing.T) {
+	for _, dir := range []string{opusDir, qwenDir} {
+		r := load(t, dir)
+		var b bytes.Buffer
+		if err := WriteParquet(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := parquet.Read[parquetRow](bytes.NewReader(b.Bytes()), int64(b.Len()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != len(r.Results) {
+			t.Fatalf("%s: %d rows for %d episodes", dir, len(rows), len(r.Results))
+		}
+		for i, row := range rows {
+			e := r.Results[i]
+			if row.Model != r.Header.Model || row.Task != e.Task || row.Repeat != int64(e.Repeat) || row.Status != e.Status ||
+				row.Score != e.Score || row.Turns != int64(e.Turns) || row.InputTokens != e.Tokens.Input ||
+				row.ReasoningTokens != e.Tokens.Reasoning || row.Error != e.Error || row.DurationS != e.Duration ||
+				(row.CostUSD == nil) != (e.CostUSD == nil) || (row.CostUSD != nil && *row.CostUSD != *e.CostUSD) {
+				t.Errorf("%s row %d = %+v, episode %+v", dir, i, row, e)
+			}
+		}
+	}
+}
+
+// TestParquetSchema: real column types, so tools need no schema of ours.
+func TestParquetSchema(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteParquet(&b, load(t, qwenDir)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(b.Bytes()), int64(b.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]string{}
+	for _, field := range f.Schema().Fields() {
+		kind := field.Type().Kind().String()
+		if lt := field.Type().LogicalType(); lt != nil && lt.String() == "STRING" {
+			kind = "STRING"
+		}
+		if field.Optional() {
+			kind += " optional"
+		}
+		types[field.Name()] = kind
+	}
+	for name, want := range map[string]string{"model": "STRING", "task": "STRING", "repeat": "INT64", "score": "DOUBLE",
+		"tp": "INT64", "tool_calls": "INT64", "input_tokens": "INT64", "cached_read_tokens": "INT64", "cached_write_tokens": "INT64",
+		"output_tokens": "INT64", "reasoning_tokens": "INT64", "cost_usd": "DOUBLE optional", "duration_s": "DOUBLE",
+		"model_s": "DOUBLE", "tool_s": "DOUBLE", "error": "STRING"} {
+		if types[name] != want {
+			t.Errorf("column %s is %q, want %q", name, types[name], want)
+		}
+	}
+	if f.NumRows() != 4 {
+		t.Errorf("%d rows, want the 4 finished episodes", f.NumRows())
+	}
+}
+
+func markdown(t *testing.T, r *Run) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestMarkdownFinishedRun(t *testing.T) {
+	md := markdown(t, load(t, opusDir))
+	for _, want := range []string{
+		"# ITBench-AA run: anthropic/claude-opus-4-7\n",
+		"**0.306** (95% CI 0.000-0.750) over 3 tasks x 2 repeats = 6 episodes",
+		"| ok | 4 |\n| max\\_turns | 1 |\n| error | 1 |\n",
+		"- Scenario-38 repeat 1, error: start the sandbox: bwrap: setting up uid map: Permission denied\n",
+		"$17.07 in total; $2.84 per task",
+		"| Scenario-16 | 0.000 | 2 | 70.0 | 76.5 | 6860671 | 6212102 | 471774 | 118961 | 83032 | $9.91 |",
+		SubsetNote,
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	// The run sits at its rank among the published rows: below 0.37, above 0.30.
+	gemma, run, gemini := strings.Index(md, "Gemma 4 31B"), strings.Index(md, "| **this run** |"), strings.Index(md, "Gemini 3.1 Pro")
+	if gemma < 0 || run < gemma || gemini < run {
+		t.Errorf("leaderboard order: Gemma at %d, the run at %d, Gemini 3.1 at %d", gemma, run, gemini)
+	}
+	if n := strings.Count(md, "| published |"); n != len(leaderboard.Published) {
+		t.Errorf("%d published rows, want %d", n, len(leaderboard.Published))
+	}
+}
+
+func TestMarkdownPartialUnpricedRun(t *testing.T) {
+	md := markdown(t, load(t, qwenDir))
+	for _, want := range []string{
+		"Unknown: the run has no prices for its model",
+		"| not run yet | 2 |",
+		"| Scenario-2 | 0.500 | 2 | 20.0 | 19.0 | 922541 | 0 | 0 | 65512 | 47115 | unknown |",
+		"| Scenario-38 | 0.000 | 0 | 0.0 | 0.0 | 0 | 0 | 0 | 0 | 0 | $0 |",
+		"2 episodes ended in error or were not run",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// hostileRun is a run folder whose model, task ids and errors try to break out of Markdown
+// and HTML.
+func hostileRun(t *testing.T) *Run {
+	t.Helper()
+	dir := t.TempDir()
+	testfs.Write(t, filepath.Join(dir, "run.json"),
+		`{"model": "<script>alert(1)</script>|x", "dataset": "<b>d</b>", "tasks": ["Scenario-1<img src=x onerror=alert(2)>"], "repeats": 2, "max_turns": 100}`)
+	testfs.Write(t, filepath.Join(dir, "results.jsonl"), fmt.Sprintf(`{"task":"Scenario-1<img src=x onerror=alert(2)>","repeat":1,"status":"error","error":%q,"turns":3}
+{"task":"Scenario-1<img src=x onerror=alert(2)>","repeat":2,"status":"<i>odd</i>","turns":5,"tokens":{"input":10},"cost_usd":0.5}
+`, "line1\n# heading </style><a href=\"https://evil.example/x.png\">x</a> `code` | cell"))
+	return load(t, dir)
+}
+
+func TestMarkdownEscapesRunContent(t *testing.T) {
+	md := markdown(t, hostileRun(t))
+	if m := regexp.MustCompile(`(^|[^\\])[<>]`).FindString(md); m != "" {
+		t.Errorf("report.md has an unescaped %q:\n%s", m, md)
+	}
+	if strings.Contains(md, "\n# heading") {
+		t.Errorf("an error message started a heading:\n%s", md)
+	}
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "| Scenario-1") {
+			if cells := strings.Count(strings.ReplaceAll(line, `\|`, ""), "|"); cells != 12 {
+				t.Errorf("a task id broke the table: %d cell borders in %q", cells, line)
+			}
+		}
+	}
+	if !strings.Contains(md, `\<script\>alert(1)\</script\>\|x`) {
+		t.Errorf("the model name is not shown escaped:\n%s", md)
+	}
+}
+
+func renderHTML(t *testing.T, runs ...*Run) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteHTML(&b, runs); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestHTMLEscapesRunContent(t *testing.T) {
+	html := renderHTML(t, hostileRun(t), load(t, opusDir))
+	// Only the page's own elements, and no attribute that loads or runs anything.
+	own := "html head meta title style body h1 h2 h3 p b br span code table tr th td svg g rect line text circle"
+	for _, tag := range regexp.MustCompile(`<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*>`).FindAllStringSubmatch(html, -1) {
+		if !slices.Contains(strings.Fields(own), tag[2]) {
+			t.Errorf("report.html has a foreign element %s", tag[0])
+		}
+		if regexp.MustCompile(`(?i)\s(href|src|on\w+)=`).MatchString(tag[0]) {
+			t.Errorf("report.html has a loading or scripting attribute in %s", tag[0])
+		}
+	}
+	if n := strings.Count(html, "</style>"); n != 1 {
+		t.Errorf("%d </style> tags, want only the page's own", n)
+	}
+	for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;|x", "Scenario-1&lt;img src=x onerror=alert(2)&gt;",
+		"&lt;/style&gt;&lt;a href=&#34;https://evil.example/x.png&#34;&gt;"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report.html does not show %q escaped", want)
+		}
+	}
+}
+
+func TestHTMLSeveralRuns(t *testing.T) {
+	html := renderHTML(t, load(t, opusDir), load(t, qwenDir))
+	for _, want := range []string{"ITBench-AA report: 2 runs", "anthropic/claude-opus-4-7", "openai-api/vllm/Qwen/Qwen3-32B",
+		SubsetNote, "cost unknown (no prices for the model) for Scenario-2, Scenario-16.", "2 episodes not run yet",
+		`default-src 'none'`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if n := strings.Count(html, "published, 59 tasks"); n != 2*len(leaderboard.Published) {
+		t.Errorf("published rows marked %d times, want %d (label and tooltip)", n, 2*len(leaderboard.Published))
+	}
+	if n := strings.Count(html, "<circle"); n != 3 {
+		t.Errorf("%d scatter points, want the 3 tasks of the priced run", n)
+	}
+	if n := strings.Count(html, `class="cell"`); n != 6 {
+		t.Errorf("%d heatmap cells, want 3 tasks x 2 runs", n)
+	}
+	if !strings.Contains(html, "Scenario-38: not run yet in R2") {
+		t.Error("a task not run yet is not marked in the heatmap")
+	}
+}
+
+func TestHTMLOneRunAndNone(t *testing.T) {
+	html := renderHTML(t, load(t, qwenDir))
+	if !strings.Contains(html, "<title>ITBench-AA report: openai-api/vllm/Qwen/Qwen3-32B</title>") || !strings.Contains(html, "No task has a known cost.") {
+		t.Errorf("one unpriced run:\n%s", html)
+	}
+	if err := WriteHTML(&bytes.Buffer{}, nil); err == nil {
+		t.Error("a page of no run was written")
+	}
+}
+
+func TestNiceScale(t *testing.T) {
+	for _, c := range []struct{ most, step, top float64 }{{4.96, 1, 5}, {0.12, 0.05, 0.15}, {7, 2, 8}, {0, 0.2, 1}, {250, 50, 250}} {
+		step, top := niceScale(c.most)
+		if !near(step, c.step) || !near(top, c.top) {
+			t.Errorf("niceScale(%v) = %v, %v; want %v, %v", c.most, step, top, c.step, c.top)
+		}
+	}
+}

@@ -1,0 +1,214 @@
+// Package report turns run folders into reports: results.parquet (one row per episode for
+// any data tool), report.md (one run, beside the published leaderboard) and report.html (one
+// self-contained page comparing runs). Everything read from a run folder is untrusted: it is
+// escaped wherever it is rendered.
+package report
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/runner"
+)
+
+// ErrNotRunFolder marks a path that is not a run folder: it does not exist, or has no run.json.
+var ErrNotRunFolder = errors.New("not a run folder (no run.json)")
+
+// ErrCorrupt marks a run folder whose run.json cannot be read as a run header.
+var ErrCorrupt = errors.New("corrupt run folder")
+
+// Run is one run folder as the reports see it.
+type Run struct {
+	Dir    string
+	Header runner.Header
+	// Results are the finished episodes, deduplicated as the runner reads them, in task order
+	// then repeat order.
+	Results []runner.Result
+	// Summary covers every task x repeat of the run, those not run yet counting as errors, so
+	// a report on a partial run shows what a resume would start from.
+	Summary grader.Summary
+}
+
+// Load reads the run folder dir. Tasks or repeats found in results.jsonl beyond those in
+// run.json are kept, so nothing recorded is left out of a report.
+func Load(dir string) (*Run, error) {
+	info, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !info.IsDir()) {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNotRunFolder)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read run folder: %w", err)
+	}
+	h, err := runner.ReadHeader(dir)
+	var pathErr *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%s: %w", dir, ErrNotRunFolder)
+	case errors.As(err, &pathErr):
+		return nil, fmt.Errorf("read run folder: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	case h.Model == "":
+		return nil, fmt.Errorf("%w: %s names no model", ErrCorrupt, filepath.Join(dir, "run.json"))
+	}
+	done, err := runner.ReadResults(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read run folder: %w", err)
+	}
+	tasks, repeats := slices.Clone(h.Tasks), h.Repeats
+	order := map[string]int{}
+	for i, t := range tasks {
+		if _, ok := order[t]; !ok {
+			order[t] = i
+		}
+	}
+	var extra []string
+	for _, r := range done {
+		if _, ok := order[r.Task]; !ok {
+			order[r.Task] = -1
+			extra = append(extra, r.Task)
+		}
+		repeats = max(repeats, r.Repeat)
+	}
+	slices.Sort(extra)
+	for _, t := range extra {
+		order[t] = len(tasks)
+		tasks = append(tasks, t)
+	}
+	run := &Run{Dir: dir, Header: h}
+	for _, r := range done {
+		if r.Repeat >= 1 {
+			run.Results = append(run.Results, r)
+		}
+	}
+	slices.SortFunc(run.Results, func(a, b runner.Result) int {
+		return cmp.Or(cmp.Compare(order[a.Task], order[b.Task]), cmp.Compare(a.Repeat, b.Repeat))
+	})
+	shard, err := runner.ParseShard(h.Shard)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, filepath.Join(dir, "run.json"), err)
+	}
+	_, run.Summary = runner.Collect(shard.Episodes(tasks, repeats), done, h.Judge)
+	return run, nil
+}
+
+// Overview is one run in a line: what `aa-grade report` prints and the leaderboard shows.
+type Overview struct {
+	Dir      string     `json:"dir"`
+	Model    string     `json:"model"`
+	Dataset  string     `json:"dataset"`
+	Score    float64    `json:"score"`
+	CI95     [2]float64 `json:"ci95"`
+	Tasks    int        `json:"tasks"`
+	Repeats  int        `json:"repeats"`
+	Episodes int        `json:"episodes"`
+	// Statuses counts the finished episodes by status; NotRun the episodes not run yet.
+	Statuses map[string]int `json:"statuses"`
+	NotRun   int            `json:"not_run"`
+	// Errors counts the episodes a resumed run would play again: ended in error or not run.
+	Errors int `json:"errors"`
+	// CostUSD is the total and CostPerTask the mean of a finished episode (one attempt at one
+	// task, as the leaderboard's $/task); both null when prices are unknown.
+	CostUSD     *float64      `json:"cost_usd"`
+	CostPerTask *float64      `json:"cost_per_task_usd"`
+	MeanTurns   float64       `json:"mean_turns"`
+	Tokens      harness.Usage `json:"tokens"`
+}
+
+// Overview sums the run up.
+func (r *Run) Overview() Overview {
+	o := Overview{Dir: r.Dir, Model: r.Header.Model, Dataset: r.Header.Dataset, Score: r.Summary.Score,
+		CI95: r.Summary.CI95, Tasks: r.Summary.Tasks, Repeats: r.Summary.Repeats, Episodes: r.Summary.Episodes,
+		Statuses: map[string]int{}, NotRun: r.Summary.Episodes - len(r.Results)}
+	o.Errors = o.NotRun
+	turns := 0
+	for _, e := range r.Results {
+		o.Statuses[e.Status]++
+		if e.Status == grader.StatusError {
+			o.Errors++
+		}
+		turns += e.Turns
+		o.Tokens.Add(e.Tokens)
+	}
+	o.CostUSD = cost(r.Results)
+	if n := len(r.Results); n > 0 {
+		o.MeanTurns = float64(turns) / float64(n)
+		o.CostPerTask = per(o.CostUSD, n)
+	}
+	return o
+}
+
+// TaskStats is one task of a run: its score over every repeat, and what its finished episodes
+// used.
+type TaskStats struct {
+	Task     string  `json:"task"`
+	Score    float64 `json:"score"`
+	Episodes int     `json:"episodes"` // finished
+	// Statuses of the finished episodes, in repeat order.
+	Statuses       []string      `json:"statuses"`
+	MeanTurns      float64       `json:"mean_turns"`
+	MeanToolCalls  float64       `json:"mean_tool_calls"`
+	Tokens         harness.Usage `json:"tokens"`
+	CostUSD        *float64      `json:"cost_usd"`
+	CostPerEpisode *float64      `json:"cost_per_episode_usd"`
+}
+
+// PerTask gives each task of the run, in the run's order.
+func (r *Run) PerTask() []TaskStats {
+	byTask := map[string][]runner.Result{}
+	for _, e := range r.Results {
+		byTask[e.Task] = append(byTask[e.Task], e)
+	}
+	var out []TaskStats
+	for _, t := range r.Summary.PerTask {
+		s := TaskStats{Task: t.Task, Score: t.Score}
+		eps := byTask[t.Task]
+		turns, tools := 0, 0
+		for _, e := range eps {
+			s.Statuses = append(s.Statuses, e.Status)
+			turns += e.Turns
+			tools += e.ToolCalls
+			s.Tokens.Add(e.Tokens)
+		}
+		s.Episodes = len(eps)
+		s.CostUSD = cost(eps)
+		if s.Episodes > 0 {
+			s.MeanTurns = float64(turns) / float64(s.Episodes)
+			s.MeanToolCalls = float64(tools) / float64(s.Episodes)
+			s.CostPerEpisode = per(s.CostUSD, s.Episodes)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// cost sums what episodes cost. An episode with no cost_usd that used no tokens cost nothing
+// whatever the prices; one that used tokens at unknown prices makes the sum unknown (nil),
+// never zero.
+func cost(episodes []runner.Result) *float64 {
+	var sum float64
+	for _, e := range episodes {
+		switch {
+		case e.CostUSD != nil:
+			sum += *e.CostUSD
+		case e.Tokens != harness.Usage{}:
+			return nil
+		}
+	}
+	return &sum
+}
+
+func per(total *float64, n int) *float64 {
+	if total == nil {
+		return nil
+	}
+	v := *total / float64(n)
+	return &v
+}

@@ -1,0 +1,201 @@
+package report
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/internal/testfs"
+)
+
+// The fixtures: testdata/runs/opus is a finished, priced run whose results.jsonl has an
+// episode retried after an error (the later line wins), fields of newer versions, and a last
+// line cut by a crash; testdata/runs/qwen is an unpriced run stopped after 4 of its 6
+// episodes, with a stale summary.json.
+var (
+	opusDir = filepath.Join("..", "..", "testdata", "runs", "opus")
+	qwenDir = filepath.Join("..", "..", "testdata", "runs", "qwen")
+)
+
+func load(t *testing.T, dir string) *Run {
+	t.Helper()
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestLoadFinishedRun(t *testing.T) {
+	r := load(t, opusDir)
+	var got []string
+	for _, e := range r.Results {
+		got = append(got, e.Task+"/"+e.Status)
+	}
+	want := []string{"Scenario-2/ok", "Scenario-2/ok", "Scenario-16/max_turns", "Scenario-16/ok", "Scenario-38/error", "Scenario-38/ok"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("episodes %v, want %v", got, want)
+	}
+	// Scores 1, 0.5 | 0, 0 | 0, 1/3 over 6 episodes.
+	if s := r.Summary; s.Episodes != 6 || s.Tasks != 3 || !near(s.Score, (1.5+1.0/3)/6) || s.CI95[0] > s.Score || s.CI95[1] < s.Score {
+		t.Fatalf("summary %+v", s)
+	}
+	o := r.Overview()
+	var total float64
+	for _, e := range r.Results {
+		total += *e.CostUSD
+	}
+	if o.CostUSD == nil || !near(*o.CostUSD, total) || !near(*o.CostPerTask, total/6) || o.Errors != 1 || o.NotRun != 0 ||
+		o.Statuses[grader.StatusOK] != 4 || !near(o.MeanTurns, (24+31+100+40+0+52)/6.0) {
+		t.Fatalf("overview %+v", o)
+	}
+}
+
+func TestLoadPartialUnpricedRun(t *testing.T) {
+	r := load(t, qwenDir)
+	o := r.Overview()
+	// The stale summary.json (0.9) is ignored: 1 + 0 + 0.5 + 0 over 6 episodes, 2 not run.
+	if len(r.Results) != 4 || o.Episodes != 6 || o.NotRun != 2 || o.Errors != 2 || !near(o.Score, 0.25) {
+		t.Fatalf("overview %+v", o)
+	}
+	if o.CostUSD != nil || o.CostPerTask != nil || o.Tokens.Input == 0 {
+		t.Fatalf("cost of an unpriced run that used tokens must be unknown: %+v", o)
+	}
+	tasks := r.PerTask()
+	if len(tasks) != 3 || tasks[2].Task != "Scenario-38" || tasks[2].Episodes != 0 || tasks[2].CostUSD == nil || *tasks[2].CostUSD != 0 {
+		t.Fatalf("a task not run yet: %+v", tasks)
+	}
+}
+
+// TestCostOfEpisodesWithoutTokens: an episode with no price that used no tokens (the
+// baseline, a sandbox that never started) cost nothing; one that used tokens makes it unknown.
+func TestCostOfEpisodesWithoutTokens(t *testing.T) {
+	free := []runner.Result{{Task: "a", Repeat: 1}, {Task: "a", Repeat: 2}}
+	if c := cost(free); c == nil || *c != 0 {
+		t.Fatalf("cost of episodes without tokens = %v", c)
+	}
+	price := 0.25
+	mixed := append(free, runner.Result{Task: "b", Repeat: 1, CostUSD: &price})
+	if c := cost(mixed); c == nil || *c != 0.25 {
+		t.Fatalf("cost = %v", c)
+	}
+	mixed[0].Tokens.Input = 10
+	if c := cost(mixed); c != nil {
+		t.Fatalf("tokens at unknown prices must make the cost unknown, got %v", *c)
+	}
+}
+
+// TestLoadKeepsEpisodesOutsideTheHeader: results for a task or repeat run.json does not list
+// are reported, not dropped.
+func TestLoadKeepsEpisodesOutsideTheHeader(t *testing.T) {
+	dir := t.TempDir()
+	testfs.Write(t, filepath.Join(dir, "run.json"), `{"model": "builtin/baseline", "tasks": ["Scenario-1"], "repeats": 1}`)
+	testfs.Write(t, filepath.Join(dir, "results.jsonl"), `{"task":"Scenario-1","repeat":1,"status":"ok","score":1}
+{"task":"Scenario-9","repeat":2,"status":"ok","score":1}
+`)
+	r := load(t, dir)
+	if len(r.Results) != 2 || r.Summary.Tasks != 2 || r.Summary.Repeats != 2 || r.Summary.Episodes != 4 {
+		t.Fatalf("results %+v, summary %+v", r.Results, r.Summary)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	testfs.Write(t, file, "x")
+	noHeader := filepath.Join(dir, "no-header")
+	testfs.Write(t, filepath.Join(noHeader, "results.jsonl"), "")
+	cut := filepath.Join(dir, "cut")
+	testfs.Write(t, filepath.Join(cut, "run.json"), `{"model": "openai/gpt-5.5", "tasks": [`)
+	noModel := filepath.Join(dir, "no-model")
+	testfs.Write(t, filepath.Join(noModel, "run.json"), `{"tasks": ["Scenario-1"]}`)
+	for _, c := range []struct {
+		path string
+		want error
+	}{
+		{filepath.Join(dir, "absent"), ErrNotRunFolder},
+		{file, ErrNotRunFolder},
+		{noHeader, ErrNotRunFolder},
+		{cut, ErrCorrupt},
+		{noModel, ErrCorrupt},
+	} {
+		_, err := Load(c.path)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("Load(%s) = %v, want %v naming the folder", c.path, err, c.want)
+		}
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	if got := OneLine("a\nb\x1b[31mc\u2028d", 100); got != "a b [31mc d" {
+		t.Errorf("OneLine = %q", got)
+	}
+	if got := OneLine("abcdef", 4); got != "abc…" {
+		t.Errorf("cut = %q", got)
+	}
+}
+
+func TestFormatUSD(t *testing.T) {
+	v := func(f float64) *float64 { return &f }
+	for _, c := range []struct {
+		v    *float64
+		want string
+	}{{nil, "unknown"}, {v(0), "$0"}, {v(0.0042), "$0.004"}, {v(5.384), "$5.38"}} {
+		if got := FormatUSD(c.v); got != c.want {
+			t.Errorf("FormatUSD(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+// TestWriteFolder writes the three reports into a copy of a run folder; a report that cannot
+// be written is an error naming it, and a folder that is not a run gets nothing.
+func TestWriteFolder(t *testing.T) {
+	dir := copyRun(t, opusDir)
+	if err := WriteFolder(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{ParquetFile, MarkdownFile, HTMLFile} {
+		if info, err := os.Stat(filepath.Join(dir, f)); err != nil || info.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+
+	blocked := copyRun(t, opusDir)
+	testfs.Write(t, filepath.Join(blocked, HTMLFile, "keep"), "x")
+	if err := WriteFolder(blocked); err == nil || !strings.Contains(err.Error(), HTMLFile) {
+		t.Fatalf("report.html blocked by a folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(blocked, HTMLFile, "keep")); err != nil {
+		t.Fatalf("the folder in the way was changed: %v", err)
+	}
+
+	empty := t.TempDir()
+	if err := WriteFolder(empty); !errors.Is(err, ErrNotRunFolder) {
+		t.Fatalf("not a run folder: %v", err)
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Fatalf("wrote into a folder that is not a run: %v", entries)
+	}
+}
+
+// copyRun copies a fixture's run.json and results.jsonl into a fresh folder.
+func copyRun(t *testing.T, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"run.json", "results.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testfs.Write(t, filepath.Join(dir, f), string(b))
+	}
+	return dir
+}
