@@ -31,7 +31,7 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 	if fp := r.Summary.FullRecallPrecision; fp != nil {
 		p("; mean precision of those %.3f", *fp)
 	}
-	p(".\n\n")
+	p(".\n\nGrading: %s.\n\n", mdText(o.Agreement(), 400))
 
 	p("## Episodes by status\n\n| status | episodes |\n|---|---:|\n")
 	for _, st := range statusOrder(o.Statuses) {

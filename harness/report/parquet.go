@@ -33,6 +33,7 @@ type parquetRow struct {
 	ModelS            float64  `parquet:"model_s"`
 	ToolS             float64  `parquet:"tool_s"`
 	Error             string   `parquet:"error"`
+	Matcher           string   `parquet:"matcher,dict"` // rules or judge: who mapped the entities
 }
 
 // WriteParquet writes the run's finished episodes as results.parquet, zstd-compressed.
@@ -46,6 +47,7 @@ func WriteParquet(w io.Writer, r *Run) error {
 			InputTokens: e.Tokens.Input, CachedReadTokens: e.Tokens.CachedRead, CachedWriteTokens: e.Tokens.CachedWrite,
 			OutputTokens: e.Tokens.Output, ReasoningTokens: e.Tokens.Reasoning,
 			CostUSD: e.CostUSD, DurationS: e.Duration, ModelS: e.ModelTime, ToolS: e.ToolTime, Error: e.Error,
+			Matcher: e.Matcher,
 		})
 	}
 	if err := parquet.Write(w, rows, parquet.Compression(&parquet.Zstd), parquet.CreatedBy("aa-grade", runner.Version, "")); err != nil {

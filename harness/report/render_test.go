@@ -230,3 +230,34 @@ func TestNiceScale(t *testing.T) {
 		}
 	}
 }
+
+// TestReportsShowTheJudge: a run graded by a judge says so in every report, with how often the
+// judge and the rules agree, and results.parquet says which matcher decided each episode.
+func TestReportsShowTheJudge(t *testing.T) {
+	dir := t.TempDir()
+	testfs.Write(t, filepath.Join(dir, "run.json"), `{"model": "openai/gpt-5.5", "dataset": "demo", "tasks": ["Scenario-1", "Scenario-2"], "repeats": 1, "judge": "openai/judge-x"}`)
+	testfs.Write(t, filepath.Join(dir, "results.jsonl"), strings.Join([]string{
+		`{"task":"Scenario-1","repeat":1,"status":"ok","score":1,"tp":1,"root_causes":1,"root_causes_found":1,"matcher":"judge","rules":{"score":1,"tp":1,"root_causes_found":1,"agreed":1}}`,
+		`{"task":"Scenario-2","repeat":1,"status":"ok","score":0.5,"tp":1,"fp":1,"root_causes":1,"root_causes_found":1,"matcher":"judge","rules":{"score":0,"agreed":1,"disagreed":["otel-demo/Pod/ad-1"]}}`,
+	}, "\n")+"\n")
+	r := load(t, dir)
+	o := r.Overview()
+	if o.Grading != "judge openai/judge-x" || o.Judge == nil || o.Judge.Judged != 2 {
+		t.Fatalf("overview %+v", o)
+	}
+	want := "judge openai/judge-x decided 2 episodes (0 fell back to the rules); judge and rules give the same score in 50% of them"
+	if md := markdown(t, r); !strings.Contains(md, want) {
+		t.Errorf("report.md lacks %q:\n%s", want, md)
+	}
+	if page := renderHTML(t, r); !strings.Contains(page, want) {
+		t.Errorf("report.html lacks %q", want)
+	}
+	var b bytes.Buffer
+	if err := WriteParquet(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := parquet.Read[parquetRow](bytes.NewReader(b.Bytes()), int64(b.Len()))
+	if err != nil || len(rows) != 2 || rows[0].Matcher != "judge" {
+		t.Fatalf("parquet rows %+v, %v", rows, err)
+	}
+}

@@ -120,18 +120,41 @@ type Overview struct {
 	CostPerTask *float64      `json:"cost_per_task_usd"`
 	MeanTurns   float64       `json:"mean_turns"`
 	Tokens      harness.Usage `json:"tokens"`
+	// Grading says who mapped entities to ground-truth groups: "rules" or "judge MODEL"; Judge
+	// has the judge's statistics (episodes it decided, fallbacks, agreement with the rules).
+	Grading string             `json:"grading"`
+	Judge   *grader.JudgeStats `json:"judge,omitempty"`
+}
+
+// Agreement says in a line how a judged run was graded and how often judge and rules agree.
+func (o Overview) Agreement() string {
+	j := o.Judge
+	if j == nil {
+		return "graded by the deterministic rules"
+	}
+	share := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f%%", 100**v)
+	}
+	return fmt.Sprintf("judge %s decided %d episodes (%d fell back to the rules); judge and rules give the same score in %s of them and map %s of entities alike; the rules alone would score %.3f",
+		OneLine(j.Model, 80), j.Judged, j.Fallbacks, share(j.ScoreAgreement), share(j.EntityAgreement), j.RulesScore)
 }
 
 // Overview sums the run up.
 func (r *Run) Overview() Overview {
 	o := Overview{Dir: r.Dir, Model: r.Header.Model, Dataset: r.Header.Dataset, Score: r.Summary.Score,
 		CI95: r.Summary.CI95, Tasks: r.Summary.Tasks, Repeats: r.Summary.Repeats, Episodes: r.Summary.Episodes,
-		Statuses: map[string]int{}, NotRun: r.Summary.Episodes - len(r.Results)}
+		Statuses: map[string]int{}, NotRun: r.Summary.Episodes - len(r.Results), Grading: "rules", Judge: r.Summary.Judge}
+	if o.Judge != nil {
+		o.Grading = "judge " + o.Judge.Model
+	}
 	o.Errors = o.NotRun
 	turns := 0
 	for _, e := range r.Results {
 		o.Statuses[e.Status]++
-		if e.Status == grader.StatusError {
+		if !e.Final() {
 			o.Errors++
 		}
 		turns += e.Turns
