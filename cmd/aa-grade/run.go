@@ -141,7 +141,8 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	progress.Start()
 	cfg := runner.Config{
 		Out: out, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: cmd.Int("repeats"), Parallel: cmd.Int("parallel"), Shard: shard,
-		ModelSpec: settings.Spec, Model: m, Prices: settings.Prices, Backend: backend, MaxTurns: cmd.Int("max-turns"),
+		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
+		ReasoningEffort: settings.ReasoningEffort, MaxTokens: cmd.Int("max-tokens"), Prices: settings.Prices, Backend: backend, MaxTurns: cmd.Int("max-turns"),
 		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: settings.ContextWindow,
 		SystemPrompt: harness.SystemPrompt, TaskTemplate: template,
 		Grace: cmd.Duration("grace"), Abort: secondInterrupt(ctx), Progress: progress,
@@ -182,6 +183,22 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		return badResult(fmt.Errorf("%d episodes ended in error; to retry them, run the same command again (with --out %s)", failed, out))
 	}
 	return nil
+}
+
+// endpoint is where a model is called, for run.json ("" for built-in models).
+func endpoint(m harness.Model) string {
+	if e, ok := m.(interface{ Endpoint() string }); ok {
+		return e.Endpoint()
+	}
+	return ""
+}
+
+// datasetCommit is the Hub commit a dataset's tasks come from ("" for other datasets).
+func datasetCommit(ds *data.Dataset) string {
+	if ds.Hub != nil {
+		return ds.Hub.Commit
+	}
+	return ""
 }
 
 // secondInterrupt is closed by a Ctrl-C (or SIGTERM) that comes after ctx was cancelled by the

@@ -142,6 +142,11 @@ func TestRunRecordsTheWireWithoutTheKey(t *testing.T) {
 	if !strings.Contains(string(traj), "PATH=") {
 		t.Error("the env command's output is not in the trajectory")
 	}
+	var header map[string]any
+	b, _ := os.ReadFile(filepath.Join(out, "run.json"))
+	if json.Unmarshal(b, &header) != nil || header["base_url"] != srv.URL || header["model"] != "openai/fake-model" {
+		t.Errorf("run.json = %s", b)
+	}
 	assertNoSecret(t, out, key)
 }
 

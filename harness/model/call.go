@@ -42,6 +42,9 @@ type Options struct {
 	Limit *Limiter
 }
 
+// Endpoint is the API root the provider calls, for the run's header (never the key).
+func (o *Options) Endpoint() string { return o.BaseURL }
+
 // Event is one thing that happened on the wire, as the trajectory keeps it: bodies raw, auth
 // headers and any echo of the key redacted.
 type Event struct {
