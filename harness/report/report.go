@@ -130,7 +130,7 @@ type Overview struct {
 func (o Overview) Agreement() string {
 	j := o.Judge
 	if j == nil {
-		return "graded by the deterministic rules"
+		return "the deterministic rules"
 	}
 	share := func(v *float64) string {
 		if v == nil {
