@@ -120,13 +120,19 @@ func TestInteropDuckDBReadsResultsParquet(t *testing.T) {
 		"--tasks", "901,904", "--repeats", "1", "--out", demo); r.code != 0 {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
-	priced := t.TempDir()
-	if err := os.CopyFS(priced, os.DirFS(filepath.Join(moduleRoot, "testdata", "runs", "opus"))); err != nil {
-		t.Fatal(err)
+	// Two fixtures beside the real run: one with prices (costs known) and one without (null).
+	var fixtures []string
+	for _, name := range []string{"opus", "qwen"} {
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(filepath.Join(moduleRoot, "testdata", "runs", name))); err != nil {
+			t.Fatal(err)
+		}
+		if err := report.WriteFolder(dir); err != nil {
+			t.Fatal(err)
+		}
+		fixtures = append(fixtures, dir)
 	}
-	if err := report.WriteFolder(priced); err != nil {
-		t.Fatal(err)
-	}
+	priced, unpriced := fixtures[0], fixtures[1]
 	var seen []struct {
 		Columns  []struct{ Name, Type string } `json:"columns"`
 		Rows     int                           `json:"rows"`
@@ -136,11 +142,12 @@ func TestInteropDuckDBReadsResultsParquet(t *testing.T) {
 		Input    int64                         `json:"input_tokens"`
 		Episodes string                        `json:"episodes"`
 	}
-	out := node(t, dir, nil, "duckdb.mjs", filepath.Join(demo, report.ParquetFile), filepath.Join(priced, report.ParquetFile))
-	if err := json.Unmarshal([]byte(out), &seen); err != nil || len(seen) != 2 {
+	out := node(t, dir, nil, "duckdb.mjs", filepath.Join(demo, report.ParquetFile), filepath.Join(priced, report.ParquetFile),
+		filepath.Join(unpriced, report.ParquetFile))
+	if err := json.Unmarshal([]byte(out), &seen); err != nil || len(seen) != 3 {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for i, runDir := range []string{demo, priced} {
+	for i, runDir := range []string{demo, priced, unpriced} {
 		run, err := report.Load(runDir)
 		if err != nil {
 			t.Fatal(err)
@@ -171,11 +178,13 @@ func TestInteropDuckDBReadsResultsParquet(t *testing.T) {
 			types[c.Name] = c.Type
 		}
 		if types["task"] != "VARCHAR" || types["repeat"] != "BIGINT" || types["score"] != "DOUBLE" || types["cost_usd"] != "DOUBLE" ||
-			types["reasoning_tokens"] != "BIGINT" || len(types) != 21 {
+			types["reasoning_tokens"] != "BIGINT" || types["matcher"] != "VARCHAR" || len(types) != 22 {
 			t.Errorf("%s: DuckDB column types %v", runDir, types)
 		}
 	}
-	if seen[0].NullCost != seen[0].Rows || seen[1].NullCost != 0 || seen[0].Rows != 2 || seen[1].Rows != 6 {
-		t.Errorf("fixtures changed: the baseline run must have only null costs and the priced run none: %+v", seen)
+	// builtin/baseline costs a known 0; the unpriced fixture has tokens at unknown prices.
+	if seen[0].NullCost != 0 || seen[0].CostUSD == nil || *seen[0].CostUSD != 0 || seen[1].NullCost != 0 || seen[2].NullCost == 0 ||
+		seen[0].Rows != 2 || seen[1].Rows != 6 {
+		t.Errorf("fixtures changed: the baseline run must cost 0, the priced run have no null cost and the unpriced one some: %+v", seen)
 	}
 }
