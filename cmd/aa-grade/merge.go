@@ -44,8 +44,11 @@ func runMerge(_ context.Context, cmd *cli.Command) error {
 	fmt.Fprintf(stdout, "Run folder: %s\n", cmd.String("out"))
 	if len(rep.Missing) > 0 {
 		var names []string
-		for _, e := range rep.Missing {
+		for _, e := range rep.Missing[:min(len(rep.Missing), 10)] {
 			names = append(names, fmt.Sprintf("%s/%d", e.Task, e.Repeat))
+		}
+		if more := len(rep.Missing) - len(names); more > 0 {
+			names = append(names, fmt.Sprintf("and %d more", more))
 		}
 		return badResult(fmt.Errorf("%d of %d episodes are not finished in any run (%s); run the shards that hold them again, then merge again",
 			len(rep.Missing), rep.Episodes, strings.Join(names, ", ")))

@@ -70,6 +70,10 @@ func TestShardsMergeToTheWhole(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "3 of 6 episodes are not finished") || !strings.Contains(r.stderr, "Scenario-901/2") {
 		t.Fatalf("merge of one shard: exit %d\n%s", r.code, r.stderr)
 	}
+	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "twice"), filepath.Join(dir, "whole"), filepath.Join(dir, "two"))
+	if r.code != 0 || strings.Count(r.stderr, "was finished by more than one run") != 3 || !strings.Contains(r.stdout, "Score 0.167") {
+		t.Fatalf("merge with episodes twice: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "mixed"), filepath.Join(dir, "one"), filepath.Join(dir, "other"))
 	if r.code != 2 || !strings.Contains(r.stderr, "max_turns was 100, now 50") {
 		t.Fatalf("merge of two configurations: exit %d\n%s", r.code, r.stderr)
