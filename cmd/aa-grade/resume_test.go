@@ -141,6 +141,9 @@ func TestInterruptRecordsUnfinished(t *testing.T) {
 	if got := strings.Count(string(results), `"status":"unfinished"`); got != 2 || lines(t, filepath.Join(out, "results.jsonl")) != 2 {
 		t.Fatalf("want the two running episodes recorded unfinished:\n%s", results)
 	}
+	if md, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || !strings.Contains(string(md), "| unfinished | 2 |") {
+		t.Fatalf("the reports of the interrupted run: %v\n%s", err, md)
+	}
 	fast := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}, "901,902,903", "1")
 	r := aaGrade(t, fast.env, s.command(out, "--grace", "500ms")...) // the same flags; only the server changed
 

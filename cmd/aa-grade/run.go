@@ -159,6 +159,14 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	if replay, ok := m.(*model.Replay); ok {
 		reportDivergences(stderr, replay.Divergences())
 	}
+	if results != nil { // the reports of an interrupted or stopped run show how far it got
+		if werr := report.WriteFolder(out); werr != nil {
+			if err == nil {
+				return werr
+			}
+			fmt.Fprintf(stderr, "warning: %v\n", werr)
+		}
+	}
 	if errors.Is(err, context.Canceled) {
 		return &exitError{code: 130, err: fmt.Errorf("interrupted with %d of %d episodes unfinished; to resume, run the same command again (with --out %s)",
 			countStatus(results, grader.StatusUnfinished), len(results), out)}
@@ -170,9 +178,6 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		return badResult(fmt.Errorf("%v; fix the cause, then run the same command again", err))
 	}
 	if err != nil {
-		return err
-	}
-	if err := report.WriteFolder(out); err != nil {
 		return err
 	}
 	renderGradeText(cmd.Root().Writer, summary)
