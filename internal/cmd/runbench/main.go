@@ -3,9 +3,11 @@
 // the harness's own time per turn (episode time minus model time minus tool time: sandbox
 // start-up and teardown, the loop, trajectory and results writing, grading, amortised over the
 // turns), the model and tool time per turn, and aa-grade's peak memory, to show that memory
-// grows with the episodes running at once and not with the run's length. CPU per turn is
-// aa-grade's and every sandbox process's (bwrap, the agent, bash), user and system: on a small
-// machine, episodes beyond the cores queue for CPU and the wall-time columns grow with them.
+// grows with the episodes running at once and not with the run's length. CPU per turn is the
+// whole machine's (user and system, from /proc/stat) less this process's (the fake model):
+// aa-grade and every sandbox process, whoever reaps them (a process's own rusage misses those
+// reaped outside its tree, as happens when a pid namespace ends). On a small machine, episodes
+// beyond the cores queue for CPU and the wall-time columns grow with them.
 //
 //	go run ./internal/cmd/runbench -aa-grade bin/aa-grade
 package main
@@ -22,6 +24,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aa-grade/aa-grade/internal/benchproc"
@@ -57,10 +60,12 @@ func main() {
 		cmd.Env = append(os.Environ(), "OPENAI_BASE_URL=http://"+ln.Addr().String(), "OPENAI_API_KEY=sk-runbench-000000",
 			"XDG_CACHE_HOME="+cache)
 		cmd.Stderr = os.Stderr
+		machine, self := machineCPU(), selfCPU()
 		s, err := benchproc.Run(cmd)
 		if err != nil {
 			fail(err)
 		}
+		cpu := (machineCPU() - machine) - (selfCPU() - self)
 		st, err := readStats(filepath.Join(out, "results.jsonl"))
 		if err != nil {
 			fail(err)
@@ -70,7 +75,7 @@ func main() {
 			return fmt.Sprintf("%.2f ms", 1000*seconds/float64(st.turns))
 		}
 		fmt.Printf("%-9s %9d %9s %14s %12s %12s %10s %8.1f MiB\n", level, st.episodes, s.Wall.Round(10*time.Millisecond),
-			per(st.duration-st.model-st.tool), per(st.model), per(st.tool), per(s.CPU.Seconds()), float64(s.PeakKiB)/1024)
+			per(st.duration-st.model-st.tool), per(st.model), per(st.tool), per(cpu.Seconds()), float64(s.PeakKiB)/1024)
 	}
 }
 
@@ -109,6 +114,30 @@ func readStats(path string) (stats, error) {
 		st.tool += r.Tool
 	}
 	return st, sc.Err()
+}
+
+// machineCPU is the CPU time every core has spent busy (user, nice, system, irq, softirq)
+// since boot.
+func machineCPU() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		fail(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n") // cpu user nice system idle iowait irq softirq ...
+	f := strings.Fields(line)
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7} {
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// selfCPU is this process's CPU time (the fake model server).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func fail(err error) {
