@@ -3,19 +3,36 @@ package harness
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // Asker puts one question to a model, with no tools, and returns the text of its answer: how
-// the LLM judge (grader/judge) uses a model without depending on this package.
+// the LLM judge (grader/judge) uses a model without depending on this package. It counts the
+// calls and tokens it spends, so the judge's cost can be reported beside the run's.
 type Asker struct {
 	Model Model
+
+	mu    sync.Mutex
+	calls int
+	used  Usage
 }
 
 // Ask sends a system and a user message and returns the reply's text.
-func (a Asker) Ask(ctx context.Context, system, user string) (string, error) {
+func (a *Asker) Ask(ctx context.Context, system, user string) (string, error) {
 	reply, err := a.Model.Complete(ctx, Request{Messages: []Message{{Role: RoleSystem, Content: system}, {Role: RoleUser, Content: user}}})
+	a.mu.Lock()
+	a.calls++
+	a.used.Add(reply.Usage)
+	a.mu.Unlock()
 	if err != nil {
 		return "", fmt.Errorf("ask the model: %w", err)
 	}
 	return reply.Message.Content, nil
+}
+
+// Spent is how many questions were asked and the tokens their answers used.
+func (a *Asker) Spent() (calls int, used Usage) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls, a.used
 }

@@ -8,9 +8,13 @@ import (
 
 func TestAskerSendsOneQuestionWithoutTools(t *testing.T) {
 	m := &script{replies: []Message{{Role: RoleAssistant, Content: `{"a": null}`}}}
-	answer, err := Asker{Model: m}.Ask(context.Background(), "be a judge", "map these")
+	a := &Asker{Model: m}
+	answer, err := a.Ask(context.Background(), "be a judge", "map these")
 	if err != nil || answer != `{"a": null}` {
 		t.Fatalf("answer %q, err %v", answer, err)
+	}
+	if calls, used := a.Spent(); calls != 1 || used.Input != 100 || used.Output != 10 { // what script reports per call
+		t.Errorf("spent %d calls, %+v", calls, used)
 	}
 	req := m.requests[0]
 	if len(req.Tools) != 0 || len(req.Messages) != 2 || req.Messages[0].Role != RoleSystem || req.Messages[0].Content != "be a judge" ||
@@ -20,7 +24,7 @@ func TestAskerSendsOneQuestionWithoutTools(t *testing.T) {
 }
 
 func TestAskerPassesErrorsOn(t *testing.T) {
-	_, err := Asker{Model: failing{}}.Ask(context.Background(), "s", "u")
+	_, err := (&Asker{Model: failing{}}).Ask(context.Background(), "s", "u")
 	if err == nil || !strings.Contains(err.Error(), "ask the model") {
 		t.Fatalf("err = %v", err)
 	}

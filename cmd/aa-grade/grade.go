@@ -33,14 +33,13 @@ func newGradeCommand() *cli.Command {
 			"With --judge MODEL, a model maps entities to ground-truth groups as in the official grading; " +
 			"its answers are cached in $XDG_CACHE_HOME/aa-grade/judge.\n\n" +
 			"Example: aa-grade grade --dataset ./ITBench-AA ./my-agent-outputs",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			datasetFlag(),
 			&cli.IntFlag{Name: "repeats", Sources: env("repeats"),
 				Usage: "repeats per task to score (default: the largest repeat found)"},
 			&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print the result as JSON"},
-			judgeFlag(),
 			&cli.IntFlag{Name: "parallel", Value: 4, Sources: env("parallel"), Usage: "judge calls at once"},
-		},
+		}, judgeFlags()...),
 		Action: runGrade,
 	}
 }
@@ -61,7 +60,7 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	if cmd.Int("parallel") < 1 {
 		return usageErrorf("--parallel must be 1 or more")
 	}
-	j, err := newJudge(cmd.String("judge"))
+	j, err := newJudge(cmd)
 	if err != nil {
 		return err
 	}
@@ -116,6 +115,9 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	for _, p := range out.Problems {
 		fmt.Fprintf(stderr, "%s: %s\n", p.Level, p.Message)
+	}
+	if j != nil {
+		fmt.Fprintln(stderr, j.spent())
 	}
 	if cmd.Bool("json") {
 		if err := printJSON(stdout, out); err != nil {

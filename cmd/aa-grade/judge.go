@@ -14,23 +14,45 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 )
 
-// judgeFlag is --judge, on grade and run.
-func judgeFlag() cli.Flag {
-	return &cli.StringFlag{Name: "judge", Sources: env("judge"),
-		Usage: "map entities to ground-truth groups with this model as the LLM judge, as the official grading does " +
-			"(openai/MODEL, anthropic/MODEL, ...; answers cached); the rules decide when it fails"}
+// judgeFlags are --judge and --judge-effort, on grade and run.
+func judgeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "judge", Sources: env("judge"),
+			Usage: "map entities to ground-truth groups with this model as the LLM judge, as the official grading does " +
+				"(openai/MODEL, anthropic/MODEL, ... or a preset; answers cached); the rules decide when it fails"},
+		&cli.StringFlag{Name: "judge-effort", Sources: env("judge_effort"),
+			Usage: "the judge's reasoning effort (the official grading: openai/gpt-5.5 at medium)"},
+	}
 }
 
-// newJudge builds the judge a --judge value names, with its answers cached in
-// $XDG_CACHE_HOME/aa-grade/judge; nil when the value is empty.
-func newJudge(spec string) (*judge.Judge, error) {
+// llmJudge is the judge with what it spends and what that costs.
+type llmJudge struct {
+	*judge.Judge
+	asker  *harness.Asker
+	prices *harness.Prices // nil: unknown
+}
+
+// newJudge builds the judge --judge and --judge-effort name, with its answers cached in
+// $XDG_CACHE_HOME/aa-grade/judge; nil when --judge is empty. Its name, which keys the cache and
+// goes in run.json, carries the effort, so answers at another effort are asked again.
+func newJudge(cmd *cli.Command) (*llmJudge, error) {
+	spec := cmd.String("judge")
 	if spec == "" {
 		return nil, nil
 	}
-	if strings.HasPrefix(spec, "builtin/") {
+	var overrides model.Overrides
+	if cmd.IsSet("judge-effort") {
+		effort := cmd.String("judge-effort")
+		overrides.ReasoningEffort = &effort
+	}
+	settings, err := model.Resolve(spec, overrides)
+	if err != nil {
+		return nil, usageErrorf("--judge: %v", err)
+	}
+	if settings.Spec == model.BaselineSpec || strings.HasPrefix(settings.Spec, "builtin/") {
 		return nil, usageErrorf("--judge %s: the judge must be a language model", spec)
 	}
-	m, err := model.New(spec, os.Getenv, model.Options{Retry: model.DefaultRetry})
+	m, err := model.New(settings.Spec, os.Getenv, model.Options{Retry: model.DefaultRetry, ReasoningEffort: settings.ReasoningEffort})
 	if err != nil {
 		return nil, usageErrorf("--judge: %v", err)
 	}
@@ -38,7 +60,20 @@ func newJudge(spec string) (*judge.Judge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the judge's cache: %w", err)
 	}
-	return &judge.Judge{Model: spec, Asker: harness.Asker{Model: m}, CacheDir: filepath.Join(cache, "aa-grade", "judge")}, nil
+	name := settings.Spec
+	if settings.ReasoningEffort != "" {
+		name += " effort=" + settings.ReasoningEffort
+	}
+	asker := &harness.Asker{Model: m}
+	return &llmJudge{Judge: &judge.Judge{Model: name, Asker: asker, CacheDir: filepath.Join(cache, "aa-grade", "judge")},
+		asker: asker, prices: settings.Prices}, nil
+}
+
+// spent says what the judge's calls of this command used: cached answers cost nothing.
+func (j *llmJudge) spent() string {
+	calls, used := j.asker.Spent()
+	return fmt.Sprintf("judge: %d calls (cached answers are free), %d input and %d output tokens, %s",
+		calls, used.Input, used.Output, usd(j.prices.Cost(used)))
 }
 
 // judgeLine is the text output's summary of the judge's work.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -21,6 +22,8 @@ type fakeJudge struct {
 	answer   func(groups []gjson.Result, entities []string) map[string]any
 	status   int
 	requests atomic.Int32
+	seen     func(request gjson.Result) // when set, hears every request (the server handles one at a time)
+	mu       sync.Mutex
 }
 
 func (f *fakeJudge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -36,6 +39,11 @@ func (f *fakeJudge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := gjson.ParseBytes(body)
+	if f.seen != nil {
+		f.mu.Lock()
+		f.seen(req)
+		f.mu.Unlock()
+	}
 	if req.Get("tools").Exists() || req.Get("messages.0.role").String() != "system" || !strings.Contains(req.Get("messages.0.content").String(), "Never guess") {
 		http.Error(w, `{"error":{"message":"not a judge question"}}`, http.StatusBadRequest)
 		return
@@ -108,7 +116,7 @@ func TestGradeWithJudge(t *testing.T) {
 	env, _ := judgeEnv(t, f)
 	args := append(append([]string(nil), gradeSampleArgs...), "--judge", "openai/judge-model", "--json")
 	r := aaGrade(t, env, args...)
-	if r.code != 0 || r.stderr != "" {
+	if r.code != 0 || r.stderr != "judge: 10 calls (cached answers are free), 9000 input and 400 output tokens, cost unknown\n" {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	if n := f.requests.Load(); n != 10 {
@@ -143,7 +151,7 @@ func TestGradeWithJudge(t *testing.T) {
 	}
 
 	again := aaGrade(t, env, args...)
-	if again.code != 0 || again.stdout != r.stdout || f.requests.Load() != 10 {
+	if again.code != 0 || again.stdout != r.stdout || f.requests.Load() != 10 || !strings.HasPrefix(again.stderr, "judge: 0 calls") {
 		t.Fatalf("second grading: exit %d, %d requests in all, same output %v", again.code, f.requests.Load(), again.stdout == r.stdout)
 	}
 	text := aaGrade(t, append(env, "AA_GRADE_JUDGE=openai/judge-model"), gradeSampleArgs...)
@@ -151,6 +159,28 @@ func TestGradeWithJudge(t *testing.T) {
 		t.Fatalf("text: exit %d, %d requests\n%s", text.code, f.requests.Load(), text.stderr)
 	}
 	golden(t, "grade-judge.txt", text.stdout)
+}
+
+// TestGradeJudgePresetAndEffort: --judge takes a preset, --judge-effort goes to the provider
+// and into the judge's name (so the cache asks again at another effort), and a preset's
+// prices give the judge's cost.
+func TestGradeJudgePresetAndEffort(t *testing.T) {
+	var efforts []string
+	f := &fakeJudge{answer: byTable(sampleJudgement), seen: func(body gjson.Result) { efforts = append(efforts, body.Get("reasoning_effort").String()) }}
+	env, _ := judgeEnv(t, f)
+	args := append(append([]string(nil), gradeSampleArgs...), "--judge", "gpt-5.5-xhigh", "--judge-effort", "medium", "--json")
+	r := aaGrade(t, env, args...)
+	if r.code != 0 || gjson.Get(r.stdout, "judge.model").String() != "openai/gpt-5.5 effort=medium" || len(efforts) != 10 || efforts[0] != "medium" {
+		t.Fatalf("exit %d, efforts %v\n%s%s", r.code, efforts, r.stdout, r.stderr)
+	}
+	// 10 calls x (900 input x $5 + 40 output x $30) per million tokens.
+	if !strings.Contains(r.stderr, "judge: 10 calls (cached answers are free), 9000 input and 400 output tokens, $0.0570") {
+		t.Fatalf("stderr: %s", r.stderr)
+	}
+	r = aaGrade(t, env, append(args[:len(args)-2], "high", "--json")...)
+	if r.code != 0 || len(efforts) != 20 || efforts[19] != "high" {
+		t.Fatalf("another effort was answered from the cache: exit %d, efforts %v\n%s", r.code, efforts, r.stderr)
+	}
 }
 
 // TestGradeJudgeRefused: a judge whose every call is refused (a bad key) leaves the rules to
@@ -163,8 +193,8 @@ func TestGradeJudgeRefused(t *testing.T) {
 		t.Fatalf("exit %d after %d requests\n%s", r.code, f.requests.Load(), r.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "warning: the judge failed on 10 episodes, which the rules graded; first, Scenario-901 repeat 1: judge failed") ||
-		!strings.Contains(lines[0], "HTTP 401: Incorrect API key provided") {
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "warning: the judge failed on 10 episodes, which the rules graded; first, Scenario-901 repeat 1: judge failed") ||
+		!strings.Contains(lines[0], "HTTP 401: Incorrect API key provided") || !strings.HasPrefix(lines[1], "judge: 10 calls") {
 		t.Fatalf("stderr:\n%s", r.stderr)
 	}
 	out := gjson.Parse(r.stdout)

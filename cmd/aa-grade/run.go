@@ -33,7 +33,7 @@ func newRunCommand() *cli.Command {
 			"Example: aa-grade run --dataset demo --model builtin/baseline\n" +
 			"         aa-grade run --model anthropic/claude-opus-4-7 --reasoning-effort max --out runs/opus\n" +
 			"         aa-grade run --model gpt-5.5-xhigh --tasks 2,38   (a preset: see aa-grade models)",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Sources: env("model"),
 				Usage: "openai/MODEL, openai-responses/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL, builtin/baseline, replay/RUN_DIR, or a preset (aa-grade models)"},
 			datasetFlag(), tasksFlag(),
@@ -58,8 +58,7 @@ func newRunCommand() *cli.Command {
 			priceFlag("price-input", "input tokens", "0"), priceFlag("price-output", "output tokens, reasoning included", "0"),
 			priceFlag("price-cached-read", "cached input tokens read", "the input price"),
 			priceFlag("price-cached-write", "input tokens written to the cache", "the input price"),
-			judgeFlag(),
-		},
+		}, judgeFlags()...),
 		Action: runRun,
 	}
 }
@@ -101,7 +100,7 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	j, err := newJudge(cmd.String("judge"))
+	j, err := newJudge(cmd)
 	if err != nil {
 		return err
 	}
@@ -158,6 +157,9 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	progress.Stop()
 	if replay, ok := m.(*model.Replay); ok {
 		reportDivergences(stderr, replay.Divergences())
+	}
+	if j != nil {
+		fmt.Fprintln(stderr, j.spent())
 	}
 	if results != nil { // the reports of an interrupted or stopped run show how far it got
 		if werr := report.WriteFolder(out); werr != nil {
