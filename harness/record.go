@@ -1,6 +1,78 @@
 package harness
 
-import "time"
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// TrajectoryFile is an episode's record, written as the episode goes. When the episode ends it
+// is compressed to TrajectoryFile + ".zst": every request carries the whole conversation, so
+// the plain file grows with the square of the turns (tens of MB for a long episode) while the
+// compressed one stays near the size of the conversation itself (60x smaller, measured).
+const TrajectoryFile = "trajectory.jsonl"
+
+// OpenTrajectory opens the trajectory in an episode folder: the compressed file of a finished
+// episode, else the plain one of an episode still running or cut short.
+func OpenTrajectory(dir string) (io.ReadCloser, error) {
+	f, err := os.Open(filepath.Join(dir, TrajectoryFile+".zst"))
+	if errors.Is(err, os.ErrNotExist) {
+		return os.Open(filepath.Join(dir, TrajectoryFile))
+	}
+	if err != nil {
+		return nil, err
+	}
+	zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return zstdFile{zr, f}, nil
+}
+
+type zstdFile struct {
+	*zstd.Decoder
+	f *os.File
+}
+
+func (z zstdFile) Close() error {
+	z.Decoder.Close()
+	return z.f.Close()
+}
+
+// CompressTrajectory replaces an episode folder's plain trajectory with its compressed form.
+// On failure the plain file stays, and readers still find it.
+func CompressTrajectory(dir string) error {
+	plain := filepath.Join(dir, TrajectoryFile)
+	in, err := os.Open(plain)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := plain + ".zst.tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	zw, err := zstd.NewWriter(out, zstd.WithEncoderConcurrency(1))
+	if err == nil {
+		_, err = io.Copy(zw, in)
+		err = errors.Join(err, zw.Close())
+	}
+	err = errors.Join(err, out.Close())
+	if err == nil {
+		err = os.Rename(tmp, plain+".zst")
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Remove(plain)
+}
 
 // TurnRecord is one model call as a trajectory keeps it (kind "turn"): the messages new since
 // the previous call (tool results and harness messages; the prompts on the first), the reply

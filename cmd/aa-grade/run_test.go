@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/internal/fakemodel"
 )
 
@@ -31,7 +32,7 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000") || !strings.Contains(r.stdout, "over 2 tasks x 2 repeats") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, f := range []string{"run.json", "results.jsonl", "summary.json", "episodes/Scenario-901/1/agent_output.json", "episodes/Scenario-906/2/trajectory.jsonl"} {
+	for _, f := range []string{"run.json", "results.jsonl", "summary.json", "episodes/Scenario-901/1/agent_output.json", "episodes/Scenario-906/2/trajectory.jsonl.zst"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
@@ -97,7 +98,7 @@ func TestRunStopsEarlyOnPermanentErrors(t *testing.T) {
 	}
 	// The provider quoted the key back: it is redacted everywhere, the trajectory included.
 	assertNoSecret(t, out, "sk-bad-key-echoed")
-	if traj, _ := os.ReadFile(filepath.Join(out, "episodes", "Scenario-901", "1", "trajectory.jsonl")); !strings.Contains(string(traj), "Incorrect API key provided: [REDACTED]") {
+	if traj := readTrajectory(t, filepath.Join(out, "episodes", "Scenario-901", "1")); !strings.Contains(traj, "Incorrect API key provided: [REDACTED]") {
 		t.Fatalf("the refusal is not in the trajectory:\n%s", traj)
 	}
 }
@@ -117,12 +118,9 @@ func TestRunRecordsTheWireWithoutTheKey(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "Score 0.500") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	traj, err := os.ReadFile(filepath.Join(out, "episodes", "Scenario-901", "1", "trajectory.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	traj := readTrajectory(t, filepath.Join(out, "episodes", "Scenario-901", "1"))
 	kinds := map[string]int{}
-	for line := range strings.Lines(string(traj)) {
+	for line := range strings.Lines(traj) {
 		var e struct {
 			Kind   string            `json:"kind"`
 			Header map[string]string `json:"header"`
@@ -139,7 +137,7 @@ func TestRunRecordsTheWireWithoutTheKey(t *testing.T) {
 	if kinds["request"] != 4 || kinds["response"] != 4 || kinds["turn"] != 4 {
 		t.Errorf("trajectory has %v, want 4 requests, responses and turns", kinds)
 	}
-	if !strings.Contains(string(traj), "PATH=") {
+	if !strings.Contains(traj, "PATH=") {
 		t.Error("the env command's output is not in the trajectory")
 	}
 	var header map[string]any
@@ -150,14 +148,35 @@ func TestRunRecordsTheWireWithoutTheKey(t *testing.T) {
 	assertNoSecret(t, out, key)
 }
 
-// assertNoSecret fails when any file under dir holds secret.
+// readTrajectory reads an episode's trajectory, compressed or not.
+func readTrajectory(t *testing.T, episode string) string {
+	t.Helper()
+	f, err := harness.OpenTrajectory(episode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// assertNoSecret fails when any file under dir holds secret (compressed trajectories are read
+// decompressed).
 func assertNoSecret(t *testing.T, dir, secret string) {
 	t.Helper()
 	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if b, _ := os.ReadFile(path); strings.Contains(string(b), secret) {
-				t.Errorf("%s holds the key", path)
-			}
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		content, _ := os.ReadFile(path)
+		if d.Name() == harness.TrajectoryFile+".zst" {
+			content = []byte(readTrajectory(t, filepath.Dir(path)))
+		}
+		if strings.Contains(string(content), secret) {
+			t.Errorf("%s holds the key", path)
 		}
 		return nil
 	})

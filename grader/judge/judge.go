@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/aa-grade/aa-grade/grader"
 )
@@ -26,6 +27,19 @@ type Judge struct {
 	Asker Asker
 	// CacheDir holds one file per answered question; "" caches nothing.
 	CacheDir string
+
+	// The questions being asked: the repeats of a task often submit the same diagnosis at the
+	// same time, and the same question is then asked once.
+	mu       sync.Mutex
+	inflight map[string]*question
+}
+
+// question is one call to the judge that others asking the same may wait for.
+type question struct {
+	done    chan struct{}
+	mapping Mapping
+	err     error
+	waiters int
 }
 
 // Score is a grader.Scorer: the judge's mapping decides the score, with the rules' grade
@@ -56,6 +70,33 @@ func (j *Judge) Map(ctx context.Context, groundTruth []byte, gt *grader.GroundTr
 			return m, nil
 		}
 	}
+	j.mu.Lock()
+	if q, ok := j.inflight[key]; ok {
+		q.waiters++
+		j.mu.Unlock()
+		select {
+		case <-q.done:
+			return q.mapping, q.err
+		case <-ctx.Done():
+			return Mapping{}, ctx.Err()
+		}
+	}
+	q := &question{done: make(chan struct{})}
+	if j.inflight == nil {
+		j.inflight = map[string]*question{}
+	}
+	j.inflight[key] = q
+	j.mu.Unlock()
+	q.mapping, q.err = j.ask(ctx, key, user, gt, entities)
+	j.mu.Lock()
+	delete(j.inflight, key)
+	j.mu.Unlock()
+	close(q.done)
+	return q.mapping, q.err
+}
+
+// ask puts the question to the model and caches a usable answer.
+func (j *Judge) ask(ctx context.Context, key, user string, gt *grader.GroundTruth, entities []string) (Mapping, error) {
 	reply, err := j.Asker.Ask(ctx, SystemPrompt, user)
 	if err != nil {
 		return Mapping{}, err

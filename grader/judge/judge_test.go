@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader"
@@ -241,5 +243,61 @@ func TestJudgeInterrupted(t *testing.T) {
 	j := &Judge{Model: "openai/judge", Asker: &scripted{errs: []error{context.Canceled}}}
 	if _, err := j.Score(ctx, grader.Task{GroundTruth: []byte(shopGT)}, parse(t, shopGT), submission); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// gated is an Asker whose answers wait for release; it counts the questions it gets.
+type gated struct {
+	reply   string
+	release chan struct{}
+	mu      sync.Mutex
+	calls   int
+}
+
+func (g *gated) Ask(context.Context, string, string) (string, error) {
+	g.mu.Lock()
+	g.calls++
+	g.mu.Unlock()
+	<-g.release
+	return g.reply, nil
+}
+
+// TestSameQuestionAtOnceIsAskedOnce: two episodes asking the same question at the same time
+// (repeats with the same diagnosis) share one call, even with no cache.
+func TestSameQuestionAtOnceIsAskedOnce(t *testing.T) {
+	asker := &gated{reply: `{"shop/ConfigMap/flagd-config": "flagd-config-1"}`, release: make(chan struct{})}
+	j := &Judge{Model: "openai/judge", Asker: asker}
+	gt := parse(t, shopGT)
+	names := []string{"shop/ConfigMap/flagd-config"}
+	verdicts := make(chan grader.Verdict, 2)
+	for range 2 {
+		go func() {
+			v, err := j.Score(context.Background(), grader.Task{ID: "Scenario-1", GroundTruth: []byte(shopGT)}, gt, names)
+			if err != nil {
+				t.Error(err)
+			}
+			verdicts <- v
+		}()
+	}
+	for { // until one asks and the other waits for that answer
+		j.mu.Lock()
+		waiting := 0
+		for _, q := range j.inflight {
+			waiting += q.waiters
+		}
+		j.mu.Unlock()
+		if waiting == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(asker.release)
+	for range 2 {
+		if v := <-verdicts; v.Matcher != grader.MatcherJudge || v.TP != 1 {
+			t.Errorf("verdict %+v", v)
+		}
+	}
+	if asker.calls != 1 {
+		t.Fatalf("%d calls for one question asked twice at once", asker.calls)
 	}
 }

@@ -106,8 +106,7 @@ func (r *Replay) episode(id harness.EpisodeID) (*replayed, error) {
 	if ep, ok := r.episodes[id]; ok {
 		return ep, nil
 	}
-	path := filepath.Join(r.Dir, "episodes", id.Task, strconv.Itoa(id.Repeat), "trajectory.jsonl")
-	turns, err := readTurns(path)
+	turns, err := readTurns(filepath.Join(r.Dir, "episodes", id.Task, strconv.Itoa(id.Repeat)))
 	if err != nil {
 		return nil, fmt.Errorf("replay of %s repeat %d: %w", id.Task, id.Repeat, err)
 	}
@@ -116,13 +115,14 @@ func (r *Replay) episode(id harness.EpisodeID) (*replayed, error) {
 	return ep, nil
 }
 
-// readTurns reads the turn records of a trajectory, skipping wire events.
-func readTurns(path string) ([]harness.TurnRecord, error) {
-	f, err := os.Open(path)
+// readTurns reads the turn records of an episode's trajectory, skipping wire events.
+func readTurns(dir string) ([]harness.TurnRecord, error) {
+	f, err := harness.OpenTrajectory(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	path := filepath.Join(dir, harness.TrajectoryFile)
 	var turns []harness.TurnRecord
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), maxResponseBytes)

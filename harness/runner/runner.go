@@ -475,11 +475,15 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 		return fail(err)
 	}
 	defer sb.Close()
-	trajectory, err := os.Create(filepath.Join(dir, "trajectory.jsonl"))
+	os.Remove(filepath.Join(dir, harness.TrajectoryFile+".zst")) // an earlier attempt's
+	trajectory, err := os.Create(filepath.Join(dir, harness.TrajectoryFile))
 	if err != nil {
 		return fail(err)
 	}
-	defer trajectory.Close()
+	defer func() { // after grading: the judge's calls are recorded too
+		trajectory.Close()
+		harness.CompressTrajectory(dir) // best effort: the plain file stays readable
+	}()
 	rec := newTrajectory(trajectory)
 	ctx = model.WithRecorder(harness.WithEpisode(ctx, harness.EpisodeID{Task: task.ID, Repeat: repeat}), rec.wire)
 	ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, Scratch: scratch, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
