@@ -168,18 +168,23 @@ func TestGradeJudgePresetAndEffort(t *testing.T) {
 	var efforts []string
 	f := &fakeJudge{answer: byTable(sampleJudgement), seen: func(body gjson.Result) { efforts = append(efforts, body.Get("reasoning_effort").String()) }}
 	env, _ := judgeEnv(t, f)
+	seen := func() []string { // the server's handler goroutines append
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return append([]string(nil), efforts...)
+	}
 	args := append(append([]string(nil), gradeSampleArgs...), "--judge", "gpt-5.5-xhigh", "--judge-effort", "medium", "--json")
 	r := aaGrade(t, env, args...)
-	if r.code != 0 || gjson.Get(r.stdout, "judge.model").String() != "openai/gpt-5.5 effort=medium" || len(efforts) != 10 || efforts[0] != "medium" {
-		t.Fatalf("exit %d, efforts %v\n%s%s", r.code, efforts, r.stdout, r.stderr)
+	if e := seen(); r.code != 0 || gjson.Get(r.stdout, "judge.model").String() != "openai/gpt-5.5 effort=medium" || len(e) != 10 || e[0] != "medium" {
+		t.Fatalf("exit %d, efforts %v\n%s%s", r.code, e, r.stdout, r.stderr)
 	}
 	// 10 calls x (900 input x $5 + 40 output x $30) per million tokens.
 	if !strings.Contains(r.stderr, "judge: 10 calls (cached answers are free), 9000 input and 400 output tokens, $0.0570") {
 		t.Fatalf("stderr: %s", r.stderr)
 	}
 	r = aaGrade(t, env, append(args[:len(args)-2], "high", "--json")...)
-	if r.code != 0 || len(efforts) != 20 || efforts[19] != "high" {
-		t.Fatalf("another effort was answered from the cache: exit %d, efforts %v\n%s", r.code, efforts, r.stderr)
+	if e := seen(); r.code != 0 || len(e) != 20 || e[19] != "high" {
+		t.Fatalf("another effort was answered from the cache: exit %d, efforts %v\n%s", r.code, e, r.stderr)
 	}
 }
 
