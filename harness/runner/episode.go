@@ -1,0 +1,108 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
+)
+
+// runEpisode plays one episode in a fresh sandbox and grades it; the error is the episode's
+// own failure, if any (its message is also in the result).
+func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, python map[string]string) (Result, error) {
+	began := time.Now()
+	res := Result{Task: task.ID, Repeat: repeat}
+	fail := func(err error) (Result, error) {
+		res.Status, res.Error, res.Duration = grader.StatusError, err.Error(), time.Since(began).Seconds()
+		return res, err
+	}
+	dir := filepath.Join(cfg.Out, "episodes", task.ID, strconv.Itoa(repeat))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	scratch, err := os.MkdirTemp("", "aa-grade-episode-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(scratch)
+	sb, err := cfg.Backend.Start(ctx, sandbox.Spec{Snapshot: task.Dir, Hide: []string{data.GroundTruthFile}, Scratch: scratch})
+	if err != nil {
+		return fail(err)
+	}
+	defer sb.Close()
+	os.Remove(filepath.Join(dir, harness.TrajectoryFile+".zst")) // an earlier attempt's
+	trajectory, err := os.Create(filepath.Join(dir, harness.TrajectoryFile))
+	if err != nil {
+		return fail(err)
+	}
+	defer func() { // after grading: the judge's calls are recorded too
+		trajectory.Close()
+		harness.CompressTrajectory(dir) // best effort: the plain file stays readable
+	}()
+	rec := newTrajectory(trajectory)
+	ctx = model.WithRecorder(harness.WithEpisode(ctx, harness.EpisodeID{Task: task.ID, Repeat: repeat}), rec.wire)
+	ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, Scratch: scratch, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
+		ContextWindow: cfg.ContextWindow, SystemPrompt: cfg.SystemPrompt,
+		TaskPrompt: harness.FillPrompt(cfg.TaskTemplate, harness.PromptFacts{Workdir: sb.Workdir(), Python: python}),
+		OnTurn: func(n int, req harness.Request, reply harness.Reply, err error) {
+			rec.turn(n, req, reply, err)
+			if cfg.Progress != nil {
+				cfg.Progress.Turn(task.ID, repeat, n, cfg.MaxTurns, lastCommand(reply.Message))
+			}
+		}}
+	out := ep.Run(ctx)
+	res.Status, res.Turns, res.ToolCalls, res.Tokens = out.Status, out.Turns, out.ToolCalls, out.Usage
+	res.CostUSD, res.Retries = cfg.Prices.Cost(out.Usage), rec.retries
+	res.ModelTime, res.ToolTime, res.Duration = out.ModelTime.Seconds(), out.ToolTime.Seconds(), time.Since(began).Seconds()
+	if out.Err != nil {
+		res.Error = out.Err.Error()
+	}
+	gt, err := grader.ParseGroundTruth(task.GroundTruth)
+	if err != nil {
+		return fail(fmt.Errorf("ground truth of %s: %w", task.ID, err))
+	}
+	res.RootCauses = gt.RootCauseSets()
+	if out.Status == harness.StatusOK {
+		if err := os.WriteFile(filepath.Join(dir, harness.SubmissionFile), out.Submission, 0o644); err != nil {
+			return fail(err)
+		}
+		sub, err := grader.ReadSubmission(out.Submission)
+		if err != nil {
+			res.Status, res.Error = grader.StatusInvalid, err.Error()
+		} else {
+			score := cfg.Scorer
+			if score == nil {
+				score = grader.Rules
+			}
+			v, err := score(ctx, grader.Task{ID: task.ID, GroundTruth: task.GroundTruth}, gt, sub.Names)
+			if err != nil {
+				return fail(err) // interrupted while the judge was asked: run it again
+			}
+			res.Score, res.TP, res.FP, res.RootCausesFound = v.Score, v.TP, v.FP, v.RootCausesFound
+			res.Matcher, res.JudgeNote, res.Rules = v.Matcher, v.JudgeNote, v.Rules
+		}
+	}
+	return res, out.Err
+}
+
+// lastCommand is the last shell command a reply asks for, "" when it asks for none.
+func lastCommand(m harness.Message) string {
+	for i := len(m.ToolCalls) - 1; i >= 0; i-- {
+		var args struct {
+			Cmd string `json:"cmd"`
+		}
+		if c := m.ToolCalls[i]; c.Name == sandbox.ShellToolName && json.Unmarshal([]byte(c.Arguments), &args) == nil {
+			return args.Cmd
+		}
+	}
+	return ""
+}
