@@ -67,7 +67,11 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	if err := noArgs(cmd); err != nil {
 		return err
 	}
-	if cmd.Int("repeats") < 1 || cmd.Int("max-turns") < 1 || cmd.Int("parallel") < 1 {
+	plan, err := runPlan(cmd)
+	if err != nil {
+		return err
+	}
+	if plan.repeats < 1 || plan.maxTurns < 1 || cmd.Int("parallel") < 1 {
 		return usageErrorf("--repeats, --max-turns and --parallel must be 1 or more")
 	}
 	shard, err := runner.ParseShard(cmd.String("shard"))
@@ -122,7 +126,7 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		}
 		template = string(b)
 	}
-	ds, err := data.Open(ctx, cmd.String("dataset"), data.OpenOptions{Hub: hubConfig(), Tasks: cmd.StringSlice("tasks")})
+	ds, err := data.Open(ctx, plan.dataset, data.OpenOptions{Hub: hubConfig(), Tasks: plan.tasks})
 	if err != nil {
 		return datasetError(err)
 	}
@@ -135,13 +139,13 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		part = fmt.Sprintf(" (shard %s)", shard)
 	}
 	fmt.Fprintf(stderr, "running %d tasks x %d repeats%s of %s with %s in the %s sandbox into %s\n",
-		len(ds.Tasks), cmd.Int("repeats"), part, ds.Spec, describeModel(settings), backend.Name(), out)
+		len(ds.Tasks), plan.repeats, part, ds.Spec, describeModel(settings), backend.Name(), out)
 	progress := newRunProgress(stderr)
 	progress.Start()
 	cfg := runner.Config{
-		Out: out, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: cmd.Int("repeats"), Parallel: cmd.Int("parallel"), Shard: shard,
+		Out: out, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: cmd.Int("parallel"), Shard: shard,
 		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
-		ReasoningEffort: settings.ReasoningEffort, MaxTokens: cmd.Int("max-tokens"), Prices: settings.Prices, Backend: backend, MaxTurns: cmd.Int("max-turns"),
+		ReasoningEffort: settings.ReasoningEffort, MaxTokens: cmd.Int("max-tokens"), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
 		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: settings.ContextWindow,
 		SystemPrompt: harness.SystemPrompt, TaskTemplate: template,
 		Grace: cmd.Duration("grace"), Abort: secondInterrupt(ctx), Progress: progress,
@@ -190,6 +194,44 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		return badResult(fmt.Errorf("%d episodes ended in error; to retry them, run the same command again (with --out %s)", failed, out))
 	}
 	return nil
+}
+
+// episodesPlan is what a run plays: the dataset, tasks, repeats and turn cap.
+type episodesPlan struct {
+	dataset  string
+	tasks    []string
+	repeats  int
+	maxTurns int
+}
+
+// runPlan reads the plan from the flags. A replay (--model replay/RUN_DIR) takes what the
+// flags do not set from the recorded run, so replaying needs no flag but --model.
+func runPlan(cmd *cli.Command) (episodesPlan, error) {
+	p := episodesPlan{dataset: cmd.String("dataset"), tasks: cmd.StringSlice("tasks"), repeats: cmd.Int("repeats"), maxTurns: cmd.Int("max-turns")}
+	dir, ok := strings.CutPrefix(cmd.String("model"), "replay/")
+	if !ok {
+		return p, nil
+	}
+	h, err := runner.ReadHeader(dir)
+	if err != nil {
+		return p, usageErrorf("--model replay/%s: not a run folder: %v", dir, err)
+	}
+	if !cmd.IsSet("dataset") {
+		p.dataset = h.Dataset
+		if strings.HasPrefix(p.dataset, "hf:") && !strings.Contains(p.dataset, "@") && h.DatasetCommit != "" {
+			p.dataset += "@" + h.DatasetCommit // the tasks as they were recorded
+		}
+	}
+	if !cmd.IsSet("tasks") {
+		p.tasks = h.Tasks
+	}
+	if !cmd.IsSet("repeats") {
+		p.repeats = h.Repeats
+	}
+	if !cmd.IsSet("max-turns") {
+		p.maxTurns = h.MaxTurns
+	}
+	return p, nil
 }
 
 // endpoint is where a model is called, for run.json ("" for built-in models).

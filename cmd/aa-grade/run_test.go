@@ -66,6 +66,7 @@ func TestRunUsageErrors(t *testing.T) {
 		"missing key (responses)": {"run", "--dataset", "demo", "--model", "openai-responses/gpt-5.5"},
 		"bad sandbox":             {"run", "--dataset", "demo", "--model", "builtin/baseline", "--sandbox", "chroot"},
 		"zero repeats":            {"run", "--dataset", "demo", "--model", "builtin/baseline", "--repeats", "0"},
+		"replay of no run":        {"run", "--model", "replay/testdata/no-such-run"},
 		"negative rpm":            {"run", "--dataset", "demo", "--model", "builtin/baseline", "--rpm", "-1"},
 		"negative tpm":            {"run", "--dataset", "demo", "--model", "builtin/baseline", "--tpm", "-1"},
 		"no calls":                {"run", "--dataset", "demo", "--model", "builtin/baseline", "--max-in-flight", "-2"},
@@ -197,8 +198,10 @@ func TestReplayReproducesARun(t *testing.T) {
 		t.Fatalf("record: exit %d\n%s", r.code, r.stderr)
 	}
 	calls := fake.Requests()
-	r := aaGrade(t, env, append([]string{"run", "--model", "replay/" + recorded, "--out", replayed}, common...)...)
-	if r.code != 0 || !strings.Contains(r.stderr, "every episode followed its recording") || fake.Requests() != calls {
+	// The dataset, tasks and repeats come from the recorded run.
+	r := aaGrade(t, env, "run", "--model", "replay/"+recorded, "--out", replayed)
+	if r.code != 0 || !strings.Contains(r.stderr, "every episode followed its recording") || fake.Requests() != calls ||
+		!strings.Contains(r.stderr, "running 2 tasks x 1 repeats of demo") {
 		t.Fatalf("replay: exit %d, %d model calls\n%s", r.code, fake.Requests()-calls, r.stderr)
 	}
 	if a, b := episodeFields(t, recorded), episodeFields(t, replayed); a != b {
