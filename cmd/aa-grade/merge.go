@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runner"
 )
 
@@ -16,7 +17,8 @@ func newMergeCommand() *cli.Command {
 		Name:      "merge",
 		Usage:     "join the run folders of the shards of one run (--shard I/N) into one",
 		ArgsUsage: "RUN...",
-		Description: "Runs of another configuration are refused, naming the fields that differ. Episodes no run\n" +
+		Description: "The new folder gets the reports too (results.parquet, report.md, report.html).\n" +
+			"Runs of another configuration are refused, naming the fields that differ. Episodes no run\n" +
 			"finished are listed (exit 1); an episode finished by two runs keeps the first run's result.\n\n" +
 			"Example: aa-grade merge --out runs/opus runs/opus-1of2 runs/opus-2of2",
 		Flags:  []cli.Flag{&cli.StringFlag{Name: "out", Required: true, Sources: env("out"), Usage: "the new run folder"}},
@@ -35,6 +37,9 @@ func runMerge(_ context.Context, cmd *cli.Command) error {
 	}
 	if err != nil {
 		return badResult(err)
+	}
+	if err := report.WriteFolder(cmd.String("out")); err != nil {
+		return err
 	}
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	for _, e := range rep.Duplicates {

@@ -63,6 +63,9 @@ func TestShardsMergeToTheWhole(t *testing.T) {
 	if a, b := episodeFields(t, filepath.Join(dir, "whole")), episodeFields(t, filepath.Join(dir, "merged")); a != b {
 		t.Fatalf("merged shards differ from the whole run:\n%s\n---\n%s", a, b)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "merged", "results.parquet")); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "merged", "episodes", "Scenario-902", "2", "trajectory.jsonl.zst")); err != nil {
 		t.Fatal(err)
 	}
