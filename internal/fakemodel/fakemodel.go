@@ -9,16 +9,14 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
-	"time"
 )
 
 // Script is what every episode's model does: Turns-2 turns running Command, then a turn that
 // writes Answer to agent_output.json, then a turn that calls finish.
 type Script struct {
-	Turns   int           // at least 2
-	Command string        // the shell command of the investigation turns
-	Answer  []string      // the entities submitted
-	Delay   time.Duration // before each answer, as a slow model would take
+	Turns   int      // at least 2
+	Command string   // the shell command of the investigation turns
+	Answer  []string // the entities submitted
 }
 
 // Server answers POST /chat/completions by the script.
@@ -42,13 +40,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.requests.Add(1)
-	if s.Script.Delay > 0 {
-		select {
-		case <-time.After(s.Script.Delay):
-		case <-r.Context().Done():
-			return
-		}
-	}
 	turn := 1
 	for _, m := range req.Messages {
 		if m.Role == "assistant" {
