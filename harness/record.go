@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -26,7 +27,7 @@ func OpenTrajectory(dir string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+	zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -44,6 +45,30 @@ func (z zstdFile) Close() error {
 	return z.f.Close()
 }
 
+// One encoder serves every episode, one at a time: an encoder holds several MB of window and
+// tables, and a run at --parallel 32 would otherwise hold 32 of them as its episodes end.
+var (
+	encoderMu sync.Mutex
+	encoder   = sync.OnceValues(func() (*zstd.Encoder, error) {
+		return zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+	})
+)
+
+func compress(w io.Writer, r io.Reader) error {
+	encoderMu.Lock()
+	defer encoderMu.Unlock()
+	zw, err := encoder()
+	if err != nil {
+		return err
+	}
+	zw.Reset(w)
+	if _, err := io.Copy(zw, r); err != nil {
+		zw.Close()
+		return err
+	}
+	return zw.Close()
+}
+
 // CompressTrajectory replaces an episode folder's plain trajectory with its compressed form.
 // On failure the plain file stays, and readers still find it.
 func CompressTrajectory(dir string) error {
@@ -58,11 +83,7 @@ func CompressTrajectory(dir string) error {
 	if err != nil {
 		return err
 	}
-	zw, err := zstd.NewWriter(out, zstd.WithEncoderConcurrency(1))
-	if err == nil {
-		_, err = io.Copy(zw, in)
-		err = errors.Join(err, zw.Close())
-	}
+	err = compress(out, in)
 	err = errors.Join(err, out.Close())
 	if err == nil {
 		err = os.Rename(tmp, plain+".zst")
