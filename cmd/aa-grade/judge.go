@@ -12,6 +12,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader/judge"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/report"
 )
 
 // judgeFlags are --judge and --judge-effort, on grade and run.
@@ -73,7 +74,7 @@ func newJudge(cmd *cli.Command) (*llmJudge, error) {
 func (j *llmJudge) spent() string {
 	calls, used := j.asker.Spent()
 	return fmt.Sprintf("judge: %d calls (cached answers are free), %d input and %d output tokens, %s",
-		calls, used.Input, used.Output, usd(j.prices.Cost(used)))
+		calls, used.Input, used.Output, "cost "+report.FormatUSD(j.prices.Cost(used)))
 }
 
 // judgeLine is the text output's summary of the judge's work.

@@ -179,7 +179,7 @@ func TestGradeJudgePresetAndEffort(t *testing.T) {
 		t.Fatalf("exit %d, efforts %v\n%s%s", r.code, e, r.stdout, r.stderr)
 	}
 	// 10 calls x (900 input x $5 + 40 output x $30) per million tokens.
-	if !strings.Contains(r.stderr, "judge: 10 calls (cached answers are free), 9000 input and 400 output tokens, $0.0570") {
+	if !strings.Contains(r.stderr, "judge: 10 calls (cached answers are free), 9000 input and 400 output tokens, cost $0.057") {
 		t.Fatalf("stderr: %s", r.stderr)
 	}
 	r = aaGrade(t, env, append(args[:len(args)-2], "high", "--json")...)

@@ -38,7 +38,7 @@ func runMerge(_ context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return badResult(err)
 	}
-	if err := report.WriteFolder(cmd.String("out")); err != nil {
+	if _, err := report.WriteFolder(cmd.String("out")); err != nil {
 		return err
 	}
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter

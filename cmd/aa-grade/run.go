@@ -165,8 +165,10 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	if j != nil {
 		fmt.Fprintln(stderr, j.spent())
 	}
+	var run *report.Run
 	if results != nil { // the reports of an interrupted or stopped run show how far it got
-		if werr := report.WriteFolder(out); werr != nil {
+		var werr error
+		if run, werr = report.WriteFolder(out); werr != nil {
 			if err == nil {
 				return werr
 			}
@@ -188,7 +190,7 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	}
 	renderGradeText(cmd.Root().Writer, summary)
 	fmt.Fprintln(cmd.Root().Writer)
-	renderRunTotals(cmd.Root().Writer, results)
+	renderRunTotals(cmd.Root().Writer, run)
 	fmt.Fprintf(cmd.Root().Writer, "Run folder: %s\n", out)
 	if failed := countStatus(results, grader.StatusError); failed > 0 {
 		return badResult(fmt.Errorf("%d episodes ended in error; to retry them, run the same command again (with --out %s)", failed, out))
@@ -276,46 +278,18 @@ func countStatus(results []runner.Result, status string) int {
 }
 
 // renderRunTotals prints per task the mean turns, the tokens and the cost, and the totals.
-func renderRunTotals(w io.Writer, results []runner.Result) {
-	type totals struct {
-		episodes, turns int
-		tokens          harness.Usage
-		cost            *float64
-	}
-	add := func(t *totals, r runner.Result) {
-		if t.episodes == 0 {
-			t.cost = new(float64)
-		}
-		t.episodes++
-		t.turns += r.Turns
-		t.tokens.Add(r.Tokens)
-		if r.CostUSD == nil || t.cost == nil {
-			t.cost = nil
-		} else {
-			*t.cost += *r.CostUSD
-		}
-	}
-	var order []string
-	per := map[string]*totals{}
-	all := &totals{}
-	for _, r := range results {
-		if per[r.Task] == nil {
-			per[r.Task] = &totals{}
-			order = append(order, r.Task)
-		}
-		add(per[r.Task], r)
-		add(all, r)
-	}
+func renderRunTotals(w io.Writer, r *report.Run) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "TASK\tMEAN TURNS\tINPUT TOKENS\tCACHED\tOUTPUT TOKENS\tREASONING\tCOST\t")
-	row := func(name string, t *totals) {
-		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%d\t%d\t%d\t%s\t\n", name, float64(t.turns)/float64(max(t.episodes, 1)),
-			t.tokens.Input, t.tokens.CachedRead, t.tokens.Output, t.tokens.Reasoning, usd(t.cost))
+	row := func(name string, turns float64, tokens harness.Usage, cost *float64) {
+		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%d\t%d\t%d\t%s\t\n", name, turns,
+			tokens.Input, tokens.CachedRead, tokens.Output, tokens.Reasoning, report.FormatUSD(cost))
 	}
-	for _, task := range order {
-		row(task, per[task])
+	for _, t := range r.PerTask() {
+		row(t.Task, t.MeanTurns, t.Tokens, t.CostUSD)
 	}
-	row("ALL", all)
+	o := r.Overview()
+	row("ALL", o.MeanTurns, o.Tokens, o.CostUSD)
 	tw.Flush()
 }
 

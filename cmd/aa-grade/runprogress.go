@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runner"
 )
 
@@ -82,7 +83,7 @@ func (p *runProgress) Finished(r runner.Result) {
 	delete(p.running, runner.Episode{Task: r.Task, Repeat: r.Repeat})
 	p.count(r)
 	p.endedHere++
-	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %d turns, %s", r.Task, r.Repeat, r.Status, r.Score, r.Turns, usd(r.CostUSD))
+	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %d turns, %s", r.Task, r.Repeat, r.Status, r.Score, r.Turns, "cost "+report.FormatUSD(r.CostUSD))
 	if r.Error != "" {
 		line += ": " + r.Error
 	}
@@ -180,12 +181,4 @@ func (p *runProgress) render() {
 		fmt.Fprintln(p.w, l)
 	}
 	p.drawn = len(lines)
-}
-
-// usd prints a cost; unknown is never shown as zero.
-func usd(v *float64) string {
-	if v == nil {
-		return "cost unknown"
-	}
-	return fmt.Sprintf("$%.4f", *v)
 }

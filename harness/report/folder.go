@@ -17,11 +17,12 @@ const (
 )
 
 // WriteFolder reads the run folder dir and writes its three reports into it, each replaced
-// whole, so a report that was there stays readable until the new one is complete.
-func WriteFolder(dir string) error {
+// whole, so a report that was there stays readable until the new one is complete. It returns
+// the run as read, for a caller that prints it too.
+func WriteFolder(dir string) (*Run, error) {
 	r, err := Load(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, f := range []struct {
 		name  string
@@ -33,11 +34,11 @@ func WriteFolder(dir string) error {
 	} {
 		var b bytes.Buffer
 		if err := f.write(&b); err != nil {
-			return err
+			return nil, err
 		}
 		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), b.Bytes()); err != nil {
-			return fmt.Errorf("write the reports: %w", err)
+			return nil, fmt.Errorf("write the reports: %w", err)
 		}
 	}
-	return nil
+	return r, nil
 }
