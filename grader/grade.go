@@ -239,31 +239,32 @@ func readEpisode(gt *GroundTruth, repeat int, file string) (Episode, []string) {
 		ep.Status, ep.Reason = StatusMissing, "no submission file"
 		return ep, nil
 	}
-	doc, err := readBounded(file, MaxSubmissionBytes)
-	if err == nil {
-		var sub Submission
-		if sub, err = ReadSubmission(doc); err == nil {
-			ep.Status = StatusOK
-			return ep, sub.Names
-		}
+	_, sub, err := ReadSubmissionFile(file)
+	if err != nil {
+		ep.Status, ep.Reason = StatusInvalid, fmt.Sprintf("%s: %v", file, err)
+		return ep, nil
 	}
-	ep.Status, ep.Reason = StatusInvalid, fmt.Sprintf("%s: %v", file, err)
-	return ep, nil
+	ep.Status = StatusOK
+	return ep, sub.Names
 }
 
-// readBounded reads a file, refusing one larger than limit without reading it all.
-func readBounded(file string, limit int64) ([]byte, error) {
-	f, err := os.Open(file)
+// ReadSubmissionFile reads a submission file (which an agent wrote: it may be huge or hostile)
+// and the diagnosis in it. A file larger than MaxSubmissionBytes is refused without being read
+// whole; an unreadable diagnosis is an ErrInvalidSubmission, a file that cannot be read an
+// os error.
+func ReadSubmissionFile(path string) ([]byte, Submission, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, Submission{}, err
 	}
 	defer f.Close()
-	doc, err := io.ReadAll(io.LimitReader(f, limit+1))
+	doc, err := io.ReadAll(io.LimitReader(f, MaxSubmissionBytes+1))
 	if err != nil {
-		return nil, err
+		return nil, Submission{}, err
 	}
-	if int64(len(doc)) > limit {
-		return nil, fmt.Errorf("%w: larger than %d MiB", ErrInvalidSubmission, limit>>20)
+	if len(doc) > MaxSubmissionBytes {
+		return nil, Submission{}, fmt.Errorf("%w: larger than %d MiB", ErrInvalidSubmission, MaxSubmissionBytes>>20)
 	}
-	return doc, nil
+	sub, err := ReadSubmission(doc)
+	return doc, sub, err
 }

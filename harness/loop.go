@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -88,8 +87,9 @@ type Outcome struct {
 	Status     string
 	Turns      int // model calls, summaries not counted
 	ToolCalls  int
-	Summaries  int    // times the history was summarised
-	Submission []byte // agent_output.json as submitted
+	Summaries  int      // times the history was summarised
+	Submission []byte   // agent_output.json as submitted
+	Entities   []string // the entities the submission names, as the grader reads them
 	Usage      Usage
 	ModelTime  time.Duration
 	ToolTime   time.Duration
@@ -147,10 +147,9 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		if calls := reply.Message.ToolCalls; len(calls) == 0 {
 			messages = append(messages, Message{Role: RoleUser, Content: continueMessage})
 		} else {
-			results, submission := e.runCalls(ctx, calls, timeout, &out)
-			messages = append(messages, results...)
-			if submission != nil {
-				out.Status, out.Submission = StatusOK, submission
+			messages = append(messages, e.runCalls(ctx, calls, timeout, &out)...)
+			if out.Submission != nil {
+				out.Status = StatusOK
 				return out
 			}
 			if err := ctx.Err(); err != nil {
@@ -207,9 +206,9 @@ func recentHalf(messages []Message) []Message {
 }
 
 // runCalls runs one turn's tool calls one after another in the order given, the finish call
-// last; two finish calls are both refused. It returns the tool results, in call order, and
-// the submission when a finish call succeeded.
-func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.Duration, out *Outcome) ([]Message, []byte) {
+// last; two finish calls are both refused. It returns the tool results, in call order; a
+// finish call that succeeds puts the submission in out.
+func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.Duration, out *Outcome) []Message {
 	var finishes []int
 	for i, c := range calls {
 		if c.Name == FinishToolName {
@@ -217,7 +216,6 @@ func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.D
 		}
 	}
 	results := make([]Message, len(calls))
-	var submission []byte
 	order := make([]int, 0, len(calls))
 	for i, c := range calls {
 		if c.Name != FinishToolName {
@@ -236,10 +234,10 @@ func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.D
 		case c.Name == FinishToolName && len(finishes) > 1:
 			result.Content, result.IsError = refuseTwoFinish, true
 		case c.Name == FinishToolName:
-			var err error
-			if submission, err = e.finish(c.Arguments); err != nil {
+			if doc, entities, err := e.finish(c.Arguments); err != nil {
 				result.Content, result.IsError = err.Error(), true
 			} else {
+				out.Submission, out.Entities = doc, entities
 				result.Content = "Submitted " + SubmissionFile + "."
 			}
 		default:
@@ -248,7 +246,7 @@ func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.D
 		out.ToolTime += time.Since(began)
 		results[i] = result
 	}
-	return results, submission
+	return results
 }
 
 // shell runs a code_exec call.
@@ -268,23 +266,22 @@ func (e *Episode) shell(ctx context.Context, arguments string, timeout time.Dura
 
 // finish checks a finish call: the paths it hands back must exist, and agent_output.json must
 // be there and readable as a diagnosis. A refusal goes back to the model, which may try again.
-func (e *Episode) finish(arguments string) ([]byte, error) {
+func (e *Episode) finish(arguments string) ([]byte, []string, error) {
 	var args struct {
 		Reason string   `json:"reason"`
 		Paths  []string `json:"paths"`
 	}
 	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, fmt.Errorf("invalid arguments for %s: expected {\"reason\": \"...\", \"paths\": [\"%s\"]}", FinishToolName, SubmissionFile)
+		return nil, nil, fmt.Errorf("invalid arguments for %s: expected {\"reason\": \"...\", \"paths\": [\"%s\"]}", FinishToolName, SubmissionFile)
 	}
-	doc, err := readAtMost(filepath.Join(e.Scratch, SubmissionFile), grader.MaxSubmissionBytes+1)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s is not in the working directory: write it, then call %s again", SubmissionFile, FinishToolName)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", SubmissionFile, err)
-	}
-	if _, err := grader.ReadSubmission(doc); err != nil {
-		return nil, fmt.Errorf("%s cannot be read as a diagnosis (%v); fix it, then call %s again", SubmissionFile, err, FinishToolName)
+	doc, sub, err := grader.ReadSubmissionFile(filepath.Join(e.Scratch, SubmissionFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil, fmt.Errorf("%s is not in the working directory: write it, then call %s again", SubmissionFile, FinishToolName)
+	case errors.Is(err, grader.ErrInvalidSubmission):
+		return nil, nil, fmt.Errorf("%s cannot be read as a diagnosis (%v); fix it, then call %s again", SubmissionFile, err, FinishToolName)
+	case err != nil:
+		return nil, nil, fmt.Errorf("cannot read %s: %v", SubmissionFile, err)
 	}
 	for _, p := range args.Paths {
 		rel := p
@@ -293,21 +290,11 @@ func (e *Episode) finish(arguments string) ([]byte, error) {
 		}
 		rel = filepath.Clean(rel)
 		if rel == ".." || strings.HasPrefix(rel, "../") {
-			return nil, fmt.Errorf("cannot hand back %s: it is outside the working directory", p)
+			return nil, nil, fmt.Errorf("cannot hand back %s: it is outside the working directory", p)
 		}
 		if _, err := os.Stat(filepath.Join(e.Scratch, rel)); err != nil {
-			return nil, fmt.Errorf("cannot hand back %s: no such file in the working directory", p)
+			return nil, nil, fmt.Errorf("cannot hand back %s: no such file in the working directory", p)
 		}
 	}
-	return doc, nil
-}
-
-// readAtMost reads up to limit bytes of a file the model wrote (it may be huge).
-func readAtMost(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit))
+	return doc, sub.Names, nil
 }

@@ -83,7 +83,8 @@ func TestSeveralCallsRunInOrderWithFinishLast(t *testing.T) {
 		shell("b", "cat agent_output.json | wc -c"),
 	}}}}
 	out := newEpisode(t, m, 10).Run(context.Background())
-	if out.Status != StatusOK || out.Turns != 1 || out.ToolCalls != 3 || !strings.Contains(string(out.Submission), "flagd-config") {
+	if out.Status != StatusOK || out.Turns != 1 || out.ToolCalls != 3 || !strings.Contains(string(out.Submission), "flagd-config") ||
+		len(out.Entities) == 0 || !strings.Contains(out.Entities[0], "flagd-config") {
 		t.Fatalf("outcome = %+v", out)
 	}
 	if len(m.requests) != 1 || len(m.requests[0].Tools) != 2 || m.requests[0].Tools[0].Name != "code_exec" {

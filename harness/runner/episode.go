@@ -71,25 +71,20 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 		return fail(fmt.Errorf("ground truth of %s: %w", task.ID, err))
 	}
 	res.RootCauses = gt.RootCauseSets()
-	if out.Status == harness.StatusOK {
+	if out.Status == harness.StatusOK { // the loop accepted only a submission the grader reads
 		if err := os.WriteFile(filepath.Join(dir, harness.SubmissionFile), out.Submission, 0o644); err != nil {
 			return fail(err)
 		}
-		sub, err := grader.ReadSubmission(out.Submission)
-		if err != nil {
-			res.Status, res.Error = grader.StatusInvalid, err.Error()
-		} else {
-			score := cfg.Scorer
-			if score == nil {
-				score = grader.Rules
-			}
-			v, err := score(ctx, grader.Task{ID: task.ID, GroundTruth: task.GroundTruth}, gt, sub.Names)
-			if err != nil {
-				return fail(err) // interrupted while the judge was asked: run it again
-			}
-			res.Score, res.TP, res.FP, res.RootCausesFound = v.Score, v.TP, v.FP, v.RootCausesFound
-			res.Matcher, res.JudgeNote, res.Rules = v.Matcher, v.JudgeNote, v.Rules
+		score := cfg.Scorer
+		if score == nil {
+			score = grader.Rules
 		}
+		v, err := score(ctx, grader.Task{ID: task.ID, GroundTruth: task.GroundTruth}, gt, out.Entities)
+		if err != nil {
+			return fail(err) // interrupted while the judge was asked: run it again
+		}
+		res.Score, res.TP, res.FP, res.RootCausesFound = v.Score, v.TP, v.FP, v.RootCausesFound
+		res.Matcher, res.JudgeNote, res.Rules = v.Matcher, v.JudgeNote, v.Rules
 	}
 	return res, out.Err
 }
