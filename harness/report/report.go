@@ -56,7 +56,7 @@ func Load(dir string) (*Run, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	case h.Model == "":
-		return nil, fmt.Errorf("%w: %s names no model", ErrCorrupt, filepath.Join(dir, "run.json"))
+		return nil, fmt.Errorf("%w: %s names no model", ErrCorrupt, filepath.Join(dir, runner.HeaderFile))
 	}
 	done, err := runner.ReadResults(dir)
 	if err != nil {
@@ -93,7 +93,7 @@ func Load(dir string) (*Run, error) {
 	})
 	shard, err := runner.ParseShard(h.Shard)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, filepath.Join(dir, "run.json"), err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, filepath.Join(dir, runner.HeaderFile), err)
 	}
 	_, run.Summary = runner.Collect(shard.Episodes(tasks, repeats), done, h.Judge)
 	return run, nil

@@ -45,7 +45,7 @@ type Header struct {
 // ReadHeader reads the run folder dir's run.json; unknown fields are ignored, so folders
 // written by newer versions still read.
 func ReadHeader(dir string) (Header, error) {
-	path := filepath.Join(dir, "run.json")
+	path := filepath.Join(dir, HeaderFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Header{}, err
@@ -79,8 +79,22 @@ func writeHeader(cfg Config) error {
 		}
 		h.Started = prev.Started
 	}
-	b, _ := json.MarshalIndent(h, "", "  ")
-	return os.WriteFile(filepath.Join(cfg.Out, "run.json"), b, 0o644)
+	return writeJSON(filepath.Join(cfg.Out, HeaderFile), h)
+}
+
+// HeaderFile is a run folder's header; SummaryFile its summary (the schema of grade --json).
+const (
+	HeaderFile  = "run.json"
+	SummaryFile = "summary.json"
+)
+
+// writeJSON writes one of the run folder's JSON files, indented for people to read.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // revision is the VCS revision of this build ("" when unknown), with "+dirty" for a build from

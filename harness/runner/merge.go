@@ -31,7 +31,7 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	if len(runs) == 0 {
 		return MergeReport{}, errors.New("no run folders to merge")
 	}
-	if _, err := os.Stat(filepath.Join(out, "run.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(out, HeaderFile)); err == nil {
 		return MergeReport{}, fmt.Errorf("%s already holds a run: merge into a new folder", out)
 	}
 	var first Header
@@ -74,38 +74,33 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return MergeReport{}, err
 	}
+	plan := Shard{}.Episodes(first.Tasks, first.Repeats)
 	var lines []byte
-	var all []Result
-	for _, task := range first.Tasks {
-		for repeat := 1; repeat <= first.Repeats; repeat++ {
-			e := Episode{task, repeat}
-			r, ok := kept[e.Key()]
-			if !ok || !r.Final() {
-				rep.Missing = append(rep.Missing, e)
-			}
-			if !ok {
-				r = Result{Task: task, Repeat: repeat, Status: grader.StatusUnfinished, Error: "in none of the merged runs"}
-			} else if err := copyEpisode(filepath.Join(from[e.Key()], "episodes", task, strconv.Itoa(repeat)), filepath.Join(out, "episodes", task, strconv.Itoa(repeat))); err != nil {
-				return MergeReport{}, err
-			}
-			if ok {
-				line, _ := json.Marshal(r)
-				lines = append(append(lines, line...), '\n')
-			}
-			all = append(all, r)
+	for _, e := range plan {
+		r, ok := kept[e.Key()]
+		if !ok || !r.Final() {
+			rep.Missing = append(rep.Missing, e)
 		}
+		if !ok {
+			continue
+		}
+		rel := filepath.Join("episodes", e.Task, strconv.Itoa(e.Repeat))
+		if err := copyEpisode(filepath.Join(from[e.Key()], rel), filepath.Join(out, rel)); err != nil {
+			return MergeReport{}, err
+		}
+		line, _ := json.Marshal(r)
+		lines = append(append(lines, line...), '\n')
 	}
 	first.Shard = ""
-	b, _ := json.MarshalIndent(first, "", "  ")
-	if err := os.WriteFile(filepath.Join(out, "run.json"), b, 0o644); err != nil {
+	if err := writeJSON(filepath.Join(out, HeaderFile), first); err != nil {
 		return MergeReport{}, err
 	}
 	if err := os.WriteFile(filepath.Join(out, ResultsFile), lines, 0o644); err != nil {
 		return MergeReport{}, err
 	}
-	rep.Episodes, rep.Summary = len(all), Summarise(all, first.Judge)
-	b, _ = json.MarshalIndent(rep.Summary, "", "  ")
-	return rep, os.WriteFile(filepath.Join(out, "summary.json"), b, 0o644)
+	rep.Episodes = len(plan)
+	_, rep.Summary = Collect(plan, kept, first.Judge)
+	return rep, writeJSON(filepath.Join(out, SummaryFile), rep.Summary)
 }
 
 // copyEpisode copies an episode's files (trajectory, submission); an episode with no folder

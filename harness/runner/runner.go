@@ -196,8 +196,7 @@ feed:
 	wg.Wait()
 
 	all, summary := Collect(plan, done, cfg.Judge)
-	b, _ := json.MarshalIndent(summary, "", "  ")
-	if err := os.WriteFile(filepath.Join(cfg.Out, "summary.json"), b, 0o644); err != nil {
+	if err := writeJSON(filepath.Join(cfg.Out, SummaryFile), summary); err != nil {
 		return summary, all, err
 	}
 	if feedCtx.Err() != nil {
