@@ -86,23 +86,10 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	if cmd.Int("max-in-flight") < 0 || cmd.Int("rpm") < 0 || cmd.Int("tpm") < 0 {
-		return usageErrorf("--max-in-flight, --rpm and --tpm must be 0 (the default) or more")
-	}
 	stderr := cmd.Root().ErrWriter
-	// One limiter for the run: every episode's calls go to the same provider and quota.
-	maxInFlight := cmd.Int("max-in-flight")
-	if maxInFlight == 0 {
-		maxInFlight = cmd.Int("parallel")
-	}
-	limit, err := model.NewLimiter(model.Limits{MaxInFlight: maxInFlight, RPM: cmd.Int("rpm"), TPM: int64(cmd.Int("tpm"))})
+	m, err := newModel(cmd, settings)
 	if err != nil {
-		return usageErrorf("%v", err)
-	}
-	m, err := model.New(settings.Spec, os.Getenv, model.Options{MaxTokens: cmd.Int("max-tokens"),
-		ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit})
-	if err != nil {
-		return usageErrorf("%v", err)
+		return err
 	}
 	j, err := newJudge(cmd)
 	if err != nil {
@@ -196,6 +183,25 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		return badResult(fmt.Errorf("%d episodes ended in error; to retry them, run the same command again (with --out %s)", failed, out))
 	}
 	return nil
+}
+
+// newModel builds the model under test, with one rate limiter for the whole run: every
+// episode's calls go to the same provider and quota.
+func newModel(cmd *cli.Command, settings model.Settings) (harness.Model, error) {
+	maxInFlight := cmd.Int("max-in-flight")
+	if maxInFlight == 0 {
+		maxInFlight = cmd.Int("parallel")
+	}
+	limit, err := model.NewLimiter(model.Limits{MaxInFlight: maxInFlight, RPM: cmd.Int("rpm"), TPM: int64(cmd.Int("tpm"))})
+	if err != nil {
+		return nil, usageErrorf("--max-in-flight, --rpm, --tpm: %v", err)
+	}
+	m, err := model.New(settings.Spec, os.Getenv, model.Options{MaxTokens: cmd.Int("max-tokens"),
+		ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit})
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return m, nil
 }
 
 // episodesPlan is what a run plays: the dataset, tasks, repeats and turn cap.
