@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -32,7 +33,7 @@ func runMerge(_ context.Context, cmd *cli.Command) error {
 		return usageErrorf("merge needs the run folders to join")
 	}
 	rep, err := runner.Merge(cmd.String("out"), runs)
-	if errors.Is(err, runner.ErrMergeConfig) {
+	if errors.Is(err, runner.ErrMergeConfig) || errors.Is(err, fs.ErrNotExist) { // other runs, or not a run folder
 		return usageErrorf("%v", err)
 	}
 	if err != nil {
