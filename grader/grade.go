@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
 // Task is what grading needs of a dataset task.
@@ -249,22 +250,33 @@ func readEpisode(gt *GroundTruth, repeat int, file string) (Episode, []string) {
 }
 
 // ReadSubmissionFile reads a submission file (which an agent wrote: it may be huge or hostile)
-// and the diagnosis in it. A file larger than MaxSubmissionBytes is refused without being read
-// whole; an unreadable diagnosis is an ErrInvalidSubmission, a file that cannot be read an
-// os error.
+// and the diagnosis in it, with ReadSubmissionWith's rules; the file must be a regular file (a
+// FIFO or a device is refused without blocking, see safefile).
 func ReadSubmissionFile(path string) ([]byte, Submission, error) {
-	f, err := os.Open(path)
+	return ReadSubmissionWith(func(limit int64) ([]byte, error) { return safefile.ReadPath(path, limit) })
+}
+
+// ReadSubmissionWith reads a diagnosis through read, which returns at most limit bytes or a
+// safefile error. A file larger than MaxSubmissionBytes, or one that is no regular file, is
+// an ErrInvalidSubmission, as is an unreadable diagnosis; a file that cannot be read at all
+// keeps its os error (fs.ErrNotExist when it is not there).
+func ReadSubmissionWith(read func(limit int64) ([]byte, error)) ([]byte, Submission, error) {
+	doc, err := read(MaxSubmissionBytes)
 	if err != nil {
-		return nil, Submission{}, err
-	}
-	defer f.Close()
-	doc, err := io.ReadAll(io.LimitReader(f, MaxSubmissionBytes+1))
-	if err != nil {
-		return nil, Submission{}, err
-	}
-	if len(doc) > MaxSubmissionBytes {
-		return nil, Submission{}, fmt.Errorf("%w: larger than %d MiB", ErrInvalidSubmission, MaxSubmissionBytes>>20)
+		return nil, Submission{}, submissionFileError(err)
 	}
 	sub, err := ReadSubmission(doc)
 	return doc, sub, err
+}
+
+// submissionFileError makes a file that is there but is no diagnosis (too large, not a regular
+// file) an ErrInvalidSubmission; other errors stay as they are.
+func submissionFileError(err error) error {
+	switch {
+	case errors.Is(err, safefile.ErrTooLarge):
+		return fmt.Errorf("%w: larger than %d MiB", ErrInvalidSubmission, MaxSubmissionBytes>>20)
+	case errors.Is(err, safefile.ErrNotRegular):
+		return fmt.Errorf("%w: %v", ErrInvalidSubmission, err)
+	}
+	return err
 }

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
 // The finish tool, as the reference agent library defines it: the model hands back files
@@ -71,7 +71,6 @@ const (
 type Episode struct {
 	Model          Model
 	Sandbox        sandbox.Sandbox
-	Scratch        string // the host folder where the workspace's writes land
 	MaxTurns       int
 	CommandTimeout time.Duration
 	SystemPrompt   string
@@ -234,7 +233,7 @@ func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.D
 		case c.Name == FinishToolName && len(finishes) > 1:
 			result.Content, result.IsError = refuseTwoFinish, true
 		case c.Name == FinishToolName:
-			if doc, entities, err := e.finish(c.Arguments); err != nil {
+			if doc, entities, err := e.finish(ctx, c.Arguments); err != nil {
 				result.Content, result.IsError = err.Error(), true
 			} else {
 				out.Submission, out.Entities = doc, entities
@@ -264,9 +263,11 @@ func (e *Episode) shell(ctx context.Context, arguments string, timeout time.Dura
 	return res.ShellResults(timeout), false
 }
 
-// finish checks a finish call: the paths it hands back must exist, and agent_output.json must
-// be there and readable as a diagnosis. A refusal goes back to the model, which may try again.
-func (e *Episode) finish(arguments string) ([]byte, []string, error) {
+// finish checks a finish call: the paths it hands back must be files of the workspace, and
+// agent_output.json must be there and readable as a diagnosis. The sandbox opens them as it
+// sees them (see Sandbox.ReadFile): a link, a FIFO or a device the model made cannot reach
+// or stall the host. A refusal goes back to the model, which may try again.
+func (e *Episode) finish(ctx context.Context, arguments string) ([]byte, []string, error) {
 	var args struct {
 		Reason string   `json:"reason"`
 		Paths  []string `json:"paths"`
@@ -274,10 +275,14 @@ func (e *Episode) finish(arguments string) ([]byte, []string, error) {
 	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
 		return nil, nil, fmt.Errorf("invalid arguments for %s: expected {\"reason\": \"...\", \"paths\": [\"%s\"]}", FinishToolName, SubmissionFile)
 	}
-	doc, sub, err := grader.ReadSubmissionFile(filepath.Join(e.Scratch, SubmissionFile))
+	doc, sub, err := grader.ReadSubmissionWith(func(limit int64) ([]byte, error) {
+		return e.Sandbox.ReadFile(ctx, SubmissionFile, limit)
+	})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil, fmt.Errorf("%s is not in the working directory: write it, then call %s again", SubmissionFile, FinishToolName)
+	case errors.Is(err, sandbox.ErrOutsideWorkspace):
+		return nil, nil, fmt.Errorf("%s is %v: write the file itself, then call %s again", SubmissionFile, err, FinishToolName)
 	case errors.Is(err, grader.ErrInvalidSubmission):
 		return nil, nil, fmt.Errorf("%s cannot be read as a diagnosis (%v); fix it, then call %s again", SubmissionFile, err, FinishToolName)
 	case err != nil:
@@ -292,9 +297,22 @@ func (e *Episode) finish(arguments string) ([]byte, []string, error) {
 		if rel == ".." || strings.HasPrefix(rel, "../") {
 			return nil, nil, fmt.Errorf("cannot hand back %s: it is outside the working directory", p)
 		}
-		if _, err := os.Stat(filepath.Join(e.Scratch, rel)); err != nil {
-			return nil, nil, fmt.Errorf("cannot hand back %s: no such file in the working directory", p)
+		if err := e.Sandbox.CheckFile(ctx, rel); err != nil {
+			return nil, nil, fmt.Errorf("cannot hand back %s: %s", p, fileProblem(err))
 		}
 	}
 	return doc, sub.Names, nil
+}
+
+// fileProblem says to the model why a path it hands back is refused.
+func fileProblem(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such file in the working directory"
+	case errors.Is(err, safefile.ErrNotRegular):
+		return "not a regular file"
+	case errors.Is(err, sandbox.ErrOutsideWorkspace):
+		return err.Error()
+	}
+	return err.Error()
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aa-grade/aa-grade/internal/agenttest"
 
@@ -50,20 +51,25 @@ const diagnosis = `{"contributing_factors":[{"name":"otel-demo/ConfigMap/flagd-c
 // newEpisode starts a real sandbox (the strongest here) over a tiny snapshot.
 func newEpisode(t *testing.T, model Model, maxTurns int) *Episode {
 	t.Helper()
+	return newEpisodeIn(t, agenttest.Backend(t), model, maxTurns)
+}
+
+// newEpisodeIn starts a sandbox of the backend over a tiny snapshot.
+func newEpisodeIn(t *testing.T, backend sandbox.Backend, model Model, maxTurns int) *Episode {
+	t.Helper()
 	dir := t.TempDir()
 	snap, scratch := filepath.Join(dir, "snap"), filepath.Join(dir, "scratch")
 	testfs.Write(t, filepath.Join(snap, "k8s_events_raw.tsv"), "Timestamp\tBody\n")
 	if err := os.MkdirAll(scratch, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	backend := agenttest.Backend(t)
 	exe, _ := os.Executable()
 	sb, err := backend.Start(context.Background(), sandbox.Spec{Snapshot: snap, Scratch: scratch, Agent: exe, AgentArg: []string{sandbox.AgentCommand}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sb.Close() })
-	return &Episode{Model: model, Sandbox: sb, Scratch: scratch, MaxTurns: maxTurns, SystemPrompt: "system", TaskPrompt: "task"}
+	return &Episode{Model: model, Sandbox: sb, MaxTurns: maxTurns, SystemPrompt: "system", TaskPrompt: "task"}
 }
 
 func toolResults(req Request) []Message {
@@ -289,5 +295,51 @@ func TestContextOverflowSummarisesAndRetries(t *testing.T) {
 	retry := m.requests[4].Messages
 	if len(retry) != 4 || !strings.Contains(retry[2].Content, "wrote nothing yet") {
 		t.Fatalf("retried turn got %+v", retry)
+	}
+}
+
+// TestFinishNeverFollowsTheModelOutOfTheWorkspace: a submission that is a link to a host file
+// (here one holding a valid diagnosis), a FIFO (which would block a reader for good), and
+// paths handed back that lead out through links or .. are all refused, on every backend; a
+// real file after them is accepted.
+func TestFinishNeverFollowsTheModelOutOfTheWorkspace(t *testing.T) {
+	hostFile := filepath.Join(t.TempDir(), "host-answer.json")
+	testfs.Write(t, hostFile, diagnosis)
+	for _, backend := range sandbox.Backends() {
+		if backend.Available() != nil {
+			continue
+		}
+		t.Run(backend.Name(), func(t *testing.T) {
+			m := &script{replies: []Message{
+				{ToolCalls: []ToolCall{shell("a", "ln -s "+hostFile+" agent_output.json"), call("f1", FinishToolName, finishArgs)}},
+				{ToolCalls: []ToolCall{shell("b", "rm agent_output.json && mkfifo agent_output.json"), call("f2", FinishToolName, finishArgs)}},
+				{ToolCalls: []ToolCall{shell("c", "rm agent_output.json && echo '"+diagnosis+"' > agent_output.json && ln -s "+hostFile+" host-link && ln -s ../../../../../../etc/passwd up-link && mkfifo pipe"),
+					call("f3", FinishToolName, `{"reason": "done", "paths": ["agent_output.json", "host-link"]}`)}},
+				{ToolCalls: []ToolCall{call("f4", FinishToolName, `{"reason": "done", "paths": ["up-link"]}`)}},
+				{ToolCalls: []ToolCall{call("f5", FinishToolName, `{"reason": "done", "paths": ["pipe"]}`)}},
+				{ToolCalls: []ToolCall{call("f6", FinishToolName, `{"reason": "done", "paths": ["../../etc/passwd"]}`)}},
+				{ToolCalls: []ToolCall{call("f7", FinishToolName, finishArgs)}},
+			}}
+			done := make(chan Outcome, 1)
+			go func() { done <- newEpisodeIn(t, backend, m, 20).Run(context.Background()) }()
+			var out Outcome
+			select {
+			case out = <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("the episode hangs (a FIFO submission blocked the host)")
+			}
+			if out.Status != StatusOK || out.Turns != 7 || !strings.Contains(string(out.Submission), "flagd-config") {
+				t.Fatalf("outcome = %+v", out)
+			}
+			for turn, want := range []string{"agent_output.json is a link out of the working directory", "not a regular file (a FIFO)",
+				"cannot hand back host-link: a link out of the working directory", "cannot hand back up-link: a link out of the working directory",
+				"cannot hand back pipe: not a regular file", "cannot hand back ../../etc/passwd: it is outside the working directory"} {
+				results := toolResults(m.requests[turn+1])
+				last := results[len(results)-1]
+				if !last.IsError || !strings.Contains(last.Content, want) {
+					t.Errorf("finish of turn %d: %+v, want an error with %q", turn+1, last, want)
+				}
+			}
+		})
 	}
 }

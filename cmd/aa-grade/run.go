@@ -102,6 +102,9 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		}
 		return usageErrorf("%v", err)
 	}
+	if removed := sandbox.CleanLeftovers(); len(removed) > 0 {
+		fmt.Fprintf(stderr, "removed %d scratch folders and cgroups left by aa-grade runs that died\n", len(removed))
+	}
 	if backend.Name() == sandbox.NameNone {
 		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
 	}

@@ -38,7 +38,7 @@ func TestBaselineOnTheDemo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ep := &harness.Episode{Model: Model{}, Sandbox: sb, Scratch: scratch, MaxTurns: 100, SystemPrompt: harness.SystemPrompt,
+		ep := &harness.Episode{Model: Model{}, Sandbox: sb, MaxTurns: 100, SystemPrompt: harness.SystemPrompt,
 			TaskPrompt: harness.TaskPrompt(harness.PromptFacts{Workdir: sb.Workdir()})}
 		out := ep.Run(context.Background())
 		sb.Close()

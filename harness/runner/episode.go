@@ -29,7 +29,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail(err)
 	}
-	scratch, err := os.MkdirTemp("", "aa-grade-episode-")
+	scratch, err := sandbox.NewScratch()
 	if err != nil {
 		return fail(err)
 	}
@@ -50,7 +50,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 	}()
 	rec := newTrajectory(trajectory)
 	ctx = model.WithRecorder(harness.WithEpisode(ctx, harness.EpisodeID{Task: task.ID, Repeat: repeat}), rec.wire)
-	ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, Scratch: scratch, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
+	ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
 		ContextWindow: cfg.ContextWindow, SystemPrompt: cfg.SystemPrompt,
 		TaskPrompt: harness.FillPrompt(cfg.TaskTemplate, harness.PromptFacts{Workdir: sb.Workdir(), Python: python}),
 		OnTurn: func(n int, req harness.Request, reply harness.Reply, err error) {

@@ -3,32 +3,50 @@ package sandbox
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
 // AgentCommand is the hidden aa-grade command that runs the agent inside a sandbox.
 const AgentCommand = "__sandbox-agent"
 
-// request is one command sent to the agent, one JSON object a line.
+// request is one request to the agent, one JSON object a line: run a command, or read or
+// check a file of the workspace.
 type request struct {
-	Cmd     string        `json:"cmd"`
-	Timeout time.Duration `json:"timeout"`
+	Op      string        `json:"op"`
+	Cmd     string        `json:"cmd,omitempty"`
+	Timeout time.Duration `json:"timeout,omitempty"`
+	Name    string        `json:"name,omitempty"`
+	Limit   int64         `json:"limit,omitempty"`
 }
 
+const (
+	opRun   = "run"
+	opRead  = "read"
+	opCheck = "check"
+)
+
 // Limits the agent sets on itself, and so on every command: a fork bomb, a runaway process
-// or a disk-filling loop stop at these.
+// or a disk-filling loop stop at these. RLIMIT_NPROC is left out where a pids cgroup bounds
+// the sandbox: it counts every process of the user, and with aa-grade as root every sandbox
+// runs as nobody, so one episode's fork bomb would stop the others.
 var agentLimits = []struct {
 	resource int
 	value    uint64
 }{
-	{unix.RLIMIT_NPROC, 512},
+	{unix.RLIMIT_NPROC, maxSandboxProcesses},
 	{unix.RLIMIT_AS, 8 << 30},
 	{unix.RLIMIT_FSIZE, 2 << 30},
 	{unix.RLIMIT_CORE, 0},
@@ -38,33 +56,116 @@ var agentLimits = []struct {
 // enough for data in flight, not for a process that left the group and keeps the pipe open.
 const drainGrace = 100 * time.Millisecond
 
-// RunAgent serves commands from in until it closes, answering each on out. It runs inside the
-// sandbox, in the workspace.
+// RunAgent serves requests from in until it closes, answering each on out. It runs inside the
+// sandbox, in the workspace, and first confines itself as aa-grade asked.
 func RunAgent(in io.Reader, out io.Writer) error {
-	if err := applyPolicy(); err != nil {
+	markInheritedCloseOnExec()
+	confine, err := readConfinement()
+	if err != nil {
 		return err
 	}
+	if confine != nil {
+		if err := confine.apply(); err != nil {
+			return err
+		}
+		// A command may not stop the agent with a polite signal (SIGKILL it can, in some
+		// backends, which only ends its own episode). Caught, not ignored: commands start with
+		// the default dispositions.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	}
 	for _, l := range agentLimits {
+		if l.resource == unix.RLIMIT_NPROC && confine != nil && confine.ProcessesBounded {
+			continue
+		}
 		lim := unix.Rlimit{Cur: l.value, Max: l.value}
 		_ = unix.Setrlimit(l.resource, &lim) // best effort: a lower hard limit stays
 	}
 	// Orphans of a command (its background jobs) become the agent's children, so that it can
 	// reap them once killed instead of leaving zombies behind.
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	dec := json.NewDecoder(in)
-	enc := json.NewEncoder(out)
-	for {
-		var req request
-		if err := dec.Decode(&req); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
+	workspace, err := os.OpenRoot(".")
+	if err != nil {
+		return fmt.Errorf("open the workspace: %w", err)
+	}
+	defer workspace.Close()
+	// Requests are read apart from their handling, so that the end of the input (aa-grade
+	// closing the sandbox, or dying) is seen even while a command runs.
+	requests := make(chan request)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(requests)
+		dec := json.NewDecoder(in)
+		for {
+			var req request
+			if err := dec.Decode(&req); err != nil {
+				if confine != nil && confine.KillAll {
+					unix.Kill(-1, unix.SIGKILL) // everything but the agent, and only the sandbox's
+				}
+				if !errors.Is(err, io.EOF) {
+					readErr <- err
+				}
+				return
 			}
-			return err
+			requests <- req
 		}
-		if err := enc.Encode(runCommand(req.Cmd, req.Timeout)); err != nil {
+	}()
+	enc := json.NewEncoder(out)
+	for req := range requests {
+		var answer any
+		switch req.Op {
+		case opRun:
+			answer = runCommand(req.Cmd, req.Timeout)
+		case opRead:
+			answer = readFile(workspace, req.Name, req.Limit)
+		case opCheck:
+			answer = checkFile(workspace, req.Name)
+		default:
+			answer = fileAnswer{Error: fmt.Sprintf("unknown request %q", req.Op)}
+		}
+		if err := enc.Encode(answer); err != nil {
 			return err
 		}
 	}
+	select {
+	case err := <-readErr:
+		return err
+	default:
+		return nil
+	}
+}
+
+// readFile reads a regular file of the workspace for aa-grade (the submission).
+func readFile(workspace *os.Root, name string, limit int64) fileAnswer {
+	b, err := safefile.Read(workspace, name, limit)
+	if err != nil {
+		return fileError(err)
+	}
+	return fileAnswer{Data: b}
+}
+
+// checkFile says whether name is a regular file of the workspace (a path the model hands back).
+func checkFile(workspace *os.Root, name string) fileAnswer {
+	f, err := safefile.Open(workspace, name)
+	if err != nil {
+		return fileError(err)
+	}
+	f.Close()
+	return fileAnswer{}
+}
+
+func fileError(err error) fileAnswer {
+	a := fileAnswer{Error: err.Error()}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		a.Kind = fileNotExist
+	case errors.Is(err, safefile.ErrNotRegular):
+		a.Kind = fileNotRegular
+	case errors.Is(err, safefile.ErrTooLarge):
+		a.Kind = fileTooLarge
+	case strings.Contains(err.Error(), "path escapes from parent"): // os.Root's refusal, not exported
+		a.Kind, a.Error = fileOutside, ErrOutsideWorkspace.Error()
+	}
+	return a
 }
 
 // runCommand runs `bash -c cmd` in a new process group and kills the whole group when it ends

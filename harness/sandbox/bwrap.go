@@ -18,14 +18,18 @@ const ReferenceWorkdir = "/home/user"
 // agentPath is where the agent executable appears inside a bwrap sandbox.
 const agentPath = "/run/aa-grade/agent"
 
-// Bwrap isolates with bubblewrap: new user, mount, pid, network, ipc and uts namespaces;
-// system folders read-only; a private /tmp; the snapshot at /home/user, each file bound
-// read-only over a per-episode writable folder (no copy of the snapshot); everything dies
-// with its parent.
+// Bwrap isolates with bubblewrap: new mount, pid, network, ipc and uts namespaces; system
+// folders read-only; a private /tmp; the snapshot at /home/user, each file bound read-only
+// over a per-episode writable folder (no copy of the snapshot); everything dies with its
+// parent. A normal user's sandbox is also a user namespace (with no nested one allowed); when
+// aa-grade is root there is none (its uid 0 would be host root), and the agent switches to
+// nobody instead. Either way the agent then confines itself (see confinement): no capability,
+// no socket, no mount, no_new_privs.
 type Bwrap struct {
-	once sync.Once
-	path string
-	err  error
+	once          sync.Once
+	path          string
+	err           error
+	disableUserns bool // this bubblewrap knows --disable-userns (0.8)
 }
 
 func (b *Bwrap) Name() string { return NameBwrap }
@@ -39,9 +43,21 @@ func (b *Bwrap) Available() error {
 			b.err = fmt.Errorf("bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
 			return
 		}
-		args := append(append([]string{"--unshare-all", "--die-with-parent"}, systemBinds()...), "--", "/bin/true")
-		if out, err := exec.Command(b.path, args...).CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("bubblewrap cannot create namespaces here: %v: %s", err, strings.TrimSpace(string(out)))
+		try := func(extra ...string) error {
+			args := append(append(append([]string{"--unshare-all", "--die-with-parent"}, extra...), systemBinds()...), "--", "/bin/true")
+			out, err := exec.Command(b.path, args...).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("bubblewrap cannot create namespaces here: %v: %s", err, strings.TrimSpace(string(out)))
+			}
+			return nil
+		}
+		if os.Geteuid() == 0 {
+			b.err = try()
+			return
+		}
+		b.disableUserns = try("--unshare-user", "--disable-userns") == nil
+		if !b.disableUserns {
+			b.err = try("--unshare-user")
 		}
 	})
 	return b.err
@@ -87,9 +103,23 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, err
 	}
 	args := []string{
-		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--new-session", "--hostname", "sandbox",
-		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+		"--proc", "/proc", "--dev", "/dev", "--perms", "01777", "--tmpfs", "/tmp",
+	}
+	c := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true}
+	if os.Geteuid() == 0 {
+		// bwrap keeps only what the agent needs to hand the workspace to nobody and become it.
+		args = append(args, "--cap-drop", "ALL")
+		for _, capability := range []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN"} {
+			args = append(args, "--cap-add", capability)
+		}
+		c.RunAs = &ids{UID: SandboxUID, GID: SandboxGID}
+	} else {
+		args = append(args, "--unshare-user")
+		if b.disableUserns {
+			args = append(args, "--disable-userns")
+		}
 	}
 	args = append(args, systemBinds()...)
 	args = append(args, "--bind", spec.Scratch, ReferenceWorkdir)
@@ -98,12 +128,23 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, err
 	}
 	for _, f := range files {
+		if c.RunAs != nil && f.mode&0o004 == 0 {
+			return nil, fmt.Errorf("snapshot file %s is not readable by other users, and the sandbox runs commands as nobody (uid %d) when aa-grade is root: make it readable (chmod o+r) or run aa-grade as a normal user", f.host, SandboxUID)
+		}
 		args = append(args, "--ro-bind", f.host, filepath.Join(ReferenceWorkdir, f.rel))
 	}
 	env := spec.Env
 	if env == nil {
 		env = CleanEnv(ReferenceWorkdir)
 	}
+	cgroup := newPidsCgroup()
+	c.ProcessesBounded = cgroup != ""
+	confine, err := c.encode()
+	if err != nil {
+		removeCgroup(cgroup)
+		return nil, err
+	}
+	env = append(env[:len(env):len(env)], confine)
 	args = append(args, "--ro-bind", spec.Agent, agentPath, "--chdir", ReferenceWorkdir, "--clearenv")
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -113,17 +154,14 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	args = append(args, spec.AgentArg...)
 	cmd := exec.Command(b.path, args...)
 	cmd.Env = env
-	s, err := startSession(cmd, ReferenceWorkdir, spec.Agent)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return startSession(cmd, ReferenceWorkdir, spec.Agent, cgroup, endNamespace)
 }
 
 // snapshotFile is one file shown in the workspace.
 type snapshotFile struct {
 	rel  string // relative path in the workspace
 	host string // the real file (the Hub cache's links resolved)
+	mode fs.FileMode
 }
 
 // snapshotFiles lists the files of a snapshot, resolved to real files so that only they are
@@ -156,7 +194,7 @@ func snapshotFiles(dir string, hide []string) ([]snapshotFile, error) {
 		if err != nil || !info.Mode().IsRegular() {
 			return nil // not a file: not shown
 		}
-		files = append(files, snapshotFile{rel: rel, host: host})
+		files = append(files, snapshotFile{rel: rel, host: host, mode: info.Mode()})
 		return nil
 	})
 	if err != nil {

@@ -24,15 +24,14 @@ const pidsHierarchy = "/sys/fs/cgroup/pids"
 
 var cgroupSeq atomic.Int64
 
-// limitProcesses, when aa-grade runs as root and the pids controller is writable, makes cmd
-// start inside a fresh cgroup limited to maxSandboxProcesses, by running it through
-// `<agent> __sandbox-cgroup-exec DIR PATH ARGS...`. It returns the cgroup folder to remove
-// once the sandbox is gone ("" when no cgroup is used).
-func limitProcesses(cmd *exec.Cmd, agent string) string {
+// newPidsCgroup, when aa-grade runs as root and the pids controller is writable, makes a fresh
+// cgroup limited to maxSandboxProcesses for one sandbox. It returns its folder, to remove
+// once the sandbox is gone ("" when no cgroup can be used).
+func newPidsCgroup() string {
 	if os.Geteuid() != 0 {
 		return ""
 	}
-	dir := filepath.Join(pidsHierarchy, fmt.Sprintf("aa-grade-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+	dir := filepath.Join(pidsHierarchy, fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), cgroupSeq.Add(1)))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return ""
 	}
@@ -40,9 +39,14 @@ func limitProcesses(cmd *exec.Cmd, agent string) string {
 		os.Remove(dir)
 		return ""
 	}
+	return dir
+}
+
+// enterCgroup makes cmd start inside the cgroup dir, by running it through
+// `<agent> __sandbox-cgroup-exec DIR PATH ARGS...`.
+func enterCgroup(cmd *exec.Cmd, agent, dir string) {
 	cmd.Args = append([]string{agent, CgroupExecCommand, dir, cmd.Path}, cmd.Args[1:]...)
 	cmd.Path = agent
-	return dir
 }
 
 // RunCgroupExec enters the cgroup args[0] and executes args[1] with the arguments that follow.
@@ -50,7 +54,8 @@ func RunCgroupExec(args []string) error {
 	if len(args) < 2 {
 		return fmt.Errorf("usage: %s CGROUP PATH [ARG...]", CgroupExecCommand)
 	}
-	if err := os.WriteFile(filepath.Join(args[0], "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	// "0" is this process, whatever pid namespace it is in.
+	if err := os.WriteFile(filepath.Join(args[0], "cgroup.procs"), []byte("0"), 0o644); err != nil {
 		return fmt.Errorf("enter cgroup: %w", err)
 	}
 	argv := append([]string{filepath.Base(args[1])}, args[2:]...)

@@ -2,12 +2,10 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -15,10 +13,6 @@ import (
 
 // NameLandlock is the pure-Go backend for machines without user namespaces.
 const NameLandlock = "landlock"
-
-// policyEnv carries the agent's restrictions from aa-grade to the agent, which applies them
-// to itself and drops the variable before running any command.
-const policyEnv = "AA_GRADE_SANDBOX_POLICY"
 
 // policy is what a Landlock sandbox may touch.
 type policy struct {
@@ -28,12 +22,14 @@ type policy struct {
 	Devices   []string `json:"devices"`    // /dev/null and the like: read and write
 }
 
-// Landlock isolates without privileges or namespaces: aa-grade starts itself as the agent,
-// which restricts itself with Landlock (read-only system and snapshot files, read-write
+// Landlock isolates without bubblewrap: aa-grade starts itself as the agent, which confines
+// itself (see confinement) with Landlock (read-only system and snapshot files, read-write
 // workspace, TCP bind and connect denied, signals and abstract sockets scoped to the sandbox),
-// a seccomp filter (no socket but Unix ones, so no UDP or DNS either; no io_uring) and rlimits,
-// then serves commands. The workspace is the scratch folder, at its host path, holding links
-// to the snapshot files; /proc is out of reach.
+// the seccomp filter (no socket at all, no mount, no namespace), no capabilities and rlimits,
+// then serves commands. Where the machine allows (root, or unprivileged user namespaces) the
+// agent also starts in its own pid, network, IPC and UTS namespaces, so that everything an
+// episode starts dies with it. The workspace is the scratch folder, at its host path, holding
+// links to the snapshot files; /proc is out of reach.
 type Landlock struct{}
 
 func (Landlock) Name() string { return NameLandlock }
@@ -47,10 +43,8 @@ func (Landlock) Available() error {
 	if abi < 4 {
 		return fmt.Errorf("Landlock ABI %d lacks network rules (needs 4, Linux 6.7)", abi)
 	}
-	if runtime.GOARCH != "amd64" {
-		return fmt.Errorf("the seccomp filter is written for amd64, not %s", runtime.GOARCH)
-	}
-	return nil
+	_, err = auditArch()
+	return err
 }
 
 func landlockABI() (int, error) {
@@ -94,18 +88,30 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	for _, f := range files {
 		p.ReadOnly = append(p.ReadOnly, f.host)
 	}
-	encoded, err := json.Marshal(p)
+	ns := landlockNamespaces()
+	cgroup := newPidsCgroup()
+	c := confinement{Workdir: spec.Scratch, DropCaps: true, Seccomp: true, Landlock: &p,
+		KillAll: ns != nil || landlockScopesSignals(), ProcessesBounded: cgroup != ""}
+	confine, err := c.encode()
 	if err != nil {
+		removeCgroup(cgroup)
 		return nil, err
 	}
 	env := spec.Env
 	if env == nil {
 		env = CleanEnv(spec.Scratch)
 	}
-	env = append(withTmp(env, tmp), policyEnv+"="+string(encoded))
+	env = append(withTmp(env, tmp), confine)
 	cmd := exec.Command(spec.Agent, spec.AgentArg...)
-	cmd.Dir, cmd.Env = spec.Scratch, env
-	return startSession(cmd, spec.Scratch, spec.Agent)
+	cmd.Dir, cmd.Env, cmd.SysProcAttr = spec.Scratch, env, ns
+	end := endWalk
+	switch {
+	case ns != nil:
+		end = endNamespace
+	case c.KillAll:
+		end = endAgentKillsAll
+	}
+	return startSession(cmd, spec.Scratch, spec.Agent, cgroup, end)
 }
 
 // withTmp points TMPDIR at the sandbox's private temporary folder.
@@ -117,30 +123,6 @@ func withTmp(env []string, tmp string) []string {
 		}
 	}
 	return append(out, "TMPDIR="+tmp)
-}
-
-// applyPolicy restricts the agent (and so every command it starts) when aa-grade gave it a
-// policy. It runs in the agent before any command.
-func applyPolicy() error {
-	encoded, ok := os.LookupEnv(policyEnv)
-	if !ok {
-		return nil
-	}
-	os.Unsetenv(policyEnv)
-	var p policy
-	if err := json.Unmarshal([]byte(encoded), &p); err != nil {
-		return fmt.Errorf("sandbox policy: %w", err)
-	}
-	// Landlock binds the calling thread (and the children it forks): the agent stays on this
-	// thread, which starts every command. The seccomp filter is synchronised to all threads.
-	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
-	if err := restrictFiles(p); err != nil {
-		return err
-	}
-	return denySockets()
 }
 
 // Filesystem rights by Landlock ABI: each ABI adds rights a ruleset can handle.
@@ -221,42 +203,6 @@ func addPathRule(ruleset int, path string, access uint64) error {
 	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH,
 		uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
 		return fmt.Errorf("landlock rule for %s: %w", path, errno)
-	}
-	return nil
-}
-
-// denySockets installs a seccomp filter: socket(2) for anything but AF_UNIX fails with
-// EACCES (no TCP, UDP, raw or netlink socket, so no DNS), and io_uring, which could open
-// sockets behind the filter's back, is unavailable.
-func denySockets() error {
-	const (
-		offNr   = 0  // offsetof(struct seccomp_data, nr)
-		offArch = 4  // offsetof(struct seccomp_data, arch)
-		offArg0 = 16 // offsetof(struct seccomp_data, args[0]), low half on little-endian
-		ld      = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq     = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		ret     = unix.BPF_RET | unix.BPF_K
-		allow   = unix.SECCOMP_RET_ALLOW
-		deny    = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
-		nosys   = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
-	)
-	filter := []unix.SockFilter{
-		{Code: ld, K: offArch},
-		{Code: jeq, K: unix.AUDIT_ARCH_X86_64, Jt: 1},
-		{Code: ret, K: deny}, // another architecture's syscall numbers: refuse
-		{Code: ld, K: offNr},
-		{Code: jeq, K: unix.SYS_IO_URING_SETUP, Jf: 1},
-		{Code: ret, K: nosys},
-		{Code: jeq, K: unix.SYS_SOCKET, Jf: 3},
-		{Code: ld, K: offArg0},
-		{Code: jeq, K: unix.AF_UNIX, Jt: 1},
-		{Code: ret, K: deny},
-		{Code: ret, K: allow},
-	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC,
-		uintptr(unsafe.Pointer(&prog))); errno != 0 {
-		return fmt.Errorf("seccomp: %w", errno)
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func pythonList(names []string) string { return `["` + strings.Join(names, `", "
 // ProbeTools starts a sandbox of the backend on an empty workspace and asks it which tools
 // and Python packages it has.
 func ProbeTools(ctx context.Context, b Backend) (Tools, error) {
-	dir, err := os.MkdirTemp("", "aa-grade-probe-")
+	dir, err := NewScratch()
 	if err != nil {
 		return Tools{}, err
 	}

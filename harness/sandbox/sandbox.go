@@ -41,6 +41,12 @@ type Sandbox interface {
 	Workdir() string
 	// Run executes `bash -c cmd` in the workspace, killing its process group on timeout.
 	Run(ctx context.Context, cmd string, timeout time.Duration) (Result, error)
+	// ReadFile reads a regular file of the workspace (at most limit bytes, else an error
+	// matching safefile.ErrTooLarge), resolved as the sandbox sees it and never through a
+	// link out of the workspace; a FIFO or device is refused without blocking.
+	ReadFile(ctx context.Context, name string, limit int64) ([]byte, error)
+	// CheckFile says whether name is a regular file of the workspace, by ReadFile's rules.
+	CheckFile(ctx context.Context, name string) error
 	// Close kills every process of the episode.
 	Close() error
 }

@@ -1,12 +1,14 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strconv"
@@ -14,18 +16,46 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/aa-grade/aa-grade/internal/safefile"
 )
+
+// ending is how the processes of a sandbox end with it.
+type ending int
+
+const (
+	// endWalk: aa-grade kills what it finds under the agent in /proc (best effort: a process
+	// that keeps forking can outrun the walk). The none backend, and Landlock where neither
+	// namespaces nor signal scoping are available.
+	endWalk ending = iota
+	// endNamespace: the sandbox is a pid namespace, which the kernel empties when its init
+	// dies, also when aa-grade is killed (its init has a parent-death signal).
+	endNamespace
+	// endAgentKillsAll: the agent kills every process it may signal, which a signal-scoped
+	// Landlock domain limits to the sandbox's, as soon as its input ends: at Close, and when
+	// aa-grade dies (the kernel closes its end of the pipe).
+	endAgentKillsAll
+)
+
+// maxAnswerBytes bounds one answer of the agent: a result holds two captures of OutputLimit
+// characters, a file at most the limit asked for (4 MiB for a submission), JSON-escaped.
+const maxAnswerBytes = 64 << 20
+
+// closeGrace is how long Close waits for the agent to end everything by itself before killing it.
+const closeGrace = 5 * time.Second
 
 // session talks to the agent of a running sandbox over its stdin and stdout.
 type session struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
-	dec     *json.Decoder
+	stdout  *bufio.Reader
 	stderr  *boundedBuffer
 	workdir string
 	cgroup  string // the pids cgroup to remove at the end, if any
+	end     ending
+	exited  chan struct{} // closed once the sandbox process has been waited for
 
-	mu        sync.Mutex // one command at a time
+	mu        sync.Mutex // one request at a time
 	closeOnce sync.Once
 }
 
@@ -33,30 +63,41 @@ type session struct {
 var ErrAgentDied = errors.New("the sandbox agent died")
 
 // startSession starts the sandbox process (which runs the agent) and connects to it. agent is
-// the aa-grade executable, which also bounds the sandbox's processes when run as root.
-func startSession(cmd *exec.Cmd, workdir, agent string) (*session, error) {
-	cgroup := limitProcesses(cmd, agent)
+// the aa-grade executable, which also puts the sandbox in its pids cgroup when there is one
+// (see newPidsCgroup).
+func startSession(cmd *exec.Cmd, workdir, agent, cgroup string, end ending) (*session, error) {
+	// Nothing aa-grade inherited may cross into the sandbox.
+	markInheritedCloseOnExec()
+	if cgroup != "" {
+		enterCgroup(cmd, agent, cgroup)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		removeCgroup(cgroup)
 		return nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		removeCgroup(cgroup)
 		return nil, err
 	}
-	s := &session{cmd: cmd, stdin: stdin, dec: json.NewDecoder(stdout), stderr: &boundedBuffer{limit: 16 << 10}, workdir: workdir, cgroup: cgroup}
+	s := &session{cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &boundedBuffer{limit: 16 << 10},
+		workdir: workdir, cgroup: cgroup, end: end, exited: make(chan struct{})}
 	cmd.Stderr = s.stderr
+	cmd.WaitDelay = time.Second // a survivor holding the agent's stderr must not hold Close
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL // the sandbox dies with aa-grade
+	if end != endAgentKillsAll {
+		// The sandbox dies with aa-grade; an agent that kills all instead must live on to do it.
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
 	if err := cmd.Start(); err != nil {
-		if cgroup != "" {
-			os.Remove(cgroup)
-		}
+		removeCgroup(cgroup)
 		return nil, fmt.Errorf("start sandbox: %w", err)
 	}
+	go func() { cmd.Wait(); close(s.exited) }()
 	return s, nil
 }
 
@@ -65,39 +106,91 @@ func (s *session) Workdir() string { return s.workdir }
 // Run sends one command and waits for its result. The agent enforces the timeout; a result
 // that does not come a while after it (a dead or hung agent) ends the sandbox.
 func (s *session) Run(ctx context.Context, command string, timeout time.Duration) (Result, error) {
+	var res Result
+	err := s.ask(ctx, request{Op: opRun, Cmd: command, Timeout: timeout}, timeout+30*time.Second, &res)
+	return res, err
+}
+
+// ReadFile reads a regular file of the workspace, at most limit bytes. The agent opens it
+// inside the sandbox, as the sandbox sees it: a link cannot lead out of the workspace, a FIFO
+// or a device is refused without blocking, a larger file is refused (safefile.ErrTooLarge).
+func (s *session) ReadFile(ctx context.Context, name string, limit int64) ([]byte, error) {
+	var a fileAnswer
+	if err := s.ask(ctx, request{Op: opRead, Name: name, Limit: limit}, fileTimeout, &a); err != nil {
+		return nil, err
+	}
+	if err := a.err(name); err != nil {
+		return nil, err
+	}
+	if int64(len(a.Data)) > limit {
+		return nil, fmt.Errorf("%s: %w (more than %d bytes)", name, safefile.ErrTooLarge, limit)
+	}
+	return a.Data, nil
+}
+
+// CheckFile says whether name is a regular file of the workspace, by ReadFile's rules.
+func (s *session) CheckFile(ctx context.Context, name string) error {
+	var a fileAnswer
+	if err := s.ask(ctx, request{Op: opCheck, Name: name}, fileTimeout, &a); err != nil {
+		return err
+	}
+	return a.err(name)
+}
+
+// fileTimeout bounds the answer to a file request (a read of a few MiB).
+const fileTimeout = 30 * time.Second
+
+// ask sends one request and decodes its answer into v, waiting at most wait.
+func (s *session) ask(ctx context.Context, req request, wait time.Duration, v any) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	line, err := json.Marshal(request{Cmd: command, Timeout: timeout})
+	line, err := json.Marshal(req)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
 	if _, err := s.stdin.Write(append(line, '\n')); err != nil {
-		return Result{}, s.died(err)
+		return s.died(err)
 	}
-	type answer struct {
-		res Result
-		err error
-	}
-	got := make(chan answer, 1)
+	got := make(chan error, 1)
 	go func() {
-		var res Result
-		err := s.dec.Decode(&res)
-		got <- answer{res, err}
+		answer, err := readLine(s.stdout, maxAnswerBytes)
+		if err == nil {
+			err = json.Unmarshal(answer, v)
+		}
+		got <- err
 	}()
-	guard := time.NewTimer(timeout + 30*time.Second)
+	guard := time.NewTimer(wait)
 	defer guard.Stop()
 	select {
-	case a := <-got:
-		if a.err != nil {
-			return Result{}, s.died(a.err)
+	case err := <-got:
+		if err != nil {
+			return s.died(err)
 		}
-		return a.res, nil
+		return nil
 	case <-ctx.Done():
 		s.Close()
-		return Result{}, ctx.Err()
+		return ctx.Err()
 	case <-guard.C:
 		s.Close()
-		return Result{}, fmt.Errorf("%w: no answer %s after the command's timeout", ErrAgentDied, 30*time.Second)
+		return fmt.Errorf("%w: no answer within %s", ErrAgentDied, wait)
+	}
+}
+
+// readLine reads one line of at most max bytes: an agent cannot make aa-grade hold more.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > max {
+			return nil, fmt.Errorf("an answer longer than %d bytes", max)
+		}
+		line = append(line, chunk...)
+		if err == nil {
+			return line, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
 	}
 }
 
@@ -110,30 +203,78 @@ func (s *session) died(cause error) error {
 	return fmt.Errorf("%w: %v", ErrAgentDied, cause)
 }
 
-// Close kills every process of the sandbox: what commands left running (handed to the agent,
-// a subreaper, when their parents exit, even those that started a session of their own), then
-// the agent's process group.
+// Close ends every process of the sandbox. With a pid namespace or a killing agent, closing
+// the agent's input is enough: it ends (killing all) and the namespace dies with it. Otherwise
+// aa-grade first kills what commands left running (handed to the agent, a subreaper, when
+// their parents exit, even those that started a session of their own). The agent's process
+// group is killed in any case once the grace is over.
 func (s *session) Close() error {
 	s.closeOnce.Do(func() {
-		if s.cmd.Process != nil {
+		if s.end == endWalk {
 			// While the agent lives, what commands left behind are its children; once it exits
 			// they would be init's and out of reach.
 			killDescendants(s.cmd.Process.Pid)
-			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		}
 		s.stdin.Close()
-		s.cmd.Wait()
+		select {
+		case <-s.exited:
+		case <-time.After(closeGrace):
+		}
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.exited
 		if s.cgroup != "" {
-			for range 100 { // the cgroup can be removed once its last process is reaped
-				if os.Remove(s.cgroup) == nil {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			removeCgroup(s.cgroup)
 		}
 	})
 	return nil
 }
+
+// fileAnswer is the agent's answer to a file request.
+type fileAnswer struct {
+	Data  []byte `json:"data,omitempty"`
+	Error string `json:"error,omitempty"`
+	Kind  string `json:"kind,omitempty"` // fileNotExist, fileNotRegular, fileTooLarge, fileOutside, or "" for others
+}
+
+const (
+	fileNotExist   = "not_exist"
+	fileNotRegular = "not_regular"
+	fileTooLarge   = "too_large"
+	fileOutside    = "outside"
+)
+
+// err turns the answer back into the error the agent met, with the sentinel to match on.
+func (a fileAnswer) err(name string) error {
+	var kind error
+	switch a.Kind {
+	case "":
+		if a.Error == "" {
+			return nil
+		}
+		return errors.New(a.Error)
+	case fileNotExist:
+		kind = fs.ErrNotExist
+	case fileNotRegular:
+		kind = safefile.ErrNotRegular
+	case fileTooLarge:
+		kind = safefile.ErrTooLarge
+	case fileOutside:
+		kind = ErrOutsideWorkspace
+	}
+	return &agentFileError{msg: a.Error, kind: kind}
+}
+
+// ErrOutsideWorkspace marks a file name that leads out of the workspace (through .. or a link).
+var ErrOutsideWorkspace = errors.New("a link out of the working directory")
+
+// agentFileError is an error the agent met on a file, as it described it.
+type agentFileError struct {
+	msg  string
+	kind error
+}
+
+func (e *agentFileError) Error() string { return e.msg }
+func (e *agentFileError) Unwrap() error { return e.kind }
 
 // killDescendants kills the children of pid until none is left alive: killing one hands its
 // own children to pid (a subreaper), so the next round finds them.

@@ -1,0 +1,184 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// confinementEnv carries the agent's confinement from aa-grade to the agent, which applies it
+// to itself and drops the variable before running any command.
+const confinementEnv = "AA_GRADE_SANDBOX"
+
+// SandboxUID and SandboxGID are who commands run as when aa-grade is root and the backend can
+// switch (bwrap): nobody, so that nothing in the sandbox is host root even by accident.
+const (
+	SandboxUID = 65534
+	SandboxGID = 65534
+)
+
+// confinement is what the agent does to itself before it serves a command, in this order:
+// take ownership of the workspace for RunAs, empty the capability bounding set, switch to
+// RunAs, clear every capability, set no_new_privs, restrict files (Landlock), install the
+// syscall filter. The isolating backends set all of it that applies; none sets nothing.
+type confinement struct {
+	Workdir  string  `json:"workdir"`
+	RunAs    *ids    `json:"run_as,omitempty"` // switch to these ids (the agent starts as root)
+	DropCaps bool    `json:"drop_caps"`
+	Seccomp  bool    `json:"seccomp"`
+	Landlock *policy `json:"landlock,omitempty"`
+	// ProcessesBounded says a pids cgroup bounds the sandbox's processes; otherwise the agent
+	// sets RLIMIT_NPROC, which counts all processes of the user (in the user namespace).
+	ProcessesBounded bool `json:"processes_bounded"`
+	// KillAll makes the agent kill every process it can signal when it ends: only the
+	// sandbox's, since it runs in its own pid namespace or in a signal-scoped Landlock domain.
+	KillAll bool `json:"kill_all"`
+}
+
+type ids struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+}
+
+// encode is the environment entry that hands the confinement to the agent.
+func (c confinement) encode() (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	return confinementEnv + "=" + string(b), nil
+}
+
+// readConfinement takes the confinement out of the agent's environment (nil when aa-grade gave
+// none: the none backend).
+func readConfinement() (*confinement, error) {
+	encoded, ok := os.LookupEnv(confinementEnv)
+	if !ok {
+		return nil, nil
+	}
+	os.Unsetenv(confinementEnv)
+	var c confinement
+	if err := json.Unmarshal([]byte(encoded), &c); err != nil {
+		return nil, fmt.Errorf("sandbox confinement: %w", err)
+	}
+	return &c, nil
+}
+
+// apply confines the agent. Landlock and capabilities bind the calling thread and the children
+// it forks: the agent stays on this thread, which starts every command. Ids and the seccomp
+// filter apply to all threads.
+func (c *confinement) apply() error {
+	runtime.LockOSThread()
+	// Commands may not ptrace the agent or read its memory (it is the same user).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("not dumpable: %w", err)
+	}
+	if c.RunAs != nil {
+		giveWorkspace(c.Workdir, *c.RunAs)
+	}
+	if c.DropCaps {
+		if err := dropBoundingSet(); err != nil && os.Geteuid() == 0 {
+			return err // root can always drop it; a normal user without CAP_SETPCAP cannot
+		}
+	}
+	if c.RunAs != nil {
+		if err := switchIDs(*c.RunAs); err != nil {
+			return err
+		}
+	}
+	if c.DropCaps {
+		if err := clearCapabilities(); err != nil {
+			return err
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if c.Landlock != nil {
+		if err := restrictFiles(*c.Landlock); err != nil {
+			return err
+		}
+	}
+	if c.Seccomp {
+		return installSeccomp()
+	}
+	return nil
+}
+
+// giveWorkspace hands the workspace's folders to the sandbox user (the files bound in from the
+// snapshot are read-only and stay as they are).
+func giveWorkspace(dir string, to ids) {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Lchown(p, to.UID, to.GID)
+		}
+		return nil
+	})
+}
+
+// dropBoundingSet removes every capability from the bounding set, so that nothing run later
+// (a set-user-ID program, a file capability, root's exec) can gain one.
+func dropBoundingSet() error {
+	for c := 0; c < 64; c++ {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if errors.Is(err, unix.EINVAL) {
+			return nil // past the last capability this kernel knows
+		}
+		if err != nil {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// switchIDs becomes the sandbox user, which also clears the permitted and effective sets.
+func switchIDs(to ids) error {
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("drop supplementary groups: %w", err)
+	}
+	if err := syscall.Setresgid(to.GID, to.GID, to.GID); err != nil {
+		return fmt.Errorf("switch to gid %d: %w", to.GID, err)
+	}
+	if err := syscall.Setresuid(to.UID, to.UID, to.UID); err != nil {
+		return fmt.Errorf("switch to uid %d: %w", to.UID, err)
+	}
+	return nil
+}
+
+// clearCapabilities empties the ambient, inheritable, permitted and effective sets.
+func clearCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
+		return fmt.Errorf("clear capabilities: %w", err)
+	}
+	return nil
+}
+
+// markInheritedCloseOnExec makes every descriptor above stderr close on exec, so that what this
+// process inherited without that flag (a CI runner's files and sockets) never reaches a
+// sandbox. Go opens its own descriptors close-on-exec already.
+func markInheritedCloseOnExec() {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return
+	}
+	entries, err := os.ReadDir("/proc/self/fd") // kernels before 5.11
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		var fd int
+		if _, err := fmt.Sscan(e.Name(), &fd); err == nil && fd > 2 {
+			unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
+		}
+	}
+}

@@ -1,0 +1,294 @@
+package sandbox
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// capsScript prints what a command inside holds: its uid, effective and permitted
+// capabilities, how many capabilities its bounding set still has, and no_new_privs.
+const capsScript = `python3 - <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+bounding = [c for c in range(64) if libc.prctl(23, c, 0, 0, 0) == 1]  # PR_CAPBSET_READ
+class Header(ctypes.Structure): _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+class Data(ctypes.Structure): _fields_ = [("eff", ctypes.c_uint32), ("prm", ctypes.c_uint32), ("inh", ctypes.c_uint32)]
+data = (Data * 2)()
+libc.capget(ctypes.byref(Header(0x20080522, 0)), data)
+eff = data[0].eff | data[1].eff << 32
+prm = data[0].prm | data[1].prm << 32
+print("uid=%d eff=%x prm=%x bounding=%d nnp=%d" % (os.getuid(), eff, prm, len(bounding), libc.prctl(39, 0, 0, 0, 0)))
+PY`
+
+func TestNoCapabilitiesInside(t *testing.T) {
+	for _, b := range backends(t, true) {
+		t.Run(b.Name(), func(t *testing.T) {
+			sb := start(t, b, newFixture(t))
+			r := run(t, sb, capsScript)
+			var uid, bounding, nnp int
+			var eff, prm string
+			if _, err := fmt.Sscanf(r.Stdout, "uid=%d eff=%s prm=%s bounding=%d nnp=%d", &uid, &eff, &prm, &bounding, &nnp); err != nil {
+				t.Fatalf("%v: %+v", err, r)
+			}
+			if eff != "0" || prm != "0" || bounding != 0 || nnp != 1 {
+				t.Fatalf("capabilities inside: %s", r.Stdout)
+			}
+			if os.Geteuid() == 0 && b.Name() == NameBwrap && uid != SandboxUID {
+				t.Fatalf("commands run as uid %d, want %d (nobody) when aa-grade is root", uid, SandboxUID)
+			}
+		})
+	}
+}
+
+func TestNoMountRemountOrPrivilegedCall(t *testing.T) {
+	for _, b := range backends(t, true) {
+		t.Run(b.Name(), func(t *testing.T) {
+			f := newFixture(t)
+			sb := start(t, b, f)
+			attacks := []struct{ name, cmd string }{
+				{"remount /usr read-write", "mount -o remount,bind,rw /usr && touch /usr/aa-grade-escape"},
+				{"remount a snapshot file read-write", "mount -o remount,bind,rw k8s_events_raw.tsv && echo x >> k8s_events_raw.tsv"},
+				{"mount a tmpfs", "mount -t tmpfs none alerts"},
+				{"nested user namespace", "unshare -Ur true"},
+				{"new mount namespace", "unshare -m true"},
+				{"write a sysctl", "echo evil > /proc/sys/kernel/domainname"},
+				{"sethostname", "hostname evil"},
+				{"real-time scheduling", `python3 -c "import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))"`},
+				{"load a BPF program", `python3 -c "
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+attr = ctypes.create_string_buffer(128)
+r = libc.syscall(321, 5, attr, 128)  # bpf(BPF_PROG_LOAD) on amd64
+sys.exit(0 if r >= 0 or ctypes.get_errno() != 1 else 1)  # EPERM: refused"`},
+			}
+			for _, a := range attacks {
+				if r := run(t, sb, a.cmd); r.ExitCode == 0 {
+					t.Errorf("%s worked: %+v", a.name, r)
+				}
+			}
+			if _, err := os.Stat("/usr/aa-grade-escape"); err == nil {
+				os.Remove("/usr/aa-grade-escape")
+				t.Error("the host's /usr was written")
+			}
+			if b, _ := os.ReadFile(filepath.Join(f.snapshot, "k8s_events_raw.tsv")); strings.Contains(string(b), "x\n") {
+				t.Error("a snapshot file was changed")
+			}
+			if name, _ := os.ReadFile("/proc/sys/kernel/domainname"); strings.TrimSpace(string(name)) == "evil" {
+				t.Error("a host sysctl was written")
+			}
+		})
+	}
+}
+
+func TestNoConnectionToHostSockets(t *testing.T) {
+	for _, b := range backends(t, true) {
+		t.Run(b.Name(), func(t *testing.T) {
+			f := newFixture(t)
+			// A host service's socket inside the workspace (the one host folder every backend
+			// shows), and an abstract one: stand-ins for docker.sock, D-Bus or a tmux server.
+			path := filepath.Join(f.scratch, "host.sock")
+			abstract := fmt.Sprintf("@aa-grade-test-%d", os.Getpid())
+			accepted := make(chan string, 2)
+			for _, addr := range []string{path, abstract} {
+				l, err := net.Listen("unix", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { l.Close() })
+				go func() {
+					if c, err := l.Accept(); err == nil {
+						c.Close()
+						accepted <- addr
+					}
+				}()
+			}
+			os.Chmod(path, 0o777)
+			sb := start(t, b, f)
+			for _, addr := range []string{"host.sock", `\0` + abstract[1:]} {
+				r := run(t, sb, fmt.Sprintf(`python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('%s'); print('connected')"`, addr))
+				if strings.Contains(r.Stdout, "connected") {
+					t.Errorf("connected to %s: %+v", addr, r)
+				}
+			}
+			select {
+			case addr := <-accepted:
+				t.Fatalf("the host socket %s saw a connection", addr)
+			case <-time.After(300 * time.Millisecond):
+			}
+			r := run(t, sb, `python3 -c "import socket; a, b = socket.socketpair(); a.send(b'ok'); print(b.recv(2).decode())"`)
+			if r.Stdout != "ok\n" {
+				t.Fatalf("socketpair, which the sandbox keeps, failed: %+v", r)
+			}
+		})
+	}
+}
+
+func TestInheritedDescriptorsStayOutside(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("inherited secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	received := make(chan string, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b := make([]byte, 64)
+		n, _ := c.Read(b)
+		received <- string(b[:n])
+	}()
+	conn, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// As a CI runner leaves them: descriptors 77 and 78 without close-on-exec.
+	file, err := unix.Open(secret, unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, err := conn.(*net.TCPConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	for fd, target := range map[int]int{file: 77, int(sock.Fd()): 78} {
+		if err := unix.Dup2(fd, target); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(target) })
+	}
+	unix.Close(file)
+	for _, b := range backends(t, true) {
+		t.Run(b.Name(), func(t *testing.T) {
+			// Starting a sandbox marks them close-on-exec: clear the flag again for each backend.
+			for _, fd := range []int{77, 78} {
+				if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sb := start(t, b, newFixture(t))
+			r := run(t, sb, "cat <&77; echo leaked >&78")
+			if strings.Contains(r.Stdout, "inherited secret") {
+				t.Fatalf("an inherited file was read inside: %+v", r)
+			}
+			select {
+			case got := <-received:
+				t.Fatalf("an inherited socket carried %q out", got)
+			case <-time.After(300 * time.Millisecond):
+			}
+		})
+	}
+}
+
+// TestDetachedForkChainsDieWithTheEpisode: a chain of processes that each fork a successor in
+// a new session and exit outruns a walk of /proc; none of it may outlive the sandbox.
+func TestDetachedForkChainsDieWithTheEpisode(t *testing.T) {
+	for _, b := range backends(t, true) {
+		t.Run(b.Name(), func(t *testing.T) {
+			sb := start(t, b, newFixture(t))
+			marker := fmt.Sprintf("1002.%d", os.Getpid())
+			// Each hop starts its successor in a new session and exits at once.
+			hop := fmt.Sprintf(`echo 'setsid bash hop.sh "$1" &' > hop.sh
+setsid bash hop.sh %s >/dev/null 2>&1 &
+sleep 0.5; echo started`, marker)
+			t.Cleanup(func() { killProcessesWith(marker) })
+			if r := run(t, sb, hop); r.Stdout != "started\n" {
+				t.Fatalf("%+v", r)
+			}
+			sb.Close()
+			if left := processesWith(marker); len(left) > 0 {
+				t.Fatalf("%d processes outlived the sandbox, e.g. %s", len(left), left[0])
+			}
+		})
+	}
+}
+
+// TestLeftoversOfDeadRunsAreCleaned: a scratch folder and (as root) a cgroup with a process
+// still in it, named after an aa-grade that is gone, are removed; a live one's are not.
+func TestLeftoversOfDeadRunsAreCleaned(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	dead := fmt.Sprintf("%s999999999-%d", leftoverPrefix, os.Getpid()) // no such pid: a dead run
+	live := leftoverPrefix + ownerTag()
+	for _, name := range []string{dead, live} {
+		if err := os.MkdirAll(filepath.Join(os.TempDir(), name, "episode-1"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var cgroup string
+	var sleeper *os.Process
+	if os.Geteuid() == 0 {
+		cgroup = filepath.Join(pidsHierarchy, dead+"-1")
+		if err := os.Mkdir(cgroup, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p, err := os.StartProcess("/bin/sleep", []string{"sleep", "1000"}, &os.ProcAttr{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sleeper = p
+		if err := os.WriteFile(filepath.Join(cgroup, "cgroup.procs"), []byte(strconv.Itoa(p.Pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed := CleanLeftovers()
+	if _, err := os.Stat(filepath.Join(os.TempDir(), dead)); err == nil {
+		t.Errorf("a dead run's scratch folder is still there (removed %v)", removed)
+	}
+	if _, err := os.Stat(filepath.Join(os.TempDir(), live)); err != nil {
+		t.Errorf("a live run's scratch folder was removed: %v", err)
+	}
+	if cgroup != "" {
+		done := make(chan *os.ProcessState, 1)
+		go func() { st, _ := sleeper.Wait(); done <- st }()
+		select {
+		case st := <-done:
+			if ws, ok := st.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+				t.Errorf("the process left in the cgroup ended with %v, want SIGKILL", st)
+			}
+		case <-time.After(5 * time.Second):
+			sleeper.Kill()
+			t.Error("the process left in a dead run's cgroup was not killed")
+		}
+		if _, err := os.Stat(cgroup); err == nil {
+			t.Error("a dead run's cgroup is still there")
+		}
+	}
+	if len(removed) == 0 {
+		t.Fatal("nothing reported removed")
+	}
+}
+
+// killProcessesWith kills the host processes whose command line holds marker (what a failed
+// test left running), until none is left.
+func killProcessesWith(marker string) {
+	for range 100 {
+		left := processesWith(marker)
+		if len(left) == 0 {
+			return
+		}
+		for _, p := range left {
+			pid, _, _ := strings.Cut(p, ":")
+			if n, err := strconv.Atoi(pid); err == nil {
+				syscall.Kill(n, syscall.SIGKILL)
+			}
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// leftoverPrefix starts the names of what an aa-grade process leaves on the machine while it
+// runs (its scratch folder, its cgroups), followed by its owner tag.
+const leftoverPrefix = "aa-grade-"
+
+// ownerTag names this process in what it leaves behind: its pid and its start time, so that a
+// later aa-grade tells a dead owner from a live one even when the pid was reused.
+var ownerTag = sync.OnceValue(func() string {
+	start, _ := processStart(os.Getpid())
+	return fmt.Sprintf("%d-%s", os.Getpid(), start)
+})
+
+// processStart is the start time of a process (field 22 of /proc/PID/stat, in clock ticks
+// since boot).
+func processStart(pid int) (string, error) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", err
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 20 {
+		return "", fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	return fields[19], nil
+}
+
+// ownerDead reports whether the process a leftover's name tags (after the prefix: PID-START,
+// maybe followed by more) is gone; names it cannot read count as alive.
+func ownerDead(name string) bool {
+	parts := strings.SplitN(strings.TrimPrefix(name, leftoverPrefix), "-", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	pid, err := strconv.Atoi(parts[0])
+	if _, serr := strconv.ParseUint(parts[1], 10, 64); err != nil || serr != nil || pid <= 0 {
+		return false // not a name aa-grade gave
+	}
+	start, err := processStart(pid)
+	return err != nil || start != parts[1]
+}
+
+var scratchRoot struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// NewScratch makes a fresh folder for an episode's workspace, inside a folder of this process
+// in the temporary folder that a later aa-grade removes if this one dies without doing so.
+func NewScratch() (string, error) {
+	scratchRoot.once.Do(func() {
+		scratchRoot.dir = filepath.Join(os.TempDir(), leftoverPrefix+ownerTag())
+		scratchRoot.err = os.Mkdir(scratchRoot.dir, 0o700)
+		if errors.Is(scratchRoot.err, os.ErrExist) {
+			scratchRoot.err = nil
+		}
+	})
+	if scratchRoot.err != nil {
+		return "", fmt.Errorf("scratch folder: %w", scratchRoot.err)
+	}
+	return os.MkdirTemp(scratchRoot.dir, "episode-")
+}
+
+// CleanLeftovers removes what aa-grade processes that died without cleaning up (kill -9, a
+// crash, a power cut) left behind: scratch folders in the temporary folder and cgroups, whose
+// remaining processes it kills first. It returns the paths removed. Another user's leftovers,
+// which this user may not remove, are left alone.
+func CleanLeftovers() []string {
+	var removed []string
+	for _, parent := range []string{os.TempDir(), pidsHierarchy} {
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), leftoverPrefix) || !ownerDead(e.Name()) {
+				continue
+			}
+			path := filepath.Join(parent, e.Name())
+			if parent == pidsHierarchy {
+				if removeCgroup(path) == nil {
+					removed = append(removed, path)
+				}
+			} else if os.RemoveAll(path) == nil {
+				removed = append(removed, path)
+			}
+		}
+	}
+	return removed
+}
+
+// removeCgroup kills the processes left in a cgroup and removes it ("": none).
+func removeCgroup(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	var err error
+	for range 100 {
+		procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, f := range strings.Fields(string(procs)) {
+			if pid, perr := strconv.Atoi(f); perr == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err
+}

@@ -1,0 +1,113 @@
+package sandbox
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// deniedSyscalls fail with EPERM inside an isolating sandbox: mounts and namespaces (no
+// remount of a read-only bind, no nested user namespace to gain capabilities in), and kernel
+// surfaces a shell investigation never needs and escapes have used (BPF, perf, keyrings,
+// userfaultfd, file handles, modules, kexec). Dropped capabilities already refuse most of
+// them; the filter holds even where a kernel bug would not.
+var deniedSyscalls = []uintptr{
+	unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT, unix.SYS_CHROOT, unix.SYS_UNSHARE, unix.SYS_SETNS,
+	unix.SYS_MOVE_MOUNT, unix.SYS_OPEN_TREE, unix.SYS_FSOPEN, unix.SYS_FSCONFIG, unix.SYS_FSMOUNT, unix.SYS_FSPICK,
+	unix.SYS_MOUNT_SETATTR, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_KEYCTL, unix.SYS_ADD_KEY,
+	unix.SYS_REQUEST_KEY, unix.SYS_USERFAULTFD, unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD, unix.SYS_INIT_MODULE,
+	unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE, unix.SYS_REBOOT, unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_ACCT,
+	unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_NAME_TO_HANDLE_AT, unix.SYS_SYSLOG, unix.SYS_SETHOSTNAME, unix.SYS_SETDOMAINNAME,
+}
+
+// unavailableSyscalls fail with ENOSYS, so that programs fall back to what the filter can
+// inspect: clone3 (glibc then uses clone, whose flags the filter reads) and io_uring (which
+// would open sockets and files behind the filter's back).
+var unavailableSyscalls = []uintptr{unix.SYS_CLONE3, unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER}
+
+// namespaceFlags are the clone flags that make a namespace.
+const namespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
+	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
+
+// auditArch is the seccomp architecture of this build ("" where the filter is not written).
+func auditArch() (uint32, error) {
+	switch runtime.GOARCH {
+	case "amd64":
+		return unix.AUDIT_ARCH_X86_64, nil
+	case "arm64":
+		return unix.AUDIT_ARCH_AARCH64, nil
+	}
+	return 0, fmt.Errorf("the seccomp filter is written for amd64 and arm64, not %s", runtime.GOARCH)
+}
+
+// x32Bit marks the x32 ABI's system call numbers, which share amd64's audit architecture: the
+// filter refuses them all rather than list every call twice.
+const x32Bit = 0x40000000
+
+// seccompFilter builds the filter: socket(2) fails with EACCES for every family (no TCP, UDP,
+// netlink, and no Unix socket that could connect to a host's docker.sock, D-Bus or tmux;
+// socketpair and pipes still work), clone with a namespace flag and deniedSyscalls fail with
+// EPERM, unavailableSyscalls with ENOSYS, another architecture's calls with EACCES.
+func seccompFilter() ([]unix.SockFilter, error) {
+	arch, err := auditArch()
+	if err != nil {
+		return nil, err
+	}
+	const (
+		offNr   = 0  // offsetof(struct seccomp_data, nr)
+		offArch = 4  // offsetof(struct seccomp_data, arch)
+		offArg0 = 16 // offsetof(struct seccomp_data, args[0]), low half on little-endian
+		ld      = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq     = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge     = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		jset    = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+		ret     = unix.BPF_RET | unix.BPF_K
+		allow   = unix.SECCOMP_RET_ALLOW
+		eacces  = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
+		eperm   = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+		enosys  = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+	)
+	f := []unix.SockFilter{
+		{Code: ld, K: offArch},
+		{Code: jeq, K: arch, Jt: 1},
+		{Code: ret, K: eacces},
+		{Code: ld, K: offNr},
+	}
+	if runtime.GOARCH == "amd64" {
+		f = append(f, unix.SockFilter{Code: jge, K: x32Bit, Jf: 1}, unix.SockFilter{Code: ret, K: eacces})
+	}
+	// Each check: if nr matches, fall through to the return just after it; else skip it.
+	for _, nr := range deniedSyscalls {
+		f = append(f, unix.SockFilter{Code: jeq, K: uint32(nr), Jf: 1}, unix.SockFilter{Code: ret, K: eperm})
+	}
+	for _, nr := range unavailableSyscalls {
+		f = append(f, unix.SockFilter{Code: jeq, K: uint32(nr), Jf: 1}, unix.SockFilter{Code: ret, K: enosys})
+	}
+	f = append(f,
+		unix.SockFilter{Code: jeq, K: unix.SYS_SOCKET, Jf: 1},
+		unix.SockFilter{Code: ret, K: eacces},
+		unix.SockFilter{Code: jeq, K: unix.SYS_CLONE, Jf: 3},
+		unix.SockFilter{Code: ld, K: offArg0},
+		unix.SockFilter{Code: jset, K: namespaceFlags, Jf: 1},
+		unix.SockFilter{Code: ret, K: eperm},
+		unix.SockFilter{Code: ret, K: allow},
+	)
+	return f, nil
+}
+
+// installSeccomp applies the filter to every thread of the agent and so to every command.
+// no_new_privs must be set first.
+func installSeccomp() error {
+	filter, err := seccompFilter()
+	if err != nil {
+		return err
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC,
+		uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		return fmt.Errorf("seccomp: %w", errno)
+	}
+	return nil
+}
