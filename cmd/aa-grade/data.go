@@ -15,6 +15,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
 func datasetFlag() cli.Flag {
@@ -103,9 +104,9 @@ func runDataPull(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return datasetError(err)
 	}
-	fmt.Fprintf(stdout, "%s at commit %s\n", spec, res.Commit)
+	printLine(stdout, "%s at commit %s", spec, res.Commit) // the commit as the Hub named it
 	fmt.Fprintf(stdout, "%d files, %s (%d already cached, %s downloaded)\n", res.Files, humanBytes(res.Bytes), res.Cached, humanBytes(res.Downloaded))
-	fmt.Fprintf(stdout, "in %s\n", res.Dir)
+	printLine(stdout, "in %s", res.Dir)
 	return nil
 }
 
@@ -130,7 +131,7 @@ func runDataLs(ctx context.Context, cmd *cli.Command) error {
 	}
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	for _, w := range ds.Warnings {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
+		printLine(stderr, "warning: %s", w)
 	}
 	rows := make([]taskRow, 0, len(ds.Tasks))
 	problems := 0
@@ -177,7 +178,8 @@ func renderTaskRows(w io.Writer, rows []taskRow) {
 		if r.Problem != "" {
 			status += ": " + r.Problem
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", r.Task, r.Split, r.Files, humanBytes(r.Bytes), r.RootCauses, status)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", termtext.Sanitize(r.Task), termtext.Sanitize(r.Split), r.Files, humanBytes(r.Bytes),
+			r.RootCauses, termtext.Sanitize(status))
 	}
 	tw.Flush()
 }
@@ -228,13 +230,13 @@ func runDataVerify(ctx context.Context, cmd *cli.Command) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "%s at commit %s: checked %d files, %s\n", spec, res.Commit, res.Checked, humanBytes(res.Bytes))
+		printLine(stdout, "%s at commit %s: checked %d files, %s", spec, res.Commit, res.Checked, humanBytes(res.Bytes))
 		for _, b := range res.Bad {
 			line := fmt.Sprintf("%s: %s", b.Problem, b.Path)
 			if b.Detail != "" {
 				line += " (" + b.Detail + ")"
 			}
-			fmt.Fprintln(stdout, line)
+			printLine(stdout, "%s", line)
 		}
 	}
 	if err != nil {

@@ -100,7 +100,7 @@ func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
 		if b.Reason != "" {
 			line += " (" + b.Reason + ")"
 		}
-		fmt.Fprintln(w, line)
+		printLine(w, "%s", line)
 	}
 	selected := r.Selected
 	if selected == "" {
@@ -121,7 +121,7 @@ func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
 		fmt.Fprintln(w, "Same tools and Python packages as the reference sandbox.")
 	}
 	for _, d := range r.Differences {
-		fmt.Fprintf(w, "Differs from the reference sandbox: %s\n", d)
+		printLine(w, "Differs from the reference sandbox: %s", d) // versions as the sandbox printed them
 	}
 	fmt.Fprintf(w, "Hugging Face cache: %s (%s free)\n", r.Cache.Dir, humanBytes(int64(r.Cache.FreeBytes)))
 	keys := "none"

@@ -16,6 +16,7 @@ import (
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
 func newGradeCommand() *cli.Command {
@@ -114,7 +115,7 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	for _, p := range out.Problems {
-		fmt.Fprintf(stderr, "%s: %s\n", p.Level, p.Message)
+		printLine(stderr, "%s: %s", p.Level, p.Message)
 	}
 	if j != nil {
 		fmt.Fprintln(stderr, j.spent())
@@ -179,11 +180,11 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	var notes []string
 	statuses := map[string]int{}
 	for _, t := range s.PerTask {
-		row := []string{t.Task}
+		row := []string{termtext.Sanitize(t.Task)}
 		for _, e := range t.Episodes {
 			statuses[e.Status]++
 			if e.Status != grader.StatusOK {
-				row = append(row, e.Status)
+				row = append(row, termtext.Sanitize(e.Status))
 				if e.Status != grader.StatusMissing {
 					notes = append(notes, fmt.Sprintf("%s repeat %d %s: %s", t.Task, e.Repeat, e.Status, e.Reason))
 				}
@@ -207,7 +208,7 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	}
 	fmt.Fprintln(w, fullRecall)
 	if s.Judge != nil {
-		fmt.Fprintln(w, judgeLine(s.Judge))
+		printLine(w, "%s", judgeLine(s.Judge))
 	}
 	var counts []string
 	for _, st := range []string{grader.StatusOK, grader.StatusMissing, grader.StatusInvalid, grader.StatusNoSubmission,
@@ -220,6 +221,6 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 		fmt.Fprintf(w, "Episodes: %s\n", strings.Join(counts, ", "))
 	}
 	for _, n := range notes {
-		fmt.Fprintln(w, n)
+		printLine(w, "%s", n)
 	}
 }

@@ -3,6 +3,10 @@
 // Exit codes: 0 success; 1 the command ran but the result is bad (a task that cannot be
 // graded, an incomplete run, a corrupt cache); 2 usage error; 3 infrastructure failure;
 // 130 interrupted. Errors are one line on stderr.
+//
+// Text that may come from the model, the sandbox, a dataset or a provider (commands, errors,
+// task ids, file names) goes through termtext.Sanitize before it reaches a terminal; --json
+// output keeps it whole, its control characters escaped (printJSON).
 package main
 
 import (
@@ -17,6 +21,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
 func main() {
@@ -102,7 +108,8 @@ func usageErrorf(format string, args ...any) error {
 func badResult(err error) error { return &exitError{code: 1, err: err} }
 
 // exitCode prints err (if any) as one line and maps it to the process exit code.
-// Unclassified errors are infrastructure failures.
+// Unclassified errors are infrastructure failures. Errors quote model replies, file contents
+// and task ids, so the line is sanitized.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
@@ -113,16 +120,25 @@ func exitCode(err error, stderr io.Writer) int {
 		code = ee.code
 	}
 	if msg := strings.TrimSpace(err.Error()); msg != "" {
-		fmt.Fprintf(stderr, "aa-grade: %s\n", strings.ReplaceAll(msg, "\n", " "))
+		printLine(stderr, "aa-grade: %s", msg)
 	}
 	return code
 }
 
-// printJSON writes v as indented JSON: the --json output of every command.
+// printLine writes a line of text that may quote the model, the sandbox, a dataset or a
+// provider: sanitized, so no escape sequence in it reaches the terminal and it stays one line.
+func printLine(w io.Writer, format string, args ...any) {
+	fmt.Fprintln(w, termtext.Sanitize(fmt.Sprintf(format, args...)))
+}
+
+// printJSON writes v as indented JSON: the --json output of every command. Its strings keep
+// untrusted text whole, with every control character escaped (termtext.EscapeJSON).
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	if _, err := w.Write(append(termtext.EscapeJSON(b), '\n')); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil

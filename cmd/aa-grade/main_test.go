@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,5 +172,55 @@ func TestGradeBrokenTask(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "Scenario-1  1.00  1.000") || !strings.Contains(r.stdout, "over 1 tasks x 1 repeats") {
 		t.Errorf("the good task must still be graded:\n%s", r.stdout)
+	}
+}
+
+// assertNoTerminalSequences fails when out holds an escape sequence, a BEL, an 8-bit CSI, a
+// bidi override or the payload of the hostile sequences the tests plant ("pwned", "aGk=").
+func assertNoTerminalSequences(t *testing.T, what, out string) {
+	t.Helper()
+	for _, bad := range []string{"\x1b", "\x07", "\u009b", "\u202e", "pwned", "aGk="} {
+		if strings.Contains(out, bad) {
+			t.Errorf("%s holds %q:\n%q", what, bad, out)
+		}
+	}
+}
+
+// TestErrorLineStripsTerminalSequences: an error quoting a model reply and a task id is still
+// one line on stderr, without the escape sequences in them.
+func TestErrorLineStripsTerminalSequences(t *testing.T) {
+	var stderr bytes.Buffer
+	err := badResult(fmt.Errorf("episode %s: %w", "Scenario-1\x1b]0;pwned\x07",
+		errors.New("the model replied:\n\x1b[2J\x1b]52;c;aGk=\x1b\\\xc2\x9b2Jdone \u202eexe")))
+	if code := exitCode(err, &stderr); code != 1 || stderr.String() != "aa-grade: episode Scenario-1: the model replied: done exe\n" {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestGradeStripsTerminalSequencesFromTaskIDs: task ids from a hostile dataset reach the
+// problem lines, the table, the notes and the error line of grade without their escape
+// sequences.
+func TestGradeStripsTerminalSequencesFromTaskIDs(t *testing.T) {
+	broken, invalid := "Scenario-1\x1b]0;pwned\x07\x1b[2J", "Scenario-2\x1b]52;c;aGk=\x1b\\\x1b[41m"
+	dataset := t.TempDir()
+	testfs.Write(t, filepath.Join(dataset, broken, "ground_truth.yaml"), "groups:\n  - {id: a, kind: Pod, filter: [a-.*]}\n")
+	testfs.Write(t, filepath.Join(dataset, invalid, "ground_truth.yaml"), "groups:\n  - {id: a, kind: Pod, filter: [a-.*], root_cause: true}\n")
+	subs := t.TempDir()
+	testfs.Write(t, filepath.Join(subs, invalid, "1.json"), `{"entities": 1}`)
+	r := aaGrade(t, nil, "grade", "--dataset", dataset, subs)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	assertNoTerminalSequences(t, "stdout", r.stdout)
+	assertNoTerminalSequences(t, "stderr", r.stderr)
+	for _, want := range []string{"error: ground truth of Scenario-1: invalid ground truth", "aa-grade: 1 task(s) could not be graded"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	for _, want := range []string{"Scenario-2  invalid  0.000", "Scenario-2 repeat 1 invalid: "} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
 	}
 }

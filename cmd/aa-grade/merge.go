@@ -44,7 +44,7 @@ func runMerge(_ context.Context, cmd *cli.Command) error {
 	}
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	for _, e := range rep.Duplicates {
-		fmt.Fprintf(stderr, "warning: %s repeat %d was finished by more than one run; kept the first\n", e.Task, e.Repeat)
+		printLine(stderr, "warning: %s repeat %d was finished by more than one run; kept the first", e.Task, e.Repeat)
 	}
 	renderGradeText(stdout, rep.Summary)
 	fmt.Fprintf(stdout, "Run folder: %s\n", cmd.String("out"))

@@ -101,13 +101,14 @@ func (p *pullProgress) Stop() {
 	p.render(true)
 }
 
+// println prints a line above the bar, sanitized: it quotes file names and errors from the Hub.
 func (p *pullProgress) println(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.terminal {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
-	fmt.Fprintln(p.w, s)
+	printLine(p.w, "%s", s)
 }
 
 func (p *pullProgress) render(final bool) {

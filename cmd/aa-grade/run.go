@@ -23,6 +23,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
 func newRunCommand() *cli.Command {
@@ -162,7 +163,7 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 			if err == nil {
 				return werr
 			}
-			fmt.Fprintf(stderr, "warning: %v\n", werr)
+			printLine(stderr, "warning: %v", werr)
 		}
 	}
 	if errors.Is(err, context.Canceled) {
@@ -291,7 +292,7 @@ func renderRunTotals(w io.Writer, r *report.Run) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "TASK\tMEAN TURNS\tINPUT TOKENS\tCACHED\tOUTPUT TOKENS\tREASONING\tCOST\t")
 	row := func(name string, turns float64, tokens harness.Usage, cost *float64) {
-		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%d\t%d\t%d\t%s\t\n", name, turns,
+		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%d\t%d\t%d\t%s\t\n", termtext.Sanitize(name), turns,
 			tokens.Input, tokens.CachedRead, tokens.Output, tokens.Reasoning, report.FormatUSD(cost))
 	}
 	for _, t := range r.PerTask() {
@@ -310,7 +311,7 @@ func reportDivergences(w io.Writer, ds []model.Divergence) {
 	}
 	fmt.Fprintf(w, "replay: %d episodes diverged from their recording (the recorded replies were used regardless):\n", len(ds))
 	for _, d := range ds {
-		fmt.Fprintf(w, "  %s repeat %d, turn %d: %s\n", d.Task, d.Repeat, d.Turn, d.Detail)
+		printLine(w, "  %s repeat %d, turn %d: %s", d.Task, d.Repeat, d.Turn, d.Detail)
 	}
 }
 

@@ -104,6 +104,22 @@ func TestRunStopsEarlyOnPermanentErrors(t *testing.T) {
 	}
 }
 
+// TestRunStripsTerminalSequencesFromProviderErrors: a provider's refusal holding escape
+// sequences reaches the finished-episode lines and the error line of run without them.
+func TestRunStripsTerminalSequencesFromProviderErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"message":"no \u001b]0;pwned\u0007\u001b[2Jkey\u001b]52;c;aGk=\u001b\\ \u009b2Jhere \u202eexe"}}`)
+	}))
+	defer srv.Close()
+	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL, "FAKE_API_KEY=k"},
+		"run", "--dataset", "demo", "--model", "openai-api/fake/model-x", "--parallel", "1", "--out", filepath.Join(t.TempDir(), "run"))
+	if r.code != 1 || !strings.Contains(r.stderr, "Scenario-901 repeat 1: error") || strings.Count(r.stderr, "no key here exe") < 2 {
+		t.Fatalf("exit %d\n%q", r.code, r.stderr)
+	}
+	assertNoTerminalSequences(t, "stderr", r.stderr)
+}
+
 // TestRunRecordsTheWireWithoutTheKey runs a scripted model behind the OpenAI protocol whose
 // commands look for the key in the sandbox: the trajectory holds every request and response
 // raw, the auth header redacted, and the key appears in no file of the run.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
 // runProgress renders a run. On a terminal: an overall bar (episodes done, running score,
@@ -122,10 +123,11 @@ func (p *runProgress) Stop() {
 	p.clear()
 }
 
-// printLocked prints a line above the live block.
+// printLocked prints a line above the live block, sanitized: it may quote the model, the
+// sandbox or a provider (a finished episode's error) and a dataset (the task id).
 func (p *runProgress) printLocked(line string) {
 	p.clear()
-	fmt.Fprintln(p.w, line)
+	printLine(p.w, "%s", line)
 	if p.terminal {
 		p.render()
 	}
@@ -170,8 +172,9 @@ func (p *runProgress) render() {
 	slices.SortFunc(keys, func(a, b runner.Episode) int { return strings.Compare(a.Key(), b.Key()) })
 	for _, k := range keys {
 		e := p.running[k]
-		cmd := strings.Join(strings.Fields(e.command), " ")
-		line := fmt.Sprintf("  %s r%d  turn %d/%d  %s", k.Task, k.Repeat, e.turn, e.maxTurns, cmd)
+		// The model's command and the task id are sanitized before the line is measured.
+		cmd := strings.Join(strings.Fields(termtext.Sanitize(e.command)), " ")
+		line := fmt.Sprintf("  %s r%d  turn %d/%d  %s", termtext.Sanitize(k.Task), k.Repeat, e.turn, e.maxTurns, cmd)
 		if r := []rune(line); len(r) > p.width {
 			line = string(r[:p.width-3]) + "..."
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -47,5 +48,31 @@ func TestRunProgressElsewhere(t *testing.T) {
 	if strings.Contains(got, "\033[") || !strings.Contains(got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 401: bad key\n") ||
 		!strings.Contains(got, "progress: 1/2 episodes") {
 		t.Errorf("plain output:\n%q", got)
+	}
+}
+
+// TestProgressStripsTerminalSequencesFromModelCommands: a command the model asks for, a task
+// id from the dataset and an error quoting the provider reach the live display without their
+// escape sequences (clear screen, colour, title, OSC 52 clipboard, 8-bit CSI): only the
+// renderer's own cursor moves are left, and the text around the sequences still shows.
+func TestProgressStripsTerminalSequencesFromModelCommands(t *testing.T) {
+	var out bytes.Buffer
+	p := newRunProgress(&out)
+	p.terminal = true
+	p.Plan(2, nil)
+	task := "Scenario-1\x1b[41m"
+	p.Turn(task, 1, 3, 100, "printf '\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x1b\\\xc2\x9b2J' && echo done")
+	p.render()
+	live := out.String()
+	p.Finished(runner.Result{Task: task, Repeat: 1, Status: "error", Error: "HTTP 400: \x1b]0;pwned\x07bad\nrequest \u202eexe"})
+	got := regexp.MustCompile(`\x1b\[\d+A\r\x1b\[J`).ReplaceAllString(out.String(), "") // the renderer's own
+	for _, bad := range []string{"\x1b", "\x07", "\u009b", "\u202e", "pwned", "aGk="} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the terminal output holds %q:\n%q", bad, got)
+		}
+	}
+	if !strings.Contains(live, "  Scenario-1 r1  turn 3/100  printf '' && echo done\n") ||
+		!strings.Contains(got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 400: bad request exe\n") {
+		t.Errorf("the text around the sequences is lost:\n%q", got)
 	}
 }

@@ -71,7 +71,7 @@ func validateSpecs(ctx context.Context, cmd *cli.Command, specs []string) ([]val
 			return nil, nil, datasetError(err)
 		}
 		for _, w := range ds.Warnings {
-			fmt.Fprintf(cmd.Root().ErrWriter, "warning: %s\n", w)
+			printLine(cmd.Root().ErrWriter, "warning: %s", w)
 		}
 		for _, t := range ds.Tasks {
 			reports = append(reports, validate.Task(t))
@@ -124,7 +124,7 @@ func renderReports(w io.Writer, reports []validate.Report) {
 		if counts[validate.Error] > 0 {
 			status = "FAILED"
 		}
-		fmt.Fprintf(w, "%s: %s (%d errors, %d warnings)\n", r.Task, status, counts[validate.Error], counts[validate.Warning])
+		printLine(w, "%s: %s (%d errors, %d warnings)", r.Task, status, counts[validate.Error], counts[validate.Warning])
 		for _, f := range r.Findings {
 			where := f.File
 			if f.Line > 0 {
@@ -133,7 +133,7 @@ func renderReports(w io.Writer, reports []validate.Report) {
 			if where != "" {
 				where += ": "
 			}
-			fmt.Fprintf(w, "  %-7s %-15s %s%s\n", f.Level, f.Code, where, f.Message)
+			printLine(w, "  %-7s %-15s %s%s", f.Level, f.Code, where, f.Message)
 		}
 	}
 }

@@ -82,3 +82,38 @@ func TestTasksUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestTasksValidateStripsTerminalSequencesFromTaskIDs: a task folder named with escape
+// sequences is reported, on stdout and in the error line, without them.
+func TestTasksValidateStripsTerminalSequencesFromTaskIDs(t *testing.T) {
+	task := filepath.Join(t.TempDir(), "Scenario-7\x1b]0;pwned\x07\x1b]52;c;aGk=\x1b\\\x1b[2J")
+	testfs.Write(t, filepath.Join(task, "ground_truth.yaml"), "groups: []\n")
+	r := aaGrade(t, nil, "tasks", "validate", task)
+	if r.code != 1 || !strings.Contains(r.stdout, "Scenario-7: FAILED") || !strings.Contains(r.stderr, "aa-grade: 1 of 1 tasks have errors: Scenario-7\n") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	assertNoTerminalSequences(t, "stdout", r.stdout)
+	assertNoTerminalSequences(t, "stderr", r.stderr)
+}
+
+// TestJSONOutputEscapesTerminalControls: --json keeps a hostile task id whole, but as escapes:
+// encoding/json alone would write the 8-bit CSI (U+009B) and a bidi override as they are.
+func TestJSONOutputEscapesTerminalControls(t *testing.T) {
+	id := "Scenario-8\u009b2J\u009d0;pwned\u009c\u202eexe\x1b[41m"
+	task := filepath.Join(t.TempDir(), id)
+	testfs.Write(t, filepath.Join(task, "ground_truth.yaml"), "groups: []\n")
+	r := aaGrade(t, nil, "tasks", "validate", "--json", task)
+	var reports []validate.Report
+	if err := json.Unmarshal([]byte(r.stdout), &reports); err != nil || r.code != 1 || len(reports) != 1 || reports[0].Task != id {
+		t.Fatalf("exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	for _, raw := range []string{"\x1b", "\u009b", "\u009d", "\u009c", "\u202e"} {
+		if strings.Contains(r.stdout, raw) {
+			t.Errorf("stdout holds %q as it is:\n%q", raw, r.stdout)
+		}
+	}
+	assertNoTerminalSequences(t, "stderr", r.stderr)
+	if !strings.Contains(r.stdout, `Scenario-8\u009b2J\u009d0;pwned\u009c\u202eexe\u001b[41m`) {
+		t.Errorf("the task id is not escaped:\n%s", r.stdout)
+	}
+}

@@ -4,10 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
-	"unicode"
 
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
+	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
 // SubsetNote says why a local score cannot equal a published one.
@@ -66,15 +65,11 @@ func formatOptional(v *float64, format string) string {
 	return fmt.Sprintf(format, *v)
 }
 
-// OneLine makes untrusted text fit one line of a terminal or a table: control characters
-// (newlines, escape sequences) become spaces, and it is cut to at most limit runes.
+// OneLine makes untrusted text fit one line of a terminal or a table: line breaks become
+// spaces, escape sequences and other controls go (termtext.Sanitize), and it is cut to at
+// most limit runes.
 func OneLine(s string, limit int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return ' '
-		}
-		return r
-	}, s)
+	s = termtext.Sanitize(s)
 	if r := []rune(s); len(r) > limit {
 		return string(r[:limit-1]) + "…"
 	}

@@ -135,7 +135,7 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestOneLine(t *testing.T) {
-	if got := OneLine("a\nb\x1b[31mc\u2028d", 100); got != "a b [31mc d" {
+	if got := OneLine("a\nb\x1b[31mc\u2028d\u202ee", 100); got != "a bc de" {
 		t.Errorf("OneLine = %q", got)
 	}
 	if got := OneLine("abcdef", 4); got != "abc…" {
