@@ -91,18 +91,17 @@ func RunAgent(in io.Reader, out io.Writer) error {
 	// Requests are read apart from their handling, so that the end of the input (aa-grade
 	// closing the sandbox, or dying) is seen even while a command runs.
 	requests := make(chan request)
-	readErr := make(chan error, 1)
+	inputEnded := make(chan struct{})
+	var readErr error
 	go func() {
 		defer close(requests)
+		defer close(inputEnded)
 		dec := json.NewDecoder(in)
 		for {
 			var req request
 			if err := dec.Decode(&req); err != nil {
-				if confine != nil && confine.KillAll {
-					unix.Kill(-1, unix.SIGKILL) // everything but the agent, and only the sandbox's
-				}
 				if !errors.Is(err, io.EOF) {
-					readErr <- err
+					readErr = err
 				}
 				return
 			}
@@ -114,7 +113,7 @@ func RunAgent(in io.Reader, out io.Writer) error {
 		var answer any
 		switch req.Op {
 		case opRun:
-			answer = runCommand(req.Cmd, req.Timeout)
+			answer = runCommand(req.Cmd, req.Timeout, inputEnded)
 		case opRead:
 			answer = readFile(workspace, req.Name, req.Limit)
 		case opCheck:
@@ -122,15 +121,28 @@ func RunAgent(in io.Reader, out io.Writer) error {
 		default:
 			answer = fileAnswer{Error: fmt.Sprintf("unknown request %q", req.Op)}
 		}
+		if closed(inputEnded) {
+			break // nobody reads the answer any more (and writing it could end the agent)
+		}
 		if err := enc.Encode(answer); err != nil {
 			return err
 		}
 	}
+	if confine != nil && confine.KillAll {
+		// Only from this thread, which Landlock restricts: the agent's other threads are not
+		// confined, and kill(-1) from one of them would reach every process of the user.
+		unix.Kill(-1, unix.SIGKILL)
+	}
+	<-inputEnded
+	return readErr
+}
+
+func closed(c <-chan struct{}) bool {
 	select {
-	case err := <-readErr:
-		return err
+	case <-c:
+		return true
 	default:
-		return nil
+		return false
 	}
 }
 
@@ -168,9 +180,9 @@ func fileError(err error) fileAnswer {
 	return a
 }
 
-// runCommand runs `bash -c cmd` in a new process group and kills the whole group when it ends
-// or times out, so background jobs die with their command.
-func runCommand(cmd string, timeout time.Duration) Result {
+// runCommand runs `bash -c cmd` in a new process group and kills the whole group when it ends,
+// times out or the agent's input ends, so background jobs die with their command.
+func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}) Result {
 	start := time.Now()
 	stdout, stderr := NewCapture(OutputLimit), NewCapture(OutputLimit)
 	res := Result{ExitCode: -1}
@@ -216,6 +228,9 @@ func runCommand(cmd string, timeout time.Duration) Result {
 		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		err = <-done
 		res.TimedOut = true
+	case <-inputEnded:
+		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		err = <-done
 	}
 	syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // what the command left running in its group
 	reapGroup(c.Process.Pid)

@@ -292,3 +292,43 @@ func killProcessesWith(marker string) {
 		}
 	}
 }
+
+// TestScopedAgentEndsItsProcessesWhenAaGradeDies takes Landlock's path for machines without
+// namespaces: the agent, in a signal-scoped domain, kills everything of the episode as soon
+// as its input ends, which is what the kernel does to it when aa-grade dies; processes of the
+// same user outside the sandbox live on.
+func TestScopedAgentEndsItsProcessesWhenAaGradeDies(t *testing.T) {
+	l := Landlock{}
+	if l.Available() != nil || !landlockScopesSignals() {
+		t.Skip("needs Landlock ABI 6")
+	}
+	saved := landlockNamespaces
+	landlockNamespaces = func() *syscall.SysProcAttr { return nil }
+	t.Cleanup(func() { landlockNamespaces = saved })
+	marker := fmt.Sprintf("1004.%d", os.Getpid())
+	bystander, err := os.StartProcess("/bin/sleep", []string{"sleep", marker + "1"}, &os.ProcAttr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bystander.Kill()
+	t.Cleanup(func() { killProcessesWith(marker) })
+	sb := start(t, l, newFixture(t))
+	if sb.(*session).end != endAgentKillsAll {
+		t.Fatalf("ending = %v, want the agent's kill", sb.(*session).end)
+	}
+	r := run(t, sb, fmt.Sprintf(`echo 'setsid bash hop.sh "$1" &' > hop.sh
+setsid bash hop.sh %s2 >/dev/null 2>&1 & setsid sleep %s2 >/dev/null 2>&1 & sleep 0.3; echo started`, marker, marker))
+	if r.Stdout != "started\n" {
+		t.Fatalf("%+v", r)
+	}
+	sb.(*session).stdin.Close() // as the kernel does when aa-grade dies
+	deadline := time.Now().Add(5 * time.Second)
+	for len(processesWith(marker+"2")) > 0 && time.Now().Before(deadline) {
+	}
+	if left := processesWith(marker + "2"); len(left) > 0 {
+		t.Fatalf("%d processes outlived the agent's input, e.g. %s", len(left), left[0])
+	}
+	if alive := processesWith(marker + "1"); len(alive) != 1 {
+		t.Fatalf("the agent's kill reached a process outside the sandbox: %v", alive)
+	}
+}

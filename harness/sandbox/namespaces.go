@@ -21,9 +21,13 @@ var nsProbe struct {
 
 // landlockNamespaces is how a Landlock agent is started into its own namespaces, or nil when
 // this machine allows none (a normal user where unprivileged user namespaces are disabled).
-// Root creates them directly; a normal user inside a user namespace of its own, mapping only
-// itself, with CAP_SETPCAP kept so that the agent can empty its bounding set.
-func landlockNamespaces() *syscall.SysProcAttr {
+// A variable so that tests can take the second path on a machine that allows namespaces.
+var landlockNamespaces = probeLandlockNamespaces
+
+// probeLandlockNamespaces tries the namespaces once. Root creates them directly; a normal user
+// inside a user namespace of its own, mapping only itself, with CAP_SETPCAP kept so that the
+// agent can empty its bounding set.
+func probeLandlockNamespaces() *syscall.SysProcAttr {
 	nsProbe.once.Do(func() {
 		attr := &syscall.SysProcAttr{Cloneflags: landlockCloneFlags}
 		if os.Geteuid() != 0 {

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/fakemodel"
+)
+
+// TestKillNineLeavesNothingOfTheEpisodes kills aa-grade (the one process, with SIGKILL) while
+// its episodes run commands that detach (setsid, nohup, double fork): none of them may outlive
+// it, and the next run removes the scratch folders (and, as root, the cgroups) it left.
+func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
+	for _, name := range []string{sandbox.NameBwrap, sandbox.NameLandlock} {
+		t.Run(name, func(t *testing.T) {
+			b, err := sandbox.Select(name)
+			if err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatal(err)
+				}
+				t.Skip(err)
+			}
+			marker := fmt.Sprintf("1003.%d%d", os.Getpid(), len(b.Name()))
+			detach := fmt.Sprintf("setsid sleep %s </dev/null >/dev/null 2>&1 & (nohup sleep %s >/dev/null 2>&1 &) ; sleep 0.1", marker, marker)
+			s := newScriptedRun(t, fakemodel.Script{Turns: 100, Command: detach, Answer: answer901}, "901,902", "1")
+			tmp := t.TempDir()
+			env := append(s.env, "TMPDIR="+tmp)
+			out := filepath.Join(t.TempDir(), "run")
+			cmd, stderr := start(t, env, s.command(out, "--sandbox", name)...)
+			t.Cleanup(func() { killMarked(marker) })
+			waitFor(t, func() bool { return len(marked(marker)) >= 4 }) // both episodes, both ways of detaching
+			scratch, _ := filepath.Glob(filepath.Join(tmp, "aa-grade-"+strconv.Itoa(cmd.Process.Pid)+"-*"))
+			if len(scratch) != 1 {
+				t.Fatalf("scratch folders of the run: %v", scratch)
+			}
+			cgroups, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/aa-grade-%d-*", cmd.Process.Pid))
+			if os.Geteuid() == 0 && len(cgroups) == 0 {
+				t.Fatal("no pids cgroup for the running episodes")
+			}
+
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			deadline := time.Now().Add(5 * time.Second)
+			for len(marked(marker)) > 0 && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if left := marked(marker); len(left) > 0 {
+				t.Fatalf("%d processes of the episodes outlived aa-grade, e.g. %s\n%s", len(left), left[0], stderr)
+			}
+
+			r := aaGrade(t, append(env, "OPENAI_BASE_URL=http://127.0.0.1:9"), "run", "--dataset", "demo", "--model", "builtin/baseline",
+				"--tasks", "901", "--repeats", "1", "--sandbox", name, "--out", filepath.Join(t.TempDir(), "next"))
+			if r.code != 0 || !strings.Contains(r.stderr, "left by aa-grade runs that died") {
+				t.Fatalf("next run: exit %d\n%s", r.code, r.stderr)
+			}
+			for _, p := range append(scratch, cgroups...) {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s is still there after the next run", p)
+				}
+			}
+		})
+	}
+}
+
+// marked lists the processes whose command line holds marker.
+func marked(marker string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), marker) {
+			found = append(found, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return found
+}
+
+// killMarked kills what a failed test left running.
+func killMarked(marker string) {
+	for _, p := range marked(marker) {
+		pid, _, _ := strings.Cut(p, ":")
+		if n, err := strconv.Atoi(pid); err == nil {
+			syscall.Kill(n, syscall.SIGKILL)
+		}
+	}
+}
