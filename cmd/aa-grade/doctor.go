@@ -30,6 +30,9 @@ type backendReport struct {
 	Name   string `json:"name"`
 	OK     bool   `json:"ok"`
 	Reason string `json:"reason,omitempty"`
+	// Guarantees are what the backend keeps here against a hostile model (none when it is
+	// unavailable).
+	Guarantees []sandbox.Guarantee `json:"guarantees"`
 }
 
 type doctorReport struct {
@@ -42,6 +45,8 @@ type doctorReport struct {
 		FreeBytes uint64 `json:"free_bytes"`
 	} `json:"cache"`
 	Keys []string `json:"keys"` // names of the API key variables set, never their values
+	// LeftoversRemoved are the scratch folders and cgroups of dead runs doctor removed.
+	LeftoversRemoved []string `json:"leftovers_removed"`
 }
 
 func runDoctor(ctx context.Context, cmd *cli.Command) error {
@@ -50,7 +55,7 @@ func runDoctor(ctx context.Context, cmd *cli.Command) error {
 	}
 	var r doctorReport
 	for _, b := range sandbox.Backends() {
-		br := backendReport{Name: b.Name(), OK: true}
+		br := backendReport{Name: b.Name(), OK: true, Guarantees: sandbox.Guarantees(b)}
 		if err := b.Available(); err != nil {
 			br.OK, br.Reason = false, err.Error()
 		} else if b.Name() == sandbox.NameNone {
@@ -58,6 +63,7 @@ func runDoctor(ctx context.Context, cmd *cli.Command) error {
 		}
 		r.Backends = append(r.Backends, br)
 	}
+	r.LeftoversRemoved = append([]string{}, sandbox.CleanLeftovers()...)
 	r.Differences = []string{}
 	chosen, selectErr := sandbox.Select(sandbox.NameAuto)
 	probeWith := chosen
@@ -101,6 +107,13 @@ func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
 			line += " (" + b.Reason + ")"
 		}
 		printLine(w, "%s", line)
+		for _, g := range b.Guarantees {
+			mark := "yes"
+			if !g.Holds {
+				mark = "NO "
+			}
+			printLine(w, "    %s %-18s %s", mark, g.Name, g.Detail)
+		}
 	}
 	selected := r.Selected
 	if selected == "" {
@@ -122,6 +135,9 @@ func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
 	}
 	for _, d := range r.Differences {
 		printLine(w, "Differs from the reference sandbox: %s", d) // versions as the sandbox printed them
+	}
+	if n := len(r.LeftoversRemoved); n > 0 {
+		fmt.Fprintf(w, "Removed %d scratch folders and cgroups left by aa-grade runs that died.\n", n)
 	}
 	fmt.Fprintf(w, "Hugging Face cache: %s (%s free)\n", r.Cache.Dir, humanBytes(int64(r.Cache.FreeBytes)))
 	keys := "none"

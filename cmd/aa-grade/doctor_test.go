@@ -28,8 +28,21 @@ func TestDoctor(t *testing.T) {
 	if os.Getenv("CI") != "" && (rep.Selected != "bwrap" || rep.Tools == nil || !rep.Tools.Commands["jq"]) {
 		t.Fatalf("under CI bwrap and jq must work: %+v", rep)
 	}
+	for _, b := range rep.Backends {
+		names := map[string]bool{}
+		for _, g := range b.Guarantees {
+			names[g.Name] = true
+			if g.Detail == "" {
+				t.Errorf("%s: guarantee %s says nothing of how it holds or why not", b.Name, g.Name)
+			}
+		}
+		if b.OK && (!names["no_capabilities"] || !names["memory_limit"] || !names["processes_end"] || !names["inode_limit"]) {
+			t.Errorf("%s: guarantees %v", b.Name, names)
+		}
+	}
 	text := aaGrade(t, nil, "doctor")
-	if !strings.Contains(text.stdout, "Sandbox backends:") || !strings.Contains(text.stdout, "--sandbox auto uses:") {
+	if !strings.Contains(text.stdout, "Sandbox backends:") || !strings.Contains(text.stdout, "--sandbox auto uses:") ||
+		!strings.Contains(text.stdout, "no_network") {
 		t.Fatalf("text output:\n%s", text.stdout)
 	}
 }

@@ -46,6 +46,10 @@ func newRunCommand() *cli.Command {
 			&cli.IntFlag{Name: "rpm", Sources: env("rpm"), DefaultText: "0, no limit", Usage: "model requests per minute"},
 			&cli.IntFlag{Name: "tpm", Sources: env("tpm"), DefaultText: "0, no limit", Usage: "model tokens per minute, input and output"},
 			&cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Sources: env("sandbox"), Usage: "auto, bwrap, landlock or none (no isolation)"},
+			&cli.StringFlag{Name: "memory-limit", Value: "4GiB", Sources: env("memory_limit"),
+				Usage: "memory of an episode's processes together (where the sandbox can bound it: aa-grade doctor)"},
+			&cli.StringFlag{Name: "disk-limit", Value: "4GiB", Sources: env("disk_limit"),
+				Usage: "bytes an episode's workspace, and its /tmp, may hold (one file per 16 KiB of it)"},
 			&cli.StringFlag{Name: "out", Sources: env("out"), Usage: "the run folder (default runs/<model>-<time>)"},
 			&cli.DurationFlag{Name: "command-timeout", Value: sandbox.DefaultCommandTimeout, Sources: env("command_timeout"), Usage: "per shell command"},
 			&cli.StringFlag{Name: "prompt-file", Sources: env("prompt_file"),
@@ -103,11 +107,21 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		}
 		return usageErrorf("%v", err)
 	}
+	limits, err := sandboxLimits(cmd)
+	if err != nil {
+		return err
+	}
 	if removed := sandbox.CleanLeftovers(); len(removed) > 0 {
 		fmt.Fprintf(stderr, "removed %d scratch folders and cgroups left by aa-grade runs that died\n", len(removed))
 	}
 	if backend.Name() == sandbox.NameNone {
 		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
+	} else if weak := sandbox.LimitsNotEnforced(backend); len(weak) > 0 {
+		var what []string
+		for _, g := range weak {
+			what = append(what, g.Name+": "+g.Detail)
+		}
+		fmt.Fprintf(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)\n", backend.Name(), strings.Join(what, "; "))
 	}
 	template := harness.DefaultTaskTemplate()
 	if path := cmd.String("prompt-file"); path != "" {
@@ -137,7 +151,7 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		Out: out, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: cmd.Int("parallel"), Shard: shard,
 		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
 		ReasoningEffort: settings.ReasoningEffort, MaxTokens: cmd.Int("max-tokens"), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
-		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: settings.ContextWindow,
+		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: settings.ContextWindow, Limits: limits,
 		SystemPrompt: harness.SystemPrompt, TaskTemplate: template,
 		Grace: cmd.Duration("grace"), Abort: secondInterrupt(ctx), Progress: progress,
 		Permanent: func(err error) bool {
@@ -357,4 +371,20 @@ func describeModel(s model.Settings) string {
 		return s.Preset + " (" + s.Spec + ")"
 	}
 	return s.Spec
+}
+
+// sandboxLimits reads --memory-limit and --disk-limit.
+func sandboxLimits(cmd *cli.Command) (sandbox.Limits, error) {
+	var limits sandbox.Limits
+	for _, f := range []struct {
+		flag string
+		to   *int64
+	}{{"memory-limit", &limits.Memory}, {"disk-limit", &limits.Disk}} {
+		n, err := parseSize(cmd.String(f.flag))
+		if err != nil {
+			return limits, usageErrorf("--%s: %v", f.flag, err)
+		}
+		*f.to = n
+	}
+	return limits, nil
 }

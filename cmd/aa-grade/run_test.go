@@ -70,6 +70,8 @@ func TestRunUsageErrors(t *testing.T) {
 		"negative rpm":            {"run", "--dataset", "demo", "--model", "builtin/baseline", "--rpm", "-1"},
 		"negative tpm":            {"run", "--dataset", "demo", "--model", "builtin/baseline", "--tpm", "-1"},
 		"no calls":                {"run", "--dataset", "demo", "--model", "builtin/baseline", "--max-in-flight", "-2"},
+		"bad memory limit":        {"run", "--dataset", "demo", "--model", "builtin/baseline", "--memory-limit", "lots"},
+		"zero disk limit":         {"run", "--dataset", "demo", "--model", "builtin/baseline", "--disk-limit", "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if r := aaGrade(t, []string{"OPENAI_API_KEY="}, args...); r.code != 2 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/fakemodel"
 )
@@ -89,5 +91,34 @@ func killMarked(marker string) {
 		if n, err := strconv.Atoi(pid); err == nil {
 			syscall.Kill(n, syscall.SIGKILL)
 		}
+	}
+}
+
+// TestDiskLimitIsAnErrorTheModelSees runs a model that writes more than --disk-limit: its
+// command fails with "No space left on device", which the model reads, and the run goes on.
+func TestDiskLimitIsAnErrorTheModelSees(t *testing.T) {
+	b, err := sandbox.Select(sandbox.NameBwrap)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	s := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "head -c 40M /dev/zero > big; ls -l big", Answer: answer901}, "901", "1")
+	out := filepath.Join(t.TempDir(), "run")
+	if r := aaGrade(t, s.env, s.command(out, "--sandbox", b.Name(), "--disk-limit", "16MiB", "--memory-limit", "512MiB")...); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	f, err := harness.OpenTrajectory(filepath.Join(out, "episodes", "Scenario-901", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	trajectory, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(trajectory), "No space left on device") || !strings.Contains(string(trajectory), "16777216 ") {
+		t.Fatalf("the model did not see the disk limit:\n%.3000s", trajectory)
 	}
 }

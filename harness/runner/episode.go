@@ -34,7 +34,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 		return fail(err)
 	}
 	defer os.RemoveAll(scratch)
-	sb, err := cfg.Backend.Start(ctx, sandbox.Spec{Snapshot: task.Dir, Hide: []string{data.GroundTruthFile}, Scratch: scratch})
+	sb, err := cfg.Backend.Start(ctx, sandbox.Spec{Snapshot: task.Dir, Hide: []string{data.GroundTruthFile}, Scratch: scratch, Limits: cfg.Limits})
 	if err != nil {
 		return fail(err)
 	}

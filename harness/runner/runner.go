@@ -37,6 +37,7 @@ type Config struct {
 	ReasoningEffort string
 	MaxTokens       int
 	Backend         sandbox.Backend
+	Limits          sandbox.Limits // per episode
 	MaxTurns        int
 	CommandTimeout  time.Duration
 	ContextWindow   int64

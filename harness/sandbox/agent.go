@@ -64,8 +64,9 @@ func RunAgent(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var guard *oomGuard
 	if confine != nil {
-		if err := confine.apply(); err != nil {
+		if guard, err = confine.apply(); err != nil {
 			return err
 		}
 		// A command may not stop the agent with a polite signal (SIGKILL it can, in some
@@ -113,7 +114,7 @@ func RunAgent(in io.Reader, out io.Writer) error {
 		var answer any
 		switch req.Op {
 		case opRun:
-			answer = runCommand(req.Cmd, req.Timeout, inputEnded)
+			answer = runCommand(req.Cmd, req.Timeout, inputEnded, guard)
 		case opRead:
 			answer = readFile(workspace, req.Name, req.Limit)
 		case opCheck:
@@ -182,7 +183,7 @@ func fileError(err error) fileAnswer {
 
 // runCommand runs `bash -c cmd` in a new process group and kills the whole group when it ends,
 // times out or the agent's input ends, so background jobs die with their command.
-func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}) Result {
+func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}, guard *oomGuard) Result {
 	start := time.Now()
 	stdout, stderr := NewCapture(OutputLimit), NewCapture(OutputLimit)
 	res := Result{ExitCode: -1}
@@ -201,7 +202,7 @@ func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}) R
 	c := exec.Command("bash", "-c", cmd)
 	c.Stdout, c.Stderr = outW, errW
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = c.Start()
+	err = guard.start(c.Start)
 	outW.Close()
 	errW.Close()
 	var readers sync.WaitGroup

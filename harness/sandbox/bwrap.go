@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -19,9 +20,10 @@ const ReferenceWorkdir = "/home/user"
 const agentPath = "/run/aa-grade/agent"
 
 // Bwrap isolates with bubblewrap: new mount, pid, network, ipc and uts namespaces; system
-// folders read-only; a private /tmp; the snapshot at /home/user, each file bound read-only
-// over a per-episode writable folder (no copy of the snapshot); everything dies with its
-// parent. A normal user's sandbox is also a user namespace (with no nested one allowed); when
+// folders read-only; the workspace at /home/user and /tmp are size-bounded tmpfs of the
+// sandbox's own (the host sees neither: files are read through the agent), with each
+// snapshot file bound read-only into the workspace (no copy of the snapshot); everything dies
+// with its parent. A normal user's sandbox is also a user namespace (with no nested one allowed); when
 // aa-grade is root there is none (its uid 0 would be host root), and the agent switches to
 // nobody instead. Either way the agent then confines itself (see confinement): no capability,
 // no socket, no mount, no_new_privs.
@@ -102,27 +104,36 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
+	limits := spec.Limits
+	disk := strconv.FormatInt(limits.disk(), 10)
 	args := []string{
 		"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--new-session", "--hostname", "sandbox",
-		"--proc", "/proc", "--dev", "/dev", "--perms", "01777", "--tmpfs", "/tmp",
+		"--proc", "/proc", "--dev", "/dev", "--size", disk, "--perms", "01777", "--tmpfs", "/tmp",
 	}
 	c := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true}
 	if os.Geteuid() == 0 {
-		// bwrap keeps only what the agent needs to hand the workspace to nobody and become it.
+		// bwrap keeps only what the agent needs to bound the tmpfs' files, hand the workspace
+		// to nobody and become it.
 		args = append(args, "--cap-drop", "ALL")
-		for _, capability := range []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN"} {
+		for _, capability := range []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN", "CAP_SYS_ADMIN"} {
 			args = append(args, "--cap-add", capability)
 		}
 		c.RunAs = &ids{UID: SandboxUID, GID: SandboxGID}
+		for _, dir := range []string{ReferenceWorkdir, "/tmp"} {
+			c.Remount = append(c.Remount, tmpfsLimit{Path: dir, Bytes: limits.disk(), Inodes: limits.inodes()})
+		}
 	} else {
+		// A normal user's bwrap runs the sandbox in a user namespace nested in the one that
+		// owns the mounts, so the agent cannot set the tmpfs' file count (bwrap has no option
+		// for it): only their size is bounded.
 		args = append(args, "--unshare-user")
 		if b.disableUserns {
 			args = append(args, "--disable-userns")
 		}
 	}
 	args = append(args, systemBinds()...)
-	args = append(args, "--bind", spec.Scratch, ReferenceWorkdir)
+	args = append(args, "--size", disk, "--perms", "0755", "--tmpfs", ReferenceWorkdir)
 	files, err := snapshotFiles(spec.Snapshot, spec.Hide)
 	if err != nil {
 		return nil, err
@@ -137,11 +148,13 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if env == nil {
 		env = CleanEnv(ReferenceWorkdir)
 	}
-	cgroup := newPidsCgroup()
-	c.ProcessesBounded = cgroup != ""
+	// The tmpfs' pages are memory too: they get the disk limit on top of the processes' own,
+	// so that a full workspace is "No space left on device", not a sandbox out of memory.
+	cgroup := newSandboxCgroup(limits.memory() + limits.disk())
+	c.ProcessesBounded = cgroups().boundsProcesses()
 	confine, err := c.encode()
 	if err != nil {
-		removeCgroup(cgroup)
+		cgroup.remove()
 		return nil, err
 	}
 	env = append(env[:len(env):len(env)], confine)

@@ -1,62 +1,237 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// CgroupExecCommand is the hidden aa-grade command that enters a cgroup and then executes the
-// sandbox, so that everything the sandbox starts is counted in that cgroup from its first
-// instant.
+// CgroupExecCommand is the hidden aa-grade command that enters a sandbox's cgroups and then
+// executes the sandbox, so that everything the sandbox starts is counted in them from its
+// first instant.
 const CgroupExecCommand = "__sandbox-cgroup-exec"
 
 // maxSandboxProcesses bounds the processes of one sandbox (a fork bomb stops there).
 const maxSandboxProcesses = 512
 
-// pidsHierarchy is the cgroup v1 pids controller, where root can bound a sandbox's processes:
-// RLIMIT_NPROC, which bounds everybody else, does not bind root.
-const pidsHierarchy = "/sys/fs/cgroup/pids"
+// cgroupRoot is where the cgroup file systems are mounted.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupLayout is how this machine's cgroups can bound a sandbox, found once.
+type cgroupLayout struct {
+	// parents are the folders under which a sandbox's cgroups are made: the v1 pids and
+	// memory hierarchies, or one folder of the v2 hierarchy. Empty: no cgroup can be used.
+	parents []string
+	v2      bool
+	reason  string // why no cgroup (or not every limit) can be used, for doctor
+}
+
+var cgroups = sync.OnceValue(findCgroups)
+
+// findCgroups looks for cgroups aa-grade may create: only root may, in the v1 pids and memory
+// hierarchies, or in the v2 hierarchy's root with the memory and pids controllers enabled.
+// (A normal user's delegated v2 subtree is not used yet.)
+func findCgroups() cgroupLayout {
+	if os.Geteuid() != 0 {
+		return cgroupLayout{reason: "aa-grade is not root, and delegated cgroups are not used yet"}
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(cgroupRoot, &st); err != nil {
+		return cgroupLayout{reason: fmt.Sprintf("no cgroup file system: %v", err)}
+	}
+	if st.Type == unix.CGROUP2_SUPER_MAGIC {
+		control, _ := os.ReadFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"))
+		if !hasControllers(string(control)) {
+			// The root cgroup may enable controllers for its children whatever it holds.
+			os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+memory +pids"), 0o644)
+			control, _ = os.ReadFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"))
+		}
+		if !hasControllers(string(control)) {
+			return cgroupLayout{reason: "the cgroup v2 root does not offer the memory and pids controllers"}
+		}
+		return cgroupLayout{parents: []string{cgroupRoot}, v2: true}
+	}
+	var l cgroupLayout
+	for _, c := range []string{"pids", "memory"} {
+		dir := filepath.Join(cgroupRoot, c)
+		if unix.Access(dir, unix.W_OK) != nil {
+			l.reason += fmt.Sprintf("no writable cgroup v1 %s hierarchy; ", c)
+			continue
+		}
+		l.parents = append(l.parents, dir)
+	}
+	l.reason = strings.TrimSuffix(l.reason, "; ")
+	return l
+}
+
+func hasControllers(control string) bool {
+	fields := strings.Fields(control)
+	has := func(c string) bool {
+		for _, f := range fields {
+			if f == c {
+				return true
+			}
+		}
+		return false
+	}
+	return has("memory") && has("pids")
+}
+
+// boundsProcesses and boundsMemory say which limits the cgroups here enforce.
+func (l cgroupLayout) boundsProcesses() bool { return l.has("pids") }
+func (l cgroupLayout) boundsMemory() bool    { return l.has("memory") }
+
+func (l cgroupLayout) has(controller string) bool {
+	if l.v2 {
+		return len(l.parents) > 0
+	}
+	for _, p := range l.parents {
+		if filepath.Base(p) == controller {
+			return true
+		}
+	}
+	return false
+}
 
 var cgroupSeq atomic.Int64
 
-// newPidsCgroup, when aa-grade runs as root and the pids controller is writable, makes a fresh
-// cgroup limited to maxSandboxProcesses for one sandbox. It returns its folder, to remove
-// once the sandbox is gone ("" when no cgroup can be used).
-func newPidsCgroup() string {
-	if os.Geteuid() != 0 {
-		return ""
-	}
-	dir := filepath.Join(pidsHierarchy, fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), cgroupSeq.Add(1)))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return ""
-	}
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(maxSandboxProcesses)), 0o644); err != nil {
-		os.Remove(dir)
-		return ""
-	}
-	return dir
+// sandboxCgroup is the cgroups of one sandbox: one folder per v1 hierarchy, or one v2 folder.
+type sandboxCgroup struct {
+	dirs []string
 }
 
-// enterCgroup makes cmd start inside the cgroup dir, by running it through
-// `<agent> __sandbox-cgroup-exec DIR PATH ARGS...`.
-func enterCgroup(cmd *exec.Cmd, agent, dir string) {
-	cmd.Args = append([]string{agent, CgroupExecCommand, dir, cmd.Path}, cmd.Args[1:]...)
+// newSandboxCgroup makes the cgroups of one sandbox, bounding its processes, and the memory
+// of all of them together, page cache and tmpfs pages included, no swap, to memory bytes.
+// It returns nil when this machine offers none.
+func newSandboxCgroup(memory int64) *sandboxCgroup {
+	layout := cgroups()
+	if len(layout.parents) == 0 {
+		return nil
+	}
+	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), cgroupSeq.Add(1))
+	cg := &sandboxCgroup{}
+	for _, parent := range layout.parents {
+		dir := filepath.Join(parent, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			cg.remove()
+			return nil
+		}
+		cg.dirs = append(cg.dirs, dir)
+		if err := writeLimits(dir, layout.v2, memory); err != nil {
+			cg.remove()
+			return nil
+		}
+	}
+	return cg
+}
+
+// writeLimits sets the limits a cgroup folder's controller offers.
+func writeLimits(dir string, v2 bool, bytes int64) error {
+	memory := strconv.FormatInt(bytes, 10)
+	type setting struct {
+		file, value string
+		optional    bool // absent without swap accounting
+	}
+	var settings []setting
+	switch {
+	case v2:
+		settings = []setting{{"pids.max", strconv.Itoa(maxSandboxProcesses), false}, {"memory.max", memory, false}, {"memory.swap.max", "0", true}}
+	case filepath.Base(filepath.Dir(dir)) == "pids":
+		settings = []setting{{"pids.max", strconv.Itoa(maxSandboxProcesses), false}}
+	default:
+		// memsw (memory and swap together) must not be below the memory limit: written second.
+		settings = []setting{{"memory.limit_in_bytes", memory, false}, {"memory.memsw.limit_in_bytes", memory, true}}
+	}
+	for _, s := range settings {
+		err := os.WriteFile(filepath.Join(dir, s.file), []byte(s.value), 0o644)
+		if err != nil && !(s.optional && errors.Is(err, os.ErrNotExist)) {
+			return fmt.Errorf("cgroup %s: %w", s.file, err)
+		}
+	}
+	return nil
+}
+
+// enter makes cmd start inside the cgroups, by running it through
+// `<agent> __sandbox-cgroup-exec DIR[:DIR...] PATH ARGS...`.
+func (cg *sandboxCgroup) enter(cmd *exec.Cmd, agent string) {
+	cmd.Args = append([]string{agent, CgroupExecCommand, strings.Join(cg.dirs, ":"), cmd.Path}, cmd.Args[1:]...)
 	cmd.Path = agent
 }
 
-// RunCgroupExec enters the cgroup args[0] and executes args[1] with the arguments that follow.
+// remove kills what is left in the cgroups and removes them (nil: nothing to do).
+func (cg *sandboxCgroup) remove() error {
+	if cg == nil {
+		return nil
+	}
+	var errs []error
+	for _, dir := range cg.dirs {
+		errs = append(errs, removeCgroup(dir))
+	}
+	return errors.Join(errs...)
+}
+
+// outOfMemory reports whether the memory limit was hit (the kernel then refused an allocation
+// or killed a process of the sandbox).
+func (cg *sandboxCgroup) outOfMemory() bool {
+	if cg == nil {
+		return false
+	}
+	for _, dir := range cg.dirs {
+		if b, err := os.ReadFile(filepath.Join(dir, "memory.events")); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(line); len(f) == 2 && (f[0] == "oom" || f[0] == "max") && f[1] != "0" {
+					return true
+				}
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "memory.failcnt")); err == nil && strings.TrimSpace(string(b)) != "0" {
+			return true
+		}
+	}
+	return false
+}
+
+// removeCgroup kills the processes left in a cgroup and removes it. A v2 cgroup is killed
+// whole (cgroup.kill); in v1 the listed processes are killed until none is left.
+func removeCgroup(dir string) error {
+	os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0o644)
+	var err error
+	for range 100 {
+		procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, f := range strings.Fields(string(procs)) {
+			if pid, perr := strconv.Atoi(f); perr == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err
+}
+
+// RunCgroupExec enters the cgroups args[0] (folders joined by ':') and executes args[1] with
+// the arguments that follow.
 func RunCgroupExec(args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: %s CGROUP PATH [ARG...]", CgroupExecCommand)
+		return fmt.Errorf("usage: %s CGROUP[:CGROUP...] PATH [ARG...]", CgroupExecCommand)
 	}
-	// "0" is this process, whatever pid namespace it is in.
-	if err := os.WriteFile(filepath.Join(args[0], "cgroup.procs"), []byte("0"), 0o644); err != nil {
-		return fmt.Errorf("enter cgroup: %w", err)
+	for _, dir := range strings.Split(args[0], ":") {
+		// "0" is this process, whatever pid namespace it is in.
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0o644); err != nil {
+			return fmt.Errorf("enter cgroup %s: %w", dir, err)
+		}
 	}
 	argv := append([]string{filepath.Base(args[1])}, args[2:]...)
 	return syscall.Exec(args[1], argv, os.Environ())

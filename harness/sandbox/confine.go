@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -25,21 +26,29 @@ const (
 )
 
 // confinement is what the agent does to itself before it serves a command, in this order:
-// take ownership of the workspace for RunAs, empty the capability bounding set, switch to
+// bound its tmpfs mounts, take ownership of the workspace for RunAs, empty the capability bounding set, switch to
 // RunAs, clear every capability, set no_new_privs, restrict files (Landlock), install the
 // syscall filter. The isolating backends set all of it that applies; none sets nothing.
 type confinement struct {
-	Workdir  string  `json:"workdir"`
-	RunAs    *ids    `json:"run_as,omitempty"` // switch to these ids (the agent starts as root)
-	DropCaps bool    `json:"drop_caps"`
-	Seccomp  bool    `json:"seccomp"`
-	Landlock *policy `json:"landlock,omitempty"`
+	Workdir string `json:"workdir"`
+	// Remount sets the size and file count of tmpfs mounts bwrap made (it can set only the size).
+	Remount  []tmpfsLimit `json:"remount,omitempty"`
+	RunAs    *ids         `json:"run_as,omitempty"` // switch to these ids (the agent starts as root)
+	DropCaps bool         `json:"drop_caps"`
+	Seccomp  bool         `json:"seccomp"`
+	Landlock *policy      `json:"landlock,omitempty"`
 	// ProcessesBounded says a pids cgroup bounds the sandbox's processes; otherwise the agent
 	// sets RLIMIT_NPROC, which counts all processes of the user (in the user namespace).
 	ProcessesBounded bool `json:"processes_bounded"`
 	// KillAll makes the agent kill every process it can signal when it ends: only the
 	// sandbox's, since it runs in its own pid namespace or in a signal-scoped Landlock domain.
 	KillAll bool `json:"kill_all"`
+}
+
+type tmpfsLimit struct {
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	Inodes int64  `json:"inodes"`
 }
 
 type ids struct {
@@ -74,11 +83,22 @@ func readConfinement() (*confinement, error) {
 // apply confines the agent. Landlock and capabilities bind the calling thread and the children
 // it forks: the agent stays on this thread, which starts every command. Ids and the seccomp
 // filter apply to all threads.
-func (c *confinement) apply() error {
+func (c *confinement) apply() (*oomGuard, error) {
 	runtime.LockOSThread()
+	guard := protectFromOOM()
+	return guard, c.confine()
+}
+
+func (c *confinement) confine() error {
 	// Commands may not ptrace the agent or read its memory (it is the same user).
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("not dumpable: %w", err)
+	}
+	for _, t := range c.Remount {
+		opts := fmt.Sprintf("size=%d,nr_inodes=%d", t.Bytes, t.Inodes)
+		if err := unix.Mount("tmpfs", t.Path, "tmpfs", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("bound %s (%s): %w", t.Path, opts, err)
+		}
 	}
 	if c.RunAs != nil {
 		giveWorkspace(c.Workdir, *c.RunAs)
@@ -181,4 +201,39 @@ func markInheritedCloseOnExec() {
 			unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
 		}
 	}
+}
+
+// oomGuard makes the commands the agent starts the OOM killer's first choice (score +1000,
+// which anyone may raise), while the agent keeps its own. Without it, an episode that fills
+// its memory limit with tmpfs pages, which no process owns, would lose the agent: the largest
+// process left. The file stays open because Landlock would refuse opening it again.
+type oomGuard struct {
+	f    *os.File
+	mine string // the agent's own score, restored after each start
+}
+
+func protectFromOOM() *oomGuard {
+	f, err := os.OpenFile("/proc/self/oom_score_adj", os.O_RDWR, 0)
+	if err != nil {
+		return nil // best effort: no /proc
+	}
+	b := make([]byte, 16)
+	n, err := f.ReadAt(b, 0)
+	if n == 0 {
+		f.Close()
+		return nil
+	}
+	_ = err // io.EOF after the value
+	return &oomGuard{f: f, mine: strings.TrimSpace(string(b[:n]))}
+}
+
+// start runs start (which forks a command) with the agent's score raised, so that the command
+// inherits the raised one, then restores the agent's. (nil: no guard.)
+func (g *oomGuard) start(start func() error) error {
+	if g == nil {
+		return start()
+	}
+	g.f.WriteAt([]byte("1000"), 0)
+	defer g.f.WriteAt([]byte(g.mine), 0)
+	return start()
 }

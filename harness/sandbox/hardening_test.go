@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -234,8 +235,8 @@ func TestLeftoversOfDeadRunsAreCleaned(t *testing.T) {
 	}
 	var cgroup string
 	var sleeper *os.Process
-	if os.Geteuid() == 0 {
-		cgroup = filepath.Join(pidsHierarchy, dead+"-1")
+	if parents := cgroups().parents; len(parents) > 0 {
+		cgroup = filepath.Join(parents[0], dead+"-1")
 		if err := os.Mkdir(cgroup, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -330,5 +331,80 @@ setsid bash hop.sh %s2 >/dev/null 2>&1 & setsid sleep %s2 >/dev/null 2>&1 & slee
 	}
 	if alive := processesWith(marker + "1"); len(alive) != 1 {
 		t.Fatalf("the agent's kill reached a process outside the sandbox: %v", alive)
+	}
+}
+
+// TestLimitsAreErrorsTheModelSees fills the disk, the file count and the memory of an episode
+// with small limits: each is an error of the command, the sandbox goes on, the host is not
+// touched. Limits a backend does not enforce here (Guarantees says which) are skipped.
+func TestLimitsAreErrorsTheModelSees(t *testing.T) {
+	for _, b := range backends(t, true) {
+		t.Run(b.Name(), func(t *testing.T) {
+			holds := map[string]bool{}
+			for _, g := range Guarantees(b) {
+				holds[g.Name] = g.Holds
+			}
+			f := newFixture(t)
+			exe, _ := os.Executable()
+			sb, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Agent: exe, AgentArg: []string{AgentCommand},
+				Limits: Limits{Memory: 200 << 20, Disk: 16 << 20}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sb.Close()
+			if holds[GuaranteeDiskLimit] {
+				for _, dir := range []string{".", "/tmp"} {
+					r := run(t, sb, fmt.Sprintf("head -c 40M /dev/zero > %s/big; echo written=$(stat -c %%s %s/big); rm -f %s/big", dir, dir, dir))
+					if !strings.Contains(r.Stderr, "No space left on device") || strings.Contains(r.Stdout, "written=41943040") {
+						t.Errorf("40 MiB in %s with a 16 MiB disk limit: %+v", dir, r)
+					}
+				}
+			}
+			if holds[GuaranteeInodeLimit] {
+				r := run(t, sb, `mkdir many && python3 -c "
+import os
+for i in range(10000):
+    open('many/%d' % i, 'w').close()
+"; ls many | wc -l; rm -rf many`)
+				if !strings.Contains(r.Stderr, "No space left on device") || strings.Contains(r.Stdout, "10000") {
+					t.Errorf("10,000 files with a limit of 4,096: %+v", r)
+				}
+			}
+			if holds[GuaranteeMemoryLimit] {
+				// Together: three processes of 100 MiB each cannot all live in 200 MiB.
+				r := run(t, sb, `for i in 1 2 3; do python3 -c "
+import time
+b = bytearray(100 * 1024 * 1024)
+for i in range(0, len(b), 4096): b[i] = 1
+print('allocated', flush=True)
+time.sleep(2)" & done; wait`)
+				if !strings.Contains(r.Stderr, "Killed") {
+					t.Errorf("three processes of 100 MiB lived together under a 200 MiB memory limit: %+v", r)
+				}
+				if holds[GuaranteeDiskLimit] {
+					// Files in memory count: with 64 MiB for processes and 64 MiB for files, 100 MiB
+					// of files leave no room for a process of 100 MiB; the agent lives on.
+					small, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: t.TempDir(), Agent: exe, AgentArg: []string{AgentCommand},
+						Limits: Limits{Memory: 64 << 20, Disk: 64 << 20}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer small.Close()
+					r := run(t, small, `head -c 50M /dev/zero > /tmp/big && head -c 50M /dev/zero > big && python3 -c "
+b = bytearray(100 * 1024 * 1024)
+for i in range(0, len(b), 4096): b[i] = 1
+print('allocated')"`)
+					if strings.Contains(r.Stdout, "allocated") || r.ExitCode != 128+int(syscall.SIGKILL) {
+						t.Errorf("100 MiB of tmpfs files and a process of 100 MiB under 128 MiB: %+v", r)
+					}
+					if r := run(t, small, "rm /tmp/big big; echo alive"); r.Stdout != "alive\n" {
+						t.Errorf("the sandbox did not survive: %+v", r)
+					}
+				}
+			}
+			if r := run(t, sb, "echo alive"); r.Stdout != "alive\n" {
+				t.Fatalf("the sandbox did not survive its limits: %+v", r)
+			}
+		})
 	}
 }

@@ -89,12 +89,12 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		p.ReadOnly = append(p.ReadOnly, f.host)
 	}
 	ns := landlockNamespaces()
-	cgroup := newPidsCgroup()
+	cgroup := newSandboxCgroup(spec.Limits.memory())
 	c := confinement{Workdir: spec.Scratch, DropCaps: true, Seccomp: true, Landlock: &p,
-		KillAll: ns != nil || landlockScopesSignals(), ProcessesBounded: cgroup != ""}
+		KillAll: ns != nil || landlockScopesSignals(), ProcessesBounded: cgroups().boundsProcesses()}
 	confine, err := c.encode()
 	if err != nil {
-		removeCgroup(cgroup)
+		cgroup.remove()
 		return nil, err
 	}
 	env := spec.Env

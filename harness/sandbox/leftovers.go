@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
 )
 
 // leftoverPrefix starts the names of what an aa-grade process leaves on the machine while it
@@ -81,14 +79,14 @@ func NewScratch() (string, error) {
 // which this user may not remove, are left alone.
 func CleanLeftovers() []string {
 	var removed []string
-	for _, parent := range []string{os.TempDir(), pidsHierarchy} {
+	for _, parent := range append([]string{os.TempDir()}, cgroups().parents...) {
 		entries, _ := os.ReadDir(parent)
 		for _, e := range entries {
 			if !e.IsDir() || !strings.HasPrefix(e.Name(), leftoverPrefix) || !ownerDead(e.Name()) {
 				continue
 			}
 			path := filepath.Join(parent, e.Name())
-			if parent == pidsHierarchy {
+			if parent != os.TempDir() {
 				if removeCgroup(path) == nil {
 					removed = append(removed, path)
 				}
@@ -98,25 +96,4 @@ func CleanLeftovers() []string {
 		}
 	}
 	return removed
-}
-
-// removeCgroup kills the processes left in a cgroup and removes it ("": none).
-func removeCgroup(dir string) error {
-	if dir == "" {
-		return nil
-	}
-	var err error
-	for range 100 {
-		procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-		for _, f := range strings.Fields(string(procs)) {
-			if pid, perr := strconv.Atoi(f); perr == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-		if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return err
 }

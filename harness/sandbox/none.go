@@ -30,5 +30,5 @@ func (None) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	cmd := exec.Command(spec.Agent, spec.AgentArg...)
 	cmd.Dir, cmd.Env = spec.Scratch, env
-	return startSession(cmd, spec.Scratch, spec.Agent, newPidsCgroup(), endWalk)
+	return startSession(cmd, spec.Scratch, spec.Agent, newSandboxCgroup(spec.Limits.memory()), endWalk)
 }

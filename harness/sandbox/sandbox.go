@@ -6,6 +6,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,32 @@ type Spec struct {
 	Agent    string   // the agent executable (default: this executable)
 	AgentArg []string // its arguments that select agent mode
 	Env      []string // the whole environment of commands (see CleanEnv)
+	Limits   Limits   // what the episode may use of the host (zero: DefaultLimits)
 }
+
+// Limits bound what one episode may use of the host. Hitting one is an error the model's
+// command sees (a process killed for memory, "No space left on device"), never the host's
+// problem. Where a backend cannot enforce one, Guarantees says so.
+type Limits struct {
+	// Memory bounds the memory of all the episode's processes together, with no swap.
+	Memory int64
+	// Disk bounds the bytes the workspace holds, and those /tmp holds. Where these are tmpfs
+	// (bwrap), their pages count in the same cgroup: processes and files together get
+	// Memory + Disk, so a full workspace is "No space left on device", never a sandbox left
+	// without memory to run the next command.
+	Disk int64
+}
+
+// DefaultLimits fit a real investigation: the snapshot plus pandas over hundreds of MB.
+var DefaultLimits = Limits{Memory: 4 << 30, Disk: 4 << 30}
+
+func (l Limits) memory() int64 { return cmp.Or(l.Memory, DefaultLimits.Memory) }
+func (l Limits) disk() int64   { return cmp.Or(l.Disk, DefaultLimits.Disk) }
+
+// inodes bounds the files and folders the workspace, and /tmp, may hold: one per 16 KiB of
+// the disk limit (262,144 for 4 GiB), at least 4,096. Each costs kernel memory that the size
+// of a tmpfs does not count.
+func (l Limits) inodes() int64 { return max(l.disk()/(16<<10), 4096) }
 
 // Result is the outcome of one command.
 type Result struct {

@@ -112,8 +112,8 @@ func TestShellBasics(t *testing.T) {
 			if strings.Contains(r.Stdout, "ground_truth") || !strings.Contains(r.Stdout, "alerts") || r.ExitCode != 0 {
 				t.Fatalf("listing = %+v", r)
 			}
-			if b, err := os.ReadFile(filepath.Join(f.scratch, "agent_output.json")); err != nil || !strings.Contains(string(b), "contributing_factors") {
-				t.Fatalf("the submission did not reach the scratch folder: %q %v", b, err)
+			if b, err := sb.ReadFile(context.Background(), "agent_output.json", 1<<20); err != nil || !strings.Contains(string(b), "contributing_factors") {
+				t.Fatalf("the submission cannot be read back: %q %v", b, err)
 			}
 			if r := run(t, sb, `env`); strings.Contains(r.Stdout, secretValue) || !strings.Contains(r.Stdout, "HOME=") {
 				t.Fatalf("environment = %q", r.Stdout)

@@ -51,7 +51,7 @@ type session struct {
 	stdout  *bufio.Reader
 	stderr  *boundedBuffer
 	workdir string
-	cgroup  string // the pids cgroup to remove at the end, if any
+	cgroup  *sandboxCgroup // to remove at the end (nil: none)
 	end     ending
 	exited  chan struct{} // closed once the sandbox process has been waited for
 
@@ -63,22 +63,21 @@ type session struct {
 var ErrAgentDied = errors.New("the sandbox agent died")
 
 // startSession starts the sandbox process (which runs the agent) and connects to it. agent is
-// the aa-grade executable, which also puts the sandbox in its pids cgroup when there is one
-// (see newPidsCgroup).
-func startSession(cmd *exec.Cmd, workdir, agent, cgroup string, end ending) (*session, error) {
+// the aa-grade executable, which also puts the sandbox in its cgroups when there are some.
+func startSession(cmd *exec.Cmd, workdir, agent string, cgroup *sandboxCgroup, end ending) (*session, error) {
 	// Nothing aa-grade inherited may cross into the sandbox.
 	markInheritedCloseOnExec()
-	if cgroup != "" {
-		enterCgroup(cmd, agent, cgroup)
+	if cgroup != nil {
+		cgroup.enter(cmd, agent)
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		removeCgroup(cgroup)
+		cgroup.remove()
 		return nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		removeCgroup(cgroup)
+		cgroup.remove()
 		return nil, err
 	}
 	s := &session{cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &boundedBuffer{limit: 16 << 10},
@@ -94,7 +93,7 @@ func startSession(cmd *exec.Cmd, workdir, agent, cgroup string, end ending) (*se
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
 	if err := cmd.Start(); err != nil {
-		removeCgroup(cgroup)
+		cgroup.remove()
 		return nil, fmt.Errorf("start sandbox: %w", err)
 	}
 	go func() { cmd.Wait(); close(s.exited) }()
@@ -196,6 +195,9 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 
 func (s *session) died(cause error) error {
 	s.Close()
+	if s.cgroup.outOfMemory() {
+		cause = fmt.Errorf("%v; the episode reached its memory limit", cause)
+	}
 	msg := strings.TrimSpace(s.stderr.String())
 	if msg != "" {
 		return fmt.Errorf("%w (%v): %s", ErrAgentDied, cause, msg)
@@ -222,9 +224,7 @@ func (s *session) Close() error {
 		}
 		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-s.exited
-		if s.cgroup != "" {
-			removeCgroup(s.cgroup)
-		}
+		s.cgroup.remove()
 	})
 	return nil
 }

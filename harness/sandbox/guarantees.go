@@ -1,0 +1,117 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+)
+
+// Guarantee is one promise a backend makes, or cannot make, on this machine against a hostile
+// model, with how it is kept or why it is not.
+type Guarantee struct {
+	Name   string `json:"name"`
+	Holds  bool   `json:"holds"`
+	Detail string `json:"detail"`
+}
+
+// The guarantees, by name.
+const (
+	GuaranteeNoCapabilities = "no_capabilities"   // no capability, none can be gained
+	GuaranteeNotHostRoot    = "not_host_root"     // commands never run as the host's root
+	GuaranteeReadOnlySystem = "read_only_system"  // system and snapshot read-only, no mount
+	GuaranteeNoNetwork      = "no_network"        // no socket: no TCP, UDP, DNS, no host Unix socket
+	GuaranteeNoInheritedFDs = "no_inherited_fds"  // nothing aa-grade inherited reaches a command
+	GuaranteeHostReadsSafe  = "host_reads_safely" // links, FIFOs the model makes cannot steer aa-grade
+	GuaranteeProcessesEnd   = "processes_end"     // nothing outlives the episode, or aa-grade
+	GuaranteeProcessLimit   = "process_limit"
+	GuaranteeMemoryLimit    = "memory_limit"
+	GuaranteeDiskLimit      = "disk_limit"
+	GuaranteeInodeLimit     = "inode_limit"
+)
+
+// Guarantees says which guarantees each backend keeps here, for doctor and run's warnings.
+func Guarantees(b Backend) []Guarantee {
+	if err := b.Available(); err != nil {
+		return nil
+	}
+	root := os.Geteuid() == 0
+	cg := cgroups()
+	memory := Guarantee{GuaranteeMemoryLimit, cg.boundsMemory(), "a memory cgroup per episode, no swap"}
+	if !memory.Holds {
+		memory.Detail = "no memory cgroup (" + cg.reason + "): each process is bounded to 8 GiB of address space, not the episode"
+	}
+	processes := Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per episode (a pids cgroup)", maxSandboxProcesses)}
+	if !cg.boundsProcesses() {
+		processes.Detail = fmt.Sprintf("%d processes per user (RLIMIT_NPROC; per sandbox where it has a user namespace)", maxSandboxProcesses)
+	}
+	always := []Guarantee{
+		{GuaranteeNoInheritedFDs, true, "descriptors are made close-on-exec before a sandbox starts, and in the agent"},
+		{GuaranteeHostReadsSafe, true, "the agent reads the submission inside the workspace (os.Root), non-blocking, regular files only, bounded"},
+	}
+	switch b.Name() {
+	case NameBwrap:
+		user := Guarantee{GuaranteeNotHostRoot, true, "a user namespace mapping only the user"}
+		inodes := Guarantee{GuaranteeInodeLimit, false, "bubblewrap cannot bound a tmpfs' file count for a normal user; the kernel's default (half of RAM's pages) applies"}
+		if root {
+			user.Detail = "commands run as nobody (65534)"
+			inodes = Guarantee{GuaranteeInodeLimit, true, "the workspace and /tmp each hold at most one file per 16 KiB of --disk-limit"}
+		}
+		return append(always,
+			Guarantee{GuaranteeNoCapabilities, true, "empty bounding set, no capability, no_new_privs"},
+			user,
+			Guarantee{GuaranteeReadOnlySystem, true, "read-only binds in a mount namespace; mount, unshare and setns refused"},
+			Guarantee{GuaranteeNoNetwork, true, "a network namespace, and socket(2) refused"},
+			Guarantee{GuaranteeProcessesEnd, true, "a pid namespace, which dies with its init, and so with aa-grade"},
+			processes, memory,
+			Guarantee{GuaranteeDiskLimit, true, "the workspace and /tmp are tmpfs of --disk-limit bytes each, their pages counted as memory on top of --memory-limit"},
+			inodes)
+	case NameLandlock:
+		ns := landlockNamespaces() != nil
+		caps := Guarantee{GuaranteeNoCapabilities, true, "empty bounding set, no capability, no_new_privs"}
+		if !root && !ns {
+			caps = Guarantee{GuaranteeNoCapabilities, false, "no capability and no_new_privs, so none can be gained, but a normal user without user namespaces cannot empty the bounding set"}
+		}
+		user := Guarantee{GuaranteeNotHostRoot, !root, "commands run as the user"}
+		if root {
+			user.Detail = "commands run as uid 0 with no capability: they reach the snapshot by its host path, which only its owner may (a root cache)"
+		}
+		end := Guarantee{GuaranteeProcessesEnd, true, "a pid namespace, which dies with its init, the agent, and so with aa-grade"}
+		switch {
+		case ns:
+		case landlockScopesSignals():
+			end.Detail = "the agent kills its signal-scoped Landlock domain when its input ends: at the episode's end, and when aa-grade dies"
+		default:
+			end = Guarantee{GuaranteeProcessesEnd, false, "no pid namespace and no signal scoping (Landlock ABI < 6): processes are killed by a walk of /proc, which a process that keeps forking can outrun"}
+		}
+		return append(always, caps, user,
+			Guarantee{GuaranteeReadOnlySystem, true, "Landlock allows writes only in the workspace; mount refused"},
+			Guarantee{GuaranteeNoNetwork, true, "socket(2) refused, TCP refused by Landlock"},
+			end, processes, memory,
+			Guarantee{GuaranteeDiskLimit, false, "the workspace is a host folder: only each file is bounded (2 GiB)"},
+			Guarantee{GuaranteeInodeLimit, false, "the workspace is a host folder"})
+	}
+	none := "no isolation"
+	asUser := "commands run as aa-grade's user, with no isolation"
+	return append(always,
+		Guarantee{GuaranteeNoCapabilities, !root, asUser},
+		Guarantee{GuaranteeNotHostRoot, !root, asUser},
+		Guarantee{GuaranteeReadOnlySystem, false, none},
+		Guarantee{GuaranteeNoNetwork, false, none},
+		Guarantee{GuaranteeProcessesEnd, false, "killed by a walk of /proc, which a process that keeps forking can outrun"},
+		processes, memory,
+		Guarantee{GuaranteeDiskLimit, false, none},
+		Guarantee{GuaranteeInodeLimit, false, none})
+}
+
+// LimitsNotEnforced lists the limits the backend cannot enforce here, for run's warning.
+func LimitsNotEnforced(b Backend) []Guarantee {
+	var out []Guarantee
+	for _, g := range Guarantees(b) {
+		switch g.Name {
+		case GuaranteeMemoryLimit, GuaranteeDiskLimit, GuaranteeInodeLimit, GuaranteeProcessesEnd:
+			if !g.Holds {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
