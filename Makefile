@@ -22,14 +22,16 @@ unit:
 	$(GO) test -race -count=1 ./...
 	@if [ -n "$$AA_GRADE_TEST_USER" ]; then $(MAKE) --no-print-directory unprivileged; fi
 
-# The sandbox suite again as the unprivileged user AA_GRADE_TEST_USER (needs root to switch;
-# .ci/run creates the user): proves the sandbox needs no root, and runs the fork bomb case,
-# which only binds a user other than root.
+# The sandbox suite and the episode loop's tests again as the unprivileged user
+# AA_GRADE_TEST_USER (needs root to switch; .ci/run creates the user): proves the sandbox
+# needs no root, and runs the fork bomb case, which only binds a user other than root.
 unprivileged:
-	@dir=$$(mktemp -d) && chmod 755 $$dir && \
-	  $(GO) test -c -o $$dir/sandbox.test ./harness/sandbox && chmod 755 $$dir/sandbox.test && \
-	  su "$$AA_GRADE_TEST_USER" -s /bin/bash -c "cd $$dir && CI=$$CI ./sandbox.test -test.v" | grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)' ; \
-	  status=$${PIPESTATUS[0]}; rm -rf $$dir; exit $$status
+	@dir=$$(mktemp -d) && chmod 755 $$dir && status=0 && \
+	  for pkg in harness/sandbox harness; do \
+	    $(GO) test -c -o $$dir/$$(basename $$pkg).test ./$$pkg && chmod 755 $$dir/$$(basename $$pkg).test && \
+	    su "$$AA_GRADE_TEST_USER" -s /bin/bash -c "cd $$dir && CI=$$CI ./$$(basename $$pkg).test -test.v" | grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)' ; \
+	    [ $${PIPESTATUS[0]} -eq 0 ] || status=1; \
+	  done; rm -rf $$dir; exit $$status
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -89,28 +89,18 @@ func RunAgent(in io.Reader, out io.Writer) error {
 		return fmt.Errorf("open the workspace: %w", err)
 	}
 	defer workspace.Close()
-	// Requests are read apart from their handling, so that the end of the input (aa-grade
-	// closing the sandbox, or dying) is seen even while a command runs.
-	requests := make(chan request)
-	inputEnded := make(chan struct{})
-	var readErr error
-	go func() {
-		defer close(requests)
-		defer close(inputEnded)
-		dec := json.NewDecoder(in)
-		for {
-			var req request
-			if err := dec.Decode(&req); err != nil {
-				if !errors.Is(err, io.EOF) {
-					readErr = err
-				}
-				return
-			}
-			requests <- req
-		}
-	}()
+	inputEnded := watchInput(in)
+	dec := json.NewDecoder(in)
 	enc := json.NewEncoder(out)
-	for req := range requests {
+	var failure error
+	for {
+		var req request
+		if err := dec.Decode(&req); err != nil {
+			if !errors.Is(err, io.EOF) {
+				failure = err
+			}
+			break
+		}
 		var answer any
 		switch req.Op {
 		case opRun:
@@ -126,7 +116,8 @@ func RunAgent(in io.Reader, out io.Writer) error {
 			break // nobody reads the answer any more (and writing it could end the agent)
 		}
 		if err := enc.Encode(answer); err != nil {
-			return err
+			failure = err
+			break
 		}
 	}
 	if confine != nil && confine.KillAll {
@@ -134,8 +125,32 @@ func RunAgent(in io.Reader, out io.Writer) error {
 		// confined, and kill(-1) from one of them would reach every process of the user.
 		unix.Kill(-1, unix.SIGKILL)
 	}
-	<-inputEnded
-	return readErr
+	return failure
+}
+
+// watchInput returns a channel closed when the writer of in (aa-grade) closes it or dies, so
+// that a running command is stopped at once rather than when it ends. It waits in poll(2) for
+// a hang-up only, asking for no event: it never takes the requests the main loop reads.
+func watchInput(in io.Reader) <-chan struct{} {
+	ended := make(chan struct{})
+	f, ok := in.(*os.File)
+	if !ok {
+		return ended // never closed: the end is seen between requests
+	}
+	fd := int(f.Fd())
+	go func() {
+		defer close(ended)
+		for {
+			fds := []unix.PollFd{{Fd: int32(fd)}}
+			if _, err := unix.Poll(fds, -1); err != nil && !errors.Is(err, unix.EINTR) {
+				return
+			}
+			if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+				return
+			}
+		}
+	}()
+	return ended
 }
 
 func closed(c <-chan struct{}) bool {
