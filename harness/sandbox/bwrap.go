@@ -119,7 +119,7 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		for _, capability := range []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN", "CAP_SYS_ADMIN"} {
 			args = append(args, "--cap-add", capability)
 		}
-		c.RunAs = &ids{UID: SandboxUID, GID: SandboxGID}
+		c.RunAs, c.ReadOnlyProc = &ids{UID: SandboxUID, GID: SandboxGID}, true
 		for _, dir := range []string{ReferenceWorkdir, "/tmp"} {
 			c.Remount = append(c.Remount, tmpfsLimit{Path: dir, Bytes: limits.disk(), Inodes: limits.inodes()})
 		}

@@ -31,6 +31,9 @@ const (
 // syscall filter. The isolating backends set all of it that applies; none sets nothing.
 type confinement struct {
 	Workdir string `json:"workdir"`
+	// ReadOnlyProc makes everything of /proc but the processes' own folders read-only
+	// (sysctls, sysrq-trigger, PSI triggers, ...), where the agent may mount (bwrap as root).
+	ReadOnlyProc bool `json:"read_only_proc"`
 	// Remount sets the size and file count of tmpfs mounts bwrap made (it can set only the size).
 	Remount  []tmpfsLimit `json:"remount,omitempty"`
 	RunAs    *ids         `json:"run_as,omitempty"` // switch to these ids (the agent starts as root)
@@ -100,6 +103,11 @@ func (c *confinement) confine() error {
 			return fmt.Errorf("bound %s (%s): %w", t.Path, opts, err)
 		}
 	}
+	if c.ReadOnlyProc {
+		if err := readOnlyProc(); err != nil {
+			return err
+		}
+	}
 	if c.RunAs != nil {
 		giveWorkspace(c.Workdir, *c.RunAs)
 	}
@@ -128,6 +136,30 @@ func (c *confinement) confine() error {
 	}
 	if c.Seccomp {
 		return installSeccomp()
+	}
+	return nil
+}
+
+// readOnlyProc binds each entry of /proc that is not a process's (or a link to one) onto
+// itself read-only. The processes' folders stay as they are: a command may change only its
+// own sandbox's processes there (and the agent keeps its OOM score writable, see oomGuard).
+func readOnlyProc() error {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("read-only /proc: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name[0] >= '0' && name[0] <= '9' || e.Type()&fs.ModeSymlink != 0 {
+			continue
+		}
+		p := "/proc/" + name
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("read-only %s: %w", p, err)
+		}
+		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("read-only %s: %w", p, err)
+		}
 	}
 	return nil
 }

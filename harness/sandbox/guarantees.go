@@ -50,15 +50,16 @@ func Guarantees(b Backend) []Guarantee {
 	switch b.Name() {
 	case NameBwrap:
 		user := Guarantee{GuaranteeNotHostRoot, true, "a user namespace mapping only the user"}
+		system := Guarantee{GuaranteeReadOnlySystem, true, "read-only binds in a mount namespace (in /proc only the user's own processes are theirs to write); mount, unshare and setns refused"}
 		inodes := Guarantee{GuaranteeInodeLimit, false, "bubblewrap cannot bound a tmpfs' file count for a normal user; the kernel's default (half of RAM's pages) applies"}
 		if root {
 			user.Detail = "commands run as nobody (65534)"
+			system.Detail = "read-only binds in a mount namespace, /proc read-only but for the processes' folders; mount, unshare and setns refused"
 			inodes = Guarantee{GuaranteeInodeLimit, true, "the workspace and /tmp each hold at most one file per 16 KiB of --disk-limit"}
 		}
 		return append(always,
 			Guarantee{GuaranteeNoCapabilities, true, "empty bounding set, no capability, no_new_privs"},
-			user,
-			Guarantee{GuaranteeReadOnlySystem, true, "read-only binds in a mount namespace; mount, unshare and setns refused"},
+			user, system,
 			Guarantee{GuaranteeNoNetwork, true, "a network namespace, and socket(2) refused"},
 			Guarantee{GuaranteeProcessesEnd, true, "a pid namespace, which dies with its init, and so with aa-grade"},
 			processes, memory,

@@ -86,6 +86,15 @@ sys.exit(0 if r >= 0 or ctypes.get_errno() != 1 else 1)  # EPERM: refused"`},
 			if name, _ := os.ReadFile("/proc/sys/kernel/domainname"); strings.TrimSpace(string(name)) == "evil" {
 				t.Error("a host sysctl was written")
 			}
+			if os.Geteuid() == 0 && b.Name() == NameBwrap {
+				// As root the sandbox's /proc is made read-only but for the processes' folders.
+				r := run(t, sb, `for p in sys sysrq-trigger pressure fs irq bus kmsg; do
+  [ -e /proc/$p ] && ! grep -q " /proc/$p ro," /proc/self/mountinfo && echo "/proc/$p is writable"
+done; grep -c ' /proc/sys ro,' /proc/self/mountinfo`)
+				if r.Stdout != "1\n" {
+					t.Errorf("/proc beyond the processes' folders is not read-only: %q", r.Stdout)
+				}
+			}
 		})
 	}
 }
