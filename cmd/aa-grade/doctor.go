@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/urfave/cli/v3"
 
@@ -151,12 +151,11 @@ func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
 // parent).
 func freeBytes(dir string) uint64 {
 	for d := dir; ; d = filepath.Dir(d) {
-		var st syscall.Statfs_t
-		err := syscall.Statfs(d, &st)
+		free, err := diskFree(d)
 		if err == nil {
-			return st.Bavail * uint64(st.Bsize)
+			return free
 		}
-		if !errors.Is(err, syscall.ENOENT) || d == filepath.Dir(d) {
+		if !errors.Is(err, fs.ErrNotExist) || d == filepath.Dir(d) {
 			return 0
 		}
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -18,9 +20,6 @@ import (
 
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
-
-// AgentCommand is the hidden aa-grade command that runs the agent inside a sandbox.
-const AgentCommand = "__sandbox-agent"
 
 // request is one request to the agent, one JSON object a line: run a command, or read or
 // check a file of the workspace.

@@ -1,31 +1,10 @@
+//go:build linux
+
 package sandbox
 
 import (
 	"fmt"
 	"os"
-)
-
-// Guarantee is one promise a backend makes, or cannot make, on this machine against a hostile
-// model, with how it is kept or why it is not.
-type Guarantee struct {
-	Name   string `json:"name"`
-	Holds  bool   `json:"holds"`
-	Detail string `json:"detail"`
-}
-
-// The guarantees, by name.
-const (
-	GuaranteeNoCapabilities = "no_capabilities"   // no capability, none can be gained
-	GuaranteeNotHostRoot    = "not_host_root"     // commands never run as the host's root
-	GuaranteeReadOnlySystem = "read_only_system"  // system and snapshot read-only, no mount
-	GuaranteeNoNetwork      = "no_network"        // no socket: no TCP, UDP, DNS, no host Unix socket
-	GuaranteeNoInheritedFDs = "no_inherited_fds"  // nothing aa-grade inherited reaches a command
-	GuaranteeHostReadsSafe  = "host_reads_safely" // links, FIFOs the model makes cannot steer aa-grade
-	GuaranteeProcessesEnd   = "processes_end"     // nothing outlives the episode, or aa-grade
-	GuaranteeProcessLimit   = "process_limit"
-	GuaranteeMemoryLimit    = "memory_limit"
-	GuaranteeDiskLimit      = "disk_limit"
-	GuaranteeInodeLimit     = "inode_limit"
 )
 
 // Guarantees says which guarantees each backend keeps here, for doctor and run's warnings.

@@ -85,6 +85,9 @@ type Backend interface {
 	Start(ctx context.Context, spec Spec) (Sandbox, error)
 }
 
+// AgentCommand is the hidden aa-grade command that runs the agent inside a sandbox.
+const AgentCommand = "__sandbox-agent"
+
 // Names of the backends, strongest first.
 const (
 	NameBwrap = "bwrap"
@@ -95,8 +98,31 @@ const (
 // ErrUnavailable marks a backend that cannot run on this machine.
 var ErrUnavailable = errors.New("sandbox unavailable")
 
-// Backends lists every backend, strongest first.
-func Backends() []Backend { return []Backend{&Bwrap{}, Landlock{}, None{}} }
+// ErrOutsideWorkspace marks a file name that leads out of the workspace (through .. or a link).
+var ErrOutsideWorkspace = errors.New("a link out of the working directory")
+
+// Guarantee is one promise a backend makes, or cannot make, on this machine against a hostile
+// model, with how it is kept or why it is not.
+type Guarantee struct {
+	Name   string `json:"name"`
+	Holds  bool   `json:"holds"`
+	Detail string `json:"detail"`
+}
+
+// The guarantees, by name.
+const (
+	GuaranteeNoCapabilities = "no_capabilities"   // no capability, none can be gained
+	GuaranteeNotHostRoot    = "not_host_root"     // commands never run as the host's root
+	GuaranteeReadOnlySystem = "read_only_system"  // system and snapshot read-only, no mount
+	GuaranteeNoNetwork      = "no_network"        // no socket: no TCP, UDP, DNS, no host Unix socket
+	GuaranteeNoInheritedFDs = "no_inherited_fds"  // nothing aa-grade inherited reaches a command
+	GuaranteeHostReadsSafe  = "host_reads_safely" // links, FIFOs the model makes cannot steer aa-grade
+	GuaranteeProcessesEnd   = "processes_end"     // nothing outlives the episode, or aa-grade
+	GuaranteeProcessLimit   = "process_limit"
+	GuaranteeMemoryLimit    = "memory_limit"
+	GuaranteeDiskLimit      = "disk_limit"
+	GuaranteeInodeLimit     = "inode_limit"
+)
 
 // Select returns the backend for a --sandbox value. auto picks the strongest isolating
 // backend that works here and fails when none does; none must be asked for by name.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -263,9 +265,6 @@ func (a fileAnswer) err(name string) error {
 	}
 	return &agentFileError{msg: a.Error, kind: kind}
 }
-
-// ErrOutsideWorkspace marks a file name that leads out of the workspace (through .. or a link).
-var ErrOutsideWorkspace = errors.New("a link out of the working directory")
 
 // agentFileError is an error the agent met on a file, as it described it.
 type agentFileError struct {

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command runbench measures a whole `aa-grade run` against a zero-latency scripted model: every
 // demo task x 3 repeats, 30 turns each, at several --parallel levels. It reports the wall time,
 // the harness's own time per turn (episode time minus model time minus tool time: sandbox
