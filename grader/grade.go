@@ -123,8 +123,9 @@ type GradeOptions struct {
 
 // GradeSubmissions scores repeats 1..opts.Repeats of every task. A repeat with no file scores
 // 0 as `missing`, an unreadable one 0 as `invalid`. A task whose ground truth cannot be read is
-// reported and left out; the others still grade. Submissions for tasks not in the list, and
-// repeats beyond the count, are reported. The error is the context's: grading was interrupted.
+// reported and left out; the others still grade. What a ground truth warns of is reported once
+// per task. Submissions for tasks not in the list, and repeats beyond the count, are reported.
+// The error is the context's: grading was interrupted.
 func GradeSubmissions(ctx context.Context, tasks []Task, subs SubmissionFiles, opts GradeOptions) ([]TaskResult, []Problem, error) {
 	repeats := opts.Repeats
 	if repeats <= 0 {
@@ -144,6 +145,7 @@ func GradeSubmissions(ctx context.Context, tasks []Task, subs SubmissionFiles, o
 			problems = append(problems, Problem{Level: "error", Task: t.ID, Message: fmt.Sprintf("ground truth of %s: %v", t.ID, err)})
 			continue
 		}
+		problems = append(problems, groundTruthWarnings(t, gt)...)
 		files := subs.of(t)
 		result := TaskResult{Task: t.ID}
 		for r := 1; r <= repeats; r++ {
@@ -176,6 +178,17 @@ func GradeSubmissions(ctx context.Context, tasks []Task, subs SubmissionFiles, o
 			Message: fmt.Sprintf("submissions for %s ignored: the dataset has no such task", task)})
 	}
 	return results, problems, nil
+}
+
+// groundTruthWarnings turns what the ground truth of a task warns of (a filter read as a
+// glob, rule 6) into one warning for the task, whatever its number of repeats, so that a
+// user knows a score rests on a guess about what the filter meant.
+func groundTruthWarnings(t Task, gt *GroundTruth) []Problem {
+	if len(gt.Warnings) == 0 {
+		return nil
+	}
+	return []Problem{{Level: "warning", Task: t.ID,
+		Message: fmt.Sprintf("ground truth of %s: %s", t.ID, strings.Join(gt.Warnings, "; "))}}
 }
 
 // scoreJob is one readable submission waiting for its verdict, and where the verdict goes.

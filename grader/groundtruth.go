@@ -162,7 +162,7 @@ func (gt *GroundTruth) parseGroup(raw any) (Group, error) {
 	for _, p := range patterns {
 		f := compileFilter(p)
 		if f.Glob {
-			gt.Warnings = append(gt.Warnings, fmt.Sprintf("group %s: filter %q is not a valid regular expression; read as a shell glob", g.ID, p))
+			gt.Warnings = append(gt.Warnings, fmt.Sprintf("group %s: filter %q is not a valid regular expression, read as a shell glob", g.ID, p))
 		}
 		g.Filters = append(g.Filters, f)
 	}
@@ -305,12 +305,12 @@ func (gt *GroundTruth) groupIndex(id string) int {
 	return slices.IndexFunc(gt.Groups, func(g Group) bool { return g.ID == id })
 }
 
-// compileFilter compiles a filter as a case-insensitive regular expression that must match
-// the whole name (rule 6). One that does not compile (Python syntax Go lacks, or a glob like
-// `*.*`) is read as a shell glob, where `*` and `*.*` mean any name.
+// compileFilter compiles a filter as a case-insensitive regular expression anchored as
+// filterRegexp says (rule 6). One that does not compile (Python syntax Go lacks, or a glob
+// like `*.*`) is read as a shell glob, where `*` and `*.*` mean any name.
 func compileFilter(p string) Filter {
 	f := Filter{Pattern: p}
-	full, err := regexp.Compile(`(?i)^(?:` + p + `)$`)
+	full, err := regexp.Compile(filterRegexp(p))
 	if err != nil {
 		f.Glob = true
 		return f
@@ -318,7 +318,7 @@ func compileFilter(p string) Filter {
 	f.full = full
 	for _, suffix := range []string{`-.*`, `-.+`, `\b`} {
 		if stem, ok := strings.CutSuffix(p, suffix); ok && stem != "" {
-			if re, err := regexp.Compile(`(?i)^(?:` + stem + `)$`); err == nil {
+			if re, err := regexp.Compile(filterRegexp(stem)); err == nil {
 				f.prefix = re
 			}
 			break
@@ -327,9 +327,22 @@ func compileFilter(p string) Filter {
 	return f
 }
 
-// Matches reports whether a name satisfies the filter: the whole name matches, or the filter
-// ends in `-.*`, `-.+` or `\b` and the name is the bare prefix (`checkout-.*` matches
-// `checkout`).
+// filterRegexp anchors a filter pattern, case-insensitively. A filter must match the whole
+// name (`ad-.*` does not match `load-generator`), except that one starting with `.*` need not
+// reach the end of the name, so it reads as "contains": Scenario-25 filters its root-cause
+// Schedule `.*recommendation` while ITBench's scenario index names the experiment
+// recommendation-cpu-stress, so a whole-name reading lets no correct answer match (Scenario-17's
+// `.*product-catalog` has the same shape).
+func filterRegexp(p string) string {
+	if strings.HasPrefix(p, ".*") {
+		return `(?i)^(?:` + p + `)`
+	}
+	return `(?i)^(?:` + p + `)$`
+}
+
+// Matches reports whether a name satisfies the filter: the name matches (see filterRegexp), or
+// the filter ends in `-.*`, `-.+` or `\b` and the name is the bare prefix (`checkout-.*`
+// matches `checkout`).
 func (f Filter) Matches(name string) bool {
 	if f.Glob {
 		if f.Pattern == "*" || f.Pattern == "*.*" {

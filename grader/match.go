@@ -15,13 +15,15 @@ import (
 //  3. Deployment, Pod, ReplicaSet, StatefulSet and DaemonSet match each other; the full name or
 //     the workload name (generated suffixes dropped) may match the group. See workloadName.
 //  4. A chaos-mesh Schedule matches a group of any chaos kind, and a chaos object a Schedule
-//     group, when the names correspond (a spawned object's timestamp suffix dropped).
+//     group, when the names correspond. A chaos object's `-<timestamp>` suffix (what a
+//     Schedule spawned) is dropped whichever group it is matched with. See chaosScheduleName.
 //  5. The namespace must equal the group's (case-insensitively) when the group has one. For
 //     cluster-scoped groups (Namespace, Node, ...) the entity's namespace part is ignored, so
 //     `otel-demo/Namespace/otel-demo`, `cluster/Namespace/otel-demo` and `Namespace/otel-demo`
 //     all name the namespace otel-demo.
 //  6. Names match a group's exact name, or one of its filters as a whole-name regular
-//     expression, a glob fallback, or a bare prefix. See compileFilter and Filter.Matches.
+//     expression (one starting with `.*` as "contains"), a glob fallback, or a bare prefix.
+//     See compileFilter, filterRegexp and Filter.Matches.
 //     Names compare case-insensitively (Kubernetes names are lower case).
 //  7. When several groups match: root-cause groups first, then the group whose id holds the
 //     most leading words of the entity's (workload) name as whole `-`-separated words (all of
@@ -71,7 +73,8 @@ func entityMatchesGroup(e Entity, g *Group) bool {
 	if g.matchesName(e.Name) {
 		return true
 	}
-	return (workload || chaosForSchedule) && e.Workload != e.Name && g.matchesName(e.Workload)
+	// Past the kind check, only workload and chaos entities have a reduced name (rules 3, 4).
+	return e.Workload != e.Name && g.matchesName(e.Workload)
 }
 
 // namespaceMatches applies rules 1 and 5.

@@ -101,6 +101,15 @@ func TestRule3WorkloadEquivalence(t *testing.T) {
 		{"Pod", "node-exporter-x7k2p", "node-exporter"},
 		{"Pod", "cart", "cart"},
 		{"Pod", "load-generator", "load-generator"},
+		// Strict: only suffixes Kubernetes can generate are dropped. A real one reduces, one
+		// with letters Kubernetes never generates does not, and neither do real words that
+		// look like suffixes (`proxy`, `collector`, `agent` hold vowels).
+		{"Pod", "checkout-7f9c8d6b5-x2k4p", "checkout"},
+		{"Pod", "checkout-7f9c8d6b5-abcde", "checkout-7f9c8d6b5-abcde"},
+		{"Pod", "checkout-abcdefgh-x2k4p", "checkout-abcdefgh"}, // no hash: only the pod suffix goes
+		{"Pod", "frontend-proxy", "frontend-proxy"},
+		{"Pod", "otel-collector-agent", "otel-collector-agent"},
+		{"ReplicaSet", "image-provider", "image-provider"},
 		{"ReplicaSet", "checkout-8546fdc74d", "checkout"},
 		{"ReplicaSet", "checkout", "checkout"},
 		{"Deployment", "checkout-8546fdc74d", "checkout-8546fdc74d"},
@@ -126,7 +135,9 @@ groups:
 		{"shop/Pod/kafka-0", "kafka-sts-1"},
 		{"shop/Service/checkout", ""},                // a Service is not a workload
 		{"shop/Pod/checkout-8546fdc74d-d68cn-x", ""}, // not a generated name
-		{"other/Pod/checkout-8546fdc74d-d68cn", ""},  // namespace must correspond
+		{"shop/Pod/checkout-7f9c8d6b5-x2k4p", "checkout-deployment-1"},
+		{"shop/Pod/checkout-7f9c8d6b5-abcde", ""},   // a suffix Kubernetes cannot generate
+		{"other/Pod/checkout-8546fdc74d-d68cn", ""}, // namespace must correspond
 	})
 }
 
@@ -135,12 +146,16 @@ func TestRule4ScheduleMatchesChaos(t *testing.T) {
 groups:
   - {id: partition, kind: NetworkChaos, namespace: chaos-mesh, filter: [.*email-partition], root_cause: true}
   - {id: stress-schedule, kind: Schedule, namespace: chaos-mesh, filter: [shop-cpu-stress]}
+  - {id: memory-stress, kind: StressChaos, namespace: chaos-mesh, filter: [shop-memory-stress]}
 `)
 	checkMatches(t, gt, []matchCase{
 		{"chaos-mesh/Schedule/shop-email-partition", "partition"},
 		{"chaos-mesh/NetworkChaos/shop-email-partition", "partition"},
 		{"chaos-mesh/StressChaos/shop-cpu-stress-1765819200", "stress-schedule"}, // spawned object
 		{"chaos-mesh/StressChaos/shop-cpu-stress", "stress-schedule"},
+		{"chaos-mesh/StressChaos/shop-memory-stress-1765819200", "memory-stress"}, // spawned, same kind
+		{"chaos-mesh/Schedule/shop-memory-stress", "memory-stress"},
+		{"chaos-mesh/PodChaos/shop-memory-stress-1765819200", ""},
 		{"chaos-mesh/Pod/shop-cpu-stress", ""},
 		{"chaos-mesh/ConfigMap/shop-email-partition", ""},
 	})
@@ -175,7 +190,11 @@ func TestRule6Names(t *testing.T) {
 		{`checkout-.+`, "checkout-", false},
 		{`.*adservice`, "ad", false}, // Scenario-29's filter
 		{`.*adservice`, "jvm-return-adservice", true},
-		{`*.*`, "anything", true}, // glob fallback
+		{`.*recommendation`, "otel-demo-recommendation-cpu-stress", true}, // leading .*: contains
+		{`.*recommendation`, "recommendation", true},
+		{`.*recommendation`, "otel-demo-ad-cpu-stress", false},
+		{`ad-.*`, "load-generator", false}, // no leading .*: still the whole name
+		{`*.*`, "anything", true},          // glob fallback
 		{`*`, "anything", true},
 		{`cart-[`, "cart-[", false}, // broken glob: matches nothing
 		{`*-config`, "flagd-config", true},

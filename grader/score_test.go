@@ -76,11 +76,7 @@ func realGroundTruth(t *testing.T, scenario string) *GroundTruth {
 
 // TestRealQuirks pins how the real ground truths' oddities grade.
 func TestRealQuirks(t *testing.T) {
-	for _, c := range []struct {
-		scenario string
-		names    []string
-		score    float64
-	}{
+	checkRealScores(t, []realScore{
 		// Scenario-1's alias list merges the root cause (load-generator pod) with downstream
 		// services, so naming the frontend-proxy Service hits the root-cause set.
 		{"1", []string{"otel-demo/Pod/load-generator-6b8f9c5d7-abcde"}, 1},
@@ -104,12 +100,56 @@ func TestRealQuirks(t *testing.T) {
 		{"2", []string{"otel-demo/ConfigMap/flagd-config"}, 1},
 		{"2", []string{"otel-demo/ConfigMap/flagd"}, 0},
 		{"37", []string{"otel-demo/Namespace/otel-demo"}, 1},
-	} {
+	})
+}
+
+// realScore is the score a submission should get on one of IBM's public ground truths.
+type realScore struct {
+	scenario string
+	names    []string
+	score    float64
+}
+
+// checkRealScores scores each submission against its scenario's real ground truth.
+func checkRealScores(t *testing.T, cases []realScore) {
+	t.Helper()
+	for _, c := range cases {
 		gt := realGroundTruth(t, c.scenario)
 		if s := gt.Score(c.names); s.Score != c.score {
 			t.Errorf("Scenario-%s %v: score %v, want %v (%+v)", c.scenario, c.names, s.Score, c.score, s)
 		}
 	}
+}
+
+// TestRealLeadingWildcardFilters: a filter starting with `.*` reads as "contains" (rule 6), so
+// the real chaos root causes filtered that way can be named. Scenario-25's root cause is a
+// Schedule filtered `.*recommendation` whose experiment is recommendation-cpu-stress;
+// Scenario-17's a NetworkChaos filtered `.*product-catalog`.
+func TestRealLeadingWildcardFilters(t *testing.T) {
+	checkRealScores(t, []realScore{
+		{"25", []string{"chaos-mesh/Schedule/otel-demo-recommendation-cpu-stress"}, 1},
+		{"25", []string{"chaos-mesh/Schedule/recommendation-cpu-stress"}, 1},
+		{"25", []string{"chaos-mesh/StressChaos/otel-demo-recommendation-cpu-stress"}, 1},
+		{"25", []string{"otel-demo/Deployment/recommendation"}, 0},                    // the kind still gates
+		{"25", []string{"otel-demo/Schedule/otel-demo-recommendation-cpu-stress"}, 0}, // and the namespace
+		{"17", []string{"chaos-mesh/NetworkChaos/otel-demo-product-catalog-network-delay"}, 1},
+		{"17", []string{"chaos-mesh/NetworkChaos/otel-demo-product-catalog-network-delay", "otel-demo/Service/product-catalog"}, 0.5},
+		{"17", []string{"chaos-mesh/NetworkChaos/otel-demo-checkout-network-delay"}, 0},
+	})
+}
+
+// TestRealSpawnedChaosNames: the object a Schedule spawned (`<schedule>-<unix time>`) loses its
+// timestamp for every chaos kind (rule 4), not only when a Schedule group is matched, so it
+// scores on Scenario-21 and 26 as it does on 19 (whose root cause is aliased with a Schedule).
+func TestRealSpawnedChaosNames(t *testing.T) {
+	checkRealScores(t, []realScore{
+		{"21", []string{"chaos-mesh/StressChaos/otel-demo-valkey-memory-stress-1766012345"}, 1},
+		{"26", []string{"chaos-mesh/HTTPChaos/otel-demo-email-http-chaos-post-body-tamper-1766012345"}, 1},
+		{"19", []string{"chaos-mesh/NetworkChaos/otel-demo-email-checkout-network-partition-1766012345"}, 1},
+		{"25", []string{"chaos-mesh/StressChaos/otel-demo-recommendation-cpu-stress-1766012345"}, 1},
+		{"21", []string{"chaos-mesh/PodChaos/otel-demo-valkey-memory-stress-1766012345"}, 0},   // another chaos kind
+		{"21", []string{"otel-demo/StressChaos/otel-demo-valkey-memory-stress-1766012345"}, 0}, // another namespace
+	})
 }
 
 // TestRealIBMOutput grades the real diagnosis of IBM's reference agent for Scenario-2: the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -35,20 +36,30 @@ type Submission struct {
 // `{"contributing_factors":[{"name": ...}]}`, IBM's `{"entities":[{"name": ...,
 // "contributing_factor": true}]}` (only true entries count), or a bare array of names or of
 // objects with `name`. The JSON may be wrapped in a Markdown code fence or surrounded by prose:
-// the first complete JSON value holding a recognisable list is used.
+// the first complete JSON value holding a recognisable list is used, except that a bare array
+// naming no entity (a list of files quoted in the prose) gives way to a later value that is an
+// answer (see isAnswer).
 func ReadSubmission(doc []byte) (Submission, error) {
 	if len(doc) > MaxSubmissionBytes {
 		return Submission{}, fmt.Errorf("%w: %d bytes, more than the %d MiB allowed", ErrInvalidSubmission, len(doc), MaxSubmissionBytes>>20)
 	}
 	doc = bytes.TrimPrefix(doc, []byte("\xef\xbb\xbf"))
-	foundJSON := false
-	for _, value := range jsonValues(doc) {
-		foundJSON = true
-		if sub, ok := extractNames(gjson.ParseBytes(value)); ok {
+	values := jsonValues(doc)
+	var fallback *Submission // the first bare array naming no entity
+	for _, value := range values {
+		sub, ok := extractNames(gjson.ParseBytes(value))
+		switch {
+		case !ok:
+		case sub.isAnswer():
 			return sub, nil
+		case fallback == nil:
+			fallback = &sub
 		}
 	}
-	if foundJSON {
+	if fallback != nil {
+		return *fallback, nil
+	}
+	if len(values) > 0 {
 		return Submission{}, fmt.Errorf("%w: no list of entities (expected contributing_factors, entities, or an array of names)", ErrInvalidSubmission)
 	}
 	if len(bytes.TrimSpace(doc)) == 0 {
@@ -100,6 +111,14 @@ func extractNames(v gjson.Result) (Submission, bool) {
 		return Submission{Names: namesOf(v, false), Format: "array"}, true
 	}
 	return Submission{}, false
+}
+
+// isAnswer tells an answer from a list quoted in prose: the contributing_factors and entities
+// forms always are, a bare array only when one of its names is an entity of a kind the grader
+// knows. A reply that first mentions ["alerts","k8s_events_raw.tsv"] and then gives its
+// diagnosis must be graded on the diagnosis.
+func (s Submission) isAnswer() bool {
+	return s.Format != "array" || slices.ContainsFunc(s.Names, namesKnownKind)
 }
 
 // namesOf takes the names of a list whose items are strings or objects with `name`. An object

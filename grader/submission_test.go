@@ -29,6 +29,15 @@ func TestReadSubmissionFormats(t *testing.T) {
 		"blank names":      {`["", "  ", "a/K/x", 7, null]`, "array", []string{"a/K/x"}},
 		"names trimmed":    {`["  a/K/x  "]`, "array", []string{"a/K/x"}},
 		"unknown keys too": {`{"contributing_factors":[{"name":"a/K/x"}],"propagations":[]}`, "contributing_factors", []string{"a/K/x"}},
+		// A list of files or words in the prose is not the answer when a later value is.
+		"files listed before the answer": {"I read [\"alerts\",\"k8s_events_raw.tsv\"] first.\n```json\n{\"contributing_factors\":[{\"name\":\"otel-demo/ConfigMap/flagd-config\"}]}\n```",
+			"contributing_factors", []string{"otel-demo/ConfigMap/flagd-config"}},
+		"paths listed before a bare answer": {`Files: ["metrics/pod_cart_raw.tsv", "alerts"]. Answer: ["otel-demo/Service/cart"]`,
+			"array", []string{"otel-demo/Service/cart"}},
+		// An array naming an entity is an answer: the first answer still wins.
+		"entities listed before the answer": {`Checked ["otel-demo/Service/cart"]; answer {"contributing_factors":[{"name":"otel-demo/Pod/x"}]}`,
+			"array", []string{"otel-demo/Service/cart"}},
+		"only a list of words": {`I looked at ["alerts", "traces"] and found nothing.`, "array", []string{"alerts", "traces"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			sub, err := ReadSubmission([]byte(c.doc))

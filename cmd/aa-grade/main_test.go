@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/internal/shareddata"
 	"github.com/aa-grade/aa-grade/internal/testfs"
 )
 
@@ -222,5 +223,29 @@ func TestGradeStripsTerminalSequencesFromTaskIDs(t *testing.T) {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}
+	}
+}
+
+// TestGradeWarnsOfGlobFilters: Scenario-38's real ground truth has two HPA root causes filtered
+// `*.*`, which is no regular expression; grade reads them as globs and says so on stderr, in
+// one warning naming the task, however many repeats are graded.
+func TestGradeWarnsOfGlobFilters(t *testing.T) {
+	gt, err := os.ReadFile(filepath.Join(shareddata.Dir(t), "ground-truth", "itbench-github", "scenario_38.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataset, subs := t.TempDir(), t.TempDir()
+	testfs.Write(t, filepath.Join(dataset, "Scenario-38", "ground_truth.yaml"), string(gt))
+	answer := `["otel-demo/hpa/accounting", "otel-demo/hpa/ad"]`
+	testfs.Write(t, filepath.Join(subs, "Scenario-38", "1.json"), answer)
+	testfs.Write(t, filepath.Join(subs, "Scenario-38", "2.json"), answer)
+	r := aaGrade(t, nil, "grade", "--dataset", dataset, subs)
+	if r.code != 0 || !strings.Contains(r.stdout, "Scenario-38  1.00  1.00  1.000") {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	warnings := strings.Count(r.stderr, "warning: ")
+	if warnings != 1 || !strings.Contains(r.stderr, "warning: ground truth of Scenario-38: ") || strings.Count(r.stderr, `filter "*.*"`) != 2 ||
+		!strings.Contains(r.stderr, "read as a shell glob") {
+		t.Fatalf("want one warning naming Scenario-38 and both glob filters, got %d:\n%s", warnings, r.stderr)
 	}
 }
