@@ -7,29 +7,17 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
-	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
-// The finish tool, as the reference agent library defines it: the model hands back files
-// (here agent_output.json, which must exist) with a reason.
-const (
-	FinishToolName = "finish"
-	SubmissionFile = "agent_output.json"
-)
-
-var finishTool = Tool{
-	Name: FinishToolName,
-	Description: "Call when the investigation is done and " + SubmissionFile + " is written in the working directory. " +
-		"Give the reason you are finished and the paths of the files you hand back.",
-	Parameters: json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string"},"paths":{"type":"array","items":{"type":"string"}}},"required":["reason","paths"]}`),
-}
-
-var shellTool = Tool{Name: sandbox.ShellToolName, Description: sandbox.ShellToolDescription, Parameters: sandbox.ShellToolParameters}
+// SubmissionFile is the diagnosis the model writes in the working directory and hands back
+// with the finish tool, as the reference harness has it.
+const SubmissionFile = "agent_output.json"
 
 // Loop limits of the reference harness.
 const (
@@ -38,25 +26,12 @@ const (
 	summariseAt     = 0.70 // share of the context window that triggers summarisation
 )
 
-// Messages the harness itself sends the model.
-const (
-	continueMessage = "Continue the investigation with the tools. When " + SubmissionFile +
-		" is written, call the " + FinishToolName + " tool to submit it."
-	refuseTwoFinish = "Call the " + FinishToolName + " tool only once per turn; this turn's calls were refused."
-	summaryRequest  = "The conversation is about to be shortened to fit your context window. Write a structured summary " +
-		"of the investigation so far, with these sections: Goal; Progress (what you have examined and found); " +
-		"Current state (files written, hypotheses standing); Next steps; Key facts (entity names, timestamps, " +
-		"error messages, file paths, exact values). Everything you do not write here will be lost. Do not call tools."
-	summaryPrefix = "Summary of your investigation so far (the earlier conversation was replaced by it):\n\n"
-	summaryAck    = "Understood. I will continue the investigation from this summary."
-)
-
 // turnsLeftMessage is the warning before each of the last turns.
-func turnsLeftMessage(left int) string {
+func (t episodeTexts) turnsLeftMessage(left int) string {
 	if left == 1 {
-		return "This is your last turn. Calling the " + FinishToolName + " tool needs this turn: call it now if " + SubmissionFile + " is written."
+		return t.text(keyLastTurn, nil)
 	}
-	return fmt.Sprintf("You have %d turns left, this one included. Calling the %s tool needs a turn of its own.", left, FinishToolName)
+	return t.text(keyTurnsLeft, map[string]string{"turns_left": strconv.Itoa(left)})
 }
 
 // Episode statuses, as the grader records them.
@@ -73,12 +48,16 @@ type Episode struct {
 	Sandbox        sandbox.Sandbox
 	MaxTurns       int
 	CommandTimeout time.Duration
-	SystemPrompt   string
-	TaskPrompt     string
+	// Prompts are every text the model sees (nil: the built-in set); Tools, what the sandbox
+	// offers, which the task prompt states.
+	Prompts *Prompts
+	Tools   sandbox.Tools
 	// ContextWindow, in tokens, sets when the history is summarised (at 70%); 0 never.
 	ContextWindow int64
 	// OnTurn, when set, hears about every model call (for progress and trajectories).
 	OnTurn func(turn int, req Request, reply Reply, err error)
+
+	texts episodeTexts // the prompt set with this episode's facts, set by Run
 }
 
 // Outcome is how an episode ended.
@@ -106,11 +85,12 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		timeout = sandbox.DefaultCommandTimeout
 	}
 	var out Outcome
-	messages := []Message{{Role: RoleSystem, Content: e.SystemPrompt}, {Role: RoleUser, Content: e.TaskPrompt}}
-	tools := []Tool{shellTool, finishTool}
+	e.texts = e.Prompts.forEpisode(promptEnv{workdir: e.Sandbox.Workdir(), tools: e.Tools, maxTurns: maxTurns, commandTimeout: timeout})
+	messages := []Message{{Role: RoleSystem, Content: e.texts.text(keySystem, nil)}, {Role: RoleUser, Content: e.texts.text(keyTask, nil)}}
+	tools := e.texts.tools()
 	for turn := 1; turn <= maxTurns; turn++ {
 		if left := maxTurns - turn + 1; left <= warningTurns {
-			messages = append(messages, Message{Role: RoleUser, Content: turnsLeftMessage(left)})
+			messages = append(messages, Message{Role: RoleUser, Content: e.texts.turnsLeftMessage(left)})
 		}
 		req := Request{Messages: messages, Tools: tools}
 		began := time.Now()
@@ -125,7 +105,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 			// turn once more.
 			if messages, err = e.summarise(ctx, recentHalf(messages), tools, turn, &out); err == nil {
 				if left := maxTurns - turn + 1; left <= warningTurns {
-					messages = append(messages, Message{Role: RoleUser, Content: turnsLeftMessage(left)})
+					messages = append(messages, Message{Role: RoleUser, Content: e.texts.turnsLeftMessage(left)})
 				}
 				req = Request{Messages: messages, Tools: tools}
 				began = time.Now()
@@ -144,7 +124,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		reply.Message.Role = RoleAssistant
 		messages = append(messages, reply.Message)
 		if calls := reply.Message.ToolCalls; len(calls) == 0 {
-			messages = append(messages, Message{Role: RoleUser, Content: continueMessage})
+			messages = append(messages, Message{Role: RoleUser, Content: e.texts.text(keyContinue, nil)})
 		} else {
 			messages = append(messages, e.runCalls(ctx, calls, timeout, &out)...)
 			if out.Submission != nil {
@@ -172,7 +152,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 // summary and a short acknowledgement. Earlier summaries go with the rest of the history. The
 // call is not a turn.
 func (e *Episode) summarise(ctx context.Context, messages []Message, tools []Tool, turn int, out *Outcome) ([]Message, error) {
-	req := Request{Messages: append(append([]Message(nil), messages...), Message{Role: RoleUser, Content: summaryRequest}), Tools: tools, Summary: true}
+	req := Request{Messages: append(append([]Message(nil), messages...), Message{Role: RoleUser, Content: e.texts.text(keySummaryRequest, nil)}), Tools: tools, Summary: true}
 	began := time.Now()
 	reply, err := e.Model.Complete(ctx, req)
 	out.ModelTime += time.Since(began)
@@ -186,8 +166,8 @@ func (e *Episode) summarise(ctx context.Context, messages []Message, tools []Too
 	out.Summaries++
 	return []Message{
 		messages[0], messages[1],
-		{Role: RoleUser, Content: summaryPrefix + reply.Message.Content},
-		{Role: RoleAssistant, Content: summaryAck},
+		{Role: RoleUser, Content: e.texts.text(keySummaryBridge, map[string]string{"summary": reply.Message.Content})},
+		{Role: RoleAssistant, Content: e.texts.text(keySummaryAck, nil)},
 	}, nil
 }
 
@@ -208,16 +188,17 @@ func recentHalf(messages []Message) []Message {
 // last; two finish calls are both refused. It returns the tool results, in call order; a
 // finish call that succeeds puts the submission in out.
 func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.Duration, out *Outcome) []Message {
+	shellName, finishName := e.texts.vars["shell_tool"], e.texts.vars["finish_tool"]
 	var finishes []int
 	for i, c := range calls {
-		if c.Name == FinishToolName {
+		if c.Name == finishName {
 			finishes = append(finishes, i)
 		}
 	}
 	results := make([]Message, len(calls))
 	order := make([]int, 0, len(calls))
 	for i, c := range calls {
-		if c.Name != FinishToolName {
+		if c.Name != finishName {
 			order = append(order, i)
 		}
 	}
@@ -228,19 +209,19 @@ func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.D
 		result := Message{Role: RoleTool, ToolCallID: c.ID}
 		began := time.Now()
 		switch {
-		case c.Name == sandbox.ShellToolName:
+		case c.Name == shellName:
 			result.Content, result.IsError = e.shell(ctx, c.Arguments, timeout)
-		case c.Name == FinishToolName && len(finishes) > 1:
-			result.Content, result.IsError = refuseTwoFinish, true
-		case c.Name == FinishToolName:
-			if doc, entities, err := e.finish(ctx, c.Arguments); err != nil {
-				result.Content, result.IsError = err.Error(), true
+		case c.Name == finishName && len(finishes) > 1:
+			result.Content, result.IsError = e.texts.text(keyFinishTwoCalls, nil), true
+		case c.Name == finishName:
+			if doc, entities, refusal := e.finish(ctx, c.Arguments); refusal != "" {
+				result.Content, result.IsError = refusal, true
 			} else {
 				out.Submission, out.Entities = doc, entities
-				result.Content = "Submitted " + SubmissionFile + "."
+				result.Content = "Submitted " + SubmissionFile + "." // the episode ends: the model never sees it
 			}
 		default:
-			result.Content, result.IsError = fmt.Sprintf("Unknown tool %q: the tools are %s and %s.", c.Name, sandbox.ShellToolName, FinishToolName), true
+			result.Content, result.IsError = e.texts.text(keyUnknownTool, map[string]string{"tool": c.Name}), true
 		}
 		out.ToolTime += time.Since(began)
 		results[i] = result
@@ -248,71 +229,86 @@ func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.D
 	return results
 }
 
-// shell runs a code_exec call.
+// shell runs a shell tool call.
 func (e *Episode) shell(ctx context.Context, arguments string, timeout time.Duration) (string, bool) {
 	var args struct {
 		Cmd *string `json:"cmd"`
 	}
 	if err := json.Unmarshal([]byte(arguments), &args); err != nil || args.Cmd == nil {
-		return fmt.Sprintf("Invalid arguments for %s: expected {\"cmd\": \"<bash command>\"}, got %.200s", sandbox.ShellToolName, arguments), true
+		return e.texts.text(keyShellInvalidArguments, map[string]string{"arguments": clip(arguments, 200)}), true
 	}
 	res, err := e.Sandbox.Run(ctx, *args.Cmd, timeout)
 	if err != nil {
-		return "<shell_results><error_kind>sandbox</error_kind><details>" + err.Error() + "</details></shell_results>", true
+		return e.texts.text(keyShellError, map[string]string{"error": err.Error()}), true
 	}
-	return res.ShellResults(timeout), false
+	return e.texts.shellResults(res), false
+}
+
+// clip keeps the first n characters of s.
+func clip(s string, n int) string {
+	if at := runeOffset(s, n); at >= 0 {
+		return s[:at]
+	}
+	return s
 }
 
 // finish checks a finish call: the paths it hands back must be files of the workspace, and
 // agent_output.json must be there and readable as a diagnosis. The sandbox opens them as it
 // sees them (see Sandbox.ReadFile): a link, a FIFO or a device the model made cannot reach
-// or stall the host. A refusal goes back to the model, which may try again.
-func (e *Episode) finish(ctx context.Context, arguments string) ([]byte, []string, error) {
+// or stall the host. A refusal, the text to send back, is not empty; the model may try again.
+func (e *Episode) finish(ctx context.Context, arguments string) ([]byte, []string, string) {
 	var args struct {
 		Reason string   `json:"reason"`
 		Paths  []string `json:"paths"`
 	}
 	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, nil, fmt.Errorf("invalid arguments for %s: expected {\"reason\": \"...\", \"paths\": [\"%s\"]}", FinishToolName, SubmissionFile)
+		return nil, nil, e.texts.text(keyFinishInvalidArguments, nil)
 	}
 	doc, sub, err := grader.ReadSubmissionWith(func(limit int64) ([]byte, error) {
 		return e.Sandbox.ReadFile(ctx, SubmissionFile, limit)
 	})
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil, fmt.Errorf("%s is not in the working directory: write it, then call %s again", SubmissionFile, FinishToolName)
-	case errors.Is(err, sandbox.ErrOutsideWorkspace):
-		return nil, nil, fmt.Errorf("%s is %v: write the file itself, then call %s again", SubmissionFile, err, FinishToolName)
-	case errors.Is(err, grader.ErrInvalidSubmission):
-		return nil, nil, fmt.Errorf("%s cannot be read as a diagnosis (%v); fix it, then call %s again", SubmissionFile, err, FinishToolName)
-	case err != nil:
-		return nil, nil, fmt.Errorf("cannot read %s: %v", SubmissionFile, err)
+	if err != nil {
+		return nil, nil, e.outputRefusal(err)
 	}
 	for _, p := range args.Paths {
-		rel := p
-		if filepath.IsAbs(p) {
-			rel, _ = filepath.Rel(e.Sandbox.Workdir(), p)
-		}
-		rel = filepath.Clean(rel)
-		if rel == ".." || strings.HasPrefix(rel, "../") {
-			return nil, nil, fmt.Errorf("cannot hand back %s: it is outside the working directory", p)
-		}
-		if err := e.Sandbox.CheckFile(ctx, rel); err != nil {
-			return nil, nil, fmt.Errorf("cannot hand back %s: %s", p, fileProblem(err))
+		if refusal := e.pathRefusal(ctx, p); refusal != "" {
+			return nil, nil, refusal
 		}
 	}
-	return doc, sub.Names, nil
+	return doc, sub.Names, ""
 }
 
-// fileProblem says to the model why a path it hands back is refused.
-func fileProblem(err error) string {
+// outputRefusal says why agent_output.json cannot be taken.
+func (e *Episode) outputRefusal(err error) string {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "no such file in the working directory"
-	case errors.Is(err, safefile.ErrNotRegular):
-		return "not a regular file"
+		return e.texts.text(keyFinishNoOutput, nil)
 	case errors.Is(err, sandbox.ErrOutsideWorkspace):
-		return err.Error()
+		return e.texts.text(keyFinishOutputOutside, nil)
+	case errors.Is(err, grader.ErrInvalidSubmission):
+		return e.texts.text(keyFinishInvalidOutput, map[string]string{"error": err.Error()})
 	}
-	return err.Error()
+	return e.texts.text(keyFinishUnreadableOutput, map[string]string{"error": err.Error()})
+}
+
+// pathRefusal says why a path the finish call hands back cannot be taken ("" when it can).
+func (e *Episode) pathRefusal(ctx context.Context, p string) string {
+	rel := p
+	if filepath.IsAbs(p) {
+		rel, _ = filepath.Rel(e.Sandbox.Workdir(), p)
+	}
+	rel = filepath.Clean(rel)
+	err := sandbox.ErrOutsideWorkspace
+	if rel != ".." && !strings.HasPrefix(rel, "../") {
+		err = e.Sandbox.CheckFile(ctx, rel)
+	}
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, fs.ErrNotExist):
+		return e.texts.text(keyFinishPathMissing, map[string]string{"path": p})
+	case errors.Is(err, sandbox.ErrOutsideWorkspace):
+		return e.texts.text(keyFinishPathOutside, map[string]string{"path": p})
+	}
+	return e.texts.text(keyFinishPathRefused, map[string]string{"path": p, "error": err.Error()})
 }

@@ -42,8 +42,11 @@ func call(id, name, args string) ToolCall {
 
 func shell(id, cmd string) ToolCall {
 	b, _ := json.Marshal(map[string]string{"cmd": cmd})
-	return call(id, sandbox.ShellToolName, string(b))
+	return call(id, shellName, string(b))
 }
+
+// The tool names of the built-in prompt set.
+const shellName, finishName = "code_exec", "finish"
 
 const finishArgs = `{"reason": "done", "paths": ["agent_output.json"]}`
 const diagnosis = `{"contributing_factors":[{"name":"otel-demo/ConfigMap/flagd-config","reasoning":"r","evidence":"e"}]}`
@@ -69,7 +72,20 @@ func newEpisodeIn(t *testing.T, backend sandbox.Backend, model Model, maxTurns i
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sb.Close() })
-	return &Episode{Model: model, Sandbox: sb, MaxTurns: maxTurns, SystemPrompt: "system", TaskPrompt: "task"}
+	return &Episode{Model: model, Sandbox: sb, MaxTurns: maxTurns, Prompts: testPrompts(t)}
+}
+
+// testPrompts is the built-in set with a system prompt "system" and a task prompt "task".
+func testPrompts(t *testing.T) *Prompts {
+	t.Helper()
+	p, err := BuiltinPrompts().with(keySystem, "system")
+	if err == nil {
+		p, err = p.WithTask("task")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func toolResults(req Request) []Message {
@@ -84,7 +100,7 @@ func toolResults(req Request) []Message {
 
 func TestSeveralCallsRunInOrderWithFinishLast(t *testing.T) {
 	m := &script{replies: []Message{{ToolCalls: []ToolCall{
-		call("f", FinishToolName, finishArgs),
+		call("f", finishName, finishArgs),
 		shell("a", "echo '"+diagnosis+"' > agent_output.json"),
 		shell("b", "cat agent_output.json | wc -c"),
 	}}}}
@@ -103,8 +119,8 @@ func TestSeveralCallsRunInOrderWithFinishLast(t *testing.T) {
 
 func TestTwoFinishCallsAreRefused(t *testing.T) {
 	m := &script{replies: []Message{
-		{ToolCalls: []ToolCall{shell("a", "echo '"+diagnosis+"' > agent_output.json"), call("f1", FinishToolName, finishArgs), call("f2", FinishToolName, finishArgs)}},
-		{ToolCalls: []ToolCall{call("f3", FinishToolName, finishArgs)}},
+		{ToolCalls: []ToolCall{shell("a", "echo '"+diagnosis+"' > agent_output.json"), call("f1", finishName, finishArgs), call("f2", finishName, finishArgs)}},
+		{ToolCalls: []ToolCall{call("f3", finishName, finishArgs)}},
 	}}
 	out := newEpisode(t, m, 10).Run(context.Background())
 	if out.Status != StatusOK || out.Turns != 2 {
@@ -121,21 +137,23 @@ func TestTextOnlyTurnCostsATurnAndGetsAContinue(t *testing.T) {
 	m := &script{replies: []Message{
 		{Content: "The root cause is flagd-config."},
 		{ToolCalls: []ToolCall{shell("a", "echo '"+diagnosis+"' > agent_output.json")}},
-		{ToolCalls: []ToolCall{call("f", FinishToolName, finishArgs)}},
+		{ToolCalls: []ToolCall{call("f", finishName, finishArgs)}},
 	}}
-	out := newEpisode(t, m, 30).Run(context.Background()) // no turn warnings yet
+	e := newEpisode(t, m, 30)
+	out := e.Run(context.Background()) // no turn warnings yet
 	if out.Status != StatusOK || out.Turns != 3 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	last := m.requests[1].Messages[len(m.requests[1].Messages)-1]
-	if last.Role != RoleUser || last.Content != continueMessage {
+	if last.Role != RoleUser || last.Content != e.texts.text(keyContinue, nil) || !strings.Contains(last.Content, "call the finish tool") {
 		t.Fatalf("after a text-only turn the model got %+v", last)
 	}
 }
 
 func TestWarningsInTheLastTurnsAndTheCap(t *testing.T) {
 	m := &script{} // never calls a tool
-	out := newEpisode(t, m, 25).Run(context.Background())
+	e := newEpisode(t, m, 25)
+	out := e.Run(context.Background())
 	if out.Status != StatusMaxTurns || out.Turns != 25 || out.Submission != nil || len(m.requests) != 25 {
 		t.Fatalf("outcome = %+v", out)
 	}
@@ -143,18 +161,18 @@ func TestWarningsInTheLastTurnsAndTheCap(t *testing.T) {
 		left := 25 - turn
 		var warning string
 		for _, msg := range req.Messages[len(req.Messages)-1:] {
-			if msg.Role == RoleUser && strings.Contains(msg.Content, "turn") && msg.Content != continueMessage {
+			if msg.Role == RoleUser && strings.Contains(msg.Content, "turn") && msg.Content != e.texts.text(keyContinue, nil) {
 				warning = msg.Content
 			}
 		}
 		switch {
 		case left > 20 && warning != "":
 			t.Errorf("turn %d (%d left) warned: %q", turn+1, left, warning)
-		case left <= 20 && warning != turnsLeftMessage(left):
+		case left <= 20 && warning != e.texts.turnsLeftMessage(left):
 			t.Errorf("turn %d (%d left): last message %q", turn+1, left, warning)
 		}
 	}
-	if !strings.Contains(turnsLeftMessage(1), "last turn") || !strings.Contains(turnsLeftMessage(20), "20 turns left") {
+	if !strings.Contains(e.texts.turnsLeftMessage(1), "last turn") || !strings.Contains(e.texts.turnsLeftMessage(20), "20 turns left") {
 		t.Fatal("warning texts")
 	}
 }
@@ -162,14 +180,14 @@ func TestWarningsInTheLastTurnsAndTheCap(t *testing.T) {
 func TestBadCallsBecomeToolErrors(t *testing.T) {
 	m := &script{replies: []Message{
 		{ToolCalls: []ToolCall{
-			call("a", sandbox.ShellToolName, `{"command": "ls"}`),
-			call("b", sandbox.ShellToolName, `{not json`),
+			call("a", shellName, `{"command": "ls"}`),
+			call("b", shellName, `{not json`),
 			call("c", "web_search", `{"q": "x"}`),
-			call("d", FinishToolName, finishArgs), // no agent_output.json yet
+			call("d", finishName, finishArgs), // no agent_output.json yet
 		}},
-		{ToolCalls: []ToolCall{shell("e", "echo 'no diagnosis here' > agent_output.json"), call("f", FinishToolName, finishArgs)}},
-		{ToolCalls: []ToolCall{shell("h", "echo '"+diagnosis+"' > agent_output.json"), call("g", FinishToolName, `{"reason": "done", "paths": ["missing.txt"]}`)}},
-		{ToolCalls: []ToolCall{call("i", FinishToolName, finishArgs)}},
+		{ToolCalls: []ToolCall{shell("e", "echo 'no diagnosis here' > agent_output.json"), call("f", finishName, finishArgs)}},
+		{ToolCalls: []ToolCall{shell("h", "echo '"+diagnosis+"' > agent_output.json"), call("g", finishName, `{"reason": "done", "paths": ["missing.txt"]}`)}},
+		{ToolCalls: []ToolCall{call("i", finishName, finishArgs)}},
 	}}
 	out := newEpisode(t, m, 10).Run(context.Background())
 	if out.Status != StatusOK || out.Turns != 4 {
@@ -186,7 +204,7 @@ func TestBadCallsBecomeToolErrors(t *testing.T) {
 		t.Errorf("unreadable submission: %+v", r)
 	}
 	third := toolResults(m.requests[3])
-	if r := third[len(third)-1]; !r.IsError || !strings.Contains(r.Content, "cannot hand back missing.txt") {
+	if r := third[len(third)-1]; !r.IsError || !strings.Contains(r.Content, "Cannot hand back missing.txt: no such file") {
 		t.Errorf("missing path: %+v", r)
 	}
 }
@@ -234,7 +252,7 @@ func TestSummarisationAtSeventyPercent(t *testing.T) {
 			{ToolCalls: []ToolCall{shell("a", "echo one")}},
 			{ToolCalls: []ToolCall{shell("b", "echo two")}},
 			{ToolCalls: []ToolCall{shell("c", "echo '"+diagnosis+"' > agent_output.json")}},
-			{ToolCalls: []ToolCall{call("d", FinishToolName, finishArgs)}},
+			{ToolCalls: []ToolCall{call("d", finishName, finishArgs)}},
 		}},
 		usage: []int64{600, 700, 100, 100}, // 70% of 1000 is reached by the second turn only
 	}
@@ -282,7 +300,7 @@ func TestContextOverflowSummarisesAndRetries(t *testing.T) {
 	m := &overflowing{script: script{replies: []Message{
 		{ToolCalls: []ToolCall{shell("a", "echo one")}},
 		{ToolCalls: []ToolCall{shell("b", "echo two")}},
-		{ToolCalls: []ToolCall{shell("c", "echo '"+diagnosis+"' > agent_output.json"), call("d", FinishToolName, finishArgs)}},
+		{ToolCalls: []ToolCall{shell("c", "echo '"+diagnosis+"' > agent_output.json"), call("d", finishName, finishArgs)}},
 	}}}
 	out := newEpisode(t, m, 50).Run(context.Background())
 	if out.Status != StatusOK || out.Turns != 3 || out.Summaries != 1 {
@@ -311,14 +329,14 @@ func TestFinishNeverFollowsTheModelOutOfTheWorkspace(t *testing.T) {
 		}
 		t.Run(backend.Name(), func(t *testing.T) {
 			m := &script{replies: []Message{
-				{ToolCalls: []ToolCall{shell("a", "ln -s "+hostFile+" agent_output.json"), call("f1", FinishToolName, finishArgs)}},
-				{ToolCalls: []ToolCall{shell("b", "rm agent_output.json && mkfifo agent_output.json"), call("f2", FinishToolName, finishArgs)}},
+				{ToolCalls: []ToolCall{shell("a", "ln -s "+hostFile+" agent_output.json"), call("f1", finishName, finishArgs)}},
+				{ToolCalls: []ToolCall{shell("b", "rm agent_output.json && mkfifo agent_output.json"), call("f2", finishName, finishArgs)}},
 				{ToolCalls: []ToolCall{shell("c", "rm agent_output.json && echo '"+diagnosis+"' > agent_output.json && ln -s "+hostFile+" host-link && ln -s ../../../../../../etc/passwd up-link && mkfifo pipe"),
-					call("f3", FinishToolName, `{"reason": "done", "paths": ["agent_output.json", "host-link"]}`)}},
-				{ToolCalls: []ToolCall{call("f4", FinishToolName, `{"reason": "done", "paths": ["up-link"]}`)}},
-				{ToolCalls: []ToolCall{call("f5", FinishToolName, `{"reason": "done", "paths": ["pipe"]}`)}},
-				{ToolCalls: []ToolCall{call("f6", FinishToolName, `{"reason": "done", "paths": ["../../etc/passwd"]}`)}},
-				{ToolCalls: []ToolCall{call("f7", FinishToolName, finishArgs)}},
+					call("f3", finishName, `{"reason": "done", "paths": ["agent_output.json", "host-link"]}`)}},
+				{ToolCalls: []ToolCall{call("f4", finishName, `{"reason": "done", "paths": ["up-link"]}`)}},
+				{ToolCalls: []ToolCall{call("f5", finishName, `{"reason": "done", "paths": ["pipe"]}`)}},
+				{ToolCalls: []ToolCall{call("f6", finishName, `{"reason": "done", "paths": ["../../etc/passwd"]}`)}},
+				{ToolCalls: []ToolCall{call("f7", finishName, finishArgs)}},
 			}}
 			done := make(chan Outcome, 1)
 			go func() { done <- newEpisodeIn(t, backend, m, 20).Run(context.Background()) }()
@@ -332,8 +350,8 @@ func TestFinishNeverFollowsTheModelOutOfTheWorkspace(t *testing.T) {
 				t.Fatalf("outcome = %+v", out)
 			}
 			for turn, want := range []string{"agent_output.json is a link out of the working directory", "not a regular file (a FIFO)",
-				"cannot hand back host-link: a link out of the working directory", "cannot hand back up-link: a link out of the working directory",
-				"cannot hand back pipe: not a regular file", "cannot hand back ../../etc/passwd: it is outside the working directory"} {
+				"Cannot hand back host-link: it is outside the working directory", "Cannot hand back up-link: it is outside the working directory",
+				"Cannot hand back pipe: pipe: not a regular file", "Cannot hand back ../../etc/passwd: it is outside the working directory"} {
 				results := toolResults(m.requests[turn+1])
 				last := results[len(results)-1]
 				if !last.IsError || !strings.Contains(last.Content, want) {

@@ -68,8 +68,8 @@ func (u *Usage) Add(o Usage) {
 // Request is one model call: the whole conversation and every tool (tool_choice auto).
 type Request struct {
 	Messages []Message
-	Tools    []Tool
-	Summary  bool // a call made only to summarise the history: it is not a turn
+	Tools    []Tool // the shell tool, then the finish tool, named as the prompt set names them
+	Summary  bool   // a call made only to summarise the history: it is not a turn
 }
 
 // Reply is the model's answer to one call.

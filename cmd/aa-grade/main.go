@@ -52,6 +52,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newGradeCommand(),
 			newMergeCommand(),
 			newModelsCommand(),
+			newPromptsCommand(),
 			newReportCommand(),
 			newDataCommand(),
 			newTasksCommand(),

@@ -52,8 +52,6 @@ func newRunCommand() *cli.Command {
 				Usage: "bytes an episode's workspace, and its /tmp, may hold (one file per 16 KiB of it)"},
 			&cli.StringFlag{Name: "out", Sources: env("out"), Usage: "the run folder (default runs/<model>-<time>)"},
 			&cli.DurationFlag{Name: "command-timeout", Value: sandbox.DefaultCommandTimeout, Sources: env("command_timeout"), Usage: "per shell command"},
-			&cli.StringFlag{Name: "prompt-file", Sources: env("prompt_file"),
-				Usage: "replaces the task prompt; {{workdir}}, {{output_path}} and {{python_packages}} are filled in"},
 			&cli.StringFlag{Name: "reasoning-effort", Sources: env("reasoning_effort"), Usage: "the provider's reasoning effort (low, medium, high, max, ...)"},
 			&cli.IntFlag{Name: "max-tokens", Sources: env("max_tokens"), Usage: "output tokens per call"},
 			&cli.IntFlag{Name: "context-window", Sources: env("context_window"), Usage: "tokens; the history is summarised at 70% (0: never)"},
@@ -63,7 +61,7 @@ func newRunCommand() *cli.Command {
 			priceFlag("price-input", "input tokens", "0"), priceFlag("price-output", "output tokens, reasoning included", "0"),
 			priceFlag("price-cached-read", "cached input tokens read", "the input price"),
 			priceFlag("price-cached-write", "input tokens written to the cache", "the input price"),
-		}, judgeFlags()...),
+		}, append(promptsFlags(), judgeFlags()...)...),
 		Action: runRun,
 	}
 }
@@ -82,6 +80,10 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	shard, err := runner.ParseShard(cmd.String("shard"))
 	if err != nil {
 		return usageErrorf("--shard: %v", err)
+	}
+	prompts, err := loadPrompts(cmd)
+	if err != nil {
+		return err
 	}
 	overrides, err := modelOverrides(cmd)
 	if err != nil {
@@ -123,14 +125,6 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		}
 		fmt.Fprintf(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)\n", backend.Name(), strings.Join(what, "; "))
 	}
-	template := harness.DefaultTaskTemplate()
-	if path := cmd.String("prompt-file"); path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return usageErrorf("--prompt-file: %v", err)
-		}
-		template = string(b)
-	}
 	ds, err := data.Open(ctx, plan.dataset, data.OpenOptions{Hub: hubConfig(), Tasks: plan.tasks})
 	if err != nil {
 		return datasetError(err)
@@ -152,8 +146,8 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
 		ReasoningEffort: settings.ReasoningEffort, MaxTokens: cmd.Int("max-tokens"), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
 		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: settings.ContextWindow, Limits: limits,
-		SystemPrompt: harness.SystemPrompt, TaskTemplate: template,
-		Grace: cmd.Duration("grace"), Abort: secondInterrupt(ctx), Progress: progress,
+		Prompts: prompts,
+		Grace:   cmd.Duration("grace"), Abort: secondInterrupt(ctx), Progress: progress,
 		Permanent: func(err error) bool {
 			var apiErr *model.APIError
 			return errors.As(err, &apiErr) && !apiErr.Transient()

@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/aa-grade/aa-grade/harness"
-	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
 //go:embed survey.py
@@ -52,18 +51,22 @@ func (Model) Complete(_ context.Context, req harness.Request) (harness.Reply, er
 	if req.Summary {
 		return harness.Reply{Message: harness.Message{Content: "The baseline keeps no notes."}}, nil
 	}
+	if len(req.Tools) < 2 {
+		return harness.Reply{Message: harness.Message{Content: "The baseline needs the shell and finish tools."}}, nil
+	}
+	shellTool, finishTool := req.Tools[0].Name, req.Tools[1].Name
 	last := lastAssistant(req.Messages)
 	switch {
 	case last == nil:
-		return call(surveyCall, sandbox.ShellToolName, map[string]string{"cmd": "python3 - <<'EOF'\n" + survey + "EOF"}), nil
+		return call(surveyCall, shellTool, map[string]string{"cmd": "python3 - <<'EOF'\n" + survey + "EOF"}), nil
 	case hasCall(last, surveyCall):
 		facts, err := parseSurvey(toolResult(req.Messages, surveyCall))
 		if err != nil {
 			return harness.Reply{Message: harness.Message{Content: "The survey failed: " + err.Error()}}, nil
 		}
 		doc := diagnose(facts)
-		write := call(writeCall, sandbox.ShellToolName, map[string]string{"cmd": "cat > " + harness.SubmissionFile + " <<'EOF'\n" + doc + "\nEOF"})
-		finish := call(finishCall, harness.FinishToolName, map[string]any{"reason": "diagnosis written", "paths": []string{harness.SubmissionFile}})
+		write := call(writeCall, shellTool, map[string]string{"cmd": "cat > " + harness.SubmissionFile + " <<'EOF'\n" + doc + "\nEOF"})
+		finish := call(finishCall, finishTool, map[string]any{"reason": "diagnosis written", "paths": []string{harness.SubmissionFile}})
 		write.Message.ToolCalls = append(write.Message.ToolCalls, finish.Message.ToolCalls...)
 		return write, nil
 	}

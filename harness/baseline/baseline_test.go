@@ -38,8 +38,7 @@ func TestBaselineOnTheDemo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ep := &harness.Episode{Model: Model{}, Sandbox: sb, MaxTurns: 100, SystemPrompt: harness.SystemPrompt,
-			TaskPrompt: harness.TaskPrompt(harness.PromptFacts{Workdir: sb.Workdir()})}
+		ep := &harness.Episode{Model: Model{}, Sandbox: sb, MaxTurns: 100}
 		out := ep.Run(context.Background())
 		sb.Close()
 		if out.Status != harness.StatusOK {

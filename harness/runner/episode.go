@@ -18,7 +18,7 @@ import (
 
 // runEpisode plays one episode in a fresh sandbox and grades it; the error is the episode's
 // own failure, if any (its message is also in the result).
-func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, python map[string]string) (Result, error) {
+func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools) (Result, error) {
 	began := time.Now()
 	res := Result{Task: task.ID, Repeat: repeat}
 	fail := func(err error) (Result, error) {
@@ -51,12 +51,11 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 	rec := newTrajectory(trajectory)
 	ctx = model.WithRecorder(harness.WithEpisode(ctx, harness.EpisodeID{Task: task.ID, Repeat: repeat}), rec.wire)
 	ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
-		ContextWindow: cfg.ContextWindow, SystemPrompt: cfg.SystemPrompt,
-		TaskPrompt: harness.FillPrompt(cfg.TaskTemplate, harness.PromptFacts{Workdir: sb.Workdir(), Python: python}),
+		ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
 		OnTurn: func(n int, req harness.Request, reply harness.Reply, err error) {
 			rec.turn(n, req, reply, err)
 			if cfg.Progress != nil {
-				cfg.Progress.Turn(task.ID, repeat, n, cfg.MaxTurns, lastCommand(reply.Message))
+				cfg.Progress.Turn(task.ID, repeat, n, cfg.MaxTurns, lastCommand(cfg.Prompts.ShellToolName(), reply.Message))
 			}
 		}}
 	out := ep.Run(ctx)
@@ -89,13 +88,14 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, pyt
 	return res, out.Err
 }
 
-// lastCommand is the last shell command a reply asks for, "" when it asks for none.
-func lastCommand(m harness.Message) string {
+// lastCommand is the last command a reply asks the shell tool (named shell) for, "" when it
+// asks for none.
+func lastCommand(shell string, m harness.Message) string {
 	for i := len(m.ToolCalls) - 1; i >= 0; i-- {
 		var args struct {
 			Cmd string `json:"cmd"`
 		}
-		if c := m.ToolCalls[i]; c.Name == sandbox.ShellToolName && json.Unmarshal([]byte(c.Arguments), &args) == nil {
+		if c := m.ToolCalls[i]; c.Name == shell && json.Unmarshal([]byte(c.Arguments), &args) == nil {
 			return args.Cmd
 		}
 	}

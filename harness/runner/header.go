@@ -32,7 +32,7 @@ type Header struct {
 	MaxTurns        int       `json:"max_turns"`
 	CommandTimeout  string    `json:"command_timeout"`
 	Sandbox         string    `json:"sandbox"`
-	PromptSHA256    string    `json:"prompt_sha256"`
+	PromptSHA256    string    `json:"prompt_sha256"` // of the prompt set (harness.Prompts.SHA256)
 	Judge           string    `json:"judge,omitempty"`
 	Started         time.Time `json:"started"`
 	// Prices are the run's token prices (null: unknown), the latest when a resume changed them.
@@ -65,7 +65,7 @@ func writeHeader(cfg Config) error {
 		Shard: cfg.Shard.String(), Model: cfg.ModelSpec, BaseURL: cfg.BaseURL, ReasoningEffort: cfg.ReasoningEffort,
 		MaxTokens: cfg.MaxTokens, ContextWindow: cfg.ContextWindow, MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout.String(), Sandbox: cfg.Backend.Name(),
-		PromptSHA256: harness.PromptSHA256(cfg.SystemPrompt, cfg.TaskTemplate), Prices: cfg.Prices, Judge: cfg.Judge, Started: time.Now().UTC()}
+		PromptSHA256: cfg.Prompts.SHA256(), Prices: cfg.Prices, Judge: cfg.Judge, Started: time.Now().UTC()}
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)
 	}

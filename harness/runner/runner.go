@@ -42,9 +42,9 @@ type Config struct {
 	CommandTimeout  time.Duration
 	ContextWindow   int64
 	// Prices give each episode its cost; nil when the model's prices are unknown.
-	Prices       *harness.Prices
-	SystemPrompt string
-	TaskTemplate string // the task prompt with its placeholders
+	Prices *harness.Prices
+	// Prompts are every text the model sees (nil: the built-in set).
+	Prompts *harness.Prompts
 	// Grace is how long running episodes may go on once ctx is cancelled (Ctrl-C) before they
 	// are stopped and recorded as unfinished; Abort, when closed, ends the grace at once.
 	Grace time.Duration
@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []Result, error) {
 	for range max(cfg.Parallel, 1) {
 		wg.Go(func() {
 			for j := range jobs {
-				r, err := runEpisode(episodeCtx, cfg, tasks[j.Task], j.Repeat, tools.Python)
+				r, err := runEpisode(episodeCtx, cfg, tasks[j.Task], j.Repeat, tools)
 				if ctx.Err() != nil && episodeCtx.Err() != nil && !(r.Final() && err == nil) {
 					r.Status, r.Error = grader.StatusUnfinished, "the run was interrupted during this episode"
 				}

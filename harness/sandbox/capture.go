@@ -121,8 +121,14 @@ func (c *Capture) String() string {
 	if len(runes) > keep {
 		runes = runes[len(runes)-keep:]
 	}
-	notice := fmt.Sprintf("\n[... output truncated: %d characters in all, limit %d; the first and last %d are shown ...]\n", c.total, c.limit, c.limit/2)
-	return decode(c.head) + notice + string(runes)
+	return decode(c.head) + TruncationNotice(c.total, c.limit) + string(runes)
+}
+
+// TruncationNotice is the line a Capture puts between the head and the tail of a stream of
+// total characters cut to limit. The harness finds it there to put its prompt set's own
+// wording in its place.
+func TruncationNotice(total int64, limit int) string {
+	return fmt.Sprintf("\n[... output truncated: %d characters in all, limit %d; the first and last %d are shown ...]\n", total, limit, limit/2)
 }
 
 func (c *Capture) ringBytes() []byte {

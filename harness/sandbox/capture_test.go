@@ -1,10 +1,8 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 )
 
@@ -72,33 +70,5 @@ func TestCaptureStaysBounded(t *testing.T) {
 	}
 	if got := utf8.RuneCountInString(c.String()); got > OutputLimit+200 {
 		t.Fatalf("result has %d characters", got)
-	}
-}
-
-func TestShellResults(t *testing.T) {
-	ok := Result{ExitCode: 2, Stdout: "a\n", Stderr: "b\n"}
-	if got := ok.ShellResults(time.Minute); got != "<shell_results><exit_code>2</exit_code><stdout>a\n</stdout><stderr>b\n</stderr></shell_results>" {
-		t.Fatalf("%q", got)
-	}
-	late := Result{ExitCode: -1, TimedOut: true, Stdout: "partial"}
-	got := late.ShellResults(300 * time.Second)
-	if !strings.HasPrefix(got, "<shell_results><error_kind>timeout</error_kind><details>the command did not finish within 5m0s") ||
-		!strings.Contains(got, "partial") || !strings.HasSuffix(got, "</details></shell_results>") {
-		t.Fatalf("%q", got)
-	}
-}
-
-func TestShellToolDefinition(t *testing.T) {
-	var schema struct {
-		Type       string                     `json:"type"`
-		Properties map[string]json.RawMessage `json:"properties"`
-		Required   []string                   `json:"required"`
-	}
-	if err := json.Unmarshal(ShellToolParameters, &schema); err != nil {
-		t.Fatal(err)
-	}
-	if ShellToolName != "code_exec" || schema.Type != "object" || len(schema.Properties) != 1 || schema.Properties["cmd"] == nil ||
-		len(schema.Required) != 1 || schema.Required[0] != "cmd" || DefaultCommandTimeout != 300*time.Second {
-		t.Fatalf("tool %s schema %+v", ShellToolName, schema)
 	}
 }

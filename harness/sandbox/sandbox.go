@@ -187,18 +187,3 @@ func (s *Spec) defaults() error {
 	}
 	return nil
 }
-
-// ShellResults renders a result as the reference shell tool answers the model:
-// `<shell_results><exit_code>N</exit_code><stdout>...</stdout><stderr>...</stderr></shell_results>`,
-// or, when the command ran out of time, `<shell_results><error_kind>timeout</error_kind>
-// <details>...</details></shell_results>` with what it printed before it was killed.
-func (r Result) ShellResults(timeout time.Duration) string {
-	if r.TimedOut {
-		details := fmt.Sprintf("the command did not finish within %s and was killed with its process group", timeout)
-		if r.Stdout != "" || r.Stderr != "" {
-			details += "\nstdout before it was killed:\n" + r.Stdout + "\nstderr before it was killed:\n" + r.Stderr
-		}
-		return "<shell_results><error_kind>timeout</error_kind><details>" + details + "</details></shell_results>"
-	}
-	return fmt.Sprintf("<shell_results><exit_code>%d</exit_code><stdout>%s</stdout><stderr>%s</stderr></shell_results>", r.ExitCode, r.Stdout, r.Stderr)
-}

@@ -1,0 +1,538 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/shareddata"
+)
+
+// fullTools is the reference sandbox: every command and package the probe looks for.
+var fullTools = sandbox.Tools{
+	Commands: map[string]bool{"bash": true, "cat": true, "grep": true, "jq": true, "python3": true, "python": true},
+	Python:   map[string]string{"drain3": "0.9.11", "numpy": "2.4.5", "pandas": "3.0.3"},
+}
+
+func taskFor(tools sandbox.Tools) string {
+	env := promptEnv{workdir: "/home/user", tools: tools, maxTurns: 100, commandTimeout: 300 * time.Second}
+	return BuiltinPrompts().forEpisode(env).text(keyTask, nil)
+}
+
+func TestTaskPromptCarriesTheContract(t *testing.T) {
+	p := taskFor(fullTools)
+	for _, want := range []string{
+		"/home/user", "/home/user/agent_output.json", "Python (python3, python) with drain3 0.9.11, numpy 2.4.5, pandas 3.0.3;",
+		"bash with cat, grep, jq;", "namespace/Kind/name", "No UIDs", `{"contributing_factors": [{"name": "namespace/Kind/name", "reasoning":`,
+		"Irreducibility", "Downstream symptoms", "independently", "most specific object",
+		"call the finish tool", "alerts", "metrics", "traces", "read them with pandas",
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("the task prompt lacks %q", want)
+		}
+	}
+	if strings.Contains(p, "{{") || strings.Contains(p, "without") {
+		t.Errorf("the task prompt has a placeholder left or a package missing:\n%s", p)
+	}
+}
+
+// TestTaskPromptSaysOnlyWhatIsThere (issue 12, point 14): the tools and packages the prompt
+// names are those the probe found, and it advises pandas only where pandas is.
+func TestTaskPromptSaysOnlyWhatIsThere(t *testing.T) {
+	noPandas := taskFor(sandbox.Tools{
+		Commands: map[string]bool{"bash": true, "grep": true, "python3": true},
+		Python:   map[string]string{"drain3": "", "numpy": "2.1.0", "pandas": ""},
+	})
+	for _, want := range []string{"bash with grep;", "Python (python3) with numpy 2.1.0, without drain3, pandas;", "read them with Python's csv module"} {
+		if !strings.Contains(noPandas, want) {
+			t.Errorf("without python and pandas, the task prompt lacks %q", want)
+		}
+	}
+	for _, lie := range []string{"python3, python", "python and python3", "with pandas", "jq", "pandas 3"} {
+		if strings.Contains(noPandas, lie) {
+			t.Errorf("without python and pandas, the task prompt says %q", lie)
+		}
+	}
+	noPython := taskFor(sandbox.Tools{Commands: map[string]bool{"bash": true}, Python: map[string]string{}})
+	if !strings.Contains(noPython, "Tools: bash; no Python; no network.") || !strings.Contains(noPython, "parse them as CSV with a tab separator") ||
+		strings.Contains(noPython, "python3") || strings.Contains(noPython, "Python's csv") {
+		t.Errorf("with no Python at all the task prompt says:\n%s", noPython)
+	}
+}
+
+// exampleEntity finds what a text offers as an entity name: namespace/Kind/name.
+var exampleEntity = regexp.MustCompile(`[a-z0-9][a-z0-9.-]*/[A-Z][A-Za-z]*/[a-z0-9][a-z0-9.-]*`)
+
+// TestExamplesNameNoGroundTruth (issue 12, point 13): no entity a prompt set gives as an
+// example names anything a real, demo or generated ground truth names, so an example is
+// never an answer.
+func TestExamplesNameNoGroundTruth(t *testing.T) {
+	truths := realGroundTruths(t)
+	maps.Copy(truths, demoGroundTruths(t))
+	for name, set := range map[string]*Prompts{"built-in": BuiltinPrompts(), "stirrup": stirrupPrompts(t)} {
+		var examples []string
+		for _, k := range promptKeys {
+			examples = append(examples, exampleEntity.FindAllString(set.texts[k.name], -1)...)
+		}
+		if len(examples) < 4 {
+			t.Fatalf("%s: only %d example entities found (%v): the test no longer sees them", name, len(examples), examples)
+		}
+		for _, ex := range examples {
+			var hits []string
+			for _, id := range slices.Sorted(maps.Keys(truths)) {
+				if why := namesGroundTruth(truths[id], grader.ParseEntity(ex)); why != "" {
+					hits = append(hits, id+": "+why)
+				}
+			}
+			if len(hits) > 0 {
+				t.Errorf("%s: the example %s names what %d ground truths name, first %s", name, ex, len(hits), hits[0])
+			}
+		}
+	}
+}
+
+// namesGroundTruth says how an entity names something of a ground truth ("" when it does not):
+// it maps to a group, or its namespace or name is a group's id, name or namespace, or matches
+// a group's name filter (a glob that matches anything aside).
+func namesGroundTruth(gt *grader.GroundTruth, e grader.Entity) string {
+	if i := gt.MatchGroup(e); i >= 0 {
+		return "maps to group " + gt.Groups[i].ID
+	}
+	for _, g := range gt.Groups {
+		for _, part := range []string{e.Namespace, e.Name} {
+			for _, named := range []string{g.ID, g.Name, g.Namespace} {
+				if named != "" && strings.EqualFold(part, named) {
+					return "shares the name " + part + " with group " + g.ID
+				}
+			}
+			for _, f := range g.Filters {
+				if !f.Glob && f.Matches(part) {
+					return "has " + part + " matching a filter of group " + g.ID
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// realGroundTruths are the public ones under ../shared/itbench, by file and entry.
+func realGroundTruths(t *testing.T) map[string]*grader.GroundTruth {
+	dir := filepath.Join(shareddata.Dir(t), "ground-truth")
+	out := map[string]*grader.GroundTruth{}
+	files, err := filepath.Glob(filepath.Join(dir, "itbench-github", "*.yaml"))
+	if err != nil || len(files) < 39 {
+		t.Fatalf("found %d ground truths (%v)", len(files), err)
+	}
+	for _, f := range files {
+		doc, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(f)] = mustGroundTruth(t, doc)
+	}
+	var list []json.RawMessage
+	doc, err := os.ReadFile(filepath.Join(dir, "ibm-evaluations-ground_truths.json"))
+	if err != nil || json.Unmarshal(doc, &list) != nil {
+		t.Fatalf("the evaluations list: %v", err)
+	}
+	for i, raw := range list {
+		out["evaluations entry "+strconv.Itoa(i)] = mustGroundTruth(t, raw)
+	}
+	return out
+}
+
+// demoGroundTruths are those of the embedded demo dataset, generated tasks one per fault kind.
+func demoGroundTruths(t *testing.T) map[string]*grader.GroundTruth {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	ds, err := data.Open(context.Background(), data.DemoSpec, data.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*grader.GroundTruth{}
+	for _, task := range ds.Tasks {
+		out["demo "+task.ID] = mustGroundTruth(t, task.GroundTruth)
+	}
+	return out
+}
+
+func mustGroundTruth(t *testing.T, doc []byte) *grader.GroundTruth {
+	t.Helper()
+	gt, err := grader.ParseGroundTruth(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gt
+}
+
+// stirrupFile is the prompt set shipped for running the reference library's own texts.
+const stirrupFile = "../docs/stirrup-0.1.9-prompts.txt"
+
+func stirrupPrompts(t *testing.T) *Prompts {
+	t.Helper()
+	doc, err := os.ReadFile(stirrupFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParsePrompts(doc)
+	if err != nil {
+		t.Fatalf("%s: %v", stirrupFile, err)
+	}
+	return p
+}
+
+// TestStirrupSetRendersTheReferenceTexts checks the shipped file against the texts of
+// Stirrup 0.1.9 (src/stirrup/...) as they reach the model, where the file claims them.
+func TestStirrupSetRendersTheReferenceTexts(t *testing.T) {
+	tx := stirrupPrompts(t).forEpisode(promptEnv{workdir: "/home/user", tools: fullTools, maxTurns: 100, commandTimeout: 300 * time.Second})
+	for key, want := range map[string]string{
+		keySystem: "You are an AI agent that will be given a specific task. You are to complete that task using the tools provided in 100 steps. " +
+			"You will need to call a finish tool as your last step, where you will pass your finish reason and any required final fields for that tool.\n" +
+			" You are not able to interact with the user during the task.\n\nFollow these instructions from the User:\n",
+		keyContinue:         "Please continue the task",
+		keyLastTurn:         "This is the last turn. Please finish the task by calling a finish tool.",
+		keySummaryAck:       "Got it, thanks!",
+		keyShellDescription: "Execute a shell command in the execution environment. Returns exit code, stdout, and stderr as XML.",
+		keyFinishDescription: "Signal task completion with a reason. Use when the task is finished or cannot proceed further. " +
+			"Note that you will need a separate turn to finish.",
+		keyShellInvalidArguments: "Tool arguments are not valid",
+	} {
+		if got := tx.text(key, nil); !strings.HasPrefix(got, want) || (key != keySystem && got != want) {
+			t.Errorf("%s = %q, want %q", key, got, want)
+		}
+	}
+	if tx.p.texts[keyTask] != BuiltinPrompts().texts[keyTask] {
+		t.Errorf("%s: its task prompt is no longer the built-in one; write it again", stirrupFile)
+	}
+	if got := tx.turnsLeftMessage(7); got != "You have 7 turns remaining to complete the task. Please continue. Remember you will need a separate turn to call a finish tool." {
+		t.Errorf("turns_left = %q", got)
+	}
+	if got := tx.text(keySummaryBridge, map[string]string{"summary": "S"}); !strings.HasPrefix(got, "**Context Continuation**\n\n") ||
+		!strings.Contains(got, "\n\n---\n\nS\n\n---\n\n") || !strings.HasSuffix(got, "Proceed with completing any outstanding work.") {
+		t.Errorf("summary_bridge = %q", got)
+	}
+	if got := tx.shellResults(sandbox.Result{ExitCode: 1, Stdout: "a", Stderr: "b"}); got != "<shell_results>\n<exit_code>1</exit_code>\n<stdout>a</stdout>\n<stderr>b</stderr>\n</shell_results>" {
+		t.Errorf("shell_result = %q", got)
+	}
+	long := truncated(25000)
+	if got := tx.retell(long, 25000); !strings.Contains(got, "\n... This content has been truncated from an original 25000 characters to stay below 20000 characters ...\n") {
+		t.Errorf("the truncation notice reads %q", got[9990:10200])
+	}
+}
+
+// truncated is what the sandbox hands back of a stream of total characters (x then y).
+func truncated(total int) string {
+	c := sandbox.NewCapture(sandbox.OutputLimit)
+	c.Write([]byte(strings.Repeat("x", total/2) + strings.Repeat("y", total-total/2)))
+	return c.String()
+}
+
+func TestShellResultsInTheSetsWords(t *testing.T) {
+	tx := BuiltinPrompts().forEpisode(promptEnv{workdir: "/w", tools: fullTools, maxTurns: 100, commandTimeout: 90 * time.Second})
+	if got := tx.shellResults(sandbox.Result{ExitCode: 2, Stdout: "a\n", Stderr: "b\n"}); got != "<shell_results>\n<exit_code>2</exit_code>\n<stdout>a\n</stdout>\n<stderr>b\n</stderr>\n</shell_results>" {
+		t.Errorf("%q", got)
+	}
+	late := tx.shellResults(sandbox.Result{ExitCode: -1, TimedOut: true, Stdout: "partial"})
+	if !strings.Contains(late, "<error_kind>timeout</error_kind>\n<details>the command did not finish within 90 seconds") ||
+		!strings.Contains(late, "stdout before it was killed:\npartial") || strings.Contains(late, "stderr before") {
+		t.Errorf("%q", late)
+	}
+	long := truncated(30000)
+	got := tx.retell(long, 30000)
+	if want := strings.Repeat("x", 10000) + "\n[... output truncated: 30000 characters in all, limit 20000; the first and last 10000 are shown ...]\n" + strings.Repeat("y", 10000); got != want {
+		t.Errorf("the built-in notice moved: %q", got[9990:10200])
+	}
+	custom, err := BuiltinPrompts().with(keyTruncationNotice, "<cut {{total}}>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := custom.forEpisode(promptEnv{})
+	if got := ctx.retell(long, 30000); got != strings.Repeat("x", 10000)+"<cut 30000>"+strings.Repeat("y", 10000) {
+		t.Errorf("the set's notice is not in place: %q", got[9990:10030])
+	}
+	// Output that only quotes a notice, elsewhere than where the sandbox puts it, stays as it is.
+	quoted := sandbox.TruncationNotice(30000, sandbox.OutputLimit) + long[:len(long)-len(sandbox.TruncationNotice(30000, sandbox.OutputLimit))]
+	if got := ctx.retell(quoted, 30000); got != quoted {
+		t.Error("a quoted notice was replaced")
+	}
+}
+
+func TestToolDefinitions(t *testing.T) {
+	tools := BuiltinPrompts().forEpisode(promptEnv{commandTimeout: 45 * time.Second}).tools()
+	var shell, finish struct {
+		Type                 string `json:"type"`
+		Properties           map[string]struct{ Type, Description string }
+		Required             []string `json:"required"`
+		AdditionalProperties *bool    `json:"additionalProperties"`
+	}
+	if len(tools) != 2 || json.Unmarshal(tools[0].Parameters, &shell) != nil || json.Unmarshal(tools[1].Parameters, &finish) != nil {
+		t.Fatalf("tools = %+v", tools)
+	}
+	if tools[0].Name != "code_exec" || shell.Type != "object" || len(shell.Properties) != 1 || shell.Properties["cmd"].Type != "string" ||
+		shell.Properties["cmd"].Description == "" || len(shell.Required) != 1 || shell.Required[0] != "cmd" ||
+		shell.AdditionalProperties == nil || *shell.AdditionalProperties || !strings.Contains(tools[0].Description, "after 45 seconds") {
+		t.Errorf("shell tool %s %s %+v", tools[0].Name, tools[0].Description, shell)
+	}
+	if tools[1].Name != "finish" || finish.Properties["paths"].Type != "array" || finish.Properties["reason"].Description == "" ||
+		len(finish.Required) != 2 || !strings.Contains(tools[1].Description, "agent_output.json") {
+		t.Errorf("finish tool %s %s %+v", tools[1].Name, tools[1].Description, finish)
+	}
+}
+
+// TestPromptFileRoundTrip: a set written out reads back the same, with the same hash, whatever
+// the comments and the order of its sections.
+func TestPromptFileRoundTrip(t *testing.T) {
+	b := BuiltinPrompts()
+	again, err := ParsePrompts(b.Format())
+	if err != nil || string(again.Format()) != string(b.Format()) || again.SHA256() != b.SHA256() || len(b.SHA256()) != 64 {
+		t.Fatalf("round trip: %v", err)
+	}
+	reordered := "# a comment\n\n"
+	for i := len(promptKeys) - 1; i >= 0; i-- {
+		reordered += "--- " + promptKeys[i].name + " ---\n" + b.texts[promptKeys[i].name] + "\n"
+	}
+	if p, err := ParsePrompts([]byte(reordered)); err != nil || p.SHA256() != b.SHA256() {
+		t.Fatalf("reordered set: %v", err)
+	}
+	if (*Prompts)(nil).SHA256() != b.SHA256() {
+		t.Fatal("nil is not the built-in set")
+	}
+	edited, err := b.WithTask("Find it in {{workdir}}.")
+	if err != nil || edited.SHA256() == b.SHA256() {
+		t.Fatalf("another task: %v", err)
+	}
+	// Trailing line breaks are part of a text: an empty line before the next section.
+	nl, err := b.with(keyContinue, "go on\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParsePrompts(nl.Format())
+	if err != nil || back.texts[keyContinue] != "go on\n" {
+		t.Fatalf("a text ending in a line break reads back %q (%v)", back.texts[keyContinue], err)
+	}
+}
+
+func TestPromptFileErrors(t *testing.T) {
+	valid := string(BuiltinPrompts().Format())
+	for name, c := range map[string]struct{ doc, want string }{
+		"missing key":       {strings.Replace(valid, "--- last_turn ---\n", "", 1), "missing keys: last_turn"},
+		"unknown key":       {valid + "--- lasst_turn ---\nx\n", `unknown key "lasst_turn"`},
+		"key twice":         {valid + "--- continue ---\nx\n", `key "continue" again`},
+		"text before":       {"hello\n" + valid, "line 1: text before the first"},
+		"unknown variable":  {strings.Replace(valid, "--- continue ---\n", "--- continue ---\nkeep\ngoing {{turns_left}}\n", 1), "(continue): unknown placeholder {{turns_left}}"},
+		"misspelt variable": {strings.Replace(valid, "{{workdir}}", "{{work_dir}}", 1), "(task): unknown placeholder {{work_dir}}"},
+		"if without end":    {strings.Replace(valid, "--- continue ---\n", "--- continue ---\n{{if tools}}x\n", 1), "(continue): {{if tools}} without {{end}}"},
+		"end without if":    {strings.Replace(valid, "--- continue ---\n", "--- continue ---\n{{end}}\n", 1), "(continue): {{end}} without {{if}}"},
+		"unclosed":          {strings.TrimSuffix(valid, "\n") + " {{tools\n", "(finish_path_refused): {{ without }}"},
+		"bad tool name":     {strings.Replace(valid, "--- finish_tool ---\nfinish\n", "--- finish_tool ---\nfinish now\n", 1), "(finish_tool): a tool name is"},
+		"same tool names":   {strings.Replace(valid, "--- finish_tool ---\nfinish\n", "--- finish_tool ---\ncode_exec\n", 1), "shell_tool and finish_tool are both"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParsePrompts([]byte(c.doc))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one with %q", err, c.want)
+			}
+		})
+	}
+	// The line given is the one with the problem.
+	doc := strings.Replace(valid, "--- continue ---\n", "--- continue ---\nkeep\ngoing {{turns_left}}\n", 1)
+	line := strings.Count(doc[:strings.Index(doc, "going {{turns_left}}")], "\n") + 1
+	if _, err := ParsePrompts([]byte(doc)); err == nil || !strings.HasPrefix(err.Error(), "line "+strconv.Itoa(line)+" ") {
+		t.Fatalf("error %v, want line %d", err, line)
+	}
+}
+
+func TestTemplates(t *testing.T) {
+	allowed := map[string]bool{"a": true, "b": true}
+	for text, want := range map[string]string{
+		"plain {x} }}":                                      "plain {x} }}",
+		"[{{a}}|{{ b }}]":                                   "[A|]",
+		"{{if a}}yes{{end}}{{if b}}no{{end}}":               "yes",
+		"{{if b}}no{{else}}{{if a}}nested{{end}}{{end}}":    "nested",
+		"{{if a}}{{if b}}x{{else}}y{{end}}{{else}}z{{end}}": "y",
+	} {
+		tmpl, err := parseTemplate(text, allowed)
+		if err != nil {
+			t.Errorf("%q: %v", text, err)
+			continue
+		}
+		var b strings.Builder
+		tmpl.render(&b, map[string]string{"a": "A"})
+		if b.String() != want {
+			t.Errorf("%q renders %q, want %q", text, b.String(), want)
+		}
+	}
+	for _, bad := range []string{"{{c}}", "{{if a}}x", "{{else}}", "{{if a}}x{{else}}y{{else}}z{{end}}", "{{a b}}", "{{ }}", "{{if}}"} {
+		if _, err := parseTemplate(bad, allowed); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// TestDocumentedKeys keeps docs/prompts.md in step with the keys and their placeholders.
+func TestDocumentedKeys(t *testing.T) {
+	doc, err := os.ReadFile("../docs/prompts.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range promptKeys {
+		if !strings.Contains(string(doc), "`"+k.name+"`") {
+			t.Errorf("docs/prompts.md does not describe the key %s", k.name)
+		}
+		for _, v := range k.vars {
+			if !strings.Contains(string(doc), "`{{"+v+"}}`") {
+				t.Errorf("docs/prompts.md does not describe the placeholder {{%s}}", v)
+			}
+		}
+	}
+	for _, v := range episodeVariables {
+		if !strings.Contains(string(doc), "`{{"+v+"}}`") && !strings.HasPrefix(v, "package_") {
+			t.Errorf("docs/prompts.md does not describe the placeholder {{%s}}", v)
+		}
+	}
+}
+
+// markedSet is a prompt set whose every text is its key in brackets followed by its
+// placeholders, with the tools named sh and done.
+func markedSet(t *testing.T) *Prompts {
+	t.Helper()
+	var b strings.Builder
+	for _, k := range promptKeys {
+		text := "[" + k.name + "]"
+		switch {
+		case k.name == keyShellTool:
+			text = "sh"
+		case k.name == keyFinishTool:
+			text = "done"
+		case k.name == keySystem:
+			text += " {{max_turns}} {{shell_tool}} {{finish_tool}}"
+		}
+		for _, v := range k.vars {
+			text += " {{" + v + "}}"
+		}
+		b.WriteString("--- " + k.name + " ---\n" + text + "\n")
+	}
+	p, err := ParsePrompts([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// summarising plays back replies for turns and answers every summary request with notes.
+type summarising struct{ script }
+
+func (s *summarising) Complete(ctx context.Context, req Request) (Reply, error) {
+	if req.Summary {
+		s.requests = append(s.requests, req)
+		return Reply{Message: Message{Content: "notes"}, Usage: Usage{Input: 10}}, nil
+	}
+	return s.script.Complete(ctx, req)
+}
+
+// sandboxDown is a sandbox whose Run fails for the command "fail", and whose ReadFile fails
+// the failRead-th time it is called.
+type sandboxDown struct {
+	sandbox.Sandbox
+	reads, failRead int
+}
+
+func (s *sandboxDown) ReadFile(ctx context.Context, name string, limit int64) ([]byte, error) {
+	if s.reads++; s.reads == s.failRead {
+		return nil, os.ErrClosed
+	}
+	return s.Sandbox.ReadFile(ctx, name, limit)
+}
+
+func (s *sandboxDown) Run(ctx context.Context, cmd string, timeout time.Duration) (sandbox.Result, error) {
+	if cmd == "fail" {
+		return sandbox.Result{}, os.ErrClosed
+	}
+	return s.Sandbox.Run(ctx, cmd, timeout)
+}
+
+// TestEveryTextComesFromTheSet (issue 12, point 15) drives an episode through every case the
+// harness answers (a turn with no call, warnings, summaries, shell results, a timeout, a cut
+// output, a sandbox failure, bad calls, every finish refusal) under a set whose every text is
+// marked: every message and tool definition the model gets is the set's, and every key shows.
+func TestEveryTextComesFromTheSet(t *testing.T) {
+	sh := func(id, cmd string) ToolCall {
+		b, _ := json.Marshal(map[string]string{"cmd": cmd})
+		return call(id, "sh", string(b))
+	}
+	done := func(id, args string) ToolCall { return call(id, "done", args) }
+	m := &summarising{script{replies: []Message{
+		{Content: "thinking aloud"},
+		{ToolCalls: []ToolCall{call("a", "sh", `{"command": "ls"}`), call("b", "web", `{}`), sh("c", "fail"), sh("d", "yes | head -c 30000"),
+			sh("e", "echo partial; sleep 5"), done("f", finishArgs)}},
+		{ToolCalls: []ToolCall{done("g", finishArgs), done("h", finishArgs)}},
+		{ToolCalls: []ToolCall{done("i", `{not json`)}},
+		{ToolCalls: []ToolCall{sh("j", "echo 'not a diagnosis' > agent_output.json"), done("k", finishArgs)}},
+		{ToolCalls: []ToolCall{sh("l", "rm agent_output.json && ln -s /etc/hostname agent_output.json"), done("m", finishArgs)}},
+		{ToolCalls: []ToolCall{sh("n", "rm agent_output.json && mkfifo agent_output.json"), done("o", finishArgs)}},
+		{ToolCalls: []ToolCall{sh("p", "rm agent_output.json && echo '"+diagnosis+"' > agent_output.json && mkfifo pipe"),
+			done("q", `{"reason": "r", "paths": ["missing.txt"]}`)}},
+		{ToolCalls: []ToolCall{done("r", `{"reason": "r", "paths": ["../x"]}`)}},
+		{ToolCalls: []ToolCall{done("s", `{"reason": "r", "paths": ["pipe"]}`)}},
+		{ToolCalls: []ToolCall{done("t", finishArgs)}}, // the sandbox fails to read agent_output.json
+		{ToolCalls: []ToolCall{done("u", finishArgs)}},
+	}}}
+	e := newEpisode(t, m, 12)
+	// Finish calls f, k, m, o, q, r and s read agent_output.json before t does.
+	e.Prompts, e.Sandbox, e.CommandTimeout, e.ContextWindow = markedSet(t), &sandboxDown{Sandbox: e.Sandbox, failRead: 8}, time.Second, 150
+	if out := e.Run(context.Background()); out.Status != StatusOK || out.Turns != 12 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	seen := map[string]bool{}
+	marker := regexp.MustCompile(`\[([a-z_]+)\]`)
+	for _, req := range m.requests {
+		for _, tool := range req.Tools {
+			var params struct {
+				Properties map[string]struct{ Description string }
+			}
+			json.Unmarshal(tool.Parameters, &params)
+			texts := []string{tool.Description}
+			for _, p := range params.Properties {
+				texts = append(texts, p.Description)
+			}
+			for _, text := range texts {
+				if !strings.HasPrefix(text, "[") {
+					t.Errorf("tool %s: a text not from the set: %q", tool.Name, text)
+				}
+				seen[marker.FindStringSubmatch(text)[1]] = true
+			}
+			if tool.Name != "sh" && tool.Name != "done" {
+				t.Errorf("a tool is named %s", tool.Name)
+			}
+		}
+		for _, msg := range req.Messages {
+			if msg.Role == RoleAssistant && msg.ToolCalls != nil || msg.Content == "thinking aloud" {
+				continue // the model's own
+			}
+			if !strings.HasPrefix(msg.Content, "[") {
+				t.Errorf("a %s message not from the set: %q", msg.Role, msg.Content)
+			}
+			for _, mk := range marker.FindAllStringSubmatch(msg.Content, -1) {
+				seen[mk[1]] = true
+			}
+		}
+	}
+	for _, k := range promptKeys {
+		if !seen[k.name] && !k.toolName {
+			t.Errorf("the model never saw the text of %s", k.name)
+		}
+	}
+	if first := m.requests[0].Messages; first[0].Content != "[system] 12 sh done" || first[1].Content != "[task]" {
+		t.Errorf("the conversation opens with %+v", first[:2])
+	}
+}
