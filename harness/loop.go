@@ -48,7 +48,7 @@ const (
 		"Current state (files written, hypotheses standing); Next steps; Key facts (entity names, timestamps, " +
 		"error messages, file paths, exact values). Everything you do not write here will be lost. Do not call tools."
 	summaryPrefix = "Summary of your investigation so far (the earlier conversation was replaced by it):\n\n"
-	summaryAck    = "Understood. I will continue the investigation from this summary."
+	summaryAck    = "Continue the investigation from this summary."
 )
 
 // turnsLeftMessage is the warning before each of the last turns.
@@ -170,7 +170,9 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 // summarise asks the model, with the tools still attached, for a structured summary of the
 // investigation, and replaces the history with the system prompt, the task prompt, that
 // summary and a short acknowledgement. Earlier summaries go with the rest of the history. The
-// call is not a turn.
+// call is not a turn. The acknowledgement is a user message, as in the reference harness:
+// a history ending on an assistant message would make the next call a prefill, whose reply
+// the model writes as a continuation of the harness's words and thinking models refuse.
 func (e *Episode) summarise(ctx context.Context, messages []Message, tools []Tool, turn int, out *Outcome) ([]Message, error) {
 	req := Request{Messages: append(append([]Message(nil), messages...), Message{Role: RoleUser, Content: summaryRequest}), Tools: tools, Summary: true}
 	began := time.Now()
@@ -187,7 +189,7 @@ func (e *Episode) summarise(ctx context.Context, messages []Message, tools []Too
 	return []Message{
 		messages[0], messages[1],
 		{Role: RoleUser, Content: summaryPrefix + reply.Message.Content},
-		{Role: RoleAssistant, Content: summaryAck},
+		{Role: RoleUser, Content: summaryAck},
 	}, nil
 }
 
