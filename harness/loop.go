@@ -150,7 +150,9 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 // summarise asks the model, with the tools still attached, for a structured summary of the
 // investigation, and replaces the history with the system prompt, the task prompt, that
 // summary and a short acknowledgement. Earlier summaries go with the rest of the history. The
-// call is not a turn.
+// call is not a turn. The acknowledgement is a user message, as in the reference harness:
+// a history ending on an assistant message would make the next call a prefill, whose reply
+// the model writes as a continuation of the harness's words and thinking models refuse.
 func (e *Episode) summarise(ctx context.Context, messages []Message, tools []Tool, turn int, out *Outcome) ([]Message, error) {
 	req := Request{Messages: append(append([]Message(nil), messages...), Message{Role: RoleUser, Content: e.texts.text(keySummaryRequest, nil)}), Tools: tools, Summary: true}
 	began := time.Now()
@@ -167,7 +169,7 @@ func (e *Episode) summarise(ctx context.Context, messages []Message, tools []Too
 	return []Message{
 		messages[0], messages[1],
 		{Role: RoleUser, Content: e.texts.text(keySummaryBridge, map[string]string{"summary": reply.Message.Content})},
-		{Role: RoleAssistant, Content: e.texts.text(keySummaryAck, nil)},
+		{Role: RoleUser, Content: e.texts.text(keySummaryAck, nil)},
 	}, nil
 }
 

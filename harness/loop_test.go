@@ -272,8 +272,37 @@ func TestSummarisationAtSeventyPercent(t *testing.T) {
 	}
 	after := m.requests[3].Messages
 	if len(after) != 4 || after[0].Content != "system" || after[1].Content != "task" ||
-		!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Role != RoleAssistant {
+		!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Role != RoleUser {
 		t.Fatalf("history after the summary = %+v", after)
+	}
+}
+
+// TestEveryRequestEndsWithUserOrToolResult: after a summary with turns to spare, as after
+// a context overflow, the next request ends with a user message, never with an assistant
+// message of the harness's own (a prefill, which the model would continue and thinking
+// models refuse).
+func TestEveryRequestEndsWithUserOrToolResult(t *testing.T) {
+	summarised := &sized{script: script{replies: []Message{{ToolCalls: []ToolCall{shell("a", "echo one")}}}}, usage: []int64{900}}
+	e := newEpisode(t, summarised, 50)
+	e.ContextWindow = 1000
+	overflowed := &overflowing{script: script{replies: []Message{{Content: "one"}, {Content: "two"}}}}
+	for _, run := range []struct {
+		name     string
+		episode  *Episode
+		requests *[]Request
+	}{
+		{"summarised at 70%", e, &summarised.requests},
+		{"context overflow", newEpisode(t, overflowed, 50), &overflowed.requests},
+	} {
+		run.episode.MaxTurns = 5 + warningTurns // the turns right after the summary have no warning
+		if out := run.episode.Run(context.Background()); out.Summaries == 0 {
+			t.Fatalf("%s: no summary in %+v", run.name, out)
+		}
+		for i, req := range *run.requests {
+			if last := req.Messages[len(req.Messages)-1]; last.Role != RoleUser && last.Role != RoleTool {
+				t.Errorf("%s: request %d ends with role %s: %q", run.name, i+1, last.Role, last.Content)
+			}
+		}
 	}
 }
 

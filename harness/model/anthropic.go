@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -35,13 +36,16 @@ func (m *Anthropic) Complete(ctx context.Context, req harness.Request) (harness.
 	header := http.Header{}
 	header.Set("x-api-key", m.APIKey)
 	header.Set("anthropic-version", AnthropicVersion)
-	answer, err := m.post(ctx, m.BaseURL+"/v1/messages", header, body, nil)
+	answer, err := m.post(ctx, m.BaseURL+"/v1/messages", header, body, anthropicFailure)
 	if err != nil {
 		return harness.Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
+	m.noteMissingUsage(ctx, answer, "input_tokens", "output_tokens")
 	return parseAnthropicAnswer(answer)
 }
 
+// block is a content block, a system block or a tool built here; blocks of the model's own
+// go back as json.RawMessage, exactly as received.
 type block = map[string]any
 
 func (m *Anthropic) requestBody(req harness.Request) map[string]any {
@@ -49,9 +53,9 @@ func (m *Anthropic) requestBody(req harness.Request) map[string]any {
 	var messages []map[string]any
 	// add appends blocks to the conversation, merging them into the last message when it has
 	// the same role: the API wants user and assistant turns to alternate.
-	add := func(role string, blocks ...block) {
+	add := func(role string, blocks ...any) {
 		if n := len(messages); n > 0 && messages[n-1]["role"] == role {
-			messages[n-1]["content"] = append(messages[n-1]["content"].([]block), blocks...)
+			messages[n-1]["content"] = append(messages[n-1]["content"].([]any), blocks...)
 			return
 		}
 		messages = append(messages, map[string]any{"role": role, "content": blocks})
@@ -63,30 +67,7 @@ func (m *Anthropic) requestBody(req harness.Request) map[string]any {
 		case harness.RoleTool:
 			add("user", block{"type": "tool_result", "tool_use_id": msg.ToolCallID, "content": msg.Content, "is_error": msg.IsError})
 		case harness.RoleAssistant:
-			var blocks []block
-			var thinking []json.RawMessage
-			if json.Unmarshal(msg.Opaque, &thinking) == nil {
-				for _, t := range thinking { // thinking blocks, signatures included, exactly as received
-					var b block
-					if json.Unmarshal(t, &b) == nil {
-						blocks = append(blocks, b)
-					}
-				}
-			}
-			if msg.Content != "" {
-				blocks = append(blocks, block{"type": "text", "text": msg.Content})
-			}
-			for _, c := range msg.ToolCalls {
-				var input any = map[string]any{}
-				if json.Unmarshal([]byte(c.Arguments), &input) != nil {
-					input = map[string]any{} // the model's invalid arguments: the loop already refused the call
-				}
-				blocks = append(blocks, block{"type": "tool_use", "id": c.ID, "name": c.Name, "input": input})
-			}
-			if len(blocks) == 0 {
-				blocks = append(blocks, block{"type": "text", "text": "(no answer)"})
-			}
-			add("assistant", blocks...)
+			add("assistant", assistantContent(msg)...)
 		default:
 			add("user", block{"type": "text", "text": msg.Content})
 		}
@@ -98,8 +79,8 @@ func (m *Anthropic) requestBody(req harness.Request) map[string]any {
 		system[len(system)-1]["cache_control"] = block{"type": "ephemeral"}
 	}
 	if n := len(messages); n > 0 {
-		blocks := messages[n-1]["content"].([]block)
-		if last := blocks[len(blocks)-1]; last["type"] != "thinking" && last["type"] != "redacted_thinking" { // those go back untouched
+		blocks := messages[n-1]["content"].([]any)
+		if last, ok := blocks[len(blocks)-1].(block); ok { // the model's own blocks go back untouched
 			last["cache_control"] = block{"type": "ephemeral"}
 		}
 	}
@@ -128,34 +109,124 @@ func (m *Anthropic) requestBody(req harness.Request) map[string]any {
 	return body
 }
 
-// parseAnthropicAnswer reads text, tool_use blocks, thinking blocks (kept whole, to pass
-// back) and the usage.
+// noAnswer stands in for the text of a reply with no text and no call: the API refuses an
+// assistant message that is empty or ends with a thinking block.
+const noAnswer = "(no answer)"
+
+// assistantContent is an assistant message's content for the API. A reply of this provider
+// keeps its content blocks in Opaque, and they go back in the order received, as the API
+// asks: thinking blocks first and unchanged (signatures included), text and tool calls
+// interleaved as the model wrote them. Blank text blocks are left out: the API refuses them.
+// What Opaque does not hold (a message from elsewhere, or a reply recorded when Opaque kept
+// only the thinking blocks) is built from the message: its text, then its calls.
+func assistantContent(msg harness.Message) []any {
+	var kept []json.RawMessage
+	_ = json.Unmarshal(msg.Opaque, &kept) // nothing kept: the message alone says it all
+	var blocks []any
+	hasText, hasCall := false, map[string]bool{}
+	for _, raw := range kept {
+		b := gjson.ParseBytes(raw)
+		switch b.Get("type").String() {
+		case "text":
+			hasText = true
+			if isBlank(b.Get("text").String()) {
+				continue
+			}
+		case "tool_use":
+			hasCall[b.Get("id").String()] = true
+		}
+		blocks = append(blocks, raw)
+	}
+	if !hasText && !isBlank(msg.Content) {
+		blocks = append(blocks, block{"type": "text", "text": msg.Content})
+	}
+	for _, c := range msg.ToolCalls {
+		if !hasCall[c.ID] {
+			blocks = append(blocks, toolUse(c))
+		}
+	}
+	if len(blocks) == 0 || isThinking(blocks[len(blocks)-1]) {
+		blocks = append(blocks, block{"type": "text", "text": noAnswer})
+	}
+	return blocks
+}
+
+// toolUse is the tool_use block of a call: its arguments as the model wrote them, or {} when
+// they are not a JSON object (the loop already refused the call).
+func toolUse(c harness.ToolCall) block {
+	input := json.RawMessage(c.Arguments)
+	if !gjson.Valid(c.Arguments) || !gjson.Parse(c.Arguments).IsObject() {
+		input = json.RawMessage(`{}`)
+	}
+	return block{"type": "tool_use", "id": c.ID, "name": c.Name, "input": input}
+}
+
+// isThinking reports a block of the model's own thinking.
+func isThinking(b any) bool {
+	raw, ok := b.(json.RawMessage)
+	if !ok {
+		return false
+	}
+	kind := gjson.GetBytes(raw, "type").String()
+	return kind == "thinking" || kind == "redacted_thinking"
+}
+
+// isBlank reports text with nothing but white space, which the API refuses as a text block.
+func isBlank(text string) bool { return strings.TrimSpace(text) == "" }
+
+// anthropicErrorStatus is the HTTP status of each error type of the Messages API, as its
+// errors page lists them.
+var anthropicErrorStatus = map[string]int{
+	"invalid_request_error": http.StatusBadRequest, "authentication_error": http.StatusUnauthorized,
+	"billing_error": http.StatusPaymentRequired, "permission_error": http.StatusForbidden,
+	"not_found_error": http.StatusNotFound, "request_too_large": http.StatusRequestEntityTooLarge,
+	"rate_limit_error": http.StatusTooManyRequests, "api_error": http.StatusInternalServerError,
+	"timeout_error": http.StatusGatewayTimeout, "overloaded_error": 529,
+}
+
+// anthropicFailure finds an error answer ({"type": "error"}) that came with status 200: it
+// counts as the status of its error type, so that api_error and overloaded_error are retried
+// as a 500 and a 529 are, and invalid_request_error fails at once as a 400 does. A type the
+// API adds later counts as api_error, the API's own type for the unexpected.
+func anthropicFailure(answer []byte) *APIError {
+	if gjson.GetBytes(answer, "type").String() != "error" {
+		return nil
+	}
+	errObject := gjson.GetBytes(answer, "error")
+	status, ok := anthropicErrorStatus[errObject.Get("type").String()]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	return &APIError{Status: status, Message: errorMessage(answer) + " (" + errObject.Get("type").String() + ")"}
+}
+
+// parseAnthropicAnswer reads the text (blank blocks left out), the tool_use blocks, the
+// content blocks as received (kept whole in Opaque, to send back in order) and the usage.
 func parseAnthropicAnswer(answer []byte) (harness.Reply, error) {
 	content := gjson.GetBytes(answer, "content")
 	if !content.IsArray() {
-		return harness.Reply{}, fmt.Errorf("%w: no content in %.200s", errMalformed, answer)
+		return harness.Reply{}, fmt.Errorf("%w: no content in %.200s", errNoReply, answer)
 	}
 	out := harness.Message{Role: harness.RoleAssistant}
-	var thinking []json.RawMessage
 	content.ForEach(func(_, b gjson.Result) bool {
 		switch b.Get("type").String() {
 		case "text":
-			if out.Content != "" {
-				out.Content += "\n"
+			if text := b.Get("text").String(); !isBlank(text) {
+				out.Content = appendText(out.Content, text)
 			}
-			out.Content += b.Get("text").String()
 		case "tool_use":
 			out.ToolCalls = append(out.ToolCalls, harness.ToolCall{ID: b.Get("id").String(), Name: b.Get("name").String(), Arguments: b.Get("input").Raw})
-		case "thinking", "redacted_thinking":
-			thinking = append(thinking, json.RawMessage(b.Raw))
 		}
 		return true
 	})
-	if len(thinking) > 0 {
-		out.Opaque, _ = json.Marshal(thinking)
+	if len(content.Array()) > 0 {
+		out.Opaque = json.RawMessage(content.Raw)
 	}
+	// Input counts every prompt token: the API reports uncached input, cache reads and cache
+	// writes apart. thinking_tokens is the part of the output spent thinking.
 	u := gjson.GetBytes(answer, "usage")
 	read, write := u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int()
-	usage := harness.Usage{Input: u.Get("input_tokens").Int() + read + write, CachedRead: read, CachedWrite: write, Output: u.Get("output_tokens").Int()}
+	usage := harness.Usage{Input: u.Get("input_tokens").Int() + read + write, CachedRead: read, CachedWrite: write,
+		Output: u.Get("output_tokens").Int(), Reasoning: u.Get("output_tokens_details.thinking_tokens").Int()}
 	return harness.Reply{Message: out, Usage: usage}, nil
 }

@@ -1,8 +1,12 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 )
 
@@ -93,3 +98,208 @@ func TestAnthropicThinkingBudgetAndOverload(t *testing.T) {
 		t.Fatalf("%d requests, last %s", len(f.received), f.received[len(f.received)-1])
 	}
 }
+
+// anthropicAPI is a Messages API server that holds every request to the rules the API
+// documents and enforces (with thinking on) before answering from its queue, and refuses a
+// request that breaks one with the API's own 400 and words, as the real API does.
+type anthropicAPI struct {
+	*fakeChat
+	refused []string
+}
+
+func newAnthropicAPI(answers ...func(http.ResponseWriter)) *anthropicAPI {
+	return &anthropicAPI{fakeChat: &fakeChat{path: "/v1/messages", answers: answers}}
+}
+
+func (a *anthropicAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if problem := anthropicRules(body); problem != "" {
+		a.mu.Lock()
+		a.refused = append(a.refused, problem)
+		a.mu.Unlock()
+		status(400, anthropicErrorBody("invalid_request_error", problem))(w)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	a.fakeChat.ServeHTTP(w, r)
+}
+
+// anthropicErrorBody is an error answer in the API's shape.
+func anthropicErrorBody(kind, message string) string {
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": kind, "message": message}, "request_id": "req_011test"})
+	return string(b)
+}
+
+// anthropicRules returns the API's refusal of a request, or "" when it follows the rules: no
+// text block is blank; with thinking on, the conversation ends with a user message (no
+// prefill); an assistant message holding thinking starts with it and does not end with it;
+// each thinking block comes back unchanged (here: its signature is "sig-" and its text).
+func anthropicRules(body []byte) string {
+	msgs := gjson.GetBytes(body, "messages").Array()
+	if gjson.GetBytes(body, "thinking").Exists() && (len(msgs) == 0 || msgs[len(msgs)-1].Get("role").String() != "user") {
+		return "This model does not support assistant message prefill. The conversation must end with a user message."
+	}
+	for i, m := range msgs {
+		blocks := m.Get("content").Array()
+		hasThinking := false
+		for j, b := range blocks {
+			switch b.Get("type").String() {
+			case "text":
+				if strings.TrimSpace(b.Get("text").String()) == "" {
+					return "messages: text content blocks must contain non-whitespace text"
+				}
+			case "thinking":
+				hasThinking = true
+				if b.Get("signature").String() != "sig-"+b.Get("thinking").String() {
+					return fmt.Sprintf("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
+				}
+			}
+		}
+		if m.Get("role").String() != "assistant" || !hasThinking || len(blocks) == 0 {
+			continue
+		}
+		if first := blocks[0].Get("type").String(); first != "thinking" && first != "redacted_thinking" {
+			return fmt.Sprintf("messages.%d.content.0: If an assistant message contains any thinking blocks, the first block must be thinking or redacted_thinking. Found %s.", i, first)
+		}
+		if last := blocks[len(blocks)-1].Get("type").String(); last == "thinking" || last == "redacted_thinking" {
+			return fmt.Sprintf("messages.%d: The final block in an assistant message cannot be `thinking`.", i)
+		}
+	}
+	return ""
+}
+
+// anthropicReply is a 200 answer with these content blocks and ordinary usage.
+func anthropicReply(content string, inputTokens int) func(http.ResponseWriter) {
+	return status(200, fmt.Sprintf(`{"id":"msg_x","type":"message","role":"assistant","model":"claude-test","content":%s,
+ "stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":40}}`, content, inputTokens))
+}
+
+func newAnthropic(t *testing.T, api http.Handler) *Anthropic {
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return &Anthropic{Options: Options{Model: "claude-test", BaseURL: srv.URL, APIKey: testKey, ReasoningEffort: "high",
+		Retry: backoff.Policy{Base: time.Millisecond, Max: time.Millisecond}, Budget: time.Second}}
+}
+
+// TestAnthropicEpisodeSummarisedWithThinking: an episode of a thinking model whose history
+// is summarised with turns to spare (no remaining-turns warning follows) goes on to its turn
+// cap: no request after the summary ends on an assistant message (prefill, which thinking
+// models refuse), and no reply is merged into a message of the harness's own so that its
+// thinking no longer comes first. The replies call no tool, so the episode needs no sandbox.
+func TestAnthropicEpisodeSummarisedWithThinking(t *testing.T) {
+	const maxTurns = 22 // the turn after the summary is the last without a warning
+	reply := func(n, inputTokens int) func(http.ResponseWriter) {
+		return anthropicReply(fmt.Sprintf(`[{"type":"thinking","thinking":"step %d","signature":"sig-step %d"},{"type":"text","text":"Still looking (%d)."}]`, n, n, n), inputTokens)
+	}
+	api := newAnthropicAPI(reply(1, 900), // 90% of the window: the history is summarised
+		anthropicReply(`[{"type":"thinking","thinking":"sum","signature":"sig-sum"},{"type":"text","text":"Goal: find the cause. Next steps: read the events."}]`, 950))
+	for n := 2; n <= maxTurns; n++ {
+		api.answers = append(api.answers, reply(n, 100))
+	}
+	e := &harness.Episode{Model: newAnthropic(t, api), Sandbox: unusedSandbox{}, MaxTurns: maxTurns, ContextWindow: 1000}
+	out := e.Run(context.Background())
+	if out.Status != harness.StatusMaxTurns || out.Turns != maxTurns || out.Summaries != 1 || len(api.refused) != 0 {
+		t.Fatalf("outcome %s after %d turns and %d summaries (err %v); refused: %q", out.Status, out.Turns, out.Summaries, out.Err, api.refused)
+	}
+}
+
+// TestAnthropicSendsContentBackInOrder: a reply's content goes back in the order received,
+// thinking first and unchanged, text and calls interleaved as they were, blank text left
+// out; a reply left with nothing but thinking gets the placeholder text after it.
+func TestAnthropicSendsContentBackInOrder(t *testing.T) {
+	interleaved := `[{"type":"thinking","thinking":"two checks","signature":"sig-two checks"},
+ {"type":"text","text":"A"},{"type":"tool_use","id":"toolu_a","name":"code_exec","input":{"cmd":"ls","n":12345678901234567890}},
+ {"type":"text","text":"B"},{"type":"tool_use","id":"toolu_b","name":"code_exec","input":{"cmd":"pwd"}}]`
+	blankBeside := `[{"type":"thinking","thinking":"one more","signature":"sig-one more"},{"type":"text","text":"\n\n"},
+ {"type":"tool_use","id":"toolu_c","name":"code_exec","input":{"cmd":"date"}}]`
+	onlyThinking := `[{"type":"thinking","thinking":"hmm","signature":"sig-hmm"},{"type":"text","text":" "}]`
+	api := newAnthropicAPI(anthropicReply(interleaved, 10), anthropicReply(blankBeside, 10), anthropicReply(onlyThinking, 10), anthropicReply(`[{"type":"text","text":"ok"}]`, 10))
+	m := newAnthropic(t, api)
+	conv := []harness.Message{{Role: harness.RoleSystem, Content: "system"}, {Role: harness.RoleUser, Content: "task"}}
+	next := func(results ...harness.Message) {
+		t.Helper()
+		reply, err := m.Complete(context.Background(), harness.Request{Messages: conv})
+		if err != nil {
+			t.Fatalf("refused %q: %v", api.refused, err)
+		}
+		b, _ := json.Marshal(reply.Message) // as a trajectory keeps it
+		var kept harness.Message
+		json.Unmarshal(b, &kept)
+		conv = append(conv, kept)
+		for _, c := range kept.ToolCalls {
+			conv = append(conv, harness.Message{Role: harness.RoleTool, ToolCallID: c.ID, Content: "<shell_results/>"})
+		}
+		if len(kept.ToolCalls) == 0 {
+			conv = append(conv, harness.Message{Role: harness.RoleUser, Content: "Continue."})
+		}
+	}
+	for range 4 {
+		next()
+	}
+	sent := gjson.ParseBytes(api.received[3]).Get("messages")
+	for i, want := range []string{interleaved,
+		`[{"type":"thinking","thinking":"one more","signature":"sig-one more"},{"type":"tool_use","id":"toolu_c","name":"code_exec","input":{"cmd":"date"}}]`,
+		`[{"type":"thinking","thinking":"hmm","signature":"sig-hmm"},{"type":"text","text":"(no answer)"}]`} {
+		if got := sent.Get(fmt.Sprintf("%d.content", 1+2*i)).Raw; !sameJSON(t, got, want) {
+			t.Errorf("assistant message %d went back as %s, want %s", i+1, got, want)
+		}
+	}
+	if !strings.Contains(sent.Get("1.content.2.input").Raw, "12345678901234567890") {
+		t.Errorf("tool input not sent back as received: %s", sent.Get("1.content.2.input").Raw)
+	}
+	if len(api.refused) != 0 {
+		t.Fatalf("refused: %q", api.refused)
+	}
+}
+
+// TestAnthropicErrorsInsideA200: an error object in a 200 answer is retried or not as the
+// status its type stands for (api_error 500, overloaded_error 529, which also slows the
+// limiter down), quoting the API's message.
+func TestAnthropicErrorsInsideA200(t *testing.T) {
+	api := newAnthropicAPI(
+		status(200, anthropicErrorBody("overloaded_error", "Overloaded")),
+		status(200, anthropicErrorBody("api_error", "Internal server error")),
+		anthropicReply(`[{"type":"text","text":"fine"}]`, 10))
+	m := newAnthropic(t, api)
+	var events []Event
+	m.Record = func(e Event) { events = append(events, e) }
+	m.Limit = newTestLimiter(t, Limits{MaxInFlight: 4})
+	req := harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "task"}}}
+	reply, err := m.Complete(context.Background(), req)
+	if err != nil || reply.Message.Content != "fine" || len(api.received) != 3 {
+		t.Fatalf("reply %+v, err %v, %d requests", reply.Message, err, len(api.received))
+	}
+	var retries, throttles []string
+	for _, e := range events {
+		switch e.Kind {
+		case "retry":
+			retries = append(retries, e.Error)
+		case "throttle":
+			throttles = append(throttles, fmt.Sprint(e.Status))
+		}
+	}
+	if len(retries) != 2 || !strings.Contains(retries[0], "529") || !strings.Contains(retries[0], "Overloaded") ||
+		!strings.Contains(retries[1], "500") || !strings.Contains(retries[1], "Internal server error") || len(throttles) == 0 || throttles[0] != "529" {
+		t.Fatalf("retries %q, throttles %q", retries, throttles)
+	}
+
+	api = newAnthropicAPI(status(200, anthropicErrorBody("invalid_request_error", "max_tokens: 64001 > 64000")), anthropicReply(`[{"type":"text","text":"fine"}]`, 10))
+	_, err = newAnthropic(t, api).Complete(context.Background(), req)
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != 400 || !strings.Contains(err.Error(), "max_tokens: 64001 > 64000") || len(api.received) != 1 {
+		t.Fatalf("err %v after %d requests", err, len(api.received))
+	}
+}
+
+// unusedSandbox stands for the workspace of an episode whose replies run no command.
+type unusedSandbox struct{}
+
+func (unusedSandbox) Workdir() string { return "/home/user" }
+func (unusedSandbox) Run(context.Context, string, time.Duration) (sandbox.Result, error) {
+	return sandbox.Result{}, errors.New("no command expected")
+}
+func (unusedSandbox) ReadFile(context.Context, string, int64) ([]byte, error) {
+	return nil, errors.New("no file expected")
+}
+func (unusedSandbox) CheckFile(context.Context, string) error { return errors.New("no file expected") }
+func (unusedSandbox) Close() error                            { return nil }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,7 +49,7 @@ func (o *Options) Endpoint() string { return o.BaseURL }
 // Event is one thing that happened on the wire, as the trajectory keeps it: bodies raw, auth
 // headers and any echo of the key redacted.
 type Event struct {
-	Kind        string            `json:"kind"` // request, response, retry, throttle
+	Kind        string            `json:"kind"` // request, response, retry, throttle, no_usage (see noteMissingUsage)
 	URL         string            `json:"url,omitempty"`
 	Header      map[string]string `json:"header,omitempty"`
 	Status      int               `json:"status,omitempty"`
@@ -81,15 +82,24 @@ var DefaultRetry = backoff.Policy{Base: 2 * time.Second, Max: 2 * time.Minute, M
 // window; the loop summarises the history and tries once more.
 var ErrContextOverflow = harness.ErrContextOverflow
 
-// APIError is an error answer of a provider.
+// APIError is an error answer of a provider, or an error a provider reported inside a 200
+// answer (then Status is the status the error carries, 200 when it carries none).
 type APIError struct {
 	Status     int
 	Code       string // the provider's error code when it gives one (error.code)
 	Message    string // the provider's own words
+	inAnswer   bool   // reported inside a 200 answer
 	retryAfter time.Duration
 }
 
-func (e *APIError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message) }
+// Error says what came over the wire: an error status, or a 200 answer carrying an error,
+// so that a log never shows a status the provider did not send.
+func (e *APIError) Error() string {
+	if e.inAnswer && e.Status != http.StatusOK {
+		return fmt.Sprintf("HTTP 200 carrying error %d: %s", e.Status, e.Message)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message)
+}
 
 // Transient reports whether the answer is worth retrying: timeouts, conflicts, rate limits,
 // server errors and overload (Anthropic's 529), also when a 200 answer reports them by code
@@ -105,15 +115,24 @@ const maxResponseBytes = 32 << 20
 // errMalformed marks a 2xx answer that is not JSON (cut short, or a proxy's HTML page).
 var errMalformed = errors.New("the answer is not JSON")
 
+// errNoReply marks a JSON answer that holds neither a reply nor an error the provider reports.
+var errNoReply = errors.New("the answer holds no reply")
+
+// errTooLarge marks an answer over maxResponseBytes. No model reply comes near it (output is
+// bounded by max tokens), so the server is misbehaving and asking again would not help.
+var errTooLarge = fmt.Errorf("the answer is larger than the %d MiB cap on an answer", maxResponseBytes>>20)
+
 // failureCheck finds a failure that a provider reports inside a 2xx JSON answer; nil when
-// there is none.
+// there is none. The APIError's Status is the status the failure carries, which decides, as
+// for an error status, whether it is retried.
 type failureCheck func(answer []byte) *APIError
 
 // post sends one JSON request with retries and returns the answer's body. Transient failures
 // (network, timeouts, 408, 409, 429, 5xx, a body cut short or not JSON, a failure that check,
 // when given, finds transient) are retried with exponential backoff and jitter, honouring
-// Retry-After, until the budget is spent; anything else fails at once. Each attempt first waits
-// for the limiter, and that wait does not count against the budget: pacing is not failing.
+// retry-after-ms and Retry-After, until the budget is spent; anything else fails at once. Each
+// attempt first waits for the limiter, and that wait does not count against the budget:
+// pacing is not failing.
 func (o *Options) post(ctx context.Context, url string, header http.Header, body []byte, check failureCheck) ([]byte, error) {
 	budget := o.Budget
 	if budget <= 0 {
@@ -123,6 +142,8 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	if client == nil {
 		client = http.DefaultClient
 	}
+	header = header.Clone()
+	header.Set("Content-Type", "application/json") // set before recording, so the record shows it
 	o.record(ctx, Event{Kind: "request", URL: url, Header: recordedHeader(header), Body: body})
 	start := time.Now()
 	paced := time.Duration(0) // waiting for the limiter
@@ -176,31 +197,48 @@ func (o *Options) once(ctx context.Context, client *http.Client, url string, hea
 		return nil, err
 	}
 	req.Header = header.Clone()
-	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		return nil, err // a body cut short: transient
+	}
+	if len(answer) > maxResponseBytes {
+		o.record(ctx, Event{Kind: "response", Status: resp.StatusCode, Error: errTooLarge.Error()})
+		return nil, errTooLarge
 	}
 	o.record(ctx, Event{Kind: "response", Status: resp.StatusCode, Body: rawOrString(answer)})
 	if resp.StatusCode >= 400 {
 		return nil, failure(&APIError{Status: resp.StatusCode, Code: gjson.GetBytes(answer, "error.code").String(), Message: o.scrub(errorMessage(answer)),
-			retryAfter: backoff.RetryAfter(resp.Header.Get("Retry-After"))})
+			retryAfter: retryAfter(resp.Header)})
 	}
 	if !jsonguard.Shallow(answer, 512) || !gjson.ValidBytes(answer) {
 		return nil, fmt.Errorf("%w (%d bytes: %.100q)", errMalformed, len(answer), o.scrub(string(answer)))
 	}
 	if check != nil {
 		if apiErr := check(answer); apiErr != nil {
-			apiErr.Message = o.scrub(apiErr.Message)
+			apiErr.Message, apiErr.inAnswer, apiErr.retryAfter = o.scrub(apiErr.Message), true, retryAfter(resp.Header)
 			return nil, failure(apiErr)
 		}
 	}
 	return answer, nil
+}
+
+// maxRetryAfterMs bounds a retry-after-ms hint before it becomes a Duration (which a huge
+// number would overflow); the retry policy's MaxRetryAfter caps it much lower anyway.
+const maxRetryAfterMs = float64(24 * time.Hour / time.Millisecond)
+
+// retryAfter is the wait a provider asks for before a retry: retry-after-ms first (OpenAI
+// and Anthropic send it, and both official SDKs read it before Retry-After: it is more
+// precise than Retry-After's whole seconds), else Retry-After; 0 when neither says.
+func retryAfter(h http.Header) time.Duration {
+	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("retry-after-ms")), 64); err == nil && ms > 0 {
+		return time.Duration(min(ms, maxRetryAfterMs) * float64(time.Millisecond))
+	}
+	return backoff.RetryAfter(h.Get("Retry-After"))
 }
 
 // failure is the error a provider's error answer stands for: ErrContextOverflow when it says
@@ -309,4 +347,23 @@ func rawOrString(b []byte) json.RawMessage {
 	}
 	s, _ := json.Marshal(string(b))
 	return s
+}
+
+// noteMissingUsage marks, in the trajectory, an answer that reports no token counts (the
+// fields input and output of its usage): the reply's usage then reads 0, and the mark says
+// that this 0 is unknown, not free.
+func (o *Options) noteMissingUsage(ctx context.Context, answer []byte, input, output string) {
+	if u := gjson.GetBytes(answer, "usage"); u.Get(input).Exists() || u.Get(output).Exists() {
+		return
+	}
+	o.record(ctx, Event{Kind: "no_usage", Error: "the answer reports no token usage: the call's tokens are unknown and count as 0"})
+}
+
+// appendText adds one more text of a reply (a text block, a refusal) to the text before it,
+// a line apart.
+func appendText(content, text string) string {
+	if content == "" || text == "" {
+		return content + text
+	}
+	return content + "\n" + text
 }

@@ -27,10 +27,11 @@ func (m *OpenAIChat) Complete(ctx context.Context, req harness.Request) (harness
 	if m.APIKey != "" {
 		header.Set("Authorization", "Bearer "+m.APIKey)
 	}
-	answer, err := m.post(ctx, m.BaseURL+"/chat/completions", header, body, nil)
+	answer, err := m.post(ctx, m.BaseURL+"/chat/completions", header, body, chatFailure)
 	if err != nil {
 		return harness.Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
+	m.noteMissingUsage(ctx, answer, "prompt_tokens", "completion_tokens")
 	return parseChatAnswer(answer)
 }
 
@@ -83,14 +84,54 @@ func (m *OpenAIChat) requestBody(req harness.Request) map[string]any {
 	return body
 }
 
-// parseChatAnswer reads the first choice, its tool calls, the reasoning to pass back, and the
-// usage.
+// chatFailure finds an error reported inside a 200 answer of a Chat Completions server:
+// an error object in place of the reply (OpenRouter sends one when the model fails after it
+// started answering) or a choice that finished with "error" (OpenRouter's, with the
+// upstream's error object when it has one). Each counts as the status its numeric code
+// carries; a failed choice without one as 502, OpenRouter's status for a model that is down
+// or answered wrongly; an error object without one as 200, so that its code decides (as on
+// the Responses path).
+func chatFailure(answer []byte) *APIError {
+	if errObject := gjson.GetBytes(answer, "error"); errObject.IsObject() {
+		return inAnswerError(errObject, http.StatusOK, "the server reported an error")
+	}
+	choice := gjson.GetBytes(answer, "choices.0")
+	if choice.Get("finish_reason").String() != "error" && !choice.Get("error").IsObject() {
+		return nil
+	}
+	return inAnswerError(choice.Get("error"), http.StatusBadGateway, "the reply finished with an error")
+}
+
+// inAnswerError is the APIError an error object inside a 200 answer stands for: the HTTP
+// status of its numeric code (fallback when it has none), its string code, its message (or,
+// when it has none, what).
+func inAnswerError(errObject gjson.Result, fallback int, what string) *APIError {
+	apiErr := &APIError{Status: fallback, Message: errObject.Get("message").String()}
+	switch code := errObject.Get("code"); {
+	case code.Type == gjson.Number && code.Int() >= 400 && code.Int() <= 599:
+		apiErr.Status = int(code.Int())
+	case code.Type == gjson.String:
+		apiErr.Code = code.Str
+	}
+	if apiErr.Message == "" {
+		apiErr.Message = what
+	}
+	return apiErr
+}
+
+// parseChatAnswer reads the first choice, its text (or its refusal), its tool calls, the
+// reasoning to pass back, and the usage.
 func parseChatAnswer(answer []byte) (harness.Reply, error) {
 	msg := gjson.GetBytes(answer, "choices.0.message")
 	if !msg.Exists() {
-		return harness.Reply{}, fmt.Errorf("%w: no choices[0].message in %.200s", errMalformed, answer)
+		return harness.Reply{}, fmt.Errorf("%w: no choices[0].message in %.200s", errNoReply, answer)
 	}
 	out := harness.Message{Role: harness.RoleAssistant, Content: msg.Get("content").String()}
+	// A refusal comes with content null: it is the reply's text, as on the Responses path, so
+	// the history shows what the model said instead of an empty reply.
+	if refusal := msg.Get("refusal").String(); refusal != "" {
+		out.Content = appendText(out.Content, refusal)
+	}
 	msg.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
 		out.ToolCalls = append(out.ToolCalls, harness.ToolCall{ID: c.Get("id").String(), Name: c.Get("function.name").String(),
 			Arguments: argumentsJSON(c.Get("function.arguments"))})
@@ -105,9 +146,11 @@ func parseChatAnswer(answer []byte) (harness.Reply, error) {
 	if len(extra) > 0 {
 		out.Opaque, _ = json.Marshal(extra)
 	}
+	// cache_write_tokens: OpenRouter's count of prompt tokens written to a provider's cache.
 	u := gjson.GetBytes(answer, "usage")
 	usage := harness.Usage{Input: u.Get("prompt_tokens").Int(), Output: u.Get("completion_tokens").Int(),
-		CachedRead: u.Get("prompt_tokens_details.cached_tokens").Int(), Reasoning: u.Get("completion_tokens_details.reasoning_tokens").Int()}
+		CachedRead: u.Get("prompt_tokens_details.cached_tokens").Int(), CachedWrite: u.Get("prompt_tokens_details.cache_write_tokens").Int(),
+		Reasoning: u.Get("completion_tokens_details.reasoning_tokens").Int()}
 	return harness.Reply{Message: out, Usage: usage}, nil
 }
 

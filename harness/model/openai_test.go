@@ -273,3 +273,174 @@ func TestChatRetriesCutAndResetConnections(t *testing.T) {
 		t.Fatalf("reply %+v, err %v, %d requests", reply, err, len(f.received))
 	}
 }
+
+// TestChatErrorsInsideA200: an error a provider reports inside a 200 answer (OpenRouter's
+// error object once the model started, a choice that finished with "error") is retried or
+// not as the status it carries, and the messages quote the provider; valid JSON holding no
+// reply is not called "not JSON".
+func TestChatErrorsInsideA200(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){
+		status(200, `{"error":{"code":502,"message":"Provider returned error","metadata":{"raw":"upstream connect error","provider_name":"Google"}},"user_id":"user_2x"}`),
+		status(200, `{"id":"gen-1","provider":"Google","model":"google/gemini-3.1-pro-preview","object":"chat.completion","created":1767225600,
+ "choices":[{"logprobs":null,"finish_reason":"error","native_finish_reason":"error","index":0,
+  "message":{"role":"assistant","content":"","refusal":null,"reasoning":null},
+  "error":{"code":429,"message":"Rate limit exceeded upstream","metadata":{"provider_name":"Google"}}}],
+ "usage":{"prompt_tokens":10,"completion_tokens":0,"total_tokens":10}}`),
+		status(200, `{"id":"gen-2","object":"chat.completion","choices":[{"index":0,"finish_reason":"error","message":{"role":"assistant","content":""}}]}`),
+		status(200, toolAnswer),
+	}}
+	m, events := newChat(t, f)
+	reply, err := m.Complete(context.Background(), conversation)
+	if err != nil || len(reply.Message.ToolCalls) != 2 || len(f.received) != 4 {
+		t.Fatalf("reply %+v, err %v, %d requests", reply.Message, err, len(f.received))
+	}
+	var retries []string
+	for _, e := range *events {
+		if e.Kind == "retry" {
+			retries = append(retries, e.Error)
+		}
+	}
+	if len(retries) != 3 || !strings.Contains(retries[0], "502") || !strings.Contains(retries[0], "Provider returned error") ||
+		!strings.Contains(retries[1], "429") || !strings.Contains(retries[1], "Rate limit exceeded upstream") || !strings.Contains(retries[2], "error") {
+		t.Fatalf("retries %q", retries)
+	}
+	for _, c := range []struct{ body, want string }{
+		{`{"error":{"code":403,"message":"Input flagged by moderation","metadata":{"reasons":["violence"]}}}`, "Input flagged by moderation"},
+		{`{"id":"gen-3","object":"chat.completion","choices":[]}`, "no choices"},
+	} {
+		f := &fakeChat{answers: []func(http.ResponseWriter){status(200, c.body), status(200, toolAnswer)}}
+		m, _ := newChat(t, f)
+		_, err := m.Complete(context.Background(), conversation)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "not JSON") || len(f.received) != 1 {
+			t.Errorf("%s: err %v after %d requests", c.body, err, len(f.received))
+		}
+	}
+}
+
+// TestRetryAfterMilliseconds: retry-after-ms, which both official SDKs read first, is
+// honoured ahead of Retry-After's whole seconds.
+func TestRetryAfterMilliseconds(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){
+		status(429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, "retry-after-ms", "200", "Retry-After", "1"),
+		status(503, `{"error":{"message":"Slow down"}}`, "retry-after-ms", "150.5"),
+		status(200, toolAnswer),
+	}}
+	m, events := newChat(t, f)
+	if _, err := m.Complete(context.Background(), conversation); err != nil {
+		t.Fatal(err)
+	}
+	var waits []time.Duration
+	for _, e := range *events {
+		if e.Kind == "retry" {
+			waits = append(waits, e.Wait)
+		}
+	}
+	if len(waits) != 2 || waits[0] != 200*time.Millisecond || waits[1] != 150500*time.Microsecond {
+		t.Fatalf("waits %v, want [200ms 150.5ms]", waits)
+	}
+}
+
+// TestChatKeepsARefusal: a refusal (content null, refusal set) is the reply's text, and goes
+// back in the history as such, as the Responses path does.
+func TestChatKeepsARefusal(t *testing.T) {
+	const refusal = "I can't help with that request."
+	f := &fakeChat{answers: []func(http.ResponseWriter){
+		status(200, `{"id":"c2","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop",
+ "message":{"role":"assistant","content":null,"refusal":"`+refusal+`","annotations":[]}}],
+ "usage":{"prompt_tokens":30,"completion_tokens":8,"total_tokens":38}}`),
+		status(200, toolAnswer),
+	}}
+	m, _ := newChat(t, f)
+	reply, err := m.Complete(context.Background(), conversation)
+	if err != nil || reply.Message.Content != refusal {
+		t.Fatalf("reply %+v, err %v", reply.Message, err)
+	}
+	next := conversation
+	next.Messages = append(append([]harness.Message(nil), conversation.Messages...), reply.Message, harness.Message{Role: harness.RoleUser, Content: "Continue."})
+	if _, err := m.Complete(context.Background(), next); err != nil {
+		t.Fatal(err)
+	}
+	if got := gjson.GetBytes(f.received[1], "messages.4.content").String(); got != refusal {
+		t.Fatalf("the refusal went back as %q", got)
+	}
+}
+
+// TestUsageDetails: reasoning and cache-write counts are read where a provider reports them
+// (OpenRouter: prompt_tokens_details.cache_write_tokens; Anthropic:
+// output_tokens_details.thinking_tokens).
+func TestUsageDetails(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, `{"id":"gen-4","object":"chat.completion",
+ "choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"done"}}],
+ "usage":{"prompt_tokens":194,"completion_tokens":20,"total_tokens":214,"cost":0.95,
+  "prompt_tokens_details":{"cached_tokens":50,"cache_write_tokens":100,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":12}}}`)}}
+	m, _ := newChat(t, f)
+	reply, err := m.Complete(context.Background(), conversation)
+	if err != nil || reply.Usage != (harness.Usage{Input: 194, CachedRead: 50, CachedWrite: 100, Output: 20, Reasoning: 12}) {
+		t.Fatalf("usage %+v, err %v", reply.Usage, err)
+	}
+	api := newAnthropicAPI(status(200, `{"id":"msg_y","type":"message","role":"assistant","content":[{"type":"text","text":"done"}],"stop_reason":"end_turn",
+ "usage":{"input_tokens":10,"cache_creation_input_tokens":300,"cache_read_input_tokens":2000,"cache_creation":{"ephemeral_5m_input_tokens":300,"ephemeral_1h_input_tokens":0},
+  "output_tokens":500,"output_tokens_details":{"thinking_tokens":420}}}`))
+	reply, err = newAnthropic(t, api).Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "task"}}})
+	if err != nil || reply.Usage != (harness.Usage{Input: 2310, CachedRead: 2000, CachedWrite: 300, Output: 500, Reasoning: 420}) {
+		t.Fatalf("usage %+v, err %v", reply.Usage, err)
+	}
+}
+
+// TestReplyWithoutUsageIsMarked: an answer that reports no usage leaves a mark in the
+// trajectory (its tokens are unknown, not zero).
+func TestReplyWithoutUsageIsMarked(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){
+		status(200, `{"id":"c3","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"done"}}]}`),
+		status(200, toolAnswer),
+	}}
+	m, events := newChat(t, f)
+	for range 2 {
+		if _, err := m.Complete(context.Background(), conversation); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var kinds []string
+	for _, e := range *events {
+		kinds = append(kinds, e.Kind)
+	}
+	if got := strings.Join(kinds, " "); got != "request response no_usage request response" || !strings.Contains((*events)[2].Error, "usage") {
+		t.Fatalf("events %s", got)
+	}
+}
+
+// TestRecordedRequestHeader: the recorded request carries the headers sent, Content-Type
+// included, the key redacted.
+func TestRecordedRequestHeader(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, toolAnswer)}}
+	m, events := newChat(t, f)
+	if _, err := m.Complete(context.Background(), conversation); err != nil {
+		t.Fatal(err)
+	}
+	h := (*events)[0].Header
+	if h["Content-Type"] != "application/json" || h["Authorization"] != redacted || f.headers[0].Get("Content-Type") != "application/json" {
+		t.Fatalf("recorded header %v", h)
+	}
+}
+
+// TestAnswerOverTheCap: an answer larger than the cap is refused at once, naming the cap,
+// and is not recorded whole.
+func TestAnswerOverTheCap(t *testing.T) {
+	huge := func(w http.ResponseWriter) {
+		w.WriteHeader(200)
+		io.WriteString(w, `{"choices":[{"message":{"content":"`)
+		io.WriteString(w, strings.Repeat("x", maxResponseBytes))
+		io.WriteString(w, `"}}]}`)
+	}
+	f := &fakeChat{answers: []func(http.ResponseWriter){huge, status(200, toolAnswer)}}
+	m, events := newChat(t, f)
+	_, err := m.Complete(context.Background(), conversation)
+	if err == nil || !strings.Contains(err.Error(), "32 MiB") || strings.Contains(err.Error(), "not JSON") || len(f.received) != 1 {
+		t.Fatalf("err %v after %d requests", err, len(f.received))
+	}
+	for _, e := range *events {
+		if len(e.Body) > 1<<20 {
+			t.Fatalf("a %d-byte %s event recorded", len(e.Body), e.Kind)
+		}
+	}
+}

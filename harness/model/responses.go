@@ -25,7 +25,7 @@ type OpenAIResponses struct {
 	Options
 }
 
-// Complete sends the conversation with every tool (tool_choice auto).
+// Complete sends the conversation with every tool (tool_choice auto), if there are any.
 func (m *OpenAIResponses) Complete(ctx context.Context, req harness.Request) (harness.Reply, error) {
 	body, err := json.Marshal(m.requestBody(req))
 	if err != nil {
@@ -37,6 +37,7 @@ func (m *OpenAIResponses) Complete(ctx context.Context, req harness.Request) (ha
 	if err != nil {
 		return harness.Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
+	m.noteMissingUsage(ctx, answer, "input_tokens", "output_tokens")
 	return parseResponsesAnswer(answer)
 }
 
@@ -67,14 +68,16 @@ func (m *OpenAIResponses) requestBody(req harness.Request) map[string]any {
 			input = append(input, item{"type": "message", "role": "user", "content": msg.Content})
 		}
 	}
-	tools := make([]item, 0, len(req.Tools))
-	for _, t := range req.Tools {
-		// strict false: the API defaults to strict schemas, which the harness's tools (like the
-		// reference harness's) are not written for.
-		tools = append(tools, item{"type": "function", "name": t.Name, "description": t.Description, "parameters": t.Parameters, "strict": false})
+	body := map[string]any{"model": m.Model, "input": input, "store": false, "include": []string{"reasoning.encrypted_content"}}
+	if len(req.Tools) > 0 { // tools and tool_choice only with tools, as on the Chat path (the judge asks with none)
+		tools := make([]item, 0, len(req.Tools))
+		for _, t := range req.Tools {
+			// strict false: the API defaults to strict schemas, which the harness's tools (like the
+			// reference harness's) are not written for.
+			tools = append(tools, item{"type": "function", "name": t.Name, "description": t.Description, "parameters": t.Parameters, "strict": false})
+		}
+		body["tools"], body["tool_choice"] = tools, "auto"
 	}
-	body := map[string]any{"model": m.Model, "input": input, "tools": tools, "tool_choice": "auto",
-		"store": false, "include": []string{"reasoning.encrypted_content"}}
 	if len(instructions) > 0 {
 		body["instructions"] = strings.Join(instructions, "\n\n")
 	}
@@ -128,7 +131,7 @@ func responseFailure(answer []byte) *APIError {
 func parseResponsesAnswer(answer []byte) (harness.Reply, error) {
 	output := gjson.GetBytes(answer, "output")
 	if !output.IsArray() {
-		return harness.Reply{}, fmt.Errorf("%w: no output in %.200s", errMalformed, answer)
+		return harness.Reply{}, fmt.Errorf("%w: no output in %.200s", errNoReply, answer)
 	}
 	out := harness.Message{Role: harness.RoleAssistant}
 	var reasoning []json.RawMessage
@@ -143,10 +146,7 @@ func parseResponsesAnswer(answer []byte) (harness.Reply, error) {
 				case "refusal":
 					text = part.Get("refusal").String()
 				}
-				if text != "" && out.Content != "" {
-					out.Content += "\n"
-				}
-				out.Content += text
+				out.Content = appendText(out.Content, text)
 				return true
 			})
 		case "function_call":

@@ -283,7 +283,20 @@ func TestResponsesMalformedAnswers(t *testing.T) {
 	f = &fakeChat{answers: []func(http.ResponseWriter){status(200, `{"id":"resp_3","status":"completed"}`)}}
 	m, _ = newResponses(t, f)
 	_, err = m.Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "task"}}})
-	if !errors.Is(err, errMalformed) || !strings.Contains(err.Error(), "no output") || len(f.received) != 1 {
+	if !errors.Is(err, errNoReply) || !strings.Contains(err.Error(), "no output") || len(f.received) != 1 {
 		t.Fatalf("JSON with no output: err = %v after %d requests", err, len(f.received))
+	}
+}
+
+// TestResponsesWithoutTools: a request with no tools (the judge's) carries neither tools nor
+// tool_choice, as on the Chat path.
+func TestResponsesWithoutTools(t *testing.T) {
+	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, responsesTextAnswer)}}
+	m, _ := newResponses(t, f)
+	if _, err := m.Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "map"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if sent := gjson.ParseBytes(f.received[0]); sent.Get("tools").Exists() || sent.Get("tool_choice").Exists() {
+		t.Fatalf("request %s", f.received[0])
 	}
 }
