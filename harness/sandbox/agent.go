@@ -21,22 +21,6 @@ import (
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
-// request is one request to the agent, one JSON object a line: run a command, or read or
-// check a file of the workspace.
-type request struct {
-	Op      string        `json:"op"`
-	Cmd     string        `json:"cmd,omitempty"`
-	Timeout time.Duration `json:"timeout,omitempty"`
-	Name    string        `json:"name,omitempty"`
-	Limit   int64         `json:"limit,omitempty"`
-}
-
-const (
-	opRun   = "run"
-	opRead  = "read"
-	opCheck = "check"
-)
-
 // Limits the agent sets on itself, and so on every command: a fork bomb, a runaway process
 // or a disk-filling loop stop at these. RLIMIT_NPROC is left out where a pids cgroup bounds
 // the sandbox: it counts every process of the user, and with aa-grade as root every sandbox

@@ -325,8 +325,8 @@ func TestScopedAgentEndsItsProcessesWhenAaGradeDies(t *testing.T) {
 	defer bystander.Kill()
 	t.Cleanup(func() { killProcessesWith(marker) })
 	sb := start(t, l, newFixture(t))
-	if sb.(*session).end != endAgentKillsAll {
-		t.Fatalf("ending = %v, want the agent's kill", sb.(*session).end)
+	if end := sb.(*session).peer.(*processPeer).end; end != endAgentKillsAll {
+		t.Fatalf("ending = %v, want the agent's kill", end)
 	}
 	r := run(t, sb, fmt.Sprintf(`echo 'setsid bash hop.sh "$1" &' > hop.sh
 setsid bash hop.sh %s2 >/dev/null 2>&1 & setsid sleep %s2 >/dev/null 2>&1 & sleep 0.3; echo started`, marker, marker))

@@ -329,6 +329,6 @@ func TestProbeTools(t *testing.T) {
 // inPidsCgroup reports whether the sandbox's first process was started in a pids cgroup
 // limited by aa-grade.
 func inPidsCgroup(sb Sandbox) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", sb.(*session).cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", sb.(*session).peer.(*processPeer).cmd.Process.Pid))
 	return err == nil && strings.Contains(string(b), ":pids:/aa-grade-")
 }

@@ -1,5 +1,3 @@
-//go:build linux
-
 package sandbox
 
 import (
@@ -11,32 +9,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aa-grade/aa-grade/internal/safefile"
-)
-
-// ending is how the processes of a sandbox end with it.
-type ending int
-
-const (
-	// endWalk: aa-grade kills what it finds under the agent in /proc (best effort: a process
-	// that keeps forking can outrun the walk). The none backend, and Landlock where neither
-	// namespaces nor signal scoping are available.
-	endWalk ending = iota
-	// endNamespace: the sandbox is a pid namespace, which the kernel empties when its init
-	// dies, also when aa-grade is killed (its init has a parent-death signal).
-	endNamespace
-	// endAgentKillsAll: the agent kills every process it may signal, which a signal-scoped
-	// Landlock domain limits to the sandbox's, as soon as its input ends: at Close, and when
-	// aa-grade dies (the kernel closes its end of the pipe).
-	endAgentKillsAll
 )
 
 // maxAnswerBytes bounds one answer of the agent: a result holds two captures of OutputLimit
@@ -46,61 +23,40 @@ const maxAnswerBytes = 64 << 20
 // closeGrace is how long Close waits for the agent to end everything by itself before killing it.
 const closeGrace = 5 * time.Second
 
-// session talks to the agent of a running sandbox over its stdin and stdout.
+// session talks to the agent of a running sandbox over its stdin and stdout, whatever runs
+// it (a process of the host, a container).
 type session struct {
-	cmd     *exec.Cmd
+	peer    peer
 	stdin   io.WriteCloser
 	stdout  *bufio.Reader
 	stderr  *boundedBuffer
 	workdir string
-	cgroup  *sandboxCgroup // to remove at the end (nil: none)
-	end     ending
-	exited  chan struct{} // closed once the sandbox process has been waited for
 
 	mu        sync.Mutex // one request at a time
 	closeOnce sync.Once
 }
 
+// peer is what runs the agent: how to end it and know it has ended.
+type peer interface {
+	// beforeClose runs before the agent's input is closed (a last chance to find what the
+	// agent's processes left, while they are still its children).
+	beforeClose()
+	// kill ends every process of the sandbox at once.
+	kill()
+	// done is closed once the sandbox has ended.
+	done() <-chan struct{}
+	// cleanup removes what the sandbox left on the host (cgroups, a container).
+	cleanup()
+	// outOfMemory says the sandbox reached its memory limit.
+	outOfMemory() bool
+}
+
+func newSession(p peer, stdin io.WriteCloser, stdout io.Reader, stderr *boundedBuffer, workdir string) *session {
+	return &session{peer: p, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: stderr, workdir: workdir}
+}
+
 // ErrAgentDied marks a sandbox whose agent is gone (killed, or out of memory).
 var ErrAgentDied = errors.New("the sandbox agent died")
-
-// startSession starts the sandbox process (which runs the agent) and connects to it. agent is
-// the aa-grade executable, which also puts the sandbox in its cgroups when there are some.
-func startSession(cmd *exec.Cmd, workdir, agent string, cgroup *sandboxCgroup, end ending) (*session, error) {
-	// Nothing aa-grade inherited may cross into the sandbox.
-	markInheritedCloseOnExec()
-	if cgroup != nil {
-		cgroup.enter(cmd, agent)
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		cgroup.remove()
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		cgroup.remove()
-		return nil, err
-	}
-	s := &session{cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &boundedBuffer{limit: 16 << 10},
-		workdir: workdir, cgroup: cgroup, end: end, exited: make(chan struct{})}
-	cmd.Stderr = s.stderr
-	cmd.WaitDelay = time.Second // a survivor holding the agent's stderr must not hold Close
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Setpgid = true
-	if end != endAgentKillsAll {
-		// The sandbox dies with aa-grade; an agent that kills all instead must live on to do it.
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	}
-	if err := cmd.Start(); err != nil {
-		cgroup.remove()
-		return nil, fmt.Errorf("start sandbox: %w", err)
-	}
-	go func() { cmd.Wait(); close(s.exited) }()
-	return s, nil
-}
 
 func (s *session) Workdir() string { return s.workdir }
 
@@ -197,7 +153,7 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 
 func (s *session) died(cause error) error {
 	s.Close()
-	if s.cgroup.outOfMemory() {
+	if s.peer.outOfMemory() {
 		cause = fmt.Errorf("%v; the episode reached its memory limit", cause)
 	}
 	msg := strings.TrimSpace(s.stderr.String())
@@ -208,25 +164,19 @@ func (s *session) died(cause error) error {
 }
 
 // Close ends every process of the sandbox. With a pid namespace or a killing agent, closing
-// the agent's input is enough: it ends (killing all) and the namespace dies with it. Otherwise
-// aa-grade first kills what commands left running (handed to the agent, a subreaper, when
-// their parents exit, even those that started a session of their own). The agent's process
-// group is killed in any case once the grace is over.
+// the agent's input is enough: it ends (killing all) and the namespace dies with it. The
+// peer kills the sandbox in any case once the grace is over.
 func (s *session) Close() error {
 	s.closeOnce.Do(func() {
-		if s.end == endWalk {
-			// While the agent lives, what commands left behind are its children; once it exits
-			// they would be init's and out of reach.
-			killDescendants(s.cmd.Process.Pid)
-		}
+		s.peer.beforeClose()
 		s.stdin.Close()
 		select {
-		case <-s.exited:
+		case <-s.peer.done():
 		case <-time.After(closeGrace):
 		}
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.exited
-		s.cgroup.remove()
+		s.peer.kill()
+		<-s.peer.done()
+		s.peer.cleanup()
 	})
 	return nil
 }
@@ -274,48 +224,6 @@ type agentFileError struct {
 
 func (e *agentFileError) Error() string { return e.msg }
 func (e *agentFileError) Unwrap() error { return e.kind }
-
-// killDescendants kills the children of pid until none is left alive: killing one hands its
-// own children to pid (a subreaper), so the next round finds them.
-func killDescendants(pid int) {
-	for range 50 {
-		children := childrenOf(pid)
-		if len(children) == 0 {
-			return
-		}
-		for _, c := range children {
-			syscall.Kill(-c, syscall.SIGKILL) // its group, if it leads one
-			syscall.Kill(c, syscall.SIGKILL)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// childrenOf lists the living (not zombie) children of pid, from /proc.
-func childrenOf(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
-		fields := strings.Fields(string(rest))
-		if len(fields) >= 2 && fields[0] != "Z" && fields[1] == strconv.Itoa(pid) {
-			out = append(out, child)
-		}
-	}
-	return out
-}
 
 // boundedBuffer keeps the first bytes written to it, for error messages.
 type boundedBuffer struct {
