@@ -352,10 +352,7 @@ func TestContextOverflowSummarisesAndRetries(t *testing.T) {
 func TestFinishNeverFollowsTheModelOutOfTheWorkspace(t *testing.T) {
 	hostFile := filepath.Join(t.TempDir(), "host-answer.json")
 	testfs.Write(t, hostFile, diagnosis)
-	for _, backend := range sandbox.Backends() {
-		if backend.Available() != nil {
-			continue
-		}
+	for _, backend := range agenttest.Backends(t) {
 		t.Run(backend.Name(), func(t *testing.T) {
 			m := &script{replies: []Message{
 				{ToolCalls: []ToolCall{shell("a", "ln -s "+hostFile+" agent_output.json"), call("f1", finishName, finishArgs)}},
@@ -368,7 +365,8 @@ func TestFinishNeverFollowsTheModelOutOfTheWorkspace(t *testing.T) {
 				{ToolCalls: []ToolCall{call("f7", finishName, finishArgs)}},
 			}}
 			done := make(chan Outcome, 1)
-			go func() { done <- newEpisodeIn(t, backend, m, 20).Run(context.Background()) }()
+			e := newEpisodeIn(t, backend, m, 20)
+			go func() { done <- e.Run(context.Background()) }()
 			var out Outcome
 			select {
 			case out = <-done:

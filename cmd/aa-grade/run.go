@@ -46,6 +46,8 @@ func newRunCommand() *cli.Command {
 			&cli.IntFlag{Name: "rpm", Sources: env("rpm"), DefaultText: "0, no limit", Usage: "model requests per minute"},
 			&cli.IntFlag{Name: "tpm", Sources: env("tpm"), DefaultText: "0, no limit", Usage: "model tokens per minute, input and output"},
 			&cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Sources: env("sandbox"), Usage: "auto, bwrap, landlock or none (no isolation)"},
+			&cli.StringFlag{Name: "sandbox-image", Sources: env("sandbox_image"), DefaultText: sandbox.DefaultImage,
+				Usage: "the image an episode runs in, with --sandbox docker"},
 			&cli.StringFlag{Name: "memory-limit", Value: "4GiB", Sources: env("memory_limit"),
 				Usage: "memory of an episode's processes together (where the sandbox can bound it: aa-grade doctor)"},
 			&cli.StringFlag{Name: "disk-limit", Value: "4GiB", Sources: env("disk_limit"),
@@ -108,6 +110,11 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 			return err // infrastructure: exit 3
 		}
 		return usageErrorf("%v", err)
+	}
+	if d, ok := backend.(*sandbox.Docker); ok {
+		d.Image = cmd.String("sandbox-image")
+	} else if cmd.IsSet("sandbox-image") {
+		return usageErrorf("--sandbox-image needs --sandbox docker (the %s sandbox runs on this machine's own system)", backend.Name())
 	}
 	limits, err := sandboxLimits(cmd)
 	if err != nil {

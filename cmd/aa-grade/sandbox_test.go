@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -123,4 +124,87 @@ func TestDiskLimitIsAnErrorTheModelSees(t *testing.T) {
 	if !strings.Contains(string(trajectory), "No space left on device") || !strings.Contains(string(trajectory), "16777216 ") {
 		t.Fatalf("the model did not see the disk limit:\n%.3000s", trajectory)
 	}
+}
+
+// dockerImage is the image CI builds for the docker sandbox from Debian packages (.ci/run);
+// the docker tests are skipped without it, but under CI as root.
+func dockerImage(t *testing.T) string {
+	t.Helper()
+	img := os.Getenv("AA_GRADE_TEST_IMAGE")
+	if img == "" {
+		if os.Getenv("CI") != "" && os.Geteuid() == 0 {
+			t.Fatal("AA_GRADE_TEST_IMAGE is not set under CI")
+		}
+		t.Skip("no AA_GRADE_TEST_IMAGE")
+	}
+	return img
+}
+
+// TestDockerRunsTheDemo runs the demo end to end in containers, with builtin/baseline and with
+// a scripted model, and leaves no container behind.
+func TestDockerRunsTheDemo(t *testing.T) {
+	img := dockerImage(t)
+	r := aaGrade(t, nil, "run", "--dataset", "demo", "--model", "builtin/baseline", "--repeats", "1", "--sandbox", "docker",
+		"--sandbox-image", img, "--out", filepath.Join(t.TempDir(), "baseline"))
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "docker sandbox") || !strings.Contains(r.stdout, "Score 1.000") {
+		t.Fatalf("baseline in docker: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	s := newScriptedRun(t, fakemodel.Script{Turns: 4, Command: "ls alerts | head -3; id -u", Answer: answer901}, "901,902", "1")
+	out := filepath.Join(t.TempDir(), "scripted")
+	if r := aaGrade(t, s.env, s.command(out, "--sandbox", "docker", "--sandbox-image", img)...); r.code != 0 {
+		t.Fatalf("scripted model in docker: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := lines(t, filepath.Join(out, "results.jsonl")); n != 2 {
+		t.Fatalf("%d results, want 2", n)
+	}
+}
+
+// TestDockerBadInputIsOneClearLine: no daemon, an image that does not exist, an image that
+// cannot run an episode: each is one line naming the fix, exit 3, and no container left.
+func TestDockerBadInputIsOneClearLine(t *testing.T) {
+	dockerImage(t)
+	empty := filepath.Join(t.TempDir(), "empty.tar")
+	if out, err := exec.Command("tar", "-cf", empty, "-C", t.TempDir(), ".").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	const emptyImage = "aa-grade-test-empty:latest"
+	if out, err := exec.Command("docker", "import", empty, emptyImage).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", emptyImage).Run() })
+	for name, c := range map[string]struct {
+		env  []string
+		args []string
+		want string
+	}{
+		"no daemon":     {[]string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, nil, "no Docker daemon answers at unix:///nonexistent/docker.sock"},
+		"no such image": {nil, []string{"--sandbox-image", "aa-grade-no-such-image:1"}, "no image aa-grade-no-such-image:1: build it"},
+		"no bash":       {nil, []string{"--sandbox-image", emptyImage}, "cannot run an episode (it needs bash"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			args := append([]string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901", "--repeats", "1",
+				"--sandbox", "docker", "--out", out}, c.args...)
+			r := aaGrade(t, c.env, args...)
+			if r.code != 3 || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 2 {
+				t.Fatalf("exit %d, want 3 and one line with %q\n%s", r.code, c.want, r.stderr)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Fatal("a half-started run folder was left")
+			}
+			if left := containersOf(t, emptyImage); left != "" {
+				t.Fatalf("containers left behind: %q", left)
+			}
+		})
+	}
+}
+
+// containersOf lists the containers of an image (other tests run containers of their own at
+// the same time).
+func containersOf(t *testing.T, image string) string {
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "ancestor="+image).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }

@@ -88,6 +88,12 @@ const DefaultGrace = 20 * time.Second
 // episodes, lets running ones finish within the grace, records the rest as unfinished and
 // returns the cancellation's cause.
 func Run(ctx context.Context, cfg Config) (grader.Summary, []Result, error) {
+	// The sandbox is tried before anything is written: a backend or an image that cannot run
+	// an episode leaves no half-started run folder.
+	tools, err := sandbox.ProbeTools(ctx, cfg.Backend)
+	if err != nil {
+		return grader.Summary{}, nil, fmt.Errorf("probe the sandbox: %w", err)
+	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return grader.Summary{}, nil, err
 	}
@@ -101,10 +107,6 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []Result, error) {
 	}
 	if err := writeHeader(cfg); err != nil {
 		return grader.Summary{}, nil, err
-	}
-	tools, err := sandbox.ProbeTools(ctx, cfg.Backend)
-	if err != nil {
-		return grader.Summary{}, nil, fmt.Errorf("probe the sandbox: %w", err)
 	}
 	results, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {

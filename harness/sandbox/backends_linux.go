@@ -2,5 +2,6 @@
 
 package sandbox
 
-// Backends lists every backend, strongest first.
-func Backends() []Backend { return []Backend{&Bwrap{}, Landlock{}, None{}} }
+// Backends lists every backend, in the order --sandbox auto tries them: on Linux the ones
+// that need no daemon and no image first.
+func Backends() []Backend { return []Backend{&Bwrap{}, Landlock{}, &Docker{}, None{}} }

@@ -14,13 +14,6 @@ import (
 	"sync"
 )
 
-// ReferenceWorkdir is where the reference sandbox shows the snapshot, and so where bwrap
-// shows it.
-const ReferenceWorkdir = "/home/user"
-
-// agentPath is where the agent executable appears inside a bwrap sandbox.
-const agentPath = "/run/aa-grade/agent"
-
 // Bwrap isolates with bubblewrap: new mount, pid, network, ipc and uts namespaces; system
 // folders read-only; the workspace at /home/user and /tmp are size-bounded tmpfs of the
 // sandbox's own (the host sees neither: files are read through the agent), with each
@@ -170,52 +163,6 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	cmd := exec.Command(b.path, args...)
 	cmd.Env = env
 	return startSession(cmd, ReferenceWorkdir, spec.Agent, cgroup, endNamespace)
-}
-
-// snapshotFile is one file shown in the workspace.
-type snapshotFile struct {
-	rel  string // relative path in the workspace
-	host string // the real file (the Hub cache's links resolved)
-	mode fs.FileMode
-}
-
-// snapshotFiles lists the files of a snapshot, resolved to real files so that only they are
-// shown (a cache snapshot is links into a blobs folder that also holds the answer key).
-func snapshotFiles(dir string, hide []string) ([]snapshotFile, error) {
-	hidden := map[string]bool{}
-	for _, h := range hide {
-		hidden[filepath.Clean(h)] = true
-	}
-	var files []snapshotFile
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if hidden[rel] {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		host, err := filepath.EvalSymlinks(p)
-		if err != nil {
-			return fmt.Errorf("snapshot file %s: %w", rel, err)
-		}
-		info, err := os.Stat(host)
-		if err != nil || !info.Mode().IsRegular() {
-			return nil // not a file: not shown
-		}
-		files = append(files, snapshotFile{rel: rel, host: host, mode: info.Mode()})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read snapshot %s: %w", dir, err)
-	}
-	return files, nil
 }
 
 // linkSnapshot fills a workspace with links to the snapshot files, for the backends that show

@@ -23,9 +23,6 @@ import (
 // first instant.
 const CgroupExecCommand = "__sandbox-cgroup-exec"
 
-// maxSandboxProcesses bounds the processes of one sandbox (a fork bomb stops there).
-const maxSandboxProcesses = 512
-
 // cgroupRoot is where the cgroup file systems are mounted.
 const cgroupRoot = "/sys/fs/cgroup"
 

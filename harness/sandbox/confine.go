@@ -16,60 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// confinementEnv carries the agent's confinement from aa-grade to the agent, which applies it
-// to itself and drops the variable before running any command.
-const confinementEnv = "AA_GRADE_SANDBOX"
-
-// SandboxUID and SandboxGID are who commands run as when aa-grade is root and the backend can
-// switch (bwrap): nobody, so that nothing in the sandbox is host root even by accident.
-const (
-	SandboxUID = 65534
-	SandboxGID = 65534
-)
-
-// confinement is what the agent does to itself before it serves a command, in this order:
-// bound its tmpfs mounts, take ownership of the workspace for RunAs, empty the capability bounding set, switch to
-// RunAs, clear every capability, set no_new_privs, restrict files (Landlock), install the
-// syscall filter. The isolating backends set all of it that applies; none sets nothing.
-type confinement struct {
-	Workdir string `json:"workdir"`
-	// ReadOnlyProc makes everything of /proc but the processes' own folders read-only
-	// (sysctls, sysrq-trigger, PSI triggers, ...), where the agent may mount (bwrap as root).
-	ReadOnlyProc bool `json:"read_only_proc"`
-	// Remount sets the size and file count of tmpfs mounts bwrap made (it can set only the size).
-	Remount  []tmpfsLimit `json:"remount,omitempty"`
-	RunAs    *ids         `json:"run_as,omitempty"` // switch to these ids (the agent starts as root)
-	DropCaps bool         `json:"drop_caps"`
-	Seccomp  bool         `json:"seccomp"`
-	Landlock *policy      `json:"landlock,omitempty"`
-	// ProcessesBounded says a pids cgroup bounds the sandbox's processes; otherwise the agent
-	// sets RLIMIT_NPROC, which counts all processes of the user (in the user namespace).
-	ProcessesBounded bool `json:"processes_bounded"`
-	// KillAll makes the agent kill every process it can signal when it ends: only the
-	// sandbox's, since it runs in its own pid namespace or in a signal-scoped Landlock domain.
-	KillAll bool `json:"kill_all"`
-}
-
-type tmpfsLimit struct {
-	Path   string `json:"path"`
-	Bytes  int64  `json:"bytes"`
-	Inodes int64  `json:"inodes"`
-}
-
-type ids struct {
-	UID int `json:"uid"`
-	GID int `json:"gid"`
-}
-
-// encode is the environment entry that hands the confinement to the agent.
-func (c confinement) encode() (string, error) {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return "", err
-	}
-	return confinementEnv + "=" + string(b), nil
-}
-
 // readConfinement takes the confinement out of the agent's environment (nil when aa-grade gave
 // none: the none backend).
 func readConfinement() (*confinement, error) {

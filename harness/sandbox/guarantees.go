@@ -27,6 +27,8 @@ func Guarantees(b Backend) []Guarantee {
 		{GuaranteeHostReadsSafe, true, "the agent reads the submission inside the workspace (os.Root), non-blocking, regular files only, bounded"},
 	}
 	switch b.Name() {
+	case NameDocker:
+		return dockerGuarantees()
 	case NameBwrap:
 		user := Guarantee{GuaranteeNotHostRoot, true, "a user namespace mapping only the user"}
 		system := Guarantee{GuaranteeReadOnlySystem, true, "read-only binds in a mount namespace (in /proc only the user's own processes are theirs to write); mount, unshare and setns refused"}

@@ -16,14 +16,6 @@ import (
 // NameLandlock is the pure-Go backend for machines without user namespaces.
 const NameLandlock = "landlock"
 
-// policy is what a Landlock sandbox may touch.
-type policy struct {
-	ReadExec  []string `json:"read_exec"`  // system folders: read and execute
-	ReadOnly  []string `json:"read_only"`  // files and folders to read (snapshot files, parts of /etc)
-	ReadWrite []string `json:"read_write"` // the workspace and a private temporary folder
-	Devices   []string `json:"devices"`    // /dev/null and the like: read and write
-}
-
 // Landlock isolates without bubblewrap: aa-grade starts itself as the agent, which confines
 // itself (see confinement) with Landlock (read-only system and snapshot files, read-write
 // workspace, TCP bind and connect denied, signals and abstract sockets scoped to the sandbox),

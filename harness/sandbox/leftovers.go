@@ -1,9 +1,6 @@
-//go:build linux
-
 package sandbox
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -23,20 +20,6 @@ var ownerTag = sync.OnceValue(func() string {
 	start, _ := processStart(os.Getpid())
 	return fmt.Sprintf("%d-%s", os.Getpid(), start)
 })
-
-// processStart is the start time of a process (field 22 of /proc/PID/stat, in clock ticks
-// since boot).
-func processStart(pid int) (string, error) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", err
-	}
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(fields) < 20 {
-		return "", fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	return fields[19], nil
-}
 
 // ownerDead reports whether the process a leftover's name tags (after the prefix: PID-START,
 // maybe followed by more) is gone; names it cannot read count as alive.
@@ -81,7 +64,7 @@ func NewScratch() (string, error) {
 // which this user may not remove, are left alone.
 func CleanLeftovers() []string {
 	var removed []string
-	for _, parent := range append([]string{os.TempDir()}, cgroups().parents...) {
+	for _, parent := range append([]string{os.TempDir()}, cgroupParents()...) {
 		entries, _ := os.ReadDir(parent)
 		for _, e := range entries {
 			if !e.IsDir() || !strings.HasPrefix(e.Name(), leftoverPrefix) || !ownerDead(e.Name()) {
@@ -97,5 +80,5 @@ func CleanLeftovers() []string {
 			}
 		}
 	}
-	return removed
+	return append(removed, removeDeadContainers()...)
 }

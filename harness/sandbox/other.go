@@ -6,18 +6,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 )
 
-// Every backend needs Linux (its namespaces, Landlock, seccomp, cgroups); elsewhere each is
-// listed as unavailable, with the reason, and the agent and its helpers refuse to run.
+// Every backend but docker needs Linux (its namespaces, Landlock, seccomp, cgroups); elsewhere
+// each is listed as unavailable, with the reason, and the agent refuses to run (docker runs a
+// Linux build of it inside the container).
 
 // NameLandlock is the pure-Go Linux backend.
 const NameLandlock = "landlock"
-
-// ReferenceWorkdir is where the reference sandbox shows the snapshot.
-const ReferenceWorkdir = "/home/user"
 
 // CgroupExecCommand is the hidden aa-grade command that enters a sandbox's cgroups (Linux).
 const CgroupExecCommand = "__sandbox-cgroup-exec"
@@ -42,8 +39,10 @@ func (None) Start(ctx context.Context, s Spec) (Sandbox, error) {
 	return linuxOnly{NameNone}.Start(ctx, s)
 }
 
-// Backends lists every backend, none of which runs here.
-func Backends() []Backend { return []Backend{linuxOnly{NameBwrap}, linuxOnly{NameLandlock}, None{}} }
+// Backends lists every backend: here only docker can run.
+func Backends() []Backend {
+	return []Backend{&Docker{}, linuxOnly{NameBwrap}, linuxOnly{NameLandlock}, None{}}
+}
 
 // RunAgent is the sandbox agent, which runs only on Linux.
 func RunAgent(io.Reader, io.Writer) error { return errNotLinux }
@@ -51,14 +50,16 @@ func RunAgent(io.Reader, io.Writer) error { return errNotLinux }
 // RunCgroupExec enters cgroups, which exist only on Linux.
 func RunCgroupExec([]string) error { return errNotLinux }
 
-// NewScratch makes a fresh folder for an episode's workspace.
-func NewScratch() (string, error) { return os.MkdirTemp("", "aa-grade-episode-") }
+// Guarantees: only docker runs here.
+func Guarantees(b Backend) []Guarantee {
+	if b.Name() == NameDocker && b.Available() == nil {
+		return dockerGuarantees()
+	}
+	return nil
+}
 
-// CleanLeftovers has nothing to clean where no sandbox runs.
-func CleanLeftovers() []string { return nil }
-
-// Guarantees: no backend runs here, so none holds.
-func Guarantees(Backend) []Guarantee { return nil }
-
-// LimitsNotEnforced: no backend runs here.
+// LimitsNotEnforced: docker enforces them all.
 func LimitsNotEnforced(Backend) []Guarantee { return nil }
+
+// removeCgroup: there are no cgroups here (cgroupParents is empty).
+func removeCgroup(string) error { return nil }

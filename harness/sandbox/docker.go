@@ -1,0 +1,467 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// NameDocker is the backend that runs each episode in a container of its own.
+const NameDocker = "docker"
+
+// DefaultImage is the image an episode runs in when --sandbox-image says nothing: the
+// reference environment that deploy/sandbox/Dockerfile builds.
+const DefaultImage = "aa-grade-sandbox:latest"
+
+// dockerAPI is the Engine API version aa-grade speaks: Docker 20.10 and later, and Podman's
+// Docker-compatible API, serve it.
+const dockerAPI = "/v1.41"
+
+// ownerLabel marks aa-grade's containers with their owner (see ownerTag), so that a later
+// aa-grade removes those of a run that died.
+const ownerLabel = "aa-grade.owner"
+
+// Docker isolates each episode in a container, through the Docker Engine API at DOCKER_HOST
+// (unix:///var/run/docker.sock by default; Podman, Colima, OrbStack and Docker Desktop serve
+// the same API): no network, a read-only root file system, the snapshot files bound read-only
+// into a tmpfs workspace at /home/user, /tmp a tmpfs, nobody as the user, no capability,
+// no-new-privileges, and pids, memory and CPU limits. The agent (a Linux build of aa-grade,
+// bound read-only into the container) is the container's only process at first, pid 1 of its
+// pid namespace, and serves every command over the attached stdin and stdout, so a command
+// costs what it costs in the other backends, not a docker exec. The container is removed when
+// the episode ends; those of a run that died are found by label and removed at the next start.
+type Docker struct {
+	// Image is the image episodes run in (DefaultImage when empty).
+	Image string
+
+	once   sync.Once
+	client *dockerClient
+	err    error
+}
+
+func (d *Docker) Name() string { return NameDocker }
+
+// Available pings the daemon once.
+func (d *Docker) Available() error {
+	d.once.Do(func() {
+		d.client, d.err = newDockerClient()
+		if d.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := d.client.do(ctx, http.MethodGet, "/_ping", nil, nil); err != nil {
+			d.err = fmt.Errorf("no Docker daemon answers at %s: %v (start Docker, or set DOCKER_HOST)", d.client.host, err)
+		}
+	})
+	return d.err
+}
+
+func (d *Docker) image() string {
+	if d.Image == "" {
+		return DefaultImage
+	}
+	return d.Image
+}
+
+var containerSeq atomic.Int64
+
+// Start creates the episode's container, attaches to its agent and starts it.
+func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
+	if err := d.Available(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if err := spec.defaults(); err != nil {
+		return nil, err
+	}
+	agent, err := linuxAgent(spec.Agent)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkImage(ctx); err != nil {
+		return nil, err
+	}
+	files, err := snapshotFiles(spec.Snapshot, spec.Hide)
+	if err != nil {
+		return nil, err
+	}
+	config := d.containerConfig(spec, agent, files)
+	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), containerSeq.Add(1))
+	var created struct{ ID string }
+	if _, err := d.client.do(ctx, http.MethodPost, "/containers/create?name="+url.QueryEscape(name), config, &created); err != nil {
+		return nil, fmt.Errorf("create the episode's container from %s: %w", d.image(), err)
+	}
+	c := &container{client: d.client, id: created.ID, exited: make(chan struct{})}
+	stream, err := d.client.attach(ctx, c.id)
+	if err != nil {
+		c.remove()
+		return nil, fmt.Errorf("attach to the episode's container: %w", err)
+	}
+	if _, err := d.client.do(ctx, http.MethodPost, "/containers/"+c.id+"/start", nil, nil); err != nil {
+		stream.Close()
+		c.remove()
+		return nil, fmt.Errorf("start the episode's container: %w", err)
+	}
+	stdoutR, stdoutW := io.Pipe()
+	stderr := &boundedBuffer{limit: 16 << 10}
+	go func() {
+		err := demux(stream, stdoutW, stderr)
+		stdoutW.CloseWithError(cmpErr(err, io.EOF))
+		close(c.exited)
+	}()
+	s := newSession(c, closeWriter{stream}, stdoutR, stderr, ReferenceWorkdir)
+	// The image must run the agent and have bash: find out now, with one clear message.
+	if res, err := s.Run(ctx, "true", time.Minute); err != nil || res.ExitCode != 0 {
+		s.Close()
+		if err == nil {
+			err = errors.New(strings.TrimSpace(res.Stderr))
+		}
+		return nil, fmt.Errorf("%w: image %s cannot run an episode (it needs bash and a %s/%s kernel): %v", ErrUnavailable, d.image(), "linux", runtime.GOARCH, err)
+	}
+	return s, nil
+}
+
+func cmpErr(err, fallback error) error {
+	if err == nil {
+		return fallback
+	}
+	return err
+}
+
+// containerConfig is the episode's container, as the Engine API takes it.
+func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) map[string]any {
+	limits := spec.Limits
+	disk, inodes := limits.disk(), limits.inodes()
+	env := spec.Env
+	if env == nil {
+		env = CleanEnv(ReferenceWorkdir)
+	}
+	// The container already has no capability and no network; the agent still sets its
+	// syscall filter and no_new_privs, and kills all (it is pid 1) when its input ends.
+	confine, _ := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, ProcessesBounded: true}.encode()
+	mounts := []map[string]any{{"Type": "bind", "Source": agent, "Target": agentPath, "ReadOnly": true}}
+	for _, f := range files {
+		mounts = append(mounts, map[string]any{"Type": "bind", "Source": f.host, "Target": path.Join(ReferenceWorkdir, filepath.ToSlash(f.rel)), "ReadOnly": true})
+	}
+	tmpfs := func(mode string) string {
+		return fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", disk, inodes, mode, SandboxUID, SandboxGID)
+	}
+	return map[string]any{
+		"Image":      d.image(),
+		"Entrypoint": []string{agentPath},
+		"Cmd":        append([]string{}, spec.AgentArg...),
+		"User":       fmt.Sprintf("%d:%d", SandboxUID, SandboxGID),
+		"WorkingDir": ReferenceWorkdir,
+		"Env":        append(env[:len(env):len(env)], confine),
+		"Hostname":   "sandbox",
+		"OpenStdin":  true, "StdinOnce": true, "AttachStdin": true, "AttachStdout": true, "AttachStderr": true,
+		"NetworkDisabled": true,
+		"Labels":          map[string]string{ownerLabel: ownerTag()},
+		"HostConfig": map[string]any{
+			"NetworkMode":    "none",
+			"ReadonlyRootfs": true,
+			"CapDrop":        []string{"ALL"},
+			"SecurityOpt":    []string{"no-new-privileges"},
+			// The tmpfs' pages count with the processes', as in bwrap: a full workspace is
+			// "No space left on device", not a sandbox without memory.
+			"Memory":     limits.memory() + disk,
+			"MemorySwap": limits.memory() + disk,
+			"PidsLimit":  maxSandboxProcesses,
+			"NanoCpus":   int64(dockerCPUs * 1e9),
+			"Tmpfs":      map[string]string{ReferenceWorkdir: tmpfs("0755"), "/tmp": tmpfs("1777")},
+			"Mounts":     mounts,
+			"IpcMode":    "private",
+		},
+	}
+}
+
+// dockerCPUs bounds the CPU an episode's container may use.
+const dockerCPUs = 2
+
+// checkImage says, in one line, what to do when the image is missing or for another machine.
+func (d *Docker) checkImage(ctx context.Context) error {
+	var image struct {
+		Architecture string
+		Os           string
+	}
+	if _, err := d.client.do(ctx, http.MethodGet, "/images/"+url.PathEscape(d.image())+"/json", nil, &image); err != nil {
+		var status *dockerError
+		if errors.As(err, &status) && status.code == http.StatusNotFound {
+			return fmt.Errorf("%w: no image %s: build it (docker build -t %s deploy/sandbox) or name another with --sandbox-image", ErrUnavailable, d.image(), DefaultImage)
+		}
+		return fmt.Errorf("%w: image %s: %v", ErrUnavailable, d.image(), err)
+	}
+	if image.Os != "" && image.Os != "linux" || image.Architecture != "" && image.Architecture != runtime.GOARCH {
+		return fmt.Errorf("%w: image %s is for %s/%s, not linux/%s", ErrUnavailable, d.image(), image.Os, image.Architecture, runtime.GOARCH)
+	}
+	return nil
+}
+
+// linuxAgent is the aa-grade binary the container runs as its agent: this one on Linux;
+// elsewhere a Linux build of the same version (make dist writes aa-grade-linux-ARCH), found
+// beside this executable or named by AA_GRADE_LINUX_AGENT.
+func linuxAgent(self string) (string, error) {
+	if runtime.GOOS == "linux" {
+		return self, nil
+	}
+	if p := os.Getenv("AA_GRADE_LINUX_AGENT"); p != "" {
+		return p, nil
+	}
+	p := filepath.Join(filepath.Dir(self), "aa-grade-linux-"+runtime.GOARCH)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container: put aa-grade-linux-%s (from the release, or make dist) beside %s, or set AA_GRADE_LINUX_AGENT", ErrUnavailable, runtime.GOARCH, self)
+	}
+	return p, nil
+}
+
+// container is a sandbox that is a container: the session's peer.
+type container struct {
+	client *dockerClient
+	id     string
+	exited chan struct{} // closed once the attached stream ended: the agent is gone
+	once   sync.Once
+}
+
+func (c *container) beforeClose() {}
+
+// kill removes the container at once: its processes die with its pid namespace.
+func (c *container) kill()                 { c.remove() }
+func (c *container) done() <-chan struct{} { return c.exited }
+func (c *container) cleanup()              { c.remove() }
+func (c *container) outOfMemory() bool     { return false }
+
+func (c *container) remove() {
+	c.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c.client.do(ctx, http.MethodDelete, "/containers/"+c.id+"?force=1&v=1", nil, nil)
+	})
+}
+
+// demux splits the attached stream of a container without a terminal: frames of an 8-byte
+// header (stream, 3 zero bytes, big-endian length) and their payload.
+func demux(r io.Reader, stdout io.Writer, stderr io.Writer) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var header [8]byte
+	for {
+		if _, err := io.ReadFull(br, header[:]); err != nil {
+			return err
+		}
+		size := int64(binary.BigEndian.Uint32(header[4:]))
+		dst := io.Discard
+		switch header[0] {
+		case 1:
+			dst = stdout
+		case 2:
+			dst = stderr
+		}
+		if _, err := io.CopyN(dst, br, size); err != nil {
+			return err
+		}
+	}
+}
+
+// closeWriter closes only the sending half of the attached connection: the agent sees the end
+// of its input while its last words still come back.
+type closeWriter struct{ conn net.Conn }
+
+func (w closeWriter) Write(p []byte) (int, error) { return w.conn.Write(p) }
+func (w closeWriter) Close() error {
+	if cw, ok := w.conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return w.conn.Close()
+}
+
+// dockerClient speaks the Engine API over DOCKER_HOST with net/http.
+type dockerClient struct {
+	host    string // as given, for messages
+	network string // unix or tcp
+	address string
+	http    *http.Client
+}
+
+func newDockerClient() (*dockerClient, error) {
+	host := os.Getenv("DOCKER_HOST")
+	if host == "" {
+		host = "unix:///var/run/docker.sock"
+	}
+	u, err := url.Parse(host)
+	if err != nil {
+		return nil, fmt.Errorf("DOCKER_HOST %q: %w", host, err)
+	}
+	c := &dockerClient{host: host}
+	switch u.Scheme {
+	case "unix":
+		c.network, c.address = "unix", u.Path
+	case "tcp", "http":
+		c.network, c.address = "tcp", u.Host
+	default:
+		return nil, fmt.Errorf("DOCKER_HOST %q: aa-grade speaks to unix:// and tcp:// (without TLS) daemons", host)
+	}
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, c.network, c.address)
+	}
+	c.http = &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 16}}
+	return c, nil
+}
+
+// dockerError is an answer of the daemon other than a success, with its message.
+type dockerError struct {
+	code    int
+	message string
+}
+
+func (e *dockerError) Error() string { return fmt.Sprintf("%d %s", e.code, e.message) }
+
+// do sends one API call with a JSON body (nil: none) and decodes a JSON answer into out (nil:
+// ignored).
+func (c *dockerClient) do(ctx context.Context, method, endpoint string, body, out any) (*http.Response, error) {
+	var reader io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		reader = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://docker"+dockerAPI+endpoint, reader)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		var msg struct{ Message string }
+		json.Unmarshal(data, &msg)
+		return nil, &dockerError{code: resp.StatusCode, message: cmpString(msg.Message, strings.TrimSpace(string(data)))}
+	}
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, endpoint, err)
+		}
+	}
+	return resp, nil
+}
+
+func cmpString(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// attach opens the container's stdin, stdout and stderr as one raw connection (the API's
+// upgraded HTTP connection), before the container starts so that nothing is missed.
+func (c *dockerClient) attach(ctx context.Context, id string) (net.Conn, error) {
+	conn, err := (&net.Dialer{}).DialContext(ctx, c.network, c.address)
+	if err != nil {
+		return nil, err
+	}
+	req := "POST " + dockerAPI + "/containers/" + id + "/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n" +
+		"Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 0\r\n\r\n"
+	if _, err := io.WriteString(conn, req); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols && resp.StatusCode != http.StatusOK {
+		conn.Close()
+		return nil, fmt.Errorf("attach: %s", resp.Status)
+	}
+	return &bufferedConn{Conn: conn, r: br}, nil
+}
+
+// bufferedConn reads first what the response's reader already took from the connection.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// CloseWrite half-closes the connection underneath.
+func (c *bufferedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Conn.Close()
+}
+
+// removeDeadContainers removes the containers of aa-grade runs that died; it returns their
+// names. Nothing is done when no daemon answers at once.
+func removeDeadContainers() []string {
+	c, err := newDockerClient()
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	filters, _ := json.Marshal(map[string][]string{"label": {ownerLabel}})
+	var list []struct {
+		ID     string
+		Names  []string
+		Labels map[string]string
+	}
+	if _, err := c.do(ctx, http.MethodGet, "/containers/json?all=1&filters="+url.QueryEscape(string(filters)), nil, &list); err != nil {
+		return nil
+	}
+	var removed []string
+	for _, ct := range list {
+		if !ownerDead(leftoverPrefix + ct.Labels[ownerLabel]) {
+			continue
+		}
+		if _, err := c.do(ctx, http.MethodDelete, "/containers/"+ct.ID+"?force=1&v=1", nil, nil); err == nil {
+			removed = append(removed, "container "+strings.TrimPrefix(strings.Join(ct.Names, ","), "/"))
+		}
+	}
+	return removed
+}
+
+// dockerGuarantees are what a container keeps, wherever the daemon runs.
+func dockerGuarantees() []Guarantee {
+	return []Guarantee{
+		{GuaranteeNoInheritedFDs, true, "the container's process starts from the daemon, with only its attached stdin, stdout and stderr"},
+		{GuaranteeHostReadsSafe, true, "the agent reads the submission inside the workspace (os.Root), non-blocking, regular files only, bounded"},
+		{GuaranteeNoCapabilities, true, "no capability (cap-drop ALL), no-new-privileges, and the agent's own filter"},
+		{GuaranteeNotHostRoot, true, "commands run as nobody (65534) in the container"},
+		{GuaranteeReadOnlySystem, true, "a read-only root file system; the snapshot bound read-only; mount refused"},
+		{GuaranteeNoNetwork, true, "network mode none, and socket(2) refused"},
+		{GuaranteeProcessesEnd, true, "the container is removed at the episode's end; those of a run that died are removed at the next start"},
+		{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per container", maxSandboxProcesses)},
+		{GuaranteeMemoryLimit, true, "the container's memory limit, tmpfs pages included, no swap"},
+		{GuaranteeDiskLimit, true, "the workspace and /tmp are tmpfs of --disk-limit bytes each"},
+		{GuaranteeInodeLimit, true, "the workspace and /tmp each hold at most one file per 16 KiB of --disk-limit"},
+	}
+}

@@ -1,0 +1,127 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ReferenceWorkdir is where the reference sandbox shows the snapshot, and so where bwrap
+// shows it.
+const ReferenceWorkdir = "/home/user"
+
+// agentPath is where the agent executable appears inside a bwrap sandbox or a container.
+const agentPath = "/run/aa-grade/agent"
+
+// snapshotFile is one file shown in the workspace.
+type snapshotFile struct {
+	rel  string // relative path in the workspace
+	host string // the real file (the Hub cache's links resolved)
+	mode fs.FileMode
+}
+
+// snapshotFiles lists the files of a snapshot, resolved to real files so that only they are
+// shown (a cache snapshot is links into a blobs folder that also holds the answer key).
+func snapshotFiles(dir string, hide []string) ([]snapshotFile, error) {
+	hidden := map[string]bool{}
+	for _, h := range hide {
+		hidden[filepath.Clean(h)] = true
+	}
+	var files []snapshotFile
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if hidden[rel] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		host, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return fmt.Errorf("snapshot file %s: %w", rel, err)
+		}
+		info, err := os.Stat(host)
+		if err != nil || !info.Mode().IsRegular() {
+			return nil // not a file: not shown
+		}
+		files = append(files, snapshotFile{rel: rel, host: host, mode: info.Mode()})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot %s: %w", dir, err)
+	}
+	return files, nil
+}
+
+// confinementEnv carries the agent's confinement from aa-grade to the agent, which applies it
+// to itself and drops the variable before running any command.
+const confinementEnv = "AA_GRADE_SANDBOX"
+
+// SandboxUID and SandboxGID are who commands run as when aa-grade is root and the backend can
+// switch (bwrap): nobody, so that nothing in the sandbox is host root even by accident.
+const (
+	SandboxUID = 65534
+	SandboxGID = 65534
+)
+
+// confinement is what the agent does to itself before it serves a command, in this order:
+// bound its tmpfs mounts, take ownership of the workspace for RunAs, empty the capability bounding set, switch to
+// RunAs, clear every capability, set no_new_privs, restrict files (Landlock), install the
+// syscall filter. The isolating backends set all of it that applies; none sets nothing.
+type confinement struct {
+	Workdir string `json:"workdir"`
+	// ReadOnlyProc makes everything of /proc but the processes' own folders read-only
+	// (sysctls, sysrq-trigger, PSI triggers, ...), where the agent may mount (bwrap as root).
+	ReadOnlyProc bool `json:"read_only_proc"`
+	// Remount sets the size and file count of tmpfs mounts bwrap made (it can set only the size).
+	Remount  []tmpfsLimit `json:"remount,omitempty"`
+	RunAs    *ids         `json:"run_as,omitempty"` // switch to these ids (the agent starts as root)
+	DropCaps bool         `json:"drop_caps"`
+	Seccomp  bool         `json:"seccomp"`
+	Landlock *policy      `json:"landlock,omitempty"`
+	// ProcessesBounded says a pids cgroup bounds the sandbox's processes; otherwise the agent
+	// sets RLIMIT_NPROC, which counts all processes of the user (in the user namespace).
+	ProcessesBounded bool `json:"processes_bounded"`
+	// KillAll makes the agent kill every process it can signal when it ends: only the
+	// sandbox's, since it runs in its own pid namespace or in a signal-scoped Landlock domain.
+	KillAll bool `json:"kill_all"`
+}
+
+type tmpfsLimit struct {
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	Inodes int64  `json:"inodes"`
+}
+
+type ids struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+}
+
+// encode is the environment entry that hands the confinement to the agent.
+func (c confinement) encode() (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	return confinementEnv + "=" + string(b), nil
+}
+
+// maxSandboxProcesses bounds the processes of one sandbox (a fork bomb stops there).
+const maxSandboxProcesses = 512
+
+// policy is what a Landlock sandbox may touch.
+type policy struct {
+	ReadExec  []string `json:"read_exec"`  // system folders: read and execute
+	ReadOnly  []string `json:"read_only"`  // files and folders to read (snapshot files, parts of /etc)
+	ReadWrite []string `json:"read_write"` // the workspace and a private temporary folder
+	Devices   []string `json:"devices"`    // /dev/null and the like: read and write
+}
