@@ -43,14 +43,15 @@ unit:
 	$(GO) test -race -count=1 ./...
 	@if [ -n "$$AA_GRADE_TEST_USER" ]; then $(MAKE) --no-print-directory unprivileged; fi
 
-# The sandbox suite and the episode loop's tests again as the unprivileged user
+# The sandbox suite and the finish tool's tests again as the unprivileged user
 # AA_GRADE_TEST_USER (needs root to switch; .ci/run creates the user): proves the sandbox
 # needs no root, and runs the fork bomb case, which only binds a user other than root.
 unprivileged:
 	@dir=$$(mktemp -d) && chmod 755 $$dir && status=0 && \
-	  for pkg in harness/sandbox harness; do \
-	    $(GO) test -c -o $$dir/$$(basename $$pkg).test ./$$pkg && chmod 755 $$dir/$$(basename $$pkg).test && \
-	    su "$$AA_GRADE_TEST_USER" -s /bin/bash -c "cd $$dir && CI=$$CI ./$$(basename $$pkg).test -test.v" | grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)' ; \
+	  for t in harness/sandbox:. harness:TestFinish; do \
+	    pkg=$${t%:*}; run=$${t#*:}; bin=$$dir/$$(basename $$pkg).test; \
+	    $(GO) test -c -o $$bin ./$$pkg && chmod 755 $$bin && \
+	    su "$$AA_GRADE_TEST_USER" -s /bin/bash -c "cd $$dir && CI=$$CI $$bin -test.v -test.run '$$run'" 2>&1 | grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)|_test.go:' ; \
 	    [ $${PIPESTATUS[0]} -eq 0 ] || status=1; \
 	  done; rm -rf $$dir; exit $$status
 

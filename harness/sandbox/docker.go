@@ -66,7 +66,11 @@ func (d *Docker) Available() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := d.client.do(ctx, http.MethodGet, "/_ping", nil, nil); err != nil {
+		_, err := d.client.do(ctx, http.MethodGet, "/_ping", nil, nil)
+		switch {
+		case errors.Is(err, os.ErrPermission):
+			d.err = fmt.Errorf("the Docker daemon at %s refuses this user (add it to the docker group, or set DOCKER_HOST to a daemon it may use)", d.client.host)
+		case err != nil:
 			d.err = fmt.Errorf("no Docker daemon answers at %s: %v (start Docker, or set DOCKER_HOST)", d.client.host, err)
 		}
 	})

@@ -19,7 +19,7 @@ import (
 type Spec struct {
 	Snapshot string   // the task's snapshot folder on the host, shown read-only
 	Hide     []string // paths relative to Snapshot never shown (the ground truth)
-	Scratch  string   // a fresh host folder where the episode's writes land
+	Scratch  string   // a fresh host folder for the workspace of landlock and none (bwrap and docker keep it in a tmpfs)
 	Agent    string   // the agent executable (default: this executable)
 	AgentArg []string // its arguments that select agent mode
 	Env      []string // the whole environment of commands (see CleanEnv)
