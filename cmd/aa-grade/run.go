@@ -47,7 +47,7 @@ func newRunCommand() *cli.Command {
 			&cli.IntFlag{Name: "tpm", Sources: env("tpm"), DefaultText: "0, no limit", Usage: "model tokens per minute, input and output"},
 			&cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Sources: env("sandbox"), Usage: "auto, bwrap, landlock or none (no isolation)"},
 			&cli.StringFlag{Name: "sandbox-image", Sources: env("sandbox_image"), DefaultText: sandbox.DefaultImage,
-				Usage: "the image an episode runs in, with --sandbox docker"},
+				Usage: "the image an episode runs in: an image name with docker; a docker save tarball or an OCI layout folder with bwrap"},
 			&cli.StringFlag{Name: "memory-limit", Value: "4GiB", Sources: env("memory_limit"),
 				Usage: "memory of an episode's processes together (where the sandbox can bound it: aa-grade doctor)"},
 			&cli.StringFlag{Name: "disk-limit", Value: "4GiB", Sources: env("disk_limit"),
@@ -111,10 +111,14 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		}
 		return usageErrorf("%v", err)
 	}
-	if d, ok := backend.(*sandbox.Docker); ok {
-		d.Image = cmd.String("sandbox-image")
-	} else if cmd.IsSet("sandbox-image") {
-		return usageErrorf("--sandbox-image needs --sandbox docker (the %s sandbox runs on this machine's own system)", backend.Name())
+	if ref := cmd.String("sandbox-image"); ref != "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return err
+		}
+		if err := sandbox.UseImage(backend, ref, filepath.Join(cache, "aa-grade", "rootfs")); err != nil {
+			return usageErrorf("--sandbox-image: %w", err)
+		}
 	}
 	limits, err := sandboxLimits(cmd)
 	if err != nil {

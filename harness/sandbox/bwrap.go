@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/aa-grade/aa-grade/harness/sandbox/image"
 )
 
 // Bwrap isolates with bubblewrap: new mount, pid, network, ipc and uts namespaces; system
@@ -23,6 +25,10 @@ import (
 // nobody instead. Either way the agent then confines itself (see confinement): no capability,
 // no socket, no mount, no_new_privs.
 type Bwrap struct {
+	// Rootfs, when set, is a root file system (an image unpacked by package image) shown
+	// read-only as `/` instead of the host's system folders.
+	Rootfs string
+
 	once          sync.Once
 	path          string
 	err           error
@@ -101,11 +107,14 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	limits := spec.Limits
 	disk := strconv.FormatInt(limits.disk(), 10)
-	args := []string{
+	var args []string
+	if b.Rootfs != "" {
+		args = append(args, "--ro-bind", b.Rootfs, "/") // first: the other mounts go over it
+	}
+	args = append(args,
 		"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--new-session", "--hostname", "sandbox",
-		"--proc", "/proc", "--dev", "/dev", "--size", disk, "--perms", "01777", "--tmpfs", "/tmp",
-	}
+		"--proc", "/proc", "--dev", "/dev", "--size", disk, "--perms", "01777", "--tmpfs", "/tmp")
 	c := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true}
 	if os.Geteuid() == 0 {
 		// bwrap keeps only what the agent needs to bound the tmpfs' files, hand the workspace
@@ -127,7 +136,9 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 			args = append(args, "--disable-userns")
 		}
 	}
-	args = append(args, systemBinds()...)
+	if b.Rootfs == "" {
+		args = append(args, systemBinds()...)
+	}
 	args = append(args, "--size", disk, "--perms", "0755", "--tmpfs", ReferenceWorkdir)
 	files, err := snapshotFiles(spec.Snapshot, spec.Hide)
 	if err != nil {
@@ -177,5 +188,22 @@ func linkSnapshot(workspace string, files []snapshotFile) error {
 			return fmt.Errorf("workspace: %w", err)
 		}
 	}
+	return nil
+}
+
+// useImage unpacks a `docker save` tarball or an OCI layout folder once, and runs episodes
+// over it.
+func (b *Bwrap) useImage(ref, cacheDir string) error {
+	if _, err := os.Stat(ref); err != nil {
+		return fmt.Errorf("with bwrap, the image is a docker save tarball or an OCI layout folder, and %s is neither (%v); from a daemon: docker save IMAGE -o image.tar", ref, err)
+	}
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return err
+	}
+	root, err := image.Unpack(ref, cacheDir)
+	if err != nil {
+		return err
+	}
+	b.Rootfs = root
 	return nil
 }

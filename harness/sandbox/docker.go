@@ -469,3 +469,8 @@ func dockerGuarantees() []Guarantee {
 		{GuaranteeInodeLimit, true, "the workspace and /tmp each hold at most one file per 16 KiB of --disk-limit"},
 	}
 }
+
+func (d *Docker) useImage(ref, _ string) error {
+	d.Image = ref
+	return nil
+}

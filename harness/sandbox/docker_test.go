@@ -5,6 +5,7 @@ package sandbox
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -50,5 +51,36 @@ func TestDockerSocketThatRefusesTheUserIsOneClearLine(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "refuses this user (add it to the docker group") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestBwrapRunsOverASavedImage: the test image saved by `docker save` becomes the episode's
+// `/` under bwrap: its programs, not the host's, with the sandbox's confinement unchanged.
+func TestBwrapRunsOverASavedImage(t *testing.T) {
+	img := os.Getenv("AA_GRADE_TEST_IMAGE")
+	if img == "" || (&Docker{Image: img}).Available() != nil {
+		t.Skip("no docker here (AA_GRADE_TEST_IMAGE unset, or no daemon for this user)")
+	}
+	saved := filepath.Join(t.TempDir(), "image.tar")
+	if out, err := exec.Command("docker", "save", "-o", saved, img).CombinedOutput(); err != nil {
+		t.Fatalf("docker save: %v: %s", err, out)
+	}
+	b := &Bwrap{}
+	if b.Available() != nil {
+		t.Skip("no bwrap")
+	}
+	if err := UseImage(b, saved, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	sb := start(t, b, newFixture(t))
+	r := run(t, sb, `command -v gcc >/dev/null && echo host-gcc; python3 -c "import pandas; print('pandas', pandas.__version__)"; ls k8s_events_raw.tsv`)
+	if strings.Contains(r.Stdout, "host-gcc") || !strings.Contains(r.Stdout, "pandas ") || !strings.Contains(r.Stdout, "k8s_events_raw.tsv") {
+		t.Fatalf("over the image: %+v", r)
+	}
+	if r := run(t, sb, capsScript); !strings.Contains(r.Stdout, "eff=0 prm=0 bounding=0 nnp=1") {
+		t.Fatalf("capabilities over the image: %+v", r)
+	}
+	if r := run(t, sb, "touch /usr/x /etc/x 2>&1; echo x > agent_output.json && cat agent_output.json"); r.Stdout != "touch: cannot touch '/usr/x': Read-only file system\ntouch: cannot touch '/etc/x': Read-only file system\nx\n" {
+		t.Fatalf("writes over the image: %q", r.Stdout)
 	}
 }

@@ -187,3 +187,19 @@ func (s *Spec) defaults() error {
 	}
 	return nil
 }
+
+// imageUser is a backend that can run episodes in an image.
+type imageUser interface {
+	useImage(ref, cacheDir string) error
+}
+
+// UseImage makes b run episodes in the image ref: docker takes an image name; bwrap a
+// `docker save` tarball or an OCI image layout folder, which it unpacks once into cacheDir
+// and shows read-only as `/`. Other backends run on the host's own system and refuse.
+func UseImage(b Backend, ref, cacheDir string) error {
+	u, ok := b.(imageUser)
+	if !ok {
+		return fmt.Errorf("the %s sandbox runs on this machine's own system; an image needs bwrap or docker", b.Name())
+	}
+	return u.useImage(ref, cacheDir)
+}

@@ -1,0 +1,403 @@
+// Package image turns a container image into a root file system a sandbox can show read-only
+// as `/`, without a container daemon: from a `docker save` tarball (the legacy layout with
+// manifest.json, or the OCI layout Docker 25 and later write) or an OCI image layout folder.
+// The layers are applied in order, whiteouts included, once per image into a cache folder
+// named after the image's config digest.
+package image
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// MountPoints are the folders and files a sandbox mounts over; an image that lacks them gets
+// them, empty, so that a read-only root needs no folder made at start.
+var MountPoints = struct{ Dirs, Files []string }{
+	Dirs:  []string{"proc", "dev", "tmp", "run/aa-grade", "home/user"},
+	Files: []string{"run/aa-grade/agent"},
+}
+
+// completeMark is written last into an unpacked root: a folder without it is unfinished.
+const completeMark = ".aa-grade-rootfs"
+
+// Unpack makes the root file system of the image at src (a `docker save` tarball or an OCI
+// layout folder) under cacheDir, unless it is there already, and returns its folder.
+func Unpack(src, cacheDir string) (string, error) {
+	info, err := os.Stat(src)
+	if err != nil {
+		return "", fmt.Errorf("image %s: %w", src, err)
+	}
+	layout := src
+	if !info.IsDir() {
+		tmp, err := os.MkdirTemp(cacheDir, ".saved-")
+		if err != nil {
+			return "", fmt.Errorf("image %s: %w", src, err)
+		}
+		defer os.RemoveAll(tmp)
+		if err := extractSaved(src, tmp); err != nil {
+			return "", fmt.Errorf("image %s: %w", src, err)
+		}
+		layout = tmp
+	}
+	configDigest, layers, err := readLayout(layout)
+	if err != nil {
+		return "", fmt.Errorf("image %s: %w", src, err)
+	}
+	root := filepath.Join(cacheDir, strings.ReplaceAll(configDigest, ":", "-"))
+	if _, err := os.Stat(filepath.Join(root, completeMark)); err == nil {
+		return root, nil
+	}
+	partial, err := os.MkdirTemp(cacheDir, ".rootfs-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(partial) // gone once renamed
+	if err := os.Chmod(partial, 0o755); err != nil {
+		return "", err
+	}
+	for _, l := range layers {
+		if err := applyLayer(partial, l); err != nil {
+			return "", fmt.Errorf("image %s: layer %s: %w", src, filepath.Base(l.path), err)
+		}
+	}
+	if err := addMountPoints(partial); err != nil {
+		return "", fmt.Errorf("image %s: %w", src, err)
+	}
+	if err := os.WriteFile(filepath.Join(partial, completeMark), []byte(configDigest+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	os.RemoveAll(root) // an unfinished earlier attempt
+	if err := os.Rename(partial, root); err != nil {
+		return "", fmt.Errorf("image %s: %w", src, err)
+	}
+	return root, nil
+}
+
+// extractSaved writes the files of a `docker save` tarball into dir (a layout folder).
+func extractSaved(tarball, dir string) error {
+	f, err := os.Open(tarball)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("not a docker save tarball: %w", err)
+		}
+		name := path.Clean(h.Name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := root.MkdirAll(name, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+				return err
+			}
+			if err := writeFile(root, name, tr, 0o644); err != nil {
+				return err
+			}
+		case tar.TypeSymlink: // legacy saves link identical layers
+			if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+				return err
+			}
+			if err := root.Symlink(h.Linkname, name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// layer is one layer file of a layout, with how it is compressed.
+type layer struct {
+	path      string
+	mediaType string
+}
+
+// readLayout finds the image's config digest and its layers, bottom first, in a legacy
+// (manifest.json) or OCI (index.json) layout, for this machine's architecture.
+func readLayout(dir string) (string, []layer, error) {
+	if b, err := os.ReadFile(filepath.Join(dir, "manifest.json")); err == nil {
+		var manifests []struct {
+			Config string
+			Layers []string
+		}
+		if err := json.Unmarshal(b, &manifests); err != nil || len(manifests) == 0 {
+			return "", nil, fmt.Errorf("manifest.json: not a docker save manifest")
+		}
+		m := manifests[0]
+		config, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(m.Config)))
+		if err != nil {
+			return "", nil, err
+		}
+		if err := checkPlatform(config); err != nil {
+			return "", nil, err
+		}
+		sum := sha256.Sum256(config)
+		var layers []layer
+		for _, l := range m.Layers {
+			layers = append(layers, layer{path: filepath.Join(dir, filepath.FromSlash(l))})
+		}
+		return "sha256:" + hex.EncodeToString(sum[:]), layers, nil
+	}
+	index, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		return "", nil, errors.New("neither a docker save tarball nor an OCI image layout (no manifest.json, no index.json)")
+	}
+	manifest, err := resolveManifest(dir, index)
+	if err != nil {
+		return "", nil, err
+	}
+	var m struct {
+		Config descriptor
+		Layers []descriptor
+	}
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		return "", nil, fmt.Errorf("manifest: %w", err)
+	}
+	config, err := os.ReadFile(blobPath(dir, m.Config.Digest))
+	if err != nil {
+		return "", nil, err
+	}
+	if err := checkPlatform(config); err != nil {
+		return "", nil, err
+	}
+	var layers []layer
+	for _, l := range m.Layers {
+		layers = append(layers, layer{path: blobPath(dir, l.Digest), mediaType: l.MediaType})
+	}
+	return m.Config.Digest, layers, nil
+}
+
+type descriptor struct {
+	MediaType string
+	Digest    string
+	Platform  *struct{ Architecture, OS string }
+}
+
+// resolveManifest follows an index (maybe nested) to the image manifest for this machine.
+func resolveManifest(dir string, index []byte) ([]byte, error) {
+	for depth := 0; depth < 4; depth++ {
+		var idx struct {
+			MediaType string
+			Manifests []descriptor
+			Config    *descriptor
+		}
+		if err := json.Unmarshal(index, &idx); err != nil {
+			return nil, fmt.Errorf("index: %w", err)
+		}
+		if idx.Config != nil {
+			return index, nil // an image manifest
+		}
+		var chosen *descriptor
+		for i, d := range idx.Manifests {
+			if d.Platform == nil || (d.Platform.OS == "linux" && d.Platform.Architecture == runtime.GOARCH) {
+				chosen = &idx.Manifests[i]
+				break
+			}
+		}
+		if chosen == nil {
+			return nil, fmt.Errorf("no manifest for linux/%s", runtime.GOARCH)
+		}
+		b, err := os.ReadFile(blobPath(dir, chosen.Digest))
+		if err != nil {
+			return nil, err
+		}
+		index = b
+	}
+	return nil, errors.New("indexes nested too deep")
+}
+
+func blobPath(dir, digest string) string {
+	algorithm, hexDigest, _ := strings.Cut(digest, ":")
+	return filepath.Join(dir, "blobs", algorithm, filepath.Base(hexDigest))
+}
+
+// checkPlatform refuses an image for another operating system or architecture.
+func checkPlatform(config []byte) error {
+	var c struct{ Architecture, OS string }
+	if err := json.Unmarshal(config, &c); err != nil {
+		return fmt.Errorf("image config: %w", err)
+	}
+	if c.OS != "" && c.OS != "linux" || c.Architecture != "" && c.Architecture != runtime.GOARCH {
+		return fmt.Errorf("the image is for %s/%s, not linux/%s", c.OS, c.Architecture, runtime.GOARCH)
+	}
+	return nil
+}
+
+// applyLayer unpacks one layer over root: entries are created inside root only (os.Root),
+// whiteouts remove what lower layers put there, devices and FIFOs are left out (a sandbox
+// mounts its own /dev).
+func applyLayer(dir string, l layer) error {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r, err := decompress(f, l.mediaType)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "/"))
+		if name == "." || name == ".." || strings.HasPrefix(name, "../") {
+			continue
+		}
+		base, parent := path.Base(name), path.Dir(name)
+		if base == ".wh..wh..opq" { // the folder's lower contents are hidden
+			if err := emptyDir(root, parent); err != nil {
+				return err
+			}
+			continue
+		}
+		if hidden, ok := strings.CutPrefix(base, ".wh."); ok {
+			if err := root.RemoveAll(path.Join(parent, hidden)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := root.MkdirAll(parent, 0o755); err != nil {
+			return err
+		}
+		if h.Typeflag != tar.TypeDir {
+			root.RemoveAll(name) // an upper layer replaces
+		}
+		mode := fs.FileMode(h.Mode) & fs.ModePerm
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := root.MkdirAll(name, 0o755); err != nil {
+				return err
+			}
+			root.Chmod(name, mode|0o700)
+		case tar.TypeReg:
+			if err := writeFile(root, name, tr, mode|0o600); err != nil {
+				return err
+			}
+		case tar.TypeSymlink:
+			if err := root.Symlink(h.Linkname, name); err != nil {
+				return err
+			}
+		case tar.TypeLink:
+			if err := root.Link(path.Clean(strings.TrimPrefix(h.Linkname, "/")), name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func writeFile(root *os.Root, name string, r io.Reader, mode fs.FileMode) error {
+	out, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, r); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return root.Chmod(name, mode)
+}
+
+func emptyDir(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := root.RemoveAll(path.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decompress opens a layer by its media type, or by its first bytes when it has none (legacy
+// saves hold plain tar).
+func decompress(f *os.File, mediaType string) (io.ReadCloser, error) {
+	magic := make([]byte, 4)
+	n, _ := io.ReadFull(f, magic)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	switch {
+	case strings.HasSuffix(mediaType, "gzip") || n >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
+		return gzip.NewReader(f)
+	case strings.HasSuffix(mediaType, "zstd") || n == 4 && string(magic) == "\x28\xb5\x2f\xfd":
+		d, err := zstd.NewReader(f)
+		if err != nil {
+			return nil, err
+		}
+		return d.IOReadCloser(), nil
+	}
+	return io.NopCloser(f), nil
+}
+
+// addMountPoints makes the folders and files a sandbox mounts over.
+func addMountPoints(dir string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, d := range MountPoints.Dirs {
+		if err := root.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, f := range MountPoints.Files {
+		if _, err := root.Lstat(f); errors.Is(err, fs.ErrNotExist) {
+			if err := root.WriteFile(f, nil, 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
