@@ -16,8 +16,12 @@ import (
 	"github.com/aa-grade/aa-grade/data/hub"
 )
 
-// IndexPath is the task index inside a dataset repository.
-const IndexPath = "sre/data.jsonl"
+// IndexFile is the task index of a dataset, one JSON row per task (IndexRow); IndexPath is
+// where it is in a dataset repository.
+const (
+	IndexFile = "data.jsonl"
+	IndexPath = "sre/" + IndexFile
+)
 
 // ParquetRevision is the branch where the Hub keeps the parquet conversion of a dataset.
 const ParquetRevision = "refs/convert/parquet"
@@ -278,7 +282,7 @@ func pullOffline(cache hub.Cache, spec HubSpec, opts PullOptions) (*PullResult, 
 		}
 	}
 	need := []string{}
-	if !have["data.jsonl"] {
+	if !have[IndexFile] {
 		if files, err := offlineParquet(cache, spec); err == nil {
 			res.Parquet = files
 		} else {

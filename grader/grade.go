@@ -31,6 +31,10 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
+// SubmissionFile is the file an agent writes its diagnosis to, as the reference harness has it:
+// a repeat's folder of submissions holds one.
+const SubmissionFile = "agent_output.json"
+
 // SubmissionFiles maps a task folder name to its repeats and their files.
 type SubmissionFiles map[string]map[int]string
 
@@ -57,7 +61,7 @@ func FindSubmissions(dir string) (SubmissionFiles, []Problem, error) {
 			name := e.Name()
 			stem, file := strings.TrimSuffix(name, ".json"), filepath.Join(dir, task, name)
 			if e.IsDir() {
-				stem, file = name, filepath.Join(file, "agent_output.json")
+				stem, file = name, filepath.Join(file, SubmissionFile)
 			} else if stem == name {
 				stem = "" // not a .json file
 			}

@@ -249,3 +249,20 @@ func TestGradeWarnsOfGlobFilters(t *testing.T) {
 		t.Fatalf("want one warning naming Scenario-38 and both glob filters, got %d:\n%s", warnings, r.stderr)
 	}
 }
+
+// TestGradeOnlyReadsARunFolder grades a run folder whose episodes all failed before making
+// their folders: the recorded statuses are graded, and nothing is created in the folder.
+func TestGradeOnlyReadsARunFolder(t *testing.T) {
+	run := t.TempDir()
+	testfs.Write(t, filepath.Join(run, "run.json"),
+		`{"model": "builtin/baseline", "dataset": "testdata/grade/dataset", "tasks": ["Scenario-901"], "repeats": 1}`)
+	testfs.Write(t, filepath.Join(run, "results.jsonl"), `{"task":"Scenario-901","repeat":1,"status":"error","error":"the sandbox did not start"}`+"\n")
+	before, _ := os.ReadDir(run)
+	r := aaGrade(t, nil, "grade", run)
+	if r.code != 0 || !strings.Contains(r.stdout, "Scenario-901  error") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if after, _ := os.ReadDir(run); len(after) != len(before) {
+		t.Fatalf("grade wrote into its input: %v, was %v", after, before)
+	}
+}
