@@ -102,10 +102,14 @@ func Pull(ctx context.Context, cfg hub.Config, spec HubSpec, opts PullOptions) (
 }
 
 // selectEntries keeps the files a pull needs and refuses paths that could escape the cache.
+// An index-only pull fetches no task folder, so it does not look for the tasks' folders
+// either: the index says which tasks the dataset has (Open checks them there).
 func selectEntries(listing []hub.Entry, opts PullOptions) ([]hub.Entry, error) {
 	wanted := map[string]bool{}
-	for _, t := range opts.Tasks {
-		wanted[TaskFolder(t)] = true
+	if !opts.IndexOnly {
+		for _, t := range opts.Tasks {
+			wanted[TaskFolder(t)] = true
+		}
 	}
 	found := map[string]bool{}
 	var out []hub.Entry

@@ -25,7 +25,7 @@ func newGradeCommand() *cli.Command {
 		Usage:     "score diagnoses written by any agent, as the leaderboard does",
 		ArgsUsage: "SUBMISSIONS|RUN",
 		Description: "SUBMISSIONS is a folder laid out <task-id>/<repeat>.json or " +
-			"<task-id>/<repeat>/agent_output.json (repeats numbered from 1).\n" +
+			"<task-id>/<repeat>/agent_output.json (repeats numbered from 1; a number above 1000 is ignored, with a warning).\n" +
 			"Every task x repeat of the dataset is scored; a repeat with no file scores 0 as missing.\n" +
 			"RUN is a run folder of aa-grade run: its submissions are graded again (against the dataset's\n" +
 			"ground truth as it is now), episodes without one keep the status the run recorded, and\n" +
@@ -55,8 +55,8 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	if cmd.NArg() != 1 {
 		return usageErrorf("grade needs one SUBMISSIONS folder, got %d arguments; see aa-grade grade --help", cmd.NArg())
 	}
-	if cmd.Int("repeats") < 0 {
-		return usageErrorf("--repeats must be 1 or more")
+	if cmd.Int("repeats") < 0 || cmd.Int("repeats") > grader.MaxRepeats {
+		return usageErrorf("--repeats must be 1 to %d", grader.MaxRepeats)
 	}
 	if cmd.Int("parallel") < 1 {
 		return usageErrorf("--parallel must be 1 or more")

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/internal/fakehub"
 	"github.com/aa-grade/aa-grade/internal/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testfs"
 )
@@ -248,5 +249,25 @@ func TestSkippedResultLinesAreNamed(t *testing.T) {
 	}
 	if lines(t, path) != 3 {
 		t.Fatal("the resume ran episodes again")
+	}
+}
+
+// TestGradeARunOnTheHub runs on a Hub dataset (the default spec, served by the fake Hub) and
+// grades the run folder again: grade fetches the index alone and finds the run's tasks in it.
+func TestGradeARunOnTheHub(t *testing.T) {
+	h := fakehub.New()
+	defer h.Close()
+	h.ServeSample(sampleRepo, fakehub.SampleDataset(2, 1024))
+	srv := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls", Answer: []string{"otel-demo/ConfigMap/flagd-config"}}})
+	defer srv.Close()
+	env := append(hubEnv(h, t.TempDir()), "XDG_CACHE_HOME="+t.TempDir(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY=sk-test")
+	out := filepath.Join(t.TempDir(), "run")
+	r := aaGrade(t, env, "run", "--model", "openai/fake", "--tasks", "1,2", "--repeats", "1", "--out", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000") || !strings.Contains(r.stderr, "of hf:"+sampleRepo+"@main") {
+		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = aaGrade(t, env, "grade", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000 (95% CI 1.000-1.000) over 2 tasks x 1 repeats") {
+		t.Fatalf("grade of the run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
