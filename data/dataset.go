@@ -97,7 +97,7 @@ func openHub(ctx context.Context, spec string, opts OpenOptions) (*Dataset, erro
 	if len(res.Parquet) > 0 {
 		rows, warnings, err = readParquetIndex(res.Parquet)
 	} else {
-		rows, warnings, err = readIndex(filepath.Join(root, "data.jsonl"))
+		rows, warnings, err = readIndex(filepath.Join(root, IndexFile))
 	}
 	if err != nil {
 		return nil, err

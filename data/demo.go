@@ -44,7 +44,7 @@ func demoDir() (string, error) {
 	}
 	sum := sha256.Sum256(demoArchive)
 	dir := filepath.Join(base, "aa-grade", "demo-"+hex.EncodeToString(sum[:8]))
-	if _, err := os.Stat(filepath.Join(dir, "sre", "data.jsonl")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(IndexPath))); err == nil {
 		return dir, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -59,7 +59,7 @@ func demoDir() (string, error) {
 		return "", fmt.Errorf("demo dataset: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		if _, statErr := os.Stat(filepath.Join(dir, "sre", "data.jsonl")); statErr == nil {
+		if _, statErr := os.Stat(filepath.Join(dir, filepath.FromSlash(IndexPath))); statErr == nil {
 			return dir, nil // another process unpacked it meanwhile
 		}
 		return "", fmt.Errorf("demo dataset: %w", err)

@@ -72,7 +72,7 @@ func exists(path string) bool {
 // readLocalIndex reads the task index of a folder: data.jsonl, else the .parquet files beside
 // it. found is false when the folder has neither.
 func readLocalIndex(root string) (rows []IndexRow, warnings []string, found bool, err error) {
-	if jsonl := filepath.Join(root, "data.jsonl"); exists(jsonl) {
+	if jsonl := filepath.Join(root, IndexFile); exists(jsonl) {
 		rows, warnings, err = readIndex(jsonl)
 		return rows, warnings, true, err
 	}

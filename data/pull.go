@@ -16,8 +16,12 @@ import (
 	"github.com/aa-grade/aa-grade/data/hub"
 )
 
-// IndexPath is the task index inside a dataset repository.
-const IndexPath = "sre/data.jsonl"
+// IndexFile is the task index of a dataset, one JSON row per task (IndexRow); IndexPath is
+// where it is in a dataset repository.
+const (
+	IndexFile = "data.jsonl"
+	IndexPath = "sre/" + IndexFile
+)
 
 // ParquetRevision is the branch where the Hub keeps the parquet conversion of a dataset.
 const ParquetRevision = "refs/convert/parquet"
@@ -98,10 +102,14 @@ func Pull(ctx context.Context, cfg hub.Config, spec HubSpec, opts PullOptions) (
 }
 
 // selectEntries keeps the files a pull needs and refuses paths that could escape the cache.
+// An index-only pull fetches no task folder, so it does not look for the tasks' folders
+// either: the index says which tasks the dataset has (Open checks them there).
 func selectEntries(listing []hub.Entry, opts PullOptions) ([]hub.Entry, error) {
 	wanted := map[string]bool{}
-	for _, t := range opts.Tasks {
-		wanted[TaskFolder(t)] = true
+	if !opts.IndexOnly {
+		for _, t := range opts.Tasks {
+			wanted[TaskFolder(t)] = true
+		}
 	}
 	found := map[string]bool{}
 	var out []hub.Entry
@@ -278,7 +286,7 @@ func pullOffline(cache hub.Cache, spec HubSpec, opts PullOptions) (*PullResult, 
 		}
 	}
 	need := []string{}
-	if !have["data.jsonl"] {
+	if !have[IndexFile] {
 		if files, err := offlineParquet(cache, spec); err == nil {
 			res.Parquet = files
 		} else {

@@ -31,12 +31,21 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
+// SubmissionFile is the file an agent writes its diagnosis to, as the reference harness has it:
+// a repeat's folder of submissions holds one.
+const SubmissionFile = "agent_output.json"
+
+// MaxRepeats is the largest repeat number graded. Without --repeats, grade scores as many
+// repeats as the largest number found, so one stray file (Scenario-905/1000000.json) would
+// otherwise make it score a million repeats of every task; real runs have a handful.
+const MaxRepeats = 1000
+
 // SubmissionFiles maps a task folder name to its repeats and their files.
 type SubmissionFiles map[string]map[int]string
 
 // FindSubmissions lists the submissions of a folder laid out `<task>/<repeat>.json` or
-// `<task>/<repeat>/agent_output.json`, repeats numbered from 1. Anything else is reported and
-// ignored.
+// `<task>/<repeat>/agent_output.json`, repeats numbered from 1 to MaxRepeats. Anything else is
+// reported and ignored.
 func FindSubmissions(dir string) (SubmissionFiles, []Problem, error) {
 	taskDirs, err := os.ReadDir(dir)
 	if err != nil {
@@ -57,7 +66,7 @@ func FindSubmissions(dir string) (SubmissionFiles, []Problem, error) {
 			name := e.Name()
 			stem, file := strings.TrimSuffix(name, ".json"), filepath.Join(dir, task, name)
 			if e.IsDir() {
-				stem, file = name, filepath.Join(file, "agent_output.json")
+				stem, file = name, filepath.Join(file, SubmissionFile)
 			} else if stem == name {
 				stem = "" // not a .json file
 			}
@@ -65,6 +74,11 @@ func FindSubmissions(dir string) (SubmissionFiles, []Problem, error) {
 			if err != nil || repeat < 1 {
 				problems = append(problems, Problem{Level: "warning", Task: task,
 					Message: fmt.Sprintf("ignored %s: expected <repeat>.json or <repeat>/agent_output.json with repeat 1, 2, ...", filepath.Join(task, name))})
+				continue
+			}
+			if repeat > MaxRepeats {
+				problems = append(problems, Problem{Level: "warning", Task: task,
+					Message: fmt.Sprintf("ignored %s: repeat %d is above %d, the most that is graded", filepath.Join(task, name), repeat, MaxRepeats)})
 				continue
 			}
 			if e.IsDir() {

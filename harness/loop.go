@@ -16,8 +16,8 @@ import (
 )
 
 // SubmissionFile is the diagnosis the model writes in the working directory and hands back
-// with the finish tool, as the reference harness has it.
-const SubmissionFile = "agent_output.json"
+// with the finish tool (grader.SubmissionFile).
+const SubmissionFile = grader.SubmissionFile
 
 // Loop limits of the reference harness.
 const (

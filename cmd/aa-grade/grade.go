@@ -15,7 +15,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -25,7 +25,7 @@ func newGradeCommand() *cli.Command {
 		Usage:     "score diagnoses written by any agent, as the leaderboard does",
 		ArgsUsage: "SUBMISSIONS|RUN",
 		Description: "SUBMISSIONS is a folder laid out <task-id>/<repeat>.json or " +
-			"<task-id>/<repeat>/agent_output.json (repeats numbered from 1).\n" +
+			"<task-id>/<repeat>/agent_output.json (repeats numbered from 1; a number above 1000 is ignored, with a warning).\n" +
 			"Every task x repeat of the dataset is scored; a repeat with no file scores 0 as missing.\n" +
 			"RUN is a run folder of aa-grade run: its submissions are graded again (against the dataset's\n" +
 			"ground truth as it is now), episodes without one keep the status the run recorded, and\n" +
@@ -55,8 +55,8 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	if cmd.NArg() != 1 {
 		return usageErrorf("grade needs one SUBMISSIONS folder, got %d arguments; see aa-grade grade --help", cmd.NArg())
 	}
-	if cmd.Int("repeats") < 0 {
-		return usageErrorf("--repeats must be 1 or more")
+	if cmd.Int("repeats") < 0 || cmd.Int("repeats") > grader.MaxRepeats {
+		return usageErrorf("--repeats must be 1 to %d", grader.MaxRepeats)
 	}
 	if cmd.Int("parallel") < 1 {
 		return usageErrorf("--parallel must be 1 or more")
@@ -66,32 +66,36 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	dir, dataset, repeats := cmd.Args().First(), cmd.String("dataset"), cmd.Int("repeats")
-	var run map[string]runner.Result // the statuses a run recorded, when dir is a run folder
-	var tasks []string               // a run's tasks
-	if header, err := runner.ReadHeader(dir); err == nil {
-		tasks = header.Tasks
+	var run *runfolder.Run // when dir is a run folder
+	var tasks []string     // a run's tasks
+	switch r, err := runfolder.Read(dir); {
+	case err == nil:
+		run, tasks = r, r.Header.Tasks
 		if !cmd.IsSet("dataset") {
-			dataset = header.Dataset
+			dataset = r.Header.Dataset
 		}
 		if repeats == 0 {
-			repeats = header.Repeats
+			repeats = r.Header.Repeats
 		}
-		if run, err = runner.ReadResults(dir); err != nil {
-			return badResult(err)
-		}
-		dir = filepath.Join(dir, "episodes")
-		os.MkdirAll(dir, 0o755) // a run whose episodes all failed early has none
+		dir = filepath.Join(dir, runfolder.EpisodesDir)
+	case !errors.Is(err, runfolder.ErrNotRunFolder): // else a folder of submissions
+		return runFolderError(err)
 	}
 	ds, err := data.Open(ctx, dataset, data.OpenOptions{Hub: hubConfig(), IndexOnly: true, Tasks: tasks})
 	if err != nil {
 		return datasetError(err)
 	}
-	subs, problems, err := grader.FindSubmissions(dir)
+	subs, problems, err := findSubmissions(dir, run != nil)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return usageErrorf("%v", err)
 		}
 		return err
+	}
+	if run != nil {
+		for _, w := range run.Warnings {
+			problems = append(problems, grader.Problem{Level: "warning", Message: w})
+		}
 	}
 	for _, w := range ds.Warnings {
 		problems = append(problems, grader.Problem{Level: "warning", Message: w})
@@ -104,7 +108,9 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return &exitError{code: 130, err: fmt.Errorf("interrupted: %w", err)}
 	}
-	keepRunStatuses(results, run)
+	if run != nil {
+		keepRunStatuses(results, run.Results)
+	}
 	out := gradeOutput{Summary: grader.Summarise(results), Problems: append(problems, gradeProblems...)}
 	if j != nil {
 		out.Judge = grader.JudgeSummary(j.Model, results)
@@ -135,14 +141,24 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 
 // keepRunStatuses gives the episodes of a run that left no submission the status the run
 // recorded (max_turns, no_submission, error, ...) instead of missing.
-func keepRunStatuses(results []grader.TaskResult, run map[string]runner.Result) {
+func keepRunStatuses(results []grader.TaskResult, run map[runfolder.Episode]runfolder.Result) {
 	for _, t := range results {
 		for i, e := range t.Episodes {
-			if r, ok := run[runner.Episode{Task: t.Task, Repeat: e.Repeat}.Key()]; ok && e.Status == grader.StatusMissing && r.Status != grader.StatusOK {
+			if r, ok := run[runfolder.Episode{Task: t.Task, Repeat: e.Repeat}]; ok && e.Status == grader.StatusMissing && r.Status != grader.StatusOK {
 				t.Episodes[i].Status, t.Episodes[i].Reason = r.Status, r.Error
 			}
 		}
 	}
+}
+
+// findSubmissions lists the submissions in dir. The episodes folder of a run (inRun) whose
+// episodes all failed early does not exist: the run has no submissions, and grade, which only
+// reads, does not create the folder.
+func findSubmissions(dir string, inRun bool) (grader.SubmissionFiles, []grader.Problem, error) {
+	if _, err := os.Stat(dir); inRun && errors.Is(err, fs.ErrNotExist) {
+		return grader.SubmissionFiles{}, nil, nil
+	}
+	return grader.FindSubmissions(dir)
 }
 
 func gradeTasks(ds *data.Dataset) []grader.Task {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/internal/copytree"
 	"github.com/aa-grade/aa-grade/internal/shareddata"
 	"github.com/aa-grade/aa-grade/internal/testfs"
 )
@@ -247,5 +248,41 @@ func TestGradeWarnsOfGlobFilters(t *testing.T) {
 	if warnings != 1 || !strings.Contains(r.stderr, "warning: ground truth of Scenario-38: ") || strings.Count(r.stderr, `filter "*.*"`) != 2 ||
 		!strings.Contains(r.stderr, "read as a shell glob") {
 		t.Fatalf("want one warning naming Scenario-38 and both glob filters, got %d:\n%s", warnings, r.stderr)
+	}
+}
+
+// TestGradeSkipsImplausibleRepeats: a stray file numbered far beyond any real run's repeats
+// is ignored with a warning naming it, instead of making grade score that many repeats of
+// every task; --repeats beyond the bound is a usage error.
+func TestGradeSkipsImplausibleRepeats(t *testing.T) {
+	subs := t.TempDir()
+	if err := copytree.Copy(filepath.Join(moduleRoot, "testdata", "grade", "submissions"), subs); err != nil {
+		t.Fatal(err)
+	}
+	testfs.Write(t, filepath.Join(subs, "Scenario-904", "5000.json"), `["otel-demo/Service/frontend"]`)
+	r := aaGrade(t, nil, "grade", "--dataset", "testdata/grade/dataset", subs)
+	if r.code != 0 || !strings.Contains(r.stdout, "over 4 tasks x 3 repeats") ||
+		!strings.Contains(r.stderr, "warning: ignored "+filepath.Join("Scenario-904", "5000.json")+": repeat 5000 is above 1000") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := aaGrade(t, nil, "grade", "--dataset", "testdata/grade/dataset", "--repeats", "5000", subs); r.code != 2 {
+		t.Fatalf("--repeats 5000: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestGradeOnlyReadsARunFolder grades a run folder whose episodes all failed before making
+// their folders: the recorded statuses are graded, and nothing is created in the folder.
+func TestGradeOnlyReadsARunFolder(t *testing.T) {
+	run := t.TempDir()
+	testfs.Write(t, filepath.Join(run, "run.json"),
+		`{"model": "builtin/baseline", "dataset": "testdata/grade/dataset", "tasks": ["Scenario-901"], "repeats": 1}`)
+	testfs.Write(t, filepath.Join(run, "results.jsonl"), `{"task":"Scenario-901","repeat":1,"status":"error","error":"the sandbox did not start"}`+"\n")
+	before, _ := os.ReadDir(run)
+	r := aaGrade(t, nil, "grade", run)
+	if r.code != 0 || !strings.Contains(r.stdout, "Scenario-901  error") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if after, _ := os.ReadDir(run); len(after) != len(before) {
+		t.Fatalf("grade wrote into its input: %v, was %v", after, before)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -33,16 +32,19 @@ func runMerge(_ context.Context, cmd *cli.Command) error {
 		return usageErrorf("merge needs the run folders to join")
 	}
 	rep, err := runner.Merge(cmd.String("out"), runs)
-	if errors.Is(err, runner.ErrMergeConfig) || errors.Is(err, fs.ErrNotExist) { // other runs, or not a run folder
+	switch {
+	case errors.Is(err, runner.ErrMergeConfig):
 		return usageErrorf("%v", err)
-	}
-	if err != nil {
+	case errors.Is(err, runner.ErrMergeInto):
 		return badResult(err)
+	case err != nil:
+		return runFolderError(err)
 	}
 	if _, err := report.WriteFolder(cmd.String("out")); err != nil {
 		return err
 	}
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
+	printSkipped(stderr, rep.Warnings)
 	for _, e := range rep.Duplicates {
 		printLine(stderr, "warning: %s repeat %d was finished by more than one run; kept the first", e.Task, e.Repeat)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
 
@@ -21,7 +22,8 @@ func newReportCommand() *cli.Command {
 		Usage:     "compare run folders: one line per run, as text, JSON or a self-contained HTML page",
 		ArgsUsage: "RUN...",
 		Description: "Each RUN is a folder written by aa-grade run, finished or not: episodes not run yet count as errors.\n" +
-			"Exit 1 when a run has episodes in error or not run.\n\n" +
+			"A folder whose run.json is broken is named, and the others are reported.\n" +
+			"Exit 1 when a run has episodes in error or not run, or a folder could not be read.\n\n" +
 			"Example: aa-grade report runs/opus runs/qwen --html compare.html",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "html", Sources: env("html"), Usage: "also write the runs as one HTML page to this file"},
@@ -37,18 +39,22 @@ func runReport(_ context.Context, cmd *cli.Command) error {
 	}
 	var runs []*report.Run
 	var overviews []report.Overview
+	var unread []string // the folders that could not be read, and why
 	for _, dir := range cmd.Args().Slice() {
 		r, err := report.Load(dir)
 		switch {
-		case errors.Is(err, report.ErrNotRunFolder):
-			return usageErrorf("%v", err)
-		case errors.Is(err, report.ErrCorrupt):
-			return badResult(err)
+		case errors.Is(err, runfolder.ErrCorrupt): // the other runs are still reported
+			unread = append(unread, err.Error())
+			continue
 		case err != nil:
-			return err
+			return runFolderError(err)
 		}
+		printSkipped(cmd.Root().ErrWriter, r.Warnings)
 		runs = append(runs, r)
 		overviews = append(overviews, r.Overview())
+	}
+	if len(runs) == 0 {
+		return badResult(errors.New(strings.Join(unread, "; ")))
 	}
 	if path := cmd.String("html"); path != "" {
 		var page bytes.Buffer
@@ -67,6 +73,10 @@ func runReport(_ context.Context, cmd *cli.Command) error {
 	} else {
 		renderReportText(stdout, overviews)
 	}
+	var bad []string
+	if len(unread) > 0 {
+		bad = append(bad, fmt.Sprintf("not reported: %s", strings.Join(unread, "; ")))
+	}
 	var incomplete []string
 	for _, o := range overviews {
 		if o.Errors > 0 {
@@ -74,7 +84,10 @@ func runReport(_ context.Context, cmd *cli.Command) error {
 		}
 	}
 	if len(incomplete) > 0 {
-		return badResult(fmt.Errorf("%s; run the same aa-grade run command again to play them", strings.Join(incomplete, "; ")))
+		bad = append(bad, fmt.Sprintf("%s; run the same aa-grade run command again to play them", strings.Join(incomplete, "; ")))
+	}
+	if len(bad) > 0 {
+		return badResult(errors.New(strings.Join(bad, "; ")))
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ func TestShardsMergeToTheWhole(t *testing.T) {
 		t.Fatalf("merge of two configurations: exit %d\n%s", r.code, r.stderr)
 	}
 	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "nothing"), filepath.Join(dir, "one"), filepath.Join(dir, "no-such-run"))
-	if r.code != 2 || !strings.Contains(r.stderr, "no-such-run is not a run folder") {
+	if r.code != 2 || !strings.Contains(r.stderr, "no-such-run: not a run folder") {
 		t.Fatalf("merge of a folder that is not a run: exit %d\n%s", r.code, r.stderr)
 	}
 	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "whole"), filepath.Join(dir, "one"))

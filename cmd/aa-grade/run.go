@@ -21,6 +21,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/termtext"
@@ -144,6 +145,14 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	if out == "" {
 		out = filepath.Join("runs", strings.NewReplacer("/", "_", ":", "_").Replace(cmd.String("model"))+"-"+time.Now().Format("20060102-150405"))
 	}
+	folder, err := runfolder.Open(out) // locked until the reports are written
+	if err != nil {
+		return runFolderError(err)
+	}
+	defer folder.Close() // every result was synced as it was appended
+	if folder.Prev != nil {
+		printSkipped(stderr, folder.Prev.Warnings)
+	}
 	part := ""
 	if shard.Count > 1 {
 		part = fmt.Sprintf(" (shard %s)", shard)
@@ -153,7 +162,7 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	progress := newRunProgress(stderr)
 	progress.Start()
 	cfg := runner.Config{
-		Out: out, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: cmd.Int("parallel"), Shard: shard,
+		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: cmd.Int("parallel"), Shard: shard,
 		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
 		ReasoningEffort: settings.ReasoningEffort, MaxTokens: cmd.Int("max-tokens"), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
 		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: settings.ContextWindow, Limits: limits,
@@ -243,9 +252,9 @@ func runPlan(cmd *cli.Command) (episodesPlan, error) {
 	if !ok {
 		return p, nil
 	}
-	h, err := runner.ReadHeader(dir)
+	h, err := runfolder.ReadHeader(dir)
 	if err != nil {
-		return p, usageErrorf("--model replay/%s: not a run folder: %v", dir, err)
+		return p, runFolderError(err)
 	}
 	if !cmd.IsSet("dataset") {
 		p.dataset = h.Dataset
@@ -296,7 +305,7 @@ func secondInterrupt(ctx context.Context) <-chan struct{} {
 	return abort
 }
 
-func countStatus(results []runner.Result, status string) int {
+func countStatus(results []runfolder.Result, status string) int {
 	n := 0
 	for _, r := range results {
 		if r.Status == status {

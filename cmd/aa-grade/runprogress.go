@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -9,7 +10,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness/report"
-	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -31,7 +32,7 @@ type runProgress struct {
 	scoreSum  float64
 	cost      float64
 	costKnown bool
-	running   map[runner.Episode]*liveEpisode
+	running   map[runfolder.Episode]*liveEpisode
 	drawn     int // lines of the live block on screen
 
 	stop chan struct{}
@@ -45,14 +46,14 @@ type liveEpisode struct {
 
 func newRunProgress(w io.Writer) *runProgress {
 	p := &runProgress{w: w, terminal: isTerminal(w), width: 100, interval: 30 * time.Second, start: time.Now(),
-		running: map[runner.Episode]*liveEpisode{}, costKnown: true, stop: make(chan struct{})}
+		running: map[runfolder.Episode]*liveEpisode{}, costKnown: true, stop: make(chan struct{})}
 	if p.terminal {
 		p.interval = 250 * time.Millisecond
 	}
 	return p
 }
 
-func (p *runProgress) Plan(total int, finished []runner.Result) {
+func (p *runProgress) Plan(total int, finished []runfolder.Result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.total = total
@@ -67,10 +68,10 @@ func (p *runProgress) Plan(total int, finished []runner.Result) {
 func (p *runProgress) Turn(task string, repeat, turn, maxTurns int, command string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e := p.running[runner.Episode{Task: task, Repeat: repeat}]
+	e := p.running[runfolder.Episode{Task: task, Repeat: repeat}]
 	if e == nil {
 		e = &liveEpisode{}
-		p.running[runner.Episode{Task: task, Repeat: repeat}] = e
+		p.running[runfolder.Episode{Task: task, Repeat: repeat}] = e
 	}
 	e.turn, e.maxTurns = turn, maxTurns
 	if command != "" {
@@ -78,10 +79,10 @@ func (p *runProgress) Turn(task string, repeat, turn, maxTurns int, command stri
 	}
 }
 
-func (p *runProgress) Finished(r runner.Result) {
+func (p *runProgress) Finished(r runfolder.Result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.running, runner.Episode{Task: r.Task, Repeat: r.Repeat})
+	delete(p.running, runfolder.Episode{Task: r.Task, Repeat: r.Repeat})
 	p.count(r)
 	p.endedHere++
 	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %d turns, %s", r.Task, r.Repeat, r.Status, r.Score, r.Turns, "cost "+report.FormatUSD(r.CostUSD))
@@ -94,7 +95,7 @@ func (p *runProgress) Finished(r runner.Result) {
 	p.printLocked(line)
 }
 
-func (p *runProgress) count(r runner.Result) {
+func (p *runProgress) count(r runfolder.Result) {
 	p.finished++
 	p.scoreSum += r.Score
 	if r.CostUSD == nil {
@@ -165,11 +166,13 @@ func (p *runProgress) render() {
 	}
 	p.clear()
 	lines := []string{bar(int64(p.finished), int64(p.total), 24) + " " + p.overall()}
-	keys := make([]runner.Episode, 0, len(p.running))
+	keys := make([]runfolder.Episode, 0, len(p.running))
 	for k := range p.running {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b runner.Episode) int { return strings.Compare(a.Key(), b.Key()) })
+	slices.SortFunc(keys, func(a, b runfolder.Episode) int {
+		return cmp.Or(strings.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat))
+	})
 	for _, k := range keys {
 		e := p.running[k]
 		// The model's command and the task id are sanitized before the line is measured.

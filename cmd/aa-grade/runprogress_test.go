@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 // TestRunProgressOnATerminal: the live block (overall bar and one line per running episode) is
@@ -16,7 +16,7 @@ func TestRunProgressOnATerminal(t *testing.T) {
 	p := newRunProgress(&out)
 	p.terminal = true
 	cost := 0.25
-	p.Plan(4, []runner.Result{{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, CostUSD: &cost}})
+	p.Plan(4, []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, CostUSD: &cost}})
 	p.Turn("Scenario-2", 1, 5, 100, "grep -c error\n  logs.tsv")
 	p.Turn("Scenario-2", 2, 1, 100, "")
 	p.render()
@@ -28,7 +28,7 @@ func TestRunProgressOnATerminal(t *testing.T) {
 		}
 	}
 	out.Reset()
-	p.Finished(runner.Result{Task: "Scenario-2", Repeat: 1, Status: "max_turns", Turns: 100})
+	p.Finished(runfolder.Result{Task: "Scenario-2", Repeat: 1, Status: "max_turns", Turns: 100})
 	after := out.String()
 	if !strings.HasPrefix(after, "\033[3A\r\033[J") || !strings.Contains(after, "Scenario-2 repeat 1: max_turns, score 0.00, 100 turns, cost unknown") ||
 		!strings.Contains(after, "cost unknown  1 running") || strings.Contains(after, "turn 5/100") {
@@ -42,7 +42,7 @@ func TestRunProgressElsewhere(t *testing.T) {
 	p := newRunProgress(&out)
 	p.Plan(2, nil)
 	p.Turn("Scenario-1", 1, 3, 100, "ls")
-	p.Finished(runner.Result{Task: "Scenario-1", Repeat: 1, Status: "error", Error: "HTTP 401: bad key"})
+	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "error", Error: "HTTP 401: bad key"})
 	p.render()
 	got := out.String()
 	if strings.Contains(got, "\033[") || !strings.Contains(got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 401: bad key\n") ||
@@ -64,7 +64,7 @@ func TestProgressStripsTerminalSequencesFromModelCommands(t *testing.T) {
 	p.Turn(task, 1, 3, 100, "printf '\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x1b\\\xc2\x9b2J' && echo done")
 	p.render()
 	live := out.String()
-	p.Finished(runner.Result{Task: task, Repeat: 1, Status: "error", Error: "HTTP 400: \x1b]0;pwned\x07bad\nrequest \u202eexe"})
+	p.Finished(runfolder.Result{Task: task, Repeat: 1, Status: "error", Error: "HTTP 400: \x1b]0;pwned\x07bad\nrequest \u202eexe"})
 	got := regexp.MustCompile(`\x1b\[\d+A\r\x1b\[J`).ReplaceAllString(out.String(), "") // the renderer's own
 	for _, bad := range []string{"\x1b", "\x07", "\u009b", "\u202e", "pwned", "aGk="} {
 		if strings.Contains(got, bad) {

@@ -7,13 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/aa-grade/aa-grade/internal/filelock"
 )
 
-// errLocked says another process holds a lock.
-var errLocked = errors.New("locked by another process")
-
-// lockFile takes the exclusive lock huggingface_hub takes on a blob (see tryLock), waiting for
-// another process to release it.
+// lockFile takes the exclusive lock huggingface_hub takes on a blob (see filelock), waiting
+// for another process to release it.
 func lockFile(ctx context.Context, path string) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
@@ -23,11 +22,11 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 		return nil, err
 	}
 	for {
-		err := tryLock(f)
+		err := filelock.TryLock(f)
 		if err == nil {
-			return func() { unlock(f); f.Close() }, nil
+			return func() { filelock.Unlock(f); f.Close() }, nil
 		}
-		if !errors.Is(err, errLocked) {
+		if !errors.Is(err, filelock.ErrLocked) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}

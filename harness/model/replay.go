@@ -6,13 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 // Replay plays back the replies a run recorded (replay/RUN_DIR): each episode gets the
@@ -46,10 +45,11 @@ type replayed struct {
 	diverged bool
 }
 
-// NewReplay opens a recorded run folder.
+// NewReplay opens a recorded run folder; its errors are runfolder.ReadHeader's, marked
+// ErrModelSpec too.
 func NewReplay(dir string) (*Replay, error) {
-	if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
-		return nil, fmt.Errorf("%w: replay/%s: not a run folder (%v)", ErrModelSpec, dir, err)
+	if _, err := runfolder.ReadHeader(dir); err != nil {
+		return nil, fmt.Errorf("%w: replay/%s: %w", ErrModelSpec, dir, err)
 	}
 	return &Replay{Dir: dir, episodes: map[harness.EpisodeID]*replayed{}}, nil
 }
@@ -106,7 +106,7 @@ func (r *Replay) episode(id harness.EpisodeID) (*replayed, error) {
 	if ep, ok := r.episodes[id]; ok {
 		return ep, nil
 	}
-	turns, err := readTurns(filepath.Join(r.Dir, "episodes", id.Task, strconv.Itoa(id.Repeat)))
+	turns, err := readTurns(runfolder.EpisodeDir(r.Dir, runfolder.Episode{Task: id.Task, Repeat: id.Repeat}))
 	if err != nil {
 		return nil, fmt.Errorf("replay of %s repeat %d: %w", id.Task, id.Repeat, err)
 	}

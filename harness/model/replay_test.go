@@ -16,7 +16,7 @@ func TestReplayFailures(t *testing.T) {
 		t.Fatalf("a folder with no run.json: %v", err)
 	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "run.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(dir, "run.json"), []byte(`{"model": "openai/recorded"}`), 0o644)
 	ep := filepath.Join(dir, "episodes", "Scenario-1", "1")
 	os.MkdirAll(ep, 0o755)
 	os.WriteFile(filepath.Join(ep, "trajectory.jsonl"), []byte(

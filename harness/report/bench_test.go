@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness"
-	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testfs"
 )
 
@@ -17,14 +17,14 @@ import (
 // run) and writes its three reports.
 func BenchmarkReports(b *testing.B) {
 	dir := b.TempDir()
-	h := runner.Header{Model: "anthropic/claude-opus-4-7", Repeats: 3, MaxTurns: 100}
+	h := runfolder.Header{Model: "anthropic/claude-opus-4-7", Repeats: 3, MaxTurns: 100}
 	var lines strings.Builder
 	for i := range 300 {
 		task := fmt.Sprintf("Scenario-%d", i+1)
 		h.Tasks = append(h.Tasks, task)
 		for r := 1; r <= 3; r++ {
 			cost := float64(i%7) * 0.4
-			line, _ := json.Marshal(runner.Result{Task: task, Repeat: r, Status: "ok", Score: float64((i+r)%3) / 2, TP: 1,
+			line, _ := json.Marshal(runfolder.Result{Task: task, Repeat: r, Status: "ok", Score: float64((i+r)%3) / 2, TP: 1,
 				Turns: (i * r) % 101, ToolCalls: (i * r) % 90, Tokens: harness.Usage{Input: 900000, CachedRead: 800000, Output: 20000},
 				CostUSD: &cost, Duration: 400})
 			lines.Write(append(line, '\n'))

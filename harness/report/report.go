@@ -6,62 +6,40 @@ package report
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
+	"maps"
 	"path/filepath"
 	"slices"
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
 )
-
-// ErrNotRunFolder marks a path that is not a run folder: it does not exist, or has no run.json.
-var ErrNotRunFolder = errors.New("not a run folder (no run.json)")
-
-// ErrCorrupt marks a run folder whose run.json cannot be read as a run header.
-var ErrCorrupt = errors.New("corrupt run folder")
 
 // Run is one run folder as the reports see it.
 type Run struct {
 	Dir    string
-	Header runner.Header
+	Header runfolder.Header
 	// Results are the finished episodes, deduplicated as the runner reads them, in task order
 	// then repeat order.
-	Results []runner.Result
+	Results []runfolder.Result
+	// Warnings name the lines of results.jsonl that were skipped.
+	Warnings []string
 	// Summary covers every task x repeat of the run, those not run yet counting as errors, so
 	// a report on a partial run shows what a resume would start from.
 	Summary grader.Summary
 }
 
-// Load reads the run folder dir. Tasks or repeats found in results.jsonl beyond those in
-// run.json are kept, so nothing recorded is left out of a report.
+// Load reads the run folder dir, with runfolder.Read's errors. Tasks or repeats found in
+// results.jsonl beyond those in run.json are kept, so nothing recorded is left out of a
+// report.
 func Load(dir string) (*Run, error) {
-	info, err := os.Stat(dir)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && !info.IsDir()) {
-		return nil, fmt.Errorf("%s: %w", dir, ErrNotRunFolder)
-	}
+	folder, err := runfolder.Read(dir)
 	if err != nil {
-		return nil, fmt.Errorf("read run folder: %w", err)
+		return nil, err
 	}
-	h, err := runner.ReadHeader(dir)
-	var pathErr *fs.PathError
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("%s: %w", dir, ErrNotRunFolder)
-	case errors.As(err, &pathErr):
-		return nil, fmt.Errorf("read run folder: %w", err)
-	case err != nil:
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
-	case h.Model == "":
-		return nil, fmt.Errorf("%w: %s names no model", ErrCorrupt, filepath.Join(dir, runner.HeaderFile))
-	}
-	done, err := runner.ReadResults(dir)
-	if err != nil {
-		return nil, fmt.Errorf("read run folder: %w", err)
-	}
+	h, done := folder.Header, folder.Results
 	tasks, repeats := slices.Clone(h.Tasks), h.Repeats
 	order := map[string]int{}
 	for i, t := range tasks {
@@ -82,18 +60,13 @@ func Load(dir string) (*Run, error) {
 		order[t] = len(tasks)
 		tasks = append(tasks, t)
 	}
-	run := &Run{Dir: dir, Header: h}
-	for _, r := range done {
-		if r.Repeat >= 1 {
-			run.Results = append(run.Results, r)
-		}
-	}
-	slices.SortFunc(run.Results, func(a, b runner.Result) int {
+	run := &Run{Dir: dir, Header: h, Results: slices.Collect(maps.Values(done)), Warnings: folder.Warnings}
+	slices.SortFunc(run.Results, func(a, b runfolder.Result) int {
 		return cmp.Or(cmp.Compare(order[a.Task], order[b.Task]), cmp.Compare(a.Repeat, b.Repeat))
 	})
 	shard, err := runner.ParseShard(h.Shard)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, filepath.Join(dir, runner.HeaderFile), err)
+		return nil, fmt.Errorf("%w: %s: %w", runfolder.ErrCorrupt, filepath.Join(dir, runfolder.HeaderFile), err)
 	}
 	_, run.Summary = runner.Collect(shard.Episodes(tasks, repeats), done, h.Judge)
 	return run, nil
@@ -185,7 +158,7 @@ type TaskStats struct {
 
 // PerTask gives each task of the run, in the run's order.
 func (r *Run) PerTask() []TaskStats {
-	byTask := map[string][]runner.Result{}
+	byTask := map[string][]runfolder.Result{}
 	for _, e := range r.Results {
 		byTask[e.Task] = append(byTask[e.Task], e)
 	}
@@ -215,7 +188,7 @@ func (r *Run) PerTask() []TaskStats {
 // cost sums what episodes cost. An episode with no cost_usd that used no tokens cost nothing
 // whatever the prices; one that used tokens at unknown prices makes the sum unknown (nil),
 // never zero.
-func cost(episodes []runner.Result) *float64 {
+func cost(episodes []runfolder.Result) *float64 {
 	var sum float64
 	for _, e := range episodes {
 		switch {

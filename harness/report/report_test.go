@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testfs"
 )
 
@@ -78,12 +78,12 @@ func TestLoadPartialUnpricedRun(t *testing.T) {
 // TestCostOfEpisodesWithoutTokens: an episode with no price that used no tokens (the
 // baseline, a sandbox that never started) cost nothing; one that used tokens makes it unknown.
 func TestCostOfEpisodesWithoutTokens(t *testing.T) {
-	free := []runner.Result{{Task: "a", Repeat: 1}, {Task: "a", Repeat: 2}}
+	free := []runfolder.Result{{Task: "a", Repeat: 1}, {Task: "a", Repeat: 2}}
 	if c := cost(free); c == nil || *c != 0 {
 		t.Fatalf("cost of episodes without tokens = %v", c)
 	}
 	price := 0.25
-	mixed := append(free, runner.Result{Task: "b", Repeat: 1, CostUSD: &price})
+	mixed := append(free, runfolder.Result{Task: "b", Repeat: 1, CostUSD: &price})
 	if c := cost(mixed); c == nil || *c != 0.25 {
 		t.Fatalf("cost = %v", c)
 	}
@@ -121,11 +121,11 @@ func TestLoadErrors(t *testing.T) {
 		path string
 		want error
 	}{
-		{filepath.Join(dir, "absent"), ErrNotRunFolder},
-		{file, ErrNotRunFolder},
-		{noHeader, ErrNotRunFolder},
-		{cut, ErrCorrupt},
-		{noModel, ErrCorrupt},
+		{filepath.Join(dir, "absent"), runfolder.ErrNotRunFolder},
+		{file, runfolder.ErrNotRunFolder},
+		{noHeader, runfolder.ErrNotRunFolder},
+		{cut, runfolder.ErrCorrupt},
+		{noModel, runfolder.ErrCorrupt},
 	} {
 		_, err := Load(c.path)
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.path) {
@@ -178,7 +178,7 @@ func TestWriteFolder(t *testing.T) {
 	}
 
 	empty := t.TempDir()
-	if _, err := WriteFolder(empty); !errors.Is(err, ErrNotRunFolder) {
+	if _, err := WriteFolder(empty); !errors.Is(err, runfolder.ErrNotRunFolder) {
 		t.Fatalf("not a run folder: %v", err)
 	}
 	if entries, _ := os.ReadDir(empty); len(entries) != 0 {

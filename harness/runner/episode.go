@@ -6,27 +6,27 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
 // runEpisode plays one episode in a fresh sandbox and grades it; the error is the episode's
 // own failure, if any (its message is also in the result).
-func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools) (Result, error) {
+func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools) (runfolder.Result, error) {
 	began := time.Now()
-	res := Result{Task: task.ID, Repeat: repeat}
-	fail := func(err error) (Result, error) {
+	res := runfolder.Result{Task: task.ID, Repeat: repeat}
+	fail := func(err error) (runfolder.Result, error) {
 		res.Status, res.Error, res.Duration = grader.StatusError, err.Error(), time.Since(began).Seconds()
 		return res, err
 	}
-	dir := filepath.Join(cfg.Out, "episodes", task.ID, strconv.Itoa(repeat))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := cfg.Folder.NewEpisode(res.Episode())
+	if err != nil {
 		return fail(err)
 	}
 	scratch, err := sandbox.NewScratch()

@@ -1,28 +1,31 @@
 package runner
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/copytree"
 )
 
 // MergeReport says what joining run folders found.
 type MergeReport struct {
-	Episodes   int       // episodes the joined run has
-	Missing    []Episode // episodes no folder finished
-	Duplicates []Episode // episodes more than one folder finished (the first folder's result is kept)
+	Episodes   int                 // episodes the joined run has
+	Missing    []runfolder.Episode // episodes no folder finished
+	Duplicates []runfolder.Episode // episodes more than one folder finished (the first folder's result is kept)
+	Warnings   []string            // lines of the folders' results.jsonl that were skipped
 	Summary    grader.Summary
 }
 
-// ErrMergeConfig marks folders that hold runs of different configurations.
-var ErrMergeConfig = errors.New("the runs differ")
+var (
+	// ErrMergeConfig marks folders that hold runs of different configurations.
+	ErrMergeConfig = errors.New("the runs differ")
+	// ErrMergeInto marks a merge into a folder that already holds a run.
+	ErrMergeInto = errors.New("already holds a run: merge into a new folder")
+)
 
 // Merge joins run folders (typically the shards of one run) into out: run.json without the
 // shard, one results.jsonl line per episode, every episode's folder, summary.json. Runs of
@@ -31,76 +34,75 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	if len(runs) == 0 {
 		return MergeReport{}, errors.New("no run folders to merge")
 	}
-	if _, err := os.Stat(filepath.Join(out, HeaderFile)); err == nil {
-		return MergeReport{}, fmt.Errorf("%s already holds a run: merge into a new folder", out)
-	}
-	var first Header
-	for i, dir := range runs {
-		h, err := ReadHeader(dir)
-		if err != nil {
-			return MergeReport{}, fmt.Errorf("%s is not a run folder: %w", dir, err)
-		}
-		if i == 0 {
-			first = h
-			continue
-		}
-		a, b := first, h
-		a.Shard, b.Shard = "", ""
-		if diff := a.differences(b); len(diff) > 0 {
-			return MergeReport{}, fmt.Errorf("%w: %s and %s: %s", ErrMergeConfig, runs[0], dir, strings.Join(diff, "; "))
-		}
-		if h.Started.Before(first.Started) {
-			first.Started = h.Started
-		}
-	}
-	kept := map[string]Result{}
-	from := map[string]string{}
 	var rep MergeReport
-	for _, dir := range runs {
-		results, err := ReadResults(dir)
+	var first runfolder.Header
+	read := make([]*runfolder.Run, len(runs))
+	for i, dir := range runs {
+		r, err := runfolder.Read(dir)
 		if err != nil {
 			return MergeReport{}, err
 		}
-		for k, r := range results {
-			prev, seen := kept[k]
+		read[i] = r
+		rep.Warnings = append(rep.Warnings, r.Warnings...)
+		if i == 0 {
+			first = r.Header
+			continue
+		}
+		a, b := first, r.Header
+		a.Shard, b.Shard = "", ""
+		if diff := a.Differences(b); len(diff) > 0 {
+			return MergeReport{}, fmt.Errorf("%w: %s and %s: %s", ErrMergeConfig, runs[0], dir, strings.Join(diff, "; "))
+		}
+		if r.Header.Started.Before(first.Started) {
+			first.Started = r.Header.Started
+		}
+	}
+	kept := map[runfolder.Episode]runfolder.Result{}
+	from := map[runfolder.Episode]string{}
+	for _, r := range read {
+		for e, res := range r.Results {
+			prev, seen := kept[e]
 			switch {
-			case seen && prev.Final() && r.Final():
-				rep.Duplicates = append(rep.Duplicates, Episode{r.Task, r.Repeat})
-			case !seen || (!prev.Final() && r.Final()):
-				kept[k], from[k] = r, dir
+			case seen && prev.Final() && res.Final():
+				rep.Duplicates = append(rep.Duplicates, e)
+			case !seen || (!prev.Final() && res.Final()):
+				kept[e], from[e] = res, r.Dir
 			}
 		}
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	folder, err := runfolder.Open(out)
+	if err != nil {
 		return MergeReport{}, err
 	}
+	defer folder.Close()
+	if folder.Prev != nil {
+		return MergeReport{}, fmt.Errorf("%s %w", out, ErrMergeInto)
+	}
 	plan := Shard{}.Episodes(first.Tasks, first.Repeats)
-	var lines []byte
+	var results []runfolder.Result
 	for _, e := range plan {
-		r, ok := kept[e.Key()]
+		r, ok := kept[e]
 		if !ok || !r.Final() {
 			rep.Missing = append(rep.Missing, e)
 		}
 		if !ok {
 			continue
 		}
-		rel := filepath.Join("episodes", e.Task, strconv.Itoa(e.Repeat))
-		if err := copyEpisode(filepath.Join(from[e.Key()], rel), filepath.Join(out, rel)); err != nil {
+		if err := copyEpisode(runfolder.EpisodeDir(from[e], e), runfolder.EpisodeDir(out, e)); err != nil {
 			return MergeReport{}, err
 		}
-		line, _ := json.Marshal(r)
-		lines = append(append(lines, line...), '\n')
+		results = append(results, r)
 	}
 	first.Shard = ""
-	if err := writeJSON(filepath.Join(out, HeaderFile), first); err != nil {
+	if err := folder.WriteHeader(first); err != nil {
 		return MergeReport{}, err
 	}
-	if err := os.WriteFile(filepath.Join(out, ResultsFile), lines, 0o644); err != nil {
+	if err := folder.Append(results...); err != nil {
 		return MergeReport{}, err
 	}
 	rep.Episodes = len(plan)
 	_, rep.Summary = Collect(plan, kept, first.Judge)
-	return rep, writeJSON(filepath.Join(out, SummaryFile), rep.Summary)
+	return rep, folder.WriteSummary(rep.Summary)
 }
 
 // copyEpisode copies an episode's files (trajectory, submission); an episode with no folder

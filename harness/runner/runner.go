@@ -1,28 +1,29 @@
 // Package runner runs every task x repeat of a dataset as episodes, in parallel, into a run
-// folder (DESIGN.md): run.json, results.jsonl appended and fsynced per episode, one folder per
-// episode with its submission and trajectory, and summary.json. Running again with the same
-// folder resumes: finished episodes are kept, failed ones run again.
+// folder (harness/runfolder): run.json, results.jsonl appended and fsynced per episode, one
+// folder per episode with its submission and trajectory, and summary.json. Running again with
+// the same folder resumes: finished episodes are kept, failed ones run again.
 package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"maps"
 	"sync"
 	"time"
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
 // Config is one run.
 type Config struct {
-	Out           string
+	// Folder is the run folder, opened (and so locked) by the caller, who closes it after the
+	// reports are written.
+	Folder        *runfolder.Folder
 	DatasetSpec   string
 	DatasetCommit string // the Hub commit the tasks come from, when they do
 	Tasks         []data.Task
@@ -63,12 +64,12 @@ type Config struct {
 // Progress hears about a run as it goes. Calls come from the episodes' goroutines at once.
 type Progress interface {
 	// Plan tells how many episodes the run (or shard) has and which are already finished.
-	Plan(total int, finished []Result)
+	Plan(total int, finished []runfolder.Result)
 	// Turn tells an episode made a model call; command is the last shell command it asked
 	// for, if any ("" on the turn it starts).
 	Turn(task string, repeat, turn, maxTurns int, command string)
 	// Finished tells an episode ended.
-	Finished(Result)
+	Finished(runfolder.Result)
 }
 
 // earlyStop is how many first episodes failing permanently stop a run.
@@ -83,46 +84,36 @@ var Version = "dev"
 // DefaultGrace is how long running episodes may finish after Ctrl-C.
 const DefaultGrace = 20 * time.Second
 
-// Run plays every episode of the run (or of its shard) not already finished in cfg.Out and
+// Run plays every episode of the run (or of its shard) not already finished in cfg.Folder and
 // returns the results and summary of them all. When ctx is cancelled it starts no more
 // episodes, lets running ones finish within the grace, records the rest as unfinished and
-// returns the cancellation's cause.
-func Run(ctx context.Context, cfg Config) (grader.Summary, []Result, error) {
+// returns the cancellation's cause. When a result cannot be recorded (a full disk) it stops
+// at once: no more episodes start, running ones are stopped, and the error says so; every
+// line recorded before stays whole.
+func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, error) {
 	// The sandbox is tried before anything is written: a backend or an image that cannot run
-	// an episode leaves no half-started run folder.
+	// an episode leaves no half-started run folder (see runfolder.Folder.Close).
 	tools, err := sandbox.ProbeTools(ctx, cfg.Backend)
 	if err != nil {
 		return grader.Summary{}, nil, fmt.Errorf("probe the sandbox: %w", err)
 	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return grader.Summary{}, nil, err
-	}
-	path := filepath.Join(cfg.Out, ResultsFile)
-	if err := dropCutLine(path); err != nil {
-		return grader.Summary{}, nil, err
-	}
-	done, err := ReadResults(cfg.Out)
-	if err != nil {
-		return grader.Summary{}, nil, err
+	done := map[runfolder.Episode]runfolder.Result{}
+	if prev := cfg.Folder.Prev; prev != nil {
+		maps.Copy(done, prev.Results)
 	}
 	if err := writeHeader(cfg); err != nil {
 		return grader.Summary{}, nil, err
 	}
-	results, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return grader.Summary{}, nil, err
-	}
-	defer results.Close()
 
 	ids := make([]string, len(cfg.Tasks))
 	for i, t := range cfg.Tasks {
 		ids[i] = t.ID
 	}
 	plan := cfg.Shard.Episodes(ids, cfg.Repeats)
-	var todo []Episode
-	var finished []Result
+	var todo []runfolder.Episode
+	var finished []runfolder.Result
 	for _, e := range plan {
-		if prev, ok := done[e.Key()]; ok && prev.Final() {
+		if prev, ok := done[e]; ok && prev.Final() {
 			finished = append(finished, prev)
 		} else {
 			todo = append(todo, e)
@@ -155,15 +146,19 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []Result, error) {
 	for _, t := range cfg.Tasks {
 		tasks[t.ID] = t
 	}
-	jobs := make(chan Episode)
+	jobs := make(chan runfolder.Episode)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	feedCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	ended, permanent := 0, 0
+	var recordErr error // the first failure to record a result: no result is recorded after it
 	for range max(cfg.Parallel, 1) {
 		wg.Go(func() {
 			for j := range jobs {
+				if feedCtx.Err() != nil {
+					continue // handed over as the run stopped: left unfinished
+				}
 				r, err := runEpisode(episodeCtx, cfg, tasks[j.Task], j.Repeat, tools)
 				if ctx.Err() != nil && episodeCtx.Err() != nil && !(r.Final() && err == nil) {
 					r.Status, r.Error = grader.StatusUnfinished, "the run was interrupted during this episode"
@@ -176,12 +171,18 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []Result, error) {
 				if ended == earlyStop && permanent == earlyStop {
 					stop(fmt.Errorf("%w (%s)", ErrStopped, r.Error))
 				}
-				line, _ := json.Marshal(r)
-				results.Write(append(line, '\n'))
-				results.Sync() // a finished episode survives a crash
-				done[j.Key()] = r
+				if recordErr == nil {
+					if recordErr = cfg.Folder.Append(r); recordErr != nil {
+						stop(fmt.Errorf("the result of %s repeat %d could not be recorded, so the run stopped (the results recorded before it are kept; run the same command again to resume): %w",
+							r.Task, r.Repeat, recordErr))
+						cancelEpisodes() // what they find could not be recorded either
+					} else {
+						done[j] = r
+					}
+				}
+				recorded := recordErr == nil
 				mu.Unlock()
-				if cfg.Progress != nil {
+				if recorded && cfg.Progress != nil {
 					cfg.Progress.Finished(r)
 				}
 			}
@@ -199,11 +200,9 @@ feed:
 	wg.Wait()
 
 	all, summary := Collect(plan, done, cfg.Judge)
-	if err := writeJSON(filepath.Join(cfg.Out, SummaryFile), summary); err != nil {
-		return summary, all, err
+	err = cfg.Folder.WriteSummary(summary)
+	if feedCtx.Err() != nil { // stopped or interrupted: the cause first
+		err = errors.Join(context.Cause(feedCtx), err)
 	}
-	if feedCtx.Err() != nil {
-		return summary, all, context.Cause(feedCtx)
-	}
-	return summary, all, nil
+	return summary, all, err
 }

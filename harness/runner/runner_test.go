@@ -3,35 +3,13 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
-
-func TestDropCutLine(t *testing.T) {
-	path := filepath.Join(t.TempDir(), ResultsFile)
-	whole := `{"task":"Scenario-1","repeat":1,"status":"ok","score":1}` + "\n"
-	os.WriteFile(path, []byte(whole+`{"task":"Scenario-1","rep`), 0o644)
-	if err := dropCutLine(path); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(path); string(b) != whole {
-		t.Fatalf("after repair: %q", b)
-	}
-	if err := dropCutLine(path); err != nil { // a whole file is left alone
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(path); string(b) != whole {
-		t.Fatalf("a whole file changed: %q", b)
-	}
-	if err := dropCutLine(filepath.Join(t.TempDir(), "none")); err != nil {
-		t.Fatalf("no file yet: %v", err)
-	}
-}
 
 func TestShardsPartitionTheRun(t *testing.T) {
 	tasks := []string{"a", "b", "c", "d", "e"}
@@ -39,7 +17,7 @@ func TestShardsPartitionTheRun(t *testing.T) {
 	if len(whole) != 15 {
 		t.Fatalf("whole run: %d episodes", len(whole))
 	}
-	seen := map[Episode]int{}
+	seen := map[runfolder.Episode]int{}
 	for i := 1; i <= 4; i++ {
 		part := Shard{i, 4}.Episodes(tasks, 3)
 		if len(part) < 3 || len(part) > 4 {

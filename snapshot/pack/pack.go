@@ -54,7 +54,7 @@ func Write(out string, tasks []data.Task, opts Options) error {
 		index.Write(row)
 		index.WriteByte('\n')
 	}
-	if err := os.WriteFile(filepath.Join(sre, "data.jsonl"), []byte(index.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(sre, data.IndexFile), []byte(index.String()), 0o644); err != nil {
 		return fmt.Errorf("pack: %w", err)
 	}
 	if err := os.Remove(out); err != nil && !errors.Is(err, fs.ErrNotExist) {

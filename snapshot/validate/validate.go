@@ -266,7 +266,7 @@ func (v *validation) index(t data.Task) {
 	if row == nil {
 		return
 	}
-	const file = "data.jsonl"
+	const file = data.IndexFile
 	if row.ScenarioID != t.ID {
 		v.add(Error, CodeIndexMismatch, file, 0, "scenario_id %q but the folder is %s", row.ScenarioID, t.ID)
 	}

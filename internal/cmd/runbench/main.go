@@ -15,20 +15,18 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/benchproc"
 	"github.com/aa-grade/aa-grade/internal/fakemodel"
 )
@@ -68,7 +66,7 @@ func main() {
 			fail(err)
 		}
 		cpu := (machineCPU() - machine) - (selfCPU() - self)
-		st, err := readStats(filepath.Join(out, "results.jsonl"))
+		st, err := readStats(out)
 		if err != nil {
 			fail(err)
 		}
@@ -86,36 +84,27 @@ type stats struct {
 	duration, model, tool float64
 }
 
-// readStats sums the episodes' turns and times from results.jsonl.
-func readStats(path string) (stats, error) {
-	f, err := os.Open(path)
+// readStats sums the episodes' turns and times from the run folder's results.
+func readStats(dir string) (stats, error) {
+	run, err := runfolder.Read(dir)
 	if err != nil {
 		return stats{}, err
 	}
-	defer f.Close()
 	var st stats
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r struct {
-			Status   string  `json:"status"`
-			Turns    int     `json:"turns"`
-			Duration float64 `json:"duration_s"`
-			Model    float64 `json:"model_s"`
-			Tool     float64 `json:"tool_s"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return st, fmt.Errorf("%s: %w", path, err)
-		}
+	for _, r := range run.Results {
 		if r.Status != "ok" {
-			return st, fmt.Errorf("%s: an episode ended %s", path, r.Status)
+			return st, fmt.Errorf("%s: %s repeat %d ended %s", dir, r.Task, r.Repeat, r.Status)
 		}
 		st.episodes++
 		st.turns += r.Turns
 		st.duration += r.Duration
-		st.model += r.Model
-		st.tool += r.Tool
+		st.model += r.ModelTime
+		st.tool += r.ToolTime
 	}
-	return st, sc.Err()
+	if len(run.Warnings) > 0 {
+		return st, fmt.Errorf("%s", strings.Join(run.Warnings, "; "))
+	}
+	return st, nil
 }
 
 // machineCPU is the CPU time every core has spent busy (user, nice, system, irq, softirq)

@@ -1,0 +1,273 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aa-grade/aa-grade/internal/fakehub"
+	"github.com/aa-grade/aa-grade/internal/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testfs"
+)
+
+// lastLine is the last line of a command's stderr.
+func lastLine(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestRunLocksItsFolder: while a run writes a folder, a second run given the same folder is
+// refused (exit 2) before it plays anything, naming the first by pid, host and start time;
+// once the first is killed with SIGKILL the lock is gone and the folder resumes.
+func TestRunLocksItsFolder(t *testing.T) {
+	slow := newScriptedRun(t, fakemodel.Script{Turns: 100, Command: "sleep 0.2", Answer: answer901}, "901", "1")
+	out := filepath.Join(t.TempDir(), "run")
+	first, _ := start(t, slow.env, slow.command(out)...)
+	waitFor(t, func() bool {
+		_, err := os.Stat(filepath.Join(out, "episodes", "Scenario-901", "1", "trajectory.jsonl"))
+		return err == nil
+	})
+	header, _ := os.ReadFile(filepath.Join(out, "run.json"))
+	host, _ := os.Hostname()
+	r := aaGrade(t, slow.env, slow.command(out)...)
+	want := fmt.Sprintf("%s: in use by another aa-grade process (pid %d on %s, started ", out, first.Process.Pid, host)
+	if r.code != 2 || !strings.HasPrefix(lastLine(r.stderr), "aa-grade: "+want) || strings.Contains(r.stderr, "running 1 tasks") {
+		t.Fatalf("a second run into the folder: exit %d, want 2 and %q\n%s", r.code, want, r.stderr)
+	}
+	if now, _ := os.ReadFile(filepath.Join(out, "run.json")); string(now) != string(header) {
+		t.Fatalf("the refused run rewrote run.json:\n%s", now)
+	}
+	syscall.Kill(-first.Process.Pid, syscall.SIGKILL)
+	first.Wait()
+	fast := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}, "901", "1")
+	if r := aaGrade(t, fast.env, slow.command(out)...); r.code != 0 || lines(t, filepath.Join(out, "results.jsonl")) != 1 {
+		t.Fatalf("resume after the first run was killed: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestRunRefusesAFolderThatIsNotARun: --out naming a folder of someone's files, or a file, is
+// refused (exit 2) and nothing in it changes; an empty folder, or one a run left with only its
+// lock file, is a new run.
+func TestRunRefusesAFolderThatIsNotARun(t *testing.T) {
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
+	run := []string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901", "--repeats", "1", "--out"}
+	mine := t.TempDir()
+	files := map[string]string{"report.md": "# my notes\n", "results.jsonl": `{"unrelated": true}` + "\n"}
+	for name, content := range files {
+		testfs.Write(t, filepath.Join(mine, name), content)
+	}
+	r := aaGrade(t, env, append(run, mine)...)
+	if r.code != 2 || !strings.Contains(lastLine(r.stderr), mine+": not a run folder (no run.json) and not empty (report.md, results.jsonl)") {
+		t.Fatalf("a folder of someone's files: exit %d\n%s", r.code, r.stderr)
+	}
+	entries, _ := os.ReadDir(mine)
+	for name, content := range files {
+		if b, _ := os.ReadFile(filepath.Join(mine, name)); string(b) != content {
+			t.Errorf("%s changed: %q", name, b)
+		}
+	}
+	if len(entries) != len(files) {
+		t.Errorf("files added to the folder: %v", entries)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	testfs.Write(t, file, "x")
+	if r := aaGrade(t, env, append(run, file)...); r.code != 2 || !strings.Contains(r.stderr, file+": not a run folder: it is a file") {
+		t.Fatalf("a file: exit %d\n%s", r.code, r.stderr)
+	}
+	leftover := t.TempDir()
+	testfs.Write(t, filepath.Join(leftover, "run.lock"), `{"pid":12345,"host":"gone","started":"2026-01-01T00:00:00Z"}`)
+	for _, dir := range []string{t.TempDir(), leftover} {
+		if r := aaGrade(t, env, append(run, dir)...); r.code != 0 {
+			t.Fatalf("%s: exit %d\n%s", dir, r.code, r.stderr)
+		}
+	}
+}
+
+// smallDisk mounts a tmpfs of the given size for the test: a real file system that fills
+// up. Mounting needs root, which CI has; elsewhere the test is skipped.
+func smallDisk(t *testing.T, size int) string {
+	t.Helper()
+	dir := t.TempDir()
+	err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size))
+	if err != nil && os.Getenv("CI") == "" {
+		t.Skipf("cannot mount a small file system (needs root): %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+// fillDisk writes a file into dir until the file system is full, and returns its path.
+func fillDisk(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(block); errors.Is(err, syscall.ENOSPC) {
+			return path
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRunStopsWhenTheDiskIsFull fills the disk of a run folder between two results: the
+// result that cannot be written stops the run (exit 3, naming results.jsonl) with the lines
+// before it whole and no episode started after it. A resume while the disk is still full
+// fails without touching run.json (replaced whole or not at all); once there is room, it
+// plays the rest.
+func TestRunStopsWhenTheDiskIsFull(t *testing.T) {
+	disk := smallDisk(t, 8<<20)
+	// Each episode ends at its first call with a refusal long enough (more than the 4 KiB a
+	// tmpfs page holds) that its result line needs room of its own.
+	refusal := strings.Repeat("refused ", 700)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": refusal}})
+	}))
+	defer srv.Close()
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test"}
+	out := filepath.Join(disk, "run")
+	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901,902,903", "--repeats", "1", "--parallel", "1", "--out", out}
+	results := filepath.Join(out, "results.jsonl")
+	cmd, stderr := start(t, env, args...)
+	waitFor(t, func() bool { return lines(t, results) >= 1 })
+	filler := fillDisk(t, disk)
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 ||
+		!strings.Contains(stderr.String(), "could not be recorded, so the run stopped") || !strings.Contains(stderr.String(), results+": no space left on device") {
+		t.Fatalf("exit %v, want 3 naming results.jsonl\n%s", err, stderr.String())
+	}
+	before, _ := os.ReadFile(results)
+	for line := range strings.Lines(string(before)) {
+		var r struct{ Task, Error string }
+		if err := json.Unmarshal([]byte(line), &r); err != nil || !strings.Contains(r.Error, refusal) {
+			t.Fatalf("a line of results.jsonl is not whole (%v):\n%.200s", err, line)
+		}
+	}
+	if n := lines(t, results); n != 1 {
+		t.Fatalf("%d results recorded, want the one written before the disk filled", n)
+	}
+	if _, err := os.Stat(filepath.Join(out, "episodes", "Scenario-903")); err == nil {
+		t.Fatal("an episode started after a result could not be recorded")
+	}
+
+	header, _ := os.ReadFile(filepath.Join(out, "run.json"))
+	r := aaGrade(t, env, args...)
+	if r.code != 3 || !strings.Contains(lastLine(r.stderr), "run.json") || !strings.Contains(r.stderr, "no space left on device") {
+		t.Fatalf("resume on a full disk: exit %d\n%s", r.code, r.stderr)
+	}
+	if now, _ := os.ReadFile(filepath.Join(out, "run.json")); len(header) == 0 || string(now) != string(header) {
+		t.Fatalf("run.json changed by a write that failed:\n%s\n---\n%s", header, now)
+	}
+	if now, _ := os.ReadFile(results); string(now) != string(before) {
+		t.Fatal("results.jsonl changed by a resume that failed")
+	}
+
+	os.Remove(filler)
+	fast := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}, "901,902,903", "1")
+	if r := aaGrade(t, fast.env, args...); r.code != 0 || !strings.Contains(r.stdout, "over 3 tasks x 1 repeats") {
+		t.Fatalf("resume with room on the disk: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestCorruptRunFolder: a run.json that is not a header gets one message naming it and exit 1
+// from every command that reads run folders, before any of them does anything else (run
+// prints no banner, grade asks no Hub); report reports the other folders given with it.
+func TestCorruptRunFolder(t *testing.T) {
+	corrupt := t.TempDir()
+	testfs.Write(t, filepath.Join(corrupt, "run.json"), `{"model": "openai/gpt-5.5", "tasks": [`)
+	want := "aa-grade: corrupt run folder: " + filepath.Join(corrupt, "run.json") + ": unexpected end of JSON input"
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
+	for name, args := range map[string][]string{
+		"run":    {"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901", "--repeats", "1", "--out", corrupt},
+		"replay": {"run", "--model", "replay/" + corrupt, "--out", filepath.Join(t.TempDir(), "replayed")},
+		"grade":  {"grade", corrupt},
+		"report": {"report", corrupt},
+		"merge":  {"merge", "--out", filepath.Join(t.TempDir(), "merged"), corrupt},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := aaGrade(t, env, args...)
+			if r.code != 1 || !strings.HasSuffix(strings.TrimSpace(r.stderr), want) || strings.Contains(r.stderr, "running ") {
+				t.Fatalf("exit %d, want 1 and %q\n%s", r.code, want, r.stderr)
+			}
+		})
+	}
+	r := aaGrade(t, nil, "report", "testdata/runs/opus", corrupt, "testdata/runs/qwen")
+	if r.code != 1 || !strings.Contains(r.stdout, "testdata/runs/opus") || !strings.Contains(r.stdout, "testdata/runs/qwen") ||
+		!strings.Contains(lastLine(r.stderr), "not reported: corrupt run folder: "+filepath.Join(corrupt, "run.json")) {
+		t.Fatalf("report of two good folders and a corrupt one: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestSkippedResultLinesAreNamed: a line of results.jsonl that is not a result (here in the
+// middle of the file) is skipped with a warning naming the file and the line, by report,
+// grade and a resumed run alike; the lines around it still count.
+func TestSkippedResultLinesAreNamed(t *testing.T) {
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
+	out := filepath.Join(t.TempDir(), "run")
+	run := []string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901,902", "--repeats", "1", "--out", out}
+	if r := aaGrade(t, env, run...); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	path := filepath.Join(out, "results.jsonl")
+	b, _ := os.ReadFile(path)
+	first, rest, _ := strings.Cut(string(b), "\n")
+	testfs.Write(t, path, first+"\n"+"}garbage{\n"+rest)
+	want := "warning: " + path + ":2: skipped, not a result: invalid character '}'"
+	for name, args := range map[string][]string{
+		"report": {"report", out},
+		"grade":  {"grade", out},
+		"resume": run,
+	} {
+		r := aaGrade(t, env, args...)
+		if r.code != 0 || !strings.Contains(r.stderr, want) || strings.Count(r.stderr, "skipped") != 1 {
+			t.Errorf("%s: exit %d, want a warning %q\n%s%s", name, r.code, want, r.stdout, r.stderr)
+		}
+		if name != "report" && !strings.Contains(r.stdout, "Score 1.000 (95% CI 1.000-1.000) over 2 tasks x 1 repeats") {
+			t.Errorf("%s: the lines around the bad one were not read:\n%s", name, r.stdout)
+		}
+	}
+	if lines(t, path) != 3 {
+		t.Fatal("the resume ran episodes again")
+	}
+}
+
+// TestGradeARunOnTheHub runs on a Hub dataset (the default spec, served by the fake Hub) and
+// grades the run folder again: grade fetches the index alone and finds the run's tasks in it.
+func TestGradeARunOnTheHub(t *testing.T) {
+	h := fakehub.New()
+	defer h.Close()
+	h.ServeSample(sampleRepo, fakehub.SampleDataset(2, 1024))
+	srv := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls", Answer: []string{"otel-demo/ConfigMap/flagd-config"}}})
+	defer srv.Close()
+	env := append(hubEnv(h, t.TempDir()), "XDG_CACHE_HOME="+t.TempDir(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY=sk-test")
+	out := filepath.Join(t.TempDir(), "run")
+	r := aaGrade(t, env, "run", "--model", "openai/fake", "--tasks", "1,2", "--repeats", "1", "--out", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000") || !strings.Contains(r.stderr, "of hf:"+sampleRepo+"@main") {
+		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = aaGrade(t, env, "grade", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000 (95% CI 1.000-1.000) over 2 tasks x 1 repeats") {
+		t.Fatalf("grade of the run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

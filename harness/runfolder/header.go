@@ -1,0 +1,105 @@
+package runfolder
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/internal/safefile"
+)
+
+// Header is run.json.
+type Header struct {
+	Version       string   `json:"version"`
+	Revision      string   `json:"revision,omitempty"` // the VCS revision aa-grade was built from
+	Dataset       string   `json:"dataset"`
+	DatasetCommit string   `json:"dataset_commit,omitempty"` // for a Hub dataset, the commit resolved`
+	Tasks         []string `json:"tasks"`
+	Repeats       int      `json:"repeats"`
+	Shard         string   `json:"shard,omitempty"` // "I/N" for one of N shards
+	Model         string   `json:"model"`
+	// BaseURL is where the model was called (never the key). A resume does not compare it: the
+	// same model behind another proxy or mirror is the same experiment.
+	BaseURL         string    `json:"base_url,omitempty"`
+	ReasoningEffort string    `json:"reasoning_effort,omitempty"`
+	MaxTokens       int       `json:"max_tokens,omitempty"`
+	ContextWindow   int64     `json:"context_window,omitempty"`
+	MaxTurns        int       `json:"max_turns"`
+	CommandTimeout  string    `json:"command_timeout"`
+	Sandbox         string    `json:"sandbox"`
+	PromptSHA256    string    `json:"prompt_sha256"` // of the prompt set (harness.Prompts.SHA256)
+	Judge           string    `json:"judge,omitempty"`
+	Started         time.Time `json:"started"`
+	// Prices are the run's token prices (null: unknown), the latest when a resume changed them.
+	// A resume does not compare them: prices change no episode, each line of results.jsonl
+	// keeps the cost computed when it was written, and correcting a price must not make paid
+	// episodes run again.
+	Prices *harness.Prices `json:"prices"`
+}
+
+// maxHeaderBytes bounds run.json, which a folder from elsewhere may make huge: a real one
+// holds a few hundred task ids at most.
+const maxHeaderBytes = 4 << 20
+
+// ReadHeader reads the run folder dir's run.json; unknown fields are ignored, so folders
+// written by newer versions still read. A path with no run.json is ErrNotRunFolder; a run.json
+// that is not a header (cut, not JSON, no model, not a regular file, too large) is ErrCorrupt,
+// naming the file.
+func ReadHeader(dir string) (Header, error) {
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || (err == nil && !info.IsDir()):
+		return Header{}, fmt.Errorf("%s: %w (no %s)", dir, ErrNotRunFolder, HeaderFile)
+	case err != nil:
+		return Header{}, fmt.Errorf("read the run folder: %w", err)
+	}
+	path := filepath.Join(dir, HeaderFile)
+	b, err := safefile.ReadPath(path, maxHeaderBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Header{}, fmt.Errorf("%s: %w (no %s)", dir, ErrNotRunFolder, HeaderFile)
+	case errors.Is(err, safefile.ErrNotRegular), errors.Is(err, safefile.ErrTooLarge):
+		return Header{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, dir, err)
+	case err != nil:
+		return Header{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	var h Header
+	if err := json.Unmarshal(b, &h); err != nil {
+		return Header{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+	}
+	if h.Model == "" {
+		return Header{}, fmt.Errorf("%w: %s names no model", ErrCorrupt, path)
+	}
+	return h, nil
+}
+
+// Differences names the fields whose change would mix two experiments in one run: a resume
+// or a merge refuses runs that differ in any of them.
+func (h Header) Differences(o Header) []string {
+	var out []string
+	check := func(field string, a, b any) {
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			out = append(out, fmt.Sprintf("%s was %v, now %v", field, a, b))
+		}
+	}
+	check("dataset", h.Dataset, o.Dataset)
+	check("dataset_commit", h.DatasetCommit, o.DatasetCommit)
+	check("tasks", h.Tasks, o.Tasks)
+	check("repeats", h.Repeats, o.Repeats)
+	check("shard", h.Shard, o.Shard)
+	check("model", h.Model, o.Model)
+	check("reasoning_effort", h.ReasoningEffort, o.ReasoningEffort)
+	check("max_tokens", h.MaxTokens, o.MaxTokens)
+	check("context_window", h.ContextWindow, o.ContextWindow)
+	check("max_turns", h.MaxTurns, o.MaxTurns)
+	check("command_timeout", h.CommandTimeout, o.CommandTimeout)
+	check("sandbox", h.Sandbox, o.Sandbox)
+	check("prompt_sha256", h.PromptSHA256, o.PromptSHA256)
+	check("judge", h.Judge, o.Judge)
+	return out
+}

@@ -1,0 +1,45 @@
+// Package runfolder owns the layout of a run folder (README.md, under aa-grade run): its file
+// names, the header (run.json), the results (results.jsonl) and the episode folders. It is
+// the one reader of run folders, so that run, grade, report, merge and replay agree on what a
+// folder holds and say the same thing about a broken one, and the one writer, so that every
+// write is checked, results are synced line by line, JSON files are replaced atomically and
+// only one process at a time writes into a folder (Open takes a lock for the whole run).
+package runfolder
+
+import (
+	"errors"
+	"path/filepath"
+	"strconv"
+)
+
+// The files and folders of a run folder. Reports (results.parquet, report.md, report.html)
+// are harness/report's; an episode's trajectory is harness.TrajectoryFile and its submission
+// harness.SubmissionFile.
+const (
+	HeaderFile  = "run.json"      // the header: what ran, and how
+	ResultsFile = "results.jsonl" // one line per finished episode, appended and synced
+	SummaryFile = "summary.json"  // the summary, in the schema of grade --json
+	EpisodesDir = "episodes"      // episodes/TASK/REPEAT/ holds each episode's files
+	LockFile    = "run.lock"      // locked by the process writing the folder; names it
+)
+
+var (
+	// ErrNotRunFolder marks a path that holds no run: it does not exist, is a file, or has no
+	// run.json.
+	ErrNotRunFolder = errors.New("not a run folder")
+	// ErrCorrupt marks a run folder whose run.json cannot be read as a run header.
+	ErrCorrupt = errors.New("corrupt run folder")
+	// ErrLocked marks a run folder another process is writing.
+	ErrLocked = errors.New("in use by another aa-grade process")
+)
+
+// Episode names one task x repeat.
+type Episode struct {
+	Task   string
+	Repeat int
+}
+
+// EpisodeDir is the folder of an episode's files in the run folder dir.
+func EpisodeDir(dir string, e Episode) string {
+	return filepath.Join(dir, EpisodesDir, e.Task, strconv.Itoa(e.Repeat))
+}
