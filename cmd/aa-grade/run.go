@@ -166,6 +166,11 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
 		ReasoningEffort: settings.ReasoningEffort, MaxTokens: cmd.Int("max-tokens"), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
 		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: settings.ContextWindow, Limits: limits,
+		OnEnvironment: func(tools sandbox.Tools) {
+			if diff := tools.Differences(); len(diff) > 0 {
+				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s", strings.Join(diff, "; "))
+			}
+		},
 		Prompts: prompts,
 		Grace:   cmd.Duration("grace"), Abort: secondInterrupt(ctx), Progress: progress,
 		Permanent: func(err error) bool {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/fakemodel"
 )
@@ -144,10 +145,15 @@ func dockerImage(t *testing.T) string {
 // a scripted model, and leaves no container behind.
 func TestDockerRunsTheDemo(t *testing.T) {
 	img := dockerImage(t)
+	baseline := filepath.Join(t.TempDir(), "baseline")
 	r := aaGrade(t, nil, "run", "--dataset", "demo", "--model", "builtin/baseline", "--repeats", "1", "--sandbox", "docker",
-		"--sandbox-image", img, "--out", filepath.Join(t.TempDir(), "baseline"))
+		"--sandbox-image", img, "--out", baseline)
 	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "docker sandbox") || !strings.Contains(r.stdout, "Score 1.000") {
 		t.Fatalf("baseline in docker: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	h, err := runfolder.ReadHeader(baseline)
+	if err != nil || h.Image != img || !strings.HasPrefix(h.ImageDigest, "sha256:") || h.Python["pandas"] == "" {
+		t.Fatalf("run.json does not say what the model had: %+v %v", h, err)
 	}
 	s := newScriptedRun(t, fakemodel.Script{Turns: 4, Command: "ls alerts | head -3; id -u", Answer: answer901}, "901,902", "1")
 	out := filepath.Join(t.TempDir(), "scripted")

@@ -25,16 +25,23 @@ type Header struct {
 	Model         string   `json:"model"`
 	// BaseURL is where the model was called (never the key). A resume does not compare it: the
 	// same model behind another proxy or mirror is the same experiment.
-	BaseURL         string    `json:"base_url,omitempty"`
-	ReasoningEffort string    `json:"reasoning_effort,omitempty"`
-	MaxTokens       int       `json:"max_tokens,omitempty"`
-	ContextWindow   int64     `json:"context_window,omitempty"`
-	MaxTurns        int       `json:"max_turns"`
-	CommandTimeout  string    `json:"command_timeout"`
-	Sandbox         string    `json:"sandbox"`
-	PromptSHA256    string    `json:"prompt_sha256"` // of the prompt set (harness.Prompts.SHA256)
-	Judge           string    `json:"judge,omitempty"`
-	Started         time.Time `json:"started"`
+	BaseURL         string `json:"base_url,omitempty"`
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	MaxTokens       int    `json:"max_tokens,omitempty"`
+	ContextWindow   int64  `json:"context_window,omitempty"`
+	MaxTurns        int    `json:"max_turns"`
+	CommandTimeout  string `json:"command_timeout"`
+	Sandbox         string `json:"sandbox"`
+	// Image is the image the episodes ran in (docker, or bwrap over an image) and ImageDigest
+	// its config digest; Python the versions of the reference sandbox's packages the
+	// episodes' environment had ("" for missing). Runs written before they were recorded
+	// leave them empty, and then they are not compared.
+	Image        string            `json:"image,omitempty"`
+	ImageDigest  string            `json:"image_digest,omitempty"`
+	Python       map[string]string `json:"python,omitempty"`
+	PromptSHA256 string            `json:"prompt_sha256"` // of the prompt set (harness.Prompts.SHA256)
+	Judge        string            `json:"judge,omitempty"`
+	Started      time.Time         `json:"started"`
 	// Prices are the run's token prices (null: unknown), the latest when a resume changed them.
 	// A resume does not compare them: prices change no episode, each line of results.jsonl
 	// keeps the cost computed when it was written, and correcting a price must not make paid
@@ -101,5 +108,9 @@ func (h Header) Differences(o Header) []string {
 	check("sandbox", h.Sandbox, o.Sandbox)
 	check("prompt_sha256", h.PromptSHA256, o.PromptSHA256)
 	check("judge", h.Judge, o.Judge)
+	if h.Python != nil && o.Python != nil { // both recorded their environment
+		check("image_digest", h.ImageDigest, o.ImageDigest)
+		check("python", h.Python, o.Python) // fmt prints maps sorted by key
+	}
 	return out
 }

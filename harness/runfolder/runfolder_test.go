@@ -244,3 +244,28 @@ func TestAppendReportsAFullDevice(t *testing.T) {
 		t.Fatalf("append to a full device: %v", err)
 	}
 }
+
+// TestDifferencesOfTheEnvironment: a resume into another image or other package versions is
+// another experiment; a run recorded before the environment was is not refused for it.
+func TestDifferencesOfTheEnvironment(t *testing.T) {
+	base := Header{Model: "m", Sandbox: "bwrap", Python: map[string]string{"pandas": "1.5.3", "numpy": "1.24.2"}}
+	image := base
+	image.Image, image.ImageDigest = "image.tar", "sha256:abc"
+	newer := base
+	newer.Python = map[string]string{"pandas": "3.0.3", "numpy": "1.24.2"}
+	old := Header{Model: "m", Sandbox: "bwrap"} // written before environments were recorded
+	for _, c := range []struct {
+		name string
+		a, b Header
+		want string
+	}{
+		{"same", base, base, ""},
+		{"into an image", base, image, "image_digest was , now sha256:abc"},
+		{"other packages", base, newer, "python was map[numpy:1.24.2 pandas:1.5.3], now map[numpy:1.24.2 pandas:3.0.3]"},
+		{"unrecorded", old, image, ""},
+	} {
+		if got := strings.Join(c.a.Differences(c.b), "; "); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
 // ErrConfigChanged marks a resume whose configuration differs from the run folder's.
 var ErrConfigChanged = errors.New("the run folder holds a run with another configuration")
 
-// writeHeader writes run.json for cfg, keeping the start time of the run it resumes; a resume
-// with another configuration is refused.
-func writeHeader(cfg Config) error {
+// writeHeader writes run.json for cfg and the environment the probe found, keeping the start
+// time of the run it resumes; a resume with another configuration or environment is refused.
+func writeHeader(cfg Config, tools sandbox.Tools) error {
 	h := runfolder.Header{Version: Version, Revision: revision(), Dataset: cfg.DatasetSpec, DatasetCommit: cfg.DatasetCommit, Repeats: cfg.Repeats,
 		Shard: cfg.Shard.String(), Model: cfg.ModelSpec, BaseURL: cfg.BaseURL, ReasoningEffort: cfg.ReasoningEffort,
 		MaxTokens: cfg.MaxTokens, ContextWindow: cfg.ContextWindow, MaxTurns: cfg.MaxTurns,
@@ -24,6 +25,8 @@ func writeHeader(cfg Config) error {
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)
 	}
+	h.Image, h.ImageDigest = sandbox.ImageOf(cfg.Backend)
+	h.Python = tools.Python
 	if prev := cfg.Folder.Prev; prev != nil {
 		if diff := prev.Header.Differences(h); len(diff) > 0 {
 			return fmt.Errorf("%w (%s): use another --out, or the same flags", ErrConfigChanged, strings.Join(diff, "; "))

@@ -39,9 +39,11 @@ type Config struct {
 	MaxTokens       int
 	Backend         sandbox.Backend
 	Limits          sandbox.Limits // per episode
-	MaxTurns        int
-	CommandTimeout  time.Duration
-	ContextWindow   int64
+	// OnEnvironment, when set, hears what the sandbox's probe found before the first episode.
+	OnEnvironment  func(sandbox.Tools)
+	MaxTurns       int
+	CommandTimeout time.Duration
+	ContextWindow  int64
 	// Prices give each episode its cost; nil when the model's prices are unknown.
 	Prices *harness.Prices
 	// Prompts are every text the model sees (nil: the built-in set).
@@ -101,7 +103,10 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	if prev := cfg.Folder.Prev; prev != nil {
 		maps.Copy(done, prev.Results)
 	}
-	if err := writeHeader(cfg); err != nil {
+	if cfg.OnEnvironment != nil {
+		cfg.OnEnvironment(tools)
+	}
+	if err := writeHeader(cfg, tools); err != nil {
 		return grader.Summary{}, nil, err
 	}
 

@@ -26,8 +26,9 @@ import (
 // no socket, no mount, no_new_privs.
 type Bwrap struct {
 	// Rootfs, when set, is a root file system (an image unpacked by package image) shown
-	// read-only as `/` instead of the host's system folders.
-	Rootfs string
+	// read-only as `/` instead of the host's system folders; imageRef is what it came from.
+	Rootfs   string
+	imageRef string
 
 	once          sync.Once
 	path          string
@@ -204,6 +205,14 @@ func (b *Bwrap) useImage(ref, cacheDir string) error {
 	if err != nil {
 		return err
 	}
-	b.Rootfs = root
+	b.Rootfs, b.imageRef = root, ref
 	return nil
+}
+
+// image is the tarball or layout the root came from, and the digest its folder is named after.
+func (b *Bwrap) image() (string, string) {
+	if b.Rootfs == "" {
+		return "", ""
+	}
+	return b.imageRef, strings.Replace(filepath.Base(b.Rootfs), "-", ":", 1)
 }

@@ -53,6 +53,9 @@ type Docker struct {
 	once   sync.Once
 	client *dockerClient
 	err    error
+
+	mu     sync.Mutex
+	digest string // the image's config digest, once checked
 }
 
 func (d *Docker) Name() string { return NameDocker }
@@ -77,11 +80,17 @@ func (d *Docker) Available() error {
 	return d.err
 }
 
-func (d *Docker) image() string {
+func (d *Docker) imageName() string {
 	if d.Image == "" {
 		return DefaultImage
 	}
 	return d.Image
+}
+
+func (d *Docker) image() (string, string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.imageName(), d.digest
 }
 
 var containerSeq atomic.Int64
@@ -109,7 +118,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), containerSeq.Add(1))
 	var created struct{ ID string }
 	if _, err := d.client.do(ctx, http.MethodPost, "/containers/create?name="+url.QueryEscape(name), config, &created); err != nil {
-		return nil, fmt.Errorf("create the episode's container from %s: %w", d.image(), err)
+		return nil, fmt.Errorf("create the episode's container from %s: %w", d.imageName(), err)
 	}
 	c := &container{client: d.client, id: created.ID, exited: make(chan struct{})}
 	stream, err := d.client.attach(ctx, c.id)
@@ -136,7 +145,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		if err == nil {
 			err = errors.New(strings.TrimSpace(res.Stderr))
 		}
-		return nil, fmt.Errorf("%w: image %s cannot run an episode (it needs bash and a %s/%s kernel): %v", ErrUnavailable, d.image(), "linux", runtime.GOARCH, err)
+		return nil, fmt.Errorf("%w: image %s cannot run an episode (it needs bash and a %s/%s kernel): %v", ErrUnavailable, d.imageName(), "linux", runtime.GOARCH, err)
 	}
 	return s, nil
 }
@@ -167,7 +176,7 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) 
 		return fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", disk, inodes, mode, SandboxUID, SandboxGID)
 	}
 	return map[string]any{
-		"Image":      d.image(),
+		"Image":      d.imageName(),
 		"Entrypoint": []string{agentPath},
 		"Cmd":        append([]string{}, spec.AgentArg...),
 		"User":       fmt.Sprintf("%d:%d", SandboxUID, SandboxGID),
@@ -201,19 +210,23 @@ const dockerCPUs = 2
 // checkImage says, in one line, what to do when the image is missing or for another machine.
 func (d *Docker) checkImage(ctx context.Context) error {
 	var image struct {
+		ID           string `json:"Id"`
 		Architecture string
 		Os           string
 	}
-	if _, err := d.client.do(ctx, http.MethodGet, "/images/"+url.PathEscape(d.image())+"/json", nil, &image); err != nil {
+	if _, err := d.client.do(ctx, http.MethodGet, "/images/"+url.PathEscape(d.imageName())+"/json", nil, &image); err != nil {
 		var status *dockerError
 		if errors.As(err, &status) && status.code == http.StatusNotFound {
-			return fmt.Errorf("%w: no image %s: build it (docker build -t %s deploy/sandbox) or name another with --sandbox-image", ErrUnavailable, d.image(), DefaultImage)
+			return fmt.Errorf("%w: no image %s: build it (docker build -t %s deploy/sandbox) or name another with --sandbox-image", ErrUnavailable, d.imageName(), DefaultImage)
 		}
-		return fmt.Errorf("%w: image %s: %v", ErrUnavailable, d.image(), err)
+		return fmt.Errorf("%w: image %s: %v", ErrUnavailable, d.imageName(), err)
 	}
 	if image.Os != "" && image.Os != "linux" || image.Architecture != "" && image.Architecture != runtime.GOARCH {
-		return fmt.Errorf("%w: image %s is for %s/%s, not linux/%s", ErrUnavailable, d.image(), image.Os, image.Architecture, runtime.GOARCH)
+		return fmt.Errorf("%w: image %s is for %s/%s, not linux/%s", ErrUnavailable, d.imageName(), image.Os, image.Architecture, runtime.GOARCH)
 	}
+	d.mu.Lock()
+	d.digest = image.ID
+	d.mu.Unlock()
 	return nil
 }
 

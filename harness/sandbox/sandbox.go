@@ -191,6 +191,17 @@ func (s *Spec) defaults() error {
 // imageUser is a backend that can run episodes in an image.
 type imageUser interface {
 	useImage(ref, cacheDir string) error
+	// image is the image in use and its config digest ("" when none or not yet known).
+	image() (ref, digest string)
+}
+
+// ImageOf is the image b runs episodes in and its config digest, "" when it runs on the
+// host's own system.
+func ImageOf(b Backend) (ref, digest string) {
+	if u, ok := b.(imageUser); ok {
+		return u.image()
+	}
+	return "", ""
 }
 
 // UseImage makes b run episodes in the image ref: docker takes an image name; bwrap a
