@@ -3,11 +3,15 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -178,6 +182,13 @@ func TestDockerBadInputIsOneClearLine(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", emptyImage).Run() })
+	other := map[string]string{"amd64": "arm64"}[runtime.GOARCH]
+	if other == "" {
+		other = "amd64"
+	}
+	otherImage := "aa-grade-test-" + other + ":latest"
+	loadImage(t, otherImage, other)
+	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", otherImage).Run() })
 	for name, c := range map[string]struct {
 		env  []string
 		args []string
@@ -186,6 +197,7 @@ func TestDockerBadInputIsOneClearLine(t *testing.T) {
 		"no daemon":     {[]string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, nil, "no Docker daemon answers at unix:///nonexistent/docker.sock"},
 		"no such image": {nil, []string{"--sandbox-image", "aa-grade-no-such-image:1"}, "no image aa-grade-no-such-image:1: build it"},
 		"no bash":       {nil, []string{"--sandbox-image", emptyImage}, "cannot run an episode (it needs bash"},
+		"another arch":  {nil, []string{"--sandbox-image", otherImage}, "is for linux/" + other + ", not linux/" + runtime.GOARCH},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
@@ -213,4 +225,29 @@ func containersOf(t *testing.T, image string) string {
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+// loadImage loads an empty image for arch under name, as docker save writes one.
+func loadImage(t *testing.T, name, arch string) {
+	t.Helper()
+	var layer bytes.Buffer
+	tar.NewWriter(&layer).Close()
+	config := fmt.Sprintf(`{"architecture":%q,"os":"linux","rootfs":{"type":"layers","diff_ids":["sha256:%x"]},"config":{}}`,
+		arch, sha256.Sum256(layer.Bytes()))
+	manifest := fmt.Sprintf(`[{"Config":"config.json","RepoTags":[%q],"Layers":["layer/layer.tar"]}]`, name)
+	var saved bytes.Buffer
+	tw := tar.NewWriter(&saved)
+	for _, f := range []struct {
+		name string
+		body []byte
+	}{{"config.json", []byte(config)}, {"manifest.json", []byte(manifest)}, {"layer/layer.tar", layer.Bytes()}} {
+		tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body))})
+		tw.Write(f.body)
+	}
+	tw.Close()
+	load := exec.Command("docker", "load")
+	load.Stdin = &saved
+	if out, err := load.CombinedOutput(); err != nil {
+		t.Fatalf("docker load: %v: %s", err, out)
+	}
 }
