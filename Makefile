@@ -71,6 +71,8 @@ bench: build
 	$(GO) run ./internal/cmd/pullbench -aa-grade $(BIN) 2>/dev/null
 	@echo "--- whole file: snapshot.TSVReader against encoding/csv and Python's csv module"
 	$(GO) run ./internal/cmd/tsvbench -size-mb 200
+	@echo "--- pacing to a provider's rate limits: an hour of calls against a fake provider, in fake time"
+	$(GO) test ./harness/model -run '^TestPacingBenchmark$$' -v -count=1 -pacing
 	@echo "--- whole command: aa-grade run over the demo (24 episodes x 30 turns) against a zero-latency model"
 	$(GO) run ./internal/cmd/runbench -aa-grade $(BIN) -parallel 1,4,32 2>/dev/null
 

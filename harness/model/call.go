@@ -149,13 +149,13 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	paced := time.Duration(0) // waiting for the limiter
 	for attempt := 1; ; attempt++ {
 		queued := time.Now()
-		permit, err := o.Limit.Acquire(ctx, estimateTokens(body))
+		permit, err := o.Limit.Acquire(ctx, len(body))
 		if err != nil {
 			return nil, err
 		}
 		paced += time.Since(queued)
-		answer, err := o.once(ctx, client, url, header, body, check)
-		if e, changed := o.Limit.Release(permit, answer, err); changed {
+		got, answer, err := o.once(ctx, client, url, header, body, check)
+		if e, changed := o.Limit.Release(permit, got, answer, err); changed {
 			o.record(ctx, e)
 		}
 		if err == nil {
@@ -185,7 +185,9 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 // defaultAttemptTimeout bounds one attempt when Options.AttemptTimeout is not set.
 const defaultAttemptTimeout = 15 * time.Minute
 
-func (o *Options) once(ctx context.Context, client *http.Client, url string, header http.Header, body []byte, check failureCheck) ([]byte, error) {
+// once makes one attempt: the answer's header (nil when no answer came), its body, and its
+// failure.
+func (o *Options) once(ctx context.Context, client *http.Client, url string, header http.Header, body []byte, check failureCheck) (http.Header, []byte, error) {
 	timeout := o.AttemptTimeout
 	if timeout <= 0 {
 		timeout = defaultAttemptTimeout
@@ -194,37 +196,37 @@ func (o *Options) once(ctx context.Context, client *http.Client, url string, hea
 	defer cancel()
 	req, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.Header = header.Clone()
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
-		return nil, err // a body cut short: transient
+		return resp.Header, nil, err // a body cut short: transient
 	}
 	if len(answer) > maxResponseBytes {
 		o.record(ctx, Event{Kind: "response", Status: resp.StatusCode, Error: errTooLarge.Error()})
-		return nil, errTooLarge
+		return resp.Header, nil, errTooLarge
 	}
 	o.record(ctx, Event{Kind: "response", Status: resp.StatusCode, Body: rawOrString(answer)})
 	if resp.StatusCode >= 400 {
-		return nil, failure(&APIError{Status: resp.StatusCode, Code: gjson.GetBytes(answer, "error.code").String(), Message: o.scrub(errorMessage(answer)),
+		return resp.Header, nil, failure(&APIError{Status: resp.StatusCode, Code: gjson.GetBytes(answer, "error.code").String(), Message: o.scrub(errorMessage(answer)),
 			retryAfter: retryAfter(resp.Header)})
 	}
 	if !jsonguard.Shallow(answer, 512) || !gjson.ValidBytes(answer) {
-		return nil, fmt.Errorf("%w (%d bytes: %.100q)", errMalformed, len(answer), o.scrub(string(answer)))
+		return resp.Header, nil, fmt.Errorf("%w (%d bytes: %.100q)", errMalformed, len(answer), o.scrub(string(answer)))
 	}
 	if check != nil {
 		if apiErr := check(answer); apiErr != nil {
 			apiErr.Message, apiErr.inAnswer, apiErr.retryAfter = o.scrub(apiErr.Message), true, retryAfter(resp.Header)
-			return nil, failure(apiErr)
+			return resp.Header, nil, failure(apiErr)
 		}
 	}
-	return answer, nil
+	return resp.Header, answer, nil
 }
 
 // maxRetryAfterMs bounds a retry-after-ms hint before it becomes a Duration (which a huge

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/harness"
 )
 
 // Limits are the rate limits of one provider, shared by every episode of a run.
@@ -17,8 +20,8 @@ type Limits struct {
 	// MaxInFlight is the most calls waiting for an answer at once (1 or more). 429s and
 	// overload answers lower the allowance below it for a while (AIMD, see Limiter).
 	MaxInFlight int
-	RPM         int   // requests per minute; 0: no limit
-	TPM         int64 // tokens per minute, input and output; 0: no limit
+	RPM         int   // requests per minute; 0: none given (the provider's answers may state one)
+	TPM         int64 // tokens per minute, input and output; 0: none given
 	Clock       Clock // nil: the system clock
 }
 
@@ -35,23 +38,35 @@ func (systemClock) Now() time.Time                         { return time.Now() }
 func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Limiter paces the calls a run makes to one provider, so that many parallel episodes share
-// its quota instead of each retrying its own 429s: at most a number of calls in flight,
-// request and token buckets refilled per minute, and AIMD adaptation of the in-flight
-// allowance (halved on each 429 or overload answer, raised by one after as many successes
-// in a row as the allowance, as TCP grows its window). Callers are served first come, first
-// served, so a large request is not starved by small ones. A nil *Limiter limits nothing.
+// its quota instead of each retrying its own 429s. It learns the provider's limits from the
+// rate-limit headers of its answers (the lower of a flag and a stated limit wins) and paces
+// before calls (see quota): requests, tokens, and Anthropic's input and output tokens apart.
+// The first call goes alone, so that its answer states the limits before the others go. The
+// 429 is the last line: AIMD adaptation of the calls allowed in flight (halved on each 429 or
+// overload answer, raised by one after as many successes in a row as the allowance, as TCP
+// grows its window), and the caller's retry. Callers are served first come, first served, so
+// a large request is not starved by small ones. Headers it cannot use never stop a run: it
+// keeps what it knew and says so once (Status().Warnings). A nil *Limiter limits nothing.
 type Limiter struct {
 	clock   Clock
 	ceiling int // Limits.MaxInFlight
 
 	mu        sync.Mutex
-	allowed   int    // calls allowed in flight now, 1..ceiling
-	inFlight  int    // calls holding a permit
-	successes int    // successes since allowed last changed
-	epoch     uint64 // how many times allowed was halved
-	requests  bucket
-	tokens    bucket
+	allowed   int       // calls allowed in flight now, 1..ceiling
+	inFlight  int       // calls holding a permit
+	successes int       // successes since allowed last changed
+	epoch     uint64    // how many times allowed was halved
 	queue     []*waiter // callers waiting, in order of arrival
+	quotas    [dimensions]quota
+	answered  bool            // an answer came: calls no longer go one at a time
+	stated    bool            // an answer stated limits
+	perByte   float64         // input tokens an answer reports per byte of its request, on average
+	output    int64           // output tokens of the recent answers at most: charged before a call, whose output is unknown
+	calls     int64           // answers received
+	limited   int64           // of them, 429s
+	waited    time.Duration   // by callers in the queue, summed
+	warned    map[string]bool // the warnings given, by key
+	warnings  []string
 }
 
 // waiter is a caller in the queue; only the head may take a permit, the others wait to be
@@ -60,11 +75,13 @@ type waiter struct{ wake chan struct{} }
 
 // Permit is one call's hold on the limiter, handed back with Release.
 type Permit struct {
-	tokens int64  // charged to the token bucket before the call
-	epoch  uint64 // the limiter's epoch when the call was let through
+	bytes   int               // the request's
+	charged [dimensions]int64 // before the call
+	slot    int64             // the quotas' slot when the call was let through
+	epoch   uint64            // the limiter's epoch when the call was let through
 }
 
-// NewLimiter checks the limits and returns a limiter with every bucket full.
+// NewLimiter checks the limits and returns a limiter with nothing spent.
 func NewLimiter(l Limits) (*Limiter, error) {
 	switch {
 	case l.MaxInFlight < 1:
@@ -79,33 +96,39 @@ func NewLimiter(l Limits) (*Limiter, error) {
 		clock = systemClock{}
 	}
 	now := clock.Now()
-	return &Limiter{clock: clock, ceiling: l.MaxInFlight, allowed: l.MaxInFlight,
-		requests: newBucket(int64(l.RPM), now), tokens: newBucket(l.TPM, now)}, nil
+	lim := &Limiter{clock: clock, ceiling: l.MaxInFlight, allowed: l.MaxInFlight, perByte: initialPerByte, warned: map[string]bool{}}
+	for d := range dimensions {
+		lim.quotas[d] = newQuota(0, now)
+	}
+	lim.quotas[requests] = newQuota(int64(l.RPM), now)
+	lim.quotas[tokens] = newQuota(l.TPM, now)
+	return lim, nil
 }
 
-// Acquire waits until a call of about tokens tokens may go: its turn in the queue, a free
-// in-flight slot, a request and the tokens in the buckets. It returns ctx.Err() when ctx
-// ends first, leaving the buckets and slots as they were; when ctx is already done it
-// still succeeds if nothing needs waiting for.
-func (l *Limiter) Acquire(ctx context.Context, tokens int64) (Permit, error) {
+// Acquire waits until a call whose request body is bytes long may go: its turn in the queue,
+// a free in-flight slot, and room in every quota. It returns ctx.Err() when ctx ends first,
+// leaving the quotas and slots as they were; when ctx is already done it still succeeds if
+// nothing needs waiting for.
+func (l *Limiter) Acquire(ctx context.Context, bytes int) (Permit, error) {
 	if l == nil {
 		return Permit{}, nil
 	}
 	l.mu.Lock()
 	if len(l.queue) == 0 {
-		if p, _, ok := l.admit(tokens); ok {
+		if p, _, ok := l.admit(bytes); ok {
 			l.mu.Unlock()
 			return p, nil
 		}
 	}
+	queued := l.clock.Now()
 	w := &waiter{wake: make(chan struct{}, 1)}
 	l.queue = append(l.queue, w)
 	for {
 		var timer <-chan time.Time
 		if l.queue[0] == w {
-			p, wait, ok := l.admit(tokens)
+			p, wait, ok := l.admit(bytes)
 			if ok {
-				l.leave(w)
+				l.leave(w, queued)
 				l.mu.Unlock()
 				return p, nil
 			}
@@ -117,7 +140,7 @@ func (l *Limiter) Acquire(ctx context.Context, tokens int64) (Permit, error) {
 		select {
 		case <-ctx.Done():
 			l.mu.Lock()
-			l.leave(w)
+			l.leave(w, queued)
 			l.mu.Unlock()
 			return Permit{}, ctx.Err()
 		case <-w.wake:
@@ -127,27 +150,46 @@ func (l *Limiter) Acquire(ctx context.Context, tokens int64) (Permit, error) {
 	}
 }
 
-// Release hands a permit back once the call has its answer (or its error), corrects the
-// token bucket with the usage the answer reports, and adapts the in-flight allowance. When
-// the allowance changed it returns the "throttle" event to record.
-func (l *Limiter) Release(p Permit, answer []byte, callErr error) (Event, bool) {
+// Release hands a permit back once the call has its answer (or its error): header is the
+// answer's header, nil when no answer came. It corrects the quotas with the usage the answer
+// reports, learns the limits its headers state, and adapts the in-flight allowance. When the
+// allowance changed it returns the "throttle" event to record.
+func (l *Limiter) Release(p Permit, header http.Header, answer []byte, callErr error) (Event, bool) {
 	if l == nil {
 		return Event{}, false
 	}
-	var used int64
-	if callErr == nil && l.tokens.perMinute > 0 {
-		used = reportedTokens(answer)
+	now := l.clock.Now()
+	var used [dimensions]int64
+	reported := callErr == nil && reportedUsage(answer, &used)
+	var st [dimensions]statement
+	var problems []statementProblem
+	if header != nil {
+		st, problems = readStatements(header, now)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inFlight--
-	if used > 0 {
-		l.tokens.charge(used - p.tokens)
+	l.answered = l.answered || header != nil || callErr == nil
+	for d := range dimensions {
+		l.quotas[d].advance(now)
+	}
+	own := p.charged // what the call counts for, as far as is known
+	if reported {
+		used[requests] = 1
+		l.correct(p, used)
+		own = used
+	}
+	if header != nil {
+		l.calls++
+		l.learn(st, problems, p.slot, own, now)
 	}
 	defer l.wakeHead()
 	var apiErr *APIError
 	switch {
 	case errors.As(callErr, &apiErr) && overloaded(apiErr.Status):
+		if apiErr.Status == http.StatusTooManyRequests {
+			l.limited++
+		}
 		// Calls let through before the last halving saw the old allowance: their 429s are
 		// the same congestion and must not halve it again.
 		if p.epoch != l.epoch {
@@ -174,28 +216,118 @@ func (l *Limiter) Release(p Permit, answer []byte, callErr error) (Event, bool) 
 	return Event{}, false // other failures say nothing about the provider's load
 }
 
-// admit lets a call of tokens go if it may now: a free slot and enough in the buckets.
-// Otherwise it says how long the buckets need (0 when a slot is what is missing). l.mu is
-// held.
-func (l *Limiter) admit(tokens int64) (p Permit, wait time.Duration, ok bool) {
-	if l.inFlight >= l.allowed {
+// correct charges the quotas what a call used, as its answer reports, instead of what it was
+// charged before, and learns from it what to charge the next calls. l.mu is held.
+func (l *Limiter) correct(p Permit, used [dimensions]int64) {
+	for d := tokens; d < dimensions; d++ {
+		l.quotas[d].correct(p.slot, used[d]-p.charged[d])
+	}
+	// An output is unknown until the answer and varies widely: it is charged at the upper
+	// envelope of the recent ones (up at once, down slowly), so that calls in flight do not
+	// overrun a full minute. Input follows from the request: the mean ratio is enough.
+	if o := min(used[outputTokens], maxOutput); o >= l.output {
+		l.output = o
+	} else {
+		l.output -= (l.output - o) / 16
+	}
+	if p.bytes > 0 {
+		l.perByte += (min(max(float64(used[inputTokens])/float64(p.bytes), minPerByte), maxPerByte) - l.perByte) / 8
+	}
+}
+
+// learn adopts the limits stated by the answer to a call sent in slot sent that counts for
+// own, at now: a stated limit replaces the one stated before, and what it says is left is
+// reconciled with the quota. What it cannot use leaves what was known, with a warning, once.
+// l.mu is held.
+func (l *Limiter) learn(st [dimensions]statement, problems []statementProblem, sent int64, own [dimensions]int64, now time.Time) {
+	for _, pr := range problems {
+		l.warnProblem(pr)
+	}
+	statesSome := false
+	for d := range dimensions {
+		s := st[d]
+		if !s.stated() {
+			continue
+		}
+		statesSome = true
+		q := &l.quotas[d]
+		if s.limit > 0 && s.limit != q.learnt {
+			if q.learnt != 0 {
+				l.warn("changed:"+d.String(), fmt.Sprintf("the provider's %s limit changed from %d to %d a minute: the new one is adopted",
+					d.String(), q.learnt, s.limit))
+			}
+			q.learn(s.limit, now)
+		}
+		q.reconcile(now, sent, own[d], s.remaining, s.reset)
+	}
+	if statesSome {
+		l.stated = true
+	} else if l.stated {
+		l.warn("missing", "an answer states no rate limits, where earlier ones did: the limits learnt before stay in force")
+	}
+}
+
+// warnProblem words a header that could not be used, saying what the limiter keeps.
+func (l *Limiter) warnProblem(pr statementProblem) {
+	var what string
+	switch pr.kind {
+	case notANumber:
+		what = "is not a whole number 0 or more"
+	case zeroLimit:
+		what = "states a limit of 0 or less"
+	case badReset:
+		what = "is neither a time nor a duration"
+	case pastReset:
+		what = "is in the past"
+	}
+	kept := "ignored: the limits known before stay in force"
+	if pr.kind == badReset || pr.kind == pastReset {
+		kept = "ignored: usage the provider counts and this run does not see is taken to last a minute"
+	}
+	l.warn(pr.header+":"+strconv.Itoa(int(pr.kind)), fmt.Sprintf("%s %.40q %s; %s", pr.header, pr.value, what, kept))
+}
+
+// warn keeps a warning, once per key. l.mu is held.
+func (l *Limiter) warn(key, text string) {
+	if !l.warned[key] {
+		l.warned[key] = true
+		l.warnings = append(l.warnings, "rate limits: "+text)
+	}
+}
+
+// admit lets a call whose request is bytes long go if it may now: a free slot, and room in
+// every quota for what it is expected to use. Otherwise it says how long the quotas need (0
+// when a slot, or the first answer, is what is missing). l.mu is held.
+func (l *Limiter) admit(bytes int) (p Permit, wait time.Duration, ok bool) {
+	if l.inFlight >= l.allowed || (!l.answered && l.inFlight > 0) {
 		return Permit{}, 0, false
 	}
 	now := l.clock.Now()
-	if wait := max(l.requests.wait(now, 1), l.tokens.wait(now, tokens)); wait > 0 {
+	input := int64(float64(bytes)*l.perByte) + 1
+	p = Permit{bytes: bytes, epoch: l.epoch,
+		charged: [dimensions]int64{requests: 1, tokens: input + l.output, inputTokens: input, outputTokens: l.output}}
+	for d := range dimensions {
+		q := &l.quotas[d]
+		q.advance(now)
+		wait = max(wait, q.wait(now, p.charged[d]))
+	}
+	if wait > 0 {
 		return Permit{}, wait, false
 	}
-	l.requests.charge(1)
-	l.tokens.charge(tokens)
+	for d := range dimensions {
+		l.quotas[d].take(p.charged[d])
+	}
+	p.slot = l.quotas[requests].head
 	l.inFlight++
-	return Permit{tokens: tokens, epoch: l.epoch}, 0, true
+	return p, 0, true
 }
 
-// leave takes w out of the queue and wakes the next head. l.mu is held.
-func (l *Limiter) leave(w *waiter) {
+// leave takes w, queued since queued, out of the queue and wakes the next head. l.mu is held.
+func (l *Limiter) leave(w *waiter, queued time.Time) {
 	if i := slices.Index(l.queue, w); i >= 0 {
 		l.queue = slices.Delete(l.queue, i, i+1)
 	}
+	l.waited += l.clock.Now().Sub(queued)
 	l.wakeHead()
 }
 
@@ -209,86 +341,94 @@ func (l *Limiter) wakeHead() {
 	}
 }
 
+// Status is what the limiter knows and has done so far; zero for a nil limiter.
+func (l *Limiter) Status() harness.LimitStatus {
+	if l == nil {
+		return harness.LimitStatus{}
+	}
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := harness.LimitStatus{Calls: l.calls, RateLimited: l.limited, WaitedSeconds: l.waited.Seconds(), Waiting: len(l.queue),
+		Warnings: slices.Clone(l.warnings)}
+	for d := range dimensions {
+		q := &l.quotas[d]
+		if q.limit() == 0 {
+			continue
+		}
+		q.advance(now)
+		s.Limits = append(s.Limits, harness.LimitInForce{Name: d.String(), Given: q.given, Learnt: q.learnt, Used: max(q.inWindow, 0)})
+	}
+	return s
+}
+
 // overloaded reports the answers that mean "slow down": 429 rate limits, OpenAI's 503 "slow
 // down" and Anthropic's 529 overloaded.
 func overloaded(status int) bool {
 	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == 529
 }
 
-// estimateTokens guesses the input tokens of a request before it is sent: its JSON bytes / 4.
+// initialPerByte is the input tokens a request's byte is taken to hold until answers tell:
 // English text runs about four characters per token, and JSON quoting and structure add
-// bytes, so the guess errs high. Output tokens are unknown until the answer; Release then
-// replaces the guess with the usage the provider reports.
-func estimateTokens(body []byte) int64 { return int64(len(body)/4) + 1 }
+// bytes, so the guess errs high. Answers then teach the provider's own count, which can be far
+// lower (Anthropic's limits leave cache reads out). The output is unknown until the answer:
+// the limiter charges about the most the recent answers reported, and Release replaces both
+// with the usage the provider reports.
+const initialPerByte = 0.25
 
-// reportedTokens reads what an answer counts against a tokens-per-minute limit:
-// usage.total_tokens (OpenAI Chat Completions and Responses), else input, cache writes and
-// output (Anthropic, whose limits leave cache reads out); 0 when the answer reports none.
-func reportedTokens(answer []byte) int64 {
+// minPerByte, maxPerByte and maxOutput bound what one answer teaches, so that a hostile or
+// odd answer cannot make the limiter think calls free or stall it; no model writes more than
+// maxOutput tokens in one answer today.
+const (
+	minPerByte = 0.001
+	maxPerByte = 1
+	maxOutput  = 1 << 17
+)
+
+// reportedUsage reads what an answer counts against each token limit into used, and reports
+// whether it reports usage at all. Input: prompt_tokens (Chat Completions), else input_tokens
+// and cache writes (the Responses API, Anthropic, whose limits leave cache reads out); output:
+// completion_tokens, else output_tokens; tokens: total_tokens, else the two together. The
+// usage object is read in one pass: this runs on every answer.
+func reportedUsage(answer []byte, used *[dimensions]int64) bool {
 	u := gjson.GetBytes(answer, "usage")
-	total := u.Get("total_tokens")
-	n := total.Int()
-	if !total.Exists() {
-		n = u.Get("input_tokens").Int() + u.Get("cache_creation_input_tokens").Int() + u.Get("output_tokens").Int()
+	if !u.IsObject() {
+		return false
 	}
-	return min(max(n, 0), maxPerMinute) // a hostile answer must not overflow the bucket
+	var n [len(usageFields)]int64
+	var has [len(usageFields)]bool
+	u.ForEach(func(key, value gjson.Result) bool {
+		if i := slices.Index(usageFields[:], key.Str); i >= 0 {
+			// A hostile answer must not overflow a quota.
+			n[i], has[i] = int64(min(max(value.Float(), 0), maxPerMinute)), true
+		}
+		return true
+	})
+	in, out, total := n[promptTokens], n[completionTokens], n[totalTokens]
+	if !has[promptTokens] {
+		in = n[inputTokensField] + n[cacheWriteTokens]
+	}
+	if !has[completionTokens] {
+		out = n[outputTokensField]
+	}
+	if !has[totalTokens] {
+		total = in + out
+	}
+	*used = [dimensions]int64{tokens: total, inputTokens: in, outputTokens: out}
+	return true
 }
 
-// maxPerMinute bounds rates and counted tokens so bucket arithmetic cannot overflow.
+// usageFields are the usage fields reportedUsage reads, in the order of their indexes below.
+var usageFields = [...]string{"prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "cache_creation_input_tokens", "output_tokens"}
+
+const (
+	promptTokens = iota
+	completionTokens
+	totalTokens
+	inputTokensField
+	cacheWriteTokens
+	outputTokensField
+)
+
+// maxPerMinute bounds rates and counted tokens so quota arithmetic cannot overflow.
 const maxPerMinute = 1e10
-
-// bucketScale is the bucket's fixed-point unit: a token is worth this many, and a bucket of
-// N per minute gains N units per microsecond. Integers keep waits exact: after waiting what
-// wait said, the tokens are there.
-const bucketScale = int64(time.Minute / time.Microsecond)
-
-// bucket is a token bucket holding up to perMinute tokens and refilled at perMinute per
-// minute, so a full minute's quota may go at once and the rest follows at an even pace.
-// Charges may drive it below zero (a request bigger than the bucket, a reply longer than
-// guessed): that debt is paid back by waiting.
-type bucket struct {
-	perMinute int64 // 0: no limit
-	level     int64 // in bucketScale units
-	last      time.Time
-}
-
-func newBucket(perMinute int64, now time.Time) bucket {
-	return bucket{perMinute: perMinute, level: perMinute * bucketScale, last: now}
-}
-
-// refill adds what has flowed in since the last refill.
-func (b *bucket) refill(now time.Time) {
-	full := b.perMinute * bucketScale
-	micros := int64(now.Sub(b.last) / time.Microsecond)
-	if micros <= 0 {
-		return
-	}
-	if toFull := (full - b.level + b.perMinute - 1) / b.perMinute; micros >= toFull {
-		b.level, b.last = full, now
-		return
-	}
-	b.level += b.perMinute * micros
-	b.last = b.last.Add(time.Duration(micros) * time.Microsecond)
-}
-
-// wait is how long until n tokens may be taken: 0 now. A request bigger than the bucket
-// waits for a full bucket.
-func (b *bucket) wait(now time.Time, n int64) time.Duration {
-	if b.perMinute == 0 {
-		return 0
-	}
-	b.refill(now)
-	need := min(n, b.perMinute)*bucketScale - b.level
-	if need <= 0 {
-		return 0
-	}
-	return time.Duration((need+b.perMinute-1)/b.perMinute) * time.Microsecond
-}
-
-// charge takes n tokens, or gives -n back (never above full).
-func (b *bucket) charge(n int64) {
-	if b.perMinute == 0 {
-		return
-	}
-	b.level = min(b.level-n*bucketScale, b.perMinute*bucketScale)
-}

@@ -1,0 +1,31 @@
+package harness
+
+// LimitStatus is what a run's rate limiter knows and has done (harness/model's Limiter): the
+// display shows it live, and the run's record keeps its JSON fields once the run is over.
+type LimitStatus struct {
+	Limits        []LimitInForce `json:"limits,omitempty"` // the dimensions with a limit
+	Calls         int64          `json:"calls"`            // answers received
+	RateLimited   int64          `json:"rate_limited"`     // of them, 429s
+	WaitedSeconds float64        `json:"waited_s"`         // time calls waited for the limiter, summed
+	Waiting       int            `json:"-"`                // calls waiting now
+	Warnings      []string       `json:"warnings,omitempty"`
+}
+
+// LimitInForce is one dimension's limit, a minute.
+type LimitInForce struct {
+	Name   string `json:"name"`             // requests, tokens, input_tokens or output_tokens
+	Given  int64  `json:"given,omitempty"`  // by --rpm or --tpm
+	Learnt int64  `json:"learnt,omitempty"` // as the provider's answers last stated it
+	Used   int64  `json:"-"`                // charged in the last minute
+}
+
+// PerMinute is the limit in force: the lower of the one given and the one learnt (0 none).
+func (f LimitInForce) PerMinute() int64 {
+	switch {
+	case f.Given == 0:
+		return f.Learnt
+	case f.Learnt == 0:
+		return f.Given
+	}
+	return min(f.Given, f.Learnt)
+}
