@@ -11,6 +11,10 @@ type LimitStatus struct {
 	Warnings      []string       `json:"warnings,omitempty"`
 }
 
+// Idle reports a limiter that neither called a provider nor was given a limit, with nothing
+// to show or record: a model that calls no provider (builtin/baseline, a replay).
+func (s LimitStatus) Idle() bool { return s.Calls == 0 && len(s.Limits) == 0 }
+
 // LimitInForce is one dimension's limit, a minute.
 type LimitInForce struct {
 	Name   string `json:"name"`             // requests, tokens, input_tokens or output_tokens

@@ -99,7 +99,7 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		return usageErrorf("%v", err)
 	}
 	stderr := cmd.Root().ErrWriter
-	m, err := newModel(cmd, settings)
+	m, limit, err := newModel(cmd, settings)
 	if err != nil {
 		return err
 	}
@@ -162,6 +162,7 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	fmt.Fprintf(stderr, "running %d tasks x %d repeats%s of %s with %s in the %s sandbox into %s\n",
 		len(ds.Tasks), plan.repeats, part, ds.Spec, describeModel(settings), backend.Name(), out)
 	progress := newRunProgress(stderr)
+	progress.limits = limit.Status
 	progress.Start()
 	cfg := runner.Config{
 		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: cmd.Int("parallel"), Shard: shard,
@@ -192,7 +193,13 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		fmt.Fprintln(stderr, j.spent())
 	}
 	var run *report.Run
+	rates := limit.Status()
 	if results != nil { // the reports of an interrupted or stopped run show how far it got
+		if !rates.Idle() {
+			if werr := folder.RecordRateLimits(rates); werr != nil {
+				printLine(stderr, "warning: %v", werr)
+			}
+		}
 		var werr error
 		if run, werr = report.WriteFolder(out); werr != nil {
 			if err == nil {
@@ -217,6 +224,10 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	renderGradeText(cmd.Root().Writer, summary)
 	fmt.Fprintln(cmd.Root().Writer)
 	renderRunTotals(cmd.Root().Writer, run)
+	if !rates.Idle() {
+		limits, calls := describeLimits(rates, false)
+		fmt.Fprintf(cmd.Root().Writer, "Rate limits: %s; %s\n", limits, calls)
+	}
 	fmt.Fprintf(cmd.Root().Writer, "Run folder: %s\n", out)
 	if failed := countStatus(results, grader.StatusError); failed > 0 {
 		return badResult(fmt.Errorf("%d episodes ended in error; to retry them, run the same command again (with --out %s)", failed, out))
@@ -225,22 +236,23 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 }
 
 // newModel builds the model under test, with one rate limiter for the whole run: every
-// episode's calls go to the same provider and quota.
-func newModel(cmd *cli.Command, settings model.Settings) (harness.Model, error) {
+// episode's calls go to the same provider and quota. The limiter is returned too, for the
+// display and the run's record of the limits.
+func newModel(cmd *cli.Command, settings model.Settings) (harness.Model, *model.Limiter, error) {
 	maxInFlight := cmd.Int("max-in-flight")
 	if maxInFlight == 0 {
 		maxInFlight = cmd.Int("parallel")
 	}
 	limit, err := model.NewLimiter(model.Limits{MaxInFlight: maxInFlight, RPM: cmd.Int("rpm"), TPM: int64(cmd.Int("tpm"))})
 	if err != nil {
-		return nil, usageErrorf("--max-in-flight, --rpm, --tpm: %v", err)
+		return nil, nil, usageErrorf("--max-in-flight, --rpm, --tpm: %v", err)
 	}
 	m, err := model.New(settings.Spec, os.Getenv, model.Options{MaxTokens: cmd.Int("max-tokens"),
 		ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit})
 	if err != nil {
-		return nil, usageErrorf("%v", err)
+		return nil, nil, usageErrorf("%v", err)
 	}
-	return m, nil
+	return m, limit, nil
 }
 
 // episodesPlan is what a run plays: the dataset, tasks, repeats and turn cap.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/fakemodel"
 )
 
@@ -474,5 +475,37 @@ func TestRunLimitsCallsInFlight(t *testing.T) {
 		"--model", "openai-api/fake/model-x", "--out", filepath.Join(t.TempDir(), "run"))
 	if r.code != 0 || calls.Load() != 2 || overlapped.Load() {
 		t.Fatalf("exit %d, %d calls, two at once: %v\n%s", r.code, calls.Load(), overlapped.Load(), r.stderr)
+	}
+}
+
+// TestRunRecordsRateLimits: the limits the provider's answers state, and the 429s, are in the
+// summary at the end of a run and in run.json.
+func TestRunRecordsRateLimits(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("x-ratelimit-limit-requests", "500")
+		w.Header().Set("x-ratelimit-limit-tokens", "200000")
+		if calls.Add(1) == 1 {
+			w.Header().Set("retry-after-ms", "10")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":{"message":"Rate limit reached"}}`)
+			return
+		}
+		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"looking"}}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`)
+	}))
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "run")
+	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL},
+		"run", "--dataset", "demo", "--tasks", "901", "--repeats", "1", "--max-turns", "1", "--model", "openai-api/fake/model-x", "--out", out)
+	if want := "Rate limits: limits a minute: 500 requests (stated), 200k tokens (stated); calls waited 0s in all for them, 1 of 2 answered 429\n"; r.code != 0 ||
+		!strings.Contains(r.stdout, want) {
+		t.Fatalf("exit %d, want %q in\n%s\n%s", r.code, want, r.stdout, r.stderr)
+	}
+	h, err := runfolder.ReadHeader(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(h.RateLimits); string(got) != `{"limits":[{"name":"requests","learnt":500},{"name":"tokens","learnt":200000}],"calls":2,"rate_limited":1,"waited_s":0}` {
+		t.Fatalf("run.json rate_limits: %s", got)
 	}
 }

@@ -9,15 +9,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
 // runProgress renders a run. On a terminal: an overall bar (episodes done, running score,
-// cost so far, ETA) and one live line per running episode (task, repeat, turn n of N, last
-// command), redrawn in place, with a line per finished episode above them. Elsewhere: the
-// line per finished episode and an overall line every interval.
+// cost so far, ETA), the rate limits in force, and one live line per running episode (task,
+// repeat, turn n of N, last command), redrawn in place, with a line per finished episode and
+// each warning of the rate limiter above them. Elsewhere: the line per finished episode, the
+// warnings, and an overall line and the rate limits' every interval.
 type runProgress struct {
 	w        io.Writer
 	terminal bool
@@ -34,6 +36,10 @@ type runProgress struct {
 	costKnown bool
 	running   map[runfolder.Episode]*liveEpisode
 	drawn     int // lines of the live block on screen
+	// limits, when set, is the status of the run's rate limiter; warned counts its warnings
+	// printed.
+	limits func() harness.LimitStatus
+	warned int
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -122,6 +128,7 @@ func (p *runProgress) Stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clear()
+	p.limitStatus() // the last warnings
 }
 
 // printLocked prints a line above the live block, sanitized: it may quote the model, the
@@ -161,11 +168,20 @@ func (p *runProgress) overall() string {
 
 func (p *runProgress) render() {
 	if !p.terminal {
+		status, show := p.limitStatus()
 		fmt.Fprintln(p.w, "progress: "+p.overall())
+		if show {
+			limits, calls := describeLimits(status, true)
+			fmt.Fprintln(p.w, "rate limits: "+limits+"; "+calls)
+		}
 		return
 	}
 	p.clear()
 	lines := []string{bar(int64(p.finished), int64(p.total), 24) + " " + p.overall()}
+	if status, show := p.limitStatus(); show {
+		limits, calls := describeLimits(status, true)
+		lines = append(lines, clip("  "+limits, p.width), clip("  "+calls, p.width))
+	}
 	keys := make([]runfolder.Episode, 0, len(p.running))
 	for k := range p.running {
 		keys = append(keys, k)
@@ -177,14 +193,83 @@ func (p *runProgress) render() {
 		e := p.running[k]
 		// The model's command and the task id are sanitized before the line is measured.
 		cmd := strings.Join(strings.Fields(termtext.Sanitize(e.command)), " ")
-		line := fmt.Sprintf("  %s r%d  turn %d/%d  %s", termtext.Sanitize(k.Task), k.Repeat, e.turn, e.maxTurns, cmd)
-		if r := []rune(line); len(r) > p.width {
-			line = string(r[:p.width-3]) + "..."
-		}
-		lines = append(lines, line)
+		lines = append(lines, clip(fmt.Sprintf("  %s r%d  turn %d/%d  %s", termtext.Sanitize(k.Task), k.Repeat, e.turn, e.maxTurns, cmd), p.width))
 	}
 	for _, l := range lines {
 		fmt.Fprintln(p.w, l)
 	}
 	p.drawn = len(lines)
+}
+
+// clip cuts a line of the live block to width, so that it takes one row of the terminal and
+// the block can be redrawn in place.
+func clip(line string, width int) string {
+	if r := []rune(line); len(r) > width {
+		return string(r[:width-3]) + "..."
+	}
+	return line
+}
+
+// limitStatus reads the rate limiter's status, prints its warnings not printed yet (where the
+// live block is not drawn), and says whether there is anything to show: not for a model that
+// calls no provider.
+func (p *runProgress) limitStatus() (harness.LimitStatus, bool) {
+	if p.limits == nil {
+		return harness.LimitStatus{}, false
+	}
+	s := p.limits()
+	for _, w := range s.Warnings[min(p.warned, len(s.Warnings)):] {
+		printLine(p.w, "warning: %s", w)
+	}
+	p.warned = len(s.Warnings)
+	return s, !s.Idle()
+}
+
+// describeLimits says which rate limits are in force, where each comes from (given by flag,
+// stated by the provider's answers), and what the calls met; live, also how much of each the
+// last minute used and the calls waiting now. It says it in two parts, the limits and the
+// calls, each short enough for a line of the live block.
+func describeLimits(s harness.LimitStatus, live bool) (limits, calls string) {
+	var items, used []string
+	for _, l := range s.Limits {
+		items = append(items, fmt.Sprintf("%s %s (%s)", shortCount(l.PerMinute()), strings.ReplaceAll(l.Name, "_", " "), limitSource(l)))
+		used = append(used, fmt.Sprintf("%d%%", 100*l.Used/l.PerMinute()))
+	}
+	limits = "limits a minute: " + strings.Join(items, ", ")
+	if len(items) == 0 {
+		limits = "no limits stated or given"
+	}
+	waited := time.Duration(s.WaitedSeconds * float64(time.Second)).Round(time.Second)
+	if !live {
+		return limits, fmt.Sprintf("calls waited %s in all for them, %d of %d answered 429", waited, s.RateLimited, s.Calls)
+	}
+	calls = fmt.Sprintf("%d calls waiting, %s waited, %d of %d answered 429", s.Waiting, waited, s.RateLimited, s.Calls)
+	if len(used) > 0 {
+		calls = "last minute: " + strings.Join(used, ", ") + " used; " + calls
+	}
+	return limits, calls
+}
+
+// limitSource says where a limit in force comes from, and the other limit when there are two.
+func limitSource(l harness.LimitInForce) string {
+	switch {
+	case l.Given == 0:
+		return "stated"
+	case l.Learnt == 0:
+		return "given"
+	case l.Learnt < l.Given:
+		return "stated; given " + shortCount(l.Given)
+	}
+	return "given; stated " + shortCount(l.Learnt)
+}
+
+// shortCount writes whole thousands and millions as k and M (200k, 2M), anything else whole.
+func shortCount(n int64) string {
+	switch {
+	case n >= 1e6 && n%1e6 == 0:
+		return fmt.Sprintf("%dM", n/1e6)
+	case n >= 1e3 && n%1e3 == 0:
+		return fmt.Sprintf("%dk", n/1e3)
+	}
+	return fmt.Sprint(n)
 }

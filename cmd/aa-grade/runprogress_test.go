@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
@@ -74,5 +75,55 @@ func TestProgressStripsTerminalSequencesFromModelCommands(t *testing.T) {
 	if !strings.Contains(live, "  Scenario-1 r1  turn 3/100  printf '' && echo done\n") ||
 		!strings.Contains(got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 400: bad request exe\n") {
 		t.Errorf("the text around the sequences is lost:\n%q", got)
+	}
+}
+
+// TestRunProgressShowsRateLimits: the live block shows the rate limits in force and where
+// each comes from, how much of each the last minute used, the calls waiting, the time waited
+// and the 429s, in two lines a narrow terminal holds; each warning of the limiter prints once,
+// above the block, stripped of escape sequences; a limiter that calls no provider shows
+// nothing.
+func TestRunProgressShowsRateLimits(t *testing.T) {
+	var out bytes.Buffer
+	p := newRunProgress(&out)
+	p.terminal = true
+	status := harness.LimitStatus{Limits: []harness.LimitInForce{{Name: "requests", Given: 500, Learnt: 1000, Used: 100},
+		{Name: "input_tokens", Learnt: 200_000, Used: 186_000}, {Name: "output_tokens", Learnt: 40_000, Given: 50_000, Used: 10_000}},
+		Calls: 40, RateLimited: 3, WaitedSeconds: 65, Waiting: 2, Warnings: []string{"rate limits: x-ratelimit-limit-tokens \"\x1b[31mlots\" is not a number"}}
+	p.limits = func() harness.LimitStatus { return status }
+	p.Plan(2, nil)
+	p.render()
+	p.render()
+	got := out.String()
+	for _, want := range []string{
+		"  limits a minute: 500 requests (given; stated 1k), 200k input tokens (stated), 40k output tokens...\n", // clipped
+		"  last minute: 20%, 93%, 25% used; 2 calls waiting, 1m5s waited, 3 of 40 answered 429\n",
+		"\033[3A\r\033[J", // the block is the bar and the two lines
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%q", want, got)
+		}
+	}
+	for _, line := range strings.Split(got, "\n") {
+		if len([]rune(line)) > p.width+len("\033[3A\r\033[J") {
+			t.Errorf("a line wider than the terminal: %q", line)
+		}
+	}
+	if strings.Count(got, "warning: rate limits:") != 1 || strings.Contains(got, "\x1b[31m") {
+		t.Errorf("the warning, once and stripped:\n%q", got)
+	}
+
+	out.Reset()
+	p.terminal = false
+	p.render()
+	if got := out.String(); !strings.Contains(got, "rate limits: limits a minute: 500 requests (given; stated 1k), 200k input tokens (stated), "+
+		"40k output tokens (stated; given 50k); last minute: 20%, 93%, 25% used; 2 calls waiting, 1m5s waited, 3 of 40 answered 429\n") {
+		t.Errorf("plain output:\n%q", got)
+	}
+	out.Reset()
+	p.limits = func() harness.LimitStatus { return harness.LimitStatus{} }
+	p.render()
+	if got := out.String(); strings.Contains(got, "limits") {
+		t.Errorf("a limiter that calls no provider shows:\n%q", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 	"github.com/aa-grade/aa-grade/internal/filelock"
 )
@@ -202,6 +203,17 @@ func (f *Folder) WriteHeader(h Header) error {
 	f.header = true
 	f.mu.Unlock()
 	return nil
+}
+
+// RecordRateLimits adds to run.json, once the run is over (or interrupted), the model's rate
+// limits as the run's limiter knew them at its end and what its calls met.
+func (f *Folder) RecordRateLimits(s harness.LimitStatus) error {
+	h, err := ReadHeader(f.Dir)
+	if err != nil {
+		return fmt.Errorf("record the rate limits: %w", err)
+	}
+	h.RateLimits = &s
+	return f.WriteHeader(h)
 }
 
 // WriteSummary writes summary.json, replacing the old one whole.

@@ -47,6 +47,10 @@ type Header struct {
 	// keeps the cost computed when it was written, and correcting a price must not make paid
 	// episodes run again.
 	Prices *harness.Prices `json:"prices"`
+	// RateLimits are the model's rate limits as the run's limiter knew them at its end (given
+	// and learnt from the provider's answers) and the calls and 429s of the last process that
+	// ran in the folder (Folder.RecordRateLimits); a resume keeps them until it records its own.
+	RateLimits *harness.LimitStatus `json:"rate_limits,omitempty"`
 }
 
 // maxHeaderBytes bounds run.json, which a folder from elsewhere may make huge: a real one

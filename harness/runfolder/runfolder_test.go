@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/internal/testfs"
 )
 
@@ -267,5 +268,50 @@ func TestDifferencesOfTheEnvironment(t *testing.T) {
 		if got := strings.Join(c.a.Differences(c.b), "; "); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// TestRecordRateLimits: the rate limits the run's limiter knew at its end and what its calls
+// met go into run.json, the header otherwise as it was; a folder with no header yet is an
+// error that says what failed.
+func TestRecordRateLimits(t *testing.T) {
+	f, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := harness.LimitStatus{Limits: []harness.LimitInForce{{Name: "tokens", Given: 300000, Learnt: 200000}, {Name: "requests", Learnt: 500}},
+		Calls: 12, RateLimited: 1, WaitedSeconds: 3.5, Warnings: []string{"rate limits: an answer states no rate limits"}}
+	if err := f.RecordRateLimits(s); err == nil || !strings.Contains(err.Error(), "record the rate limits") {
+		t.Fatalf("no header yet: %v", err)
+	}
+	if err := f.WriteHeader(Header{Model: "openai/m", Repeats: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.RecordRateLimits(s); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(f.Dir, HeaderFile))
+	want := `"rate_limits": {
+    "limits": [
+      {
+        "name": "tokens",
+        "given": 300000,
+        "learnt": 200000
+      },
+      {
+        "name": "requests",
+        "learnt": 500
+      }
+    ],
+    "calls": 12,
+    "rate_limited": 1,
+    "waited_s": 3.5,
+    "warnings": [
+      "rate limits: an answer states no rate limits"
+    ]
+  }`
+	if !strings.Contains(string(b), want) || !strings.Contains(string(b), `"repeats": 3`) {
+		t.Fatalf("run.json:\n%s\nwant it to hold:\n%s", b, want)
 	}
 }

@@ -15,7 +15,8 @@ import (
 var ErrConfigChanged = errors.New("the run folder holds a run with another configuration")
 
 // writeHeader writes run.json for cfg and the environment the probe found, keeping the start
-// time of the run it resumes; a resume with another configuration or environment is refused.
+// time and the rate limits of the run it resumes; a resume with another configuration or
+// environment is refused.
 func writeHeader(cfg Config, tools sandbox.Tools) error {
 	h := runfolder.Header{Version: Version, Revision: revision(), Dataset: cfg.DatasetSpec, DatasetCommit: cfg.DatasetCommit, Repeats: cfg.Repeats,
 		Shard: cfg.Shard.String(), Model: cfg.ModelSpec, BaseURL: cfg.BaseURL, ReasoningEffort: cfg.ReasoningEffort,
@@ -31,7 +32,8 @@ func writeHeader(cfg Config, tools sandbox.Tools) error {
 		if diff := prev.Header.Differences(h); len(diff) > 0 {
 			return fmt.Errorf("%w (%s): use another --out, or the same flags", ErrConfigChanged, strings.Join(diff, "; "))
 		}
-		h.Started = prev.Header.Started
+		// The rate limits stay as the run before recorded them until this one records its own.
+		h.Started, h.RateLimits = prev.Header.Started, prev.Header.RateLimits
 	}
 	return cfg.Folder.WriteHeader(h)
 }

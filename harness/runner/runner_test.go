@@ -3,12 +3,14 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
 func TestShardsPartitionTheRun(t *testing.T) {
@@ -67,5 +69,36 @@ func TestTrajectoryCountsRetriesAndNewMessages(t *testing.T) {
 	}
 	if len(turns) != 2 || len(turns[0].Input) != 2 || len(turns[1].Input) != 1 || turns[1].Input[0].Content != "continue" {
 		t.Fatalf("turns recorded: %+v", turns)
+	}
+}
+
+// TestResumeKeepsTheRateLimits: a resume keeps in run.json the rate limits the run before
+// recorded, until it records its own.
+func TestResumeKeepsTheRateLimits(t *testing.T) {
+	dir := t.TempDir()
+	backend, err := sandbox.Select(sandbox.NameNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := harness.LimitStatus{Limits: []harness.LimitInForce{{Name: "tokens", Given: 300000, Learnt: 200000}}, Calls: 12, RateLimited: 1}
+	for run := range 2 {
+		f, err := runfolder.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Folder: f, DatasetSpec: "demo", Repeats: 1, ModelSpec: "openai/m", Backend: backend, MaxTurns: 1}
+		if err := writeHeader(cfg, sandbox.Tools{}); err != nil {
+			t.Fatal(err)
+		}
+		if run == 0 {
+			if err := f.RecordRateLimits(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.Close()
+	}
+	h, err := runfolder.ReadHeader(dir)
+	if err != nil || h.RateLimits == nil || fmt.Sprint(*h.RateLimits) != fmt.Sprint(s) {
+		t.Fatalf("after a resume: %+v, %v", h.RateLimits, err)
 	}
 }
