@@ -11,7 +11,7 @@ PLATFORMS   := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 w
 
 # One static binary (no cgo), as users download it.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/aa-grade
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(BIN) ./cmd/aa-grade
 
 # Static binaries for every platform, with their sha256 sums, in dist/.
 dist:
@@ -19,7 +19,7 @@ dist:
 	  for p in $(PLATFORMS); do \
 	    os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 	    echo "dist/aa-grade-$$os-$$arch$$ext"; \
-	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -o dist/aa-grade-$$os-$$arch$$ext ./cmd/aa-grade || exit 1; \
+	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=auto -o dist/aa-grade-$$os-$$arch$$ext ./cmd/aa-grade || exit 1; \
 	  done && cd dist && sha256sum aa-grade-* > SHA256SUMS && cat SHA256SUMS
 
 # Build and vet every platform (what runs only on Linux sits behind build tags).

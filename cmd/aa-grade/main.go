@@ -22,6 +22,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/aa-grade/aa-grade/harness/runner"
+
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -45,6 +47,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		Description: "Every flag can also be set with an AA_GRADE_<FLAG> environment variable " +
 			"(for example AA_GRADE_DATASET).\n\n" +
 			"Exit codes: 0 success, 1 bad result, 2 usage error, 3 infrastructure failure.",
+		Version:   runner.Version,
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands: []*cli.Command{

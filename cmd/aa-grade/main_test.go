@@ -288,3 +288,12 @@ func TestGradeOnlyReadsARunFolder(t *testing.T) {
 		t.Fatalf("grade wrote into its input: %v, was %v", after, before)
 	}
 }
+
+// TestVersion: --version prints the build's version (a module version, or devel with the
+// revision), not a usage error.
+func TestVersion(t *testing.T) {
+	r := aaGrade(t, nil, "--version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "aa-grade version ") || strings.Contains(r.stdout, "version dev\n") {
+		t.Fatalf("exit %d: %q %q", r.code, r.stdout, r.stderr)
+	}
+}

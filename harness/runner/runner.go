@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,8 +82,24 @@ const earlyStop = 3
 // ErrStopped marks a run that stopped early because its first episodes all failed permanently.
 var ErrStopped = errors.New("stopped: the first episodes all failed with the same kind of permanent error")
 
-// Version is written into run.json.
-var Version = "dev"
+// Version is aa-grade's version as its build information gives it: the module version of a
+// `go install ...@vX.Y.Z`, else "devel" with the VCS revision the binary was built from.
+var Version = buildVersion()
+
+func buildVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	if rev := revision(); rev != "" {
+		commit, dirty, _ := strings.Cut(rev, "+") // dirty: "dirty" for a modified tree
+		if dirty != "" {
+			dirty = "+" + dirty
+		}
+		return "devel-" + commit[:min(12, len(commit))] + dirty
+	}
+	return "devel"
+}
 
 // DefaultGrace is how long running episodes may finish after Ctrl-C.
 const DefaultGrace = 20 * time.Second
