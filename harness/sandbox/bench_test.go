@@ -36,25 +36,9 @@ func benchSpec(b *testing.B) Spec {
 	return Spec{Snapshot: snap, Scratch: scratch, Agent: exe, AgentArg: []string{AgentCommand}}
 }
 
-// benchBackends are the backends that work here (docker with AA_GRADE_TEST_IMAGE).
-func benchBackends() []Backend {
-	var out []Backend
-	for _, backend := range Backends() {
-		if d, ok := backend.(*Docker); ok {
-			if d.Image = os.Getenv("AA_GRADE_TEST_IMAGE"); d.Image == "" {
-				continue
-			}
-		}
-		if backend.Available() == nil {
-			out = append(out, backend)
-		}
-	}
-	return out
-}
-
 // BenchmarkStart measures setting a sandbox up and tearing it down (once per episode).
 func BenchmarkStart(b *testing.B) {
-	for _, backend := range benchBackends() {
+	for _, backend := range backends(b, false) {
 		b.Run(backend.Name(), func(b *testing.B) {
 			spec := benchSpec(b)
 			for b.Loop() {
@@ -85,7 +69,7 @@ func BenchmarkCommand(b *testing.B) {
 				c.Run()
 			}
 		})
-		for _, backend := range benchBackends() {
+		for _, backend := range backends(b, false) {
 			b.Run(backend.Name()+"/"+cmd.name, func(b *testing.B) {
 				sb, err := backend.Start(context.Background(), benchSpec(b))
 				if err != nil {

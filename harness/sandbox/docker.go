@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -135,10 +136,10 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	stderr := &boundedBuffer{limit: 16 << 10}
 	go func() {
 		err := demux(stream, stdoutW, stderr)
-		stdoutW.CloseWithError(cmpErr(err, io.EOF))
+		stdoutW.CloseWithError(err) // nil reads as EOF
 		close(c.exited)
 	}()
-	s := newSession(c, closeWriter{stream}, stdoutR, stderr, ReferenceWorkdir)
+	s := newSession(c, halfCloser{stream}, stdoutR, stderr, ReferenceWorkdir)
 	// The image must run the agent and have bash: find out now, with one clear message.
 	if res, err := s.Run(ctx, "true", time.Minute); err != nil || res.ExitCode != 0 {
 		s.Close()
@@ -148,13 +149,6 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, fmt.Errorf("%w: image %s cannot run an episode (it needs bash and a %s/%s kernel): %v", ErrUnavailable, d.imageName(), "linux", runtime.GOARCH, err)
 	}
 	return s, nil
-}
-
-func cmpErr(err, fallback error) error {
-	if err == nil {
-		return fallback
-	}
-	return err
 }
 
 // containerConfig is the episode's container, as the Engine API takes it.
@@ -294,18 +288,6 @@ func demux(r io.Reader, stdout io.Writer, stderr io.Writer) error {
 	}
 }
 
-// closeWriter closes only the sending half of the attached connection: the agent sees the end
-// of its input while its last words still come back.
-type closeWriter struct{ conn net.Conn }
-
-func (w closeWriter) Write(p []byte) (int, error) { return w.conn.Write(p) }
-func (w closeWriter) Close() error {
-	if cw, ok := w.conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return w.conn.Close()
-}
-
 // dockerClient speaks the Engine API over DOCKER_HOST with net/http.
 type dockerClient struct {
 	host    string // as given, for messages
@@ -377,7 +359,7 @@ func (c *dockerClient) do(ctx context.Context, method, endpoint string, body, ou
 	if resp.StatusCode >= 300 {
 		var msg struct{ Message string }
 		json.Unmarshal(data, &msg)
-		return nil, &dockerError{code: resp.StatusCode, message: cmpString(msg.Message, strings.TrimSpace(string(data)))}
+		return nil, &dockerError{code: resp.StatusCode, message: cmp.Or(msg.Message, strings.TrimSpace(string(data)))}
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -387,16 +369,9 @@ func (c *dockerClient) do(ctx context.Context, method, endpoint string, body, ou
 	return resp, nil
 }
 
-func cmpString(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // attach opens the container's stdin, stdout and stderr as one raw connection (the API's
 // upgraded HTTP connection), before the container starts so that nothing is missed.
-func (c *dockerClient) attach(ctx context.Context, id string) (net.Conn, error) {
+func (c *dockerClient) attach(ctx context.Context, id string) (*bufferedConn, error) {
 	conn, err := (&net.Dialer{}).DialContext(ctx, c.network, c.address)
 	if err != nil {
 		return nil, err
@@ -428,12 +403,15 @@ type bufferedConn struct {
 
 func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// CloseWrite half-closes the connection underneath.
-func (c *bufferedConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+// halfCloser is the agent's input: closing it closes only the sending half of the attached
+// connection, so the agent sees the end of its input while its last words still come back.
+type halfCloser struct{ *bufferedConn }
+
+func (h halfCloser) Close() error {
+	if cw, ok := h.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
-	return c.Conn.Close()
+	return h.Conn.Close()
 }
 
 // removeDeadContainers removes the containers of aa-grade runs that died; it returns their
@@ -470,7 +448,7 @@ func removeDeadContainers() []string {
 func dockerGuarantees() []Guarantee {
 	return []Guarantee{
 		{GuaranteeNoInheritedFDs, true, "the container's process starts from the daemon, with only its attached stdin, stdout and stderr"},
-		{GuaranteeHostReadsSafe, true, "the agent reads the submission inside the workspace (os.Root), non-blocking, regular files only, bounded"},
+		hostReadsSafely,
 		{GuaranteeNoCapabilities, true, "no capability (cap-drop ALL), no-new-privileges, and the agent's own filter"},
 		{GuaranteeNotHostRoot, true, "commands run as nobody (65534) in the container"},
 		{GuaranteeReadOnlySystem, true, "a read-only root file system; the snapshot bound read-only; mount refused"},

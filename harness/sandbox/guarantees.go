@@ -24,7 +24,7 @@ func Guarantees(b Backend) []Guarantee {
 	}
 	always := []Guarantee{
 		{GuaranteeNoInheritedFDs, true, "descriptors are made close-on-exec before a sandbox starts, and in the agent"},
-		{GuaranteeHostReadsSafe, true, "the agent reads the submission inside the workspace (os.Root), non-blocking, regular files only, bounded"},
+		hostReadsSafely,
 	}
 	switch b.Name() {
 	case NameDocker:

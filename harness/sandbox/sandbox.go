@@ -188,6 +188,9 @@ func (s *Spec) defaults() error {
 	return nil
 }
 
+// hostReadsSafely holds on every backend: the agent opens what aa-grade reads of the workspace.
+var hostReadsSafely = Guarantee{GuaranteeHostReadsSafe, true, "the agent reads the submission inside the workspace (os.Root), non-blocking, regular files only, bounded"}
+
 // imageUser is a backend that can run episodes in an image.
 type imageUser interface {
 	useImage(ref, cacheDir string) error

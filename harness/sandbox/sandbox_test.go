@@ -83,7 +83,7 @@ func run(t *testing.T, sb Sandbox, cmd string) Result {
 }
 
 // backends lists the backends that work here; under CI an isolating one must.
-func backends(t *testing.T, isolatingOnly bool) []Backend {
+func backends(t testing.TB, isolatingOnly bool) []Backend {
 	var out []Backend
 	for _, b := range Backends() {
 		if isolatingOnly && b.Name() == NameNone {
