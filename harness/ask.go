@@ -4,22 +4,24 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/aa-grade/aa-grade/harness/model"
 )
 
 // Asker puts one question to a model, with no tools, and returns the text of its answer: how
 // the LLM judge (grader/judge) uses a model without depending on this package. It counts the
 // calls and tokens it spends, so the judge's cost can be reported beside the run's.
 type Asker struct {
-	Model Model
+	Model model.Model
 
 	mu    sync.Mutex
 	calls int
-	used  Usage
+	used  model.Usage
 }
 
 // Ask sends a system and a user message and returns the reply's text.
 func (a *Asker) Ask(ctx context.Context, system, user string) (string, error) {
-	reply, err := a.Model.Complete(ctx, Request{Messages: []Message{{Role: RoleSystem, Content: system}, {Role: RoleUser, Content: user}}})
+	reply, err := a.Model.Complete(ctx, model.Request{Messages: []model.Message{{Role: model.RoleSystem, Content: system}, {Role: model.RoleUser, Content: user}}})
 	a.mu.Lock()
 	a.calls++
 	a.used.Add(reply.Usage)
@@ -31,7 +33,7 @@ func (a *Asker) Ask(ctx context.Context, system, user string) (string, error) {
 }
 
 // Spent is how many questions were asked and the tokens their answers used.
-func (a *Asker) Spent() (calls int, used Usage) {
+func (a *Asker) Spent() (calls int, used model.Usage) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.calls, a.used

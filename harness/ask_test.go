@@ -4,10 +4,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/model"
 )
 
 func TestAskerSendsOneQuestionWithoutTools(t *testing.T) {
-	m := &script{replies: []Message{{Role: RoleAssistant, Content: `{"a": null}`}}}
+	m := &script{replies: []model.Message{{Role: model.RoleAssistant, Content: `{"a": null}`}}}
 	a := &Asker{Model: m}
 	answer, err := a.Ask(context.Background(), "be a judge", "map these")
 	if err != nil || answer != `{"a": null}` {
@@ -17,8 +19,8 @@ func TestAskerSendsOneQuestionWithoutTools(t *testing.T) {
 		t.Errorf("spent %d calls, %+v", calls, used)
 	}
 	req := m.requests[0]
-	if len(req.Tools) != 0 || len(req.Messages) != 2 || req.Messages[0].Role != RoleSystem || req.Messages[0].Content != "be a judge" ||
-		req.Messages[1].Role != RoleUser || req.Messages[1].Content != "map these" {
+	if len(req.Tools) != 0 || len(req.Messages) != 2 || req.Messages[0].Role != model.RoleSystem || req.Messages[0].Content != "be a judge" ||
+		req.Messages[1].Role != model.RoleUser || req.Messages[1].Content != "map these" {
 		t.Fatalf("request = %+v", req)
 	}
 }

@@ -1,3 +1,5 @@
+// Package harness runs episodes: a model investigates a sandboxed snapshot through the shell
+// tool, turn by turn, and submits a diagnosis, exactly as the reference harness does.
 package harness
 
 import (
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
@@ -44,7 +47,7 @@ const (
 
 // Episode is one model investigating one snapshot.
 type Episode struct {
-	Model          Model
+	Model          model.Model
 	Sandbox        sandbox.Sandbox
 	MaxTurns       int
 	CommandTimeout time.Duration
@@ -55,7 +58,7 @@ type Episode struct {
 	// ContextWindow, in tokens, sets when the history is summarised (at 70%); 0 never.
 	ContextWindow int64
 	// OnTurn, when set, hears about every model call (for progress and trajectories).
-	OnTurn func(turn int, req Request, reply Reply, err error)
+	OnTurn func(turn int, req model.Request, reply model.Reply, err error)
 
 	texts episodeTexts // the prompt set with this episode's facts, set by Run
 }
@@ -68,7 +71,7 @@ type Outcome struct {
 	Summaries  int      // times the history was summarised
 	Submission []byte   // agent_output.json as submitted
 	Entities   []string // the entities the submission names, as the grader reads them
-	Usage      Usage
+	Usage      model.Usage
 	ModelTime  time.Duration
 	ToolTime   time.Duration
 	Err        error // for StatusError
@@ -86,13 +89,13 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 	}
 	var out Outcome
 	e.texts = e.Prompts.forEpisode(promptEnv{workdir: e.Sandbox.Workdir(), tools: e.Tools, maxTurns: maxTurns, commandTimeout: timeout})
-	messages := []Message{{Role: RoleSystem, Content: e.texts.text(keySystem, nil)}, {Role: RoleUser, Content: e.texts.text(keyTask, nil)}}
+	messages := []model.Message{{Role: model.RoleSystem, Content: e.texts.text(keySystem, nil)}, {Role: model.RoleUser, Content: e.texts.text(keyTask, nil)}}
 	tools := e.texts.tools()
 	for turn := 1; turn <= maxTurns; turn++ {
 		if left := maxTurns - turn + 1; left <= warningTurns {
-			messages = append(messages, Message{Role: RoleUser, Content: e.texts.turnsLeftMessage(left)})
+			messages = append(messages, model.Message{Role: model.RoleUser, Content: e.texts.turnsLeftMessage(left)})
 		}
-		req := Request{Messages: messages, Tools: tools}
+		req := model.Request{Messages: messages, Tools: tools}
 		began := time.Now()
 		reply, err := e.Model.Complete(ctx, req)
 		out.ModelTime += time.Since(began)
@@ -100,14 +103,14 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		if e.OnTurn != nil {
 			e.OnTurn(turn, req, reply, err)
 		}
-		if errors.Is(err, ErrContextOverflow) {
+		if errors.Is(err, model.ErrContextOverflow) {
 			// Summarise the newer half of the history (the whole no longer fits) and try the
 			// turn once more.
 			if messages, err = e.summarise(ctx, recentHalf(messages), tools, turn, &out); err == nil {
 				if left := maxTurns - turn + 1; left <= warningTurns {
-					messages = append(messages, Message{Role: RoleUser, Content: e.texts.turnsLeftMessage(left)})
+					messages = append(messages, model.Message{Role: model.RoleUser, Content: e.texts.turnsLeftMessage(left)})
 				}
-				req = Request{Messages: messages, Tools: tools}
+				req = model.Request{Messages: messages, Tools: tools}
 				began = time.Now()
 				reply, err = e.Model.Complete(ctx, req)
 				out.ModelTime += time.Since(began)
@@ -121,10 +124,10 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 			return out
 		}
 		out.Usage.Add(reply.Usage)
-		reply.Message.Role = RoleAssistant
+		reply.Message.Role = model.RoleAssistant
 		messages = append(messages, reply.Message)
 		if calls := reply.Message.ToolCalls; len(calls) == 0 {
-			messages = append(messages, Message{Role: RoleUser, Content: e.texts.text(keyContinue, nil)})
+			messages = append(messages, model.Message{Role: model.RoleUser, Content: e.texts.text(keyContinue, nil)})
 		} else {
 			messages = append(messages, e.runCalls(ctx, calls, timeout, &out)...)
 			if out.Submission != nil {
@@ -153,8 +156,8 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 // call is not a turn. The acknowledgement is a user message, as in the reference harness:
 // a history ending on an assistant message would make the next call a prefill, whose reply
 // the model writes as a continuation of the harness's words and thinking models refuse.
-func (e *Episode) summarise(ctx context.Context, messages []Message, tools []Tool, turn int, out *Outcome) ([]Message, error) {
-	req := Request{Messages: append(append([]Message(nil), messages...), Message{Role: RoleUser, Content: e.texts.text(keySummaryRequest, nil)}), Tools: tools, Summary: true}
+func (e *Episode) summarise(ctx context.Context, messages []model.Message, tools []model.Tool, turn int, out *Outcome) ([]model.Message, error) {
+	req := model.Request{Messages: append(append([]model.Message(nil), messages...), model.Message{Role: model.RoleUser, Content: e.texts.text(keySummaryRequest, nil)}), Tools: tools, Summary: true}
 	began := time.Now()
 	reply, err := e.Model.Complete(ctx, req)
 	out.ModelTime += time.Since(began)
@@ -166,30 +169,30 @@ func (e *Episode) summarise(ctx context.Context, messages []Message, tools []Too
 	}
 	out.Usage.Add(reply.Usage)
 	out.Summaries++
-	return []Message{
+	return []model.Message{
 		messages[0], messages[1],
-		{Role: RoleUser, Content: e.texts.text(keySummaryBridge, map[string]string{"summary": reply.Message.Content})},
-		{Role: RoleUser, Content: e.texts.text(keySummaryAck, nil)},
+		{Role: model.RoleUser, Content: e.texts.text(keySummaryBridge, map[string]string{"summary": reply.Message.Content})},
+		{Role: model.RoleUser, Content: e.texts.text(keySummaryAck, nil)},
 	}, nil
 }
 
 // recentHalf keeps the system and task prompts and the newer half of the rest of the history,
 // starting at an assistant message so that no tool result loses its call.
-func recentHalf(messages []Message) []Message {
+func recentHalf(messages []model.Message) []model.Message {
 	if len(messages) <= 2 {
 		return messages
 	}
 	start := 2 + (len(messages)-2)/2
-	for start < len(messages) && messages[start].Role != RoleAssistant {
+	for start < len(messages) && messages[start].Role != model.RoleAssistant {
 		start++
 	}
-	return append(append([]Message(nil), messages[:2]...), messages[start:]...)
+	return append(append([]model.Message(nil), messages[:2]...), messages[start:]...)
 }
 
 // runCalls runs one turn's tool calls one after another in the order given, the finish call
 // last; two finish calls are both refused. It returns the tool results, in call order; a
 // finish call that succeeds puts the submission in out.
-func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.Duration, out *Outcome) []Message {
+func (e *Episode) runCalls(ctx context.Context, calls []model.ToolCall, timeout time.Duration, out *Outcome) []model.Message {
 	shellName, finishName := e.texts.vars["shell_tool"], e.texts.vars["finish_tool"]
 	var finishes []int
 	for i, c := range calls {
@@ -197,7 +200,7 @@ func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.D
 			finishes = append(finishes, i)
 		}
 	}
-	results := make([]Message, len(calls))
+	results := make([]model.Message, len(calls))
 	order := make([]int, 0, len(calls))
 	for i, c := range calls {
 		if c.Name != finishName {
@@ -208,7 +211,7 @@ func (e *Episode) runCalls(ctx context.Context, calls []ToolCall, timeout time.D
 	for _, i := range order {
 		c := calls[i]
 		out.ToolCalls++
-		result := Message{Role: RoleTool, ToolCallID: c.ID}
+		result := model.Message{Role: model.RoleTool, ToolCallID: c.ID}
 		began := time.Now()
 		switch {
 		case c.Name == shellName:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/internal/agenttest"
 
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/testfs"
 )
@@ -22,25 +23,25 @@ func TestMain(m *testing.M) { agenttest.Main(m) }
 
 // script is a model that plays back replies and records every request it got.
 type script struct {
-	replies  []Message
-	requests []Request
+	replies  []model.Message
+	requests []model.Request
 }
 
-func (s *script) Complete(_ context.Context, req Request) (Reply, error) {
+func (s *script) Complete(_ context.Context, req model.Request) (model.Reply, error) {
 	s.requests = append(s.requests, req)
 	if len(s.replies) == 0 {
-		return Reply{Message: Message{Content: "thinking..."}}, nil
+		return model.Reply{Message: model.Message{Content: "thinking..."}}, nil
 	}
 	next := s.replies[0]
 	s.replies = s.replies[1:]
-	return Reply{Message: next, Usage: Usage{Input: 100, Output: 10}}, nil
+	return model.Reply{Message: next, Usage: model.Usage{Input: 100, Output: 10}}, nil
 }
 
-func call(id, name, args string) ToolCall {
-	return ToolCall{ID: id, Name: name, Arguments: args}
+func call(id, name, args string) model.ToolCall {
+	return model.ToolCall{ID: id, Name: name, Arguments: args}
 }
 
-func shell(id, cmd string) ToolCall {
+func shell(id, cmd string) model.ToolCall {
 	b, _ := json.Marshal(map[string]string{"cmd": cmd})
 	return call(id, shellName, string(b))
 }
@@ -52,13 +53,13 @@ const finishArgs = `{"reason": "done", "paths": ["agent_output.json"]}`
 const diagnosis = `{"contributing_factors":[{"name":"otel-demo/ConfigMap/flagd-config","reasoning":"r","evidence":"e"}]}`
 
 // newEpisode starts a real sandbox (the strongest here) over a tiny snapshot.
-func newEpisode(t *testing.T, model Model, maxTurns int) *Episode {
+func newEpisode(t *testing.T, model model.Model, maxTurns int) *Episode {
 	t.Helper()
 	return newEpisodeIn(t, agenttest.Backend(t), model, maxTurns)
 }
 
 // newEpisodeIn starts a sandbox of the backend over a tiny snapshot.
-func newEpisodeIn(t *testing.T, backend sandbox.Backend, model Model, maxTurns int) *Episode {
+func newEpisodeIn(t *testing.T, backend sandbox.Backend, model model.Model, maxTurns int) *Episode {
 	t.Helper()
 	dir := t.TempDir()
 	snap, scratch := filepath.Join(dir, "snap"), filepath.Join(dir, "scratch")
@@ -88,10 +89,10 @@ func testPrompts(t *testing.T) *Prompts {
 	return p
 }
 
-func toolResults(req Request) []Message {
-	var out []Message
+func toolResults(req model.Request) []model.Message {
+	var out []model.Message
 	for _, m := range req.Messages {
-		if m.Role == RoleTool {
+		if m.Role == model.RoleTool {
 			out = append(out, m)
 		}
 	}
@@ -99,7 +100,7 @@ func toolResults(req Request) []Message {
 }
 
 func TestSeveralCallsRunInOrderWithFinishLast(t *testing.T) {
-	m := &script{replies: []Message{{ToolCalls: []ToolCall{
+	m := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{
 		call("f", finishName, finishArgs),
 		shell("a", "echo '"+diagnosis+"' > agent_output.json"),
 		shell("b", "cat agent_output.json | wc -c"),
@@ -118,9 +119,9 @@ func TestSeveralCallsRunInOrderWithFinishLast(t *testing.T) {
 }
 
 func TestTwoFinishCallsAreRefused(t *testing.T) {
-	m := &script{replies: []Message{
-		{ToolCalls: []ToolCall{shell("a", "echo '"+diagnosis+"' > agent_output.json"), call("f1", finishName, finishArgs), call("f2", finishName, finishArgs)}},
-		{ToolCalls: []ToolCall{call("f3", finishName, finishArgs)}},
+	m := &script{replies: []model.Message{
+		{ToolCalls: []model.ToolCall{shell("a", "echo '"+diagnosis+"' > agent_output.json"), call("f1", finishName, finishArgs), call("f2", finishName, finishArgs)}},
+		{ToolCalls: []model.ToolCall{call("f3", finishName, finishArgs)}},
 	}}
 	out := newEpisode(t, m, 10).Run(context.Background())
 	if out.Status != StatusOK || out.Turns != 2 {
@@ -134,10 +135,10 @@ func TestTwoFinishCallsAreRefused(t *testing.T) {
 }
 
 func TestTextOnlyTurnCostsATurnAndGetsAContinue(t *testing.T) {
-	m := &script{replies: []Message{
+	m := &script{replies: []model.Message{
 		{Content: "The root cause is flagd-config."},
-		{ToolCalls: []ToolCall{shell("a", "echo '"+diagnosis+"' > agent_output.json")}},
-		{ToolCalls: []ToolCall{call("f", finishName, finishArgs)}},
+		{ToolCalls: []model.ToolCall{shell("a", "echo '"+diagnosis+"' > agent_output.json")}},
+		{ToolCalls: []model.ToolCall{call("f", finishName, finishArgs)}},
 	}}
 	e := newEpisode(t, m, 30)
 	out := e.Run(context.Background()) // no turn warnings yet
@@ -145,7 +146,7 @@ func TestTextOnlyTurnCostsATurnAndGetsAContinue(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 	last := m.requests[1].Messages[len(m.requests[1].Messages)-1]
-	if last.Role != RoleUser || last.Content != e.texts.text(keyContinue, nil) || !strings.Contains(last.Content, "call the finish tool") {
+	if last.Role != model.RoleUser || last.Content != e.texts.text(keyContinue, nil) || !strings.Contains(last.Content, "call the finish tool") {
 		t.Fatalf("after a text-only turn the model got %+v", last)
 	}
 }
@@ -161,7 +162,7 @@ func TestWarningsInTheLastTurnsAndTheCap(t *testing.T) {
 		left := 25 - turn
 		var warning string
 		for _, msg := range req.Messages[len(req.Messages)-1:] {
-			if msg.Role == RoleUser && strings.Contains(msg.Content, "turn") && msg.Content != e.texts.text(keyContinue, nil) {
+			if msg.Role == model.RoleUser && strings.Contains(msg.Content, "turn") && msg.Content != e.texts.text(keyContinue, nil) {
 				warning = msg.Content
 			}
 		}
@@ -178,16 +179,16 @@ func TestWarningsInTheLastTurnsAndTheCap(t *testing.T) {
 }
 
 func TestBadCallsBecomeToolErrors(t *testing.T) {
-	m := &script{replies: []Message{
-		{ToolCalls: []ToolCall{
+	m := &script{replies: []model.Message{
+		{ToolCalls: []model.ToolCall{
 			call("a", shellName, `{"command": "ls"}`),
 			call("b", shellName, `{not json`),
 			call("c", "web_search", `{"q": "x"}`),
 			call("d", finishName, finishArgs), // no agent_output.json yet
 		}},
-		{ToolCalls: []ToolCall{shell("e", "echo 'no diagnosis here' > agent_output.json"), call("f", finishName, finishArgs)}},
-		{ToolCalls: []ToolCall{shell("h", "echo '"+diagnosis+"' > agent_output.json"), call("g", finishName, `{"reason": "done", "paths": ["missing.txt"]}`)}},
-		{ToolCalls: []ToolCall{call("i", finishName, finishArgs)}},
+		{ToolCalls: []model.ToolCall{shell("e", "echo 'no diagnosis here' > agent_output.json"), call("f", finishName, finishArgs)}},
+		{ToolCalls: []model.ToolCall{shell("h", "echo '"+diagnosis+"' > agent_output.json"), call("g", finishName, `{"reason": "done", "paths": ["missing.txt"]}`)}},
+		{ToolCalls: []model.ToolCall{call("i", finishName, finishArgs)}},
 	}}
 	out := newEpisode(t, m, 10).Run(context.Background())
 	if out.Status != StatusOK || out.Turns != 4 {
@@ -211,8 +212,8 @@ func TestBadCallsBecomeToolErrors(t *testing.T) {
 
 type failing struct{}
 
-func (failing) Complete(context.Context, Request) (Reply, error) {
-	return Reply{}, errors.New("401 invalid x-api-key")
+func (failing) Complete(context.Context, model.Request) (model.Reply, error) {
+	return model.Reply{}, errors.New("401 invalid x-api-key")
 }
 
 func TestModelErrorEndsTheEpisode(t *testing.T) {
@@ -228,10 +229,10 @@ type sized struct {
 	usage []int64 // input+output of each turn's reply
 }
 
-func (s *sized) Complete(ctx context.Context, req Request) (Reply, error) {
+func (s *sized) Complete(ctx context.Context, req model.Request) (model.Reply, error) {
 	if req.Summary {
 		s.requests = append(s.requests, req)
-		return Reply{Message: Message{Content: "Goal: find the root cause. Key facts: flagd-config changed."}, Usage: Usage{Input: 10}}, nil
+		return model.Reply{Message: model.Message{Content: "Goal: find the root cause. Key facts: flagd-config changed."}, Usage: model.Usage{Input: 10}}, nil
 	}
 	r, err := s.script.Complete(ctx, req)
 	turn := 0
@@ -241,18 +242,18 @@ func (s *sized) Complete(ctx context.Context, req Request) (Reply, error) {
 		}
 	}
 	if turn-1 < len(s.usage) {
-		r.Usage = Usage{Input: s.usage[turn-1]}
+		r.Usage = model.Usage{Input: s.usage[turn-1]}
 	}
 	return r, err
 }
 
 func TestSummarisationAtSeventyPercent(t *testing.T) {
 	m := &sized{
-		script: script{replies: []Message{
-			{ToolCalls: []ToolCall{shell("a", "echo one")}},
-			{ToolCalls: []ToolCall{shell("b", "echo two")}},
-			{ToolCalls: []ToolCall{shell("c", "echo '"+diagnosis+"' > agent_output.json")}},
-			{ToolCalls: []ToolCall{call("d", finishName, finishArgs)}},
+		script: script{replies: []model.Message{
+			{ToolCalls: []model.ToolCall{shell("a", "echo one")}},
+			{ToolCalls: []model.ToolCall{shell("b", "echo two")}},
+			{ToolCalls: []model.ToolCall{shell("c", "echo '"+diagnosis+"' > agent_output.json")}},
+			{ToolCalls: []model.ToolCall{call("d", finishName, finishArgs)}},
 		}},
 		usage: []int64{600, 700, 100, 100}, // 70% of 1000 is reached by the second turn only
 	}
@@ -267,12 +268,12 @@ func TestSummarisationAtSeventyPercent(t *testing.T) {
 		t.Fatalf("requests: %d, summary flags %v %v", len(m.requests), m.requests[1].Summary, m.requests[2].Summary)
 	}
 	summaryAsk := m.requests[2].Messages[len(m.requests[2].Messages)-1]
-	if summaryAsk.Role != RoleUser || !strings.Contains(summaryAsk.Content, "Next steps") {
+	if summaryAsk.Role != model.RoleUser || !strings.Contains(summaryAsk.Content, "Next steps") {
 		t.Fatalf("summary request ends with %+v", summaryAsk)
 	}
 	after := m.requests[3].Messages
 	if len(after) != 4 || after[0].Content != "system" || after[1].Content != "task" ||
-		!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Role != RoleUser {
+		!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Role != model.RoleUser {
 		t.Fatalf("history after the summary = %+v", after)
 	}
 }
@@ -282,14 +283,14 @@ func TestSummarisationAtSeventyPercent(t *testing.T) {
 // message of the harness's own (a prefill, which the model would continue and thinking
 // models refuse).
 func TestEveryRequestEndsWithUserOrToolResult(t *testing.T) {
-	summarised := &sized{script: script{replies: []Message{{ToolCalls: []ToolCall{shell("a", "echo one")}}}}, usage: []int64{900}}
+	summarised := &sized{script: script{replies: []model.Message{{ToolCalls: []model.ToolCall{shell("a", "echo one")}}}}, usage: []int64{900}}
 	e := newEpisode(t, summarised, 50)
 	e.ContextWindow = 1000
-	overflowed := &overflowing{script: script{replies: []Message{{Content: "one"}, {Content: "two"}}}}
+	overflowed := &overflowing{script: script{replies: []model.Message{{Content: "one"}, {Content: "two"}}}}
 	for _, run := range []struct {
 		name     string
 		episode  *Episode
-		requests *[]Request
+		requests *[]model.Request
 	}{
 		{"summarised at 70%", e, &summarised.requests},
 		{"context overflow", newEpisode(t, overflowed, 50), &overflowed.requests},
@@ -299,7 +300,7 @@ func TestEveryRequestEndsWithUserOrToolResult(t *testing.T) {
 			t.Fatalf("%s: no summary in %+v", run.name, out)
 		}
 		for i, req := range *run.requests {
-			if last := req.Messages[len(req.Messages)-1]; last.Role != RoleUser && last.Role != RoleTool {
+			if last := req.Messages[len(req.Messages)-1]; last.Role != model.RoleUser && last.Role != model.RoleTool {
 				t.Errorf("%s: request %d ends with role %s: %q", run.name, i+1, last.Role, last.Content)
 			}
 		}
@@ -312,31 +313,31 @@ type overflowing struct {
 	calls int
 }
 
-func (o *overflowing) Complete(ctx context.Context, req Request) (Reply, error) {
+func (o *overflowing) Complete(ctx context.Context, req model.Request) (model.Reply, error) {
 	o.calls++
 	if req.Summary {
 		o.requests = append(o.requests, req)
-		return Reply{Message: Message{Content: "summary: wrote nothing yet"}}, nil
+		return model.Reply{Message: model.Message{Content: "summary: wrote nothing yet"}}, nil
 	}
 	if o.calls == 3 {
 		o.requests = append(o.requests, req)
-		return Reply{}, fmt.Errorf("HTTP 400: %w", ErrContextOverflow)
+		return model.Reply{}, fmt.Errorf("HTTP 400: %w", model.ErrContextOverflow)
 	}
 	return o.script.Complete(ctx, req)
 }
 
 func TestContextOverflowSummarisesAndRetries(t *testing.T) {
-	m := &overflowing{script: script{replies: []Message{
-		{ToolCalls: []ToolCall{shell("a", "echo one")}},
-		{ToolCalls: []ToolCall{shell("b", "echo two")}},
-		{ToolCalls: []ToolCall{shell("c", "echo '"+diagnosis+"' > agent_output.json"), call("d", finishName, finishArgs)}},
+	m := &overflowing{script: script{replies: []model.Message{
+		{ToolCalls: []model.ToolCall{shell("a", "echo one")}},
+		{ToolCalls: []model.ToolCall{shell("b", "echo two")}},
+		{ToolCalls: []model.ToolCall{shell("c", "echo '"+diagnosis+"' > agent_output.json"), call("d", finishName, finishArgs)}},
 	}}}
 	out := newEpisode(t, m, 50).Run(context.Background())
 	if out.Status != StatusOK || out.Turns != 3 || out.Summaries != 1 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	summaryReq := m.requests[3]
-	if !summaryReq.Summary || summaryReq.Messages[0].Content != "system" || summaryReq.Messages[1].Content != "task" || summaryReq.Messages[2].Role != RoleAssistant {
+	if !summaryReq.Summary || summaryReq.Messages[0].Content != "system" || summaryReq.Messages[1].Content != "task" || summaryReq.Messages[2].Role != model.RoleAssistant {
 		t.Fatalf("summary request = %+v", summaryReq.Messages)
 	}
 	retry := m.requests[4].Messages
@@ -354,15 +355,15 @@ func TestFinishNeverFollowsTheModelOutOfTheWorkspace(t *testing.T) {
 	testfs.Write(t, hostFile, diagnosis)
 	for _, backend := range agenttest.Backends(t) {
 		t.Run(backend.Name(), func(t *testing.T) {
-			m := &script{replies: []Message{
-				{ToolCalls: []ToolCall{shell("a", "ln -s "+hostFile+" agent_output.json"), call("f1", finishName, finishArgs)}},
-				{ToolCalls: []ToolCall{shell("b", "rm agent_output.json && mkfifo agent_output.json"), call("f2", finishName, finishArgs)}},
-				{ToolCalls: []ToolCall{shell("c", "rm agent_output.json && echo '"+diagnosis+"' > agent_output.json && ln -s "+hostFile+" host-link && ln -s ../../../../../../etc/passwd up-link && mkfifo pipe"),
+			m := &script{replies: []model.Message{
+				{ToolCalls: []model.ToolCall{shell("a", "ln -s "+hostFile+" agent_output.json"), call("f1", finishName, finishArgs)}},
+				{ToolCalls: []model.ToolCall{shell("b", "rm agent_output.json && mkfifo agent_output.json"), call("f2", finishName, finishArgs)}},
+				{ToolCalls: []model.ToolCall{shell("c", "rm agent_output.json && echo '"+diagnosis+"' > agent_output.json && ln -s "+hostFile+" host-link && ln -s ../../../../../../etc/passwd up-link && mkfifo pipe"),
 					call("f3", finishName, `{"reason": "done", "paths": ["agent_output.json", "host-link"]}`)}},
-				{ToolCalls: []ToolCall{call("f4", finishName, `{"reason": "done", "paths": ["up-link"]}`)}},
-				{ToolCalls: []ToolCall{call("f5", finishName, `{"reason": "done", "paths": ["pipe"]}`)}},
-				{ToolCalls: []ToolCall{call("f6", finishName, `{"reason": "done", "paths": ["../../etc/passwd"]}`)}},
-				{ToolCalls: []ToolCall{call("f7", finishName, finishArgs)}},
+				{ToolCalls: []model.ToolCall{call("f4", finishName, `{"reason": "done", "paths": ["up-link"]}`)}},
+				{ToolCalls: []model.ToolCall{call("f5", finishName, `{"reason": "done", "paths": ["pipe"]}`)}},
+				{ToolCalls: []model.ToolCall{call("f6", finishName, `{"reason": "done", "paths": ["../../etc/passwd"]}`)}},
+				{ToolCalls: []model.ToolCall{call("f7", finishName, finishArgs)}},
 			}}
 			done := make(chan Outcome, 1)
 			e := newEpisodeIn(t, backend, m, 20)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
@@ -363,14 +364,14 @@ func (t episodeTexts) text(key string, values map[string]string) string {
 
 // tools are the shell and finish tools as the set describes them, the shell first. Their
 // schemas are fixed: only the names and descriptions are the set's.
-func (t episodeTexts) tools() []Tool {
+func (t episodeTexts) tools() []model.Tool {
 	shell := map[string]any{"type": "object", "required": []string{"cmd"}, "additionalProperties": false,
 		"properties": map[string]any{"cmd": property("string", t.text(keyShellCmdDescription, nil))}}
 	paths := property("array", t.text(keyFinishPathsDesc, nil))
 	paths["items"] = map[string]string{"type": "string"}
 	finish := map[string]any{"type": "object", "required": []string{"reason", "paths"},
 		"properties": map[string]any{"reason": property("string", t.text(keyFinishReasonDesc, nil)), "paths": paths}}
-	return []Tool{
+	return []model.Tool{
 		{Name: t.vars["shell_tool"], Description: t.text(keyShellDescription, nil), Parameters: schemaJSON(shell)},
 		{Name: t.vars["finish_tool"], Description: t.text(keyFinishDescription, nil), Parameters: schemaJSON(finish)},
 	}

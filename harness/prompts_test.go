@@ -15,6 +15,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/shareddata"
 )
@@ -432,10 +433,10 @@ func markedSet(t *testing.T) *Prompts {
 // summarising plays back replies for turns and answers every summary request with notes.
 type summarising struct{ script }
 
-func (s *summarising) Complete(ctx context.Context, req Request) (Reply, error) {
+func (s *summarising) Complete(ctx context.Context, req model.Request) (model.Reply, error) {
 	if req.Summary {
 		s.requests = append(s.requests, req)
-		return Reply{Message: Message{Content: "notes"}, Usage: Usage{Input: 10}}, nil
+		return model.Reply{Message: model.Message{Content: "notes"}, Usage: model.Usage{Input: 10}}, nil
 	}
 	return s.script.Complete(ctx, req)
 }
@@ -466,26 +467,26 @@ func (s *sandboxDown) Run(ctx context.Context, cmd string, timeout time.Duration
 // output, a sandbox failure, bad calls, every finish refusal) under a set whose every text is
 // marked: every message and tool definition the model gets is the set's, and every key shows.
 func TestEveryTextComesFromTheSet(t *testing.T) {
-	sh := func(id, cmd string) ToolCall {
+	sh := func(id, cmd string) model.ToolCall {
 		b, _ := json.Marshal(map[string]string{"cmd": cmd})
 		return call(id, "sh", string(b))
 	}
-	done := func(id, args string) ToolCall { return call(id, "done", args) }
-	m := &summarising{script{replies: []Message{
+	done := func(id, args string) model.ToolCall { return call(id, "done", args) }
+	m := &summarising{script{replies: []model.Message{
 		{Content: "thinking aloud"},
-		{ToolCalls: []ToolCall{call("a", "sh", `{"command": "ls"}`), call("b", "web", `{}`), sh("c", "fail"), sh("d", "yes | head -c 30000"),
+		{ToolCalls: []model.ToolCall{call("a", "sh", `{"command": "ls"}`), call("b", "web", `{}`), sh("c", "fail"), sh("d", "yes | head -c 30000"),
 			sh("e", "echo partial; sleep 5"), done("f", finishArgs)}},
-		{ToolCalls: []ToolCall{done("g", finishArgs), done("h", finishArgs)}},
-		{ToolCalls: []ToolCall{done("i", `{not json`)}},
-		{ToolCalls: []ToolCall{sh("j", "echo 'not a diagnosis' > agent_output.json"), done("k", finishArgs)}},
-		{ToolCalls: []ToolCall{sh("l", "rm agent_output.json && ln -s /etc/hostname agent_output.json"), done("m", finishArgs)}},
-		{ToolCalls: []ToolCall{sh("n", "rm agent_output.json && mkfifo agent_output.json"), done("o", finishArgs)}},
-		{ToolCalls: []ToolCall{sh("p", "rm agent_output.json && echo '"+diagnosis+"' > agent_output.json && mkfifo pipe"),
+		{ToolCalls: []model.ToolCall{done("g", finishArgs), done("h", finishArgs)}},
+		{ToolCalls: []model.ToolCall{done("i", `{not json`)}},
+		{ToolCalls: []model.ToolCall{sh("j", "echo 'not a diagnosis' > agent_output.json"), done("k", finishArgs)}},
+		{ToolCalls: []model.ToolCall{sh("l", "rm agent_output.json && ln -s /etc/hostname agent_output.json"), done("m", finishArgs)}},
+		{ToolCalls: []model.ToolCall{sh("n", "rm agent_output.json && mkfifo agent_output.json"), done("o", finishArgs)}},
+		{ToolCalls: []model.ToolCall{sh("p", "rm agent_output.json && echo '"+diagnosis+"' > agent_output.json && mkfifo pipe"),
 			done("q", `{"reason": "r", "paths": ["missing.txt"]}`)}},
-		{ToolCalls: []ToolCall{done("r", `{"reason": "r", "paths": ["../x"]}`)}},
-		{ToolCalls: []ToolCall{done("s", `{"reason": "r", "paths": ["pipe"]}`)}},
-		{ToolCalls: []ToolCall{done("t", finishArgs)}}, // the sandbox fails to read agent_output.json
-		{ToolCalls: []ToolCall{done("u", finishArgs)}},
+		{ToolCalls: []model.ToolCall{done("r", `{"reason": "r", "paths": ["../x"]}`)}},
+		{ToolCalls: []model.ToolCall{done("s", `{"reason": "r", "paths": ["pipe"]}`)}},
+		{ToolCalls: []model.ToolCall{done("t", finishArgs)}}, // the sandbox fails to read agent_output.json
+		{ToolCalls: []model.ToolCall{done("u", finishArgs)}},
 	}}}
 	e := newEpisode(t, m, 12)
 	// Finish calls f, k, m, o, q, r and s read agent_output.json before t does.
@@ -516,7 +517,7 @@ func TestEveryTextComesFromTheSet(t *testing.T) {
 			}
 		}
 		for _, msg := range req.Messages {
-			if msg.Role == RoleAssistant && msg.ToolCalls != nil || msg.Content == "thinking aloud" {
+			if msg.Role == model.RoleAssistant && msg.ToolCalls != nil || msg.Content == "thinking aloud" {
 				continue // the model's own
 			}
 			if !strings.HasPrefix(msg.Content, "[") {

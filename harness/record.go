@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -99,14 +100,14 @@ func CompressTrajectory(dir string) error {
 // the previous call (tool results and harness messages; the prompts on the first), the reply
 // and its usage. A replay plays these back.
 type TurnRecord struct {
-	Kind    string    `json:"kind"` // "turn"
-	Turn    int       `json:"turn"`
-	Summary bool      `json:"summary,omitempty"` // a summarisation call, not a turn
-	At      time.Time `json:"at"`
-	Input   []Message `json:"input"`
-	Reply   Message   `json:"reply"`
-	Usage   Usage     `json:"usage"`
-	Error   string    `json:"error,omitempty"`
+	Kind    string          `json:"kind"` // "turn"
+	Turn    int             `json:"turn"`
+	Summary bool            `json:"summary,omitempty"` // a summarisation call, not a turn
+	At      time.Time       `json:"at"`
+	Input   []model.Message `json:"input"`
+	Reply   model.Message   `json:"reply"`
+	Usage   model.Usage     `json:"usage"`
+	Error   string          `json:"error,omitempty"`
 }
 
 // NewMessages follows a conversation call by call and tells which messages each call adds, so
@@ -116,7 +117,7 @@ type NewMessages struct{ seen int }
 // Next returns the messages of req not seen in earlier calls, then notes the call: a reply
 // joins the conversation, a summary restarts it after the two prompts, a failed call adds
 // nothing. After a history was shortened, everything after the prompts counts as new.
-func (n *NewMessages) Next(req Request, failed bool) []Message {
+func (n *NewMessages) Next(req model.Request, failed bool) []model.Message {
 	seen := n.seen
 	if seen > len(req.Messages) {
 		seen = min(2, len(req.Messages))

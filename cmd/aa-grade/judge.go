@@ -30,7 +30,7 @@ func judgeFlags() []cli.Flag {
 type llmJudge struct {
 	*judge.Judge
 	asker  *harness.Asker
-	prices *harness.Prices // nil: unknown
+	prices *model.Prices // nil: unknown
 }
 
 // newJudge builds the judge --judge and --judge-effort name, with its answers cached in

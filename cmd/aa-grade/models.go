@@ -11,7 +11,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 )
 
@@ -98,7 +97,7 @@ func renderModelsText(w io.Writer, out modelsOutput) {
 }
 
 // formatPrices prints the prices a cost is computed with.
-func formatPrices(p *harness.Prices) string {
+func formatPrices(p *model.Prices) string {
 	if p == nil {
 		return "unknown"
 	}

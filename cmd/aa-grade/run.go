@@ -19,7 +19,9 @@ import (
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/baseline"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/replay"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
@@ -186,7 +188,7 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	}
 	summary, results, err := runner.Run(ctx, cfg)
 	progress.Stop()
-	if replay, ok := m.(*model.Replay); ok {
+	if replay, ok := m.(*replay.Model); ok {
 		reportDivergences(stderr, replay.Divergences())
 	}
 	if j != nil {
@@ -235,10 +237,10 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	return nil
 }
 
-// newModel builds the model under test, with one rate limiter for the whole run: every
+// newModel builds the model under test (a provider's, the built-in baseline or a replay), with one rate limiter for the whole run: every
 // episode's calls go to the same provider and quota. The limiter is returned too, for the
 // display and the run's record of the limits.
-func newModel(cmd *cli.Command, settings model.Settings) (harness.Model, *model.Limiter, error) {
+func newModel(cmd *cli.Command, settings model.Settings) (model.Model, *model.Limiter, error) {
 	maxInFlight := cmd.Int("max-in-flight")
 	if maxInFlight == 0 {
 		maxInFlight = cmd.Int("parallel")
@@ -247,8 +249,18 @@ func newModel(cmd *cli.Command, settings model.Settings) (harness.Model, *model.
 	if err != nil {
 		return nil, nil, usageErrorf("--max-in-flight, --rpm, --tpm: %v", err)
 	}
-	m, err := model.New(settings.Spec, os.Getenv, model.Options{MaxTokens: cmd.Int("max-tokens"),
-		ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit})
+	var m model.Model
+	switch spec := settings.Spec; {
+	case spec == model.BaselineSpec:
+		m = baseline.Model{}
+	case strings.HasPrefix(spec, "builtin/"):
+		err = fmt.Errorf("%w: %q: the built-in model is %s", model.ErrModelSpec, spec, model.BaselineSpec)
+	case strings.HasPrefix(spec, "replay/"):
+		m, err = replay.New(strings.TrimPrefix(spec, "replay/"))
+	default:
+		m, err = model.New(spec, os.Getenv, model.Options{MaxTokens: cmd.Int("max-tokens"),
+			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit})
+	}
 	if err != nil {
 		return nil, nil, usageErrorf("%v", err)
 	}
@@ -294,7 +306,7 @@ func runPlan(cmd *cli.Command) (episodesPlan, error) {
 }
 
 // endpoint is where a model is called, for run.json ("" for built-in models).
-func endpoint(m harness.Model) string {
+func endpoint(m model.Model) string {
 	if e, ok := m.(interface{ Endpoint() string }); ok {
 		return e.Endpoint()
 	}
@@ -338,7 +350,7 @@ func countStatus(results []runfolder.Result, status string) int {
 func renderRunTotals(w io.Writer, r *report.Run) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "TASK\tMEAN TURNS\tINPUT TOKENS\tCACHED\tOUTPUT TOKENS\tREASONING\tCOST\t")
-	row := func(name string, turns float64, tokens harness.Usage, cost *float64) {
+	row := func(name string, turns float64, tokens model.Usage, cost *float64) {
 		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%d\t%d\t%d\t%s\t\n", termtext.Sanitize(name), turns,
 			tokens.Input, tokens.CachedRead, tokens.Output, tokens.Reasoning, report.FormatUSD(cost))
 	}
@@ -351,7 +363,7 @@ func renderRunTotals(w io.Writer, r *report.Run) {
 }
 
 // reportDivergences says where replayed episodes stopped following their recording.
-func reportDivergences(w io.Writer, ds []model.Divergence) {
+func reportDivergences(w io.Writer, ds []replay.Divergence) {
 	if len(ds) == 0 {
 		fmt.Fprintln(w, "replay: every episode followed its recording")
 		return

@@ -63,6 +63,7 @@ func TestRunUsageErrors(t *testing.T) {
 	for name, args := range map[string][]string{
 		"no model":                {"run", "--dataset", "demo"},
 		"unknown model":           {"run", "--dataset", "demo", "--model", "acme/x"},
+		"unknown built-in model":  {"run", "--dataset", "demo", "--model", "builtin/oracle"},
 		"missing key":             {"run", "--dataset", "demo", "--model", "openai/gpt-5.5"},
 		"missing key (responses)": {"run", "--dataset", "demo", "--model", "openai-responses/gpt-5.5"},
 		"bad sandbox":             {"run", "--dataset", "demo", "--model", "builtin/baseline", "--sandbox", "chroot"},

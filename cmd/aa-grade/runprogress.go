@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/termtext"
@@ -38,7 +38,7 @@ type runProgress struct {
 	drawn     int // lines of the live block on screen
 	// limits, when set, is the status of the run's rate limiter; warned counts its warnings
 	// printed.
-	limits func() harness.LimitStatus
+	limits func() model.LimitStatus
 	warned int
 
 	stop chan struct{}
@@ -213,9 +213,9 @@ func clip(line string, width int) string {
 // limitStatus reads the rate limiter's status, prints its warnings not printed yet (where the
 // live block is not drawn), and says whether there is anything to show: not for a model that
 // calls no provider.
-func (p *runProgress) limitStatus() (harness.LimitStatus, bool) {
+func (p *runProgress) limitStatus() (model.LimitStatus, bool) {
 	if p.limits == nil {
-		return harness.LimitStatus{}, false
+		return model.LimitStatus{}, false
 	}
 	s := p.limits()
 	for _, w := range s.Warnings[min(p.warned, len(s.Warnings)):] {
@@ -229,7 +229,7 @@ func (p *runProgress) limitStatus() (harness.LimitStatus, bool) {
 // stated by the provider's answers), and what the calls met; live, also how much of each the
 // last minute used and the calls waiting now. It says it in two parts, the limits and the
 // calls, each short enough for a line of the live block.
-func describeLimits(s harness.LimitStatus, live bool) (limits, calls string) {
+func describeLimits(s model.LimitStatus, live bool) (limits, calls string) {
 	var items, used []string
 	for _, l := range s.Limits {
 		items = append(items, fmt.Sprintf("%s %s (%s)", shortCount(l.PerMinute()), strings.ReplaceAll(l.Name, "_", " "), limitSource(l)))
@@ -251,7 +251,7 @@ func describeLimits(s harness.LimitStatus, live bool) (limits, calls string) {
 }
 
 // limitSource says where a limit in force comes from, and the other limit when there are two.
-func limitSource(l harness.LimitInForce) string {
+func limitSource(l model.LimitInForce) string {
 	switch {
 	case l.Given == 0:
 		return "stated"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
@@ -87,10 +87,10 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 	var out bytes.Buffer
 	p := newRunProgress(&out)
 	p.terminal = true
-	status := harness.LimitStatus{Limits: []harness.LimitInForce{{Name: "requests", Given: 500, Learnt: 1000, Used: 100},
+	status := model.LimitStatus{Limits: []model.LimitInForce{{Name: "requests", Given: 500, Learnt: 1000, Used: 100},
 		{Name: "input_tokens", Learnt: 200_000, Used: 186_000}, {Name: "output_tokens", Learnt: 40_000, Given: 50_000, Used: 10_000}},
 		Calls: 40, RateLimited: 3, WaitedSeconds: 65, Waiting: 2, Warnings: []string{"rate limits: x-ratelimit-limit-tokens \"\x1b[31mlots\" is not a number"}}
-	p.limits = func() harness.LimitStatus { return status }
+	p.limits = func() model.LimitStatus { return status }
 	p.Plan(2, nil)
 	p.render()
 	p.render()
@@ -121,7 +121,7 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 		t.Errorf("plain output:\n%q", got)
 	}
 	out.Reset()
-	p.limits = func() harness.LimitStatus { return harness.LimitStatus{} }
+	p.limits = func() model.LimitStatus { return model.LimitStatus{} }
 	p.render()
 	if got := out.String(); strings.Contains(got, "limits") {
 		t.Errorf("a limiter that calls no provider shows:\n%q", got)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 )
 
 //go:embed survey.py
@@ -47,12 +48,12 @@ var rules = []rule{
 type Model struct{}
 
 // Complete answers from where the conversation stands.
-func (Model) Complete(_ context.Context, req harness.Request) (harness.Reply, error) {
+func (Model) Complete(_ context.Context, req model.Request) (model.Reply, error) {
 	if req.Summary {
-		return harness.Reply{Message: harness.Message{Content: "The baseline keeps no notes."}}, nil
+		return model.Reply{Message: model.Message{Content: "The baseline keeps no notes."}}, nil
 	}
 	if len(req.Tools) < 2 {
-		return harness.Reply{Message: harness.Message{Content: "The baseline needs the shell and finish tools."}}, nil
+		return model.Reply{Message: model.Message{Content: "The baseline needs the shell and finish tools."}}, nil
 	}
 	shellTool, finishTool := req.Tools[0].Name, req.Tools[1].Name
 	last := lastAssistant(req.Messages)
@@ -62,7 +63,7 @@ func (Model) Complete(_ context.Context, req harness.Request) (harness.Reply, er
 	case hasCall(last, surveyCall):
 		facts, err := parseSurvey(toolResult(req.Messages, surveyCall))
 		if err != nil {
-			return harness.Reply{Message: harness.Message{Content: "The survey failed: " + err.Error()}}, nil
+			return model.Reply{Message: model.Message{Content: "The survey failed: " + err.Error()}}, nil
 		}
 		doc := diagnose(facts)
 		write := call(writeCall, shellTool, map[string]string{"cmd": "cat > " + harness.SubmissionFile + " <<'EOF'\n" + doc + "\nEOF"})
@@ -70,24 +71,24 @@ func (Model) Complete(_ context.Context, req harness.Request) (harness.Reply, er
 		write.Message.ToolCalls = append(write.Message.ToolCalls, finish.Message.ToolCalls...)
 		return write, nil
 	}
-	return harness.Reply{Message: harness.Message{Content: "The baseline has nothing more to try."}}, nil
+	return model.Reply{Message: model.Message{Content: "The baseline has nothing more to try."}}, nil
 }
 
-func call(id, tool string, args any) harness.Reply {
+func call(id, tool string, args any) model.Reply {
 	b, _ := json.Marshal(args)
-	return harness.Reply{Message: harness.Message{ToolCalls: []harness.ToolCall{{ID: id, Name: tool, Arguments: string(b)}}}}
+	return model.Reply{Message: model.Message{ToolCalls: []model.ToolCall{{ID: id, Name: tool, Arguments: string(b)}}}}
 }
 
-func lastAssistant(messages []harness.Message) *harness.Message {
+func lastAssistant(messages []model.Message) *model.Message {
 	for i := len(messages) - 1; i >= 0; i-- {
-		if messages[i].Role == harness.RoleAssistant {
+		if messages[i].Role == model.RoleAssistant {
 			return &messages[i]
 		}
 	}
 	return nil
 }
 
-func hasCall(m *harness.Message, id string) bool {
+func hasCall(m *model.Message, id string) bool {
 	for _, c := range m.ToolCalls {
 		if c.ID == id {
 			return true
@@ -96,9 +97,9 @@ func hasCall(m *harness.Message, id string) bool {
 	return false
 }
 
-func toolResult(messages []harness.Message, id string) string {
+func toolResult(messages []model.Message, id string) string {
 	for i := len(messages) - 1; i >= 0; i-- {
-		if messages[i].Role == harness.RoleTool && messages[i].ToolCallID == id {
+		if messages[i].Role == model.RoleTool && messages[i].ToolCallID == id {
 			return messages[i].Content
 		}
 	}

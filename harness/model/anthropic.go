@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/aa-grade/aa-grade/harness"
 )
 
 // AnthropicVersion is the Messages API version sent with every request.
@@ -28,17 +26,17 @@ type Anthropic struct {
 }
 
 // Complete sends the conversation with every tool (tool_choice auto), if there are any.
-func (m *Anthropic) Complete(ctx context.Context, req harness.Request) (harness.Reply, error) {
+func (m *Anthropic) Complete(ctx context.Context, req Request) (Reply, error) {
 	body, err := json.Marshal(m.requestBody(req))
 	if err != nil {
-		return harness.Reply{}, err
+		return Reply{}, err
 	}
 	header := http.Header{}
 	header.Set("x-api-key", m.APIKey)
 	header.Set("anthropic-version", AnthropicVersion)
 	answer, err := m.post(ctx, m.BaseURL+"/v1/messages", header, body, anthropicFailure)
 	if err != nil {
-		return harness.Reply{}, fmt.Errorf("%s: %w", m.Model, err)
+		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
 	m.noteMissingUsage(ctx, answer, "input_tokens", "output_tokens")
 	return parseAnthropicAnswer(answer)
@@ -48,7 +46,7 @@ func (m *Anthropic) Complete(ctx context.Context, req harness.Request) (harness.
 // go back as json.RawMessage, exactly as received.
 type block = map[string]any
 
-func (m *Anthropic) requestBody(req harness.Request) map[string]any {
+func (m *Anthropic) requestBody(req Request) map[string]any {
 	var system []block
 	var messages []map[string]any
 	// add appends blocks to the conversation, merging them into the last message when it has
@@ -62,11 +60,11 @@ func (m *Anthropic) requestBody(req harness.Request) map[string]any {
 	}
 	for _, msg := range req.Messages {
 		switch msg.Role {
-		case harness.RoleSystem:
+		case RoleSystem:
 			system = append(system, block{"type": "text", "text": msg.Content})
-		case harness.RoleTool:
+		case RoleTool:
 			add("user", block{"type": "tool_result", "tool_use_id": msg.ToolCallID, "content": msg.Content, "is_error": msg.IsError})
-		case harness.RoleAssistant:
+		case RoleAssistant:
 			add("assistant", assistantContent(msg)...)
 		default:
 			add("user", block{"type": "text", "text": msg.Content})
@@ -119,7 +117,7 @@ const noAnswer = "(no answer)"
 // interleaved as the model wrote them. Blank text blocks are left out: the API refuses them.
 // What Opaque does not hold (a message from elsewhere, or a reply recorded when Opaque kept
 // only the thinking blocks) is built from the message: its text, then its calls.
-func assistantContent(msg harness.Message) []any {
+func assistantContent(msg Message) []any {
 	var kept []json.RawMessage
 	_ = json.Unmarshal(msg.Opaque, &kept) // nothing kept: the message alone says it all
 	var blocks []any
@@ -153,7 +151,7 @@ func assistantContent(msg harness.Message) []any {
 
 // toolUse is the tool_use block of a call: its arguments as the model wrote them, or {} when
 // they are not a JSON object (the loop already refused the call).
-func toolUse(c harness.ToolCall) block {
+func toolUse(c ToolCall) block {
 	input := json.RawMessage(c.Arguments)
 	if !gjson.Valid(c.Arguments) || !gjson.Parse(c.Arguments).IsObject() {
 		input = json.RawMessage(`{}`)
@@ -202,12 +200,12 @@ func anthropicFailure(answer []byte) *APIError {
 
 // parseAnthropicAnswer reads the text (blank blocks left out), the tool_use blocks, the
 // content blocks as received (kept whole in Opaque, to send back in order) and the usage.
-func parseAnthropicAnswer(answer []byte) (harness.Reply, error) {
+func parseAnthropicAnswer(answer []byte) (Reply, error) {
 	content := gjson.GetBytes(answer, "content")
 	if !content.IsArray() {
-		return harness.Reply{}, fmt.Errorf("%w: no content in %.200s", errNoReply, answer)
+		return Reply{}, fmt.Errorf("%w: no content in %.200s", errNoReply, answer)
 	}
-	out := harness.Message{Role: harness.RoleAssistant}
+	out := Message{Role: RoleAssistant}
 	content.ForEach(func(_, b gjson.Result) bool {
 		switch b.Get("type").String() {
 		case "text":
@@ -215,7 +213,7 @@ func parseAnthropicAnswer(answer []byte) (harness.Reply, error) {
 				out.Content = appendText(out.Content, text)
 			}
 		case "tool_use":
-			out.ToolCalls = append(out.ToolCalls, harness.ToolCall{ID: b.Get("id").String(), Name: b.Get("name").String(), Arguments: b.Get("input").Raw})
+			out.ToolCalls = append(out.ToolCalls, ToolCall{ID: b.Get("id").String(), Name: b.Get("name").String(), Arguments: b.Get("input").Raw})
 		}
 		return true
 	})
@@ -226,7 +224,7 @@ func parseAnthropicAnswer(answer []byte) (harness.Reply, error) {
 	// writes apart. thinking_tokens is the part of the output spent thinking.
 	u := gjson.GetBytes(answer, "usage")
 	read, write := u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int()
-	usage := harness.Usage{Input: u.Get("input_tokens").Int() + read + write, CachedRead: read, CachedWrite: write,
+	usage := Usage{Input: u.Get("input_tokens").Int() + read + write, CachedRead: read, CachedWrite: write,
 		Output: u.Get("output_tokens").Int(), Reasoning: u.Get("output_tokens_details.thinking_tokens").Int()}
-	return harness.Reply{Message: out, Usage: usage}, nil
+	return Reply{Message: out, Usage: usage}, nil
 }

@@ -15,8 +15,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/aa-grade/aa-grade/harness"
-	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 )
 
@@ -33,16 +31,16 @@ func TestAnthropicRoundTrip(t *testing.T) {
 	defer srv.Close()
 	m := &Anthropic{Options: Options{Model: "claude-test", BaseURL: srv.URL, APIKey: testKey, ReasoningEffort: "max",
 		Retry: backoff.Policy{Base: time.Millisecond, Max: time.Millisecond}}}
-	req := harness.Request{
-		Messages: []harness.Message{
-			{Role: harness.RoleSystem, Content: "system"},
-			{Role: harness.RoleUser, Content: "task"},
-			{Role: harness.RoleAssistant, Content: "Looking.", Opaque: json.RawMessage(`[{"type":"thinking","thinking":"first","signature":"sig-1"}]`),
-				ToolCalls: []harness.ToolCall{{ID: "toolu_0", Name: "code_exec", Arguments: `{"cmd":"ls"}`}}},
-			{Role: harness.RoleTool, ToolCallID: "toolu_0", Content: "<shell_results>...</shell_results>"},
-			{Role: harness.RoleUser, Content: "You have 20 turns left"},
+	req := Request{
+		Messages: []Message{
+			{Role: RoleSystem, Content: "system"},
+			{Role: RoleUser, Content: "task"},
+			{Role: RoleAssistant, Content: "Looking.", Opaque: json.RawMessage(`[{"type":"thinking","thinking":"first","signature":"sig-1"}]`),
+				ToolCalls: []ToolCall{{ID: "toolu_0", Name: "code_exec", Arguments: `{"cmd":"ls"}`}}},
+			{Role: RoleTool, ToolCallID: "toolu_0", Content: "<shell_results>...</shell_results>"},
+			{Role: RoleUser, Content: "You have 20 turns left"},
 		},
-		Tools: []harness.Tool{{Name: "code_exec", Description: "run", Parameters: json.RawMessage(`{"type":"object"}`)},
+		Tools: []Tool{{Name: "code_exec", Description: "run", Parameters: json.RawMessage(`{"type":"object"}`)},
 			{Name: "finish", Description: "done", Parameters: json.RawMessage(`{"type":"object"}`)}},
 	}
 	reply, err := m.Complete(context.Background(), req)
@@ -89,7 +87,7 @@ func TestAnthropicThinkingBudgetAndOverload(t *testing.T) {
 	defer srv.Close()
 	m := &Anthropic{Options: Options{Model: "claude-old", BaseURL: srv.URL, APIKey: testKey, MaxTokens: 8000,
 		Retry: backoff.Policy{Base: time.Millisecond, Max: time.Millisecond}}, ThinkingBudget: 4000}
-	if _, err := m.Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "hi"}}}); err != nil {
+	if _, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
 	sent := gjson.ParseBytes(f.received[1])
@@ -181,28 +179,6 @@ func newAnthropic(t *testing.T, api http.Handler) *Anthropic {
 		Retry: backoff.Policy{Base: time.Millisecond, Max: time.Millisecond}, Budget: time.Second}}
 }
 
-// TestAnthropicEpisodeSummarisedWithThinking: an episode of a thinking model whose history
-// is summarised with turns to spare (no remaining-turns warning follows) goes on to its turn
-// cap: no request after the summary ends on an assistant message (prefill, which thinking
-// models refuse), and no reply is merged into a message of the harness's own so that its
-// thinking no longer comes first. The replies call no tool, so the episode needs no sandbox.
-func TestAnthropicEpisodeSummarisedWithThinking(t *testing.T) {
-	const maxTurns = 22 // the turn after the summary is the last without a warning
-	reply := func(n, inputTokens int) func(http.ResponseWriter) {
-		return anthropicReply(fmt.Sprintf(`[{"type":"thinking","thinking":"step %d","signature":"sig-step %d"},{"type":"text","text":"Still looking (%d)."}]`, n, n, n), inputTokens)
-	}
-	api := newAnthropicAPI(reply(1, 900), // 90% of the window: the history is summarised
-		anthropicReply(`[{"type":"thinking","thinking":"sum","signature":"sig-sum"},{"type":"text","text":"Goal: find the cause. Next steps: read the events."}]`, 950))
-	for n := 2; n <= maxTurns; n++ {
-		api.answers = append(api.answers, reply(n, 100))
-	}
-	e := &harness.Episode{Model: newAnthropic(t, api), Sandbox: unusedSandbox{}, MaxTurns: maxTurns, ContextWindow: 1000}
-	out := e.Run(context.Background())
-	if out.Status != harness.StatusMaxTurns || out.Turns != maxTurns || out.Summaries != 1 || len(api.refused) != 0 {
-		t.Fatalf("outcome %s after %d turns and %d summaries (err %v); refused: %q", out.Status, out.Turns, out.Summaries, out.Err, api.refused)
-	}
-}
-
 // TestAnthropicSendsContentBackInOrder: a reply's content goes back in the order received,
 // thinking first and unchanged, text and calls interleaved as they were, blank text left
 // out; a reply left with nothing but thinking gets the placeholder text after it.
@@ -215,22 +191,22 @@ func TestAnthropicSendsContentBackInOrder(t *testing.T) {
 	onlyThinking := `[{"type":"thinking","thinking":"hmm","signature":"sig-hmm"},{"type":"text","text":" "}]`
 	api := newAnthropicAPI(anthropicReply(interleaved, 10), anthropicReply(blankBeside, 10), anthropicReply(onlyThinking, 10), anthropicReply(`[{"type":"text","text":"ok"}]`, 10))
 	m := newAnthropic(t, api)
-	conv := []harness.Message{{Role: harness.RoleSystem, Content: "system"}, {Role: harness.RoleUser, Content: "task"}}
-	next := func(results ...harness.Message) {
+	conv := []Message{{Role: RoleSystem, Content: "system"}, {Role: RoleUser, Content: "task"}}
+	next := func(results ...Message) {
 		t.Helper()
-		reply, err := m.Complete(context.Background(), harness.Request{Messages: conv})
+		reply, err := m.Complete(context.Background(), Request{Messages: conv})
 		if err != nil {
 			t.Fatalf("refused %q: %v", api.refused, err)
 		}
 		b, _ := json.Marshal(reply.Message) // as a trajectory keeps it
-		var kept harness.Message
+		var kept Message
 		json.Unmarshal(b, &kept)
 		conv = append(conv, kept)
 		for _, c := range kept.ToolCalls {
-			conv = append(conv, harness.Message{Role: harness.RoleTool, ToolCallID: c.ID, Content: "<shell_results/>"})
+			conv = append(conv, Message{Role: RoleTool, ToolCallID: c.ID, Content: "<shell_results/>"})
 		}
 		if len(kept.ToolCalls) == 0 {
-			conv = append(conv, harness.Message{Role: harness.RoleUser, Content: "Continue."})
+			conv = append(conv, Message{Role: RoleUser, Content: "Continue."})
 		}
 	}
 	for range 4 {
@@ -264,7 +240,7 @@ func TestAnthropicErrorsInsideA200(t *testing.T) {
 	var events []Event
 	m.Record = func(e Event) { events = append(events, e) }
 	m.Limit = newTestLimiter(t, Limits{MaxInFlight: 4})
-	req := harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "task"}}}
+	req := Request{Messages: []Message{{Role: RoleUser, Content: "task"}}}
 	reply, err := m.Complete(context.Background(), req)
 	if err != nil || reply.Message.Content != "fine" || len(api.received) != 3 {
 		t.Fatalf("reply %+v, err %v, %d requests", reply.Message, err, len(api.received))
@@ -290,16 +266,3 @@ func TestAnthropicErrorsInsideA200(t *testing.T) {
 		t.Fatalf("err %v after %d requests", err, len(api.received))
 	}
 }
-
-// unusedSandbox stands for the workspace of an episode whose replies run no command.
-type unusedSandbox struct{}
-
-func (unusedSandbox) Workdir() string { return "/home/user" }
-func (unusedSandbox) Run(context.Context, string, time.Duration) (sandbox.Result, error) {
-	return sandbox.Result{}, errors.New("no command expected")
-}
-func (unusedSandbox) ReadFile(context.Context, string, int64) ([]byte, error) {
-	return nil, errors.New("no file expected")
-}
-func (unusedSandbox) CheckFile(context.Context, string) error { return errors.New("no file expected") }
-func (unusedSandbox) Close() error                            { return nil }

@@ -1,5 +1,5 @@
 // Package model talks to model providers over their HTTP APIs (plain net/http and gjson, no
-// vendor SDK), behind the provider-neutral harness.Model interface.
+// vendor SDK), behind the provider-neutral Model interface.
 package model
 
 import (
@@ -17,7 +17,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 	"github.com/aa-grade/aa-grade/internal/jsonguard"
 )
@@ -68,6 +67,14 @@ func WithRecorder(ctx context.Context, rec func(Event)) context.Context {
 	return context.WithValue(ctx, recorderKey{}, rec)
 }
 
+// RecordEvent hands e to the recorder ctx carries (WithRecorder), if any: how a model that
+// calls no provider, such as a replay, notes its own events.
+func RecordEvent(ctx context.Context, e Event) {
+	if rec, ok := ctx.Value(recorderKey{}).(func(Event)); ok {
+		rec(e)
+	}
+}
+
 // redacted is what replaces a secret in a recorded event.
 const redacted = "[REDACTED]"
 
@@ -77,10 +84,6 @@ var secretHeaders = map[string]bool{"Authorization": true, "X-Api-Key": true, "A
 // DefaultRetry rides out rate limits: waits of 2 s doubling to 2 minutes, Retry-After
 // honoured up to 10 minutes, within the call's budget.
 var DefaultRetry = backoff.Policy{Base: 2 * time.Second, Max: 2 * time.Minute, MaxRetryAfter: 10 * time.Minute}
-
-// ErrContextOverflow marks a call whose conversation no longer fits the model's context
-// window; the loop summarises the history and tries once more.
-var ErrContextOverflow = harness.ErrContextOverflow
 
 // APIError is an error answer of a provider, or an error a provider reported inside a 200
 // answer (then Status is the status the error carries, 200 when it carries none).
@@ -109,8 +112,8 @@ func (e *APIError) Transient() bool {
 		e.Code == "server_error" || e.Code == "rate_limit_exceeded"
 }
 
-// maxResponseBytes bounds a provider's answer.
-const maxResponseBytes = 32 << 20
+// MaxResponseBytes bounds a provider's answer, and so a line of a trajectory.
+const MaxResponseBytes = 32 << 20
 
 // errMalformed marks a 2xx answer that is not JSON (cut short, or a proxy's HTML page).
 var errMalformed = errors.New("the answer is not JSON")
@@ -118,9 +121,9 @@ var errMalformed = errors.New("the answer is not JSON")
 // errNoReply marks a JSON answer that holds neither a reply nor an error the provider reports.
 var errNoReply = errors.New("the answer holds no reply")
 
-// errTooLarge marks an answer over maxResponseBytes. No model reply comes near it (output is
+// errTooLarge marks an answer over MaxResponseBytes. No model reply comes near it (output is
 // bounded by max tokens), so the server is misbehaving and asking again would not help.
-var errTooLarge = fmt.Errorf("the answer is larger than the %d MiB cap on an answer", maxResponseBytes>>20)
+var errTooLarge = fmt.Errorf("the answer is larger than the %d MiB cap on an answer", MaxResponseBytes>>20)
 
 // failureCheck finds a failure that a provider reports inside a 2xx JSON answer; nil when
 // there is none. The APIError's Status is the status the failure carries, which decides, as
@@ -204,11 +207,11 @@ func (o *Options) once(ctx context.Context, client *http.Client, url string, hea
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
 		return resp.Header, nil, err // a body cut short: transient
 	}
-	if len(answer) > maxResponseBytes {
+	if len(answer) > MaxResponseBytes {
 		o.record(ctx, Event{Kind: "response", Status: resp.StatusCode, Error: errTooLarge.Error()})
 		return resp.Header, nil, errTooLarge
 	}

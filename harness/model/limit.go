@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/aa-grade/aa-grade/harness"
 )
 
 // Limits are the rate limits of one provider, shared by every episode of a run.
@@ -342,14 +340,14 @@ func (l *Limiter) wakeHead() {
 }
 
 // Status is what the limiter knows and has done so far; zero for a nil limiter.
-func (l *Limiter) Status() harness.LimitStatus {
+func (l *Limiter) Status() LimitStatus {
 	if l == nil {
-		return harness.LimitStatus{}
+		return LimitStatus{}
 	}
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := harness.LimitStatus{Calls: l.calls, RateLimited: l.limited, WaitedSeconds: l.waited.Seconds(), Waiting: len(l.queue),
+	s := LimitStatus{Calls: l.calls, RateLimited: l.limited, WaitedSeconds: l.waited.Seconds(), Waiting: len(l.queue),
 		Warnings: slices.Clone(l.warnings)}
 	for d := range dimensions {
 		q := &l.quotas[d]
@@ -357,7 +355,7 @@ func (l *Limiter) Status() harness.LimitStatus {
 			continue
 		}
 		q.advance(now)
-		s.Limits = append(s.Limits, harness.LimitInForce{Name: d.String(), Given: q.given, Learnt: q.learnt, Used: max(q.inWindow, 0)})
+		s.Limits = append(s.Limits, LimitInForce{Name: d.String(), Given: q.given, Learnt: q.learnt, Used: max(q.inWindow, 0)})
 	}
 	return s
 }

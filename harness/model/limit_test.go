@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/aa-grade/aa-grade/harness"
 )
 
 // fakeClock is a Clock that moves only when the test advances it.
@@ -202,7 +200,7 @@ func TestLimiterBoundsCallsInFlight(t *testing.T) {
 	errs := make(chan error, callers)
 	for range callers {
 		go func() {
-			_, err := m.Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "hi"}}})
+			_, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}})
 			errs <- err
 		}()
 	}
@@ -263,7 +261,7 @@ func TestLimiterSpreadsTheMinute(t *testing.T) {
 	for range 5 {
 		waitsFor(t, clock, acquireLater(context.Background(), lim, 1000), pace+10*time.Millisecond)
 	}
-	if s := lim.Status(); len(s.Limits) != 1 || s.Limits[0] != (harness.LimitInForce{Name: "tokens", Given: 6000, Used: 6000}) {
+	if s := lim.Status(); len(s.Limits) != 1 || s.Limits[0] != (LimitInForce{Name: "tokens", Given: 6000, Used: 6000}) {
 		t.Fatalf("limits %+v", s.Limits)
 	}
 	waitsFor(t, clock, acquireLater(context.Background(), lim, 1000), time.Minute+100*time.Millisecond-5*(pace+10*time.Millisecond))
@@ -342,7 +340,7 @@ func TestLimiterLearnsLimitsFromHeaders(t *testing.T) {
 	clock := newFakeClock()
 	lim := newTestLimiter(t, Limits{MaxInFlight: 8, RPM: 100, TPM: 100_000, Clock: clock})
 	answered(lim, acquireNow(t, lim, 10), openAIHeaders("60", "59", "200000", "199990", "1s")...)
-	want := []harness.LimitInForce{{Name: "requests", Given: 100, Learnt: 60, Used: 1}, {Name: "tokens", Given: 100_000, Learnt: 200_000, Used: 10}}
+	want := []LimitInForce{{Name: "requests", Given: 100, Learnt: 60, Used: 1}, {Name: "tokens", Given: 100_000, Learnt: 200_000, Used: 10}}
 	if s := lim.Status(); fmt.Sprint(s.Limits) != fmt.Sprint(want) || s.Limits[0].PerMinute() != 60 || s.Limits[1].PerMinute() != 100_000 || len(s.Warnings) != 0 {
 		t.Fatalf("status %+v, want limits %+v", s, want)
 	}
@@ -357,7 +355,7 @@ func TestLimiterLearnsLimitsFromHeaders(t *testing.T) {
 		"anthropic-ratelimit-input-tokens-limit", "30000", "anthropic-ratelimit-input-tokens-remaining", "29000", "anthropic-ratelimit-input-tokens-reset", reset,
 		"anthropic-ratelimit-output-tokens-limit", "8000", "anthropic-ratelimit-output-tokens-remaining", "8000", "anthropic-ratelimit-output-tokens-reset", reset,
 		"anthropic-ratelimit-tokens-limit", "8000", "anthropic-ratelimit-tokens-remaining", "8000", "anthropic-ratelimit-tokens-reset", reset)
-	want = []harness.LimitInForce{{Name: "requests", Learnt: 50, Used: 1}, {Name: "input_tokens", Learnt: 30000, Used: 1000}, {Name: "output_tokens", Learnt: 8000}}
+	want = []LimitInForce{{Name: "requests", Learnt: 50, Used: 1}, {Name: "input_tokens", Learnt: 30000, Used: 1000}, {Name: "output_tokens", Learnt: 8000}}
 	if s := anthropic.Status(); fmt.Sprint(s.Limits) != fmt.Sprint(want) {
 		t.Fatalf("limits %+v, want %+v (990 input tokens used unseen)", s.Limits, want)
 	}
@@ -430,7 +428,7 @@ func TestLimiterOddHeaders(t *testing.T) {
 		answered(lim, acquireNow(t, lim, 1), h...)
 	}
 	s := lim.Status()
-	if want := []harness.LimitInForce{{Name: "requests", Learnt: 50, Used: 1}, {Name: "tokens", Learnt: 1500, Used: 1}}; fmt.Sprint(s.Limits) != fmt.Sprint(want) {
+	if want := []LimitInForce{{Name: "requests", Learnt: 50, Used: 1}, {Name: "tokens", Learnt: 1500, Used: 1}}; fmt.Sprint(s.Limits) != fmt.Sprint(want) {
 		t.Errorf("limits %+v, want %+v", s.Limits, want)
 	}
 	want := []string{
@@ -539,7 +537,7 @@ func TestPostHandsTheAnswersHeadersToTheLimiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := m.Limit.Status()
-	if want := []harness.LimitInForce{{Name: "requests", Learnt: 500}, {Name: "tokens", Learnt: 100000}}; s.Calls != 2 || s.RateLimited != 1 ||
+	if want := []LimitInForce{{Name: "requests", Learnt: 500}, {Name: "tokens", Learnt: 100000}}; s.Calls != 2 || s.RateLimited != 1 ||
 		len(s.Limits) != 2 || s.Limits[0].Learnt != want[0].Learnt || s.Limits[1].Learnt != want[1].Learnt {
 		t.Fatalf("status %+v", s)
 	}

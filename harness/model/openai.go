@@ -7,8 +7,6 @@ import (
 	"net/http"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/aa-grade/aa-grade/harness"
 )
 
 // OpenAIChat speaks the Chat Completions API: OpenAI itself, and every OpenAI-compatible
@@ -18,10 +16,10 @@ type OpenAIChat struct {
 }
 
 // Complete sends the conversation with every tool (tool_choice auto), if there are any.
-func (m *OpenAIChat) Complete(ctx context.Context, req harness.Request) (harness.Reply, error) {
+func (m *OpenAIChat) Complete(ctx context.Context, req Request) (Reply, error) {
 	body, err := json.Marshal(m.requestBody(req))
 	if err != nil {
-		return harness.Reply{}, err
+		return Reply{}, err
 	}
 	header := http.Header{}
 	if m.APIKey != "" {
@@ -29,7 +27,7 @@ func (m *OpenAIChat) Complete(ctx context.Context, req harness.Request) (harness
 	}
 	answer, err := m.post(ctx, m.BaseURL+"/chat/completions", header, body, chatFailure)
 	if err != nil {
-		return harness.Reply{}, fmt.Errorf("%s: %w", m.Model, err)
+		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
 	m.noteMissingUsage(ctx, answer, "prompt_tokens", "completion_tokens")
 	return parseChatAnswer(answer)
@@ -37,14 +35,14 @@ func (m *OpenAIChat) Complete(ctx context.Context, req harness.Request) (harness
 
 type chatMessage map[string]any
 
-func (m *OpenAIChat) requestBody(req harness.Request) map[string]any {
+func (m *OpenAIChat) requestBody(req Request) map[string]any {
 	messages := make([]chatMessage, 0, len(req.Messages))
 	for _, msg := range req.Messages {
 		cm := chatMessage{"role": msg.Role}
 		switch msg.Role {
-		case harness.RoleTool:
+		case RoleTool:
 			cm["tool_call_id"], cm["content"] = msg.ToolCallID, msg.Content
-		case harness.RoleAssistant:
+		case RoleAssistant:
 			cm["content"] = msg.Content
 			if len(msg.ToolCalls) > 0 {
 				var calls []map[string]any
@@ -121,19 +119,19 @@ func inAnswerError(errObject gjson.Result, fallback int, what string) *APIError 
 
 // parseChatAnswer reads the first choice, its text (or its refusal), its tool calls, the
 // reasoning to pass back, and the usage.
-func parseChatAnswer(answer []byte) (harness.Reply, error) {
+func parseChatAnswer(answer []byte) (Reply, error) {
 	msg := gjson.GetBytes(answer, "choices.0.message")
 	if !msg.Exists() {
-		return harness.Reply{}, fmt.Errorf("%w: no choices[0].message in %.200s", errNoReply, answer)
+		return Reply{}, fmt.Errorf("%w: no choices[0].message in %.200s", errNoReply, answer)
 	}
-	out := harness.Message{Role: harness.RoleAssistant, Content: msg.Get("content").String()}
+	out := Message{Role: RoleAssistant, Content: msg.Get("content").String()}
 	// A refusal comes with content null: it is the reply's text, as on the Responses path, so
 	// the history shows what the model said instead of an empty reply.
 	if refusal := msg.Get("refusal").String(); refusal != "" {
 		out.Content = appendText(out.Content, refusal)
 	}
 	msg.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
-		out.ToolCalls = append(out.ToolCalls, harness.ToolCall{ID: c.Get("id").String(), Name: c.Get("function.name").String(),
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: c.Get("id").String(), Name: c.Get("function.name").String(),
 			Arguments: argumentsJSON(c.Get("function.arguments"))})
 		return true
 	})
@@ -148,10 +146,10 @@ func parseChatAnswer(answer []byte) (harness.Reply, error) {
 	}
 	// cache_write_tokens: OpenRouter's count of prompt tokens written to a provider's cache.
 	u := gjson.GetBytes(answer, "usage")
-	usage := harness.Usage{Input: u.Get("prompt_tokens").Int(), Output: u.Get("completion_tokens").Int(),
+	usage := Usage{Input: u.Get("prompt_tokens").Int(), Output: u.Get("completion_tokens").Int(),
 		CachedRead: u.Get("prompt_tokens_details.cached_tokens").Int(), CachedWrite: u.Get("prompt_tokens_details.cache_write_tokens").Int(),
 		Reasoning: u.Get("completion_tokens_details.reasoning_tokens").Int()}
-	return harness.Reply{Message: out, Usage: usage}, nil
+	return Reply{Message: out, Usage: usage}, nil
 }
 
 // argumentsJSON returns tool arguments as the model wrote them: the API sends them as a JSON

@@ -14,7 +14,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 )
 
@@ -90,15 +89,15 @@ func newChat(t *testing.T, f *fakeChat) (*OpenAIChat, *[]Event) {
 	return &OpenAIChat{opts}, events
 }
 
-var conversation = harness.Request{
-	Messages: []harness.Message{
-		{Role: harness.RoleSystem, Content: "system"},
-		{Role: harness.RoleUser, Content: "task"},
-		{Role: harness.RoleAssistant, ToolCalls: []harness.ToolCall{{ID: "call_0", Name: "code_exec", Arguments: `{"cmd":"pwd"}`}},
+var conversation = Request{
+	Messages: []Message{
+		{Role: RoleSystem, Content: "system"},
+		{Role: RoleUser, Content: "task"},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_0", Name: "code_exec", Arguments: `{"cmd":"pwd"}`}},
 			Opaque: json.RawMessage(`{"reasoning_content":"earlier thought"}`)},
-		{Role: harness.RoleTool, ToolCallID: "call_0", Content: "<shell_results>...</shell_results>"},
+		{Role: RoleTool, ToolCallID: "call_0", Content: "<shell_results>...</shell_results>"},
 	},
-	Tools: []harness.Tool{{Name: "code_exec", Description: "run", Parameters: json.RawMessage(`{"type":"object"}`)}},
+	Tools: []Tool{{Name: "code_exec", Description: "run", Parameters: json.RawMessage(`{"type":"object"}`)}},
 }
 
 func TestChatRoundTrip(t *testing.T) {
@@ -148,7 +147,7 @@ func TestChatRoundTrip(t *testing.T) {
 func TestChatWithoutTools(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, `{"choices":[{"message":{"content":"{}"}}]}`)}}
 	m, _ := newChat(t, f)
-	req := harness.Request{Messages: []harness.Message{{Role: harness.RoleSystem, Content: "judge"}, {Role: harness.RoleUser, Content: "map"}}}
+	req := Request{Messages: []Message{{Role: RoleSystem, Content: "judge"}, {Role: RoleUser, Content: "map"}}}
 	if _, err := m.Complete(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +355,7 @@ func TestChatKeepsARefusal(t *testing.T) {
 		t.Fatalf("reply %+v, err %v", reply.Message, err)
 	}
 	next := conversation
-	next.Messages = append(append([]harness.Message(nil), conversation.Messages...), reply.Message, harness.Message{Role: harness.RoleUser, Content: "Continue."})
+	next.Messages = append(append([]Message(nil), conversation.Messages...), reply.Message, Message{Role: RoleUser, Content: "Continue."})
 	if _, err := m.Complete(context.Background(), next); err != nil {
 		t.Fatal(err)
 	}
@@ -375,14 +374,14 @@ func TestUsageDetails(t *testing.T) {
   "prompt_tokens_details":{"cached_tokens":50,"cache_write_tokens":100,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":12}}}`)}}
 	m, _ := newChat(t, f)
 	reply, err := m.Complete(context.Background(), conversation)
-	if err != nil || reply.Usage != (harness.Usage{Input: 194, CachedRead: 50, CachedWrite: 100, Output: 20, Reasoning: 12}) {
+	if err != nil || reply.Usage != (Usage{Input: 194, CachedRead: 50, CachedWrite: 100, Output: 20, Reasoning: 12}) {
 		t.Fatalf("usage %+v, err %v", reply.Usage, err)
 	}
 	api := newAnthropicAPI(status(200, `{"id":"msg_y","type":"message","role":"assistant","content":[{"type":"text","text":"done"}],"stop_reason":"end_turn",
  "usage":{"input_tokens":10,"cache_creation_input_tokens":300,"cache_read_input_tokens":2000,"cache_creation":{"ephemeral_5m_input_tokens":300,"ephemeral_1h_input_tokens":0},
   "output_tokens":500,"output_tokens_details":{"thinking_tokens":420}}}`))
-	reply, err = newAnthropic(t, api).Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "task"}}})
-	if err != nil || reply.Usage != (harness.Usage{Input: 2310, CachedRead: 2000, CachedWrite: 300, Output: 500, Reasoning: 420}) {
+	reply, err = newAnthropic(t, api).Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "task"}}})
+	if err != nil || reply.Usage != (Usage{Input: 2310, CachedRead: 2000, CachedWrite: 300, Output: 500, Reasoning: 420}) {
 		t.Fatalf("usage %+v, err %v", reply.Usage, err)
 	}
 }
@@ -429,7 +428,7 @@ func TestAnswerOverTheCap(t *testing.T) {
 	huge := func(w http.ResponseWriter) {
 		w.WriteHeader(200)
 		io.WriteString(w, `{"choices":[{"message":{"content":"`)
-		io.WriteString(w, strings.Repeat("x", maxResponseBytes))
+		io.WriteString(w, strings.Repeat("x", MaxResponseBytes))
 		io.WriteString(w, `"}}]}`)
 	}
 	f := &fakeChat{answers: []func(http.ResponseWriter){huge, status(200, toolAnswer)}}

@@ -16,7 +16,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 )
 
@@ -256,7 +255,7 @@ func runPacing(t *testing.T, c pacingCase) pacingResult {
 		lim := newTestLimiter(t, l)
 		opts := Options{Model: "m", BaseURL: "http://fake", APIKey: "k", HTTP: &http.Client{Transport: f},
 			Retry: DefaultRetry, Budget: time.Hour, Limit: lim}
-		var m harness.Model = &OpenAIChat{opts}
+		var m Model = &OpenAIChat{opts}
 		if c.dialect == "anthropic" {
 			m = &Anthropic{Options: opts}
 		}
@@ -268,8 +267,8 @@ func runPacing(t *testing.T, c pacingCase) pacingResult {
 			wg.Go(func() {
 				rng := rand.New(rand.NewPCG(uint64(e), 2))
 				for ctx.Err() == nil {
-					req := harness.Request{Messages: []harness.Message{{Role: harness.RoleSystem, Content: strings.Repeat("s", 8000)},
-						{Role: harness.RoleUser, Content: "task"}}}
+					req := Request{Messages: []Message{{Role: RoleSystem, Content: strings.Repeat("s", 8000)},
+						{Role: RoleUser, Content: "task"}}}
 					for turn := range 30 {
 						if _, err := m.Complete(ctx, req); err != nil {
 							if ctx.Err() == nil {
@@ -281,8 +280,8 @@ func runPacing(t *testing.T, c pacingCase) pacingResult {
 						}
 						id := "call_" + strconv.Itoa(turn)
 						req.Messages = append(req.Messages,
-							harness.Message{Role: harness.RoleAssistant, ToolCalls: []harness.ToolCall{{ID: id, Name: "code_exec", Arguments: "{}"}}},
-							harness.Message{Role: harness.RoleTool, ToolCallID: id, Content: strings.Repeat("x", 1000+rng.IntN(4000))})
+							Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Name: "code_exec", Arguments: "{}"}}},
+							Message{Role: RoleTool, ToolCallID: id, Content: strings.Repeat("x", 1000+rng.IntN(4000))})
 						if backoff.Sleep(ctx, 200*time.Millisecond+time.Duration(rng.Int64N(int64(1800*time.Millisecond)))) != nil {
 							return
 						}

@@ -3,8 +3,6 @@ package model
 import (
 	"fmt"
 	"strings"
-
-	"github.com/aa-grade/aa-grade/harness"
 )
 
 // Preset is a ready-made --model value for one published leaderboard row: the provider and
@@ -22,10 +20,10 @@ type Preset struct {
 	ContextWindow   int64  `json:"context_window"` // tokens, as the provider advertises it
 	// Prices are list prices read from PriceSource on PriceDate; nil when none could be sourced,
 	// so that cost stays unknown instead of looking free.
-	Prices      *harness.Prices `json:"prices"`
-	PriceSource string          `json:"price_source,omitempty"`
-	PriceDate   string          `json:"price_date,omitempty"`
-	PriceNote   string          `json:"price_note,omitempty"` // what the flat prices leave out
+	Prices      *Prices `json:"prices"`
+	PriceSource string  `json:"price_source,omitempty"`
+	PriceDate   string  `json:"price_date,omitempty"`
+	PriceNote   string  `json:"price_note,omitempty"` // what the flat prices leave out
 }
 
 const googlePricing = "https://ai.google.dev/gemini-api/docs/pricing"
@@ -41,13 +39,13 @@ var Presets = []Preset{
 		Spec: "anthropic/claude-opus-4-7", ReasoningEffort: "max", ContextWindow: 1_000_000,
 		// Launch price (2026-04-16); the pricing page's row, cache prices included, reads the same
 		// in its later copies.
-		Prices:      &harness.Prices{Input: 5, CachedRead: 0.5, CachedWrite: 6.25, Output: 25},
+		Prices:      &Prices{Input: 5, CachedRead: 0.5, CachedWrite: 6.25, Output: 25},
 		PriceSource: "https://platform.claude.com/docs/en/about-claude/pricing", PriceDate: "2026-04-16",
 		PriceNote: "cache writes at the 5-minute rate, the cache the provider asks for"},
 	{Name: "gpt-5.5-xhigh", Label: "GPT-5.5 (xhigh)",
 		Spec: "openai/gpt-5.5", ReasoningEffort: "xhigh", ContextWindow: 1_000_000,
 		// The pricing page as transcribed on 2026-05-04 (github.com/api-evangelist/openai, plans/).
-		Prices:      &harness.Prices{Input: 5, CachedRead: 0.5, Output: 30},
+		Prices:      &Prices{Input: 5, CachedRead: 0.5, Output: 30},
 		PriceSource: "https://developers.openai.com/api/docs/pricing", PriceDate: "2026-05-04",
 		PriceNote: "prompts over 272K tokens cost 2x input and 1.5x output; not counted"},
 	{Name: "qwen3.7-max", Label: "Qwen3.7 Max",
@@ -55,13 +53,13 @@ var Presets = []Preset{
 	{Name: "glm-5.1", Label: "GLM-5.1 (Reasoning)",
 		Spec: "openrouter/z-ai/glm-5.1", ReasoningEffort: "high", ContextWindow: 202_752,
 		// Z.ai's table as quoted on 2026-08-19, GLM-5.1's row equal to GLM-5.2's and GLM-5.3's.
-		Prices:      &harness.Prices{Input: 1.4, CachedRead: 0.26, Output: 4.4},
+		Prices:      &Prices{Input: 1.4, CachedRead: 0.26, Output: 4.4},
 		PriceSource: "https://docs.z.ai/guides/overview/pricing", PriceDate: "2026-08-19",
 		PriceNote: "Z.ai's own price; OpenRouter may route to another host at another price"},
 	{Name: "gemini-3.5-flash-high", Label: "Gemini 3.5 Flash (high)",
 		Spec: "openrouter/google/gemini-3.5-flash", ReasoningEffort: "high", ContextWindow: 1_000_000,
 		// Google's page as read on 2026-09-20 (github.com/api-evangelist/gemini, plans/), as for 3.1 Pro.
-		Prices:      &harness.Prices{Input: 1.5, Output: 9},
+		Prices:      &Prices{Input: 1.5, Output: 9},
 		PriceSource: googlePricing, PriceDate: "2026-09-20",
 		PriceNote: "no cache price sourced: cached reads count at the input price"},
 	{Name: "deepseek-v4-pro-max", Label: "DeepSeek V4 Pro (Reasoning, Max Effort)",
@@ -70,7 +68,7 @@ var Presets = []Preset{
 		Spec: "openrouter/google/gemma-4-31b-it", ReasoningEffort: "high", ContextWindow: 262_144},
 	{Name: "gemini-3.1-pro-preview", Label: "Gemini 3.1 Pro Preview",
 		Spec: "openrouter/google/gemini-3.1-pro-preview", ContextWindow: 1_000_000,
-		Prices:      &harness.Prices{Input: 2, Output: 12},
+		Prices:      &Prices{Input: 2, Output: 12},
 		PriceSource: googlePricing, PriceDate: "2026-09-20",
 		PriceNote: "prompts over 200K tokens cost $4 input and $18 output, not counted; no cache price sourced: cached reads count at the input price"},
 }
@@ -114,7 +112,7 @@ type Settings struct {
 	Preset          string // the preset's name when the --model value named one
 	ReasoningEffort string
 	ContextWindow   int64
-	Prices          *harness.Prices // nil: unknown
+	Prices          *Prices // nil: unknown
 }
 
 // Overrides are the settings a user gave explicitly; nil means not given, so a preset's value
@@ -144,7 +142,7 @@ func Resolve(value string, o Overrides) (Settings, error) {
 		s = Settings{Spec: p.Spec, Preset: p.Name, ReasoningEffort: p.ReasoningEffort, ContextWindow: p.ContextWindow, Prices: p.Prices}
 	}
 	if s.Spec == BaselineSpec {
-		s.Prices = &harness.Prices{}
+		s.Prices = &Prices{}
 	}
 	if o.ReasoningEffort != nil {
 		s.ReasoningEffort = *o.ReasoningEffort
@@ -159,12 +157,12 @@ func Resolve(value string, o Overrides) (Settings, error) {
 // over returns base with the given prices in place of its own, as a copy (presets stay
 // untouched). When base is unknown, the prices not given are zero: a zero cache price means
 // the input price, a zero input or output price means free. Nothing given keeps base.
-func (o PriceOverrides) over(base *harness.Prices) *harness.Prices {
+func (o PriceOverrides) over(base *Prices) *Prices {
 	given := o.Input != nil || o.CachedRead != nil || o.CachedWrite != nil || o.Output != nil
 	if base == nil && !given {
 		return nil
 	}
-	var p harness.Prices
+	var p Prices
 	if base != nil {
 		p = *base
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
-	"github.com/aa-grade/aa-grade/harness"
 )
 
 // TestPresetsMatchTheLeaderboard: one preset per published row, under the row's exact label,
@@ -68,25 +67,25 @@ func TestResolvePresetsAndOverrides(t *testing.T) {
 		{"preset with every setting overridden", "gpt-5.5-xhigh",
 			Overrides{ReasoningEffort: str("high"), ContextWindow: num(0), Prices: PriceOverrides{Output: usd(10), CachedWrite: usd(6)}},
 			Settings{Spec: "openai/gpt-5.5", Preset: "gpt-5.5-xhigh", ReasoningEffort: "high",
-				Prices: &harness.Prices{Input: 5, CachedRead: 0.5, CachedWrite: 6, Output: 10}}},
+				Prices: &Prices{Input: 5, CachedRead: 0.5, CachedWrite: 6, Output: 10}}},
 		{"Anthropic preset", "claude-opus-4-7-max", Overrides{},
 			Settings{Spec: "anthropic/claude-opus-4-7", Preset: "claude-opus-4-7-max", ReasoningEffort: "max", ContextWindow: 1_000_000,
-				Prices: &harness.Prices{Input: 5, CachedRead: 0.5, CachedWrite: 6.25, Output: 25}}},
+				Prices: &Prices{Input: 5, CachedRead: 0.5, CachedWrite: 6.25, Output: 25}}},
 		{"preset without prices", "deepseek-v4-pro-max", Overrides{},
 			Settings{Spec: "openrouter/deepseek/deepseek-v4-pro", Preset: "deepseek-v4-pro-max", ReasoningEffort: "max", ContextWindow: 1_000_000}},
 		{"preset without prices, one price given", "deepseek-v4-pro-max", Overrides{Prices: PriceOverrides{Output: usd(2)}},
 			Settings{Spec: "openrouter/deepseek/deepseek-v4-pro", Preset: "deepseek-v4-pro-max", ReasoningEffort: "max", ContextWindow: 1_000_000,
-				Prices: &harness.Prices{Output: 2}}},
+				Prices: &Prices{Output: 2}}},
 		{"spec: prices unknown", "openai/gpt-5.5", Overrides{}, Settings{Spec: "openai/gpt-5.5"}},
 		{"spec with flags", "openai-api/vllm/Qwen/Qwen3-32B",
 			Overrides{ReasoningEffort: str("low"), ContextWindow: num(32768), Prices: PriceOverrides{Input: usd(0.1), CachedRead: usd(0.01), Output: usd(0.3)}},
 			Settings{Spec: "openai-api/vllm/Qwen/Qwen3-32B", ReasoningEffort: "low", ContextWindow: 32768,
-				Prices: &harness.Prices{Input: 0.1, CachedRead: 0.01, Output: 0.3}}},
+				Prices: &Prices{Input: 0.1, CachedRead: 0.01, Output: 0.3}}},
 		{"a local model declared free", "openai-api/ollama/llama3", Overrides{Prices: PriceOverrides{Input: usd(0)}},
-			Settings{Spec: "openai-api/ollama/llama3", Prices: &harness.Prices{}}},
-		{"baseline: known, zero", "builtin/baseline", Overrides{}, Settings{Spec: "builtin/baseline", Prices: &harness.Prices{}}},
+			Settings{Spec: "openai-api/ollama/llama3", Prices: &Prices{}}},
+		{"baseline: known, zero", "builtin/baseline", Overrides{}, Settings{Spec: "builtin/baseline", Prices: &Prices{}}},
 		{"baseline with prices", "builtin/baseline", Overrides{Prices: PriceOverrides{Input: usd(1), Output: usd(2)}},
-			Settings{Spec: "builtin/baseline", Prices: &harness.Prices{Input: 1, Output: 2}}},
+			Settings{Spec: "builtin/baseline", Prices: &Prices{Input: 1, Output: 2}}},
 	}
 	for _, c := range cases {
 		got, err := Resolve(c.value, c.o)

@@ -2,8 +2,6 @@ package model
 
 import (
 	"time"
-
-	"github.com/aa-grade/aa-grade/harness"
 )
 
 // A quota paces one dimension of a provider's limits (requests, or tokens) so that both ways
@@ -61,7 +59,7 @@ func newQuota(given int64, origin time.Time) quota {
 
 // limit is the limit in force a minute; 0 none.
 func (q *quota) limit() int64 {
-	return harness.LimitInForce{Given: q.given, Learnt: q.learnt}.PerMinute()
+	return LimitInForce{Given: q.given, Learnt: q.learnt}.PerMinute()
 }
 
 // learn adopts a limit the provider stated, at now.

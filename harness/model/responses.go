@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/aa-grade/aa-grade/harness"
 )
 
 // OpenAIResponses speaks OpenAI's Responses API statelessly (store false): every call sends
@@ -26,16 +24,16 @@ type OpenAIResponses struct {
 }
 
 // Complete sends the conversation with every tool (tool_choice auto), if there are any.
-func (m *OpenAIResponses) Complete(ctx context.Context, req harness.Request) (harness.Reply, error) {
+func (m *OpenAIResponses) Complete(ctx context.Context, req Request) (Reply, error) {
 	body, err := json.Marshal(m.requestBody(req))
 	if err != nil {
-		return harness.Reply{}, err
+		return Reply{}, err
 	}
 	header := http.Header{}
 	header.Set("Authorization", "Bearer "+m.APIKey)
 	answer, err := m.post(ctx, m.BaseURL+"/responses", header, body, responseFailure)
 	if err != nil {
-		return harness.Reply{}, fmt.Errorf("%s: %w", m.Model, err)
+		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
 	m.noteMissingUsage(ctx, answer, "input_tokens", "output_tokens")
 	return parseResponsesAnswer(answer)
@@ -44,16 +42,16 @@ func (m *OpenAIResponses) Complete(ctx context.Context, req harness.Request) (ha
 // item is one JSON object of a request: an input item, a tool.
 type item = map[string]any
 
-func (m *OpenAIResponses) requestBody(req harness.Request) map[string]any {
+func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 	var instructions []string
 	input := make([]any, 0, len(req.Messages))
 	for _, msg := range req.Messages {
 		switch msg.Role {
-		case harness.RoleSystem:
+		case RoleSystem:
 			instructions = append(instructions, msg.Content)
-		case harness.RoleTool:
+		case RoleTool:
 			input = append(input, item{"type": "function_call_output", "call_id": msg.ToolCallID, "output": msg.Content})
-		case harness.RoleAssistant:
+		case RoleAssistant:
 			if msg.Content == "" && len(msg.ToolCalls) == 0 {
 				continue // a reply with nothing to show: its reasoning led nowhere and is left out
 			}
@@ -128,12 +126,12 @@ func responseFailure(answer []byte) *APIError {
 
 // parseResponsesAnswer reads the output items: message text, function calls, and reasoning
 // items (kept whole in Opaque, to send back), and the usage.
-func parseResponsesAnswer(answer []byte) (harness.Reply, error) {
+func parseResponsesAnswer(answer []byte) (Reply, error) {
 	output := gjson.GetBytes(answer, "output")
 	if !output.IsArray() {
-		return harness.Reply{}, fmt.Errorf("%w: no output in %.200s", errNoReply, answer)
+		return Reply{}, fmt.Errorf("%w: no output in %.200s", errNoReply, answer)
 	}
-	out := harness.Message{Role: harness.RoleAssistant}
+	out := Message{Role: RoleAssistant}
 	var reasoning []json.RawMessage
 	output.ForEach(func(_, it gjson.Result) bool {
 		switch it.Get("type").String() {
@@ -150,7 +148,7 @@ func parseResponsesAnswer(answer []byte) (harness.Reply, error) {
 				return true
 			})
 		case "function_call":
-			out.ToolCalls = append(out.ToolCalls, harness.ToolCall{ID: it.Get("call_id").String(), Name: it.Get("name").String(),
+			out.ToolCalls = append(out.ToolCalls, ToolCall{ID: it.Get("call_id").String(), Name: it.Get("name").String(),
 				Arguments: argumentsJSON(it.Get("arguments"))})
 		case "reasoning":
 			reasoning = append(reasoning, json.RawMessage(it.Raw))
@@ -161,7 +159,7 @@ func parseResponsesAnswer(answer []byte) (harness.Reply, error) {
 		out.Opaque, _ = json.Marshal(reasoning)
 	}
 	u := gjson.GetBytes(answer, "usage")
-	usage := harness.Usage{Input: u.Get("input_tokens").Int(), CachedRead: u.Get("input_tokens_details.cached_tokens").Int(),
+	usage := Usage{Input: u.Get("input_tokens").Int(), CachedRead: u.Get("input_tokens_details.cached_tokens").Int(),
 		Output: u.Get("output_tokens").Int(), Reasoning: u.Get("output_tokens_details.reasoning_tokens").Int()}
-	return harness.Reply{Message: out, Usage: usage}, nil
+	return Reply{Message: out, Usage: usage}, nil
 }

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/aa-grade/aa-grade/harness"
 )
 
 // responsesToolAnswer is a Responses API answer in the shape OpenAI sends: an encrypted
@@ -35,15 +33,15 @@ func newResponses(t *testing.T, f *fakeChat) (*OpenAIResponses, *[]Event) {
 	return &OpenAIResponses{opts}, events
 }
 
-var responsesTools = []harness.Tool{{Name: "code_exec", Description: "run", Parameters: json.RawMessage(`{"type":"object","properties":{"cmd":{"type":"string"}}}`)},
+var responsesTools = []Tool{{Name: "code_exec", Description: "run", Parameters: json.RawMessage(`{"type":"object","properties":{"cmd":{"type":"string"}}}`)},
 	{Name: "finish", Description: "done", Parameters: json.RawMessage(`{"type":"object"}`)}}
 
 func TestResponsesRequestAndToolCalls(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, responsesToolAnswer)}}
 	m, events := newResponses(t, f)
-	reply, err := m.Complete(context.Background(), harness.Request{Messages: []harness.Message{
-		{Role: harness.RoleSystem, Content: "system"},
-		{Role: harness.RoleUser, Content: "task"},
+	reply, err := m.Complete(context.Background(), Request{Messages: []Message{
+		{Role: RoleSystem, Content: "system"},
+		{Role: RoleUser, Content: "task"},
 	}, Tools: responsesTools})
 	if err != nil {
 		t.Fatal(err)
@@ -72,14 +70,14 @@ func TestResponsesRequestAndToolCalls(t *testing.T) {
 	if msg.Content != "Checking alerts and events." {
 		t.Errorf("content = %q", msg.Content)
 	}
-	if len(msg.ToolCalls) != 2 || msg.ToolCalls[0] != (harness.ToolCall{ID: "call_1", Name: "code_exec", Arguments: `{"cmd": "ls alerts"}`}) ||
-		msg.ToolCalls[1] != (harness.ToolCall{ID: "call_2", Name: "code_exec", Arguments: "{not json"}) {
+	if len(msg.ToolCalls) != 2 || msg.ToolCalls[0] != (ToolCall{ID: "call_1", Name: "code_exec", Arguments: `{"cmd": "ls alerts"}`}) ||
+		msg.ToolCalls[1] != (ToolCall{ID: "call_2", Name: "code_exec", Arguments: "{not json"}) {
 		t.Fatalf("tool calls = %+v", msg.ToolCalls)
 	}
 	if got := gjson.GetBytes(msg.Opaque, "0.encrypted_content").String(); got != "gAAAAABenc-first==" {
 		t.Errorf("reasoning kept = %s", msg.Opaque)
 	}
-	if u := reply.Usage; u != (harness.Usage{Input: 5200, CachedRead: 4096, Output: 310, Reasoning: 250}) {
+	if u := reply.Usage; u != (Usage{Input: 5200, CachedRead: 4096, Output: 310, Reasoning: 250}) {
 		t.Errorf("usage = %+v", u)
 	}
 	if len(*events) != 2 || (*events)[0].Kind != "request" || (*events)[1].Kind != "response" {
@@ -101,14 +99,14 @@ func TestResponsesTextOnlyReplyAndUnsetOptions(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, responsesTextAnswer)}}
 	m, _ := newResponses(t, f)
 	m.MaxTokens, m.ReasoningEffort = 0, ""
-	reply, err := m.Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "task"}}, Tools: responsesTools})
+	reply, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "task"}}, Tools: responsesTools})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if reply.Message.Content != "The root cause is the flagd ConfigMap." || len(reply.Message.ToolCalls) != 0 || reply.Message.Opaque != nil {
 		t.Fatalf("reply = %+v", reply.Message)
 	}
-	if u := reply.Usage; u != (harness.Usage{Input: 900, Output: 12}) {
+	if u := reply.Usage; u != (Usage{Input: 900, Output: 12}) {
 		t.Errorf("usage = %+v", u)
 	}
 	sent := gjson.ParseBytes(f.received[0])
@@ -125,23 +123,23 @@ func TestResponsesTextOnlyReplyAndUnsetOptions(t *testing.T) {
 func TestResponsesSendsReasoningBack(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, responsesToolAnswer), status(200, responsesTextAnswer)}}
 	m, events := newResponses(t, f)
-	conv := []harness.Message{{Role: harness.RoleSystem, Content: "system"}, {Role: harness.RoleUser, Content: "task"}}
-	first, err := m.Complete(context.Background(), harness.Request{Messages: conv, Tools: responsesTools})
+	conv := []Message{{Role: RoleSystem, Content: "system"}, {Role: RoleUser, Content: "task"}}
+	first, err := m.Complete(context.Background(), Request{Messages: conv, Tools: responsesTools})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The JSON round trip is what a resumed or replayed conversation goes through.
 	b, _ := json.Marshal(first.Message)
-	var kept harness.Message
+	var kept Message
 	if err := json.Unmarshal(b, &kept); err != nil {
 		t.Fatal(err)
 	}
 	conv = append(conv, kept,
-		harness.Message{Role: harness.RoleTool, ToolCallID: "call_1", Content: "<shell_results>a.json</shell_results>"},
-		harness.Message{Role: harness.RoleTool, ToolCallID: "call_2", Content: "Invalid arguments", IsError: true},
-		harness.Message{Role: harness.RoleAssistant, Opaque: json.RawMessage(`[{"type":"reasoning","encrypted_content":"led-nowhere","summary":[]}]`)},
-		harness.Message{Role: harness.RoleUser, Content: "Continue."})
-	if _, err := m.Complete(context.Background(), harness.Request{Messages: conv, Tools: responsesTools}); err != nil {
+		Message{Role: RoleTool, ToolCallID: "call_1", Content: "<shell_results>a.json</shell_results>"},
+		Message{Role: RoleTool, ToolCallID: "call_2", Content: "Invalid arguments", IsError: true},
+		Message{Role: RoleAssistant, Opaque: json.RawMessage(`[{"type":"reasoning","encrypted_content":"led-nowhere","summary":[]}]`)},
+		Message{Role: RoleUser, Content: "Continue."})
+	if _, err := m.Complete(context.Background(), Request{Messages: conv, Tools: responsesTools}); err != nil {
 		t.Fatal(err)
 	}
 	received := gjson.Get(responsesToolAnswer, "output.0")
@@ -193,7 +191,7 @@ func TestResponsesIncompleteIsAReply(t *testing.T) {
   {"type":"function_call","status":"incomplete","call_id":"call_9","name":"code_exec","arguments":"{\"cmd\": \"grep -c Warn"}],
  "usage":{"input_tokens":100,"output_tokens":4096,"output_tokens_details":{"reasoning_tokens":4000}}}`)}}
 	m, _ := newResponses(t, f)
-	reply, err := m.Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "task"}}})
+	reply, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "task"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +212,7 @@ func TestResponsesRetriesTransientFailures(t *testing.T) {
 		status(200, responsesTextAnswer),
 	}}
 	m, events := newResponses(t, f)
-	reply, err := m.Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "task"}}})
+	reply, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "task"}}})
 	if err != nil || reply.Message.Content != "The root cause is the flagd ConfigMap." || len(f.received) != 5 {
 		t.Fatalf("reply %+v, err %v, %d requests", reply.Message, err, len(f.received))
 	}
@@ -244,7 +242,7 @@ func TestResponsesPermanentErrorsFailAtOnce(t *testing.T) {
 	} {
 		f := &fakeChat{answers: []func(http.ResponseWriter){status(c.code, c.body), status(200, responsesTextAnswer)}}
 		m, events := newResponses(t, f)
-		_, err := m.Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "task"}}})
+		_, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "task"}}})
 		var apiErr *APIError
 		if !errors.As(err, &apiErr) || apiErr.Transient() || apiErr.Status != c.code || !strings.Contains(err.Error(), c.want) || len(f.received) != 1 {
 			t.Errorf("HTTP %d: err %v after %d requests", c.code, err, len(f.received))
@@ -261,7 +259,7 @@ func TestResponsesContextOverflow(t *testing.T) {
 	} {
 		f := &fakeChat{answers: []func(http.ResponseWriter){answer, status(200, responsesTextAnswer)}}
 		m, _ := newResponses(t, f)
-		_, err := m.Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "task"}}})
+		_, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "task"}}})
 		if !errors.Is(err, ErrContextOverflow) || len(f.received) != 1 {
 			t.Errorf("err = %v after %d requests, want a context overflow at once", err, len(f.received))
 		}
@@ -275,14 +273,14 @@ func TestResponsesMalformedAnswers(t *testing.T) {
 	}
 	m, _ := newResponses(t, f)
 	m.Budget = 50 * time.Millisecond
-	_, err := m.Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "task"}}})
+	_, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "task"}}})
 	if !errors.Is(err, errMalformed) || !strings.Contains(err.Error(), "gave up after") || !strings.Contains(err.Error(), "gpt-test") {
 		t.Fatalf("a body that is not JSON: err = %v", err)
 	}
 
 	f = &fakeChat{answers: []func(http.ResponseWriter){status(200, `{"id":"resp_3","status":"completed"}`)}}
 	m, _ = newResponses(t, f)
-	_, err = m.Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "task"}}})
+	_, err = m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "task"}}})
 	if !errors.Is(err, errNoReply) || !strings.Contains(err.Error(), "no output") || len(f.received) != 1 {
 		t.Fatalf("JSON with no output: err = %v after %d requests", err, len(f.received))
 	}
@@ -293,7 +291,7 @@ func TestResponsesMalformedAnswers(t *testing.T) {
 func TestResponsesWithoutTools(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, responsesTextAnswer)}}
 	m, _ := newResponses(t, f)
-	if _, err := m.Complete(context.Background(), harness.Request{Messages: []harness.Message{{Role: harness.RoleUser, Content: "map"}}}); err != nil {
+	if _, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "map"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if sent := gjson.ParseBytes(f.received[0]); sent.Get("tools").Exists() || sent.Get("tool_choice").Exists() {

@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/aa-grade/aa-grade/harness"
-	"github.com/aa-grade/aa-grade/harness/baseline"
 )
 
 // ErrModelSpec marks a --model value that names no usable model; the message says why.
@@ -16,13 +13,14 @@ var ErrModelSpec = errors.New("bad model")
 // getenv: openai/MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), openai-responses/MODEL (the same, for
 // the Responses API), anthropic/MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL),
 // openrouter/ORG/MODEL (OPENROUTER_API_KEY), openai-api/PROVIDER/MODEL (<PROVIDER>_BASE_URL,
-// and <PROVIDER>_API_KEY when the server wants one), builtin/baseline, replay/RUN_DIR.
+// and <PROVIDER>_API_KEY when the server wants one). builtin/baseline and replay/RUN_DIR are
+// built where the run builds its model: they call no provider.
 // opts carries the generation settings and the recorder; its Model, BaseURL and APIKey are
 // filled here.
-func New(spec string, getenv func(string) string, opts Options) (harness.Model, error) {
+func New(spec string, getenv func(string) string, opts Options) (Model, error) {
 	provider, rest, ok := strings.Cut(spec, "/")
 	if !ok || rest == "" {
-		return nil, fmt.Errorf("%w: %q: expected PROVIDER/MODEL (openai/, openai-responses/, anthropic/, openrouter/, openai-api/, builtin/baseline)", ErrModelSpec, spec)
+		return nil, fmt.Errorf("%w: %q: expected PROVIDER/MODEL (openai/, openai-responses/, anthropic/, openrouter/, openai-api/)", ErrModelSpec, spec)
 	}
 	key := func(name string) (string, error) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
@@ -39,13 +37,6 @@ func New(spec string, getenv func(string) string, opts Options) (harness.Model, 
 	var err error
 	opts.Model = rest
 	switch provider {
-	case "replay":
-		return NewReplay(rest)
-	case "builtin":
-		if rest != "baseline" {
-			return nil, fmt.Errorf("%w: %q: the built-in model is builtin/baseline", ErrModelSpec, spec)
-		}
-		return baseline.Model{}, nil
 	case "openai", "openai-responses":
 		opts.BaseURL = base("OPENAI_BASE_URL", "https://api.openai.com/v1")
 		if opts.APIKey, err = key("OPENAI_API_KEY"); err != nil {
@@ -83,5 +74,5 @@ func New(spec string, getenv func(string) string, opts Options) (harness.Model, 
 		opts.Model, opts.APIKey = model, getenv(prefix+"_API_KEY") // local servers often need no key
 		return &OpenAIChat{Options: opts}, nil
 	}
-	return nil, fmt.Errorf("%w: %q: unknown provider %q (openai, openai-responses, anthropic, openrouter, openai-api, builtin, replay)", ErrModelSpec, spec, provider)
+	return nil, fmt.Errorf("%w: %q: unknown provider %q (openai, openai-responses, anthropic, openrouter, openai-api)", ErrModelSpec, spec, provider)
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/aa-grade/aa-grade/harness/baseline"
 )
 
 func TestNewFromSpec(t *testing.T) {
@@ -21,7 +19,6 @@ func TestNewFromSpec(t *testing.T) {
 		"openrouter/google/gemini-3.5-flash": {"chat", "google/gemini-3.5-flash", "https://openrouter.ai/api/v1", "k3"},
 		"openai-api/vllm/Qwen/Qwen3-32B":     {"chat", "Qwen/Qwen3-32B", "http://127.0.0.1:8000/v1", ""},
 		"openai-api/my-lab/model-x":          {"chat", "model-x", "http://lab/v1", "k4"},
-		"builtin/baseline":                   {"baseline", "", "", ""},
 	} {
 		m, err := New(spec, getenv, Options{MaxTokens: 1000})
 		if err != nil {
@@ -37,10 +34,8 @@ func TestNewFromSpec(t *testing.T) {
 			kind, o = "responses", v.Options
 		case *Anthropic:
 			kind, o = "anthropic", v.Options
-		case baseline.Model:
-			kind = "baseline"
 		}
-		if kind != want.kind || o.Model != want.model || o.BaseURL != want.base || o.APIKey != want.key || (kind != "baseline" && o.MaxTokens != 1000) {
+		if kind != want.kind || o.Model != want.model || o.BaseURL != want.base || o.APIKey != want.key || o.MaxTokens != 1000 {
 			t.Errorf("%s: %s %+v, want %+v", spec, kind, o, want)
 		}
 	}
@@ -55,7 +50,7 @@ func TestNewFromSpec(t *testing.T) {
 		"openrouter/gemini":        "expected openrouter/ORG/MODEL",
 		"openai-api/ollama/llama3": "needs OLLAMA_BASE_URL",
 		"openai-api/vllm":          "expected openai-api/PROVIDER/MODEL",
-		"builtin/oracle":           "builtin/baseline",
+		"builtin/baseline":         "unknown provider", // the run builds it, not a provider
 		"acme/model":               "unknown provider",
 		"openai-responses/gpt-5.5": "needs OPENAI_API_KEY",
 	} {

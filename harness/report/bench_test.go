@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testfs"
 )
@@ -25,7 +25,7 @@ func BenchmarkReports(b *testing.B) {
 		for r := 1; r <= 3; r++ {
 			cost := float64(i%7) * 0.4
 			line, _ := json.Marshal(runfolder.Result{Task: task, Repeat: r, Status: "ok", Score: float64((i+r)%3) / 2, TP: 1,
-				Turns: (i * r) % 101, ToolCalls: (i * r) % 90, Tokens: harness.Usage{Input: 900000, CachedRead: 800000, Output: 20000},
+				Turns: (i * r) % 101, ToolCalls: (i * r) % 90, Tokens: model.Usage{Input: 900000, CachedRead: 800000, Output: 20000},
 				CostUSD: &cost, Duration: 400})
 			lines.Write(append(line, '\n'))
 		}

@@ -12,7 +12,7 @@ import (
 	"slices"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
 )
@@ -89,10 +89,10 @@ type Overview struct {
 	Errors int `json:"errors"`
 	// CostUSD is the total and CostPerTask the mean of a finished episode (one attempt at one
 	// task, as the leaderboard's $/task); both null when prices are unknown.
-	CostUSD     *float64      `json:"cost_usd"`
-	CostPerTask *float64      `json:"cost_per_task_usd"`
-	MeanTurns   float64       `json:"mean_turns"`
-	Tokens      harness.Usage `json:"tokens"`
+	CostUSD     *float64    `json:"cost_usd"`
+	CostPerTask *float64    `json:"cost_per_task_usd"`
+	MeanTurns   float64     `json:"mean_turns"`
+	Tokens      model.Usage `json:"tokens"`
 	// Grading says who mapped entities to ground-truth groups: "rules" or "judge MODEL"; Judge
 	// has the judge's statistics (episodes it decided, fallbacks, agreement with the rules).
 	Grading string             `json:"grading"`
@@ -148,12 +148,12 @@ type TaskStats struct {
 	Score    float64 `json:"score"`
 	Episodes int     `json:"episodes"` // finished
 	// Statuses of the finished episodes, in repeat order.
-	Statuses       []string      `json:"statuses"`
-	MeanTurns      float64       `json:"mean_turns"`
-	MeanToolCalls  float64       `json:"mean_tool_calls"`
-	Tokens         harness.Usage `json:"tokens"`
-	CostUSD        *float64      `json:"cost_usd"`
-	CostPerEpisode *float64      `json:"cost_per_episode_usd"`
+	Statuses       []string    `json:"statuses"`
+	MeanTurns      float64     `json:"mean_turns"`
+	MeanToolCalls  float64     `json:"mean_tool_calls"`
+	Tokens         model.Usage `json:"tokens"`
+	CostUSD        *float64    `json:"cost_usd"`
+	CostPerEpisode *float64    `json:"cost_per_episode_usd"`
 }
 
 // PerTask gives each task of the run, in the run's order.
@@ -194,7 +194,7 @@ func cost(episodes []runfolder.Result) *float64 {
 		switch {
 		case e.CostUSD != nil:
 			sum += *e.CostUSD
-		case e.Tokens != harness.Usage{}:
+		case e.Tokens != model.Usage{}:
 			return nil
 		}
 	}

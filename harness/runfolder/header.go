@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
@@ -46,11 +46,11 @@ type Header struct {
 	// A resume does not compare them: prices change no episode, each line of results.jsonl
 	// keeps the cost computed when it was written, and correcting a price must not make paid
 	// episodes run again.
-	Prices *harness.Prices `json:"prices"`
+	Prices *model.Prices `json:"prices"`
 	// RateLimits are the model's rate limits as the run's limiter knew them at its end (given
 	// and learnt from the provider's answers) and the calls and 429s of the last process that
 	// ran in the folder (Folder.RecordRateLimits); a resume keeps them until it records its own.
-	RateLimits *harness.LimitStatus `json:"rate_limits,omitempty"`
+	RateLimits *model.LimitStatus `json:"rate_limits,omitempty"`
 }
 
 // maxHeaderBytes bounds run.json, which a folder from elsewhere may make huge: a real one

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
@@ -25,17 +25,17 @@ type Result struct {
 	TP     int     `json:"tp"`
 	FP     int     `json:"fp"`
 	// RootCauses and RootCausesFound are the episode's recall, for the summary.
-	RootCauses      int           `json:"root_causes"`
-	RootCausesFound int           `json:"root_causes_found"`
-	Turns           int           `json:"turns"`
-	ToolCalls       int           `json:"tool_calls"`
-	Tokens          harness.Usage `json:"tokens"`
-	CostUSD         *float64      `json:"cost_usd"` // null when the model's prices are unknown
-	Duration        float64       `json:"duration_s"`
-	ModelTime       float64       `json:"model_s"`
-	ToolTime        float64       `json:"tool_s"`
-	Retries         int           `json:"retries"` // model calls retried, all attempts counted
-	Error           string        `json:"error,omitempty"`
+	RootCauses      int         `json:"root_causes"`
+	RootCausesFound int         `json:"root_causes_found"`
+	Turns           int         `json:"turns"`
+	ToolCalls       int         `json:"tool_calls"`
+	Tokens          model.Usage `json:"tokens"`
+	CostUSD         *float64    `json:"cost_usd"` // null when the model's prices are unknown
+	Duration        float64     `json:"duration_s"`
+	ModelTime       float64     `json:"model_s"`
+	ToolTime        float64     `json:"tool_s"`
+	Retries         int         `json:"retries"` // model calls retried, all attempts counted
+	Error           string      `json:"error,omitempty"`
 	// Matcher, JudgeNote and Rules say who graded the episode (grader.Verdict).
 	Matcher   string             `json:"matcher,omitempty"`
 	JudgeNote string             `json:"judge_note,omitempty"`

@@ -49,10 +49,10 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		harness.CompressTrajectory(dir) // best effort: the plain file stays readable
 	}()
 	rec := newTrajectory(trajectory)
-	ctx = model.WithRecorder(harness.WithEpisode(ctx, harness.EpisodeID{Task: task.ID, Repeat: repeat}), rec.wire)
+	ctx = model.WithRecorder(model.WithEpisode(ctx, model.EpisodeID{Task: task.ID, Repeat: repeat}), rec.wire)
 	ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
 		ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
-		OnTurn: func(n int, req harness.Request, reply harness.Reply, err error) {
+		OnTurn: func(n int, req model.Request, reply model.Reply, err error) {
 			rec.turn(n, req, reply, err)
 			if cfg.Progress != nil {
 				cfg.Progress.Turn(task.ID, repeat, n, cfg.MaxTurns, lastCommand(cfg.Prompts.ShellToolName(), reply.Message))
@@ -90,7 +90,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 
 // lastCommand is the last command a reply asks the shell tool (named shell) for, "" when it
 // asks for none.
-func lastCommand(shell string, m harness.Message) string {
+func lastCommand(shell string, m model.Message) string {
 	for i := len(m.ToolCalls) - 1; i >= 0; i-- {
 		var args struct {
 			Cmd string `json:"cmd"`

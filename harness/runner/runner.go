@@ -17,6 +17,7 @@ import (
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
@@ -33,7 +34,7 @@ type Config struct {
 	Parallel      int
 	Shard         Shard
 	ModelSpec     string
-	Model         harness.Model
+	Model         model.Model
 	// BaseURL, ReasoningEffort and MaxTokens describe the model calls for run.json (the model
 	// value already applies them).
 	BaseURL         string
@@ -47,7 +48,7 @@ type Config struct {
 	CommandTimeout time.Duration
 	ContextWindow  int64
 	// Prices give each episode its cost; nil when the model's prices are unknown.
-	Prices *harness.Prices
+	Prices *model.Prices
 	// Prompts are every text the model sees (nil: the built-in set).
 	Prompts *harness.Prompts
 	// Grace is how long running episodes may go on once ctx is cancelled (Ctrl-C) before they

@@ -49,14 +49,14 @@ func TestShardsPartitionTheRun(t *testing.T) {
 func TestTrajectoryCountsRetriesAndNewMessages(t *testing.T) {
 	var buf bytes.Buffer
 	tr := newTrajectory(&buf)
-	sys, task := harness.Message{Role: "system", Content: "s"}, harness.Message{Role: "user", Content: "t"}
-	reply := harness.Message{Role: "assistant", Content: "a"}
+	sys, task := model.Message{Role: "system", Content: "s"}, model.Message{Role: "user", Content: "t"}
+	reply := model.Message{Role: "assistant", Content: "a"}
 	tr.wire(model.Event{Kind: "request"})
 	tr.wire(model.Event{Kind: "retry", Attempt: 1})
 	tr.wire(model.Event{Kind: "retry", Attempt: 2})
-	tr.turn(1, harness.Request{Messages: []harness.Message{sys, task}}, harness.Reply{Message: reply}, nil)
-	result := harness.Message{Role: "user", Content: "continue"}
-	tr.turn(2, harness.Request{Messages: []harness.Message{sys, task, reply, result}}, harness.Reply{Message: reply}, nil)
+	tr.turn(1, model.Request{Messages: []model.Message{sys, task}}, model.Reply{Message: reply}, nil)
+	result := model.Message{Role: "user", Content: "continue"}
+	tr.turn(2, model.Request{Messages: []model.Message{sys, task, reply, result}}, model.Reply{Message: reply}, nil)
 	if tr.retries != 2 {
 		t.Errorf("%d retries counted, want 2", tr.retries)
 	}
@@ -80,7 +80,7 @@ func TestResumeKeepsTheRateLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := harness.LimitStatus{Limits: []harness.LimitInForce{{Name: "tokens", Given: 300000, Learnt: 200000}}, Calls: 12, RateLimited: 1}
+	s := model.LimitStatus{Limits: []model.LimitInForce{{Name: "tokens", Given: 300000, Learnt: 200000}}, Calls: 12, RateLimited: 1}
 	for run := range 2 {
 		f, err := runfolder.Open(dir)
 		if err != nil {

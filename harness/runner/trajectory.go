@@ -27,7 +27,7 @@ func (t *trajectory) wire(e model.Event) {
 	t.enc.Encode(e)
 }
 
-func (t *trajectory) turn(n int, req harness.Request, reply harness.Reply, err error) {
+func (t *trajectory) turn(n int, req model.Request, reply model.Reply, err error) {
 	entry := harness.TurnRecord{Kind: "turn", Turn: n, Summary: req.Summary, At: time.Now().UTC(),
 		Input: t.new.Next(req, err != nil), Reply: reply.Message, Usage: reply.Usage}
 	if err != nil {

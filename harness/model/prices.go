@@ -1,4 +1,4 @@
-package harness
+package model
 
 // Prices are a model's token prices in USD per million tokens. Cached reads and writes have
 // their own prices where the provider charges differently; zero there means "as Input".

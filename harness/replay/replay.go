@@ -1,4 +1,5 @@
-package model
+// Package replay plays a recorded run back as a model, offline and deterministically.
+package replay
 
 import (
 	"bufio"
@@ -11,19 +12,20 @@ import (
 	"sync"
 
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
-// Replay plays back the replies a run recorded (replay/RUN_DIR): each episode gets the
+// Model plays back the replies a run recorded (replay/RUN_DIR): each episode gets the
 // replies of the same task and repeat, in order, with their recorded usage, offline and
 // deterministically. When the conversation it is sent differs from the recorded one (a changed
 // prompt, sandbox or tool output), the replay goes on with the recorded replies and notes the
 // first place each episode diverged.
-type Replay struct {
+type Model struct {
 	Dir string
 
 	mu          sync.Mutex
-	episodes    map[harness.EpisodeID]*replayed
+	episodes    map[model.EpisodeID]*replayed
 	divergences []Divergence
 }
 
@@ -35,8 +37,8 @@ type Divergence struct {
 	Detail string `json:"detail"`
 }
 
-// ErrReplayEnded marks an episode that asks for more replies than were recorded.
-var ErrReplayEnded = errors.New("the recording has no more replies")
+// ErrEnded marks an episode that asks for more replies than were recorded.
+var ErrEnded = errors.New("the recording has no more replies")
 
 type replayed struct {
 	turns    []harness.TurnRecord
@@ -45,27 +47,27 @@ type replayed struct {
 	diverged bool
 }
 
-// NewReplay opens a recorded run folder; its errors are runfolder.ReadHeader's, marked
+// New opens a recorded run folder; its errors are runfolder.ReadHeader's, marked
 // ErrModelSpec too.
-func NewReplay(dir string) (*Replay, error) {
+func New(dir string) (*Model, error) {
 	if _, err := runfolder.ReadHeader(dir); err != nil {
-		return nil, fmt.Errorf("%w: replay/%s: %w", ErrModelSpec, dir, err)
+		return nil, fmt.Errorf("%w: replay/%s: %w", model.ErrModelSpec, dir, err)
 	}
-	return &Replay{Dir: dir, episodes: map[harness.EpisodeID]*replayed{}}, nil
+	return &Model{Dir: dir, episodes: map[model.EpisodeID]*replayed{}}, nil
 }
 
 // Complete answers with the episode's next recorded reply.
-func (r *Replay) Complete(ctx context.Context, req harness.Request) (harness.Reply, error) {
-	id, ok := harness.EpisodeFrom(ctx)
+func (r *Model) Complete(ctx context.Context, req model.Request) (model.Reply, error) {
+	id, ok := model.EpisodeFrom(ctx)
 	if !ok {
-		return harness.Reply{}, errors.New("replay: the call names no episode")
+		return model.Reply{}, errors.New("replay: the call names no episode")
 	}
 	ep, err := r.episode(id)
 	if err != nil {
-		return harness.Reply{}, err
+		return model.Reply{}, err
 	}
 	if ep.next >= len(ep.turns) {
-		return harness.Reply{}, fmt.Errorf("replay of %s repeat %d: %w after %d calls", id.Task, id.Repeat, ErrReplayEnded, len(ep.turns))
+		return model.Reply{}, fmt.Errorf("replay of %s repeat %d: %w after %d calls", id.Task, id.Repeat, ErrEnded, len(ep.turns))
 	}
 	rec := ep.turns[ep.next]
 	ep.next++
@@ -77,30 +79,28 @@ func (r *Replay) Complete(ctx context.Context, req harness.Request) (harness.Rep
 			r.mu.Lock()
 			r.divergences = append(r.divergences, d)
 			r.mu.Unlock()
-			if rec, ok := ctx.Value(recorderKey{}).(func(Event)); ok {
-				rec(Event{Kind: "divergence", Error: fmt.Sprintf("turn %d: %s", d.Turn, detail)})
-			}
+			model.RecordEvent(ctx, model.Event{Kind: "divergence", Error: fmt.Sprintf("turn %d: %s", d.Turn, detail)})
 		}
 	}
 	if rec.Error != "" {
-		if strings.Contains(rec.Error, harness.ErrContextOverflow.Error()) {
-			return harness.Reply{}, fmt.Errorf("replayed: %w", harness.ErrContextOverflow)
+		if strings.Contains(rec.Error, model.ErrContextOverflow.Error()) {
+			return model.Reply{}, fmt.Errorf("replayed: %w", model.ErrContextOverflow)
 		}
-		return harness.Reply{}, fmt.Errorf("replayed: %s", rec.Error)
+		return model.Reply{}, fmt.Errorf("replayed: %s", rec.Error)
 	}
-	return harness.Reply{Message: rec.Reply, Usage: rec.Usage}, nil
+	return model.Reply{Message: rec.Reply, Usage: rec.Usage}, nil
 }
 
 // Divergences lists the episodes whose conversation differed from the recording, each at its
 // first difference.
-func (r *Replay) Divergences() []Divergence {
+func (r *Model) Divergences() []Divergence {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Divergence(nil), r.divergences...)
 }
 
 // episode loads an episode's recording on its first call.
-func (r *Replay) episode(id harness.EpisodeID) (*replayed, error) {
+func (r *Model) episode(id model.EpisodeID) (*replayed, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ep, ok := r.episodes[id]; ok {
@@ -125,7 +125,7 @@ func readTurns(dir string) ([]harness.TurnRecord, error) {
 	path := filepath.Join(dir, harness.TrajectoryFile)
 	var turns []harness.TurnRecord
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), maxResponseBytes)
+	sc.Buffer(make([]byte, 1<<20), model.MaxResponseBytes)
 	for line := 1; sc.Scan(); line++ {
 		if !strings.Contains(sc.Text(), `"kind":"turn"`) {
 			continue
@@ -143,7 +143,7 @@ func readTurns(dir string) ([]harness.TurnRecord, error) {
 }
 
 // differ says how a call differs from the recorded one, or "" when it does not.
-func differ(rec harness.TurnRecord, req harness.Request, input []harness.Message) string {
+func differ(rec harness.TurnRecord, req model.Request, input []model.Message) string {
 	if rec.Summary != req.Summary {
 		return fmt.Sprintf("the recording has a summary call=%v here, the run summary call=%v", rec.Summary, req.Summary)
 	}

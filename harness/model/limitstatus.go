@@ -1,4 +1,4 @@
-package harness
+package model
 
 // LimitStatus is what a run's rate limiter knows and has done (harness/model's Limiter): the
 // display shows it live, and the run's record keeps its JSON fields once the run is over.

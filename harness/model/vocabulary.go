@@ -1,6 +1,6 @@
-// Package harness runs episodes: a model investigates a sandboxed snapshot through the shell
-// tool, turn by turn, and submits a diagnosis, exactly as the reference harness does.
-package harness
+// The provider-neutral vocabulary every model speaks: messages, tools, requests, replies, usage.
+
+package model
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package model
+package replay
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 )
 
 func TestReplayFailures(t *testing.T) {
-	if _, err := NewReplay(t.TempDir()); !errors.Is(err, ErrModelSpec) {
+	if _, err := New(t.TempDir()); !errors.Is(err, model.ErrModelSpec) {
 		t.Fatalf("a folder with no run.json: %v", err)
 	}
 	dir := t.TempDir()
@@ -22,23 +22,23 @@ func TestReplayFailures(t *testing.T) {
 	os.WriteFile(filepath.Join(ep, "trajectory.jsonl"), []byte(
 		`{"kind":"request","body":{}}`+"\n"+
 			`{"kind":"turn","turn":1,"input":[{"role":"system","content":"s"},{"role":"user","content":"t"}],"reply":{"role":"assistant","content":"hi"},"usage":{"input":10,"output":2}}`+"\n"), 0o644)
-	r, err := NewReplay(dir)
+	r, err := New(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := harness.Request{Messages: []harness.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "t"}}}
+	req := model.Request{Messages: []model.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "t"}}}
 	if _, err := r.Complete(context.Background(), req); err == nil || !strings.Contains(err.Error(), "names no episode") {
 		t.Fatalf("a call outside an episode: %v", err)
 	}
-	ctx := harness.WithEpisode(context.Background(), harness.EpisodeID{Task: "Scenario-1", Repeat: 1})
+	ctx := model.WithEpisode(context.Background(), model.EpisodeID{Task: "Scenario-1", Repeat: 1})
 	reply, err := r.Complete(ctx, req)
 	if err != nil || reply.Message.Content != "hi" || reply.Usage.Input != 10 || len(r.Divergences()) != 0 {
 		t.Fatalf("replayed %+v, %v, divergences %v", reply, err, r.Divergences())
 	}
-	if _, err := r.Complete(ctx, req); !errors.Is(err, ErrReplayEnded) {
+	if _, err := r.Complete(ctx, req); !errors.Is(err, ErrEnded) {
 		t.Fatalf("a call past the recording: %v", err)
 	}
-	other := harness.WithEpisode(context.Background(), harness.EpisodeID{Task: "Scenario-1", Repeat: 2})
+	other := model.WithEpisode(context.Background(), model.EpisodeID{Task: "Scenario-1", Repeat: 2})
 	if _, err := r.Complete(other, req); err == nil || !strings.Contains(err.Error(), "Scenario-1 repeat 2") {
 		t.Fatalf("an episode with no recording: %v", err)
 	}
