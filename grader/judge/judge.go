@@ -1,8 +1,3 @@
-// Package judge maps submitted entities to ground-truth groups by asking a model, as the
-// official ITBench-AA grading does: the model gets the whole ground truth and the whole
-// submission and answers with a confident match, or none, per entity. Answers are cached on
-// disk, so grading again costs nothing and gives the same result; when the judge cannot
-// answer, the deterministic rules of package grader decide.
 package judge
 
 import (

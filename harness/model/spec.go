@@ -9,7 +9,7 @@ import (
 // ErrModelSpec marks a --model value that names no usable model; the message says why.
 var ErrModelSpec = errors.New("bad model")
 
-// New builds the model a --model value names (DESIGN.md), reading keys and base URLs through
+// New builds the model a --model value names (docs/design.md), reading keys and base URLs through
 // getenv: openai/MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), openai-responses/MODEL (the same, for
 // the Responses API), anthropic/MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL),
 // openrouter/ORG/MODEL (OPENROUTER_API_KEY), openai-api/PROVIDER/MODEL (<PROVIDER>_BASE_URL,

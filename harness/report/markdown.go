@@ -86,7 +86,7 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 	return nil
 }
 
-// statusOrder lists the statuses present, in the order of DESIGN.md, then any other.
+// statusOrder lists the statuses present, in the order of docs/design.md, then any other.
 func statusOrder(counts map[string]int) []string {
 	known := []string{grader.StatusOK, grader.StatusMaxTurns, grader.StatusNoSubmission, grader.StatusInvalid,
 		grader.StatusMissing, grader.StatusError}

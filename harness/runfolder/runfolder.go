@@ -1,4 +1,4 @@
-// Package runfolder owns the layout of a run folder (README.md, under aa-grade run): its file
+// Package runfolder owns the layout of a run folder (docs/run-folder.md): its file
 // names, the header (run.json), the results (results.jsonl) and the episode folders. It is
 // the one reader of run folders, so that run, grade, report, merge and replay agree on what a
 // folder holds and say the same thing about a broken one, and the one writer, so that every
