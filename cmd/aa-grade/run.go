@@ -201,7 +201,7 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 			}
 		}
 		var werr error
-		if run, werr = report.WriteFolder(out); werr != nil {
+		if run, werr = report.WriteFolder(out, analysisTasks(ds)); werr != nil {
 			if err == nil {
 				return werr
 			}

@@ -79,6 +79,7 @@ func Summarise(episodes []Episode) Summary {
 		fps += n
 	}
 	for c, n := range s.FalsePositives {
+		s.FalsePositiveShares[c] = 0
 		if fps > 0 {
 			s.FalsePositiveShares[c] = float64(n) / float64(fps)
 		}

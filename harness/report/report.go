@@ -13,6 +13,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/analysis"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
 )
@@ -29,6 +30,9 @@ type Run struct {
 	// Summary covers every task x repeat of the run, those not run yet counting as errors, so
 	// a report on a partial run shows what a resume would start from.
 	Summary grader.Summary
+	// Analysis is the run's analysis (partial credit, false positives, investigation), nil
+	// when the reports were asked for without the dataset's ground truths.
+	Analysis *analysis.Run
 }
 
 // Load reads the run folder dir, with runfolder.Read's errors. Tasks or repeats found in

@@ -159,7 +159,7 @@ func TestFormatUSD(t *testing.T) {
 // be written is an error naming it, and a folder that is not a run gets nothing.
 func TestWriteFolder(t *testing.T) {
 	dir := copyRun(t, opusDir)
-	if _, err := WriteFolder(dir); err != nil {
+	if _, err := WriteFolder(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{ParquetFile, MarkdownFile, HTMLFile} {
@@ -170,7 +170,7 @@ func TestWriteFolder(t *testing.T) {
 
 	blocked := copyRun(t, opusDir)
 	testfs.Write(t, filepath.Join(blocked, HTMLFile, "keep"), "x")
-	if _, err := WriteFolder(blocked); err == nil || !strings.Contains(err.Error(), HTMLFile) {
+	if _, err := WriteFolder(blocked, nil); err == nil || !strings.Contains(err.Error(), HTMLFile) {
 		t.Fatalf("report.html blocked by a folder: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(blocked, HTMLFile, "keep")); err != nil {
@@ -178,7 +178,7 @@ func TestWriteFolder(t *testing.T) {
 	}
 
 	empty := t.TempDir()
-	if _, err := WriteFolder(empty); !errors.Is(err, runfolder.ErrNotRunFolder) {
+	if _, err := WriteFolder(empty, nil); !errors.Is(err, runfolder.ErrNotRunFolder) {
 		t.Fatalf("not a run folder: %v", err)
 	}
 	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
