@@ -27,7 +27,7 @@ var sourcePatterns = map[string]*regexp.Regexp{
 
 // Command kinds, in the order reports list them: a command is of the first kind one of its
 // programs belongs to, so `grep x f | python3 -c ...` is python.
-var CommandKinds = []string{"answer", "python", "jq", "grep_awk_sed", "read", "listing", "other"}
+var CommandKinds = []string{"answer", "python", "jq", "grep_awk_sed", "listing", "read", "other"}
 
 var programKinds = map[string]string{
 	"python": "python", "python3": "python",
@@ -76,7 +76,7 @@ func program(simple string) string {
 			i++ // its duration
 		case strings.HasPrefix(w, "-"): // an option of a wrapper
 		default:
-			return path.Base(w)
+			return path.Base(strings.TrimRight(w, ")}"))
 		}
 	}
 	return ""
