@@ -308,8 +308,8 @@ func niceTicks(top int) []int {
 
 // fpChart shows each run's false positives as one bar split by class shares.
 type fpChart struct {
-	Height float64
-	Rows   []fpRow
+	Height, NoteX float64
+	Rows          []fpRow
 }
 
 type fpRow struct {
@@ -321,12 +321,12 @@ type fpRow struct {
 
 const (
 	fpLeft  = 300.0
-	fpWidth = 600.0
+	fpWidth = 520.0
 	fpRowH  = 26.0
 )
 
 func newFPChart(runs []analysisRunView) fpChart {
-	c := fpChart{Height: 40 + fpRowH*float64(len(runs))}
+	c := fpChart{Height: 40 + fpRowH*float64(len(runs)), NoteX: fpLeft + fpWidth + 8}
 	for i, r := range runs {
 		row := fpRow{Y: 30 + fpRowH*float64(i), Label: fmt.Sprintf("R%d %s", r.N, r.Label), Note: fmt.Sprintf("%d false positives", r.FalsePositives)}
 		x := fpLeft
