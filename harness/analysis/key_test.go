@@ -14,7 +14,7 @@ import (
 )
 
 // realKey reads IBM's ground truth of a scenario from the shared real data.
-func realKey(t *testing.T, scenario string, topo *Topology) (*grader.GroundTruth, *Key) {
+func realKey(t testing.TB, scenario string, topo *Topology) (*grader.GroundTruth, *Key) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(shareddata.Dir(t), "ground-truth", "itbench-github", scenario+".yaml"))
 	if err != nil {
