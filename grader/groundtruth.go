@@ -18,6 +18,11 @@ const MaxGroundTruthBytes = 4 << 20
 // sets the aliases merge them into.
 type GroundTruth struct {
 	Groups []Group
+	// Propagations are the fault's steps as the file describes them (source group id to target
+	// group id) and Alerting the ids of the groups its alerts name: not scored, but what
+	// partial credit and the classes of false positives rest on (harness/analysis).
+	Propagations []Propagation
+	Alerting     []string
 	// Warnings are problems that do not stop grading, such as a filter read as a glob.
 	Warnings []string
 
@@ -35,6 +40,11 @@ type Group struct {
 	Name      string // exact name, used by groups without a filter
 	Filters   []Filter
 	RootCause bool
+}
+
+// Propagation is one step of the fault: the group Source makes Target fail.
+type Propagation struct {
+	Source, Target string
 }
 
 // Filter is one name filter of a group (rule 6).
@@ -89,6 +99,7 @@ func ParseGroundTruth(doc []byte) (*GroundTruth, error) {
 	if err := gt.buildScoringSets(aliases); err != nil {
 		return nil, err
 	}
+	gt.Propagations, gt.Alerting = parseDescriptive(payload)
 	if gt.RootCauseSets() == 0 {
 		return nil, gtError("no group has root_cause: true")
 	}
@@ -170,6 +181,33 @@ func (gt *GroundTruth) parseGroup(raw any) (Group, error) {
 		return g, gtError("%s has neither filter nor name", g.ID)
 	}
 	return g, nil
+}
+
+// parseDescriptive reads the propagations and the alerts' group ids, which grading ignores:
+// an item that is not a map or lacks an id is skipped. Ids are kept as written, even one no
+// group has: these parts were never checked by the official grading, so their readers must
+// expect dangling ids.
+func parseDescriptive(payload map[string]any) ([]Propagation, []string) {
+	var props []Propagation
+	list, _ := payload["propagations"].([]any)
+	for _, item := range list {
+		if m, ok := item.(map[string]any); ok {
+			p := Propagation{Source: scalar(m["source"]), Target: scalar(m["target"])}
+			if p.Source != "" && p.Target != "" {
+				props = append(props, p)
+			}
+		}
+	}
+	var alerting []string
+	list, _ = payload["alerts"].([]any)
+	for _, item := range list {
+		if m, ok := item.(map[string]any); ok {
+			if id := scalar(m["groupid"]); id != "" && !slices.Contains(alerting, id) {
+				alerting = append(alerting, id)
+			}
+		}
+	}
+	return props, alerting
 }
 
 func truthy(v any) bool {
@@ -296,6 +334,18 @@ func (gt *GroundTruth) AliasSets() [][]string {
 	}
 	return out
 }
+
+// Sets is how many scoring sets the groups form (aliases merged).
+func (gt *GroundTruth) Sets() int { return gt.setCount }
+
+// SetOf returns the scoring set of group i.
+func (gt *GroundTruth) SetOf(i int) int { return gt.setOf[i] }
+
+// IsRootSet reports whether scoring set s holds a root cause.
+func (gt *GroundTruth) IsRootSet(s int) bool { return gt.rootSets[s] }
+
+// GroupIndex returns the index of the first group with this id, or -1.
+func (gt *GroundTruth) GroupIndex(id string) int { return gt.groupIndex(id) }
 
 // groupIndex returns the index of the first group with this id, or -1.
 func (gt *GroundTruth) groupIndex(id string) int {

@@ -207,3 +207,32 @@ func FuzzParseGroundTruth(f *testing.F) {
 		_ = gt.Score([]string{"otel-demo/Pod/a-1", "Namespace/x"})
 	})
 }
+
+// TestPropagationsAndAlerts: the descriptive parts partial credit rests on are kept as
+// written, in either envelope and key style; malformed items are skipped.
+func TestPropagationsAndAlerts(t *testing.T) {
+	for name, doc := range map[string]string{
+		"flat": `
+groups: [{id: cm, kind: ConfigMap, name: flagd-config, root_cause: true}, {id: cart, kind: Service, filter: ['cart\b']}]
+alerts: [{id: HighRequestErrorRate, group_id: cart}, {id: Again, group_id: cart}, "not a map"]
+propagations: [{source: cm, target: cart, condition: c}, {source: cm}, 7]`,
+		"wrapped, camelCase": `
+apiVersion: itbench.io/v1
+kind: GroundTruth
+spec:
+  groups: [{id: cm, kind: ConfigMap, name: flagd-config, rootCause: true}, {id: cart, kind: Service, filter: ['cart\b']}]
+  alerts: [{groupId: cart}]
+  propagations: [{source: cm, target: cart}]`,
+	} {
+		gt, err := ParseGroundTruth([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(gt.Propagations) != 1 || gt.Propagations[0] != (Propagation{Source: "cm", Target: "cart"}) {
+			t.Errorf("%s: propagations %v", name, gt.Propagations)
+		}
+		if len(gt.Alerting) != 1 || gt.Alerting[0] != "cart" {
+			t.Errorf("%s: alerting %v", name, gt.Alerting)
+		}
+	}
+}

@@ -38,6 +38,13 @@ var workloadKinds = map[string]bool{
 	"Pod": true, "Deployment": true, "ReplicaSet": true, "StatefulSet": true, "DaemonSet": true,
 }
 
+// IsWorkloadKind reports whether a canonical kind runs a service's code (rule 3's kinds):
+// what a service of the traces' call topology can be.
+func IsWorkloadKind(kind string) bool { return workloadKinds[kind] }
+
+// IsClusterScoped reports whether objects of a canonical kind have no namespace.
+func IsClusterScoped(kind string) bool { return clusterScopedKinds[kind] }
+
 // clusterScopedKinds have no namespace: the namespace part of an entity naming one is ignored.
 var clusterScopedKinds = map[string]bool{
 	"Namespace": true, "Node": true, "PersistentVolume": true, "StorageClass": true,

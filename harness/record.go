@@ -1,7 +1,11 @@
 package harness
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -131,4 +135,80 @@ func (n *NewMessages) Next(req model.Request, failed bool) []model.Message {
 		n.seen = len(req.Messages) + 1
 	}
 	return req.Messages[seen:]
+}
+
+// maxTurnLine bounds one turn record: its new messages (tool results cut by the sandbox) and
+// the reply. Wire events can be longer (a request carries the whole conversation); readers of
+// turns skip them without holding them.
+const maxTurnLine = 64 << 20
+
+// ReadTurns reads the turn records of the trajectory in an episode folder (OpenTrajectory),
+// in order, skipping the wire events. A turn line that is not a record, or longer than
+// maxTurnLine, is an error naming the file and line; a last line a crash cut short is left
+// out.
+func ReadTurns(dir string) ([]TurnRecord, error) {
+	f, err := OpenTrajectory(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	path := filepath.Join(dir, TrajectoryFile)
+	var turns []TurnRecord
+	r := bufio.NewReaderSize(f, 64<<10)
+	prefix := []byte(`{"kind":"turn"`)
+	for line := 1; ; line++ {
+		head, err := r.Peek(len(prefix))
+		if errors.Is(err, io.EOF) && len(head) == 0 {
+			return turns, nil
+		}
+		if !bytes.Equal(head, prefix) {
+			if err := skipLine(r); err != nil {
+				return turns, nil // the end of the file
+			}
+			continue
+		}
+		b, err := readLine(r, maxTurnLine)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return turns, nil // cut short by a crash
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		var t TurnRecord
+		if err := json.Unmarshal(b, &t); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		turns = append(turns, t)
+	}
+}
+
+// skipLine reads past the next newline; io.EOF when there is none.
+func skipLine(r *bufio.Reader) error {
+	for {
+		_, err := r.ReadSlice('\n')
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+}
+
+// readLine reads a whole line of at most limit bytes, without its newline; a line with no
+// newline at the end of the file is io.ErrUnexpectedEOF.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > limit {
+			return nil, fmt.Errorf("a turn record longer than %d MiB", limit>>20)
+		}
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, io.EOF):
+			return nil, io.ErrUnexpectedEOF
+		case !errors.Is(err, bufio.ErrBufferFull):
+			return nil, err
+		}
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -65,51 +64,21 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	dir, dataset, repeats := cmd.Args().First(), cmd.String("dataset"), cmd.Int("repeats")
-	var run *runfolder.Run // when dir is a run folder
-	var tasks []string     // a run's tasks
-	switch r, err := runfolder.Read(dir); {
-	case err == nil:
-		run, tasks = r, r.Header.Tasks
-		if !cmd.IsSet("dataset") {
-			dataset = r.Header.Dataset
-		}
-		if repeats == 0 {
-			repeats = r.Header.Repeats
-		}
-		dir = filepath.Join(dir, runfolder.EpisodesDir)
-	case !errors.Is(err, runfolder.ErrNotRunFolder): // else a folder of submissions
-		return runFolderError(err)
-	}
-	ds, err := data.Open(ctx, dataset, data.OpenOptions{Hub: hubConfig(), IndexOnly: true, Tasks: tasks})
+	in, err := openGradeInput(ctx, cmd.Args().First(), cmd.String("dataset"), cmd.IsSet("dataset"))
 	if err != nil {
-		return datasetError(err)
-	}
-	subs, problems, err := findSubmissions(dir, run != nil)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return usageErrorf("%v", err)
-		}
 		return err
 	}
-	if run != nil {
-		for _, w := range run.Warnings {
-			problems = append(problems, grader.Problem{Level: "warning", Message: w})
-		}
-	}
-	for _, w := range ds.Warnings {
-		problems = append(problems, grader.Problem{Level: "warning", Message: w})
+	repeats, problems := cmd.Int("repeats"), in.problems
+	if repeats == 0 && in.run != nil {
+		repeats = in.run.Header.Repeats
 	}
 	opts := grader.GradeOptions{Repeats: repeats, Parallel: cmd.Int("parallel")}
 	if j != nil {
 		opts.Scorer = j.Score
 	}
-	results, gradeProblems, err := grader.GradeSubmissions(ctx, gradeTasks(ds), subs, opts)
+	results, gradeProblems, err := in.grade(ctx, opts)
 	if err != nil {
-		return &exitError{code: 130, err: fmt.Errorf("interrupted: %w", err)}
-	}
-	if run != nil {
-		keepRunStatuses(results, run.Results)
+		return err
 	}
 	out := gradeOutput{Summary: grader.Summarise(results), Problems: append(problems, gradeProblems...)}
 	if j != nil {
@@ -139,26 +108,72 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	return nil
 }
 
-// keepRunStatuses gives the episodes of a run that left no submission the status the run
-// recorded (max_turns, no_submission, error, ...) instead of missing.
-func keepRunStatuses(results []grader.TaskResult, run map[runfolder.Episode]runfolder.Result) {
-	for _, t := range results {
-		for i, e := range t.Episodes {
-			if r, ok := run[runfolder.Episode{Task: t.Task, Repeat: e.Repeat}]; ok && e.Status == grader.StatusMissing && r.Status != grader.StatusOK {
-				t.Episodes[i].Status, t.Episodes[i].Reason = r.Status, r.Error
-			}
-		}
-	}
+// gradeInput is what grade and analyze read of a SUBMISSIONS|RUN argument: the run (nil for
+// a folder of submissions), the dataset whose ground truths apply, the submissions, and what
+// was noticed on the way.
+type gradeInput struct {
+	dir      string
+	run      *runfolder.Run
+	ds       *data.Dataset
+	subs     grader.SubmissionFiles
+	problems []grader.Problem
 }
 
-// findSubmissions lists the submissions in dir. The episodes folder of a run (inRun) whose
-// episodes all failed early does not exist: the run has no submissions, and grade, which only
-// reads, does not create the folder.
-func findSubmissions(dir string, inRun bool) (grader.SubmissionFiles, []grader.Problem, error) {
-	if _, err := os.Stat(dir); inRun && errors.Is(err, fs.ErrNotExist) {
-		return grader.SubmissionFiles{}, nil, nil
+// openGradeInput reads dir as a run folder, or else as a folder of submissions, and opens the
+// dataset (only its index): for a run, the one it ran on unless datasetSet, and only its tasks.
+func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (*gradeInput, error) {
+	if _, err := os.Stat(dir); err != nil { // before a dataset is fetched for nothing
+		return nil, usageErrorf("%v", err)
 	}
-	return grader.FindSubmissions(dir)
+	in := &gradeInput{dir: dir}
+	var tasks []string // a run's tasks
+	switch r, err := runfolder.Read(dir); {
+	case err == nil:
+		in.run, tasks = r, r.Header.Tasks
+		if !datasetSet {
+			dataset = r.Header.Dataset
+		}
+	case !errors.Is(err, runfolder.ErrNotRunFolder): // else a folder of submissions
+		return nil, runFolderError(err)
+	}
+	ds, err := data.Open(ctx, dataset, data.OpenOptions{Hub: hubConfig(), IndexOnly: true, Tasks: tasks})
+	if err != nil {
+		return nil, datasetError(err)
+	}
+	in.ds = ds
+	if in.run != nil {
+		in.subs, in.problems, err = in.run.Submissions()
+	} else {
+		in.subs, in.problems, err = grader.FindSubmissions(dir)
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, usageErrorf("%v", err)
+		}
+		return nil, err
+	}
+	if in.run != nil {
+		for _, w := range in.run.Warnings {
+			in.problems = append(in.problems, grader.Problem{Level: "warning", Message: w})
+		}
+	}
+	for _, w := range ds.Warnings {
+		in.problems = append(in.problems, grader.Problem{Level: "warning", Message: w})
+	}
+	return in, nil
+}
+
+// grade scores the submissions against the dataset; a run's episodes without one keep the
+// status the run recorded.
+func (in *gradeInput) grade(ctx context.Context, opts grader.GradeOptions) ([]grader.TaskResult, []grader.Problem, error) {
+	results, problems, err := grader.GradeSubmissions(ctx, gradeTasks(in.ds), in.subs, opts)
+	if err != nil {
+		return nil, nil, &exitError{code: 130, err: fmt.Errorf("interrupted: %w", err)}
+	}
+	if in.run != nil {
+		in.run.KeepStatuses(results)
+	}
+	return results, problems, nil
 }
 
 func gradeTasks(ds *data.Dataset) []grader.Task {

@@ -127,7 +127,7 @@ func TestInteropDuckDBReadsResultsParquet(t *testing.T) {
 		if err := os.CopyFS(dir, os.DirFS(filepath.Join(moduleRoot, "testdata", "runs", name))); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := report.WriteFolder(dir); err != nil {
+		if _, err := report.WriteFolder(dir, nil); err != nil {
 			t.Fatal(err)
 		}
 		fixtures = append(fixtures, dir)

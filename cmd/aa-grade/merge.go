@@ -40,7 +40,7 @@ func runMerge(_ context.Context, cmd *cli.Command) error {
 	case err != nil:
 		return runFolderError(err)
 	}
-	if _, err := report.WriteFolder(cmd.String("out")); err != nil {
+	if _, err := report.WriteFolder(cmd.String("out"), nil); err != nil {
 		return err
 	}
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter

@@ -203,11 +203,14 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 			}
 		}
 		var werr error
-		if run, werr = report.WriteFolder(out); werr != nil {
+		if run, werr = report.WriteFolder(out, analysisTasks(ds)); werr != nil {
 			if err == nil {
 				return werr
 			}
 			printLine(stderr, "warning: %v", werr)
+		}
+		if run != nil && run.AnalysisErr != nil {
+			printLine(stderr, "warning: the reports leave the analysis out: %v", run.AnalysisErr)
 		}
 	}
 	if errors.Is(err, context.Canceled) {

@@ -2,12 +2,9 @@
 package replay
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -106,40 +103,13 @@ func (r *Model) episode(id model.EpisodeID) (*replayed, error) {
 	if ep, ok := r.episodes[id]; ok {
 		return ep, nil
 	}
-	turns, err := readTurns(runfolder.EpisodeDir(r.Dir, runfolder.Episode{Task: id.Task, Repeat: id.Repeat}))
+	turns, err := harness.ReadTurns(runfolder.EpisodeDir(r.Dir, runfolder.Episode{Task: id.Task, Repeat: id.Repeat}))
 	if err != nil {
 		return nil, fmt.Errorf("replay of %s repeat %d: %w", id.Task, id.Repeat, err)
 	}
 	ep := &replayed{turns: turns}
 	r.episodes[id] = ep
 	return ep, nil
-}
-
-// readTurns reads the turn records of an episode's trajectory, skipping wire events.
-func readTurns(dir string) ([]harness.TurnRecord, error) {
-	f, err := harness.OpenTrajectory(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	path := filepath.Join(dir, harness.TrajectoryFile)
-	var turns []harness.TurnRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), model.MaxResponseBytes)
-	for line := 1; sc.Scan(); line++ {
-		if !strings.Contains(sc.Text(), `"kind":"turn"`) {
-			continue
-		}
-		var t harness.TurnRecord
-		if err := json.Unmarshal(sc.Bytes(), &t); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		turns = append(turns, t)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return turns, nil
 }
 
 // differ says how a call differs from the recorded one, or "" when it does not.

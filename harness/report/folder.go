@@ -6,6 +6,8 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/aa-grade/aa-grade/harness/analysis"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
 
@@ -17,12 +19,22 @@ const (
 )
 
 // WriteFolder reads the run folder dir and writes its three reports into it, each replaced
-// whole, so a report that was there stays readable until the new one is complete. It returns
-// the run as read, for a caller that prints it too.
-func WriteFolder(dir string) (*Run, error) {
+// whole, so a report that was there stays readable until the new one is complete. With the
+// dataset's tasks (nil: none), report.md and report.html summarise the run's analysis too. It
+// returns the run as read, for a caller that prints it too.
+func WriteFolder(dir string, tasks []analysis.Task) (*Run, error) {
 	r, err := Load(dir)
 	if err != nil {
 		return nil, err
+	}
+	if tasks != nil {
+		folder, err := runfolder.Read(dir)
+		if err == nil {
+			r.Analysis, err = analysis.NewAnalyzer().Folder(folder, tasks)
+		}
+		if err != nil { // the score and the results matter more: report them without it
+			r.AnalysisErr = fmt.Errorf("analyse the run: %w", err)
+		}
 	}
 	for _, f := range []struct {
 		name  string

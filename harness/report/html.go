@@ -62,6 +62,10 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 	v.Scatter = scatterChart(runs)
 	v.Turns = turnsChart(runs)
 	v.Heat = heatChart(runs)
+	var err error
+	if v.Analysis, err = analysisSection(analysesOf(runs)); err != nil {
+		return err
+	}
 	if err := page.Execute(w, v); err != nil {
 		return fmt.Errorf("write report.html: %w", err)
 	}
@@ -75,6 +79,7 @@ type htmlView struct {
 	Scatter                      scatterView
 	Turns                        histogramView
 	Heat                         heatView
+	Analysis                     template.HTML // analysis.go
 }
 
 type runView struct {

@@ -80,6 +80,12 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 			b.CI95[0], b.CI95[1], *b.AvgTurns, FormatUSD(b.CostPerTask))
 	}
 	p("\nPublished figures: %s.\n", leaderboard.Source)
+	if r.AnalysisErr != nil {
+		fmt.Fprintf(bw, "\n## Analysis\n\nLeft out: %s\n", mdText(r.AnalysisErr.Error(), 300))
+	}
+	if r.Analysis != nil {
+		writeAnalysisMarkdown(bw, r.Analysis)
+	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write report.md of %s: %w", r.Dir, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/analysis"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
@@ -29,6 +30,11 @@ type Run struct {
 	// Summary covers every task x repeat of the run, those not run yet counting as errors, so
 	// a report on a partial run shows what a resume would start from.
 	Summary grader.Summary
+	// Analysis is the run's analysis (partial credit, false positives, investigation), nil
+	// when the reports were asked for without the dataset's ground truths.
+	Analysis *analysis.Run
+	// AnalysisErr says why the analysis is missing although it was asked for.
+	AnalysisErr error
 }
 
 // Load reads the run folder dir, with runfolder.Read's errors. Tasks or repeats found in

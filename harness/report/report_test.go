@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/analysis"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testfs"
 )
@@ -159,7 +160,7 @@ func TestFormatUSD(t *testing.T) {
 // be written is an error naming it, and a folder that is not a run gets nothing.
 func TestWriteFolder(t *testing.T) {
 	dir := copyRun(t, opusDir)
-	if _, err := WriteFolder(dir); err != nil {
+	if _, err := WriteFolder(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{ParquetFile, MarkdownFile, HTMLFile} {
@@ -170,15 +171,33 @@ func TestWriteFolder(t *testing.T) {
 
 	blocked := copyRun(t, opusDir)
 	testfs.Write(t, filepath.Join(blocked, HTMLFile, "keep"), "x")
-	if _, err := WriteFolder(blocked); err == nil || !strings.Contains(err.Error(), HTMLFile) {
+	if _, err := WriteFolder(blocked, nil); err == nil || !strings.Contains(err.Error(), HTMLFile) {
 		t.Fatalf("report.html blocked by a folder: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(blocked, HTMLFile, "keep")); err != nil {
 		t.Fatalf("the folder in the way was changed: %v", err)
 	}
 
+	// An analysis that fails (here: the episodes folder is a file) leaves the reports whole,
+	// saying what is missing.
+	unlisted := copyRun(t, opusDir)
+	testfs.Write(t, filepath.Join(unlisted, "episodes"), "not a folder")
+	r, err := WriteFolder(unlisted, []analysis.Task{})
+	if err != nil || r.AnalysisErr == nil {
+		t.Fatalf("a failed analysis: err %v, want the reports written and the analysis error kept", err)
+	}
+	md, _ := os.ReadFile(filepath.Join(unlisted, MarkdownFile))
+	if !strings.Contains(string(md), "## Analysis\n\nLeft out: analyse the run") {
+		t.Fatalf("report.md does not say the analysis is left out:\n%s", md)
+	}
+	for _, f := range []string{ParquetFile, HTMLFile} {
+		if info, err := os.Stat(filepath.Join(unlisted, f)); err != nil || info.Size() == 0 {
+			t.Errorf("%s after a failed analysis: %v", f, err)
+		}
+	}
+
 	empty := t.TempDir()
-	if _, err := WriteFolder(empty); !errors.Is(err, runfolder.ErrNotRunFolder) {
+	if _, err := WriteFolder(empty, nil); !errors.Is(err, runfolder.ErrNotRunFolder) {
 		t.Fatalf("not a run folder: %v", err)
 	}
 	if entries, _ := os.ReadDir(empty); len(entries) != 0 {

@@ -1,5 +1,14 @@
 package runfolder
 
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/aa-grade/aa-grade/grader"
+)
+
 // Run is a run folder as read: what ran, and the episodes that finished.
 type Run struct {
 	Dir    string
@@ -22,4 +31,27 @@ func Read(dir string) (*Run, error) {
 		return nil, err
 	}
 	return &Run{Dir: dir, Header: h, Results: results, Warnings: warnings}, nil
+}
+
+// Submissions lists the submissions of the run's episodes (grader.FindSubmissions over its
+// episodes folder). A run whose episodes all failed early has no episodes folder: it has no
+// submissions, and a reader does not create the folder.
+func (r *Run) Submissions() (grader.SubmissionFiles, []grader.Problem, error) {
+	dir := filepath.Join(r.Dir, EpisodesDir)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return grader.SubmissionFiles{}, nil, nil
+	}
+	return grader.FindSubmissions(dir)
+}
+
+// KeepStatuses gives the graded episodes of the run that left no submission the status the
+// run recorded (max_turns, no_submission, error, ...) instead of missing.
+func (r *Run) KeepStatuses(results []grader.TaskResult) {
+	for _, t := range results {
+		for i, e := range t.Episodes {
+			if res, ok := r.Results[Episode{Task: t.Task, Repeat: e.Repeat}]; ok && e.Status == grader.StatusMissing && res.Status != grader.StatusOK {
+				t.Episodes[i].Status, t.Episodes[i].Reason = res.Status, res.Error
+			}
+		}
+	}
 }

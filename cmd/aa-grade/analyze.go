@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/analysis"
+	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/internal/atomicfile"
+)
+
+func newAnalyzeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "analyze",
+		Usage:     "partial credit, why answers were wrong and how the investigation went, runs side by side",
+		ArgsUsage: "RUN|SUBMISSIONS...",
+		Description: "Each argument is a run folder of aa-grade run or a folder of another harness's submissions\n" +
+			"(laid out as for aa-grade grade). Answers are mapped to ground-truth groups by the deterministic rules.\n" +
+			"Per episode: the gated score, partial credit on the fault graph, the class of each false positive\n" +
+			"(symptom, mechanism, near_miss, unrelated) and, from a run's trajectories, the first turn that named\n" +
+			"a root cause, the evidence sources read, commands by kind, failed, truncated and repeated commands.\n" +
+			"The formula and the classes: docs/analysis.md. A run is analysed against the dataset it ran on\n" +
+			"unless --dataset is given; submissions against --dataset.\n\n" +
+			"Example: aa-grade analyze runs/opus runs/qwen --html analysis.html",
+		Flags: []cli.Flag{
+			datasetFlag(),
+			&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print the analysis as JSON"},
+			&cli.StringFlag{Name: "html", Sources: env("html"), Usage: "also write the analysis as one self-contained HTML page to this file"},
+		},
+		Action: runAnalyze,
+	}
+}
+
+func runAnalyze(ctx context.Context, cmd *cli.Command) error {
+	if cmd.NArg() == 0 {
+		return usageErrorf("analyze needs at least one RUN or SUBMISSIONS folder; see aa-grade analyze --help")
+	}
+	stderr := cmd.Root().ErrWriter
+	an := analysis.NewAnalyzer()
+	var runs []*analysis.Run
+	for _, dir := range cmd.Args().Slice() {
+		in, err := openGradeInput(ctx, dir, cmd.String("dataset"), cmd.IsSet("dataset"))
+		if err != nil {
+			return err
+		}
+		var opts grader.GradeOptions
+		if in.run != nil {
+			opts.Repeats = in.run.Header.Repeats
+		}
+		results, problems, err := in.grade(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for _, p := range append(in.problems, problems...) {
+			printLine(stderr, "%s: %s: %s", p.Level, dir, p.Message)
+		}
+		r := an.Analyze(dir, in.run, analysisTasks(in.ds), results)
+		for _, w := range r.Warnings {
+			printLine(stderr, "warning: %s: %s", dir, w)
+		}
+		runs = append(runs, r)
+	}
+	if path := cmd.String("html"); path != "" {
+		var page bytes.Buffer
+		if err := report.WriteAnalysisHTML(&page, runs); err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFile(path, page.Bytes()); err != nil {
+			return fmt.Errorf("--html: write %s: %w", path, err)
+		}
+	}
+	if cmd.Bool("json") {
+		return printJSON(cmd.Root().Writer, runs)
+	}
+	renderAnalysisText(cmd.Root().Writer, runs)
+	return nil
+}
+
+// analysisTasks pairs each task's ground truth with its snapshot folder (for the traces).
+func analysisTasks(ds *data.Dataset) []analysis.Task {
+	tasks := make([]analysis.Task, len(ds.Tasks))
+	for i, gt := range gradeTasks(ds) {
+		tasks[i] = analysis.Task{Task: gt, Snapshot: ds.Tasks[i].Dir}
+	}
+	return tasks
+}
+
+// renderAnalysisText prints one row per folder, then one per model when several folders share
+// one.
+func renderAnalysisText(w io.Writer, runs []*analysis.Run) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tMODEL\tEPISODES\tSCORE\tPARTIAL\tFALSE POSITIVES (symptom/mechanism/near_miss/unrelated)\tFIRST HIT\tMEDIAN TURN\tSOURCES\tFAILED\tTRUNCATED\tREPEATED\tMODEL/TOOL s")
+	for _, r := range runs {
+		s := r.Summary
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.0f/%.0f\n",
+			report.OneLine(r.Dir, 50), report.OneLine(r.Model, 40), s.Episodes, s.Score, s.PartialCredit,
+			classCounts(s), firstHits(s), medianTurn(s), coverage(s), s.Failed, s.Truncated, s.Repeated, s.ModelSeconds, s.ToolSeconds)
+	}
+	tw.Flush()
+	if models := analysis.ByModel(runs); len(models) < len(runs) {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "MODEL\tRUNS\tEPISODES\tSCORE\tPARTIAL\tFALSE POSITIVES\tFIRST HIT\tMEDIAN TURN")
+		for _, m := range models {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%s\t%s\t%s\n", report.OneLine(m.Model, 50), m.Runs, m.Episodes,
+				m.Score, m.PartialCredit, classCounts(m.Summary), firstHits(m.Summary), medianTurn(m.Summary))
+		}
+		tw.Flush()
+	}
+}
+
+func classCounts(s analysis.Summary) string {
+	parts := make([]string, len(analysis.Classes))
+	for i, c := range analysis.Classes {
+		parts[i] = fmt.Sprint(s.FalsePositives[c])
+	}
+	return strings.Join(parts, "/")
+}
+
+// firstHits is how many episodes with a trajectory named a root cause at some turn.
+func firstHits(s analysis.Summary) string {
+	if s.WithTrajectory == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", s.FirstHits, s.WithTrajectory)
+}
+
+func medianTurn(s analysis.Summary) string {
+	if s.MedianFirstHitTurn == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", *s.MedianFirstHitTurn)
+}
+
+// coverage lists the sources read by at least one episode, with the share of episodes that did.
+func coverage(s analysis.Summary) string {
+	var parts []string
+	for _, src := range analysis.Sources {
+		if v := s.SourceCoverage[src]; v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", src, 100*v))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}

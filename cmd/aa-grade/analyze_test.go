@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAnalyzeSubmissions: another harness's submissions get partial credit and classes, and
+// no investigation.
+func TestAnalyzeSubmissions(t *testing.T) {
+	r := aaGrade(t, nil, "analyze", "--json", "--dataset", "testdata/grade/dataset", "testdata/grade/submissions")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var out []struct {
+		Model    string `json:"model"`
+		Episodes []struct {
+			Task           string `json:"task"`
+			Status         string `json:"status"`
+			Trajectory     bool   `json:"trajectory"`
+			FirstHitTurn   *int   `json:"first_hit_turn"`
+			FalsePositives []struct {
+				Entity, Class string
+			} `json:"false_positives"`
+		} `json:"episodes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	fps := 0
+	for _, e := range out[0].Episodes {
+		if e.Trajectory || e.FirstHitTurn != nil {
+			t.Errorf("%s: an investigation without a trajectory", e.Task)
+		}
+		fps += len(e.FalsePositives)
+	}
+	if out[0].Model != "" || len(out[0].Episodes) == 0 || fps == 0 {
+		t.Errorf("model %q, %d episodes, %d false positives:\n%s", out[0].Model, len(out[0].Episodes), fps, r.stdout)
+	}
+}
+
+// TestAnalyzeBadInput: one clear line and the exit code of each kind of bad input.
+func TestAnalyzeBadInput(t *testing.T) {
+	corrupt := t.TempDir()
+	if err := os.WriteFile(filepath.Join(corrupt, "run.json"), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no folder", []string{"analyze"}, 2, "at least one RUN"},
+		{"missing folder", []string{"analyze", filepath.Join(t.TempDir(), "nope")}, 2, "no such file"},
+		{"corrupt run", []string{"analyze", corrupt}, 1, "corrupt run folder"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := aaGrade(t, nil, c.args...)
+			if r.code != c.code || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+				t.Errorf("exit %d, stderr %q, stdout %q; want exit %d and one line with %q", r.code, r.stderr, r.stdout, c.code, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,57 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/analysis"
+)
+
+// hostileAnalysis is an analysis whose every string came from an untrusted folder.
+func hostileAnalysis() *analysis.Run {
+	turn := 2
+	eps := []analysis.Episode{
+		{Task: "Scenario-<b>1</b>", Repeat: 1, Status: "ok", Score: 0.5, PartialCredit: 0.625, Trajectory: true, FirstHitTurn: &turn,
+			FalsePositives: []analysis.FalsePositive{{Entity: "ns/Service/<script>alert(1)</script>|x", Class: analysis.ClassSymptom}},
+			SourcesRead:    []string{"alerts"}, Commands: map[string]int{"listing": 2}},
+		{Task: "Scenario-2", Repeat: 1, Status: "max_turns", Trajectory: true, Commands: map[string]int{}},
+	}
+	return &analysis.Run{Dir: "runs/<img src=x>", Model: "m<script>", Episodes: eps, Summary: analysis.Summarise(eps),
+		Warnings: []string{"Scenario-3: ground truth: <bad>"}}
+}
+
+// TestAnalysisRendersEscaped: the analysis page and the report.md section show every value
+// escaped, and the page loads nothing.
+func TestAnalysisRendersEscaped(t *testing.T) {
+	a := hostileAnalysis()
+	var page bytes.Buffer
+	if err := WriteAnalysisHTML(&page, []*analysis.Run{a, a}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"<script", "<img", "<b>1"} {
+		if strings.Contains(page.String(), bad) {
+			t.Errorf("the page holds %q unescaped", bad)
+		}
+	}
+	for _, want := range []string{"never", "1 / 2", "Per model, every run of it together"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if err := WriteAnalysisHTML(&page, nil); err == nil {
+		t.Error("a page of no run was written")
+	}
+	var md bytes.Buffer
+	r := &Run{Dir: "d", Analysis: a}
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	section := md.String()[strings.Index(md.String(), "## Analysis"):]
+	if !strings.Contains(section, `\<script\>alert(1)\</script\>\|x (symptom)`) {
+		t.Errorf("report.md's analysis is not escaped:\n%s", section)
+	}
+	if !strings.Contains(section, "Partial credit **0.312** beside the gated score 0.250") || !strings.Contains(section, "| 2 | alerts |") {
+		t.Errorf("report.md's analysis:\n%s", section)
+	}
+}
