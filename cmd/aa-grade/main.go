@@ -57,6 +57,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newModelsCommand(),
 			newPromptsCommand(),
 			newReportCommand(),
+			newViewCommand(),
 			newDataCommand(),
 			newTasksCommand(),
 			newDoctorCommand(),
