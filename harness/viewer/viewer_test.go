@@ -89,8 +89,8 @@ func TestEpisodePage(t *testing.T) {
 		"grep -n &#39;BackOff&#39; k8s_events_raw.tsv | head -n 3", // a command
 		`<span class="badge bad">exit 1</span>`, `<span class="badge good">exit 0</span>`,
 		`<mark class="cut">`, "output truncated: 50000 characters in all", // the cut the model saw
-		"FileNotFoundError",                        // stderr
-		"␛[2J", "␛]0;owned␇",                       // terminal sequences shown, not passed on
+		"FileNotFoundError",  // stderr
+		"␛[2J", "␛]0;owned␇", // terminal sequences shown, not passed on
 		"&lt;/pre&gt;&lt;script&gt;alert(&#39;x&#39;)", // markup shown as text
 		"retried: attempt 1, waited 2s: 529 overloaded_error", "retried: attempt 2",
 		"System and task prompts",
