@@ -69,34 +69,26 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"stream":  func(name string, s harness.Stream) streamView { return streamView{name, s} },
 }).ParseFS(assets, "assets/*.tmpl"))
 
-// visible shows a text's control characters instead of passing them to the browser: a
-// terminal sequence a command printed reads as ␛[31m, as the model read it, and a mark that
-// would reorder the text around it as \u202e. Tabs and newlines stay; invalid UTF-8 becomes
-// U+FFFD.
+// visible shows a text's control characters instead of passing them to the browser, written
+// as escapes any font can show: a terminal sequence a command printed reads as \x1b[31m, a
+// mark that would reorder the text around it (Trojan Source) as \u202e. Tabs and newlines
+// stay; invalid UTF-8 becomes U+FFFD.
 func visible(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || unicode.Is(unicode.Bidi_Control, r) || (unicode.IsControl(r) && r != '\n' && r != '\t') {
-			clean = false
-			break
-		}
+	shown := func(r rune) bool {
+		return r == '\n' || r == '\t' || !(unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r))
 	}
-	if clean {
-		return s
+	if strings.IndexFunc(s, func(r rune) bool { return !shown(r) }) < 0 {
+		return strings.ToValidUTF8(s, "\uFFFD")
 	}
 	var b strings.Builder
 	for _, r := range s {
 		switch {
-		case r == '\n' || r == '\t':
+		case shown(r):
 			b.WriteRune(r)
-		case r < 0x20:
-			b.WriteRune(0x2400 + r) // the Control Pictures block: ␀ to ␟
-		case r == 0x7f:
-			b.WriteRune('␡')
-		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r):
-			fmt.Fprintf(&b, "\\u%04x", r) // C1 controls, and the marks that reorder text (Trojan Source)
+		case r < 0x100:
+			fmt.Fprintf(&b, "\\x%02x", r)
 		default:
-			b.WriteRune(r)
+			fmt.Fprintf(&b, "\\u%04x", r)
 		}
 	}
 	return b.String()

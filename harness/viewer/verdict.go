@@ -69,11 +69,11 @@ func readSubmission(root *os.Root, dir string, gt *grader.GroundTruth, gtProblem
 		e := Entity{Name: p.Entity, RootCause: p.RootCause}
 		switch {
 		case p.Group == nil:
-			e.Why = "matches no group of the ground truth: a false positive"
+			e.Why = "matches no group of the ground truth"
 		case p.RootCause:
 			e.Group, e.Why = *p.Group, "matches the root-cause group "+*p.Group
 		default:
-			e.Group, e.Why = *p.Group, "matches group "+*p.Group+", which is not a root cause: a false positive"
+			e.Group, e.Why = *p.Group, "matches group "+*p.Group+", which is not a root cause"
 		}
 		s.Entities = append(s.Entities, e)
 	}

@@ -89,8 +89,8 @@ func TestEpisodePage(t *testing.T) {
 		"grep -n &#39;BackOff&#39; k8s_events_raw.tsv | head -n 3", // a command
 		`<span class="badge bad">exit 1</span>`, `<span class="badge good">exit 0</span>`,
 		`<mark class="cut">`, "output truncated: 50000 characters in all", // the cut the model saw
-		"FileNotFoundError",  // stderr
-		"␛[2J", "␛]0;owned␇", // terminal sequences shown, not passed on
+		"FileNotFoundError",                            // stderr
+		`\x1b[2J\x1b]0;owned\x07\u202e`,                // terminal sequences and bidi marks shown, not passed on
 		"&lt;/pre&gt;&lt;script&gt;alert(&#39;x&#39;)", // markup shown as text
 		"retried: attempt 1, waited 2s: 529 overloaded_error", "retried: attempt 2",
 		"System and task prompts",
@@ -146,7 +146,7 @@ func TestRunsPage(t *testing.T) {
 			t.Errorf("the runs page lacks %q", want)
 		}
 	}
-	if w := get(t, v, "/runs/1/task-2/1.html"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "../&lt;img src=http://192.0.2.1/t.png onerror=alert(1)&gt;␛[31m") {
+	if w := get(t, v, "/runs/1/task-2/1.html"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `../&lt;img src=http://192.0.2.1/t.png onerror=alert(1)&gt;\x1b[31m`) {
 		t.Errorf("the hostile task's page: %d", w.Code)
 	} else {
 		checkSafe(t, w.Body.String())
