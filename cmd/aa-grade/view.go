@@ -29,7 +29,7 @@ func newViewCommand() *cli.Command {
 			"a run still going is shown as it stands and refreshes. Ctrl-C stops the viewer (exit 0).\n" +
 			"With --out DIR, writes the same pages as static files to DIR instead (DIR/index.html), to share.\n" +
 			"Submissions are graded entity by entity against the ground truth of the run's dataset\n" +
-			"(for a Hub dataset, its index is read from the cache, or downloaded).\n\n" +
+			"(for a Hub dataset, from the local cache only: aa-grade data pull fills it).\n\n" +
 			"Example: aa-grade view runs/opus runs/qwen",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: defaultViewAddr, Sources: env("addr"),
@@ -88,14 +88,17 @@ func runView(ctx context.Context, cmd *cli.Command) error {
 }
 
 // groundTruths reads the ground truth of a run's tasks from its dataset, at the commit the
-// run recorded for a Hub dataset, as grade does.
+// run recorded for a Hub dataset, from the cache only: a page never waits on the network (a
+// run made on this machine left the dataset in the cache; elsewhere, aa-grade data pull).
 func groundTruths(ctx context.Context, h runfolder.Header) (map[string][]byte, error) {
 	spec := h.Dataset
 	if hs, err := data.ParseHubSpec(spec); err == nil && h.DatasetCommit != "" {
 		hs.Revision = h.DatasetCommit
 		spec = hs.String()
 	}
-	ds, err := data.Open(ctx, spec, data.OpenOptions{Hub: hubConfig(), IndexOnly: true, Tasks: h.Tasks})
+	cfg := hubConfig()
+	cfg.Offline = true
+	ds, err := data.Open(ctx, spec, data.OpenOptions{Hub: cfg, IndexOnly: true, Tasks: h.Tasks})
 	if err != nil {
 		return nil, err
 	}
