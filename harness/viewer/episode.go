@@ -57,8 +57,10 @@ var wireKinds = [][]byte{[]byte(`{"kind":"request"`), []byte(`{"kind":"response"
 
 // readTurns reads a trajectory, streaming it: wire bodies are skipped as they go by, and only
 // turn records and the small events (retry, no_usage, throttle, divergence) are parsed.
-// Problems (a damaged line, a cut file) are returned beside what could be read.
-func readTurns(r io.Reader, prompts *harness.Prompts) ([]Turn, []string) {
+// Problems (a damaged line, a cut file) are returned beside what could be read. Shell results
+// are read back in the built-in prompt set's wording; a run folder does not hold the set it
+// ran with (only its hash), so results worded by another set show as the text the model read.
+func readTurns(r io.Reader) ([]Turn, []string) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var turns []Turn
 	var problems []string
@@ -109,13 +111,13 @@ func readTurns(r io.Reader, prompts *harness.Prompts) ([]Turn, []string) {
 				problems = append(problems, fmt.Sprintf("trajectory line %d: %v", line, err))
 				continue
 			}
-			t := newTurn(rec, pending, prompts)
+			t := newTurn(rec, pending)
 			if !prev.IsZero() && !rec.At.IsZero() {
 				t.Since = rec.At.Sub(prev)
 			}
 			prev = rec.At
 			if len(turns) > 0 {
-				t.Orphans = attachResults(&turns[len(turns)-1], rec.Input, prompts)
+				t.Orphans = attachResults(&turns[len(turns)-1], rec.Input)
 			}
 			turns = append(turns, t)
 			pending = Turn{}
@@ -181,7 +183,7 @@ func readLine(br *bufio.Reader, limit int) (line []byte, whole bool, err error) 
 
 // newTurn reads one turn record: the prompts of the first call, the harness's messages, and
 // the reply with its reasoning.
-func newTurn(rec harness.TurnRecord, events Turn, prompts *harness.Prompts) Turn {
+func newTurn(rec harness.TurnRecord, events Turn) Turn {
 	t := Turn{N: rec.Turn, Summary: rec.Summary, At: rec.At, Text: rec.Reply.Content, Usage: rec.Usage, Error: rec.Error,
 		Retries: events.Retries, Notes: events.Notes}
 	t.Reasoning, t.HiddenReasoning = model.Reasoning(rec.Reply.Opaque)
@@ -208,7 +210,7 @@ func newTurn(rec harness.TurnRecord, events Turn, prompts *harness.Prompts) Turn
 
 // attachResults gives the calls of the previous turn their results from the next call's
 // input, and returns the tool results that answer none of them.
-func attachResults(prev *Turn, input []harness.Message, prompts *harness.Prompts) []harness.Message {
+func attachResults(prev *Turn, input []harness.Message) []harness.Message {
 	var orphans []harness.Message
 	for _, m := range input {
 		if m.Role != harness.RoleTool {
@@ -219,7 +221,7 @@ func attachResults(prev *Turn, input []harness.Message, prompts *harness.Prompts
 			c := &prev.Calls[i]
 			if c.ID == m.ToolCallID && !c.HasResult {
 				c.HasResult, c.Result, found = true, m, true
-				if out, ok := prompts.ReadShellResult(m.Content); ok && c.Command != "" {
+				if out, ok := harness.BuiltinPrompts().ReadShellResult(m.Content); ok && c.Command != "" {
 					c.Shell = &out
 				}
 				break

@@ -186,7 +186,7 @@ func (v *Viewer) buildEpisodePage(ctx context.Context, l *loaded, i int) episode
 		if err != nil {
 			p.Problems = append(p.Problems, fmt.Sprintf("open the trajectory: %v", err))
 		} else {
-			p.Turns, p.Problems = readTurns(f, v.opts.Prompts)
+			p.Turns, p.Problems = readTurns(f)
 			f.Close()
 			if p.Running && len(p.Problems) > 0 && strings.Contains(p.Problems[len(p.Problems)-1], "cut short") {
 				p.Problems = p.Problems[:len(p.Problems)-1] // the line being written

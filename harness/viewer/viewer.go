@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
@@ -33,9 +32,6 @@ type Options struct {
 	// by task id), to grade the submissions entity by entity; nil, or an error, shows the
 	// submissions without verdicts, saying why.
 	GroundTruth func(ctx context.Context, h runfolder.Header) (map[string][]byte, error)
-	// Prompts is the wording shell results are read back with (nil: the built-in set); a
-	// result worded otherwise is shown as the text the model read.
-	Prompts *harness.Prompts
 }
 
 // Viewer serves the run folders it was given, and nothing else.

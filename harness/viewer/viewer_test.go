@@ -94,7 +94,7 @@ func TestEpisodePage(t *testing.T) {
 		"&lt;/pre&gt;&lt;script&gt;alert(&#39;x&#39;)", // markup shown as text
 		"retried: attempt 1, waited 2s: 529 overloaded_error", "retried: attempt 2",
 		"System and task prompts",
-		"no result recorded: the episode ended with this turn", // the finish call
+		"no result recorded: the trajectory ends with this call", // the finish call
 		"matches the root-cause group flagd-config-1",
 		"matches group checkout-service-1, which is not a root cause",
 		"matches no group of the ground truth",
@@ -310,7 +310,7 @@ func TestReadTurnsDamaged(t *testing.T) {
 		`{"kind":"retry","attempt":1,"wait":1000000000,"error":"503"}` + "\n" +
 		`{"kind":"turn","turn":2,"reply":{"content":"two"}}` + "\n" +
 		`{"kind":"turn","turn":3,"rep`
-	turns, problems := readTurns(strings.NewReader(text), nil)
+	turns, problems := readTurns(strings.NewReader(text))
 	if len(turns) != 2 || turns[1].Text != "two" || len(turns[1].Retries) != 1 {
 		t.Errorf("turns %+v", turns)
 	}
