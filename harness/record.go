@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
 // TrajectoryFile is an episode's record, written as the episode goes. When the episode ends it
@@ -25,9 +28,23 @@ const TrajectoryFile = "trajectory.jsonl"
 // OpenTrajectory opens the trajectory in an episode folder: the compressed file of a finished
 // episode, else the plain one of an episode still running or cut short.
 func OpenTrajectory(dir string) (io.ReadCloser, error) {
-	f, err := os.Open(filepath.Join(dir, TrajectoryFile+".zst"))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return OpenTrajectoryIn(root, ".")
+}
+
+// OpenTrajectoryIn opens the trajectory of the episode folder dir inside root, as
+// OpenTrajectory does, for a reader that must not be led out of root (the viewer serves
+// folders someone else wrote): no link leaves it, and only a regular file is read, so a FIFO
+// put in a trajectory's place cannot hang the reader. The file is streamed: a finished
+// episode's is decompressed as it is read, never whole.
+func OpenTrajectoryIn(root *os.Root, dir string) (io.ReadCloser, error) {
+	f, err := safefile.Open(root, path.Join(dir, TrajectoryFile+".zst"))
 	if errors.Is(err, os.ErrNotExist) {
-		return os.Open(filepath.Join(dir, TrajectoryFile))
+		return safefile.Open(root, path.Join(dir, TrajectoryFile))
 	}
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -143,4 +144,85 @@ func (t template) render(b *strings.Builder, vars map[string]string) {
 			b.WriteString(n.text)
 		}
 	}
+}
+
+// match reads text back as the template would have rendered it, returning the values of its
+// placeholders; values holds those already known, which are then literal text. An if section
+// whose value is not known may have taken either part: each way is tried, its first part
+// first. A placeholder runs to the first place the literal text after it follows, or to the
+// last when that text ends the template, so a value that quotes the text after it may read
+// short: the reading is the simplest one, not always the one meant.
+func (t template) match(text string, values map[string]string) (map[string]string, bool) {
+	for _, flat := range t.flatten(values) {
+		if got, ok := flat.matchFlat(text); ok {
+			return got, true
+		}
+	}
+	return nil, false
+}
+
+// flatten lists the templates without sections that t can render as: one per way its if
+// sections can go (the first part first), known values filled in.
+func (t template) flatten(values map[string]string) []template {
+	out := []template{nil}
+	for _, n := range t {
+		if n.cond {
+			var parts []template
+			v, known := values[n.name]
+			if !known || v != "" {
+				parts = append(parts, n.then.flatten(values)...)
+			}
+			if !known || v == "" {
+				parts = append(parts, n.alt.flatten(values)...)
+			}
+			var next []template
+			for _, head := range out {
+				for _, part := range parts {
+					next = append(next, append(slices.Clone(head), part...))
+				}
+			}
+			out = next
+			continue
+		}
+		if v, known := values[n.name]; n.name != "" && known {
+			n = node{text: v}
+		}
+		for i := range out {
+			out[i] = append(out[i], n)
+		}
+	}
+	return out
+}
+
+// matchFlat matches a template without sections, literal by literal.
+func (t template) matchFlat(text string) (map[string]string, bool) {
+	got := map[string]string{}
+	pending := "" // a placeholder waiting for the literal text that ends it
+	for i, n := range t {
+		switch {
+		case n.name != "":
+			if pending != "" {
+				got[pending] = "" // two placeholders in a row: the first reads empty
+			}
+			pending = n.name
+		case pending == "":
+			if !strings.HasPrefix(text, n.text) {
+				return nil, false
+			}
+			text = text[len(n.text):]
+		default:
+			at := strings.Index(text, n.text)
+			if i == len(t)-1 {
+				at = strings.LastIndex(text, n.text)
+			}
+			if at < 0 {
+				return nil, false
+			}
+			got[pending], text, pending = text[:at], text[at+len(n.text):], ""
+		}
+	}
+	if pending != "" {
+		got[pending], text = text, ""
+	}
+	return got, text == ""
 }

@@ -58,6 +58,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newPromptsCommand(),
 			newReportCommand(),
 			newAnalyzeCommand(),
+			newViewCommand(),
 			newDataCommand(),
 			newTasksCommand(),
 			newDoctorCommand(),

@@ -18,6 +18,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 	"github.com/aa-grade/aa-grade/internal/filelock"
+	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
 // Folder is a run folder opened by the one process that writes it: locked from Open to Close,
@@ -163,11 +164,32 @@ func stillNamed(path string, f *os.File) bool {
 func describeHolder(f *os.File) string {
 	b := make([]byte, 4096)
 	n, _ := f.ReadAt(b, 0) // a short or failed read leaves the holder unknown
-	var h holder
-	if json.Unmarshal(bytes.TrimSpace(b[:n]), &h) != nil || h.PID == 0 {
+	h, ok := parseHolder(b[:n])
+	if !ok {
 		return "which one is unknown"
 	}
 	return fmt.Sprintf("pid %d on %s, started %s", h.PID, cmp.Or(h.Host, "an unknown host"), h.Started.Local().Format("2006-01-02 15:04:05 MST"))
+}
+
+func parseHolder(b []byte) (holder, bool) {
+	var h holder
+	if json.Unmarshal(bytes.TrimSpace(b), &h) != nil || h.PID == 0 {
+		return holder{}, false
+	}
+	return h, true
+}
+
+// LockHolder says which process run.lock names: the one writing the folder now, or the last
+// one that did. It is for readers that must not take the lock to find out (the viewer, which
+// would make a run starting that moment refuse the folder); ok is false when the file names
+// no one.
+func LockHolder(dir string) (pid int, host string, ok bool) {
+	b, err := safefile.ReadPath(filepath.Join(dir, LockFile), 4096)
+	if err != nil {
+		return 0, "", false
+	}
+	h, ok := parseHolder(b)
+	return h.PID, h.Host, ok
 }
 
 // Close releases the folder: what was appended is already on disk. A new run that wrote no

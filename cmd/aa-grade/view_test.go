@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestViewErrors(t *testing.T) {
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no run":        {[]string{"view"}, "at least one RUN"},
+		"not a run":     {[]string{"view", "README.md"}, "README.md: not a run folder"},
+		"absent":        {[]string{"view", "testdata/runs/opus", "testdata/absent"}, "testdata/absent: not a run folder"},
+		"any address":   {[]string{"view", "--addr", "0.0.0.0:7480", "testdata/runs/opus"}, "not a loopback address"},
+		"a LAN address": {[]string{"view", "--addr", "192.168.1.2:7480", "testdata/runs/opus"}, "not a loopback address"},
+		"out and addr":  {[]string{"view", "--out", t.TempDir(), "--addr", "7480", "testdata/runs/opus"}, "not both"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := aaGrade(t, nil, c.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Fatalf("exit %d, want 2 with one line naming %q:\n%s", r.code, c.want, r.stderr)
+			}
+		})
+	}
+}
+
+// TestView runs the baseline on a demo task, then views the run: served on loopback, its
+// episode graded against the demo dataset's ground truth, stopped by Ctrl-C with exit 0; and
+// written as static pages with --out.
+func TestView(t *testing.T) {
+	cache := "XDG_CACHE_HOME=" + t.TempDir()
+	run := filepath.Join(t.TempDir(), "run")
+	if r := aaGrade(t, []string{cache}, "run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901", "--repeats", "1", "--out", run); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+
+	cmd := exec.Command(binary, "view", "--addr", "127.0.0.1:0", run, "testdata/runs/opus")
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(), cache, "HF_HUB_CACHE="+t.TempDir(), "HF_ENDPOINT=http://127.0.0.1:9")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
+	if url == "" {
+		t.Fatalf("no URL printed: %q %s", line, stderr.String())
+	}
+	for path, want := range map[string]string{
+		"":                             "builtin/baseline",
+		"runs/1/Scenario-901/1.html":   "matches the root-cause group",
+		"runs/2/Scenario-2/1.html":     "No turns recorded",
+		"runs/1/Scenario-901/2.html":   "404",
+		"runs/1/Scenario-901/../../..": "404",
+	} {
+		res, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if !strings.Contains(string(body), want) && !strings.Contains(res.Status, want) {
+			t.Errorf("%s: %s, lacks %q", path, res.Status, want)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("after Ctrl-C: %v\n%s", err, stderr.String())
+	}
+
+	out := filepath.Join(t.TempDir(), "pages")
+	if r := aaGrade(t, []string{cache}, "view", "--out", out, run); r.code != 0 || !strings.Contains(r.stdout, filepath.Join(out, "index.html")) {
+		t.Fatalf("--out: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range []string{"index.html", "runs/1/Scenario-901/1.html", "runs/1/Scenario-901/1.trajectory.jsonl.zst"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}

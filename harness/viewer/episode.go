@@ -1,0 +1,235 @@
+package viewer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
+)
+
+// Turn is one model call of an episode as the page shows it: the harness's messages before
+// it, the reply, and the results of the reply's calls (which the next call's input holds).
+type Turn struct {
+	N       int
+	Summary bool // a call that summarised the history, not a turn
+	At      time.Time
+	// Since is the time from the previous call's reply to this one's: the previous turn's
+	// commands and this call, retries included. Zero for the first call.
+	Since     time.Duration
+	Prompts   []model.Message // the system and task prompts (the first call)
+	Harness   []model.Message // turn warnings, nudges, summaries: the harness speaking
+	Orphans   []model.Message // tool results that answer no call of the previous reply
+	Text      string
+	Reasoning string
+	// HiddenReasoning says the provider returned reasoning only encrypted or redacted.
+	HiddenReasoning bool
+	Calls           []Call
+	Usage           model.Usage
+	Error           string   // the call failed
+	Retries         []string // the attempts retried before this call was answered, each with why
+	Notes           []string // other events of the call: usage not reported, a divergence, throttling
+}
+
+// Call is one tool call of a reply and its result.
+type Call struct {
+	ID, Name  string
+	Arguments string
+	Command   string // the shell command, when the arguments hold one
+	HasResult bool   // the episode went on after the call, so its result was recorded
+	Result    model.Message
+	Shell     *harness.ShellOutput // the result read as a shell result, when it is one
+}
+
+// maxTurnLine bounds a turn record read into memory: a turn's input holds the previous turn's
+// command results (each stream cut at 20000 characters), far below it.
+const maxTurnLine = 64 << 20
+
+// wireKinds are the trajectory lines that hold the raw HTTP bodies: every request carries the
+// whole conversation (most of the file's bytes), and the turn records already hold what the
+// page shows of them, so they are skipped without being parsed.
+var wireKinds = [][]byte{[]byte(`{"kind":"request"`), []byte(`{"kind":"response"`)}
+
+// readTurns reads a trajectory, streaming it: wire bodies are skipped as they go by, and only
+// turn records and the small events (retry, no_usage, throttle, divergence) are parsed.
+// Problems (a damaged line, a cut file) are returned beside what could be read. Shell results
+// are read back in the built-in prompt set's wording; a run folder does not hold the set it
+// ran with (only its hash), so results worded by another set show as the text the model read.
+func readTurns(r io.Reader) ([]Turn, []string) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	var turns []Turn
+	var problems []string
+	var pending Turn // the events seen since the last turn record
+	var prev time.Time
+	for line := 1; ; line++ {
+		head, err := br.Peek(20)
+		if len(head) == 0 {
+			if err != nil && !errors.Is(err, io.EOF) {
+				problems = append(problems, fmt.Sprintf("read the trajectory: %v", err))
+			}
+			break
+		}
+		if isWire(head) {
+			if err := skipLine(br); err != nil {
+				break
+			}
+			continue
+		}
+		b, whole, err := readLine(br, maxTurnLine)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("trajectory line %d: %v", line, err))
+			if !whole {
+				break
+			}
+			continue
+		}
+		if !whole && len(bytes.TrimSpace(b)) > 0 {
+			problems = append(problems, fmt.Sprintf("trajectory line %d is cut short (the episode is running, or was stopped)", line))
+		}
+		var ev struct {
+			Kind        string        `json:"kind"`
+			Error       string        `json:"error"`
+			Wait        time.Duration `json:"wait"`
+			Attempt     int           `json:"attempt"`
+			MaxInFlight int           `json:"max_in_flight"`
+		}
+		if len(bytes.TrimSpace(b)) == 0 || json.Unmarshal(b, &ev) != nil {
+			if whole && len(bytes.TrimSpace(b)) > 0 {
+				problems = append(problems, fmt.Sprintf("trajectory line %d is not JSON", line))
+			}
+			continue
+		}
+		switch ev.Kind {
+		case "turn":
+			var rec harness.TurnRecord
+			if err := json.Unmarshal(b, &rec); err != nil {
+				problems = append(problems, fmt.Sprintf("trajectory line %d: %v", line, err))
+				continue
+			}
+			t := newTurn(rec, pending)
+			if !prev.IsZero() && !rec.At.IsZero() {
+				t.Since = rec.At.Sub(prev)
+			}
+			prev = rec.At
+			if len(turns) > 0 {
+				t.Orphans = attachResults(&turns[len(turns)-1], rec.Input)
+			}
+			turns = append(turns, t)
+			pending = Turn{}
+		case "retry":
+			pending.Retries = append(pending.Retries, fmt.Sprintf("attempt %d, waited %s: %s", ev.Attempt, ev.Wait.Round(time.Millisecond), ev.Error))
+		case "no_usage":
+			pending.Notes = append(pending.Notes, "the provider reported no token counts: this call's zeros are unknown, not free")
+		case "throttle":
+			pending.Notes = append(pending.Notes, fmt.Sprintf("rate limited: %d calls now allowed at once", ev.MaxInFlight))
+		case "divergence":
+			pending.Notes = append(pending.Notes, "replay diverged from the recording: "+ev.Error)
+		}
+		if !whole {
+			break
+		}
+	}
+	return turns, problems
+}
+
+func isWire(head []byte) bool {
+	for _, k := range wireKinds {
+		if bytes.HasPrefix(head, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// skipLine reads past the next newline without keeping anything.
+func skipLine(br *bufio.Reader) error {
+	for {
+		_, err := br.ReadSlice('\n')
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+}
+
+// readLine reads the next line without its newline; whole says a newline ended it. A line
+// longer than limit is skipped.
+func readLine(br *bufio.Reader, limit int) (line []byte, whole bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > limit {
+			if err := skipLine(br); err != nil && !errors.Is(err, io.EOF) {
+				return nil, false, err
+			}
+			return nil, true, fmt.Errorf("longer than %d MiB, skipped", limit>>20)
+		}
+		line = append(line, chunk...)
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == nil:
+			return line[:len(line)-1], true, nil
+		case errors.Is(err, io.EOF):
+			return line, false, nil
+		default:
+			return nil, false, err
+		}
+	}
+}
+
+// newTurn reads one turn record: the prompts of the first call, the harness's messages, and
+// the reply with its reasoning.
+func newTurn(rec harness.TurnRecord, events Turn) Turn {
+	t := Turn{N: rec.Turn, Summary: rec.Summary, At: rec.At, Text: rec.Reply.Content, Usage: rec.Usage, Error: rec.Error,
+		Retries: events.Retries, Notes: events.Notes}
+	t.Reasoning, t.HiddenReasoning = model.Reasoning(rec.Reply.Opaque)
+	for i, m := range rec.Input {
+		switch {
+		case m.Role == model.RoleSystem || (m.Role == model.RoleUser && i == 1 && len(t.Prompts) == 1):
+			t.Prompts = append(t.Prompts, m)
+		case m.Role != model.RoleTool:
+			t.Harness = append(t.Harness, m)
+		}
+	}
+	for _, c := range rec.Reply.ToolCalls {
+		call := Call{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
+		var args struct {
+			Cmd *string `json:"cmd"`
+		}
+		if json.Unmarshal([]byte(c.Arguments), &args) == nil && args.Cmd != nil {
+			call.Command = *args.Cmd
+		}
+		t.Calls = append(t.Calls, call)
+	}
+	return t
+}
+
+// attachResults gives the calls of the previous turn their results from the next call's
+// input, and returns the tool results that answer none of them.
+func attachResults(prev *Turn, input []model.Message) []model.Message {
+	var orphans []model.Message
+	for _, m := range input {
+		if m.Role != model.RoleTool {
+			continue
+		}
+		found := false
+		for i := range prev.Calls {
+			c := &prev.Calls[i]
+			if c.ID == m.ToolCallID && !c.HasResult {
+				c.HasResult, c.Result, found = true, m, true
+				if out, ok := harness.BuiltinPrompts().ReadShellResult(m.Content); ok && c.Command != "" {
+					c.Shell = &out
+				}
+				break
+			}
+		}
+		if !found {
+			orphans = append(orphans, m)
+		}
+	}
+	return orphans
+}

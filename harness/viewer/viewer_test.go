@@ -1,0 +1,320 @@
+package viewer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/testfs"
+)
+
+// fixtureRun writes the run most tests read: Scenario-901 finished (30 turns, outputs cut
+// by the sandbox, two retries), the hostile task finished, Scenario-903's first repeat still
+// being written and its second not started.
+func fixtureRun(t testing.TB) string {
+	dir := filepath.Join(t.TempDir(), "run")
+	writeRun(t, dir, []string{"Scenario-901", hostileTask, "Scenario-903"}, 2,
+		episodeSpec{task: "Scenario-901", repeat: 1, turns: 30, output: 50000, finished: true, retries: 2,
+			submitted: []string{"otel-demo/ConfigMap/flagd-config", "otel-demo/Service/checkout", hostile}},
+		episodeSpec{task: "Scenario-901", repeat: 2, turns: 3, output: 100, finished: true, submitted: []string{"otel-demo/Pod/cart-1"}},
+		episodeSpec{task: hostileTask, repeat: 1, turns: 3, output: 100, finished: true, submitted: []string{hostile}},
+		episodeSpec{task: "Scenario-903", repeat: 1, turns: 4, output: 100})
+	return dir
+}
+
+func newTestViewer(t testing.TB, dirs ...string) *Viewer {
+	v, err := New(dirs, Options{GroundTruth: func(context.Context, runfolder.Header) (map[string][]byte, error) {
+		return groundTruth901(t), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return v
+}
+
+// get asks the viewer for a path as a browser on this machine would.
+func get(t testing.TB, h http.Handler, path string, header ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:7480/", nil)
+	req.URL.Path, req.URL.RawPath = path, ""
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+// checkSafe fails when a page lets hostile text through: markup that would run or load, or
+// a control character a terminal would act on.
+func checkSafe(t *testing.T, page string) {
+	t.Helper()
+	for _, bad := range []string{"<script>alert", "<img", "\x1b", "\x07", "\u202e", `src="http`} {
+		if strings.Contains(page, bad) {
+			i := strings.Index(page, bad)
+			t.Errorf("the page holds %q: ...%s...", bad, page[max(0, i-80):min(len(page), i+80)])
+		}
+	}
+	if n := len(regexp.MustCompile(`<script>`).FindAllString(page, -1)); n != 1 {
+		t.Errorf("the page has %d script elements, want its own one", n)
+	}
+}
+
+func TestEpisodePage(t *testing.T) {
+	v := newTestViewer(t, fixtureRun(t))
+	w := get(t, v, "/runs/1/Scenario-901/1.html")
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	if got := w.Header().Get("Content-Security-Policy"); !strings.HasPrefix(got, "default-src 'none'; style-src 'sha256-") || !strings.Contains(got, "frame-ancestors 'none'") {
+		t.Errorf("Content-Security-Policy %q", got)
+	}
+	page := w.Body.String()
+	checkSafe(t, page)
+	for _, want := range []string{
+		"Turn 1<", "Turn 30<", // every turn
+		"the alerts point at cart", // reasoning, from Anthropic's thinking blocks
+		"Looking at the events (step 2).",
+		"grep -n &#39;BackOff&#39; k8s_events_raw.tsv | head -n 3", // a command
+		`<span class="badge bad">exit 1</span>`, `<span class="badge good">exit 0</span>`,
+		`<mark class="cut">`, "output truncated: 50000 characters in all", // the cut the model saw
+		"FileNotFoundError",                            // stderr
+		`\x1b[2J\x1b]0;owned\x07\u202e`,                // terminal sequences and bidi marks shown, not passed on
+		"&lt;/pre&gt;&lt;script&gt;alert(&#39;x&#39;)", // markup shown as text
+		"retried: attempt 1, waited 2s: 529 overloaded_error", "retried: attempt 2",
+		"System and task prompts",
+		"no result recorded: the trajectory ends with this call", // the finish call
+		"matches the root-cause group flagd-config-1",
+		"matches group checkout-service-1, which is not a root cause",
+		"matches no group of the ground truth",
+		`href="1.trajectory.jsonl.zst"`,
+		"1200 in (1000 cached), 400 out (250 reasoning)", // tokens per turn
+		"+7.0 s", // time per turn
+		`id="next" rel="next"`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the episode page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, `id="prev"`) {
+		t.Error("the first episode links a previous one")
+	}
+}
+
+// TestHarnessMessagesSetApart checks the turn warnings of the last 20 turns show as the
+// harness's, not the model's.
+func TestHarnessMessagesSetApart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	writeRun(t, dir, []string{"Scenario-901"}, 1, episodeSpec{task: "Scenario-901", repeat: 1, turns: 83, output: 10, finished: true})
+	page := get(t, newTestViewer(t, dir), "/runs/1/Scenario-901/1.html").Body.String()
+	if got := strings.Count(page, `<div class="harness"><span class="who">harness</span><pre data-search>You have `); got != 3 {
+		t.Errorf("%d turn warnings set apart, want 3 (turns 81 to 83)", got)
+	}
+}
+
+func TestRunsPage(t *testing.T) {
+	dir := fixtureRun(t)
+	other := filepath.Join(t.TempDir(), "other")
+	writeRun(t, other, []string{"Scenario-901"}, 1, episodeSpec{task: "Scenario-901", repeat: 1, turns: 2, output: 10, finished: true})
+	v := newTestViewer(t, dir, other)
+	w := get(t, v, "/")
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	page := w.Body.String()
+	checkSafe(t, page)
+	for _, want := range []string{
+		`href="runs/1/Scenario-901/1.html"`, `href="runs/1/Scenario-901/2.html"`,
+		`href="runs/1/task-2/1.html"`, `href="runs/1/task-2/2.html"`, // the hostile task, by its place
+		`href="runs/1/Scenario-903/1.html"`, `href="runs/1/Scenario-903/2.html"`,
+		`href="runs/2/Scenario-901/1.html"`,
+		"95% CI", "3 ok", "3 unfinished", "$3.75 in all", // three finished episodes at $1.25
+		"run 1", "run 2",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the runs page lacks %q", want)
+		}
+	}
+	if w := get(t, v, "/runs/1/task-2/1.html"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `../&lt;img src=http://192.0.2.1/t.png onerror=alert(1)&gt;\x1b[31m`) {
+		t.Errorf("the hostile task's page: %d", w.Code)
+	} else {
+		checkSafe(t, w.Body.String())
+	}
+}
+
+// TestOnlyGivenFolders asks for everything a page should not reach: other runs, other files
+// of the run folder, paths out of it, links out of it, episodes the run does not name.
+func TestOnlyGivenFolders(t *testing.T) {
+	dir := fixtureRun(t)
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	testfs.Write(t, secret, `{"kind":"turn","turn":1,"reply":{"content":"SECRET-OUTSIDE"}}`+"\n")
+	// Scenario-903 repeat 1's trajectory becomes a link out of the run folder.
+	link := filepath.Join(runfolder.EpisodeDir(dir, runfolder.Episode{Task: "Scenario-903", Repeat: 1}), harness.TrajectoryFile)
+	os.Remove(link)
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	testfs.Write(t, filepath.Join(filepath.Dir(dir), "sibling", "run.json"), `{"model":"x"}`)
+	v := newTestViewer(t, dir)
+	for _, path := range []string{
+		"/runs/2/Scenario-901/1.html", "/runs/0/Scenario-901/1.html", "/runs/01/Scenario-901/1.html",
+		"/runs/1/Scenario-901/9.html", "/runs/1/Scenario-999/1.html",
+		"/runs/1/../../sibling/run.json", "/runs/1/Scenario-901/../../run.json", "/run.json", "/results.jsonl",
+		"/runs/1/..%2F..%2Frun.json/1.html", "/runs/1/" + hostileTask + "/1.html",
+		"/runs/1/Scenario-901/1.agent_output.json", "/runs/1/Scenario-901/1.trajectory.jsonl.zst/x",
+		"/runs/1/Scenario-903/1.trajectory.jsonl", // the link out
+		"/etc/passwd", "/episodes/Scenario-901/1/trajectory.jsonl.zst",
+	} {
+		if w := get(t, v, path); w.Code != http.StatusNotFound {
+			t.Errorf("%s: status %d, want 404", path, w.Code)
+		}
+	}
+	page := get(t, v, "/runs/1/Scenario-903/1.html").Body.String()
+	if strings.Contains(page, "SECRET-OUTSIDE") || !strings.Contains(page, "open the trajectory") {
+		t.Errorf("the page of an episode whose trajectory links out of the folder:\n%s", page[strings.Index(page, "<main>"):])
+	}
+	w := get(t, v, "/runs/1/Scenario-901/1.trajectory.jsonl.zst")
+	if w.Code != http.StatusOK || !strings.HasPrefix(w.Body.String(), "\x28\xb5\x2f\xfd") || !strings.Contains(w.Header().Get("Content-Disposition"), "attachment") {
+		t.Errorf("the raw trajectory: status %d, %q", w.Code, w.Header())
+	}
+}
+
+func TestRequestsRefused(t *testing.T) {
+	v := newTestViewer(t, fixtureRun(t))
+	for host, want := range map[string]int{"127.0.0.1:7480": 200, "localhost:7480": 200, "[::1]:7480": 200, "127.0.0.1": 200,
+		"evil.example:7480": http.StatusMisdirectedRequest, "evil.example": http.StatusMisdirectedRequest, "192.168.1.5:7480": http.StatusMisdirectedRequest} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host = host
+		w := httptest.NewRecorder()
+		v.ServeHTTP(w, req)
+		if w.Code != want {
+			t.Errorf("Host %s: status %d, want %d", host, w.Code, want)
+		}
+	}
+	w := httptest.NewRecorder()
+	v.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "http://127.0.0.1/", strings.NewReader("x")))
+	if w.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST: status %d", w.Code)
+	}
+}
+
+func TestListenLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:0", "example.com:0"} {
+		if ln, err := Listen(addr); !errors.Is(err, ErrNotLoopback) && addr != ":0" {
+			if ln != nil {
+				ln.Close()
+			}
+			t.Errorf("Listen(%q): %v, want ErrNotLoopback", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:0", "localhost:0", "0", ":0"} {
+		ln, err := Listen(addr)
+		if err != nil {
+			t.Errorf("Listen(%q): %v", addr, err)
+			continue
+		}
+		if got := ln.Addr().String(); !strings.HasPrefix(got, "127.0.0.1:") {
+			t.Errorf("Listen(%q) listens on %s", addr, got)
+		}
+		ln.Close()
+	}
+	if _, err := Listen("not an address"); err == nil {
+		t.Error("Listen took a malformed address")
+	}
+}
+
+// TestLive: a run whose lock names a live process on this machine (this test's) is being
+// written: its pages say so and carry the version a page polls with, answered 304 until a
+// file changes.
+func TestLive(t *testing.T) {
+	dir := fixtureRun(t)
+	v := newTestViewer(t, dir)
+	if page := get(t, v, "/").Body.String(); strings.Contains(page, "data-live") {
+		t.Fatal("a run no process holds is shown live")
+	}
+	host, _ := os.Hostname()
+	testfs.Write(t, filepath.Join(dir, runfolder.LockFile), fmt.Sprintf(`{"pid":%d,"host":%q,"started":"2026-05-01T09:00:00Z"}`, os.Getpid(), host))
+	w := get(t, v, "/")
+	tag := w.Header().Get("ETag")
+	if !strings.Contains(w.Body.String(), `data-live="`+strings.ReplaceAll(tag, `"`, "&#34;")+`"`) || !strings.Contains(w.Body.String(), `class="c st-running"`) {
+		t.Fatalf("a live run's page has no version (ETag %s) or no running episode", tag)
+	}
+	if w := get(t, v, "/", "If-None-Match", tag); w.Code != http.StatusNotModified {
+		t.Errorf("unchanged runs page: status %d, want 304", w.Code)
+	}
+	ep := get(t, v, "/runs/1/Scenario-903/1.html")
+	epTag := ep.Header().Get("ETag")
+	if !strings.Contains(ep.Body.String(), `<span class="badge st-running">running</span>`) || !strings.Contains(ep.Body.String(), "data-live=") {
+		t.Error("the running episode is not shown running")
+	}
+	f, err := os.OpenFile(filepath.Join(runfolder.EpisodeDir(dir, runfolder.Episode{Task: "Scenario-903", Repeat: 1}), harness.TrajectoryFile), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(f, `{"kind":"turn","turn":5,"reply":{"role":"assistant","content":"a new turn arrives"}}`+"\n")
+	f.Close()
+	ep = get(t, v, "/runs/1/Scenario-903/1.html", "If-None-Match", epTag)
+	if ep.Code != http.StatusOK || !strings.Contains(ep.Body.String(), "a new turn arrives") {
+		t.Errorf("after a new turn: status %d, want the new page", ep.Code)
+	}
+	if w := get(t, v, "/runs/1/Scenario-901/1.html"); strings.Contains(w.Body.String(), "data-live") {
+		t.Error("a finished episode of a live run polls")
+	}
+}
+
+func TestExport(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "pages")
+	v := newTestViewer(t, fixtureRun(t))
+	if err := v.Export(context.Background(), out); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	filepath.WalkDir(filepath.Dir(out), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(out, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	want := "index.html runs/1/Scenario-901/1.html runs/1/Scenario-901/1.trajectory.jsonl.zst runs/1/Scenario-901/2.html runs/1/Scenario-901/2.trajectory.jsonl.zst " +
+		"runs/1/Scenario-903/1.html runs/1/Scenario-903/1.trajectory.jsonl runs/1/Scenario-903/2.html " +
+		"runs/1/task-2/1.html runs/1/task-2/1.trajectory.jsonl.zst runs/1/task-2/2.html"
+	if got := strings.Join(files, " "); got != want {
+		t.Errorf("exported\n%s\nwant\n%s", got, want)
+	}
+	page, _ := os.ReadFile(filepath.Join(out, "runs/1/Scenario-901/1.html"))
+	if !strings.Contains(string(page), `<meta http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;`) ||
+		!strings.Contains(string(page), `href="../../../index.html"`) || strings.Contains(string(page), "data-live") {
+		t.Error("an exported page lacks its policy or its way back, or polls")
+	}
+	t.Run("safe", func(t *testing.T) { checkSafe(t, string(page)) })
+}
+
+// TestReadTurnsDamaged: a damaged line is named and skipped, a line cut by a crash is named,
+// and what could be read is shown.
+func TestReadTurnsDamaged(t *testing.T) {
+	text := `{"kind":"request","body":{"messages":[]}}` + "\n" +
+		`{"kind":"turn","turn":1,"reply":{"content":"one"}}` + "\n" +
+		"not json\n" +
+		`{"kind":"retry","attempt":1,"wait":1000000000,"error":"503"}` + "\n" +
+		`{"kind":"turn","turn":2,"reply":{"content":"two"}}` + "\n" +
+		`{"kind":"turn","turn":3,"rep`
+	turns, problems := readTurns(strings.NewReader(text))
+	if len(turns) != 2 || turns[1].Text != "two" || len(turns[1].Retries) != 1 {
+		t.Errorf("turns %+v", turns)
+	}
+	if len(problems) != 2 || !strings.Contains(problems[0], "line 3 is not JSON") || !strings.Contains(problems[1], "line 6 is cut short") {
+		t.Errorf("problems %q", problems)
+	}
+}
