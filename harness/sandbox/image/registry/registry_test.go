@@ -220,10 +220,10 @@ func TestParseReference(t *testing.T) {
 	const d = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	for in, want := range map[string]string{
 		"registry.example:5000/aa-grade/sandbox:2026.11": "registry.example:5000/aa-grade/sandbox:2026.11",
-		"localhost/sandbox":                              "localhost/sandbox:latest",
-		"docker.io/debian:bookworm":                      "docker.io/library/debian:bookworm",
-		"ghcr.io/a/b:1@" + d:                             "ghcr.io/a/b@" + d,
-		"127.0.0.1:5000/a@" + d:                          "127.0.0.1:5000/a@" + d,
+		"localhost/sandbox":         "localhost/sandbox:latest",
+		"docker.io/debian:bookworm": "docker.io/library/debian:bookworm",
+		"ghcr.io/a/b:1@" + d:        "ghcr.io/a/b@" + d,
+		"127.0.0.1:5000/a@" + d:     "127.0.0.1:5000/a@" + d,
 	} {
 		r, err := ParseReference(in)
 		if err != nil || r.String() != want {
