@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
 )
 
 // NameDocker is the backend that runs each episode in a container of its own.
@@ -201,14 +204,28 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) 
 // dockerCPUs bounds the CPU an episode's container may use.
 const dockerCPUs = 2
 
+// imageInfo is what the daemon says of an image.
+type imageInfo struct {
+	ID           string `json:"Id"`
+	Architecture string
+	Os           string
+}
+
+// inspect asks the daemon about the image; a *dockerError with 404 when it lacks it.
+func (d *Docker) inspect(ctx context.Context) (imageInfo, error) {
+	var image imageInfo
+	segments := strings.Split(d.imageName(), "/")
+	for i, s := range segments {
+		segments[i] = url.PathEscape(s)
+	}
+	_, err := d.client.do(ctx, http.MethodGet, "/images/"+strings.Join(segments, "/")+"/json", nil, &image)
+	return image, err
+}
+
 // checkImage says, in one line, what to do when the image is missing or for another machine.
 func (d *Docker) checkImage(ctx context.Context) error {
-	var image struct {
-		ID           string `json:"Id"`
-		Architecture string
-		Os           string
-	}
-	if _, err := d.client.do(ctx, http.MethodGet, "/images/"+url.PathEscape(d.imageName())+"/json", nil, &image); err != nil {
+	image, err := d.inspect(ctx)
+	if err != nil {
 		var status *dockerError
 		if errors.As(err, &status) && status.code == http.StatusNotFound {
 			return fmt.Errorf("%w: no image %s: build it (docker build -t %s deploy/sandbox) or name another with --sandbox-image", ErrUnavailable, d.imageName(), DefaultImage)
@@ -461,7 +478,91 @@ func dockerGuarantees() []Guarantee {
 	}
 }
 
-func (d *Docker) useImage(ref, _ string) error {
+// useImage names the image episodes run in. One that names its registry and that the daemon
+// lacks is pulled by the daemon now, as docker run would, so that a bad reference is one line
+// before anything starts.
+func (d *Docker) useImage(ctx context.Context, ref, _ string, progress io.Writer) error {
 	d.Image = ref
-	return nil
+	reference, err := registry.ParseReference(ref)
+	if err != nil {
+		return nil // a local name, looked up when the first episode starts
+	}
+	if err := d.Available(); err != nil {
+		return unavailableError{err}
+	}
+	_, err = d.inspect(ctx)
+	var status *dockerError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &status) || status.code != http.StatusNotFound:
+		return unavailableError{fmt.Errorf("image %s: %w", ref, err)}
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "pulling %s through the Docker daemon\n", ref)
+	}
+	err = d.client.pull(ctx, reference)
+	if errors.As(err, &status) {
+		err = errors.New(status.message)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case refusedReference(err.Error()):
+		return fmt.Errorf("the Docker daemon cannot pull %s: %v (check the name and the tag, or docker login %s)", ref, err, reference.Registry)
+	}
+	return unavailableError{fmt.Errorf("the Docker daemon cannot pull %s: %v (check the registry and the daemon's network, or docker pull it yourself)", ref, err)}
+}
+
+// refusedReference tells, from the daemon's message, a registry that refused the reference
+// (the distribution API's error codes, which the daemon passes on, often as a 500) from one
+// it could not reach.
+func refusedReference(message string) bool {
+	m := strings.ToLower(message)
+	for _, code := range []string{"manifest unknown", "name unknown", "not found", "unauthorized", "denied", "no matching manifest"} {
+		if strings.Contains(m, code) {
+			return true
+		}
+	}
+	return false
+}
+
+// pull has the daemon pull an image (POST /images/create), with the credentials of Docker's
+// config.json for its registry when there are some: the daemon does not read that file. The
+// daemon streams its progress; a failure after the start is the stream's last "error".
+func (c *dockerClient) pull(ctx context.Context, ref registry.Reference) error {
+	q := url.Values{"fromImage": {ref.Registry + "/" + ref.Repository}, "tag": {cmp.Or(ref.Digest, ref.Tag)}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://docker"+dockerAPI+"/images/create?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	if creds, ok := registry.DockerConfigCredentials(ref.Registry); ok {
+		auth, _ := json.Marshal(map[string]string{"username": creds.Username, "password": creds.Password, "serveraddress": ref.Registry})
+		req.Header.Set("X-Registry-Auth", base64.URLEncoding.EncodeToString(auth))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	var failure error
+	for {
+		var msg struct {
+			Message string `json:"message"`
+			Error   string `json:"error"`
+		}
+		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return fmt.Errorf("the daemon's answer: %w", err)
+		}
+		switch {
+		case resp.StatusCode >= 300:
+			return &dockerError{code: resp.StatusCode, message: cmp.Or(msg.Message, resp.Status)}
+		case msg.Error != "":
+			failure = errors.New(msg.Error)
+		}
+	}
+	return failure
 }

@@ -3,6 +3,8 @@
 package sandbox
 
 import (
+	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,7 +71,7 @@ func TestBwrapRunsOverASavedImage(t *testing.T) {
 	if b.Available() != nil {
 		t.Skip("no bwrap")
 	}
-	if err := UseImage(b, saved, t.TempDir()); err != nil {
+	if err := UseImage(context.Background(), b, saved, t.TempDir(), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	sb := start(t, b, newFixture(t))

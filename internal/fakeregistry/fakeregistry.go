@@ -191,7 +191,7 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 			writeError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest unknown")
 			return
 		}
-		if accept := req.Header.Get("Accept"); accept != "" && !strings.Contains(accept, m.mediaType) {
+		if accept := strings.Join(req.Header.Values("Accept"), ","); accept != "" && !strings.Contains(accept, m.mediaType) {
 			writeError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "no manifest of an accepted media type")
 			return
 		}
