@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -57,6 +60,7 @@ type Docker struct {
 	once   sync.Once
 	client *dockerClient
 	err    error
+	arch   string // the daemon's machine, as GOARCH names it
 
 	mu     sync.Mutex
 	digest string // the image's config digest, once checked
@@ -64,7 +68,7 @@ type Docker struct {
 
 func (d *Docker) Name() string { return NameDocker }
 
-// Available pings the daemon once.
+// Available asks the daemon, once, for its version: it must run Linux containers.
 func (d *Docker) Available() error {
 	d.once.Do(func() {
 		d.client, d.err = newDockerClient()
@@ -73,13 +77,17 @@ func (d *Docker) Available() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := d.client.do(ctx, http.MethodGet, "/_ping", nil, nil)
+		var version struct{ Os, Arch string }
+		_, err := d.client.do(ctx, http.MethodGet, "/version", nil, &version)
 		switch {
 		case errors.Is(err, os.ErrPermission):
 			d.err = fmt.Errorf("the Docker daemon at %s refuses this user (add it to the docker group, or set DOCKER_HOST to a daemon it may use)", d.client.host)
 		case err != nil:
 			d.err = fmt.Errorf("no Docker daemon answers at %s: %v (start Docker, or set DOCKER_HOST)", d.client.host, err)
+		case version.Os != "linux":
+			d.err = fmt.Errorf("the Docker daemon at %s runs %s containers (switch it to Linux containers)", d.client.host, version.Os)
 		}
+		d.arch = cmp.Or(version.Arch, runtime.GOARCH)
 	})
 	return d.err
 }
@@ -107,7 +115,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
-	agent, err := linuxAgent(spec.Agent)
+	agent, err := linuxAgent(spec.Agent, d.arch)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +157,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		if err == nil {
 			err = errors.New(strings.TrimSpace(res.Stderr))
 		}
-		return nil, fmt.Errorf("%w: image %s cannot run an episode (it needs bash and a %s/%s kernel): %v", ErrUnavailable, d.imageName(), "linux", runtime.GOARCH, err)
+		return nil, fmt.Errorf("%w: image %s cannot run an episode (it needs bash and a linux/%s kernel): %v", ErrUnavailable, d.imageName(), d.arch, err)
 	}
 	return s, nil
 }
@@ -232,8 +240,8 @@ func (d *Docker) checkImage(ctx context.Context) error {
 		}
 		return fmt.Errorf("%w: image %s: %v", ErrUnavailable, d.imageName(), err)
 	}
-	if image.Os != "" && image.Os != "linux" || image.Architecture != "" && image.Architecture != runtime.GOARCH {
-		return fmt.Errorf("%w: image %s is for %s/%s, not linux/%s", ErrUnavailable, d.imageName(), image.Os, image.Architecture, runtime.GOARCH)
+	if image.Os != "" && image.Os != "linux" || image.Architecture != "" && image.Architecture != d.arch {
+		return fmt.Errorf("%w: image %s is for %s/%s, not linux/%s", ErrUnavailable, d.imageName(), image.Os, image.Architecture, d.arch)
 	}
 	d.mu.Lock()
 	d.digest = image.ID
@@ -241,21 +249,79 @@ func (d *Docker) checkImage(ctx context.Context) error {
 	return nil
 }
 
-// linuxAgent is the aa-grade binary the container runs as its agent: this one on Linux;
-// elsewhere a Linux build of the same version (make dist writes aa-grade-linux-ARCH), found
-// beside this executable or named by AA_GRADE_LINUX_AGENT.
-func linuxAgent(self string) (string, error) {
-	if runtime.GOOS == "linux" {
+// linuxAgent is the aa-grade binary the container runs as its agent, for the daemon's
+// architecture: this one on Linux when it matches; else a Linux build of the same version
+// (make dist writes aa-grade-linux-ARCH) found beside this executable or named by
+// AA_GRADE_LINUX_AGENT, copied into the user's cache folder (see stageAgent).
+func linuxAgent(self, arch string) (string, error) {
+	if runtime.GOOS == "linux" && arch == runtime.GOARCH {
 		return self, nil
 	}
-	if p := os.Getenv("AA_GRADE_LINUX_AGENT"); p != "" {
-		return p, nil
+	src := cmp.Or(os.Getenv("AA_GRADE_LINUX_AGENT"), filepath.Join(filepath.Dir(self), "aa-grade-linux-"+arch))
+	if staged, ok := stagedAgents.Load(src + "|" + arch); ok {
+		return staged.(string), nil
 	}
-	p := filepath.Join(filepath.Dir(self), "aa-grade-linux-"+runtime.GOARCH)
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container: put aa-grade-linux-%s (from the release, or make dist) beside %s, or set AA_GRADE_LINUX_AGENT", ErrUnavailable, runtime.GOARCH, self)
+	cache, err := os.UserCacheDir()
+	var staged string
+	if err == nil {
+		staged, err = stageAgent(src, arch, filepath.Join(cache, "aa-grade", "agent"))
 	}
-	return p, nil
+	if err != nil {
+		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): put aa-grade-linux-%s (from the release, or make dist) beside %s, or name it in AA_GRADE_LINUX_AGENT", ErrUnavailable, err, arch, self)
+	}
+	stagedAgents.Store(src+"|"+arch, staged)
+	return staged, nil
+}
+
+// stagedAgents are the agents stageAgent copied, by source and architecture: once per run.
+var stagedAgents sync.Map
+
+// elfMachines are the architectures releases are built for.
+var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// stageAgent checks that src is a Linux program for arch and copies it, executable, into dir
+// under a name of its content, unless it is there already. A daemon in a virtual machine
+// (Docker Desktop, Colima, OrbStack, Podman machine) binds only files of the folders it
+// shares with the host, of which the user's home, holding the cache, is one by default; and a
+// downloaded binary may lack its execute bit.
+func stageAgent(src, arch, dir string) (string, error) {
+	f, err := elf.Open(src)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", src, err)
+	}
+	machine := f.Machine
+	f.Close()
+	if want, ok := elfMachines[arch]; !ok || machine != want {
+		return "", fmt.Errorf("%s is a program for %v, not linux/%s", src, machine, arch)
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	dst := filepath.Join(dir, hex.EncodeToString(sum[:8]), "aa-grade")
+	if info, err := os.Stat(dst); err == nil && info.Size() == int64(len(b)) && info.Mode()&0o111 != 0 {
+		return dst, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".aa-grade-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name()) // gone once renamed
+	_, err = tmp.Write(b)
+	if closeErr := tmp.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o755)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst) // whole and executable, or not there
+	}
+	return dst, err
 }
 
 // container is a sandbox that is a container: the session's peer.
@@ -316,7 +382,7 @@ type dockerClient struct {
 func newDockerClient() (*dockerClient, error) {
 	host := os.Getenv("DOCKER_HOST")
 	if host == "" {
-		host = "unix:///var/run/docker.sock"
+		host = defaultDockerHost
 	}
 	u, err := url.Parse(host)
 	if err != nil {
@@ -328,14 +394,22 @@ func newDockerClient() (*dockerClient, error) {
 		c.network, c.address = "unix", u.Path
 	case "tcp", "http":
 		c.network, c.address = "tcp", u.Host
+	case "npipe": // npipe:////./pipe/docker_engine is \\.\pipe\docker_engine
+		c.network, c.address = "npipe", strings.ReplaceAll(u.Host+u.Path, "/", `\`)
 	default:
-		return nil, fmt.Errorf("DOCKER_HOST %q: aa-grade speaks to unix:// and tcp:// (without TLS) daemons", host)
+		return nil, fmt.Errorf("DOCKER_HOST %q: aa-grade speaks to unix://, npipe:// and tcp:// (without TLS) daemons", host)
 	}
-	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, c.network, c.address)
-	}
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) }
 	c.http = &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 16}}
 	return c, nil
+}
+
+// dial opens a connection to the daemon.
+func (c *dockerClient) dial(ctx context.Context) (net.Conn, error) {
+	if c.network == "npipe" {
+		return dialPipe(ctx, c.address)
+	}
+	return (&net.Dialer{}).DialContext(ctx, c.network, c.address)
 }
 
 // dockerError is an answer of the daemon other than a success, with its message.
@@ -389,7 +463,7 @@ func (c *dockerClient) do(ctx context.Context, method, endpoint string, body, ou
 // attach opens the container's stdin, stdout and stderr as one raw connection (the API's
 // upgraded HTTP connection), before the container starts so that nothing is missed.
 func (c *dockerClient) attach(ctx context.Context, id string) (*bufferedConn, error) {
-	conn, err := (&net.Dialer{}).DialContext(ctx, c.network, c.address)
+	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
