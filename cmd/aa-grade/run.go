@@ -48,7 +48,7 @@ func newRunCommand() *cli.Command {
 				Usage: "model requests per minute (the lower of this and the provider's stated limit wins)"},
 			&cli.IntFlag{Name: "tpm", Sources: env("tpm"), DefaultText: "0: as the provider's answers state",
 				Usage: "model tokens per minute, input and output (the lower of this and the provider's stated limit wins)"},
-			&cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Sources: env("sandbox"), Usage: "auto, bwrap, landlock or none (no isolation)"},
+			&cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Sources: env("sandbox"), Usage: "auto, bwrap, landlock, docker or none (no isolation)"},
 			&cli.StringFlag{Name: "sandbox-image", Sources: env("sandbox_image"), DefaultText: sandbox.DefaultImage,
 				Usage: "the image an episode runs in: an image name with docker; a docker save tarball, an OCI layout folder or a registry reference (HOST/NAME:TAG, HOST/NAME@sha256:...) with bwrap (see docs/platforms.md)"},
 			&cli.StringFlag{Name: "memory-limit", Value: "4GiB", Sources: env("memory_limit"),
