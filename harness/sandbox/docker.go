@@ -418,6 +418,13 @@ type dockerError struct {
 	message string
 }
 
+// newDockerError reads the daemon's answer to a failed call: {"message": ...}, or its text.
+func newDockerError(code int, body []byte) *dockerError {
+	var msg struct{ Message string }
+	json.Unmarshal(body, &msg)
+	return &dockerError{code: code, message: cmp.Or(msg.Message, strings.TrimSpace(string(body)), http.StatusText(code))}
+}
+
 func (e *dockerError) Error() string { return fmt.Sprintf("%d %s", e.code, e.message) }
 
 // do sends one API call with a JSON body (nil: none) and decodes a JSON answer into out (nil:
@@ -448,9 +455,7 @@ func (c *dockerClient) do(ctx context.Context, method, endpoint string, body, ou
 		return nil, err
 	}
 	if resp.StatusCode >= 300 {
-		var msg struct{ Message string }
-		json.Unmarshal(data, &msg)
-		return nil, &dockerError{code: resp.StatusCode, message: cmp.Or(msg.Message, strings.TrimSpace(string(data)))}
+		return nil, newDockerError(resp.StatusCode, data)
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -619,24 +624,21 @@ func (c *dockerClient) pull(ctx context.Context, ref registry.Reference) error {
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return newDockerError(resp.StatusCode, data)
+	}
 	dec := json.NewDecoder(resp.Body)
 	var failure error
 	for {
-		var msg struct {
-			Message string `json:"message"`
-			Error   string `json:"error"`
-		}
+		var msg struct{ Error string }
 		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
-			break
+			return failure
 		} else if err != nil {
 			return fmt.Errorf("the daemon's answer: %w", err)
 		}
-		switch {
-		case resp.StatusCode >= 300:
-			return &dockerError{code: resp.StatusCode, message: cmp.Or(msg.Message, resp.Status)}
-		case msg.Error != "":
+		if msg.Error != "" {
 			failure = errors.New(msg.Error)
 		}
 	}
-	return failure
 }

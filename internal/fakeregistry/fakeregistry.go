@@ -2,7 +2,7 @@
 // speaking the real protocol: manifests by tag or digest with content negotiation, blobs,
 // the Bearer token flow (anonymous, or with a user and password) and the registry's JSON
 // errors. Its failure modes are available on demand: 429 with Retry-After, 5xx, a blob that
-// does not match its digest, a connection cut mid-blob.
+// does not match its digest, a connection dropped before the answer or cut mid-blob.
 package fakeregistry
 
 import (
@@ -26,6 +26,7 @@ type Fault struct {
 	RetryAfter string // with this Retry-After header
 	Corrupt    bool   // a blob of the right length but other bytes
 	Cut        bool   // half the blob, then the connection drops
+	Drop       bool   // the connection drops before any answer
 }
 
 // Registry is a running fake registry.
@@ -169,7 +170,11 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if f, ok := r.fault(req.URL.Path); ok && f.Status != 0 {
+	f, ok := r.fault(req.URL.Path)
+	if f.Drop {
+		panic(http.ErrAbortHandler)
+	}
+	if ok && f.Status != 0 {
 		if f.RetryAfter != "" {
 			w.Header().Set("Retry-After", f.RetryAfter)
 		}
@@ -245,6 +250,7 @@ func (r *Registry) serveBlob(w http.ResponseWriter, req *http.Request, f Fault) 
 	case f.Cut:
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 		w.Write(data[:len(data)/2])
+		w.(http.Flusher).Flush()    // the status and half the body are on their way
 		panic(http.ErrAbortHandler) // drops the connection
 	case b.path != "":
 		http.ServeFile(w, req, b.path)

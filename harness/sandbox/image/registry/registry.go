@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
@@ -196,10 +197,7 @@ func (c *Client) layers(ctx context.Context, ref Reference, layers []Descriptor,
 		})
 	}
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	return nil
+	return context.Cause(ctx) // nil unless a download failed or ctx ended
 }
 
 // resolve fetches the manifest ref names and, from an index, the one for the client's platform.
@@ -415,6 +413,9 @@ func (c *Client) get(ctx context.Context, ref Reference, path, accept string) (*
 func (c *Client) send(req *http.Request) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := c.HTTP.Do(req)
+		if err != nil && dropped(err) && attempt < c.attempts() && req.Context().Err() == nil {
+			continue
+		}
 		if err != nil {
 			if req.Context().Err() != nil {
 				return nil, req.Context().Err()
@@ -436,6 +437,12 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+}
+
+// dropped is a connection the registry (or a proxy) closed before answering: worth another
+// try, unlike one that cannot be opened or a TLS handshake that fails.
+func dropped(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func retryable(status int) bool {

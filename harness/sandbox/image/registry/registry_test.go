@@ -159,12 +159,13 @@ func TestPullRefusesWhatCannotBePulled(t *testing.T) {
 	}
 }
 
-// TestPullTriesAgain: 429 (with Retry-After) and 5xx answers, and a connection cut mid-blob,
-// are tried again; the pull succeeds.
+// TestPullTriesAgain: 429 (with Retry-After) and 5xx answers, a connection dropped before the
+// answer and one cut mid-blob are tried again; the pull succeeds.
 func TestPullTriesAgain(t *testing.T) {
 	f := newFixture(t, MediaOCIIndex, MediaOCIManifest)
 	f.reg.Fail("/manifests/1", fakeregistry.Fault{Status: http.StatusTooManyRequests, RetryAfter: "1"})
 	f.reg.Fail("/manifests/1", fakeregistry.Fault{Status: http.StatusBadGateway})
+	f.reg.Fail("/manifests/1", fakeregistry.Fault{Drop: true})
 	f.reg.Fail(f.config.Digest, fakeregistry.Fault{Status: http.StatusInternalServerError})
 	f.reg.Fail(f.layerOne.Digest, fakeregistry.Fault{Cut: true})
 	f.reg.Fail(f.layerOne.Digest, fakeregistry.Fault{Status: http.StatusServiceUnavailable})
@@ -172,9 +173,9 @@ func TestPullTriesAgain(t *testing.T) {
 	if _, err := pull(testClient(), ref(t, f.reg.Host+"/aa/sandbox:1"), t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	// manifest 3, index's choice 1, config 2, layer one 3, layer two 1
-	if n := f.reg.Requests() - before; n != 10 {
-		t.Errorf("%d requests, want 10", n)
+	// manifest 4, index's choice 1, config 2, layer one 3, layer two 1
+	if n := f.reg.Requests() - before; n != 11 {
+		t.Errorf("%d requests, want 11", n)
 	}
 }
 
