@@ -50,9 +50,9 @@ func newRunCommand() *cli.Command {
 				Usage: "model requests per minute (the lower of this and the provider's stated limit wins)"},
 			&cli.IntFlag{Name: "tpm", Sources: env("tpm"), DefaultText: "0: as the provider's answers state",
 				Usage: "model tokens per minute, input and output (the lower of this and the provider's stated limit wins)"},
-			&cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Sources: env("sandbox"), Usage: "auto, bwrap, landlock or none (no isolation)"},
+			&cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Sources: env("sandbox"), Usage: "auto, bwrap, landlock, docker or none (no isolation)"},
 			&cli.StringFlag{Name: "sandbox-image", Sources: env("sandbox_image"), DefaultText: sandbox.DefaultImage,
-				Usage: "the image an episode runs in: an image name with docker; a docker save tarball or an OCI layout folder with bwrap"},
+				Usage: "the image an episode runs in: an image name with docker; a docker save tarball, an OCI layout folder or a registry reference (HOST/NAME:TAG, HOST/NAME@sha256:...) with bwrap (see docs/platforms.md)"},
 			&cli.StringFlag{Name: "memory-limit", Value: "4GiB", Sources: env("memory_limit"),
 				Usage: "memory of an episode's processes together (where the sandbox can bound it: aa-grade doctor)"},
 			&cli.StringFlag{Name: "disk-limit", Value: "4GiB", Sources: env("disk_limit"),
@@ -121,7 +121,13 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		if err != nil {
 			return err
 		}
-		if err := sandbox.UseImage(backend, ref, filepath.Join(cache, "aa-grade", "rootfs")); err != nil {
+		if err := sandbox.UseImage(ctx, backend, ref, filepath.Join(cache, "aa-grade", "rootfs"), stderr); err != nil {
+			if ctx.Err() != nil {
+				return &exitError{code: 130, err: fmt.Errorf("interrupted: %w", err)}
+			}
+			if errors.Is(err, sandbox.ErrUnavailable) {
+				return fmt.Errorf("--sandbox-image: %w", err) // infrastructure: exit 3
+			}
 			return usageErrorf("--sandbox-image: %w", err)
 		}
 	}

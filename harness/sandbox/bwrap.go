@@ -4,7 +4,9 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -14,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/aa-grade/aa-grade/harness/sandbox/image"
+	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
 )
 
 // Bwrap isolates with bubblewrap: new mount, pid, network, ipc and uts namespaces; system
@@ -192,16 +195,29 @@ func linkSnapshot(workspace string, files []snapshotFile) error {
 	return nil
 }
 
-// useImage unpacks a `docker save` tarball or an OCI layout folder once, and runs episodes
-// over it.
-func (b *Bwrap) useImage(ref, cacheDir string) error {
-	if _, err := os.Stat(ref); err != nil {
-		return fmt.Errorf("with bwrap, the image is a docker save tarball or an OCI layout folder, and %s is neither (%v); from a daemon: docker save IMAGE -o image.tar", ref, err)
+// useImage unpacks a `docker save` tarball, an OCI layout folder or an image pulled from a
+// registry once, and runs episodes over it.
+func (b *Bwrap) useImage(ctx context.Context, ref, cacheDir string, progress io.Writer) error {
+	_, statErr := os.Stat(ref)
+	reference, refErr := registry.ParseReference(ref)
+	if statErr != nil && refErr != nil {
+		return fmt.Errorf("with bwrap, the image is a docker save tarball, an OCI layout folder or a registry reference, and %s is none (%v; %v); from a daemon: docker save IMAGE -o image.tar", ref, statErr, refErr)
 	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return err
 	}
-	root, err := image.Unpack(ref, cacheDir)
+	var root string
+	var err error
+	if statErr == nil {
+		root, err = image.Unpack(ref, cacheDir)
+	} else {
+		c := registry.New()
+		c.Progress = progress
+		root, _, err = image.Pull(ctx, c, reference, cacheDir)
+		if errors.Is(err, registry.ErrUnavailable) {
+			err = unavailableError{err}
+		}
+	}
 	if err != nil {
 		return err
 	}

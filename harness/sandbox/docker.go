@@ -5,7 +5,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +25,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
 )
 
 // NameDocker is the backend that runs each episode in a container of its own.
@@ -54,6 +60,7 @@ type Docker struct {
 	once   sync.Once
 	client *dockerClient
 	err    error
+	arch   string // the daemon's machine, as GOARCH names it
 
 	mu     sync.Mutex
 	digest string // the image's config digest, once checked
@@ -61,7 +68,7 @@ type Docker struct {
 
 func (d *Docker) Name() string { return NameDocker }
 
-// Available pings the daemon once.
+// Available asks the daemon, once, for its version: it must run Linux containers.
 func (d *Docker) Available() error {
 	d.once.Do(func() {
 		d.client, d.err = newDockerClient()
@@ -70,13 +77,17 @@ func (d *Docker) Available() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := d.client.do(ctx, http.MethodGet, "/_ping", nil, nil)
+		var version struct{ Os, Arch string }
+		_, err := d.client.do(ctx, http.MethodGet, "/version", nil, &version)
 		switch {
 		case errors.Is(err, os.ErrPermission):
 			d.err = fmt.Errorf("the Docker daemon at %s refuses this user (add it to the docker group, or set DOCKER_HOST to a daemon it may use)", d.client.host)
 		case err != nil:
 			d.err = fmt.Errorf("no Docker daemon answers at %s: %v (start Docker, or set DOCKER_HOST)", d.client.host, err)
+		case version.Os != "linux":
+			d.err = fmt.Errorf("the Docker daemon at %s runs %s containers (switch it to Linux containers)", d.client.host, version.Os)
 		}
+		d.arch = cmp.Or(version.Arch, runtime.GOARCH)
 	})
 	return d.err
 }
@@ -104,7 +115,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
-	agent, err := linuxAgent(spec.Agent)
+	agent, err := linuxAgent(spec.Agent, d.arch)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +157,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		if err == nil {
 			err = errors.New(strings.TrimSpace(res.Stderr))
 		}
-		return nil, fmt.Errorf("%w: image %s cannot run an episode (it needs bash and a %s/%s kernel): %v", ErrUnavailable, d.imageName(), "linux", runtime.GOARCH, err)
+		return nil, fmt.Errorf("%w: image %s cannot run an episode (it needs bash and a linux/%s kernel): %v", ErrUnavailable, d.imageName(), d.arch, err)
 	}
 	return s, nil
 }
@@ -201,22 +212,36 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) 
 // dockerCPUs bounds the CPU an episode's container may use.
 const dockerCPUs = 2
 
+// imageInfo is what the daemon says of an image.
+type imageInfo struct {
+	ID           string `json:"Id"`
+	Architecture string
+	Os           string
+}
+
+// inspect asks the daemon about the image; a *dockerError with 404 when it lacks it.
+func (d *Docker) inspect(ctx context.Context) (imageInfo, error) {
+	var image imageInfo
+	segments := strings.Split(d.imageName(), "/")
+	for i, s := range segments {
+		segments[i] = url.PathEscape(s)
+	}
+	_, err := d.client.do(ctx, http.MethodGet, "/images/"+strings.Join(segments, "/")+"/json", nil, &image)
+	return image, err
+}
+
 // checkImage says, in one line, what to do when the image is missing or for another machine.
 func (d *Docker) checkImage(ctx context.Context) error {
-	var image struct {
-		ID           string `json:"Id"`
-		Architecture string
-		Os           string
-	}
-	if _, err := d.client.do(ctx, http.MethodGet, "/images/"+url.PathEscape(d.imageName())+"/json", nil, &image); err != nil {
+	image, err := d.inspect(ctx)
+	if err != nil {
 		var status *dockerError
 		if errors.As(err, &status) && status.code == http.StatusNotFound {
 			return fmt.Errorf("%w: no image %s: build it (docker build -t %s deploy/sandbox) or name another with --sandbox-image", ErrUnavailable, d.imageName(), DefaultImage)
 		}
 		return fmt.Errorf("%w: image %s: %v", ErrUnavailable, d.imageName(), err)
 	}
-	if image.Os != "" && image.Os != "linux" || image.Architecture != "" && image.Architecture != runtime.GOARCH {
-		return fmt.Errorf("%w: image %s is for %s/%s, not linux/%s", ErrUnavailable, d.imageName(), image.Os, image.Architecture, runtime.GOARCH)
+	if image.Os != "" && image.Os != "linux" || image.Architecture != "" && image.Architecture != d.arch {
+		return fmt.Errorf("%w: image %s is for %s/%s, not linux/%s", ErrUnavailable, d.imageName(), image.Os, image.Architecture, d.arch)
 	}
 	d.mu.Lock()
 	d.digest = image.ID
@@ -224,21 +249,79 @@ func (d *Docker) checkImage(ctx context.Context) error {
 	return nil
 }
 
-// linuxAgent is the aa-grade binary the container runs as its agent: this one on Linux;
-// elsewhere a Linux build of the same version (make dist writes aa-grade-linux-ARCH), found
-// beside this executable or named by AA_GRADE_LINUX_AGENT.
-func linuxAgent(self string) (string, error) {
-	if runtime.GOOS == "linux" {
+// linuxAgent is the aa-grade binary the container runs as its agent, for the daemon's
+// architecture: this one on Linux when it matches; else a Linux build of the same version
+// (make dist writes aa-grade-linux-ARCH) found beside this executable or named by
+// AA_GRADE_LINUX_AGENT, copied into the user's cache folder (see stageAgent).
+func linuxAgent(self, arch string) (string, error) {
+	if runtime.GOOS == "linux" && arch == runtime.GOARCH {
 		return self, nil
 	}
-	if p := os.Getenv("AA_GRADE_LINUX_AGENT"); p != "" {
-		return p, nil
+	src := cmp.Or(os.Getenv("AA_GRADE_LINUX_AGENT"), filepath.Join(filepath.Dir(self), "aa-grade-linux-"+arch))
+	if staged, ok := stagedAgents.Load(src + "|" + arch); ok {
+		return staged.(string), nil
 	}
-	p := filepath.Join(filepath.Dir(self), "aa-grade-linux-"+runtime.GOARCH)
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container: put aa-grade-linux-%s (from the release, or make dist) beside %s, or set AA_GRADE_LINUX_AGENT", ErrUnavailable, runtime.GOARCH, self)
+	cache, err := os.UserCacheDir()
+	var staged string
+	if err == nil {
+		staged, err = stageAgent(src, arch, filepath.Join(cache, "aa-grade", "agent"))
 	}
-	return p, nil
+	if err != nil {
+		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): put aa-grade-linux-%s (from the release, or make dist) beside %s, or name it in AA_GRADE_LINUX_AGENT", ErrUnavailable, err, arch, self)
+	}
+	stagedAgents.Store(src+"|"+arch, staged)
+	return staged, nil
+}
+
+// stagedAgents are the agents stageAgent copied, by source and architecture: once per run.
+var stagedAgents sync.Map
+
+// elfMachines are the architectures releases are built for.
+var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// stageAgent checks that src is a Linux program for arch and copies it, executable, into dir
+// under a name of its content, unless it is there already. A daemon in a virtual machine
+// (Docker Desktop, Colima, OrbStack, Podman machine) binds only files of the folders it
+// shares with the host, of which the user's home, holding the cache, is one by default; and a
+// downloaded binary may lack its execute bit.
+func stageAgent(src, arch, dir string) (string, error) {
+	f, err := elf.Open(src)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", src, err)
+	}
+	machine := f.Machine
+	f.Close()
+	if want, ok := elfMachines[arch]; !ok || machine != want {
+		return "", fmt.Errorf("%s is a program for %v, not linux/%s", src, machine, arch)
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	dst := filepath.Join(dir, hex.EncodeToString(sum[:8]), "aa-grade")
+	if info, err := os.Stat(dst); err == nil && info.Size() == int64(len(b)) && info.Mode()&0o111 != 0 {
+		return dst, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".aa-grade-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name()) // gone once renamed
+	_, err = tmp.Write(b)
+	if closeErr := tmp.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o755)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst) // whole and executable, or not there
+	}
+	return dst, err
 }
 
 // container is a sandbox that is a container: the session's peer.
@@ -299,7 +382,7 @@ type dockerClient struct {
 func newDockerClient() (*dockerClient, error) {
 	host := os.Getenv("DOCKER_HOST")
 	if host == "" {
-		host = "unix:///var/run/docker.sock"
+		host = defaultDockerHost
 	}
 	u, err := url.Parse(host)
 	if err != nil {
@@ -311,20 +394,35 @@ func newDockerClient() (*dockerClient, error) {
 		c.network, c.address = "unix", u.Path
 	case "tcp", "http":
 		c.network, c.address = "tcp", u.Host
+	case "npipe": // npipe:////./pipe/docker_engine is \\.\pipe\docker_engine
+		c.network, c.address = "npipe", strings.ReplaceAll(u.Host+u.Path, "/", `\`)
 	default:
-		return nil, fmt.Errorf("DOCKER_HOST %q: aa-grade speaks to unix:// and tcp:// (without TLS) daemons", host)
+		return nil, fmt.Errorf("DOCKER_HOST %q: aa-grade speaks to unix://, npipe:// and tcp:// (without TLS) daemons", host)
 	}
-	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, c.network, c.address)
-	}
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) }
 	c.http = &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 16}}
 	return c, nil
+}
+
+// dial opens a connection to the daemon.
+func (c *dockerClient) dial(ctx context.Context) (net.Conn, error) {
+	if c.network == "npipe" {
+		return dialPipe(ctx, c.address)
+	}
+	return (&net.Dialer{}).DialContext(ctx, c.network, c.address)
 }
 
 // dockerError is an answer of the daemon other than a success, with its message.
 type dockerError struct {
 	code    int
 	message string
+}
+
+// newDockerError reads the daemon's answer to a failed call: {"message": ...}, or its text.
+func newDockerError(code int, body []byte) *dockerError {
+	var msg struct{ Message string }
+	json.Unmarshal(body, &msg)
+	return &dockerError{code: code, message: cmp.Or(msg.Message, strings.TrimSpace(string(body)), http.StatusText(code))}
 }
 
 func (e *dockerError) Error() string { return fmt.Sprintf("%d %s", e.code, e.message) }
@@ -357,9 +455,7 @@ func (c *dockerClient) do(ctx context.Context, method, endpoint string, body, ou
 		return nil, err
 	}
 	if resp.StatusCode >= 300 {
-		var msg struct{ Message string }
-		json.Unmarshal(data, &msg)
-		return nil, &dockerError{code: resp.StatusCode, message: cmp.Or(msg.Message, strings.TrimSpace(string(data)))}
+		return nil, newDockerError(resp.StatusCode, data)
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -372,7 +468,7 @@ func (c *dockerClient) do(ctx context.Context, method, endpoint string, body, ou
 // attach opens the container's stdin, stdout and stderr as one raw connection (the API's
 // upgraded HTTP connection), before the container starts so that nothing is missed.
 func (c *dockerClient) attach(ctx context.Context, id string) (*bufferedConn, error) {
-	conn, err := (&net.Dialer{}).DialContext(ctx, c.network, c.address)
+	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -461,7 +557,88 @@ func dockerGuarantees() []Guarantee {
 	}
 }
 
-func (d *Docker) useImage(ref, _ string) error {
+// useImage names the image episodes run in. One that names its registry and that the daemon
+// lacks is pulled by the daemon now, as docker run would, so that a bad reference is one line
+// before anything starts.
+func (d *Docker) useImage(ctx context.Context, ref, _ string, progress io.Writer) error {
 	d.Image = ref
-	return nil
+	reference, err := registry.ParseReference(ref)
+	if err != nil {
+		return nil // a local name, looked up when the first episode starts
+	}
+	if err := d.Available(); err != nil {
+		return unavailableError{err}
+	}
+	_, err = d.inspect(ctx)
+	var status *dockerError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &status) || status.code != http.StatusNotFound:
+		return unavailableError{fmt.Errorf("image %s: %w", ref, err)}
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "pulling %s through the Docker daemon\n", ref)
+	}
+	err = d.client.pull(ctx, reference)
+	if errors.As(err, &status) {
+		err = errors.New(status.message)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case refusedReference(err.Error()):
+		return fmt.Errorf("the Docker daemon cannot pull %s: %v (check the name and the tag, or docker login %s)", ref, err, reference.Registry)
+	}
+	return unavailableError{fmt.Errorf("the Docker daemon cannot pull %s: %v (check the registry and the daemon's network, or docker pull it yourself)", ref, err)}
+}
+
+// refusedReference tells, from the daemon's message, a registry that refused the reference
+// (the distribution API's error codes, which the daemon passes on, often as a 500) from one
+// it could not reach.
+func refusedReference(message string) bool {
+	m := strings.ToLower(message)
+	for _, code := range []string{"manifest unknown", "name unknown", "not found", "unauthorized", "denied", "no matching manifest"} {
+		if strings.Contains(m, code) {
+			return true
+		}
+	}
+	return false
+}
+
+// pull has the daemon pull an image (POST /images/create), with the credentials of Docker's
+// config.json for its registry when there are some: the daemon does not read that file. The
+// daemon streams its progress; a failure after the start is the stream's last "error".
+func (c *dockerClient) pull(ctx context.Context, ref registry.Reference) error {
+	q := url.Values{"fromImage": {ref.Registry + "/" + ref.Repository}, "tag": {cmp.Or(ref.Digest, ref.Tag)}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://docker"+dockerAPI+"/images/create?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	if creds, ok := registry.DockerConfigCredentials(ref.Registry); ok {
+		auth, _ := json.Marshal(map[string]string{"username": creds.Username, "password": creds.Password, "serveraddress": ref.Registry})
+		req.Header.Set("X-Registry-Auth", base64.URLEncoding.EncodeToString(auth))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return newDockerError(resp.StatusCode, data)
+	}
+	dec := json.NewDecoder(resp.Body)
+	var failure error
+	for {
+		var msg struct{ Error string }
+		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
+			return failure
+		} else if err != nil {
+			return fmt.Errorf("the daemon's answer: %w", err)
+		}
+		if msg.Error != "" {
+			failure = errors.New(msg.Error)
+		}
+	}
 }

@@ -3,9 +3,12 @@
 package sandbox
 
 import (
+	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -69,7 +72,7 @@ func TestBwrapRunsOverASavedImage(t *testing.T) {
 	if b.Available() != nil {
 		t.Skip("no bwrap")
 	}
-	if err := UseImage(b, saved, t.TempDir()); err != nil {
+	if err := UseImage(context.Background(), b, saved, t.TempDir(), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	sb := start(t, b, newFixture(t))
@@ -82,5 +85,59 @@ func TestBwrapRunsOverASavedImage(t *testing.T) {
 	}
 	if r := run(t, sb, "touch /usr/x /etc/x 2>&1; echo x > agent_output.json && cat agent_output.json"); r.Stdout != "touch: cannot touch '/usr/x': Read-only file system\ntouch: cannot touch '/etc/x': Read-only file system\nx\n" {
 		t.Fatalf("writes over the image: %q", r.Stdout)
+	}
+}
+
+// TestStageAgentCopiesALinuxProgramOnce: the Linux agent a Mac or Windows host binds into the
+// container is copied, executable, into the cache (which the daemon's VM shares), once; what
+// is no Linux program for the daemon's machine is refused.
+func TestStageAgentCopiesALinuxProgramOnce(t *testing.T) {
+	exe, _ := os.Executable()
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	downloaded := filepath.Join(t.TempDir(), "aa-grade-linux-"+runtime.GOARCH)
+	os.WriteFile(downloaded, data, 0o644) // as a browser saves it: not executable
+	dir := t.TempDir()
+	staged, err := stageAgent(downloaded, runtime.GOARCH, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(staged)
+	if err != nil || info.Mode().Perm() != 0o755 || info.Size() != int64(len(data)) || !strings.HasPrefix(staged, dir) {
+		t.Fatalf("staged %s: %v %v", staged, info, err)
+	}
+	os.Chmod(staged, 0o555) // a second stage would have to replace it
+	if again, err := stageAgent(downloaded, runtime.GOARCH, dir); err != nil || again != staged {
+		t.Fatalf("second stage: %s %v", again, err)
+	}
+	if info, _ := os.Stat(staged); info.Mode().Perm() != 0o555 {
+		t.Error("staged again")
+	}
+	other := map[string]string{"amd64": "arm64"}[runtime.GOARCH]
+	if other == "" {
+		other = "amd64"
+	}
+	if _, err := stageAgent(downloaded, other, dir); err == nil || !strings.Contains(err.Error(), "not linux/"+other) {
+		t.Errorf("another machine: %v", err)
+	}
+	text := filepath.Join(t.TempDir(), "aa-grade-linux-"+runtime.GOARCH)
+	os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755)
+	if _, err := stageAgent(text, runtime.GOARCH, dir); err == nil {
+		t.Error("a script was staged as the agent")
+	}
+}
+
+// TestDockerHostNamedPipe: npipe://, Docker Desktop's on Windows, names the pipe; elsewhere it
+// is one clear line.
+func TestDockerHostNamedPipe(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "npipe:////./pipe/docker_engine")
+	c, err := newDockerClient()
+	if err != nil || c.network != "npipe" || c.address != `\\.\pipe\docker_engine` {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if err := (&Docker{}).Available(); err == nil || !strings.Contains(err.Error(), "npipe:// is a Windows named pipe") {
+		t.Fatalf("on Linux: %v", err)
 	}
 }

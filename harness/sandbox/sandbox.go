@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -193,7 +194,7 @@ var hostReadsSafely = Guarantee{GuaranteeHostReadsSafe, true, "the agent reads t
 
 // imageUser is a backend that can run episodes in an image.
 type imageUser interface {
-	useImage(ref, cacheDir string) error
+	useImage(ctx context.Context, ref, cacheDir string, progress io.Writer) error
 	// image is the image in use and its config digest ("" when none or not yet known).
 	image() (ref, digest string)
 }
@@ -207,13 +208,24 @@ func ImageOf(b Backend) (ref, digest string) {
 	return "", ""
 }
 
-// UseImage makes b run episodes in the image ref: docker takes an image name; bwrap a
-// `docker save` tarball or an OCI image layout folder, which it unpacks once into cacheDir
-// and shows read-only as `/`. Other backends run on the host's own system and refuse.
-func UseImage(b Backend, ref, cacheDir string) error {
+// UseImage makes b run episodes in the image ref. Docker takes an image name, and has its
+// daemon pull one that names its registry (registry.example:5000/name:tag) when it lacks it.
+// Bwrap takes a `docker save` tarball, an OCI image layout folder or a registry reference,
+// pulled over the distribution API; it unpacks the image once into cacheDir and shows it
+// read-only as `/`. A pull says so on progress. Other backends run on the host's own system
+// and refuse. A failure of the daemon, the network or a registry matches ErrUnavailable; any
+// other is the reference's.
+func UseImage(ctx context.Context, b Backend, ref, cacheDir string, progress io.Writer) error {
 	u, ok := b.(imageUser)
 	if !ok {
 		return fmt.Errorf("the %s sandbox runs on this machine's own system; an image needs bwrap or docker", b.Name())
 	}
-	return u.useImage(ref, cacheDir)
+	return u.useImage(ctx, ref, cacheDir, progress)
 }
+
+// unavailableError marks a failure of the machine or the network as ErrUnavailable, keeping
+// its text.
+type unavailableError struct{ error }
+
+func (e unavailableError) Unwrap() error        { return e.error }
+func (e unavailableError) Is(target error) bool { return target == ErrUnavailable }

@@ -53,14 +53,24 @@ func Unpack(src, cacheDir string) (string, error) {
 		}
 		layout = tmp
 	}
-	configDigest, layers, err := readLayout(layout)
+	root, err := unpackLayout(layout, cacheDir)
 	if err != nil {
 		return "", fmt.Errorf("image %s: %w", src, err)
 	}
-	root := filepath.Join(cacheDir, strings.ReplaceAll(configDigest, ":", "-"))
-	if _, err := os.Stat(filepath.Join(root, completeMark)); err == nil {
+	return root, nil
+}
+
+// unpackLayout makes the root file system of the image in an OCI or docker save layout folder
+// under cacheDir, in a folder named after its config digest, unless it is there already.
+func unpackLayout(layout, cacheDir string) (string, error) {
+	configDigest, layers, err := readLayout(layout)
+	if err != nil {
+		return "", err
+	}
+	if root, ok := Cached(cacheDir, configDigest); ok {
 		return root, nil
 	}
+	root := rootOf(cacheDir, configDigest)
 	partial, err := os.MkdirTemp(cacheDir, ".rootfs-")
 	if err != nil {
 		return "", err
@@ -71,20 +81,32 @@ func Unpack(src, cacheDir string) (string, error) {
 	}
 	for _, l := range layers {
 		if err := applyLayer(partial, l); err != nil {
-			return "", fmt.Errorf("image %s: layer %s: %w", src, filepath.Base(l.path), err)
+			return "", fmt.Errorf("layer %s: %w", filepath.Base(l.path), err)
 		}
 	}
 	if err := addMountPoints(partial); err != nil {
-		return "", fmt.Errorf("image %s: %w", src, err)
+		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(partial, completeMark), []byte(configDigest+"\n"), 0o644); err != nil {
 		return "", err
 	}
 	os.RemoveAll(root) // an unfinished earlier attempt
 	if err := os.Rename(partial, root); err != nil {
-		return "", fmt.Errorf("image %s: %w", src, err)
+		return "", err
 	}
 	return root, nil
+}
+
+// Cached is the root file system of the image with this config digest, if an earlier unpack
+// finished it under cacheDir.
+func Cached(cacheDir, configDigest string) (string, bool) {
+	root := rootOf(cacheDir, configDigest)
+	_, err := os.Stat(filepath.Join(root, completeMark))
+	return root, err == nil
+}
+
+func rootOf(cacheDir, configDigest string) string {
+	return filepath.Join(cacheDir, strings.ReplaceAll(configDigest, ":", "-"))
 }
 
 // extractSaved writes the files of a `docker save` tarball into dir (a layout folder).
