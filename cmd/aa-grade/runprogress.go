@@ -21,9 +21,7 @@ import (
 // each warning of the rate limiter above them. Elsewhere: the line per finished episode, the
 // warnings, and an overall line and the rate limits' every interval.
 type runProgress struct {
-	w        io.Writer
-	terminal bool
-	width    int
+	screen   *screen
 	interval time.Duration
 	start    time.Time
 
@@ -35,7 +33,6 @@ type runProgress struct {
 	cost      float64
 	costKnown bool
 	running   map[runfolder.Episode]*liveEpisode
-	drawn     int // lines of the live block on screen
 	// limits, when set, is the status of the run's rate limiter; warned counts its warnings
 	// printed.
 	limits func() harness.LimitStatus
@@ -50,10 +47,10 @@ type liveEpisode struct {
 	command        string
 }
 
-func newRunProgress(w io.Writer) *runProgress {
-	p := &runProgress{w: w, terminal: isTerminal(w), width: 100, interval: 30 * time.Second, start: time.Now(),
+func newRunProgress(w io.Writer, plain bool) *runProgress {
+	p := &runProgress{screen: newScreen(w, plain), interval: 30 * time.Second, start: time.Now(),
 		running: map[runfolder.Episode]*liveEpisode{}, costKnown: true, stop: make(chan struct{})}
-	if p.terminal {
+	if p.screen.live {
 		p.interval = 250 * time.Millisecond
 	}
 	return p
@@ -114,7 +111,7 @@ func (p *runProgress) count(r runfolder.Result) {
 // Start begins periodic rendering; Stop ends it, leaving the last overall line.
 func (p *runProgress) Start() {
 	p.wg.Go(func() {
-		every(p.interval, p.stop, func() {
+		p.screen.refresh(p.interval, p.stop, func() {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			p.render()
@@ -127,24 +124,21 @@ func (p *runProgress) Stop() {
 	p.wg.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.clear()
+	if p.screen.live {
+		p.screen.clear()
+	}
 	p.limitStatus() // the last warnings
 }
 
 // printLocked prints a line above the live block, sanitized: it may quote the model, the
 // sandbox or a provider (a finished episode's error) and a dataset (the task id).
 func (p *runProgress) printLocked(line string) {
-	p.clear()
-	printLine(p.w, "%s", line)
-	if p.terminal {
-		p.render()
+	if p.screen.live {
+		p.screen.clear()
 	}
-}
-
-func (p *runProgress) clear() {
-	if p.terminal && p.drawn > 0 {
-		fmt.Fprintf(p.w, "\033[%dA\r\033[J", p.drawn)
-		p.drawn = 0
+	printLine(p.screen.w, "%s", line)
+	if p.screen.live {
+		p.render()
 	}
 }
 
@@ -163,24 +157,25 @@ func (p *runProgress) overall() string {
 		per := time.Since(p.start) / time.Duration(p.endedHere)
 		eta = "ETA " + (per * time.Duration(p.total-p.finished)).Round(time.Second).String()
 	}
-	return fmt.Sprintf("%d/%d episodes  score %.3f  %s  %d running  %s", p.finished, p.total, score, cost, len(p.running), eta)
+	// The most wanted first: a narrow terminal cuts the end.
+	return fmt.Sprintf("%d/%d episodes  %d running  %s  score %.3f  %s", p.finished, p.total, len(p.running), eta, score, cost)
 }
 
 func (p *runProgress) render() {
-	if !p.terminal {
+	if !p.screen.live {
 		status, show := p.limitStatus()
-		fmt.Fprintln(p.w, "progress: "+p.overall())
+		fmt.Fprintln(p.screen.w, "progress: "+p.overall())
 		if show {
 			limits, calls := describeLimits(status, true)
-			fmt.Fprintln(p.w, "rate limits: "+limits+"; "+calls)
+			fmt.Fprintln(p.screen.w, "rate limits: "+limits+"; "+calls)
 		}
 		return
 	}
-	p.clear()
-	lines := []string{bar(int64(p.finished), int64(p.total), 24) + " " + p.overall()}
+	p.screen.clear()
+	lines := []string{withBar(int64(p.finished), int64(p.total), p.overall(), p.screen.width())}
 	if status, show := p.limitStatus(); show {
 		limits, calls := describeLimits(status, true)
-		lines = append(lines, clip("  "+limits, p.width), clip("  "+calls, p.width))
+		lines = append(lines, "  "+limits, "  "+calls)
 	}
 	keys := make([]runfolder.Episode, 0, len(p.running))
 	for k := range p.running {
@@ -193,21 +188,9 @@ func (p *runProgress) render() {
 		e := p.running[k]
 		// The model's command and the task id are sanitized before the line is measured.
 		cmd := strings.Join(strings.Fields(termtext.Sanitize(e.command)), " ")
-		lines = append(lines, clip(fmt.Sprintf("  %s r%d  turn %d/%d  %s", termtext.Sanitize(k.Task), k.Repeat, e.turn, e.maxTurns, cmd), p.width))
+		lines = append(lines, fmt.Sprintf("  %s r%d  turn %d/%d  %s", termtext.Sanitize(k.Task), k.Repeat, e.turn, e.maxTurns, cmd))
 	}
-	for _, l := range lines {
-		fmt.Fprintln(p.w, l)
-	}
-	p.drawn = len(lines)
-}
-
-// clip cuts a line of the live block to width, so that it takes one row of the terminal and
-// the block can be redrawn in place.
-func clip(line string, width int) string {
-	if r := []rune(line); len(r) > width {
-		return string(r[:width-3]) + "..."
-	}
-	return line
+	p.screen.draw(lines)
 }
 
 // limitStatus reads the rate limiter's status, prints its warnings not printed yet (where the
@@ -219,7 +202,7 @@ func (p *runProgress) limitStatus() (harness.LimitStatus, bool) {
 	}
 	s := p.limits()
 	for _, w := range s.Warnings[min(p.warned, len(s.Warnings)):] {
-		printLine(p.w, "warning: %s", w)
+		printLine(p.screen.w, "warning: %s", w)
 	}
 	p.warned = len(s.Warnings)
 	return s, !s.Idle()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,15 +15,16 @@ import (
 // redrawn in place, finished episodes print above it, and unknown cost never shows as zero.
 func TestRunProgressOnATerminal(t *testing.T) {
 	var out bytes.Buffer
-	p := newRunProgress(&out)
-	p.terminal = true
+	p := newRunProgress(&out, false)
+	width := 100
+	p.screen = liveScreen(&out, &width)
 	cost := 0.25
 	p.Plan(4, []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, CostUSD: &cost}})
 	p.Turn("Scenario-2", 1, 5, 100, "grep -c error\n  logs.tsv")
 	p.Turn("Scenario-2", 2, 1, 100, "")
 	p.render()
 	block := out.String()
-	for _, want := range []string{"resuming: 1 of 4 episodes already finished", "1/4 episodes  score 1.000  $0.25 so far  2 running",
+	for _, want := range []string{"resuming: 1 of 4 episodes already finished", "1/4 episodes  2 running  ETA -  score 1.000  $0.25 so far",
 		"  Scenario-2 r1  turn 5/100  grep -c error logs.tsv", "  Scenario-2 r2  turn 1/100"} {
 		if !strings.Contains(block, want) {
 			t.Errorf("missing %q in\n%s", want, block)
@@ -32,7 +34,7 @@ func TestRunProgressOnATerminal(t *testing.T) {
 	p.Finished(runfolder.Result{Task: "Scenario-2", Repeat: 1, Status: "max_turns", Turns: 100})
 	after := out.String()
 	if !strings.HasPrefix(after, "\033[3A\r\033[J") || !strings.Contains(after, "Scenario-2 repeat 1: max_turns, score 0.00, 100 turns, cost unknown") ||
-		!strings.Contains(after, "cost unknown  1 running") || strings.Contains(after, "turn 5/100") {
+		!strings.Contains(after, "2/4 episodes  1 running") || !strings.Contains(after, "cost unknown") || strings.Contains(after, "turn 5/100") {
 		t.Errorf("after an episode ended:\n%q", after)
 	}
 }
@@ -40,7 +42,7 @@ func TestRunProgressOnATerminal(t *testing.T) {
 // TestRunProgressElsewhere prints plain lines: one per finished episode and the overall line.
 func TestRunProgressElsewhere(t *testing.T) {
 	var out bytes.Buffer
-	p := newRunProgress(&out)
+	p := newRunProgress(&out, false)
 	p.Plan(2, nil)
 	p.Turn("Scenario-1", 1, 3, 100, "ls")
 	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "error", Error: "HTTP 401: bad key"})
@@ -58,8 +60,9 @@ func TestRunProgressElsewhere(t *testing.T) {
 // renderer's own cursor moves are left, and the text around the sequences still shows.
 func TestProgressStripsTerminalSequencesFromModelCommands(t *testing.T) {
 	var out bytes.Buffer
-	p := newRunProgress(&out)
-	p.terminal = true
+	p := newRunProgress(&out, false)
+	width := 100
+	p.screen = liveScreen(&out, &width)
 	p.Plan(2, nil)
 	task := "Scenario-1\x1b[41m"
 	p.Turn(task, 1, 3, 100, "printf '\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x1b\\\xc2\x9b2J' && echo done")
@@ -85,8 +88,9 @@ func TestProgressStripsTerminalSequencesFromModelCommands(t *testing.T) {
 // nothing.
 func TestRunProgressShowsRateLimits(t *testing.T) {
 	var out bytes.Buffer
-	p := newRunProgress(&out)
-	p.terminal = true
+	p := newRunProgress(&out, false)
+	width := 100
+	p.screen = liveScreen(&out, &width)
 	status := harness.LimitStatus{Limits: []harness.LimitInForce{{Name: "requests", Given: 500, Learnt: 1000, Used: 100},
 		{Name: "input_tokens", Learnt: 200_000, Used: 186_000}, {Name: "output_tokens", Learnt: 40_000, Given: 50_000, Used: 10_000}},
 		Calls: 40, RateLimited: 3, WaitedSeconds: 65, Waiting: 2, Warnings: []string{"rate limits: x-ratelimit-limit-tokens \"\x1b[31mlots\" is not a number"}}
@@ -96,7 +100,7 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 	p.render()
 	got := out.String()
 	for _, want := range []string{
-		"  limits a minute: 500 requests (given; stated 1k), 200k input tokens (stated), 40k output tokens...\n", // clipped
+		"  limits a minute: 500 requests (given; stated 1k), 200k input tokens (stated), 40k output token...\n", // clipped
 		"  last minute: 20%, 93%, 25% used; 2 calls waiting, 1m5s waited, 3 of 40 answered 429\n",
 		"\033[3A\r\033[J", // the block is the bar and the two lines
 	} {
@@ -105,7 +109,7 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 		}
 	}
 	for _, line := range strings.Split(got, "\n") {
-		if len([]rune(line)) > p.width+len("\033[3A\r\033[J") {
+		if len([]rune(line)) >= width+len("\033[3A\r\033[J") {
 			t.Errorf("a line wider than the terminal: %q", line)
 		}
 	}
@@ -114,7 +118,7 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 	}
 
 	out.Reset()
-	p.terminal = false
+	p.screen = newScreen(&out, false)
 	p.render()
 	if got := out.String(); !strings.Contains(got, "rate limits: limits a minute: 500 requests (given; stated 1k), 200k input tokens (stated), "+
 		"40k output tokens (stated; given 50k); last minute: 20%, 93%, 25% used; 2 calls waiting, 1m5s waited, 3 of 40 answered 429\n") {
@@ -126,4 +130,9 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 	if got := out.String(); strings.Contains(got, "limits") {
 		t.Errorf("a limiter that calls no provider shows:\n%q", got)
 	}
+}
+
+// liveScreen is a live screen on w, for a terminal *cols wide.
+func liveScreen(w io.Writer, cols *int) *screen {
+	return &screen{w: w, live: true, width: func() int { return *cols }}
 }
