@@ -49,7 +49,9 @@ func (o *Options) Endpoint() string { return o.BaseURL }
 // Event is one thing that happened on the wire, as the trajectory keeps it: bodies raw, auth
 // headers and any echo of the key redacted.
 type Event struct {
-	Kind        string            `json:"kind"` // request, response, retry, throttle, no_usage (see noteMissingUsage)
+	// Kind is request, response, retry, throttle, no_usage (see noteMissingUsage), or queued
+	// and paced (see Limiter.Acquire).
+	Kind        string            `json:"kind"`
 	URL         string            `json:"url,omitempty"`
 	Header      map[string]string `json:"header,omitempty"`
 	Status      int               `json:"status,omitempty"`
@@ -58,6 +60,7 @@ type Event struct {
 	Wait        time.Duration     `json:"wait,omitempty"`
 	Error       string            `json:"error,omitempty"`
 	MaxInFlight int               `json:"max_in_flight,omitempty"` // throttle: the calls now allowed at once
+	Reason      string            `json:"reason,omitempty"`        // queued: what the call waits for
 }
 
 type recorderKey struct{}
@@ -66,6 +69,12 @@ type recorderKey struct{}
 // runner gives each episode its own, so one model value can serve a whole run.
 func WithRecorder(ctx context.Context, rec func(Event)) context.Context {
 	return context.WithValue(ctx, recorderKey{}, rec)
+}
+
+// recorderOf is the recorder WithRecorder gave ctx, nil when none.
+func recorderOf(ctx context.Context) func(Event) {
+	rec, _ := ctx.Value(recorderKey{}).(func(Event))
+	return rec
 }
 
 // redacted is what replaces a secret in a recorded event.
@@ -255,7 +264,7 @@ func failure(apiErr *APIError) error {
 // record hands an event to the recorders, with the key scrubbed wherever it appears (some
 // providers quote part or all of a rejected key in their error message).
 func (o *Options) record(ctx context.Context, e Event) {
-	rec, _ := ctx.Value(recorderKey{}).(func(Event))
+	rec := recorderOf(ctx)
 	if o.Record == nil && rec == nil {
 		return
 	}

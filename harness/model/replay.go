@@ -77,7 +77,7 @@ func (r *Replay) Complete(ctx context.Context, req harness.Request) (harness.Rep
 			r.mu.Lock()
 			r.divergences = append(r.divergences, d)
 			r.mu.Unlock()
-			if rec, ok := ctx.Value(recorderKey{}).(func(Event)); ok {
+			if rec := recorderOf(ctx); rec != nil {
 				rec(Event{Kind: "divergence", Error: fmt.Sprintf("turn %d: %s", d.Turn, detail)})
 			}
 		}
