@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -41,7 +40,7 @@ func newDataCommand() *cli.Command {
 				Description: "Example: aa-grade data pull\n" +
 					"         aa-grade data pull --tasks 2,38 --dataset hf:ArtificialAnalysis/ITBench-AA@main",
 				Flags: []cli.Flag{datasetFlag(), tasksFlag(),
-					&cli.IntFlag{Name: "parallel", Value: 8, Sources: env("parallel"), Usage: "files downloaded at once"}},
+					&cli.IntFlag{Name: "parallel", Value: 8, Sources: env("parallel"), Usage: "files downloaded at once"}, noProgressFlag()},
 				Action: runDataPull,
 			},
 			{
@@ -94,12 +93,13 @@ func runDataPull(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-	progress := newPullProgress(stderr)
+	progress := newPullProgress(ctx, stderr, cmd.Bool("no-progress"))
 	progress.Start()
 	res, err := data.Pull(ctx, hubConfig(), spec, data.PullOptions{Tasks: cmd.StringSlice("tasks"), Parallel: int(cmd.Int("parallel")), Progress: progress.callbacks()})
 	progress.Stop()
-	if errors.Is(err, context.Canceled) {
-		return &exitError{code: 130, err: fmt.Errorf("interrupted; run the same command again to resume")}
+	if err != nil && ctx.Err() != nil {
+		done, total := progress.inCache()
+		return &exitError{code: 130, err: fmt.Errorf("interrupted with %d of %d files in the cache; run the same command again to resume", done, total)}
 	}
 	if err != nil {
 		return datasetError(err)
@@ -212,7 +212,7 @@ func runDataVerify(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-	progress := newPullProgress(stderr)
+	progress := newPullProgress(ctx, stderr, true)
 	res, err := data.Verify(ctx, hubConfig(), spec, cmd.Bool("repair"), data.PullOptions{Tasks: cmd.StringSlice("tasks"), Progress: progress.callbacks()})
 	if res == nil {
 		return datasetError(err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -9,25 +10,122 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/urfave/cli/v3"
+
 	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
-// isTerminal reports whether w is a character device (a terminal), so progress can redraw
-// one line in place; otherwise it prints plain periodic lines.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
+// screen is where a progress display writes. Live, it is a terminal, on which the display
+// keeps a block of lines at the bottom and redraws it in place, each line cut to the width
+// the terminal has at that redraw; otherwise (not a terminal, or --no-progress) the display
+// prints plain lines, as a log wants them.
+type screen struct {
+	w     io.Writer
+	live  bool
+	width func() int // the terminal's columns now; live only
+	drawn []int      // the columns of each line of the block on the terminal
 }
 
-// pullProgress renders a pull: a bar redrawn in place on a terminal (files and bytes, rate,
-// ETA), a line every interval otherwise.
+// defaultWidth is the width of a terminal that does not tell its own (a pseudo-terminal
+// never sized).
+const defaultWidth = 80
+
+// newScreen is live when w is a terminal and plain (--no-progress) is not asked for.
+func newScreen(w io.Writer, plain bool) *screen {
+	f, ok := w.(*os.File)
+	if !ok || plain {
+		return &screen{w: w}
+	}
+	if _, ok := terminalWidth(f); !ok {
+		return &screen{w: w}
+	}
+	return &screen{w: w, live: true, width: func() int {
+		if cols, _ := terminalWidth(f); cols > 0 {
+			return cols
+		}
+		return defaultWidth
+	}}
+}
+
+// clear erases the block, leaving the cursor where its first line was. It goes up the rows
+// the block's lines take at the terminal's width now: more than one each when a narrower
+// terminal rewrapped them.
+func (s *screen) clear() {
+	if len(s.drawn) == 0 {
+		return
+	}
+	cols, rows := s.width(), 0
+	for _, w := range s.drawn {
+		rows += max(1, (w+cols-1)/cols)
+	}
+	fmt.Fprintf(s.w, "\033[%dA\r\033[J", rows)
+	s.drawn = s.drawn[:0]
+}
+
+// draw writes the block below the cursor, each line (sanitized text) cut to one column less
+// than the terminal has: a line that reaches the last column leaves the cursor where
+// terminals disagree.
+func (s *screen) draw(lines []string) {
+	cols := s.width()
+	var b strings.Builder
+	for _, l := range lines {
+		l = termtext.Clip(l, cols-1)
+		b.WriteString(l)
+		b.WriteByte('\n')
+		s.drawn = append(s.drawn, termtext.Width(l))
+	}
+	io.WriteString(s.w, b.String()) // in one write, so the block does not flicker
+}
+
+// keep leaves the block on the terminal as it is: it is not redrawn any more.
+func (s *screen) keep() { s.drawn = s.drawn[:0] }
+
+// refresh calls fn every interval, and at once when a live screen's terminal is resized,
+// until stop is closed.
+func (s *screen) refresh(interval time.Duration, stop <-chan struct{}, fn func()) {
+	resized := make(chan os.Signal, 1)
+	if s.live {
+		notifyResize(resized)
+		defer stopResize(resized)
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		case <-resized:
+		}
+		fn()
+	}
+}
+
+// withBar puts a progress bar before a line, as wide as a terminal of cols columns leaves
+// room for: at most 24 columns, none when fewer than 10 are left.
+func withBar(done, total int64, line string, cols int) string {
+	room := cols - 1 - termtext.Width(line) - len(" []")
+	if room < 8 {
+		return line
+	}
+	return bar(done, total, min(room, 24)) + " " + line
+}
+
+func bar(done, total int64, width int) string {
+	filled := width
+	if total > 0 {
+		filled = int(float64(width) * float64(min(done, total)) / float64(total))
+	}
+	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]"
+}
+
+// pullProgress renders a pull: on a live screen a line with a bar (files and bytes, rate,
+// ETA) redrawn in place, else a line every interval. A file cut short by an interruption of
+// the pull (ctx) is neither done nor failed: the next pull fetches it.
 type pullProgress struct {
-	w        io.Writer
-	terminal bool
+	ctx      context.Context
+	screen   *screen
 	interval time.Duration
 
 	files, doneFiles, cachedFiles atomic.Int64
@@ -38,9 +136,9 @@ type pullProgress struct {
 	mu                            sync.Mutex // serialises writes
 }
 
-func newPullProgress(w io.Writer) *pullProgress {
-	p := &pullProgress{w: w, terminal: isTerminal(w), interval: 5 * time.Second, start: time.Now(), stop: make(chan struct{})}
-	if p.terminal {
+func newPullProgress(ctx context.Context, w io.Writer, plain bool) *pullProgress {
+	p := &pullProgress{ctx: ctx, screen: newScreen(w, plain), interval: 5 * time.Second, start: time.Now(), stop: make(chan struct{})}
+	if p.screen.live {
 		p.interval = 200 * time.Millisecond
 	}
 	return p
@@ -57,15 +155,26 @@ func (p *pullProgress) callbacks() data.Progress {
 		},
 		Bytes: func(n int64) { p.doneBytes.Add(n) },
 		FileDone: func(path string, _ int64, err error) {
+			if err != nil && p.ctx.Err() != nil {
+				return // interrupted: left for the next pull
+			}
 			p.doneFiles.Add(1)
 			if err != nil {
 				p.println(fmt.Sprintf("failed: %v", err))
 			}
 		},
 		Retry: func(what string, attempt int, wait time.Duration, err error) {
-			p.println(fmt.Sprintf("retry %d in %s: %s: %v", attempt, wait.Round(100*time.Millisecond), shortURL(what), err))
+			if p.ctx.Err() != nil {
+				return
+			}
+			p.println(fmt.Sprintf("retry %d %s: %s: %v", attempt, nextAttempt(time.Now(), wait), shortURL(what), err))
 		},
 	}
+}
+
+// nextAttempt says when a retry waiting wait from now goes: "in 4s (at 14:03:05)".
+func nextAttempt(now time.Time, wait time.Duration) string {
+	return fmt.Sprintf("in %s (at %s)", wait.Round(100*time.Millisecond), now.Add(wait).Format(time.TimeOnly))
 }
 
 func shortURL(u string) string {
@@ -75,23 +184,14 @@ func shortURL(u string) string {
 	return u
 }
 
-// Start begins periodic rendering.
-func (p *pullProgress) Start() {
-	p.wg.Go(func() { every(p.interval, p.stop, func() { p.render(false) }) })
+// inCache is how many of the pull's files are in the cache so far, and of how many.
+func (p *pullProgress) inCache() (done, total int64) {
+	return p.doneFiles.Load() + p.cachedFiles.Load(), p.files.Load()
 }
 
-// every calls fn at each interval until stop is closed.
-func every(interval time.Duration, stop <-chan struct{}, fn func()) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			fn()
-		}
-	}
+// Start begins periodic rendering.
+func (p *pullProgress) Start() {
+	p.wg.Go(func() { p.screen.refresh(p.interval, p.stop, func() { p.render(false) }) })
 }
 
 // Stop ends rendering with a final line.
@@ -105,10 +205,10 @@ func (p *pullProgress) Stop() {
 func (p *pullProgress) println(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.terminal {
-		fmt.Fprint(p.w, "\r\033[K")
+	if p.screen.live {
+		p.screen.clear()
 	}
-	printLine(p.w, "%s", s)
+	printLine(p.screen.w, "%s", s)
 }
 
 func (p *pullProgress) render(final bool) {
@@ -116,7 +216,7 @@ func (p *pullProgress) render(final bool) {
 	if files == 0 {
 		return
 	}
-	done := p.doneFiles.Load() + p.cachedFiles.Load()
+	done, _ := p.inCache()
 	got := p.doneBytes.Load() + p.cachedBytes.Load()
 	elapsed := time.Since(p.start).Seconds()
 	rate := float64(p.doneBytes.Load()) / max(elapsed, 0.001)
@@ -127,24 +227,17 @@ func (p *pullProgress) render(final bool) {
 	line := fmt.Sprintf("%d/%d files  %s/%s  %s/s  ETA %s", done, files, humanBytes(got), humanBytes(bytes), humanBytes(int64(rate)), eta)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.terminal {
-		fmt.Fprintf(p.w, "\r\033[K%s %s", bar(got, bytes, 24), line)
+	if p.screen.live {
+		p.screen.clear()
+		p.screen.draw([]string{withBar(got, bytes, line, p.screen.width())})
 		if final {
-			fmt.Fprintln(p.w)
+			p.screen.keep()
 		}
 		return
 	}
 	if !final {
-		fmt.Fprintln(p.w, "pull: "+line)
+		fmt.Fprintln(p.screen.w, "pull: "+line)
 	}
-}
-
-func bar(done, total int64, width int) string {
-	filled := width
-	if total > 0 {
-		filled = int(float64(width) * float64(min(done, total)) / float64(total))
-	}
-	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]"
 }
 
 // humanBytes prints a size with a binary unit.
@@ -159,4 +252,10 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// noProgressFlag asks for plain progress lines where a terminal would get a live display.
+func noProgressFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "no-progress", Sources: env("no-progress"),
+		Usage: "print progress as plain log lines, not a live display (as when the output is not a terminal)"}
 }

@@ -146,6 +146,12 @@ func TestInterruptRecordsUnfinished(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "to resume, run the same command again") {
 		t.Fatalf("exit %v\n%s", err, stderr.String())
 	}
+	for _, want := range []string{"interrupted: no more episodes start; finishing the 2 running for up to 500ms (until ",
+		"press Ctrl-C again to stop them at once", "the grace of 500ms is over: stopping the 2 running episodes now"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("missing %q in\n%s", want, stderr.String())
+		}
+	}
 	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
 	if got := strings.Count(string(results), `"status":"unfinished"`); got != 2 || lines(t, filepath.Join(out, "results.jsonl")) != 2 {
 		t.Fatalf("want the two running episodes recorded unfinished:\n%s", results)

@@ -68,6 +68,7 @@ func newRunCommand() *cli.Command {
 			priceFlag("price-input", "input tokens", "0"), priceFlag("price-output", "output tokens, reasoning included", "0"),
 			priceFlag("price-cached-read", "cached input tokens read", "the input price"),
 			priceFlag("price-cached-write", "input tokens written to the cache", "the input price"),
+			noProgressFlag(),
 		}, append(promptsFlags(), judgeFlags()...)...),
 		Action: runRun,
 	}
@@ -169,7 +170,7 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 	}
 	fmt.Fprintf(stderr, "running %d tasks x %d repeats%s of %s with %s in the %s sandbox into %s\n",
 		len(ds.Tasks), plan.repeats, part, ds.Spec, describeModel(settings), backend.Name(), out)
-	progress := newRunProgress(stderr)
+	progress := newRunProgress(stderr, cmd.Bool("no-progress"))
 	progress.limits = limit.Status
 	progress.Start()
 	cfg := runner.Config{

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -508,5 +509,29 @@ func TestRunRecordsRateLimits(t *testing.T) {
 	}
 	if got, _ := json.Marshal(h.RateLimits); string(got) != `{"limits":[{"name":"requests","learnt":500},{"name":"tokens","learnt":200000}],"calls":2,"rate_limited":1,"waited_s":0}` {
 		t.Fatalf("run.json rate_limits: %s", got)
+	}
+}
+
+// TestRunLogsRetries: a provider that fails the first call (a 503) and refuses to answer the
+// others until then: the log (--no-progress) has a line for the retry with the failure and the
+// next attempt's time, and the episode's line counts it.
+func TestRunLogsRetries(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("retry-after-ms", "10")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"error":{"message":"overloaded"}}`)
+			return
+		}
+		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"looking"}}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`)
+	}))
+	defer srv.Close()
+	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL},
+		"run", "--dataset", "demo", "--tasks", "901", "--repeats", "1", "--max-turns", "1", "--model", "openai-api/fake/model-x",
+		"--no-progress", "--out", filepath.Join(t.TempDir(), "run"))
+	retry := regexp.MustCompile(`Scenario-901 repeat 1: attempt 1 failed: HTTP 503: overloaded; next attempt in 0s \(at \d\d:\d\d:\d\d\)\n`)
+	if r.code != 0 || !retry.MatchString(r.stderr) || !strings.Contains(r.stderr, "Scenario-901 repeat 1: max_turns, score 0.00, 1 turns, cost unknown, retries 1\n") {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 }

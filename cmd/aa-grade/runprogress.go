@@ -12,30 +12,36 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
-// runProgress renders a run. On a terminal: an overall bar (episodes done, running score,
-// cost so far, ETA), the rate limits in force, and one live line per running episode (task,
-// repeat, turn n of N, last command), redrawn in place, with a line per finished episode and
-// each warning of the rate limiter above them. Elsewhere: the line per finished episode, the
-// warnings, and an overall line and the rate limits' every interval.
+// runProgress renders a run. On a terminal: an overall bar (episodes done and running, ETA,
+// running score, cost so far), the rate limits in force, and one live line per running
+// episode (task, repeat, turn n of N, and its last command or what it waits for: a retry, with
+// the failure and the time of the next attempt, or the rate limiter, with the reason), redrawn
+// in place, with a line per finished episode and each warning of the rate limiter above them.
+// Elsewhere (or with --no-progress): the line per finished episode, a line per retry and per
+// long wait for the rate limiter, the warnings, and an overall line and the rate limits' every
+// interval. After Ctrl-C it says what happens to the running episodes.
 type runProgress struct {
-	w        io.Writer
-	terminal bool
-	width    int
+	screen   *screen
 	interval time.Duration
-	start    time.Time
+	now      func() time.Time
 
 	mu        sync.Mutex
 	total     int
 	finished  int // episodes with a result, earlier runs of the folder included
-	endedHere int // episodes finished by this process, for the ETA
 	scoreSum  float64
 	cost      float64
 	costKnown bool
 	running   map[runfolder.Episode]*liveEpisode
-	drawn     int // lines of the live block on screen
+	// most is the most episodes seen running at once: the run's parallelism, for the ETA;
+	// ended and endedFor are the final episodes this process ran, and their time.
+	most     int
+	ended    int
+	endedFor time.Duration
+	stopBy   time.Time // after Ctrl-C, when the running episodes are stopped
 	// limits, when set, is the status of the run's rate limiter; warned counts its warnings
 	// printed.
 	limits func() model.LimitStatus
@@ -46,14 +52,21 @@ type runProgress struct {
 }
 
 type liveEpisode struct {
+	started        time.Time
 	turn, maxTurns int
 	command        string
+	retries        int
+	wait           runner.Wait // the wait now; zero when none
+	waitSince      time.Time
 }
 
-func newRunProgress(w io.Writer) *runProgress {
-	p := &runProgress{w: w, terminal: isTerminal(w), width: 100, interval: 30 * time.Second, start: time.Now(),
+// longWait is how long a wait for the rate limiter lasts before plain output mentions it.
+const longWait = 10 * time.Second
+
+func newRunProgress(w io.Writer, plain bool) *runProgress {
+	p := &runProgress{screen: newScreen(w, plain), interval: 30 * time.Second, now: time.Now,
 		running: map[runfolder.Episode]*liveEpisode{}, costKnown: true, stop: make(chan struct{})}
-	if p.terminal {
+	if p.screen.live {
 		p.interval = 250 * time.Millisecond
 	}
 	return p
@@ -71,18 +84,56 @@ func (p *runProgress) Plan(total int, finished []runfolder.Result) {
 	}
 }
 
+func (p *runProgress) Started(task string, repeat int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running[runfolder.Episode{Task: task, Repeat: repeat}] = &liveEpisode{started: p.now()}
+	p.most = max(p.most, len(p.running))
+}
+
+// episode is a running episode's state; one not told Started yet starts now.
+func (p *runProgress) episode(task string, repeat int) *liveEpisode {
+	k := runfolder.Episode{Task: task, Repeat: repeat}
+	e := p.running[k]
+	if e == nil {
+		e = &liveEpisode{started: p.now()}
+		p.running[k] = e
+		p.most = max(p.most, len(p.running))
+	}
+	return e
+}
+
 func (p *runProgress) Turn(task string, repeat, turn, maxTurns int, command string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e := p.running[runfolder.Episode{Task: task, Repeat: repeat}]
-	if e == nil {
-		e = &liveEpisode{}
-		p.running[runfolder.Episode{Task: task, Repeat: repeat}] = e
-	}
-	e.turn, e.maxTurns = turn, maxTurns
+	e := p.episode(task, repeat)
+	e.turn, e.maxTurns, e.wait = turn, maxTurns, runner.Wait{}
 	if command != "" {
 		e.command = command
 	}
+}
+
+func (p *runProgress) Waiting(task string, repeat int, w runner.Wait) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, now := p.episode(task, repeat), p.now()
+	was, since := e.wait, e.waitSince
+	e.wait, e.waitSince = w, now
+	name := fmt.Sprintf("%s repeat %d: ", task, repeat)
+	switch {
+	case w.Retry:
+		e.retries++
+		if !p.screen.live {
+			printLine(p.screen.w, "%s", name+describeRetry(w, now))
+		}
+	case w.Reason == "" && was.Reason != "" && !was.Retry && now.Sub(since) >= longWait && !p.screen.live:
+		printLine(p.screen.w, "%swaited %s for the rate limiter (%s)", name, now.Sub(since).Round(time.Second), was.Reason)
+	}
+}
+
+// describeRetry says which attempt failed, how, and when the next one goes.
+func describeRetry(w runner.Wait, now time.Time) string {
+	return fmt.Sprintf("attempt %d failed: %s; next attempt %s", w.Attempt, w.Reason, nextAttempt(now, w.Until.Sub(now)))
 }
 
 func (p *runProgress) Finished(r runfolder.Result) {
@@ -90,8 +141,14 @@ func (p *runProgress) Finished(r runfolder.Result) {
 	defer p.mu.Unlock()
 	delete(p.running, runfolder.Episode{Task: r.Task, Repeat: r.Repeat})
 	p.count(r)
-	p.endedHere++
+	if r.Final() {
+		p.ended++
+		p.endedFor += time.Duration(r.Duration * float64(time.Second))
+	}
 	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %d turns, %s", r.Task, r.Repeat, r.Status, r.Score, r.Turns, "cost "+report.FormatUSD(r.CostUSD))
+	if r.Retries > 0 {
+		line += fmt.Sprintf(", retries %d", r.Retries)
+	}
 	if r.Error != "" {
 		line += ": " + r.Error
 	}
@@ -99,6 +156,26 @@ func (p *runProgress) Finished(r runfolder.Result) {
 		line += "; " + r.JudgeNote
 	}
 	p.printLocked(line)
+}
+
+func (p *runProgress) Interrupted(grace time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopBy = p.now().Add(grace)
+	if len(p.running) == 0 {
+		p.printLocked("interrupted: no more episodes start")
+		return
+	}
+	p.printLocked(fmt.Sprintf("interrupted: no more episodes start; finishing the %d running for up to %s (until %s), then they are stopped and recorded unfinished; press Ctrl-C again to stop them at once",
+		len(p.running), grace, p.stopBy.Format(time.TimeOnly)))
+}
+
+func (p *runProgress) Stopping(why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.running) > 0 {
+		p.printLocked(fmt.Sprintf("%s: stopping the %d running episodes now; they are recorded unfinished", why, len(p.running)))
+	}
 }
 
 func (p *runProgress) count(r runfolder.Result) {
@@ -114,7 +191,7 @@ func (p *runProgress) count(r runfolder.Result) {
 // Start begins periodic rendering; Stop ends it, leaving the last overall line.
 func (p *runProgress) Start() {
 	p.wg.Go(func() {
-		every(p.interval, p.stop, func() {
+		p.screen.refresh(p.interval, p.stop, func() {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			p.render()
@@ -127,29 +204,27 @@ func (p *runProgress) Stop() {
 	p.wg.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.clear()
+	if p.screen.live {
+		p.screen.clear()
+	}
 	p.limitStatus() // the last warnings
 }
 
 // printLocked prints a line above the live block, sanitized: it may quote the model, the
 // sandbox or a provider (a finished episode's error) and a dataset (the task id).
 func (p *runProgress) printLocked(line string) {
-	p.clear()
-	printLine(p.w, "%s", line)
-	if p.terminal {
+	if p.screen.live {
+		p.screen.clear()
+	}
+	printLine(p.screen.w, "%s", line)
+	if p.screen.live {
 		p.render()
 	}
 }
 
-func (p *runProgress) clear() {
-	if p.terminal && p.drawn > 0 {
-		fmt.Fprintf(p.w, "\033[%dA\r\033[J", p.drawn)
-		p.drawn = 0
-	}
-}
-
-// overall is the run's state in one line.
-func (p *runProgress) overall() string {
+// overall is the run's state in one line, the most wanted first: a narrow terminal cuts the
+// end.
+func (p *runProgress) overall(now time.Time) string {
 	score := 0.0
 	if p.finished > 0 {
 		score = p.scoreSum / float64(p.finished)
@@ -158,29 +233,57 @@ func (p *runProgress) overall() string {
 	if p.costKnown {
 		cost = fmt.Sprintf("$%.2f so far", p.cost)
 	}
-	eta := "ETA -"
-	if p.endedHere > 0 && p.total > p.finished {
-		per := time.Since(p.start) / time.Duration(p.endedHere)
-		eta = "ETA " + (per * time.Duration(p.total-p.finished)).Round(time.Second).String()
+	running := fmt.Sprintf("%d running", len(p.running))
+	retrying, limited := 0, 0
+	for _, e := range p.running {
+		switch {
+		case e.wait.Retry && now.Before(e.wait.Until):
+			retrying++
+		case !e.wait.Retry && e.wait.Reason != "":
+			limited++
+		}
 	}
-	return fmt.Sprintf("%d/%d episodes  score %.3f  %s  %d running  %s", p.finished, p.total, score, cost, len(p.running), eta)
+	if retrying+limited > 0 {
+		running += fmt.Sprintf(" (%d waiting for a retry, %d for the rate limiter)", retrying, limited)
+	}
+	return fmt.Sprintf("%d/%d episodes  %s  %s  score %.3f  %s", p.finished, p.total, running, p.eta(now), score, cost)
+}
+
+// eta estimates when the run ends: the episodes not started and what is left of the running
+// ones, at the mean time of the episodes that ended here, spread over the episodes seen
+// running at once. An episode running longer than the mean is taken to need a tenth of it
+// more. After Ctrl-C it says when the running episodes are stopped instead.
+func (p *runProgress) eta(now time.Time) string {
+	if !p.stopBy.IsZero() {
+		return "stopping by " + p.stopBy.Format(time.TimeOnly)
+	}
+	if p.ended == 0 || p.finished >= p.total {
+		return "ETA -"
+	}
+	mean := p.endedFor / time.Duration(p.ended)
+	left := time.Duration(p.total-p.finished-len(p.running)) * mean
+	for _, e := range p.running {
+		left += max(mean-now.Sub(e.started), mean/10)
+	}
+	return "ETA " + (left / time.Duration(max(p.most, 1))).Round(time.Second).String()
 }
 
 func (p *runProgress) render() {
-	if !p.terminal {
+	now := p.now()
+	if !p.screen.live {
 		status, show := p.limitStatus()
-		fmt.Fprintln(p.w, "progress: "+p.overall())
+		fmt.Fprintln(p.screen.w, "progress: "+p.overall(now))
 		if show {
 			limits, calls := describeLimits(status, true)
-			fmt.Fprintln(p.w, "rate limits: "+limits+"; "+calls)
+			fmt.Fprintln(p.screen.w, "rate limits: "+limits+"; "+calls)
 		}
 		return
 	}
-	p.clear()
-	lines := []string{bar(int64(p.finished), int64(p.total), 24) + " " + p.overall()}
+	p.screen.clear()
+	lines := []string{withBar(int64(p.finished), int64(p.total), p.overall(now), p.screen.width())}
 	if status, show := p.limitStatus(); show {
 		limits, calls := describeLimits(status, true)
-		lines = append(lines, clip("  "+limits, p.width), clip("  "+calls, p.width))
+		lines = append(lines, "  "+limits, "  "+calls)
 	}
 	keys := make([]runfolder.Episode, 0, len(p.running))
 	for k := range p.running {
@@ -191,23 +294,36 @@ func (p *runProgress) render() {
 	})
 	for _, k := range keys {
 		e := p.running[k]
-		// The model's command and the task id are sanitized before the line is measured.
-		cmd := strings.Join(strings.Fields(termtext.Sanitize(e.command)), " ")
-		lines = append(lines, clip(fmt.Sprintf("  %s r%d  turn %d/%d  %s", termtext.Sanitize(k.Task), k.Repeat, e.turn, e.maxTurns, cmd), p.width))
+		turn := "starting"
+		if e.turn > 0 {
+			turn = fmt.Sprintf("turn %d/%d", e.turn, e.maxTurns)
+		}
+		lines = append(lines, strings.TrimRight(fmt.Sprintf("  %s r%d  %s  %s", termtext.Sanitize(k.Task), k.Repeat, turn, e.doing(now)), " "))
 	}
-	for _, l := range lines {
-		fmt.Fprintln(p.w, l)
-	}
-	p.drawn = len(lines)
+	p.screen.draw(lines)
 }
 
-// clip cuts a line of the live block to width, so that it takes one row of the terminal and
-// the block can be redrawn in place.
-func clip(line string, width int) string {
-	if r := []rune(line); len(r) > width {
-		return string(r[:width-3]) + "..."
+// doing says what a running episode does now, sanitized: what it waits for, else its last
+// command (the model's, and so untrusted), after its retries if any.
+func (e *liveEpisode) doing(now time.Time) string {
+	var s string
+	switch w := e.wait; {
+	case w.Retry && now.Before(w.Until):
+		s = describeRetry(w, now)
+	case w.Retry:
+		s = fmt.Sprintf("attempt %d under way after: %s", w.Attempt+1, w.Reason)
+	case w.Reason != "":
+		s = "waiting for the rate limiter: " + w.Reason
+		if now.Before(w.Until) {
+			s += ", until " + w.Until.Format(time.TimeOnly)
+		}
+	default:
+		s = e.command
+		if e.retries > 0 {
+			s = fmt.Sprintf("(retries %d) %s", e.retries, s)
+		}
 	}
-	return line
+	return strings.Join(strings.Fields(termtext.Sanitize(s)), " ")
 }
 
 // limitStatus reads the rate limiter's status, prints its warnings not printed yet (where the
@@ -219,7 +335,7 @@ func (p *runProgress) limitStatus() (model.LimitStatus, bool) {
 	}
 	s := p.limits()
 	for _, w := range s.Warnings[min(p.warned, len(s.Warnings)):] {
-		printLine(p.w, "warning: %s", w)
+		printLine(p.screen.w, "warning: %s", w)
 	}
 	p.warned = len(s.Warnings)
 	return s, !s.Idle()

@@ -2,27 +2,32 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/runner"
 )
 
 // TestRunProgressOnATerminal: the live block (overall bar and one line per running episode) is
 // redrawn in place, finished episodes print above it, and unknown cost never shows as zero.
 func TestRunProgressOnATerminal(t *testing.T) {
 	var out bytes.Buffer
-	p := newRunProgress(&out)
-	p.terminal = true
+	p := newRunProgress(&out, false)
+	width := 100
+	p.screen = liveScreen(&out, &width)
 	cost := 0.25
 	p.Plan(4, []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, CostUSD: &cost}})
 	p.Turn("Scenario-2", 1, 5, 100, "grep -c error\n  logs.tsv")
 	p.Turn("Scenario-2", 2, 1, 100, "")
 	p.render()
 	block := out.String()
-	for _, want := range []string{"resuming: 1 of 4 episodes already finished", "1/4 episodes  score 1.000  $0.25 so far  2 running",
+	for _, want := range []string{"resuming: 1 of 4 episodes already finished", "1/4 episodes  2 running  ETA -  score 1.000  $0.25 so far",
 		"  Scenario-2 r1  turn 5/100  grep -c error logs.tsv", "  Scenario-2 r2  turn 1/100"} {
 		if !strings.Contains(block, want) {
 			t.Errorf("missing %q in\n%s", want, block)
@@ -32,7 +37,7 @@ func TestRunProgressOnATerminal(t *testing.T) {
 	p.Finished(runfolder.Result{Task: "Scenario-2", Repeat: 1, Status: "max_turns", Turns: 100})
 	after := out.String()
 	if !strings.HasPrefix(after, "\033[3A\r\033[J") || !strings.Contains(after, "Scenario-2 repeat 1: max_turns, score 0.00, 100 turns, cost unknown") ||
-		!strings.Contains(after, "cost unknown  1 running") || strings.Contains(after, "turn 5/100") {
+		!strings.Contains(after, "2/4 episodes  1 running") || !strings.Contains(after, "cost unknown") || strings.Contains(after, "turn 5/100") {
 		t.Errorf("after an episode ended:\n%q", after)
 	}
 }
@@ -40,7 +45,7 @@ func TestRunProgressOnATerminal(t *testing.T) {
 // TestRunProgressElsewhere prints plain lines: one per finished episode and the overall line.
 func TestRunProgressElsewhere(t *testing.T) {
 	var out bytes.Buffer
-	p := newRunProgress(&out)
+	p := newRunProgress(&out, false)
 	p.Plan(2, nil)
 	p.Turn("Scenario-1", 1, 3, 100, "ls")
 	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "error", Error: "HTTP 401: bad key"})
@@ -58,8 +63,9 @@ func TestRunProgressElsewhere(t *testing.T) {
 // renderer's own cursor moves are left, and the text around the sequences still shows.
 func TestProgressStripsTerminalSequencesFromModelCommands(t *testing.T) {
 	var out bytes.Buffer
-	p := newRunProgress(&out)
-	p.terminal = true
+	p := newRunProgress(&out, false)
+	width := 100
+	p.screen = liveScreen(&out, &width)
 	p.Plan(2, nil)
 	task := "Scenario-1\x1b[41m"
 	p.Turn(task, 1, 3, 100, "printf '\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x1b\\\xc2\x9b2J' && echo done")
@@ -85,8 +91,9 @@ func TestProgressStripsTerminalSequencesFromModelCommands(t *testing.T) {
 // nothing.
 func TestRunProgressShowsRateLimits(t *testing.T) {
 	var out bytes.Buffer
-	p := newRunProgress(&out)
-	p.terminal = true
+	p := newRunProgress(&out, false)
+	width := 100
+	p.screen = liveScreen(&out, &width)
 	status := model.LimitStatus{Limits: []model.LimitInForce{{Name: "requests", Given: 500, Learnt: 1000, Used: 100},
 		{Name: "input_tokens", Learnt: 200_000, Used: 186_000}, {Name: "output_tokens", Learnt: 40_000, Given: 50_000, Used: 10_000}},
 		Calls: 40, RateLimited: 3, WaitedSeconds: 65, Waiting: 2, Warnings: []string{"rate limits: x-ratelimit-limit-tokens \"\x1b[31mlots\" is not a number"}}
@@ -96,7 +103,7 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 	p.render()
 	got := out.String()
 	for _, want := range []string{
-		"  limits a minute: 500 requests (given; stated 1k), 200k input tokens (stated), 40k output tokens...\n", // clipped
+		"  limits a minute: 500 requests (given; stated 1k), 200k input tokens (stated), 40k output token...\n", // clipped
 		"  last minute: 20%, 93%, 25% used; 2 calls waiting, 1m5s waited, 3 of 40 answered 429\n",
 		"\033[3A\r\033[J", // the block is the bar and the two lines
 	} {
@@ -105,7 +112,7 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 		}
 	}
 	for _, line := range strings.Split(got, "\n") {
-		if len([]rune(line)) > p.width+len("\033[3A\r\033[J") {
+		if len([]rune(line)) >= width+len("\033[3A\r\033[J") {
 			t.Errorf("a line wider than the terminal: %q", line)
 		}
 	}
@@ -114,7 +121,7 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 	}
 
 	out.Reset()
-	p.terminal = false
+	p.screen = newScreen(&out, false)
 	p.render()
 	if got := out.String(); !strings.Contains(got, "rate limits: limits a minute: 500 requests (given; stated 1k), 200k input tokens (stated), "+
 		"40k output tokens (stated; given 50k); last minute: 20%, 93%, 25% used; 2 calls waiting, 1m5s waited, 3 of 40 answered 429\n") {
@@ -125,5 +132,135 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 	p.render()
 	if got := out.String(); strings.Contains(got, "limits") {
 		t.Errorf("a limiter that calls no provider shows:\n%q", got)
+	}
+}
+
+// liveScreen is a live screen on w, for a terminal *cols wide.
+func liveScreen(w io.Writer, cols *int) *screen {
+	return &screen{w: w, live: true, width: func() int { return *cols }}
+}
+
+// clockAt is a clock for the displays, at 14:00:00 and moved by the test.
+func clockAt() (*time.Time, func() time.Time) {
+	now := time.Date(2026, 5, 1, 14, 0, 0, 0, time.Local)
+	return &now, func() time.Time { return now }
+}
+
+// waits puts four episodes in the states of a run whose provider is unreachable: the first
+// call retrying a refused connection, the others held by the rate limiter, one of them until
+// a known time.
+func waits(p *runProgress, now time.Time) {
+	p.Plan(8, nil)
+	for i := range 4 {
+		p.Started(fmt.Sprintf("Scenario-%d", i+1), 1)
+	}
+	p.Waiting("Scenario-1", 1, runner.Wait{Retry: true, Attempt: 1, Reason: "dial tcp 127.0.0.1:9: connect: connection refused", Until: now.Add(4 * time.Second)})
+	p.Waiting("Scenario-2", 1, runner.Wait{Reason: "the first call goes alone until an answer states the provider's limits"})
+	p.Waiting("Scenario-3", 1, runner.Wait{Reason: "the tokens limit, 200000 a minute", Until: now.Add(34 * time.Second)})
+}
+
+// TestRunProgressShowsRetriesAndWaits: an episode waiting for a retry or for the rate limiter
+// counts as running, and its live line says what it waits for: the failure and when the next
+// attempt goes, or the rate limiter's reason; once it goes on, its line counts its retries.
+func TestRunProgressShowsRetriesAndWaits(t *testing.T) {
+	var out bytes.Buffer
+	now, clock := clockAt()
+	p := newRunProgress(&out, false)
+	width := 200
+	p.screen, p.now = liveScreen(&out, &width), clock
+	waits(p, *now)
+	p.render()
+	for _, want := range []string{
+		"0/8 episodes  4 running (1 waiting for a retry, 2 for the rate limiter)  ETA -",
+		"  Scenario-1 r1  starting  attempt 1 failed: dial tcp 127.0.0.1:9: connect: connection refused; next attempt in 4s (at 14:00:04)\n",
+		"  Scenario-2 r1  starting  waiting for the rate limiter: the first call goes alone until an answer states the provider's limits\n",
+		"  Scenario-3 r1  starting  waiting for the rate limiter: the tokens limit, 200000 a minute, until 14:00:34\n",
+		"  Scenario-4 r1  starting\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	*now = now.Add(5 * time.Second)
+	p.render()
+	if want := "  Scenario-1 r1  starting  attempt 2 under way after: dial tcp 127.0.0.1:9: connect: connection refused\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("after the retry's time, missing %q in\n%s", want, out.String())
+	}
+	out.Reset()
+	p.Turn("Scenario-1", 1, 1, 100, "kubectl get pods")
+	p.Waiting("Scenario-3", 1, runner.Wait{})
+	p.render()
+	for _, want := range []string{"  Scenario-1 r1  turn 1/100  (retries 1) kubectl get pods\n", "  Scenario-3 r1  starting\n",
+		"4 running (0 waiting for a retry, 1 for the rate limiter)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("once the calls went on, missing %q in\n%s", want, out.String())
+		}
+	}
+}
+
+// TestRunProgressLogsRetriesAndWaits: plain output has a line per retry, with the failure and
+// the next attempt's time, and one per wait for the rate limiter that lasted 10 s or more.
+func TestRunProgressLogsRetriesAndWaits(t *testing.T) {
+	var out bytes.Buffer
+	now, clock := clockAt()
+	p := newRunProgress(&out, true)
+	p.now = clock
+	waits(p, *now)
+	*now = now.Add(2 * time.Second)
+	p.Waiting("Scenario-2", 1, runner.Wait{}) // a short wait: no line
+	*now = now.Add(32 * time.Second)
+	p.Waiting("Scenario-3", 1, runner.Wait{})
+	p.render()
+	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, Turns: 3, Retries: 1})
+	want := "Scenario-1 repeat 1: attempt 1 failed: dial tcp 127.0.0.1:9: connect: connection refused; next attempt in 4s (at 14:00:04)\n" +
+		"Scenario-3 repeat 1: waited 34s for the rate limiter (the tokens limit, 200000 a minute)\n" +
+		"progress: 0/8 episodes  4 running  ETA -  score 0.000  $0.00 so far\n" + // the retry went at 14:00:04
+		"Scenario-1 repeat 1: ok, score 1.00, 3 turns, cost unknown, retries 1\n"
+	if out.String() != want {
+		t.Errorf("plain output:\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// TestRunProgressETA: the time left is the episodes not started and what is left of the
+// running ones, at the mean time of the episodes ended, over the episodes run at once.
+func TestRunProgressETA(t *testing.T) {
+	var out bytes.Buffer
+	now, clock := clockAt()
+	p := newRunProgress(&out, true)
+	p.now = clock
+	p.Plan(10, nil)
+	p.Started("Scenario-1", 1)
+	p.Started("Scenario-2", 1)
+	*now = now.Add(time.Minute)
+	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Duration: 60})
+	p.Started("Scenario-3", 1)
+	*now = now.Add(30 * time.Second)
+	// 7 not started x 60 s, Scenario-2 over the mean (a tenth of it: 6 s), Scenario-3 30 s
+	// more; over 2 at once.
+	if got := p.overall(*now); !strings.Contains(got, "1/10 episodes  2 running  ETA 3m48s") {
+		t.Errorf("overall: %s", got)
+	}
+}
+
+// TestRunProgressSaysWhatCtrlCDoes: after Ctrl-C the display says the running episodes get the
+// grace, until when, and that a second Ctrl-C stops them at once; then that they are stopped,
+// and why.
+func TestRunProgressSaysWhatCtrlCDoes(t *testing.T) {
+	var out bytes.Buffer
+	_, clock := clockAt()
+	p := newRunProgress(&out, true)
+	p.now = clock
+	p.Plan(4, nil)
+	p.Started("Scenario-1", 1)
+	p.Started("Scenario-2", 1)
+	p.Interrupted(20 * time.Second)
+	p.render()
+	p.Stopping("interrupted again")
+	want := "interrupted: no more episodes start; finishing the 2 running for up to 20s (until 14:00:20), then they are stopped and recorded unfinished; press Ctrl-C again to stop them at once\n" +
+		"progress: 0/4 episodes  2 running  stopping by 14:00:20  score 0.000  $0.00 so far\n" +
+		"interrupted again: stopping the 2 running episodes now; they are recorded unfinished\n"
+	if out.String() != want {
+		t.Errorf("after Ctrl-C:\n%s\nwant\n%s", out.String(), want)
 	}
 }

@@ -48,7 +48,9 @@ func (o *Options) Endpoint() string { return o.BaseURL }
 // Event is one thing that happened on the wire, as the trajectory keeps it: bodies raw, auth
 // headers and any echo of the key redacted.
 type Event struct {
-	Kind        string            `json:"kind"` // request, response, retry, throttle, no_usage (see noteMissingUsage)
+	// Kind is request, response, retry, throttle, no_usage (see noteMissingUsage), or queued
+	// and paced (see Limiter.Acquire).
+	Kind        string            `json:"kind"`
 	URL         string            `json:"url,omitempty"`
 	Header      map[string]string `json:"header,omitempty"`
 	Status      int               `json:"status,omitempty"`
@@ -57,6 +59,7 @@ type Event struct {
 	Wait        time.Duration     `json:"wait,omitempty"`
 	Error       string            `json:"error,omitempty"`
 	MaxInFlight int               `json:"max_in_flight,omitempty"` // throttle: the calls now allowed at once
+	Reason      string            `json:"reason,omitempty"`        // queued: what the call waits for
 }
 
 type recorderKey struct{}
@@ -67,10 +70,16 @@ func WithRecorder(ctx context.Context, rec func(Event)) context.Context {
 	return context.WithValue(ctx, recorderKey{}, rec)
 }
 
+// recorderOf is the recorder WithRecorder gave ctx, nil when none.
+func recorderOf(ctx context.Context) func(Event) {
+	rec, _ := ctx.Value(recorderKey{}).(func(Event))
+	return rec
+}
+
 // RecordEvent hands e to the recorder ctx carries (WithRecorder), if any: how a model that
 // calls no provider, such as a replay, notes its own events.
 func RecordEvent(ctx context.Context, e Event) {
-	if rec, ok := ctx.Value(recorderKey{}).(func(Event)); ok {
+	if rec := recorderOf(ctx); rec != nil {
 		rec(e)
 	}
 }
@@ -258,7 +267,7 @@ func failure(apiErr *APIError) error {
 // record hands an event to the recorders, with the key scrubbed wherever it appears (some
 // providers quote part or all of a rejected key in their error message).
 func (o *Options) record(ctx context.Context, e Event) {
-	rec, _ := ctx.Value(recorderKey{}).(func(Event))
+	rec := recorderOf(ctx)
 	if o.Record == nil && rec == nil {
 		return
 	}

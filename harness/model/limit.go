@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,14 +107,19 @@ func NewLimiter(l Limits) (*Limiter, error) {
 // Acquire waits until a call whose request body is bytes long may go: its turn in the queue,
 // a free in-flight slot, and room in every quota. It returns ctx.Err() when ctx ends first,
 // leaving the quotas and slots as they were; when ctx is already done it still succeeds if
-// nothing needs waiting for.
+// nothing needs waiting for. A call that waits tells the recorder of ctx (WithRecorder) why,
+// as a "queued" event each time the reason changes, and how long it waited, as a "paced"
+// event when it goes: a run's display shows the episodes held by the limits.
 func (l *Limiter) Acquire(ctx context.Context, bytes int) (Permit, error) {
 	if l == nil {
 		return Permit{}, nil
 	}
 	l.mu.Lock()
-	if len(l.queue) == 0 {
-		if p, _, ok := l.admit(bytes); ok {
+	h := hold{ahead: len(l.queue)}
+	if h.ahead == 0 {
+		var p Permit
+		var ok bool
+		if p, h, ok = l.admit(bytes); ok {
 			l.mu.Unlock()
 			return p, nil
 		}
@@ -121,20 +127,31 @@ func (l *Limiter) Acquire(ctx context.Context, bytes int) (Permit, error) {
 	queued := l.clock.Now()
 	w := &waiter{wake: make(chan struct{}, 1)}
 	l.queue = append(l.queue, w)
+	rec, told := recorderOf(ctx), ""
 	for {
 		var timer <-chan time.Time
 		if l.queue[0] == w {
-			p, wait, ok := l.admit(bytes)
-			if ok {
+			var p Permit
+			var ok bool
+			if p, h, ok = l.admit(bytes); ok {
 				l.leave(w, queued)
+				waited := l.clock.Now().Sub(queued)
 				l.mu.Unlock()
+				if rec != nil {
+					rec(Event{Kind: "paced", Wait: waited})
+				}
 				return p, nil
 			}
-			if wait > 0 {
-				timer = l.clock.After(wait)
+			if h.wait > 0 {
+				timer = l.clock.After(h.wait)
 			}
 		}
+		why := l.why(h)
 		l.mu.Unlock()
+		if rec != nil && why != told {
+			told = why
+			rec(Event{Kind: "queued", Reason: why, Wait: h.wait})
+		}
 		select {
 		case <-ctx.Done():
 			l.mu.Lock()
@@ -293,12 +310,20 @@ func (l *Limiter) warn(key, text string) {
 	}
 }
 
+// hold is what keeps a call from going.
+type hold struct {
+	ahead int           // callers ahead of it in the queue
+	first bool          // the first answer is awaited
+	wait  time.Duration // how long the quota by needs, when that is what is missing
+	by    dimension
+}
+
 // admit lets a call whose request is bytes long go if it may now: a free slot, and room in
-// every quota for what it is expected to use. Otherwise it says how long the quotas need (0
-// when a slot, or the first answer, is what is missing). l.mu is held.
-func (l *Limiter) admit(bytes int) (p Permit, wait time.Duration, ok bool) {
+// every quota for what it is expected to use. Otherwise it says what holds the call (with no
+// wait when a slot, or the first answer, is what is missing). l.mu is held.
+func (l *Limiter) admit(bytes int) (p Permit, h hold, ok bool) {
 	if l.inFlight >= l.allowed || (!l.answered && l.inFlight > 0) {
-		return Permit{}, 0, false
+		return Permit{}, hold{first: !l.answered}, false
 	}
 	now := l.clock.Now()
 	input := int64(float64(bytes)*l.perByte) + 1
@@ -307,17 +332,32 @@ func (l *Limiter) admit(bytes int) (p Permit, wait time.Duration, ok bool) {
 	for d := range dimensions {
 		q := &l.quotas[d]
 		q.advance(now)
-		wait = max(wait, q.wait(now, p.charged[d]))
+		if wait := q.wait(now, p.charged[d]); wait > h.wait {
+			h.wait, h.by = wait, d
+		}
 	}
-	if wait > 0 {
-		return Permit{}, wait, false
+	if h.wait > 0 {
+		return Permit{}, h, false
 	}
 	for d := range dimensions {
 		l.quotas[d].take(p.charged[d])
 	}
 	p.slot = l.quotas[requests].head
 	l.inFlight++
-	return p, 0, true
+	return p, hold{}, true
+}
+
+// why words a hold for the display. l.mu is held.
+func (l *Limiter) why(h hold) string {
+	switch {
+	case h.ahead > 0:
+		return fmt.Sprintf("its turn in the rate limiter's queue, %d ahead", h.ahead)
+	case h.first:
+		return "the first call goes alone until an answer states the provider's limits"
+	case h.wait > 0:
+		return fmt.Sprintf("the %s limit, %d a minute", strings.ReplaceAll(h.by.String(), "_", " "), l.quotas[h.by].limit())
+	}
+	return fmt.Sprintf("a free slot: the calls allowed at once (%d) are in flight", l.allowed)
 }
 
 // leave takes w, queued since queued, out of the queue and wakes the next head. l.mu is held.

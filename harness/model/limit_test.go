@@ -724,3 +724,74 @@ func TestPostBudgetLeavesOutPacing(t *testing.T) {
 		t.Fatalf("err %v after %d requests", err, len(f.received))
 	}
 }
+
+// events collects the events a call's recorder hears.
+type events struct {
+	mu   sync.Mutex
+	list []Event
+}
+
+func (e *events) record(ev Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.list = append(e.list, ev)
+}
+
+func (e *events) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var b strings.Builder
+	for _, ev := range e.list {
+		fmt.Fprintf(&b, "%s %v %s\n", ev.Kind, ev.Wait, ev.Reason)
+	}
+	return b.String()
+}
+
+// TestLimiterTellsWhyACallWaits: a call held by the limiter tells its recorder why, once per
+// reason (the first answer awaited, its turn in the queue, a slot, a quota with the time it
+// needs), and how long it waited when it goes; a call that does not wait tells nothing.
+func TestLimiterTellsWhyACallWaits(t *testing.T) {
+	clock := newFakeClock()
+	lim := newTestLimiter(t, Limits{MaxInFlight: 2, Clock: clock})
+	var quiet, second, third, fourth events
+	p, err := lim.Acquire(WithRecorder(context.Background(), quiet.record), bytesOf(1000))
+	if err != nil || quiet.String() != "" {
+		t.Fatalf("a call that did not wait: %v, told\n%s", err, quiet.String())
+	}
+	secondDone := acquireLater(WithRecorder(context.Background(), second.record), lim, 1)
+	eventually(t, "the second call queued", func() bool { _, _, q := lim.state(); return q == 1 })
+	thirdDone := acquireLater(WithRecorder(context.Background(), third.record), lim, 1)
+	eventually(t, "the third call queued", func() bool { _, _, q := lim.state(); return q == 2 })
+	clock.Advance(3 * time.Second)
+	answered(lim, p)
+	for _, done := range []<-chan error{secondDone, thirdDone} {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := second.String(), "queued 0s the first call goes alone until an answer states the provider's limits\npaced 3s \n"; got != want {
+		t.Errorf("the second call told\n%swant\n%s", got, want)
+	}
+	if got, want := third.String(), "queued 0s its turn in the rate limiter's queue, 1 ahead\npaced 3s \n"; got != want {
+		t.Errorf("the third call told\n%swant\n%s", got, want)
+	}
+	fourthDone := acquireLater(WithRecorder(context.Background(), fourth.record), lim, 1)
+	eventually(t, "the fourth call queued", func() bool { _, _, q := lim.state(); return q == 1 })
+	clock.Advance(time.Second)
+	lim.Release(Permit{}, nil, nil, errors.New("connection reset")) // the second call's
+	if err := <-fourthDone; err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fourth.String(), "queued 0s a free slot: the calls allowed at once (2) are in flight\npaced 1s \n"; got != want {
+		t.Errorf("the fourth call told\n%swant\n%s", got, want)
+	}
+
+	lim = newTestLimiter(t, Limits{MaxInFlight: 10, TPM: 6000, Clock: clock})
+	answered(lim, acquireNow(t, lim, 1000))
+	var paced events
+	pace := time.Minute*1000/6600 + 10*time.Millisecond // as in TestLimiterSpreadsTheMinute
+	waitsFor(t, clock, acquireLater(WithRecorder(context.Background(), paced.record), lim, 1000), pace)
+	if got, want := paced.String(), fmt.Sprintf("queued 9.09091s the tokens limit, 6000 a minute\npaced %v \n", pace); got != want {
+		t.Errorf("a call paced by a quota told\n%swant\n%s", got, want)
+	}
+}

@@ -122,9 +122,43 @@ func differ(rec harness.TurnRecord, req model.Request, input []model.Message) st
 	}
 	for i, m := range input {
 		was := rec.Input[i]
-		if m.Role != was.Role || m.Content != was.Content || m.ToolCallID != was.ToolCallID || m.IsError != was.IsError {
-			return fmt.Sprintf("message %d (%s) differs: recorded %.120q, now %.120q", i+1, m.Role, was.Content, m.Content)
+		switch {
+		case m.Role != was.Role:
+			return fmt.Sprintf("message %d is from the %s, the recording's from the %s", i+1, m.Role, was.Role)
+		case m.ToolCallID != was.ToolCallID:
+			return fmt.Sprintf("message %d (%s) answers tool call %q, the recording's %q", i+1, m.Role, m.ToolCallID, was.ToolCallID)
+		case m.IsError != was.IsError:
+			return fmt.Sprintf("message %d (%s) is an error=%v, the recording's error=%v", i+1, m.Role, m.IsError, was.IsError)
+		case m.Content != was.Content:
+			return fmt.Sprintf("message %d (%s) differs %s", i+1, m.Role, whereDiffer(was.Content, m.Content))
 		}
 	}
 	return ""
+}
+
+// diffContext is how many characters whereDiffer shows on each side of the first difference.
+const diffContext = 40
+
+// whereDiffer says where two texts first differ, recorded then now: the character (and line)
+// where they part, and the text around it in both. Messages share long prefixes (a prompt, a
+// tool's output), so their beginnings would show nothing.
+func whereDiffer(recorded, now string) string {
+	a, b := []rune(recorded), []rune(now)
+	at := 0
+	for at < len(a) && at < len(b) && a[at] == b[at] {
+		at++
+	}
+	line := 1 + strings.Count(string(a[:at]), "\n")
+	window := func(r []rune) string {
+		from, to := max(at-diffContext, 0), min(at+diffContext, len(r))
+		s := fmt.Sprintf("%q", string(r[from:to]))
+		if from > 0 {
+			s = "..." + s
+		}
+		if to < len(r) {
+			s += "..."
+		}
+		return s
+	}
+	return fmt.Sprintf("at character %d (line %d) of %d recorded, %d now: recorded %s, now %s", at+1, line, len(a), len(b), window(a), window(b))
 }

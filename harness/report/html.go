@@ -6,11 +6,13 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
 //go:embed report.html.tmpl
@@ -28,7 +30,23 @@ const (
 	maxLabel        = 60
 	maxErrorText    = 300
 	maxListedIssues = 100
+	// legendExtra is the room a run's label has beyond maxLabel for its folder; boardLabel
+	// what fits left of the leaderboard's bars.
+	legendExtra = 30
+	boardLabel  = 46
+	maxFolder   = 28
 )
+
+// runLabel names a run by its model and its folder, so that runs of one model can be told
+// apart, in at most width characters: the model is shortened first, and a long folder keeps
+// its end, where runs differ.
+func runLabel(o Overview, width int) string {
+	folder := []rune(termtext.Sanitize(filepath.Clean(o.Dir)))
+	if most := min(maxFolder, width/2); len(folder) > most {
+		folder = append([]rune("…"), folder[len(folder)-most+1:]...)
+	}
+	return OneLine(o.Model, max(width-len(folder)-3, 12)) + " · " + string(folder)
+}
 
 // WriteHTML writes report.html for one run or several: a leaderboard with the published rows,
 // score against cost per task, turns per episode, and a task x run heatmap.
@@ -38,10 +56,12 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 	}
 	v := htmlView{Note: SubsetNote, Source: leaderboard.Source, Version: runner.Version}
 	var overviews []Overview
+	var labels []string
 	for i, r := range runs {
 		o := r.Overview()
 		overviews = append(overviews, o)
-		rv := runView{N: i + 1, Colour: palette[i%len(palette)], Overview: o, Label: OneLine(o.Model, maxLabel)}
+		labels = append(labels, runLabel(o, maxLabel+legendExtra))
+		rv := runView{N: i + 1, Colour: palette[i%len(palette)], Overview: o, Label: labels[i]}
 		for _, e := range r.Results {
 			if e.Status == grader.StatusOK {
 				continue
@@ -59,9 +79,9 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 		v.Title = fmt.Sprintf("ITBench-AA report: %d runs", len(runs))
 	}
 	v.Board = boardChart(overviews)
-	v.Scatter = scatterChart(runs)
-	v.Turns = turnsChart(runs)
-	v.Heat = heatChart(runs)
+	v.Scatter = scatterChart(runs, labels)
+	v.Turns = turnsChart(runs, labels)
+	v.Heat = heatChart(runs, labels)
 	var err error
 	if v.Analysis, err = analysisSection(analysesOf(runs)); err != nil {
 		return err
@@ -108,8 +128,8 @@ type tick struct {
 // Chart geometry, in pixels of the SVG's own coordinates.
 const (
 	chartWidth = 1100
-	boardLeft  = 360 // labels end here, bars start
-	boardRight = 780
+	boardLeft  = 400 // labels end here, bars start
+	boardRight = 800
 	boardRowH  = 26
 )
 
@@ -136,7 +156,10 @@ func boardChart(runs []Overview) boardView {
 	}
 	for i, row := range rows {
 		b := boardBar{boardRow: row, Y: float64(i*boardRowH + 10), Width: scale * clamp01(row.Score)}
-		b.Label = OneLine(row.Label, maxLabel)
+		b.Label = OneLine(row.Label, boardLabel)
+		if !row.Published() {
+			b.Label = runLabel(runs[row.Run], boardLabel)
+		}
 		end := boardLeft + b.Width
 		if row.Published() {
 			b.Colour, b.Tag = "#c9c9c9", fmt.Sprintf("published, %d tasks", row.Tasks)
@@ -154,19 +177,27 @@ func boardChart(runs []Overview) boardView {
 	return v
 }
 
-// Scatter and histogram plot areas.
+// Scatter and histogram plot areas: room on the left for the tick labels and the vertical
+// axis's title, below for the tick labels and the horizontal axis's title.
 const (
-	plotLeft   = 70
+	plotLeft   = 80
 	plotTop    = 20
-	plotWidth  = 900
-	plotHeight = 360
+	plotWidth  = 880
+	plotHeight = 340
+	plotBelow  = 48
+	// pointR is a scatter point's radius; points nearer than sameSpot pixels are spread
+	// around their spot, spreadR from it, so that none hides another.
+	pointR   = 6
+	sameSpot = 4
+	spreadR  = 8
 )
 
 type scatterView struct {
-	Left, Top, Right, Bottom, Height float64
-	XTicks, YTicks                   []tick
-	Points                           []point
-	Unknown                          []unknownCost
+	Left, Top, Right, Bottom, Height, Middle, AxisTitleY float64
+	XTicks, YTicks                                       []tick
+	Points                                               []point
+	Unknown                                              []unknownCost
+	Spread                                               bool // some points were spread around their spot
 }
 
 type point struct {
@@ -176,59 +207,153 @@ type point struct {
 
 type unknownCost struct {
 	Run   int
-	Model string
+	Label string
 	Tasks string
 }
 
-// scatterChart puts each task of each run at (its mean cost per episode, its score); tasks
-// whose cost is unknown are listed instead.
-func scatterChart(runs []*Run) scatterView {
-	v := scatterView{Left: plotLeft, Top: plotTop, Right: plotLeft + plotWidth, Bottom: plotTop + plotHeight, Height: plotTop + plotHeight + 24}
+// scatterChart puts each task of each run at (its mean cost per episode, its score over the
+// repeats that ended); tasks whose cost is unknown are listed instead. The axes run a little
+// beyond the data, so that no point sits on an axis, and points at one spot are spread
+// around it.
+func scatterChart(runs []*Run, labels []string) scatterView {
+	v := scatterView{Left: plotLeft, Top: plotTop, Right: plotLeft + plotWidth, Bottom: plotTop + plotHeight,
+		Height: plotTop + plotHeight + plotBelow, Middle: plotTop + plotHeight/2, AxisTitleY: plotTop + plotHeight + 40}
 	type known struct {
 		run         int
 		task        string
-		cost, score float64
+		cost        float64
+		score       taskScore
+		x, y        float64
+		spot, index int // the spot it shares with others, and its place among them
 	}
 	var points []known
 	top := 0.0
 	for i, r := range runs {
+		scores := taskScores(r)
 		var unknown []string
 		for _, t := range r.PerTask() {
+			sc := scores[t.Task]
 			switch {
+			case sc.ended == 0:
 			case t.CostPerEpisode != nil:
-				points = append(points, known{i, t.Task, *t.CostPerEpisode, t.Score})
+				points = append(points, known{run: i, task: t.Task, cost: *t.CostPerEpisode, score: sc})
 				top = max(top, *t.CostPerEpisode)
-			case t.Episodes > 0:
+			default:
 				unknown = append(unknown, t.Task)
 			}
 		}
 		if len(unknown) > 0 {
-			v.Unknown = append(v.Unknown, unknownCost{Run: i + 1, Model: OneLine(r.Header.Model, maxLabel),
-				Tasks: OneLine(strings.Join(unknown, ", "), 2000)})
+			v.Unknown = append(v.Unknown, unknownCost{Run: i + 1, Label: labels[i], Tasks: OneLine(strings.Join(unknown, ", "), 2000)})
 		}
 	}
 	step, top := niceScale(top)
-	for x := 0.0; x <= top+step/2; x += step {
-		v.XTicks = append(v.XTicks, tick{Pos: plotLeft + plotWidth*x/top, Label: FormatUSD(&x)})
+	// The data run from 0 to top and from 0 to 1; the axes 3% and 5% beyond.
+	xLo, xHi, yLo, yHi := -0.03*top, 1.03*top, -0.05, 1.05
+	x := func(c float64) float64 { return plotLeft + plotWidth*(c-xLo)/(xHi-xLo) }
+	y := func(s float64) float64 { return plotTop + plotHeight*(yHi-s)/(yHi-yLo) }
+	for c := 0.0; c <= top+step/2; c += step {
+		v.XTicks = append(v.XTicks, tick{Pos: x(c), Label: usdTick(c, step)})
 	}
-	v.YTicks = scoreTicks(plotTop, plotHeight)
+	for i := 0; i <= 5; i++ {
+		s := float64(i) / 5
+		v.YTicks = append(v.YTicks, tick{Pos: y(s), Label: fmt.Sprintf("%.1f", s)})
+	}
+	var spots [][2]float64 // the spots, and how many points each has
+	var crowd []int
+	for i := range points {
+		p := &points[i]
+		p.x, p.y = x(max(p.cost, 0)), y(clamp01(p.score.mean))
+		p.spot = -1
+		for j, s := range spots {
+			if math.Hypot(p.x-s[0], p.y-s[1]) < sameSpot {
+				p.spot, p.index = j, crowd[j]
+				crowd[j]++
+				break
+			}
+		}
+		if p.spot < 0 {
+			p.spot = len(spots)
+			spots, crowd = append(spots, [2]float64{p.x, p.y}), append(crowd, 1)
+		}
+	}
 	for _, p := range points {
-		v.Points = append(v.Points, point{
-			X: plotLeft + plotWidth*max(p.cost, 0)/top, Y: plotTop + plotHeight*(1-clamp01(p.score)),
-			Colour: palette[p.run%len(palette)],
-			Title: fmt.Sprintf("R%d %s, %s: score %.3f, %s per episode", p.run+1, OneLine(runs[p.run].Header.Model, maxLabel),
-				OneLine(p.task, maxLabel), p.score, FormatUSD(&p.cost)),
-		})
+		px, py := p.x, p.y
+		if n := crowd[p.spot]; n > 1 {
+			angle := 2 * math.Pi * float64(p.index) / float64(n)
+			px, py = spots[p.spot][0]+spreadR*math.Cos(angle), spots[p.spot][1]+spreadR*math.Sin(angle)
+			v.Spread = true
+		}
+		v.Points = append(v.Points, point{X: px, Y: py, Colour: palette[p.run%len(palette)],
+			Title: fmt.Sprintf("R%d %s, %s: score %.3f%s, %s per episode", p.run+1, labels[p.run],
+				OneLine(p.task, maxLabel), p.score.mean, p.score.partial(), FormatUSD(&p.cost))})
 	}
 	return v
 }
 
+// usdTick labels a cost axis whose ticks are step apart: every tick with the same decimals,
+// at least cents ($0, $0.20, $0.40 ... $1.00), and $0 for zero.
+func usdTick(c, step float64) string {
+	if c == 0 {
+		return "$0"
+	}
+	decimals := max(2, int(math.Ceil(-math.Log10(step)-1e-9)))
+	return fmt.Sprintf("$%.*f", decimals, c)
+}
+
+// taskScore is a task's score in a run as the charts show it: the mean over the repeats that
+// ended, of planned repeats. Episodes in error and repeats not run yet are left out here (the
+// run's score counts them as 0), and said.
+type taskScore struct {
+	mean                    float64
+	ended, planned, inError int
+	notRun                  int
+}
+
+func taskScores(r *Run) map[string]taskScore {
+	out := map[string]taskScore{}
+	for _, t := range r.Summary.PerTask {
+		sc := taskScore{planned: len(t.Episodes)}
+		sum := 0.0
+		for _, e := range t.Episodes {
+			switch e.Status {
+			case grader.StatusError:
+				sc.inError++
+			case grader.StatusUnfinished:
+				sc.notRun++
+			default:
+				sc.ended++
+				sum += e.Score
+			}
+		}
+		if sc.ended > 0 {
+			sc.mean = sum / float64(sc.ended)
+		}
+		out[t.Task] = sc
+	}
+	return out
+}
+
+// partial says which repeats a score leaves out: "" when none.
+func (t taskScore) partial() string {
+	if t.ended == t.planned {
+		return ""
+	}
+	var left []string
+	if t.inError > 0 {
+		left = append(left, fmt.Sprintf("%d in error", t.inError))
+	}
+	if t.notRun > 0 {
+		left = append(left, fmt.Sprintf("%d not run yet", t.notRun))
+	}
+	return fmt.Sprintf(" over %d of %d repeats (%s)", t.ended, t.planned, strings.Join(left, ", "))
+}
+
 type histogramView struct {
-	Left, Top, Right, Bottom, Height float64
-	YTicks                           []tick
-	Bins                             []bin
-	Bars                             []bar
-	Empty                            bool
+	Left, Top, Right, Bottom, Height, Middle, AxisTitleY float64
+	YTicks                                               []tick
+	Bins                                                 []bin
+	Bars                                                 []bar
+	Empty                                                bool
 }
 
 type bin struct {
@@ -243,8 +368,9 @@ type bar struct {
 
 // turnsChart counts each run's finished episodes by turns, in ten bins up to the turn cap
 // and one for the cap itself, the runs' bars side by side.
-func turnsChart(runs []*Run) histogramView {
-	v := histogramView{Left: plotLeft, Top: plotTop, Right: plotLeft + plotWidth, Bottom: plotTop + plotHeight, Height: plotTop + plotHeight + 24}
+func turnsChart(runs []*Run, labels []string) histogramView {
+	v := histogramView{Left: plotLeft, Top: plotTop, Right: plotLeft + plotWidth, Bottom: plotTop + plotHeight, Height: plotTop + plotHeight + plotBelow,
+		Middle: plotTop + plotHeight/2, AxisTitleY: plotTop + plotHeight + 40}
 	limit := 1
 	for _, r := range runs {
 		limit = max(limit, r.Header.MaxTurns)
@@ -287,7 +413,7 @@ func turnsChart(runs []*Run) histogramView {
 			h := plotHeight * float64(n) / top
 			v.Bars = append(v.Bars, bar{X: plotLeft + group*float64(b) + group*0.1 + barW*float64(i), Y: plotTop + plotHeight - h,
 				Width: barW, Height: h, Colour: palette[i%len(palette)],
-				Title: fmt.Sprintf("R%d %s: %d episodes with %s turns", i+1, OneLine(runs[i].Header.Model, maxLabel), n, label)})
+				Title: fmt.Sprintf("R%d %s: %d episodes with %s turns", i+1, labels[i], n, label)})
 		}
 	}
 	return v
@@ -324,16 +450,17 @@ const (
 	heatTop    = 30
 )
 
-// heatChart is a task x run grid of task scores (the mean over repeats); a task a run does
-// not have, or has not run yet, is grey.
-func heatChart(runs []*Run) heatView {
+// heatChart is a task x run grid of task scores: the mean over the repeats that ended,
+// marked with how many of how many when some did not (in error, not run yet); "error" when
+// every repeat that ran ended in error, grey when the run does not have the task or has not
+// run it yet.
+func heatChart(runs []*Run, labels []string) heatView {
 	var tasks []string
 	seen := map[string]bool{}
-	perRun := make([]map[string]TaskStats, len(runs))
+	perRun := make([]map[string]taskScore, len(runs))
 	for i, r := range runs {
-		perRun[i] = map[string]TaskStats{}
-		for _, t := range r.PerTask() {
-			perRun[i][t.Task] = t
+		perRun[i] = taskScores(r)
+		for _, t := range r.Summary.PerTask {
 			if !seen[t.Task] {
 				seen[t.Task] = true
 				tasks = append(tasks, t.Task)
@@ -347,16 +474,24 @@ func heatChart(runs []*Run) heatView {
 			Colour: palette[i%len(palette)]})
 	}
 	for j, task := range tasks {
-		row := heatRow{Y: float64(heatTop + heatCellH*j), Task: OneLine(task, maxLabel)}
-		for i, r := range runs {
-			c := heatCell{X: float64(heatLabelW + heatCellW*i), Fill: "#eeeeee", Text: "-",
-				Title: fmt.Sprintf("%s: not in R%d", OneLine(task, maxLabel), i+1)}
-			if t, ok := perRun[i][task]; ok && t.Episodes == 0 {
-				c.Text, c.Title = "not run", fmt.Sprintf("%s: not run yet in R%d", OneLine(task, maxLabel), i+1)
-			} else if ok {
-				c.Fill, c.Text = scoreColour(t.Score), fmt.Sprintf("%.2f", t.Score)
-				c.Title = fmt.Sprintf("%s, R%d %s: score %.3f (%s)", OneLine(task, maxLabel), i+1,
-					OneLine(r.Header.Model, maxLabel), t.Score, OneLine(strings.Join(t.Statuses, ", "), 200))
+		name := OneLine(task, maxLabel)
+		row := heatRow{Y: float64(heatTop + heatCellH*j), Task: name}
+		for i := range runs {
+			c := heatCell{X: float64(heatLabelW + heatCellW*i), Fill: "#eeeeee", Text: "-", Title: fmt.Sprintf("%s: not in R%d", name, i+1)}
+			t, ok := perRun[i][task]
+			switch {
+			case !ok:
+			case t.ended == 0 && t.inError > 0:
+				c.Fill, c.Text = errorFill, "error"
+				c.Title = fmt.Sprintf("%s, R%d %s: no score, %d of %d repeats in error", name, i+1, labels[i], t.inError, t.planned)
+			case t.ended == 0:
+				c.Text, c.Title = "not run", fmt.Sprintf("%s: not run yet in R%d", name, i+1)
+			default:
+				c.Fill, c.Text = scoreColour(t.mean), fmt.Sprintf("%.2f", t.mean)
+				if t.ended < t.planned {
+					c.Text += fmt.Sprintf(" (%d/%d)", t.ended, t.planned)
+				}
+				c.Title = fmt.Sprintf("%s, R%d %s: score %.3f%s", name, i+1, labels[i], t.mean, t.partial())
 			}
 			row.Cells = append(row.Cells, c)
 		}
@@ -365,18 +500,13 @@ func heatChart(runs []*Run) heatView {
 	return v
 }
 
+// errorFill is a heatmap cell with no score because its episodes failed: neither a score's
+// red-to-green nor the grey of nothing run.
+const errorFill = "#c9b8e0"
+
 // scoreColour runs from red (0) through yellow to green (1).
 func scoreColour(score float64) string {
 	return fmt.Sprintf("hsl(%.0f, 65%%, 78%%)", 120*clamp01(score))
-}
-
-func scoreTicks(top, height float64) []tick {
-	var ticks []tick
-	for i := 0; i <= 5; i++ {
-		s := float64(i) / 5
-		ticks = append(ticks, tick{Pos: top + height*(1-s), Label: fmt.Sprintf("%.1f", s)})
-	}
-	return ticks
 }
 
 // niceScale picks an axis step of 1, 2 or 5 times a power of ten giving about five ticks, and

@@ -169,7 +169,7 @@ func renderHTML(t *testing.T, runs ...*Run) string {
 func TestHTMLEscapesRunContent(t *testing.T) {
 	html := renderHTML(t, hostileRun(t), load(t, opusDir))
 	// Only the page's own elements, and no attribute that loads or runs anything.
-	own := "html head meta title style body h1 h2 h3 p b br span code table tr th td svg g rect line text circle"
+	own := "html head meta title style body h1 h2 h3 p b br span code div table tr th td svg g rect line text circle"
 	for _, tag := range regexp.MustCompile(`<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*>`).FindAllStringSubmatch(html, -1) {
 		if !slices.Contains(strings.Fields(own), tag[2]) {
 			t.Errorf("report.html has a foreign element %s", tag[0])

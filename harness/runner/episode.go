@@ -21,6 +21,9 @@ import (
 func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools) (runfolder.Result, error) {
 	began := time.Now()
 	res := runfolder.Result{Task: task.ID, Repeat: repeat}
+	if cfg.Progress != nil {
+		cfg.Progress.Started(task.ID, repeat)
+	}
 	fail := func(err error) (runfolder.Result, error) {
 		res.Status, res.Error, res.Duration = grader.StatusError, err.Error(), time.Since(began).Seconds()
 		return res, err
@@ -49,7 +52,16 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		harness.CompressTrajectory(dir) // best effort: the plain file stays readable
 	}()
 	rec := newTrajectory(trajectory)
-	ctx = model.WithRecorder(model.WithEpisode(ctx, model.EpisodeID{Task: task.ID, Repeat: repeat}), rec.wire)
+	wire := rec.wire
+	if cfg.Progress != nil {
+		wire = func(e model.Event) {
+			rec.wire(e)
+			if w, ok := waitOf(e, time.Now()); ok {
+				cfg.Progress.Waiting(task.ID, repeat, w)
+			}
+		}
+	}
+	ctx = model.WithRecorder(model.WithEpisode(ctx, model.EpisodeID{Task: task.ID, Repeat: repeat}), wire)
 	ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
 		ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
 		OnTurn: func(n int, req model.Request, reply model.Reply, err error) {

@@ -70,11 +70,46 @@ type Config struct {
 type Progress interface {
 	// Plan tells how many episodes the run (or shard) has and which are already finished.
 	Plan(total int, finished []runfolder.Result)
+	// Started tells an episode began: it runs until Finished, its waits included.
+	Started(task string, repeat int)
 	// Turn tells an episode made a model call; command is the last shell command it asked
 	// for, if any ("" on the turn it starts).
 	Turn(task string, repeat, turn, maxTurns int, command string)
+	// Waiting tells an episode's model call waits (a zero Wait: it waits no more).
+	Waiting(task string, repeat int, w Wait)
 	// Finished tells an episode ended.
 	Finished(runfolder.Result)
+	// Interrupted tells the run was interrupted: no more episodes start, and the running ones
+	// have grace to finish. Stopping tells they are stopped now, and why.
+	Interrupted(grace time.Duration)
+	Stopping(why string)
+}
+
+// Wait is a pause of a model call: before a retry, or held by the rate limiter.
+type Wait struct {
+	Retry   bool   // a retry: the Attempt that failed, and why (Reason)
+	Attempt int    // retry only
+	Reason  string // the failure retried, or what the rate limiter waits for
+	// Until is when the call goes on; zero when that is not known (a slot of the rate
+	// limiter).
+	Until time.Time
+}
+
+// waitOf is the wait a model call's event, heard at now, begins or ends.
+func waitOf(e model.Event, now time.Time) (Wait, bool) {
+	switch e.Kind {
+	case "retry":
+		return Wait{Retry: true, Attempt: e.Attempt, Reason: e.Error, Until: now.Add(e.Wait)}, true
+	case "queued":
+		w := Wait{Reason: e.Reason}
+		if e.Wait > 0 {
+			w.Until = now.Add(e.Wait)
+		}
+		return w, true
+	case "paced":
+		return Wait{}, true
+	}
+	return Wait{}, false
 }
 
 // earlyStop is how many first episodes failing permanently stop a run.
@@ -156,12 +191,21 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		case <-episodeCtx.Done():
 			return
 		}
+		if cfg.Progress != nil {
+			cfg.Progress.Interrupted(cfg.Grace)
+		}
 		grace := time.NewTimer(cfg.Grace)
 		defer grace.Stop()
+		why := ""
 		select {
 		case <-grace.C:
+			why = fmt.Sprintf("the grace of %s is over", cfg.Grace)
 		case <-cfg.Abort:
+			why = "interrupted again"
 		case <-episodeCtx.Done():
+		}
+		if why != "" && cfg.Progress != nil {
+			cfg.Progress.Stopping(why)
 		}
 		cancelEpisodes()
 	}()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
@@ -100,5 +101,27 @@ func TestResumeKeepsTheRateLimits(t *testing.T) {
 	h, err := runfolder.ReadHeader(dir)
 	if err != nil || h.RateLimits == nil || fmt.Sprint(*h.RateLimits) != fmt.Sprint(s) {
 		t.Fatalf("after a resume: %+v, %v", h.RateLimits, err)
+	}
+}
+
+// TestWaitOfModelEvents: a retry and a call held by the rate limiter begin a wait (the retry's
+// failure and time, the limiter's reason and time when it knows it); a call let through ends
+// it; other events are no wait.
+func TestWaitOfModelEvents(t *testing.T) {
+	now := time.Date(2026, 5, 1, 14, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		e    model.Event
+		want Wait
+		ok   bool
+	}{
+		{model.Event{Kind: "retry", Attempt: 2, Wait: 4 * time.Second, Error: "HTTP 503: overloaded"}, Wait{Retry: true, Attempt: 2, Reason: "HTTP 503: overloaded", Until: now.Add(4 * time.Second)}, true},
+		{model.Event{Kind: "queued", Reason: "a free slot"}, Wait{Reason: "a free slot"}, true},
+		{model.Event{Kind: "queued", Reason: "the tokens limit", Wait: time.Second}, Wait{Reason: "the tokens limit", Until: now.Add(time.Second)}, true},
+		{model.Event{Kind: "paced", Wait: time.Second}, Wait{}, true},
+		{model.Event{Kind: "response", Status: 200}, Wait{}, false},
+	} {
+		if got, ok := waitOf(c.e, now); got != c.want || ok != c.ok {
+			t.Errorf("waitOf(%+v) = %+v, %v; want %+v, %v", c.e, got, ok, c.want, c.ok)
+		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package termtext makes untrusted text safe to print on a terminal. Text from the model, the
 // sandbox, a dataset or a provider may hold escape sequences that a terminal obeys instead of
 // showing: clear the screen, recolour it, set the window title, write the clipboard (OSC 52),
-// or bidi controls that show text in another order than it is written.
+// or bidi controls that show text in another order than it is written. It also measures such
+// text in terminal columns, for displays that must not wrap.
 package termtext
 
 import (

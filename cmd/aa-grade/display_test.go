@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+)
+
+// busyRun is a run display with four episodes running long commands and the rate limits
+// shown, drawn on term through a screen as wide as *cols.
+func busyRun(term *vt, cols *int) *runProgress {
+	p := newRunProgress(term, false)
+	p.screen = liveScreen(term, cols)
+	p.limits = func() model.LimitStatus {
+		return model.LimitStatus{Limits: []model.LimitInForce{{Name: "requests", Learnt: 1000, Used: 120},
+			{Name: "input_tokens", Learnt: 200_000, Used: 150_000}}, Calls: 40}
+	}
+	p.Plan(72, nil)
+	for i := range 4 {
+		p.Turn(fmt.Sprintf("Scenario-%d", 10+i), 1, 7, 100, "kubectl get pods -A -o wide | grep -v Running | sort -k4 -n | head -50 && cat logs/otel-demo/frontend.log")
+	}
+	return p
+}
+
+// TestLiveDisplayFitsTheTerminal: at 100, 80, 60 and 30 columns the live block (bar, rate
+// limits, running episodes) stays one block however often it is redrawn, each of its lines in
+// one row, and a finished episode prints above it once.
+func TestLiveDisplayFitsTheTerminal(t *testing.T) {
+	for _, cols := range []int{100, 80, 60, 30} {
+		t.Run(fmt.Sprint(cols), func(t *testing.T) {
+			term := newVT(cols)
+			p := busyRun(term, &cols)
+			for range 5 {
+				p.render()
+			}
+			p.Finished(runfolder.Result{Task: "Scenario-10", Repeat: 1, Status: "ok", Score: 1, Turns: 7})
+			for range 5 {
+				p.render()
+			}
+			rows := term.rows()
+			if n := term.count("/72 episodes"); n != 1 {
+				t.Fatalf("%d bars on the screen:\n%s", n, strings.Join(rows, "\n"))
+			}
+			if term.count("Scenario-10 repeat 1: ok") != 1 || term.count("Scenario-11 r1") != 1 || term.count("Scenario-10 r1") != 0 {
+				t.Fatalf("the finished episode once above the block, the running ones once in it:\n%s", strings.Join(rows, "\n"))
+			}
+			block := rows[len(rows)-1-6:] // the bar, two lines of limits, three episodes, and the empty row under them
+			for _, r := range block {
+				if len(r) >= cols {
+					t.Errorf("a line of the block fills the %d columns: %q", cols, r)
+				}
+			}
+		})
+	}
+}
+
+// TestLiveDisplayFollowsAResize: a terminal narrowed from 100 to 60 columns rewraps the block
+// drawn at 100 onto more rows; the next redraw (as on SIGWINCH) erases all of them and fits
+// the new width; widened again, the same. One bar is left on the screen each time, and the
+// line printed above the block is kept.
+func TestLiveDisplayFollowsAResize(t *testing.T) {
+	cols := 100
+	term := newVT(cols)
+	p := busyRun(term, &cols)
+	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, Turns: 3})
+	for _, to := range []int{60, 45, 120, 80} {
+		cols = to
+		term.resize(to)
+		p.render()
+		p.render()
+		rows := term.rows()
+		if term.count("/72 episodes") != 1 || term.count("Scenario-13 r1") != 1 || term.count("Scenario-1 repeat 1: ok") != 1 {
+			t.Fatalf("after a resize to %d columns:\n%s", to, strings.Join(rows, "\n"))
+		}
+		for _, r := range rows[len(rows)-8:] {
+			if len(r) >= to {
+				t.Errorf("at %d columns, a line of the block fills the row: %q", to, r)
+			}
+		}
+	}
+}
+
+// TestPullDisplayFollowsTheWidth: the pull's bar line fits a narrow terminal and stays one
+// line through redraws, failures printed above it and resizes.
+func TestPullDisplayFollowsTheWidth(t *testing.T) {
+	cols := 60
+	term := newVT(cols)
+	p := newPullProgress(context.Background(), term, false)
+	p.screen = liveScreen(term, &cols)
+	cb := p.callbacks()
+	cb.Planned(1200, 40<<30, 100, 3<<30)
+	cb.Bytes(12 << 30)
+	for i := range 6 {
+		p.render(false)
+		if i == 2 {
+			cb.FileDone("Scenario-2/logs.tsv", 0, errors.New("HTTP 500"))
+		}
+	}
+	cols = 100
+	p.render(false)
+	cols = 40
+	term.resize(40)
+	p.render(false)
+	p.render(true)
+	rows := term.rows()
+	if term.count("files") != 1 || term.count("failed: HTTP 500") != 1 {
+		t.Fatalf("the pull's screen:\n%s", strings.Join(rows, "\n"))
+	}
+	for _, r := range rows {
+		if len(r) >= 40 && strings.Contains(r, "files") {
+			t.Errorf("the bar line fills the row: %q", r)
+		}
+	}
+}
+
+// TestPullInterruptedCountsNoFailures: files cut short by Ctrl-C are neither done nor failed:
+// no "failed" line each, and the counter says what is in the cache.
+func TestPullInterruptedCountsNoFailures(t *testing.T) {
+	var out strings.Builder
+	ctx, cancel := context.WithCancel(context.Background())
+	p := newPullProgress(ctx, &out, true)
+	cb := p.callbacks()
+	cb.Planned(10, 1000, 2, 200)
+	cb.FileDone("Scenario-2/a.tsv", 100, nil)
+	cancel()
+	for range 8 {
+		cb.FileDone("Scenario-2/b.tsv", 0, context.Canceled)
+	}
+	cb.Retry("https://hub/resolve/main/x", 2, 0, errors.New("interrupt"))
+	if done, total := p.inCache(); done != 3 || total != 10 || out.String() != "" {
+		t.Fatalf("%d of %d in the cache, output:\n%s", done, total, out.String())
+	}
+}
+
+// TestScreenIsLiveOnATerminalOnly: a file that is no terminal (a log file, /dev/null, a
+// pipe) gets plain lines; so does a terminal with --no-progress.
+func TestScreenIsLiveOnATerminalOnly(t *testing.T) {
+	file, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for name, f := range map[string]*os.File{"file": file, "null": null, "pipe": w} {
+		if newScreen(f, false).live {
+			t.Errorf("%s: a live display", name)
+		}
+	}
+	if newScreen(&strings.Builder{}, false).live {
+		t.Error("a buffer: a live display")
+	}
+}

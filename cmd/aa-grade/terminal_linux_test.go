@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a pseudo-terminal pair (/dev/ptmx and its peer) sized cols x 24.
+func openPTY(t *testing.T, cols int) (master, peer *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	fd := int(master.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil { // unlockpt
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN) // ptsname
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: uint16(cols)}); err != nil {
+		t.Fatal(err)
+	}
+	peer, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	return master, peer
+}
+
+// TestScreenReadsTheTerminalsWidth: on a pseudo-terminal the screen is live and its width is
+// the terminal's, read again after a resize; with --no-progress it is plain.
+func TestScreenReadsTheTerminalsWidth(t *testing.T) {
+	master, peer := openPTY(t, 61)
+	s := newScreen(peer, false)
+	if !s.live || s.width() != 61 {
+		t.Fatalf("live %v, width %d; want a live screen 61 columns wide", s.live, s.width())
+	}
+	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 137}); err != nil {
+		t.Fatal(err)
+	}
+	if s.width() != 137 {
+		t.Fatalf("after a resize to 137 columns the width is %d", s.width())
+	}
+	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{}); err != nil {
+		t.Fatal(err)
+	}
+	if s.width() != defaultWidth {
+		t.Fatalf("a terminal that tells no width: %d columns, want %d", s.width(), defaultWidth)
+	}
+	if newScreen(peer, true).live {
+		t.Fatal("--no-progress on a terminal: a live display")
+	}
+}
+
+// TestScreenRedrawsOnSIGWINCH: a resize redraws at once, not at the next interval.
+func TestScreenRedrawsOnSIGWINCH(t *testing.T) {
+	_, peer := openPTY(t, 80)
+	s := newScreen(peer, false)
+	stop, redrawn := make(chan struct{}), make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.refresh(time.Hour, stop, func() {
+			select {
+			case redrawn <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	// The signal is sent until it is heard: refresh starts listening when it starts.
+	for heard, tries := false, 0; !heard; tries++ {
+		if tries == 1000 {
+			t.Fatal("no redraw after SIGWINCH")
+		}
+		syscall.Kill(os.Getpid(), syscall.SIGWINCH)
+		select {
+		case <-redrawn:
+			heard = true
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	close(stop)
+	<-done
+}
