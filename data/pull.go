@@ -138,7 +138,7 @@ func selectEntries(listing []hub.Entry, opts PullOptions) ([]hub.Entry, error) {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return nil, fmt.Errorf("no such task: %s", strings.Join(missing, ", "))
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTask, strings.Join(missing, ", "))
 	}
 	return out, nil
 }

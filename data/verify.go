@@ -30,11 +30,16 @@ type VerifyResult struct {
 	Bytes    int64
 	Bad      []BadFile
 	Repaired int
+	// NotPulled are the tasks of the listing not checked: no --tasks asked for them and none
+	// of their files was ever pulled (online only).
+	NotPulled []string
 }
 
 // Verify re-hashes every cached file of a Hub dataset at its revision against the hash that
-// names its blob. Online, the Hub's listing also says which files are missing; offline, only
-// the files already linked are checked. With repair, missing and corrupt files are fetched
+// names its blob. Online, the Hub's listing also says which files are missing: of the tasks
+// opts.Tasks names, or else of the index and the tasks pulled (a task none of whose files is
+// in the snapshot was never asked for, and is listed in NotPulled); offline, only the files
+// already linked are checked. With repair, missing and corrupt files are fetched
 // again (online only).
 func Verify(ctx context.Context, cfg hub.Config, spec HubSpec, repair bool, opts PullOptions) (*VerifyResult, error) {
 	cache := hub.Cache{Dir: cfg.CacheDir}
@@ -68,6 +73,9 @@ func Verify(ctx context.Context, cfg hub.Config, spec HubSpec, repair bool, opts
 		if entries, err = selectEntries(listing, opts); err != nil {
 			return nil, err
 		}
+		if len(opts.Tasks) == 0 {
+			entries, res.NotPulled = pulledEntries(cache.SnapshotDir(spec.Repo, commit), entries)
+		}
 	}
 	res.Bad = checkEntries(ctx, cache, spec.Repo, res.Commit, entries, &res.Checked, &res.Bytes)
 	if err := ctx.Err(); err != nil {
@@ -94,6 +102,48 @@ func Verify(ctx context.Context, cfg hub.Config, spec HubSpec, repair bool, opts
 	}
 	res.Repaired = len(todo)
 	return res, nil
+}
+
+// pulledEntries narrows a listing to what was pulled when some tasks have no folder in the
+// snapshot root (a pull with --tasks): the index, the tasks that have one, and the other files
+// that are there; those tasks are listed. When every task has a folder, the listing is kept
+// whole, so a file missing from a full pull is still found.
+func pulledEntries(root string, entries []hub.Entry) ([]hub.Entry, []string) {
+	exists := func(rel string) bool {
+		_, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
+		return err == nil
+	}
+	pulled := map[string]bool{}
+	for _, e := range entries {
+		if task, _, inTask := strings.Cut(strings.TrimPrefix(e.Path, "sre/"), "/"); strings.HasPrefix(e.Path, "sre/") && inTask {
+			if _, seen := pulled[task]; !seen {
+				pulled[task] = exists("sre/" + task)
+			}
+		}
+	}
+	var notPulled []string
+	for task, ok := range pulled {
+		if !ok {
+			notPulled = append(notPulled, task)
+		}
+	}
+	if len(notPulled) == 0 {
+		return entries, nil
+	}
+	sort.Strings(notPulled)
+	var kept []hub.Entry
+	for _, e := range entries {
+		task, _, inTask := strings.Cut(strings.TrimPrefix(e.Path, "sre/"), "/")
+		switch {
+		case strings.HasPrefix(e.Path, "sre/") && inTask:
+			if pulled[task] {
+				kept = append(kept, e)
+			}
+		case e.Path == IndexPath || exists(e.Path):
+			kept = append(kept, e)
+		}
+	}
+	return kept, notPulled
 }
 
 // cachedEntries describes the linked files of a cached snapshot from their blob names.

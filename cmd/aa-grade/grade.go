@@ -19,7 +19,38 @@ import (
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
+// gradeOptions are the flags of aa-grade grade.
+type gradeOptions struct {
+	flagsSet
+	dataset  string
+	repeats  int
+	json     bool
+	parallel int
+	judge    judgeOptions
+}
+
+func (o *gradeOptions) flags() []cli.Flag {
+	return append([]cli.Flag{
+		datasetFlag(&o.dataset),
+		&cli.IntFlag{Name: "repeats", Destination: &o.repeats, Sources: env("repeats"),
+			DefaultText: "for a RUN, the run's; else the largest repeat found", Usage: "repeats per task to score"},
+		jsonFlag(&o.json, "print the result as JSON"),
+		&cli.IntFlag{Name: "parallel", Value: 4, Destination: &o.parallel, Sources: env("judge-parallel"), Usage: "judge calls at once"},
+	}, o.judge.flags()...)
+}
+
+func (o *gradeOptions) Validate() error {
+	if o.repeats < 0 || o.repeats > grader.MaxRepeats {
+		return usageErrorf("--repeats %d: must be 1 to %d (0: as many as found)", o.repeats, grader.MaxRepeats)
+	}
+	if o.parallel < 1 {
+		return usageErrorf("--parallel %d: must be 1 or more", o.parallel)
+	}
+	return o.judge.Validate()
+}
+
 func newGradeCommand() *cli.Command {
+	var opts gradeOptions
 	return &cli.Command{
 		Name:      "grade",
 		Usage:     "score diagnoses written by any agent, as the leaderboard does",
@@ -33,15 +64,11 @@ func newGradeCommand() *cli.Command {
 			"For a Hub dataset only the index (sre/data.jsonl, with the ground truths) is downloaded.\n\n" +
 			"With --judge MODEL, a model maps entities to ground-truth groups as in the official grading; " +
 			"its answers are cached in $XDG_CACHE_HOME/aa-grade/judge.\n\n" +
+			"Exit 1 when a task cannot be graded; 3 when a submission cannot be read (permissions, a disk\n" +
+			"error) or the judge failed on every episode.\n\n" +
 			"Example: aa-grade grade --dataset ./ITBench-AA ./my-agent-outputs",
-		Flags: append([]cli.Flag{
-			datasetFlag(),
-			&cli.IntFlag{Name: "repeats", Sources: env("repeats"),
-				Usage: "repeats per task to score (default: the largest repeat found)"},
-			&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print the result as JSON"},
-			&cli.IntFlag{Name: "parallel", Value: 4, Sources: env("parallel"), Usage: "judge calls at once"},
-		}, judgeFlags()...),
-		Action: runGrade,
+		Flags:  opts.flags(),
+		Action: action(&opts, runGrade),
 	}
 }
 
@@ -51,27 +78,21 @@ type gradeOutput struct {
 	Problems []grader.Problem `json:"problems,omitempty"`
 }
 
-func runGrade(ctx context.Context, cmd *cli.Command) error {
-	if cmd.NArg() != 1 {
-		return usageErrorf("grade needs one SUBMISSIONS folder, got %d arguments; see aa-grade grade --help", cmd.NArg())
+func runGrade(ctx context.Context, opts gradeOptions, args []string, con console) error {
+	if len(args) != 1 {
+		return usageErrorf("grade needs one SUBMISSIONS folder, got %d arguments; see aa-grade grade --help", len(args))
 	}
-	if cmd.Int("repeats") < 0 || cmd.Int("repeats") > grader.MaxRepeats {
-		return usageErrorf("--repeats must be 1 to %d", grader.MaxRepeats)
-	}
-	if cmd.Int("parallel") < 1 {
-		return usageErrorf("--parallel must be 1 or more")
-	}
-	j, err := newJudge(cmd)
+	j, err := newJudge(opts.judge)
 	if err != nil {
 		return err
 	}
-	dir, dataset, repeats := cmd.Args().First(), cmd.String("dataset"), cmd.Int("repeats")
+	dir, dataset, repeats := args[0], opts.dataset, opts.repeats
 	var run *runfolder.Run // when dir is a run folder
 	var tasks []string     // a run's tasks
 	switch r, err := runfolder.Read(dir); {
 	case err == nil:
 		run, tasks = r, r.Header.Tasks
-		if !cmd.IsSet("dataset") {
+		if !opts.isSet("dataset") {
 			dataset = r.Header.Dataset
 		}
 		if repeats == 0 {
@@ -79,7 +100,7 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 		}
 		dir = filepath.Join(dir, runfolder.EpisodesDir)
 	case !errors.Is(err, runfolder.ErrNotRunFolder): // else a folder of submissions
-		return runFolderError(err)
+		return err
 	}
 	ds, err := data.Open(ctx, dataset, data.OpenOptions{Hub: hubConfig(), IndexOnly: true, Tasks: tasks})
 	if err != nil {
@@ -88,7 +109,7 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	subs, problems, err := findSubmissions(dir, run != nil)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return usageErrorf("%v", err)
+			return usageError(err)
 		}
 		return err
 	}
@@ -100,13 +121,16 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 	for _, w := range ds.Warnings {
 		problems = append(problems, grader.Problem{Level: "warning", Message: w})
 	}
-	opts := grader.GradeOptions{Repeats: repeats, Parallel: cmd.Int("parallel")}
+	gradeOpts := grader.GradeOptions{Repeats: repeats, Parallel: opts.parallel}
 	if j != nil {
-		opts.Scorer = j.Score
+		gradeOpts.Scorer = j.Score
 	}
-	results, gradeProblems, err := grader.GradeSubmissions(ctx, gradeTasks(ds), subs, opts)
+	results, gradeProblems, err := grader.GradeSubmissions(ctx, gradeTasks(ds), subs, gradeOpts)
+	if errors.Is(err, context.Canceled) {
+		return interrupted(errors.New("interrupted"))
+	}
 	if err != nil {
-		return &exitError{code: 130, err: fmt.Errorf("interrupted: %w", err)}
+		return err
 	}
 	if run != nil {
 		keepRunStatuses(results, run.Results)
@@ -119,22 +143,24 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 		}
 	}
 
-	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	for _, p := range out.Problems {
-		printLine(stderr, "%s: %s", p.Level, p.Message)
+		printLine(con.err, "%s: %s", p.Level, p.Message)
 	}
 	if j != nil {
-		fmt.Fprintln(stderr, j.spent())
+		fmt.Fprintln(con.err, j.spent())
 	}
-	if cmd.Bool("json") {
-		if err := printJSON(stdout, out); err != nil {
+	if opts.json {
+		if err := printJSON(con.out, out); err != nil {
 			return err
 		}
 	} else {
-		renderGradeText(stdout, out.Summary)
+		renderGradeText(con.out, out.Summary)
+	}
+	if err := judgeFailedEverywhere(out.Summary); err != nil {
+		return err
 	}
 	if n := countLevel(out.Problems, "error"); n > 0 {
-		return badResult(fmt.Errorf("%d task(s) could not be graded; see the errors above", n))
+		return badResult(fmt.Errorf("%s could not be graded; see the errors above", plural(n, "task")))
 	}
 	return nil
 }
@@ -216,8 +242,8 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Score %.3f (95%% CI %.3f-%.3f) over %d tasks x %d repeats = %d episodes\n",
-		s.Score, s.CI95[0], s.CI95[1], s.Tasks, s.Repeats, s.Episodes)
+	fmt.Fprintf(w, "Score %.3f (95%% CI %.3f-%.3f) over %s x %s = %s\n",
+		s.Score, s.CI95[0], s.CI95[1], plural(s.Tasks, "task"), plural(s.Repeats, "repeat"), plural(s.Episodes, "episode"))
 	fullRecall := fmt.Sprintf("Full recall in %.1f%% of episodes", 100*s.FullRecallRate)
 	if s.FullRecallPrecision != nil {
 		fullRecall += fmt.Sprintf("; mean precision of those %.3f", *s.FullRecallPrecision)

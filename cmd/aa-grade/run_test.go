@@ -220,7 +220,7 @@ func TestReplayReproducesARun(t *testing.T) {
 	// The dataset, tasks and repeats come from the recorded run.
 	r := aaGrade(t, env, "run", "--model", "replay/"+recorded, "--out", replayed)
 	if r.code != 0 || !strings.Contains(r.stderr, "every episode followed its recording") || fake.Requests() != calls ||
-		!strings.Contains(r.stderr, "running 2 tasks x 1 repeats of demo") {
+		!strings.Contains(r.stderr, "running 2 tasks x 1 repeat of demo") {
 		t.Fatalf("replay: exit %d, %d model calls\n%s", r.code, fake.Requests()-calls, r.stderr)
 	}
 	if a, b := episodeFields(t, recorded), episodeFields(t, replayed); a != b {

@@ -12,6 +12,13 @@ import (
 // ErrModelSpec marks a --model value that names no usable model; the message says why.
 var ErrModelSpec = errors.New("bad model")
 
+// specForms are the forms of a --model value, for help texts and errors.
+var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MODEL", "openrouter/ORG/MODEL",
+	"openai-api/PROVIDER/MODEL", BaselineSpec, "replay/RUN_DIR"}
+
+// SpecForms lists the forms of a --model value: "openai/MODEL, ..., replay/RUN_DIR".
+func SpecForms() string { return strings.Join(specForms, ", ") }
+
 // New builds the model a --model value names (DESIGN.md), reading keys and base URLs through
 // getenv: openai/MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), openai-responses/MODEL (the same, for
 // the Responses API), anthropic/MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL),
@@ -22,7 +29,7 @@ var ErrModelSpec = errors.New("bad model")
 func New(spec string, getenv func(string) string, opts Options) (harness.Model, error) {
 	provider, rest, ok := strings.Cut(spec, "/")
 	if !ok || rest == "" {
-		return nil, fmt.Errorf("%w: %q: expected PROVIDER/MODEL (openai/, openai-responses/, anthropic/, openrouter/, openai-api/, builtin/baseline)", ErrModelSpec, spec)
+		return nil, fmt.Errorf("%w: %q: expected %s", ErrModelSpec, spec, SpecForms())
 	}
 	key := func(name string) (string, error) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
@@ -83,5 +90,5 @@ func New(spec string, getenv func(string) string, opts Options) (harness.Model, 
 		opts.Model, opts.APIKey = model, getenv(prefix+"_API_KEY") // local servers often need no key
 		return &OpenAIChat{Options: opts}, nil
 	}
-	return nil, fmt.Errorf("%w: %q: unknown provider %q (openai, openai-responses, anthropic, openrouter, openai-api, builtin, replay)", ErrModelSpec, spec, provider)
+	return nil, fmt.Errorf("%w: %q: unknown provider %q (expected %s)", ErrModelSpec, spec, provider, SpecForms())
 }
