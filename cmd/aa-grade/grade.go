@@ -228,7 +228,7 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 			if e.Status != grader.StatusOK {
 				row = append(row, termtext.Sanitize(e.Status))
 				if e.Status != grader.StatusMissing {
-					notes = append(notes, fmt.Sprintf("%s repeat %d %s: %s", t.Task, e.Repeat, e.Status, e.Reason))
+					notes = append(notes, episodeNote(t.Task, e))
 				}
 				continue
 			}
@@ -265,4 +265,14 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	for _, n := range notes {
 		printLine(w, "%s", n)
 	}
+}
+
+// episodeNote says why an episode was not graded: its status, and the reason when there is
+// one (a max_turns episode needs none).
+func episodeNote(task string, e grader.Episode) string {
+	note := fmt.Sprintf("%s repeat %d %s", task, e.Repeat, e.Status)
+	if e.Reason != "" {
+		note += ": " + e.Reason
+	}
+	return note
 }

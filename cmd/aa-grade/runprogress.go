@@ -91,7 +91,7 @@ func (p *runProgress) Finished(r runfolder.Result) {
 	delete(p.running, runfolder.Episode{Task: r.Task, Repeat: r.Repeat})
 	p.count(r)
 	p.endedHere++
-	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %d turns, %s", r.Task, r.Repeat, r.Status, r.Score, r.Turns, "cost "+report.FormatUSD(r.CostUSD))
+	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %s, %s", r.Task, r.Repeat, r.Status, r.Score, plural(r.Turns, "turn"), "cost "+report.FormatUSD(r.CostUSD))
 	if r.Error != "" {
 		line += ": " + r.Error
 	}
