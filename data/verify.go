@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/aa-grade/aa-grade/data/hub"
+	"github.com/aa-grade/aa-grade/internal/workpool"
 )
 
 // BadFile is a cached file that is missing or whose content does not hash to its name.
@@ -182,32 +183,16 @@ func blobEntry(path, etag, file string) hub.Entry {
 func checkEntries(ctx context.Context, cache hub.Cache, repo, commit string, entries []hub.Entry, checked *int, total *int64) []BadFile {
 	var mu sync.Mutex
 	var bad []BadFile
-	jobs := make(chan hub.Entry)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for e := range jobs {
-				n, problem, detail := checkEntry(cache, repo, commit, e)
-				mu.Lock()
-				*checked++
-				*total += n
-				if problem != "" {
-					bad = append(bad, BadFile{Path: e.Path, Problem: problem, Detail: detail})
-				}
-				mu.Unlock()
-			}
-		})
-	}
-feed:
-	for _, e := range entries {
-		select {
-		case jobs <- e:
-		case <-ctx.Done():
-			break feed
+	workpool.Run(ctx, runtime.GOMAXPROCS(0), entries, func(e hub.Entry) {
+		n, problem, detail := checkEntry(cache, repo, commit, e)
+		mu.Lock()
+		defer mu.Unlock()
+		*checked++
+		*total += n
+		if problem != "" {
+			bad = append(bad, BadFile{Path: e.Path, Problem: problem, Detail: detail})
 		}
-	}
-	close(jobs)
-	wg.Wait()
+	})
 	sort.Slice(bad, func(i, j int) bool { return bad[i].Path < bad[j].Path })
 	return bad
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/aa-grade/aa-grade/internal/safefile"
+	"github.com/aa-grade/aa-grade/internal/workpool"
 )
 
 // Task is what grading needs of a dataset task.
@@ -225,34 +226,18 @@ func scoreAll(ctx context.Context, jobs []scoreJob, results []TaskResult, opts G
 	if scorer == nil {
 		scorer = Rules
 	}
-	queue := make(chan scoreJob)
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	for range max(1, opts.Parallel) {
-		wg.Go(func() {
-			for j := range queue {
-				v, err := scorer(ctx, j.task, j.gt, j.names)
-				if err != nil {
-					mu.Lock()
-					firstErr = cmp.Or(firstErr, err)
-					mu.Unlock()
-					continue
-				}
-				results[j.result].Episodes[j.episode].Verdict = v
-			}
-		})
-	}
-feed:
-	for _, j := range jobs {
-		select {
-		case queue <- j:
-		case <-ctx.Done():
-			break feed
+	workpool.Run(ctx, opts.Parallel, jobs, func(j scoreJob) {
+		v, err := scorer(ctx, j.task, j.gt, j.names)
+		if err != nil {
+			mu.Lock()
+			firstErr = cmp.Or(firstErr, err)
+			mu.Unlock()
+			return
 		}
-	}
-	close(queue)
-	wg.Wait()
+		results[j.result].Episodes[j.episode].Verdict = v
+	})
 	return cmp.Or(firstErr, ctx.Err())
 }
 
