@@ -57,7 +57,7 @@ type OpenOptions struct {
 	Progress  Progress
 }
 
-// Open finds the tasks of a dataset spec (DESIGN.md): `hf:OWNER/NAME[@REV]` through the
+// Open finds the tasks of a dataset spec: `hf:OWNER/NAME[@REV]` through the
 // shared cache (downloading what is missing unless offline), `demo` (the synthetic dataset
 // embedded in the binary), or a local folder.
 func Open(ctx context.Context, spec string, opts OpenOptions) (*Dataset, error) {

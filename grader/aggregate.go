@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Episode statuses (DESIGN.md). Only `ok` episodes were graded; every other status scores 0.
+// Episode statuses. Only `ok` episodes were graded; every other status scores 0.
 const (
 	StatusOK           = "ok"
 	StatusMissing      = "missing"       // no submission file

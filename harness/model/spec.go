@@ -19,7 +19,7 @@ var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MO
 // SpecForms lists the forms of a --model value: "openai/MODEL, ..., replay/RUN_DIR".
 func SpecForms() string { return strings.Join(specForms, ", ") }
 
-// New builds the model a --model value names (DESIGN.md), reading keys and base URLs through
+// New builds the model a --model value names (SpecForms), reading keys and base URLs through
 // getenv: openai/MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), openai-responses/MODEL (the same, for
 // the Responses API), anthropic/MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL),
 // openrouter/ORG/MODEL (OPENROUTER_API_KEY), openai-api/PROVIDER/MODEL (<PROVIDER>_BASE_URL,
