@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/data/hub"
-	"github.com/aa-grade/aa-grade/internal/fakehub"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
 )
 
 const testRepo = "ArtificialAnalysis/ITBench-AA"

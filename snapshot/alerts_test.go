@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/shareddata"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 func TestParseAlertsShapes(t *testing.T) {

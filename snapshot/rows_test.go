@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/shareddata"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 // tableFragment copies a real TSV head to a temporary file with the name of its table.

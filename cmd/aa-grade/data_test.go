@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 
 	"github.com/aa-grade/aa-grade/data/hub"
-	"github.com/aa-grade/aa-grade/internal/fakehub"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
 )
 
 const sampleRepo = "ArtificialAnalysis/ITBench-AA"

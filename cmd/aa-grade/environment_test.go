@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 // flagSources lists, for every environment variable a flag of cmd or its sub-commands reads,

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/internal/copytree"
-	"github.com/aa-grade/aa-grade/internal/shareddata"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

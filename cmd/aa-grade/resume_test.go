@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
 // scriptedRun is a run of a scripted model behind the OpenAI protocol over demo tasks.

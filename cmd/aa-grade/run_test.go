@@ -20,7 +20,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/internal/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
 // TestRunBaselineOnDemo runs builtin/baseline over two demo tasks end to end, then runs the

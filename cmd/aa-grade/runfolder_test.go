@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/fakehub"
-	"github.com/aa-grade/aa-grade/internal/fakemodel"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 // lastLine is the last line of a command's stderr.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/snapshot/validate"
 )
 

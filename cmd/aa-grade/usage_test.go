@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/internal/fakehub"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 // oneErrorLine fails unless r is exit 2 with the single stderr line "aa-grade: " + want.
