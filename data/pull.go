@@ -260,6 +260,8 @@ func pullOffline(cache hub.Cache, spec HubSpec, opts PullOptions) (*PullResult, 
 	}
 	present, missing, err := cache.SnapshotFiles(spec.Repo, commit)
 	if err != nil {
+		// %v: the cause (a snapshot folder that is not there) must not read as a dataset that
+		// does not exist; offline, the cache is what is missing.
 		return nil, fmt.Errorf("%w (HF_HUB_OFFLINE is set): %s: %v", ErrOffline, spec, err)
 	}
 	res := &PullResult{Spec: spec, Commit: commit, Dir: cache.SnapshotDir(spec.Repo, commit), Cached: len(present), Files: len(present)}

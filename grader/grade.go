@@ -299,7 +299,7 @@ func submissionFileError(err error) error {
 	case errors.Is(err, safefile.ErrTooLarge):
 		return fmt.Errorf("%w: larger than %d MiB", ErrInvalidSubmission, MaxSubmissionBytes>>20)
 	case errors.Is(err, safefile.ErrNotRegular):
-		return fmt.Errorf("%w: %v", ErrInvalidSubmission, err)
+		return fmt.Errorf("%w: %w", ErrInvalidSubmission, err)
 	}
 	return err
 }

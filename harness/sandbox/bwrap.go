@@ -196,7 +196,7 @@ func linkSnapshot(workspace string, files []snapshotFile) error {
 // over it.
 func (b *Bwrap) useImage(ref, cacheDir string) error {
 	if _, err := os.Stat(ref); err != nil {
-		return fmt.Errorf("with bwrap, the image is a docker save tarball or an OCI layout folder, and %s is neither (%v); from a daemon: docker save IMAGE -o image.tar", ref, err)
+		return fmt.Errorf("with bwrap, the image is a docker save tarball or an OCI layout folder, and %s is neither (%w); from a daemon: docker save IMAGE -o image.tar", ref, err)
 	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return err
