@@ -68,13 +68,13 @@ bench: build
 	@start=$$(date +%s%N); for i in $$(seq 20); do ./$(BIN) grade --dataset testdata/grade/dataset testdata/grade/submissions >/dev/null; done; \
 	  end=$$(date +%s%N); echo "mean wall time: $$(( (end - start) / 20000000 )) ms"
 	@echo "--- whole command: aa-grade data pull against curl, 1 GiB from the local fake Hub"
-	$(GO) run ./internal/cmd/pullbench -aa-grade $(BIN) 2>/dev/null
+	$(GO) run ./internal/devtools/pullbench -aa-grade $(BIN) 2>/dev/null
 	@echo "--- whole file: snapshot.TSVReader against encoding/csv and Python's csv module"
-	$(GO) run ./internal/cmd/tsvbench -size-mb 200
+	$(GO) run ./internal/devtools/tsvbench -size-mb 200
 	@echo "--- pacing to a provider's rate limits: an hour of calls against a fake provider, in fake time"
 	$(GO) test ./harness/model -run '^TestPacingBenchmark$$' -v -count=1 -pacing
 	@echo "--- whole command: aa-grade run over the demo (24 episodes x 30 turns) against a zero-latency model"
-	$(GO) run ./internal/cmd/runbench -aa-grade $(BIN) -parallel 1,4,32 2>/dev/null
+	$(GO) run ./internal/devtools/runbench -aa-grade $(BIN) -parallel 1,4,32 2>/dev/null
 
 clean:
 	rm -rf bin dist

@@ -44,6 +44,10 @@ const DefaultSpec = "hf:ArtificialAnalysis/ITBench-AA"
 // ErrNotDataset marks a spec that names no dataset; the message says what was expected.
 var ErrNotDataset = errors.New("not a dataset")
 
+// ErrUnknownTask marks a task asked for (--tasks) that the dataset does not have, whether the
+// dataset is a folder, the demo or on the Hub.
+var ErrUnknownTask = errors.New("no such task")
+
 // OpenOptions says which tasks are wanted and how a Hub dataset is fetched.
 type OpenOptions struct {
 	Hub       hub.Config // where the Hub and the cache are (see hub.ConfigFromEnv)
@@ -129,7 +133,7 @@ func (ds *Dataset) keepTasks(ids []string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s has no task %s", ErrNotDataset, ds.Spec, strings.Join(missing, ", "))
+		return fmt.Errorf("%s: %w: %s", ds.Spec, ErrUnknownTask, strings.Join(missing, ", "))
 	}
 	sortTasks(kept)
 	ds.Tasks = kept

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/data/hub"
+	"github.com/aa-grade/aa-grade/internal/workpool"
 )
 
 // IndexFile is the task index of a dataset, one JSON row per task (IndexRow); IndexPath is
@@ -138,7 +139,7 @@ func selectEntries(listing []hub.Entry, opts PullOptions) ([]hub.Entry, error) {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return nil, fmt.Errorf("no such task: %s", strings.Join(missing, ", "))
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTask, strings.Join(missing, ", "))
 	}
 	return out, nil
 }
@@ -207,40 +208,24 @@ func fetchAll(ctx context.Context, client *hub.Client, cache hub.Cache, repo, co
 	if parallel <= 0 {
 		parallel = 8
 	}
-	jobs := make(chan hub.Entry)
 	var mu sync.Mutex
 	var failures []string
 	var firstErr error
-	var wg sync.WaitGroup
-	for range min(parallel, max(len(todo), 1)) {
-		wg.Go(func() {
-			for e := range jobs {
-				n, err := client.Fetch(ctx, cache, repo, commit, e, opts.Progress.Bytes)
-				mu.Lock()
-				res.Downloaded += n
-				if err != nil {
-					failures = append(failures, err.Error())
-					if firstErr == nil {
-						firstErr = err
-					}
-				}
-				mu.Unlock()
-				if opts.Progress.FileDone != nil {
-					opts.Progress.FileDone(e.Path, n, err)
-				}
+	workpool.Run(ctx, parallel, todo, func(e hub.Entry) {
+		n, err := client.Fetch(ctx, cache, repo, commit, e, opts.Progress.Bytes)
+		mu.Lock()
+		res.Downloaded += n
+		if err != nil {
+			failures = append(failures, err.Error())
+			if firstErr == nil {
+				firstErr = err
 			}
-		})
-	}
-send:
-	for _, e := range todo {
-		select {
-		case jobs <- e:
-		case <-ctx.Done():
-			break send
 		}
-	}
-	close(jobs)
-	wg.Wait()
+		mu.Unlock()
+		if opts.Progress.FileDone != nil {
+			opts.Progress.FileDone(e.Path, n, err)
+		}
+	})
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -275,6 +260,8 @@ func pullOffline(cache hub.Cache, spec HubSpec, opts PullOptions) (*PullResult, 
 	}
 	present, missing, err := cache.SnapshotFiles(spec.Repo, commit)
 	if err != nil {
+		// %v: the cause (a snapshot folder that is not there) must not read as a dataset that
+		// does not exist; offline, the cache is what is missing.
 		return nil, fmt.Errorf("%w (HF_HUB_OFFLINE is set): %s: %v", ErrOffline, spec, err)
 	}
 	res := &PullResult{Spec: spec, Commit: commit, Dir: cache.SnapshotDir(spec.Repo, commit), Cached: len(present), Files: len(present)}

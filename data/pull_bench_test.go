@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/data/hub"
-	"github.com/aa-grade/aa-grade/internal/fakehub"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
 )
 
 // BenchmarkPull256MiB pulls 16 files of 16 MiB from an in-process fake Hub into a fresh
 // cache (download, hashing, verification, linking). The whole-command comparison with curl
-// is `go run ./internal/cmd/pullbench` (make bench).
+// is `go run ./internal/devtools/pullbench` (make bench).
 func BenchmarkPull256MiB(b *testing.B) {
 	h := fakehub.New()
 	defer h.Close()

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/aa-grade/aa-grade/data/hub"
+	"github.com/aa-grade/aa-grade/internal/workpool"
 )
 
 // BadFile is a cached file that is missing or whose content does not hash to its name.
@@ -30,11 +31,16 @@ type VerifyResult struct {
 	Bytes    int64
 	Bad      []BadFile
 	Repaired int
+	// NotPulled are the tasks of the listing not checked: no --tasks asked for them and none
+	// of their files was ever pulled (online only).
+	NotPulled []string
 }
 
 // Verify re-hashes every cached file of a Hub dataset at its revision against the hash that
-// names its blob. Online, the Hub's listing also says which files are missing; offline, only
-// the files already linked are checked. With repair, missing and corrupt files are fetched
+// names its blob. Online, the Hub's listing also says which files are missing: of the tasks
+// opts.Tasks names, or else of the index and the tasks pulled (a task none of whose files is
+// in the snapshot was never asked for, and is listed in NotPulled); offline, only the files
+// already linked are checked. With repair, missing and corrupt files are fetched
 // again (online only).
 func Verify(ctx context.Context, cfg hub.Config, spec HubSpec, repair bool, opts PullOptions) (*VerifyResult, error) {
 	cache := hub.Cache{Dir: cfg.CacheDir}
@@ -68,6 +74,9 @@ func Verify(ctx context.Context, cfg hub.Config, spec HubSpec, repair bool, opts
 		if entries, err = selectEntries(listing, opts); err != nil {
 			return nil, err
 		}
+		if len(opts.Tasks) == 0 {
+			entries, res.NotPulled = pulledEntries(cache.SnapshotDir(spec.Repo, commit), entries)
+		}
 	}
 	res.Bad = checkEntries(ctx, cache, spec.Repo, res.Commit, entries, &res.Checked, &res.Bytes)
 	if err := ctx.Err(); err != nil {
@@ -94,6 +103,48 @@ func Verify(ctx context.Context, cfg hub.Config, spec HubSpec, repair bool, opts
 	}
 	res.Repaired = len(todo)
 	return res, nil
+}
+
+// pulledEntries narrows a listing to what was pulled when some tasks have no folder in the
+// snapshot root (a pull with --tasks): the index, the tasks that have one, and the other files
+// that are there; those tasks are listed. When every task has a folder, the listing is kept
+// whole, so a file missing from a full pull is still found.
+func pulledEntries(root string, entries []hub.Entry) ([]hub.Entry, []string) {
+	exists := func(rel string) bool {
+		_, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
+		return err == nil
+	}
+	pulled := map[string]bool{}
+	for _, e := range entries {
+		if task, _, inTask := strings.Cut(strings.TrimPrefix(e.Path, "sre/"), "/"); strings.HasPrefix(e.Path, "sre/") && inTask {
+			if _, seen := pulled[task]; !seen {
+				pulled[task] = exists("sre/" + task)
+			}
+		}
+	}
+	var notPulled []string
+	for task, ok := range pulled {
+		if !ok {
+			notPulled = append(notPulled, task)
+		}
+	}
+	if len(notPulled) == 0 {
+		return entries, nil
+	}
+	sort.Strings(notPulled)
+	var kept []hub.Entry
+	for _, e := range entries {
+		task, _, inTask := strings.Cut(strings.TrimPrefix(e.Path, "sre/"), "/")
+		switch {
+		case strings.HasPrefix(e.Path, "sre/") && inTask:
+			if pulled[task] {
+				kept = append(kept, e)
+			}
+		case e.Path == IndexPath || exists(e.Path):
+			kept = append(kept, e)
+		}
+	}
+	return kept, notPulled
 }
 
 // cachedEntries describes the linked files of a cached snapshot from their blob names.
@@ -132,32 +183,16 @@ func blobEntry(path, etag, file string) hub.Entry {
 func checkEntries(ctx context.Context, cache hub.Cache, repo, commit string, entries []hub.Entry, checked *int, total *int64) []BadFile {
 	var mu sync.Mutex
 	var bad []BadFile
-	jobs := make(chan hub.Entry)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for e := range jobs {
-				n, problem, detail := checkEntry(cache, repo, commit, e)
-				mu.Lock()
-				*checked++
-				*total += n
-				if problem != "" {
-					bad = append(bad, BadFile{Path: e.Path, Problem: problem, Detail: detail})
-				}
-				mu.Unlock()
-			}
-		})
-	}
-feed:
-	for _, e := range entries {
-		select {
-		case jobs <- e:
-		case <-ctx.Done():
-			break feed
+	workpool.Run(ctx, runtime.GOMAXPROCS(0), entries, func(e hub.Entry) {
+		n, problem, detail := checkEntry(cache, repo, commit, e)
+		mu.Lock()
+		defer mu.Unlock()
+		*checked++
+		*total += n
+		if problem != "" {
+			bad = append(bad, BadFile{Path: e.Path, Problem: problem, Detail: detail})
 		}
-	}
-	close(jobs)
-	wg.Wait()
+	})
 	sort.Slice(bad, func(i, j int) bool { return bad[i].Path < bad[j].Path })
 	return bad
 }

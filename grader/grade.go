@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/aa-grade/aa-grade/internal/safefile"
+	"github.com/aa-grade/aa-grade/internal/workpool"
 )
 
 // Task is what grading needs of a dataset task.
@@ -136,10 +138,12 @@ type GradeOptions struct {
 }
 
 // GradeSubmissions scores repeats 1..opts.Repeats of every task. A repeat with no file scores
-// 0 as `missing`, an unreadable one 0 as `invalid`. A task whose ground truth cannot be read is
-// reported and left out; the others still grade. What a ground truth warns of is reported once
-// per task. Submissions for tasks not in the list, and repeats beyond the count, are reported.
-// The error is the context's: grading was interrupted.
+// 0 as `missing`, one that is no diagnosis (ErrInvalidSubmission) 0 as `invalid`. A task whose
+// ground truth cannot be read is reported and left out; the others still grade. What a ground
+// truth warns of is reported once per task. Submissions for tasks not in the list, and repeats
+// beyond the count, are reported. The error is the context's (grading was interrupted), or
+// that of a submission file the grader could not read (permissions, a disk error): that is
+// the grader's failure, not the agent's, so it is no score.
 func GradeSubmissions(ctx context.Context, tasks []Task, subs SubmissionFiles, opts GradeOptions) ([]TaskResult, []Problem, error) {
 	repeats := opts.Repeats
 	if repeats <= 0 {
@@ -163,7 +167,10 @@ func GradeSubmissions(ctx context.Context, tasks []Task, subs SubmissionFiles, o
 		files := subs.of(t)
 		result := TaskResult{Task: t.ID}
 		for r := 1; r <= repeats; r++ {
-			ep, names := readEpisode(gt, r, files[r])
+			ep, names, err := readEpisode(gt, r, files[r])
+			if err != nil {
+				return nil, nil, err
+			}
 			if ep.Status == StatusOK {
 				jobs = append(jobs, scoreJob{task: t, gt: gt, names: names, result: len(results), episode: r - 1})
 			}
@@ -219,34 +226,18 @@ func scoreAll(ctx context.Context, jobs []scoreJob, results []TaskResult, opts G
 	if scorer == nil {
 		scorer = Rules
 	}
-	queue := make(chan scoreJob)
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	for range max(1, opts.Parallel) {
-		wg.Go(func() {
-			for j := range queue {
-				v, err := scorer(ctx, j.task, j.gt, j.names)
-				if err != nil {
-					mu.Lock()
-					firstErr = cmp.Or(firstErr, err)
-					mu.Unlock()
-					continue
-				}
-				results[j.result].Episodes[j.episode].Verdict = v
-			}
-		})
-	}
-feed:
-	for _, j := range jobs {
-		select {
-		case queue <- j:
-		case <-ctx.Done():
-			break feed
+	workpool.Run(ctx, opts.Parallel, jobs, func(j scoreJob) {
+		v, err := scorer(ctx, j.task, j.gt, j.names)
+		if err != nil {
+			mu.Lock()
+			firstErr = cmp.Or(firstErr, err)
+			mu.Unlock()
+			return
 		}
-	}
-	close(queue)
-	wg.Wait()
+		results[j.result].Episodes[j.episode].Verdict = v
+	})
 	return cmp.Or(firstErr, ctx.Err())
 }
 
@@ -260,20 +251,25 @@ func sortedRepeats(files map[int]string) []int {
 }
 
 // readEpisode reads one submission file ("" when there is none): an episode `missing` or
-// `invalid` (scored 0), or `ok` with the names it submits, to score.
-func readEpisode(gt *GroundTruth, repeat int, file string) (Episode, []string) {
+// `invalid` (scored 0), or `ok` with the names it submits, to score. A file the grader may not
+// read, or a disk that fails under it, is an error: no fault of the agent's. What an agent can
+// do to its own output (a link out of its folder or to nothing, a FIFO) stays `invalid`.
+func readEpisode(gt *GroundTruth, repeat int, file string) (Episode, []string, error) {
 	ep := Episode{Repeat: repeat, Verdict: Verdict{EpisodeScore: EpisodeScore{RootCauses: gt.RootCauseSets(), Predictions: []Prediction{}}}}
 	if file == "" {
 		ep.Status, ep.Reason = StatusMissing, "no submission file"
-		return ep, nil
+		return ep, nil, nil
 	}
 	_, sub, err := ReadSubmissionFile(file)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EIO):
+		return ep, nil, fmt.Errorf("cannot read the submission %s: %w", file, err)
+	case err != nil:
 		ep.Status, ep.Reason = StatusInvalid, fmt.Sprintf("%s: %v", file, err)
-		return ep, nil
+		return ep, nil, nil
 	}
 	ep.Status = StatusOK
-	return ep, sub.Names
+	return ep, sub.Names, nil
 }
 
 // ReadSubmissionFile reads a submission file (which an agent wrote: it may be huge or hostile)
@@ -303,7 +299,7 @@ func submissionFileError(err error) error {
 	case errors.Is(err, safefile.ErrTooLarge):
 		return fmt.Errorf("%w: larger than %d MiB", ErrInvalidSubmission, MaxSubmissionBytes>>20)
 	case errors.Is(err, safefile.ErrNotRegular):
-		return fmt.Errorf("%w: %v", ErrInvalidSubmission, err)
+		return fmt.Errorf("%w: %w", ErrInvalidSubmission, err)
 	}
 	return err
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/internal/shareddata"
+	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
 )
 
 func mustParse(t *testing.T, doc string) *GroundTruth {

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/internal/shareddata"
+	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
 )
 
 const shopGT = `

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 func TestDistinctEntitiesAreWhatIsGraded(t *testing.T) {

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/agenttest"
+	"github.com/aa-grade/aa-grade/internal/testsupport/agenttest"
 
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 // The test binary doubles as the sandbox agent, as aa-grade does.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/shareddata"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 func TestParseAlertsShapes(t *testing.T) {
@@ -93,7 +93,7 @@ func TestCatalogFromAlertLabels(t *testing.T) {
 	if strings.Join(got, ",") != want {
 		t.Fatalf("catalogue = %v, want %s", got, want)
 	}
-	if e := c.Lookup("Node/worker-1"); !e.FirstSeen.Equal(at) || e.Sources[0] != "alerts" {
+	if e := c.Entries()[1]; !e.FirstSeen.Equal(at) || e.Sources[0] != "alerts" {
 		t.Fatalf("node entry = %+v", e)
 	}
 }

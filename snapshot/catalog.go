@@ -10,7 +10,6 @@ import (
 type CatalogEntry struct {
 	Entity    string // namespace/Kind/name, or Kind/name for a cluster-scoped object
 	Ref       ObjectRef
-	Owner     string // the entity of its controlling owner (Pod -> ReplicaSet -> Deployment)
 	FirstSeen time.Time
 	LastSeen  time.Time
 	Sources   []string // objects, events, alerts: where the snapshot names it
@@ -35,8 +34,8 @@ func EntityOf(ref ObjectRef) string {
 	return ref.Namespace + "/" + ref.Kind + "/" + ref.Name
 }
 
-// Add records that source showed the object at time t, with its owners when known.
-func (c *Catalog) Add(ref ObjectRef, t time.Time, source string, owners ...ObjectRef) {
+// Add records that source showed the object at time t.
+func (c *Catalog) Add(ref ObjectRef, t time.Time, source string) {
 	if ref.Kind == "" || ref.Name == "" {
 		return
 	}
@@ -60,9 +59,6 @@ func (c *Catalog) Add(ref ObjectRef, t time.Time, source string, owners ...Objec
 		e.Sources = append(e.Sources, source)
 		sort.Strings(e.Sources)
 	}
-	if e.Owner == "" && len(owners) > 0 && owners[0].Kind != "" && owners[0].Name != "" {
-		e.Owner = EntityOf(owners[0])
-	}
 }
 
 func contains(list []string, s string) bool {
@@ -84,27 +80,6 @@ func (c *Catalog) Entries() []*CatalogEntry {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Entity < out[j].Entity })
 	return out
-}
-
-// Lookup returns the entry of an entity, or nil.
-func (c *Catalog) Lookup(entity string) *CatalogEntry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.entries[entity]
-}
-
-// OwnerChain follows owners from an entity up to its top controller (a Pod's ReplicaSet, then
-// its Deployment), stopping at owners the snapshot does not show.
-func (c *Catalog) OwnerChain(entity string) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var chain []string
-	seen := map[string]bool{entity: true}
-	for e := c.entries[entity]; e != nil && e.Owner != "" && !seen[e.Owner]; e = c.entries[e.Owner] {
-		chain = append(chain, e.Owner)
-		seen[e.Owner] = true
-	}
-	return chain
 }
 
 // alertLabelKinds maps alert labels that name an object to its kind.

@@ -151,7 +151,7 @@ func (s *Snapshot) readFile(f File, mu *sync.Mutex) {
 		case Objects:
 			var o KubeObject
 			if o, err = r.Object(); err == nil {
-				s.Catalog.Add(o.Ref, o.Time, "objects", o.Owners...)
+				s.Catalog.Add(o.Ref, o.Time, "objects")
 			}
 		case Events:
 			var e KubeEvent

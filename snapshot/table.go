@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -93,12 +92,6 @@ func ParseTimestamp(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
-}
-
-// Float reads a numeric column.
-func (r Row) Float(column string) (float64, bool) {
-	v, err := strconv.ParseFloat(strings.TrimSpace(r.Get(column)), 64)
-	return v, err == nil
 }
 
 // TableStats summarises one pass over a table.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/aa-grade/aa-grade/internal/shareddata"
+	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
 )
 
 // result is one answer of TSVReader.Next: a record, or the text of a RecordError.

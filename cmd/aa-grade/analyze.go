@@ -17,7 +17,26 @@ import (
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
 
+// analyzeOptions are the flags of aa-grade analyze.
+type analyzeOptions struct {
+	flagsSet
+	dataset string
+	json    bool
+	html    string
+}
+
+func (o *analyzeOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		datasetFlag(&o.dataset),
+		jsonFlag(&o.json, "print the analysis as JSON"),
+		&cli.StringFlag{Name: "html", Destination: &o.html, Usage: "also write the analysis as one self-contained HTML page to this file"},
+	}
+}
+
+func (o *analyzeOptions) Validate() error { return nil }
+
 func newAnalyzeCommand() *cli.Command {
+	var opts analyzeOptions
 	return &cli.Command{
 		Name:      "analyze",
 		Usage:     "partial credit, why answers were wrong and how the investigation went, runs side by side",
@@ -30,32 +49,28 @@ func newAnalyzeCommand() *cli.Command {
 			"The formula and the classes: docs/analysis.md. A run is analysed against the dataset it ran on\n" +
 			"unless --dataset is given; submissions against --dataset.\n\n" +
 			"Example: aa-grade analyze runs/opus runs/qwen --html analysis.html",
-		Flags: []cli.Flag{
-			datasetFlag(),
-			&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print the analysis as JSON"},
-			&cli.StringFlag{Name: "html", Sources: env("html"), Usage: "also write the analysis as one self-contained HTML page to this file"},
-		},
-		Action: runAnalyze,
+		Flags:  opts.flags(),
+		Action: action(&opts, runAnalyze),
 	}
 }
 
-func runAnalyze(ctx context.Context, cmd *cli.Command) error {
-	if cmd.NArg() == 0 {
+func runAnalyze(ctx context.Context, opts analyzeOptions, args []string, con console) error {
+	if len(args) == 0 {
 		return usageErrorf("analyze needs at least one RUN or SUBMISSIONS folder; see aa-grade analyze --help")
 	}
-	stderr := cmd.Root().ErrWriter
+	stderr := con.err
 	an := analysis.NewAnalyzer()
 	var runs []*analysis.Run
-	for _, dir := range cmd.Args().Slice() {
-		in, err := openGradeInput(ctx, dir, cmd.String("dataset"), cmd.IsSet("dataset"))
+	for _, dir := range args {
+		in, err := openGradeInput(ctx, dir, opts.dataset, opts.isSet("dataset"))
 		if err != nil {
 			return err
 		}
-		var opts grader.GradeOptions
+		var gradeOpts grader.GradeOptions
 		if in.run != nil {
-			opts.Repeats = in.run.Header.Repeats
+			gradeOpts.Repeats = in.run.Header.Repeats
 		}
-		results, problems, err := in.grade(ctx, opts)
+		results, problems, err := in.grade(ctx, gradeOpts)
 		if err != nil {
 			return err
 		}
@@ -68,7 +83,7 @@ func runAnalyze(ctx context.Context, cmd *cli.Command) error {
 		}
 		runs = append(runs, r)
 	}
-	if path := cmd.String("html"); path != "" {
+	if path := opts.html; path != "" {
 		var page bytes.Buffer
 		if err := report.WriteAnalysisHTML(&page, runs); err != nil {
 			return err
@@ -77,10 +92,10 @@ func runAnalyze(ctx context.Context, cmd *cli.Command) error {
 			return fmt.Errorf("--html: write %s: %w", path, err)
 		}
 	}
-	if cmd.Bool("json") {
-		return printJSON(cmd.Root().Writer, runs)
+	if opts.json {
+		return printJSON(con.out, runs)
 	}
-	renderAnalysisText(cmd.Root().Writer, runs)
+	renderAnalysisText(con.out, runs)
 	return nil
 }
 

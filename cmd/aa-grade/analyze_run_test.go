@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/internal/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
 // timings are the fields of analyze --json that vary from one run to the next.

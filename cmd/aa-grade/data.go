@@ -17,17 +17,80 @@ import (
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
-func datasetFlag() cli.Flag {
-	return &cli.StringFlag{Name: "dataset", Value: data.DefaultSpec, Sources: env("dataset"),
-		Usage: "dataset: hf:OWNER/NAME[@REV], a folder in the Hub layout (sre/data.jsonl), a folder of task folders, or one task folder"}
+func datasetFlag(dst *string) cli.Flag {
+	return &cli.StringFlag{Name: "dataset", Value: data.DefaultSpec, Destination: dst, Sources: env("dataset"),
+		Usage: "dataset: hf:OWNER/NAME[@REV], demo (built in, offline), a folder in the Hub layout (sre/data.jsonl), " +
+			"a folder of task folders, or one task folder"}
 }
 
-func tasksFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "tasks", Sources: env("tasks"),
+// hubDatasetFlag is --dataset of the commands that work on the Hub cache only.
+func hubDatasetFlag(dst *string) cli.Flag {
+	return &cli.StringFlag{Name: "dataset", Value: data.DefaultSpec, Destination: dst, Sources: env("dataset"),
+		Usage: "a Hub dataset: hf:OWNER/NAME[@REV]"}
+}
+
+func tasksFlag(dst *[]string) cli.Flag {
+	return &cli.StringSliceFlag{Name: "tasks", Destination: dst, Sources: env("tasks"),
 		Usage: "only these tasks, comma-separated (Scenario-2 or 2)"}
 }
 
+func jsonFlag(dst *bool, usage string) cli.Flag {
+	return &cli.BoolFlag{Name: "json", Destination: dst, Sources: env("json"), Usage: usage}
+}
+
+// hubOptions are the flags of data pull and data verify: a Hub dataset and some of its tasks.
+type hubOptions struct {
+	flagsSet
+	dataset string
+	tasks   []string
+	spec    data.HubSpec // set by Validate
+}
+
+// Validate reads --dataset as a Hub spec.
+func (o *hubOptions) Validate() error {
+	if !strings.HasPrefix(o.dataset, "hf:") {
+		return usageErrorf("--dataset %q: pull and verify work on Hub datasets (hf:OWNER/NAME[@REV]) only", o.dataset)
+	}
+	var err error
+	if o.spec, err = data.ParseHubSpec(o.dataset); err != nil {
+		return usageErrorf("--dataset: %w", err)
+	}
+	return nil
+}
+
+// pullOptions are the flags of data pull.
+type pullOptions struct {
+	hubOptions
+	parallel   int
+	noProgress bool
+}
+
+func (o *pullOptions) Validate() error {
+	if o.parallel < 1 {
+		return usageErrorf("--parallel %d: must be 1 or more", o.parallel)
+	}
+	return o.hubOptions.Validate()
+}
+
+// verifyOptions are the flags of data verify.
+type verifyOptions struct {
+	hubOptions
+	repair, json bool
+}
+
+// lsOptions are the flags of data ls.
+type lsOptions struct {
+	flagsSet
+	dataset string
+	json    bool
+}
+
+func (o *lsOptions) Validate() error { return nil }
+
 func newDataCommand() *cli.Command {
+	var pull pullOptions
+	var verify verifyOptions
+	var ls lsOptions
 	return &cli.Command{
 		Name:  "data",
 		Usage: "download, list and verify datasets in the Hugging Face cache shared with the Python and JavaScript tools",
@@ -39,74 +102,51 @@ func newDataCommand() *cli.Command {
 				Usage: "download a dataset (resumable: run it again after an interruption)",
 				Description: "Example: aa-grade data pull\n" +
 					"         aa-grade data pull --tasks 2,38 --dataset hf:ArtificialAnalysis/ITBench-AA@main",
-				Flags: []cli.Flag{datasetFlag(), tasksFlag(),
-					&cli.IntFlag{Name: "parallel", Value: 8, Sources: env("parallel"), Usage: "files downloaded at once"}, noProgressFlag()},
-				Action: runDataPull,
+				Flags: []cli.Flag{hubDatasetFlag(&pull.dataset), tasksFlag(&pull.tasks),
+					&cli.IntFlag{Name: "parallel", Value: 8, Destination: &pull.parallel, Sources: env("pull-parallel"), Usage: "files downloaded at once"},
+					noProgressFlag(&pull.noProgress)},
+				Action: action(&pull, runDataPull),
 			},
 			{
 				Name:        "ls",
 				Usage:       "list the tasks of a dataset: split, files, bytes, root causes, problems",
 				Description: "Example: aa-grade data ls --dataset ./ITBench-AA --json",
-				Flags:       []cli.Flag{datasetFlag(), &cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print JSON"}},
-				Action:      runDataLs,
+				Flags:       []cli.Flag{datasetFlag(&ls.dataset), jsonFlag(&ls.json, "print JSON")},
+				Action:      action(&ls, runDataLs),
 			},
 			{
 				Name:  "verify",
-				Usage: "re-hash every cached file of a Hub dataset; exit 1 naming each missing or corrupt file",
-				Description: "Example: aa-grade data verify\n" +
+				Usage: "re-hash the cached files of a Hub dataset; exit 1 naming each missing or corrupt file",
+				Description: "Without --tasks, the tasks pulled are checked (with the index); --tasks checks those, pulled or not.\n\n" +
+					"Example: aa-grade data verify\n" +
 					"         aa-grade data verify --repair",
-				Flags: []cli.Flag{datasetFlag(), tasksFlag(),
-					&cli.BoolFlag{Name: "repair", Sources: env("repair"), Usage: "download missing and corrupt files again"},
-					&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print JSON"}},
-				Action: runDataVerify,
+				Flags: []cli.Flag{hubDatasetFlag(&verify.dataset), tasksFlag(&verify.tasks),
+					&cli.BoolFlag{Name: "repair", Destination: &verify.repair, Sources: env("repair"), Usage: "download missing and corrupt files again"},
+					jsonFlag(&verify.json, "print JSON")},
+				Action: action(&verify, runDataVerify),
 			},
 		},
 	}
 }
 
-// hubSpecArg reads --dataset as a Hub spec; pull and verify work on the Hub cache only.
-func hubSpecArg(cmd *cli.Command) (data.HubSpec, error) {
-	spec := cmd.String("dataset")
-	if !strings.HasPrefix(spec, "hf:") {
-		return data.HubSpec{}, usageErrorf("%s works on Hub datasets (hf:OWNER/NAME[@REV]); %q is not one", cmd.FullName(), spec)
-	}
-	hs, err := data.ParseHubSpec(spec)
-	if err != nil {
-		return data.HubSpec{}, usageErrorf("%v", err)
-	}
-	return hs, nil
-}
-
-func noArgs(cmd *cli.Command) error {
-	if cmd.NArg() > 0 {
-		return usageErrorf("%s takes no arguments, got %q", cmd.FullName(), cmd.Args().Slice())
-	}
-	return nil
-}
-
-func runDataPull(ctx context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+func runDataPull(ctx context.Context, opts pullOptions, args []string, con console) error {
+	if err := noArgs("data pull", args); err != nil {
 		return err
 	}
-	spec, err := hubSpecArg(cmd)
-	if err != nil {
-		return err
-	}
-	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-	progress := newPullProgress(ctx, stderr, cmd.Bool("no-progress"))
+	progress := newPullProgress(ctx, con.err, opts.noProgress)
 	progress.Start()
-	res, err := data.Pull(ctx, hubConfig(), spec, data.PullOptions{Tasks: cmd.StringSlice("tasks"), Parallel: int(cmd.Int("parallel")), Progress: progress.callbacks()})
+	res, err := data.Pull(ctx, hubConfig(), opts.spec, data.PullOptions{Tasks: opts.tasks, Parallel: opts.parallel, Progress: progress.callbacks()})
 	progress.Stop()
 	if err != nil && ctx.Err() != nil {
 		done, total := progress.inCache()
-		return &exitError{code: 130, err: fmt.Errorf("interrupted with %d of %d files in the cache; run the same command again to resume", done, total)}
+		return interrupted(fmt.Errorf("interrupted with %d of %d files in the cache; run the same command again to resume", done, total))
 	}
 	if err != nil {
 		return datasetError(err)
 	}
-	printLine(stdout, "%s at commit %s", spec, res.Commit) // the commit as the Hub named it
-	fmt.Fprintf(stdout, "%d files, %s (%d already cached, %s downloaded)\n", res.Files, humanBytes(res.Bytes), res.Cached, humanBytes(res.Downloaded))
-	printLine(stdout, "in %s", res.Dir)
+	printLine(con.out, "%s at commit %s", opts.spec, res.Commit) // the commit as the Hub named it
+	fmt.Fprintf(con.out, "%s, %s (%d already cached, %s downloaded)\n", plural(res.Files, "file"), humanBytes(res.Bytes), res.Cached, humanBytes(res.Downloaded))
+	printLine(con.out, "in %s", res.Dir)
 	return nil
 }
 
@@ -121,15 +161,15 @@ type taskRow struct {
 	Problem    string `json:"problem,omitempty"`
 }
 
-func runDataLs(ctx context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+func runDataLs(ctx context.Context, opts lsOptions, args []string, con console) error {
+	if err := noArgs("data ls", args); err != nil {
 		return err
 	}
-	ds, err := data.Open(ctx, cmd.String("dataset"), data.OpenOptions{Hub: hubConfig(), IndexOnly: true})
+	ds, err := data.Open(ctx, opts.dataset, data.OpenOptions{Hub: hubConfig(), IndexOnly: true})
 	if err != nil {
 		return datasetError(err)
 	}
-	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
+	stdout, stderr := con.out, con.err
 	for _, w := range ds.Warnings {
 		printLine(stderr, "warning: %s", w)
 	}
@@ -157,7 +197,7 @@ func runDataLs(ctx context.Context, cmd *cli.Command) error {
 		}
 		rows = append(rows, row)
 	}
-	if cmd.Bool("json") {
+	if opts.json {
 		if err := printJSON(stdout, rows); err != nil {
 			return err
 		}
@@ -165,7 +205,7 @@ func runDataLs(ctx context.Context, cmd *cli.Command) error {
 		renderTaskRows(stdout, rows)
 	}
 	if problems > 0 {
-		return badResult(fmt.Errorf("%d of %d tasks have a problem", problems, len(rows)))
+		return badResult(fmt.Errorf("%s with a problem (of %d)", plural(problems, "task"), len(rows)))
 	}
 	return nil
 }
@@ -203,34 +243,34 @@ func folderSize(dir string) (int, int64, error) {
 	return files, total, err
 }
 
-func runDataVerify(ctx context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+func runDataVerify(ctx context.Context, opts verifyOptions, args []string, con console) error {
+	if err := noArgs("data verify", args); err != nil {
 		return err
 	}
-	spec, err := hubSpecArg(cmd)
-	if err != nil {
-		return err
-	}
-	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-	progress := newPullProgress(ctx, stderr, true)
-	res, err := data.Verify(ctx, hubConfig(), spec, cmd.Bool("repair"), data.PullOptions{Tasks: cmd.StringSlice("tasks"), Progress: progress.callbacks()})
+	spec, stdout := opts.spec, con.out
+	progress := newPullProgress(ctx, con.err, true)
+	res, err := data.Verify(ctx, hubConfig(), spec, opts.repair, data.PullOptions{Tasks: opts.tasks, Progress: progress.callbacks()})
 	if res == nil {
 		return datasetError(err)
 	}
-	if cmd.Bool("json") {
+	if opts.json {
 		out := struct {
-			Dataset  string         `json:"dataset"`
-			Commit   string         `json:"commit"`
-			Checked  int            `json:"checked"`
-			Bytes    int64          `json:"bytes"`
-			Bad      []data.BadFile `json:"bad"`
-			Repaired int            `json:"repaired"`
-		}{spec.String(), res.Commit, res.Checked, res.Bytes, append([]data.BadFile{}, res.Bad...), res.Repaired}
+			Dataset   string         `json:"dataset"`
+			Commit    string         `json:"commit"`
+			Checked   int            `json:"checked"`
+			Bytes     int64          `json:"bytes"`
+			NotPulled []string       `json:"not_pulled"`
+			Bad       []data.BadFile `json:"bad"`
+			Repaired  int            `json:"repaired"`
+		}{spec.String(), res.Commit, res.Checked, res.Bytes, append([]string{}, res.NotPulled...), append([]data.BadFile{}, res.Bad...), res.Repaired}
 		if err := printJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {
-		printLine(stdout, "%s at commit %s: checked %d files, %s", spec, res.Commit, res.Checked, humanBytes(res.Bytes))
+		printLine(stdout, "%s at commit %s: checked %s, %s", spec, res.Commit, plural(res.Checked, "file"), humanBytes(res.Bytes))
+		if n := len(res.NotPulled); n > 0 {
+			fmt.Fprintf(stdout, "%s never pulled, not checked (data pull --tasks fetches them; data verify --tasks checks them)\n", plural(n, "task"))
+		}
 		for _, b := range res.Bad {
 			line := fmt.Sprintf("%s: %s", b.Problem, b.Path)
 			if b.Detail != "" {
@@ -243,11 +283,11 @@ func runDataVerify(ctx context.Context, cmd *cli.Command) error {
 		return datasetError(err)
 	}
 	if res.Repaired > 0 {
-		fmt.Fprintf(stdout, "repaired %d files\n", res.Repaired)
+		fmt.Fprintf(stdout, "repaired %s\n", plural(res.Repaired, "file"))
 		return nil
 	}
 	if len(res.Bad) > 0 {
-		return badResult(fmt.Errorf("%d files missing or corrupt; aa-grade data verify --repair downloads them again", len(res.Bad)))
+		return badResult(fmt.Errorf("%s missing or corrupt; aa-grade data verify --repair downloads them again", plural(len(res.Bad), "file")))
 	}
 	return nil
 }

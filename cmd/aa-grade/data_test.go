@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 
 	"github.com/aa-grade/aa-grade/data/hub"
-	"github.com/aa-grade/aa-grade/internal/fakehub"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
 )
 
 const sampleRepo = "ArtificialAnalysis/ITBench-AA"
@@ -88,7 +88,7 @@ func TestDataPullLsVerifyRepair(t *testing.T) {
 	subs := t.TempDir()
 	testfs.Write(t, filepath.Join(subs, "Scenario-1", "1.json"), `["otel-demo/ConfigMap/flagd-config"]`)
 	r = aaGrade(t, env, "grade", "--dataset", "hf:"+sampleRepo, subs)
-	if r.code != 0 || !strings.Contains(r.stdout, "over 3 tasks x 1 repeats") {
+	if r.code != 0 || !strings.Contains(r.stdout, "over 3 tasks x 1 repeat") {
 		t.Fatalf("grade hf: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -103,11 +103,11 @@ func TestDataCommandErrors(t *testing.T) {
 		code int
 		text string
 	}{
-		"local folder for pull": {[]string{"data", "pull", "--dataset", "testdata"}, 2, "works on Hub datasets"},
+		"local folder for pull": {[]string{"data", "pull", "--dataset", "testdata"}, 2, "work on Hub datasets"},
 		"bad spec":              {[]string{"data", "pull", "--dataset", "hf:nope"}, 2, "expected hf:OWNER/NAME"},
 		"unknown repo":          {[]string{"data", "pull", "--dataset", "hf:nobody/nothing"}, 2, "not found"},
 		"unknown revision":      {[]string{"data", "pull", "--dataset", "hf:" + sampleRepo + "@v7"}, 2, "no such revision"},
-		"unknown task":          {[]string{"data", "pull", "--tasks", "9"}, 3, "no such task: Scenario-9"},
+		"unknown task":          {[]string{"data", "pull", "--tasks", "9"}, 2, "no such task: Scenario-9"},
 		"extra argument":        {[]string{"data", "ls", "x"}, 2, "takes no arguments"},
 		"never pulled offline":  {[]string{"data", "verify"}, 3, "never pulled"},
 	} {
@@ -248,5 +248,34 @@ func TestDataPullInterrupted(t *testing.T) {
 	h.SetRate(0)
 	if r := aaGrade(t, hubEnv(h, cacheDir), "data", "pull"); r.code != 0 {
 		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestDataVerifyChecksThePulledTasks: after a pull of one task, verify checks the index and
+// that task, says the others were never pulled, and exits 0; --tasks checks the tasks named,
+// pulled or not.
+func TestDataVerifyChecksThePulledTasks(t *testing.T) {
+	h := fakehub.New()
+	defer h.Close()
+	files := fakehub.SampleDataset(3, 1024)
+	h.ServeSample(sampleRepo, files)
+	env := hubEnv(h, t.TempDir())
+	if r := aaGrade(t, env, "data", "pull", "--tasks", "1"); r.code != 0 {
+		t.Fatalf("pull: exit %d\n%s", r.code, r.stderr)
+	}
+	pulled := 0
+	for p := range files {
+		if p == "sre/data.jsonl" || strings.HasPrefix(p, "sre/Scenario-1/") {
+			pulled++
+		}
+	}
+	r := aaGrade(t, env, "data", "verify")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("checked %d files", pulled)) ||
+		!strings.Contains(r.stdout, "2 tasks never pulled, not checked") || strings.Contains(r.stdout, "missing") {
+		t.Fatalf("verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = aaGrade(t, env, "data", "verify", "--tasks", "2")
+	if r.code != 1 || !strings.Contains(r.stdout, "missing: sre/Scenario-2/") || strings.Contains(r.stdout, "Scenario-3") {
+		t.Fatalf("verify --tasks 2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -5,22 +5,19 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/data/hub"
 )
 
 // hubConfig reads the Hugging Face environment (HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE, ...).
 func hubConfig() hub.Config { return hub.ConfigFromEnv(os.Getenv) }
 
-// datasetError classifies a failure to open a dataset: a spec that names nothing usable (a
-// missing folder, a repository or revision the Hub does not have) is a usage error; the
-// network, an offline cache that lacks files, or a gated repository are infrastructure
-// failures.
+// datasetError makes a dataset spec naming a folder that does not exist a usage error; the
+// exit code table classifies the rest (a repository, revision or task the Hub lacks is a
+// usage error too; the network, an offline cache that lacks files, or a gated repository are
+// infrastructure failures).
 func datasetError(err error) error {
-	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, data.ErrNotDataset),
-		errors.Is(err, hub.ErrRepoNotFound), errors.Is(err, hub.ErrRevisionNotFound):
-		return usageErrorf("%v", err)
+	if errors.Is(err, fs.ErrNotExist) {
+		return usageError(err)
 	}
 	return err
 }

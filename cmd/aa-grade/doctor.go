@@ -15,14 +15,23 @@ import (
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
+// doctorOptions are the flags of aa-grade doctor.
+type doctorOptions struct {
+	flagsSet
+	json bool
+}
+
+func (o *doctorOptions) Validate() error { return nil }
+
 func newDoctorCommand() *cli.Command {
+	var opts doctorOptions
 	return &cli.Command{
 		Name:  "doctor",
 		Usage: "report which sandboxes work here, the tools inside them, the cache, and which API keys are set",
 		Description: "Exit 1 when no isolating sandbox works.\n\n" +
 			"Example: aa-grade doctor --json",
-		Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print JSON"}},
-		Action: runDoctor,
+		Flags:  []cli.Flag{jsonFlag(&opts.json, "print JSON")},
+		Action: action(&opts, runDoctor),
 	}
 }
 
@@ -49,8 +58,8 @@ type doctorReport struct {
 	LeftoversRemoved []string `json:"leftovers_removed"`
 }
 
-func runDoctor(ctx context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+func runDoctor(ctx context.Context, opts doctorOptions, args []string, con console) error {
+	if err := noArgs("doctor", args); err != nil {
 		return err
 	}
 	var r doctorReport
@@ -81,8 +90,8 @@ func runDoctor(ctx context.Context, cmd *cli.Command) error {
 	r.Cache.FreeBytes = freeBytes(r.Cache.Dir)
 	r.Keys = apiKeysSet()
 
-	stdout := cmd.Root().Writer
-	if cmd.Bool("json") {
+	stdout := con.out
+	if opts.json {
 		if err := printJSON(stdout, r); err != nil {
 			return err
 		}
@@ -90,7 +99,7 @@ func runDoctor(ctx context.Context, cmd *cli.Command) error {
 		renderDoctor(stdout, r)
 	}
 	if selectErr != nil {
-		return &exitError{code: 1, err: selectErr}
+		return badResult(selectErr)
 	}
 	return nil
 }

@@ -18,7 +18,38 @@ import (
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
+// gradeOptions are the flags of aa-grade grade.
+type gradeOptions struct {
+	flagsSet
+	dataset  string
+	repeats  int
+	json     bool
+	parallel int
+	judge    judgeOptions
+}
+
+func (o *gradeOptions) flags() []cli.Flag {
+	return append([]cli.Flag{
+		datasetFlag(&o.dataset),
+		&cli.IntFlag{Name: "repeats", Destination: &o.repeats, Sources: env("repeats"),
+			DefaultText: "for a RUN, the run's; else the largest repeat found", Usage: "repeats per task to score"},
+		jsonFlag(&o.json, "print the result as JSON"),
+		&cli.IntFlag{Name: "parallel", Value: 4, Destination: &o.parallel, Sources: env("judge-parallel"), Usage: "judge calls at once"},
+	}, o.judge.flags()...)
+}
+
+func (o *gradeOptions) Validate() error {
+	if o.repeats < 0 || o.repeats > grader.MaxRepeats {
+		return usageErrorf("--repeats %d: must be 1 to %d (0: as many as found)", o.repeats, grader.MaxRepeats)
+	}
+	if o.parallel < 1 {
+		return usageErrorf("--parallel %d: must be 1 or more", o.parallel)
+	}
+	return o.judge.Validate()
+}
+
 func newGradeCommand() *cli.Command {
+	var opts gradeOptions
 	return &cli.Command{
 		Name:      "grade",
 		Usage:     "score diagnoses written by any agent, as the leaderboard does",
@@ -32,15 +63,11 @@ func newGradeCommand() *cli.Command {
 			"For a Hub dataset only the index (sre/data.jsonl, with the ground truths) is downloaded.\n\n" +
 			"With --judge MODEL, a model maps entities to ground-truth groups as in the official grading; " +
 			"its answers are cached in $XDG_CACHE_HOME/aa-grade/judge.\n\n" +
+			"Exit 1 when a task cannot be graded; 3 when a submission cannot be read (permissions, a disk\n" +
+			"error) or the judge failed on every episode.\n\n" +
 			"Example: aa-grade grade --dataset ./ITBench-AA ./my-agent-outputs",
-		Flags: append([]cli.Flag{
-			datasetFlag(),
-			&cli.IntFlag{Name: "repeats", Sources: env("repeats"),
-				Usage: "repeats per task to score (default: the largest repeat found)"},
-			&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print the result as JSON"},
-			&cli.IntFlag{Name: "parallel", Value: 4, Sources: env("parallel"), Usage: "judge calls at once"},
-		}, judgeFlags()...),
-		Action: runGrade,
+		Flags:  opts.flags(),
+		Action: action(&opts, runGrade),
 	}
 }
 
@@ -50,33 +77,27 @@ type gradeOutput struct {
 	Problems []grader.Problem `json:"problems,omitempty"`
 }
 
-func runGrade(ctx context.Context, cmd *cli.Command) error {
-	if cmd.NArg() != 1 {
-		return usageErrorf("grade needs one SUBMISSIONS folder, got %d arguments; see aa-grade grade --help", cmd.NArg())
+func runGrade(ctx context.Context, opts gradeOptions, args []string, con console) error {
+	if len(args) != 1 {
+		return usageErrorf("grade needs one SUBMISSIONS folder, got %d arguments; see aa-grade grade --help", len(args))
 	}
-	if cmd.Int("repeats") < 0 || cmd.Int("repeats") > grader.MaxRepeats {
-		return usageErrorf("--repeats must be 1 to %d", grader.MaxRepeats)
-	}
-	if cmd.Int("parallel") < 1 {
-		return usageErrorf("--parallel must be 1 or more")
-	}
-	j, err := newJudge(cmd)
+	j, err := newJudge(opts.judge)
 	if err != nil {
 		return err
 	}
-	in, err := openGradeInput(ctx, cmd.Args().First(), cmd.String("dataset"), cmd.IsSet("dataset"))
+	in, err := openGradeInput(ctx, args[0], opts.dataset, opts.isSet("dataset"))
 	if err != nil {
 		return err
 	}
-	repeats, problems := cmd.Int("repeats"), in.problems
+	repeats, problems := opts.repeats, in.problems
 	if repeats == 0 && in.run != nil {
 		repeats = in.run.Header.Repeats
 	}
-	opts := grader.GradeOptions{Repeats: repeats, Parallel: cmd.Int("parallel")}
+	gradeOpts := grader.GradeOptions{Repeats: repeats, Parallel: opts.parallel}
 	if j != nil {
-		opts.Scorer = j.Score
+		gradeOpts.Scorer = j.Score
 	}
-	results, gradeProblems, err := in.grade(ctx, opts)
+	results, gradeProblems, err := in.grade(ctx, gradeOpts)
 	if err != nil {
 		return err
 	}
@@ -88,22 +109,24 @@ func runGrade(ctx context.Context, cmd *cli.Command) error {
 		}
 	}
 
-	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	for _, p := range out.Problems {
-		printLine(stderr, "%s: %s", p.Level, p.Message)
+		printLine(con.err, "%s: %s", p.Level, p.Message)
 	}
 	if j != nil {
-		fmt.Fprintln(stderr, j.spent())
+		fmt.Fprintln(con.err, j.spent())
 	}
-	if cmd.Bool("json") {
-		if err := printJSON(stdout, out); err != nil {
+	if opts.json {
+		if err := printJSON(con.out, out); err != nil {
 			return err
 		}
 	} else {
-		renderGradeText(stdout, out.Summary)
+		renderGradeText(con.out, out.Summary)
+	}
+	if err := judgeFailedEverywhere(out.Summary); err != nil {
+		return err
 	}
 	if n := countLevel(out.Problems, "error"); n > 0 {
-		return badResult(fmt.Errorf("%d task(s) could not be graded; see the errors above", n))
+		return badResult(fmt.Errorf("%s could not be graded; see the errors above", plural(n, "task")))
 	}
 	return nil
 }
@@ -123,7 +146,7 @@ type gradeInput struct {
 // dataset (only its index): for a run, the one it ran on unless datasetSet, and only its tasks.
 func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (*gradeInput, error) {
 	if _, err := os.Stat(dir); err != nil { // before a dataset is fetched for nothing
-		return nil, usageErrorf("%v", err)
+		return nil, usageError(err)
 	}
 	in := &gradeInput{dir: dir}
 	var tasks []string // a run's tasks
@@ -134,7 +157,7 @@ func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (
 			dataset = r.Header.Dataset
 		}
 	case !errors.Is(err, runfolder.ErrNotRunFolder): // else a folder of submissions
-		return nil, runFolderError(err)
+		return nil, err
 	}
 	ds, err := data.Open(ctx, dataset, data.OpenOptions{Hub: hubConfig(), IndexOnly: true, Tasks: tasks})
 	if err != nil {
@@ -148,7 +171,7 @@ func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, usageErrorf("%v", err)
+			return nil, usageError(err)
 		}
 		return nil, err
 	}
@@ -167,8 +190,11 @@ func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (
 // status the run recorded.
 func (in *gradeInput) grade(ctx context.Context, opts grader.GradeOptions) ([]grader.TaskResult, []grader.Problem, error) {
 	results, problems, err := grader.GradeSubmissions(ctx, gradeTasks(in.ds), in.subs, opts)
+	if errors.Is(err, context.Canceled) {
+		return nil, nil, interrupted(errors.New("interrupted"))
+	}
 	if err != nil {
-		return nil, nil, &exitError{code: 130, err: fmt.Errorf("interrupted: %w", err)}
+		return nil, nil, err
 	}
 	if in.run != nil {
 		in.run.KeepStatuses(results)
@@ -217,7 +243,7 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 			if e.Status != grader.StatusOK {
 				row = append(row, termtext.Sanitize(e.Status))
 				if e.Status != grader.StatusMissing {
-					notes = append(notes, fmt.Sprintf("%s repeat %d %s: %s", t.Task, e.Repeat, e.Status, e.Reason))
+					notes = append(notes, episodeNote(t.Task, e))
 				}
 				continue
 			}
@@ -231,8 +257,8 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Score %.3f (95%% CI %.3f-%.3f) over %d tasks x %d repeats = %d episodes\n",
-		s.Score, s.CI95[0], s.CI95[1], s.Tasks, s.Repeats, s.Episodes)
+	fmt.Fprintf(w, "Score %.3f (95%% CI %.3f-%.3f) over %s x %s = %s\n",
+		s.Score, s.CI95[0], s.CI95[1], plural(s.Tasks, "task"), plural(s.Repeats, "repeat"), plural(s.Episodes, "episode"))
 	fullRecall := fmt.Sprintf("Full recall in %.1f%% of episodes", 100*s.FullRecallRate)
 	if s.FullRecallPrecision != nil {
 		fullRecall += fmt.Sprintf("; mean precision of those %.3f", *s.FullRecallPrecision)
@@ -254,4 +280,14 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	for _, n := range notes {
 		printLine(w, "%s", n)
 	}
+}
+
+// episodeNote says why an episode was not graded: its status, and the reason when there is
+// one (a max_turns episode needs none).
+func episodeNote(task string, e grader.Episode) string {
+	note := fmt.Sprintf("%s repeat %d %s", task, e.Repeat, e.Status)
+	if e.Reason != "" {
+		note += ": " + e.Reason
+	}
+	return note
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
-	"github.com/aa-grade/aa-grade/internal/fakeregistry"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakeregistry"
 )
 
 // TestRegistryImageBadInputIsOneClearLine: a registry reference that cannot be pulled is one

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/report"
-	"github.com/aa-grade/aa-grade/internal/fakehub"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
 )
 
 // interopDir holds the real peers (the JavaScript Hugging Face client, DuckDB), installed by

@@ -15,15 +15,28 @@ import (
 	"github.com/aa-grade/aa-grade/harness/report"
 )
 
-// judgeFlags are --judge and --judge-effort, on grade and run.
-func judgeFlags() []cli.Flag {
+// judgeOptions are --judge and --judge-effort, on grade and run.
+type judgeOptions struct {
+	spec, effort string
+}
+
+func (o *judgeOptions) flags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "judge", Sources: env("judge"),
+		&cli.StringFlag{Name: "judge", Destination: &o.spec, Sources: env("judge"),
 			Usage: "map entities to ground-truth groups with this model as the LLM judge, as the official grading does " +
-				"(openai/MODEL, anthropic/MODEL, ... or a preset; answers cached); the rules decide when it fails"},
-		&cli.StringFlag{Name: "judge-effort", Sources: env("judge_effort"),
-			Usage: "the judge's reasoning effort (the official grading: openai/gpt-5.5 at medium)"},
+				"(" + model.SpecForms() + " but builtin/ and replay/, or a preset; answers cached); the rules decide when it fails"},
+		&cli.StringFlag{Name: "judge-effort", Destination: &o.effort, Sources: env("judge-effort"),
+			DefaultText: "the preset's, else the provider's",
+			Usage:       "the judge's reasoning effort (the official grading: openai/gpt-5.5 at medium)"},
 	}
+}
+
+// Validate refuses a judge that is no language model.
+func (o *judgeOptions) Validate() error {
+	if strings.HasPrefix(o.spec, "builtin/") || strings.HasPrefix(o.spec, "replay/") {
+		return usageErrorf("--judge %s: the judge must be a language model", o.spec)
+	}
+	return nil
 }
 
 // llmJudge is the judge with what it spends and what that costs.
@@ -36,26 +49,24 @@ type llmJudge struct {
 // newJudge builds the judge --judge and --judge-effort name, with its answers cached in
 // $XDG_CACHE_HOME/aa-grade/judge; nil when --judge is empty. Its name, which keys the cache and
 // goes in run.json, carries the effort, so answers at another effort are asked again.
-func newJudge(cmd *cli.Command) (*llmJudge, error) {
-	spec := cmd.String("judge")
-	if spec == "" {
+func newJudge(o judgeOptions) (*llmJudge, error) {
+	if o.spec == "" {
 		return nil, nil
 	}
 	var overrides model.Overrides
-	if cmd.IsSet("judge-effort") {
-		effort := cmd.String("judge-effort")
-		overrides.ReasoningEffort = &effort
+	if o.effort != "" {
+		overrides.ReasoningEffort = &o.effort
 	}
-	settings, err := model.Resolve(spec, overrides)
+	settings, err := model.Resolve(o.spec, overrides)
 	if err != nil {
-		return nil, usageErrorf("--judge: %v", err)
+		return nil, fmt.Errorf("--judge: %w", err)
 	}
-	if settings.Spec == model.BaselineSpec || strings.HasPrefix(settings.Spec, "builtin/") {
-		return nil, usageErrorf("--judge %s: the judge must be a language model", spec)
+	if strings.HasPrefix(settings.Spec, "builtin/") {
+		return nil, usageErrorf("--judge %s: the judge must be a language model", o.spec)
 	}
 	m, err := model.New(settings.Spec, os.Getenv, model.Options{Retry: model.DefaultRetry, ReasoningEffort: settings.ReasoningEffort})
 	if err != nil {
-		return nil, usageErrorf("--judge: %v", err)
+		return nil, fmt.Errorf("--judge: %w", err)
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -107,4 +118,15 @@ func judgeFallbacks(s grader.Summary) *grader.Problem {
 		}
 	}
 	return nil
+}
+
+// judgeFailedEverywhere is an infrastructure failure (exit 3) when a judge was asked to grade
+// and every call failed: the scores are the rules' alone, which is not what was asked for
+// (the key, the endpoint or the model is wrong); nil otherwise.
+func judgeFailedEverywhere(s grader.Summary) error {
+	if s.Judge == nil || s.Judge.Judged > 0 || s.Judge.Fallbacks == 0 {
+		return nil
+	}
+	return failure(fmt.Errorf("the judge failed on all %s (see the warning above): the scores are the rules' alone",
+		plural(s.Judge.Fallbacks, "episode")))
 }

@@ -189,16 +189,17 @@ func TestGradeJudgePresetAndEffort(t *testing.T) {
 }
 
 // TestGradeJudgeRefused: a judge whose every call is refused (a bad key) leaves the rules to
-// grade, with a note on each episode and one warning; the result is the rules' and exit 0.
+// grade, with a note on each episode and one warning; the result is the rules', printed, and
+// the exit code 3, as the grading asked for did not happen.
 func TestGradeJudgeRefused(t *testing.T) {
 	f := &fakeJudge{status: http.StatusUnauthorized}
 	env, cache := judgeEnv(t, f)
 	r := aaGrade(t, env, append(append([]string(nil), gradeSampleArgs...), "--judge", "openai/judge-model", "--json")...)
-	if r.code != 0 || f.requests.Load() != 10 {
+	if r.code != 3 || f.requests.Load() != 10 {
 		t.Fatalf("exit %d after %d requests\n%s", r.code, f.requests.Load(), r.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "warning: the judge failed on 10 episodes, which the rules graded; first, Scenario-901 repeat 1: judge failed") ||
+	if len(lines) != 3 || lines[2] != "aa-grade: the judge failed on all 10 episodes (see the warning above): the scores are the rules' alone" || !strings.HasPrefix(lines[0], "warning: the judge failed on 10 episodes, which the rules graded; first, Scenario-901 repeat 1: judge failed") ||
 		!strings.Contains(lines[0], "HTTP 401: Incorrect API key provided") || !strings.HasPrefix(lines[1], "judge: 10 calls") {
 		t.Fatalf("stderr:\n%s", r.stderr)
 	}

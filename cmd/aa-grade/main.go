@@ -1,8 +1,8 @@
 // Command aa-grade reproduces the ITBench-AA SRE benchmark offline and grades agents on it.
 //
-// Exit codes: 0 success; 1 the command ran but the result is bad (a task that cannot be
-// graded, an incomplete run, a corrupt cache); 2 usage error; 3 infrastructure failure;
-// 130 interrupted. Errors are one line on stderr.
+// Each command is a file: its options (the flags, bound to a struct with a Validate method),
+// its constructor and its runX(ctx, opts, args, console). Exit codes are chosen in one place,
+// the table in exitcodes.go. Errors are one line on stderr.
 //
 // Text that may come from the model, the sandbox, a dataset or a provider (commands, errors,
 // task ids, file names) goes through termtext.Sanitize before it reaches a terminal; --json
@@ -12,18 +12,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/harness/runner"
-
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -44,9 +41,9 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 	app := &cli.Command{
 		Name:  "aa-grade",
 		Usage: "reproduce the ITBench-AA SRE benchmark offline and grade agents on it",
-		Description: "Every flag can also be set with an AA_GRADE_<FLAG> environment variable " +
-			"(for example AA_GRADE_DATASET).\n\n" +
-			"Exit codes: 0 success, 1 bad result, 2 usage error, 3 infrastructure failure.",
+		Description: "A flag shown with [$AA_GRADE_...] in a command's help can also be set by that environment variable;\n" +
+			"each variable means one thing in every command that reads it (the table: docs/cli.md).\n\n" +
+			"Exit codes: 0 success, 1 bad result, 2 usage error, 3 infrastructure failure, 130 interrupted.",
 		Version:   runner.Version,
 		Writer:    stdout,
 		ErrWriter: stderr,
@@ -72,16 +69,21 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 	return app
 }
 
-// markUsageErrors makes flag parsing errors of every command usage errors (exit 2), and makes
-// a command group given an unknown sub-command say so (exit 2) instead of printing its help.
+// markUsageErrors makes flag parsing errors of every command usage errors (exit 2), with a
+// suggestion for a mistyped flag; a command group given no sub-command prints the help that
+// --help prints (exit 0), and an unknown one is a usage error with a suggestion.
 func markUsageErrors(cmd *cli.Command) {
-	cmd.OnUsageError = func(_ context.Context, _ *cli.Command, err error, _ bool) error {
-		return usageErrorf("%v", err)
+	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
+		return usageErrorf("%w%s", err, didYouMeanFlag(c, err))
 	}
 	if len(cmd.Commands) > 0 && cmd.Action == nil {
 		cmd.Action = func(_ context.Context, c *cli.Command) error {
 			if c.NArg() > 0 {
-				return usageErrorf("no command %q; see %s --help", c.Args().First(), c.FullName())
+				name := c.Args().First()
+				return usageErrorf("no command %q%s; see %s --help", name, didYouMean(name, commandNames(c)), c.FullName())
+			}
+			if c.Root() == c {
+				return cli.ShowRootCommandHelp(c)
 			}
 			return cli.ShowSubcommandHelp(c)
 		}
@@ -91,44 +93,45 @@ func markUsageErrors(cmd *cli.Command) {
 	}
 }
 
-// env is the environment variable source of a flag: AA_GRADE_ and the flag name in upper
-// case with dashes as underscores.
-func env(flag string) cli.ValueSourceChain {
-	return cli.EnvVars("AA_GRADE_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_")))
+// console is where a command writes: results to out; progress, warnings and notes to err.
+type console struct {
+	out, err io.Writer
 }
 
-// exitError carries the exit code chosen for an error.
-type exitError struct {
-	code int
-	err  error
+// flagsSet tells an options struct which of its flags were given, on the command line or in
+// the environment, for the settings whose default depends on something else (a replayed
+// run's, a preset's).
+type flagsSet struct {
+	isSet func(name string) bool
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
+func (f *flagsSet) bind(cmd *cli.Command) { f.isSet = cmd.IsSet }
 
-func usageErrorf(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+// options is a command's options struct: its flags' values and their checks.
+type options[O any] interface {
+	*O
+	Validate() error
+	bind(*cli.Command)
 }
 
-// badResult reports a command that ran to the end with a bad result (exit 1).
-func badResult(err error) error { return &exitError{code: 1, err: err} }
+// action runs a command: its options are checked before run sees them, and run gets the
+// arguments and the console.
+func action[O any, P options[O]](opts P, run func(context.Context, O, []string, console) error) cli.ActionFunc {
+	return func(ctx context.Context, cmd *cli.Command) error {
+		opts.bind(cmd)
+		if err := opts.Validate(); err != nil {
+			return err
+		}
+		return run(ctx, *opts, cmd.Args().Slice(), console{cmd.Root().Writer, cmd.Root().ErrWriter})
+	}
+}
 
-// exitCode prints err (if any) as one line and maps it to the process exit code.
-// Unclassified errors are infrastructure failures. Errors quote model replies, file contents
-// and task ids, so the line is sanitized.
-func exitCode(err error, stderr io.Writer) int {
-	if err == nil {
-		return 0
+// noArgs refuses arguments to a command that takes none.
+func noArgs(command string, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("aa-grade %s takes no arguments, got %q", command, args)
 	}
-	code := 3
-	var ee *exitError
-	if errors.As(err, &ee) {
-		code = ee.code
-	}
-	if msg := strings.TrimSpace(err.Error()); msg != "" {
-		printLine(stderr, "aa-grade: %s", msg)
-	}
-	return code
+	return nil
 }
 
 // printLine writes a line of text that may quote the model, the sandbox, a dataset or a
@@ -148,4 +151,12 @@ func printJSON(w io.Writer, v any) error {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil
+}
+
+// plural is "1 repeat", "2 repeats".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/internal/copytree"
-	"github.com/aa-grade/aa-grade/internal/shareddata"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -168,13 +168,13 @@ func TestGradeBrokenTask(t *testing.T) {
 		"error: ground truth of Scenario-2: invalid ground truth: no group has root_cause: true",
 		`error: ground truth of Scenario-3: invalid ground truth: alias names unknown group id "nope"`,
 		"warning: submissions for Scenario-8 ignored",
-		"aa-grade: 2 task(s) could not be graded",
+		"aa-grade: 2 tasks could not be graded",
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	if !strings.Contains(r.stdout, "Scenario-1  1.00  1.000") || !strings.Contains(r.stdout, "over 1 tasks x 1 repeats") {
+	if !strings.Contains(r.stdout, "Scenario-1  1.00  1.000") || !strings.Contains(r.stdout, "over 1 task x 1 repeat") {
 		t.Errorf("the good task must still be graded:\n%s", r.stdout)
 	}
 }
@@ -217,7 +217,7 @@ func TestGradeStripsTerminalSequencesFromTaskIDs(t *testing.T) {
 	}
 	assertNoTerminalSequences(t, "stdout", r.stdout)
 	assertNoTerminalSequences(t, "stderr", r.stderr)
-	for _, want := range []string{"error: ground truth of Scenario-1: invalid ground truth", "aa-grade: 1 task(s) could not be graded"} {
+	for _, want := range []string{"error: ground truth of Scenario-1: invalid ground truth", "aa-grade: 1 task could not be graded"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}

@@ -14,14 +14,23 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 )
 
+// modelsOptions are the flags of aa-grade models.
+type modelsOptions struct {
+	flagsSet
+	json bool
+}
+
+func (o *modelsOptions) Validate() error { return nil }
+
 func newModelsCommand() *cli.Command {
+	var opts modelsOptions
 	return &cli.Command{
 		Name:  "models",
 		Usage: "list the model presets beside the published leaderboard rows they reproduce",
 		Description: "A preset name is a --model value for aa-grade run. Prices are USD per million tokens.\n\n" +
 			"Example: aa-grade models --json",
-		Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print JSON"}},
-		Action: runModels,
+		Flags:  []cli.Flag{jsonFlag(&opts.json, "print JSON")},
+		Action: action(&opts, runModels),
 	}
 }
 
@@ -47,8 +56,8 @@ type publishedNotes struct {
 	Note   string `json:"note"`
 }
 
-func runModels(_ context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+func runModels(_ context.Context, opts modelsOptions, args []string, con console) error {
+	if err := noArgs("models", args); err != nil {
 		return err
 	}
 	out := modelsOutput{Published: publishedNotes{Source: leaderboard.Source, Date: leaderboard.Date, Tasks: leaderboard.Tasks,
@@ -61,10 +70,10 @@ func runModels(_ context.Context, cmd *cli.Command) error {
 		out.Presets = append(out.Presets, presetRow{Preset: p, Reasoning: p.Reasoning(), Score: row.Score,
 			AvgTurns: row.AvgTurns, CostPerTask: row.CostPerTask})
 	}
-	if cmd.Bool("json") {
-		return printJSON(cmd.Root().Writer, out)
+	if opts.json {
+		return printJSON(con.out, out)
 	}
-	renderModelsText(cmd.Root().Writer, out)
+	renderModelsText(con.out, out)
 	return nil
 }
 

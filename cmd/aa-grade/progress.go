@@ -255,7 +255,7 @@ func humanBytes(n int64) string {
 }
 
 // noProgressFlag asks for plain progress lines where a terminal would get a live display.
-func noProgressFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "no-progress", Sources: env("no-progress"),
+func noProgressFlag(dest *bool) cli.Flag {
+	return &cli.BoolFlag{Name: "no-progress", Destination: dest, Sources: env("no-progress"),
 		Usage: "print progress as plain log lines, not a live display (as when the output is not a terminal)"}
 }

@@ -10,7 +10,26 @@ import (
 	"github.com/aa-grade/aa-grade/harness"
 )
 
+// promptOptions choose the prompt set, for run and prompts alike.
+type promptOptions struct {
+	flagsSet
+	set, task string // files; "" for the built-in set, its own task prompt
+}
+
+func (o *promptOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "prompts", Destination: &o.set, Sources: env("prompts"), DefaultText: "the built-in set, which aa-grade prompts writes out",
+			Usage: "the prompt set, every text the model sees, from a file"},
+		&cli.StringFlag{Name: "prompt-file", Destination: &o.task, Sources: env("prompt-file"),
+			Usage: "replaces only the task prompt of the set, with the placeholders of its task key ({{workdir}}, {{output_path}}, ...)"},
+	}
+}
+
+// Validate checks nothing before the files are read (load does, naming file and line).
+func (o *promptOptions) Validate() error { return nil }
+
 func newPromptsCommand() *cli.Command {
+	var opts promptOptions
 	return &cli.Command{
 		Name:  "prompts",
 		Usage: "write out the prompt set a run would use: every text the model sees",
@@ -18,55 +37,45 @@ func newPromptsCommand() *cli.Command {
 			"The first lines say the set's sha256, which run.json records as prompt_sha256. The format: docs/prompts.md.\n\n" +
 			"Example: aa-grade prompts > my.prompts\n" +
 			"         aa-grade prompts --prompts my.prompts --prompt-file task.txt   (check a set and see its hash)",
-		Flags:  promptsFlags(),
-		Action: runPrompts,
+		Flags:  opts.flags(),
+		Action: action(&opts, runPrompts),
 	}
 }
 
-// promptsFlags choose the prompt set, for run and prompts alike.
-func promptsFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "prompts", Sources: env("prompts"),
-			Usage: "the prompt set, every text the model sees, from a file (default: the built-in set, which aa-grade prompts writes out)"},
-		&cli.StringFlag{Name: "prompt-file", Sources: env("prompt_file"),
-			Usage: "replaces only the task prompt of the set, with the placeholders of its task key ({{workdir}}, {{output_path}}, ...)"},
-	}
-}
-
-// loadPrompts reads the set the flags choose; any problem with it is a usage error naming
-// the file and the line.
-func loadPrompts(cmd *cli.Command) (*harness.Prompts, error) {
+// load reads the set the flags choose; any problem with it is a usage error naming the file
+// and the line (an unknown {{placeholder}} too).
+func (o promptOptions) load() (*harness.Prompts, error) {
 	prompts := harness.BuiltinPrompts()
-	if path := cmd.String("prompts"); path != "" {
-		doc, err := os.ReadFile(path)
+	if o.set != "" {
+		doc, err := os.ReadFile(o.set)
 		if err != nil {
-			return nil, usageErrorf("--prompts: %v", err)
+			return nil, usageErrorf("--prompts: %w", err)
 		}
 		if prompts, err = harness.ParsePrompts(doc); err != nil {
-			return nil, usageErrorf("--prompts %s: %v", path, err)
+			return nil, usageErrorf("--prompts %s: %w", o.set, err)
 		}
 	}
-	if path := cmd.String("prompt-file"); path != "" {
-		task, err := os.ReadFile(path)
+	if o.task != "" {
+		task, err := os.ReadFile(o.task)
 		if err != nil {
-			return nil, usageErrorf("--prompt-file: %v", err)
+			return nil, usageErrorf("--prompt-file: %w", err)
 		}
 		if prompts, err = prompts.WithTask(string(task)); err != nil {
-			return nil, usageErrorf("--prompt-file %s: %v", path, err)
+			return nil, usageErrorf("--prompt-file %s: %w", o.task, err)
 		}
 	}
 	return prompts, nil
 }
 
-func runPrompts(_ context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+func runPrompts(_ context.Context, opts promptOptions, args []string, con console) error {
+	if err := noArgs("prompts", args); err != nil {
 		return err
 	}
-	prompts, err := loadPrompts(cmd)
+	prompts, err := opts.load()
 	if err != nil {
 		return err
 	}
-	w := cmd.Root().Writer
+	w := con.out
 	fmt.Fprintf(w, "# An aa-grade prompt set: every text the model sees (the format: docs/prompts.md).\n"+
 		"# Run with it: aa-grade run --prompts FILE. run.json records it as\n# prompt_sha256: %s\n\n", prompts.SHA256())
 	if _, err := w.Write(prompts.Format()); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -16,7 +17,23 @@ import (
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
 
+// reportOptions are the flags of aa-grade report.
+type reportOptions struct {
+	flagsSet
+	html string
+	json bool
+}
+
+// Validate refuses an --html path that is a folder.
+func (o *reportOptions) Validate() error {
+	if info, err := os.Stat(o.html); o.html != "" && err == nil && info.IsDir() {
+		return usageErrorf("--html %s: it is a folder; name the page's file", o.html)
+	}
+	return nil
+}
+
 func newReportCommand() *cli.Command {
+	var opts reportOptions
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "compare run folders: one line per run, as text, JSON or a self-contained HTML page",
@@ -26,37 +43,37 @@ func newReportCommand() *cli.Command {
 			"Exit 1 when a run has episodes in error or not run, or a folder could not be read.\n\n" +
 			"Example: aa-grade report runs/opus runs/qwen --html compare.html",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "html", Sources: env("html"), Usage: "also write the runs as one HTML page to this file"},
-			&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print the runs as JSON"},
+			&cli.StringFlag{Name: "html", Destination: &opts.html, Sources: env("html"), Usage: "also write the runs as one HTML page to this file"},
+			jsonFlag(&opts.json, "print the runs as JSON"),
 		},
-		Action: runReport,
+		Action: action(&opts, runReport),
 	}
 }
 
-func runReport(_ context.Context, cmd *cli.Command) error {
-	if cmd.NArg() == 0 {
+func runReport(_ context.Context, opts reportOptions, dirs []string, con console) error {
+	if len(dirs) == 0 {
 		return usageErrorf("report needs at least one RUN folder; see aa-grade report --help")
 	}
 	var runs []*report.Run
 	var overviews []report.Overview
 	var unread []string // the folders that could not be read, and why
-	for _, dir := range cmd.Args().Slice() {
+	for _, dir := range dirs {
 		r, err := report.Load(dir)
 		switch {
 		case errors.Is(err, runfolder.ErrCorrupt): // the other runs are still reported
 			unread = append(unread, err.Error())
 			continue
 		case err != nil:
-			return runFolderError(err)
+			return err
 		}
-		printSkipped(cmd.Root().ErrWriter, r.Warnings)
+		printSkipped(con.err, r.Warnings)
 		runs = append(runs, r)
 		overviews = append(overviews, r.Overview())
 	}
 	if len(runs) == 0 {
 		return badResult(errors.New(strings.Join(unread, "; ")))
 	}
-	if path := cmd.String("html"); path != "" {
+	if path := opts.html; path != "" {
 		var page bytes.Buffer
 		if err := report.WriteHTML(&page, runs); err != nil {
 			return err
@@ -65,8 +82,8 @@ func runReport(_ context.Context, cmd *cli.Command) error {
 			return fmt.Errorf("--html: write %s: %w", path, err)
 		}
 	}
-	stdout := cmd.Root().Writer
-	if cmd.Bool("json") {
+	stdout := con.out
+	if opts.json {
 		if err := printJSON(stdout, overviews); err != nil {
 			return err
 		}

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 // The fixtures (testdata/runs): opus is finished and priced, with one episode in error;

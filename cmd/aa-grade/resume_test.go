@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
 // scriptedRun is a run of a scripted model behind the OpenAI protocol over demo tasks.
@@ -88,7 +88,7 @@ func TestShardsMergeToTheWhole(t *testing.T) {
 		t.Fatalf("merge of a folder that is not a run: exit %d\n%s", r.code, r.stderr)
 	}
 	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "whole"), filepath.Join(dir, "one"))
-	if r.code != 1 || !strings.Contains(r.stderr, "already holds a run") {
+	if r.code != 2 || !strings.Contains(r.stderr, "already holds a run") {
 		t.Fatalf("merge into a run folder: exit %d\n%s", r.code, r.stderr)
 	}
 }

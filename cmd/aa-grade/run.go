@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -29,7 +30,136 @@ import (
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
+// runOptions are the flags of aa-grade run.
+type runOptions struct {
+	flagsSet
+	model                    string
+	dataset                  string
+	tasks                    []string
+	repeats, maxTurns        int
+	parallel, maxInFlight    int
+	rpm, tpm                 int
+	sandbox, sandboxImage    string
+	memoryLimit, diskLimit   string
+	out                      string
+	commandTimeout, grace    time.Duration
+	reasoningEffort          string
+	maxTokens, contextWindow int
+	shardSpec                string
+	priceInput, priceOutput  float64
+	priceCachedRead          float64
+	priceCachedWrite         float64
+	noProgress               bool
+	prompts                  promptOptions
+	judge                    judgeOptions
+
+	// Set by Validate from the flags above.
+	shard  runner.Shard
+	limits sandbox.Limits
+}
+
+func (o *runOptions) flags() []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "model", Required: true, Destination: &o.model, Sources: env("model"),
+			Usage: model.SpecForms() + ", or a preset (aa-grade models)"},
+		datasetFlag(&o.dataset), tasksFlag(&o.tasks),
+		&cli.IntFlag{Name: "repeats", Value: 3, Destination: &o.repeats, Sources: env("repeats"), Usage: "episodes per task"},
+		&cli.IntFlag{Name: "max-turns", Value: harness.DefaultMaxTurns, Destination: &o.maxTurns, Sources: env("max-turns"), Usage: "model calls per episode"},
+		&cli.IntFlag{Name: "parallel", Value: 4, Destination: &o.parallel, Sources: env("parallel"), Usage: "episodes at once"},
+		&cli.IntFlag{Name: "max-in-flight", Destination: &o.maxInFlight, Sources: env("max-in-flight"), DefaultText: "--parallel",
+			Usage: "model calls at once; halved on each 429 or overload, regained after successes"},
+		&cli.IntFlag{Name: "rpm", Destination: &o.rpm, Sources: env("rpm"), DefaultText: "0: as the provider's answers state",
+			Usage: "model requests per minute (the lower of this and the provider's stated limit wins)"},
+		&cli.IntFlag{Name: "tpm", Destination: &o.tpm, Sources: env("tpm"), DefaultText: "0: as the provider's answers state",
+			Usage: "model tokens per minute, input and output (the lower of this and the provider's stated limit wins)"},
+		&cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Destination: &o.sandbox, Sources: env("sandbox"),
+			Usage: "auto, " + strings.Join(sandboxNames(), ", ") + " (none: no isolation)"},
+		&cli.StringFlag{Name: "sandbox-image", Destination: &o.sandboxImage, Sources: env("sandbox-image"), DefaultText: sandbox.DefaultImage,
+			Usage: "the image an episode runs in: an image name with docker; a docker save tarball, an OCI layout folder or a registry reference (HOST/NAME:TAG, HOST/NAME@sha256:...) with bwrap (see docs/platforms.md)"},
+		&cli.StringFlag{Name: "memory-limit", Value: "4GiB", Destination: &o.memoryLimit, Sources: env("memory-limit"),
+			Usage: "memory of an episode's processes together (where the sandbox can bound it: aa-grade doctor)"},
+		&cli.StringFlag{Name: "disk-limit", Value: "4GiB", Destination: &o.diskLimit, Sources: env("disk-limit"),
+			Usage: "bytes an episode's workspace, and its /tmp, may hold (one file per 16 KiB of it)"},
+		&cli.StringFlag{Name: "out", Destination: &o.out, Sources: env("out"), DefaultText: "runs/<model>-<time>", Usage: "the run folder"},
+		&cli.DurationFlag{Name: "command-timeout", Value: sandbox.DefaultCommandTimeout, Destination: &o.commandTimeout, Sources: env("command-timeout"),
+			Usage: "per shell command"},
+		&cli.StringFlag{Name: "reasoning-effort", Destination: &o.reasoningEffort, Sources: env("reasoning-effort"),
+			Usage: "the provider's reasoning effort (low, medium, high, max, ...)", DefaultText: "the preset's, else the provider's"},
+		&cli.IntFlag{Name: "max-tokens", Destination: &o.maxTokens, Sources: env("max-tokens"), DefaultText: "0: the provider's default",
+			Usage: "output tokens per call"},
+		&cli.IntFlag{Name: "context-window", Destination: &o.contextWindow, Sources: env("context-window"), DefaultText: "the preset's, else 0: never",
+			Usage: "tokens; the history is summarised at 70%"},
+		&cli.StringFlag{Name: "shard", Destination: &o.shardSpec, Sources: env("shard"),
+			Usage: "I/N: run only the I-th of N equal parts of the episodes (join them with aa-grade merge)"},
+		&cli.DurationFlag{Name: "grace", Value: runner.DefaultGrace, Destination: &o.grace, Sources: env("grace"),
+			Usage: "after Ctrl-C, how long running episodes may finish (a second Ctrl-C stops them at once)"},
+		priceFlag("price-input", &o.priceInput, "input tokens", "0"),
+		priceFlag("price-output", &o.priceOutput, "output tokens, reasoning included", "0"),
+		priceFlag("price-cached-read", &o.priceCachedRead, "cached input tokens read", "the input price"),
+		priceFlag("price-cached-write", &o.priceCachedWrite, "input tokens written to the cache", "the input price"),
+		noProgressFlag(&o.noProgress),
+	}
+	return append(append(flags, o.prompts.flags()...), o.judge.flags()...)
+}
+
+// Validate refuses values that mean nothing, naming the flag, before anything is started or
+// recorded.
+func (o *runOptions) Validate() error {
+	for _, f := range []struct {
+		name string
+		n    int
+		min  int
+		what string
+	}{
+		{"repeats", o.repeats, 1, "1 or more"}, {"max-turns", o.maxTurns, 1, "1 or more"}, {"parallel", o.parallel, 1, "1 or more"},
+		{"max-in-flight", o.maxInFlight, 0, "0 (as --parallel) or more"},
+		{"rpm", o.rpm, 0, "0 (as the provider states) or more"}, {"tpm", o.tpm, 0, "0 (as the provider states) or more"},
+		{"max-tokens", o.maxTokens, 0, "0 (the provider's default) or more"},
+		{"context-window", o.contextWindow, 0, "0 (never summarise) or more"},
+	} {
+		if f.n < f.min {
+			return usageErrorf("--%s %d: must be %s", f.name, f.n, f.what)
+		}
+	}
+	if o.commandTimeout <= 0 {
+		return usageErrorf("--command-timeout %s: must be more than 0", o.commandTimeout)
+	}
+	if o.grace < 0 {
+		return usageErrorf("--grace %s: must be 0 (stop at once) or more", o.grace)
+	}
+	for _, f := range []struct {
+		name string
+		usd  float64
+	}{{"price-input", o.priceInput}, {"price-output", o.priceOutput}, {"price-cached-read", o.priceCachedRead}, {"price-cached-write", o.priceCachedWrite}} {
+		if f.usd < 0 || math.IsNaN(f.usd) || math.IsInf(f.usd, 0) {
+			return usageErrorf("--%s %v: a price is a number of USD, 0 or more", f.name, f.usd)
+		}
+	}
+	var err error
+	if o.shard, err = runner.ParseShard(o.shardSpec); err != nil {
+		return usageErrorf("--shard: %w", err)
+	}
+	for _, f := range []struct {
+		name, value string
+		to          *int64
+	}{{"memory-limit", o.memoryLimit, &o.limits.Memory}, {"disk-limit", o.diskLimit, &o.limits.Disk}} {
+		if *f.to, err = parseSize(f.value); err != nil {
+			return usageErrorf("--%s: %w", f.name, err)
+		}
+	}
+	if o.sandbox != sandbox.NameAuto && !slices.Contains(sandboxNames(), o.sandbox) {
+		return usageErrorf("--sandbox %q: must be auto, %s", o.sandbox, strings.Join(sandboxNames(), ", "))
+	}
+	if o.out != "" {
+		if err := checkOutPath("out", o.out); err != nil {
+			return err
+		}
+	}
+	return o.judge.Validate()
+}
+
 func newRunCommand() *cli.Command {
+	var opts runOptions
 	return &cli.Command{
 		Name:  "run",
 		Usage: "run a model on every task x repeat of a dataset, in a sandbox, and grade it",
@@ -37,94 +167,48 @@ func newRunCommand() *cli.Command {
 			"Example: aa-grade run --dataset demo --model builtin/baseline\n" +
 			"         aa-grade run --model anthropic/claude-opus-4-7 --reasoning-effort max --out runs/opus\n" +
 			"         aa-grade run --model gpt-5.5-xhigh --tasks 2,38   (a preset: see aa-grade models)",
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "model", Required: true, Sources: env("model"),
-				Usage: "openai/MODEL, openai-responses/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL, builtin/baseline, replay/RUN_DIR, or a preset (aa-grade models)"},
-			datasetFlag(), tasksFlag(),
-			&cli.IntFlag{Name: "repeats", Value: 3, Sources: env("repeats"), Usage: "episodes per task"},
-			&cli.IntFlag{Name: "max-turns", Value: harness.DefaultMaxTurns, Sources: env("max_turns"), Usage: "model calls per episode"},
-			&cli.IntFlag{Name: "parallel", Value: 4, Sources: env("parallel"), Usage: "episodes at once"},
-			&cli.IntFlag{Name: "max-in-flight", Sources: env("max-in-flight"), DefaultText: "--parallel",
-				Usage: "model calls at once; halved on each 429 or overload, regained after successes"},
-			&cli.IntFlag{Name: "rpm", Sources: env("rpm"), DefaultText: "0: as the provider's answers state",
-				Usage: "model requests per minute (the lower of this and the provider's stated limit wins)"},
-			&cli.IntFlag{Name: "tpm", Sources: env("tpm"), DefaultText: "0: as the provider's answers state",
-				Usage: "model tokens per minute, input and output (the lower of this and the provider's stated limit wins)"},
-			&cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Sources: env("sandbox"), Usage: "auto, bwrap, landlock, docker or none (no isolation)"},
-			&cli.StringFlag{Name: "sandbox-image", Sources: env("sandbox_image"), DefaultText: sandbox.DefaultImage,
-				Usage: "the image an episode runs in: an image name with docker; a docker save tarball, an OCI layout folder or a registry reference (HOST/NAME:TAG, HOST/NAME@sha256:...) with bwrap (see docs/platforms.md)"},
-			&cli.StringFlag{Name: "memory-limit", Value: "4GiB", Sources: env("memory_limit"),
-				Usage: "memory of an episode's processes together (where the sandbox can bound it: aa-grade doctor)"},
-			&cli.StringFlag{Name: "disk-limit", Value: "4GiB", Sources: env("disk_limit"),
-				Usage: "bytes an episode's workspace, and its /tmp, may hold (one file per 16 KiB of it)"},
-			&cli.StringFlag{Name: "out", Sources: env("out"), Usage: "the run folder (default runs/<model>-<time>)"},
-			&cli.DurationFlag{Name: "command-timeout", Value: sandbox.DefaultCommandTimeout, Sources: env("command_timeout"), Usage: "per shell command"},
-			&cli.StringFlag{Name: "reasoning-effort", Sources: env("reasoning_effort"), Usage: "the provider's reasoning effort (low, medium, high, max, ...)"},
-			&cli.IntFlag{Name: "max-tokens", Sources: env("max_tokens"), Usage: "output tokens per call"},
-			&cli.IntFlag{Name: "context-window", Sources: env("context_window"), Usage: "tokens; the history is summarised at 70% (0: never)"},
-			&cli.StringFlag{Name: "shard", Sources: env("shard"), Usage: "I/N: run only the I-th of N equal parts of the episodes (join them with aa-grade merge)"},
-			&cli.DurationFlag{Name: "grace", Value: runner.DefaultGrace, Sources: env("grace"),
-				Usage: "after Ctrl-C, how long running episodes may finish (a second Ctrl-C stops them at once)"},
-			priceFlag("price-input", "input tokens", "0"), priceFlag("price-output", "output tokens, reasoning included", "0"),
-			priceFlag("price-cached-read", "cached input tokens read", "the input price"),
-			priceFlag("price-cached-write", "input tokens written to the cache", "the input price"),
-			noProgressFlag(),
-		}, append(promptsFlags(), judgeFlags()...)...),
-		Action: runRun,
+		Flags:  opts.flags(),
+		Action: action(&opts, runRun),
 	}
 }
 
-func runRun(ctx context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+func runRun(ctx context.Context, opts runOptions, args []string, con console) error {
+	if err := noArgs("run", args); err != nil {
 		return err
 	}
-	plan, err := runPlan(cmd)
-	if err != nil {
-		return err
-	}
-	if plan.repeats < 1 || plan.maxTurns < 1 || cmd.Int("parallel") < 1 {
-		return usageErrorf("--repeats, --max-turns and --parallel must be 1 or more")
-	}
-	shard, err := runner.ParseShard(cmd.String("shard"))
-	if err != nil {
-		return usageErrorf("--shard: %v", err)
-	}
-	prompts, err := loadPrompts(cmd)
+	plan, err := runPlan(opts)
 	if err != nil {
 		return err
 	}
-	overrides, err := modelOverrides(cmd)
+	prompts, err := opts.prompts.load()
 	if err != nil {
 		return err
 	}
-	settings, err := model.Resolve(cmd.String("model"), overrides)
+	settings, err := model.Resolve(opts.model, opts.overrides())
 	if err != nil {
-		return usageErrorf("%v", err)
+		return fmt.Errorf("--model: %w", err)
 	}
-	stderr := cmd.Root().ErrWriter
-	m, limit, err := newModel(cmd, settings)
-	if err != nil {
-		return err
-	}
-	j, err := newJudge(cmd)
+	stderr := con.err
+	m, limit, err := newModel(opts, settings)
 	if err != nil {
 		return err
 	}
-	backend, err := sandbox.Select(cmd.String("sandbox"))
+	j, err := newJudge(opts.judge)
 	if err != nil {
-		if errors.Is(err, sandbox.ErrUnavailable) {
-			return err // infrastructure: exit 3
-		}
-		return usageErrorf("%v", err)
+		return err
 	}
-	if ref := cmd.String("sandbox-image"); ref != "" {
+	backend, err := sandbox.Select(opts.sandbox)
+	if err != nil {
+		return fmt.Errorf("--sandbox: %w", err)
+	}
+	if ref := opts.sandboxImage; ref != "" {
 		cache, err := os.UserCacheDir()
 		if err != nil {
-			return err
+			return fmt.Errorf("the image cache: %w", err)
 		}
 		if err := sandbox.UseImage(ctx, backend, ref, filepath.Join(cache, "aa-grade", "rootfs"), stderr); err != nil {
 			if ctx.Err() != nil {
-				return &exitError{code: 130, err: fmt.Errorf("interrupted: %w", err)}
+				return interrupted(fmt.Errorf("interrupted: %w", err))
 			}
 			if errors.Is(err, sandbox.ErrUnavailable) {
 				return fmt.Errorf("--sandbox-image: %w", err) // infrastructure: exit 3
@@ -132,10 +216,19 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 			return usageErrorf("--sandbox-image: %w", err)
 		}
 	}
-	limits, err := sandboxLimits(cmd)
+	ds, err := data.Open(ctx, plan.dataset, data.OpenOptions{Hub: hubConfig(), Tasks: plan.tasks})
+	if err != nil {
+		return datasetError(err)
+	}
+	out := opts.out
+	if out == "" {
+		out = filepath.Join("runs", strings.NewReplacer("/", "_", ":", "_").Replace(opts.model)+"-"+time.Now().Format("20060102-150405"))
+	}
+	folder, err := runfolder.Open(out) // locked until the reports are written; errors name the folder
 	if err != nil {
 		return err
 	}
+	defer folder.Close() // every result was synced as it was appended
 	if removed := sandbox.CleanLeftovers(); len(removed) > 0 {
 		fmt.Fprintf(stderr, "removed %d scratch folders and cgroups left by aa-grade runs that died\n", len(removed))
 	}
@@ -148,43 +241,30 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 		}
 		fmt.Fprintf(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)\n", backend.Name(), strings.Join(what, "; "))
 	}
-	ds, err := data.Open(ctx, plan.dataset, data.OpenOptions{Hub: hubConfig(), Tasks: plan.tasks})
-	if err != nil {
-		return datasetError(err)
-	}
-	out := cmd.String("out")
-	if out == "" {
-		out = filepath.Join("runs", strings.NewReplacer("/", "_", ":", "_").Replace(cmd.String("model"))+"-"+time.Now().Format("20060102-150405"))
-	}
-	folder, err := runfolder.Open(out) // locked until the reports are written
-	if err != nil {
-		return runFolderError(err)
-	}
-	defer folder.Close() // every result was synced as it was appended
 	if folder.Prev != nil {
 		printSkipped(stderr, folder.Prev.Warnings)
 	}
 	part := ""
-	if shard.Count > 1 {
-		part = fmt.Sprintf(" (shard %s)", shard)
+	if opts.shard.Count > 1 {
+		part = fmt.Sprintf(" (shard %s)", opts.shard)
 	}
-	fmt.Fprintf(stderr, "running %d tasks x %d repeats%s of %s with %s in the %s sandbox into %s\n",
-		len(ds.Tasks), plan.repeats, part, ds.Spec, describeModel(settings), backend.Name(), out)
-	progress := newRunProgress(stderr, cmd.Bool("no-progress"))
+	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
+		plural(len(ds.Tasks), "task"), plural(plan.repeats, "repeat"), part, ds.Spec, describeModel(settings), backend.Name(), out)
+	progress := newRunProgress(stderr, opts.noProgress)
 	progress.limits = limit.Status
 	progress.Start()
 	cfg := runner.Config{
-		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: cmd.Int("parallel"), Shard: shard,
+		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
 		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
-		ReasoningEffort: settings.ReasoningEffort, MaxTokens: cmd.Int("max-tokens"), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
-		CommandTimeout: cmd.Duration("command-timeout"), ContextWindow: settings.ContextWindow, Limits: limits,
+		ReasoningEffort: settings.ReasoningEffort, MaxTokens: opts.maxTokens, Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
+		CommandTimeout: opts.commandTimeout, ContextWindow: settings.ContextWindow, Limits: opts.limits,
 		OnEnvironment: func(tools sandbox.Tools) {
 			if diff := tools.Differences(); len(diff) > 0 {
 				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s", strings.Join(diff, "; "))
 			}
 		},
 		Prompts: prompts,
-		Grace:   cmd.Duration("grace"), Abort: secondInterrupt(ctx), Progress: progress,
+		Grace:   opts.grace, Abort: secondInterrupt(ctx), Progress: progress,
 		Permanent: func(err error) bool {
 			var apiErr *model.APIError
 			return errors.As(err, &apiErr) && !apiErr.Transient()
@@ -220,27 +300,26 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 			printLine(stderr, "warning: the reports leave the analysis out: %v", run.AnalysisErr)
 		}
 	}
-	if errors.Is(err, context.Canceled) {
-		return &exitError{code: 130, err: fmt.Errorf("interrupted with %d of %d episodes unfinished; to resume, run the same command again (with --out %s)",
-			countStatus(results, grader.StatusUnfinished), len(results), out)}
-	}
-	if errors.Is(err, runner.ErrConfigChanged) {
-		return usageErrorf("%v", err)
-	}
-	if errors.Is(err, runner.ErrStopped) {
-		return badResult(fmt.Errorf("%v; fix the cause, then run the same command again", err))
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return interrupted(fmt.Errorf("interrupted with %d of %d episodes unfinished; to resume, run the same command again (with --out %s)",
+			countStatus(results, grader.StatusUnfinished), len(results), out))
+	case errors.Is(err, runner.ErrStopped):
+		return fmt.Errorf("%w; fix the cause, then run the same command again", err)
+	case err != nil:
 		return err
 	}
-	renderGradeText(cmd.Root().Writer, summary)
-	fmt.Fprintln(cmd.Root().Writer)
-	renderRunTotals(cmd.Root().Writer, run)
+	renderGradeText(con.out, summary)
+	fmt.Fprintln(con.out)
+	renderRunTotals(con.out, run)
 	if !rates.Idle() {
 		limits, calls := describeLimits(rates, false)
-		fmt.Fprintf(cmd.Root().Writer, "Rate limits: %s; %s\n", limits, calls)
+		fmt.Fprintf(con.out, "Rate limits: %s; %s\n", limits, calls)
 	}
-	fmt.Fprintf(cmd.Root().Writer, "Run folder: %s\n", out)
+	fmt.Fprintf(con.out, "Run folder: %s\n", out)
+	if err := judgeFailedEverywhere(summary); err != nil {
+		return err
+	}
 	if failed := countStatus(results, grader.StatusError); failed > 0 {
 		return badResult(fmt.Errorf("%d episodes ended in error; to retry them, run the same command again (with --out %s)", failed, out))
 	}
@@ -250,14 +329,14 @@ func runRun(ctx context.Context, cmd *cli.Command) error {
 // newModel builds the model under test (a provider's, the built-in baseline or a replay), with one rate limiter for the whole run: every
 // episode's calls go to the same provider and quota. The limiter is returned too, for the
 // display and the run's record of the limits.
-func newModel(cmd *cli.Command, settings model.Settings) (model.Model, *model.Limiter, error) {
-	maxInFlight := cmd.Int("max-in-flight")
+func newModel(opts runOptions, settings model.Settings) (model.Model, *model.Limiter, error) {
+	maxInFlight := opts.maxInFlight
 	if maxInFlight == 0 {
-		maxInFlight = cmd.Int("parallel")
+		maxInFlight = opts.parallel
 	}
-	limit, err := model.NewLimiter(model.Limits{MaxInFlight: maxInFlight, RPM: cmd.Int("rpm"), TPM: int64(cmd.Int("tpm"))})
+	limit, err := model.NewLimiter(model.Limits{MaxInFlight: maxInFlight, RPM: opts.rpm, TPM: int64(opts.tpm)})
 	if err != nil {
-		return nil, nil, usageErrorf("--max-in-flight, --rpm, --tpm: %v", err)
+		return nil, nil, usageErrorf("--max-in-flight, --rpm, --tpm: %w", err)
 	}
 	var m model.Model
 	switch spec := settings.Spec; {
@@ -268,11 +347,11 @@ func newModel(cmd *cli.Command, settings model.Settings) (model.Model, *model.Li
 	case strings.HasPrefix(spec, "replay/"):
 		m, err = replay.New(strings.TrimPrefix(spec, "replay/"))
 	default:
-		m, err = model.New(spec, os.Getenv, model.Options{MaxTokens: cmd.Int("max-tokens"),
+		m, err = model.New(spec, os.Getenv, model.Options{MaxTokens: opts.maxTokens,
 			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit})
 	}
 	if err != nil {
-		return nil, nil, usageErrorf("%v", err)
+		return nil, nil, fmt.Errorf("--model: %w", err)
 	}
 	return m, limit, nil
 }
@@ -287,29 +366,29 @@ type episodesPlan struct {
 
 // runPlan reads the plan from the flags. A replay (--model replay/RUN_DIR) takes what the
 // flags do not set from the recorded run, so replaying needs no flag but --model.
-func runPlan(cmd *cli.Command) (episodesPlan, error) {
-	p := episodesPlan{dataset: cmd.String("dataset"), tasks: cmd.StringSlice("tasks"), repeats: cmd.Int("repeats"), maxTurns: cmd.Int("max-turns")}
-	dir, ok := strings.CutPrefix(cmd.String("model"), "replay/")
+func runPlan(opts runOptions) (episodesPlan, error) {
+	p := episodesPlan{dataset: opts.dataset, tasks: opts.tasks, repeats: opts.repeats, maxTurns: opts.maxTurns}
+	dir, ok := strings.CutPrefix(opts.model, "replay/")
 	if !ok {
 		return p, nil
 	}
-	h, err := runfolder.ReadHeader(dir)
+	h, err := runfolder.ReadHeader(dir) // errors name the folder
 	if err != nil {
-		return p, runFolderError(err)
+		return p, err
 	}
-	if !cmd.IsSet("dataset") {
+	if !opts.isSet("dataset") {
 		p.dataset = h.Dataset
 		if strings.HasPrefix(p.dataset, "hf:") && !strings.Contains(p.dataset, "@") && h.DatasetCommit != "" {
 			p.dataset += "@" + h.DatasetCommit // the tasks as they were recorded
 		}
 	}
-	if !cmd.IsSet("tasks") {
+	if !opts.isSet("tasks") {
 		p.tasks = h.Tasks
 	}
-	if !cmd.IsSet("repeats") {
+	if !opts.isSet("repeats") {
 		p.repeats = h.Repeats
 	}
-	if !cmd.IsSet("max-turns") {
+	if !opts.isSet("max-turns") {
 		p.maxTurns = h.MaxTurns
 	}
 	return p, nil
@@ -386,38 +465,33 @@ func reportDivergences(w io.Writer, ds []replay.Divergence) {
 
 // priceFlag is a token price; setting any one makes the run's prices known, the others coming
 // from the preset, else fallback.
-func priceFlag(name, what, fallback string) cli.Flag {
-	return &cli.FloatFlag{Name: name, Sources: env(name), HideDefault: true,
-		Usage: "USD per million " + what + " (default: the preset's, else " + fallback + ")"}
+func priceFlag(name string, dst *float64, what, fallback string) cli.Flag {
+	return &cli.FloatFlag{Name: name, Destination: dst, Sources: env(name), DefaultText: "the preset's, else " + fallback,
+		Usage: "USD per million " + what}
 }
 
-// modelOverrides are the model settings given by flag or environment variable: they win over
-// a preset's. A price flag must be a finite number, 0 or more.
-func modelOverrides(cmd *cli.Command) (model.Overrides, error) {
-	var o model.Overrides
-	if cmd.IsSet("reasoning-effort") {
-		effort := cmd.String("reasoning-effort")
-		o.ReasoningEffort = &effort
+// overrides are the model settings given by flag or environment variable: they win over a
+// preset's.
+func (o runOptions) overrides() model.Overrides {
+	var ov model.Overrides
+	if o.isSet("reasoning-effort") {
+		ov.ReasoningEffort = &o.reasoningEffort
 	}
-	if cmd.IsSet("context-window") {
-		window := int64(cmd.Int("context-window"))
-		o.ContextWindow = &window
+	if o.isSet("context-window") {
+		window := int64(o.contextWindow)
+		ov.ContextWindow = &window
 	}
 	for _, f := range []struct {
 		name string
+		usd  *float64
 		dst  **float64
-	}{{"price-input", &o.Prices.Input}, {"price-output", &o.Prices.Output},
-		{"price-cached-read", &o.Prices.CachedRead}, {"price-cached-write", &o.Prices.CachedWrite}} {
-		if !cmd.IsSet(f.name) {
-			continue
+	}{{"price-input", &o.priceInput, &ov.Prices.Input}, {"price-output", &o.priceOutput, &ov.Prices.Output},
+		{"price-cached-read", &o.priceCachedRead, &ov.Prices.CachedRead}, {"price-cached-write", &o.priceCachedWrite, &ov.Prices.CachedWrite}} {
+		if o.isSet(f.name) {
+			*f.dst = f.usd
 		}
-		usd := cmd.Float(f.name)
-		if usd < 0 || math.IsNaN(usd) || math.IsInf(usd, 0) {
-			return o, usageErrorf("--%s %v: a price is a number of USD, 0 or more", f.name, usd)
-		}
-		*f.dst = &usd
 	}
-	return o, nil
+	return ov
 }
 
 // describeModel names the model for the progress line: a preset with the spec it stands for.
@@ -428,18 +502,11 @@ func describeModel(s model.Settings) string {
 	return s.Spec
 }
 
-// sandboxLimits reads --memory-limit and --disk-limit.
-func sandboxLimits(cmd *cli.Command) (sandbox.Limits, error) {
-	var limits sandbox.Limits
-	for _, f := range []struct {
-		flag string
-		to   *int64
-	}{{"memory-limit", &limits.Memory}, {"disk-limit", &limits.Disk}} {
-		n, err := parseSize(cmd.String(f.flag))
-		if err != nil {
-			return limits, usageErrorf("--%s: %v", f.flag, err)
-		}
-		*f.to = n
+// sandboxNames are the backends --sandbox may name besides auto.
+func sandboxNames() []string {
+	var names []string
+	for _, b := range sandbox.Backends() {
+		names = append(names, b.Name())
 	}
-	return limits, nil
+	return names
 }

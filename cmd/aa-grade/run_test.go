@@ -21,7 +21,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/internal/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
 // TestRunBaselineOnDemo runs builtin/baseline over two demo tasks end to end, then runs the
@@ -222,7 +222,7 @@ func TestReplayReproducesARun(t *testing.T) {
 	// The dataset, tasks and repeats come from the recorded run.
 	r := aaGrade(t, env, "run", "--model", "replay/"+recorded, "--out", replayed)
 	if r.code != 0 || !strings.Contains(r.stderr, "every episode followed its recording") || fake.Requests() != calls ||
-		!strings.Contains(r.stderr, "running 2 tasks x 1 repeats of demo") {
+		!strings.Contains(r.stderr, "running 2 tasks x 1 repeat of demo") {
 		t.Fatalf("replay: exit %d, %d model calls\n%s", r.code, fake.Requests()-calls, r.stderr)
 	}
 	if a, b := episodeFields(t, recorded), episodeFields(t, replayed); a != b {
@@ -531,7 +531,7 @@ func TestRunLogsRetries(t *testing.T) {
 		"run", "--dataset", "demo", "--tasks", "901", "--repeats", "1", "--max-turns", "1", "--model", "openai-api/fake/model-x",
 		"--no-progress", "--out", filepath.Join(t.TempDir(), "run"))
 	retry := regexp.MustCompile(`Scenario-901 repeat 1: attempt 1 failed: HTTP 503: overloaded; next attempt in 0s \(at \d\d:\d\d:\d\d\)\n`)
-	if r.code != 0 || !retry.MatchString(r.stderr) || !strings.Contains(r.stderr, "Scenario-901 repeat 1: max_turns, score 0.00, 1 turns, cost unknown, retries 1\n") {
+	if r.code != 0 || !retry.MatchString(r.stderr) || !strings.Contains(r.stderr, "Scenario-901 repeat 1: max_turns, score 0.00, 1 turn, cost unknown, retries 1\n") {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 }

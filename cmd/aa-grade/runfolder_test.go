@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/fakehub"
-	"github.com/aa-grade/aa-grade/internal/fakemodel"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 // lastLine is the last line of a command's stderr.
@@ -42,7 +42,7 @@ func TestRunLocksItsFolder(t *testing.T) {
 	host, _ := os.Hostname()
 	r := aaGrade(t, slow.env, slow.command(out)...)
 	want := fmt.Sprintf("%s: in use by another aa-grade process (pid %d on %s, started ", out, first.Process.Pid, host)
-	if r.code != 2 || !strings.HasPrefix(lastLine(r.stderr), "aa-grade: "+want) || strings.Contains(r.stderr, "running 1 tasks") {
+	if r.code != 2 || !strings.HasPrefix(lastLine(r.stderr), "aa-grade: "+want) || strings.Contains(r.stderr, "running 1 task") {
 		t.Fatalf("a second run into the folder: exit %d, want 2 and %q\n%s", r.code, want, r.stderr)
 	}
 	if now, _ := os.ReadFile(filepath.Join(out, "run.json")); string(now) != string(header) {
@@ -82,7 +82,7 @@ func TestRunRefusesAFolderThatIsNotARun(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "file")
 	testfs.Write(t, file, "x")
-	if r := aaGrade(t, env, append(run, file)...); r.code != 2 || !strings.Contains(r.stderr, file+": not a run folder: it is a file") {
+	if r := aaGrade(t, env, append(run, file)...); r.code != 2 || !strings.Contains(r.stderr, "--out "+file+": it is a file, not a folder") {
 		t.Fatalf("a file: exit %d\n%s", r.code, r.stderr)
 	}
 	leftover := t.TempDir()
@@ -185,7 +185,7 @@ func TestRunStopsWhenTheDiskIsFull(t *testing.T) {
 
 	os.Remove(filler)
 	fast := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}, "901,902,903", "1")
-	if r := aaGrade(t, fast.env, args...); r.code != 0 || !strings.Contains(r.stdout, "over 3 tasks x 1 repeats") {
+	if r := aaGrade(t, fast.env, args...); r.code != 0 || !strings.Contains(r.stdout, "over 3 tasks x 1 repeat") {
 		t.Fatalf("resume with room on the disk: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -243,7 +243,7 @@ func TestSkippedResultLinesAreNamed(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stderr, want) || strings.Count(r.stderr, "skipped") != 1 {
 			t.Errorf("%s: exit %d, want a warning %q\n%s%s", name, r.code, want, r.stdout, r.stderr)
 		}
-		if name != "report" && !strings.Contains(r.stdout, "Score 1.000 (95% CI 1.000-1.000) over 2 tasks x 1 repeats") {
+		if name != "report" && !strings.Contains(r.stdout, "Score 1.000 (95% CI 1.000-1.000) over 2 tasks x 1 repeat") {
 			t.Errorf("%s: the lines around the bad one were not read:\n%s", name, r.stdout)
 		}
 	}
@@ -267,7 +267,7 @@ func TestGradeARunOnTheHub(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = aaGrade(t, env, "grade", out)
-	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000 (95% CI 1.000-1.000) over 2 tasks x 1 repeats") {
+	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000 (95% CI 1.000-1.000) over 2 tasks x 1 repeat") {
 		t.Fatalf("grade of the run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

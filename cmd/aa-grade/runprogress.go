@@ -145,7 +145,7 @@ func (p *runProgress) Finished(r runfolder.Result) {
 		p.ended++
 		p.endedFor += time.Duration(r.Duration * float64(time.Second))
 	}
-	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %d turns, %s", r.Task, r.Repeat, r.Status, r.Score, r.Turns, "cost "+report.FormatUSD(r.CostUSD))
+	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %s, %s", r.Task, r.Repeat, r.Status, r.Score, plural(r.Turns, "turn"), "cost "+report.FormatUSD(r.CostUSD))
 	if r.Retries > 0 {
 		line += fmt.Sprintf(", retries %d", r.Retries)
 	}

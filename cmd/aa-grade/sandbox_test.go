@@ -21,7 +21,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
-	"github.com/aa-grade/aa-grade/internal/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
 // TestKillNineLeavesNothingOfTheEpisodes kills aa-grade (the one process, with SIGKILL) while

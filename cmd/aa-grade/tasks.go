@@ -14,11 +14,55 @@ import (
 	"github.com/aa-grade/aa-grade/snapshot/validate"
 )
 
+// validateOptions are the flags of tasks validate.
+type validateOptions struct {
+	flagsSet
+	json bool
+}
+
+func (o *validateOptions) Validate() error { return nil }
+
+// synthOptions are the flags of tasks synth.
+type synthOptions struct {
+	flagsSet
+	out, fault, size string
+	seed             uint64
+}
+
+func (o *synthOptions) Validate() error {
+	if o.size != "small" && o.size != "large" {
+		return usageErrorf("--size %q: must be small or large", o.size)
+	}
+	if o.fault == "" {
+		o.fault = synth.Faults[o.seed%uint64(len(synth.Faults))]
+	}
+	if _, ok := synth.FaultDescriptions[o.fault]; !ok {
+		return usageErrorf("--fault %q: unknown%s; known: %s", o.fault, didYouMean(o.fault, synth.Faults), strings.Join(synth.Faults, ", "))
+	}
+	return checkNewFolder("out", o.out)
+}
+
+// packOptions are the flags of tasks pack.
+type packOptions struct {
+	flagsSet
+	out, split string
+}
+
+func (o *packOptions) Validate() error {
+	if o.split != "public" && o.split != "private" {
+		return usageErrorf("--split %q: must be public or private", o.split)
+	}
+	return checkNewFolder("out", o.out)
+}
+
 func newTasksCommand() *cli.Command {
 	var faults []string
 	for _, f := range synth.Faults {
 		faults = append(faults, fmt.Sprintf("%s (%s)", f, synth.FaultDescriptions[f]))
 	}
+	var validateOpts validateOptions
+	var synthOpts synthOptions
+	var packOpts packOptions
 	return &cli.Command{
 		Name:  "tasks",
 		Usage: "validate, generate and pack benchmark tasks (for dataset authors)",
@@ -30,8 +74,8 @@ func newTasksCommand() *cli.Command {
 				Description: "PATH is a task folder, a dataset folder, hf:OWNER/NAME[@REV] or demo.\n\n" +
 					"Example: aa-grade tasks validate ./my-new-task\n" +
 					"         aa-grade tasks validate --json hf:ArtificialAnalysis/ITBench-AA",
-				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print JSON"}},
-				Action: runTasksValidate,
+				Flags:  []cli.Flag{jsonFlag(&validateOpts.json, "print JSON")},
+				Action: action(&validateOpts, runTasksValidate),
 			},
 			{
 				Name:  "synth",
@@ -39,12 +83,12 @@ func newTasksCommand() *cli.Command {
 				Description: "Faults: " + strings.Join(faults, ", ") + ".\n\n" +
 					"Example: aa-grade tasks synth --out ./Scenario-1000 --fault oom --seed 7",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "out", Required: true, Sources: env("out"), Usage: "the task folder to create (must not exist or be empty)"},
-					&cli.StringFlag{Name: "fault", Sources: env("fault"), Usage: "fault to inject (default: chosen by the seed)"},
-					&cli.Uint64Flag{Name: "seed", Value: 1, Sources: env("seed"), Usage: "same seed, same task"},
-					&cli.StringFlag{Name: "size", Value: "small", Sources: env("size"), Usage: "small, or large (hundreds of MB of TSV, for benchmarks)"},
+					&cli.StringFlag{Name: "out", Required: true, Destination: &synthOpts.out, Usage: "the task folder to create (must not exist or be empty)"},
+					&cli.StringFlag{Name: "fault", Destination: &synthOpts.fault, DefaultText: "chosen by the seed", Usage: "fault to inject"},
+					&cli.Uint64Flag{Name: "seed", Value: 1, Destination: &synthOpts.seed, Usage: "same seed, same task"},
+					&cli.StringFlag{Name: "size", Value: "small", Destination: &synthOpts.size, Usage: "small, or large (hundreds of MB of TSV, for benchmarks)"},
 				},
-				Action: runTasksSynth,
+				Action: action(&synthOpts, runTasksSynth),
 			},
 			{
 				Name:        "pack",
@@ -52,17 +96,17 @@ func newTasksCommand() *cli.Command {
 				ArgsUsage:   "TASK...",
 				Description: "Example: aa-grade tasks pack --out ./my-dataset ./Scenario-1000 ./Scenario-1001",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "out", Required: true, Sources: env("out"), Usage: "the dataset folder to create (must not exist or be empty)"},
-					&cli.StringFlag{Name: "split", Value: "public", Sources: env("split"), Usage: "source_split of the rows: public or private"},
+					&cli.StringFlag{Name: "out", Required: true, Destination: &packOpts.out, Usage: "the dataset folder to create (must not exist or be empty)"},
+					&cli.StringFlag{Name: "split", Value: "public", Destination: &packOpts.split, Usage: "source_split of the rows: public or private"},
 				},
-				Action: runTasksPack,
+				Action: action(&packOpts, runTasksPack),
 			},
 		},
 	}
 }
 
 // validateSpecs opens each spec and validates all its tasks.
-func validateSpecs(ctx context.Context, cmd *cli.Command, specs []string) ([]validate.Report, []data.Task, error) {
+func validateSpecs(ctx context.Context, warnings io.Writer, specs []string) ([]validate.Report, []data.Task, error) {
 	var reports []validate.Report
 	var tasks []data.Task
 	for _, spec := range specs {
@@ -71,7 +115,7 @@ func validateSpecs(ctx context.Context, cmd *cli.Command, specs []string) ([]val
 			return nil, nil, datasetError(err)
 		}
 		for _, w := range ds.Warnings {
-			printLine(cmd.Root().ErrWriter, "warning: %s", w)
+			printLine(warnings, "warning: %s", w)
 		}
 		for _, t := range ds.Tasks {
 			reports = append(reports, validate.Task(t))
@@ -81,16 +125,16 @@ func validateSpecs(ctx context.Context, cmd *cli.Command, specs []string) ([]val
 	return reports, tasks, nil
 }
 
-func runTasksValidate(ctx context.Context, cmd *cli.Command) error {
-	if cmd.NArg() == 0 {
+func runTasksValidate(ctx context.Context, opts validateOptions, args []string, con console) error {
+	if len(args) == 0 {
 		return usageErrorf("tasks validate needs at least one PATH (a task folder, a dataset folder, hf:... or demo)")
 	}
-	reports, _, err := validateSpecs(ctx, cmd, cmd.Args().Slice())
+	reports, _, err := validateSpecs(ctx, con.err, args)
 	if err != nil {
 		return err
 	}
-	stdout := cmd.Root().Writer
-	if cmd.Bool("json") {
+	stdout := con.out
+	if opts.json {
 		if err := printJSON(stdout, reports); err != nil {
 			return err
 		}
@@ -109,7 +153,7 @@ func failedTasks(reports []validate.Report) error {
 		}
 	}
 	if len(failed) > 0 {
-		return badResult(fmt.Errorf("%d of %d tasks have errors: %s", len(failed), len(reports), strings.Join(failed, ", ")))
+		return badResult(fmt.Errorf("%s with errors (of %d): %s", plural(len(failed), "task"), len(reports), strings.Join(failed, ", ")))
 	}
 	return nil
 }
@@ -138,48 +182,33 @@ func renderReports(w io.Writer, reports []validate.Report) {
 	}
 }
 
-func runTasksSynth(_ context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+func runTasksSynth(_ context.Context, opts synthOptions, args []string, con console) error {
+	if err := noArgs("tasks synth", args); err != nil {
 		return err
 	}
-	size := cmd.String("size")
-	if size != "small" && size != "large" {
-		return usageErrorf("--size must be small or large, not %q", size)
-	}
-	fault := cmd.String("fault")
-	if fault == "" {
-		fault = synth.Faults[cmd.Uint64("seed")%uint64(len(synth.Faults))]
-	}
-	if _, ok := synth.FaultDescriptions[fault]; !ok {
-		return usageErrorf("unknown fault %q; known: %s", fault, strings.Join(synth.Faults, ", "))
-	}
-	res, err := synth.Generate(cmd.String("out"), synth.Options{Fault: fault, Seed: cmd.Uint64("seed"), Large: size == "large"})
+	res, err := synth.Generate(opts.out, synth.Options{Fault: opts.fault, Seed: opts.seed, Large: opts.size == "large"})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.Root().Writer, "wrote %s: fault %s on %s, root cause %s\n", res.Dir, res.Fault, res.Victim, res.RootCause)
+	fmt.Fprintf(con.out, "wrote %s: fault %s on %s, root cause %s\n", res.Dir, res.Fault, res.Victim, res.RootCause)
 	return nil
 }
 
-func runTasksPack(ctx context.Context, cmd *cli.Command) error {
-	if cmd.NArg() == 0 {
+func runTasksPack(ctx context.Context, opts packOptions, args []string, con console) error {
+	if len(args) == 0 {
 		return usageErrorf("tasks pack needs at least one TASK folder")
 	}
-	split := cmd.String("split")
-	if split != "public" && split != "private" {
-		return usageErrorf("--split must be public or private, not %q", split)
-	}
-	reports, tasks, err := validateSpecs(ctx, cmd, cmd.Args().Slice())
+	reports, tasks, err := validateSpecs(ctx, con.err, args)
 	if err != nil {
 		return err
 	}
 	if err := failedTasks(reports); err != nil {
-		renderReports(cmd.Root().ErrWriter, reports)
-		return badResult(fmt.Errorf("nothing packed: %w", err))
+		renderReports(con.err, reports)
+		return fmt.Errorf("nothing packed: %w", err)
 	}
-	if err := pack.Write(cmd.String("out"), tasks, pack.Options{Split: split}); err != nil {
+	if err := pack.Write(opts.out, tasks, pack.Options{Split: opts.split}); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.Root().Writer, "packed %d tasks into %s (sre/data.jsonl and one folder per task)\n", len(tasks), cmd.String("out"))
+	fmt.Fprintf(con.out, "packed %s into %s (sre/data.jsonl and one folder per task)\n", plural(len(tasks), "task"), opts.out)
 	return nil
 }

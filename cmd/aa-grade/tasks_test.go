@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/snapshot/validate"
 )
 
@@ -32,7 +32,7 @@ func TestTasksSynthValidatePack(t *testing.T) {
 	if reports[0].Task != "Scenario-1000" || reports[0].Errors() != 0 || reports[1].Errors() != 1 || reports[1].Findings[0].Code != validate.CodeMissingFile {
 		t.Fatalf("reports = %+v", reports)
 	}
-	if !strings.Contains(r.stderr, "1 of 2 tasks have errors: Scenario-1001") {
+	if !strings.Contains(r.stderr, "1 task with errors (of 2): Scenario-1001") {
 		t.Fatalf("stderr: %s", r.stderr)
 	}
 
@@ -89,7 +89,7 @@ func TestTasksValidateStripsTerminalSequencesFromTaskIDs(t *testing.T) {
 	task := filepath.Join(t.TempDir(), "Scenario-7\x1b]0;pwned\x07\x1b]52;c;aGk=\x1b\\\x1b[2J")
 	testfs.Write(t, filepath.Join(task, "ground_truth.yaml"), "groups: []\n")
 	r := aaGrade(t, nil, "tasks", "validate", task)
-	if r.code != 1 || !strings.Contains(r.stdout, "Scenario-7: FAILED") || !strings.Contains(r.stderr, "aa-grade: 1 of 1 tasks have errors: Scenario-7\n") {
+	if r.code != 1 || !strings.Contains(r.stdout, "Scenario-7: FAILED") || !strings.Contains(r.stderr, "aa-grade: 1 task with errors (of 1): Scenario-7\n") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	assertNoTerminalSequences(t, "stdout", r.stdout)

@@ -20,7 +20,29 @@ import (
 // working; when another program holds it, any free port.
 const defaultViewAddr = "127.0.0.1:7480"
 
+// viewOptions are the flags of aa-grade view.
+type viewOptions struct {
+	flagsSet
+	addr, out string
+}
+
+func (o *viewOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "addr", Value: defaultViewAddr, Destination: &o.addr, Sources: env("view-addr"),
+			Usage: "where to listen: HOST:PORT, :PORT or PORT, HOST a loopback address"},
+		&cli.StringFlag{Name: "out", Destination: &o.out, Usage: "write the pages as static files to this folder and exit"},
+	}
+}
+
+func (o *viewOptions) Validate() error {
+	if o.isSet("out") && o.isSet("addr") {
+		return usageErrorf("--out writes files and serves nothing: give --addr or --out, not both")
+	}
+	return nil
+}
+
 func newViewCommand() *cli.Command {
+	var opts viewOptions
 	return &cli.Command{
 		Name:      "view",
 		Usage:     "read runs in a browser: scores, the task x repeat grid, every episode turn by turn",
@@ -31,43 +53,36 @@ func newViewCommand() *cli.Command {
 			"Submissions are graded entity by entity against the ground truth of the run's dataset\n" +
 			"(for a Hub dataset, from the local cache only: aa-grade data pull fills it).\n\n" +
 			"Example: aa-grade view runs/opus runs/qwen",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "addr", Value: defaultViewAddr, Sources: env("addr"),
-				Usage: "where to listen: HOST:PORT, :PORT or PORT, HOST a loopback address"},
-			&cli.StringFlag{Name: "out", Sources: env("out"), Usage: "write the pages as static files to this folder and exit"},
-		},
-		Action: runView,
+		Flags:  opts.flags(),
+		Action: action(&opts, runView),
 	}
 }
 
-func runView(ctx context.Context, cmd *cli.Command) error {
-	if cmd.NArg() == 0 {
+func runView(ctx context.Context, opts viewOptions, args []string, con console) error {
+	if len(args) == 0 {
 		return usageErrorf("view needs at least one RUN folder; see aa-grade view --help")
 	}
-	if cmd.IsSet("out") && cmd.IsSet("addr") {
-		return usageErrorf("--out writes files and serves nothing: give --addr or --out, not both")
-	}
-	v, err := viewer.New(cmd.Args().Slice(), viewer.Options{GroundTruth: groundTruths})
+	v, err := viewer.New(args, viewer.Options{GroundTruth: groundTruths})
 	if err != nil {
-		return runFolderError(err)
+		return err
 	}
 	defer v.Close()
-	stdout := cmd.Root().Writer
-	if out := cmd.String("out"); out != "" {
+	stdout := con.out
+	if out := opts.out; out != "" {
 		if err := v.Export(ctx, out); err != nil {
 			if ctx.Err() != nil {
-				return &exitError{code: 130, err: fmt.Errorf("interrupted: %w", err)}
+				return interrupted(fmt.Errorf("interrupted: %w", err))
 			}
 			return err
 		}
 		printLine(stdout, "Wrote %s", termtext.Sanitize(out+string(os.PathSeparator)+"index.html"))
 		return nil
 	}
-	ln, err := viewer.Listen(cmd.String("addr"))
+	ln, err := viewer.Listen(opts.addr)
 	if errors.Is(err, viewer.ErrNotLoopback) {
-		return usageErrorf("%v", err)
+		return usageError(err)
 	}
-	if err != nil && !cmd.IsSet("addr") {
+	if err != nil && !opts.isSet("addr") {
 		ln, err = viewer.Listen("127.0.0.1:0") // the default port is taken
 	}
 	if err != nil {
@@ -80,7 +95,7 @@ func runView(ctx context.Context, cmd *cli.Command) error {
 		defer cancel()
 		srv.Shutdown(shutdown)
 	}()
-	printLine(stdout, "Viewing %d run(s) at http://%s/ (Ctrl-C to stop)", cmd.NArg(), ln.Addr())
+	printLine(stdout, "Viewing %s at http://%s/ (Ctrl-C to stop)", plural(len(args), "run"), ln.Addr())
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}

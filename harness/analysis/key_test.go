@@ -10,7 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/internal/shareddata"
+	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
 )
 
 // realKey reads IBM's ground truth of a scenario from the shared real data.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/internal/agenttest"
+	"github.com/aa-grade/aa-grade/internal/testsupport/agenttest"
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"

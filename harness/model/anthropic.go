@@ -17,12 +17,10 @@ const AnthropicVersion = "2023-06-01"
 const defaultAnthropicMaxTokens = 32000
 
 // Anthropic speaks the Messages API: tool_use and tool_result blocks, adaptive thinking with
-// an effort (or a fixed thinking budget for older models), thinking blocks and their
-// signatures passed back unchanged, and prompt caching of the stable prefix (the system
-// prompt and the tools).
+// an effort, thinking blocks and their signatures passed back unchanged, and prompt caching of
+// the stable prefix (the system prompt and the tools).
 type Anthropic struct {
 	Options
-	ThinkingBudget int // > 0: extended thinking with this budget instead of adaptive thinking
 }
 
 // Complete sends the conversation with every tool (tool_choice auto), if there are any.
@@ -97,10 +95,7 @@ func (m *Anthropic) requestBody(req Request) map[string]any {
 	if len(tools) > 0 { // the API refuses tool_choice without tools (the judge asks with none)
 		body["tools"], body["tool_choice"] = tools, block{"type": "auto"}
 	}
-	switch {
-	case m.ThinkingBudget > 0:
-		body["thinking"] = block{"type": "enabled", "budget_tokens": m.ThinkingBudget}
-	case m.ReasoningEffort != "":
+	if m.ReasoningEffort != "" {
 		body["thinking"] = block{"type": "adaptive"}
 		body["output_config"] = block{"effort": m.ReasoningEffort}
 	}

@@ -79,19 +79,21 @@ func TestAnthropicRoundTrip(t *testing.T) {
 	}
 }
 
-func TestAnthropicThinkingBudgetAndOverload(t *testing.T) {
+// TestAnthropicOverloadWithoutThinking: a 529 is retried, and a call without a reasoning
+// effort asks for no thinking at all.
+func TestAnthropicOverloadWithoutThinking(t *testing.T) {
 	f := &fakeChat{path: "/v1/messages", answers: []func(http.ResponseWriter){
 		status(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`),
 		status(200, anthropicAnswer)}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	m := &Anthropic{Options: Options{Model: "claude-old", BaseURL: srv.URL, APIKey: testKey, MaxTokens: 8000,
-		Retry: backoff.Policy{Base: time.Millisecond, Max: time.Millisecond}}, ThinkingBudget: 4000}
+		Retry: backoff.Policy{Base: time.Millisecond, Max: time.Millisecond}}}
 	if _, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
 	sent := gjson.ParseBytes(f.received[1])
-	if len(f.received) != 2 || sent.Get("thinking.type").String() != "enabled" || sent.Get("thinking.budget_tokens").Int() != 4000 ||
+	if len(f.received) != 2 || sent.Get("thinking").Exists() ||
 		sent.Get("max_tokens").Int() != 8000 || sent.Get("output_config").Exists() || sent.Get("tools").Exists() || sent.Get("tool_choice").Exists() {
 		t.Fatalf("%d requests, last %s", len(f.received), f.received[len(f.received)-1])
 	}

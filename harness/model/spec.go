@@ -9,7 +9,14 @@ import (
 // ErrModelSpec marks a --model value that names no usable model; the message says why.
 var ErrModelSpec = errors.New("bad model")
 
-// New builds the model a --model value names (docs/design.md), reading keys and base URLs through
+// specForms are the forms of a --model value, for help texts and errors.
+var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MODEL", "openrouter/ORG/MODEL",
+	"openai-api/PROVIDER/MODEL", BaselineSpec, "replay/RUN_DIR"}
+
+// SpecForms lists the forms of a --model value: "openai/MODEL, ..., replay/RUN_DIR".
+func SpecForms() string { return strings.Join(specForms, ", ") }
+
+// New builds the model a --model value names (SpecForms), reading keys and base URLs through
 // getenv: openai/MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), openai-responses/MODEL (the same, for
 // the Responses API), anthropic/MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL),
 // openrouter/ORG/MODEL (OPENROUTER_API_KEY), openai-api/PROVIDER/MODEL (<PROVIDER>_BASE_URL,
@@ -20,7 +27,7 @@ var ErrModelSpec = errors.New("bad model")
 func New(spec string, getenv func(string) string, opts Options) (Model, error) {
 	provider, rest, ok := strings.Cut(spec, "/")
 	if !ok || rest == "" {
-		return nil, fmt.Errorf("%w: %q: expected PROVIDER/MODEL (openai/, openai-responses/, anthropic/, openrouter/, openai-api/)", ErrModelSpec, spec)
+		return nil, fmt.Errorf("%w: %q: expected %s", ErrModelSpec, spec, SpecForms())
 	}
 	key := func(name string) (string, error) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
@@ -74,5 +81,5 @@ func New(spec string, getenv func(string) string, opts Options) (Model, error) {
 		opts.Model, opts.APIKey = model, getenv(prefix+"_API_KEY") // local servers often need no key
 		return &OpenAIChat{Options: opts}, nil
 	}
-	return nil, fmt.Errorf("%w: %q: unknown provider %q (openai, openai-responses, anthropic, openrouter, openai-api)", ErrModelSpec, spec, provider)
+	return nil, fmt.Errorf("%w: %q: unknown provider %q (expected %s)", ErrModelSpec, spec, provider, SpecForms())
 }

@@ -45,13 +45,13 @@ func TestNewFromSpec(t *testing.T) {
 		t.Errorf("openai-responses with OPENAI_BASE_URL: %#v, %v", m, err)
 	}
 	for spec, text := range map[string]string{
-		"gpt-5":                    "expected PROVIDER/MODEL",
+		"gpt-5":                    "expected openai/MODEL, openai-responses/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL, builtin/baseline, replay/RUN_DIR",
 		"openai/gpt-5":             "needs OPENAI_API_KEY",
 		"openrouter/gemini":        "expected openrouter/ORG/MODEL",
 		"openai-api/ollama/llama3": "needs OLLAMA_BASE_URL",
 		"openai-api/vllm":          "expected openai-api/PROVIDER/MODEL",
-		"builtin/baseline":         "unknown provider", // the run builds it, not a provider
-		"acme/model":               "unknown provider",
+		"builtin/baseline":         "unknown provider \"builtin\"", // the run builds it, not a provider
+		"acme/model":               "unknown provider \"acme\" (expected openai/MODEL, ",
 		"openai-responses/gpt-5.5": "needs OPENAI_API_KEY",
 	} {
 		_, err := New(spec, func(string) string { return "" }, Options{})

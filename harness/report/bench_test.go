@@ -10,7 +10,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 // BenchmarkReports reads a run folder of 300 tasks x 3 repeats (five times the published

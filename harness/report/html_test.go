@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 // writeRun writes a run folder of model with the given tasks and repeats and result lines.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 const header = `{"model": "builtin/baseline", "tasks": ["Scenario-1", "Scenario-2"], "repeats": 2}`

@@ -20,6 +20,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/workpool"
 )
 
 // Config is one run.
@@ -214,58 +215,40 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	for _, t := range cfg.Tasks {
 		tasks[t.ID] = t
 	}
-	jobs := make(chan runfolder.Episode)
 	var mu sync.Mutex
-	var wg sync.WaitGroup
 	feedCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	ended, permanent := 0, 0
 	var recordErr error // the first failure to record a result: no result is recorded after it
-	for range max(cfg.Parallel, 1) {
-		wg.Go(func() {
-			for j := range jobs {
-				if feedCtx.Err() != nil {
-					continue // handed over as the run stopped: left unfinished
-				}
-				r, err := runEpisode(episodeCtx, cfg, tasks[j.Task], j.Repeat, tools)
-				if ctx.Err() != nil && episodeCtx.Err() != nil && !(r.Final() && err == nil) {
-					r.Status, r.Error = grader.StatusUnfinished, "the run was interrupted during this episode"
-				}
-				mu.Lock()
-				ended++
-				if err != nil && cfg.Permanent != nil && cfg.Permanent(err) {
-					permanent++
-				}
-				if ended == earlyStop && permanent == earlyStop {
-					stop(fmt.Errorf("%w (%s)", ErrStopped, r.Error))
-				}
-				if recordErr == nil {
-					if recordErr = cfg.Folder.Append(r); recordErr != nil {
-						stop(fmt.Errorf("the result of %s repeat %d could not be recorded, so the run stopped (the results recorded before it are kept; run the same command again to resume): %w",
-							r.Task, r.Repeat, recordErr))
-						cancelEpisodes() // what they find could not be recorded either
-					} else {
-						done[j] = r
-					}
-				}
-				recorded := recordErr == nil
-				mu.Unlock()
-				if recorded && cfg.Progress != nil {
-					cfg.Progress.Finished(r)
-				}
-			}
-		})
-	}
-feed:
-	for _, e := range todo {
-		select {
-		case jobs <- e:
-		case <-feedCtx.Done():
-			break feed
+	// Episodes not handed out when the run stops or is interrupted are left unfinished.
+	workpool.Run(feedCtx, cfg.Parallel, todo, func(j runfolder.Episode) {
+		r, err := runEpisode(episodeCtx, cfg, tasks[j.Task], j.Repeat, tools)
+		if ctx.Err() != nil && episodeCtx.Err() != nil && !(r.Final() && err == nil) {
+			r.Status, r.Error = grader.StatusUnfinished, "the run was interrupted during this episode"
 		}
-	}
-	close(jobs)
-	wg.Wait()
+		mu.Lock()
+		ended++
+		if err != nil && cfg.Permanent != nil && cfg.Permanent(err) {
+			permanent++
+		}
+		if ended == earlyStop && permanent == earlyStop {
+			stop(fmt.Errorf("%w (%s)", ErrStopped, r.Error))
+		}
+		if recordErr == nil {
+			if recordErr = cfg.Folder.Append(r); recordErr != nil {
+				stop(fmt.Errorf("the result of %s repeat %d could not be recorded, so the run stopped (the results recorded before it are kept; run the same command again to resume): %w",
+					r.Task, r.Repeat, recordErr))
+				cancelEpisodes() // what they find could not be recorded either
+			} else {
+				done[j] = r
+			}
+		}
+		recorded := recordErr == nil
+		mu.Unlock()
+		if recorded && cfg.Progress != nil {
+			cfg.Progress.Finished(r)
+		}
+	})
 
 	all, summary := Collect(plan, done, cfg.Judge)
 	err = cfg.Folder.WriteSummary(summary)

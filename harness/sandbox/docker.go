@@ -83,7 +83,7 @@ func (d *Docker) Available() error {
 		case errors.Is(err, os.ErrPermission):
 			d.err = fmt.Errorf("the Docker daemon at %s refuses this user (add it to the docker group, or set DOCKER_HOST to a daemon it may use)", d.client.host)
 		case err != nil:
-			d.err = fmt.Errorf("no Docker daemon answers at %s: %v (start Docker, or set DOCKER_HOST)", d.client.host, err)
+			d.err = fmt.Errorf("no Docker daemon answers at %s: %w (start Docker, or set DOCKER_HOST)", d.client.host, err)
 		case version.Os != "linux":
 			d.err = fmt.Errorf("the Docker daemon at %s runs %s containers (switch it to Linux containers)", d.client.host, version.Os)
 		}
@@ -110,7 +110,7 @@ var containerSeq atomic.Int64
 // Start creates the episode's container, attaches to its agent and starts it.
 func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := d.Available(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if err := spec.defaults(); err != nil {
 		return nil, err
@@ -157,7 +157,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		if err == nil {
 			err = errors.New(strings.TrimSpace(res.Stderr))
 		}
-		return nil, fmt.Errorf("%w: image %s cannot run an episode (it needs bash and a linux/%s kernel): %v", ErrUnavailable, d.imageName(), d.arch, err)
+		return nil, fmt.Errorf("%w: image %s cannot run an episode (it needs bash and a linux/%s kernel): %w", ErrUnavailable, d.imageName(), d.arch, err)
 	}
 	return s, nil
 }
@@ -238,7 +238,7 @@ func (d *Docker) checkImage(ctx context.Context) error {
 		if errors.As(err, &status) && status.code == http.StatusNotFound {
 			return fmt.Errorf("%w: no image %s: build it (docker build -t %s deploy/sandbox) or name another with --sandbox-image", ErrUnavailable, d.imageName(), DefaultImage)
 		}
-		return fmt.Errorf("%w: image %s: %v", ErrUnavailable, d.imageName(), err)
+		return fmt.Errorf("%w: image %s: %w", ErrUnavailable, d.imageName(), err)
 	}
 	if image.Os != "" && image.Os != "linux" || image.Architecture != "" && image.Architecture != d.arch {
 		return fmt.Errorf("%w: image %s is for %s/%s, not linux/%s", ErrUnavailable, d.imageName(), image.Os, image.Architecture, d.arch)

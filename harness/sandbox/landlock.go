@@ -32,7 +32,7 @@ func (Landlock) Name() string { return NameLandlock }
 func (Landlock) Available() error {
 	abi, err := landlockABI()
 	if err != nil {
-		return fmt.Errorf("Landlock is not enabled in this kernel: %v", err)
+		return fmt.Errorf("Landlock is not enabled in this kernel: %w", err)
 	}
 	if abi < 4 {
 		return fmt.Errorf("Landlock ABI %d lacks network rules (needs 4, Linux 6.7)", abi)

@@ -27,7 +27,7 @@ type linuxOnly struct{ name string }
 func (b linuxOnly) Name() string     { return b.name }
 func (b linuxOnly) Available() error { return errNotLinux }
 func (b linuxOnly) Start(context.Context, Spec) (Sandbox, error) {
-	return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, b.name, errNotLinux)
+	return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, b.name, errNotLinux)
 }
 
 // None runs commands on the bare host: on Linux only, like the agent it starts.

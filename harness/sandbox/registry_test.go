@@ -18,7 +18,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
-	"github.com/aa-grade/aa-grade/internal/fakeregistry"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakeregistry"
 )
 
 // testImageRegistry is a registry on 127.0.0.1 holding aa/sandbox:1: the test image (saved

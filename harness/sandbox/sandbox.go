@@ -146,7 +146,7 @@ func Select(name string) (Backend, error) {
 	for _, b := range Backends() {
 		if b.Name() == name {
 			if err := b.Available(); err != nil {
-				return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, name, err)
+				return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
 			}
 			return b, nil
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 // The test binary doubles as the agent, as aa-grade does: `<binary> __sandbox-agent`.

@@ -63,7 +63,7 @@ func snapshotFiles(dir string, hide []string) ([]snapshotFile, error) {
 
 // confinementEnv carries the agent's confinement from aa-grade to the agent, which applies it
 // to itself and drops the variable before running any command.
-const confinementEnv = "AA_GRADE_SANDBOX"
+const confinementEnv = "AA_GRADE_AGENT_CONFINEMENT" // not AA_GRADE_SANDBOX, which is run --sandbox
 
 // SandboxUID and SandboxGID are who commands run as when aa-grade is root and the backend can
 // switch (bwrap): nobody, so that nothing in the sandbox is host root even by accident.

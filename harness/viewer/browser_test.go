@@ -18,8 +18,8 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/internal/cdp"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/cdp"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 // chromium finds the browser; without it the browser tests skip, except under CI.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 // fixtureRun writes the run most tests read: Scenario-901 finished (30 turns, outputs cut

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/data"
-	"github.com/aa-grade/aa-grade/internal/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/snapshot"
 	"github.com/aa-grade/aa-grade/snapshot/synth"
 )

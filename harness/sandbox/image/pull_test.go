@@ -14,7 +14,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
 	"github.com/aa-grade/aa-grade/internal/backoff"
-	"github.com/aa-grade/aa-grade/internal/fakeregistry"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakeregistry"
 )
 
 // pushTestImage stores the test layers (the upper one gzipped) as name:1 with config.

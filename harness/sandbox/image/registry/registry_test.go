@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/internal/backoff"
-	"github.com/aa-grade/aa-grade/internal/fakeregistry"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakeregistry"
 )
 
 // fixture is a registry holding aa/sandbox:1, an index of an s390x image and one for this

@@ -4,7 +4,7 @@
 // to show that memory does not grow with the file. The file is written by Python's csv module
 // as pandas writes it, so the three must also agree on its record count.
 //
-//	go run ./internal/cmd/tsvbench -size-mb 200
+//	go run ./internal/devtools/tsvbench -size-mb 200
 package main
 
 import (
@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/benchproc"
+	"github.com/aa-grade/aa-grade/internal/devtools/benchproc"
 	"github.com/aa-grade/aa-grade/snapshot"
 )
 

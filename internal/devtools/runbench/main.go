@@ -11,7 +11,7 @@
 // reaped outside its tree, as happens when a pid namespace ends). On a small machine, episodes
 // beyond the cores queue for CPU and the wall-time columns grow with them.
 //
-//	go run ./internal/cmd/runbench -aa-grade bin/aa-grade
+//	go run ./internal/devtools/runbench -aa-grade bin/aa-grade
 package main
 
 import (
@@ -27,8 +27,8 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/internal/benchproc"
-	"github.com/aa-grade/aa-grade/internal/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/devtools/benchproc"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
 func main() {

@@ -2,7 +2,7 @@
 // local fake Hub (the practical limit of the machine and the server), with the peak memory of
 // each, at two file sizes to show that memory does not grow with file size.
 //
-//	go run ./internal/cmd/pullbench -aa-grade bin/aa-grade
+//	go run ./internal/devtools/pullbench -aa-grade bin/aa-grade
 package main
 
 import (
@@ -15,8 +15,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/benchproc"
-	"github.com/aa-grade/aa-grade/internal/fakehub"
+	"github.com/aa-grade/aa-grade/internal/devtools/benchproc"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
 )
 
 const repo = "ArtificialAnalysis/ITBench-AA"

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/aa-grade/aa-grade/data"
-	"github.com/aa-grade/aa-grade/internal/demogen"
+	"github.com/aa-grade/aa-grade/internal/devtools/demogen"
 )
 
 func main() {
