@@ -146,7 +146,7 @@ func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
 		printLine(w, "Differs from the reference sandbox: %s", d) // versions as the sandbox printed them
 	}
 	if n := len(r.LeftoversRemoved); n > 0 {
-		fmt.Fprintf(w, "Removed %d scratch folders and cgroups left by aa-grade runs that died.\n", n)
+		fmt.Fprintf(w, "Removed %s and cgroups left by aa-grade runs that died.\n", plural(n, "scratch folder"))
 	}
 	fmt.Fprintf(w, "Hugging Face cache: %s (%s free)\n", r.Cache.Dir, humanBytes(int64(r.Cache.FreeBytes)))
 	keys := "none"

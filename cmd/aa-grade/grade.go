@@ -79,7 +79,7 @@ type gradeOutput struct {
 
 func runGrade(ctx context.Context, opts gradeOptions, args []string, con console) error {
 	if len(args) != 1 {
-		return usageErrorf("grade needs one SUBMISSIONS folder, got %d arguments; see aa-grade grade --help", len(args))
+		return usageErrorf("grade needs one SUBMISSIONS folder, got %s; see aa-grade grade --help", plural(len(args), "argument"))
 	}
 	j, err := newJudge(opts.judge)
 	if err != nil {

@@ -84,13 +84,13 @@ func newJudge(o judgeOptions) (*llmJudge, error) {
 // spent says what the judge's calls of this command used: cached answers cost nothing.
 func (j *llmJudge) spent() string {
 	calls, used := j.asker.Spent()
-	return fmt.Sprintf("judge: %d calls (cached answers are free), %d input and %d output tokens, %s",
-		calls, used.Input, used.Output, "cost "+report.FormatUSD(j.prices.Cost(used)))
+	return fmt.Sprintf("judge: %s (cached answers are free), %d input and %d output tokens, %s",
+		plural(calls, "call"), used.Input, used.Output, "cost "+report.FormatUSD(j.prices.Cost(used)))
 }
 
 // judgeLine is the text output's summary of the judge's work.
 func judgeLine(j *grader.JudgeStats) string {
-	line := fmt.Sprintf("Judge %s decided %d episodes", j.Model, j.Judged)
+	line := fmt.Sprintf("Judge %s decided %s", j.Model, plural(j.Judged, "episode"))
 	if j.Fallbacks > 0 {
 		line += fmt.Sprintf(", the rules %d after it failed", j.Fallbacks)
 	}
@@ -113,7 +113,7 @@ func judgeFallbacks(s grader.Summary) *grader.Problem {
 		for _, e := range t.Episodes {
 			if e.Status == grader.StatusOK && e.Matcher == grader.MatcherRules {
 				return &grader.Problem{Level: "warning", Task: t.Task, Message: fmt.Sprintf(
-					"the judge failed on %d episodes, which the rules graded; first, %s repeat %d: %s", s.Judge.Fallbacks, t.Task, e.Repeat, e.JudgeNote)}
+					"the judge failed on %s, which the rules graded; first, %s repeat %d: %s", plural(s.Judge.Fallbacks, "episode"), t.Task, e.Repeat, e.JudgeNote)}
 			}
 		}
 	}

@@ -97,7 +97,7 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 	var incomplete []string
 	for _, o := range overviews {
 		if o.Errors > 0 {
-			incomplete = append(incomplete, fmt.Sprintf("%s has %d episodes in error or not run", o.Dir, o.Errors))
+			incomplete = append(incomplete, fmt.Sprintf("%s has %s in error or not run", o.Dir, plural(o.Errors, "episode")))
 		}
 	}
 	if len(incomplete) > 0 {

@@ -230,7 +230,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	}
 	defer folder.Close() // every result was synced as it was appended
 	if removed := sandbox.CleanLeftovers(); len(removed) > 0 {
-		fmt.Fprintf(stderr, "removed %d scratch folders and cgroups left by aa-grade runs that died\n", len(removed))
+		fmt.Fprintf(stderr, "removed %s and cgroups left by aa-grade runs that died\n", plural(len(removed), "scratch folder"))
 	}
 	if backend.Name() == sandbox.NameNone {
 		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
@@ -321,7 +321,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		return err
 	}
 	if failed := countStatus(results, grader.StatusError); failed > 0 {
-		return badResult(fmt.Errorf("%d episodes ended in error; to retry them, run the same command again (with --out %s)", failed, out))
+		return badResult(fmt.Errorf("%s ended in error; to retry them, run the same command again (with --out %s)", plural(failed, "episode"), out))
 	}
 	return nil
 }
@@ -457,7 +457,7 @@ func reportDivergences(w io.Writer, ds []replay.Divergence) {
 		fmt.Fprintln(w, "replay: every episode followed its recording")
 		return
 	}
-	fmt.Fprintf(w, "replay: %d episodes diverged from their recording (the recorded replies were used regardless):\n", len(ds))
+	fmt.Fprintf(w, "replay: %s diverged from their recording (the recorded replies were used regardless):\n", plural(len(ds), "episode"))
 	for _, d := range ds {
 		printLine(w, "  %s repeat %d, turn %d: %s", d.Task, d.Repeat, d.Turn, d.Detail)
 	}

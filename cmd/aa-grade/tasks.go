@@ -168,7 +168,7 @@ func renderReports(w io.Writer, reports []validate.Report) {
 		if counts[validate.Error] > 0 {
 			status = "FAILED"
 		}
-		printLine(w, "%s: %s (%d errors, %d warnings)", r.Task, status, counts[validate.Error], counts[validate.Warning])
+		printLine(w, "%s: %s (%s, %s)", r.Task, status, plural(counts[validate.Error], "error"), plural(counts[validate.Warning], "warning"))
 		for _, f := range r.Findings {
 			where := f.File
 			if f.Line > 0 {
