@@ -40,7 +40,7 @@ func newTasksCommand() *cli.Command {
 					"Example: aa-grade tasks synth --out ./Scenario-1000 --fault oom --seed 7",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "out", Required: true, Sources: env("out"), Usage: "the task folder to create (must not exist or be empty)"},
-					&cli.StringFlag{Name: "fault", Sources: env("fault"), Usage: "fault to inject (default: chosen by the seed)"},
+					&cli.StringFlag{Name: "fault", Sources: env("fault"), Usage: "fault to inject, or two joined by + (default: drawn by the seed from the real benchmark's mix)"},
 					&cli.Uint64Flag{Name: "seed", Value: 1, Sources: env("seed"), Usage: "same seed, same task"},
 					&cli.StringFlag{Name: "size", Value: "small", Sources: env("size"), Usage: "small, or large (hundreds of MB of TSV, for benchmarks)"},
 				},
@@ -147,17 +147,17 @@ func runTasksSynth(_ context.Context, cmd *cli.Command) error {
 		return usageErrorf("--size must be small or large, not %q", size)
 	}
 	fault := cmd.String("fault")
-	if fault == "" {
-		fault = synth.Faults[cmd.Uint64("seed")%uint64(len(synth.Faults))]
-	}
-	if _, ok := synth.FaultDescriptions[fault]; !ok {
-		return usageErrorf("unknown fault %q; known: %s", fault, strings.Join(synth.Faults, ", "))
+	if fault != "" {
+		if _, err := synth.ParseFault(fault); err != nil {
+			return usageErrorf("%v", err)
+		}
 	}
 	res, err := synth.Generate(cmd.String("out"), synth.Options{Fault: fault, Seed: cmd.Uint64("seed"), Large: size == "large"})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.Root().Writer, "wrote %s: fault %s on %s, root cause %s\n", res.Dir, res.Fault, res.Victim, res.RootCause)
+	fmt.Fprintf(cmd.Root().Writer, "wrote %s: fault %s on %s, root cause %s\n", res.Dir, res.Fault,
+		strings.Join(res.Victims, " and "), strings.Join(res.RootCauses, " and "))
 	return nil
 }
 

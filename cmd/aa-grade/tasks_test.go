@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/internal/demogen"
 	"github.com/aa-grade/aa-grade/internal/testfs"
 	"github.com/aa-grade/aa-grade/snapshot/validate"
 )
@@ -59,7 +60,7 @@ func TestTasksSynthValidatePack(t *testing.T) {
 
 func TestTasksValidateDemo(t *testing.T) {
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "tasks", "validate", "demo")
-	if r.code != 0 || strings.Count(r.stdout, ": ok (0 errors") != 8 {
+	if r.code != 0 || strings.Count(r.stdout, ": ok (0 errors") != len(demogen.Tasks) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
