@@ -104,6 +104,7 @@ func (r Row) Float(column string) (float64, bool) {
 // TableStats summarises one pass over a table.
 type TableStats struct {
 	Table    Table
+	Header   []string       // the columns, as the file names them
 	Rows     int            // well-formed records
 	BadRows  int            // records reported and skipped
 	Problems []*RecordError // the first few broken records
@@ -131,6 +132,7 @@ func ScanTable(path string, fn func(Row) error) (*TableStats, error) {
 	if err != nil {
 		return stats, err // the reader's error names the file
 	}
+	stats.Header = header
 	cols := make(map[string]int, len(header))
 	for i, h := range header {
 		cols[h] = i

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -29,8 +30,10 @@ func newTasksCommand() *cli.Command {
 				ArgsUsage: "PATH...",
 				Description: "PATH is a task folder, a dataset folder, hf:OWNER/NAME[@REV] or demo.\n\n" +
 					"Example: aa-grade tasks validate ./my-new-task\n" +
-					"         aa-grade tasks validate --json hf:ArtificialAnalysis/ITBench-AA",
-				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print JSON"}},
+					"         aa-grade tasks validate --json hf:ArtificialAnalysis/ITBench-AA\n" +
+					"         aa-grade tasks validate --stats demo",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Sources: env("json"), Usage: "print JSON"},
+					&cli.BoolFlag{Name: "stats", Sources: env("stats"), Usage: "also give each task's statistics, to compare with the real tasks (reads every table once more)"}},
 				Action: runTasksValidate,
 			},
 			{
@@ -85,9 +88,21 @@ func runTasksValidate(ctx context.Context, cmd *cli.Command) error {
 	if cmd.NArg() == 0 {
 		return usageErrorf("tasks validate needs at least one PATH (a task folder, a dataset folder, hf:... or demo)")
 	}
-	reports, _, err := validateSpecs(ctx, cmd, cmd.Args().Slice())
+	reports, tasks, err := validateSpecs(ctx, cmd, cmd.Args().Slice())
 	if err != nil {
 		return err
+	}
+	if cmd.Bool("stats") {
+		for i, t := range tasks {
+			if t.Dir == "" {
+				continue
+			}
+			st, err := validate.TaskStats(t.Dir)
+			if err != nil {
+				return fmt.Errorf("statistics of %s: %w", t.ID, err)
+			}
+			reports[i].Stats = st
+		}
 	}
 	stdout := cmd.Root().Writer
 	if cmd.Bool("json") {
@@ -134,6 +149,17 @@ func renderReports(w io.Writer, reports []validate.Report) {
 				where += ": "
 			}
 			printLine(w, "  %-7s %-15s %s%s", f.Level, f.Code, where, f.Message)
+		}
+		if st := r.Stats; st != nil {
+			names := make([]string, 0, len(st.AlertNames))
+			for name, n := range st.AlertNames {
+				names = append(names, fmt.Sprintf("%s (%d)", name, n))
+			}
+			sort.Strings(names)
+			printLine(w, "  stats   alerts: %d files; %s", st.AlertsFiles, strings.Join(names, ", "))
+			printLine(w, "  stats   errors: %d signatures, %.1f%% of spans; %d in the first 5 minutes", st.ErrorSignatures, 100*st.TraceErrorShare, len(st.EarlySignatures))
+			printLine(w, "  stats   objects: %d dumps, %v objects, %v kinds; %d changed between the first and last dump", st.Dumps, st.ObjectsPerDump, st.KindsPerDump, st.ChangedObjects)
+			printLine(w, "  stats   metrics: %d files", st.MetricsFiles)
 		}
 	}
 }

@@ -131,7 +131,6 @@ func TestBaselineOnRealFragments(t *testing.T) {
 	}
 }
 
-
 // TestAnswerKeepsTheCandidatesCloseToTheBest: two independent faults give two strong
 // candidates, both kept; weak ones are left out.
 func TestAnswerKeepsTheCandidatesCloseToTheBest(t *testing.T) {

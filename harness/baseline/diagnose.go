@@ -9,7 +9,7 @@ import (
 // finding is what the investigation prints: candidate root causes ranked by evidence, and
 // the services where the failure seems to start.
 type finding struct {
-	Candidates []candidate        `json:"candidates"`
+	Candidates []candidate       `json:"candidates"`
 	Suspects   map[string]string `json:"suspects"`
 }
 

@@ -117,6 +117,22 @@ func TestOneBrokenTaskPerFinding(t *testing.T) {
 				os.Rename(f, filepath.Join(task.Dir, "alerts", strings.Replace(filepath.Base(f), "2025-", "2019-", 1)))
 			}
 		}},
+		{"swapped columns", CodeSchema, Error, "otel_traces_raw.tsv", "column 6 is SpanKind, the real schema has SpanName", func(t *testing.T, task *data.Task) {
+			path := filepath.Join(task.Dir, "otel_traces_raw.tsv")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testfs.Write(t, path, strings.Replace(string(b), "SpanName\tSpanKind", "SpanKind\tSpanName", 1))
+		}},
+		{"thin metrics", CodeThinMetrics, Warning, "metrics/", "2 pod and 2 service metrics files", func(t *testing.T, task *data.Task) {
+			for _, pattern := range []string{"pod_*", "service_*"} {
+				files, _ := filepath.Glob(filepath.Join(task.Dir, "metrics", pattern))
+				for _, f := range files[2:] {
+					os.Remove(f)
+				}
+			}
+		}},
 		{"no snapshot", CodeNoSnapshot, Error, "", "no snapshot folder", func(t *testing.T, task *data.Task) {
 			task.Dir = ""
 		}},
