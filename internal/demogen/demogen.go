@@ -24,7 +24,7 @@ type Task struct {
 // ConfigMaps, chaos-mesh experiments and a Schedule, Deployments, a Pod, the Namespace) and
 // one task with two independent root causes.
 var Tasks = []Task{
-	{"flag", 11}, {"flag", 12}, {"network-chaos", 13}, {"schedule", 14}, {"stress-chaos", 15}, {"pod-pending", 16},
+	{"flag", 11}, {"network-chaos", 13}, {"schedule", 14}, {"stress-chaos", 15}, {"flag", 12}, {"pod-pending", 16},
 	{"quota", 17}, {"env", 18}, {"http-chaos", 19}, {"bad-image", 20}, {"jvm-chaos", 21}, {"flag+netpol", 22},
 }
 
