@@ -167,7 +167,7 @@ func TestOpenDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds.Spec != DemoSpec || len(ds.Tasks) != 8 || len(ds.Warnings) != 0 || ds.Tasks[0].Dir == "" || ds.Tasks[0].Row == nil {
+	if ds.Spec != DemoSpec || len(ds.Tasks) != 12 || len(ds.Warnings) != 0 || ds.Tasks[0].Dir == "" || ds.Tasks[0].Row == nil {
 		t.Fatalf("demo = %+v", ds)
 	}
 	again, err := Open(context.Background(), DemoSpec, OpenOptions{Tasks: []string{ds.Tasks[2].ID}})

@@ -23,7 +23,7 @@ func lookup(c *snapshot.Catalog, entity string) *snapshot.CatalogEntry {
 // objects, sightings over time, and objects named only by events or alerts.
 func TestCatalogOfAGeneratedSnapshot(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "task")
-	res, err := synth.Generate(dir, synth.Options{Fault: "partition", Seed: 5})
+	res, err := synth.Generate(dir, synth.Options{Fault: "network-chaos", Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestCatalogOfAGeneratedSnapshot(t *testing.T) {
 	if !pod.LastSeen.After(pod.FirstSeen) {
 		t.Errorf("a pod seen in every dump has first %v last %v", pod.FirstSeen, pod.LastSeen)
 	}
-	for _, entity := range []string{"Namespace/otel-demo", "Namespace/chaos-mesh", res.RootCause} {
+	for _, entity := range []string{"Namespace/otel-demo", "Namespace/chaos-mesh", res.RootCauses[0]} {
 		if lookup(c, entity) == nil {
 			t.Errorf("%s is not in the catalogue", entity)
 		}
@@ -58,10 +58,10 @@ func TestCatalogOfAGeneratedSnapshot(t *testing.T) {
 			}
 		}
 	}
-	if nodes != 3 {
+	if nodes < 3 {
 		t.Errorf("%d nodes", nodes)
 	}
-	chaos := lookup(c, res.RootCause)
+	chaos := lookup(c, res.RootCauses[0])
 	if len(chaos.Sources) != 2 || chaos.Sources[0] != "events" || chaos.Sources[1] != "objects" {
 		t.Errorf("the NetworkChaos is named by %v, want events and objects", chaos.Sources)
 	}

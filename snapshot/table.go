@@ -97,6 +97,7 @@ func ParseTimestamp(s string) (time.Time, bool) {
 // TableStats summarises one pass over a table.
 type TableStats struct {
 	Table    Table
+	Header   []string       // the columns, as the file names them
 	Rows     int            // well-formed records
 	BadRows  int            // records reported and skipped
 	Problems []*RecordError // the first few broken records
@@ -124,6 +125,7 @@ func ScanTable(path string, fn func(Row) error) (*TableStats, error) {
 	if err != nil {
 		return stats, err // the reader's error names the file
 	}
+	stats.Header = header
 	cols := make(map[string]int, len(header))
 	for i, h := range header {
 		cols[h] = i

@@ -41,7 +41,7 @@ func TestReportRuns(t *testing.T) {
 func TestReportCompleteRunAndHTML(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	if r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "run", "--dataset", "demo", "--model", "builtin/baseline",
-		"--tasks", "901,903", "--repeats", "1", "--out", out); r.code != 0 {
+		"--tasks", "902,903", "--repeats", "1", "--out", out); r.code != 0 {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
 	for _, f := range []string{"results.parquet", "report.md", "report.html"} {

@@ -37,7 +37,7 @@ func (s scriptedRun) command(out string, extra ...string) []string {
 	return append(append(append([]string(nil), s.args...), "--out", out), extra...)
 }
 
-var answer901 = []string{"otel-demo/NetworkPolicy/ad-deny-ingress", "otel-demo/Service/frontend"}
+var answer901 = []string{"otel-demo/ConfigMap/flagd-config", "otel-demo/Service/frontend"}
 
 // TestShardsMergeToTheWhole: shards 1/2 and 2/2 merged give the results of the whole run;
 // merging one shard alone reports the missing episodes; runs of another configuration are

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -17,7 +18,7 @@ import (
 // validateOptions are the flags of tasks validate.
 type validateOptions struct {
 	flagsSet
-	json bool
+	json, stats bool
 }
 
 func (o *validateOptions) Validate() error { return nil }
@@ -33,11 +34,10 @@ func (o *synthOptions) Validate() error {
 	if o.size != "small" && o.size != "large" {
 		return usageErrorf("--size %q: must be small or large", o.size)
 	}
-	if o.fault == "" {
-		o.fault = synth.Faults[o.seed%uint64(len(synth.Faults))]
-	}
-	if _, ok := synth.FaultDescriptions[o.fault]; !ok {
-		return usageErrorf("--fault %q: unknown%s; known: %s", o.fault, didYouMean(o.fault, synth.Faults), strings.Join(synth.Faults, ", "))
+	if o.fault != "" {
+		if _, err := synth.ParseFault(o.fault); err != nil {
+			return usageErrorf("--fault %q: %w%s", o.fault, err, didYouMean(o.fault, synth.Faults))
+		}
 	}
 	return checkNewFolder("out", o.out)
 }
@@ -73,8 +73,11 @@ func newTasksCommand() *cli.Command {
 				ArgsUsage: "PATH...",
 				Description: "PATH is a task folder, a dataset folder, hf:OWNER/NAME[@REV] or demo.\n\n" +
 					"Example: aa-grade tasks validate ./my-new-task\n" +
-					"         aa-grade tasks validate --json hf:ArtificialAnalysis/ITBench-AA",
-				Flags:  []cli.Flag{jsonFlag(&validateOpts.json, "print JSON")},
+					"         aa-grade tasks validate --json hf:ArtificialAnalysis/ITBench-AA\n" +
+					"         aa-grade tasks validate --stats demo",
+				Flags: []cli.Flag{jsonFlag(&validateOpts.json, "print JSON"),
+					&cli.BoolFlag{Name: "stats", Destination: &validateOpts.stats,
+						Usage: "also give each task's statistics, to compare with the real tasks (reads every table once more)"}},
 				Action: action(&validateOpts, runTasksValidate),
 			},
 			{
@@ -84,7 +87,8 @@ func newTasksCommand() *cli.Command {
 					"Example: aa-grade tasks synth --out ./Scenario-1000 --fault oom --seed 7",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "out", Required: true, Destination: &synthOpts.out, Usage: "the task folder to create (must not exist or be empty)"},
-					&cli.StringFlag{Name: "fault", Destination: &synthOpts.fault, DefaultText: "chosen by the seed", Usage: "fault to inject"},
+					&cli.StringFlag{Name: "fault", Destination: &synthOpts.fault, DefaultText: "drawn by the seed from the real benchmark's mix",
+						Usage: "fault to inject, or two joined by +"},
 					&cli.Uint64Flag{Name: "seed", Value: 1, Destination: &synthOpts.seed, Usage: "same seed, same task"},
 					&cli.StringFlag{Name: "size", Value: "small", Destination: &synthOpts.size, Usage: "small, or large (hundreds of MB of TSV, for benchmarks)"},
 				},
@@ -129,9 +133,21 @@ func runTasksValidate(ctx context.Context, opts validateOptions, args []string, 
 	if len(args) == 0 {
 		return usageErrorf("tasks validate needs at least one PATH (a task folder, a dataset folder, hf:... or demo)")
 	}
-	reports, _, err := validateSpecs(ctx, con.err, args)
+	reports, tasks, err := validateSpecs(ctx, con.err, args)
 	if err != nil {
 		return err
+	}
+	if opts.stats {
+		for i, t := range tasks {
+			if t.Dir == "" {
+				continue
+			}
+			st, err := validate.TaskStats(t.Dir)
+			if err != nil {
+				return fmt.Errorf("statistics of %s: %w", t.ID, err)
+			}
+			reports[i].Stats = st
+		}
 	}
 	stdout := con.out
 	if opts.json {
@@ -179,6 +195,17 @@ func renderReports(w io.Writer, reports []validate.Report) {
 			}
 			printLine(w, "  %-7s %-15s %s%s", f.Level, f.Code, where, f.Message)
 		}
+		if st := r.Stats; st != nil {
+			names := make([]string, 0, len(st.AlertNames))
+			for name, n := range st.AlertNames {
+				names = append(names, fmt.Sprintf("%s (%d)", name, n))
+			}
+			sort.Strings(names)
+			printLine(w, "  stats   alerts: %d files; %s", st.AlertsFiles, strings.Join(names, ", "))
+			printLine(w, "  stats   errors: %d signatures, %.1f%% of spans; %d in the first 5 minutes", st.ErrorSignatures, 100*st.TraceErrorShare, len(st.EarlySignatures))
+			printLine(w, "  stats   objects: %d dumps, %v objects, %v kinds; %d changed between the first and last dump", st.Dumps, st.ObjectsPerDump, st.KindsPerDump, st.ChangedObjects)
+			printLine(w, "  stats   metrics: %d files", st.MetricsFiles)
+		}
 	}
 }
 
@@ -190,7 +217,8 @@ func runTasksSynth(_ context.Context, opts synthOptions, args []string, con cons
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(con.out, "wrote %s: fault %s on %s, root cause %s\n", res.Dir, res.Fault, res.Victim, res.RootCause)
+	fmt.Fprintf(con.out, "wrote %s: fault %s on %s, root cause %s\n", res.Dir, res.Fault,
+		strings.Join(res.Victims, " and "), strings.Join(res.RootCauses, " and "))
 	return nil
 }
 

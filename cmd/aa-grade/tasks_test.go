@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/internal/devtools/demogen"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/snapshot/validate"
 )
@@ -59,7 +60,28 @@ func TestTasksSynthValidatePack(t *testing.T) {
 
 func TestTasksValidateDemo(t *testing.T) {
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "tasks", "validate", "demo")
-	if r.code != 0 || strings.Count(r.stdout, ": ok (0 errors") != 8 {
+	if r.code != 0 || strings.Count(r.stdout, ": ok (0 errors") != len(demogen.Tasks) {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestTasksValidateStats gives each task's statistics, as text and as JSON.
+func TestTasksValidateStats(t *testing.T) {
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
+	r := aaGrade(t, env, "tasks", "validate", "--stats", "--json", "demo")
+	var reports []validate.Report
+	if err := json.Unmarshal([]byte(r.stdout), &reports); err != nil || r.code != 0 || len(reports) != len(demogen.Tasks) {
+		t.Fatalf("exit %d %v\n%s", r.code, err, r.stderr)
+	}
+	for _, rep := range reports {
+		st := rep.Stats
+		if st == nil || st.Dumps < 5 || st.ObjectsPerDump[0] < 200 || st.ChangedObjects < 10 || st.AlertNames["Watchdog"] != st.AlertsFiles-1 ||
+			len(st.EarlySignatures) == 0 || st.MetricsFiles < 16 {
+			t.Errorf("%s: stats %+v", rep.Task, st)
+		}
+	}
+	r = aaGrade(t, env, "tasks", "validate", "--stats", "demo")
+	if r.code != 0 || strings.Count(r.stdout, "stats   objects: ") != len(demogen.Tasks) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

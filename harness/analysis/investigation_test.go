@@ -119,7 +119,7 @@ func TestDemoTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, call := range [][2]string{{"frontend", "ad"}, {"frontend-proxy", "frontend"}, {"checkout", "cart"}} {
+	for _, call := range [][2]string{{"frontend", "product-catalog"}, {"frontend-proxy", "frontend"}, {"checkout", "product-catalog"}} {
 		if !slices.Contains(topo.Calls, call) {
 			t.Errorf("no call %v in %v", call, topo.Calls)
 		}
@@ -128,7 +128,10 @@ func TestDemoTopology(t *testing.T) {
 		t.Error("a service calls itself")
 	}
 	// Add a group the propagations leave out: with the traces, it is one call from frontend.
-	doc := strings.Replace(string(task.GroundTruth), "aliases:", "  - id: checkout-service-1\n    kind: Service\n    namespace: otel-demo\n    filter:\n      - 'checkout\\b'\naliases:", 1)
+	doc := strings.Replace(string(task.GroundTruth), "\nmetadata:", "\n  - id: checkout-service-1\n    kind: Service\n    namespace: otel-demo\n    filter:\n      - 'checkout\\b'\nmetadata:", 1) // the end of groups
+	if doc == string(task.GroundTruth) {
+		t.Fatal("the ground truth has no metadata after its groups")
+	}
 	gt, err := grader.ParseGroundTruth([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -137,9 +140,10 @@ func TestDemoTopology(t *testing.T) {
 	if a := NewKey(gt, nil).Assess(gt.Score(names).Predictions); a.PartialCredit != 0 {
 		t.Errorf("without the traces checkout earns %v", a.PartialCredit)
 	}
-	// root -> ad -> frontend -> checkout: 3 steps, 1/8 towards the one root cause.
-	if a := NewKey(gt, topo).Assess(gt.Score(names).Predictions); a.PartialCredit != 0.125*0.125 {
-		t.Errorf("with the traces checkout earns %v, want %v", a.PartialCredit, 0.125*0.125)
+	// flagd-config -> product-catalog -> checkout (which calls it): 2 steps, 1/4 towards the
+	// one root cause.
+	if a := NewKey(gt, topo).Assess(gt.Score(names).Predictions); a.PartialCredit != 0.25*0.25 {
+		t.Errorf("with the traces checkout earns %v, want %v", a.PartialCredit, 0.25*0.25)
 	}
 	if topo, err := ReadTopology(t.TempDir()); topo != nil || err != nil {
 		t.Errorf("a snapshot without traces: %v, %v", topo, err)

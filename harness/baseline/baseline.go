@@ -1,47 +1,30 @@
-// Package baseline is builtin/baseline: a rule-based investigator behind the model interface.
-// It surveys the snapshot through the same shell tool a model uses (a Python script over the
-// object dumps and events: network policies, chaos objects, quotas, autoscalers, image and
-// memory failures, changed ConfigMaps and pod templates), decides with fixed rules, writes
-// agent_output.json and finishes. It gives every user a free reference row and exercises the
-// whole loop offline.
+// Package baseline is builtin/baseline: a fault-agnostic investigator behind the model
+// interface. It runs one investigation through the same shell tool a model uses (a Python
+// script, standard library only, over alerts, events, object dumps, logs, traces and
+// metrics), ranks the cluster's changes by how they relate to the services where the failure
+// starts, writes agent_output.json with the best-supported ones and finishes. It knows no
+// fault list: it gives every user a free reference row and exercises the whole loop offline.
+// This file is the only one that speaks the model interface's types.
 package baseline
 
 import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"fmt"
-	"strings"
 
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 )
 
-//go:embed survey.py
-var survey string
+//go:embed investigate.py
+var investigation string
 
 // Tool call ids that tell the baseline which step a conversation is at.
 const (
-	surveyCall = "baseline-survey"
-	writeCall  = "baseline-write"
-	finishCall = "baseline-finish"
+	investigateCall = "baseline-investigate"
+	writeCall       = "baseline-write"
+	finishCall      = "baseline-finish"
 )
-
-// rule is one kind of evidence, strongest first: the first that found something decides.
-type rule struct {
-	fact, why string
-}
-
-var rules = []rule{
-	{"chaos", "a chaos-mesh experiment acts on the application"},
-	{"quota_full", "a ResourceQuota is exhausted and refuses new pods"},
-	{"netpol_deny", "a NetworkPolicy denies all ingress to the pods it selects"},
-	{"hpa_capped", "a HorizontalPodAutoscaler caps its target at one replica"},
-	{"image_pull", "the workload's pods cannot pull their image"},
-	{"oom", "the workload's containers are OOM-killed"},
-	{"configmap_changed", "the ConfigMap's data changed during the incident"},
-	{"template_changed", "the workload's pod template changed during the incident"},
-}
 
 // Model is the baseline; it keeps no state between calls, so one value serves any number of
 // episodes at once.
@@ -59,13 +42,13 @@ func (Model) Complete(_ context.Context, req model.Request) (model.Reply, error)
 	last := lastAssistant(req.Messages)
 	switch {
 	case last == nil:
-		return call(surveyCall, shellTool, map[string]string{"cmd": "python3 - <<'EOF'\n" + survey + "EOF"}), nil
-	case hasCall(last, surveyCall):
-		facts, err := parseSurvey(toolResult(req.Messages, surveyCall))
+		return call(investigateCall, shellTool, map[string]string{"cmd": "python3 - <<'EOF'\n" + investigation + "EOF"}), nil
+	case hasCall(last, investigateCall):
+		f, err := parseFinding(toolResult(req.Messages, investigateCall))
 		if err != nil {
-			return model.Reply{Message: model.Message{Content: "The survey failed: " + err.Error()}}, nil
+			return model.Reply{Message: model.Message{Content: "The investigation failed: " + err.Error()}}, nil
 		}
-		doc := diagnose(facts)
+		doc := diagnosis(f.answer())
 		write := call(writeCall, shellTool, map[string]string{"cmd": "cat > " + harness.SubmissionFile + " <<'EOF'\n" + doc + "\nEOF"})
 		finish := call(finishCall, finishTool, map[string]any{"reason": "diagnosis written", "paths": []string{harness.SubmissionFile}})
 		write.Message.ToolCalls = append(write.Message.ToolCalls, finish.Message.ToolCalls...)
@@ -104,41 +87,4 @@ func toolResult(messages []model.Message, id string) string {
 		}
 	}
 	return ""
-}
-
-// parseSurvey reads the survey's JSON from the stdout of its shell result.
-func parseSurvey(result string) (map[string][]string, error) {
-	_, rest, ok := strings.Cut(result, "<stdout>")
-	out, _, ok2 := strings.Cut(rest, "</stdout>")
-	if !ok || !ok2 {
-		return nil, fmt.Errorf("no output: %.300s", result)
-	}
-	var facts map[string][]string
-	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &facts); err != nil {
-		return nil, fmt.Errorf("unreadable output: %v: %.300s", err, out)
-	}
-	return facts, nil
-}
-
-// diagnose applies the rules: the entities of the strongest kind of evidence found.
-func diagnose(facts map[string][]string) string {
-	type factor struct {
-		Name      string `json:"name"`
-		Reasoning string `json:"reasoning"`
-		Evidence  string `json:"evidence"`
-	}
-	out := struct {
-		ContributingFactors []factor `json:"contributing_factors"`
-	}{ContributingFactors: []factor{}}
-	for _, r := range rules {
-		for _, e := range facts[r.fact] {
-			out.ContributingFactors = append(out.ContributingFactors, factor{Name: e, Reasoning: r.why,
-				Evidence: "baseline survey of k8s_objects_raw.tsv and k8s_events_raw.tsv: " + r.fact})
-		}
-		if len(out.ContributingFactors) > 0 {
-			break
-		}
-	}
-	b, _ := json.Marshal(out)
-	return string(b)
 }

@@ -2,127 +2,163 @@ package synth
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/aa-grade/aa-grade/snapshot"
 )
 
-// event is one Kubernetes Event to record.
+// event is one Kubernetes Event, or one update of a recurring one.
 type event struct {
-	at        time.Time
-	kind      string // of the object it regards
-	namespace string
-	name      string
-	typ       string // Normal or Warning
-	reason    string
-	note      string
-	reporter  string
+	at         time.Time
+	first      time.Time // when the event was first seen (zero: at)
+	count      int       // how many times it happened so far (0: once)
+	kind       string    // of the object it regards
+	apiVersion string    // of the object it regards ("" for v1)
+	namespace  string
+	name       string
+	typ        string // Normal or Warning
+	reason     string
+	note       string
+	reporter   string
 }
 
-// events lists the cluster's events over the window, in time order: a little background
-// noise and the fault's own trail.
-func (w *world) events() []event {
+// recurring adds a recurring event to the fault's trail: one Event object whose count grows
+// every period, as the API server aggregates repeats.
+func (w *world) recurring(f *fault, base event, from time.Time, every time.Duration) {
+	f.events = append(f.events, w.repeat(base, from, every)...)
+}
+
+func (w *world) repeat(base event, from time.Time, every time.Duration) []event {
 	var out []event
-	for t := w.start.Add(90 * time.Second); t.Before(w.end); t = t.Add(7 * time.Minute) {
-		out = append(out, event{at: t, kind: "Node", name: w.nodes[w.rng.IntN(len(w.nodes))], typ: "Normal",
-			reason: "NodeHasSufficientMemory", note: "Node status is now: NodeHasSufficientMemory", reporter: "kubelet"})
+	n := 0
+	for t := from; t.Before(w.end); t = t.Add(every + time.Duration(w.rng.IntN(int(every/5)+1))) {
+		n++
+		e := base
+		e.at, e.first, e.count = t, from, n
+		out = append(out, e)
 	}
-	f := w.fault
-	s := w.byName[f.victim]
-	newRS := s.name + "-" + w.rollout.rsHash
-	every := func(from time.Time, step time.Duration, fn func(t time.Time)) {
-		for t := from; t.Before(w.end); t = t.Add(step) {
-			fn(t)
-		}
-	}
-	podEvent := func(t time.Time, p pod, typ, reason, note string) {
-		out = append(out, event{at: t, kind: "Pod", namespace: appNamespace, name: p.name, typ: typ, reason: reason, note: note, reporter: "kubelet"})
-	}
-	rollout := func() {
-		out = append(out,
-			event{at: w.faultAt, kind: "Deployment", namespace: appNamespace, name: s.name, typ: "Normal", reason: "ScalingReplicaSet",
-				note: fmt.Sprintf("Scaled down replica set %s-%s from 1 to 0", s.name, s.rsHash), reporter: "deployment-controller"},
-			event{at: w.faultAt.Add(2 * time.Second), kind: "Deployment", namespace: appNamespace, name: s.name, typ: "Normal", reason: "ScalingReplicaSet",
-				note: fmt.Sprintf("Scaled up replica set %s to 1", newRS), reporter: "deployment-controller"})
-	}
-	created := func(p pod) {
-		out = append(out, event{at: p.started, kind: "ReplicaSet", namespace: appNamespace, name: newRS, typ: "Normal", reason: "SuccessfulCreate",
-			note: "Created pod: " + p.name, reporter: "replicaset-controller"})
-		podEvent(p.started.Add(time.Second), p, "Normal", "Scheduled", fmt.Sprintf("Successfully assigned %s/%s to %s", appNamespace, p.name, p.node))
-	}
-	switch f.kind {
-	case "bad-image":
-		rollout()
-		p := w.rollout.pods[0]
-		created(p)
-		image := w.imageAt(s, w.end)
-		every(p.started.Add(3*time.Second), 75*time.Second, func(t time.Time) {
-			podEvent(t, p, "Normal", "Pulling", fmt.Sprintf("Pulling image %q", image))
-			podEvent(t.Add(time.Second), p, "Warning", "Failed", fmt.Sprintf("Failed to pull image %q: rpc error: code = NotFound desc = failed to pull and unpack image %q: not found", image, image))
-			podEvent(t.Add(time.Second), p, "Warning", "Failed", "Error: ErrImagePull")
-			podEvent(t.Add(20*time.Second), p, "Normal", "BackOff", fmt.Sprintf("Back-off pulling image %q", image))
-			podEvent(t.Add(20*time.Second), p, "Warning", "Failed", "Error: ImagePullBackOff")
-		})
-	case "oom", "env":
-		rollout()
-		p := w.rollout.pods[0]
-		created(p)
-		podEvent(p.started.Add(3*time.Second), p, "Normal", "Pulled", fmt.Sprintf("Container image %q already present on machine", s.image))
-		podEvent(p.started.Add(4*time.Second), p, "Normal", "Created", "Created container "+s.name)
-		podEvent(p.started.Add(5*time.Second), p, "Normal", "Started", "Started container "+s.name)
-		if f.kind == "oom" {
-			every(p.started.Add(50*time.Second), 90*time.Second, func(t time.Time) {
-				out = append(out, event{at: t, kind: "Node", name: p.node, typ: "Warning", reason: "OOMKilling",
-					note: fmt.Sprintf("Memory cgroup out of memory: Killed process %d (%s) total-vm:1214516kB, anon-rss:49012kB", 3000+w.rng.IntN(9000), s.name), reporter: "kernel-monitor"})
-				podEvent(t.Add(15*time.Second), p, "Warning", "BackOff", fmt.Sprintf("Back-off restarting failed container %s in pod %s_%s(%s)", s.name, p.name, appNamespace, p.uid))
-			})
-		}
-	case "quota":
-		rollout()
-		every(w.faultAt.Add(3*time.Second), 60*time.Second, func(t time.Time) {
-			out = append(out, event{at: t, kind: "ReplicaSet", namespace: appNamespace, name: newRS, typ: "Warning", reason: "FailedCreate",
-				note: fmt.Sprintf("Error creating: pods %q is forbidden: exceeded quota: %s, requested: limits.memory=300Mi, used: limits.memory=5400Mi, limited: limits.memory=5400Mi",
-					newRS+"-"+w.suffix(5), f.rootName()), reporter: "replicaset-controller"})
-		})
-	case "partition":
-		name := f.rootName()
-		out = append(out, event{at: w.faultAt, kind: "Schedule", namespace: chaosNamespace, name: name, typ: "Normal", reason: "Spawned",
-			note: "Create new object: " + name, reporter: "schedule-cron"})
-		for i, side := range []string{f.caller, f.victim} {
-			for _, p := range w.byName[side].pods {
-				out = append(out, event{at: w.faultAt.Add(time.Duration(i+1) * time.Second), kind: "NetworkChaos", namespace: chaosNamespace, name: name,
-					typ: "Normal", reason: "Applied", note: fmt.Sprintf("Successfully apply chaos for %s/%s", appNamespace, p.name), reporter: "records"})
-			}
-		}
-	case "hpa":
-		out = append(out, event{at: w.faultAt.Add(15 * time.Second), kind: "HorizontalPodAutoscaler", namespace: appNamespace, name: s.name, typ: "Normal",
-			reason: "SuccessfulRescale", note: "New size: 1; reason: Current number of replicas above Spec.MaxReplicas", reporter: "horizontal-pod-autoscaler"},
-			event{at: w.faultAt.Add(16 * time.Second), kind: "Deployment", namespace: appNamespace, name: s.name, typ: "Normal", reason: "ScalingReplicaSet",
-				note: fmt.Sprintf("Scaled down replica set %s-%s from 3 to 1", s.name, s.rsHash), reporter: "deployment-controller"})
-		for _, p := range s.pods[1:] {
-			podEvent(w.faultAt.Add(17*time.Second), p, "Normal", "Killing", "Stopping container "+s.name)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
 	return out
 }
 
-// eventBody is the Body column of an events row: the watch event of an events.k8s.io/v1 Event.
-func (w *world) eventBody(e event, seq int) obj {
-	name := fmt.Sprintf("%s.%x", e.name, e.at.UnixNano()+int64(seq))
-	regarding := obj{"apiVersion": "v1", "kind": e.kind, "name": e.name, "uid": w.uidFor("meta/" + e.namespace + "/" + e.name)}
+// rolloutEvents are the controllers' events when a Deployment moves to revision r.
+func (w *world) rolloutEvents(s *service, r *revision) []event {
+	prev := s.revisions[0]
+	for _, q := range s.revisions {
+		if q == r {
+			break
+		}
+		prev = q
+	}
+	at := r.at
+	out := []event{{at: at, kind: "Deployment", apiVersion: "apps/v1", namespace: s.namespace, name: s.name, typ: "Normal", reason: "ScalingReplicaSet",
+		note: fmt.Sprintf("Scaled up replica set %s-%s from 0 to %d", s.name, r.hash, max(1, s.replicas)), reporter: "deployment-controller"}}
+	for _, p := range r.pods {
+		out = append(out,
+			event{at: p.started.Add(-time.Second), kind: "ReplicaSet", apiVersion: "apps/v1", namespace: s.namespace, name: s.name + "-" + r.hash,
+				typ: "Normal", reason: "SuccessfulCreate", note: "Created pod: " + p.name, reporter: "replicaset-controller"},
+			event{at: p.started, kind: "Pod", namespace: s.namespace, name: p.name, typ: "Normal", reason: "Scheduled",
+				note: fmt.Sprintf("Successfully assigned %s/%s to %s", s.namespace, p.name, p.node), reporter: "default-scheduler"})
+	}
+	for _, p := range prev.pods {
+		if p.hash == r.hash {
+			continue
+		}
+		out = append(out, event{at: at.Add(3 * time.Second), kind: "Pod", namespace: s.namespace, name: p.name, typ: "Normal", reason: "Killing",
+			note: "Stopping container " + s.name, reporter: "kubelet"},
+			event{at: at.Add(2 * time.Second), kind: "ReplicaSet", apiVersion: "apps/v1", namespace: s.namespace, name: s.name + "-" + prev.hash,
+				typ: "Normal", reason: "SuccessfulDelete", note: "Deleted pod: " + p.name, reporter: "replicaset-controller"})
+	}
+	if len(prev.pods) > 0 && prev.hash != r.hash {
+		out = append(out, event{at: at.Add(2 * time.Second), kind: "Deployment", apiVersion: "apps/v1", namespace: s.namespace, name: s.name, typ: "Normal",
+			reason: "ScalingReplicaSet", note: fmt.Sprintf("Scaled down replica set %s-%s from %d to 0", s.name, prev.hash, len(prev.pods)), reporter: "deployment-controller"})
+	}
+	return out
+}
+
+// startEvents are the kubelet's events for a pod whose container starts normally.
+func startEvents(s *service, p pod, image string) []event {
+	at := p.started.Add(2 * time.Second)
+	ev := func(d time.Duration, reason, note string) event {
+		return event{at: at.Add(d), kind: "Pod", namespace: s.namespace, name: p.name, typ: "Normal", reason: reason, note: note, reporter: "kubelet"}
+	}
+	return []event{ev(0, "Pulled", fmt.Sprintf("Container image %q already present on machine", image)),
+		ev(time.Second, "Created", "Created container: "+s.name), ev(time.Second+300*time.Millisecond, "Started", "Started container "+s.name)}
+}
+
+// allEvents gathers the noise's and the faults' events, in time order, inside the window.
+func (w *world) allEvents() []event {
+	out := w.noiseEvents()
+	for _, f := range w.faults {
+		out = append(out, f.events...)
+	}
+	kept := out[:0]
+	for _, e := range out {
+		if !e.at.Before(w.start) && e.at.Before(w.end) {
+			kept = append(kept, e)
+		}
+	}
+	sort.SliceStable(kept, func(i, j int) bool { return kept[i].at.Before(kept[j].at) })
+	return kept
+}
+
+// writeEvents writes every event twice, as the collector records it: once as an
+// events.k8s.io/v1 Event (regarding, note), once as a core v1 Event (involvedObject,
+// message), 30 ns apart.
+func (w *world) writeEvents(dir string) error {
+	return writeTable(filepath.Join(dir, "k8s_events_raw.tsv"), snapshot.Events, func(out *snapshot.TSVWriter) error {
+		for _, e := range w.allEvents() {
+			ns := e.namespace
+			if ns == "" {
+				ns = "default"
+			}
+			first := e.first
+			if first.IsZero() {
+				first = e.at
+			}
+			name := fmt.Sprintf("%s.%016x", e.name, first.UnixNano()&0x7fffffffffffffff)
+			for i, body := range w.eventBodies(e, ns, name) {
+				if err := k8sRow(out, e.at.Add(time.Duration(i*30)*time.Nanosecond), ns, name, "events", body); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// eventBodies are the two watch events of one Event.
+func (w *world) eventBodies(e event, ns, name string) [2]obj {
+	count := max(e.count, 1)
+	first := e.first
+	if first.IsZero() {
+		first = e.at
+	}
+	apiVersion := e.apiVersion
+	if apiVersion == "" {
+		apiVersion = "v1"
+	}
+	regarding := obj{"apiVersion": apiVersion, "kind": e.kind, "name": e.name, "uid": w.uidFor(e.kind, e.namespace, e.name),
+		"resourceVersion": fmt.Sprint(w.rv.base + int64(len(e.name))*911)}
 	if e.namespace != "" {
 		regarding["namespace"] = e.namespace
 	}
-	ns := e.namespace
-	if ns == "" {
-		ns = "default"
+	managed := []any{obj{"apiVersion": "v1", "fieldsType": "FieldsV1", "manager": e.reporter, "operation": "Update", "time": ts(e.at),
+		"fieldsV1": obj{"f:count": obj{}, "f:firstTimestamp": obj{}, "f:involvedObject": obj{}, "f:lastTimestamp": obj{}, "f:message": obj{},
+			"f:reason": obj{}, "f:reportingComponent": obj{}, "f:source": obj{"f:component": obj{}}, "f:type": obj{}}}}
+	metadata := obj{"name": name, "namespace": ns, "creationTimestamp": ts(first), "uid": w.uidFor("Event", ns, name),
+		"resourceVersion": fmt.Sprint(w.rv.bump()), "managedFields": managed}
+	typ := "ADDED"
+	if count > 1 {
+		typ = "MODIFIED"
 	}
-	return obj{"type": "ADDED", "object": obj{
-		"apiVersion": "events.k8s.io/v1", "kind": "Event", "eventTime": nil,
-		"metadata": obj{"name": name, "namespace": ns, "creationTimestamp": ts(e.at), "uid": w.uid()},
-		"reason":   e.reason, "note": e.note, "type": e.typ, "regarding": regarding,
-		"reportingController": e.reporter, "deprecatedCount": 1,
-		"deprecatedFirstTimestamp": ts(e.at), "deprecatedLastTimestamp": ts(e.at),
-		"deprecatedSource": obj{"component": e.reporter},
-	}}
+	modern := obj{"apiVersion": "events.k8s.io/v1", "kind": "Event", "eventTime": nil, "metadata": metadata,
+		"reason": e.reason, "note": e.note, "type": e.typ, "regarding": regarding, "reportingController": e.reporter,
+		"deprecatedCount": count, "deprecatedFirstTimestamp": ts(first), "deprecatedLastTimestamp": ts(e.at),
+		"deprecatedSource": obj{"component": e.reporter}}
+	core := obj{"apiVersion": "v1", "kind": "Event", "eventTime": nil, "metadata": metadata, "reason": e.reason, "message": e.note,
+		"type": e.typ, "involvedObject": regarding, "reportingComponent": e.reporter, "reportingInstance": "", "count": count,
+		"firstTimestamp": ts(first), "lastTimestamp": ts(e.at), "source": obj{"component": e.reporter}}
+	return [2]obj{{"type": typ, "object": modern}, {"type": typ, "object": core}}
 }

@@ -13,37 +13,51 @@ import (
 
 // Options choose what Generate makes.
 type Options struct {
-	Fault string // one of Faults
+	Fault string // one of Faults, two joined by "+", or "" for the seed's pick from the real mix
 	Seed  uint64
 	Large bool // hundreds of MB of TSV, for benchmarks
 }
 
 // Result describes a generated task.
 type Result struct {
-	Dir       string
-	Fault     string
-	Victim    string
-	RootCause string // the root-cause entity, namespace/Kind/name
+	Dir        string
+	Fault      string   // the kinds injected, joined by "+"
+	Victims    []string // the first service each fault strikes
+	RootCauses []string // the root-cause entities, namespace/Kind/name
 }
 
 // Generate writes a complete task folder at dir (which must not exist or be empty): the
 // snapshot files in the real formats and ground_truth.yaml.
 func Generate(dir string, opts Options) (*Result, error) {
-	w := newWorld(opts.Seed, opts.Large)
-	if err := w.pickFault(opts.Fault); err != nil {
+	spec := opts.Fault
+	if spec == "" {
+		spec = KindForSeed(opts.Seed)
+	}
+	kinds, err := ParseFault(spec)
+	if err != nil {
 		return nil, err
 	}
-	w.prepareRollout()
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("%s is not empty", dir)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "alerts"), 0o755); err != nil {
-		return nil, err
+	w := newWorld(opts.Seed, opts.Large)
+	res := &Result{Dir: dir, Fault: spec}
+	var taken []string
+	for _, kind := range kinds {
+		f := w.inject(kind, taken)
+		w.faults = append(w.faults, f)
+		taken = append(taken, f.victim)
+		taken = append(taken, w.upstream(f.victim)...)
+		res.Victims = append(res.Victims, f.victim)
+		res.RootCauses = append(res.RootCauses, f.rootEntity())
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "metrics"), 0o755); err != nil {
-		return nil, err
+	w.prepareNoise()
+	for _, sub := range []string{"alerts", "metrics"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return nil, err
+		}
 	}
-	steps := []func(string) error{w.writeObjects, w.writeEvents, w.writeAlerts, w.writeTelemetry}
+	steps := []func(string) error{w.writeTelemetry, w.writeObjects, w.writeEvents, w.writeAlerts}
 	for _, step := range steps {
 		if err := step(dir); err != nil {
 			return nil, fmt.Errorf("generate %s: %w", dir, err)
@@ -52,11 +66,7 @@ func Generate(dir string, opts Options) (*Result, error) {
 	if err := os.WriteFile(filepath.Join(dir, snapshot.GroundTruthFile), []byte(w.groundTruth()), 0o644); err != nil {
 		return nil, err
 	}
-	ns := appNamespace
-	if w.fault.kind == "partition" {
-		ns = chaosNamespace
-	}
-	return &Result{Dir: dir, Fault: w.fault.kind, Victim: w.fault.victim, RootCause: ns + "/" + rootKinds[w.fault.kind] + "/" + w.fault.rootName()}, nil
+	return res, nil
 }
 
 // writeTable creates a TSV file with its header and lets fill write the rows.
@@ -92,90 +102,19 @@ func k8sRow(out *snapshot.TSVWriter, t time.Time, namespace, name, resource stri
 		fmt.Sprintf("{'event.domain': 'k8s', 'event.name': '%s', 'k8s.resource.name': '%s'}", name, resource), "")
 }
 
-// writeObjects writes a full dump of the cluster every 5 minutes.
-func (w *world) writeObjects(dir string) error {
-	return writeTable(filepath.Join(dir, "k8s_objects_raw.tsv"), snapshot.Objects, func(out *snapshot.TSVWriter) error {
-		for t := w.start; t.Before(w.end); t = t.Add(5 * time.Minute) {
-			for i, o := range w.objectsAt(t) {
-				m := o["metadata"].(obj)
-				ns, _ := m["namespace"].(string)
-				kind := o["kind"].(string)
-				if err := k8sRow(out, t.Add(time.Duration(i)*time.Millisecond), ns, m["name"].(string), resourceName(kind), o); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-}
-
-// resourceName is the API resource of a kind (Pod -> pods).
-func resourceName(kind string) string {
-	switch kind {
-	case "NetworkPolicy":
-		return "networkpolicies"
-	case "NetworkChaos":
-		return "networkchaos"
-	case "Endpoints":
-		return "endpoints"
-	}
-	return lower(kind) + "s"
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
-func (w *world) writeEvents(dir string) error {
-	return writeTable(filepath.Join(dir, "k8s_events_raw.tsv"), snapshot.Events, func(out *snapshot.TSVWriter) error {
-		for i, e := range w.events() {
-			ns := e.namespace
-			if ns == "" {
-				ns = "default"
-			}
-			if err := k8sRow(out, e.at, ns, e.name, "events", w.eventBody(e, i)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// writeAlerts writes the firing alerts once a minute, named as the recorder names them.
-func (w *world) writeAlerts(dir string) error {
-	for t := w.start.Add(time.Minute); t.Before(w.end); t = t.Add(time.Minute) {
-		at := t.Add(time.Duration(w.rng.IntN(999999)) * time.Microsecond)
-		name := "alerts_at_" + at.Format("2006-01-02T15-04-05.000000") + ".json"
-		body, err := json.MarshalIndent(w.alertsAt(t), "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, "alerts", name), body, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // writeTelemetry writes traces and logs, then the metrics that count them.
-func (w *world) writeTelemetry(dir string) error {
+func (w *world) writeTelemetry(dir string) (err error) {
 	traces, err := os.Create(filepath.Join(dir, "otel_traces_raw.tsv"))
 	if err != nil {
 		return err
 	}
-	defer traces.Close()
+	defer func() { err = errors.Join(err, traces.Close()) }()
 	logs, err := os.Create(filepath.Join(dir, "otel_logs_raw.tsv"))
 	if err != nil {
 		return err
 	}
-	defer logs.Close()
-	tm := &telemetry{w: w, traces: snapshot.NewTSVWriter(traces), logs: snapshot.NewTSVWriter(logs), counts: map[string]map[int64]*minuteCounts{}}
+	defer func() { err = errors.Join(err, logs.Close()) }()
+	tm := &telemetry{w: w, traces: snapshot.NewTSVWriter(traces), logs: snapshot.NewTSVWriter(logs)}
 	if err := tm.traces.Write(snapshot.Columns[snapshot.Traces]...); err != nil {
 		return err
 	}
@@ -185,18 +124,27 @@ func (w *world) writeTelemetry(dir string) error {
 	if err := tm.run(); err != nil {
 		return err
 	}
-	if err := errors.Join(tm.traces.Flush(), tm.logs.Flush(), traces.Close(), logs.Close()); err != nil {
+	if err := errors.Join(tm.traces.Flush(), tm.logs.Flush()); err != nil {
 		return err
 	}
-	for _, s := range w.services {
+	for _, s := range w.metricServices() {
+		if len(w.counts[s.name]) == 0 {
+			continue // no span, no series: Prometheus has nothing to give
+		}
 		if err := writeTable(filepath.Join(dir, "metrics", "service_"+s.name+"_raw.tsv"), snapshot.ServiceMetrics, func(out *snapshot.TSVWriter) error {
-			return tm.writeServiceMetrics(out, s)
+			return w.writeServiceMetrics(out, s)
 		}); err != nil {
 			return err
 		}
-		pods := append([]pod(nil), s.pods...)
-		pods = append(pods, w.rolloutPodsOf(s)...)
-		for _, p := range pods {
+	}
+	for _, s := range w.services {
+		if s.namespace != appNamespace {
+			continue
+		}
+		for _, p := range w.podsEver(s) {
+			if !w.scraped(s, p) {
+				continue
+			}
 			if err := writeTable(filepath.Join(dir, "metrics", "pod_"+p.name+"_raw.tsv"), snapshot.PodMetrics, func(out *snapshot.TSVWriter) error {
 				return w.writePodMetrics(out, s, p)
 			}); err != nil {
@@ -205,12 +153,4 @@ func (w *world) writeTelemetry(dir string) error {
 		}
 	}
 	return nil
-}
-
-// rolloutPodsOf lists the pods a fault's rollout created for s.
-func (w *world) rolloutPodsOf(s *service) []pod {
-	if s.name != w.fault.victim {
-		return nil
-	}
-	return w.rollout.pods
 }

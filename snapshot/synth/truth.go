@@ -7,148 +7,230 @@ import (
 	"time"
 )
 
-// alertsAt is the set of firing alerts at t: the Watchdog always, the fault's alerts once it
-// has shown for two minutes.
-func (w *world) alertsAt(t time.Time) []obj {
-	watchdog := obj{"labels": obj{"alertname": "Watchdog", "severity": "none"}, "state": "firing",
-		"annotations": obj{"description": "This is an alert meant to ensure that the entire alerting pipeline is functional."},
-		"activeAt":    w.start.Add(-time.Hour).Format(time.RFC3339Nano), "value": "1e+00"}
-	out := []obj{watchdog}
-	f := w.fault
-	since := f.visibleAt(w).Add(2 * time.Minute)
-	if t.Before(since) {
-		return out
+// chain is the path a fault's effect travels: the first service that suffers, then each
+// caller on the way to the edge.
+func (w *world) chain(f *fault) []string {
+	first := f.victim
+	for _, e := range f.effects {
+		if e.callers != nil {
+			first = e.callers[0] // only this caller notices
+		}
 	}
-	active := since.Format(time.RFC3339Nano)
-	for _, svc := range w.erroringServices() {
-		out = append(out, obj{"labels": obj{"alertname": "RequestErrorRate", "namespace": appNamespace, "service_name": svc, "severity": "warning"},
-			"annotations": obj{"description": fmt.Sprintf("Request error rate in service %s in namespace %s is above 0 (current: %.3f)", svc, appNamespace, 0.2+w.rng.Float64()*0.6)},
-			"state":       "firing", "activeAt": active, "value": fmt.Sprintf("%.3e", 0.2+w.rng.Float64()*0.6)})
+	if w.byName[first].calls == nil && !w.byName[first].traced || first == "kafka" || first == "valkey-cart" {
+		// an untraced store: its first traced caller is what shows
+		if c := w.callers(first); len(c) > 0 {
+			return append([]string{first}, w.pathToEdge(c[0])...)
+		}
 	}
-	kube := func(name string, labels obj, description string) {
-		labels["alertname"], labels["namespace"], labels["severity"] = name, appNamespace, "warning"
-		out = append(out, obj{"labels": labels, "annotations": obj{"description": description}, "state": "firing", "activeAt": active, "value": "1e+00"})
-	}
-	switch f.kind {
-	case "bad-image":
-		p := w.rollout.pods[0]
-		kube("KubePodNotReady", obj{"pod": p.name}, fmt.Sprintf("Pod %s/%s has been in a non-ready state for longer than 15 minutes.", appNamespace, p.name))
-	case "oom":
-		p := w.rollout.pods[0]
-		kube("KubePodCrashLooping", obj{"pod": p.name, "container": f.victim}, fmt.Sprintf("Pod %s/%s (%s) is in waiting state (reason: \"CrashLoopBackOff\").", appNamespace, p.name, f.victim))
-	case "quota":
-		kube("KubeQuotaFullyUsed", obj{"resourcequota": f.rootName(), "resource": "limits.memory"}, fmt.Sprintf("Namespace %s is using 100%% of its limits.memory quota.", appNamespace))
-		kube("KubeDeploymentReplicasMismatch", obj{"deployment": f.victim}, fmt.Sprintf("Deployment %s/%s has not matched the expected number of replicas for longer than 15 minutes.", appNamespace, f.victim))
-	case "hpa":
-		kube("KubeHpaMaxedOut", obj{"horizontalpodautoscaler": f.victim}, fmt.Sprintf("HPA %s/%s has been running at max replicas for longer than 15 minutes.", appNamespace, f.victim))
-	}
-	return out
-}
-
-// erroringServices are the services whose own spans report errors: those upstream of the
-// victim, and the victim itself when it still answers.
-func (w *world) erroringServices() []string {
-	f := w.fault
-	out := append([]string(nil), f.affected...)
-	if f.kind == "flag" || f.kind == "env" || f.kind == "hpa" {
+	out := w.pathToEdge(first)
+	if first != f.victim {
 		out = append([]string{f.victim}, out...)
 	}
 	return out
 }
 
-// groundTruth writes the answer key in the real flat schema: groups with the root cause,
-// aliases, the fault, the alerts and the propagations.
-func (w *world) groundTruth() string {
-	f := w.fault
-	var b strings.Builder
-	group := func(id, kind, namespace, filter, name string, root bool) {
-		fmt.Fprintf(&b, "  - id: %s\n    kind: %s\n", id, kind)
-		if namespace != "" {
-			fmt.Fprintf(&b, "    namespace: %s\n", namespace)
+// pathToEdge is name and the nearest callers up to the edge proxy.
+func (w *world) pathToEdge(name string) []string {
+	parent := map[string]string{}
+	queue := []string{name}
+	seen := map[string]bool{name: true}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur == "frontend-proxy" {
+			break
 		}
-		if filter != "" {
-			fmt.Fprintf(&b, "    filter:\n      - %s\n", quoteYAML(filter))
-		}
-		if name != "" {
-			fmt.Fprintf(&b, "    name: %s\n", name)
-		}
-		if root {
-			b.WriteString("    root_cause: true\n")
-		}
-	}
-	rootID := map[string]string{
-		"netpol": f.victim + "-network-policy-1", "bad-image": f.victim + "-deployment-1", "oom": f.victim + "-deployment-1",
-		"env": f.victim + "-deployment-1", "flag": "flagd-config-1", "quota": "otel-demo-memory-quota-1",
-		"partition": f.rootName() + "-1", "hpa": f.victim + "-horizontal-pod-autoscaler-1",
-	}[f.kind]
-	victimService, victimPod := f.victim+"-service-1", f.victim+"-pod-1"
-	var aliases [][]string
-	b.WriteString("---\n# Generated by aa-grade tasks synth: fault " + f.kind + " (" + FaultDescriptions[f.kind] + ").\ngroups:\n")
-	switch f.kind {
-	case "netpol":
-		group(rootID, "NetworkPolicy", appNamespace, f.victim+"-deny-.*", "", true)
-	case "bad-image", "oom", "env":
-		// A Pod of the Deployment matches too, by the grader's workload equivalence.
-		group(rootID, "Deployment", appNamespace, f.victim+`\b`, "", true)
-	case "flag":
-		group(rootID, "ConfigMap", appNamespace, "", "flagd-config", true)
-	case "quota":
-		group(rootID, "ResourceQuota", appNamespace, "", f.rootName(), true)
-		group("otel-demo-namespace-1", "Namespace", "", "", appNamespace, false)
-		aliases = append(aliases, []string{rootID, "otel-demo-namespace-1"})
-	case "partition":
-		group(rootID, "NetworkChaos", chaosNamespace, ".*"+f.caller+"-"+f.victim+"-partition", "", true)
-		group(f.rootName(), "Schedule", chaosNamespace, ".*"+f.caller+"-"+f.victim+"-partition", "", false)
-		aliases = append(aliases, []string{rootID, f.rootName()})
-	case "hpa":
-		group(rootID, "HorizontalPodAutoscaler", appNamespace, f.victim+`\b`, "", true)
-	}
-	group(victimService, "Service", appNamespace, f.victim+`\b`, "", false)
-	group(victimPod, "Pod", appNamespace, f.victim+"-.*", "", false)
-	aliases = append(aliases, []string{victimService, victimPod})
-	for _, svc := range f.affected {
-		group(svc+"-service-1", "Service", appNamespace, svc+`\b`, "", false)
-	}
-	b.WriteString("aliases:\n")
-	for _, set := range mergeAliases(aliases) {
-		b.WriteString("  -")
-		for i, id := range set {
-			if i == 0 {
-				fmt.Fprintf(&b, " - %s\n", id)
-			} else {
-				fmt.Fprintf(&b, "    - %s\n", id)
+		callers := w.callers(cur)
+		sort := slices.Clone(callers)
+		slices.Sort(sort)
+		for _, c := range sort {
+			if !seen[c] && c != "load-generator" {
+				seen[c], parent[c] = true, cur
+				queue = append(queue, c)
 			}
 		}
 	}
-	fmt.Fprintf(&b, "fault:\n  - category: Change\n    condition: %s\n    entity:\n      group_id: %s\n      kind: %s\n      name: %s\n    fault_mechanism: %s\n",
-		quoteYAML(FaultDescriptions[f.kind]), rootID, rootKinds[f.kind], f.rootName(), f.kind)
-	b.WriteString("alerts:\n")
-	for _, svc := range w.erroringServices() {
-		fmt.Fprintf(&b, "  - id: RequestErrorRate\n    group_id: %s-service-1\n    metadata:\n      description: Request error rate of %s is above 0\n", svc, svc)
-	}
-	b.WriteString("propagations:\n")
-	edge := func(source, target, effect string) {
-		fmt.Fprintf(&b, "  - source: %s\n    target: %s\n    condition: %s\n    effect: %s\n", source, target, quoteYAML(f.symptom()), effect)
-	}
-	edge(rootID, victimService, f.victim+" fails")
-	reached := []string{f.victim}
-	for _, hop := range f.affected {
-		// The service hop calls that failed first is where its errors come from.
-		for _, down := range reached {
-			if slices.Contains(w.byName[hop].calls, down) {
-				edge(down+"-service-1", hop+"-service-1", hop+" returns errors")
-				break
-			}
+	var out []string
+	for cur := "frontend-proxy"; cur != ""; cur = parent[cur] {
+		out = append([]string{cur}, out...)
+		if cur == name {
+			break
 		}
-		reached = append(reached, hop)
 	}
-	return b.String()
+	if len(out) == 0 || out[0] != name {
+		return []string{name}
+	}
+	return out
 }
 
-// rootKinds is the kind of each fault's root-cause object.
-var rootKinds = map[string]string{
-	"netpol": "NetworkPolicy", "bad-image": "Deployment", "oom": "Deployment", "env": "Deployment",
-	"flag": "ConfigMap", "quota": "ResourceQuota", "partition": "NetworkChaos", "hpa": "HorizontalPodAutoscaler",
+// yamlWriter writes the ground truth as PyYAML's safe_dump does: keys sorted, two-space
+// indent, block lists under their key.
+type yamlWriter struct{ b strings.Builder }
+
+func (y *yamlWriter) line(indent int, format string, args ...any) {
+	y.b.WriteString(strings.Repeat(" ", indent))
+	fmt.Fprintf(&y.b, format, args...)
+	y.b.WriteByte('\n')
+}
+
+// scalar quotes a string when YAML would read it as something else.
+func scalar(s string) string {
+	plain := s != "" && !strings.ContainsAny(s, ":#{}[]&*!|>'\"%@`,\\\n") && !strings.HasPrefix(s, "-") && !strings.HasPrefix(s, " ") &&
+		!strings.HasSuffix(s, " ") && !slices.Contains([]string{"true", "false", "yes", "no", "null", "on", "off", "~"}, strings.ToLower(s))
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// groundTruth writes the answer key in the real flat schema.
+func (w *world) groundTruth() string {
+	var groups []gtGroup
+	add := func(g gtGroup) {
+		if !slices.ContainsFunc(groups, func(h gtGroup) bool { return h.id == g.id }) {
+			groups = append(groups, g)
+		}
+	}
+	var aliases [][]string
+	type edge struct{ source, target, condition, effect string }
+	var edges []edge
+	type gtAlert struct{ group, description string }
+	var alerts []gtAlert
+	fired := w.firedServices()
+	for _, f := range w.faults {
+		for _, g := range f.groups {
+			add(g)
+		}
+		var set []string
+		for _, g := range f.groups {
+			if g.kind != "Service" && g.kind != "Pod" && g.kind != "Deployment" || g.root {
+				set = append(set, g.id)
+			}
+		}
+		if len(set) > 1 {
+			aliases = append(aliases, set)
+		}
+		root := f.groups[0].id
+		chain := w.chain(f)
+		prev := root
+		for i, svc := range chain {
+			id := svc + "-service-1"
+			add(gtGroup{id: id, kind: "Service", namespace: appNamespace, filter: []string{svc + `\b`}})
+			if i == 0 || w.rng.IntN(2) == 0 {
+				add(gtGroup{id: svc + "-pod-1", kind: "Pod", namespace: appNamespace, filter: []string{svc + "-.*"}})
+				aliases = append(aliases, []string{id, svc + "-pod-1"})
+			}
+			cond := f.condition
+			if i > 0 {
+				cond = fmt.Sprintf("%s receives errors or slow answers from %s", svc, chain[i-1])
+			}
+			edges = append(edges, edge{prev, id, cond, fmt.Sprintf("%s requests fail or slow down", svc)})
+			if fired[svc] {
+				alerts = append(alerts, gtAlert{id, fmt.Sprintf("Request error rate of %s is above 0", svc)})
+			}
+			prev = id
+		}
+	}
+	var y yamlWriter
+	y.line(0, "---")
+	y.line(0, "alerts:")
+	if len(alerts) == 0 {
+		y.b.Reset()
+		y.line(0, "---")
+		y.line(0, "alerts: []")
+	}
+	for _, a := range alerts {
+		y.line(2, "- group_id: %s", a.group)
+		y.line(4, "id: RequestErrorRate")
+		y.line(4, "metadata:")
+		y.line(6, "description: %s", scalar(a.description))
+	}
+	y.line(0, "aliases:")
+	for _, set := range mergeAliases(aliases) {
+		for i, id := range set {
+			if i == 0 {
+				y.line(2, "- - %s", id)
+			} else {
+				y.line(4, "- %s", id)
+			}
+		}
+	}
+	y.line(0, "fault:")
+	for _, f := range w.faults {
+		y.line(2, "- category: %s", map[bool]string{true: "Configuration Setting", false: "Change"}[f.flag != nil])
+		if f.flag != nil {
+			y.line(4, "changed:")
+			y.line(6, `element: data.demo\.flagd\.json`)
+			y.line(6, "from: %s", scalar(fmt.Sprintf(`"%s": {"defaultVariant": "%s"}`, f.flag.name, "off")))
+			y.line(6, "to: %s", scalar(fmt.Sprintf(`"%s": {"defaultVariant": "%s"}`, f.flag.name, "on")))
+		}
+		y.line(4, "condition: %s", scalar(f.condition))
+		y.line(4, "entity:")
+		y.line(6, "group_id: %s", f.groups[0].id)
+		y.line(6, "kind: %s", f.groups[0].kind)
+		y.line(6, "name: %s", f.groups[0].id)
+		y.line(4, "fault_mechanism: %s", scalar(f.mechanism))
+	}
+	y.line(0, "groups:")
+	for _, g := range groups {
+		first := true
+		item := func(format string, args ...any) {
+			if first {
+				y.line(2, "- "+format, args...)
+				first = false
+			} else {
+				y.line(4, format, args...)
+			}
+		}
+		if g.filter != nil {
+			item("filter:")
+			for _, f := range g.filter {
+				y.line(6, "- %s", scalar(f))
+			}
+		}
+		item("id: %s", g.id)
+		item("kind: %s", g.kind)
+		if g.name != "" {
+			item("name: %s", g.name)
+		}
+		if g.namespace != "" {
+			item("namespace: %s", g.namespace)
+		}
+		if g.root {
+			item("root_cause: true")
+		}
+	}
+	y.line(0, "metadata:")
+	y.line(2, "version: v1")
+	y.line(0, "propagations:")
+	for _, e := range edges {
+		y.line(2, "- condition: %s", scalar(e.condition))
+		y.line(4, "effect: %s", scalar(e.effect))
+		y.line(4, "source: %s", e.source)
+		y.line(4, "target: %s", e.target)
+	}
+	y.line(0, "recommended_actions:")
+	for _, f := range w.faults {
+		for _, a := range f.actions {
+			y.line(2, "- solution:")
+			y.line(6, "actions:")
+			y.line(8, "- %s", scalar(a))
+			y.line(6, "id: %s", scalar(a))
+		}
+	}
+	return y.b.String()
+}
+
+// firedServices are the services that had a RequestErrorRate alert after a fault began.
+func (w *world) firedServices() map[string]bool {
+	out := map[string]bool{}
+	first := w.faults[0].at
+	for t := first.Add(time.Minute); t.Before(w.end); t = t.Add(time.Minute) {
+		for _, a := range w.requestErrorAlerts(t) {
+			out[a.labels["service_name"]] = true
+		}
+	}
+	return out
 }
 
 // mergeAliases joins alias lists that share an id, keeping first-seen order.
@@ -157,9 +239,9 @@ func mergeAliases(sets [][]string) [][]string {
 	for _, set := range sets {
 		merged := false
 		for i := range out {
-			if sharesAny(out[i], set) {
+			if slices.ContainsFunc(set, func(id string) bool { return slices.Contains(out[i], id) }) {
 				for _, id := range set {
-					if !containsString(out[i], id) {
+					if !slices.Contains(out[i], id) {
 						out[i] = append(out[i], id)
 					}
 				}
@@ -168,29 +250,8 @@ func mergeAliases(sets [][]string) [][]string {
 			}
 		}
 		if !merged {
-			out = append(out, append([]string(nil), set...))
+			out = append(out, slices.Clone(set))
 		}
 	}
 	return out
 }
-
-func sharesAny(a, b []string) bool {
-	for _, x := range b {
-		if containsString(a, x) {
-			return true
-		}
-	}
-	return false
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// quoteYAML single-quotes a scalar for YAML.
-func quoteYAML(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

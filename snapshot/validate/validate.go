@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,6 +41,7 @@ type Finding struct {
 type Report struct {
 	Task     string    `json:"task"`
 	Findings []Finding `json:"findings"`
+	Stats    *Stats    `json:"stats,omitempty"` // with tasks validate --stats
 }
 
 // Errors counts the findings of level error.
@@ -68,9 +70,14 @@ const (
 	CodeTimeWindows   = "time-windows"    // alerts, events and traces do not overlap in time
 	CodeNoSnapshot    = "no-snapshot"     // the task has no snapshot folder
 	CodeReadSnapshot  = "read-snapshot"   // the snapshot folder cannot be listed
+	CodeSchema        = "schema"          // a table's columns differ from the real schema
+	CodeThinMetrics   = "thin-metrics"    // far fewer metrics files than real tasks have
 	maxMatchesListed  = 10
 	maxRowFindings    = 5
 	maxCopyCheckBytes = 4 << 20
+	// Real tasks have about 20 pod and 15 service metrics files; fewer than this many of
+	// either leaves an agent little to read.
+	minMetricsFiles   = 8
 	referenceRoot     = "/home/user"
 	referenceCategory = "sre"
 )
@@ -99,6 +106,7 @@ func Task(t data.Task) Report {
 		return v.report
 	}
 	v.files(snap)
+	v.schema(snap)
 	v.rows(snap)
 	if gt != nil {
 		v.solvable(gt, snap)
@@ -120,14 +128,19 @@ func (v *validation) add(level, code, file string, line int, format string, args
 // files checks that the required files are present.
 func (v *validation) files(snap *snapshot.Snapshot) {
 	have := map[string]bool{}
-	alerts, metrics := 0, 0
+	alerts, metrics, pods, services := 0, 0, 0, 0
 	for _, f := range snap.Files {
 		have[f.Path] = true
 		if f.Alert {
 			alerts++
 		}
-		if f.Table == snapshot.PodMetrics || f.Table == snapshot.ServiceMetrics {
+		switch f.Table {
+		case snapshot.PodMetrics:
 			metrics++
+			pods++
+		case snapshot.ServiceMetrics:
+			metrics++
+			services++
 		}
 	}
 	for _, f := range requiredFiles {
@@ -140,6 +153,35 @@ func (v *validation) files(snap *snapshot.Snapshot) {
 	}
 	if metrics == 0 {
 		v.add(Warning, CodeMissingFile, "metrics/", 0, "no metrics file (metrics/pod_*_raw.tsv, metrics/service_*_raw.tsv)")
+		return
+	}
+	if pods < minMetricsFiles || services < minMetricsFiles {
+		v.add(Warning, CodeThinMetrics, "metrics/", 0, "%d pod and %d service metrics files; real tasks have about 20 and 15", pods, services)
+	}
+}
+
+// schema checks each table's header against the real one: the same columns in the same
+// order (readers that go by position, as pandas users often do, read the wrong column).
+func (v *validation) schema(snap *snapshot.Snapshot) {
+	for _, path := range sortedKeys(snap.Tables) {
+		st := snap.Tables[path]
+		want := snapshot.Columns[st.Table]
+		if want == nil || st.Header == nil || slices.Equal(st.Header, want) {
+			continue
+		}
+		for i := range max(len(want), len(st.Header)) {
+			got, exp := "(none)", "(none)"
+			if i < len(st.Header) {
+				got = st.Header[i]
+			}
+			if i < len(want) {
+				exp = want[i]
+			}
+			if got != exp {
+				v.add(Error, CodeSchema, path, 1, "column %d is %s, the real schema has %s there (%d columns: %s)", i+1, got, exp, len(want), strings.Join(want, " "))
+				break
+			}
+		}
 	}
 }
 

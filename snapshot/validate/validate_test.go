@@ -94,7 +94,7 @@ func TestOneBrokenTaskPerFinding(t *testing.T) {
 			task.GroundTruth = []byte(strings.Replace(string(task.GroundTruth), "groups:\n", "groups:\n  - {id: any-hpa, kind: HorizontalPodAutoscaler, namespace: otel-demo, filter: ['*.*']}\n", 1))
 		}},
 		{"unsolvable", CodeUnsolvable, Error, snapshot.GroundTruthFile, "matches no object", func(t *testing.T, task *data.Task) {
-			task.GroundTruth = []byte(strings.ReplaceAll(string(task.GroundTruth), "-deny-.*", "-forbid-.*"))
+			task.GroundTruth = []byte(strings.ReplaceAll(string(task.GroundTruth), "kind: NetworkPolicy", "kind: PodChaos"))
 		}},
 		{"answer copied", CodeAnswerVisible, Error, "alerts/notes.txt", "copy of the ground truth", func(t *testing.T, task *data.Task) {
 			testfs.Write(t, filepath.Join(task.Dir, "alerts", "notes.txt"), "# notes\n"+string(task.GroundTruth))
@@ -115,6 +115,22 @@ func TestOneBrokenTaskPerFinding(t *testing.T) {
 			files, _ := filepath.Glob(filepath.Join(task.Dir, "alerts", "*.json"))
 			for _, f := range files {
 				os.Rename(f, filepath.Join(task.Dir, "alerts", strings.Replace(filepath.Base(f), "2025-", "2019-", 1)))
+			}
+		}},
+		{"swapped columns", CodeSchema, Error, "otel_traces_raw.tsv", "column 6 is SpanKind, the real schema has SpanName", func(t *testing.T, task *data.Task) {
+			path := filepath.Join(task.Dir, "otel_traces_raw.tsv")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testfs.Write(t, path, strings.Replace(string(b), "SpanName\tSpanKind", "SpanKind\tSpanName", 1))
+		}},
+		{"thin metrics", CodeThinMetrics, Warning, "metrics/", "2 pod and 2 service metrics files", func(t *testing.T, task *data.Task) {
+			for _, pattern := range []string{"pod_*", "service_*"} {
+				files, _ := filepath.Glob(filepath.Join(task.Dir, "metrics", pattern))
+				for _, f := range files[2:] {
+					os.Remove(f)
+				}
 			}
 		}},
 		{"no snapshot", CodeNoSnapshot, Error, "", "no snapshot folder", func(t *testing.T, task *data.Task) {

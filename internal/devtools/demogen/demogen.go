@@ -1,5 +1,5 @@
-// Package demogen builds the demo dataset embedded in the binary: one generated task per
-// fault kind, validated, packed in the Hub layout.
+// Package demogen builds the demo dataset embedded in the binary: generated tasks drawn from
+// the real benchmark's fault mix, validated, packed in the Hub layout.
 package demogen
 
 import (
@@ -14,8 +14,19 @@ import (
 	"github.com/aa-grade/aa-grade/snapshot/validate"
 )
 
-// Seeds fixes the demo: task Scenario-90N is fault synth.Faults[N-1] with seed Seeds[N-1].
-var Seeds = []uint64{11, 12, 13, 14, 15, 16, 17, 18}
+// Task is one demo task: the faults injected and the seed.
+type Task struct {
+	Fault string
+	Seed  uint64
+}
+
+// Tasks fixes the demo, Scenario-901 onwards: the real benchmark's mix in small (flagd
+// ConfigMaps, chaos-mesh experiments and a Schedule, Deployments, a Pod, the Namespace) and
+// one task with two independent root causes.
+var Tasks = []Task{
+	{"flag", 11}, {"network-chaos", 13}, {"schedule", 14}, {"stress-chaos", 15}, {"flag", 12}, {"pod-pending", 16},
+	{"quota", 17}, {"env", 18}, {"http-chaos", 19}, {"bad-image", 20}, {"jvm-chaos", 21}, {"flag+netpol", 22},
+}
 
 // Build writes the demo dataset, in the Hub layout, to out (which must not exist or be
 // empty). Every task must pass validation.
@@ -26,10 +37,10 @@ func Build(out string) error {
 	}
 	defer os.RemoveAll(work)
 	var tasks []data.Task
-	for i, fault := range synth.Faults {
+	for i, task := range Tasks {
 		id := fmt.Sprintf("Scenario-%d", 901+i)
 		dir := filepath.Join(work, id)
-		if _, err := synth.Generate(dir, synth.Options{Fault: fault, Seed: Seeds[i]}); err != nil {
+		if _, err := synth.Generate(dir, synth.Options{Fault: task.Fault, Seed: task.Seed}); err != nil {
 			return err
 		}
 		gt, err := os.ReadFile(filepath.Join(dir, snapshot.GroundTruthFile))
@@ -38,7 +49,7 @@ func Build(out string) error {
 		}
 		t := data.Task{ID: id, Dir: dir, GroundTruth: gt}
 		if r := validate.Task(t); r.Errors() > 0 {
-			return fmt.Errorf("demo task %s (%s) fails validation: %+v", id, fault, r.Findings)
+			return fmt.Errorf("demo task %s (%s) fails validation: %+v", id, task.Fault, r.Findings)
 		}
 		tasks = append(tasks, t)
 	}

@@ -32,7 +32,7 @@ func TestEmbeddedDemoMatchesGenerator(t *testing.T) {
 			t.Errorf("%s is embedded but no longer generated (run go generate ./data)", path)
 		}
 	}
-	if len(want) < 8*30 {
+	if len(want) < len(Tasks)*60 {
 		t.Fatalf("only %d files generated", len(want))
 	}
 }
