@@ -240,10 +240,9 @@ func TestAnthropicErrorsInsideA200(t *testing.T) {
 		anthropicReply(`[{"type":"text","text":"fine"}]`, 10))
 	m := newAnthropic(t, api)
 	var events []Event
-	m.Record = func(e Event) { events = append(events, e) }
 	m.Limit = newTestLimiter(t, Limits{MaxInFlight: 4})
 	req := Request{Messages: []Message{{Role: RoleUser, Content: "task"}}}
-	reply, err := m.Complete(context.Background(), req)
+	reply, err := m.Complete(recording(context.Background(), &events), req)
 	if err != nil || reply.Message.Content != "fine" || len(api.received) != 3 {
 		t.Fatalf("reply %+v, err %v, %d requests", reply.Message, err, len(api.received))
 	}

@@ -34,10 +34,6 @@ type Options struct {
 	// AttemptTimeout bounds one attempt, answer included (default 15 minutes: a model thinking
 	// at its highest effort can take minutes); an attempt that runs out is retried.
 	AttemptTimeout time.Duration
-	// Record, when set, gets every request and response, every retry and every change of the
-	// limiter's allowance of every call; a
-	// recorder in the call's context (WithRecorder) gets those of that call only.
-	Record func(Event)
 	// Limit, when set, paces the calls; one limiter is shared by every episode of a run.
 	Limit *Limiter
 }
@@ -268,19 +264,14 @@ func failure(apiErr *APIError) error {
 // providers quote part or all of a rejected key in their error message).
 func (o *Options) record(ctx context.Context, e Event) {
 	rec := recorderOf(ctx)
-	if o.Record == nil && rec == nil {
+	if rec == nil {
 		return
 	}
 	if key := o.secret(); key != "" {
 		e.Body = bytes.ReplaceAll(e.Body, []byte(key), []byte(redacted))
 	}
 	e.Error = o.scrub(e.Error)
-	if o.Record != nil {
-		o.Record(e)
-	}
-	if rec != nil {
-		rec(e)
-	}
+	rec(e)
 }
 
 // secret is the key as it may be echoed; keys too short to be told from ordinary text are

@@ -73,20 +73,34 @@ const toolAnswer = `{"id":"c1","choices":[{"index":0,"finish_reason":"tool_calls
  "usage":{"prompt_tokens":1200,"completion_tokens":80,"prompt_tokens_details":{"cached_tokens":1000},"completion_tokens_details":{"reasoning_tokens":50}}}`
 
 // testOptions starts f on 127.0.0.1 and returns options that reach it under /v1 with short
-// retry waits, and the events they record.
-func testOptions(t *testing.T, f *fakeChat) (Options, *[]Event) {
+// retry waits.
+func testOptions(t *testing.T, f *fakeChat) Options {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	var events []Event
 	return Options{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: testKey, MaxTokens: 4096, ReasoningEffort: "high",
-		Retry:  backoff.Policy{Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second},
-		Record: func(e Event) { events = append(events, e) }}, &events
+		Retry: backoff.Policy{Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second}}
 }
 
-func newChat(t *testing.T, f *fakeChat) (*OpenAIChat, *[]Event) {
-	opts, events := testOptions(t, f)
-	return &OpenAIChat{opts}, events
+// recording is ctx with a recorder that appends the call's wire events to events, as the
+// runner's recorder does.
+func recording(ctx context.Context, events *[]Event) context.Context {
+	return WithRecorder(ctx, func(e Event) { *events = append(*events, e) })
+}
+
+// recordedChat is a Chat Completions provider whose calls are recorded.
+type recordedChat struct {
+	*OpenAIChat
+	events *[]Event
+}
+
+func (r recordedChat) Complete(ctx context.Context, req Request) (Reply, error) {
+	return r.OpenAIChat.Complete(recording(ctx, r.events), req)
+}
+
+func newChat(t *testing.T, f *fakeChat) (recordedChat, *[]Event) {
+	var events []Event
+	return recordedChat{&OpenAIChat{testOptions(t, f)}, &events}, &events
 }
 
 var conversation = Request{

@@ -27,10 +27,20 @@ const responsesTextAnswer = `{"id":"resp_2","object":"response","status":"comple
  "output":[{"id":"msg_2","type":"message","role":"assistant","content":[{"type":"output_text","text":"The root cause is the flagd ConfigMap."}]}],
  "usage":{"input_tokens":900,"output_tokens":12}}`
 
-func newResponses(t *testing.T, f *fakeChat) (*OpenAIResponses, *[]Event) {
+// recordedResponses is a Responses API provider whose calls are recorded.
+type recordedResponses struct {
+	*OpenAIResponses
+	events *[]Event
+}
+
+func (r recordedResponses) Complete(ctx context.Context, req Request) (Reply, error) {
+	return r.OpenAIResponses.Complete(recording(ctx, r.events), req)
+}
+
+func newResponses(t *testing.T, f *fakeChat) (recordedResponses, *[]Event) {
 	f.path = "/v1/responses"
-	opts, events := testOptions(t, f)
-	return &OpenAIResponses{opts}, events
+	var events []Event
+	return recordedResponses{&OpenAIResponses{testOptions(t, f)}, &events}, &events
 }
 
 var responsesTools = []Tool{{Name: "code_exec", Description: "run", Parameters: json.RawMessage(`{"type":"object","properties":{"cmd":{"type":"string"}}}`)},
