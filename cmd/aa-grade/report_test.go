@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/internal/testsupport/cdp"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
@@ -99,7 +100,7 @@ func TestReportErrors(t *testing.T) {
 // none and records what was asked. A control page with an external image proves the proxy
 // sees such a request, and that the blank check fails on an empty page.
 func TestReportHTMLInChromium(t *testing.T) {
-	browser := chromium(t)
+	browser := cdp.Chromium(t)
 	dir := t.TempDir()
 	hostile := filepath.Join(dir, "hostile")
 	testfs.Write(t, filepath.Join(hostile, "run.json"),
@@ -144,21 +145,6 @@ func TestReportHTMLInChromium(t *testing.T) {
 // CSS url() and @import, stylesheets and scripts.
 func externalReferences(html string) []string {
 	return regexp.MustCompile(`(?i)<[a-z][^>]*\s(src|href|srcset|xlink:href|action|formaction|poster|data)\s*=[^>]*>|url\s*\(|@import|<link\b|<script\b|<iframe\b|<object\b|<embed\b`).FindAllString(html, -1)
-}
-
-// chromium finds the browser; without it the test skips, except under CI.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed (apt-get install chromium)")
-	}
-	t.Skip("chromium not installed")
-	return ""
 }
 
 // browserService matches the hosts Chromium itself calls in the background (component

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,21 +21,6 @@ import (
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
-// chromium finds the browser; without it the browser tests skip, except under CI.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed (apt-get install chromium)")
-	}
-	t.Skip("chromium is not installed (apt-get install chromium): the browser tests are skipped")
-	return ""
-}
-
 // tab is one page of a headless Chromium, with what it reported.
 type tab struct {
 	t       *testing.T
@@ -46,7 +30,7 @@ type tab struct {
 }
 
 func newTab(t *testing.T, width int) *tab {
-	b, err := cdp.Launch(chromium(t), "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--user-data-dir="+t.TempDir(),
+	b, err := cdp.Launch(cdp.Chromium(t), "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--user-data-dir="+t.TempDir(),
 		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-extensions", "--disable-default-apps", "--mute-audio")
 	if err != nil {

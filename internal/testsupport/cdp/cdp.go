@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -194,4 +195,20 @@ func (b *Browser) Close() error {
 	b.out.Close()
 	<-b.done
 	return nil
+}
+
+// Chromium finds the browser for a browser test; without it the test skips, except under CI
+// (CI set), where the browser must be there.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium is not installed (apt-get install chromium)")
+	}
+	t.Skip("chromium is not installed (apt-get install chromium): the browser tests are skipped")
+	return ""
 }
