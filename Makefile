@@ -61,7 +61,7 @@ lint:
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
-# Go benchmarks (time and allocations) and whole-command timings; figures in README.md.
+# Go benchmarks (time and allocations) and whole-command timings; figures in docs/benchmarks.md.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 	@echo "--- whole command: aa-grade grade on the sample (20 runs)"
@@ -73,7 +73,7 @@ bench: build
 	$(GO) run ./internal/devtools/tsvbench -size-mb 200
 	@echo "--- pacing to a provider's rate limits: an hour of calls against a fake provider, in fake time"
 	$(GO) test ./harness/model -run '^TestPacingBenchmark$$' -v -count=1 -pacing
-	@echo "--- whole command: aa-grade run over the demo (24 episodes x 30 turns) against a zero-latency model"
+	@echo "--- whole command: aa-grade run over the demo (every task x 3 repeats, 30 turns each) against a zero-latency model"
 	$(GO) run ./internal/devtools/runbench -aa-grade $(BIN) -parallel 1,4,32 2>/dev/null
 
 clean:
