@@ -14,6 +14,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -145,7 +146,7 @@ func runDataPull(ctx context.Context, opts pullOptions, args []string, con conso
 		return datasetError(err)
 	}
 	printLine(con.out, "%s at commit %s", opts.spec, res.Commit) // the commit as the Hub named it
-	fmt.Fprintf(con.out, "%s, %s (%d already cached, %s downloaded)\n", plural(res.Files, "file"), humanBytes(res.Bytes), res.Cached, humanBytes(res.Downloaded))
+	fmt.Fprintf(con.out, "%s, %s (%d already cached, %s downloaded)\n", english.Count(res.Files, "file"), humanBytes(res.Bytes), res.Cached, humanBytes(res.Downloaded))
 	printLine(con.out, "in %s", res.Dir)
 	return nil
 }
@@ -205,7 +206,7 @@ func runDataLs(ctx context.Context, opts lsOptions, args []string, con console) 
 		renderTaskRows(stdout, rows)
 	}
 	if problems > 0 {
-		return badResult(fmt.Errorf("%s with a problem (of %d)", plural(problems, "task"), len(rows)))
+		return badResult(fmt.Errorf("%s with a problem (of %d)", english.Count(problems, "task"), len(rows)))
 	}
 	return nil
 }
@@ -267,9 +268,9 @@ func runDataVerify(ctx context.Context, opts verifyOptions, args []string, con c
 			return err
 		}
 	} else {
-		printLine(stdout, "%s at commit %s: checked %s, %s", spec, res.Commit, plural(res.Checked, "file"), humanBytes(res.Bytes))
+		printLine(stdout, "%s at commit %s: checked %s, %s", spec, res.Commit, english.Count(res.Checked, "file"), humanBytes(res.Bytes))
 		if n := len(res.NotPulled); n > 0 {
-			fmt.Fprintf(stdout, "%s never pulled, not checked (data pull --tasks fetches them; data verify --tasks checks them)\n", plural(n, "task"))
+			fmt.Fprintf(stdout, "%s never pulled, not checked (data pull --tasks fetches them; data verify --tasks checks them)\n", english.Count(n, "task"))
 		}
 		for _, b := range res.Bad {
 			line := fmt.Sprintf("%s: %s", b.Problem, b.Path)
@@ -283,11 +284,11 @@ func runDataVerify(ctx context.Context, opts verifyOptions, args []string, con c
 		return datasetError(err)
 	}
 	if res.Repaired > 0 {
-		fmt.Fprintf(stdout, "repaired %s\n", plural(res.Repaired, "file"))
+		fmt.Fprintf(stdout, "repaired %s\n", english.Count(res.Repaired, "file"))
 		return nil
 	}
 	if len(res.Bad) > 0 {
-		return badResult(fmt.Errorf("%s missing or corrupt; aa-grade data verify --repair downloads them again", plural(len(res.Bad), "file")))
+		return badResult(fmt.Errorf("%s missing or corrupt; aa-grade data verify --repair downloads them again", english.Count(len(res.Bad), "file")))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // doctorOptions are the flags of aa-grade doctor.
@@ -146,7 +147,7 @@ func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
 		printLine(w, "Differs from the reference sandbox: %s", d) // versions as the sandbox printed them
 	}
 	if n := len(r.LeftoversRemoved); n > 0 {
-		fmt.Fprintf(w, "Removed %s and cgroups left by aa-grade runs that died.\n", plural(n, "scratch folder"))
+		fmt.Fprintf(w, "Removed %s and cgroups left by aa-grade runs that died.\n", english.Count(n, "scratch folder"))
 	}
 	fmt.Fprintf(w, "Hugging Face cache: %s (%s free)\n", r.Cache.Dir, humanBytes(int64(r.Cache.FreeBytes)))
 	keys := "none"

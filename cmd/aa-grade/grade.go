@@ -15,6 +15,7 @@ import (
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -79,7 +80,7 @@ type gradeOutput struct {
 
 func runGrade(ctx context.Context, opts gradeOptions, args []string, con console) error {
 	if len(args) != 1 {
-		return usageErrorf("grade needs one SUBMISSIONS folder, got %s; see aa-grade grade --help", plural(len(args), "argument"))
+		return usageErrorf("grade needs one SUBMISSIONS folder, got %s; see aa-grade grade --help", english.Count(len(args), "argument"))
 	}
 	j, err := newJudge(opts.judge)
 	if err != nil {
@@ -126,7 +127,7 @@ func runGrade(ctx context.Context, opts gradeOptions, args []string, con console
 		return err
 	}
 	if n := countLevel(out.Problems, "error"); n > 0 {
-		return badResult(fmt.Errorf("%s could not be graded; see the errors above", plural(n, "task")))
+		return badResult(fmt.Errorf("%s could not be graded; see the errors above", english.Count(n, "task")))
 	}
 	return nil
 }
@@ -258,7 +259,7 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Score %.3f (95%% CI %.3f-%.3f) over %s x %s = %s\n",
-		s.Score, s.CI95[0], s.CI95[1], plural(s.Tasks, "task"), plural(s.Repeats, "repeat"), plural(s.Episodes, "episode"))
+		s.Score, s.CI95[0], s.CI95[1], english.Count(s.Tasks, "task"), english.Count(s.Repeats, "repeat"), english.Count(s.Episodes, "episode"))
 	fullRecall := fmt.Sprintf("Full recall in %.1f%% of episodes", 100*s.FullRecallRate)
 	if s.FullRecallPrecision != nil {
 		fullRecall += fmt.Sprintf("; mean precision of those %.3f", *s.FullRecallPrecision)

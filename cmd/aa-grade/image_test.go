@@ -25,7 +25,7 @@ func TestRegistryImageBadInputIsOneClearLine(t *testing.T) {
 	reg.PushIndex("aa/arm", "1", registry.MediaOCIIndex, []fakeregistry.Descriptor{{MediaType: registry.MediaOCIManifest,
 		Digest: "sha256:" + strings.Repeat("0", 64), Platform: map[string]string{"os": "linux", "architecture": "mips64le"}}})
 	private := fakeregistry.New(t)
-	private.Token, private.User, private.Password = "t", "u", "p"
+	private.SetAuth("t", "u", "p")
 	for name, c := range map[string]struct {
 		ref  string
 		code int

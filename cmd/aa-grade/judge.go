@@ -13,6 +13,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // judgeOptions are --judge and --judge-effort, on grade and run.
@@ -85,12 +86,12 @@ func newJudge(o judgeOptions) (*llmJudge, error) {
 func (j *llmJudge) spent() string {
 	calls, used := j.asker.Spent()
 	return fmt.Sprintf("judge: %s (cached answers are free), %d input and %d output tokens, %s",
-		plural(calls, "call"), used.Input, used.Output, "cost "+report.FormatUSD(j.prices.Cost(used)))
+		english.Count(calls, "call"), used.Input, used.Output, "cost "+report.FormatUSD(j.prices.Cost(used)))
 }
 
 // judgeLine is the text output's summary of the judge's work.
 func judgeLine(j *grader.JudgeStats) string {
-	line := fmt.Sprintf("Judge %s decided %s", j.Model, plural(j.Judged, "episode"))
+	line := fmt.Sprintf("Judge %s decided %s", j.Model, english.Count(j.Judged, "episode"))
 	if j.Fallbacks > 0 {
 		line += fmt.Sprintf(", the rules %d after it failed", j.Fallbacks)
 	}
@@ -113,7 +114,7 @@ func judgeFallbacks(s grader.Summary) *grader.Problem {
 		for _, e := range t.Episodes {
 			if e.Status == grader.StatusOK && e.Matcher == grader.MatcherRules {
 				return &grader.Problem{Level: "warning", Task: t.Task, Message: fmt.Sprintf(
-					"the judge failed on %s, which the rules graded; first, %s repeat %d: %s", plural(s.Judge.Fallbacks, "episode"), t.Task, e.Repeat, e.JudgeNote)}
+					"the judge failed on %s, which the rules graded; first, %s repeat %d: %s", english.Count(s.Judge.Fallbacks, "episode"), t.Task, e.Repeat, e.JudgeNote)}
 			}
 		}
 	}
@@ -128,5 +129,5 @@ func judgeFailedEverywhere(s grader.Summary) error {
 		return nil
 	}
 	return failure(fmt.Errorf("the judge failed on all %s (see the warning above): the scores are the rules' alone",
-		plural(s.Judge.Fallbacks, "episode")))
+		english.Count(s.Judge.Fallbacks, "episode")))
 }

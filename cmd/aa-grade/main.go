@@ -152,11 +152,3 @@ func printJSON(w io.Writer, v any) error {
 	}
 	return nil
 }
-
-// plural is "1 repeat", "2 repeats".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // mergeOptions are the flags of aa-grade merge.
@@ -60,7 +61,7 @@ func runMerge(_ context.Context, opts mergeOptions, runs []string, con console) 
 			names = append(names, fmt.Sprintf("and %d more", more))
 		}
 		return badResult(fmt.Errorf("%d of %s are not finished in any run (%s); run the shards that hold them again, then merge again",
-			len(rep.Missing), plural(rep.Episodes, "episode"), strings.Join(names, ", ")))
+			len(rep.Missing), english.Count(rep.Episodes, "episode"), strings.Join(names, ", ")))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // reportOptions are the flags of aa-grade report.
@@ -97,7 +98,7 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 	var incomplete []string
 	for _, o := range overviews {
 		if o.Errors > 0 {
-			incomplete = append(incomplete, fmt.Sprintf("%s has %s in error or not run", o.Dir, plural(o.Errors, "episode")))
+			incomplete = append(incomplete, fmt.Sprintf("%s has %s in error or not run", o.Dir, english.Count(o.Errors, "episode")))
 		}
 	}
 	if len(incomplete) > 0 {

@@ -26,7 +26,7 @@ var fixtureRuns = []string{"testdata/runs/opus", "testdata/runs/qwen"}
 
 func TestReportRuns(t *testing.T) {
 	r := aaGrade(t, nil, append([]string{"report"}, fixtureRuns...)...)
-	if r.code != 1 || !strings.Contains(r.stderr, "testdata/runs/opus has 1 episodes in error or not run") ||
+	if r.code != 1 || !strings.Contains(r.stderr, "testdata/runs/opus has 1 episode in error or not run") ||
 		!strings.Contains(r.stderr, "testdata/runs/qwen has 2 episodes in error or not run") {
 		t.Fatalf("incomplete runs: exit %d, want 1\n%s", r.code, r.stderr)
 	}
@@ -51,7 +51,7 @@ func TestReportCompleteRunAndHTML(t *testing.T) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
-	if !strings.Contains(string(md), "**1.000** (95% CI 1.000-1.000) over 2 tasks x 1 repeats") || !strings.Contains(string(md), "$0 in total") {
+	if !strings.Contains(string(md), "**1.000** (95% CI 1.000-1.000) over 2 tasks x 1 repeat") || !strings.Contains(string(md), "$0 in total") {
 		t.Errorf("report.md of the baseline run:\n%s", md)
 	}
 	page := filepath.Join(t.TempDir(), "sub", "compare.html")

@@ -27,6 +27,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -230,7 +231,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	}
 	defer folder.Close() // every result was synced as it was appended
 	if removed := sandbox.CleanLeftovers(); len(removed) > 0 {
-		fmt.Fprintf(stderr, "removed %s and cgroups left by aa-grade runs that died\n", plural(len(removed), "scratch folder"))
+		fmt.Fprintf(stderr, "removed %s and cgroups left by aa-grade runs that died\n", english.Count(len(removed), "scratch folder"))
 	}
 	if backend.Name() == sandbox.NameNone {
 		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
@@ -249,7 +250,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		part = fmt.Sprintf(" (shard %s)", opts.shard)
 	}
 	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
-		plural(len(ds.Tasks), "task"), plural(plan.repeats, "repeat"), part, ds.Spec, describeModel(settings), backend.Name(), out)
+		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, describeModel(settings), backend.Name(), out)
 	progress := newRunProgress(stderr, opts.noProgress)
 	progress.limits = limit.Status
 	progress.Start()
@@ -321,7 +322,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		return err
 	}
 	if failed := countStatus(results, grader.StatusError); failed > 0 {
-		return badResult(fmt.Errorf("%s ended in error; to retry them, run the same command again (with --out %s)", plural(failed, "episode"), out))
+		return badResult(fmt.Errorf("%s ended in error; to retry them, run the same command again (with --out %s)", english.Count(failed, "episode"), out))
 	}
 	return nil
 }
@@ -457,7 +458,7 @@ func reportDivergences(w io.Writer, ds []replay.Divergence) {
 		fmt.Fprintln(w, "replay: every episode followed its recording")
 		return
 	}
-	fmt.Fprintf(w, "replay: %s diverged from their recording (the recorded replies were used regardless):\n", plural(len(ds), "episode"))
+	fmt.Fprintf(w, "replay: %s diverged from their recording (the recorded replies were used regardless):\n", english.Count(len(ds), "episode"))
 	for _, d := range ds {
 		printLine(w, "  %s repeat %d, turn %d: %s", d.Task, d.Repeat, d.Turn, d.Detail)
 	}

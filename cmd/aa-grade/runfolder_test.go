@@ -232,7 +232,7 @@ func TestSkippedResultLinesAreNamed(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
 	// The run's own score line: grading the same lines again must give it back.
-	scoreLine := regexp.MustCompile(`Score [0-9.]+ \(95% CI [0-9.]+-[0-9.]+\) over 2 tasks x 1 repeats`).FindString(r.stdout)
+	scoreLine := regexp.MustCompile(`Score [0-9.]+ \(95% CI [0-9.]+-[0-9.]+\) over 2 tasks x 1 repeat`).FindString(r.stdout)
 	if scoreLine == "" {
 		t.Fatalf("run printed no score over 2 tasks:\n%s", r.stdout)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -145,7 +146,7 @@ func (p *runProgress) Finished(r runfolder.Result) {
 		p.ended++
 		p.endedFor += time.Duration(r.Duration * float64(time.Second))
 	}
-	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %s, %s", r.Task, r.Repeat, r.Status, r.Score, plural(r.Turns, "turn"), "cost "+report.FormatUSD(r.CostUSD))
+	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %s, %s", r.Task, r.Repeat, r.Status, r.Score, english.Count(r.Turns, "turn"), "cost "+report.FormatUSD(r.CostUSD))
 	if r.Retries > 0 {
 		line += fmt.Sprintf(", retries %d", r.Retries)
 	}

@@ -153,7 +153,7 @@ func TestDockerRunsTheDemo(t *testing.T) {
 	baseline := filepath.Join(t.TempDir(), "baseline")
 	r := aaGrade(t, nil, "run", "--dataset", "demo", "--model", "builtin/baseline", "--repeats", "1", "--sandbox", "docker",
 		"--sandbox-image", img, "--out", baseline)
-	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "docker sandbox") || !strings.Contains(r.stdout, fmt.Sprintf("over %d tasks x 1 repeats", len(demogen.Tasks))) {
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "docker sandbox") || !strings.Contains(r.stdout, fmt.Sprintf("over %d tasks x 1 repeat", len(demogen.Tasks))) {
 		t.Fatalf("baseline in docker: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	h, err := runfolder.ReadHeader(baseline)

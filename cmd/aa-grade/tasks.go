@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/snapshot/pack"
 	"github.com/aa-grade/aa-grade/snapshot/synth"
 	"github.com/aa-grade/aa-grade/snapshot/validate"
@@ -169,7 +170,7 @@ func failedTasks(reports []validate.Report) error {
 		}
 	}
 	if len(failed) > 0 {
-		return badResult(fmt.Errorf("%s with errors (of %d): %s", plural(len(failed), "task"), len(reports), strings.Join(failed, ", ")))
+		return badResult(fmt.Errorf("%s with errors (of %d): %s", english.Count(len(failed), "task"), len(reports), strings.Join(failed, ", ")))
 	}
 	return nil
 }
@@ -184,7 +185,7 @@ func renderReports(w io.Writer, reports []validate.Report) {
 		if counts[validate.Error] > 0 {
 			status = "FAILED"
 		}
-		printLine(w, "%s: %s (%s, %s)", r.Task, status, plural(counts[validate.Error], "error"), plural(counts[validate.Warning], "warning"))
+		printLine(w, "%s: %s (%s, %s)", r.Task, status, english.Count(counts[validate.Error], "error"), english.Count(counts[validate.Warning], "warning"))
 		for _, f := range r.Findings {
 			where := f.File
 			if f.Line > 0 {
@@ -237,6 +238,6 @@ func runTasksPack(ctx context.Context, opts packOptions, args []string, con cons
 	if err := pack.Write(opts.out, tasks, pack.Options{Split: opts.split}); err != nil {
 		return err
 	}
-	fmt.Fprintf(con.out, "packed %s into %s (sre/data.jsonl and one folder per task)\n", plural(len(tasks), "task"), opts.out)
+	fmt.Fprintf(con.out, "packed %s into %s (sre/data.jsonl and one folder per task)\n", english.Count(len(tasks), "task"), opts.out)
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/viewer"
+	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -95,7 +96,7 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 		defer cancel()
 		srv.Shutdown(shutdown)
 	}()
-	printLine(stdout, "Viewing %s at http://%s/ (Ctrl-C to stop)", plural(len(args), "run"), ln.Addr())
+	printLine(stdout, "Viewing %s at http://%s/ (Ctrl-C to stop)", english.Count(len(args), "run"), ln.Addr())
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}

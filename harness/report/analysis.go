@@ -13,6 +13,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/analysis"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 //go:embed analysis.html.tmpl
@@ -33,7 +34,7 @@ func writeAnalysisMarkdown(bw *bufio.Writer, a *analysis.Run) {
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	s := a.Summary
 	p("\n## Analysis\n\nAnswers mapped by the deterministic rules; partial credit and classes as docs/analysis.md defines them.\n\n")
-	p("- Partial credit **%.3f** beside the gated score %.3f, over %d episodes.\n", s.PartialCredit, s.Score, s.Episodes)
+	p("- Partial credit **%.3f** beside the gated score %.3f, over %s.\n", s.PartialCredit, s.Score, english.Count(s.Episodes, "episode"))
 	var fps []string
 	for _, c := range analysis.Classes {
 		fps = append(fps, fmt.Sprintf("%d %s (%.0f%%)", s.FalsePositives[c], c, 100*s.FalsePositiveShares[c]))
@@ -44,7 +45,7 @@ func writeAnalysisMarkdown(bw *bufio.Writer, a *analysis.Run) {
 		if s.MedianFirstHitTurn != nil {
 			median = fmt.Sprintf("%.1f", *s.MedianFirstHitTurn)
 		}
-		p("- A turn named a root cause in %d of %d episodes; median first-hit turn %s.\n", s.FirstHits, s.WithTrajectory, median)
+		p("- A turn named a root cause in %d of %s; median first-hit turn %s.\n", s.FirstHits, english.Count(s.WithTrajectory, "episode"), median)
 		var cov []string
 		for _, src := range analysis.Sources {
 			cov = append(cov, fmt.Sprintf("%s %.0f%%", src, 100*s.SourceCoverage[src]))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // WriteMarkdown writes report.md: the run's headline, its episodes, cost and tasks, and the
@@ -21,12 +22,12 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 
 	p("# ITBench-AA run: %s\n\n", mdText(h.Model, 200))
-	p("- Dataset: %s, %d tasks x %d repeats\n", mdText(h.Dataset, 200), o.Tasks, o.Repeats)
+	p("- Dataset: %s, %s x %s\n", mdText(h.Dataset, 200), english.Count(o.Tasks, "task"), english.Count(o.Repeats, "repeat"))
 	p("- Started %s by aa-grade %s; sandbox %s, at most %d turns, prompt sha256 %s\n\n",
 		h.Started.UTC().Format("2006-01-02 15:04 MST"), mdText(h.Version, 40), mdText(h.Sandbox, 40), h.MaxTurns, mdText(h.PromptSHA256, 64))
 
-	p("## Score\n\n**%.3f** (95%% CI %.3f-%.3f) over %d tasks x %d repeats = %d episodes. ",
-		o.Score, o.CI95[0], o.CI95[1], o.Tasks, o.Repeats, o.Episodes)
+	p("## Score\n\n**%.3f** (95%% CI %.3f-%.3f) over %s x %s = %s. ", o.Score, o.CI95[0], o.CI95[1],
+		english.Count(o.Tasks, "task"), english.Count(o.Repeats, "repeat"), english.Count(o.Episodes, "episode"))
 	p("Full recall in %.1f%% of episodes", 100*r.Summary.FullRecallRate)
 	if fp := r.Summary.FullRecallPrecision; fp != nil {
 		p("; mean precision of those %.3f", *fp)

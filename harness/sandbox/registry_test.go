@@ -79,7 +79,7 @@ func TestBwrapRunsOverAPulledImage(t *testing.T) {
 		t.Skip("no bwrap")
 	}
 	reg, real := testImageRegistry(t)
-	reg.Token = "pull-token"
+	reg.SetAuth("pull-token", "", "")
 	ref := reg.Host + "/aa/sandbox:1"
 	cache := t.TempDir()
 	b := &Bwrap{}
@@ -115,7 +115,7 @@ func TestBadRegistryReferences(t *testing.T) {
 	reg := fakeregistry.New(t)
 	reg.PushIndex("aa/arm", "1", registry.MediaOCIIndex, []fakeregistry.Descriptor{{MediaType: registry.MediaOCIManifest,
 		Digest: "sha256:" + strings.Repeat("0", 64), Platform: map[string]string{"os": "linux", "architecture": "mips64le"}}})
-	reg.Token, reg.User, reg.Password = "t", "u", "p"
+	reg.SetAuth("t", "u", "p")
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	for ref, want := range map[string]string{
 		"127.0.0.1:1/aa/sandbox:1":  "registry 127.0.0.1:1 unreachable",
@@ -131,7 +131,7 @@ func TestBadRegistryReferences(t *testing.T) {
 			t.Errorf("%s: errors.Is(ErrUnavailable) = %v", ref, !unavailable)
 		}
 	}
-	reg.Token = ""
+	reg.SetAuth("", "", "")
 	if err := UseImage(context.Background(), &Bwrap{}, reg.Host+"/aa/arm:1", t.TempDir(), io.Discard); err == nil || !strings.Contains(err.Error(), "has no linux/"+runtime.GOARCH+" build (it has linux/mips64le)") {
 		t.Errorf("another machine's image: %v", err)
 	}

@@ -32,10 +32,8 @@ type Fault struct {
 // Registry is a running fake registry.
 type Registry struct {
 	Host string // 127.0.0.1:PORT, the reference's registry part
-	// Token, when set, is required as a Bearer token, which /token hands out to anyone, or
-	// only to User and Password when User is set.
-	Token          string
-	User, Password string
+
+	auth auth // under mu
 
 	srv       *httptest.Server
 	requests  atomic.Int64
@@ -43,6 +41,27 @@ type Registry struct {
 	blobs     map[string]blob
 	manifests map[string]manifest // by repository and tag or digest
 	faults    map[string][]Fault
+}
+
+// auth is what the registry asks of a client: token, when set, is required as a Bearer
+// token, which /token hands out to anyone, or only to user and password when user is set.
+type auth struct {
+	token, user, password string
+}
+
+// SetAuth makes the registry require a token (none: "") that /token hands out to anyone, or
+// only to user and password when user is set. It can change while the registry serves.
+func (r *Registry) SetAuth(token, user, password string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.auth = auth{token, user, password}
+}
+
+// authNow is the auth in force.
+func (r *Registry) authNow() auth {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.auth
 }
 
 type blob struct {
@@ -157,7 +176,7 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		r.serveToken(w, req)
 		return
 	}
-	if r.Token != "" && req.Header.Get("Authorization") != "Bearer "+r.Token {
+	if a := r.authNow(); a.token != "" && req.Header.Get("Authorization") != "Bearer "+a.token {
 		scope := ""
 		if repo, _, ok := splitAPIPath(req.URL.Path); ok {
 			scope = fmt.Sprintf(`,scope="repository:%s:pull"`, repo)
@@ -272,11 +291,12 @@ func (r *Registry) fault(path string) (Fault, bool) {
 	return Fault{}, false
 }
 
-// serveToken hands out Token, to anyone or to User only.
+// serveToken hands out the token, to anyone or to its user only.
 func (r *Registry) serveToken(w http.ResponseWriter, req *http.Request) {
-	if r.User != "" {
+	a := r.authNow()
+	if a.user != "" {
 		user, password, ok := req.BasicAuth()
-		if !ok || user != r.User || password != r.Password {
+		if !ok || user != a.user || password != a.password {
 			writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "bad credentials")
 			return
 		}
@@ -285,7 +305,7 @@ func (r *Registry) serveToken(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, "DENIED", "service and scope are required")
 		return
 	}
-	json.NewEncoder(w).Encode(map[string]string{"token": r.Token})
+	json.NewEncoder(w).Encode(map[string]string{"token": a.token})
 }
 
 func writeError(w http.ResponseWriter, status int, code, message string) {

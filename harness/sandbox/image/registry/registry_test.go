@@ -66,7 +66,7 @@ func pull(c *Client, r Reference, dir string) (string, error) {
 func TestPullWritesALayoutOfThisMachinesImage(t *testing.T) {
 	for _, kind := range [][2]string{{MediaOCIIndex, MediaOCIManifest}, {MediaDockerList, MediaDockerManifest}} {
 		f := newFixture(t, kind[0], kind[1])
-		f.reg.Token = "anonymous-token"
+		f.reg.SetAuth("anonymous-token", "", "")
 		for _, name := range []string{f.reg.Host + "/aa/sandbox:1", f.reg.Host + "/aa/sandbox@" + f.index.Digest} {
 			dir := t.TempDir()
 			digest, err := pull(testClient(), ref(t, name), dir)
@@ -94,7 +94,7 @@ func TestPullWritesALayoutOfThisMachinesImage(t *testing.T) {
 // from with the auths entry of Docker's config.json, and refused in one line without it.
 func TestPullWithDockerConfigCredentials(t *testing.T) {
 	f := newFixture(t, MediaOCIIndex, MediaOCIManifest)
-	f.reg.Token, f.reg.User, f.reg.Password = "user-token", "grader", "s3cret"
+	f.reg.SetAuth("user-token", "grader", "s3cret")
 	r := ref(t, f.reg.Host+"/aa/sandbox:1")
 
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
