@@ -252,3 +252,21 @@ func loadImage(t *testing.T, name, arch string) {
 		t.Fatalf("docker load: %v: %s", err, out)
 	}
 }
+
+// TestCleanRunsLeaveNothing: a run and doctor that end normally leave no scratch folder in the
+// temporary folder, so the next start has nothing of theirs to remove. (Whether it says so is
+// not checked: on a shared machine other processes' leftover cgroups may be removed.)
+func TestCleanRunsLeaveNothing(t *testing.T) {
+	tmp := t.TempDir()
+	env := []string{"TMPDIR=" + tmp, "XDG_CACHE_HOME=" + t.TempDir()}
+	run := []string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "902", "--repeats", "1", "--out", filepath.Join(t.TempDir(), "run")}
+	for i, args := range [][]string{run, {"doctor"}, run} {
+		r := aaGrade(t, env, args...)
+		if r.code != 0 {
+			t.Fatalf("%s (%d): exit %d\n%s%s", args[0], i, r.code, r.stdout, r.stderr)
+		}
+		if left, _ := filepath.Glob(filepath.Join(tmp, "aa-grade-*")); len(left) > 0 {
+			t.Fatalf("%s left %v", args[0], left)
+		}
+	}
+}

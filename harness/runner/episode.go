@@ -32,11 +32,11 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 	if err != nil {
 		return fail(err)
 	}
-	scratch, err := sandbox.NewScratch()
+	scratch, removeScratch, err := sandbox.NewScratch()
 	if err != nil {
 		return fail(err)
 	}
-	defer os.RemoveAll(scratch)
+	defer removeScratch()
 	sb, err := cfg.Backend.Start(ctx, sandbox.Spec{Snapshot: task.Dir, Hide: []string{data.GroundTruthFile}, Scratch: scratch, Limits: cfg.Limits})
 	if err != nil {
 		return fail(err)

@@ -86,6 +86,9 @@ func systemBinds() []string {
 			args = append(args, "--ro-bind", dir, dir)
 		}
 	}
+	// bwrap would make /etc, as a parent of the files bound into it, private to root: as root
+	// the commands (nobody) could then read none of them.
+	args = append(args, "--perms", "0755", "--dir", "/etc")
 	for _, f := range etcFiles {
 		if _, err := os.Stat(f); err == nil {
 			args = append(args, "--ro-bind", f, f)

@@ -36,26 +36,39 @@ func ownerDead(name string) bool {
 	return err != nil || start != parts[1]
 }
 
+// scratchRoot counts this process's scratch folders, under mu.
 var scratchRoot struct {
-	once sync.Once
-	dir  string
-	err  error
+	mu    sync.Mutex
+	users int
 }
 
 // NewScratch makes a fresh folder for an episode's workspace, inside a folder of this process
 // in the temporary folder that a later aa-grade removes if this one dies without doing so.
-func NewScratch() (string, error) {
-	scratchRoot.once.Do(func() {
-		scratchRoot.dir = filepath.Join(os.TempDir(), leftoverPrefix+ownerTag())
-		scratchRoot.err = os.Mkdir(scratchRoot.dir, 0o700)
-		if errors.Is(scratchRoot.err, os.ErrExist) {
-			scratchRoot.err = nil
+// remove deletes it, and this process's folder with the last one, so that a process that
+// ends cleanly leaves nothing for the next one to clean.
+func NewScratch() (dir string, remove func(), err error) {
+	root := filepath.Join(os.TempDir(), leftoverPrefix+ownerTag())
+	scratchRoot.mu.Lock()
+	if scratchRoot.users == 0 {
+		if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			scratchRoot.mu.Unlock()
+			return "", nil, fmt.Errorf("scratch folder: %w", err)
 		}
-	})
-	if scratchRoot.err != nil {
-		return "", fmt.Errorf("scratch folder: %w", scratchRoot.err)
 	}
-	return os.MkdirTemp(scratchRoot.dir, "episode-")
+	scratchRoot.users++
+	scratchRoot.mu.Unlock()
+	release := func() {
+		scratchRoot.mu.Lock()
+		defer scratchRoot.mu.Unlock()
+		if scratchRoot.users--; scratchRoot.users == 0 {
+			os.Remove(root) // empty unless a scratch folder could not be removed
+		}
+	}
+	if dir, err = os.MkdirTemp(root, "episode-"); err != nil {
+		release()
+		return "", nil, fmt.Errorf("scratch folder: %w", err)
+	}
+	return dir, func() { os.RemoveAll(dir); release() }, nil
 }
 
 // CleanLeftovers removes what aa-grade processes that died without cleaning up (kill -9, a

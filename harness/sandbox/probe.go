@@ -50,11 +50,11 @@ func pythonList(names []string) string { return `["` + strings.Join(names, `", "
 // ProbeTools starts a sandbox of the backend on an empty workspace and asks it which tools
 // and Python packages it has.
 func ProbeTools(ctx context.Context, b Backend) (Tools, error) {
-	dir, err := NewScratch()
+	dir, remove, err := NewScratch()
 	if err != nil {
 		return Tools{}, err
 	}
-	defer os.RemoveAll(dir)
+	defer remove()
 	snap, scratch := dir+"/snapshot", dir+"/scratch"
 	for _, d := range []string{snap, scratch} {
 		if err := os.Mkdir(d, 0o755); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -325,6 +326,13 @@ func TestProbeTools(t *testing.T) {
 			}
 			if !tools.Commands["bash"] || !tools.Commands["grep"] || !tools.Commands["python3"] {
 				t.Fatalf("tools = %+v", tools)
+			}
+			// The backends over the machine's /usr show every tool the machine has, also those
+			// reached through /etc/alternatives (awk on Debian), as root too (commands as nobody).
+			for _, name := range []string{"awk", "sed", "jq", "python3"} {
+				if _, err := exec.LookPath(name); err == nil && b.Name() != NameDocker && !tools.Commands[name] {
+					t.Errorf("%s is on this machine but not in the sandbox: %+v", name, tools.Commands)
+				}
 			}
 			if _, ok := tools.Python["pandas"]; !ok {
 				t.Fatalf("no pandas entry: %+v", tools.Python)
