@@ -25,7 +25,7 @@ func (o *judgeOptions) flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "judge", Destination: &o.spec, Sources: env("judge"),
 			Usage: "map entities to ground-truth groups with this model as the LLM judge, as the official grading does " +
-				"(" + model.SpecForms() + " but builtin/ and replay/, or a preset; answers cached); the rules decide when it fails"},
+				"(" + model.SpecForms() + ", or a preset; answers cached); the rules decide when it fails"},
 		&cli.StringFlag{Name: "judge-effort", Destination: &o.effort, Sources: env("judge-effort"),
 			DefaultText: "the preset's, else the provider's",
 			Usage:       "the judge's reasoning effort (the official grading: openai/gpt-5.5 at medium)"},

@@ -31,6 +31,9 @@ import (
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
+// runOnlySpecs are the models a run builds itself, beside the providers' (model.SpecForms).
+const runOnlySpecs = model.BaselineSpec + ", replay/RUN_DIR"
+
 // runOptions are the flags of aa-grade run.
 type runOptions struct {
 	flagsSet
@@ -62,7 +65,7 @@ type runOptions struct {
 func (o *runOptions) flags() []cli.Flag {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "model", Required: true, Destination: &o.model, Sources: env("model"),
-			Usage: model.SpecForms() + ", or a preset (aa-grade models)"},
+			Usage: model.SpecForms() + ", " + runOnlySpecs + ", or a preset (aa-grade models)"},
 		datasetFlag(&o.dataset), tasksFlag(&o.tasks),
 		&cli.IntFlag{Name: "repeats", Value: 3, Destination: &o.repeats, Sources: env("repeats"), Usage: "episodes per task"},
 		&cli.IntFlag{Name: "max-turns", Value: harness.DefaultMaxTurns, Destination: &o.maxTurns, Sources: env("max-turns"), Usage: "model calls per episode"},
@@ -352,7 +355,7 @@ func newModel(opts runOptions, settings model.Settings) (model.Model, *model.Lim
 			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit})
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("--model: %w", err)
+		return nil, nil, fmt.Errorf("--model: %w; or %s, or a preset (aa-grade models)", err, runOnlySpecs)
 	}
 	return m, limit, nil
 }

@@ -196,7 +196,7 @@ func TestDockerBadInputIsOneClearLine(t *testing.T) {
 		want string
 	}{
 		"no daemon":     {[]string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, nil, "no Docker daemon answers at unix:///nonexistent/docker.sock"},
-		"no such image": {nil, []string{"--sandbox-image", "aa-grade-no-such-image:1"}, "no image aa-grade-no-such-image:1: build it"},
+		"no such image": {nil, []string{"--sandbox-image", "aa-grade-no-such-image:1"}, "no image aa-grade-no-such-image:1: pull or build it (docker pull aa-grade-no-such-image:1)"},
 		"no bash":       {nil, []string{"--sandbox-image", emptyImage}, "cannot run an episode (it needs bash"},
 		"another arch":  {nil, []string{"--sandbox-image", otherImage}, "is for linux/" + other + ", not linux/" + runtime.GOARCH},
 	} {

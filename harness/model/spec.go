@@ -9,11 +9,11 @@ import (
 // ErrModelSpec marks a --model value that names no usable model; the message says why.
 var ErrModelSpec = errors.New("bad model")
 
-// specForms are the forms of a --model value, for help texts and errors.
+// specForms are the forms of a model spec that names a provider, for help texts and errors.
 var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MODEL", "openrouter/ORG/MODEL",
-	"openai-api/PROVIDER/MODEL", BaselineSpec, "replay/RUN_DIR"}
+	"openai-api/PROVIDER/MODEL"}
 
-// SpecForms lists the forms of a --model value: "openai/MODEL, ..., replay/RUN_DIR".
+// SpecForms lists the forms of a spec New builds: "openai/MODEL, ..., openai-api/PROVIDER/MODEL".
 func SpecForms() string { return strings.Join(specForms, ", ") }
 
 // New builds the model a --model value names (SpecForms), reading keys and base URLs through

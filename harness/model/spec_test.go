@@ -45,7 +45,7 @@ func TestNewFromSpec(t *testing.T) {
 		t.Errorf("openai-responses with OPENAI_BASE_URL: %#v, %v", m, err)
 	}
 	for spec, text := range map[string]string{
-		"gpt-5":                    "expected openai/MODEL, openai-responses/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL, builtin/baseline, replay/RUN_DIR",
+		"gpt-5":                    "expected openai/MODEL, openai-responses/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL",
 		"openai/gpt-5":             "needs OPENAI_API_KEY",
 		"openrouter/gemini":        "expected openrouter/ORG/MODEL",
 		"openai-api/ollama/llama3": "needs OLLAMA_BASE_URL",

@@ -236,6 +236,9 @@ func (d *Docker) checkImage(ctx context.Context) error {
 	if err != nil {
 		var status *dockerError
 		if errors.As(err, &status) && status.code == http.StatusNotFound {
+			if d.imageName() != DefaultImage {
+				return fmt.Errorf("%w: no image %s: pull or build it (docker pull %s), or name another with --sandbox-image", ErrUnavailable, d.imageName(), d.imageName())
+			}
 			return fmt.Errorf("%w: no image %s: build it (docker build -t %s deploy/sandbox) or name another with --sandbox-image", ErrUnavailable, d.imageName(), DefaultImage)
 		}
 		return fmt.Errorf("%w: image %s: %w", ErrUnavailable, d.imageName(), err)
