@@ -96,7 +96,7 @@ func TestOutOnlySteersRun(t *testing.T) {
 	mine := t.TempDir()
 	testfs.Write(t, filepath.Join(mine, "report.md"), "mine")
 	r := aaGrade(t, []string{"AA_GRADE_OUT=" + mine}, "tasks", "synth")
-	if r.code != 2 || !strings.Contains(r.stderr, `Required flag "out" not set`) {
+	if r.code != 2 || r.stderr != "aa-grade: --out is required; see aa-grade tasks synth --help\n" {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 }

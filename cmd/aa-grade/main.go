@@ -74,6 +74,9 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 // --help prints (exit 0), and an unknown one is a usage error with a suggestion.
 func markUsageErrors(cmd *cli.Command) {
 	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
+		if missing := missingFlags(err); missing != "" {
+			return usageErrorf("%s; see %s --help", missing, c.FullName())
+		}
 		return usageErrorf("%w%s", err, didYouMeanFlag(c, err))
 	}
 	if len(cmd.Commands) > 0 && cmd.Action == nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -24,6 +25,26 @@ func didYouMeanFlag(c *cli.Command, err error) string {
 		return " (did you mean --" + s + "?)"
 	}
 	return ""
+}
+
+// requiredFlags matches the flag library's error for required flags not given.
+var requiredFlags = regexp.MustCompile(`^Required flags? "(.+)" not set$`)
+
+// missingFlags rewords the flag library's error for required flags not given ("Required flag
+// "out" not set") as flags are written ("--out is required"); "" for any other error.
+func missingFlags(err error) string {
+	m := requiredFlags.FindStringSubmatch(err.Error())
+	if m == nil {
+		return ""
+	}
+	names := strings.Split(m[1], ", ")
+	for i, n := range names {
+		names[i] = "--" + n
+	}
+	if len(names) == 1 {
+		return names[0] + " is required"
+	}
+	return strings.Join(names, " and ") + " are required"
 }
 
 // didYouMean is " (did you mean x?)" when a candidate is close to name, or "".
