@@ -14,6 +14,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 //go:embed assets
@@ -50,6 +51,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"script":  func() template.JS { return template.JS(script) },
 	"policy":  func() string { return policy },
 	"score":   func(f float64) string { return fmt.Sprintf("%.3f", f) },
+	"count":   english.Count,
 	"short":   func(f float64) string { return abbr("ok", f) },
 	"cost":    cost,
 	"tokens":  tokens,
