@@ -10,11 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
-// timings are the fields of analyze --json that vary from one run to the next.
-var timings = regexp.MustCompile(`"(model_s|tool_s)": [0-9.e+-]+`)
+// variable are the fields of analyze --json that vary from one run, or one machine, to the
+// next: timings, and the tokens the fake model counts from the prompt's bytes (the prompt
+// lists the tools the machine's sandbox has).
+var variable = regexp.MustCompile(`"(model_s|tool_s|first_hit_tokens)": [0-9.e+-]+`)
 
 // TestAnalyzeScriptedRun: a scripted model lists alerts for two turns, then writes the answer
 // answer901 (the root cause and frontend, two propagation steps from it) and finishes; the
@@ -29,12 +32,13 @@ func TestAnalyzeScriptedRun(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("analyze: exit %d\n%s", r.code, r.stderr)
 	}
-	got := timings.ReplaceAllString(strings.ReplaceAll(r.stdout, run, "RUN"), `"$1": 0`)
+	got := variable.ReplaceAllString(strings.ReplaceAll(r.stdout, run, "RUN"), `"$1": 0`)
 	golden(t, "analyze-scripted.json", got)
 
 	var out []struct {
 		Episodes []struct {
-			FirstHitTurn *int `json:"first_hit_turn"`
+			FirstHitTurn   *int   `json:"first_hit_turn"`
+			FirstHitTokens *int64 `json:"first_hit_tokens"`
 		} `json:"episodes"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out) != 1 || len(out[0].Episodes) != 2 {
@@ -42,6 +46,15 @@ func TestAnalyzeScriptedRun(t *testing.T) {
 	}
 	if hit := out[0].Episodes[0].FirstHitTurn; hit == nil || *hit != 3 {
 		t.Errorf("first hit turn %v, want 3", hit)
+	}
+	// The tokens until the first hit: some, and no more than the episode's in all.
+	folder, err := runfolder.Read(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := folder.Results[runfolder.Episode{Task: "Scenario-901", Repeat: 1}]
+	if tokens := out[0].Episodes[0].FirstHitTokens; tokens == nil || *tokens <= 0 || *tokens > res.Tokens.Input+res.Tokens.Output {
+		t.Errorf("first hit tokens %v, want some and at most the episode's %d", tokens, res.Tokens.Input+res.Tokens.Output)
 	}
 	page, err := os.ReadFile(filepath.Join(run, "analysis.html"))
 	if err != nil {
