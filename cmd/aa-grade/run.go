@@ -354,8 +354,11 @@ func newModel(opts runOptions, settings model.Settings) (model.Model, *model.Lim
 		m, err = model.New(spec, os.Getenv, model.Options{MaxTokens: opts.maxTokens,
 			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit})
 	}
-	if err != nil {
+	if errors.Is(err, model.ErrNotProvider) {
 		return nil, nil, fmt.Errorf("--model: %w; or %s, or a preset (aa-grade models)", err, runOnlySpecs)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("--model: %w", err)
 	}
 	return m, limit, nil
 }

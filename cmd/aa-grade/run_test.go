@@ -85,6 +85,19 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 }
 
+// TestRunModelErrorsNameTheRunsOwnModels: a spec in no provider's form is told the models
+// the run builds itself as well; a provider's spec that lacks its key is told only that.
+func TestRunModelErrorsNameTheRunsOwnModels(t *testing.T) {
+	for spec, want := range map[string]string{
+		"acme/x":       `aa-grade: --model: bad model: "acme/x" names no provider: unknown provider "acme" (expected openai/MODEL, openai-responses/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL); or builtin/baseline, replay/RUN_DIR, or a preset (aa-grade models)` + "\n",
+		"openai/gpt-5": "aa-grade: --model: bad model: openai/gpt-5 needs OPENAI_API_KEY in the environment\n",
+	} {
+		if r := aaGrade(t, []string{"OPENAI_API_KEY="}, "run", "--dataset", "demo", "--model", spec); r.code != 2 || r.stderr != want {
+			t.Errorf("%s: exit %d\n%s", spec, r.code, r.stderr)
+		}
+	}
+}
+
 // TestRunStopsEarlyOnPermanentErrors: a provider that refuses the key fails the first
 // episodes at once, and the run stops instead of going through every task.
 func TestRunStopsEarlyOnPermanentErrors(t *testing.T) {

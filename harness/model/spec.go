@@ -9,6 +9,10 @@ import (
 // ErrModelSpec marks a --model value that names no usable model; the message says why.
 var ErrModelSpec = errors.New("bad model")
 
+// ErrNotProvider marks, beside ErrModelSpec, a spec in none of the providers' forms, which a
+// caller that builds other models (the run: builtin/baseline, replay/RUN_DIR) may know.
+var ErrNotProvider = errors.New("names no provider")
+
 // specForms are the forms of a model spec that names a provider, for help texts and errors.
 var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MODEL", "openrouter/ORG/MODEL",
 	"openai-api/PROVIDER/MODEL"}
@@ -27,7 +31,7 @@ func SpecForms() string { return strings.Join(specForms, ", ") }
 func New(spec string, getenv func(string) string, opts Options) (Model, error) {
 	provider, rest, ok := strings.Cut(spec, "/")
 	if !ok || rest == "" {
-		return nil, fmt.Errorf("%w: %q: expected %s", ErrModelSpec, spec, SpecForms())
+		return nil, fmt.Errorf("%w: %q %w (expected %s)", ErrModelSpec, spec, ErrNotProvider, SpecForms())
 	}
 	key := func(name string) (string, error) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
@@ -81,5 +85,5 @@ func New(spec string, getenv func(string) string, opts Options) (Model, error) {
 		opts.Model, opts.APIKey = model, getenv(prefix+"_API_KEY") // local servers often need no key
 		return &OpenAIChat{Options: opts}, nil
 	}
-	return nil, fmt.Errorf("%w: %q: unknown provider %q (expected %s)", ErrModelSpec, spec, provider, SpecForms())
+	return nil, fmt.Errorf("%w: %q %w: unknown provider %q (expected %s)", ErrModelSpec, spec, ErrNotProvider, provider, SpecForms())
 }
