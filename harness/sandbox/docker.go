@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
+	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
 
 // NameDocker is the backend that runs each episode in a container of its own.
@@ -306,25 +307,7 @@ func stageAgent(src, arch, dir string) (string, error) {
 	if info, err := os.Stat(dst); err == nil && info.Size() == int64(len(b)) && info.Mode()&0o111 != 0 {
 		return dst, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".aa-grade-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name()) // gone once renamed
-	_, err = tmp.Write(b)
-	if closeErr := tmp.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o755)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dst) // whole and executable, or not there
-	}
-	return dst, err
+	return dst, atomicfile.WriteFilePerm(dst, b, 0o755) // whole and executable, or not there
 }
 
 // container is a sandbox that is a container: the session's peer.

@@ -10,6 +10,12 @@ import (
 // WriteFile writes data to path (creating its folders) with permission 0644. A reader sees the
 // old file or the new one, never a part; on failure no temporary file is left behind.
 func WriteFile(path string, data []byte) error {
+	return WriteFilePerm(path, data, 0o644)
+}
+
+// WriteFilePerm is WriteFile with the new file's permission given (0755 for a program, which
+// then appears whole and executable, or not at all).
+func WriteFilePerm(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -23,7 +29,7 @@ func WriteFile(path string, data []byte) error {
 		err = closeErr
 	}
 	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
+		err = os.Chmod(tmp.Name(), perm)
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)

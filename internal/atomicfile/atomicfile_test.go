@@ -47,3 +47,14 @@ func TestWriteFileFailureLeavesNothing(t *testing.T) {
 		t.Fatalf("temporary files left: %v (error %v)", entries, err)
 	}
 }
+
+func TestWriteFilePermSetsMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bin", "prog")
+	if err := WriteFilePerm(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().Perm() != 0o755 {
+		t.Fatalf("mode %v, %v", info.Mode(), err)
+	}
+}

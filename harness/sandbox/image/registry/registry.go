@@ -334,6 +334,9 @@ func (c *Client) blob(ctx context.Context, ref Reference, d Descriptor, save fun
 		h := &hashingReader{r: resp.Body, h: sha256.New()}
 		err = save(h)
 		resp.Body.Close()
+		if err != nil && h.err == nil {
+			return err // not the transfer: writing it here failed
+		}
 		if err != nil && ctx.Err() == nil && attempt < c.attempts() {
 			continue // the connection broke: again, from the start
 		}
@@ -349,15 +352,19 @@ func (c *Client) blob(ctx context.Context, ref Reference, d Descriptor, save fun
 }
 
 type hashingReader struct {
-	r io.Reader
-	h hash.Hash
-	n int64
+	r   io.Reader
+	h   hash.Hash
+	n   int64
+	err error // the read's failure, other than its end
 }
 
 func (h *hashingReader) Read(p []byte) (int, error) {
 	n, err := h.r.Read(p)
 	h.h.Write(p[:n])
 	h.n += int64(n)
+	if err != nil && err != io.EOF {
+		h.err = err
+	}
 	return n, err
 }
 

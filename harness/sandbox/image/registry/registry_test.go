@@ -244,3 +244,21 @@ func TestParseChallenge(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 }
+
+// TestBlobWriteFailureIsNotTheRegistrys: a blob that cannot be written here (its path is a
+// folder) fails at once, with the local error, not as a registry failing after retries.
+func TestBlobWriteFailureIsNotTheRegistrys(t *testing.T) {
+	f := newFixture(t, MediaOCIIndex, MediaOCIManifest)
+	path := filepath.Join(t.TempDir(), "blob")
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := f.reg.Requests()
+	err := testClient().blobToFile(context.Background(), ref(t, f.reg.Host+"/aa/sandbox:1"), Descriptor{Digest: f.layerOne.Digest}, path)
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v, want a local failure", err)
+	}
+	if n := f.reg.Requests() - before; n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
