@@ -107,14 +107,9 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 // run recorded for a Hub dataset, from the cache only: a page never waits on the network (a
 // run made on this machine left the dataset in the cache; elsewhere, aa-grade data pull).
 func groundTruths(ctx context.Context, h runfolder.Header) (map[string][]byte, error) {
-	spec := h.Dataset
-	if hs, err := data.ParseHubSpec(spec); err == nil && h.DatasetCommit != "" {
-		hs.Revision = h.DatasetCommit
-		spec = hs.String()
-	}
 	cfg := hubConfig()
 	cfg.Offline = true
-	ds, err := data.Open(ctx, spec, data.OpenOptions{Hub: cfg, IndexOnly: true, Tasks: h.Tasks})
+	ds, err := data.Open(ctx, recordedDataset(h), data.OpenOptions{Hub: cfg, IndexOnly: true, Tasks: h.Tasks})
 	if err != nil {
 		return nil, err
 	}
