@@ -14,7 +14,6 @@ import (
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/viewer"
 	"github.com/aa-grade/aa-grade/internal/english"
-	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
 // defaultViewAddr is where the viewer listens unless told: a fixed port, so a bookmark keeps
@@ -76,7 +75,7 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 			}
 			return err
 		}
-		printLine(stdout, "Wrote %s", termtext.Sanitize(out+string(os.PathSeparator)+"index.html"))
+		printLine(stdout, "Wrote %s", out+string(os.PathSeparator)+"index.html")
 		return nil
 	}
 	ln, err := viewer.Listen(opts.addr)
