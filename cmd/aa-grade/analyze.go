@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/analysis"
 	"github.com/aa-grade/aa-grade/harness/report"
-	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
 
 // analyzeOptions are the flags of aa-grade analyze.
@@ -83,13 +81,9 @@ func runAnalyze(ctx context.Context, opts analyzeOptions, args []string, con con
 		}
 		runs = append(runs, r)
 	}
-	if path := opts.html; path != "" {
-		var page bytes.Buffer
-		if err := report.WriteAnalysisHTML(&page, runs); err != nil {
+	if opts.html != "" {
+		if err := writeHTML(opts.html, func(w io.Writer) error { return report.WriteAnalysisHTML(w, runs) }); err != nil {
 			return err
-		}
-		if err := atomicfile.WriteFile(path, page.Bytes()); err != nil {
-			return fmt.Errorf("--html: write %s: %w", path, err)
 		}
 	}
 	if opts.json {

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/internal/atomicfile"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -152,6 +154,18 @@ func printJSON(w io.Writer, v any) error {
 	}
 	if _, err := w.Write(append(termtext.EscapeJSON(b), '\n')); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}
+
+// writeHTML writes the page that write renders to path (--html), whole or not at all.
+func writeHTML(path string, write func(io.Writer) error) error {
+	var page bytes.Buffer
+	if err := write(&page); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(path, page.Bytes()); err != nil {
+		return fmt.Errorf("--html: write %s: %w", path, err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/internal/atomicfile"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
 
@@ -74,13 +72,9 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 	if len(runs) == 0 {
 		return badResult(errors.New(strings.Join(unread, "; ")))
 	}
-	if path := opts.html; path != "" {
-		var page bytes.Buffer
-		if err := report.WriteHTML(&page, runs); err != nil {
+	if opts.html != "" {
+		if err := writeHTML(opts.html, func(w io.Writer) error { return report.WriteHTML(w, runs) }); err != nil {
 			return err
-		}
-		if err := atomicfile.WriteFile(path, page.Bytes()); err != nil {
-			return fmt.Errorf("--html: write %s: %w", path, err)
 		}
 	}
 	stdout := con.out

@@ -384,10 +384,7 @@ func runPlan(opts runOptions) (episodesPlan, error) {
 		return p, err
 	}
 	if !opts.isSet("dataset") {
-		p.dataset = h.Dataset
-		if strings.HasPrefix(p.dataset, "hf:") && !strings.Contains(p.dataset, "@") && h.DatasetCommit != "" {
-			p.dataset += "@" + h.DatasetCommit // the tasks as they were recorded
-		}
+		p.dataset = recordedDataset(h) // the tasks as they were recorded
 	}
 	if !opts.isSet("tasks") {
 		p.tasks = h.Tasks
@@ -399,6 +396,16 @@ func runPlan(opts runOptions) (episodesPlan, error) {
 		p.maxTurns = h.MaxTurns
 	}
 	return p, nil
+}
+
+// recordedDataset is the dataset spec of a run's header, a Hub dataset pinned to the commit
+// the run recorded: the tasks and ground truths as they were when it ran.
+func recordedDataset(h runfolder.Header) string {
+	if hs, err := data.ParseHubSpec(h.Dataset); err == nil && h.DatasetCommit != "" {
+		hs.Revision = h.DatasetCommit
+		return hs.String()
+	}
+	return h.Dataset
 }
 
 // endpoint is where a model is called, for run.json ("" for built-in models).

@@ -14,7 +14,6 @@ import (
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/viewer"
 	"github.com/aa-grade/aa-grade/internal/english"
-	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
 // defaultViewAddr is where the viewer listens unless told: a fixed port, so a bookmark keeps
@@ -76,7 +75,7 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 			}
 			return err
 		}
-		printLine(stdout, "Wrote %s", termtext.Sanitize(out+string(os.PathSeparator)+"index.html"))
+		printLine(stdout, "Wrote %s", out+string(os.PathSeparator)+"index.html")
 		return nil
 	}
 	ln, err := viewer.Listen(opts.addr)
@@ -107,14 +106,9 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 // run recorded for a Hub dataset, from the cache only: a page never waits on the network (a
 // run made on this machine left the dataset in the cache; elsewhere, aa-grade data pull).
 func groundTruths(ctx context.Context, h runfolder.Header) (map[string][]byte, error) {
-	spec := h.Dataset
-	if hs, err := data.ParseHubSpec(spec); err == nil && h.DatasetCommit != "" {
-		hs.Revision = h.DatasetCommit
-		spec = hs.String()
-	}
 	cfg := hubConfig()
 	cfg.Offline = true
-	ds, err := data.Open(ctx, spec, data.OpenOptions{Hub: cfg, IndexOnly: true, Tasks: h.Tasks})
+	ds, err := data.Open(ctx, recordedDataset(h), data.OpenOptions{Hub: cfg, IndexOnly: true, Tasks: h.Tasks})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 func TestViewErrors(t *testing.T) {
@@ -91,6 +93,25 @@ func TestView(t *testing.T) {
 	for _, f := range []string{"index.html", "runs/1/Scenario-902/1.html", "runs/1/Scenario-902/1.trajectory.jsonl.zst"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestRecordedDataset: a Hub dataset is pinned to the commit the run recorded, whatever
+// revision its spec names (runs record hf:OWNER/NAME@REV); any other spec is kept as it is.
+func TestRecordedDataset(t *testing.T) {
+	for _, c := range []struct {
+		h    runfolder.Header
+		want string
+	}{
+		{runfolder.Header{Dataset: "hf:o/n@main", DatasetCommit: "abc123"}, "hf:o/n@abc123"},
+		{runfolder.Header{Dataset: "hf:o/n", DatasetCommit: "abc123"}, "hf:o/n@abc123"},
+		{runfolder.Header{Dataset: "hf:o/n@main"}, "hf:o/n@main"},
+		{runfolder.Header{Dataset: "demo", DatasetCommit: "abc123"}, "demo"},
+		{runfolder.Header{Dataset: "./ITBench-AA"}, "./ITBench-AA"},
+	} {
+		if got := recordedDataset(c.h); got != c.want {
+			t.Errorf("recordedDataset(%q, %q) = %q, want %q", c.h.Dataset, c.h.DatasetCommit, got, c.want)
 		}
 	}
 }
