@@ -131,6 +131,18 @@ type TurnRecord struct {
 	Error   string          `json:"error,omitempty"`
 }
 
+// ShellCommand is the command of a shell tool call: arguments `{"cmd": "..."}`, whatever the
+// tool's name in the run's prompt set; ok is false for any other arguments.
+func ShellCommand(arguments string) (cmd string, ok bool) {
+	var args struct {
+		Cmd *string `json:"cmd"`
+	}
+	if json.Unmarshal([]byte(arguments), &args) != nil || args.Cmd == nil {
+		return "", false
+	}
+	return *args.Cmd, true
+}
+
 // NewMessages follows a conversation call by call and tells which messages each call adds, so
 // a trajectory records every message once and a replay can compare like with like.
 type NewMessages struct{ seen int }

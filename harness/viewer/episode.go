@@ -161,12 +161,7 @@ func newTurn(rec harness.TurnRecord, events Turn) Turn {
 	}
 	for _, c := range rec.Reply.ToolCalls {
 		call := Call{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
-		var args struct {
-			Cmd *string `json:"cmd"`
-		}
-		if json.Unmarshal([]byte(c.Arguments), &args) == nil && args.Cmd != nil {
-			call.Command = *args.Cmd
-		}
+		call.Command, _ = harness.ShellCommand(c.Arguments)
 		t.Calls = append(t.Calls, call)
 	}
 	return t
