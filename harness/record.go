@@ -131,6 +131,18 @@ type TurnRecord struct {
 	Error   string          `json:"error,omitempty"`
 }
 
+// ShellCommand is the command of a shell tool call: arguments `{"cmd": "..."}`, whatever the
+// tool's name in the run's prompt set; ok is false for any other arguments.
+func ShellCommand(arguments string) (cmd string, ok bool) {
+	var args struct {
+		Cmd *string `json:"cmd"`
+	}
+	if json.Unmarshal([]byte(arguments), &args) != nil || args.Cmd == nil {
+		return "", false
+	}
+	return *args.Cmd, true
+}
+
 // NewMessages follows a conversation call by call and tells which messages each call adds, so
 // a trajectory records every message once and a replay can compare like with like.
 type NewMessages struct{ seen int }
@@ -154,14 +166,14 @@ func (n *NewMessages) Next(req model.Request, failed bool) []model.Message {
 	return req.Messages[seen:]
 }
 
-// maxTurnLine bounds one turn record: its new messages (tool results cut by the sandbox) and
+// MaxTurnLine bounds one turn record: its new messages (tool results cut by the sandbox) and
 // the reply. Wire events can be longer (a request carries the whole conversation); readers of
 // turns skip them without holding them.
-const maxTurnLine = 64 << 20
+const MaxTurnLine = 64 << 20
 
 // ReadTurns reads the turn records of the trajectory in an episode folder (OpenTrajectory),
 // in order, skipping the wire events. A turn line that is not a record, or longer than
-// maxTurnLine, is an error naming the file and line; a last line a crash cut short is left
+// MaxTurnLine, is an error naming the file and line; a last line a crash cut short is left
 // out.
 func ReadTurns(dir string) ([]TurnRecord, error) {
 	f, err := OpenTrajectory(dir)
@@ -179,17 +191,17 @@ func ReadTurns(dir string) ([]TurnRecord, error) {
 			return turns, nil
 		}
 		if !bytes.Equal(head, prefix) {
-			if err := skipLine(r); err != nil {
+			if err := SkipTrajectoryLine(r); err != nil {
 				return turns, nil // the end of the file
 			}
 			continue
 		}
-		b, err := readLine(r, maxTurnLine)
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return turns, nil // cut short by a crash
-		}
+		b, whole, err := ReadTrajectoryLine(r, MaxTurnLine)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+			return nil, fmt.Errorf("%s:%d: a turn record %w", path, line, err)
+		}
+		if !whole {
+			return turns, nil // cut short by a crash
 		}
 		var t TurnRecord
 		if err := json.Unmarshal(b, &t); err != nil {
@@ -199,8 +211,9 @@ func ReadTurns(dir string) ([]TurnRecord, error) {
 	}
 }
 
-// skipLine reads past the next newline; io.EOF when there is none.
-func skipLine(r *bufio.Reader) error {
+// SkipTrajectoryLine reads past the next newline without keeping anything; io.EOF when there
+// is none.
+func SkipTrajectoryLine(r *bufio.Reader) error {
 	for {
 		_, err := r.ReadSlice('\n')
 		if !errors.Is(err, bufio.ErrBufferFull) {
@@ -209,23 +222,31 @@ func skipLine(r *bufio.Reader) error {
 	}
 }
 
-// readLine reads a whole line of at most limit bytes, without its newline; a line with no
-// newline at the end of the file is io.ErrUnexpectedEOF.
-func readLine(r *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
+// ReadTrajectoryLine reads the next line without its newline; whole says a newline ended it
+// (false: the file ends in a line cut short). A line longer than limit is skipped, and is an
+// error.
+func ReadTrajectoryLine(r *bufio.Reader, limit int) (line []byte, whole bool, err error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > limit {
-			return nil, fmt.Errorf("a turn record longer than %d MiB", limit>>20)
+		if len(line)+len(chunk) > limit {
+			if errors.Is(err, bufio.ErrBufferFull) { // the rest of the line is still to come
+				err = SkipTrajectoryLine(r)
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, false, err
+			}
+			return nil, true, fmt.Errorf("longer than %d MiB", limit>>20)
 		}
+		line = append(line, chunk...)
 		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
 		case err == nil:
-			return line[:len(line)-1], nil
+			return line[:len(line)-1], true, nil
 		case errors.Is(err, io.EOF):
-			return nil, io.ErrUnexpectedEOF
-		case !errors.Is(err, bufio.ErrBufferFull):
-			return nil, err
+			return line, false, nil
+		default:
+			return nil, false, err
 		}
 	}
 }

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"cmp"
-	"encoding/json"
 	"path"
 	"regexp"
 	"slices"
@@ -154,7 +153,7 @@ func Investigate(turns []harness.TurnRecord, key *Key) Investigation {
 		inv.Turns = max(inv.Turns, t.Turn)
 		said := []string{t.Reply.Content}
 		for _, c := range t.Reply.ToolCalls {
-			cmd, ok := shellCommand(c.Arguments)
+			cmd, ok := harness.ShellCommand(c.Arguments)
 			if !ok {
 				said = append(said, c.Arguments)
 				continue
@@ -180,18 +179,6 @@ func Investigate(turns []harness.TurnRecord, key *Key) Investigation {
 		}
 	}
 	return inv
-}
-
-// shellCommand is the command of a shell tool call: arguments `{"cmd": "..."}`, whatever the
-// tool's name in the run's prompt set.
-func shellCommand(arguments string) (string, bool) {
-	var args struct {
-		Cmd *string `json:"cmd"`
-	}
-	if json.Unmarshal([]byte(arguments), &args) != nil || args.Cmd == nil {
-		return "", false
-	}
-	return *args.Cmd, true
 }
 
 func nonZeroExit(result string) bool {

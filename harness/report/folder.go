@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/aa-grade/aa-grade/harness/analysis"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
 
@@ -28,11 +27,8 @@ func WriteFolder(dir string, tasks []analysis.Task) (*Run, error) {
 		return nil, err
 	}
 	if tasks != nil {
-		folder, err := runfolder.Read(dir)
-		if err == nil {
-			r.Analysis, err = analysis.NewAnalyzer().Folder(folder, tasks)
-		}
-		if err != nil { // the score and the results matter more: report them without it
+		if r.Analysis, err = analysis.NewAnalyzer().Folder(r.folder, tasks); err != nil {
+			// the score and the results matter more: report them without it
 			r.AnalysisErr = fmt.Errorf("analyse the run: %w", err)
 		}
 	}

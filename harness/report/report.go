@@ -35,6 +35,8 @@ type Run struct {
 	Analysis *analysis.Run
 	// AnalysisErr says why the analysis is missing although it was asked for.
 	AnalysisErr error
+
+	folder *runfolder.Run // the folder as Load read it, for the analysis
 }
 
 // Load reads the run folder dir, with runfolder.Read's errors. Tasks or repeats found in
@@ -66,7 +68,7 @@ func Load(dir string) (*Run, error) {
 		order[t] = len(tasks)
 		tasks = append(tasks, t)
 	}
-	run := &Run{Dir: dir, Header: h, Results: slices.Collect(maps.Values(done)), Warnings: folder.Warnings}
+	run := &Run{Dir: dir, Header: h, Results: slices.Collect(maps.Values(done)), Warnings: folder.Warnings, folder: folder}
 	slices.SortFunc(run.Results, func(a, b runfolder.Result) int {
 		return cmp.Or(cmp.Compare(order[a.Task], order[b.Task]), cmp.Compare(a.Repeat, b.Repeat))
 	})

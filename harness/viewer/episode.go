@@ -46,10 +46,6 @@ type Call struct {
 	Shell     *harness.ShellOutput // the result read as a shell result, when it is one
 }
 
-// maxTurnLine bounds a turn record read into memory: a turn's input holds the previous turn's
-// command results (each stream cut at 20000 characters), far below it.
-const maxTurnLine = 64 << 20
-
 // wireKinds are the trajectory lines that hold the raw HTTP bodies: every request carries the
 // whole conversation (most of the file's bytes), and the turn records already hold what the
 // page shows of them, so they are skipped without being parsed.
@@ -75,13 +71,16 @@ func readTurns(r io.Reader) ([]Turn, []string) {
 			break
 		}
 		if isWire(head) {
-			if err := skipLine(br); err != nil {
+			if err := harness.SkipTrajectoryLine(br); err != nil {
 				break
 			}
 			continue
 		}
-		b, whole, err := readLine(br, maxTurnLine)
+		b, whole, err := harness.ReadTrajectoryLine(br, harness.MaxTurnLine)
 		if err != nil {
+			if whole { // a line too long: the reading goes on past it
+				err = fmt.Errorf("%w, skipped", err)
+			}
 			problems = append(problems, fmt.Sprintf("trajectory line %d: %v", line, err))
 			if !whole {
 				break
@@ -146,41 +145,6 @@ func isWire(head []byte) bool {
 	return false
 }
 
-// skipLine reads past the next newline without keeping anything.
-func skipLine(br *bufio.Reader) error {
-	for {
-		_, err := br.ReadSlice('\n')
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return err
-		}
-	}
-}
-
-// readLine reads the next line without its newline; whole says a newline ended it. A line
-// longer than limit is skipped.
-func readLine(br *bufio.Reader, limit int) (line []byte, whole bool, err error) {
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > limit {
-			if err := skipLine(br); err != nil && !errors.Is(err, io.EOF) {
-				return nil, false, err
-			}
-			return nil, true, fmt.Errorf("longer than %d MiB, skipped", limit>>20)
-		}
-		line = append(line, chunk...)
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == nil:
-			return line[:len(line)-1], true, nil
-		case errors.Is(err, io.EOF):
-			return line, false, nil
-		default:
-			return nil, false, err
-		}
-	}
-}
-
 // newTurn reads one turn record: the prompts of the first call, the harness's messages, and
 // the reply with its reasoning.
 func newTurn(rec harness.TurnRecord, events Turn) Turn {
@@ -197,12 +161,7 @@ func newTurn(rec harness.TurnRecord, events Turn) Turn {
 	}
 	for _, c := range rec.Reply.ToolCalls {
 		call := Call{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
-		var args struct {
-			Cmd *string `json:"cmd"`
-		}
-		if json.Unmarshal([]byte(c.Arguments), &args) == nil && args.Cmd != nil {
-			call.Command = *args.Cmd
-		}
+		call.Command, _ = harness.ShellCommand(c.Arguments)
 		t.Calls = append(t.Calls, call)
 	}
 	return t

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
 
@@ -53,7 +54,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"score":   func(f float64) string { return fmt.Sprintf("%.3f", f) },
 	"count":   english.Count,
 	"short":   func(f float64) string { return abbr("ok", f) },
-	"cost":    cost,
+	"cost":    report.FormatUSD,
 	"tokens":  tokens,
 	"seconds": func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) },
 	"secs":    func(f float64) string { return fmt.Sprintf("%.1f s", f) },
@@ -128,13 +129,6 @@ type streamView struct {
 
 // fold says an output is long enough to be folded away until opened.
 func fold(s string) bool { return len(s) > 2000 || strings.Count(s, "\n") > 25 }
-
-func cost(c *float64) string {
-	if c == nil {
-		return "unknown"
-	}
-	return fmt.Sprintf("$%.4g", *c)
-}
 
 func tokens(u model.Usage) string {
 	s := fmt.Sprintf("%d in", u.Input)
