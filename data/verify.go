@@ -116,7 +116,7 @@ func pulledEntries(root string, entries []hub.Entry) ([]hub.Entry, []string) {
 	}
 	pulled := map[string]bool{}
 	for _, e := range entries {
-		if task, _, inTask := strings.Cut(strings.TrimPrefix(e.Path, "sre/"), "/"); strings.HasPrefix(e.Path, "sre/") && inTask {
+		if task, inTask := folderTask(e.Path); inTask {
 			if _, seen := pulled[task]; !seen {
 				pulled[task] = exists("sre/" + task)
 			}
@@ -134,9 +134,9 @@ func pulledEntries(root string, entries []hub.Entry) ([]hub.Entry, []string) {
 	sort.Strings(notPulled)
 	var kept []hub.Entry
 	for _, e := range entries {
-		task, _, inTask := strings.Cut(strings.TrimPrefix(e.Path, "sre/"), "/")
+		task, inTask := folderTask(e.Path)
 		switch {
-		case strings.HasPrefix(e.Path, "sre/") && inTask:
+		case inTask:
 			if pulled[task] {
 				kept = append(kept, e)
 			}
@@ -145,6 +145,16 @@ func pulledEntries(root string, entries []hub.Entry) ([]hub.Entry, []string) {
 		}
 	}
 	return kept, notPulled
+}
+
+// folderTask is the task whose folder holds a listing path (sre/<task>/...), if any.
+func folderTask(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, "sre/")
+	if !ok {
+		return "", false
+	}
+	task, _, inTask := strings.Cut(rest, "/")
+	return task, inTask
 }
 
 // cachedEntries describes the linked files of a cached snapshot from their blob names.

@@ -19,24 +19,15 @@ var flags = []flagSpec{
 	{name: "productCatalogFailure", description: "Fail product catalog service on a specific product", victim: "product-catalog",
 		apply: failing(0.08, 0.2, "failed to get product: rpc error: code = Internal desc = product catalog unavailable for id OLJCESPC7Z")},
 	{name: "recommendationCacheFailure", description: "Fail recommendation service cache", victim: "recommendation",
-		apply: func(w *world, f *fault) {
-			w.slowdown(f, "recommendation", 0.7, 400*time.Millisecond)
-			f.troubles = append(f.troubles, trouble{service: "recommendation", from: f.at, memory: 900e6})
-		}},
+		apply: slowing(0.7, 400*time.Millisecond, 0, 900e6)},
 	{name: "adManualGc", description: "Triggers full manual garbage collections in the ad service", victim: "ad",
-		apply: func(w *world, f *fault) { w.slowdown(f, "ad", 0.3, 1800*time.Millisecond) }},
+		apply: slowing(0.3, 1800*time.Millisecond, 0, 0)},
 	{name: "adHighCpu", description: "Triggers high cpu load in the ad service", victim: "ad",
-		apply: func(w *world, f *fault) {
-			w.slowdown(f, "ad", 0.8, 700*time.Millisecond)
-			f.troubles = append(f.troubles, trouble{service: "ad", from: f.at, cpu: 0.98})
-		}},
+		apply: slowing(0.8, 700*time.Millisecond, 0.98, 0)},
 	{name: "adFailure", description: "Fail ad service", victim: "ad",
 		apply: failing(0.08, 0.15, "io.grpc.StatusRuntimeException: UNAVAILABLE\n\tat io.grpc.Status.asRuntimeException(Status.java:532)\n\tat oteldemo.AdService$AdServiceImpl.getAds(AdService.java:163)")},
 	{name: "kafkaQueueProblems", description: "Overloads Kafka queue while simultaneously introducing a consumer side delay leading to a lag spike", victim: "kafka",
-		apply: func(w *world, f *fault) {
-			w.slowdown(f, "kafka", 0.9, 900*time.Millisecond)
-			f.troubles = append(f.troubles, trouble{service: "kafka", from: f.at, cpu: 0.9, memory: 1.4e9})
-		}},
+		apply: slowing(0.9, 900*time.Millisecond, 0.9, 1.4e9)},
 	{name: "cartFailure", description: "Fail cart service", victim: "cart",
 		apply: failing(0.15, 0.35, "Can't access cart storage. System.ApplicationException: Wasn't able to connect to redis \n   at cart.cartstore.ValkeyCartStore.EnsureRedisConnected() in /app/src/cartstore/ValkeyCartStore.cs:line 98")},
 	{name: "paymentFailure", description: "Fail payment service charge requests n%", victim: "payment",
@@ -47,17 +38,11 @@ var flags = []flagSpec{
 				message: `dial tcp: lookup badAddress on 172.20.0.10:53: no such host`})
 		}},
 	{name: "loadGeneratorFloodHomepage", description: "Flood the frontend with a large amount of requests.", victim: "frontend",
-		apply: func(w *world, f *fault) {
-			w.slowdown(f, "frontend", 0.9, 1200*time.Millisecond)
-			f.troubles = append(f.troubles, trouble{service: "frontend", from: f.at, cpu: 0.95})
-		}},
+		apply: slowing(0.9, 1200*time.Millisecond, 0.95, 0)},
 	{name: "imageSlowLoad", description: "slow loading images in the frontend", victim: "image-provider",
-		apply: func(w *world, f *fault) { w.slowdown(f, "image-provider", 1, 5*time.Second) }},
+		apply: slowing(1, 5*time.Second, 0, 0)},
 	{name: "emailMemoryLeak", description: "Memory leak in the email service.", victim: "email",
-		apply: func(w *world, f *fault) {
-			w.slowdown(f, "email", 0.4, 600*time.Millisecond)
-			f.troubles = append(f.troubles, trouble{service: "email", from: f.at, memory: 1.2e9})
-		}},
+		apply: slowing(0.4, 600*time.Millisecond, 0, 1.2e9)},
 	{name: "failedReadinessProbe", description: "Readiness probe failure for cart service", victim: "cart",
 		apply: func(w *world, f *fault) {
 			f.effects = append(f.effects, effect{service: "cart", mode: modeDown, from: f.at.Add(30 * time.Second)})
@@ -78,6 +63,17 @@ func flagByName(name string) flagSpec {
 func failing(lo, hi float64, message string) func(*world, *fault) {
 	return func(w *world, f *fault) {
 		f.effects = append(f.effects, effect{service: f.victim, mode: modeFail, from: f.at, rate: w.rate(lo, hi), message: message})
+	}
+}
+
+// slowing is a flag that slows a share of the victim's calls by about delay and, when cpu
+// or memory is not zero, has its pods burn that many cores or hold that many bytes.
+func slowing(share float64, delay time.Duration, cpu, memory float64) func(*world, *fault) {
+	return func(w *world, f *fault) {
+		w.slowdown(f, f.victim, share, delay)
+		if cpu != 0 || memory != 0 {
+			f.troubles = append(f.troubles, trouble{service: f.victim, from: f.at, cpu: cpu, memory: memory})
+		}
 	}
 }
 

@@ -1,8 +1,6 @@
 package validate
 
 import (
-	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -113,60 +111,25 @@ func TaskStats(dir string) (*Stats, error) {
 // dumps splits the objects table into dumps (rows within a minute of a dump's first) and
 // compares the first with the last.
 func (st *Stats) dumps(path string) error {
-	type dump struct {
-		start  time.Time
-		bodies map[string]string
-		kinds  map[string]bool
-	}
-	var all []*dump
-	_, err := snapshot.ScanTable(path, func(r snapshot.Row) error {
-		t, ok := r.Time("Timestamp")
-		if !ok {
-			return nil
-		}
-		if len(all) == 0 || t.Sub(all[len(all)-1].start) > time.Minute {
-			all = append(all, &dump{start: t, bodies: map[string]string{}, kinds: map[string]bool{}})
-		}
-		var o struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Namespace, Name string
-			} `json:"metadata"`
-		}
-		if json.Unmarshal([]byte(r.Get("Body")), &o) != nil || o.Kind == "" {
-			return nil
-		}
-		d := all[len(all)-1]
-		d.bodies[fmt.Sprintf("%s/%s/%s", o.Metadata.Namespace, o.Kind, o.Metadata.Name)] = r.Get("Body")
-		d.kinds[o.Kind] = true
-		return nil
-	})
+	all, err := snapshot.ReadObjectDumps(path)
 	if err != nil {
 		return err
 	}
 	st.Dumps = len(all)
 	for _, d := range all {
-		st.ObjectsPerDump = append(st.ObjectsPerDump, len(d.bodies))
-		st.KindsPerDump = append(st.KindsPerDump, len(d.kinds))
+		kinds := map[string]bool{}
+		for ref := range d.Bodies {
+			kinds[ref.Kind] = true
+		}
+		st.ObjectsPerDump = append(st.ObjectsPerDump, len(d.Bodies))
+		st.KindsPerDump = append(st.KindsPerDump, len(kinds))
 	}
 	if len(all) < 2 {
 		return nil
 	}
-	first, last := all[0].bodies, all[len(all)-1].bodies
-	count := func(key string) {
+	for _, ref := range snapshot.ChangedObjects(all[0], all[len(all)-1]) {
 		st.ChangedObjects++
-		parts := strings.SplitN(key, "/", 3)
-		st.ChangedByKind[parts[1]]++
-	}
-	for k, v := range first {
-		if last[k] != v {
-			count(k)
-		}
-	}
-	for k := range last {
-		if _, ok := first[k]; !ok {
-			count(k)
-		}
+		st.ChangedByKind[ref.Kind]++
 	}
 	return nil
 }

@@ -5,7 +5,6 @@
 package naive
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"sort"
 	"time"
@@ -76,50 +75,13 @@ func FirstError(dir string) ([]string, error) {
 // DumpDiff names every object added, removed or changed between the first and the last
 // object dump (a dump is the rows within a minute of its first).
 func DumpDiff(dir string) ([]string, error) {
-	type dump struct {
-		start  time.Time
-		bodies map[string]string
-	}
-	var dumps []*dump
-	_, err := snapshot.ScanTable(filepath.Join(dir, "k8s_objects_raw.tsv"), func(r snapshot.Row) error {
-		t, ok := r.Time("Timestamp")
-		if !ok {
-			return nil
-		}
-		if len(dumps) == 0 || t.Sub(dumps[len(dumps)-1].start) > time.Minute {
-			dumps = append(dumps, &dump{start: t, bodies: map[string]string{}})
-		}
-		var o struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Namespace string `json:"namespace"`
-				Name      string `json:"name"`
-			} `json:"metadata"`
-		}
-		if json.Unmarshal([]byte(r.Get("Body")), &o) != nil || o.Kind == "" {
-			return nil
-		}
-		key := o.Kind + "/" + o.Metadata.Name
-		if o.Metadata.Namespace != "" {
-			key = o.Metadata.Namespace + "/" + key
-		}
-		dumps[len(dumps)-1].bodies[key] = r.Get("Body")
-		return nil
-	})
+	dumps, err := snapshot.ReadObjectDumps(filepath.Join(dir, "k8s_objects_raw.tsv"))
 	if err != nil || len(dumps) < 2 {
 		return nil, err
 	}
-	first, last := dumps[0].bodies, dumps[len(dumps)-1].bodies
 	seen := map[string]bool{}
-	for k, v := range first {
-		if last[k] != v {
-			seen[k] = true
-		}
-	}
-	for k := range last {
-		if _, ok := first[k]; !ok {
-			seen[k] = true
-		}
+	for _, ref := range snapshot.ChangedObjects(dumps[0], dumps[len(dumps)-1]) {
+		seen[snapshot.EntityOf(ref)] = true
 	}
 	return sorted(seen), nil
 }
