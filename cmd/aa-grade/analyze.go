@@ -44,8 +44,8 @@ func newAnalyzeCommand() *cli.Command {
 			"Per episode: the gated score, partial credit on the fault graph, the class of each false positive\n" +
 			"(symptom, mechanism, near_miss, unrelated) and, from a run's trajectories, the first turn that named\n" +
 			"a root cause, the evidence sources read, commands by kind, failed, truncated and repeated commands.\n" +
-			"The formula and the classes: docs/analysis.md. A run is analysed against the dataset it ran on\n" +
-			"unless --dataset is given; submissions against --dataset.\n\n" +
+			"The formula and the classes: docs/analysis.md. A run is analysed against the dataset it ran on,\n" +
+			"at the commit it recorded, unless --dataset is given; submissions against --dataset.\n\n" +
 			"Example: aa-grade analyze runs/opus runs/qwen --html analysis.html",
 		Flags:  opts.flags(),
 		Action: action(&opts, runAnalyze),

@@ -58,9 +58,10 @@ func newGradeCommand() *cli.Command {
 		Description: "SUBMISSIONS is a folder laid out <task-id>/<repeat>.json or " +
 			"<task-id>/<repeat>/agent_output.json (repeats numbered from 1; a number above 1000 is ignored, with a warning).\n" +
 			"Every task x repeat of the dataset is scored; a repeat with no file scores 0 as missing.\n" +
-			"RUN is a run folder of aa-grade run: its submissions are graded again (against the dataset's\n" +
-			"ground truth as it is now), episodes without one keep the status the run recorded, and\n" +
-			"--dataset and --repeats default to the run's, and only the run's tasks are graded.\n\n" +
+			"RUN is a run folder of aa-grade run: its submissions are graded again, episodes without one keep\n" +
+			"the status the run recorded, --dataset and --repeats default to the run's (a Hub dataset at the\n" +
+			"commit the run recorded; give --dataset hf:REPO@main for the ground truths as they are now), and\n" +
+			"only the run's tasks are graded.\n\n" +
 			"For a Hub dataset only the index (sre/data.jsonl, with the ground truths) is downloaded.\n\n" +
 			"With --judge MODEL, a model maps entities to ground-truth groups as in the official grading; " +
 			"its answers are cached in $XDG_CACHE_HOME/aa-grade/judge.\n\n" +
@@ -144,7 +145,8 @@ type gradeInput struct {
 }
 
 // openGradeInput reads dir as a run folder, or else as a folder of submissions, and opens the
-// dataset (only its index): for a run, the one it ran on unless datasetSet, and only its tasks.
+// dataset (only its index): for a run, the one it ran on (at its recorded commit) unless
+// datasetSet, and only its tasks.
 func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (*gradeInput, error) {
 	if _, err := os.Stat(dir); err != nil { // before a dataset is fetched for nothing
 		return nil, usageError(err)
@@ -155,7 +157,7 @@ func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (
 	case err == nil:
 		in.run, tasks = r, r.Header.Tasks
 		if !datasetSet {
-			dataset = r.Header.Dataset
+			dataset = recordedDataset(r.Header) // the ground truths the run was scored on
 		}
 	case !errors.Is(err, runfolder.ErrNotRunFolder): // else a folder of submissions
 		return nil, err

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -276,5 +277,23 @@ func TestGradeARunOnTheHub(t *testing.T) {
 	r = aaGrade(t, env, "grade", out)
 	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000 (95% CI 1.000-1.000) over 2 tasks x 1 repeat") {
 		t.Fatalf("grade of the run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// The dataset moves on: main now names another root cause. The run is still graded against
+	// the commit it ran on, unless --dataset asks for the ground truths as they are now.
+	files := fakehub.SampleDataset(2, 1024)
+	for path, f := range files {
+		if strings.HasSuffix(path, "ground_truth.yaml") || path == "sre/data.jsonl" {
+			files[path] = fakehub.File{Content: bytes.ReplaceAll(f.Content, []byte("flagd-config"), []byte("flagd-flags"))}
+		}
+	}
+	h.ServeSample(sampleRepo, files)
+	r = aaGrade(t, env, "grade", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000") {
+		t.Fatalf("grade of the run after the dataset changed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = aaGrade(t, env, "grade", "--dataset", "hf:"+sampleRepo+"@main", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "Score 0.000") {
+		t.Fatalf("grade of the run against main as it is now: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

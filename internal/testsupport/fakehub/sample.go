@@ -32,10 +32,19 @@ func SampleDataset(tasks, lfsBytes int) map[string]File {
 	return files
 }
 
-// ServeSample serves files as the main branch of repo and returns the commit.
+// ServeSample serves files as the main branch of repo and returns the commit. Called again for
+// the same repo, it pushes a new commit: main moves to it and the earlier commits stay served.
 func (h *Hub) ServeSample(repo string, files map[string]File) string {
 	commit := Commit(files)
-	h.AddRepo(&Repo{Name: repo, Refs: map[string]string{"main": commit}, Commits: map[string]map[string]File{commit: files}})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.repos[repo]
+	if r == nil {
+		r = &Repo{Name: repo, Refs: map[string]string{}, Commits: map[string]map[string]File{}}
+		h.repos[repo] = r
+	}
+	r.Refs["main"] = commit
+	r.Commits[commit] = files
 	return commit
 }
 
