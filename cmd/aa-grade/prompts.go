@@ -42,10 +42,13 @@ func newPromptsCommand() *cli.Command {
 	}
 }
 
-// load reads the set the flags choose; any problem with it is a usage error naming the file
-// and the line (an unknown {{placeholder}} too).
-func (o promptOptions) load() (*harness.Prompts, error) {
-	prompts := harness.BuiltinPrompts()
+// load reads the set the flags choose, starting from base (nil: the built-in set); any
+// problem with it is a usage error naming the file and the line (an unknown {{placeholder}} too).
+func (o promptOptions) load(base *harness.Prompts) (*harness.Prompts, error) {
+	prompts := base
+	if prompts == nil {
+		prompts = harness.BuiltinPrompts()
+	}
 	if o.set != "" {
 		doc, err := os.ReadFile(o.set)
 		if err != nil {
@@ -71,7 +74,7 @@ func runPrompts(_ context.Context, opts promptOptions, args []string, con consol
 	if err := noArgs("prompts", args); err != nil {
 		return err
 	}
-	prompts, err := opts.load()
+	prompts, err := opts.load(nil)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
@@ -65,8 +66,10 @@ func TestShardsMergeToTheWhole(t *testing.T) {
 	if a, b := episodeFields(t, filepath.Join(dir, "whole")), episodeFields(t, filepath.Join(dir, "merged")); a != b {
 		t.Fatalf("merged shards differ from the whole run:\n%s\n---\n%s", a, b)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "merged", "results.parquet")); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"results.parquet", harness.PromptsFile} {
+		if _, err := os.Stat(filepath.Join(dir, "merged", name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "merged", "episodes", "Scenario-902", "2", "trajectory.jsonl.zst")); err != nil {
 		t.Fatal(err)

@@ -184,7 +184,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if err != nil {
 		return err
 	}
-	prompts, err := opts.prompts.load()
+	prompts, err := opts.prompts.load(plan.prompts)
 	if err != nil {
 		return err
 	}
@@ -369,6 +369,7 @@ type episodesPlan struct {
 	tasks    []string
 	repeats  int
 	maxTurns int
+	prompts  *harness.Prompts // the set --prompts and --prompt-file start from; nil: the built-in one
 }
 
 // runPlan reads the plan from the flags. A replay (--model replay/RUN_DIR) takes what the
@@ -394,6 +395,11 @@ func runPlan(opts runOptions) (episodesPlan, error) {
 	}
 	if !opts.isSet("max-turns") {
 		p.maxTurns = h.MaxTurns
+	}
+	if !opts.isSet("prompts") { // the texts the recording was made with
+		if p.prompts, err = harness.RunPrompts(dir, h.PromptSHA256); err != nil {
+			return p, usageErrorf("replay/%s: %w; give the set with --prompts FILE", dir, err)
+		}
 	}
 	return p, nil
 }

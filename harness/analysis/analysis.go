@@ -71,8 +71,13 @@ func NewAnalyzer() *Analyzer { return &Analyzer{topologies: map[string]*Topology
 // run, the episodes it has not played (not yet, or another shard's) are left out.
 func (a *Analyzer) Analyze(dir string, run *runfolder.Run, tasks []Task, results []grader.TaskResult) *Run {
 	out := &Run{Dir: dir, Episodes: []Episode{}}
+	var prompts *harness.Prompts // the run's, to read its shell results
 	if run != nil {
 		out.Model = run.Header.Model
+		var err error
+		if prompts, err = harness.RunPrompts(run.Dir, run.Header.PromptSHA256); err != nil {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%v: failed and truncated commands are counted as the built-in set words results", err))
+		}
 	}
 	byID := map[string]Task{}
 	for _, t := range tasks {
@@ -96,7 +101,7 @@ func (a *Analyzer) Analyze(dir string, run *runfolder.Run, tasks []Task, results
 				ep.PartialCredit, ep.FalsePositives = as.PartialCredit, as.FalsePositives
 			}
 			if run != nil {
-				if w := investigate(&ep, run, key); w != "" {
+				if w := investigate(&ep, run, key, prompts); w != "" {
 					out.Warnings = append(out.Warnings, w)
 				}
 			}
@@ -109,7 +114,7 @@ func (a *Analyzer) Analyze(dir string, run *runfolder.Run, tasks []Task, results
 
 // investigate fills in what the episode's trajectory and result line say; it returns a
 // warning when the trajectory is there but cannot be read.
-func investigate(ep *Episode, run *runfolder.Run, key *Key) string {
+func investigate(ep *Episode, run *runfolder.Run, key *Key, prompts *harness.Prompts) string {
 	id := runfolder.Episode{Task: ep.Task, Repeat: ep.Repeat}
 	if res, ok := run.Results[id]; ok {
 		ep.ModelSeconds, ep.ToolSeconds = &res.ModelTime, &res.ToolTime
@@ -121,7 +126,7 @@ func investigate(ep *Episode, run *runfolder.Run, key *Key) string {
 	if err != nil {
 		return fmt.Sprintf("%s repeat %d: trajectory: %v", ep.Task, ep.Repeat, err)
 	}
-	inv := Investigate(turns, key)
+	inv := Investigate(turns, key, prompts)
 	ep.Trajectory = true
 	ep.Turns, ep.FirstHitTurn, ep.FirstHitTokens = inv.Turns, inv.FirstHitTurn, inv.FirstHitTokens
 	ep.SourcesRead, ep.Commands = append(ep.SourcesRead, inv.SourcesRead...), inv.Commands

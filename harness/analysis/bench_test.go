@@ -42,6 +42,6 @@ func BenchmarkInvestigate(b *testing.B) {
 		turns = append(turns, turn(n, 5000, []model.Message{result(n-1, 0, ok)}, "The cart service returns errors on EmptyCart; checking its callers next.", cmd))
 	}
 	for b.Loop() {
-		Investigate(turns, k)
+		Investigate(turns, k, nil)
 	}
 }

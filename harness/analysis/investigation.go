@@ -5,7 +5,6 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/aa-grade/aa-grade/harness"
@@ -101,15 +100,6 @@ func sourcesOf(cmd string) []string {
 	return out
 }
 
-// The built-in prompt set's wording of a shell result (harness/builtin-prompts.txt): a run
-// with its own prompt set (--prompt-file) that words results otherwise has its failures and
-// truncations under-counted.
-var (
-	exitCodePattern = regexp.MustCompile(`<exit_code>(-?[0-9]+)</exit_code>`)
-	errorKindMarker = "<error_kind>"
-	truncatedMarker = "[... output truncated:"
-)
-
 // Investigation is how an episode went, from its trajectory.
 type Investigation struct {
 	Turns int
@@ -125,9 +115,10 @@ type Investigation struct {
 	Repeated       int            // shell commands identical to an earlier one of the episode
 }
 
-// Investigate reads an episode's turn records. A summarisation call is no turn: its tokens
-// count, its reply does not name anything.
-func Investigate(turns []harness.TurnRecord, key *Key) Investigation {
+// Investigate reads an episode's turn records, taking its shell results apart in the words of
+// prompts, the set the run used (nil for the built-in one). A summarisation call is no turn:
+// its tokens count, its reply does not name anything.
+func Investigate(turns []harness.TurnRecord, key *Key, prompts *harness.Prompts) Investigation {
 	inv := Investigation{Commands: map[string]int{}}
 	var tokens int64
 	shellCalls := map[string]bool{} // ids of the shell calls whose results are still to come
@@ -140,10 +131,11 @@ func Investigate(turns []harness.TurnRecord, key *Key) Investigation {
 				continue
 			}
 			delete(shellCalls, m.ToolCallID)
-			if m.IsError || strings.Contains(m.Content, errorKindMarker) || nonZeroExit(m.Content) {
-				inv.Failed++
+			out, ok := prompts.ReadShellResult(m.Content)
+			if m.IsError || !ok || out.TimedOut || out.Error != "" || out.ExitCode != 0 {
+				inv.Failed++ // a refusal (bad arguments) is no shell result
 			}
-			if strings.Contains(m.Content, truncatedMarker) {
+			if out.Stdout.Notice != "" || out.Stderr.Notice != "" {
 				inv.Truncated++
 			}
 		}
@@ -179,13 +171,4 @@ func Investigate(turns []harness.TurnRecord, key *Key) Investigation {
 		}
 	}
 	return inv
-}
-
-func nonZeroExit(result string) bool {
-	m := exitCodePattern.FindStringSubmatch(result)
-	if m == nil {
-		return false
-	}
-	code, err := strconv.Atoi(m[1])
-	return err == nil && code != 0
 }

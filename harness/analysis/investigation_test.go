@@ -3,6 +3,7 @@ package analysis
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
 // turn builds a turn record whose reply runs shell commands (ids c<turn>-<i>) and says text.
@@ -34,7 +36,19 @@ func result(turn, i int, content string) model.Message {
 	return model.Message{Role: "tool", ToolCallID: callID(turn, i), Content: content}
 }
 
-const ok = "<shell_results>\n<exit_code>0</exit_code>\n<stdout>x</stdout>\n<stderr></stderr>\n</shell_results>"
+// shellText is a shell result in the built-in set's words.
+func shellText(code int, stdout, stderr string) string {
+	return fmt.Sprintf("<shell_results>\n<exit_code>%d</exit_code>\n<stdout>%s</stdout>\n<stderr>%s</stderr>\n</shell_results>", code, stdout, stderr)
+}
+
+// truncated is an output cut to the sandbox's limit, its notice where the model reads it.
+func truncated() string {
+	c := sandbox.NewCapture(sandbox.OutputLimit)
+	c.Write([]byte(strings.Repeat("log line\n", 10000)))
+	return c.String()
+}
+
+var ok = shellText(0, "x", "")
 
 // TestInvestigate: a scripted episode whose commands and replies are known.
 func TestInvestigate(t *testing.T) {
@@ -43,14 +57,14 @@ func TestInvestigate(t *testing.T) {
 	turns := []harness.TurnRecord{
 		turn(1, 100, nil, "Let me look around.", "ls alerts | head -3", "cat k8s_events_raw.tsv | wc -l"),
 		turn(2, 200, []model.Message{result(1, 0, ok), result(1, 1, ok)}, "", pandas),
-		turn(3, 300, []model.Message{result(2, 0, "<shell_results>\n<exit_code>1</exit_code>\n<stdout></stdout>\n<stderr>KeyError</stderr>\n</shell_results>")}, "", pandas),
+		turn(3, 300, []model.Message{result(2, 0, shellText(1, "", "KeyError"))}, "", pandas),
 		{Kind: "turn", Turn: 3, Summary: true, Reply: model.Message{Content: "the flagd-config ConfigMap is suspect"}, Usage: model.Usage{Input: 1000, Output: 50}},
-		turn(4, 400, []model.Message{result(3, 0, "<shell_results><exit_code>0</exit_code><stdout>a\n[... output truncated: 99999 characters in all, limit 16384; the first and last 8192 are shown ...]\nb</stdout></shell_results>")},
+		turn(4, 400, []model.Message{result(3, 0, shellText(0, truncated(), ""))},
 			"", `grep -h flagd-config k8s_objects_raw.tsv | jq .`, "timeout 5 grep -c Error otel_logs_raw.tsv metrics/pod_cart_raw.tsv"),
-		turn(5, 500, []model.Message{result(4, 0, "<shell_results>\n<error_kind>timeout</error_kind>\n</shell_results>"), result(4, 1, ok)},
+		turn(5, 500, []model.Message{result(4, 0, "<shell_results>\n<error_kind>timeout</error_kind>\n<details>the command did not finish within 300 seconds and was killed with its process group</details>\n</shell_results>"), result(4, 1, ok)},
 			"", "cat > agent_output.json <<'EOF'\n{}\nEOF"),
 	}
-	inv := Investigate(turns, k)
+	inv := Investigate(turns, k, nil)
 	if inv.FirstHitTurn == nil || *inv.FirstHitTurn != 4 {
 		t.Fatalf("first hit turn %v, want 4 (the summary call is no turn)", inv.FirstHitTurn)
 	}
@@ -77,11 +91,11 @@ func TestInvestigate(t *testing.T) {
 // TestNoHit: an episode that never names a root cause has no first hit.
 func TestNoHit(t *testing.T) {
 	_, k := realKey(t, "scenario_2", nil)
-	inv := Investigate([]harness.TurnRecord{turn(1, 10, nil, "cart fails", "grep cart otel_logs_raw.tsv")}, k)
+	inv := Investigate([]harness.TurnRecord{turn(1, 10, nil, "cart fails", "grep cart otel_logs_raw.tsv")}, k, nil)
 	if inv.FirstHitTurn != nil || inv.FirstHitTokens != nil {
 		t.Errorf("first hit %v, want none", *inv.FirstHitTurn)
 	}
-	if inv := Investigate(nil, k); inv.Turns != 0 || inv.FirstHitTurn != nil || len(inv.Commands) != 0 {
+	if inv := Investigate(nil, k, nil); inv.Turns != 0 || inv.FirstHitTurn != nil || len(inv.Commands) != 0 {
 		t.Errorf("an empty trajectory gives %+v", inv)
 	}
 }

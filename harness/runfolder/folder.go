@@ -238,6 +238,16 @@ func (f *Folder) RecordRateLimits(s model.LimitStatus) error {
 	return f.WriteHeader(h)
 }
 
+// WriteFile writes another file of the run's own into the folder (the prompt set), replacing
+// the old one whole.
+func (f *Folder) WriteFile(name string, b []byte) error {
+	path := filepath.Join(f.Dir, name)
+	if err := atomicfile.WriteFile(path, b); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
 // WriteSummary writes summary.json, replacing the old one whole.
 func (f *Folder) WriteSummary(s grader.Summary) error {
 	return writeJSON(filepath.Join(f.Dir, SummaryFile), s)

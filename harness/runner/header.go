@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
@@ -15,8 +16,8 @@ import (
 var ErrConfigChanged = errors.New("the run folder holds a run with another configuration")
 
 // writeHeader writes run.json for cfg and the environment the probe found, keeping the start
-// time and the rate limits of the run it resumes; a resume with another configuration or
-// environment is refused.
+// time and the rate limits of the run it resumes, and the prompt set beside it; a resume with
+// another configuration or environment is refused.
 func writeHeader(cfg Config, tools sandbox.Tools) error {
 	h := runfolder.Header{Version: Version, Revision: revision(), Dataset: cfg.DatasetSpec, DatasetCommit: cfg.DatasetCommit, Repeats: cfg.Repeats,
 		Shard: cfg.Shard.String(), Model: cfg.ModelSpec, BaseURL: cfg.BaseURL, ReasoningEffort: cfg.ReasoningEffort,
@@ -35,7 +36,10 @@ func writeHeader(cfg Config, tools sandbox.Tools) error {
 		// The rate limits stay as the run before recorded them until this one records its own.
 		h.Started, h.RateLimits = prev.Header.Started, prev.Header.RateLimits
 	}
-	return cfg.Folder.WriteHeader(h)
+	if err := cfg.Folder.WriteHeader(h); err != nil {
+		return err
+	}
+	return cfg.Folder.WriteFile(harness.PromptsFile, cfg.Prompts.Format())
 }
 
 // revision is the VCS revision of this build ("" when unknown), with "+dirty" for a build from

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/copytree"
 )
@@ -28,7 +29,8 @@ var (
 )
 
 // Merge joins run folders (typically the shards of one run) into out: run.json without the
-// shard, one results.jsonl line per episode, every episode's folder, summary.json. Runs of
+// shard, the prompt set, one results.jsonl line per episode, every episode's folder,
+// summary.json. Runs of
 // another configuration are refused, naming the fields that differ. out must not hold a run.
 func Merge(out string, runs []string) (MergeReport, error) {
 	if len(runs) == 0 {
@@ -96,6 +98,15 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	first.Shard = ""
 	if err := folder.WriteHeader(first); err != nil {
 		return MergeReport{}, err
+	}
+	switch prompts, err := harness.RunPrompts(runs[0], first.PromptSHA256); {
+	case err == nil:
+		if err := folder.WriteFile(harness.PromptsFile, prompts.Format()); err != nil {
+			return MergeReport{}, err
+		}
+	case errors.Is(err, harness.ErrPromptsNotKept): // the shards are older than the file
+	default:
+		return MergeReport{}, fmt.Errorf("%s: %w", runs[0], err)
 	}
 	if err := folder.Append(results...); err != nil {
 		return MergeReport{}, err

@@ -54,9 +54,9 @@ var wireKinds = [][]byte{[]byte(`{"kind":"request"`), []byte(`{"kind":"response"
 // readTurns reads a trajectory, streaming it: wire bodies are skipped as they go by, and only
 // turn records and the small events (retry, no_usage, throttle, divergence) are parsed.
 // Problems (a damaged line, a cut file) are returned beside what could be read. Shell results
-// are read back in the built-in prompt set's wording; a run folder does not hold the set it
-// ran with (only its hash), so results worded by another set show as the text the model read.
-func readTurns(r io.Reader) ([]Turn, []string) {
+// are read back in the words of prompts, the set the run used (nil: the built-in one); a
+// result they do not fit shows as the text the model read.
+func readTurns(r io.Reader, prompts *harness.Prompts) ([]Turn, []string) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var turns []Turn
 	var problems []string
@@ -116,7 +116,7 @@ func readTurns(r io.Reader) ([]Turn, []string) {
 			}
 			prev = rec.At
 			if len(turns) > 0 {
-				t.Orphans = attachResults(&turns[len(turns)-1], rec.Input)
+				t.Orphans = attachResults(&turns[len(turns)-1], rec.Input, prompts)
 			}
 			turns = append(turns, t)
 			pending = Turn{}
@@ -169,7 +169,7 @@ func newTurn(rec harness.TurnRecord, events Turn) Turn {
 
 // attachResults gives the calls of the previous turn their results from the next call's
 // input, and returns the tool results that answer none of them.
-func attachResults(prev *Turn, input []model.Message) []model.Message {
+func attachResults(prev *Turn, input []model.Message, prompts *harness.Prompts) []model.Message {
 	var orphans []model.Message
 	for _, m := range input {
 		if m.Role != model.RoleTool {
@@ -180,7 +180,7 @@ func attachResults(prev *Turn, input []model.Message) []model.Message {
 			c := &prev.Calls[i]
 			if c.ID == m.ToolCallID && !c.HasResult {
 				c.HasResult, c.Result, found = true, m, true
-				if out, ok := harness.BuiltinPrompts().ReadShellResult(m.Content); ok && c.Command != "" {
+				if out, ok := prompts.ReadShellResult(m.Content); ok && c.Command != "" {
 					c.Shell = &out
 				}
 				break

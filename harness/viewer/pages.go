@@ -180,13 +180,16 @@ func (v *Viewer) buildEpisodePage(ctx context.Context, l *loaded, i int) episode
 	if p.Running {
 		p.Status = "running"
 	}
+	if l.promptsProblem != "" {
+		p.Problems = append(p.Problems, l.promptsProblem)
+	}
 	if file != "" {
 		p.Trajectory, p.TrajectoryFile = link, file
 		f, err := harness.OpenTrajectoryIn(l.root, e.dir())
 		if err != nil {
 			p.Problems = append(p.Problems, fmt.Sprintf("open the trajectory: %v", err))
 		} else {
-			p.Turns, p.Problems = readTurns(f)
+			p.Turns, p.Problems = readTurns(f, l.prompts)
 			f.Close()
 			if p.Running && len(p.Problems) > 0 && strings.Contains(p.Problems[len(p.Problems)-1], "cut short") {
 				p.Problems = p.Problems[:len(p.Problems)-1] // the line being written

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
@@ -92,6 +93,10 @@ type loaded struct {
 	byPath  map[string]int            // page path -> index in eps
 	index   map[runfolder.Episode]int // episode -> index in eps
 	results map[runfolder.Episode]runfolder.Result
+	// prompts is the set the run used, to take its shell results apart; promptsProblem says
+	// why it could not be read (the built-in set's words are tried then).
+	prompts        *harness.Prompts
+	promptsProblem string
 }
 
 // episodeRef is one task x repeat of a run and where its page is.
@@ -114,6 +119,9 @@ func (s *source) load() (*loaded, error) {
 	l := &loaded{source: s, run: r, live: running(s.dir), byPath: map[string]int{}, index: map[runfolder.Episode]int{}, results: map[runfolder.Episode]runfolder.Result{}}
 	for _, res := range r.Results {
 		l.results[res.Episode()] = res
+	}
+	if l.prompts, err = harness.RunPrompts(s.dir, r.Header.PromptSHA256); err != nil {
+		l.promptsProblem = fmt.Sprintf("%v: shell results are shown as the model read them", err)
 	}
 	for ti, t := range r.Summary.PerTask {
 		seg := t.Task

@@ -1,0 +1,72 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+)
+
+const stirrupSet = "docs/stirrup-0.1.9-prompts.txt"
+
+// TestARunKeepsItsPromptSet: a run with the reference library's texts keeps them in its
+// folder, so the analysis reads its shell results in their words (Stirrup words a truncation
+// otherwise than the built-in set) and a replay sends them again with no flag; without the
+// file, the replay asks for the set and the analysis says what it could not read.
+func TestARunKeepsItsPromptSet(t *testing.T) {
+	// Every investigation command fails and prints more than the output limit.
+	s := newScriptedRun(t, fakemodel.Script{Turns: 4, Command: "seq 1 20000; false", Answer: answer901}, "901", "1")
+	run := filepath.Join(t.TempDir(), "run")
+	if r := aaGrade(t, s.env, s.command(run, "--prompts", stirrupSet)...); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	_, stirrup := promptsSHA(t, "--prompts", stirrupSet)
+	if _, kept := promptsSHA(t, "--prompts", filepath.Join(run, harness.PromptsFile)); kept != stirrup {
+		t.Fatalf("the kept set hashes %s, the Stirrup set %s", kept, stirrup)
+	}
+
+	r := aaGrade(t, nil, "analyze", "--json", run)
+	var out []struct {
+		Episodes []struct {
+			Commands  map[string]int `json:"commands"`
+			Failed    int            `json:"failed_commands"`
+			Truncated int            `json:"truncated_outputs"`
+		} `json:"episodes"`
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); r.code != 0 || err != nil || len(out) != 1 || len(out[0].Episodes) != 1 {
+		t.Fatalf("analyze: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	ep := out[0].Episodes[0]
+	if ep.Failed != 2 || ep.Truncated != 2 || len(out[0].Warnings) != 0 {
+		t.Errorf("failed %d, truncated %d (want 2 and 2: the two investigation turns), warnings %v", ep.Failed, ep.Truncated, out[0].Warnings)
+	}
+
+	replayed := filepath.Join(t.TempDir(), "replayed")
+	r = aaGrade(t, s.env, "run", "--model", "replay/"+run, "--out", replayed)
+	if r.code != 0 || !strings.Contains(r.stderr, "every episode followed its recording") {
+		t.Fatalf("replay with the kept set: exit %d\n%s", r.code, r.stderr)
+	}
+
+	if err := os.Remove(filepath.Join(run, harness.PromptsFile)); err != nil {
+		t.Fatal(err)
+	}
+	r = aaGrade(t, s.env, "run", "--model", "replay/"+run, "--out", filepath.Join(t.TempDir(), "again"))
+	if r.code != 2 || !strings.Contains(r.stderr, "does not keep the prompt set") || !strings.Contains(r.stderr, "--prompts FILE") {
+		t.Errorf("replay without the kept set: exit %d\n%s", r.code, r.stderr)
+	}
+	r = aaGrade(t, s.env, "run", "--model", "replay/"+run, "--prompts", stirrupSet, "--out", filepath.Join(t.TempDir(), "given"))
+	if r.code != 0 || !strings.Contains(r.stderr, "every episode followed its recording") {
+		t.Errorf("replay with the set given: exit %d\n%s", r.code, r.stderr)
+	}
+	r = aaGrade(t, nil, "analyze", run)
+	if r.code != 0 || !strings.Contains(r.stderr, "does not keep the prompt set") {
+		t.Errorf("analyze without the kept set: exit %d\n%s", r.code, r.stderr)
+	}
+}
