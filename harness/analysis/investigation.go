@@ -13,15 +13,21 @@ import (
 // Evidence sources of a snapshot, in the order reports list them.
 var Sources = []string{"alerts", "events", "objects", "logs", "traces", "metrics"}
 
-// sourcePatterns tell which source a command reads by the files it names.
+// sourcePatterns tell which source a command reads by the files and folders it names: a
+// folder's name counts as a path (alerts/, `ls metrics`), not as a word of prose.
 var sourcePatterns = map[string]*regexp.Regexp{
-	"alerts":  regexp.MustCompile(`\balerts`),
+	"alerts":  regexp.MustCompile(`(?:^|[\s'"=(,/])alerts(?:/|[\s'"),*]|$)|alerts_(?:at|in)_`),
 	"events":  regexp.MustCompile(`k8s_events`),
 	"objects": regexp.MustCompile(`k8s_objects`),
 	"logs":    regexp.MustCompile(`otel_logs`),
 	"traces":  regexp.MustCompile(`otel_traces`),
-	"metrics": regexp.MustCompile(`\bmetrics\b|\b(?:pod|service)_[^\s/'"]*_raw\.tsv`),
+	"metrics": regexp.MustCompile(`(?:^|[\s'"=(,/])metrics(?:/|[\s'"),*]|$)|\b(?:pod|service)_[^\s/'"]*_raw\.tsv`),
 }
+
+// comment is a shell or Python comment: a # at the start of a line or after a space, to the
+// line's end. Quotes are not followed, so a quoted " #" cuts a line short: rare in the
+// commands of an investigation, and it only hides a source named after it.
+var comment = regexp.MustCompile(`(?m)(?:^|[ \t])#.*$`)
 
 // Command kinds, in the order reports list them: a command is of the first kind one of its
 // programs belongs to, so `grep x f | python3 -c ...` is python.
@@ -87,6 +93,7 @@ func sourcesOf(cmd string) []string {
 		pos    int
 	}
 	var found []at
+	cmd = comment.ReplaceAllString(cmd, "")
 	for _, s := range Sources {
 		if loc := sourcePatterns[s].FindStringIndex(cmd); loc != nil {
 			found = append(found, at{s, loc[0]})

@@ -197,3 +197,24 @@ func TestReadTurnsOfAWrittenTrajectory(t *testing.T) {
 		t.Errorf("a broken turn line: %v, want an error naming the file and line", err)
 	}
 }
+
+// TestSourcesOf: a source counts when a command names its files or folder, not when a
+// comment or a word of prose mentions it.
+func TestSourcesOf(t *testing.T) {
+	for cmd, want := range map[string][]string{
+		"ls alerts | head -3":                                           {"alerts"},
+		"cat alerts/alerts_at_2025-12-15T17-30-49.json":                 {"alerts"},
+		"jq . alerts_in_alerting_state_x.json":                          {"alerts"},
+		"ls metrics":                                                    {"metrics"},
+		"head -2 metrics/pod_cart_raw.tsv":                              {"metrics"},
+		`python3 -c "import glob; print(glob.glob('metrics/*'))"`:       {"metrics"},
+		"grep -c ERROR otel_logs_raw.tsv # then the metrics and alerts": {"logs"},
+		"python3 - <<'EOF'\n# reads alerts, metrics and logs\nimport os\nprint(os.listdir('.'))\nEOF": {},
+		"grep -c alertsFiring k8s_objects_raw.tsv":                                                    {"objects"},
+		"grep cart otel_traces_raw.tsv otel_logs_raw.tsv":                                             {"traces", "logs"},
+	} {
+		if got := sourcesOf(cmd); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("sourcesOf(%q) = %v, want %v", cmd, got, want)
+		}
+	}
+}
