@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
@@ -154,20 +156,22 @@ func TestRunStopsWhenTheDiskIsFull(t *testing.T) {
 	cmd, stderr := start(t, env, args...)
 	waitFor(t, func() bool { return lines(t, results) >= 1 })
 	filler := fillDisk(t, disk)
+	// The episode running when the disk filled fails to write its trajectory or its result,
+	// whichever comes first: the run stops, naming the file.
 	var ee *exec.ExitError
-	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 ||
-		!strings.Contains(stderr.String(), "could not be recorded, so the run stopped") || !strings.Contains(stderr.String(), results+": no space left on device") {
-		t.Fatalf("exit %v, want 3 naming results.jsonl\n%s", err, stderr.String())
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(lastLine(stderr.String()), "so the run stopped") ||
+		!(strings.Contains(stderr.String(), results+": no space left on device") || strings.Contains(stderr.String(), "trajectory.jsonl: no space left on device")) {
+		t.Fatalf("exit %v, want 3 naming results.jsonl or a trajectory\n%s", err, stderr.String())
 	}
 	before, _ := os.ReadFile(results)
 	for line := range strings.Lines(string(before)) {
 		var r struct{ Task, Error string }
-		if err := json.Unmarshal([]byte(line), &r); err != nil || !strings.Contains(r.Error, refusal) {
+		if err := json.Unmarshal([]byte(line), &r); err != nil || !(strings.Contains(r.Error, refusal) || strings.Contains(r.Error, "no space left on device")) {
 			t.Fatalf("a line of results.jsonl is not whole (%v):\n%.200s", err, line)
 		}
 	}
-	if n := lines(t, results); n != 1 {
-		t.Fatalf("%d results recorded, want the one written before the disk filled", n)
+	if n := lines(t, results); n < 1 || n > 2 {
+		t.Fatalf("%d results recorded, want the one written before the disk filled and at most the one running then", n)
 	}
 	if _, err := os.Stat(filepath.Join(out, "episodes", "Scenario-903")); err == nil {
 		t.Fatal("an episode started after a result could not be recorded")
@@ -295,5 +299,44 @@ func TestGradeARunOnTheHub(t *testing.T) {
 	r = aaGrade(t, env, "grade", "--dataset", "hf:"+sampleRepo+"@main", out)
 	if r.code != 0 || !strings.Contains(r.stdout, "Score 0.000") {
 		t.Fatalf("grade of the run against main as it is now: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestRunStopsWhenATrajectoryCannotBeWritten: an episode whose trajectory cannot be written
+// (a full disk; here the file is /dev/full) stops the run with exit 3 naming the file, the
+// episode is recorded as an error and runs again on resume.
+func TestRunStopsWhenATrajectoryCannotBeWritten(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip(err)
+	}
+	slow := newScriptedRun(t, fakemodel.Script{Turns: 100, Command: "sleep 0.2", Answer: answer901}, "901,902", "1")
+	out := filepath.Join(t.TempDir(), "run")
+	cmd, _ := start(t, slow.env, slow.command(out, "--grace", "0s")...)
+	trajectory := filepath.Join(out, "episodes", "Scenario-902", "1", "trajectory.jsonl")
+	waitFor(t, func() bool { _, err := os.Stat(trajectory); return err == nil })
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	os.Remove(trajectory + ".zst") // the interrupted episode's, compressed
+	if err := os.Symlink("/dev/full", trajectory); err != nil {
+		t.Fatal(err)
+	}
+
+	fast := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}, "901,902", "1")
+	args := slow.command(out, "--grace", "0s")
+	r := aaGrade(t, fast.env, args...)
+	if r.code != 3 || !strings.Contains(r.stderr, "Scenario-902 repeat 1: ") || !strings.Contains(r.stderr, trajectory+": the trajectory could not be written") ||
+		!strings.Contains(r.stderr, "so the run stopped") {
+		t.Fatalf("exit %d, want 3 naming the trajectory\n%s", r.code, r.stderr)
+	}
+	folder, err := runfolder.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := folder.Results[runfolder.Episode{Task: "Scenario-902", Repeat: 1}]; res.Status != grader.StatusError || !strings.Contains(res.Error, "no space left on device") {
+		t.Fatalf("the episode is recorded %q: %s", res.Status, res.Error)
+	}
+	os.Remove(trajectory)
+	if r := aaGrade(t, fast.env, args...); r.code != 0 || !strings.Contains(r.stdout, "over 2 tasks x 1 repeat") {
+		t.Fatalf("resume with a writable trajectory: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -43,15 +43,21 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 	}
 	defer sb.Close()
 	os.Remove(filepath.Join(dir, harness.TrajectoryFile+".zst")) // an earlier attempt's
-	trajectory, err := os.Create(filepath.Join(dir, harness.TrajectoryFile))
+	file, err := os.Create(filepath.Join(dir, harness.TrajectoryFile))
 	if err != nil {
 		return fail(err)
 	}
+	// An episode whose trajectory cannot be written is stopped at once.
+	ctx, stopEpisode := context.WithCancelCause(ctx)
+	defer stopEpisode(nil)
+	rec := newTrajectory(file, stopEpisode)
+	closed := false
 	defer func() { // after grading: the judge's calls are recorded too
-		trajectory.Close()
-		harness.CompressTrajectory(dir) // best effort: the plain file stays readable
+		if !closed {
+			rec.close()
+			harness.CompressTrajectory(dir) // best effort: the plain file stays readable
+		}
 	}()
-	rec := newTrajectory(trajectory)
 	wire := rec.wire
 	if cfg.Progress != nil {
 		wire = func(e model.Event) {
@@ -97,6 +103,12 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		res.Score, res.TP, res.FP, res.RootCausesFound = v.Score, v.TP, v.FP, v.RootCausesFound
 		res.Matcher, res.JudgeNote, res.Rules = v.Matcher, v.JudgeNote, v.Rules
 	}
+	closed = true
+	if err := rec.close(); err != nil {
+		res = runfolder.Result{Task: task.ID, Repeat: repeat, Turns: res.Turns, ToolCalls: res.ToolCalls, Tokens: res.Tokens, CostUSD: res.CostUSD}
+		return fail(fmt.Errorf("%s: %w", filepath.Join(dir, harness.TrajectoryFile), err))
+	}
+	harness.CompressTrajectory(dir) // best effort: the plain file stays readable
 	return res, out.Err
 }
 

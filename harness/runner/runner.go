@@ -144,8 +144,8 @@ const DefaultGrace = 20 * time.Second
 // Run plays every episode of the run (or of its shard) not already finished in cfg.Folder and
 // returns the results and summary of them all. When ctx is cancelled it starts no more
 // episodes, lets running ones finish within the grace, records the rest as unfinished and
-// returns the cancellation's cause. When a result cannot be recorded (a full disk) it stops
-// at once: no more episodes start, running ones are stopped, and the error says so; every
+// returns the cancellation's cause. When a result or a trajectory cannot be recorded (a full
+// disk) it stops at once: no more episodes start, running ones are stopped, and the error says so; every
 // line recorded before stays whole.
 func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, error) {
 	// The sandbox is tried before anything is written: a backend or an image that cannot run
@@ -233,6 +233,10 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		}
 		if ended == earlyStop && permanent == earlyStop {
 			stop(fmt.Errorf("%w (%s)", ErrStopped, r.Error))
+		}
+		if errors.Is(err, ErrNotRecorded) && recordErr == nil {
+			stop(fmt.Errorf("%s repeat %d: %w, so the run stopped (the episodes recorded before it are kept; run the same command again to resume)", r.Task, r.Repeat, err))
+			cancelEpisodes()
 		}
 		if recordErr == nil {
 			if recordErr = cfg.Folder.Append(r); recordErr != nil {
