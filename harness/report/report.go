@@ -10,6 +10,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/analysis"
@@ -105,6 +106,15 @@ type Overview struct {
 	// has the judge's statistics (episodes it decided, fallbacks, agreement with the rules).
 	Grading string             `json:"grading"`
 	Judge   *grader.JudgeStats `json:"judge,omitempty"`
+}
+
+// ErrorsText is Errors as tables show it, with how many of them are not run yet: "21 (21 not
+// run)" is a run half played, not one that failed.
+func (o Overview) ErrorsText() string {
+	if o.NotRun == 0 {
+		return strconv.Itoa(o.Errors)
+	}
+	return fmt.Sprintf("%d (%d not run)", o.Errors, o.NotRun)
 }
 
 // Agreement says in a line how a judged run was graded and how often judge and rules agree.

@@ -218,3 +218,15 @@ func copyRun(t *testing.T, src string) string {
 	}
 	return dir
 }
+
+// TestErrorsText: episodes not run yet are told apart from episodes that ended in error.
+func TestErrorsText(t *testing.T) {
+	for _, c := range []struct {
+		errors, notRun int
+		want           string
+	}{{2, 0, "2"}, {21, 21, "21 (21 not run)"}, {3, 1, "3 (1 not run)"}} {
+		if got := (Overview{Errors: c.errors, NotRun: c.notRun}).ErrorsText(); got != c.want {
+			t.Errorf("%d errors, %d not run: %q, want %q", c.errors, c.notRun, got, c.want)
+		}
+	}
+}
