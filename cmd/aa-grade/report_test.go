@@ -229,3 +229,59 @@ func drawn(shot []byte) error {
 	}
 	return nil
 }
+
+// layoutFaults is JavaScript listing what breaks a page's layout: a page wider than the
+// window (tables too wide must scroll inside their own box), and a table cell whose text is
+// broken letter by letter (more lines than words, with fewer than 8 characters a line: a long
+// path wrapped over two lines is fine).
+const layoutFaults = `(() => {
+	const out = [];
+	const width = document.documentElement.scrollWidth;
+	if (width > innerWidth + 1) out.push("the page is " + width + " px wide in a window of " + innerWidth);
+	for (const cell of document.querySelectorAll("td, th")) {
+		const text = cell.innerText.trim();
+		if (!text) continue;
+		const range = document.createRange();
+		range.selectNodeContents(cell);
+		const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;
+		const words = text.split(/\s+/).length, chars = text.replace(/\s+/g, "").length;
+		if (lines > words + 1 && chars / lines < 8) out.push(JSON.stringify(text.slice(0, 40)) + " takes " + lines + " lines for " + words + " words");
+	}
+	return out;
+})()`
+
+// TestReportHTMLLayout opens report.html of several runs of one model at 700 and 1400 pixels:
+// the page fits the window and no table breaks a name letter by letter. A control page with a
+// crushed column proves the check finds it.
+func TestReportHTMLLayout(t *testing.T) {
+	dir := t.TempDir()
+	var runs []string
+	for _, name := range []string{"opus-a-long-folder-name-for-the-first-run", "opus-b"} {
+		to := filepath.Join(dir, name)
+		if err := os.CopyFS(to, os.DirFS(filepath.Join(moduleRoot, fixtureRuns[0]))); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, to)
+	}
+	page := filepath.Join(dir, "report.html")
+	if r := aaGrade(t, nil, append([]string{"report", "--html", page}, append(runs, fixtureRuns...)...)...); r.code != 1 {
+		t.Fatalf("report: exit %d\n%s", r.code, r.stderr)
+	}
+	control := filepath.Join(dir, "control.html")
+	testfs.Write(t, control, `<!doctype html><table><tr><td style="width:1px;word-break:break-all">anthropic/claude-opus-4-7</td></tr></table>`)
+	for _, width := range []int{700, 1400} {
+		tb := cdp.NewTab(t, width)
+		from := tb.Open("file://" + page)
+		if faults := tb.Eval(layoutFaults); faults != "[]" {
+			t.Errorf("at %d px: %s", width, faults)
+		}
+		if problems := tb.Problems(from, "file://"); len(problems) > 0 {
+			t.Errorf("at %d px: %v", width, problems)
+		}
+		tb.Screenshot(fmt.Sprintf("report-%d", width))
+		tb.Open("file://" + control)
+		if faults := tb.Eval(layoutFaults); !strings.Contains(faults, "lines for 1 words") {
+			t.Errorf("the control page's crushed column was not found (%s): the check proves nothing", faults)
+		}
+	}
+}
