@@ -4,6 +4,7 @@
 package snapshot
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/aa-grade/aa-grade/internal/workpool"
 )
 
 // GroundTruthFile is the answer key inside a task folder: never shown to the agent.
@@ -93,25 +96,15 @@ func Read(dir string) (*Snapshot, error) {
 	}
 	s := &Snapshot{Dir: dir, Files: files, Tables: map[string]*TableStats{}, Catalog: NewCatalog()}
 	var mu sync.Mutex
-	jobs := make(chan File)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for f := range jobs {
-				s.readFile(f, &mu)
-			}
-		})
-	}
-	// Largest first, so one big table does not start last.
-	order := append([]File(nil), files...)
-	sort.SliceStable(order, func(i, j int) bool { return order[i].Size > order[j].Size })
-	for _, f := range order {
+	var order []File
+	for _, f := range files {
 		if f.Alert || f.Table != "" {
-			jobs <- f
+			order = append(order, f)
 		}
 	}
-	close(jobs)
-	wg.Wait()
+	// Largest first, so one big table does not start last.
+	sort.SliceStable(order, func(i, j int) bool { return order[i].Size > order[j].Size })
+	workpool.Run(context.Background(), runtime.GOMAXPROCS(0), order, func(f File) { s.readFile(f, &mu) })
 	sort.Slice(s.Alerts, func(i, j int) bool { return s.Alerts[i].Path < s.Alerts[j].Path })
 	sort.Slice(s.Problems, func(i, j int) bool {
 		if s.Problems[i].File != s.Problems[j].File {

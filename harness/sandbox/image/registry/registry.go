@@ -28,6 +28,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 	"github.com/aa-grade/aa-grade/internal/backoff"
+	"github.com/aa-grade/aa-grade/internal/workpool"
 )
 
 // Media types of manifests, as registries serve them.
@@ -181,22 +182,11 @@ func (c *Client) Pull(ctx context.Context, ref Reference, dir string, have func(
 func (c *Client) layers(ctx context.Context, ref Reference, layers []Descriptor, dir string) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	sem := make(chan struct{}, concurrentBlobs)
-	var wg sync.WaitGroup
-	for _, l := range layers {
-		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			defer func() { <-sem }()
-			if err := c.blobToFile(ctx, ref, l, blobPath(dir, l.Digest)); err != nil {
-				cancel(fmt.Errorf("layer %s: %w", l.Digest, err))
-			}
-		})
-	}
-	wg.Wait()
+	workpool.Run(ctx, concurrentBlobs, layers, func(l Descriptor) {
+		if err := c.blobToFile(ctx, ref, l, blobPath(dir, l.Digest)); err != nil {
+			cancel(fmt.Errorf("layer %s: %w", l.Digest, err))
+		}
+	})
 	return context.Cause(ctx) // nil unless a download failed or ctx ended
 }
 
