@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -104,31 +105,46 @@ func killMarked(marker string) {
 }
 
 // TestDiskLimitIsAnErrorTheModelSees runs a model that writes more than --disk-limit: its
-// command fails with "No space left on device", which the model reads, and the run goes on.
+// command fails with "No space left on device", which the model reads, and the run goes on. On
+// every backend that says it bounds the disk here (Landlock as root, or with user namespaces).
 func TestDiskLimitIsAnErrorTheModelSees(t *testing.T) {
-	b, err := sandbox.Select(sandbox.NameBwrap)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	s := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "head -c 40M /dev/zero > big; ls -l big", Answer: answer901}, "901", "1")
-	out := filepath.Join(t.TempDir(), "run")
-	if r := aaGrade(t, s.env, s.command(out, "--sandbox", b.Name(), "--disk-limit", "16MiB", "--memory-limit", "512MiB")...); r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	f, err := harness.OpenTrajectory(filepath.Join(out, "episodes", "Scenario-901", "1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	trajectory, err := io.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(trajectory), "No space left on device") || !strings.Contains(string(trajectory), "16777216 ") {
-		t.Fatalf("the model did not see the disk limit:\n%.3000s", trajectory)
+	for _, name := range []string{sandbox.NameBwrap, sandbox.NameLandlock} {
+		t.Run(name, func(t *testing.T) {
+			b, err := sandbox.Select(name)
+			if err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatal(err)
+				}
+				t.Skip(err)
+			}
+			for _, g := range sandbox.Guarantees(b) {
+				if g.Name == sandbox.GuaranteeDiskLimit && !g.Holds {
+					t.Skip(g.Detail)
+				}
+			}
+			s := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "head -c 40M /dev/zero > big; ls -l big", Answer: answer901}, "901", "1")
+			out := filepath.Join(t.TempDir(), "run")
+			if r := aaGrade(t, s.env, s.command(out, "--sandbox", name, "--disk-limit", "16MiB", "--memory-limit", "512MiB")...); r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			f, err := harness.OpenTrajectory(filepath.Join(out, "episodes", "Scenario-901", "1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			trajectory, err := io.ReadAll(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The file stops at 16 MiB, less what else the workspace holds.
+			size := regexp.MustCompile(` (\d+) [A-Z][a-z]{2} `).FindSubmatch(trajectory)
+			if !strings.Contains(string(trajectory), "No space left on device") || size == nil {
+				t.Fatalf("the model did not see the disk limit:\n%.3000s", trajectory)
+			}
+			if n, _ := strconv.Atoi(string(size[1])); n > 16<<20 || n < 15<<20 {
+				t.Fatalf("big is %d bytes with --disk-limit 16MiB:\n%.3000s", n, trajectory)
+			}
+		})
 	}
 }
 

@@ -24,16 +24,16 @@ type hostFacts struct {
 	memoryCgroup bool   // a memory cgroup bounds each episode
 	pidsCgroup   bool   // a pids cgroup bounds each episode
 	cgroupReason string // why not, when either is missing
-	// Where a Landlock agent runs: in namespaces of its own, a signal-scoped domain (Landlock
-	// ABI 6).
-	landlockNS, landlockScopesSignals bool
+	// Where a Landlock agent runs: in namespaces of its own, a mount namespace among them, a
+	// signal-scoped domain (Landlock ABI 6).
+	landlockNS, landlockMountNS, landlockScopesSignals bool
 }
 
 func thisHost() hostFacts {
 	cg := cgroups()
 	ns := landlockNamespaces()
 	return hostFacts{root: os.Geteuid() == 0, memoryCgroup: cg.boundsMemory(), pidsCgroup: cg.boundsProcesses(), cgroupReason: cg.reason,
-		landlockNS: ns != nil, landlockScopesSignals: landlockScopesSignals()}
+		landlockNS: ns != nil, landlockMountNS: hasMountNamespace(ns), landlockScopesSignals: landlockScopesSignals()}
 }
 
 // guaranteesOn is what backend name keeps on a host with facts h; each detail says how a
@@ -78,12 +78,20 @@ func guaranteesOn(name string, h hostFacts) []Guarantee {
 		default:
 			end = Guarantee{GuaranteeProcessesEnd, false, "no pid namespace and no signal scoping (Landlock ABI < 6): processes are killed by a walk of /proc, which a process that keeps forking can outrun"}
 		}
+		disk := Guarantee{GuaranteeDiskLimit, true, "the workspace, its temporary folder included, is a tmpfs of --disk-limit bytes in the agent's mount namespace" + tmpfsPages(h, "its")}
+		inodes := Guarantee{GuaranteeInodeLimit, true, "the workspace's tmpfs holds at most one file per 16 KiB of --disk-limit"}
+		if !h.landlockMountNS {
+			why := "no mount namespace can be made here"
+			if !h.root && !h.landlockNS {
+				why = "a normal user without user namespaces has no mount namespace"
+			}
+			disk = Guarantee{GuaranteeDiskLimit, false, why + ": the workspace is a host folder, and only each file is bounded (2 GiB)"}
+			inodes = Guarantee{GuaranteeInodeLimit, false, why + ": the workspace is a host folder"}
+		}
 		return append(always, caps, user,
 			Guarantee{GuaranteeReadOnlySystem, true, "Landlock allows writes only in the workspace; mount refused"},
 			Guarantee{GuaranteeNoNetwork, true, "socket(2) refused, TCP refused by Landlock"},
-			end, processLimit(name, h, !h.root && h.landlockNS), memoryLimit(h, false),
-			Guarantee{GuaranteeDiskLimit, false, "the workspace is a host folder: only each file is bounded (2 GiB)"},
-			Guarantee{GuaranteeInodeLimit, false, "the workspace is a host folder"})
+			end, processLimit(name, h, !h.root && h.landlockNS), memoryLimit(h, h.landlockMountNS), disk, inodes)
 	}
 	none := "no isolation"
 	asUser := "commands run as aa-grade's user, with no isolation"

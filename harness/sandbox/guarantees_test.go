@@ -8,21 +8,21 @@ import (
 )
 
 // TestGuaranteeDetailsAreTrueForTheirCase goes through every backend on every kind of host
-// (root or not, with or without memory and pids cgroups, Landlock with or without namespaces
-// and signal scoping): no detail promises what another guarantee of the same
+// (root or not, with or without memory and pids cgroups, Landlock with or without namespaces,
+// a mount namespace, signal scoping): no detail promises what another guarantee of the same
 // report says does not hold (tmpfs pages counted as memory where there is no memory cgroup,
 // a file count where none is bounded, nobody or uid 0 for a normal user).
 func TestGuaranteeDetailsAreTrueForTheirCase(t *testing.T) {
 	names := []string{GuaranteeNoInheritedFDs, GuaranteeHostReadsSafe, GuaranteeNoCapabilities, GuaranteeNotHostRoot, GuaranteeReadOnlySystem,
 		GuaranteeNoNetwork, GuaranteeProcessesEnd, GuaranteeProcessLimit, GuaranteeMemoryLimit, GuaranteeDiskLimit, GuaranteeInodeLimit}
 	for _, backend := range []string{NameBwrap, NameLandlock, NameNone} {
-		for bits := range 1 << 6 {
+		for bits := range 1 << 7 {
 			h := hostFacts{root: bits&1 != 0, memoryCgroup: bits&2 != 0, pidsCgroup: bits&4 != 0,
-				landlockNS: bits&8 != 0, landlockScopesSignals: bits&16 != 0}
-			if bits&32 != 0 {
+				landlockNS: bits&8 != 0, landlockMountNS: bits&16 != 0, landlockScopesSignals: bits&32 != 0}
+			if bits&64 != 0 {
 				h.cgroupReason = "no writable cgroup v1 memory hierarchy"
 			}
-			if (!h.memoryCgroup || !h.pidsCgroup) != (h.cgroupReason != "") {
+			if h.landlockMountNS && !h.landlockNS || (!h.memoryCgroup || !h.pidsCgroup) != (h.cgroupReason != "") {
 				continue // not a host there is
 			}
 			got := guaranteesOn(backend, h)
@@ -66,6 +66,8 @@ func TestGuaranteeDetailsAreTrueForTheirCase(t *testing.T) {
 					report("%s speaks of a normal user's case for root: %s", g.Name, d)
 				case claims("own user namespace") && backend == NameLandlock && !h.landlockNS:
 					report("%s speaks of a user namespace Landlock does not have: %s", g.Name, d)
+				case claims("mount namespace") && backend == NameLandlock && !h.landlockMountNS && g.Holds:
+					report("%s holds by a mount namespace Landlock does not have: %s", g.Name, d)
 				case g.Name == GuaranteeProcessLimit && g.Holds && h.root && !h.pidsCgroup && backend != NameBwrap:
 					report("process_limit holds for uid 0, which RLIMIT_NPROC exempts, without a pids cgroup: %s", d)
 				}
