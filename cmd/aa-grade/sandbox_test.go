@@ -28,10 +28,16 @@ import (
 
 // TestKillNineLeavesNothingOfTheEpisodes kills aa-grade (the one process, with SIGKILL) while
 // its episodes run commands that detach (setsid, nohup, double fork): none of them may outlive
-// it, and the next run removes the scratch folders (and, as root, the cgroups) it left.
+// it, and the next run removes the scratch folders (and, as root, the cgroups) it left. With
+// docker, the killed run's containers stop with their agent (its attached input ends), are
+// left stopped, and the next run removes them by their owner label, as docs/sandbox.md says.
 func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
-	for _, name := range []string{sandbox.NameBwrap, sandbox.NameLandlock} {
+	for _, name := range []string{sandbox.NameBwrap, sandbox.NameLandlock, sandbox.NameDocker} {
 		t.Run(name, func(t *testing.T) {
+			var image []string
+			if name == sandbox.NameDocker {
+				image = []string{"--sandbox-image", dockerImage(t)}
+			}
 			b, err := sandbox.Select(name)
 			if err != nil {
 				if os.Getenv("CI") != "" {
@@ -45,16 +51,25 @@ func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
 			tmp := t.TempDir()
 			env := append(s.env, "TMPDIR="+tmp)
 			out := filepath.Join(t.TempDir(), "run")
-			cmd, stderr := start(t, env, s.command(out, "--sandbox", name)...)
+			cmd, stderr := start(t, env, append(s.command(out, "--sandbox", name), image...)...)
 			t.Cleanup(func() { killMarked(marker) })
 			waitFor(t, func() bool { return len(marked(marker)) >= 4 }) // both episodes, both ways of detaching
 			scratch, _ := filepath.Glob(filepath.Join(tmp, "aa-grade-"+strconv.Itoa(cmd.Process.Pid)+"-*"))
 			if len(scratch) != 1 {
 				t.Fatalf("scratch folders of the run: %v", scratch)
 			}
-			cgroups, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/aa-grade-%d-*", cmd.Process.Pid))
-			if os.Geteuid() == 0 && len(cgroups) == 0 {
-				t.Fatal("no pids cgroup for the running episodes")
+			var cgroups, containers []string
+			if name == sandbox.NameDocker {
+				// Named after their owner, aa-grade-PID-START-N, as its cgroups are.
+				t.Cleanup(func() { removeContainers(t, cmd.Process.Pid) })
+				if containers = containersOfRun(t, cmd.Process.Pid); len(containers) != 2 {
+					t.Fatalf("containers of the running episodes: %v", containers)
+				}
+			} else {
+				cgroups, _ = filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/aa-grade-%d-*", cmd.Process.Pid))
+				if os.Geteuid() == 0 && len(cgroups) == 0 {
+					t.Fatal("no pids cgroup for the running episodes")
+				}
 			}
 
 			cmd.Process.Signal(syscall.SIGKILL)
@@ -66,9 +81,26 @@ func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
 			if left := marked(marker); len(left) > 0 {
 				t.Fatalf("%d processes of the episodes outlived aa-grade, e.g. %s\n%s", len(left), left[0], stderr)
 			}
+			if name == sandbox.NameDocker {
+				// The agent, the container's init, ends as its input does: the container stops.
+				stopped := func() bool {
+					for _, c := range containersOfRun(t, cmd.Process.Pid) {
+						if !strings.HasSuffix(c, " exited") {
+							return false
+						}
+					}
+					return true
+				}
+				for !stopped() && time.Now().Before(deadline.Add(5*time.Second)) {
+					time.Sleep(50 * time.Millisecond)
+				}
+				if !stopped() {
+					t.Errorf("containers of the killed run still run: %v", containersOfRun(t, cmd.Process.Pid))
+				}
+			}
 
-			r := aaGrade(t, append(env, "OPENAI_BASE_URL=http://127.0.0.1:9"), "run", "--dataset", "demo", "--model", "builtin/baseline",
-				"--tasks", "901", "--repeats", "1", "--sandbox", name, "--out", filepath.Join(t.TempDir(), "next"))
+			r := aaGrade(t, append(env, "OPENAI_BASE_URL=http://127.0.0.1:9"), append([]string{"run", "--dataset", "demo", "--model", "builtin/baseline",
+				"--tasks", "901", "--repeats", "1", "--sandbox", name, "--out", filepath.Join(t.TempDir(), "next")}, image...)...)
 			if r.code != 0 || !strings.Contains(r.stderr, "left by aa-grade runs that died") {
 				t.Fatalf("next run: exit %d\n%s", r.code, r.stderr)
 			}
@@ -77,7 +109,34 @@ func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
 					t.Errorf("%s is still there after the next run", p)
 				}
 			}
+			if left := containersOfRun(t, cmd.Process.Pid); len(left) > 0 {
+				t.Errorf("containers of the killed run are still there after the next run: %v", left)
+			}
 		})
+	}
+}
+
+// containersOf lists the containers aa-grade process pid made, as "NAME STATE".
+func containersOfRun(t *testing.T, pid int) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "--all", "--filter", fmt.Sprintf("name=^aa-grade-%d-", pid), "--format", "{{.Names}} {{.State}}").Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	var list []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line != "" {
+			list = append(list, line)
+		}
+	}
+	return list
+}
+
+// removeContainers removes what a failed test left of aa-grade process pid.
+func removeContainers(t *testing.T, pid int) {
+	for _, c := range containersOfRun(t, pid) {
+		name, _, _ := strings.Cut(c, " ")
+		exec.Command("docker", "rm", "--force", name).Run()
 	}
 }
 
