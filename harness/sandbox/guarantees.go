@@ -8,6 +8,8 @@ import (
 )
 
 // Guarantees says which guarantees each backend keeps here, for doctor and run's warnings.
+// Finding Landlock's namespaces out starts this executable as the agent once (as aa-grade,
+// and test binaries calling agenttest.Main, serve it).
 func Guarantees(b Backend) []Guarantee {
 	if err := b.Available(); err != nil {
 		return nil

@@ -467,3 +467,21 @@ func TestLandlockWorkspaceIsABoundedTmpfsTheHostDoesNotSee(t *testing.T) {
 		t.Fatalf("aa-grade reads the workspace through the agent: %q, %v", b, err)
 	}
 }
+
+// TestLandlockKeepsItsNamespacesWhereTheWorkspaceCannotBeMounted: where a mount namespace can
+// be made but the agent cannot mount in it (a security module refusing mount; here an agent
+// that fails), Landlock still gets its other namespaces, with the workspace a host folder,
+// rather than a sandbox that fails at every start.
+func TestLandlockKeepsItsNamespacesWhereTheWorkspaceCannotBeMounted(t *testing.T) {
+	if landlockNamespaces() == nil {
+		t.Skip("no namespaces for the Landlock agent here")
+	}
+	exe, _ := os.Executable()
+	if got := findLandlockNamespaces(exe, []string{AgentCommand}); !hasMountNamespace(got) {
+		t.Fatalf("the agent mounts its workspace here, yet no mount namespace: %+v", got)
+	}
+	got := findLandlockNamespaces("/bin/false", nil)
+	if got == nil || hasMountNamespace(got) || got.Cloneflags&syscall.CLONE_NEWPID == 0 {
+		t.Fatalf("with an agent that cannot mount: %+v, want the pid namespace without the mount one", got)
+	}
+}
