@@ -29,11 +29,17 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("under CI bwrap and jq must work: %+v", rep)
 	}
 	for _, b := range rep.Backends {
-		names := map[string]bool{}
+		names, holds := map[string]bool{}, map[string]bool{}
 		for _, g := range b.Guarantees {
-			names[g.Name] = true
+			names[g.Name], holds[g.Name] = true, g.Holds
 			if g.Detail == "" {
 				t.Errorf("%s: guarantee %s says nothing of how it holds or why not", b.Name, g.Name)
+			}
+		}
+		// A detail never leans on a limit the same report says does not hold here.
+		for _, g := range b.Guarantees {
+			if names["memory_limit"] && !holds["memory_limit"] && strings.Contains(g.Detail, "--memory-limit") {
+				t.Errorf("%s: %s speaks of --memory-limit, which does not hold here: %s", b.Name, g.Name, g.Detail)
 			}
 		}
 		if b.OK && (!names["no_capabilities"] || !names["memory_limit"] || !names["processes_end"] || !names["inode_limit"]) {

@@ -6,11 +6,13 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -27,10 +29,16 @@ import (
 
 // TestKillNineLeavesNothingOfTheEpisodes kills aa-grade (the one process, with SIGKILL) while
 // its episodes run commands that detach (setsid, nohup, double fork): none of them may outlive
-// it, and the next run removes the scratch folders (and, as root, the cgroups) it left.
+// it, and the next run removes the scratch folders (and, as root, the cgroups) it left. With
+// docker, the killed run's containers stop with their agent (its attached input ends), are
+// left stopped, and the next run removes them by their owner label, as docs/sandbox.md says.
 func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
-	for _, name := range []string{sandbox.NameBwrap, sandbox.NameLandlock} {
+	for _, name := range []string{sandbox.NameBwrap, sandbox.NameLandlock, sandbox.NameDocker} {
 		t.Run(name, func(t *testing.T) {
+			var image []string
+			if name == sandbox.NameDocker {
+				image = []string{"--sandbox-image", dockerImage(t)}
+			}
 			b, err := sandbox.Select(name)
 			if err != nil {
 				if os.Getenv("CI") != "" {
@@ -44,16 +52,25 @@ func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
 			tmp := t.TempDir()
 			env := append(s.env, "TMPDIR="+tmp)
 			out := filepath.Join(t.TempDir(), "run")
-			cmd, stderr := start(t, env, s.command(out, "--sandbox", name)...)
+			cmd, stderr := start(t, env, append(s.command(out, "--sandbox", name), image...)...)
 			t.Cleanup(func() { killMarked(marker) })
 			waitFor(t, func() bool { return len(marked(marker)) >= 4 }) // both episodes, both ways of detaching
 			scratch, _ := filepath.Glob(filepath.Join(tmp, "aa-grade-"+strconv.Itoa(cmd.Process.Pid)+"-*"))
 			if len(scratch) != 1 {
 				t.Fatalf("scratch folders of the run: %v", scratch)
 			}
-			cgroups, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/aa-grade-%d-*", cmd.Process.Pid))
-			if os.Geteuid() == 0 && len(cgroups) == 0 {
-				t.Fatal("no pids cgroup for the running episodes")
+			var cgroups, containers []string
+			if name == sandbox.NameDocker {
+				// Named after their owner, aa-grade-PID-START-N, as its cgroups are.
+				t.Cleanup(func() { removeContainers(t, cmd.Process.Pid) })
+				if containers = containersOfRun(t, cmd.Process.Pid); len(containers) != 2 {
+					t.Fatalf("containers of the running episodes: %v", containers)
+				}
+			} else {
+				cgroups, _ = filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/aa-grade-%d-*", cmd.Process.Pid))
+				if os.Geteuid() == 0 && len(cgroups) == 0 {
+					t.Fatal("no pids cgroup for the running episodes")
+				}
 			}
 
 			cmd.Process.Signal(syscall.SIGKILL)
@@ -65,9 +82,26 @@ func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
 			if left := marked(marker); len(left) > 0 {
 				t.Fatalf("%d processes of the episodes outlived aa-grade, e.g. %s\n%s", len(left), left[0], stderr)
 			}
+			if name == sandbox.NameDocker {
+				// The agent, the container's init, ends as its input does: the container stops.
+				stopped := func() bool {
+					for _, c := range containersOfRun(t, cmd.Process.Pid) {
+						if !strings.HasSuffix(c, " exited") {
+							return false
+						}
+					}
+					return true
+				}
+				for !stopped() && time.Now().Before(deadline.Add(5*time.Second)) {
+					time.Sleep(50 * time.Millisecond)
+				}
+				if !stopped() {
+					t.Errorf("containers of the killed run still run: %v", containersOfRun(t, cmd.Process.Pid))
+				}
+			}
 
-			r := aaGrade(t, append(env, "OPENAI_BASE_URL=http://127.0.0.1:9"), "run", "--dataset", "demo", "--model", "builtin/baseline",
-				"--tasks", "901", "--repeats", "1", "--sandbox", name, "--out", filepath.Join(t.TempDir(), "next"))
+			r := aaGrade(t, append(env, "OPENAI_BASE_URL=http://127.0.0.1:9"), append([]string{"run", "--dataset", "demo", "--model", "builtin/baseline",
+				"--tasks", "901", "--repeats", "1", "--sandbox", name, "--out", filepath.Join(t.TempDir(), "next")}, image...)...)
 			if r.code != 0 || !strings.Contains(r.stderr, "left by aa-grade runs that died") {
 				t.Fatalf("next run: exit %d\n%s", r.code, r.stderr)
 			}
@@ -76,7 +110,36 @@ func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
 					t.Errorf("%s is still there after the next run", p)
 				}
 			}
+			if name == sandbox.NameDocker {
+				if left := containersOfRun(t, cmd.Process.Pid); len(left) > 0 {
+					t.Errorf("containers of the killed run are still there after the next run: %v", left)
+				}
+			}
 		})
+	}
+}
+
+// containersOf lists the containers aa-grade process pid made, as "NAME STATE".
+func containersOfRun(t *testing.T, pid int) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "--all", "--filter", fmt.Sprintf("name=^aa-grade-%d-", pid), "--format", "{{.Names}} {{.State}}").Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	var list []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line != "" {
+			list = append(list, line)
+		}
+	}
+	return list
+}
+
+// removeContainers removes what a failed test left of aa-grade process pid.
+func removeContainers(t *testing.T, pid int) {
+	for _, c := range containersOfRun(t, pid) {
+		name, _, _ := strings.Cut(c, " ")
+		exec.Command("docker", "rm", "--force", name).Run()
 	}
 }
 
@@ -104,32 +167,64 @@ func killMarked(marker string) {
 }
 
 // TestDiskLimitIsAnErrorTheModelSees runs a model that writes more than --disk-limit: its
-// command fails with "No space left on device", which the model reads, and the run goes on.
+// command fails with "No space left on device", which the model reads, and the run goes on. On
+// every backend that says it bounds the disk here (Landlock as root, or with user namespaces).
 func TestDiskLimitIsAnErrorTheModelSees(t *testing.T) {
-	b, err := sandbox.Select(sandbox.NameBwrap)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
+	for _, name := range []string{sandbox.NameBwrap, sandbox.NameLandlock} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := sandbox.Select(name); err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatal(err)
+				}
+				t.Skip(err)
+			}
+			if holds, why := guaranteeHere(t, name, sandbox.GuaranteeDiskLimit); !holds {
+				t.Skip(why)
+			}
+			s := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "head -c 40M /dev/zero > big; ls -l big", Answer: answer901}, "901", "1")
+			out := filepath.Join(t.TempDir(), "run")
+			if r := aaGrade(t, s.env, s.command(out, "--sandbox", name, "--disk-limit", "16MiB", "--memory-limit", "512MiB")...); r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			f, err := harness.OpenTrajectory(filepath.Join(out, "episodes", "Scenario-901", "1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			trajectory, err := io.ReadAll(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The file stops at 16 MiB, less what else the workspace holds.
+			size := regexp.MustCompile(` (\d+) [A-Z][a-z]{2} `).FindSubmatch(trajectory)
+			if !strings.Contains(string(trajectory), "No space left on device") || size == nil {
+				t.Fatalf("the model did not see the disk limit:\n%.3000s", trajectory)
+			}
+			if n, _ := strconv.Atoi(string(size[1])); n > 16<<20 || n < 15<<20 {
+				t.Fatalf("big is %d bytes with --disk-limit 16MiB:\n%.3000s", n, trajectory)
+			}
+		})
+	}
+}
+
+// guaranteeHere says whether aa-grade doctor finds that backend keeps guarantee here, and its
+// detail. (Asked of aa-grade: finding it out starts the agent, which this test binary is not.)
+func guaranteeHere(t *testing.T, backend, guarantee string) (bool, string) {
+	t.Helper()
+	r := aaGrade(t, nil, "doctor", "--json")
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("doctor --json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	for _, b := range rep.Backends {
+		for _, g := range b.Guarantees {
+			if b.Name == backend && g.Name == guarantee {
+				return g.Holds, g.Detail
+			}
 		}
-		t.Skip(err)
 	}
-	s := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "head -c 40M /dev/zero > big; ls -l big", Answer: answer901}, "901", "1")
-	out := filepath.Join(t.TempDir(), "run")
-	if r := aaGrade(t, s.env, s.command(out, "--sandbox", b.Name(), "--disk-limit", "16MiB", "--memory-limit", "512MiB")...); r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	f, err := harness.OpenTrajectory(filepath.Join(out, "episodes", "Scenario-901", "1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	trajectory, err := io.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(trajectory), "No space left on device") || !strings.Contains(string(trajectory), "16777216 ") {
-		t.Fatalf("the model did not see the disk limit:\n%.3000s", trajectory)
-	}
+	t.Fatalf("doctor does not say whether %s keeps %s", backend, guarantee)
+	return false, ""
 }
 
 // dockerImage is the image CI builds for the docker sandbox from Debian packages (.ci/run);

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -44,6 +45,11 @@ func (c *confinement) confine() error {
 	// Commands may not ptrace the agent or read its memory (it is the same user).
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("not dumpable: %w", err)
+	}
+	if c.Workspace != nil {
+		if err := mountWorkspace(*c.Workspace); err != nil {
+			return err
+		}
 	}
 	for _, t := range c.Remount {
 		opts := fmt.Sprintf("size=%d,nr_inodes=%d", t.Bytes, t.Inodes)
@@ -86,6 +92,117 @@ func (c *confinement) confine() error {
 		return installSeccomp()
 	}
 	return nil
+}
+
+// mountWorkspace mounts a tmpfs of t's size and file count over the workspace folder t.Path,
+// in the agent's own mount namespace (private first, so that nothing mounted here reaches the
+// host's mount table), moves what the folder held onto it and makes it the agent's working
+// folder. The host's folder stays as aa-grade made it: aa-grade reads the workspace through
+// the agent, and the tmpfs goes with the namespace when the episode's last process ends.
+func mountWorkspace(t tmpfsLimit) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("private mounts: %w", err)
+	}
+	var root unix.Stat_t
+	if err := unix.Stat(t.Path, &root); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	held, err := readTree(t.Path)
+	if err != nil {
+		return err
+	}
+	defer held.close()
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%o,uid=%d,gid=%d", t.Bytes, t.Inodes, root.Mode&0o7777, root.Uid, root.Gid)
+	if err := unix.Mount("tmpfs", t.Path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("workspace tmpfs (%s): %w", opts, err)
+	}
+	if err := held.write(t.Path); err != nil {
+		return err
+	}
+	if err := os.Chdir(t.Path); err != nil { // the old working folder is the one under the tmpfs
+		return fmt.Errorf("workspace: %w", err)
+	}
+	return nil
+}
+
+// tree is what a folder holds, read before a mount hides it: folders, links, and regular
+// files kept open; not sockets, FIFOs or devices, which are the host's.
+type tree []treeEntry
+
+type treeEntry struct {
+	rel    string
+	mode   fs.FileMode
+	target string   // a link's
+	file   *os.File // a regular file's, open
+}
+
+func readTree(dir string) (tree, error) {
+	var t tree
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		e := treeEntry{rel: rel, mode: info.Mode()}
+		switch {
+		case d.IsDir():
+		case info.Mode()&fs.ModeSymlink != 0:
+			if e.target, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case info.Mode().IsRegular():
+			if e.file, err = os.Open(p); err != nil {
+				return err
+			}
+		default:
+			return nil // a socket, FIFO or device stays the host's, out of reach
+		}
+		t = append(t, e)
+		return nil
+	})
+	if err != nil {
+		t.close()
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	return t, nil
+}
+
+// write makes the tree again under dir (folders come before what they hold).
+func (t tree) write(dir string) error {
+	for _, e := range t {
+		p := filepath.Join(dir, e.rel)
+		var err error
+		switch {
+		case e.mode.IsDir():
+			if err = os.Mkdir(p, 0o700); err == nil {
+				err = os.Chmod(p, e.mode.Perm()|e.mode&fs.ModeSticky)
+			}
+		case e.file != nil:
+			var f *os.File
+			if f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, e.mode.Perm()); err == nil {
+				_, err = io.Copy(f, e.file)
+				err = errors.Join(err, f.Close())
+			}
+		default:
+			err = os.Symlink(e.target, p)
+		}
+		if err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+	}
+	return nil
+}
+
+func (t tree) close() {
+	for _, e := range t {
+		if e.file != nil {
+			e.file.Close()
+		}
+	}
 }
 
 // readOnlyProc binds each entry of /proc that is not a process's (or a link to one) onto

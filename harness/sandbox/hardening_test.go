@@ -347,13 +347,21 @@ setsid bash hop.sh %s2 >/dev/null 2>&1 & setsid sleep %s2 >/dev/null 2>&1 & slee
 
 // TestLimitsAreErrorsTheModelSees fills the disk, the file count and the memory of an episode
 // with small limits: each is an error of the command, the sandbox goes on, the host is not
-// touched. Limits a backend does not enforce here (Guarantees says which) are skipped.
+// touched. Limits a backend does not enforce here (Guarantees says which) are skipped, but as
+// root every backend bounds disk and files, and so does Landlock wherever it has namespaces.
+// The temporary folder is $TMPDIR: /tmp in bwrap and docker, one inside the workspace in
+// Landlock.
 func TestLimitsAreErrorsTheModelSees(t *testing.T) {
 	for _, b := range backends(t, true) {
 		t.Run(b.Name(), func(t *testing.T) {
 			holds := map[string]bool{}
 			for _, g := range Guarantees(b) {
 				holds[g.Name] = g.Holds
+			}
+			if os.Geteuid() == 0 || b.Name() == NameLandlock && landlockNamespaces() != nil {
+				if !holds[GuaranteeDiskLimit] || !holds[GuaranteeInodeLimit] {
+					t.Errorf("disk limit %v, file count limit %v: both must hold here", holds[GuaranteeDiskLimit], holds[GuaranteeInodeLimit])
+				}
 			}
 			f := newFixture(t)
 			exe, _ := os.Executable()
@@ -364,7 +372,7 @@ func TestLimitsAreErrorsTheModelSees(t *testing.T) {
 			}
 			defer sb.Close()
 			if holds[GuaranteeDiskLimit] {
-				for _, dir := range []string{".", "/tmp"} {
+				for _, dir := range []string{".", "$TMPDIR"} {
 					r := run(t, sb, fmt.Sprintf("head -c 40M /dev/zero > %s/big; echo written=$(stat -c %%s %s/big); rm -f %s/big", dir, dir, dir))
 					if !strings.Contains(r.Stderr, "No space left on device") || strings.Contains(r.Stdout, "written=41943040") {
 						t.Errorf("40 MiB in %s with a 16 MiB disk limit: %+v", dir, r)
@@ -393,7 +401,7 @@ time.sleep(2)" & done; wait`)
 					t.Errorf("three processes of 100 MiB lived together under a 200 MiB memory limit: %+v", r)
 				}
 				if holds[GuaranteeDiskLimit] {
-					// Files in memory count: with 64 MiB for processes and 64 MiB for files, 100 MiB
+					// Files in memory count: with 64 MiB for processes and 64 MiB for files, 60 MiB
 					// of files leave no room for a process of 100 MiB; the agent lives on.
 					small, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: t.TempDir(), Agent: exe, AgentArg: []string{AgentCommand},
 						Limits: Limits{Memory: 64 << 20, Disk: 64 << 20}})
@@ -401,14 +409,14 @@ time.sleep(2)" & done; wait`)
 						t.Fatal(err)
 					}
 					defer small.Close()
-					r := run(t, small, `head -c 50M /dev/zero > /tmp/big && head -c 50M /dev/zero > big && python3 -c "
+					r := run(t, small, `head -c 30M /dev/zero > "$TMPDIR/big" && head -c 30M /dev/zero > big && python3 -c "
 b = bytearray(100 * 1024 * 1024)
 for i in range(0, len(b), 4096): b[i] = 1
 print('allocated')"`)
 					if strings.Contains(r.Stdout, "allocated") || r.ExitCode != 128+int(syscall.SIGKILL) {
-						t.Errorf("100 MiB of tmpfs files and a process of 100 MiB under 128 MiB: %+v", r)
+						t.Errorf("60 MiB of tmpfs files and a process of 100 MiB under 128 MiB: %+v", r)
 					}
-					if r := run(t, small, "rm /tmp/big big; echo alive"); r.Stdout != "alive\n" {
+					if r := run(t, small, `rm "$TMPDIR/big" big; echo alive`); r.Stdout != "alive\n" {
 						t.Errorf("the sandbox did not survive: %+v", r)
 					}
 				}
@@ -417,5 +425,63 @@ print('allocated')"`)
 				t.Fatalf("the sandbox did not survive its limits: %+v", r)
 			}
 		})
+	}
+}
+
+// TestLandlockWorkspaceIsABoundedTmpfsTheHostDoesNotSee: where the agent has a mount namespace,
+// the workspace is a tmpfs of the disk limit's size, mounted there only: the host's mount
+// table does not get it (it would outlive the episode), and its folder keeps what aa-grade put
+// in it, while the sandbox has the links to the snapshot and its temporary folder.
+func TestLandlockWorkspaceIsABoundedTmpfsTheHostDoesNotSee(t *testing.T) {
+	l := Landlock{}
+	if err := l.Available(); err != nil {
+		t.Skip(err)
+	}
+	if !hasMountNamespace(landlockNamespaces()) {
+		t.Skip("no mount namespace for the Landlock agent here")
+	}
+	f := newFixture(t)
+	exe, _ := os.Executable()
+	sb, err := l.Start(context.Background(), Spec{Snapshot: f.snapshot, Hide: []string{"ground_truth.yaml"}, Scratch: f.scratch,
+		Agent: exe, AgentArg: []string{AgentCommand}, Limits: Limits{Disk: 32 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	r := run(t, sb, `stat -f -c '%T %b %S %c' . "$TMPDIR"; cat k8s_events_raw.tsv | wc -l; echo new > made-inside; ls -A`)
+	want := fmt.Sprintf("tmpfs %d 4096 %d\ntmpfs %d 4096 %d\n2\n", (32<<20)/4096, 4096, (32<<20)/4096, 4096)
+	if !strings.HasPrefix(r.Stdout, want) || !strings.Contains(r.Stdout, ".tmp\nalerts\nk8s_events_raw.tsv\nmade-inside\n") {
+		t.Fatalf("inside, want the workspace and its temporary folder on one tmpfs of 32 MiB and 4,096 files, the snapshot readable:\n%s%s", r.Stdout, r.Stderr)
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(mounts), " "+f.scratch+" ") {
+		t.Fatalf("the workspace's tmpfs reached the host's mount table:\n%s", mounts)
+	}
+	if _, err := os.Lstat(filepath.Join(f.scratch, "made-inside")); err == nil {
+		t.Fatal("a file made inside landed in the host's folder")
+	}
+	if b, err := sb.ReadFile(context.Background(), "made-inside", 100); err != nil || string(b) != "new\n" {
+		t.Fatalf("aa-grade reads the workspace through the agent: %q, %v", b, err)
+	}
+}
+
+// TestLandlockKeepsItsNamespacesWhereTheWorkspaceCannotBeMounted: where a mount namespace can
+// be made but the agent cannot mount in it (a security module refusing mount; here an agent
+// that fails), Landlock still gets its other namespaces, with the workspace a host folder,
+// rather than a sandbox that fails at every start.
+func TestLandlockKeepsItsNamespacesWhereTheWorkspaceCannotBeMounted(t *testing.T) {
+	if landlockNamespaces() == nil {
+		t.Skip("no namespaces for the Landlock agent here")
+	}
+	exe, _ := os.Executable()
+	if got := findLandlockNamespaces(exe, []string{AgentCommand}); !hasMountNamespace(got) {
+		t.Fatalf("the agent mounts its workspace here, yet no mount namespace: %+v", got)
+	}
+	got := findLandlockNamespaces("/bin/false", nil)
+	if got == nil || hasMountNamespace(got) || got.Cloneflags&syscall.CLONE_NEWPID == 0 {
+		t.Fatalf("with an agent that cannot mount: %+v, want the pid namespace without the mount one", got)
 	}
 }

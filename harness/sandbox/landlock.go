@@ -21,9 +21,10 @@ const NameLandlock = "landlock"
 // workspace, TCP bind and connect denied, signals and abstract sockets scoped to the sandbox),
 // the seccomp filter (no socket at all, no mount, no namespace), no capabilities and rlimits,
 // then serves commands. Where the machine allows (root, or unprivileged user namespaces) the
-// agent also starts in its own pid, network, IPC and UTS namespaces, so that everything an
-// episode starts dies with it. The workspace is the scratch folder, at its host path, holding
-// links to the snapshot files; /proc is out of reach.
+// agent also starts in its own pid, network, IPC, UTS and mount namespaces, so that everything
+// an episode starts dies with it, and mounts a tmpfs bounded in bytes and files over its
+// workspace. The workspace is the scratch folder, at its host path, holding links to the
+// snapshot files and the private temporary folder; /proc is out of reach.
 type Landlock struct{}
 
 func (Landlock) Name() string { return NameLandlock }
@@ -83,9 +84,16 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		p.ReadOnly = append(p.ReadOnly, f.host)
 	}
 	ns := landlockNamespaces()
-	cgroup := newSandboxCgroup(spec.Limits.memory())
 	c := confinement{Workdir: spec.Scratch, DropCaps: true, Seccomp: true, Landlock: &p,
 		KillAll: ns != nil || landlockScopesSignals(), ProcessesBounded: cgroups().boundsProcesses()}
+	memory := spec.Limits.memory()
+	if hasMountNamespace(ns) {
+		// One tmpfs holds the workspace and the temporary folder in it. Its pages are memory
+		// too: they get the disk limit on top of the processes' own, as in bwrap.
+		c.Workspace = &tmpfsLimit{Path: spec.Scratch, Bytes: spec.Limits.disk(), Inodes: spec.Limits.inodes()}
+		memory += spec.Limits.disk()
+	}
+	cgroup := newSandboxCgroup(memory)
 	confine, err := c.encode()
 	if err != nil {
 		cgroup.remove()

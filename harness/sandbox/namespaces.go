@@ -3,10 +3,12 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,6 +16,7 @@ import (
 // landlockCloneFlags are the namespaces a Landlock agent starts in, where it can: in its own
 // pid namespace the agent is init, so when it dies the kernel kills everything the episode
 // started (however it detached); the others cut it off from the host's network, IPC and name.
+// A mount namespace is added where it can be (see probeLandlockNamespaces).
 const landlockCloneFlags = syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 
 var nsProbe struct {
@@ -26,29 +29,79 @@ var nsProbe struct {
 // A variable so that tests can take the second path on a machine that allows namespaces.
 var landlockNamespaces = probeLandlockNamespaces
 
-// probeLandlockNamespaces tries the namespaces once. Root creates them directly; a normal user
-// inside a user namespace of its own, mapping only itself, with CAP_SETPCAP kept so that the
-// agent can empty its bounding set.
+// probeLandlockNamespaces finds the namespaces once, with this executable as the agent (as
+// aa-grade, and the test binaries that double as it, start it).
 func probeLandlockNamespaces() *syscall.SysProcAttr {
 	nsProbe.once.Do(func() {
-		attr := &syscall.SysProcAttr{Cloneflags: landlockCloneFlags}
-		if os.Geteuid() != 0 {
-			uid, gid := os.Getuid(), os.Getgid()
-			attr.Cloneflags |= syscall.CLONE_NEWUSER
-			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-			attr.AmbientCaps = []uintptr{unix.CAP_SETPCAP}
-		}
-		probe := exec.Command("/bin/true")
-		probe.SysProcAttr = cloneAttr(attr)
-		if probe.Run() == nil {
-			nsProbe.attr = attr
+		if exe, err := os.Executable(); err == nil {
+			nsProbe.attr = findLandlockNamespaces(exe, []string{AgentCommand})
 		}
 	})
 	if nsProbe.attr == nil {
 		return nil
 	}
 	return cloneAttr(nsProbe.attr)
+}
+
+// findLandlockNamespaces tries the namespaces, first with a mount namespace, in which the
+// agent (agent args...) must manage to mount a workspace tmpfs as it will at each start
+// (a security module may refuse mount even where the namespace can be made), then without.
+// Root creates them directly; a normal user inside a user namespace of its own, mapping only
+// itself, with CAP_SETPCAP kept so that the agent can empty its bounding set (and
+// CAP_SYS_ADMIN with a mount namespace, so that it can mount the tmpfs; it drops both before
+// any command runs). It returns nil when no namespace can be made.
+func findLandlockNamespaces(agent string, args []string) *syscall.SysProcAttr {
+	for _, flags := range []uintptr{landlockCloneFlags | syscall.CLONE_NEWNS, landlockCloneFlags} {
+		attr := &syscall.SysProcAttr{Cloneflags: flags}
+		if os.Geteuid() != 0 {
+			uid, gid := os.Getuid(), os.Getgid()
+			attr.Cloneflags |= syscall.CLONE_NEWUSER
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+			attr.AmbientCaps = []uintptr{unix.CAP_SETPCAP}
+			if flags&syscall.CLONE_NEWNS != 0 {
+				attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SYS_ADMIN)
+			}
+		}
+		var err error
+		if hasMountNamespace(attr) {
+			err = probeWorkspaceMount(agent, args, attr)
+		} else {
+			probe := exec.Command("/bin/true")
+			probe.SysProcAttr = cloneAttr(attr)
+			err = probe.Run()
+		}
+		if err == nil {
+			return attr
+		}
+	}
+	return nil
+}
+
+// probeWorkspaceMount starts the agent in the namespaces of attr with only a workspace tmpfs
+// to mount over a fresh folder, and no input: it mounts it and ends, or fails.
+func probeWorkspaceMount(agent string, args []string, attr *syscall.SysProcAttr) error {
+	dir, err := os.MkdirTemp("", "aa-grade-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	confine, err := confinement{Workdir: dir, Workspace: &tmpfsLimit{Path: dir, Bytes: 1 << 20, Inodes: 64}}.encode()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	probe := exec.CommandContext(ctx, agent, args...)
+	probe.Dir, probe.Env, probe.SysProcAttr = dir, []string{confine}, cloneAttr(attr)
+	probe.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	return probe.Run()
+}
+
+// hasMountNamespace says whether a Landlock agent started with attr has a mount namespace of
+// its own, and so a workspace bounded in bytes and files.
+func hasMountNamespace(attr *syscall.SysProcAttr) bool {
+	return attr != nil && attr.Cloneflags&syscall.CLONE_NEWNS != 0
 }
 
 // cloneAttr copies a SysProcAttr, which exec fills in as it starts a process.

@@ -20,7 +20,7 @@ import (
 type Spec struct {
 	Snapshot string   // the task's snapshot folder on the host, shown read-only
 	Hide     []string // paths relative to Snapshot never shown (the ground truth)
-	Scratch  string   // a fresh host folder for the workspace of landlock and none (bwrap and docker keep it in a tmpfs)
+	Scratch  string   // a fresh host folder for the workspace of landlock (under a tmpfs where it has a mount namespace) and none; bwrap and docker keep theirs in a tmpfs
 	Agent    string   // the agent executable (default: this executable)
 	AgentArg []string // its arguments that select agent mode
 	Env      []string // the whole environment of commands (see CleanEnv)
@@ -33,10 +33,11 @@ type Spec struct {
 type Limits struct {
 	// Memory bounds the memory of all the episode's processes together, with no swap.
 	Memory int64
-	// Disk bounds the bytes the workspace holds, and those /tmp holds. Where these are tmpfs
-	// (bwrap), their pages count in the same cgroup: processes and files together get
-	// Memory + Disk, so a full workspace is "No space left on device", never a sandbox left
-	// without memory to run the next command.
+	// Disk bounds the bytes the workspace holds, and those /tmp holds (in Landlock, the
+	// workspace and the temporary folder in it together). Where these are tmpfs (bwrap,
+	// docker, Landlock with a mount namespace), their pages count in the same cgroup:
+	// processes and files together get Memory + Disk, so a full workspace is "No space left
+	// on device", never a sandbox left without memory to run the next command.
 	Disk int64
 }
 

@@ -73,14 +73,19 @@ const (
 )
 
 // confinement is what the agent does to itself before it serves a command, in this order:
-// bound its tmpfs mounts, take ownership of the workspace for RunAs, empty the capability bounding set, switch to
-// RunAs, clear every capability, set no_new_privs, restrict files (Landlock), install the
-// syscall filter. The isolating backends set all of it that applies; none sets nothing.
+// mount or bound its tmpfs mounts, take ownership of the workspace for RunAs, empty the
+// capability bounding set, switch to RunAs, clear every capability, set no_new_privs, restrict
+// files (Landlock), install the syscall filter. The isolating backends set all of it that
+// applies; none sets nothing.
 type confinement struct {
 	Workdir string `json:"workdir"`
 	// ReadOnlyProc makes everything of /proc but the processes' own folders read-only
 	// (sysctls, sysrq-trigger, PSI triggers, ...), where the agent may mount (bwrap as root).
 	ReadOnlyProc bool `json:"read_only_proc"`
+	// Workspace, where the agent has a mount namespace of its own (Landlock), is a tmpfs it
+	// mounts over Workdir, bounded in bytes and files, carrying over what the folder held (the
+	// links to the snapshot files, the private temporary folder).
+	Workspace *tmpfsLimit `json:"workspace,omitempty"`
 	// Remount sets the size and file count of tmpfs mounts bwrap made (it can set only the size).
 	Remount  []tmpfsLimit `json:"remount,omitempty"`
 	RunAs    *ids         `json:"run_as,omitempty"` // switch to these ids (the agent starts as root)
