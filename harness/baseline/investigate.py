@@ -1,10 +1,11 @@
 # builtin/baseline's investigation: a fault-agnostic SRE heuristic over every source of a
 # snapshot (alerts, events, object dumps, logs, traces, metrics), standard library only.
-# It finds the services whose behaviour changed (errors, latency, calls that never arrive),
-# keeps the deepest of them in the call graph, lists what changed in the cluster during the
-# incident (objects created, edited or in a disruptive state, warnings), ranks each change by
-# whether it touches a failing service and came before the symptoms, and prints the ranking
-# as one JSON object.
+# It finds the services whose behaviour changed (in traces: errors, latency, calls that never
+# arrive; in logs: error lines; in metrics: failing calls, pods that restart, memory or CPU
+# that jumps), keeps the deepest of them in the call graph, lists what changed in the cluster
+# during the incident (objects created, edited or in a disruptive state, warnings), ranks
+# each change by whether it touches a failing service, the one that failed first and one that
+# more than one source shows failing, and prints the ranking as one JSON object.
 import csv, glob, hashlib, json, os, re, sys
 from datetime import datetime
 from collections import defaultdict
@@ -102,11 +103,94 @@ for caller, name, m, err, dur, sid, attrs in client_spans:
         edges.add((caller, callee))
         if err and sid not in answered and dur < 300000:
             unanswered[callee][m] += 1
+
+
+# ---- logs: error lines per service and minute (the severity, or the words of a stack trace
+# when the logger wrote none)
+ERROR_WORDS = re.compile(r"\b(?:Exception|Traceback|panic|FATAL|ERROR|Error:)|\bfailed\b|\berror\b")
+log_errors = defaultdict(lambda: defaultdict(int))  # service -> minute -> error lines
+for r in rows("otel_logs_raw.tsv"):
+    m = minute(r.get("Timestamp"))
+    svc = r.get("ServiceName", "")
+    if not svc:
+        pod = re.search(r"'k8s\.pod\.name': '([^']+)'", r.get("ResourceAttributes", ""))
+        svc = workload(pod.group(1)) if pod else ""
+    if not svc or not m:
+        continue
+    minutes.add(m)
+    text, number = (r.get("SeverityText") or "").upper(), r.get("SeverityNumber") or "0"
+    try:
+        number = int(number)
+    except ValueError:
+        number = 0
+    if number >= 17 or text in ("ERROR", "FATAL", "CRITICAL", "EMERGENCY", "ALERT") or \
+            not text and not number and ERROR_WORDS.search((r.get("Body") or "")[:400]):
+        log_errors[svc][m] += 1
+
+
+# ---- metrics: per workload and minute, failing calls (service metrics), restarts, memory
+# and CPU (pod metrics); counters become per-scrape increases
+def metric_rows(path):
+    for r in rows(path):
+        try:
+            yield r, float(r.get("value") or "nan")
+        except ValueError:
+            continue
+
+
+metric_errors = defaultdict(lambda: defaultdict(float))  # service -> minute -> failed calls
+metric_calls = defaultdict(lambda: defaultdict(float))
+restarts = defaultdict(dict)  # workload -> minute -> restarts its pods made
+memory = defaultdict(lambda: defaultdict(float))  # workload -> minute -> largest working set of its pods
+cpu = defaultdict(lambda: defaultdict(float))  # workload -> minute -> most cores one of its pods burns
+restart_series = {}  # pod -> [(minute, restarts)]
+for path in sorted(glob.glob("metrics/service_*_raw.tsv")):
+    last, first = {}, None
+    for r, v in metric_rows(path):
+        m = minute(r.get("timestamp"))
+        first = first or m
+        if r.get("metric_name") != "traces_span_metrics_calls_total" or v != v:
+            continue
+        tags = r.get("tags", "")
+        if "SPAN_KIND_SERVER" not in tags and "SPAN_KIND_CONSUMER" not in tags:
+            continue  # a service's own calls, not the ones it makes
+        svc = r.get("service_name") or os.path.basename(path)[8:-8]
+        key = (svc, tags)
+        # A counter already there at the first scrape counts from then; one born later
+        # (the first failed call makes its series) counts from zero.
+        added = (v - last[key] if v >= last[key] else v) if key in last else (v if m > first else 0)
+        metric_calls[svc][m] += added
+        if "ERROR" in (r.get("status_code") or tags):
+            metric_errors[svc][m] += added
+        last[key] = v
+        minutes.add(m)
+for path in sorted(glob.glob("metrics/pod_*_raw.tsv")):
+    last = {}
+    for r, v in metric_rows(path):
+        name, m = r.get("metric_name", ""), minute(r.get("timestamp"))
+        pod = r.get("pod_name") or os.path.basename(path)[4:-8]
+        w = workload(pod)
+        if v != v or not m:
+            continue
+        minutes.add(m)
+        if "restarts" in name:
+            restart_series.setdefault(pod, []).append((m, v))
+        elif "memory_working_set" in name:
+            memory[w][m] = max(memory[w][m], v)
+        elif "cpu_usage_seconds" in name:
+            at = seconds(r.get("timestamp", ""))
+            if name in last and at > last[name + "@"]:
+                cpu[w][m] = max(cpu[w][m], max(0.0, v - last[name]) / (at - last[name + "@"]))
+            last[name + "@"] = at
+        last[name] = v
+for pod, series in restart_series.items():
+    # Restarts seen to happen: a pod that comes with some (kafka waiting for its peers) is no news.
+    before = series[0][1]
+    for m, v in series:
+        if v > before:
+            restarts[workload(pod)][m] = restarts[workload(pod)].get(m, 0) + v - before
+        before = max(before, v)
 order = sorted(minutes)
-
-
-def share(series, lo, hi):
-    return sum(v for k, v in series.items() if lo <= k < hi)
 
 
 def onset(counts, base):
@@ -133,12 +217,50 @@ def latency_onset(series):
     return late[0] if len(late) >= 2 else None
 
 
+def rise_onset(counts):
+    """First minute from which a count (error lines) stays well above its usual level: a
+    service that logs errors now and then from the start has no onset."""
+    if not order or not counts:
+        return None
+    head = order[: max(2, len(order) // 5)]
+    usual = sum(counts.get(m, 0) for m in head) / len(head)
+    for i, m in enumerate(order):
+        if m in head or counts.get(m, 0) < max(2, usual * 2 + 1):
+            continue
+        rest = [counts.get(k, 0) for k in order[i:]]
+        if sum(rest) / len(rest) >= usual * 2 + 0.5:
+            return m
+    return None
+
+
+def level_onset(series, factor, floor):
+    """First minute where a level (memory, CPU) stays above factor times its usual value."""
+    if not order or not series:
+        return None
+    head = [series[m] for m in order[: max(2, len(order) // 5)] if m in series]
+    if not head:
+        return None
+    usual = sorted(head)[len(head) // 2]
+    high = [m for m in order if m in series and series[m] > usual * factor + floor]
+    return high[0] if len(high) >= 2 else None
+
+
 symptoms = {}  # service -> (onset minute, why)
-for svc in set(list(calls) + list(unanswered)):
-    for when, why in ((onset(errors[svc], calls[svc]), "its requests fail"),
-                      (onset(unanswered[svc], {}), "calls to it get no answer"),
-                      (latency_onset(slow[svc]), "its requests slow down")):
-        if when and (svc not in symptoms or when < symptoms[svc][0]):
+sources = defaultdict(set)  # service -> the sources that show it failing (traces, logs, metrics)
+for svc in set(list(calls) + list(unanswered) + list(log_errors) + list(metric_calls) + list(restarts) + list(memory) + list(cpu)):
+    for when, why, source in ((onset(errors[svc], calls[svc]), "its requests fail", "traces"),
+                              (onset(unanswered[svc], {}), "calls to it get no answer", "traces"),
+                              (latency_onset(slow[svc]), "its requests slow down", "traces"),
+                              (rise_onset(log_errors[svc]), "its logs turn to errors", "logs"),
+                              # the same calls as the traces, coarser: for services without spans
+                              (None if calls.get(svc) else onset(metric_errors[svc], metric_calls[svc]), "its metrics count failing calls", "metrics"),
+                              (min(restarts[svc]) if restarts.get(svc) else None, "its pods restart", "metrics"),
+                              (level_onset(memory.get(svc), 1.5, 20e6), "its memory climbs", "metrics"),
+                              (level_onset(cpu.get(svc), 3, 0.05), "its CPU jumps", "metrics")):
+        if not when:
+            continue
+        sources[svc].add(source)
+        if svc not in symptoms or when < symptoms[svc][0]:
             symptoms[svc] = (when, why)
 
 # ---- alerts: services and pods that began to alert during the window
@@ -176,7 +298,11 @@ for svc, (when, why) in symptoms.items():
 if not suspects:
     for svc in alert_services | alert_workloads:
         suspects[svc] = ("", "it alerts")
+# The first to fail: of several suspects, the one whose trouble shows first in any source
+# (logs often show it before the calls do), when one does.
 first_symptom = min([w for w, _ in suspects.values() if w] or [""])
+first_failing = [s for s, (w, _) in suspects.items() if w and w == first_symptom]
+first_failing = set(first_failing) if len(first_failing) == 1 and len(suspects) > 1 else set()
 
 # ---- events: warnings and chaos activity per object
 warnings = defaultdict(int)
@@ -329,6 +455,11 @@ for key, vs in versions.items():
         add(key, 2, "acts on %s, which misbehaves" % ", ".join(sorted(hit & bad)))
     elif kind == "ResourceQuota" or kind == "Namespace":
         add(key, 1, "limits the whole namespace")
+    if hit & first_failing:
+        add(key, 1, "%s failed first (%s)" % (", ".join(sorted(hit & first_failing)), first_symptom))
+    seen_by = sorted(set().union(*[sources[s] for s in hit & set(suspects)])) if hit & set(suspects) else []
+    if len(seen_by) > 1:
+        add(key, 1, "that failure shows in %s" % " and ".join(seen_by))
     if kind == "Schedule":
         candidates[key]["score"] -= 0.5  # the experiment it spawned is the more direct cause
 
@@ -342,6 +473,7 @@ for key, (o, when, spec, status, meta) in info.items():
     cs = (status.get("containerStatuses") or [{}])[0]
     state = (cs.get("state") or {}).get("waiting") or {}
     reason = state.get("reason") or ("Unschedulable" if status.get("phase") == "Pending" else "")
+    reason = reason or ("restarting" if restarts.get(svc) else "")
     if reason or warnings.get(key):
         # The failing pod names its workload too (a pod stands for its Deployment).
         target = entity(meta.get("namespace", ""), "Pod", meta.get("name", ""))
@@ -354,4 +486,6 @@ if not candidates:
         add(entity("otel-demo", "Service", svc), 1, why)
 
 ranked = sorted(candidates.values(), key=lambda c: (-c["score"], c["entity"]))
-print(json.dumps({"candidates": ranked[:10], "suspects": {s: w for s, (_, w) in suspects.items()}, "dumps": dumps}))
+print(json.dumps({"candidates": ranked[:10], "suspects": {s: w for s, (_, w) in suspects.items()},
+                  "symptoms": {s: {"since": w, "why": why, "sources": sorted(sources[s])} for s, (w, why) in sorted(symptoms.items())},
+                  "dumps": dumps}))

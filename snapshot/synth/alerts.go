@@ -163,7 +163,7 @@ func (w *world) writeAlerts(dir string) error {
 		for _, a := range alerts {
 			list = append(list, alertJSON{Labels: a.labels, Annotations: a.annotations(), State: "firing", ActiveAt: activeAt(a.activeAt), Value: promValue(a.value)})
 		}
-		if err := writeJSON(filepath.Join(dir, "alerts", "alerts_at_"+at.Format("2006-01-02T15-04-05.000000")+".json"), list); err != nil {
+		if err := writeJSON(filepath.Join(dir, "alerts", "alerts_at_"+at.Format("2006-01-02T15-04-05.000000")+".json"), list, false); err != nil {
 			return err
 		}
 		if apiAt.IsZero() && t.After(w.start.Add(w.end.Sub(w.start)*2/3)) {
@@ -186,12 +186,12 @@ func (w *world) writeAlerts(dir string) error {
 		Timestamp string `json:"timestamp"`
 	}{Status: "success", Timestamp: apiAt.Truncate(time.Second).Format(time.RFC3339)}
 	doc.Data.Alerts = api
-	return writeJSON(filepath.Join(dir, "alerts", "alerts_in_alerting_state_"+apiAt.Format("2006-01-02T150405.000000")+"Z.json"), doc)
+	return writeJSON(filepath.Join(dir, "alerts", "alerts_in_alerting_state_"+apiAt.Format("2006-01-02T150405.000000")+"Z.json"), doc, true)
 }
 
 // writeJSON writes v as Python's json.dump(indent=4) does: four spaces, no HTML escaping, no
-// final newline.
-func writeJSON(path string, v any) error {
+// final newline unless newline (the saved answers of the alerts API end with one).
+func writeJSON(path string, v any, newline bool) error {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -199,5 +199,9 @@ func writeJSON(path string, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	return os.WriteFile(path, bytes.TrimRight(b.Bytes(), "\n"), 0o644)
+	out := bytes.TrimRight(b.Bytes(), "\n")
+	if newline {
+		out = append(out, '\n')
+	}
+	return os.WriteFile(path, out, 0o644)
 }

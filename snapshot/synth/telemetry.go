@@ -89,9 +89,6 @@ func (tm *telemetry) run() error {
 	nextConsume, nextStream := w.start, w.start.Add(-time.Duration(w.rng.IntN(500))*time.Second)
 	forced := w.start.Add(time.Duration(5+w.rng.IntN(75)) * time.Second) // the first background error
 	for t := w.start; t.Before(w.end); t = t.Add(step/2 + time.Duration(w.rng.Int64N(int64(step)))) {
-		if err := tm.flush(t); err != nil {
-			return err
-		}
 		for ; nextStream.Before(t); nextStream = nextStream.Add(10 * time.Minute) {
 			tm.eventStreams(nextStream)
 		}
@@ -100,6 +97,12 @@ func (tm *telemetry) run() error {
 			if forced.Before(nextConsume) {
 				forced = time.Time{}
 			}
+		}
+		// Everything queued so far that starts before t is final: the streams and consumers
+		// above start before t, and the request below and everything it calls start at t or
+		// later.
+		if err := tm.flush(t); err != nil {
+			return err
 		}
 		path := routes[w.rng.IntN(len(routes))]
 		tm.request(w.hex(32), t, path)

@@ -30,15 +30,22 @@ type Stats struct {
 // earlyWindow is how long after the first record errors count as "before the fault".
 const earlyWindow = 5 * time.Minute
 
-// digits makes error texts that differ only in numbers one signature.
-var digits = regexp.MustCompile(`[0-9a-f]{6,}|[0-9]+`)
+// numbers are the runs signature folds: hex ids (6 or more hex characters, at least one a
+// digit, so that words such as "exceeded" stay) and decimal numbers.
+var numbers = regexp.MustCompile(`[0-9a-f]{6,}|[0-9]+`)
 
+// signature makes error texts that differ only in numbers and ids one signature.
 func signature(text string) string {
 	first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
 	if len(first) > 120 {
 		first = first[:120]
 	}
-	return digits.ReplaceAllString(first, "#")
+	return numbers.ReplaceAllStringFunc(first, func(run string) string {
+		if strings.ContainsAny(run, "0123456789") {
+			return "#"
+		}
+		return run
+	})
 }
 
 // TaskStats reads a task's snapshot folder and computes its statistics.
