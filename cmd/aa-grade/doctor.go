@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/harness/sandbox"
-	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // doctorOptions are the flags of aa-grade doctor.
@@ -55,8 +54,9 @@ type doctorReport struct {
 		FreeBytes uint64 `json:"free_bytes"`
 	} `json:"cache"`
 	Keys []string `json:"keys"` // names of the API key variables set, never their values
-	// LeftoversRemoved are the scratch folders and cgroups of dead runs doctor removed.
-	LeftoversRemoved []string `json:"leftovers_removed"`
+	// LeftoversRemoved are the scratch folders, cgroups and containers of dead runs doctor
+	// removed.
+	LeftoversRemoved sandbox.Leftovers `json:"leftovers_removed"`
 }
 
 func runDoctor(ctx context.Context, opts doctorOptions, args []string, con console) error {
@@ -73,7 +73,7 @@ func runDoctor(ctx context.Context, opts doctorOptions, args []string, con conso
 		}
 		r.Backends = append(r.Backends, br)
 	}
-	r.LeftoversRemoved = append([]string{}, sandbox.CleanLeftovers()...)
+	r.LeftoversRemoved = sandbox.CleanLeftovers()
 	r.Differences = []string{}
 	chosen, selectErr := sandbox.Select(sandbox.NameAuto)
 	probeWith := chosen
@@ -146,8 +146,8 @@ func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
 	for _, d := range r.Differences {
 		printLine(w, "Differs from the reference sandbox: %s", d) // versions as the sandbox printed them
 	}
-	if n := len(r.LeftoversRemoved); n > 0 {
-		fmt.Fprintf(w, "Removed %s and cgroups left by aa-grade runs that died.\n", english.Count(n, "scratch folder"))
+	if len(r.LeftoversRemoved) > 0 {
+		fmt.Fprintf(w, "Removed %s left by aa-grade runs that died.\n", r.LeftoversRemoved)
 	}
 	fmt.Fprintf(w, "Hugging Face cache: %s (%s free)\n", r.Cache.Dir, humanBytes(int64(r.Cache.FreeBytes)))
 	keys := "none"

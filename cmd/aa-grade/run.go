@@ -234,7 +234,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	}
 	defer folder.Close() // every result was synced as it was appended
 	if removed := sandbox.CleanLeftovers(); len(removed) > 0 {
-		fmt.Fprintf(stderr, "removed %s and cgroups left by aa-grade runs that died\n", english.Count(len(removed), "scratch folder"))
+		fmt.Fprintf(stderr, "removed %s left by aa-grade runs that died\n", removed)
 	}
 	if backend.Name() == sandbox.NameNone {
 		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")

@@ -520,7 +520,7 @@ func removeDeadContainers() []string {
 			continue
 		}
 		if _, err := c.do(ctx, http.MethodDelete, "/containers/"+ct.ID+"?force=1&v=1", nil, nil); err == nil {
-			removed = append(removed, "container "+strings.TrimPrefix(strings.Join(ct.Names, ","), "/"))
+			removed = append(removed, strings.TrimPrefix(strings.Join(ct.Names, ","), "/"))
 		}
 	}
 	return removed
