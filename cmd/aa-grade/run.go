@@ -205,20 +205,17 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if err != nil {
 		return fmt.Errorf("--sandbox: %w", err)
 	}
-	if ref := opts.sandboxImage; ref != "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return fmt.Errorf("the image cache: %w", err)
+	if err := useImage(ctx, backend, opts.sandboxImage, stderr); err != nil {
+		return err
+	}
+	// The sandbox, in its image, is tried before the run says anything: one that cannot run
+	// an episode is the only line.
+	tools, err := sandbox.ProbeTools(ctx, backend)
+	if err != nil {
+		if ctx.Err() != nil {
+			return interrupted(fmt.Errorf("interrupted: %w", err))
 		}
-		if err := sandbox.UseImage(ctx, backend, ref, filepath.Join(cache, "aa-grade", "rootfs"), stderr); err != nil {
-			if ctx.Err() != nil {
-				return interrupted(fmt.Errorf("interrupted: %w", err))
-			}
-			if errors.Is(err, sandbox.ErrUnavailable) {
-				return fmt.Errorf("--sandbox-image: %w", err) // infrastructure: exit 3
-			}
-			return usageErrorf("--sandbox-image: %w", err)
-		}
+		return fmt.Errorf("probe the sandbox: %w", err)
 	}
 	ds, err := data.Open(ctx, plan.dataset, data.OpenOptions{Hub: hubConfig(), Tasks: plan.tasks})
 	if err != nil {
@@ -261,7 +258,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
 		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
 		ReasoningEffort: settings.ReasoningEffort, MaxTokens: opts.maxTokens, Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
-		CommandTimeout: opts.commandTimeout, ContextWindow: settings.ContextWindow, Limits: opts.limits,
+		CommandTimeout: opts.commandTimeout, ContextWindow: settings.ContextWindow, Limits: opts.limits, Tools: &tools,
 		OnEnvironment: func(tools sandbox.Tools) {
 			if diff := tools.Differences(); len(diff) > 0 {
 				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s", strings.Join(diff, "; "))
@@ -520,6 +517,29 @@ func describeModel(s model.Settings) string {
 		return s.Preset + " (" + s.Spec + ")"
 	}
 	return s.Spec
+}
+
+// useImage makes the backend run episodes in the image ref ("": its default). A failure of
+// the machine, the daemon or the network is exit 3, a reference that names no usable image
+// exit 2.
+func useImage(ctx context.Context, backend sandbox.Backend, ref string, progress io.Writer) error {
+	if ref == "" {
+		return nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return fmt.Errorf("the image cache: %w", err)
+	}
+	if err := sandbox.UseImage(ctx, backend, ref, filepath.Join(cache, "aa-grade", "rootfs"), progress); err != nil {
+		if ctx.Err() != nil {
+			return interrupted(fmt.Errorf("interrupted: %w", err))
+		}
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			return fmt.Errorf("--sandbox-image: %w", err) // infrastructure: exit 3
+		}
+		return usageErrorf("--sandbox-image: %w", err)
+	}
+	return nil
 }
 
 // sandboxNames are the backends --sandbox may name besides auto.

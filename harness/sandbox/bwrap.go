@@ -11,9 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aa-grade/aa-grade/harness/sandbox/image"
 	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
@@ -225,6 +227,32 @@ func (b *Bwrap) useImage(ctx context.Context, ref, cacheDir string, progress io.
 		return err
 	}
 	b.Rootfs, b.imageRef = root, ref
+	// The image must run the agent and have bash: find out now, in one line, before a run
+	// starts; its root is of no use then, and goes.
+	if err := b.tryImage(ctx); err != nil {
+		b.Rootfs, b.imageRef = "", ""
+		if ctx.Err() == nil {
+			image.Discard(cacheDir, root)
+		}
+		return err
+	}
+	return nil
+}
+
+// tryImage starts a sandbox over the image and runs one command: an image that cannot run
+// an episode is its reference's error (a failure to start a sandbox at all, the machine's).
+func (b *Bwrap) tryImage(ctx context.Context) error {
+	sb, stop, err := startEmpty(ctx, b)
+	if err != nil {
+		return unavailableError{err}
+	}
+	defer stop()
+	if err := shellError(sb.Run(ctx, "true", time.Minute)); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return cannotRunEpisode(b.imageRef, runtime.GOARCH, err)
+	}
 	return nil
 }
 

@@ -153,12 +153,9 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	}()
 	s := newSession(c, halfCloser{stream}, stdoutR, stderr, ReferenceWorkdir)
 	// The image must run the agent and have bash: find out now, with one clear message.
-	if res, err := s.Run(ctx, "true", time.Minute); err != nil || res.ExitCode != 0 {
+	if err := shellError(s.Run(ctx, "true", time.Minute)); err != nil {
 		s.Close()
-		if err == nil {
-			err = errors.New(strings.TrimSpace(res.Stderr))
-		}
-		return nil, fmt.Errorf("%w: image %s cannot run an episode (it needs bash and a linux/%s kernel): %w", ErrUnavailable, d.imageName(), d.arch, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, cannotRunEpisode(d.imageName(), d.arch, err))
 	}
 	return s, nil
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -47,25 +48,54 @@ func sortedNames(m map[string]string) []string { return slices.Sorted(maps.Keys(
 
 func pythonList(names []string) string { return `["` + strings.Join(names, `", "`) + `"]` }
 
-// ProbeTools starts a sandbox of the backend on an empty workspace and asks it which tools
-// and Python packages it has.
-func ProbeTools(ctx context.Context, b Backend) (Tools, error) {
+// startEmpty starts a sandbox of the backend on an empty workspace; stop closes it and
+// removes its scratch folder.
+func startEmpty(ctx context.Context, b Backend) (sb Sandbox, stop func(), err error) {
 	dir, remove, err := NewScratch()
 	if err != nil {
-		return Tools{}, err
+		return nil, nil, err
 	}
-	defer remove()
 	snap, scratch := dir+"/snapshot", dir+"/scratch"
 	for _, d := range []string{snap, scratch} {
 		if err := os.Mkdir(d, 0o755); err != nil {
-			return Tools{}, err
+			remove()
+			return nil, nil, err
 		}
 	}
-	sb, err := b.Start(ctx, Spec{Snapshot: snap, Scratch: scratch})
+	if sb, err = b.Start(ctx, Spec{Snapshot: snap, Scratch: scratch}); err != nil {
+		remove()
+		return nil, nil, err
+	}
+	return sb, func() { sb.Close(); remove() }, nil
+}
+
+// cannotRunEpisode says that an image cannot run an episode, and what it needs.
+func cannotRunEpisode(ref, arch string, err error) error {
+	return fmt.Errorf("image %s cannot run an episode (it needs bash and a linux/%s kernel): %w; use an image with bash, as the reference one (deploy/sandbox/Dockerfile)", ref, arch, err)
+}
+
+// shellError is why a command that should have run did not: the agent's error, or bash's.
+func shellError(res Result, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case res.ExitCode != 0:
+		if msg := strings.TrimSpace(res.Stderr); msg != "" {
+			return errors.New(msg)
+		}
+		return fmt.Errorf("exit %d", res.ExitCode)
+	}
+	return nil
+}
+
+// ProbeTools starts a sandbox of the backend on an empty workspace and asks it which tools
+// and Python packages it has.
+func ProbeTools(ctx context.Context, b Backend) (Tools, error) {
+	sb, stop, err := startEmpty(ctx, b)
 	if err != nil {
 		return Tools{}, err
 	}
-	defer sb.Close()
+	defer stop()
 	script := "for t in " + strings.Join(probeTools, " ") + "; do command -v $t >/dev/null && echo $t; done; echo ---\n" +
 		"python3 - <<'EOF' 2>/dev/null || echo '{}'\n" +
 		"import importlib.metadata as m, json\nout = {}\n" +
@@ -77,7 +107,13 @@ func ProbeTools(ctx context.Context, b Backend) (Tools, error) {
 		return Tools{}, err
 	}
 	tools := Tools{Commands: map[string]bool{}, Python: map[string]string{}}
-	commands, python, _ := strings.Cut(res.Stdout, "---\n")
+	commands, python, ran := strings.Cut(res.Stdout, "---\n")
+	if !ran { // no shell ran the script
+		if err := shellError(res, nil); err != nil {
+			return Tools{}, fmt.Errorf("the sandbox cannot run bash: %w", err)
+		}
+		return Tools{}, fmt.Errorf("the sandbox's shell printed %q", res.Stdout)
+	}
 	for _, c := range strings.Fields(commands) {
 		tools.Commands[c] = true
 	}

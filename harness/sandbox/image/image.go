@@ -105,6 +105,23 @@ func Cached(cacheDir, configDigest string) (string, bool) {
 	return root, err == nil
 }
 
+// Discard removes a root file system Unpack or Pull made under cacheDir, and the records of
+// the references pulled as it: an image found unable to run leaves nothing in the cache.
+func Discard(cacheDir, root string) {
+	if filepath.Dir(root) != filepath.Clean(cacheDir) {
+		return
+	}
+	records, _ := os.ReadDir(filepath.Join(cacheDir, refsDir))
+	for _, r := range records {
+		record := filepath.Join(cacheDir, refsDir, r.Name())
+		if b, err := os.ReadFile(record); err == nil && rootOf(cacheDir, strings.TrimSpace(string(b))) == root {
+			os.Remove(record)
+		}
+	}
+	os.Remove(filepath.Join(cacheDir, refsDir)) // when it is empty
+	os.RemoveAll(root)
+}
+
 func rootOf(cacheDir, configDigest string) string {
 	return filepath.Join(cacheDir, strings.ReplaceAll(configDigest, ":", "-"))
 }
