@@ -76,10 +76,7 @@ func (o *runOptions) flags() []cli.Flag {
 			Usage: "model requests per minute (the lower of this and the provider's stated limit wins)"},
 		&cli.IntFlag{Name: "tpm", Destination: &o.tpm, Sources: env("tpm"), DefaultText: "0: as the provider's answers state",
 			Usage: "model tokens per minute, input and output (the lower of this and the provider's stated limit wins)"},
-		&cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Destination: &o.sandbox, Sources: env("sandbox"),
-			Usage: "auto, " + strings.Join(sandboxNames(), ", ") + " (none: no isolation)"},
-		&cli.StringFlag{Name: "sandbox-image", Destination: &o.sandboxImage, Sources: env("sandbox-image"), DefaultText: sandbox.DefaultImage,
-			Usage: "the image an episode runs in: an image name with docker; a docker save tarball, an OCI layout folder or a registry reference (HOST/NAME:TAG, HOST/NAME@sha256:...) with bwrap (see docs/platforms.md)"},
+		sandboxFlag(&o.sandbox), sandboxImageFlag(&o.sandboxImage),
 		&cli.StringFlag{Name: "memory-limit", Value: "4GiB", Destination: &o.memoryLimit, Sources: env("memory-limit"),
 			Usage: "memory of an episode's processes together (where the sandbox can bound it: aa-grade doctor)"},
 		&cli.StringFlag{Name: "disk-limit", Value: "4GiB", Destination: &o.diskLimit, Sources: env("disk-limit"),
@@ -151,8 +148,8 @@ func (o *runOptions) Validate() error {
 			return usageErrorf("--%s: %w", f.name, err)
 		}
 	}
-	if o.sandbox != sandbox.NameAuto && !slices.Contains(sandboxNames(), o.sandbox) {
-		return usageErrorf("--sandbox %q: must be auto, %s", o.sandbox, strings.Join(sandboxNames(), ", "))
+	if err := validSandbox(o.sandbox); err != nil {
+		return err
 	}
 	if o.out != "" {
 		if err := checkOutPath("out", o.out); err != nil {
@@ -526,11 +523,11 @@ func useImage(ctx context.Context, backend sandbox.Backend, ref string, progress
 	if ref == "" {
 		return nil
 	}
-	cache, err := os.UserCacheDir()
+	cache, err := imageCacheDir()
 	if err != nil {
-		return fmt.Errorf("the image cache: %w", err)
+		return err
 	}
-	if err := sandbox.UseImage(ctx, backend, ref, filepath.Join(cache, "aa-grade", "rootfs"), progress); err != nil {
+	if err := sandbox.UseImage(ctx, backend, ref, cache, progress); err != nil {
 		if ctx.Err() != nil {
 			return interrupted(fmt.Errorf("interrupted: %w", err))
 		}
@@ -538,6 +535,35 @@ func useImage(ctx context.Context, backend sandbox.Backend, ref string, progress
 			return fmt.Errorf("--sandbox-image: %w", err) // infrastructure: exit 3
 		}
 		return usageErrorf("--sandbox-image: %w", err)
+	}
+	return nil
+}
+
+// imageCacheDir is where images are unpacked for bwrap: $XDG_CACHE_HOME/aa-grade/rootfs.
+func imageCacheDir() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("the image cache: %w", err)
+	}
+	return filepath.Join(cache, "aa-grade", "rootfs"), nil
+}
+
+// sandboxFlag is --sandbox, of run and doctor.
+func sandboxFlag(dst *string) cli.Flag {
+	return &cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Destination: dst, Sources: env("sandbox"),
+		Usage: "auto, " + strings.Join(sandboxNames(), ", ") + " (none: no isolation)"}
+}
+
+// sandboxImageFlag is --sandbox-image, of run and doctor.
+func sandboxImageFlag(dst *string) cli.Flag {
+	return &cli.StringFlag{Name: "sandbox-image", Destination: dst, Sources: env("sandbox-image"), DefaultText: sandbox.DefaultImage,
+		Usage: "the image an episode runs in: an image name with docker; a docker save tarball, an OCI layout folder or a registry reference (HOST/NAME:TAG, HOST/NAME@sha256:...) with bwrap (see docs/platforms.md)"}
+}
+
+// validSandbox refuses a --sandbox that names no backend.
+func validSandbox(name string) error {
+	if name != sandbox.NameAuto && !slices.Contains(sandboxNames(), name) {
+		return usageErrorf("--sandbox %q: must be auto, %s", name, strings.Join(sandboxNames(), ", "))
 	}
 	return nil
 }
