@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/aa-grade/aa-grade/harness/sandbox/image"
 	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
@@ -231,7 +230,7 @@ func (b *Bwrap) useImage(ctx context.Context, ref, cacheDir string, progress io.
 	// starts; its root is of no use then, and goes.
 	if err := b.tryImage(ctx); err != nil {
 		b.Rootfs, b.imageRef = "", ""
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !errors.Is(err, ErrUnavailable) {
 			image.Discard(cacheDir, root)
 		}
 		return err
@@ -247,13 +246,8 @@ func (b *Bwrap) tryImage(ctx context.Context) error {
 		return unavailableError{err}
 	}
 	defer stop()
-	if err := shellError(sb.Run(ctx, "true", time.Minute)); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return cannotRunEpisode(b.imageRef, runtime.GOARCH, err)
-	}
-	return nil
+	agent, _ := os.Executable()
+	return tryShell(ctx, sb, b.imageRef, runtime.GOARCH, agent)
 }
 
 // image is the tarball or layout the root came from, and the digest its folder is named after.

@@ -153,9 +153,12 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	}()
 	s := newSession(c, halfCloser{stream}, stdoutR, stderr, ReferenceWorkdir)
 	// The image must run the agent and have bash: find out now, with one clear message.
-	if err := shellError(s.Run(ctx, "true", time.Minute)); err != nil {
+	if err := tryShell(ctx, s, d.imageName(), d.arch, agent); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, cannotRunEpisode(d.imageName(), d.arch, err))
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return s, nil
 }

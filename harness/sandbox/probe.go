@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
@@ -69,9 +71,47 @@ func startEmpty(ctx context.Context, b Backend) (sb Sandbox, stop func(), err er
 	return sb, func() { sb.Close(); remove() }, nil
 }
 
-// cannotRunEpisode says that an image cannot run an episode, and what it needs.
-func cannotRunEpisode(ref, arch string, err error) error {
-	return fmt.Errorf("image %s cannot run an episode (it needs bash and a linux/%s kernel): %w; use an image with bash, as the reference one (deploy/sandbox/Dockerfile)", ref, arch, err)
+// tryShell runs `true` in a sandbox just started over an image: nil when the image can run
+// an episode, else why not (see cannotRunEpisode) or ctx's error.
+func tryShell(ctx context.Context, sb Sandbox, ref, arch, agent string) error {
+	res, err := sb.Run(ctx, "true", time.Minute)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if failed := shellError(res, err); failed != nil {
+		return cannotRunEpisode(ref, arch, agent, err != nil, failed)
+	}
+	return nil
+}
+
+// cannotRunEpisode says that an image cannot run an episode, and what it needs. agent is the
+// aa-grade program run in it; agentDied says it never answered, which a dynamically linked
+// one does not in an image without its loader.
+func cannotRunEpisode(ref, arch, agent string, agentDied bool, err error) error {
+	fix := "use an image with bash, as the reference one (deploy/sandbox/Dockerfile)"
+	if interp := interpreter(agent); agentDied && interp != "" {
+		fix = "this aa-grade is dynamically linked (it needs " + interp + " inside the image): use a static build (CGO_ENABLED=0 go build, make build), which runs in any image; or " + fix
+	}
+	return fmt.Errorf("image %s cannot run an episode (it needs bash and a linux/%s kernel): %w; %s", ref, arch, err, fix)
+}
+
+// interpreter is the dynamic loader a Linux program needs ("" for a static one).
+func interpreter(program string) string {
+	f, err := elf.Open(program)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			b, err := io.ReadAll(io.LimitReader(p.Open(), 4096))
+			if err != nil {
+				return ""
+			}
+			return strings.TrimRight(string(b), "\x00")
+		}
+	}
+	return ""
 }
 
 // shellError is why a command that should have run did not: the agent's error, or bash's.
