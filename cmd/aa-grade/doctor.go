@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,25 +14,32 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/harness/sandbox"
-	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // doctorOptions are the flags of aa-grade doctor.
 type doctorOptions struct {
 	flagsSet
-	json bool
+	json                  bool
+	sandbox, sandboxImage string
 }
 
-func (o *doctorOptions) Validate() error { return nil }
+func (o *doctorOptions) Validate() error { return validSandbox(o.sandbox) }
 
 func newDoctorCommand() *cli.Command {
 	var opts doctorOptions
 	return &cli.Command{
 		Name:  "doctor",
 		Usage: "report which sandboxes work here, the tools inside them, the cache, and which API keys are set",
-		Description: "Exit 1 when no isolating sandbox works.\n\n" +
-			"Example: aa-grade doctor --json",
-		Flags:  []cli.Flag{jsonFlag(&opts.json, "print JSON")},
+		Description: "The tools listed are those of the sandbox and image episodes would run in: --sandbox and\n" +
+			"--sandbox-image (and their variables) mean what they mean to aa-grade run.\n" +
+			"Exit 1 when no isolating sandbox works, or when episodes cannot run in the sandbox and image asked for.\n\n" +
+			"Example: aa-grade doctor --json\n" +
+			"         aa-grade doctor --sandbox bwrap --sandbox-image sandbox.tar",
+		Flags: []cli.Flag{
+			jsonFlag(&opts.json, "print JSON"),
+			sandboxFlag(&opts.sandbox),
+			sandboxImageFlag(&opts.sandboxImage),
+		},
 		Action: action(&opts, runDoctor),
 	}
 }
@@ -46,17 +54,26 @@ type backendReport struct {
 }
 
 type doctorReport struct {
-	Backends    []backendReport `json:"backends"`
-	Selected    string          `json:"selected"` // what --sandbox auto picks; "" when none works
-	Tools       *sandbox.Tools  `json:"tools,omitempty"`
-	Differences []string        `json:"differences"` // from the reference sandbox
+	Backends []backendReport `json:"backends"`
+	Selected string          `json:"selected"` // what --sandbox auto picks; "" when none works
+	// Sandbox is the backend episodes would run in (--sandbox, auto: Selected), Image and
+	// ImageDigest the image they would run in ("": this machine's own system). Error says
+	// why episodes cannot run there (no such backend here, no such image, an image without
+	// bash); Tools are then missing.
+	Sandbox     string         `json:"sandbox"`
+	Image       string         `json:"image,omitempty"`
+	ImageDigest string         `json:"image_digest,omitempty"`
+	Error       string         `json:"error,omitempty"`
+	Tools       *sandbox.Tools `json:"tools,omitempty"`
+	Differences []string       `json:"differences"` // from the reference sandbox
 	Cache       struct {
 		Dir       string `json:"dir"`
 		FreeBytes uint64 `json:"free_bytes"`
 	} `json:"cache"`
 	Keys []string `json:"keys"` // names of the API key variables set, never their values
-	// LeftoversRemoved are the scratch folders and cgroups of dead runs doctor removed.
-	LeftoversRemoved []string `json:"leftovers_removed"`
+	// LeftoversRemoved are the scratch folders, cgroups and containers of dead runs doctor
+	// removed.
+	LeftoversRemoved sandbox.Leftovers `json:"leftovers_removed"`
 }
 
 func runDoctor(ctx context.Context, opts doctorOptions, args []string, con console) error {
@@ -73,19 +90,44 @@ func runDoctor(ctx context.Context, opts doctorOptions, args []string, con conso
 		}
 		r.Backends = append(r.Backends, br)
 	}
-	r.LeftoversRemoved = append([]string{}, sandbox.CleanLeftovers()...)
+	r.LeftoversRemoved = sandbox.CleanLeftovers()
 	r.Differences = []string{}
-	chosen, selectErr := sandbox.Select(sandbox.NameAuto)
-	probeWith := chosen
+	auto, selectErr := sandbox.Select(sandbox.NameAuto)
 	if selectErr == nil {
-		r.Selected = chosen.Name()
-	} else {
-		probeWith = sandbox.None{} // still say what the host has
+		r.Selected = auto.Name()
 	}
-	if tools, err := sandbox.ProbeTools(ctx, probeWith); err == nil {
-		r.Tools, r.Differences = &tools, tools.Differences()
-	} else {
-		r.Differences = append(r.Differences, "could not list the tools: "+err.Error())
+	// The environment episodes would run in, as run picks it: its tools, or why there is none.
+	chosen, err := auto, selectErr
+	if opts.sandbox != sandbox.NameAuto {
+		chosen, err = sandbox.Select(opts.sandbox)
+	}
+	probeWith := chosen
+	switch {
+	case err == nil:
+		r.Sandbox = chosen.Name()
+		if err = doctorImage(ctx, chosen, opts.sandboxImage, con.err); err != nil {
+			r.Image, probeWith = opts.sandboxImage, nil
+		}
+	case opts.sandbox == sandbox.NameAuto && opts.sandboxImage == "":
+		probeWith = sandbox.None{} // no isolating sandbox: still say what the host has
+	default:
+		probeWith = nil
+	}
+	if probeWith != nil {
+		tools, probeErr := sandbox.ProbeTools(ctx, probeWith)
+		if probeErr == nil {
+			r.Tools, r.Differences = &tools, tools.Differences()
+		}
+		if r.Sandbox != "" {
+			err = probeErr
+			r.Image, r.ImageDigest = sandbox.ImageOf(probeWith)
+		}
+	}
+	if ctx.Err() != nil {
+		return interrupted(fmt.Errorf("interrupted: %w", ctx.Err()))
+	}
+	if err != nil {
+		r.Error = err.Error()
 	}
 	r.Cache.Dir = hubConfig().CacheDir
 	r.Cache.FreeBytes = freeBytes(r.Cache.Dir)
@@ -99,8 +141,26 @@ func runDoctor(ctx context.Context, opts doctorOptions, args []string, con conso
 	} else {
 		renderDoctor(stdout, r)
 	}
-	if selectErr != nil {
+	switch {
+	case opts.sandbox == sandbox.NameAuto && selectErr != nil:
 		return badResult(selectErr)
+	case err != nil:
+		return badResult(fmt.Errorf("episodes cannot run in the sandbox asked for: %w", err))
+	}
+	return nil
+}
+
+// doctorImage makes the backend run episodes in the image ref, as run does ("": its default).
+func doctorImage(ctx context.Context, b sandbox.Backend, ref string, progress io.Writer) error {
+	if ref == "" {
+		return nil
+	}
+	cache, err := imageCacheDir()
+	if err != nil {
+		return err
+	}
+	if err := sandbox.UseImage(ctx, b, ref, cache, progress); err != nil {
+		return fmt.Errorf("--sandbox-image: %w", err)
 	}
 	return nil
 }
@@ -130,6 +190,22 @@ func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
 		selected = "none works: run --sandbox none only if you accept no isolation"
 	}
 	fmt.Fprintf(w, "--sandbox auto uses: %s\n", selected)
+	switch {
+	case r.Sandbox == "":
+	case r.Image != "" && r.ImageDigest != "":
+		printLine(w, "Episodes run in: the %s sandbox, image %s (%s)", r.Sandbox, r.Image, r.ImageDigest)
+	case r.Image != "":
+		printLine(w, "Episodes run in: the %s sandbox, image %s", r.Sandbox, r.Image)
+	default:
+		printLine(w, "Episodes run in: the %s sandbox, on this machine's own system", r.Sandbox)
+	}
+	switch {
+	case r.Error == "":
+	case r.Sandbox == "":
+		printLine(w, "Episodes cannot run: %s", r.Error)
+	default:
+		printLine(w, "Episodes cannot run there: %s", r.Error)
+	}
 	if r.Tools != nil {
 		var have []string
 		for c, ok := range r.Tools.Commands {
@@ -140,14 +216,14 @@ func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
 		sort.Strings(have)
 		fmt.Fprintf(w, "Tools in the sandbox: %s\n", strings.Join(have, " "))
 	}
-	if len(r.Differences) == 0 {
+	if r.Tools != nil && len(r.Differences) == 0 {
 		fmt.Fprintln(w, "Same tools and Python packages as the reference sandbox.")
 	}
 	for _, d := range r.Differences {
 		printLine(w, "Differs from the reference sandbox: %s", d) // versions as the sandbox printed them
 	}
-	if n := len(r.LeftoversRemoved); n > 0 {
-		fmt.Fprintf(w, "Removed %s and cgroups left by aa-grade runs that died.\n", english.Count(n, "scratch folder"))
+	if len(r.LeftoversRemoved) > 0 {
+		fmt.Fprintf(w, "Removed %s left by aa-grade runs that died.\n", r.LeftoversRemoved)
 	}
 	fmt.Fprintf(w, "Hugging Face cache: %s (%s free)\n", r.Cache.Dir, humanBytes(int64(r.Cache.FreeBytes)))
 	keys := "none"

@@ -3,9 +3,15 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,6 +55,113 @@ func TestRegistryImageBadInputIsOneClearLine(t *testing.T) {
 			}
 			if left, _ := os.ReadDir(filepath.Join(cache, "aa-grade", "rootfs")); len(left) > 0 {
 				t.Errorf("left in the image cache: %v", left)
+			}
+		})
+	}
+}
+
+// savedImage is a `docker save` tarball (the legacy layout) of an image for linux/arch named
+// name, of one layer holding files (name -> contents): without bash unless files has one.
+func savedImage(t *testing.T, name, arch string, files map[string]string) []byte {
+	t.Helper()
+	var layer bytes.Buffer
+	lw := tar.NewWriter(&layer)
+	for n, body := range files {
+		lw.WriteHeader(&tar.Header{Name: n, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		lw.Write([]byte(body))
+	}
+	lw.Close()
+	config := fmt.Sprintf(`{"architecture":%q,"os":"linux","rootfs":{"type":"layers","diff_ids":["sha256:%x"]},"config":{}}`,
+		arch, sha256.Sum256(layer.Bytes()))
+	manifest := fmt.Sprintf(`[{"Config":"config.json","RepoTags":[%q],"Layers":["layer/layer.tar"]}]`, name)
+	var saved bytes.Buffer
+	tw := tar.NewWriter(&saved)
+	for _, f := range []struct {
+		name string
+		body []byte
+	}{{"layer/layer.tar", layer.Bytes()}, {"config.json", []byte(config)}, {"manifest.json", []byte(manifest)}} {
+		tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg})
+		tw.Write(f.body)
+	}
+	tw.Close()
+	return saved.Bytes()
+}
+
+// otherArch is a machine that is not this one.
+func otherArch() string {
+	if runtime.GOARCH == "arm64" {
+		return "amd64"
+	}
+	return "arm64"
+}
+
+// TestBwrapImageBadInputIsOneClearLine: over bwrap, an image without bash, like one for
+// another machine or a tarball that is not there, is one line naming the fix, exit 2 (the
+// image named is unusable), before the run says anything, with no run folder and nothing
+// left in the image cache.
+func TestBwrapImageBadInputIsOneClearLine(t *testing.T) {
+	if _, err := sandbox.Select(sandbox.NameBwrap); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	noBash, arm := filepath.Join(dir, "no-bash.tar"), filepath.Join(dir, "other-arch.tar")
+	os.WriteFile(noBash, savedImage(t, "no-bash:1", runtime.GOARCH, map[string]string{"etc/hello": "hi\n"}), 0o644)
+	os.WriteFile(arm, savedImage(t, "other:1", otherArch(), nil), 0o644)
+	for name, c := range map[string]struct{ image, want string }{
+		"no bash": {noBash, "image " + noBash + " cannot run an episode (it needs bash and a linux/" + runtime.GOARCH + " kernel): " +
+			`exec: "bash": executable file not found in $PATH; use an image with bash`},
+		"another arch": {arm, "the image is for linux/" + otherArch() + ", not linux/" + runtime.GOARCH},
+		"no tarball":   {filepath.Join(dir, "absent.tar"), "from a daemon: docker save IMAGE -o image.tar"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, cache := filepath.Join(t.TempDir(), "run"), t.TempDir()
+			r := aaGrade(t, []string{"XDG_CACHE_HOME=" + cache}, "run", "--dataset", "demo", "--model", "builtin/baseline",
+				"--tasks", "901", "--repeats", "1", "--sandbox", "bwrap", "--sandbox-image", c.image, "--out", out)
+			if r.code != 2 || !strings.HasPrefix(r.stderr, "aa-grade: --sandbox-image: ") || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
+				t.Fatalf("exit %d, want 2 and one line with %q\n%s", r.code, c.want, r.stderr)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("a half-started run folder was left")
+			}
+			if left, _ := os.ReadDir(filepath.Join(cache, "aa-grade", "rootfs")); len(left) > 0 {
+				t.Errorf("left in the image cache: %v", left)
+			}
+		})
+	}
+}
+
+// TestDockerImageErrorIsTheOnlyLine: with docker, an image that does not exist, one without
+// bash and one for another machine are each found before the run's first line: the error is
+// all that is printed, exit 3, with no run folder and no container left.
+func TestDockerImageErrorIsTheOnlyLine(t *testing.T) {
+	dockerImage(t)
+	suffix := strconv.Itoa(os.Getpid())
+	noBash, other := "aa-grade-test-no-bash:"+suffix, "aa-grade-test-other-arch:"+suffix
+	for name, arch := range map[string]string{noBash: runtime.GOARCH, other: otherArch()} {
+		load := exec.Command("docker", "load")
+		load.Stdin = bytes.NewReader(savedImage(t, name, arch, map[string]string{"etc/hello": "hi\n"}))
+		if out, err := load.CombinedOutput(); err != nil {
+			t.Fatalf("docker load: %v: %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("docker", "rmi", "-f", name).Run() })
+	}
+	for name, c := range map[string]struct{ image, want string }{
+		"no such image": {"aa-grade-no-such-image:" + suffix, "no image aa-grade-no-such-image:" + suffix + ": pull or build it"},
+		"no bash":       {noBash, "image " + noBash + " cannot run an episode (it needs bash and a linux/" + runtime.GOARCH + " kernel)"},
+		"another arch":  {other, "image " + other + " is for linux/" + otherArch() + ", not linux/" + runtime.GOARCH},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			r := aaGrade(t, nil, "run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901", "--repeats", "1",
+				"--sandbox", "docker", "--sandbox-image", c.image, "--out", out)
+			if r.code != 3 || !strings.HasPrefix(r.stderr, "aa-grade: ") || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
+				t.Fatalf("exit %d, want 3 and the error alone, with %q\n%s", r.code, c.want, r.stderr)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("a half-started run folder was left")
+			}
+			if left := containersOf(t, c.image); left != "" {
+				t.Errorf("containers left behind: %q", left)
 			}
 		})
 	}

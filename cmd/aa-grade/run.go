@@ -76,10 +76,7 @@ func (o *runOptions) flags() []cli.Flag {
 			Usage: "model requests per minute (the lower of this and the provider's stated limit wins)"},
 		&cli.IntFlag{Name: "tpm", Destination: &o.tpm, Sources: env("tpm"), DefaultText: "0: as the provider's answers state",
 			Usage: "model tokens per minute, input and output (the lower of this and the provider's stated limit wins)"},
-		&cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Destination: &o.sandbox, Sources: env("sandbox"),
-			Usage: "auto, " + strings.Join(sandboxNames(), ", ") + " (none: no isolation)"},
-		&cli.StringFlag{Name: "sandbox-image", Destination: &o.sandboxImage, Sources: env("sandbox-image"), DefaultText: sandbox.DefaultImage,
-			Usage: "the image an episode runs in: an image name with docker; a docker save tarball, an OCI layout folder or a registry reference (HOST/NAME:TAG, HOST/NAME@sha256:...) with bwrap (see docs/platforms.md)"},
+		sandboxFlag(&o.sandbox), sandboxImageFlag(&o.sandboxImage),
 		&cli.StringFlag{Name: "memory-limit", Value: "4GiB", Destination: &o.memoryLimit, Sources: env("memory-limit"),
 			Usage: "memory of an episode's processes together (where the sandbox can bound it: aa-grade doctor)"},
 		&cli.StringFlag{Name: "disk-limit", Value: "4GiB", Destination: &o.diskLimit, Sources: env("disk-limit"),
@@ -151,8 +148,8 @@ func (o *runOptions) Validate() error {
 			return usageErrorf("--%s: %w", f.name, err)
 		}
 	}
-	if o.sandbox != sandbox.NameAuto && !slices.Contains(sandboxNames(), o.sandbox) {
-		return usageErrorf("--sandbox %q: must be auto, %s", o.sandbox, strings.Join(sandboxNames(), ", "))
+	if err := validSandbox(o.sandbox); err != nil {
+		return err
 	}
 	if o.out != "" {
 		if err := checkOutPath("out", o.out); err != nil {
@@ -205,20 +202,17 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if err != nil {
 		return fmt.Errorf("--sandbox: %w", err)
 	}
-	if ref := opts.sandboxImage; ref != "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return fmt.Errorf("the image cache: %w", err)
+	if err := useImage(ctx, backend, opts.sandboxImage, stderr); err != nil {
+		return err
+	}
+	// The sandbox, in its image, is tried before the run says anything: one that cannot run
+	// an episode is the only line.
+	tools, err := sandbox.ProbeTools(ctx, backend)
+	if err != nil {
+		if ctx.Err() != nil {
+			return interrupted(fmt.Errorf("interrupted: %w", err))
 		}
-		if err := sandbox.UseImage(ctx, backend, ref, filepath.Join(cache, "aa-grade", "rootfs"), stderr); err != nil {
-			if ctx.Err() != nil {
-				return interrupted(fmt.Errorf("interrupted: %w", err))
-			}
-			if errors.Is(err, sandbox.ErrUnavailable) {
-				return fmt.Errorf("--sandbox-image: %w", err) // infrastructure: exit 3
-			}
-			return usageErrorf("--sandbox-image: %w", err)
-		}
+		return fmt.Errorf("probe the sandbox: %w", err)
 	}
 	ds, err := data.Open(ctx, plan.dataset, data.OpenOptions{Hub: hubConfig(), Tasks: plan.tasks})
 	if err != nil {
@@ -234,7 +228,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	}
 	defer folder.Close() // every result was synced as it was appended
 	if removed := sandbox.CleanLeftovers(); len(removed) > 0 {
-		fmt.Fprintf(stderr, "removed %s and cgroups left by aa-grade runs that died\n", english.Count(len(removed), "scratch folder"))
+		fmt.Fprintf(stderr, "removed %s left by aa-grade runs that died\n", removed)
 	}
 	if backend.Name() == sandbox.NameNone {
 		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
@@ -261,7 +255,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
 		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
 		ReasoningEffort: settings.ReasoningEffort, MaxTokens: opts.maxTokens, Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
-		CommandTimeout: opts.commandTimeout, ContextWindow: settings.ContextWindow, Limits: opts.limits,
+		CommandTimeout: opts.commandTimeout, ContextWindow: settings.ContextWindow, Limits: opts.limits, Tools: &tools,
 		OnEnvironment: func(tools sandbox.Tools) {
 			if diff := tools.Differences(); len(diff) > 0 {
 				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s", strings.Join(diff, "; "))
@@ -520,6 +514,58 @@ func describeModel(s model.Settings) string {
 		return s.Preset + " (" + s.Spec + ")"
 	}
 	return s.Spec
+}
+
+// useImage makes the backend run episodes in the image ref ("": its default). A failure of
+// the machine, the daemon or the network is exit 3, a reference that names no usable image
+// exit 2.
+func useImage(ctx context.Context, backend sandbox.Backend, ref string, progress io.Writer) error {
+	if ref == "" {
+		return nil
+	}
+	cache, err := imageCacheDir()
+	if err != nil {
+		return err
+	}
+	if err := sandbox.UseImage(ctx, backend, ref, cache, progress); err != nil {
+		if ctx.Err() != nil {
+			return interrupted(fmt.Errorf("interrupted: %w", err))
+		}
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			return fmt.Errorf("--sandbox-image: %w", err) // infrastructure: exit 3
+		}
+		return usageErrorf("--sandbox-image: %w", err)
+	}
+	return nil
+}
+
+// imageCacheDir is where images are unpacked for bwrap: $XDG_CACHE_HOME/aa-grade/rootfs.
+func imageCacheDir() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("the image cache: %w", err)
+	}
+	return filepath.Join(cache, "aa-grade", "rootfs"), nil
+}
+
+// sandboxFlag is --sandbox, of run and doctor.
+func sandboxFlag(dst *string) cli.Flag {
+	return &cli.StringFlag{Name: "sandbox", Value: sandbox.NameAuto, Destination: dst, Sources: env("sandbox"),
+		Usage: "auto, " + strings.Join(sandboxNames(), ", ") + " (none: no isolation)"}
+}
+
+// sandboxImageFlag is --sandbox-image, of run and doctor.
+func sandboxImageFlag(dst *string) cli.Flag {
+	return &cli.StringFlag{Name: "sandbox-image", Destination: dst, Sources: env("sandbox-image"), DefaultText: sandbox.DefaultImage,
+		Usage: "the image an episode runs in: an image name with docker; a docker save tarball, an OCI layout folder or a registry reference (HOST/NAME:TAG, HOST/NAME@sha256:...) with bwrap (see docs/platforms.md)"}
+}
+
+// validSandbox refuses a --sandbox that names no backend.
+func validSandbox(name string) error {
+	if name != sandbox.NameAuto && !slices.Contains(sandboxNames(), name) {
+		return usageErrorf("--sandbox %q: must be auto, %s", name, strings.Join(sandboxNames(), ", "))
+	}
+	return nil
 }
 
 // sandboxNames are the backends --sandbox may name besides auto.

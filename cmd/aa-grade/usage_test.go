@@ -72,6 +72,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		"run under a file":               {[]string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--out", filepath.Join(file, "run")}, "--out " + filepath.Join(file, "run") + ": " + file + " is a file, not a folder"},
 		"merge onto a file":              {[]string{"merge", "--out", file, "testdata/runs/qwen"}, "--out " + file + ": it is a file, not a folder"},
 		"report page onto a folder":      {[]string{"report", "--html", full, "testdata/runs/qwen"}, "--html " + full + ": it is a folder; name the page's file"},
+		"doctor of no sandbox":           {[]string{"doctor", "--sandbox", "chroot"}, `--sandbox "chroot": must be auto, bwrap, landlock, docker, none`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			oneErrorLine(t, aaGrade(t, hubEnv(h, t.TempDir()), c.args...), c.want)

@@ -43,6 +43,10 @@ type Config struct {
 	MaxTokens       int
 	Backend         sandbox.Backend
 	Limits          sandbox.Limits // per episode
+	// Tools are what the caller's probe of Backend found (sandbox.ProbeTools), so that a
+	// backend or image that cannot run an episode fails before it says anything of the run;
+	// nil: Run probes first.
+	Tools *sandbox.Tools
 	// OnEnvironment, when set, hears what the sandbox's probe found before the first episode.
 	OnEnvironment  func(sandbox.Tools)
 	MaxTurns       int
@@ -150,10 +154,14 @@ const DefaultGrace = 20 * time.Second
 func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, error) {
 	// The sandbox is tried before anything is written: a backend or an image that cannot run
 	// an episode leaves no half-started run folder (see runfolder.Folder.Close).
-	tools, err := sandbox.ProbeTools(ctx, cfg.Backend)
-	if err != nil {
-		return grader.Summary{}, nil, fmt.Errorf("probe the sandbox: %w", err)
+	if cfg.Tools == nil {
+		tools, err := sandbox.ProbeTools(ctx, cfg.Backend)
+		if err != nil {
+			return grader.Summary{}, nil, fmt.Errorf("probe the sandbox: %w", err)
+		}
+		cfg.Tools = &tools
 	}
+	tools := *cfg.Tools
 	done := map[runfolder.Episode]runfolder.Result{}
 	if prev := cfg.Folder.Prev; prev != nil {
 		maps.Copy(done, prev.Results)
@@ -255,7 +263,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	})
 
 	all, summary := Collect(plan, done, cfg.Judge)
-	err = cfg.Folder.WriteSummary(summary)
+	err := cfg.Folder.WriteSummary(summary)
 	if feedCtx.Err() != nil { // stopped or interrupted: the cause first
 		err = errors.Join(context.Cause(feedCtx), err)
 	}

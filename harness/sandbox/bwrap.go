@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -225,7 +226,28 @@ func (b *Bwrap) useImage(ctx context.Context, ref, cacheDir string, progress io.
 		return err
 	}
 	b.Rootfs, b.imageRef = root, ref
+	// The image must run the agent and have bash: find out now, in one line, before a run
+	// starts; its root is of no use then, and goes.
+	if err := b.tryImage(ctx); err != nil {
+		b.Rootfs, b.imageRef = "", ""
+		if ctx.Err() == nil && !errors.Is(err, ErrUnavailable) {
+			image.Discard(cacheDir, root)
+		}
+		return err
+	}
 	return nil
+}
+
+// tryImage starts a sandbox over the image and runs one command: an image that cannot run
+// an episode is its reference's error (a failure to start a sandbox at all, the machine's).
+func (b *Bwrap) tryImage(ctx context.Context) error {
+	sb, stop, err := startEmpty(ctx, b)
+	if err != nil {
+		return unavailableError{err}
+	}
+	defer stop()
+	agent, _ := os.Executable()
+	return tryShell(ctx, sb, b.imageRef, runtime.GOARCH, agent)
 }
 
 // image is the tarball or layout the root came from, and the digest its folder is named after.

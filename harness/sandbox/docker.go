@@ -153,12 +153,12 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	}()
 	s := newSession(c, halfCloser{stream}, stdoutR, stderr, ReferenceWorkdir)
 	// The image must run the agent and have bash: find out now, with one clear message.
-	if res, err := s.Run(ctx, "true", time.Minute); err != nil || res.ExitCode != 0 {
+	if err := tryShell(ctx, s, d.imageName(), d.arch, agent); err != nil {
 		s.Close()
-		if err == nil {
-			err = errors.New(strings.TrimSpace(res.Stderr))
+		if ctx.Err() != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("%w: image %s cannot run an episode (it needs bash and a linux/%s kernel): %w", ErrUnavailable, d.imageName(), d.arch, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return s, nil
 }
@@ -520,7 +520,7 @@ func removeDeadContainers() []string {
 			continue
 		}
 		if _, err := c.do(ctx, http.MethodDelete, "/containers/"+ct.ID+"?force=1&v=1", nil, nil); err == nil {
-			removed = append(removed, "container "+strings.TrimPrefix(strings.Join(ct.Names, ","), "/"))
+			removed = append(removed, strings.TrimPrefix(strings.Join(ct.Names, ","), "/"))
 		}
 	}
 	return removed

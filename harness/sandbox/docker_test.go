@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -30,10 +31,17 @@ func TestDockerLeftoversOfDeadRunsAreRemoved(t *testing.T) {
 		return id
 	}
 	dead, live := create("999999999-1"), create(ownerTag())
+	name, err := exec.Command("docker", "inspect", "--format", "{{.Name}}", dead).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
 	removed := CleanLeftovers()
 	exists := func(id string) bool { return exec.Command("docker", "inspect", id).Run() == nil }
 	if exists(dead) {
 		t.Errorf("the container of a dead run is still there (removed %v)", removed)
+	}
+	if !slices.Contains(removed, Leftover{LeftoverContainer, strings.TrimPrefix(strings.TrimSpace(string(name)), "/")}) {
+		t.Errorf("the dead run's container is not reported as a container: %v", removed)
 	}
 	if !exists(live) {
 		t.Error("the container of a live run was removed")

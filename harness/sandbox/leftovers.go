@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // leftoverPrefix starts the names of what an aa-grade process leaves on the machine while it
@@ -71,12 +73,51 @@ func NewScratch() (dir string, remove func(), err error) {
 	return dir, func() { os.RemoveAll(dir); release() }, nil
 }
 
+// Leftover is one thing an aa-grade process that died left behind and a later one removed.
+type Leftover struct {
+	Kind string `json:"kind"` // LeftoverScratch, LeftoverCgroup or LeftoverContainer
+	Name string `json:"name"` // the folder's path, or the container's name
+}
+
+// The kinds of leftover, as a message names them.
+const (
+	LeftoverScratch   = "scratch folder"
+	LeftoverCgroup    = "cgroup"
+	LeftoverContainer = "container"
+)
+
+// Leftovers are what CleanLeftovers removed.
+type Leftovers []Leftover
+
+// String counts the leftovers by kind: "1 scratch folder and 4 containers".
+func (l Leftovers) String() string {
+	var parts []string
+	for _, kind := range []string{LeftoverScratch, LeftoverCgroup, LeftoverContainer} {
+		n := 0
+		for _, x := range l {
+			if x.Kind == kind {
+				n++
+			}
+		}
+		if n > 0 {
+			parts = append(parts, english.Count(n, kind))
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return "nothing"
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
 // CleanLeftovers removes what aa-grade processes that died without cleaning up (kill -9, a
-// crash, a power cut) left behind: scratch folders in the temporary folder and cgroups, whose
-// remaining processes it kills first. It returns the paths removed. Another user's leftovers,
-// which this user may not remove, are left alone.
-func CleanLeftovers() []string {
-	var removed []string
+// crash, a power cut) left behind: scratch folders in the temporary folder, cgroups, whose
+// remaining processes it kills first, and docker containers. It returns what it removed.
+// Another user's leftovers, which this user may not remove, are left alone.
+func CleanLeftovers() Leftovers {
+	removed := Leftovers{}
 	for _, parent := range append([]string{os.TempDir()}, cgroupParents()...) {
 		entries, _ := os.ReadDir(parent)
 		for _, e := range entries {
@@ -86,12 +127,15 @@ func CleanLeftovers() []string {
 			path := filepath.Join(parent, e.Name())
 			if parent != os.TempDir() {
 				if removeCgroup(path) == nil {
-					removed = append(removed, path)
+					removed = append(removed, Leftover{LeftoverCgroup, path})
 				}
 			} else if os.RemoveAll(path) == nil {
-				removed = append(removed, path)
+				removed = append(removed, Leftover{LeftoverScratch, path})
 			}
 		}
 	}
-	return append(removed, removeDeadContainers()...)
+	for _, name := range removeDeadContainers() {
+		removed = append(removed, Leftover{LeftoverContainer, name})
+	}
+	return removed
 }

@@ -35,35 +35,35 @@ var MountPoints = struct{ Dirs, Files []string }{
 const completeMark = ".aa-grade-rootfs"
 
 // Unpack makes the root file system of the image at src (a `docker save` tarball or an OCI
-// layout folder) under cacheDir, unless it is there already, and returns its folder.
+// layout folder) under cacheDir, unless it is there already, and returns its folder. A
+// tarball is read in place: its entries are listed (their contents skipped), manifest.json
+// or index.json and the config read, and only when the cache lacks the image's root are its
+// layers read, straight out of the tarball.
 func Unpack(src, cacheDir string) (string, error) {
 	info, err := os.Stat(src)
 	if err != nil {
 		return "", fmt.Errorf("image %s: %w", src, err)
 	}
-	layout := src
+	var files layoutFiles = dirFiles(src)
 	if !info.IsDir() {
-		tmp, err := os.MkdirTemp(cacheDir, ".saved-")
+		saved, err := openSaved(src)
 		if err != nil {
 			return "", fmt.Errorf("image %s: %w", src, err)
 		}
-		defer os.RemoveAll(tmp)
-		if err := extractSaved(src, tmp); err != nil {
-			return "", fmt.Errorf("image %s: %w", src, err)
-		}
-		layout = tmp
+		defer saved.Close()
+		files = saved
 	}
-	root, err := unpackLayout(layout, cacheDir)
+	root, err := unpackLayout(files, cacheDir)
 	if err != nil {
 		return "", fmt.Errorf("image %s: %w", src, err)
 	}
 	return root, nil
 }
 
-// unpackLayout makes the root file system of the image in an OCI or docker save layout folder
-// under cacheDir, in a folder named after its config digest, unless it is there already.
-func unpackLayout(layout, cacheDir string) (string, error) {
-	configDigest, layers, err := readLayout(layout)
+// unpackLayout makes the root file system of the image in an OCI or docker save layout under
+// cacheDir, in a folder named after its config digest, unless it is there already.
+func unpackLayout(files layoutFiles, cacheDir string) (string, error) {
+	configDigest, layers, err := readLayout(files)
 	if err != nil {
 		return "", err
 	}
@@ -80,8 +80,8 @@ func unpackLayout(layout, cacheDir string) (string, error) {
 		return "", err
 	}
 	for _, l := range layers {
-		if err := applyLayer(partial, l); err != nil {
-			return "", fmt.Errorf("layer %s: %w", filepath.Base(l.path), err)
+		if err := applyLayer(partial, files, l); err != nil {
+			return "", fmt.Errorf("layer %s: %w", path.Base(l.name), err)
 		}
 	}
 	if err := addMountPoints(partial); err != nil {
@@ -105,65 +105,153 @@ func Cached(cacheDir, configDigest string) (string, bool) {
 	return root, err == nil
 }
 
+// Discard removes a root file system Unpack or Pull made under cacheDir, and the records of
+// the references pulled as it: an image found unable to run leaves nothing in the cache.
+func Discard(cacheDir, root string) {
+	if filepath.Dir(root) != filepath.Clean(cacheDir) {
+		return
+	}
+	records, _ := os.ReadDir(filepath.Join(cacheDir, refsDir))
+	for _, r := range records {
+		record := filepath.Join(cacheDir, refsDir, r.Name())
+		if b, err := os.ReadFile(record); err == nil && rootOf(cacheDir, strings.TrimSpace(string(b))) == root {
+			os.Remove(record)
+		}
+	}
+	os.Remove(filepath.Join(cacheDir, refsDir)) // when it is empty
+	os.RemoveAll(root)
+}
+
 func rootOf(cacheDir, configDigest string) string {
 	return filepath.Join(cacheDir, strings.ReplaceAll(configDigest, ":", "-"))
 }
 
-// extractSaved writes the files of a `docker save` tarball into dir (a layout folder).
-func extractSaved(tarball, dir string) error {
+// layoutFiles are the files of an image layout, by their slash-separated names in it.
+type layoutFiles interface {
+	open(name string) (io.ReadSeekCloser, error)
+}
+
+// dirFiles is a layout folder.
+type dirFiles string
+
+func (d dirFiles) open(name string) (io.ReadSeekCloser, error) {
+	return os.Open(filepath.Join(string(d), filepath.FromSlash(name)))
+}
+
+// savedTarball is the layout inside a `docker save` tarball, read in place.
+type savedTarball struct {
+	f       *os.File
+	entries map[string]tarEntry
+}
+
+// tarEntry is where a regular file's contents are in the tarball, or what a link leads to (a
+// name of the tarball).
+type tarEntry struct {
+	offset, size int64
+	link         string
+}
+
+// openSaved lists the entries of a `docker save` tarball: their headers only, the tar
+// reader seeking over their contents.
+func openSaved(tarball string) (*savedTarball, error) {
 	f, err := os.Open(tarball)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer f.Close()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
+	t := &savedTarball{f: f, entries: map[string]tarEntry{}}
 	tr := tar.NewReader(f)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return t, nil
 		}
 		if err != nil {
-			return fmt.Errorf("not a docker save tarball: %w", err)
+			f.Close()
+			return nil, fmt.Errorf("not a docker save tarball: %w", err)
 		}
-		name := path.Clean(h.Name)
+		name := path.Clean(strings.TrimPrefix(h.Name, "/"))
 		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := root.MkdirAll(name, 0o755); err != nil {
-				return err
-			}
 		case tar.TypeReg:
-			if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-				return err
+			if sparse(h) {
+				continue // its bytes are not where they are read from; docker save writes none
 			}
-			if err := writeFile(root, name, tr, 0o644); err != nil {
-				return err
+			// The tar reader reads no further than the header: the contents start here.
+			offset, err := f.Seek(0, io.SeekCurrent)
+			if err != nil {
+				f.Close()
+				return nil, err
 			}
+			t.entries[name] = tarEntry{offset: offset, size: h.Size}
 		case tar.TypeSymlink: // legacy saves link identical layers
-			if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-				return err
+			target := path.Join(path.Dir(name), h.Linkname)
+			if path.IsAbs(h.Linkname) {
+				target = path.Clean(strings.TrimPrefix(h.Linkname, "/"))
 			}
-			if err := root.Symlink(h.Linkname, name); err != nil {
-				return err
-			}
+			t.entries[name] = tarEntry{link: target}
+		case tar.TypeLink:
+			t.entries[name] = tarEntry{link: path.Clean(strings.TrimPrefix(h.Linkname, "/"))}
 		}
 	}
 }
 
+// sparse says whether a regular file is stored sparse (GNU's PAX form).
+func sparse(h *tar.Header) bool {
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *savedTarball) open(name string) (io.ReadSeekCloser, error) {
+	name = path.Clean(name)
+	for range 16 {
+		e, ok := t.entries[name]
+		if !ok {
+			return nil, fmt.Errorf("%s: %w in the tarball", name, fs.ErrNotExist)
+		}
+		if e.link == "" {
+			return nopCloser{io.NewSectionReader(t.f, e.offset, e.size)}, nil
+		}
+		name = e.link
+	}
+	return nil, fmt.Errorf("%s: too many links in the tarball", name)
+}
+
+func (t *savedTarball) Close() error { return t.f.Close() }
+
+type nopCloser struct{ io.ReadSeeker }
+
+func (nopCloser) Close() error { return nil }
+
+// readFile reads a small file of a layout: a manifest, an index, a config.
+func readFile(files layoutFiles, name string) ([]byte, error) {
+	f, err := files.open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxMetadata+1))
+	if err == nil && len(b) > maxMetadata {
+		err = fmt.Errorf("%s: more than %d bytes", name, maxMetadata)
+	}
+	return b, err
+}
+
+// maxMetadata bounds a manifest, an index or a config.
+const maxMetadata = 16 << 20
+
 // layer is one layer file of a layout, with how it is compressed.
 type layer struct {
-	path      string
+	name      string
 	mediaType string
 }
 
 // readLayout finds the image's config digest and its layers, bottom first, in a legacy
 // (manifest.json) or OCI (index.json) layout, for this machine's architecture.
-func readLayout(dir string) (string, []layer, error) {
-	if b, err := os.ReadFile(filepath.Join(dir, "manifest.json")); err == nil {
+func readLayout(files layoutFiles) (string, []layer, error) {
+	if b, err := readFile(files, "manifest.json"); err == nil {
 		var manifests []struct {
 			Config string
 			Layers []string
@@ -172,7 +260,7 @@ func readLayout(dir string) (string, []layer, error) {
 			return "", nil, fmt.Errorf("manifest.json: not a docker save manifest")
 		}
 		m := manifests[0]
-		config, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(m.Config)))
+		config, err := readFile(files, m.Config)
 		if err != nil {
 			return "", nil, err
 		}
@@ -182,15 +270,15 @@ func readLayout(dir string) (string, []layer, error) {
 		sum := sha256.Sum256(config)
 		var layers []layer
 		for _, l := range m.Layers {
-			layers = append(layers, layer{path: filepath.Join(dir, filepath.FromSlash(l))})
+			layers = append(layers, layer{name: l})
 		}
 		return "sha256:" + hex.EncodeToString(sum[:]), layers, nil
 	}
-	index, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	index, err := readFile(files, "index.json")
 	if err != nil {
 		return "", nil, errors.New("neither a docker save tarball nor an OCI image layout (no manifest.json, no index.json)")
 	}
-	manifest, err := resolveManifest(dir, index)
+	manifest, err := resolveManifest(files, index)
 	if err != nil {
 		return "", nil, err
 	}
@@ -201,7 +289,7 @@ func readLayout(dir string) (string, []layer, error) {
 	if err := json.Unmarshal(manifest, &m); err != nil {
 		return "", nil, fmt.Errorf("manifest: %w", err)
 	}
-	config, err := os.ReadFile(blobPath(dir, m.Config.Digest))
+	config, err := readFile(files, blobName(m.Config.Digest))
 	if err != nil {
 		return "", nil, err
 	}
@@ -210,7 +298,7 @@ func readLayout(dir string) (string, []layer, error) {
 	}
 	var layers []layer
 	for _, l := range m.Layers {
-		layers = append(layers, layer{path: blobPath(dir, l.Digest), mediaType: l.MediaType})
+		layers = append(layers, layer{name: blobName(l.Digest), mediaType: l.MediaType})
 	}
 	return m.Config.Digest, layers, nil
 }
@@ -222,7 +310,7 @@ type descriptor struct {
 }
 
 // resolveManifest follows an index (maybe nested) to the image manifest for this machine.
-func resolveManifest(dir string, index []byte) ([]byte, error) {
+func resolveManifest(files layoutFiles, index []byte) ([]byte, error) {
 	for depth := 0; depth < 4; depth++ {
 		var idx struct {
 			MediaType string
@@ -245,7 +333,7 @@ func resolveManifest(dir string, index []byte) ([]byte, error) {
 		if chosen == nil {
 			return nil, fmt.Errorf("no manifest for linux/%s", runtime.GOARCH)
 		}
-		b, err := os.ReadFile(blobPath(dir, chosen.Digest))
+		b, err := readFile(files, blobName(chosen.Digest))
 		if err != nil {
 			return nil, err
 		}
@@ -254,9 +342,10 @@ func resolveManifest(dir string, index []byte) ([]byte, error) {
 	return nil, errors.New("indexes nested too deep")
 }
 
-func blobPath(dir, digest string) string {
+// blobName is where a layout keeps a blob: blobs/<algorithm>/<hex>.
+func blobName(digest string) string {
 	algorithm, hexDigest, _ := strings.Cut(digest, ":")
-	return filepath.Join(dir, "blobs", algorithm, filepath.Base(hexDigest))
+	return path.Join("blobs", path.Base(algorithm), path.Base(hexDigest))
 }
 
 // checkPlatform refuses an image for another operating system or architecture.
@@ -274,8 +363,8 @@ func checkPlatform(config []byte) error {
 // applyLayer unpacks one layer over root: entries are created inside root only (os.Root),
 // whiteouts remove what lower layers put there, devices and FIFOs are left out (a sandbox
 // mounts its own /dev).
-func applyLayer(dir string, l layer) error {
-	f, err := os.Open(l.path)
+func applyLayer(dir string, files layoutFiles, l layer) error {
+	f, err := files.open(l.name)
 	if err != nil {
 		return err
 	}
@@ -383,7 +472,7 @@ func emptyDir(root *os.Root, dir string) error {
 
 // decompress opens a layer by its media type, or by its first bytes when it has none (legacy
 // saves hold plain tar).
-func decompress(f *os.File, mediaType string) (io.ReadCloser, error) {
+func decompress(f io.ReadSeeker, mediaType string) (io.ReadCloser, error) {
 	magic := make([]byte, 4)
 	n, _ := io.ReadFull(f, magic)
 	if _, err := f.Seek(0, io.SeekStart); err != nil {

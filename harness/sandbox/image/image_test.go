@@ -129,8 +129,46 @@ func legacySave(t *testing.T) string {
 	return p
 }
 
+// tarOf writes a tarball of a folder's files, as Docker 25 and later save an OCI layout.
+func tarOf(t *testing.T, dir string) string {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.AddFS(os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	tw.Close()
+	p := filepath.Join(t.TempDir(), "image.tar")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// linkedSave is a legacy save whose second layer entry is a link to a file of the first
+// folder, as docker save links identical layers (here the manifest repeats the lower one).
+func linkedSave(t *testing.T) string {
+	ls := layers(t)
+	manifest, _ := json.Marshal([]any{map[string]any{"Config": "./cfg.json", "Layers": []string{"a/layer.tar", "c/layer.tar", "b/layer.tar"}}})
+	saved := layerTar(t, []entry{
+		{name: "a/", flag: tar.TypeDir},
+		{name: "a/layer.tar", body: string(ls[0]), flag: tar.TypeReg},
+		{name: "b/", flag: tar.TypeDir},
+		{name: "b/layer.tar", body: string(ls[1]), flag: tar.TypeReg},
+		{name: "c/", flag: tar.TypeDir},
+		{name: "c/layer.tar", link: "../a/layer.tar", flag: tar.TypeSymlink},
+		{name: "cfg.json", body: string(config(t)), flag: tar.TypeReg},
+		{name: "manifest.json", body: string(manifest), flag: tar.TypeReg},
+	})
+	p := filepath.Join(t.TempDir(), "image.tar")
+	if err := os.WriteFile(p, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestUnpackAppliesLayersLikeADaemon(t *testing.T) {
-	for name, src := range map[string]string{"oci layout": ociLayout(t), "docker save": legacySave(t)} {
+	for name, src := range map[string]string{"oci layout": ociLayout(t), "docker save": legacySave(t),
+		"docker save of docker 25": tarOf(t, ociLayout(t)), "docker save with a linked layer": linkedSave(t)} {
 		t.Run(name, func(t *testing.T) {
 			cache := t.TempDir()
 			root, err := Unpack(src, cache)

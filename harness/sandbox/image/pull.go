@@ -45,7 +45,7 @@ func Pull(ctx context.Context, c *registry.Client, ref registry.Reference, cache
 	}
 	root, ok := Cached(cacheDir, digest)
 	if !ok {
-		if root, err = unpackLayout(tmp, cacheDir); err != nil {
+		if root, err = unpackLayout(dirFiles(tmp), cacheDir); err != nil {
 			return "", "", fmt.Errorf("image %s: %w", ref, err)
 		}
 	}

@@ -1,0 +1,99 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/sandbox"
+)
+
+// doctorJSON runs aa-grade doctor --json and reads its report.
+func doctorJSON(t *testing.T, env []string, args ...string) (doctorReport, result) {
+	t.Helper()
+	r := aaGrade(t, env, append([]string{"doctor", "--json"}, args...)...)
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s%s", err, r.stdout, r.stderr)
+	}
+	return rep, r
+}
+
+// TestDoctorShowsTheDockerImage: doctor --sandbox docker --sandbox-image lists the tools and
+// Python packages of that image, with its digest, and says when the image does not exist.
+func TestDoctorShowsTheDockerImage(t *testing.T) {
+	img := dockerImage(t)
+	id, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", img).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, r := doctorJSON(t, nil, "--sandbox", "docker", "--sandbox-image", img)
+	if r.code != 0 || rep.Sandbox != sandbox.NameDocker || rep.Image != img || rep.ImageDigest != strings.TrimSpace(string(id)) || rep.Error != "" {
+		t.Fatalf("exit %d, report %+v\n%s", r.code, rep, r.stderr)
+	}
+	if rep.Tools == nil || !rep.Tools.Commands["bash"] || !rep.Tools.Commands["jq"] || rep.Tools.Python["pandas"] == "" {
+		t.Fatalf("the image's tools: %+v", rep.Tools)
+	}
+	text := aaGrade(t, nil, "doctor", "--sandbox", "docker", "--sandbox-image", img)
+	if !strings.Contains(text.stdout, "Episodes run in: the docker sandbox, image "+img+" (sha256:") {
+		t.Fatalf("text output:\n%s", text.stdout)
+	}
+
+	const missing = "aa-grade-no-such-image:doctor"
+	rep, r = doctorJSON(t, []string{"AA_GRADE_SANDBOX=docker", "AA_GRADE_SANDBOX_IMAGE=" + missing})
+	if r.code != 1 || rep.Sandbox != sandbox.NameDocker || rep.Image != missing || rep.Tools != nil ||
+		!strings.Contains(rep.Error, "no image "+missing+": pull or build it") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("exit %d, report %+v\n%s", r.code, rep, r.stderr)
+	}
+	text = aaGrade(t, nil, "doctor", "--sandbox", "docker", "--sandbox-image", missing)
+	if !strings.Contains(text.stdout, "Episodes cannot run there: sandbox unavailable: no image "+missing) {
+		t.Fatalf("text output:\n%s", text.stdout)
+	}
+}
+
+// TestDoctorShowsTheImageOverBwrap: with bwrap, doctor unpacks the image as run does and
+// lists what that root file system has (the test image saved by docker save), and says when
+// the tarball is not there or its image cannot run an episode.
+func TestDoctorShowsTheImageOverBwrap(t *testing.T) {
+	if _, err := sandbox.Select(sandbox.NameBwrap); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	noBash := filepath.Join(dir, "no-bash.tar")
+	os.WriteFile(noBash, savedImage(t, "no-bash:1", runtime.GOARCH, map[string]string{"etc/hello": "hi\n"}), 0o644)
+	for name, c := range map[string]struct{ image, want string }{
+		"no bash":    {noBash, "--sandbox-image: image " + noBash + " cannot run an episode (it needs bash"},
+		"no tarball": {filepath.Join(dir, "absent.tar"), "no such file or directory"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rep, r := doctorJSON(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "--sandbox", "bwrap", "--sandbox-image", c.image)
+			if r.code != 1 || rep.Sandbox != sandbox.NameBwrap || rep.Image != c.image || rep.Tools != nil || !strings.Contains(rep.Error, c.want) {
+				t.Fatalf("exit %d, report %+v\n%s", r.code, rep, r.stderr)
+			}
+		})
+	}
+
+	img := dockerImage(t)
+	saved := filepath.Join(dir, "image.tar")
+	if out, err := exec.Command("docker", "save", "-o", saved, img).CombinedOutput(); err != nil {
+		t.Fatalf("docker save: %v: %s", err, out)
+	}
+	rep, r := doctorJSON(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "AA_GRADE_SANDBOX=bwrap", "AA_GRADE_SANDBOX_IMAGE=" + saved})
+	// The digest an unpacked image is known by is its config's, which docker calls its ID.
+	id, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", img).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.code != 0 || rep.Sandbox != sandbox.NameBwrap || rep.Image != saved || rep.ImageDigest != strings.TrimSpace(string(id)) || rep.Error != "" {
+		t.Fatalf("exit %d, report %+v\n%s", r.code, rep, r.stderr)
+	}
+	if rep.Tools == nil || !rep.Tools.Commands["bash"] || !rep.Tools.Commands["jq"] || rep.Tools.Python["pandas"] == "" {
+		t.Fatalf("the image's tools: %+v", rep.Tools)
+	}
+}
