@@ -52,7 +52,7 @@ func TestDoctorShowsTheDockerImage(t *testing.T) {
 		t.Fatalf("exit %d, report %+v\n%s", r.code, rep, r.stderr)
 	}
 	text = aaGrade(t, nil, "doctor", "--sandbox", "docker", "--sandbox-image", missing)
-	if !strings.Contains(text.stdout, "Episodes cannot run there: sandbox unavailable: no image "+missing) {
+	if !strings.Contains(text.stdout, "Episodes cannot run there: no image "+missing) {
 		t.Fatalf("text output:\n%s", text.stdout)
 	}
 }

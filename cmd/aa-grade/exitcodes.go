@@ -12,6 +12,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
 // The exit codes of every command.
@@ -58,6 +59,9 @@ var exitCodes = []struct {
 	{data.ErrUnknownTask, exitUsage},
 	{hub.ErrRepoNotFound, exitUsage},
 	{hub.ErrRevisionNotFound, exitUsage},
+	// An image that cannot run an episode (missing, another machine's, no bash), whichever
+	// backend met it.
+	{sandbox.ErrImageUnusable, exitUsage},
 
 	{runfolder.ErrCorrupt, exitBadResult},
 	{runner.ErrStopped, exitBadResult},

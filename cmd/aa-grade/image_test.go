@@ -8,10 +8,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -125,43 +123,6 @@ func TestBwrapImageBadInputIsOneClearLine(t *testing.T) {
 			}
 			if left, _ := os.ReadDir(filepath.Join(cache, "aa-grade", "rootfs")); len(left) > 0 {
 				t.Errorf("left in the image cache: %v", left)
-			}
-		})
-	}
-}
-
-// TestDockerImageErrorIsTheOnlyLine: with docker, an image that does not exist, one without
-// bash and one for another machine are each found before the run's first line: the error is
-// all that is printed, exit 3, with no run folder and no container left.
-func TestDockerImageErrorIsTheOnlyLine(t *testing.T) {
-	dockerImage(t)
-	suffix := strconv.Itoa(os.Getpid())
-	noBash, other := "aa-grade-test-no-bash:"+suffix, "aa-grade-test-other-arch:"+suffix
-	for name, arch := range map[string]string{noBash: runtime.GOARCH, other: otherArch()} {
-		load := exec.Command("docker", "load")
-		load.Stdin = bytes.NewReader(savedImage(t, name, arch, map[string]string{"etc/hello": "hi\n"}))
-		if out, err := load.CombinedOutput(); err != nil {
-			t.Fatalf("docker load: %v: %s", err, out)
-		}
-		t.Cleanup(func() { exec.Command("docker", "rmi", "-f", name).Run() })
-	}
-	for name, c := range map[string]struct{ image, want string }{
-		"no such image": {"aa-grade-no-such-image:" + suffix, "no image aa-grade-no-such-image:" + suffix + ": pull or build it"},
-		"no bash":       {noBash, "image " + noBash + " cannot run an episode (it needs bash and a linux/" + runtime.GOARCH + " kernel)"},
-		"another arch":  {other, "image " + other + " is for linux/" + otherArch() + ", not linux/" + runtime.GOARCH},
-	} {
-		t.Run(name, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "run")
-			r := aaGrade(t, nil, "run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901", "--repeats", "1",
-				"--sandbox", "docker", "--sandbox-image", c.image, "--out", out)
-			if r.code != 3 || !strings.HasPrefix(r.stderr, "aa-grade: ") || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
-				t.Fatalf("exit %d, want 3 and the error alone, with %q\n%s", r.code, c.want, r.stderr)
-			}
-			if _, err := os.Stat(out); err == nil {
-				t.Error("a half-started run folder was left")
-			}
-			if left := containersOf(t, c.image); left != "" {
-				t.Errorf("containers left behind: %q", left)
 			}
 		})
 	}

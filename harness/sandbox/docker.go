@@ -231,21 +231,22 @@ func (d *Docker) inspect(ctx context.Context) (imageInfo, error) {
 	return image, err
 }
 
-// checkImage says, in one line, what to do when the image is missing or for another machine.
+// checkImage says, in one line, what to do when the image is missing or for another machine
+// (ErrImageUnusable); a daemon that cannot be asked is ErrUnavailable.
 func (d *Docker) checkImage(ctx context.Context) error {
 	image, err := d.inspect(ctx)
 	if err != nil {
 		var status *dockerError
 		if errors.As(err, &status) && status.code == http.StatusNotFound {
 			if d.imageName() != DefaultImage {
-				return fmt.Errorf("%w: no image %s: pull or build it (docker pull %s), or name another with --sandbox-image", ErrUnavailable, d.imageName(), d.imageName())
+				return imageError{fmt.Errorf("no image %s: pull or build it (docker pull %s), or name another with --sandbox-image", d.imageName(), d.imageName())}
 			}
-			return fmt.Errorf("%w: no image %s: build it (docker build -t %s deploy/sandbox) or name another with --sandbox-image", ErrUnavailable, d.imageName(), DefaultImage)
+			return imageError{fmt.Errorf("no image %s: build it (docker build -t %s deploy/sandbox) or name another with --sandbox-image", d.imageName(), DefaultImage)}
 		}
 		return fmt.Errorf("%w: image %s: %w", ErrUnavailable, d.imageName(), err)
 	}
 	if image.Os != "" && image.Os != "linux" || image.Architecture != "" && image.Architecture != d.arch {
-		return fmt.Errorf("%w: image %s is for %s/%s, not linux/%s", ErrUnavailable, d.imageName(), image.Os, image.Architecture, d.arch)
+		return imageError{fmt.Errorf("image %s is for %s/%s, not linux/%s", d.imageName(), image.Os, image.Architecture, d.arch)}
 	}
 	d.mu.Lock()
 	d.digest = image.ID

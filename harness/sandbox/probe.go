@@ -92,7 +92,7 @@ func cannotRunEpisode(ref, arch, agent string, agentDied bool, err error) error 
 	if interp := interpreter(agent); agentDied && interp != "" {
 		fix = "this aa-grade is dynamically linked (it needs " + interp + " inside the image): use a static build (CGO_ENABLED=0 go build, make build), which runs in any image; or " + fix
 	}
-	return fmt.Errorf("image %s cannot run an episode (it needs bash and a linux/%s kernel): %w; %s", ref, arch, err, fix)
+	return imageError{fmt.Errorf("image %s cannot run an episode (it needs bash and a linux/%s kernel): %w; %s", ref, arch, err, fix)}
 }
 
 // interpreter is the dynamic loader a Linux program needs ("" for a static one).

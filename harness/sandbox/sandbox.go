@@ -100,6 +100,11 @@ const (
 // ErrUnavailable marks a backend that cannot run on this machine.
 var ErrUnavailable = errors.New("sandbox unavailable")
 
+// ErrImageUnusable marks an image that cannot run an episode: missing, for another machine,
+// or without bash. The fix is another image, not another machine, so it is a usage error
+// whichever backend met it.
+var ErrImageUnusable = errors.New("the image cannot run an episode")
+
 // ErrOutsideWorkspace marks a file name that leads out of the workspace (through .. or a link).
 var ErrOutsideWorkspace = errors.New("a link out of the working directory")
 
@@ -230,3 +235,9 @@ type unavailableError struct{ error }
 
 func (e unavailableError) Unwrap() error        { return e.error }
 func (e unavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// imageError marks an error as ErrImageUnusable, keeping its text.
+type imageError struct{ error }
+
+func (e imageError) Unwrap() error        { return e.error }
+func (e imageError) Is(target error) bool { return target == ErrImageUnusable }
