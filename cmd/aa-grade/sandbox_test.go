@@ -265,8 +265,6 @@ func TestDockerRunsTheDemo(t *testing.T) {
 	}
 }
 
-
-
 func TestDockerBadInputIsOneClearLine(t *testing.T) {
 	dockerImage(t)
 	empty := filepath.Join(t.TempDir(), "empty.tar")
