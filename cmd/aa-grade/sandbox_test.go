@@ -265,6 +265,10 @@ func TestDockerRunsTheDemo(t *testing.T) {
 	}
 }
 
+// TestDockerBadInputIsOneClearLine: no daemon (exit 3), an image that does not exist, one
+// without bash, one for another machine (exit 2: another image is the fix): each is found
+// before the run's first line and is one line naming the fix; no run folder or container is
+// left.
 func TestDockerBadInputIsOneClearLine(t *testing.T) {
 	dockerImage(t)
 	empty := filepath.Join(t.TempDir(), "empty.tar")
