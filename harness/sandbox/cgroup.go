@@ -107,6 +107,9 @@ var cgroupSeq atomic.Int64
 // sandboxCgroup is the cgroups of one sandbox: one folder per v1 hierarchy, or one v2 folder.
 type sandboxCgroup struct {
 	dirs []string
+	// byAgent: the agent enters the cgroups itself (confinement.Cgroups), so the sandbox's
+	// process is started as it is.
+	byAgent bool
 }
 
 // newSandboxCgroup makes the cgroups of one sandbox, bounding its processes, and the memory
@@ -163,8 +166,21 @@ func writeLimits(dir string, v2 bool, bytes int64) error {
 // enter makes cmd start inside the cgroups, by running it through
 // `<agent> __sandbox-cgroup-exec DIR[:DIR...] PATH ARGS...`.
 func (cg *sandboxCgroup) enter(cmd *exec.Cmd, agent string) {
+	if cg.byAgent {
+		return
+	}
 	cmd.Args = append([]string{agent, CgroupExecCommand, strings.Join(cg.dirs, ":"), cmd.Path}, cmd.Args[1:]...)
 	cmd.Path = agent
+}
+
+// joinedByAgent leaves entering the cgroups to the agent, which is the sandbox's first
+// process, and returns them for its confinement (nil: no cgroups).
+func (cg *sandboxCgroup) joinedByAgent() []string {
+	if cg == nil {
+		return nil
+	}
+	cg.byAgent = true
+	return cg.dirs
 }
 
 // remove kills what is left in the cgroups and removes them (nil: nothing to do).
@@ -205,6 +221,7 @@ func (cg *sandboxCgroup) outOfMemory() bool {
 func removeCgroup(dir string) error {
 	os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0o644)
 	var err error
+	wait := 200 * time.Microsecond // the last processes are usually gone within a millisecond
 	for range 100 {
 		procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		for _, f := range strings.Fields(string(procs)) {
@@ -215,9 +232,21 @@ func removeCgroup(dir string) error {
 		if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(wait)
+		wait = min(2*wait, 10*time.Millisecond)
 	}
 	return err
+}
+
+// joinCgroups moves this process, all its threads, into the cgroup folders dirs.
+func joinCgroups(dirs []string) error {
+	for _, dir := range dirs {
+		// "0" is this process, whatever pid namespace it is in.
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0o644); err != nil {
+			return fmt.Errorf("enter cgroup %s: %w", dir, err)
+		}
+	}
+	return nil
 }
 
 // RunCgroupExec enters the cgroups args[0] (folders joined by ':') and executes args[1] with
@@ -226,11 +255,8 @@ func RunCgroupExec(args []string) error {
 	if len(args) < 2 {
 		return fmt.Errorf("usage: %s CGROUP[:CGROUP...] PATH [ARG...]", CgroupExecCommand)
 	}
-	for _, dir := range strings.Split(args[0], ":") {
-		// "0" is this process, whatever pid namespace it is in.
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0o644); err != nil {
-			return fmt.Errorf("enter cgroup %s: %w", dir, err)
-		}
+	if err := joinCgroups(strings.Split(args[0], ":")); err != nil {
+		return err
 	}
 	argv := append([]string{filepath.Base(args[1])}, args[2:]...)
 	return syscall.Exec(args[1], argv, os.Environ())

@@ -36,6 +36,9 @@ func readConfinement() (*confinement, error) {
 // it forks: the agent stays on this thread, which starts every command. Ids and the seccomp
 // filter apply to all threads.
 func (c *confinement) apply() (*oomGuard, error) {
+	if err := joinCgroups(c.Cgroups); err != nil {
+		return nil, err
+	}
 	runtime.LockOSThread()
 	guard := protectFromOOM()
 	return guard, c.confine()

@@ -94,6 +94,7 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		memory += spec.Limits.disk()
 	}
 	cgroup := newSandboxCgroup(memory)
+	c.Cgroups = cgroup.joinedByAgent()
 	confine, err := c.encode()
 	if err != nil {
 		cgroup.remove()

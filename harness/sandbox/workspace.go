@@ -98,6 +98,10 @@ type confinement struct {
 	// KillAll makes the agent kill every process it can signal when it ends: only the
 	// sandbox's, since it runs in its own pid namespace or in a signal-scoped Landlock domain.
 	KillAll bool `json:"kill_all"`
+	// Cgroups are the sandbox's cgroups, which the agent enters before anything else, where
+	// it is the sandbox's first process (Landlock): nothing has run outside them yet, and
+	// aa-grade need not start a second program to put it there (see sandboxCgroup.enter).
+	Cgroups []string `json:"cgroups,omitempty"`
 }
 
 type tmpfsLimit struct {
