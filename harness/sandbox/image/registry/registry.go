@@ -307,7 +307,7 @@ func (c *Client) blobToFile(ctx context.Context, ref Reference, d Descriptor, pa
 }
 
 // blob streams a blob through save, checking its size and digest at the end; a transfer cut
-// short is tried again.
+// short is tried again after a pause.
 func (c *Client) blob(ctx context.Context, ref Reference, d Descriptor, save func(io.Reader) error) error {
 	if !strings.HasPrefix(d.Digest, "sha256:") {
 		return fmt.Errorf("blob %q: aa-grade checks sha256 digests only", d.Digest)
@@ -328,7 +328,11 @@ func (c *Client) blob(ctx context.Context, ref Reference, d Descriptor, save fun
 			return err // not the transfer: writing it here failed
 		}
 		if err != nil && ctx.Err() == nil && attempt < c.attempts() {
-			continue // the connection broke: again, from the start
+			// The connection broke: again, from the start, after the pause a busy registry needs.
+			if err := backoff.Sleep(ctx, c.Retry.Delay(attempt, 0)); err != nil {
+				return err
+			}
+			continue
 		}
 		if err != nil {
 			return unavailableError{fmt.Errorf("download: %w", err)}
@@ -406,11 +410,15 @@ func (c *Client) get(ctx context.Context, ref Reference, path, accept string) (*
 	}
 }
 
-// send makes one call, tried again while the registry answers 429 or 5xx.
+// send makes one call, tried again (after a pause) while the registry answers 429 or 5xx or
+// drops the connection before answering.
 func (c *Client) send(req *http.Request) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := c.HTTP.Do(req)
 		if err != nil && dropped(err) && attempt < c.attempts() && req.Context().Err() == nil {
+			if err := backoff.Sleep(req.Context(), c.Retry.Delay(attempt, 0)); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -178,6 +179,47 @@ func TestPullTriesAgain(t *testing.T) {
 		t.Errorf("%d requests, want 11", n)
 	}
 }
+
+// TestPullPausesBeforeTryingAgain: every try again of the same object, after a dropped
+// connection and a cut transfer as after a 429 or 5xx, waits at least the policy's least
+// delay (half its base): a busy registry is not hammered.
+func TestPullPausesBeforeTryingAgain(t *testing.T) {
+	f := newFixture(t, MediaOCIIndex, MediaOCIManifest)
+	f.reg.Fail("/manifests/1", fakeregistry.Fault{Drop: true})
+	f.reg.Fail("/manifests/1", fakeregistry.Fault{Status: http.StatusBadGateway})
+	f.reg.Fail(f.layerOne.Digest, fakeregistry.Fault{Cut: true})
+	f.reg.Fail(f.layerOne.Digest, fakeregistry.Fault{Cut: true})
+	c := testClient()
+	const least = 20 * time.Millisecond
+	c.Retry = backoff.Policy{Base: 2 * least, Max: 2 * least, MaxRetryAfter: 2 * least}
+	var mu sync.Mutex
+	starts := map[string][]time.Time{}
+	c.HTTP = &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		mu.Lock()
+		starts[req.URL.Path] = append(starts[req.URL.Path], time.Now())
+		mu.Unlock()
+		return http.DefaultTransport.RoundTrip(req)
+	})}
+	if _, err := pull(c, ref(t, f.reg.Host+"/aa/sandbox:1"), t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	tried := 0
+	for path, at := range starts {
+		for i := 1; i < len(at); i++ {
+			tried++
+			if gap := at[i].Sub(at[i-1]); gap < least {
+				t.Errorf("%s tried again after %v, want at least %v", path, gap, least)
+			}
+		}
+	}
+	if tried < 4 {
+		t.Fatalf("%d tries again, want 4 (two of the manifest, two of the layer): %v", tried, starts)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestUnreachableRegistry is an infrastructure failure naming the registry.
 func TestUnreachableRegistry(t *testing.T) {
