@@ -549,3 +549,18 @@ func TestRunLogsRetries(t *testing.T) {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestBaselineIsDeterministic: builtin/baseline run twice gives the same conversation, so a
+// replay of its run follows the recording in every episode (its script once printed its
+// suspects in the order Python's randomised string hashing gave them).
+func TestBaselineIsDeterministic(t *testing.T) {
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
+	run := filepath.Join(t.TempDir(), "run")
+	if r := aaGrade(t, env, "run", "--dataset", "demo", "--model", "builtin/baseline", "--repeats", "2", "--out", run); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	r := aaGrade(t, env, "run", "--model", "replay/"+run, "--out", filepath.Join(t.TempDir(), "replayed"))
+	if r.code != 0 || !strings.Contains(r.stderr, "every episode followed its recording") {
+		t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
+	}
+}

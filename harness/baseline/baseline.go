@@ -42,7 +42,7 @@ func (Model) Complete(_ context.Context, req model.Request) (model.Reply, error)
 	last := lastAssistant(req.Messages)
 	switch {
 	case last == nil:
-		return call(investigateCall, shellTool, map[string]string{"cmd": "python3 - <<'EOF'\n" + investigation + "EOF"}), nil
+		return call(investigateCall, shellTool, map[string]string{"cmd": "PYTHONHASHSEED=0 python3 - <<'EOF'\n" + investigation + "EOF"}), nil
 	case hasCall(last, investigateCall):
 		f, err := parseFinding(toolResult(req.Messages, investigateCall))
 		if err != nil {

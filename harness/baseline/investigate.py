@@ -247,7 +247,7 @@ def level_onset(series, factor, floor):
 
 symptoms = {}  # service -> (onset minute, why)
 sources = defaultdict(set)  # service -> the sources that show it failing (traces, logs, metrics)
-for svc in set(list(calls) + list(unanswered) + list(log_errors) + list(metric_calls) + list(restarts) + list(memory) + list(cpu)):
+for svc in sorted(set(list(calls) + list(unanswered) + list(log_errors) + list(metric_calls) + list(restarts) + list(memory) + list(cpu))):
     for when, why, source in ((onset(errors[svc], calls[svc]), "its requests fail", "traces"),
                               (onset(unanswered[svc], {}), "calls to it get no answer", "traces"),
                               (latency_onset(slow[svc]), "its requests slow down", "traces"),
@@ -296,7 +296,7 @@ for svc, (when, why) in symptoms.items():
     if not any(c in symptoms and symptoms[c][0] <= when for c in callees(svc)):
         suspects[svc] = (when, why)
 if not suspects:
-    for svc in alert_services | alert_workloads:
+    for svc in sorted(alert_services | alert_workloads):
         suspects[svc] = ("", "it alerts")
 # The first to fail: of several suspects, the one whose trouble shows first in any source
 # (logs often show it before the calls do), when one does.
@@ -486,6 +486,6 @@ if not candidates:
         add(entity("otel-demo", "Service", svc), 1, why)
 
 ranked = sorted(candidates.values(), key=lambda c: (-c["score"], c["entity"]))
-print(json.dumps({"candidates": ranked[:10], "suspects": {s: w for s, (_, w) in suspects.items()},
+print(json.dumps({"candidates": ranked[:10], "suspects": {s: w for s, (_, w) in sorted(suspects.items())},
                   "symptoms": {s: {"since": w, "why": why, "sources": sorted(sources[s])} for s, (w, why) in sorted(symptoms.items())},
                   "dumps": dumps}))
