@@ -189,6 +189,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if err != nil {
 		return fmt.Errorf("--model: %w", err)
 	}
+	if settings.Prices == nil { // a replay costs what its recording did, unless --price-* say
+		settings.Prices = plan.prices
+	}
 	stderr := con.err
 	m, limit, err := newModel(opts, settings)
 	if err != nil {
@@ -364,6 +367,7 @@ type episodesPlan struct {
 	repeats  int
 	maxTurns int
 	prompts  *harness.Prompts // the set --prompts and --prompt-file start from; nil: the built-in one
+	prices   *model.Prices    // a replay's: the recorded run's, for the recorded usage
 }
 
 // runPlan reads the plan from the flags. A replay (--model replay/RUN_DIR) takes what the
@@ -390,6 +394,7 @@ func runPlan(opts runOptions) (episodesPlan, error) {
 	if !opts.isSet("max-turns") {
 		p.maxTurns = h.MaxTurns
 	}
+	p.prices = h.Prices
 	if !opts.isSet("prompts") { // the texts the recording was made with
 		if p.prompts, err = harness.RunPrompts(dir, h.PromptSHA256); err != nil {
 			return p, usageErrorf("replay/%s: %w; give the set with --prompts FILE", dir, err)

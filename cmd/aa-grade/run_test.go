@@ -563,4 +563,8 @@ func TestBaselineIsDeterministic(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, "every episode followed its recording") {
 		t.Fatalf("replay: exit %d\n%s", r.code, r.stderr)
 	}
+	// It costs what the recording did: a known 0, not unknown.
+	if strings.Contains(r.stderr, "cost unknown") || !strings.Contains(r.stderr, "cost $0") {
+		t.Errorf("the replay's cost is not the recording's:\n%s", r.stderr)
+	}
 }
