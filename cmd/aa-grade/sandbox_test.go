@@ -3,9 +3,7 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -330,23 +328,8 @@ func containersOf(t *testing.T, image string) string {
 // loadImage loads an empty image for arch under name, as docker save writes one.
 func loadImage(t *testing.T, name, arch string) {
 	t.Helper()
-	var layer bytes.Buffer
-	tar.NewWriter(&layer).Close()
-	config := fmt.Sprintf(`{"architecture":%q,"os":"linux","rootfs":{"type":"layers","diff_ids":["sha256:%x"]},"config":{}}`,
-		arch, sha256.Sum256(layer.Bytes()))
-	manifest := fmt.Sprintf(`[{"Config":"config.json","RepoTags":[%q],"Layers":["layer/layer.tar"]}]`, name)
-	var saved bytes.Buffer
-	tw := tar.NewWriter(&saved)
-	for _, f := range []struct {
-		name string
-		body []byte
-	}{{"config.json", []byte(config)}, {"manifest.json", []byte(manifest)}, {"layer/layer.tar", layer.Bytes()}} {
-		tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body))})
-		tw.Write(f.body)
-	}
-	tw.Close()
 	load := exec.Command("docker", "load")
-	load.Stdin = &saved
+	load.Stdin = bytes.NewReader(savedImage(t, name, arch, nil))
 	if out, err := load.CombinedOutput(); err != nil {
 		t.Fatalf("docker load: %v: %s", err, out)
 	}

@@ -21,9 +21,9 @@ import (
 // The test binary doubles as the sandbox agent, as aa-grade does.
 func TestMain(m *testing.M) { agenttest.Main(m) }
 
-// runBaseline runs builtin/baseline on a snapshot folder through the real sandbox and loop
-// and returns the entities it submitted.
-func runBaseline(t *testing.T, dir string) []string {
+// startSandbox starts a sandbox over a snapshot folder, its ground truth hidden, as an
+// episode's; it is closed at the end of the test.
+func startSandbox(t *testing.T, dir string) sandbox.Sandbox {
 	t.Helper()
 	scratch := filepath.Join(t.TempDir(), "scratch")
 	if err := os.Mkdir(scratch, 0o755); err != nil {
@@ -35,7 +35,15 @@ func runBaseline(t *testing.T, dir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sb.Close()
+	t.Cleanup(func() { sb.Close() })
+	return sb
+}
+
+// runBaseline runs builtin/baseline on a snapshot folder through the real sandbox and loop
+// and returns the entities it submitted.
+func runBaseline(t *testing.T, dir string) []string {
+	t.Helper()
+	sb := startSandbox(t, dir)
 	out := (&harness.Episode{Model: Model{}, Sandbox: sb, MaxTurns: 100}).Run(context.Background())
 	if out.Status != harness.StatusOK {
 		t.Fatalf("%s: %s after %d turns: %v", dir, out.Status, out.Turns, out.Err)

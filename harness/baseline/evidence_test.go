@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/data"
-	"github.com/aa-grade/aa-grade/harness/sandbox"
-	"github.com/aa-grade/aa-grade/internal/testsupport/agenttest"
 	"github.com/aa-grade/aa-grade/snapshot"
 )
 
@@ -148,18 +145,7 @@ type investigationOutput struct {
 // investigate runs investigate.py alone in the sandbox over dir, as the baseline does.
 func investigate(t *testing.T, dir string) investigationOutput {
 	t.Helper()
-	scratch := filepath.Join(t.TempDir(), "scratch")
-	if err := os.Mkdir(scratch, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	exe, _ := os.Executable()
-	sb, err := agenttest.Backend(t).Start(context.Background(), sandbox.Spec{Snapshot: dir, Hide: []string{data.GroundTruthFile},
-		Scratch: scratch, Agent: exe, AgentArg: []string{sandbox.AgentCommand}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
-	res, err := sb.Run(context.Background(), "python3 - <<'EOF'\n"+investigation+"EOF", time.Minute)
+	res, err := startSandbox(t, dir).Run(context.Background(), investigateCommand, time.Minute)
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("investigate.py: exit %d, %v\n%s", res.ExitCode, err, res.Stderr)
 	}

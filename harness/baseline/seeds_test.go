@@ -8,8 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/snapshot/synth"
+	"github.com/aa-grade/aa-grade/internal/testsupport/synthtask"
 	"github.com/aa-grade/aa-grade/snapshot/synth/naive"
 )
 
@@ -33,18 +32,7 @@ func TestBaselineOnSeeds(t *testing.T) {
 	naiveScores := map[string]float64{}
 	for seed := first; seed <= last; seed++ {
 		dir := filepath.Join(t.TempDir(), fmt.Sprint(seed))
-		res, err := synth.Generate(dir, synth.Options{Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := os.ReadFile(filepath.Join(dir, "ground_truth.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		gt, err := grader.ParseGroundTruth(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, gt := synthtask.Generate(t, dir, seed)
 		names := runBaseline(t, dir)
 		score := gt.Score(names).Score
 		baseline += score

@@ -5,13 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/snapshot/synth"
+	"github.com/aa-grade/aa-grade/internal/testsupport/synthtask"
 )
 
 // maxNaiveScore is the most a solver that knows nothing about incidents may score on
@@ -30,18 +29,7 @@ func generated(t *testing.T, seeds []uint64) []task {
 	var out []task
 	for _, seed := range seeds {
 		dir := filepath.Join(t.TempDir(), fmt.Sprint(seed))
-		res, err := synth.Generate(dir, synth.Options{Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := os.ReadFile(filepath.Join(dir, "ground_truth.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		gt, err := grader.ParseGroundTruth(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, gt := synthtask.Generate(t, dir, seed)
 		out = append(out, task{name: fmt.Sprintf("seed %d (%s)", seed, res.Fault), dir: dir, gt: gt})
 	}
 	return out
