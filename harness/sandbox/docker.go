@@ -155,10 +155,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	// The image must run the agent and have bash: find out now, with one clear message.
 	if err := tryShell(ctx, s, d.imageName(), d.arch, agent); err != nil {
 		s.Close()
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, err // ErrImageUnusable, or ctx's error
 	}
 	return s, nil
 }
