@@ -189,11 +189,12 @@ func (v *Viewer) buildEpisodePage(ctx context.Context, l *loaded, i int) episode
 		if err != nil {
 			p.Problems = append(p.Problems, fmt.Sprintf("open the trajectory: %v", err))
 		} else {
-			p.Turns, p.Problems = readTurns(f, l.prompts)
+			turns, problems := readTurns(f, l.prompts)
 			f.Close()
-			if p.Running && len(p.Problems) > 0 && strings.Contains(p.Problems[len(p.Problems)-1], "cut short") {
-				p.Problems = p.Problems[:len(p.Problems)-1] // the line being written
+			if p.Running && len(problems) > 0 && strings.Contains(problems[len(problems)-1], "cut short") {
+				problems = problems[:len(problems)-1] // the line being written
 			}
+			p.Turns, p.Problems = turns, append(p.Problems, problems...)
 		}
 	}
 	truth, why := l.groundTruth(ctx, l.run.Header, v.opts.GroundTruth)

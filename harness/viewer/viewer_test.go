@@ -2,6 +2,7 @@ package viewer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -316,5 +317,22 @@ func TestReadTurnsDamaged(t *testing.T) {
 	}
 	if len(problems) != 2 || !strings.Contains(problems[0], "line 3 is not JSON") || !strings.Contains(problems[1], "line 6 is cut short") {
 		t.Errorf("problems %q", problems)
+	}
+}
+
+// TestEpisodePageSaysWhenThePromptSetIsNotKept: a run made with a prompt set of its own whose
+// folder lacks prompts.txt says so on each episode page, beside what the trajectory shows.
+func TestEpisodePageSaysWhenThePromptSetIsNotKept(t *testing.T) {
+	dir := fixtureRun(t)
+	h, err := runfolder.ReadHeader(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.PromptSHA256 = strings.Repeat("ab", 32) // not the built-in set's
+	b, _ := json.Marshal(h)
+	testfs.Write(t, filepath.Join(dir, runfolder.HeaderFile), string(b))
+	page := get(t, newTestViewer(t, dir), "/runs/1/Scenario-901/1.html").Body.String()
+	if !strings.Contains(page, "does not keep the prompt set it ran with") || !strings.Contains(page, "Turn 30<") {
+		t.Errorf("the page does not say the prompt set is missing, or lost the turns:\n%.2000s", page)
 	}
 }
