@@ -24,6 +24,11 @@ var sourcePatterns = map[string]*regexp.Regexp{
 	"metrics": regexp.MustCompile(`(?:^|[\s'"=(,/])metrics(?:/|[\s'"),*]|$)|\b(?:pod|service)_[^\s/'"]*_raw\.tsv`),
 }
 
+// sourceWords are words one of which each source's pattern needs, to skip without running it
+// a pattern a command cannot match (most commands name one source or none).
+var sourceWords = map[string][]string{"alerts": {"alerts"}, "events": {"k8s_events"}, "objects": {"k8s_objects"},
+	"logs": {"otel_logs"}, "traces": {"otel_traces"}, "metrics": {"metrics", "_raw.tsv"}}
+
 // comment is a shell or Python comment: a # at the start of a line or after a space, to the
 // line's end. Quotes are not followed, so a quoted " #" cuts a line short: rare in the
 // commands of an investigation, and it only hides a source named after it.
@@ -93,8 +98,13 @@ func sourcesOf(cmd string) []string {
 		pos    int
 	}
 	var found []at
-	cmd = comment.ReplaceAllString(cmd, "")
+	if strings.Contains(cmd, "#") {
+		cmd = comment.ReplaceAllString(cmd, "")
+	}
 	for _, s := range Sources {
+		if !slices.ContainsFunc(sourceWords[s], func(w string) bool { return strings.Contains(cmd, w) }) {
+			continue
+		}
 		if loc := sourcePatterns[s].FindStringIndex(cmd); loc != nil {
 			found = append(found, at{s, loc[0]})
 		}
