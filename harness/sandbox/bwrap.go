@@ -71,6 +71,21 @@ func (b *Bwrap) Available() error {
 	return b.err
 }
 
+// devBinds makes a read-only /dev of the few devices programs use, with no pty (devpts has
+// one pool for the whole host, which one episode could take) and /dev/shm in /tmp, so inside
+// the disk limit.
+func devBinds() []string {
+	args := []string{"--size", "65536", "--perms", "0755", "--tmpfs", "/dev"}
+	for _, dev := range []string{"null", "zero", "full", "random", "urandom"} {
+		args = append(args, "--dev-bind", "/dev/"+dev, "/dev/"+dev)
+	}
+	for link, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "shm": "/tmp"} {
+		args = append(args, "--symlink", target, "/dev/"+link)
+	}
+	return append(args, "--remount-ro", "/dev")
+}
+
 // systemBinds shows the system read-only: /usr, the /bin-style links or folders beside it,
 // and only the files of /etc that programs need (never shadow, ssh keys or the like).
 func systemBinds() []string {
@@ -119,10 +134,14 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if b.Rootfs != "" {
 		args = append(args, "--ro-bind", b.Rootfs, "/") // first: the other mounts go over it
 	}
+	// The agent is the sandbox's pid 1 (no reaper of bubblewrap's, which a command could
+	// trace and whose command line names every host path bound), so what holds aa-grade's
+	// pipes is filtered and not dumpable.
 	args = append(args,
-		"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-		"--die-with-parent", "--new-session", "--hostname", "sandbox",
-		"--proc", "/proc", "--dev", "/dev", "--size", disk, "--perms", "01777", "--tmpfs", "/tmp")
+		"--unshare-pid", "--as-pid-1", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--die-with-parent", "--new-session", "--hostname", "sandbox", "--proc", "/proc")
+	args = append(args, devBinds()...)
+	args = append(args, "--size", disk, "--perms", "01777", "--tmpfs", "/tmp")
 	c := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true}
 	if os.Geteuid() == 0 {
 		// bwrap keeps only what the agent needs to bound the tmpfs' files, hand the workspace
@@ -152,10 +171,12 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range files {
-		if c.RunAs != nil && f.mode&0o004 == 0 {
-			return nil, fmt.Errorf("snapshot file %s is not readable by other users, and the sandbox runs commands as nobody (uid %d) when aa-grade is root: make it readable (chmod o+r) or run aa-grade as a normal user", f.host, SandboxUID)
+	if c.RunAs != nil {
+		if err := readableByOthers(files); err != nil {
+			return nil, err
 		}
+	}
+	for _, f := range files {
 		args = append(args, "--ro-bind", f.host, filepath.Join(ReferenceWorkdir, f.rel))
 	}
 	env := spec.Env
@@ -182,6 +203,17 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	cmd := exec.Command(b.path, args...)
 	cmd.Env = env
 	return startSession(cmd, ReferenceWorkdir, spec.Agent, cgroup, endNamespace)
+}
+
+// readableByOthers checks that commands running as nobody (when aa-grade is root) can read
+// every snapshot file.
+func readableByOthers(files []snapshotFile) error {
+	for _, f := range files {
+		if f.mode&0o004 == 0 {
+			return fmt.Errorf("snapshot file %s is not readable by other users, and the sandbox runs commands as nobody (uid %d) when aa-grade is root: make it readable (chmod o+r) or run aa-grade as a normal user", f.host, SandboxUID)
+		}
+	}
+	return nil
 }
 
 // linkSnapshot fills a workspace with links to the snapshot files, for the backends that show

@@ -11,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,8 +51,18 @@ func (c *confinement) confine() error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("not dumpable: %w", err)
 	}
+	var rules *ruleset
+	if c.Landlock != nil {
+		// The host paths are opened now: the mounts below may hide them, and RunAs may not
+		// reach them.
+		var err error
+		if rules, err = newRuleset(*c.Landlock); err != nil {
+			return err
+		}
+		defer rules.close()
+	}
 	if c.Workspace != nil {
-		if err := mountWorkspace(*c.Workspace); err != nil {
+		if err := mountWorkspace(*c.Workspace, c.Binds, c.RunAs); err != nil {
 			return err
 		}
 	}
@@ -65,8 +77,19 @@ func (c *confinement) confine() error {
 			return err
 		}
 	}
+	if c.ReadOnlyRoot {
+		if err := readOnlyMounts(c.Workdir); err != nil {
+			return err
+		}
+	}
 	if c.RunAs != nil {
 		giveWorkspace(c.Workdir, *c.RunAs)
+	}
+	if rules != nil {
+		// The workspace as the agent now sees it: the tmpfs, where it mounted one.
+		if err := rules.allowReadWrite(c.Landlock.ReadWrite); err != nil {
+			return err
+		}
 	}
 	if c.DropCaps {
 		if err := dropBoundingSet(); err != nil && os.Geteuid() == 0 {
@@ -86,23 +109,26 @@ func (c *confinement) confine() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	if c.Landlock != nil {
-		if err := restrictFiles(*c.Landlock); err != nil {
+	if rules != nil {
+		if err := rules.restrict(); err != nil {
 			return err
 		}
 	}
 	if c.Seccomp {
-		return installSeccomp()
+		return installSeccomp(c.NoMetadata)
 	}
 	return nil
 }
 
 // mountWorkspace mounts a tmpfs of t's size and file count over the workspace folder t.Path,
 // in the agent's own mount namespace (private first, so that nothing mounted here reaches the
-// host's mount table), moves what the folder held onto it and makes it the agent's working
-// folder. The host's folder stays as aa-grade made it: aa-grade reads the workspace through
-// the agent, and the tmpfs goes with the namespace when the episode's last process ends.
-func mountWorkspace(t tmpfsLimit) error {
+// host's mount table), moves what the folder held onto it, binds the files of binds read-only
+// into it and makes it the agent's working folder. For an owner (RunAs) the tmpfs is theirs,
+// and a folder on the way to it that they could not search is covered by a small tmpfs of
+// the folders on that way, so that the workspace's path works for them. The host's folder
+// stays as aa-grade made it: aa-grade reads the workspace through the agent, and the tmpfs goes
+// with the namespace when the episode's last process ends.
+func mountWorkspace(t tmpfsLimit, binds []bindFile, owner *ids) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("private mounts: %w", err)
 	}
@@ -115,17 +141,151 @@ func mountWorkspace(t tmpfsLimit) error {
 		return err
 	}
 	defer held.close()
-	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%o,uid=%d,gid=%d", t.Bytes, t.Inodes, root.Mode&0o7777, root.Uid, root.Gid)
+	sources := make([]*os.File, len(binds)) // opened before a tmpfs on the way can hide them
+	defer func() {
+		for _, f := range sources {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	for i, b := range binds {
+		if sources[i], err = os.OpenFile(b.Host, unix.O_PATH|unix.O_CLOEXEC, 0); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+	}
+	uid, gid := root.Uid, root.Gid
+	if owner != nil {
+		uid, gid = uint32(owner.UID), uint32(owner.GID)
+		if err := makeSearchable(t.Path, *owner); err != nil {
+			return err
+		}
+	}
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%o,uid=%d,gid=%d", t.Bytes, t.Inodes, root.Mode&0o7777, uid, gid)
 	if err := unix.Mount("tmpfs", t.Path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("workspace tmpfs (%s): %w", opts, err)
 	}
 	if err := held.write(t.Path); err != nil {
 		return err
 	}
+	for i, b := range binds {
+		if err := bindReadOnly(sources[i], filepath.Join(t.Path, b.Rel)); err != nil {
+			return fmt.Errorf("workspace: %s: %w", b.Rel, err)
+		}
+	}
 	if err := os.Chdir(t.Path); err != nil { // the old working folder is the one under the tmpfs
 		return fmt.Errorf("workspace: %w", err)
 	}
 	return nil
+}
+
+// bindReadOnly shows the open file src at target (made, with its folders), read-only.
+func bindReadOnly(src *os.File, target string) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	from := fmt.Sprintf("/proc/self/fd/%d", src.Fd())
+	if err := unix.Mount(from, target, "", unix.MS_BIND, ""); err != nil {
+		return err
+	}
+	return unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
+}
+
+// makeSearchable covers the first folder on the way to path (from /) that owner cannot search
+// with a tmpfs holding only the folders on the rest of the way, path included, searchable by
+// all.
+func makeSearchable(path string, owner ids) error {
+	var way []string
+	for d := filepath.Dir(path); d != "/"; d = filepath.Dir(d) {
+		way = append([]string{d}, way...)
+	}
+	for i, d := range way {
+		var st unix.Stat_t
+		if err := unix.Stat(d, &st); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		if searchable(st, owner) {
+			continue
+		}
+		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,nr_inodes=256,mode=0755"); err != nil {
+			return fmt.Errorf("workspace: a searchable way to it through %s: %w", d, err)
+		}
+		for _, sub := range append(way[i+1:], path) {
+			if err := os.Mkdir(sub, 0o755); err != nil {
+				return fmt.Errorf("workspace: %w", err)
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// searchable says whether owner may search the folder st, by its mode bits alone (the owner
+// has no capability).
+func searchable(st unix.Stat_t, owner ids) bool {
+	switch {
+	case st.Uid == uint32(owner.UID):
+		return st.Mode&0o100 != 0
+	case st.Gid == uint32(owner.GID):
+		return st.Mode&0o010 != 0
+	}
+	return st.Mode&0o001 != 0
+}
+
+// readOnlyMounts makes every mount the agent sees read-only but the workspace's (what is
+// mounted under it is already) and /proc's (the agent keeps its OOM score open there for
+// writing, and Landlock or the pid namespace guard it). A mount a tmpfs hides is out of reach,
+// and stays as it is.
+func readOnlyMounts(workspace string) error {
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("read-only mounts: %w", err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	for _, line := range strings.Split(strings.TrimSpace(string(info)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMountPath(fields[4])
+		if within(mp, "/proc") || within(mp, workspace) {
+			continue
+		}
+		err := unix.MountSetattr(unix.AT_FDCWD, mp, unix.AT_SYMLINK_NOFOLLOW, &attr)
+		if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("read-only %s: %w", mp, err)
+		}
+	}
+	return nil
+}
+
+// within says whether path is dir or under it.
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space, and the like).
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // tree is what a folder holds, read before a mount hides it: folders, links, and regular
@@ -243,22 +403,23 @@ func giveWorkspace(dir string, to ids) {
 	})
 }
 
-// dropBoundingSet removes every capability from the bounding set, so that nothing run later
-// (a set-user-ID program, a file capability, root's exec) can gain one.
+// dropBoundingSet removes every capability from the bounding set of every thread, so that
+// nothing run later (a set-user-ID program, a file capability, root's exec) can gain one.
 func dropBoundingSet() error {
 	for c := 0; c < 64; c++ {
-		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
-		if errors.Is(err, unix.EINVAL) {
+		errno := onAllThreads(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0)
+		if errno == unix.EINVAL {
 			return nil // past the last capability this kernel knows
 		}
-		if err != nil {
-			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		if errno != 0 {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, errno)
 		}
 	}
 	return nil
 }
 
-// switchIDs becomes the sandbox user, which also clears the permitted and effective sets.
+// switchIDs becomes the sandbox user, which also clears the permitted and effective sets (Go
+// changes the ids of every thread).
 func switchIDs(to ids) error {
 	if err := syscall.Setgroups(nil); err != nil {
 		return fmt.Errorf("drop supplementary groups: %w", err)
@@ -272,16 +433,32 @@ func switchIDs(to ids) error {
 	return nil
 }
 
-// clearCapabilities empties the ambient, inheritable, permitted and effective sets.
+// clearCapabilities empties the ambient, inheritable, permitted and effective sets of every
+// thread: none of the agent's threads keeps what it needed to set the sandbox up.
 func clearCapabilities() error {
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("clear ambient capabilities: %w", err)
+	if errno := onAllThreads(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); errno != 0 && errno != unix.EINVAL {
+		return fmt.Errorf("clear ambient capabilities: %w", errno)
 	}
+	header := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
-	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
-		return fmt.Errorf("clear capabilities: %w", err)
+	errno := onAllThreads(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&header)), uintptr(unsafe.Pointer(&data[0])), 0)
+	runtime.KeepAlive(&header)
+	runtime.KeepAlive(&data)
+	if errno != 0 {
+		return fmt.Errorf("clear capabilities: %w", errno)
 	}
 	return nil
+}
+
+// onAllThreads makes a system call on every thread of the agent, since capabilities are per
+// thread. A build with cgo (the race detector's) cannot: there it is this thread's only, and
+// the ids switch (which libc makes on every thread) is what clears the others' capabilities.
+func onAllThreads(trap, a1, a2, a3 uintptr) syscall.Errno {
+	_, _, errno := syscall.AllThreadsSyscall(trap, a1, a2, a3)
+	if errno == syscall.ENOTSUP {
+		_, _, errno = syscall.RawSyscall(trap, a1, a2, a3)
+	}
+	return errno
 }
 
 // markInheritedCloseOnExec makes every descriptor above stderr close on exec, so that what this

@@ -200,9 +200,12 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) 
 			"MemorySwap": limits.memory() + disk,
 			"PidsLimit":  maxSandboxProcesses,
 			"NanoCpus":   int64(dockerCPUs * 1e9),
-			"Tmpfs":      map[string]string{ReferenceWorkdir: tmpfs("0755"), "/tmp": tmpfs("1777")},
-			"Mounts":     mounts,
-			"IpcMode":    "private",
+			// No pty: an empty read-only /dev/pts instead of the daemon's devpts, whose pool the
+			// whole host shares. (/dev is the daemon's small tmpfs that only root may write,
+			// /dev/shm its 64 MiB counted in the container's memory.)
+			"Tmpfs":   map[string]string{ReferenceWorkdir: tmpfs("0755"), "/tmp": tmpfs("1777"), "/dev/pts": "ro,size=4k,nr_inodes=16,mode=0755"},
+			"Mounts":  mounts,
+			"IpcMode": "private",
 		},
 	}
 }

@@ -77,9 +77,6 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 			p.ReadOnly = append(p.ReadOnly, f)
 		}
 	}
-	if err := linkSnapshot(spec.Scratch, files); err != nil {
-		return nil, err
-	}
 	for _, f := range files {
 		p.ReadOnly = append(p.ReadOnly, f.host)
 	}
@@ -88,10 +85,29 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		KillAll: ns != nil || landlockScopesSignals(), ProcessesBounded: cgroups().boundsProcesses()}
 	memory := spec.Limits.memory()
 	if hasMountNamespace(ns) {
-		// One tmpfs holds the workspace and the temporary folder in it. Its pages are memory
-		// too: they get the disk limit on top of the processes' own, as in bwrap.
+		// One tmpfs holds the workspace and the temporary folder in it, with the snapshot files
+		// bound into it; everything else is read-only. Its pages are memory too: they get the
+		// disk limit on top of the processes' own, as in bwrap. As root, commands run as
+		// nobody, as in bwrap.
 		c.Workspace = &tmpfsLimit{Path: spec.Scratch, Bytes: spec.Limits.disk(), Inodes: spec.Limits.inodes()}
+		c.ReadOnlyRoot = true
+		for _, f := range files {
+			c.Binds = append(c.Binds, bindFile{Host: f.host, Rel: f.rel})
+		}
+		if os.Geteuid() == 0 {
+			if err := readableByOthers(files); err != nil {
+				return nil, err
+			}
+			c.RunAs = &ids{UID: SandboxUID, GID: SandboxGID}
+		}
 		memory += spec.Limits.disk()
+	} else {
+		// No read-only mount keeps a command from changing the mode, owner, times or
+		// attributes of a host file its user owns: the filter refuses those calls.
+		c.NoMetadata = true
+		if err := linkSnapshot(spec.Scratch, files); err != nil {
+			return nil, err
+		}
 	}
 	cgroup := newSandboxCgroup(memory)
 	c.Cgroups = cgroup.joinedByAgent()
@@ -143,10 +159,18 @@ func handledFS(abi int) uint64 {
 	return rights
 }
 
-func restrictFiles(p policy) error {
+// ruleset is a Landlock ruleset being built: the host paths a policy allows are added as soon
+// as it is made, the workspace once it is mounted, and restrict applies it to this thread.
+type ruleset struct {
+	fd  int
+	abi int
+}
+
+// newRuleset makes the ruleset and adds every rule of p but its read-write folders.
+func newRuleset(p policy) (*ruleset, error) {
 	abi, err := landlockABI()
 	if err != nil {
-		return fmt.Errorf("landlock: %w", err)
+		return nil, fmt.Errorf("landlock: %w", err)
 	}
 	attr := unix.LandlockRulesetAttr{Access_fs: handledFS(abi),
 		Access_net: unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP}
@@ -158,10 +182,9 @@ func restrictFiles(p policy) error {
 	}
 	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
 	if errno != 0 {
-		return fmt.Errorf("landlock ruleset: %w", errno)
+		return nil, fmt.Errorf("landlock ruleset: %w", errno)
 	}
-	ruleset := int(fd)
-	defer unix.Close(ruleset)
+	r := &ruleset{fd: int(fd), abi: abi}
 	read := uint64(unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR)
 	rules := []struct {
 		paths  []string
@@ -169,21 +192,38 @@ func restrictFiles(p policy) error {
 	}{
 		{p.ReadExec, read | unix.LANDLOCK_ACCESS_FS_EXECUTE},
 		{p.ReadOnly, read},
-		{p.ReadWrite, handledFS(abi)},
 		{p.Devices, read | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | handledFS(abi)&unix.LANDLOCK_ACCESS_FS_TRUNCATE},
 	}
-	for _, r := range rules {
-		for _, path := range r.paths {
-			if err := addPathRule(ruleset, path, r.access); err != nil {
-				return err
-			}
+	for _, rule := range rules {
+		if err := r.add(rule.paths, rule.access); err != nil {
+			r.close()
+			return nil, err
 		}
 	}
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0); errno != 0 {
+	return r, nil
+}
+
+// allowReadWrite gives every right on the folders of paths.
+func (r *ruleset) allowReadWrite(paths []string) error { return r.add(paths, handledFS(r.abi)) }
+
+func (r *ruleset) add(paths []string, access uint64) error {
+	for _, path := range paths {
+		if err := addPathRule(r.fd, path, access); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restrict confines this thread, and what it starts, to the ruleset.
+func (r *ruleset) restrict() error {
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(r.fd), 0, 0); errno != 0 {
 		return fmt.Errorf("landlock restrict: %w", errno)
 	}
 	return nil
 }
+
+func (r *ruleset) close() { unix.Close(r.fd) }
 
 // fileRights are the rights Landlock accepts on a rule for a file (not a folder).
 const fileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |

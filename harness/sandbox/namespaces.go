@@ -86,7 +86,12 @@ func probeWorkspaceMount(agent string, args []string, attr *syscall.SysProcAttr)
 		return err
 	}
 	defer os.RemoveAll(dir)
-	confine, err := confinement{Workdir: dir, Workspace: &tmpfsLimit{Path: dir, Bytes: 1 << 20, Inodes: 64}}.encode()
+	// As at each start: the workspace, a way to it nobody can search as root, the rest read-only.
+	c := confinement{Workdir: dir, Workspace: &tmpfsLimit{Path: dir, Bytes: 1 << 20, Inodes: 64}, ReadOnlyRoot: true}
+	if os.Geteuid() == 0 {
+		c.RunAs = &ids{UID: SandboxUID, GID: SandboxGID}
+	}
+	confine, err := c.encode()
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,23 @@ var deniedSyscalls = []uintptr{
 	unix.SYS_REQUEST_KEY, unix.SYS_USERFAULTFD, unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD, unix.SYS_INIT_MODULE,
 	unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE, unix.SYS_REBOOT, unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_ACCT,
 	unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_NAME_TO_HANDLE_AT, unix.SYS_SYSLOG, unix.SYS_SETHOSTNAME, unix.SYS_SETDOMAINNAME,
+	// Another process of the sandbox (its pid 1, the agent) is never traced, read, written or
+	// robbed of a descriptor: whatever holds aa-grade's pipes stays out of a command's reach.
+	unix.SYS_PTRACE, unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_PIDFD_GETFD,
+	unix.SYS_PROCESS_MADVISE, unix.SYS_KCMP,
+}
+
+// metadataSyscalls change a file's mode, owner, times or extended attributes, which Landlock
+// does not govern. They are refused where nothing else keeps a command from changing host
+// files its user owns: a Landlock agent without a mount namespace, whose system folders are not
+// read-only mounts. (Elsewhere the mounts refuse them outside the workspace, and the workspace
+// keeps them.)
+var metadataSyscalls = []uintptr{
+	unix.SYS_CHMOD, unix.SYS_FCHMOD, unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2,
+	unix.SYS_CHOWN, unix.SYS_FCHOWN, unix.SYS_LCHOWN, unix.SYS_FCHOWNAT,
+	unix.SYS_UTIME, unix.SYS_UTIMES, unix.SYS_UTIMENSAT, unix.SYS_FUTIMESAT,
+	unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR, unix.SYS_SETXATTRAT,
+	unix.SYS_REMOVEXATTR, unix.SYS_LREMOVEXATTR, unix.SYS_FREMOVEXATTR, unix.SYS_REMOVEXATTRAT,
 }
 
 // unavailableSyscalls fail with ENOSYS, so that programs fall back to what the filter can
@@ -50,9 +67,10 @@ const x32Bit = 0x40000000
 
 // seccompFilter builds the filter: socket(2) fails with EACCES for every family (no TCP, UDP,
 // netlink, and no Unix socket that could connect to a host's docker.sock, D-Bus or tmux;
-// socketpair and pipes still work), clone with a namespace flag and deniedSyscalls fail with
-// EPERM, unavailableSyscalls with ENOSYS, another architecture's calls with EACCES.
-func seccompFilter() ([]unix.SockFilter, error) {
+// socketpair and pipes still work), clone with a namespace flag and deniedSyscalls (and
+// metadataSyscalls, when noMetadata) fail with EPERM, unavailableSyscalls with ENOSYS, another
+// architecture's calls with EACCES.
+func seccompFilter(noMetadata bool) ([]unix.SockFilter, error) {
 	arch, err := auditArch()
 	if err != nil {
 		return nil, err
@@ -81,7 +99,11 @@ func seccompFilter() ([]unix.SockFilter, error) {
 		f = append(f, unix.SockFilter{Code: jge, K: x32Bit, Jf: 1}, unix.SockFilter{Code: ret, K: eacces})
 	}
 	// Each check: if nr matches, fall through to the return just after it; else skip it.
-	for _, nr := range deniedSyscalls {
+	denied := deniedSyscalls
+	if noMetadata {
+		denied = append(denied[:len(denied):len(denied)], metadataSyscalls...)
+	}
+	for _, nr := range denied {
 		f = append(f, unix.SockFilter{Code: jeq, K: uint32(nr), Jf: 1}, unix.SockFilter{Code: ret, K: eperm})
 	}
 	for _, nr := range unavailableSyscalls {
@@ -101,8 +123,8 @@ func seccompFilter() ([]unix.SockFilter, error) {
 
 // installSeccomp applies the filter to every thread of the agent and so to every command.
 // no_new_privs must be set first.
-func installSeccomp() error {
-	filter, err := seccompFilter()
+func installSeccomp(noMetadata bool) error {
+	filter, err := seccompFilter(noMetadata)
 	if err != nil {
 		return err
 	}

@@ -73,9 +73,10 @@ const (
 )
 
 // confinement is what the agent does to itself before it serves a command, in this order:
-// mount or bound its tmpfs mounts, take ownership of the workspace for RunAs, empty the
-// capability bounding set, switch to RunAs, clear every capability, set no_new_privs, restrict
-// files (Landlock), install the syscall filter. The isolating backends set all of it that
+// open the host paths Landlock will allow, mount or bound its tmpfs mounts, make the rest
+// read-only, take ownership of the workspace for RunAs, empty the capability bounding set,
+// switch to RunAs, clear every capability, set no_new_privs, restrict files (Landlock),
+// install the syscall filter. The isolating backends set all of it that
 // applies; none sets nothing.
 type confinement struct {
 	Workdir string `json:"workdir"`
@@ -86,6 +87,16 @@ type confinement struct {
 	// mounts over Workdir, bounded in bytes and files, carrying over what the folder held (the
 	// links to the snapshot files, the private temporary folder).
 	Workspace *tmpfsLimit `json:"workspace,omitempty"`
+	// Binds are files shown read-only in that workspace tmpfs (the snapshot's), bound from the
+	// host before anything hides them, so that a RunAs user needs no access to their folders.
+	Binds []bindFile `json:"binds,omitempty"`
+	// ReadOnlyRoot makes every mount of the agent's mount namespace read-only but the
+	// workspace's (and /proc, whose processes' folders stay as the kernel guards them): no
+	// chmod, chown, utime or xattr call then reaches a host file, whoever owns it.
+	ReadOnlyRoot bool `json:"read_only_root,omitempty"`
+	// NoMetadata refuses those calls everywhere, by the syscall filter: for a Landlock agent
+	// without a mount namespace, which has no read-only mounts to do it.
+	NoMetadata bool `json:"no_metadata,omitempty"`
 	// Remount sets the size and file count of tmpfs mounts bwrap made (it can set only the size).
 	Remount  []tmpfsLimit `json:"remount,omitempty"`
 	RunAs    *ids         `json:"run_as,omitempty"` // switch to these ids (the agent starts as root)
@@ -108,6 +119,12 @@ type tmpfsLimit struct {
 	Path   string `json:"path"`
 	Bytes  int64  `json:"bytes"`
 	Inodes int64  `json:"inodes"`
+}
+
+// bindFile is a host file shown at a path relative to the workspace.
+type bindFile struct {
+	Host string `json:"host"`
+	Rel  string `json:"rel"`
 }
 
 type ids struct {
