@@ -48,11 +48,11 @@ func guaranteesOn(name string, h hostFacts) []Guarantee {
 	switch name {
 	case NameBwrap:
 		user := Guarantee{GuaranteeNotHostRoot, true, "a user namespace mapping only the user"}
-		system := Guarantee{GuaranteeReadOnlySystem, true, "read-only binds in a mount namespace (in /proc only the user's own processes are theirs to write); mount, unshare and setns refused"}
+		system := Guarantee{GuaranteeReadOnlySystem, true, "read-only binds in a mount namespace, /dev read-only with no pty (in /proc only the user's own processes are theirs to write); mount, unshare and setns refused"}
 		inodes := Guarantee{GuaranteeInodeLimit, false, "bubblewrap cannot bound a tmpfs' file count for a normal user; the kernel's default (half of RAM's pages) applies"}
 		if h.root {
 			user.Detail = "commands run as nobody (65534)"
-			system.Detail = "read-only binds in a mount namespace, /proc read-only but for the processes' folders; mount, unshare and setns refused"
+			system.Detail = "read-only binds in a mount namespace, /dev read-only with no pty, /proc read-only but for the processes' folders; mount, unshare and setns refused"
 			inodes = Guarantee{GuaranteeInodeLimit, true, "the workspace and /tmp each hold at most one file per 16 KiB of --disk-limit"}
 		}
 		return append(always,
@@ -68,9 +68,16 @@ func guaranteesOn(name string, h hostFacts) []Guarantee {
 		if !h.root && !h.landlockNS {
 			caps = Guarantee{GuaranteeNoCapabilities, false, "no capability and no_new_privs, so none can be gained, but a normal user without user namespaces cannot empty the bounding set"}
 		}
-		user := Guarantee{GuaranteeNotHostRoot, !h.root, "commands run as the user"}
-		if h.root {
-			user.Detail = "commands run as uid 0 with no capability: they reach the snapshot by its host path, which only its owner may (a root cache)"
+		user := Guarantee{GuaranteeNotHostRoot, true, "commands run as the user"}
+		system := Guarantee{GuaranteeReadOnlySystem, true, "every mount but the workspace's is read-only in the agent's mount namespace, and Landlock allows writes only in the workspace; mount refused"}
+		switch {
+		case h.root && h.landlockMountNS:
+			user.Detail = "commands run as nobody (65534), the snapshot files bound into their workspace"
+		case h.root:
+			user = Guarantee{GuaranteeNotHostRoot, false, "commands run as uid 0 with no capability: without a mount namespace here they reach the snapshot by its host path, which only its owner may (a root cache)"}
+		}
+		if !h.landlockMountNS {
+			system.Detail = "Landlock allows writes only in the workspace; with no read-only mounts here, chmod, chown, utime and xattr calls are refused everywhere (so touch of an existing file and chmod fail in the workspace too); mount refused"
 		}
 		end := Guarantee{GuaranteeProcessesEnd, true, "a pid namespace, which dies with its init, the agent, and so with aa-grade"}
 		switch {
@@ -90,8 +97,7 @@ func guaranteesOn(name string, h hostFacts) []Guarantee {
 			disk = Guarantee{GuaranteeDiskLimit, false, why + ": the workspace is a host folder, and only each file is bounded (2 GiB)"}
 			inodes = Guarantee{GuaranteeInodeLimit, false, why + ": the workspace is a host folder"}
 		}
-		return append(always, caps, user,
-			Guarantee{GuaranteeReadOnlySystem, true, "Landlock allows writes only in the workspace; mount refused"},
+		return append(always, caps, user, system,
 			Guarantee{GuaranteeNoNetwork, true, "socket(2) refused, TCP refused by Landlock"},
 			end, processLimit(name, h, !h.root && h.landlockNS), memoryLimit(h, h.landlockMountNS), disk, inodes)
 	}
@@ -137,7 +143,7 @@ func processLimit(name string, h hostFacts, ownUserNS bool) Guarantee {
 		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per episode (a pids cgroup)", maxSandboxProcesses)}
 	case ownUserNS:
 		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per episode (RLIMIT_NPROC, counted in the sandbox's own user namespace)", maxSandboxProcesses)}
-	case h.root && name == NameBwrap:
+	case h.root && (name == NameBwrap || name == NameLandlock && h.landlockMountNS):
 		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("no pids cgroup (%s): %d processes of nobody (65534) across all episodes (RLIMIT_NPROC)", h.cgroupReason, maxSandboxProcesses)}
 	case h.root:
 		return Guarantee{GuaranteeProcessLimit, false, fmt.Sprintf("no pids cgroup (%s), and uid 0 is exempt from RLIMIT_NPROC", h.cgroupReason)}

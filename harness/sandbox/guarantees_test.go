@@ -68,7 +68,9 @@ func TestGuaranteeDetailsAreTrueForTheirCase(t *testing.T) {
 					report("%s speaks of a user namespace Landlock does not have: %s", g.Name, d)
 				case claims("mount namespace") && backend == NameLandlock && !h.landlockMountNS && g.Holds:
 					report("%s holds by a mount namespace Landlock does not have: %s", g.Name, d)
-				case g.Name == GuaranteeProcessLimit && g.Holds && h.root && !h.pidsCgroup && backend != NameBwrap:
+				case g.Name == GuaranteeNotHostRoot && h.root && backend == NameLandlock && g.Holds != h.landlockMountNS:
+					report("not_host_root is %v for Landlock as root, which runs commands as nobody only with a mount namespace: %s", g.Holds, d)
+				case g.Name == GuaranteeProcessLimit && g.Holds && h.root && !h.pidsCgroup && backend != NameBwrap && !(backend == NameLandlock && h.landlockMountNS):
 					report("process_limit holds for uid 0, which RLIMIT_NPROC exempts, without a pids cgroup: %s", d)
 				}
 			}
