@@ -59,6 +59,10 @@ func (gt *GroundTruth) MatchesGroup(e Entity, i int) bool {
 	return e.Parsed && i >= 0 && i < len(gt.Groups) && entityMatchesGroup(e, &gt.Groups[i])
 }
 
+// GroupMatches reports whether e belongs to g by rules 1 to 6, for a group outside its ground
+// truth (one filter of a group alone, for the checks of a task's author).
+func GroupMatches(e Entity, g Group) bool { return e.Parsed && entityMatchesGroup(e, &g) }
+
 // entityMatchesGroup applies rules 1 to 6 to one group.
 func entityMatchesGroup(e Entity, g *Group) bool {
 	workload := workloadKinds[e.Kind] && workloadKinds[g.Kind]

@@ -65,6 +65,8 @@ const (
 	CodeGlobFilter    = "glob-filter"     // a filter read as a shell glob
 	CodeUnsolvable    = "unsolvable"      // a root cause matches no object of the snapshot
 	CodeSolvable      = "root-cause"      // the objects a root cause matches
+	CodeDeadFilter    = "dead-filter"     // a filter of a root cause that matches no object
+	CodeIDMismatch    = "id-filter"       // a root cause's id names what its filters do not accept
 	CodeAnswerVisible = "answer-visible"  // the answer key is among the files the agent sees
 	CodeIndexMismatch = "index-mismatch"  // the data.jsonl row disagrees with the folder
 	CodeTimeWindows   = "time-windows"    // alerts, events and traces do not overlap in time
@@ -109,7 +111,7 @@ func Task(t data.Task) Report {
 	v.schema(snap)
 	v.rows(snap)
 	if gt != nil {
-		v.solvable(gt, snap)
+		v.rootCauses(gt, snap)
 	}
 	v.answerHidden(t, snap)
 	v.index(t)
@@ -216,38 +218,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// solvable checks that each root-cause group matches an object of the snapshot under the
-// grader's rules, and lists what it matches.
-func (v *validation) solvable(gt *grader.GroundTruth, snap *snapshot.Snapshot) {
-	entries := snap.Catalog.Entries()
-	parsed := make([]grader.Entity, len(entries))
-	for i, e := range entries {
-		parsed[i] = grader.ParseEntity(e.Entity)
-	}
-	for i, g := range gt.Groups {
-		if !g.RootCause {
-			continue
-		}
-		var matches []string
-		for j, e := range parsed {
-			if gt.MatchesGroup(e, i) {
-				matches = append(matches, entries[j].Entity)
-			}
-		}
-		if len(matches) == 0 {
-			v.add(Error, CodeUnsolvable, snapshot.GroundTruthFile, 0,
-				"root cause %s (%s %s) matches no object of the snapshot: the task cannot be solved", g.ID, g.Kind, describeNames(g))
-			continue
-		}
-		more := ""
-		if len(matches) > maxMatchesListed {
-			more = fmt.Sprintf(" and %d more", len(matches)-maxMatchesListed)
-			matches = matches[:maxMatchesListed]
-		}
-		v.add(Info, CodeSolvable, snapshot.GroundTruthFile, 0, "root cause %s matches %s%s", g.ID, strings.Join(matches, ", "), more)
-	}
 }
 
 func describeNames(g grader.Group) string {

@@ -1,13 +1,17 @@
 package validate
 
 import (
+	"cmp"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/snapshot"
 	"github.com/aa-grade/aa-grade/snapshot/synth"
@@ -96,6 +100,12 @@ func TestOneBrokenTaskPerFinding(t *testing.T) {
 		{"unsolvable", CodeUnsolvable, Error, snapshot.GroundTruthFile, "matches no object", func(t *testing.T, task *data.Task) {
 			task.GroundTruth = []byte(strings.ReplaceAll(string(task.GroundTruth), "kind: NetworkPolicy", "kind: PodChaos"))
 		}},
+		{"dead filter", CodeDeadFilter, Warning, snapshot.GroundTruthFile, "filter deny-qoute-.* of root cause deny-quote-ingress matches no object of the snapshot (the group matches through its other names); closest: otel-demo/NetworkPolicy/deny-quote-ingress", func(t *testing.T, task *data.Task) {
+			task.GroundTruth = []byte(strings.Replace(string(task.GroundTruth), "filter:\n      - deny-quote-ingress\n", "filter:\n      - deny-quote-ingress\n      - deny-qoute-.*\n", 1))
+		}},
+		{"id disagrees", CodeIDMismatch, Warning, snapshot.GroundTruthFile, "root cause block-quote-netpol-1 reads as NetworkPolicy block-quote, which its matching deny-quote-ingress does not accept (no object of the snapshot is named so)", func(t *testing.T, task *data.Task) {
+			task.GroundTruth = []byte(strings.Replace(string(task.GroundTruth), "    id: deny-quote-ingress\n", "    id: block-quote-netpol-1\n", 1))
+		}},
 		{"answer copied", CodeAnswerVisible, Error, "alerts/notes.txt", "copy of the ground truth", func(t *testing.T, task *data.Task) {
 			testfs.Write(t, filepath.Join(task.Dir, "alerts", "notes.txt"), "# notes\n"+string(task.GroundTruth))
 		}},
@@ -172,5 +182,54 @@ func appendTo(t *testing.T, path, text string) {
 	defer f.Close()
 	if _, err := f.WriteString(text); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUnsolvableRootCauseNamesTheClosest: Scenario-29's shape, a filter `.*adservice` for a
+// workload the snapshot calls `ad`: the error names the Deployment ad first.
+func TestUnsolvableRootCauseNamesTheClosest(t *testing.T) {
+	task := goodTask(t)()
+	task.GroundTruth = []byte(strings.Replace(string(task.GroundTruth), "  - filter:\n      - deny-quote-ingress\n    id: deny-quote-ingress\n    kind: NetworkPolicy\n",
+		"  - filter:\n      - '.*adservice'\n    id: ad-deployment-1\n    kind: Deployment\n", 1))
+	var got []Finding
+	for _, f := range Task(task).Findings {
+		if f.Code == CodeUnsolvable || f.Code == CodeIDMismatch {
+			got = append(got, f)
+		}
+	}
+	if len(got) != 2 || got[0].Level != Error || !strings.Contains(got[0].Message, "closest: otel-demo/Deployment/ad, ") ||
+		got[1].Level != Warning || !strings.Contains(got[1].Message, "reads as Deployment ad, which its matching .*adservice does not accept (an object of the snapshot is named so)") {
+		t.Fatalf("findings: %+v\nall: %+v", got, Task(task).Findings)
+	}
+}
+
+// TestRealIDsThatDisagreeWithTheirFilters reads IBM's public ground truths: by the grader's
+// rules the ids of Scenarios 20, 26, 29, 34 and 40 name what their filters refuse (23's and
+// 105's `checkout-.*` and `product-catalog-.*` accept the bare names their ids read as).
+func TestRealIDsThatDisagreeWithTheirFilters(t *testing.T) {
+	dir := filepath.Join(shareddata.Dir(t), "ground-truth", "itbench-github")
+	files, err := filepath.Glob(filepath.Join(dir, "scenario_*.yaml"))
+	if err != nil || len(files) < 39 {
+		t.Fatalf("%d ground truths in %s: %v", len(files), dir, err)
+	}
+	var got []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gt, err := grader.ParseGroundTruth(b)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, g := range gt.Groups {
+			if _, disagrees := idDisagrees(g); disagrees && g.RootCause {
+				got = append(got, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "scenario_"), ".yaml"))
+			}
+		}
+	}
+	slices.SortFunc(got, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b)) })
+	if strings.Join(got, ",") != "20,26,29,34,40" {
+		t.Fatalf("ids that disagree with their filters: %v", got)
 	}
 }
