@@ -1,9 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,6 +15,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/internal/english"
+	"github.com/aa-grade/aa-grade/internal/workpool"
 	"github.com/aa-grade/aa-grade/snapshot/pack"
 	"github.com/aa-grade/aa-grade/snapshot/synth"
 	"github.com/aa-grade/aa-grade/snapshot/validate"
@@ -19,7 +24,8 @@ import (
 // validateOptions are the flags of tasks validate.
 type validateOptions struct {
 	flagsSet
-	json, stats bool
+	json, stats, duplicates bool
+	against                 string
 }
 
 func (o *validateOptions) Validate() error { return nil }
@@ -75,10 +81,15 @@ func newTasksCommand() *cli.Command {
 				Description: "PATH is a task folder, a dataset folder, hf:OWNER/NAME[@REV] or demo.\n\n" +
 					"Example: aa-grade tasks validate ./my-new-task\n" +
 					"         aa-grade tasks validate --json hf:ArtificialAnalysis/ITBench-AA\n" +
-					"         aa-grade tasks validate --stats demo",
+					"         aa-grade tasks validate --stats demo\n" +
+					"         aa-grade tasks validate --against hf:ArtificialAnalysis/ITBench-AA ./held-out",
 				Flags: []cli.Flag{jsonFlag(&validateOpts.json, "print JSON"),
 					&cli.BoolFlag{Name: "stats", Destination: &validateOpts.stats,
-						Usage: "also give each task's statistics, to compare with the real tasks (reads every table once more)"}},
+						Usage: "also give each task's statistics, to compare with the real tasks (reads every table once more)"},
+					&cli.BoolFlag{Name: "duplicates", Destination: &validateOpts.duplicates,
+						Usage: "also compare the tasks with each other, listing near-duplicates (reads every task once more)"},
+					&cli.StringFlag{Name: "against", Destination: &validateOpts.against,
+						Usage: "also compare each task with every task of this dataset (a folder, hf:OWNER/NAME[@REV] or demo); implies --duplicates"}},
 				Action: action(&validateOpts, runTasksValidate),
 			},
 			{
@@ -150,6 +161,11 @@ func runTasksValidate(ctx context.Context, opts validateOptions, args []string, 
 			reports[i].Stats = st
 		}
 	}
+	if opts.duplicates || opts.against != "" {
+		if err := addSimilarities(ctx, reports, tasks, opts.against, con.err); err != nil {
+			return err
+		}
+	}
 	stdout := con.out
 	if opts.json {
 		if err := printJSON(stdout, reports); err != nil {
@@ -159,6 +175,49 @@ func runTasksValidate(ctx context.Context, opts validateOptions, args []string, 
 		renderReports(stdout, reports)
 	}
 	return failedTasks(reports)
+}
+
+// addSimilarities fingerprints the tasks, and those of the dataset against when named, and
+// adds their near-duplicates and nearest tasks to the reports.
+func addSimilarities(ctx context.Context, reports []validate.Report, tasks []data.Task, against string, warnings io.Writer) error {
+	given, err := fingerprints(ctx, tasks, "")
+	if err != nil {
+		return err
+	}
+	var others []*validate.Fingerprint
+	if against != "" {
+		ds, err := data.Open(ctx, against, data.OpenOptions{Hub: hubConfig()})
+		if err != nil {
+			return datasetError(err)
+		}
+		for _, w := range ds.Warnings {
+			printLine(warnings, "warning: %s", w)
+		}
+		if others, err = fingerprints(ctx, ds.Tasks, " of "+against); err != nil {
+			return err
+		}
+	}
+	validate.AddSimilarities(reports, validate.Similarities(given, others))
+	return nil
+}
+
+// fingerprints reads the tasks with folders, a few at once, naming each by its id and suffix.
+func fingerprints(ctx context.Context, tasks []data.Task, suffix string) ([]*validate.Fingerprint, error) {
+	out := make([]*validate.Fingerprint, len(tasks))
+	errs := make([]error, len(tasks))
+	indexes := make([]int, len(tasks))
+	for i := range indexes {
+		indexes[i] = i
+	}
+	workpool.Run(ctx, runtime.GOMAXPROCS(0), indexes, func(i int) {
+		if tasks[i].Dir != "" {
+			out[i], errs[i] = validate.FingerprintTask(tasks[i].ID+suffix, tasks[i].Dir)
+		}
+	})
+	if err := cmp.Or(ctx.Err(), errors.Join(errs...)); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(out, func(fp *validate.Fingerprint) bool { return fp == nil }), nil
 }
 
 // failedTasks is the error for reports with errors, naming the tasks.

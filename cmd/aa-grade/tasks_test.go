@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/internal/devtools/demogen"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/snapshot/validate"
@@ -138,4 +140,58 @@ func TestJSONOutputEscapesTerminalControls(t *testing.T) {
 	if !strings.Contains(r.stdout, `Scenario-8\u009b2J\u009d0;pwned\u009c\u202eexe\u001b[41m`) {
 		t.Errorf("the task id is not escaped:\n%s", r.stdout)
 	}
+}
+
+// TestTasksValidateAgainstFindsACopiedTask: a demo task copied under another id is reported
+// as a near-duplicate of the demo's, with what they share; exit 0, since a duplicate is a
+// warning.
+func TestTasksValidateAgainstFindsACopiedTask(t *testing.T) {
+	held := filepath.Join(t.TempDir(), "Scenario-1903")
+	r := aaGrade(t, nil, "tasks", "synth", "--out", held, "--fault", "network-chaos", "--seed", "5")
+	if r.code != 0 {
+		t.Fatalf("synth: exit %d\n%s", r.code, r.stderr)
+	}
+	copied := filepath.Join(t.TempDir(), "Scenario-1901")
+	if out, err := exec.Command("cp", "-r", demoTaskDir(t, "Scenario-901"), copied).CombinedOutput(); err != nil {
+		t.Fatalf("copy: %v %s", err, out)
+	}
+	r = aaGrade(t, nil, "tasks", "validate", "--json", "--against", "demo", held, copied)
+	var reports []validate.Report
+	if err := json.Unmarshal([]byte(r.stdout), &reports); err != nil || r.code != 0 || len(reports) != 2 {
+		t.Fatalf("validate --against: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	codes := func(rep validate.Report, code string) []string {
+		var out []string
+		for _, f := range rep.Findings {
+			if f.Code == code {
+				out = append(out, f.Message)
+			}
+		}
+		return out
+	}
+	if dup := codes(reports[1], validate.CodeDuplicate); len(dup) != 1 || !strings.Contains(dup[0], "a near-duplicate of Scenario-901 of demo (similarity 1.00") {
+		t.Errorf("the copied task's duplicates: %q", dup)
+	}
+	if dup := codes(reports[0], validate.CodeDuplicate); len(dup) != 0 {
+		t.Errorf("a generated task is a duplicate: %q", dup)
+	}
+	if near := codes(reports[0], validate.CodeNearest); len(near) != 1 || !strings.Contains(near[0], "the task most like it is ") {
+		t.Errorf("the generated task's nearest: %q", near)
+	}
+}
+
+// demoTaskDir is where the demo's task id is unpacked.
+func demoTaskDir(t *testing.T, id string) string {
+	t.Helper()
+	ds, err := data.Open(t.Context(), "demo", data.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range ds.Tasks {
+		if task.ID == id {
+			return task.Dir
+		}
+	}
+	t.Fatalf("no %s in the demo", id)
+	return ""
 }
