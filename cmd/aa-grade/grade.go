@@ -251,6 +251,9 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 				continue
 			}
 			row = append(row, fmt.Sprintf("%.2f", e.Score))
+			if note := grader.DroppedNote(e.EntitiesDropped); note != "" {
+				notes = append(notes, fmt.Sprintf("%s repeat %d: %s", t.Task, e.Repeat, note))
+			}
 		}
 		for len(row) < s.Repeats+1 {
 			row = append(row, "")
