@@ -14,9 +14,11 @@ import "time"
 //
 // The id is what tells aa-grade that a line is the agent's answer to this request. A command
 // that gets hold of the agent's stdout (through a process that holds its pipe) could write
-// lines of its own there; it does not see the requests, so it cannot know the id, and a reply
-// with another id, or none, is taken as the agent's death (the episode ends as an error). An
-// extra line shifts every later reply by one, so it ends the sandbox at the next request.
+// lines of its own there; writing blind, it cannot know the id, and a reply with another id,
+// or none, is taken as the agent's death (the episode ends as an error). An extra line shifts
+// every later reply by one, so it ends the sandbox at the next request. (A process that could
+// also read the agent's stdin could take a request and answer it: the id does not stop that,
+// the sandbox must keep commands away from the agent's pipes.)
 //
 // Whatever a reply holds, aa-grade keeps no more of it than the caps say: a reply line is
 // bounded by what an honest answer to its request can be (answerLimit), and a command's

@@ -29,7 +29,7 @@ const jsonCharBytes = 6
 const replySlack = 4 << 10
 
 // runAnswerBytes bounds the reply to a command: its two streams are captures of at most
-// OutputLimit characters and a notice each, every character JSON-escaped. About 240 KB: an
+// OutputLimit characters and a notice each, every character JSON-escaped. About 245 KB: an
 // agent, or a command writing in its place, cannot make aa-grade hold more for one command.
 var runAnswerBytes = 2*jsonCharBytes*(OutputLimit+utf8.RuneCountInString(TruncationNotice(math.MaxInt64, OutputLimit))) + replySlack
 
