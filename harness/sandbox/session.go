@@ -167,24 +167,20 @@ func newRequestID() uint64 {
 }
 
 // readReply reads the agent's reply to req, one line of at most req.answerLimit() bytes, and
-// decodes its answer into v once its id is req's.
+// decodes its answer into v. The line is decoded in one pass, before its id is checked (a
+// second pass over a command's output costs as much as the rest of the request), so v holds
+// what a forged line said when the error says so: the callers drop it.
 func readReply(r *bufio.Reader, req request, v any) error {
 	line, err := readLine(r, req.answerLimit())
 	if err != nil {
 		return err
 	}
-	var rep struct {
-		ID     uint64          `json:"id"`
-		Answer json.RawMessage `json:"answer"`
-	}
+	rep := reply{Answer: v}
 	if err := json.Unmarshal(line, &rep); err != nil {
 		return fmt.Errorf("a reply that is not the agent's (%w)", err)
 	}
 	if rep.ID != req.ID {
 		return fmt.Errorf("a reply with id %d to the request of id %d: a line the agent did not write for it (forged, or one more than its answers)", rep.ID, req.ID)
-	}
-	if err := json.Unmarshal(rep.Answer, v); err != nil {
-		return fmt.Errorf("a %s answer that cannot be read: %w", req.Op, err)
 	}
 	return nil
 }
