@@ -162,13 +162,16 @@ func isCut(s string, total int64) bool {
 	if total <= OutputLimit {
 		return false
 	}
-	at := 0
-	for range OutputLimit / 2 {
-		if at == len(s) {
-			return false
+	at, n := -1, 0 // at: the byte offset of the character after the head
+	for i := range s {
+		if n == OutputLimit/2 {
+			at = i
+			break
 		}
-		_, size := utf8.DecodeRuneInString(s[at:])
-		at += size
+		n++
+	}
+	if at < 0 {
+		return false
 	}
 	tail, ok := strings.CutPrefix(s[at:], TruncationNotice(total, OutputLimit))
 	return ok && utf8.RuneCountInString(tail) == OutputLimit-OutputLimit/2
