@@ -21,6 +21,14 @@
 // canonical kind, case-folded) count once. Names that are not `namespace/Kind/name` or `Kind/name`
 // still count, as predictions that match nothing.
 //
+// At most 200 distinct entities (MaxEntities) are graded: the first 200, in the submission's
+// order. A real diagnosis names a handful (IBM's agents about six), so the bound only meets an
+// answer that lists everything it saw; without it, one answer of 250,000 names made a 6 MB
+// report.md, a 41 MB viewer page, and a judge call of all of them. The entities past the bound
+// are not matched, neither listed as predictions nor sent to the LLM judge, but they are
+// counted (`entities_dropped` in `grade --json`, summary.json and results.jsonl; a note in the
+// text output, report.md and the viewer) and each scores as a false positive (see Score).
+//
 // # Ground truths
 //
 // Both envelopes (flat, or wrapped `apiVersion`/`kind`/`metadata`/`spec`);
@@ -76,6 +84,13 @@
 // Per (task, repeat): entities mapped to a root-cause scoring set are true positives,
 // all others false positives. If any root-cause set is not hit, or nothing was submitted, the score
 // is 0; otherwise TP / (TP + FP). Episodes that are `missing` or `invalid` score 0.
+//
+// Entities past the bound of 200 are false positives: the precision stays over everything
+// submitted, as the official rule has it, and the score is never above what grading them all
+// would give (an entity past the bound can only lose the credit it might have earned). Marking
+// such an answer `invalid` instead would throw away a diagnosis whose first entities are right;
+// grading only the first 200 and ignoring the rest would reward a list of thousands with the
+// precision of its head.
 //
 // # Headline
 //

@@ -1,5 +1,7 @@
 package grader
 
+import "fmt"
+
 // Prediction is one distinct submitted entity and the group it mapped to.
 type Prediction struct {
 	Entity    string  `json:"entity"`
@@ -15,6 +17,29 @@ type EpisodeScore struct {
 	RootCauses      int          `json:"root_causes"`
 	RootCausesFound int          `json:"root_causes_found"`
 	Predictions     []Prediction `json:"predictions"`
+	// EntitiesDropped counts the distinct entities past the first MaxEntities: not matched,
+	// not listed in Predictions, and counted in FP.
+	EntitiesDropped int `json:"entities_dropped,omitempty"`
+}
+
+// MaxEntities bounds the distinct entities of one submission that are graded. A diagnosis
+// names its root causes and a few suspects (IBM's agents name about six; the reference prompt
+// asks for the root causes); 200 is far above that and near the count of objects in a whole
+// snapshot. Past it, grading would cost without telling anything: one answer of 250,000 names
+// made a 6 MB report.md and a 41 MB viewer page, and would all go to the LLM judge. The first
+// MaxEntities distinct entities, in the submission's order, are graded; the others are counted
+// as false positives without being matched (so the precision is over everything submitted,
+// and the score is never above what grading them all would give), and reported as
+// EntitiesDropped.
+const MaxEntities = 200
+
+// DroppedNote says, for the reports, what became of the n entities of a submission past
+// MaxEntities; "" when there were none.
+func DroppedNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d more distinct entities past the first %d were not graded: each counts as a false positive", n, MaxEntities)
 }
 
 // FullRecall reports whether every root-cause set was hit.
@@ -40,18 +65,22 @@ func (gt *GroundTruth) ScoreMapping(names []string, mapping map[string]string) E
 }
 
 // DistinctEntities returns the names a submission is graded on, in order: blank names
-// dropped, and of identical entities (Entity.Key) only the first.
-func DistinctEntities(names []string) []string {
-	entities := distinctEntities(names)
+// dropped, of identical entities (Entity.Key) only the first, and at most MaxEntities; and
+// how many distinct entities come past those.
+func DistinctEntities(names []string) ([]string, int) {
+	entities, dropped := distinctEntities(names)
 	out := make([]string, len(entities))
 	for i, e := range entities {
 		out[i] = e.Raw
 	}
-	return out
+	return out, dropped
 }
 
-func distinctEntities(names []string) []Entity {
+// distinctEntities returns the first MaxEntities distinct entities of names and how many
+// distinct ones come after them.
+func distinctEntities(names []string) ([]Entity, int) {
 	var out []Entity
+	dropped := 0
 	seen := map[string]bool{}
 	for _, raw := range names {
 		e := ParseEntity(raw)
@@ -59,9 +88,13 @@ func distinctEntities(names []string) []Entity {
 			continue // blank, or counted already
 		}
 		seen[e.Key()] = true
+		if len(out) == MaxEntities {
+			dropped++
+			continue
+		}
 		out = append(out, e)
 	}
-	return out
+	return out, dropped
 }
 
 // scoreWith grades the distinct entities of names, groupOf giving each one's group index (-1
@@ -69,7 +102,9 @@ func distinctEntities(names []string) []Entity {
 func (gt *GroundTruth) scoreWith(names []string, groupOf func(Entity) int) EpisodeScore {
 	s := EpisodeScore{RootCauses: gt.RootCauseSets(), Predictions: []Prediction{}}
 	hit := make([]bool, gt.setCount)
-	for _, e := range distinctEntities(names) {
+	entities, dropped := distinctEntities(names)
+	s.EntitiesDropped, s.FP = dropped, dropped
+	for _, e := range entities {
 		p := Prediction{Entity: e.Raw}
 		if i := groupOf(e); i >= 0 {
 			id := gt.Groups[i].ID

@@ -1,8 +1,10 @@
 package grader
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
@@ -170,5 +172,53 @@ func TestRealIBMOutput(t *testing.T) {
 	s := realGroundTruth(t, "2").Score(sub.Names)
 	if s.Score != 0.5 || s.TP != 1 || s.FP != 1 || s.RootCausesFound != 1 {
 		t.Fatalf("score = %+v, want 0.5 with tp 1 fp 1", s)
+	}
+}
+
+// counts is a score without its predictions, for messages.
+func counts(s EpisodeScore) string {
+	return fmt.Sprintf("score %v, %d tp, %d fp, %d found, %d dropped", s.Score, s.TP, s.FP, s.RootCausesFound, s.EntitiesDropped)
+}
+
+// manyEntities names n distinct entities that match no group, after the given ones.
+func manyEntities(first []string, n int) []string {
+	names := append([]string(nil), first...)
+	for i := range n {
+		names = append(names, fmt.Sprintf("shop/Pod/noise-%d", i))
+	}
+	return names
+}
+
+// TestEntitiesPastTheBound: of a submission naming more than MaxEntities distinct entities,
+// the first MaxEntities are graded as predictions, and the rest are counted, reported and
+// scored as false positives without being matched; duplicates and blanks are not counted.
+func TestEntitiesPastTheBound(t *testing.T) {
+	gt := mustParse(t, shopGT)
+	roots := []string{"shop/ConfigMap/flagd-config", "shop/ResourceQuota/mem-quota"}
+	names := manyEntities(roots, MaxEntities+998)
+	names = append(names, "", names[5], "shop/ConfigMap/flagd-config") // a blank, a duplicate past the bound, one before it
+	s := gt.Score(names)
+	if len(s.Predictions) != MaxEntities || s.EntitiesDropped != 1000 {
+		t.Fatalf("%d predictions, %d dropped; want %d and 1000", len(s.Predictions), s.EntitiesDropped, MaxEntities)
+	}
+	if s.TP != 2 || s.FP != MaxEntities+998 || s.RootCausesFound != 2 || s.Score != 2.0/float64(MaxEntities+1000) {
+		t.Fatalf("score %+v", counts(s))
+	}
+	if got, dropped := DistinctEntities(names); len(got) != MaxEntities || got[0] != roots[0] || dropped != 1000 {
+		t.Fatalf("DistinctEntities gives %d names and %d dropped", len(got), dropped)
+	}
+	if note := DroppedNote(s.EntitiesDropped); !strings.Contains(note, "1000 more") || DroppedNote(0) != "" {
+		t.Fatalf("DroppedNote: %q", note)
+	}
+
+	// A root cause named only past the bound is not found.
+	late := gt.Score(append(manyEntities(roots[:1], MaxEntities-1), roots[1]))
+	if late.RootCausesFound != 1 || late.Score != 0 || late.EntitiesDropped != 1 {
+		t.Fatalf("a root cause past the bound: %+v", counts(late))
+	}
+
+	// At the bound nothing is dropped.
+	if at := gt.Score(manyEntities(roots, MaxEntities-2)); at.EntitiesDropped != 0 || len(at.Predictions) != MaxEntities {
+		t.Fatalf("at the bound: %d predictions, %d dropped", len(at.Predictions), at.EntitiesDropped)
 	}
 }

@@ -130,6 +130,10 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 			messages = append(messages, model.Message{Role: model.RoleUser, Content: e.texts.text(keyContinue, nil)})
 		} else {
 			messages = append(messages, e.runCalls(ctx, calls, timeout, &out)...)
+			if out.Err != nil { // the sandbox is lost
+				out.Status = StatusError
+				return out
+			}
 			if out.Submission != nil {
 				out.Status = StatusOK
 				return out
@@ -191,7 +195,8 @@ func recentHalf(messages []model.Message) []model.Message {
 
 // runCalls runs one turn's tool calls one after another in the order given, the finish call
 // last; two finish calls are both refused. It returns the tool results, in call order; a
-// finish call that succeeds puts the submission in out.
+// finish call that succeeds puts the submission in out. When the sandbox is lost (see
+// sandboxLost) it stops there and puts the error in out.
 func (e *Episode) runCalls(ctx context.Context, calls []model.ToolCall, timeout time.Duration, out *Outcome) []model.Message {
 	shellName, finishName := e.texts.vars["shell_tool"], e.texts.vars["finish_tool"]
 	var finishes []int
@@ -213,13 +218,16 @@ func (e *Episode) runCalls(ctx context.Context, calls []model.ToolCall, timeout 
 		out.ToolCalls++
 		result := model.Message{Role: model.RoleTool, ToolCallID: c.ID}
 		began := time.Now()
+		var lost error
 		switch {
 		case c.Name == shellName:
-			result.Content, result.IsError = e.shell(ctx, c.Arguments, timeout)
+			result.Content, result.IsError, lost = e.shell(ctx, c.Arguments, timeout)
 		case c.Name == finishName && len(finishes) > 1:
 			result.Content, result.IsError = e.texts.text(keyFinishTwoCalls, nil), true
 		case c.Name == finishName:
-			if doc, entities, refusal := e.finish(ctx, c.Arguments); refusal != "" {
+			if doc, entities, refusal, err := e.finish(ctx, c.Arguments); err != nil {
+				lost = err
+			} else if refusal != "" {
 				result.Content, result.IsError = refusal, true
 			} else {
 				out.Submission, out.Entities = doc, entities
@@ -229,24 +237,38 @@ func (e *Episode) runCalls(ctx context.Context, calls []model.ToolCall, timeout 
 			result.Content, result.IsError = e.texts.text(keyUnknownTool, map[string]string{"tool": c.Name}), true
 		}
 		out.ToolTime += time.Since(began)
+		if lost != nil {
+			out.Err = lost
+			return nil
+		}
 		results[i] = result
 	}
 	return results
 }
 
-// shell runs a shell tool call.
-func (e *Episode) shell(ctx context.Context, arguments string, timeout time.Duration) (string, bool) {
+// sandboxLost is err when it means the sandbox can no longer be used: its agent died, or a
+// reply was not its agent's (sandbox.ErrAgentDied). The episode then ends as an error, which
+// a resumed run plays again, instead of the model being told of every command it tries.
+func sandboxLost(err error) error {
+	if errors.Is(err, sandbox.ErrAgentDied) {
+		return err
+	}
+	return nil
+}
+
+// shell runs a shell tool call; the error is set only when the sandbox is lost.
+func (e *Episode) shell(ctx context.Context, arguments string, timeout time.Duration) (string, bool, error) {
 	var args struct {
 		Cmd *string `json:"cmd"`
 	}
 	if err := json.Unmarshal([]byte(arguments), &args); err != nil || args.Cmd == nil {
-		return e.texts.text(keyShellInvalidArguments, map[string]string{"arguments": clip(arguments, 200)}), true
+		return e.texts.text(keyShellInvalidArguments, map[string]string{"arguments": clip(arguments, 200)}), true, nil
 	}
 	res, err := e.Sandbox.Run(ctx, *args.Cmd, timeout)
 	if err != nil {
-		return e.texts.text(keyShellError, map[string]string{"error": err.Error()}), true
+		return e.texts.text(keyShellError, map[string]string{"error": err.Error()}), true, sandboxLost(err)
 	}
-	return e.texts.shellResults(res), false
+	return e.texts.shellResults(res), false, nil
 }
 
 // clip keeps the first n characters of s.
@@ -261,26 +283,27 @@ func clip(s string, n int) string {
 // agent_output.json must be there and readable as a diagnosis. The sandbox opens them as it
 // sees them (see Sandbox.ReadFile): a link, a FIFO or a device the model made cannot reach
 // or stall the host. A refusal, the text to send back, is not empty; the model may try again.
-func (e *Episode) finish(ctx context.Context, arguments string) ([]byte, []string, string) {
+// The error is set only when the sandbox is lost.
+func (e *Episode) finish(ctx context.Context, arguments string) ([]byte, []string, string, error) {
 	var args struct {
 		Reason string   `json:"reason"`
 		Paths  []string `json:"paths"`
 	}
 	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, nil, e.texts.text(keyFinishInvalidArguments, nil)
+		return nil, nil, e.texts.text(keyFinishInvalidArguments, nil), nil
 	}
 	doc, sub, err := grader.ReadSubmissionWith(func(limit int64) ([]byte, error) {
 		return e.Sandbox.ReadFile(ctx, SubmissionFile, limit)
 	})
 	if err != nil {
-		return nil, nil, e.outputRefusal(err)
+		return nil, nil, e.outputRefusal(err), sandboxLost(err)
 	}
 	for _, p := range args.Paths {
-		if refusal := e.pathRefusal(ctx, p); refusal != "" {
-			return nil, nil, refusal
+		if refusal, err := e.pathRefusal(ctx, p); refusal != "" {
+			return nil, nil, refusal, err
 		}
 	}
-	return doc, sub.Names, ""
+	return doc, sub.Names, "", nil
 }
 
 // outputRefusal says why agent_output.json cannot be taken.
@@ -296,8 +319,9 @@ func (e *Episode) outputRefusal(err error) string {
 	return e.texts.text(keyFinishUnreadableOutput, map[string]string{"error": err.Error()})
 }
 
-// pathRefusal says why a path the finish call hands back cannot be taken ("" when it can).
-func (e *Episode) pathRefusal(ctx context.Context, p string) string {
+// pathRefusal says why a path the finish call hands back cannot be taken ("" when it can),
+// with the error that lost the sandbox if it did.
+func (e *Episode) pathRefusal(ctx context.Context, p string) (string, error) {
 	rel := p
 	if filepath.IsAbs(p) {
 		rel, _ = filepath.Rel(e.Sandbox.Workdir(), p)
@@ -309,11 +333,11 @@ func (e *Episode) pathRefusal(ctx context.Context, p string) string {
 	}
 	switch {
 	case err == nil:
-		return ""
+		return "", nil
 	case errors.Is(err, fs.ErrNotExist):
-		return e.texts.text(keyFinishPathMissing, map[string]string{"path": p})
+		return e.texts.text(keyFinishPathMissing, map[string]string{"path": p}), nil
 	case errors.Is(err, sandbox.ErrOutsideWorkspace):
-		return e.texts.text(keyFinishPathOutside, map[string]string{"path": p})
+		return e.texts.text(keyFinishPathOutside, map[string]string{"path": p}), nil
 	}
-	return e.texts.text(keyFinishPathRefused, map[string]string{"path": p, "error": err.Error()})
+	return e.texts.text(keyFinishPathRefused, map[string]string{"path": p, "error": err.Error()}), sandboxLost(err)
 }

@@ -389,3 +389,55 @@ func TestFinishNeverFollowsTheModelOutOfTheWorkspace(t *testing.T) {
 		})
 	}
 }
+
+// dyingSandbox is a sandbox whose agent dies at the command "die" or at the read of a
+// submission, as a session says when a reply is not its agent's; other commands it runs.
+type dyingSandbox struct {
+	sandbox.Sandbox
+	dieOnRead bool
+	runs      []string // the commands that reached it
+}
+
+var errDied = fmt.Errorf("%w: a reply with id 1 to the request of id 2", sandbox.ErrAgentDied)
+
+func (s *dyingSandbox) Run(ctx context.Context, cmd string, timeout time.Duration) (sandbox.Result, error) {
+	s.runs = append(s.runs, cmd)
+	if cmd == "die" {
+		return sandbox.Result{}, errDied
+	}
+	return s.Sandbox.Run(ctx, cmd, timeout)
+}
+
+func (s *dyingSandbox) ReadFile(ctx context.Context, name string, limit int64) ([]byte, error) {
+	if s.dieOnRead {
+		return nil, errDied
+	}
+	return s.Sandbox.ReadFile(ctx, name, limit)
+}
+
+// TestAgentDeathEndsTheEpisode: once the sandbox's agent is dead (or its replies cannot be
+// trusted), the episode ends as an error at once: no later call of the turn runs, the model
+// is not asked again, and nothing is submitted.
+func TestAgentDeathEndsTheEpisode(t *testing.T) {
+	for name, c := range map[string]struct {
+		dieOnRead bool
+		calls     []model.ToolCall
+	}{
+		"command":    {calls: []model.ToolCall{shell("a", "die"), shell("b", "echo after"), call("f", finishName, finishArgs)}},
+		"submission": {dieOnRead: true, calls: []model.ToolCall{shell("a", "echo '"+diagnosis+"' > agent_output.json"), call("f", finishName, finishArgs)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := &script{replies: []model.Message{{ToolCalls: c.calls}, {ToolCalls: []model.ToolCall{shell("z", "echo next turn")}}}}
+			e := newEpisode(t, m, 10)
+			sb := &dyingSandbox{Sandbox: e.Sandbox, dieOnRead: c.dieOnRead}
+			e.Sandbox = sb
+			out := e.Run(context.Background())
+			if out.Status != StatusError || !errors.Is(out.Err, sandbox.ErrAgentDied) || out.Turns != 1 || out.Submission != nil {
+				t.Fatalf("outcome = %+v", out)
+			}
+			if len(m.requests) != 1 || len(sb.runs) != 1 {
+				t.Fatalf("after the death: %d model calls, commands %q", len(m.requests), sb.runs)
+			}
+		})
+	}
+}

@@ -228,7 +228,8 @@ func countLevel(problems []grader.Problem, level string) int {
 }
 
 // renderGradeText prints one row per task (the score of each repeat, or its status when it
-// was not graded) and the headline.
+// was not graded), the headline, and a line for each episode not graded or graded without
+// the entities past grader.MaxEntities.
 func renderGradeText(w io.Writer, s grader.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	header := []string{"TASK"}
@@ -251,6 +252,9 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 				continue
 			}
 			row = append(row, fmt.Sprintf("%.2f", e.Score))
+			if note := grader.DroppedNote(e.EntitiesDropped); note != "" {
+				notes = append(notes, fmt.Sprintf("%s repeat %d: %s", t.Task, e.Repeat, note))
+			}
 		}
 		for len(row) < s.Repeats+1 {
 			row = append(row, "")

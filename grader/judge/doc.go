@@ -17,7 +17,8 @@
 // correspond; a chaos-mesh `Schedule` matching the chaos object it spawns and back, a spawned
 // object's timestamp dropped; cluster-scoped objects whatever the namespace part; `null` when
 // unsure, never a guess), then the ground truth's groups (id, kind, namespace, name or
-// filters, root_cause) and alias sets and the submission's distinct entities, one JSON value a
+// filters, root_cause) and alias sets and the submission's distinct entities (the first 200
+// only, grader.MaxEntities: the rest are false positives without a question), one JSON value a
 // line. It answers one JSON object, entity -> group id or `null`, which is checked: a code fence
 // or prose around it is tolerated, an entity written slightly differently (`deploy` for
 // `Deployment`, other case) is recognised, an unknown group id or a missing answer leaves the

@@ -41,7 +41,7 @@ type question struct {
 // beside it. When the judge's call fails (after the provider's own retries) or its reply is
 // malformed, the rules decide, with a note saying why. The error is only the context's.
 func (j *Judge) Score(ctx context.Context, task grader.Task, gt *grader.GroundTruth, names []string) (grader.Verdict, error) {
-	entities := grader.DistinctEntities(names)
+	entities, _ := grader.DistinctEntities(names) // the verdict counts the rest
 	if len(entities) == 0 {
 		return gt.JudgeVerdict(names, nil, ""), nil // nothing to ask about
 	}

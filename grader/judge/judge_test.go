@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -299,5 +300,26 @@ func TestSameQuestionAtOnceIsAskedOnce(t *testing.T) {
 	}
 	if asker.calls != 1 {
 		t.Fatalf("%d calls for one question asked twice at once", asker.calls)
+	}
+}
+
+// TestJudgeIsAskedOfTheBoundOnly: a submission past grader.MaxEntities puts only the first
+// entities to the judge, and the verdict counts the rest.
+func TestJudgeIsAskedOfTheBoundOnly(t *testing.T) {
+	names := append([]string(nil), submission...)
+	for i := range grader.MaxEntities + 50 {
+		names = append(names, fmt.Sprintf("shop/Pod/noise-%d", i))
+	}
+	asker := &scripted{replies: []string{`{"shop/ConfigMap/flagd-config": "flagd-config-1"}`}}
+	v := score(t, &Judge{Model: "m", Asker: asker}, names)
+	if len(asker.users) != 1 {
+		t.Fatalf("%d questions", len(asker.users))
+	}
+	asked := strings.Count(asker.users[0], "\n\"shop/") + strings.Count(asker.users[0], "\n\"chaos-mesh/")
+	if asked != grader.MaxEntities || strings.Contains(asker.users[0], fmt.Sprintf("noise-%d\"", grader.MaxEntities)) {
+		t.Fatalf("the judge was asked of %d entities, want %d", asked, grader.MaxEntities)
+	}
+	if v.EntitiesDropped != len(names)-grader.MaxEntities || len(v.Predictions) != grader.MaxEntities {
+		t.Fatalf("verdict: %d predictions, %d dropped", len(v.Predictions), v.EntitiesDropped)
 	}
 }

@@ -42,14 +42,17 @@ type Episode struct {
 	Score          float64         `json:"score"`
 	PartialCredit  float64         `json:"partial_credit"`
 	FalsePositives []FalsePositive `json:"false_positives"`
-	FirstHitTurn   *int            `json:"first_hit_turn"`
-	FirstHitTokens *int64          `json:"first_hit_tokens"`
-	Turns          int             `json:"turns"`
-	SourcesRead    []string        `json:"sources_read"`
-	Commands       map[string]int  `json:"commands"`
-	Failed         int             `json:"failed_commands"`
-	Truncated      int             `json:"truncated_outputs"`
-	Repeated       int             `json:"repeated_commands"`
+	// EntitiesDropped counts the submission's entities past grader.MaxEntities, which were
+	// not graded, so have no class.
+	EntitiesDropped int            `json:"entities_dropped,omitempty"`
+	FirstHitTurn    *int           `json:"first_hit_turn"`
+	FirstHitTokens  *int64         `json:"first_hit_tokens"`
+	Turns           int            `json:"turns"`
+	SourcesRead     []string       `json:"sources_read"`
+	Commands        map[string]int `json:"commands"`
+	Failed          int            `json:"failed_commands"`
+	Truncated       int            `json:"truncated_outputs"`
+	Repeated        int            `json:"repeated_commands"`
 	// ModelSeconds and ToolSeconds are the episode's time in model calls and in tools, as
 	// the run recorded them; null without a run.
 	ModelSeconds *float64 `json:"model_s"`
@@ -94,11 +97,15 @@ func (a *Analyzer) Analyze(dir string, run *runfolder.Run, tasks []Task, results
 					continue
 				}
 			}
-			ep := Episode{Task: tr.Task, Repeat: e.Repeat, Status: e.Status, Score: e.Score,
+			ep := Episode{Task: tr.Task, Repeat: e.Repeat, Status: e.Status, Score: e.Score, EntitiesDropped: e.EntitiesDropped,
 				FalsePositives: []FalsePositive{}, SourcesRead: []string{}, Commands: map[string]int{}}
 			if key != nil && e.Status == grader.StatusOK {
 				as := key.Assess(e.Predictions)
 				ep.PartialCredit, ep.FalsePositives = as.PartialCredit, as.FalsePositives
+				if n := len(e.Predictions); n > 0 {
+					// Entities past the bound earn nothing, as they are false positives in the score.
+					ep.PartialCredit *= float64(n) / float64(n+e.EntitiesDropped)
+				}
 			}
 			if run != nil {
 				if w := investigate(&ep, run, key, prompts); w != "" {

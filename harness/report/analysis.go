@@ -11,6 +11,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/analysis"
 	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/internal/english"
@@ -72,6 +73,9 @@ func writeAnalysisMarkdown(bw *bufio.Writer, a *analysis.Run) {
 		var fp []string
 		for _, f := range e.FalsePositives {
 			fp = append(fp, mdText(f.Entity, 80)+" ("+f.Class+")")
+		}
+		if note := grader.DroppedNote(e.EntitiesDropped); note != "" {
+			fp = append(fp, note)
 		}
 		hit := "-"
 		if e.FirstHitTurn != nil {

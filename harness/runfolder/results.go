@@ -25,8 +25,11 @@ type Result struct {
 	TP     int     `json:"tp"`
 	FP     int     `json:"fp"`
 	// RootCauses and RootCausesFound are the episode's recall, for the summary.
-	RootCauses      int         `json:"root_causes"`
-	RootCausesFound int         `json:"root_causes_found"`
+	RootCauses      int `json:"root_causes"`
+	RootCausesFound int `json:"root_causes_found"`
+	// EntitiesDropped counts the distinct entities past grader.MaxEntities: not graded,
+	// counted in FP.
+	EntitiesDropped int         `json:"entities_dropped,omitempty"`
 	Turns           int         `json:"turns"`
 	ToolCalls       int         `json:"tool_calls"`
 	Tokens          model.Usage `json:"tokens"`

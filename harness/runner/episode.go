@@ -100,7 +100,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		if err != nil {
 			return fail(err) // interrupted while the judge was asked: run it again
 		}
-		res.Score, res.TP, res.FP, res.RootCausesFound = v.Score, v.TP, v.FP, v.RootCausesFound
+		res.Score, res.TP, res.FP, res.RootCausesFound, res.EntitiesDropped = v.Score, v.TP, v.FP, v.RootCausesFound, v.EntitiesDropped
 		res.Matcher, res.JudgeNote, res.Rules = v.Matcher, v.JudgeNote, v.Rules
 	}
 	closed = true

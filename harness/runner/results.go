@@ -49,6 +49,6 @@ func Summarise(results []runfolder.Result, judge string) grader.Summary {
 func toEpisode(r runfolder.Result) grader.Episode {
 	return grader.Episode{Repeat: r.Repeat, Status: r.Status, Reason: r.Error, Verdict: grader.Verdict{
 		EpisodeScore: grader.EpisodeScore{Score: r.Score, TP: r.TP, FP: r.FP, RootCauses: r.RootCauses,
-			RootCausesFound: r.RootCausesFound, Predictions: []grader.Prediction{}},
+			RootCausesFound: r.RootCausesFound, Predictions: []grader.Prediction{}, EntitiesDropped: r.EntitiesDropped},
 		Matcher: r.Matcher, JudgeNote: r.JudgeNote, Rules: r.Rules}}
 }

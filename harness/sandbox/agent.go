@@ -98,7 +98,7 @@ func RunAgent(in io.Reader, out io.Writer) error {
 		if closed(inputEnded) {
 			break // nobody reads the answer any more (and writing it could end the agent)
 		}
-		if err := enc.Encode(answer); err != nil {
+		if err := enc.Encode(reply{ID: req.ID, Answer: answer}); err != nil {
 			failure = err
 			break
 		}

@@ -112,6 +112,11 @@ func (c *Capture) String() string {
 		c.consume(c.pending) // the stream ended inside a sequence: count its bytes as they are
 		c.pending = nil
 	}
+	return c.cut(c.total)
+}
+
+// cut is the stream as String gives it, its notice saying it had total characters.
+func (c *Capture) cut(total int64) string {
 	tail := c.ringBytes()
 	if c.total <= int64(c.limit) {
 		return decode(append(append([]byte(nil), c.head...), tail...))
@@ -121,7 +126,55 @@ func (c *Capture) String() string {
 	if len(runes) > keep {
 		runes = runes[len(runes)-keep:]
 	}
-	return decode(c.head) + TruncationNotice(c.total, c.limit) + string(runes)
+	return decode(c.head) + TruncationNotice(total, c.limit) + string(runes)
+}
+
+// clipResult holds a result that came from the agent to the caps whatever the agent sent
+// (a command that writes into the agent's output can forge one): each stream is cut as the
+// agent's Capture cuts it, and its length is never less than what arrived.
+func clipResult(r Result) Result {
+	r.Stdout, r.StdoutChars = clipStream(r.Stdout, r.StdoutChars)
+	r.Stderr, r.StderrChars = clipStream(r.Stderr, r.StderrChars)
+	return r
+}
+
+// clipStream cuts s, a stream the agent says had claimed characters, to OutputLimit
+// characters around a notice, and returns it with its length: the larger of the claim and
+// what arrived. What a Capture made (a stream within the limit, or a cut one whose notice
+// gives the claimed length) stays as it is, so that an honest result is not cut twice.
+func clipStream(s string, claimed int64) (string, int64) {
+	if isCut(s, claimed) {
+		return s, claimed
+	}
+	n := int64(utf8.RuneCountInString(s))
+	total := max(claimed, n)
+	if n <= OutputLimit {
+		return s, total
+	}
+	c := NewCapture(OutputLimit)
+	c.Write([]byte(s))
+	return c.cut(total), total
+}
+
+// isCut says whether s is what a Capture of OutputLimit makes of a longer stream of total
+// characters: the first OutputLimit/2 characters, the notice, the last ones.
+func isCut(s string, total int64) bool {
+	if total <= OutputLimit {
+		return false
+	}
+	at, n := -1, 0 // at: the byte offset of the character after the head
+	for i := range s {
+		if n == OutputLimit/2 {
+			at = i
+			break
+		}
+		n++
+	}
+	if at < 0 {
+		return false
+	}
+	tail, ok := strings.CutPrefix(s[at:], TruncationNotice(total, OutputLimit))
+	return ok && utf8.RuneCountInString(tail) == OutputLimit-OutputLimit/2
 }
 
 // TruncationNotice is the line a Capture puts between the head and the tail of a stream of

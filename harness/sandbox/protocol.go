@@ -2,14 +2,44 @@ package sandbox
 
 import "time"
 
-// request is one request to the agent, one JSON object a line: run a command, or read or
-// check a file of the workspace.
+// The agent protocol: aa-grade writes one request a line on the agent's stdin, and the agent
+// writes one reply a line on its stdout, in order, each request answered before the next is
+// sent.
+//
+// A request carries an id that aa-grade draws at random for it (64 bits, never 0), and the
+// reply echoes it beside the answer:
+//
+//	{"id":8412335078134712345,"op":"run","cmd":"ls","timeout":300000000000}
+//	{"id":8412335078134712345,"answer":{"exit_code":0,"stdout":"...",...}}
+//
+// The id is what tells aa-grade that a line is the agent's answer to this request. A command
+// that gets hold of the agent's stdout (through a process that holds its pipe) could write
+// lines of its own there; writing blind, it cannot know the id, and a reply with another id,
+// or none, is taken as the agent's death (the episode ends as an error). An extra line shifts
+// every later reply by one, so it ends the sandbox at the next request. (A process that could
+// also read the agent's stdin could take a request and answer it: the id does not stop that,
+// the sandbox must keep commands away from the agent's pipes.)
+//
+// Whatever a reply holds, aa-grade keeps no more of it than the caps say: a reply line is
+// bounded by what an honest answer to its request can be (answerLimit), and a command's
+// streams are cut again on aa-grade's side (clipResult).
+
+// request is one request to the agent: run a command, or read or check a file of the
+// workspace.
 type request struct {
+	ID      uint64        `json:"id"`
 	Op      string        `json:"op"`
 	Cmd     string        `json:"cmd,omitempty"`
 	Timeout time.Duration `json:"timeout,omitempty"`
 	Name    string        `json:"name,omitempty"`
 	Limit   int64         `json:"limit,omitempty"`
+}
+
+// reply is the agent's line for one request: the request's id and the answer (a Result for
+// run, a fileAnswer for read and check).
+type reply struct {
+	ID     uint64 `json:"id"`
+	Answer any    `json:"answer"`
 }
 
 const (

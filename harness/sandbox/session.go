@@ -4,21 +4,44 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
-// maxAnswerBytes bounds one answer of the agent: a result holds two captures of OutputLimit
-// characters, a file at most the limit asked for (4 MiB for a submission), JSON-escaped.
-const maxAnswerBytes = 64 << 20
+// jsonCharBytes is the most bytes JSON makes of one character of a string (\u00XX).
+const jsonCharBytes = 6
+
+// replySlack is room in a reply line for what is not a stream or a file: the id, the field
+// names, the exit code, the lengths and duration, a short error message.
+const replySlack = 4 << 10
+
+// runAnswerBytes bounds the reply to a command: its two streams are captures of at most
+// OutputLimit characters and a notice each, every character JSON-escaped. About 245 KB: an
+// agent, or a command writing in its place, cannot make aa-grade hold more for one command.
+var runAnswerBytes = 2*jsonCharBytes*(OutputLimit+utf8.RuneCountInString(TruncationNotice(math.MaxInt64, OutputLimit))) + replySlack
+
+// answerLimit bounds the reply line to r, in bytes: what the longest honest answer needs. A
+// file answer holds at most the limit asked, base64-encoded as JSON does, and an error
+// message that may name the file twice.
+func (r request) answerLimit() int {
+	if r.Op == opRun {
+		return runAnswerBytes
+	}
+	return base64.StdEncoding.EncodedLen(int(max(r.Limit, 0))) + 2*jsonCharBytes*len(r.Name) + replySlack
+}
 
 // closeGrace is how long Close waits for the agent to end everything by itself before killing it.
 const closeGrace = 5 * time.Second
@@ -64,8 +87,10 @@ func (s *session) Workdir() string { return s.workdir }
 // that does not come a while after it (a dead or hung agent) ends the sandbox.
 func (s *session) Run(ctx context.Context, command string, timeout time.Duration) (Result, error) {
 	var res Result
-	err := s.ask(ctx, request{Op: opRun, Cmd: command, Timeout: timeout}, timeout+30*time.Second, &res)
-	return res, err
+	if err := s.ask(ctx, request{Op: opRun, Cmd: command, Timeout: timeout}, timeout+30*time.Second, &res); err != nil {
+		return Result{}, err
+	}
+	return clipResult(res), nil
 }
 
 // ReadFile reads a regular file of the workspace, at most limit bytes. The agent opens it
@@ -97,10 +122,12 @@ func (s *session) CheckFile(ctx context.Context, name string) error {
 // fileTimeout bounds the answer to a file request (a read of a few MiB).
 const fileTimeout = 30 * time.Second
 
-// ask sends one request and decodes its answer into v, waiting at most wait.
+// ask sends one request and decodes its answer into v, waiting at most wait. A reply that is
+// not the answer to this request (see protocol.go) is the agent's death.
 func (s *session) ask(ctx context.Context, req request, wait time.Duration, v any) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	req.ID = newRequestID()
 	line, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -109,13 +136,7 @@ func (s *session) ask(ctx context.Context, req request, wait time.Duration, v an
 		return s.died(err)
 	}
 	got := make(chan error, 1)
-	go func() {
-		answer, err := readLine(s.stdout, maxAnswerBytes)
-		if err == nil {
-			err = json.Unmarshal(answer, v)
-		}
-		got <- err
-	}()
+	go func() { got <- readReply(s.stdout, req, v) }()
 	guard := time.NewTimer(wait)
 	defer guard.Stop()
 	select {
@@ -131,6 +152,37 @@ func (s *session) ask(ctx context.Context, req request, wait time.Duration, v an
 		s.Close()
 		return fmt.Errorf("%w: no answer within %s", ErrAgentDied, wait)
 	}
+}
+
+// newRequestID draws a request's id: 64 random bits, which a command writing into the
+// agent's output cannot guess; never 0, the id of a reply that has none.
+func newRequestID() uint64 {
+	var b [8]byte
+	for {
+		rand.Read(b[:]) // crypto/rand: never fails
+		if id := binary.LittleEndian.Uint64(b[:]); id != 0 {
+			return id
+		}
+	}
+}
+
+// readReply reads the agent's reply to req, one line of at most req.answerLimit() bytes, and
+// decodes its answer into v. The line is decoded in one pass, before its id is checked (a
+// second pass over a command's output costs as much as the rest of the request), so v holds
+// what a forged line said when the error says so: the callers drop it.
+func readReply(r *bufio.Reader, req request, v any) error {
+	line, err := readLine(r, req.answerLimit())
+	if err != nil {
+		return err
+	}
+	rep := reply{Answer: v}
+	if err := json.Unmarshal(line, &rep); err != nil {
+		return fmt.Errorf("a reply that is not the agent's (%w)", err)
+	}
+	if rep.ID != req.ID {
+		return fmt.Errorf("a reply with id %d to the request of id %d: a line the agent did not write for it (forged, or one more than its answers)", rep.ID, req.ID)
+	}
+	return nil
 }
 
 // readLine reads one line of at most max bytes: an agent cannot make aa-grade hold more.

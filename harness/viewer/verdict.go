@@ -8,17 +8,21 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"unicode/utf8"
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/internal/jsonguard"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
 // Submission is an episode's agent_output.json and how each entity it names was graded.
 type Submission struct {
-	Raw      string // the file, indented when it is JSON
+	Raw      string // the file as shown (see shownSubmission)
 	Invalid  string // why it cannot be read as a diagnosis
 	Entities []Entity
+	// Dropped says how many entities past grader.MaxEntities were not graded ("" for none).
+	Dropped string
 	// Score is the rules' grade; Decided says what graded the episode when the rules did not
 	// (the judge), and Unknown why the entities could not be graded (no ground truth).
 	Score   *grader.EpisodeScore
@@ -46,11 +50,7 @@ func readSubmission(root *os.Root, dir string, gt *grader.GroundTruth, gtProblem
 	case err != nil:
 		return nil, fmt.Errorf("read the submission: %w", err)
 	}
-	s := &Submission{Raw: string(doc)}
-	var indented bytes.Buffer
-	if json.Indent(&indented, doc, "", "  ") == nil {
-		s.Raw = indented.String()
-	}
+	s := &Submission{Raw: shownSubmission(doc)}
 	sub, err := grader.ReadSubmission(doc)
 	if err != nil {
 		s.Invalid = err.Error()
@@ -58,13 +58,15 @@ func readSubmission(root *os.Root, dir string, gt *grader.GroundTruth, gtProblem
 	}
 	if gt == nil {
 		s.Unknown = gtProblem
-		for _, name := range grader.DistinctEntities(sub.Names) {
+		names, dropped := grader.DistinctEntities(sub.Names)
+		for _, name := range names {
 			s.Entities = append(s.Entities, Entity{Name: name})
 		}
+		s.Dropped = grader.DroppedNote(dropped)
 		return s, nil
 	}
 	score := gt.Score(sub.Names)
-	s.Score = &score
+	s.Score, s.Dropped = &score, grader.DroppedNote(score.EntitiesDropped)
 	for _, p := range score.Predictions {
 		e := Entity{Name: p.Entity, RootCause: p.RootCause}
 		switch {
@@ -78,4 +80,32 @@ func readSubmission(root *os.Root, dir string, gt *grader.GroundTruth, gtProblem
 		s.Entities = append(s.Entities, e)
 	}
 	return s, nil
+}
+
+// maxShownSubmission bounds the submission a page shows as text. A real one is a few KiB; a
+// file of the 4 MiB allowed, escaped and indented, made pages of tens of MB nobody reads.
+const maxShownSubmission = 64 << 10
+
+// maxIndentDepth bounds the nesting of a submission that is shown indented: each level adds
+// its indentation to every line below it, so a deep document would grow many times over.
+const maxIndentDepth = 16
+
+// shownSubmission is the submission as a page shows it: indented when it is JSON that stays
+// within maxShownSubmission so, else as written, cut to maxShownSubmission bytes with a note
+// of what is left out.
+func shownSubmission(doc []byte) string {
+	if len(doc) <= maxShownSubmission && jsonguard.Shallow(doc, maxIndentDepth) {
+		var indented bytes.Buffer
+		if json.Indent(&indented, doc, "", "  ") == nil && indented.Len() <= maxShownSubmission {
+			return indented.String()
+		}
+	}
+	if len(doc) <= maxShownSubmission {
+		return string(doc)
+	}
+	cut := maxShownSubmission
+	for cut > 0 && !utf8.RuneStart(doc[cut]) {
+		cut-- // not inside a character
+	}
+	return fmt.Sprintf("%s\n[... %d more bytes not shown: the whole file is %s in the episode's folder ...]", doc[:cut], len(doc)-cut, harness.SubmissionFile)
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
@@ -334,5 +335,35 @@ func TestEpisodePageSaysWhenThePromptSetIsNotKept(t *testing.T) {
 	page := get(t, newTestViewer(t, dir), "/runs/1/Scenario-901/1.html").Body.String()
 	if !strings.Contains(page, "does not keep the prompt set it ran with") || !strings.Contains(page, "Turn 30<") {
 		t.Errorf("the page does not say the prompt set is missing, or lost the turns:\n%.2000s", page)
+	}
+}
+
+// TestEpisodePageOfAHugeSubmission: a submission of thousands of entities makes a page of
+// bounded size, which grades the first grader.MaxEntities and says how many more there were,
+// with a ground truth and without.
+func TestEpisodePageOfAHugeSubmission(t *testing.T) {
+	names := []string{"otel-demo/ConfigMap/flagd-config"}
+	for i := range 20000 {
+		names = append(names, fmt.Sprintf("otel-demo/Pod/noise-%d", i))
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	writeRun(t, dir, []string{"Scenario-901", "Scenario-902"}, 1,
+		episodeSpec{task: "Scenario-901", repeat: 1, turns: 1, output: 10, finished: true, submitted: names},
+		episodeSpec{task: "Scenario-902", repeat: 1, turns: 1, output: 10, finished: true, submitted: names})
+	sub, _ := os.ReadFile(filepath.Join(dir, "episodes", "Scenario-901", "1", harness.SubmissionFile))
+	v := newTestViewer(t, dir)
+	for _, path := range []string{"/runs/1/Scenario-901/1.html", "/runs/1/Scenario-902/1.html"} { // 902 has no ground truth
+		page := get(t, v, path).Body.String()
+		if len(page) > 512<<10 {
+			t.Errorf("%s: a page of %d bytes for a submission of %d", path, len(page), len(sub))
+		}
+		if rows := strings.Count(page, "<tr><td><code>"); rows != grader.MaxEntities {
+			t.Errorf("%s: %d entities listed, want %d", path, rows, grader.MaxEntities)
+		}
+		for _, want := range []string{grader.DroppedNote(len(names) - grader.MaxEntities), "more bytes not shown"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("%s lacks %q", path, want)
+			}
+		}
 	}
 }

@@ -1,0 +1,130 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
+)
+
+// fakeSandbox answers every command with an empty result and every read with a diagnosis,
+// unless its agent is dead: then everything fails as a session fails once a reply is not its
+// agent's.
+type fakeSandbox struct {
+	dead       bool
+	submission string // "" for one root cause
+}
+
+var errForged = fmt.Errorf("%w: a reply with id 1 to the request of id 2", sandbox.ErrAgentDied)
+
+func (s *fakeSandbox) Workdir() string { return sandbox.ReferenceWorkdir }
+func (s *fakeSandbox) Close() error    { return nil }
+func (s *fakeSandbox) Run(context.Context, string, time.Duration) (sandbox.Result, error) {
+	if s.dead {
+		return sandbox.Result{}, errForged
+	}
+	return sandbox.Result{}, nil
+}
+func (s *fakeSandbox) ReadFile(context.Context, string, int64) ([]byte, error) {
+	if s.dead {
+		return nil, errForged
+	}
+	if s.submission != "" {
+		return []byte(s.submission), nil
+	}
+	return []byte(`{"contributing_factors":[{"name":"ns/Pod/p","reasoning":"r","evidence":"e"}]}`), nil
+}
+func (s *fakeSandbox) CheckFile(context.Context, string) error { return nil }
+
+// firstDies is a backend whose first sandbox has a dead agent (none when started is 1 at
+// first), and whose agents hand back submission.
+type firstDies struct {
+	mu         sync.Mutex
+	started    int
+	submission string
+}
+
+func (b *firstDies) Name() string     { return "fake" }
+func (b *firstDies) Available() error { return nil }
+func (b *firstDies) Start(context.Context, sandbox.Spec) (sandbox.Sandbox, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.started++
+	return &fakeSandbox{dead: b.started == 1, submission: b.submission}, nil
+}
+
+// investigator runs one command, then submits.
+type investigator struct{}
+
+func (investigator) Complete(_ context.Context, req model.Request) (model.Reply, error) {
+	call := model.ToolCall{ID: "a", Name: "code_exec", Arguments: `{"cmd": "ls"}`}
+	for _, m := range req.Messages {
+		if m.Role == model.RoleTool {
+			call = model.ToolCall{ID: "b", Name: "finish", Arguments: `{"reason": "r", "paths": []}`}
+		}
+	}
+	return model.Reply{Message: model.Message{ToolCalls: []model.ToolCall{call}}}, nil
+}
+
+// runFake runs tasks Scenario-1 and Scenario-2 once each on backend, one at a time.
+func runFake(t *testing.T, backend sandbox.Backend) map[string]runfolder.Result {
+	t.Helper()
+	f, err := runfolder.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gt := []byte("groups: [{id: p, kind: Pod, namespace: ns, filter: [p], root_cause: true}]\n")
+	cfg := Config{Folder: f, DatasetSpec: "test", Repeats: 1, Parallel: 1, ModelSpec: "fake/m", Model: investigator{},
+		Backend: backend, Tools: &sandbox.Tools{}, MaxTurns: 5,
+		Tasks: []data.Task{{ID: "Scenario-1", Dir: t.TempDir(), GroundTruth: gt}, {ID: "Scenario-2", Dir: t.TempDir(), GroundTruth: gt}}}
+	_, results, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTask := map[string]runfolder.Result{}
+	for _, r := range results {
+		byTask[r.Task] = r
+	}
+	return byTask
+}
+
+// TestAgentDeathIsAnErrorEpisode: an episode whose sandbox agent dies (or answers with a line
+// it did not write) is recorded as an error, and the run goes on to the next one.
+func TestAgentDeathIsAnErrorEpisode(t *testing.T) {
+	results := runFake(t, &firstDies{})
+	dead, next := results["Scenario-1"], results["Scenario-2"]
+	if dead.Status != grader.StatusError || !strings.Contains(dead.Error, sandbox.ErrAgentDied.Error()) || dead.Turns != 1 {
+		t.Errorf("the episode whose agent died: %+v", dead)
+	}
+	if next.Status != grader.StatusOK {
+		t.Errorf("the next episode: %+v", next)
+	}
+}
+
+// TestEntitiesDroppedAreRecorded: results.jsonl and the summary count the entities of a
+// submission past grader.MaxEntities.
+func TestEntitiesDroppedAreRecorded(t *testing.T) {
+	names := []string{"ns/Pod/p"}
+	for i := range grader.MaxEntities + 2 {
+		names = append(names, fmt.Sprintf("ns/Pod/noise-%d", i))
+	}
+	doc, _ := json.Marshal(names)
+	results := runFake(t, &firstDies{started: 1, submission: string(doc)})
+	r := results["Scenario-1"]
+	if r.Status != grader.StatusOK || r.EntitiesDropped != 3 || r.FP != grader.MaxEntities+2 {
+		t.Fatalf("result %+v", r)
+	}
+	if ep := toEpisode(r); ep.EntitiesDropped != 3 {
+		t.Fatalf("as summarised: %+v", ep)
+	}
+}
