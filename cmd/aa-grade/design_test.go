@@ -15,7 +15,7 @@ var dependencyRule = map[string][]string{
 	"snapshot/pack":         {"data"},
 	"snapshot/synth":        {"snapshot"},
 	"snapshot/synth/naive":  {"snapshot"},
-	"snapshot/validate":     {"data", "grader", "snapshot"},
+	"snapshot/validate":     {"data", "grader", "snapshot", "snapshot/synth/naive"},
 	"harness":               {"grader", "harness/model", "harness/sandbox"},
 	"harness/baseline":      {"harness", "harness/model"},
 	"harness/runfolder":     {"grader", "harness/model"},

@@ -24,11 +24,11 @@ import (
 // validateOptions are the flags of tasks validate.
 type validateOptions struct {
 	flagsSet
-	json, stats, duplicates bool
-	against                 string
+	json, stats, duplicates, difficulty bool
+	against, sandbox                    string
 }
 
-func (o *validateOptions) Validate() error { return nil }
+func (o *validateOptions) Validate() error { return validSandbox(o.sandbox) }
 
 // synthOptions are the flags of tasks synth.
 type synthOptions struct {
@@ -82,14 +82,18 @@ func newTasksCommand() *cli.Command {
 					"Example: aa-grade tasks validate ./my-new-task\n" +
 					"         aa-grade tasks validate --json hf:ArtificialAnalysis/ITBench-AA\n" +
 					"         aa-grade tasks validate --stats demo\n" +
-					"         aa-grade tasks validate --against hf:ArtificialAnalysis/ITBench-AA ./held-out",
+					"         aa-grade tasks validate --against hf:ArtificialAnalysis/ITBench-AA ./held-out\n" +
+					"         aa-grade tasks validate --difficulty ./held-out",
 				Flags: []cli.Flag{jsonFlag(&validateOpts.json, "print JSON"),
 					&cli.BoolFlag{Name: "stats", Destination: &validateOpts.stats,
 						Usage: "also give each task's statistics, to compare with the real tasks (reads every table once more)"},
 					&cli.BoolFlag{Name: "duplicates", Destination: &validateOpts.duplicates,
 						Usage: "also compare the tasks with each other, listing near-duplicates (reads every task once more)"},
 					&cli.StringFlag{Name: "against", Destination: &validateOpts.against,
-						Usage: "also compare each task with every task of this dataset (a folder, hf:OWNER/NAME[@REV] or demo); implies --duplicates"}},
+						Usage: "also compare each task with every task of this dataset (a folder, hf:OWNER/NAME[@REV] or demo); implies --duplicates"},
+					&cli.BoolFlag{Name: "difficulty", Destination: &validateOpts.difficulty,
+						Usage: "also run the naive solvers and builtin/baseline (in the sandbox) on each task: a task one of them solves is a warning naming the evidence it keyed on"},
+					sandboxFlag(&validateOpts.sandbox)},
 				Action: action(&validateOpts, runTasksValidate),
 			},
 			{
@@ -159,6 +163,11 @@ func runTasksValidate(ctx context.Context, opts validateOptions, args []string, 
 				return fmt.Errorf("statistics of %s: %w", t.ID, err)
 			}
 			reports[i].Stats = st
+		}
+	}
+	if opts.difficulty {
+		if err := addDifficulty(ctx, reports, tasks, opts.sandbox); err != nil {
+			return err
 		}
 	}
 	if opts.duplicates || opts.against != "" {

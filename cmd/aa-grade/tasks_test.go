@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,4 +195,43 @@ func demoTaskDir(t *testing.T, id string) string {
 	}
 	t.Fatalf("no %s in the demo", id)
 	return ""
+}
+
+// TestTasksValidateDifficulty: the naive solvers and builtin/baseline answer a generated task,
+// each scored, with the evidence of each entity; the baseline's score is the one a run of it
+// gets.
+func TestTasksValidateDifficulty(t *testing.T) {
+	task := filepath.Join(t.TempDir(), "Scenario-1000")
+	if r := aaGrade(t, nil, "tasks", "synth", "--out", task, "--fault", "flag", "--seed", "3"); r.code != 0 {
+		t.Fatalf("synth: exit %d\n%s", r.code, r.stderr)
+	}
+	r := aaGrade(t, nil, "tasks", "validate", "--json", "--difficulty", task)
+	var reports []validate.Report
+	if err := json.Unmarshal([]byte(r.stdout), &reports); err != nil || r.code != 0 || len(reports) != 1 {
+		t.Fatalf("validate --difficulty: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	var solvers []string
+	var baseline validate.SolverScore
+	for _, s := range reports[0].Difficulty {
+		solvers = append(solvers, s.Solver)
+		if s.Error != "" {
+			t.Errorf("%s failed: %s", s.Solver, s.Error)
+		}
+		for _, a := range s.Answer {
+			if a.Evidence == "" {
+				t.Errorf("%s names %s without evidence", s.Solver, a.Entity)
+			}
+		}
+		if s.Solver == "builtin/baseline" {
+			baseline = s
+		}
+	}
+	if strings.Join(solvers, ",") != "alert-labels,first-error,dump-diff,builtin/baseline" || len(baseline.Answer) == 0 {
+		t.Fatalf("solvers: %v, baseline %+v", solvers, baseline)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	if r := aaGrade(t, nil, "run", "--dataset", task, "--model", "builtin/baseline", "--repeats", "1", "--out", out); r.code != 0 ||
+		!strings.Contains(r.stdout, fmt.Sprintf("Score %.3f", baseline.Score)) {
+		t.Fatalf("a run of the baseline does not score %.3f: exit %d\n%s%s", baseline.Score, r.code, r.stdout, r.stderr)
+	}
 }

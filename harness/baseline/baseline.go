@@ -19,9 +19,9 @@ import (
 //go:embed investigate.py
 var investigation string
 
-// investigateCommand runs the script in the sandbox's shell; with string hashing fixed, its
+// InvestigationCommand runs the script in the sandbox's shell; with string hashing fixed, its
 // output is the same from one run to the next, so a replay follows the recording.
-var investigateCommand = "PYTHONHASHSEED=0 python3 - <<'EOF'\n" + investigation + "EOF"
+var InvestigationCommand = "PYTHONHASHSEED=0 python3 - <<'EOF'\n" + investigation + "EOF"
 
 // Tool call ids that tell the baseline which step a conversation is at.
 const (
@@ -46,7 +46,7 @@ func (Model) Complete(_ context.Context, req model.Request) (model.Reply, error)
 	last := lastAssistant(req.Messages)
 	switch {
 	case last == nil:
-		return call(investigateCall, shellTool, map[string]string{"cmd": investigateCommand}), nil
+		return call(investigateCall, shellTool, map[string]string{"cmd": InvestigationCommand}), nil
 	case hasCall(last, investigateCall):
 		f, err := parseFinding(toolResult(req.Messages, investigateCall))
 		if err != nil {

@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aa-grade/aa-grade/internal/testsupport/agenttest"
+	"github.com/aa-grade/aa-grade/internal/testsupport/synthtask"
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
@@ -80,7 +82,7 @@ func TestBaselineOnTheDemo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			naiveScores[s.Name] += gt.Score(answer).Score
+			naiveScores[s.Name] += gt.Score(naive.Entities(answer)).Score
 		}
 	}
 	n := float64(len(ds.Tasks))
@@ -156,5 +158,34 @@ func TestAnswerKeepsTheCandidatesCloseToTheBest(t *testing.T) {
 	}
 	if _, err := parseFinding("<stdout>not json</stdout>"); err == nil {
 		t.Fatal("unreadable output accepted")
+	}
+}
+
+// TestDiagnoseGivesTheEpisodesAnswer: the investigation run alone and read by Diagnose (as
+// tasks validate --difficulty does) names what the baseline submits through the loop, each
+// with why.
+func TestDiagnoseGivesTheEpisodesAnswer(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "task")
+	synthtask.Generate(t, dir, 5)
+	res, err := startSandbox(t, dir).Run(context.Background(), InvestigationCommand, time.Minute)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("investigate.py: exit %d, %v\n%s", res.ExitCode, err, res.Stderr)
+	}
+	factors, err := Diagnose(res.Stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range factors {
+		got = append(got, f.Entity)
+		if f.Why == "" {
+			t.Errorf("%s comes with no reason", f.Entity)
+		}
+	}
+	if want := runBaseline(t, dir); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("Diagnose gives %v, the episode submits %v", got, want)
+	}
+	if _, err := Diagnose("Traceback (most recent call last):"); err == nil {
+		t.Fatal("a failed investigation was diagnosed")
 	}
 }

@@ -33,11 +33,37 @@ func parseFinding(result string) (*finding, error) {
 	if !ok || !ok2 {
 		return nil, fmt.Errorf("no output: %.300s", result)
 	}
+	return parseOutput(out)
+}
+
+// parseOutput reads the investigation's JSON from its stdout.
+func parseOutput(out string) (*finding, error) {
 	var f finding
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &f); err != nil {
 		return nil, fmt.Errorf("unreadable output: %v: %.300s", err, out)
 	}
 	return &f, nil
+}
+
+// Factor is one entity of the baseline's answer, with why it chose it.
+type Factor struct {
+	Entity string
+	Why    string
+}
+
+// Diagnose is the answer the baseline gives after an investigation that printed stdout (the
+// output of InvestigationCommand run in a task's sandbox): what tasks validate --difficulty
+// asks of it without the episode loop.
+func Diagnose(stdout string) ([]Factor, error) {
+	f, err := parseOutput(stdout)
+	if err != nil {
+		return nil, fmt.Errorf("the baseline's investigation: %w", err)
+	}
+	var out []Factor
+	for _, c := range f.answer() {
+		out = append(out, Factor{Entity: c.Entity, Why: strings.Join(c.Why, "; ")})
+	}
+	return out, nil
 }
 
 // answer picks the entities to submit: the best candidates.

@@ -145,7 +145,7 @@ type investigationOutput struct {
 // investigate runs investigate.py alone in the sandbox over dir, as the baseline does.
 func investigate(t *testing.T, dir string) investigationOutput {
 	t.Helper()
-	res, err := startSandbox(t, dir).Run(context.Background(), investigateCommand, time.Minute)
+	res, err := startSandbox(t, dir).Run(context.Background(), InvestigationCommand, time.Minute)
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("investigate.py: exit %d, %v\n%s", res.ExitCode, err, res.Stderr)
 	}

@@ -42,7 +42,7 @@ func TestBaselineOnSeeds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			naiveScores[s.Name] += gt.Score(answer).Score
+			naiveScores[s.Name] += gt.Score(naive.Entities(answer)).Score
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			t.Fatal(err)

@@ -42,6 +42,8 @@ type Report struct {
 	Task     string    `json:"task"`
 	Findings []Finding `json:"findings"`
 	Stats    *Stats    `json:"stats,omitempty"` // with tasks validate --stats
+	// Difficulty is how fault-agnostic solvers did on the task (tasks validate --difficulty).
+	Difficulty []SolverScore `json:"difficulty,omitempty"`
 }
 
 // Errors counts the findings of level error.

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"cmp"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/snapshot"
 	"github.com/aa-grade/aa-grade/snapshot/synth"
+	"github.com/aa-grade/aa-grade/snapshot/synth/naive"
 )
 
 // goodTask generates one well-formed task and returns a fresh copy of it for each call.
@@ -231,5 +233,43 @@ func TestRealIDsThatDisagreeWithTheirFilters(t *testing.T) {
 	slices.SortFunc(got, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b)) })
 	if strings.Join(got, ",") != "20,26,29,34,40" {
 		t.Fatalf("ids that disagree with their filters: %v", got)
+	}
+}
+
+// TestDifficultyNamesTheSolverAndItsEvidence: a task whose alerts name its root cause is
+// solved by alert-labels, and the warning says which alert gave it away; the other solvers
+// get their scores as infos; a solver that failed is a warning.
+func TestDifficultyNamesTheSolverAndItsEvidence(t *testing.T) {
+	task := goodTask(t)()
+	testfs.Write(t, filepath.Join(task.Dir, "alerts", "alerts_at_2025-12-15T17-40-00.000000.json"),
+		`[{"labels":{"alertname":"NetworkPolicyDenies","namespace":"otel-demo","networkpolicy":"deny-quote-ingress"}}]`)
+	r := Report{Task: task.ID}
+	attempts := append(NaiveAttempts(task.Dir),
+		Attempt{Solver: "giveaway", Answer: []naive.Answer{{Entity: "otel-demo/NetworkPolicy/deny-quote-ingress", Evidence: "alert NetworkPolicyDenies in alerts/alerts_at_2025-12-15T17-40-00.000000.json"}}},
+		Attempt{Solver: "broken", Err: errors.New("no python3")})
+	AddDifficulty(&r, task.GroundTruth, attempts)
+	if len(r.Difficulty) != len(naive.Solvers)+2 {
+		t.Fatalf("difficulty: %+v", r.Difficulty)
+	}
+	var giveaways, infos, failures []string
+	for _, f := range r.Findings {
+		switch {
+		case f.Code == CodeGiveaway:
+			giveaways = append(giveaways, f.Message)
+		case f.Code == CodeDifficulty && f.Level == Info:
+			infos = append(infos, f.Message)
+		case f.Code == CodeDifficulty && f.Level == Warning:
+			failures = append(failures, f.Message)
+		}
+	}
+	want := "giveaway, which knows nothing of faults, solves the task (score 1.00, from 0.50): otel-demo/NetworkPolicy/deny-quote-ingress from alert NetworkPolicyDenies in alerts/alerts_at_2025-12-15T17-40-00.000000.json"
+	if len(giveaways) != 1 || giveaways[0] != want {
+		t.Errorf("giveaways: %q", giveaways)
+	}
+	if len(infos) != len(naive.Solvers)+1 || !strings.HasPrefix(infos[0], "alert-labels scores ") {
+		t.Errorf("infos: %q", infos)
+	}
+	if len(failures) != 1 || !strings.Contains(failures[0], "broken could not answer: no python3") {
+		t.Errorf("failures: %q", failures)
 	}
 }

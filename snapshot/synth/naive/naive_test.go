@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/data"
@@ -45,7 +46,7 @@ func checkNaive(t *testing.T, label string, tasks []task) {
 			if err != nil {
 				t.Fatalf("%s on %s: %v", s.Name, tk.name, err)
 			}
-			sum += tk.gt.Score(answer).Score
+			sum += tk.gt.Score(Entities(answer)).Score
 		}
 		mean := sum / float64(len(tasks))
 		t.Logf("%s: naive %s scores %.3f over %d tasks", label, s.Name, mean, len(tasks))
@@ -107,10 +108,17 @@ func TestNaiveSolversFailOnTheDemo(t *testing.T) {
 // alert labels, the first ERROR line's service, the changed objects.
 func TestSolversAnswer(t *testing.T) {
 	tk := generated(t, []uint64{5})[0]
+	// Each answer says where it came from: the alerts file, the log line, the dumps.
+	keyedOn := map[string]string{"alert-labels": "in alerts/alerts_", "first-error": "otel_logs_raw.tsv line ", "dump-diff": "k8s_objects_raw.tsv: "}
 	for _, s := range Solvers {
 		answer, err := s.Solve(tk.dir)
 		if err != nil || len(answer) == 0 {
 			t.Errorf("%s: %v %v", s.Name, answer, err)
+		}
+		for _, a := range answer {
+			if !strings.Contains(a.Evidence, keyedOn[s.Name]) {
+				t.Errorf("%s: the evidence of %s does not say where it was found: %q", s.Name, a.Entity, a.Evidence)
+			}
 		}
 	}
 	if _, err := DumpDiff(t.TempDir()); err == nil {
