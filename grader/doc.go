@@ -9,7 +9,9 @@
 //
 //   - the reference harness's `{"contributing_factors": [{"name": "...", "reasoning": "...", "evidence": "..."}]}`;
 //   - IBM's `{"entities": [{"name": "...", "contributing_factor": true}]}`: only entries with
-//     `contributing_factor: true` count;
+//     `contributing_factor: true` count; an `entities` list in which no item carries
+//     `contributing_factor` (names, or objects with `name` alone) is read as a plain list, every
+//     entity it names counting;
 //   - a bare JSON array of names, or of objects with `name`;
 //   - any of these inside a Markdown code fence or surrounded by prose: the first complete JSON value
 //     that holds one of these lists is used, except that a bare array none of whose names is an
@@ -17,7 +19,13 @@
 //     before the answer) is used only when no later value is an answer.
 //
 // A file larger than 4 MiB, with no JSON, or with no recognisable list is `invalid` (score 0, the
-// reason is reported). Blank names are ignored; identical entities after normalisation (trimmed,
+// reason is reported); so is a list whose items all fail to name an entity (objects without
+// `name`, a name that is not a string, numbers), the reason naming the first items and why
+// (`item 1 has no "name" (keys: "nam")`), and JSON that breaks, the reason saying where (`invalid
+// JSON at line 3, column 22: ...`, or where the file ends inside a value): the value read is
+// the object holding `contributing_factors` or `entities`, else the first object or array.
+// Items of a list that names entities too, and items an answer leaves out itself
+// (`contributing_factor: false`), do not make it invalid. Blank names are ignored; identical entities after normalisation (trimmed,
 // canonical kind, case-folded) count once. Names that are not `namespace/Kind/name` or `Kind/name`
 // still count, as predictions that match nothing.
 //

@@ -31,6 +31,9 @@ type Problem struct {
 	Level   string `json:"level"` // error or warning
 	Task    string `json:"task,omitempty"`
 	Message string `json:"message"`
+	// Ignored is the file or folder, relative to the submissions folder, that a warning says
+	// was not read as a submission.
+	Ignored string `json:"ignored,omitempty"`
 }
 
 // SubmissionFile is the file an agent writes its diagnosis to, as the reference harness has it:
@@ -45,6 +48,9 @@ const MaxRepeats = 1000
 // SubmissionFiles maps a task folder name to its repeats and their files.
 type SubmissionFiles map[string]map[int]string
 
+// SubmissionLayouts names the layouts of a folder of submissions FindSubmissions reads.
+const SubmissionLayouts = "<task>/<repeat>.json or <task>/<repeat>/agent_output.json, repeat 1, 2, ... (Scenario-2/1.json)"
+
 // FindSubmissions lists the submissions of a folder laid out `<task>/<repeat>.json` or
 // `<task>/<repeat>/agent_output.json`, repeats numbered from 1 to MaxRepeats. Anything else is
 // reported and ignored.
@@ -56,7 +62,12 @@ func FindSubmissions(dir string) (SubmissionFiles, []Problem, error) {
 	files := SubmissionFiles{}
 	var problems []Problem
 	for _, td := range taskDirs {
-		if !td.IsDir() || strings.HasPrefix(td.Name(), ".") {
+		if strings.HasPrefix(td.Name(), ".") {
+			continue
+		}
+		if !td.IsDir() {
+			problems = append(problems, Problem{Level: "warning", Ignored: td.Name(),
+				Message: fmt.Sprintf("ignored %s: a file beside the task folders; expected %s", td.Name(), SubmissionLayouts)})
 			continue
 		}
 		task := td.Name()
@@ -74,12 +85,12 @@ func FindSubmissions(dir string) (SubmissionFiles, []Problem, error) {
 			}
 			repeat, err := strconv.Atoi(stem)
 			if err != nil || repeat < 1 {
-				problems = append(problems, Problem{Level: "warning", Task: task,
-					Message: fmt.Sprintf("ignored %s: expected <repeat>.json or <repeat>/agent_output.json with repeat 1, 2, ...", filepath.Join(task, name))})
+				problems = append(problems, Problem{Level: "warning", Task: task, Ignored: filepath.Join(task, name),
+					Message: fmt.Sprintf("ignored %s: expected %s", filepath.Join(task, name), SubmissionLayouts)})
 				continue
 			}
 			if repeat > MaxRepeats {
-				problems = append(problems, Problem{Level: "warning", Task: task,
+				problems = append(problems, Problem{Level: "warning", Task: task, Ignored: filepath.Join(task, name),
 					Message: fmt.Sprintf("ignored %s: repeat %d is above %d, the most that is graded", filepath.Join(task, name), repeat, MaxRepeats)})
 				continue
 			}

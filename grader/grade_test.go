@@ -39,7 +39,7 @@ func TestFindSubmissionsLayouts(t *testing.T) {
 		t.Fatalf("Scenario-2 = %v", files["Scenario-2"])
 	}
 	text := problemsText(problems)
-	for _, want := range []string{"ignored Scenario-1/notes.txt", "ignored Scenario-1/0.json", "repeat 1 has two submissions"} {
+	for _, want := range []string{"ignored Scenario-1/notes.txt", "ignored Scenario-1/0.json", "repeat 1 has two submissions", "ignored README.md: a file beside the task folders"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("problems lack %q:\n%s", want, text)
 		}

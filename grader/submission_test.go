@@ -38,6 +38,10 @@ func TestReadSubmissionFormats(t *testing.T) {
 		"entities listed before the answer": {`Checked ["otel-demo/Service/cart"]; answer {"contributing_factors":[{"name":"otel-demo/Pod/x"}]}`,
 			"array", []string{"otel-demo/Service/cart"}},
 		"only a list of words": {`I looked at ["alerts", "traces"] and found nothing.`, "array", []string{"alerts", "traces"}},
+		// An entities list in which no item carries contributing_factor is a plain list.
+		"entities as names":         {`{"entities": ["otel-demo/Deployment/x"]}`, "entities", []string{"otel-demo/Deployment/x"}},
+		"entities without any flag": {`{"entities": [{"name": "a/K/x"}, {"name": "a/K/y", "reason": "r"}]}`, "entities", []string{"a/K/x", "a/K/y"}},
+		"IBM, none true":            {`{"entities": [{"name": "a/K/x", "contributing_factor": false}]}`, "entities", nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			sub, err := ReadSubmission([]byte(c.doc))
@@ -58,9 +62,15 @@ func TestReadSubmissionInvalid(t *testing.T) {
 		"empty":           {"  \n", "empty file"},
 		"no list":         {`{"answer": "cart"}`, "no list of entities"},
 		"a string":        {`"shop/Pod/x"`, "no list of entities"},
-		"cut short":       {`{"contributing_factors": [{"name": "a/K/x"`, "no JSON value"},
-		"cut after item":  {`{"contributing_factors": [{"name": "a/K/x"}`, "no list of entities"},
-		"hostile nesting": {strings.Repeat("[", MaxSubmissionBytes), "no JSON value"},
+		"cut short":       {`{"contributing_factors": [{"name": "a/K/x"`, "invalid JSON: the file ends at line 1, column 43 inside the value that starts at line 1"},
+		"cut after item":  {`{"contributing_factors": [{"name": "a/K/x"}`, "invalid JSON: the file ends at line 1, column 44"},
+		"hostile nesting": {strings.Repeat("[", MaxSubmissionBytes), "exceeded max depth"},
+		"trailing comma": {"Answer:\n{\n  \"contributing_factors\": [\n    {\"name\": \"a/K/x\",}\n  ]\n}\n",
+			`invalid JSON at line 4, column 22: invalid character '}' looking for beginning of object key string`},
+		"single quotes":   {`{'contributing_factors': [{'name': 'a/K/x'}]}`, "invalid JSON at line 1, column 2: invalid character '\\'' looking for beginning of object key string"},
+		"misspelt name":   {`{"contributing_factors": [{"nam": "x"}]}`, `contributing_factors names no entity: item 1 has no "name" (keys: "nam")`},
+		"only numbers":    {`{"contributing_factors": [1, 2, 3, 4, null]}`, "contributing_factors names no entity: item 1 is a number, not a name or an object with \"name\"; item 2 is a number, not a name or an object with \"name\"; item 3 is a number, not a name or an object with \"name\"; and 2 more"},
+		"name not string": {`{"contributing_factors": [{"name": ["a/K/x"]}]}`, "item 1's name is an array, not a string"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ReadSubmission([]byte(c.doc))

@@ -178,6 +178,9 @@ func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (
 		}
 		return nil, err
 	}
+	if in.run == nil && len(in.subs) == 0 {
+		return nil, noSubmissions(dir, in.problems)
+	}
 	if in.run != nil {
 		for _, w := range in.run.Warnings {
 			in.problems = append(in.problems, grader.Problem{Level: "warning", Message: w})
@@ -297,4 +300,24 @@ func episodeNote(task string, e grader.Episode) string {
 		note += ": " + e.Reason
 	}
 	return note
+}
+
+// noSubmissions refuses a folder in which nothing is a submission, naming the layouts read
+// and what was ignored: a wrong folder, never a score of 0.
+func noSubmissions(dir string, problems []grader.Problem) error {
+	var ignored []string
+	for _, p := range problems {
+		if p.Ignored != "" {
+			ignored = append(ignored, p.Ignored)
+		}
+	}
+	what := "none of its files is one"
+	if len(ignored) > 0 {
+		listed := strings.Join(ignored[:min(len(ignored), 5)], ", ")
+		if len(ignored) > 5 {
+			listed += ", ..."
+		}
+		what = fmt.Sprintf("%s ignored (%s)", english.Count(len(ignored), "file"), listed)
+	}
+	return usageErrorf("no submission in %s: %s; expected %s, or a run folder", dir, what, grader.SubmissionLayouts)
 }
