@@ -201,14 +201,18 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) 
 			"PidsLimit":  maxSandboxProcesses,
 			"NanoCpus":   int64(dockerCPUs * 1e9),
 			// No pty: an empty read-only /dev/pts instead of the daemon's devpts, whose pool the
-			// whole host shares. (/dev is the daemon's small tmpfs that only root may write,
-			// /dev/shm its 64 MiB counted in the container's memory.)
+			// whole host shares. (/dev is the daemon's small tmpfs that only root may write;
+			// /dev/shm, counted in the container's memory, holds no more than the disk limit.)
+			"ShmSize": min(disk, dockerShmBytes),
 			"Tmpfs":   map[string]string{ReferenceWorkdir: tmpfs("0755"), "/tmp": tmpfs("1777"), "/dev/pts": "ro,size=4k,nr_inodes=16,mode=0755"},
 			"Mounts":  mounts,
 			"IpcMode": "private",
 		},
 	}
 }
+
+// dockerShmBytes is the daemon's default size of /dev/shm, which a smaller disk limit lowers.
+const dockerShmBytes = 64 << 20
 
 // dockerCPUs bounds the CPU an episode's container may use.
 const dockerCPUs = 2
