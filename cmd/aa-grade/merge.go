@@ -1,13 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
@@ -39,6 +43,9 @@ func runMerge(_ context.Context, opts mergeOptions, runs []string, con console) 
 	if len(runs) == 0 {
 		return usageErrorf("merge needs the run folders to join")
 	}
+	if err := distinctFolders(runs); err != nil {
+		return err
+	}
 	rep, err := runner.Merge(opts.out, runs)
 	if err != nil {
 		return err
@@ -47,6 +54,9 @@ func runMerge(_ context.Context, opts mergeOptions, runs []string, con console) 
 		return err
 	}
 	printSkipped(con.err, rep.Warnings)
+	slices.SortFunc(rep.Duplicates, func(a, b runfolder.Episode) int {
+		return cmp.Or(strings.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat))
+	})
 	for _, e := range rep.Duplicates {
 		printLine(con.err, "warning: %s repeat %d was finished by more than one run; kept the first", e.Task, e.Repeat)
 	}
@@ -62,6 +72,26 @@ func runMerge(_ context.Context, opts mergeOptions, runs []string, con console) 
 		}
 		return badResult(fmt.Errorf("%d of %s are not finished in any run (%s); run the shards that hold them again, then merge again",
 			len(rep.Missing), english.Count(rep.Episodes, "episode"), strings.Join(names, ", ")))
+	}
+	return nil
+}
+
+// distinctFolders refuses a run folder named twice (by two paths, or through a link): merging
+// it with itself would only report each of its episodes as finished twice.
+func distinctFolders(runs []string) error {
+	seen := map[string]string{}
+	for _, r := range runs {
+		key, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			key = filepath.Clean(r) // a folder that does not exist: Merge says so
+		}
+		if abs, err := filepath.Abs(key); err == nil {
+			key = abs
+		}
+		if first, ok := seen[key]; ok {
+			return usageErrorf("merge: %s and %s are the same run folder; name each run once", first, r)
+		}
+		seen[key] = r
 	}
 	return nil
 }

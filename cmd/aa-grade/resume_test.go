@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,6 +82,19 @@ func TestShardsMergeToTheWhole(t *testing.T) {
 	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "twice"), filepath.Join(dir, "whole"), filepath.Join(dir, "two"))
 	if r.code != 0 || strings.Count(r.stderr, "was finished by more than one run") != 3 || !strings.Contains(r.stdout, "Score 0.167") {
 		t.Fatalf("merge with episodes twice: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var twice []string // in task and repeat order, whatever order the runs finished them in
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(line, "was finished by more than one run") {
+			twice = append(twice, line)
+		}
+	}
+	if !slices.IsSorted(twice) {
+		t.Errorf("the episodes finished twice are not in order: %q", twice)
+	}
+	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "self"), filepath.Join(dir, "one"), filepath.Join(dir, "one")+"/")
+	if r.code != 2 || !strings.Contains(r.stderr, "are the same run folder") || strings.Contains(r.stderr, "more than one run") {
+		t.Fatalf("merge of a folder with itself: exit %d\n%s", r.code, r.stderr)
 	}
 	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "mixed"), filepath.Join(dir, "one"), filepath.Join(dir, "other"))
 	if r.code != 2 || !strings.Contains(r.stderr, "max_turns was 100, now 50") {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -131,6 +132,10 @@ func validateSpecs(ctx context.Context, warnings io.Writer, specs []string) ([]v
 	var tasks []data.Task
 	for _, spec := range specs {
 		ds, err := data.Open(ctx, spec, data.OpenOptions{Hub: hubConfig()})
+		if errors.Is(err, data.ErrNotDataset) && validate.LooksLikeTask(spec) {
+			// A task folder without its answer key: a finding of the task, not a wrong path.
+			ds, err = &data.Dataset{Spec: spec, Tasks: []data.Task{{ID: filepath.Base(filepath.Clean(spec)), Dir: spec}}}, nil
+		}
 		if err != nil {
 			return nil, nil, datasetError(err)
 		}

@@ -235,3 +235,22 @@ func TestTasksValidateDifficulty(t *testing.T) {
 		t.Fatalf("a run of the baseline does not score %.3f: exit %d\n%s%s", baseline.Score, r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestTasksValidateTaskWithoutAnswerKey: a task folder whose ground_truth.yaml is missing is a
+// task with an error naming the file (exit 1), not a path that is no dataset (exit 2).
+func TestTasksValidateTaskWithoutAnswerKey(t *testing.T) {
+	task := filepath.Join(t.TempDir(), "Scenario-1000")
+	if r := aaGrade(t, nil, "tasks", "synth", "--out", task, "--seed", "3"); r.code != 0 {
+		t.Fatalf("synth: exit %d\n%s", r.code, r.stderr)
+	}
+	if err := os.Remove(filepath.Join(task, "ground_truth.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	r := aaGrade(t, nil, "tasks", "validate", task)
+	if r.code != 1 || !strings.Contains(r.stdout, "error   missing-file    ground_truth.yaml: the answer key ground_truth.yaml is missing") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := aaGrade(t, nil, "tasks", "validate", t.TempDir()); r.code != 2 || !strings.Contains(r.stderr, "not a dataset") {
+		t.Fatalf("an empty folder: exit %d\n%s", r.code, r.stderr)
+	}
+}

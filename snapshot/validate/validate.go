@@ -86,6 +86,17 @@ const (
 	referenceCategory = "sre"
 )
 
+// LooksLikeTask says whether dir is a folder holding one of a snapshot's tables or its alerts
+// folder: a task, with or without its answer key.
+func LooksLikeTask(dir string) bool {
+	for _, name := range append(requiredFiles, "alerts") {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // requiredFiles must be in every snapshot; the alerts and metrics folders must hold files.
 var requiredFiles = []string{"k8s_events_raw.tsv", "k8s_objects_raw.tsv", "otel_logs_raw.tsv", "otel_traces_raw.tsv"}
 
@@ -93,9 +104,13 @@ var requiredFiles = []string{"k8s_events_raw.tsv", "k8s_objects_raw.tsv", "otel_
 func Task(t data.Task) Report {
 	v := &validation{report: Report{Task: t.ID, Findings: []Finding{}}}
 	gt, err := grader.ParseGroundTruth(t.GroundTruth)
-	if err != nil {
+	switch {
+	case t.GroundTruth == nil && t.Row == nil:
+		gt = nil
+		v.add(Error, CodeMissingFile, snapshot.GroundTruthFile, 0, "the answer key %s is missing: nothing can be graded", snapshot.GroundTruthFile)
+	case err != nil:
 		v.add(Error, CodeGroundTruth, snapshot.GroundTruthFile, 0, "%v", err)
-	} else {
+	default:
 		for _, w := range gt.Warnings {
 			v.add(Warning, CodeGlobFilter, snapshot.GroundTruthFile, 0, "%s", w)
 		}
