@@ -1,5 +1,6 @@
 // Package runfolder owns the layout of a run folder (docs/run-folder.md): its file
-// names, the header (run.json), the results (results.jsonl) and the episode folders. It is
+// names, the header (run.json), the results (results.jsonl) and their summary, the shards a
+// run's episodes are dealt into, and the episode folders. It is
 // the one reader of run folders, so that run, grade, report, merge and replay agree on what a
 // folder holds and say the same thing about a broken one, and the one writer, so that every
 // write is checked, results are synced line by line, JSON files are replaced atomically and
