@@ -17,13 +17,6 @@ import (
 	"github.com/aa-grade/aa-grade/internal/workpool"
 )
 
-// IndexFile is the task index of a dataset, one JSON row per task (IndexRow); IndexPath is
-// where it is in a dataset repository.
-const (
-	IndexFile = "data.jsonl"
-	IndexPath = "sre/" + IndexFile
-)
-
 // ParquetRevision is the branch where the Hub keeps the parquet conversion of a dataset.
 const ParquetRevision = "refs/convert/parquet"
 
@@ -123,8 +116,8 @@ func selectEntries(listing []hub.Entry, opts PullOptions) ([]hub.Entry, error) {
 		case opts.IndexOnly:
 			continue
 		case len(wanted) > 0:
-			task, _, _ := strings.Cut(strings.TrimPrefix(e.Path, "sre/"), "/")
-			if !strings.HasPrefix(e.Path, "sre/") || !wanted[task] {
+			task, _, _ := strings.Cut(strings.TrimPrefix(e.Path, taskPrefix), "/")
+			if !strings.HasPrefix(e.Path, taskPrefix) || !wanted[task] {
 				continue
 			}
 			found[task] = true
@@ -283,7 +276,7 @@ func pullOffline(cache hub.Cache, spec HubSpec, opts PullOptions) (*PullResult, 
 	if !opts.IndexOnly {
 		for _, t := range opts.Tasks {
 			if !have[TaskFolder(t)] {
-				need = append(need, "sre/"+TaskFolder(t)+"/")
+				need = append(need, taskPrefix+TaskFolder(t)+"/")
 			}
 		}
 	}

@@ -118,7 +118,7 @@ func pulledEntries(root string, entries []hub.Entry) ([]hub.Entry, []string) {
 	for _, e := range entries {
 		if task, inTask := folderTask(e.Path); inTask {
 			if _, seen := pulled[task]; !seen {
-				pulled[task] = exists("sre/" + task)
+				pulled[task] = exists(taskPrefix + task)
 			}
 		}
 	}
@@ -149,7 +149,7 @@ func pulledEntries(root string, entries []hub.Entry) ([]hub.Entry, []string) {
 
 // folderTask is the task whose folder holds a listing path (sre/<task>/...), if any.
 func folderTask(path string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, "sre/")
+	rest, ok := strings.CutPrefix(path, taskPrefix)
 	if !ok {
 		return "", false
 	}

@@ -25,7 +25,7 @@ var layers = []layer{
 		"data/hub":             nil,
 		"data":                 {"data/hub"},
 		"snapshot":             nil,
-		"snapshot/synth":       {"snapshot"},
+		"snapshot/synth":       {"data", "snapshot"},
 		"snapshot/synth/naive": {"snapshot"},
 		"snapshot/validate":    {"data", "grader", "snapshot"},
 		"snapshot/pack":        {"data"},

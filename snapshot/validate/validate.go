@@ -77,9 +77,7 @@ const (
 	maxCopyCheckBytes = 4 << 20
 	// Real tasks have about 20 pod and 15 service metrics files; fewer than this many of
 	// either leaves an agent little to read.
-	minMetricsFiles   = 8
-	referenceRoot     = "/home/user"
-	referenceCategory = "sre"
+	minMetricsFiles = 8
 )
 
 // requiredFiles must be in every snapshot; the alerts and metrics folders must hold files.
@@ -90,10 +88,10 @@ func Task(t data.Task) Report {
 	v := &validation{report: Report{Task: t.ID, Findings: []Finding{}}}
 	gt, err := grader.ParseGroundTruth(t.GroundTruth)
 	if err != nil {
-		v.add(Error, CodeGroundTruth, snapshot.GroundTruthFile, 0, "%v", err)
+		v.add(Error, CodeGroundTruth, data.GroundTruthFile, 0, "%v", err)
 	} else {
 		for _, w := range gt.Warnings {
-			v.add(Warning, CodeGlobFilter, snapshot.GroundTruthFile, 0, "%s", w)
+			v.add(Warning, CodeGlobFilter, data.GroundTruthFile, 0, "%s", w)
 		}
 	}
 	if t.Dir == "" {
@@ -237,7 +235,7 @@ func (v *validation) solvable(gt *grader.GroundTruth, snap *snapshot.Snapshot) {
 			}
 		}
 		if len(matches) == 0 {
-			v.add(Error, CodeUnsolvable, snapshot.GroundTruthFile, 0,
+			v.add(Error, CodeUnsolvable, data.GroundTruthFile, 0,
 				"root cause %s (%s %s) matches no object of the snapshot: the task cannot be solved", g.ID, g.Kind, describeNames(g))
 			continue
 		}
@@ -246,7 +244,7 @@ func (v *validation) solvable(gt *grader.GroundTruth, snap *snapshot.Snapshot) {
 			more = fmt.Sprintf(" and %d more", len(matches)-maxMatchesListed)
 			matches = matches[:maxMatchesListed]
 		}
-		v.add(Info, CodeSolvable, snapshot.GroundTruthFile, 0, "root cause %s matches %s%s", g.ID, strings.Join(matches, ", "), more)
+		v.add(Info, CodeSolvable, data.GroundTruthFile, 0, "root cause %s matches %s%s", g.ID, strings.Join(matches, ", "), more)
 	}
 }
 
@@ -273,7 +271,7 @@ func (v *validation) answerHidden(t data.Task, snap *snapshot.Snapshot) {
 	}
 	sum := sha256.Sum256(key)
 	for _, f := range snap.Files {
-		if f.Path == snapshot.GroundTruthFile {
+		if f.Path == data.GroundTruthFile {
 			continue
 		}
 		if strings.Contains(strings.ToLower(filepath.Base(f.Path)), "ground_truth") {
@@ -312,13 +310,13 @@ func (v *validation) index(t data.Task) {
 	if row.ScenarioID != t.ID {
 		v.add(Error, CodeIndexMismatch, file, 0, "scenario_id %q but the folder is %s", row.ScenarioID, t.ID)
 	}
-	if row.Category != referenceCategory {
-		v.add(Warning, CodeIndexMismatch, file, 0, "category is %q, expected %q", row.Category, referenceCategory)
+	if row.Category != data.Category {
+		v.add(Warning, CodeIndexMismatch, file, 0, "category is %q, expected %q", row.Category, data.Category)
 	}
-	if row.ScenarioRoot != referenceRoot {
-		v.add(Warning, CodeIndexMismatch, file, 0, "scenario_root is %q, expected %q (where the reference sandbox mounts the snapshot)", row.ScenarioRoot, referenceRoot)
+	if row.ScenarioRoot != data.ScenarioRoot {
+		v.add(Warning, CodeIndexMismatch, file, 0, "scenario_root is %q, expected %q (where the reference sandbox mounts the snapshot)", row.ScenarioRoot, data.ScenarioRoot)
 	}
-	if row.SourceSplit != "public" && row.SourceSplit != "private" {
+	if !data.ValidSplit(row.SourceSplit) {
 		v.add(Warning, CodeIndexMismatch, file, 0, "source_split is %q, expected public or private", row.SourceSplit)
 	}
 	if row.IDAA == "" {
@@ -327,9 +325,9 @@ func (v *validation) index(t data.Task) {
 	if row.GroundTruthYAML == "" {
 		v.add(Error, CodeIndexMismatch, file, 0, "ground_truth_yaml is empty")
 	} else if t.Dir != "" {
-		folder, err := os.ReadFile(filepath.Join(t.Dir, snapshot.GroundTruthFile))
+		folder, err := os.ReadFile(filepath.Join(t.Dir, data.GroundTruthFile))
 		if err == nil && !bytes.Equal(bytes.TrimSpace(folder), bytes.TrimSpace([]byte(row.GroundTruthYAML))) {
-			v.add(Warning, CodeIndexMismatch, file, 0, "ground_truth_yaml differs from the folder's %s; the row is graded", snapshot.GroundTruthFile)
+			v.add(Warning, CodeIndexMismatch, file, 0, "ground_truth_yaml differs from the folder's %s; the row is graded", data.GroundTruthFile)
 		}
 	}
 }

@@ -25,7 +25,7 @@ func goodTask(t *testing.T) func() data.Task {
 		if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
 			t.Fatalf("copy: %v %s", err, out)
 		}
-		gt, err := os.ReadFile(filepath.Join(dst, snapshot.GroundTruthFile))
+		gt, err := os.ReadFile(filepath.Join(dst, data.GroundTruthFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestGoodTaskHasNoErrorOrWarning(t *testing.T) {
 // exactly that code is reported, at the expected level and file.
 func TestOneBrokenTaskPerFinding(t *testing.T) {
 	fresh := goodTask(t)
-	gtPath := func(task data.Task) string { return filepath.Join(task.Dir, snapshot.GroundTruthFile) }
+	gtPath := func(task data.Task) string { return filepath.Join(task.Dir, data.GroundTruthFile) }
 	cases := []struct {
 		name, code, level, file, text string
 		breakIt                       func(t *testing.T, task *data.Task)
@@ -87,13 +87,13 @@ func TestOneBrokenTaskPerFinding(t *testing.T) {
 		{"empty table", CodeEmptyTable, Warning, "otel_logs_raw.tsv", "no record", func(t *testing.T, task *data.Task) {
 			testfs.Write(t, filepath.Join(task.Dir, "otel_logs_raw.tsv"), strings.Join(snapshot.Columns[snapshot.Logs], "\t")+"\n")
 		}},
-		{"no root cause", CodeGroundTruth, Error, snapshot.GroundTruthFile, "no group has root_cause", func(t *testing.T, task *data.Task) {
+		{"no root cause", CodeGroundTruth, Error, data.GroundTruthFile, "no group has root_cause", func(t *testing.T, task *data.Task) {
 			task.GroundTruth = []byte(strings.ReplaceAll(string(task.GroundTruth), "root_cause: true", "root_cause: false"))
 		}},
-		{"glob filter", CodeGlobFilter, Warning, snapshot.GroundTruthFile, "shell glob", func(t *testing.T, task *data.Task) {
+		{"glob filter", CodeGlobFilter, Warning, data.GroundTruthFile, "shell glob", func(t *testing.T, task *data.Task) {
 			task.GroundTruth = []byte(strings.Replace(string(task.GroundTruth), "groups:\n", "groups:\n  - {id: any-hpa, kind: HorizontalPodAutoscaler, namespace: otel-demo, filter: ['*.*']}\n", 1))
 		}},
-		{"unsolvable", CodeUnsolvable, Error, snapshot.GroundTruthFile, "matches no object", func(t *testing.T, task *data.Task) {
+		{"unsolvable", CodeUnsolvable, Error, data.GroundTruthFile, "matches no object", func(t *testing.T, task *data.Task) {
 			task.GroundTruth = []byte(strings.ReplaceAll(string(task.GroundTruth), "kind: NetworkPolicy", "kind: PodChaos"))
 		}},
 		{"answer copied", CodeAnswerVisible, Error, "alerts/notes.txt", "copy of the ground truth", func(t *testing.T, task *data.Task) {
