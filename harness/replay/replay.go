@@ -76,7 +76,7 @@ func (r *Model) Complete(ctx context.Context, req model.Request) (model.Reply, e
 			r.mu.Lock()
 			r.divergences = append(r.divergences, d)
 			r.mu.Unlock()
-			model.RecordEvent(ctx, model.Event{Kind: "divergence", Error: fmt.Sprintf("turn %d: %s", d.Turn, detail)})
+			model.RecordEvent(ctx, model.Event{Kind: model.KindDivergence, Error: fmt.Sprintf("turn %d: %s", d.Turn, detail)})
 		}
 	}
 	if rec.Error != "" {

@@ -101,15 +101,15 @@ type Wait struct {
 // waitOf is the wait a model call's event, heard at now, begins or ends.
 func waitOf(e model.Event, now time.Time) (Wait, bool) {
 	switch e.Kind {
-	case "retry":
+	case model.KindRetry:
 		return Wait{Retry: true, Attempt: e.Attempt, Reason: e.Error, Until: now.Add(e.Wait)}, true
-	case "queued":
+	case model.KindQueued:
 		w := Wait{Reason: e.Reason}
 		if e.Wait > 0 {
 			w.Until = now.Add(e.Wait)
 		}
 		return w, true
-	case "paced":
+	case model.KindPaced:
 		return Wait{}, true
 	}
 	return Wait{}, false

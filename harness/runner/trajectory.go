@@ -43,7 +43,7 @@ func (t *trajectory) write(v any) {
 }
 
 func (t *trajectory) wire(e model.Event) {
-	if e.Kind == "retry" {
+	if e.Kind == model.KindRetry {
 		t.retries++
 	}
 	t.write(e)
