@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
@@ -187,7 +186,7 @@ func TestRunRecordsTheWireWithoutTheKey(t *testing.T) {
 // readTrajectory reads an episode's trajectory, compressed or not.
 func readTrajectory(t *testing.T, episode string) string {
 	t.Helper()
-	f, err := harness.OpenTrajectory(episode)
+	f, err := runfolder.OpenTrajectory(episode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +207,7 @@ func assertNoSecret(t *testing.T, dir, secret string) {
 			return nil
 		}
 		content, _ := os.ReadFile(path)
-		if d.Name() == harness.TrajectoryFile+".zst" {
+		if d.Name() == runfolder.TrajectoryFile+".zst" {
 			content = []byte(readTrajectory(t, filepath.Dir(path)))
 		}
 		if strings.Contains(string(content), secret) {
