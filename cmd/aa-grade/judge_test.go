@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/tidwall/gjson"
 )
 
@@ -275,6 +276,7 @@ func TestRunWithJudge(t *testing.T) {
 			t.Fatalf("result = %s", line)
 		}
 	}
+	wantKinds(t, out, model.KindRequest, model.KindResponse, model.KindTurn) // the judge's calls, and the baseline's turns
 	summary, _ := os.ReadFile(filepath.Join(out, "summary.json"))
 	header, _ := os.ReadFile(filepath.Join(out, "run.json"))
 	if s := gjson.ParseBytes(summary); s.Get("judge.episodes_judged").Int() != 2 || s.Get("judge.model").String() != "openai/judge-model" ||

@@ -1,9 +1,9 @@
 package model
 
-// EventKind is the kind of a line of an episode's trajectory (docs/run-folder.md): every
-// kind is here, so that the providers and the rate limiter that report events, the run folder
-// that writes and reads them and the readers (the viewer, the analysis, replay) name them
-// alike. All but KindTurn are Events.
+// EventKind is the kind of a line of an episode's trajectory (docs/run-folder.md, and its
+// schema harness/runfolder/trajectory.schema.json): every kind is here, so that the providers
+// and the rate limiter that report events, the run folder that writes and reads them and the
+// readers (the viewer, the analysis, replay) name them alike. All but KindTurn are Events.
 type EventKind string
 
 const (
