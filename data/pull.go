@@ -23,6 +23,10 @@ const ParquetRevision = "refs/convert/parquet"
 // ErrOffline marks a pull that needs the network while HF_HUB_OFFLINE is set.
 var ErrOffline = errors.New("offline")
 
+// ErrNeverPulled marks, besides ErrOffline, a dataset the cache has never held: only a pull
+// with the network can get it.
+var ErrNeverPulled = errors.New("was never pulled")
+
 // Progress hears about a pull. Any func may be nil; they are called from several goroutines.
 type Progress struct {
 	Planned  func(files int, bytes int64, cachedFiles int, cachedBytes int64)
@@ -248,7 +252,7 @@ func pullOffline(cache hub.Cache, spec HubSpec, opts PullOptions) (*PullResult, 
 	if !hub.IsCommit(commit) {
 		var err error
 		if commit, err = cache.ReadRef(spec.Repo, spec.Revision); err != nil {
-			return nil, fmt.Errorf("%w (HF_HUB_OFFLINE is set): %s was never pulled into %s; run aa-grade data pull with the network", ErrOffline, spec, cache.Dir)
+			return nil, fmt.Errorf("%w (HF_HUB_OFFLINE is set): %s %w into %s", ErrOffline, spec, ErrNeverPulled, cache.Dir)
 		}
 	}
 	present, missing, err := cache.SnapshotFiles(spec.Repo, commit)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/tidwall/gjson"
 )
 
@@ -159,7 +160,7 @@ func TestGradeWithJudge(t *testing.T) {
 	if text.code != 0 || f.requests.Load() != 10 {
 		t.Fatalf("text: exit %d, %d requests\n%s", text.code, f.requests.Load(), text.stderr)
 	}
-	golden(t, "grade-judge.txt", text.stdout)
+	golden.Check(t, "testdata/grade-judge.txt", text.stdout)
 }
 
 // TestGradeJudgePresetAndEffort: --judge takes a preset, --judge-effort goes to the provider

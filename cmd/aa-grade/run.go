@@ -299,6 +299,8 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 			countStatus(results, grader.StatusUnfinished), len(results), out))
 	case errors.Is(err, runner.ErrStopped):
 		return fmt.Errorf("%w; fix the cause, then run the same command again", err)
+	case errors.Is(err, runner.ErrConfigChanged):
+		return fmt.Errorf("%w: use another --out, or the same flags", err)
 	case err != nil:
 		return err
 	}

@@ -59,7 +59,8 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	}
 	// Another configuration in the same folder is refused, naming what changed.
 	changed := append(append([]string(nil), args...), "--max-turns", "30")
-	if r := aaGrade(t, env, changed...); r.code != 2 || !strings.Contains(r.stderr, "max_turns was 100, now 30") {
+	if r := aaGrade(t, env, changed...); r.code != 2 || !strings.Contains(r.stderr, "max_turns was 100, now 30") ||
+		!strings.HasSuffix(r.stderr, "): use another --out, or the same flags\n") {
 		t.Fatalf("changed configuration: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -31,7 +31,7 @@ func writeHeader(cfg Config, tools sandbox.Tools) error {
 	h.Python = tools.Python
 	if prev := cfg.Folder.Prev; prev != nil {
 		if diff := prev.Header.Differences(h); len(diff) > 0 {
-			return fmt.Errorf("%w (%s): use another --out, or the same flags", ErrConfigChanged, strings.Join(diff, "; "))
+			return fmt.Errorf("%w (%s)", ErrConfigChanged, strings.Join(diff, "; "))
 		}
 		// The rate limits stay as the run before recorded them until this one records its own.
 		h.Started, h.RateLimits = prev.Header.Started, prev.Header.RateLimits
