@@ -1,7 +1,6 @@
 package runfolder
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"io"
@@ -50,24 +49,6 @@ func TestTrajectoryCompression(t *testing.T) {
 	}
 	if err := CompressTrajectory(t.TempDir()); err == nil {
 		t.Error("compressing a folder without a trajectory succeeded")
-	}
-}
-
-// TestReadLineSkipsOnlyTheLongLine: a line over the limit is an error and skipped,
-// whether its newline comes in a later read of the buffer or in the read that crossed the
-// limit; the next line is read whole, and a last line with no newline is not whole.
-func TestReadLineSkipsOnlyTheLongLine(t *testing.T) {
-	for _, long := range []int{50, 31} { // 16-byte buffer: the newline in a later read, or in the crossing one
-		r := bufio.NewReaderSize(strings.NewReader(strings.Repeat("x", long)+"\nnext\ncut"), 16)
-		if _, whole, err := readLine(r, 30); err == nil || !whole {
-			t.Errorf("%d bytes over a limit of 30: whole %v, %v; want whole and an error", long, whole, err)
-		}
-		if b, whole, err := readLine(r, 30); string(b) != "next" || !whole || err != nil {
-			t.Errorf("after %d bytes: %q, whole %v, %v; want the next line", long, b, whole, err)
-		}
-		if b, whole, err := readLine(r, 30); string(b) != "cut" || whole || err != nil {
-			t.Errorf("the last line: %q, whole %v, %v; want it not whole", b, whole, err)
-		}
 	}
 }
 

@@ -18,6 +18,9 @@ import (
 // longer (a request carries the whole conversation); readers skip them without holding them.
 const maxTurnLine = 64 << 20
 
+// errLongTurn marks a line longer than maxTurnLine.
+var errLongTurn = fmt.Errorf("longer than %d MiB", maxTurnLine>>20)
+
 // TrajectoryLine is one line of a trajectory as a TrajectoryReader reads it.
 type TrajectoryLine struct {
 	N int // its number in the file, from 1
@@ -86,7 +89,10 @@ func (t *TrajectoryReader) Lines() iter.Seq[TrajectoryLine] {
 				}
 				continue
 			}
-			b, whole, err := readLine(t.r, maxTurnLine)
+			b, whole, err := nextLine(t.r, maxTurnLine, errLongTurn)
+			if errors.Is(err, errLongTurn) {
+				whole = true // skipped, whether or not a newline ended it: the reading goes on
+			}
 			if !yield(TrajectoryLine{N: n, Kind: kind, Bytes: b, Whole: whole, Err: err}) || !whole {
 				return
 			}
@@ -135,42 +141,4 @@ func ReadTurns(dir string) ([]TurnRecord, error) {
 		turns = append(turns, t)
 	}
 	return turns, nil
-}
-
-// skipLine reads past the next newline without keeping anything; io.EOF when there is none.
-func skipLine(r *bufio.Reader) error {
-	for {
-		_, err := r.ReadSlice('\n')
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return err
-		}
-	}
-}
-
-// readLine reads the next line without its newline; whole says a newline ended it (false: the
-// file ends in a line cut short). A line longer than limit is skipped, and is an error.
-func readLine(r *bufio.Reader, limit int) (line []byte, whole bool, err error) {
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > limit {
-			if errors.Is(err, bufio.ErrBufferFull) { // the rest of the line is still to come
-				err = skipLine(r)
-			}
-			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, false, err
-			}
-			return nil, true, fmt.Errorf("longer than %d MiB", limit>>20)
-		}
-		line = append(line, chunk...)
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == nil:
-			return line[:len(line)-1], true, nil
-		case errors.Is(err, io.EOF):
-			return line, false, nil
-		default:
-			return nil, false, err
-		}
-	}
 }
