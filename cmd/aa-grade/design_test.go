@@ -61,9 +61,11 @@ var notYetLayered = map[string][]string{
 	"harness/viewer":   {"harness"},
 }
 
-// TestDependencyRule: every domain package is in a layer and every package of a layer exists, and imports no domain package the
-// layers do not allow it (the providers know nothing of episodes, the readers nothing of the
-// runner or the sandbox, ...), on every platform's build of the package as this one builds it.
+// TestDependencyRule: the production helpers of internal/ import no domain package; every
+// domain package is in a layer, every package of a layer exists, and none imports a domain
+// package the layers do not allow it (the providers know nothing of episodes, the readers
+// nothing of the runner or the sandbox, ...), on every platform's build of the package as
+// this one builds it.
 func TestDependencyRule(t *testing.T) {
 	const module = "github.com/aa-grade/aa-grade/"
 	layerOf := map[string]int{}
@@ -81,7 +83,15 @@ func TestDependencyRule(t *testing.T) {
 	for line := range strings.Lines(string(out)) {
 		fields := strings.Fields(line)
 		pkg, ok := strings.CutPrefix(fields[0], module)
-		if !ok || strings.HasPrefix(pkg, "internal/") || strings.HasPrefix(pkg, "cmd/") {
+		if !ok || strings.HasPrefix(pkg, "cmd/") || strings.HasPrefix(pkg, "internal/testsupport/") || strings.HasPrefix(pkg, "internal/devtools/") {
+			continue
+		}
+		if strings.HasPrefix(pkg, "internal/") { // a production helper, beside the layers
+			for _, imp := range fields[1:] {
+				if dep, ok := strings.CutPrefix(imp, module); ok && !strings.HasPrefix(dep, "internal/") {
+					t.Errorf("%s imports %s: a helper of internal/ imports no domain package", pkg, dep)
+				}
+			}
 			continue
 		}
 		found[pkg] = true
