@@ -95,7 +95,7 @@ func openHub(ctx context.Context, spec string, opts OpenOptions) (*Dataset, erro
 		return nil, err
 	}
 	ds := &Dataset{Spec: hs.String(), Hub: res}
-	root := filepath.Join(res.Dir, "sre")
+	root := filepath.Join(res.Dir, Category)
 	var rows []IndexRow
 	var warnings []string
 	if len(res.Parquet) > 0 {

@@ -13,9 +13,6 @@ import (
 	"slices"
 )
 
-// GroundTruthFile is the answer key inside a task folder.
-const GroundTruthFile = "ground_truth.yaml"
-
 // maxGroundTruthBytes bounds how much of a ground-truth file is read; the grader refuses
 // anything past its own limit, so one byte more than that is enough to tell.
 const maxGroundTruthBytes = 4<<20 + 1
@@ -35,7 +32,7 @@ func OpenLocal(path string) (*Dataset, error) {
 		return nil, fmt.Errorf("dataset %s: %w: it is a file, expected a folder", path, ErrNotDataset)
 	}
 	ds := &Dataset{Spec: path}
-	for _, root := range []string{filepath.Join(path, "sre"), path} {
+	for _, root := range []string{filepath.Join(path, Category), path} {
 		rows, warnings, found, err := readLocalIndex(root)
 		if err != nil {
 			return nil, err
@@ -53,7 +50,7 @@ func OpenLocal(path string) (*Dataset, error) {
 		ds.Tasks = []Task{t}
 		return ds, nil
 	}
-	for _, root := range []string{path, filepath.Join(path, "sre")} {
+	for _, root := range []string{path, filepath.Join(path, Category)} {
 		if err := ds.readTaskFolders(root); err != nil {
 			return nil, err
 		}
@@ -61,7 +58,7 @@ func OpenLocal(path string) (*Dataset, error) {
 			return ds, nil
 		}
 	}
-	return nil, fmt.Errorf("dataset %s: %w: expected sre/data.jsonl, task folders holding %s, or a task folder", path, ErrNotDataset, GroundTruthFile)
+	return nil, fmt.Errorf("dataset %s: %w: expected %s, task folders holding %s, or a task folder", path, ErrNotDataset, IndexPath, GroundTruthFile)
 }
 
 func exists(path string) bool {

@@ -17,18 +17,15 @@ import (
 	"github.com/aa-grade/aa-grade/internal/workpool"
 )
 
-// IndexFile is the task index of a dataset, one JSON row per task (IndexRow); IndexPath is
-// where it is in a dataset repository.
-const (
-	IndexFile = "data.jsonl"
-	IndexPath = "sre/" + IndexFile
-)
-
 // ParquetRevision is the branch where the Hub keeps the parquet conversion of a dataset.
 const ParquetRevision = "refs/convert/parquet"
 
 // ErrOffline marks a pull that needs the network while HF_HUB_OFFLINE is set.
 var ErrOffline = errors.New("offline")
+
+// ErrNeverPulled marks, besides ErrOffline, a dataset the cache has never held: only a pull
+// with the network can get it.
+var ErrNeverPulled = errors.New("was never pulled")
 
 // Progress hears about a pull. Any func may be nil; they are called from several goroutines.
 type Progress struct {
@@ -123,8 +120,8 @@ func selectEntries(listing []hub.Entry, opts PullOptions) ([]hub.Entry, error) {
 		case opts.IndexOnly:
 			continue
 		case len(wanted) > 0:
-			task, _, _ := strings.Cut(strings.TrimPrefix(e.Path, "sre/"), "/")
-			if !strings.HasPrefix(e.Path, "sre/") || !wanted[task] {
+			task, _, _ := strings.Cut(strings.TrimPrefix(e.Path, taskPrefix), "/")
+			if !strings.HasPrefix(e.Path, taskPrefix) || !wanted[task] {
 				continue
 			}
 			found[task] = true
@@ -255,7 +252,7 @@ func pullOffline(cache hub.Cache, spec HubSpec, opts PullOptions) (*PullResult, 
 	if !hub.IsCommit(commit) {
 		var err error
 		if commit, err = cache.ReadRef(spec.Repo, spec.Revision); err != nil {
-			return nil, fmt.Errorf("%w (HF_HUB_OFFLINE is set): %s was never pulled into %s; run aa-grade data pull with the network", ErrOffline, spec, cache.Dir)
+			return nil, fmt.Errorf("%w (HF_HUB_OFFLINE is set): %s %w into %s", ErrOffline, spec, ErrNeverPulled, cache.Dir)
 		}
 	}
 	present, missing, err := cache.SnapshotFiles(spec.Repo, commit)
@@ -283,7 +280,7 @@ func pullOffline(cache hub.Cache, spec HubSpec, opts PullOptions) (*PullResult, 
 	if !opts.IndexOnly {
 		for _, t := range opts.Tasks {
 			if !have[TaskFolder(t)] {
-				need = append(need, "sre/"+TaskFolder(t)+"/")
+				need = append(need, taskPrefix+TaskFolder(t)+"/")
 			}
 		}
 	}

@@ -36,6 +36,10 @@ type VerifyResult struct {
 	NotPulled []string
 }
 
+// ErrRepairOffline marks, besides ErrOffline, a repair asked for while HF_HUB_OFFLINE is set:
+// a repair fetches files again.
+var ErrRepairOffline = errors.New("a repair needs the network")
+
 // Verify re-hashes every cached file of a Hub dataset at its revision against the hash that
 // names its blob. Online, the Hub's listing also says which files are missing: of the tasks
 // opts.Tasks names, or else of the index and the tasks pulled (a task none of whose files is
@@ -49,7 +53,7 @@ func Verify(ctx context.Context, cfg hub.Config, spec HubSpec, repair bool, opts
 	var client *hub.Client
 	if cfg.Offline {
 		if repair {
-			return nil, fmt.Errorf("%w (HF_HUB_OFFLINE is set): --repair needs the network", ErrOffline)
+			return nil, fmt.Errorf("%w (HF_HUB_OFFLINE is set): %w", ErrOffline, ErrRepairOffline)
 		}
 		pulled, err := pullOffline(cache, spec, PullOptions{IndexOnly: true})
 		if pulled == nil {
@@ -118,7 +122,7 @@ func pulledEntries(root string, entries []hub.Entry) ([]hub.Entry, []string) {
 	for _, e := range entries {
 		if task, inTask := folderTask(e.Path); inTask {
 			if _, seen := pulled[task]; !seen {
-				pulled[task] = exists("sre/" + task)
+				pulled[task] = exists(taskPrefix + task)
 			}
 		}
 	}
@@ -149,7 +153,7 @@ func pulledEntries(root string, entries []hub.Entry) ([]hub.Entry, []string) {
 
 // folderTask is the task whose folder holds a listing path (sre/<task>/...), if any.
 func folderTask(path string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, "sre/")
+	rest, ok := strings.CutPrefix(path, taskPrefix)
 	if !ok {
 		return "", false
 	}

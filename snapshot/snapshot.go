@@ -17,9 +17,6 @@ import (
 	"github.com/aa-grade/aa-grade/internal/workpool"
 )
 
-// GroundTruthFile is the answer key inside a task folder: never shown to the agent.
-const GroundTruthFile = "ground_truth.yaml"
-
 // File is one file of a snapshot folder.
 type File struct {
 	Path  string // relative to the snapshot folder, with forward slashes

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 )
 
 // variable are the fields of analyze --json that vary from one run, or one machine, to the
@@ -33,7 +34,7 @@ func TestAnalyzeScriptedRun(t *testing.T) {
 		t.Fatalf("analyze: exit %d\n%s", r.code, r.stderr)
 	}
 	got := variable.ReplaceAllString(strings.ReplaceAll(r.stdout, run, "RUN"), `"$1": 0`)
-	golden(t, "analyze-scripted.json", got)
+	golden.Check(t, "testdata/analyze-scripted.json", got)
 
 	var out []struct {
 		Episodes []struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -251,6 +252,9 @@ func runDataVerify(ctx context.Context, opts verifyOptions, args []string, con c
 	spec, stdout := opts.spec, con.out
 	progress := newPullProgress(ctx, con.err, true)
 	res, err := data.Verify(ctx, hubConfig(), spec, opts.repair, data.PullOptions{Tasks: opts.tasks, Progress: progress.callbacks()})
+	if errors.Is(err, data.ErrRepairOffline) {
+		return fmt.Errorf("%w (HF_HUB_OFFLINE is set): --repair needs the network", data.ErrOffline)
+	}
 	if res == nil {
 		return datasetError(err)
 	}

@@ -110,10 +110,11 @@ func TestDataCommandErrors(t *testing.T) {
 		"unknown task":          {[]string{"data", "pull", "--tasks", "9"}, 2, "no such task: Scenario-9"},
 		"extra argument":        {[]string{"data", "ls", "x"}, 2, "takes no arguments"},
 		"never pulled offline":  {[]string{"data", "verify"}, 3, "never pulled"},
+		"repair offline":        {[]string{"data", "verify", "--repair"}, 3, "aa-grade: offline (HF_HUB_OFFLINE is set): --repair needs the network\n"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := env
-			if name == "never pulled offline" {
+			if strings.HasSuffix(name, " offline") {
 				e = append(hubEnv(h, t.TempDir()), "HF_HUB_OFFLINE=1")
 			}
 			r := aaGrade(t, e, c.args...)

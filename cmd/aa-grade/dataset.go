@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 
+	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/data/hub"
 )
 
@@ -18,6 +20,14 @@ func hubConfig() hub.Config { return hub.ConfigFromEnv(os.Getenv) }
 func datasetError(err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return usageError(err)
+	}
+	return pullHint(err)
+}
+
+// pullHint says which command gets a dataset the offline cache has never held.
+func pullHint(err error) error {
+	if errors.Is(err, data.ErrNeverPulled) {
+		return fmt.Errorf("%w; run aa-grade data pull with the network", err)
 	}
 	return err
 }

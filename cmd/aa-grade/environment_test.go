@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
@@ -82,7 +83,7 @@ func TestEnvironmentTable(t *testing.T) {
 		t.Fatalf("docs/cli.md lacks the markers of the environment table")
 	}
 	want := head + begin + environmentMarkdown() + end + tail
-	if *update {
+	if golden.Update() {
 		if err := os.WriteFile(filepath.Join(moduleRoot, "docs", "cli.md"), []byte(want), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ var exitCodes = []struct {
 	{runner.ErrConfigChanged, exitUsage},
 	{runner.ErrMergeConfig, exitUsage},
 	{runner.ErrMergeInto, exitUsage},
-	{runner.ErrShard, exitUsage},
+	{runfolder.ErrShard, exitUsage},
 	{model.ErrModelSpec, exitUsage},
 	// A spec that names no usable dataset or task.
 	{data.ErrNotDataset, exitUsage},

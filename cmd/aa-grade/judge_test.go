@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/tidwall/gjson"
 )
 
@@ -158,7 +160,7 @@ func TestGradeWithJudge(t *testing.T) {
 	if text.code != 0 || f.requests.Load() != 10 {
 		t.Fatalf("text: exit %d, %d requests\n%s", text.code, f.requests.Load(), text.stderr)
 	}
-	golden(t, "grade-judge.txt", text.stdout)
+	golden.Check(t, "testdata/grade-judge.txt", text.stdout)
 }
 
 // TestGradeJudgePresetAndEffort: --judge takes a preset, --judge-effort goes to the provider
@@ -275,6 +277,7 @@ func TestRunWithJudge(t *testing.T) {
 			t.Fatalf("result = %s", line)
 		}
 	}
+	wantKinds(t, out, model.KindRequest, model.KindResponse, model.KindTurn) // the judge's calls, and the baseline's turns
 	summary, _ := os.ReadFile(filepath.Join(out, "summary.json"))
 	header, _ := os.ReadFile(filepath.Join(out, "run.json"))
 	if s := gjson.ParseBytes(summary); s.Get("judge.episodes_judged").Int() != 2 || s.Get("judge.model").String() != "openai/judge-model" ||

@@ -21,9 +21,9 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 	"github.com/aa-grade/aa-grade/internal/termtext"
+	"github.com/aa-grade/aa-grade/internal/version"
 )
 
 func main() {
@@ -46,7 +46,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		Description: "A flag shown with [$AA_GRADE_...] in a command's help can also be set by that environment variable;\n" +
 			"each variable means one thing in every command that reads it (the table: docs/cli.md).\n\n" +
 			"Exit codes: 0 success, 1 bad result, 2 usage error, 3 infrastructure failure, 130 interrupted.",
-		Version:   runner.Version,
+		Version:   version.Version,
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands: []*cli.Command{

@@ -8,16 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/internal/copytree"
+	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // binary is the aa-grade executable built once for all CLI tests.
 var binary string
@@ -71,27 +71,6 @@ func aaGrade(t *testing.T, env []string, args ...string) result {
 	return result{stdout.String(), stderr.String(), code}
 }
 
-// golden compares got with testdata/NAME, or rewrites it under -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/aa-grade -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test ./cmd/aa-grade -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
 func TestHelpAndUsageErrors(t *testing.T) {
 	if r := aaGrade(t, nil, "--help"); r.code != 0 || !strings.Contains(r.stdout, "grade") || !strings.Contains(r.stdout, "Exit codes") {
 		t.Fatalf("--help: %+v", r)
@@ -117,9 +96,12 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	}
 }
 
+// TestGradeHubOfflineWithoutCache: offline, a dataset never pulled is one line saying so, and
+// which command gets it.
 func TestGradeHubOfflineWithoutCache(t *testing.T) {
 	r := aaGrade(t, []string{"HF_HUB_OFFLINE=1"}, "grade", "testdata/grade/submissions")
-	if r.code != 3 || !strings.Contains(r.stderr, "HF_HUB_OFFLINE is set") || !strings.Contains(r.stderr, "hf:ArtificialAnalysis/ITBench-AA@main was never pulled") {
+	want := regexp.MustCompile(`^aa-grade: offline \(HF_HUB_OFFLINE is set\): hf:ArtificialAnalysis/ITBench-AA@main was never pulled into \S+; run aa-grade data pull with the network\n$`)
+	if r.code != 3 || !want.MatchString(r.stderr) {
 		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 	}
 }
@@ -129,13 +111,13 @@ func TestGradeSample(t *testing.T) {
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
-	golden(t, "grade-sample.txt", r.stdout)
+	golden.Check(t, "testdata/grade-sample.txt", r.stdout)
 
 	j := aaGrade(t, nil, "grade", "--json", "--dataset", "testdata/grade/dataset", "testdata/grade/submissions")
 	if j.code != 0 {
 		t.Fatalf("--json: exit %d: %s", j.code, j.stderr)
 	}
-	golden(t, "grade-sample.json", j.stdout)
+	golden.Check(t, "testdata/grade-sample.json", j.stdout)
 }
 
 func TestGradeEnvironmentVariables(t *testing.T) {

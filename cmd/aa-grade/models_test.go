@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 )
 
 func TestModels(t *testing.T) {
@@ -11,13 +13,13 @@ func TestModels(t *testing.T) {
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	golden(t, "models.txt", r.stdout)
+	golden.Check(t, "testdata/models.txt", r.stdout)
 
 	j := aaGrade(t, []string{"AA_GRADE_JSON=1"}, "models")
 	if j.code != 0 {
 		t.Fatalf("--json: exit %d\n%s", j.code, j.stderr)
 	}
-	golden(t, "models.json", j.stdout)
+	golden.Check(t, "testdata/models.json", j.stdout)
 	var out struct {
 		Presets []struct {
 			Name   string           `json:"name"`

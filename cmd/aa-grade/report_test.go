@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/internal/testsupport/cdp"
+	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
@@ -30,13 +31,13 @@ func TestReportRuns(t *testing.T) {
 		!strings.Contains(r.stderr, "testdata/runs/qwen has 2 episodes in error or not run") {
 		t.Fatalf("incomplete runs: exit %d, want 1\n%s", r.code, r.stderr)
 	}
-	golden(t, "report-runs.txt", r.stdout)
+	golden.Check(t, "testdata/report-runs.txt", r.stdout)
 
 	j := aaGrade(t, []string{"AA_GRADE_JSON=true"}, append([]string{"report"}, fixtureRuns...)...)
 	if j.code != 1 {
 		t.Fatalf("--json: exit %d: %s", j.code, j.stderr)
 	}
-	golden(t, "report-runs.json", j.stdout)
+	golden.Check(t, "testdata/report-runs.json", j.stdout)
 }
 
 func TestReportCompleteRunAndHTML(t *testing.T) {

@@ -58,7 +58,7 @@ type runOptions struct {
 	judge                    judgeOptions
 
 	// Set by Validate from the flags above.
-	shard  runner.Shard
+	shard  runfolder.Shard
 	limits sandbox.Limits
 }
 
@@ -137,7 +137,7 @@ func (o *runOptions) Validate() error {
 		}
 	}
 	var err error
-	if o.shard, err = runner.ParseShard(o.shardSpec); err != nil {
+	if o.shard, err = runfolder.ParseShard(o.shardSpec); err != nil {
 		return usageErrorf("--shard: %w", err)
 	}
 	for _, f := range []struct {
@@ -285,20 +285,12 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	var run *report.Run
 	rates := limit.Status()
 	if results != nil { // the reports of an interrupted or stopped run show how far it got
-		if !rates.Idle() {
-			if werr := folder.RecordRateLimits(rates); werr != nil {
-				printLine(stderr, "warning: %v", werr)
-			}
-		}
 		var werr error
-		if run, werr = report.WriteFolder(out, analysisTasks(ds)); werr != nil {
+		if run, werr = finishRun(stderr, out, folder, rates, analysisTasks(ds)); werr != nil {
 			if err == nil {
 				return werr
 			}
 			printLine(stderr, "warning: %v", werr)
-		}
-		if run != nil && run.AnalysisErr != nil {
-			printLine(stderr, "warning: the reports leave the analysis out: %v", run.AnalysisErr)
 		}
 	}
 	switch {
@@ -307,6 +299,8 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 			countStatus(results, grader.StatusUnfinished), len(results), out))
 	case errors.Is(err, runner.ErrStopped):
 		return fmt.Errorf("%w; fix the cause, then run the same command again", err)
+	case errors.Is(err, runner.ErrConfigChanged):
+		return fmt.Errorf("%w: use another --out, or the same flags", err)
 	case err != nil:
 		return err
 	}

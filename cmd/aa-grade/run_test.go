@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
@@ -45,6 +45,9 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	if json.Unmarshal(b, &header) != nil || header["model"] != "builtin/baseline" || len(header["prompt_sha256"].(string)) != 64 {
 		t.Fatalf("run.json = %s", b)
 	}
+	if kinds := checkTrajectories(t, out); len(kinds) != 1 || kinds[model.KindTurn] == 0 {
+		t.Errorf("the baseline's trajectories have %v, want turns only (it calls no API)", kinds)
+	}
 	before, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
 	if n := strings.Count(string(before), "\n"); n != 4 {
 		t.Fatalf("%d results", n)
@@ -56,7 +59,8 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	}
 	// Another configuration in the same folder is refused, naming what changed.
 	changed := append(append([]string(nil), args...), "--max-turns", "30")
-	if r := aaGrade(t, env, changed...); r.code != 2 || !strings.Contains(r.stderr, "max_turns was 100, now 30") {
+	if r := aaGrade(t, env, changed...); r.code != 2 || !strings.Contains(r.stderr, "max_turns was 100, now 30") ||
+		!strings.HasSuffix(r.stderr, "): use another --out, or the same flags\n") {
 		t.Fatalf("changed configuration: exit %d\n%s", r.code, r.stderr)
 	}
 }
@@ -182,12 +186,13 @@ func TestRunRecordsTheWireWithoutTheKey(t *testing.T) {
 		t.Errorf("run.json = %s", b)
 	}
 	assertNoSecret(t, out, key)
+	wantKinds(t, out, model.KindRequest, model.KindResponse, model.KindTurn)
 }
 
 // readTrajectory reads an episode's trajectory, compressed or not.
 func readTrajectory(t *testing.T, episode string) string {
 	t.Helper()
-	f, err := harness.OpenTrajectory(episode)
+	f, err := runfolder.OpenTrajectory(episode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +213,7 @@ func assertNoSecret(t *testing.T, dir, secret string) {
 			return nil
 		}
 		content, _ := os.ReadFile(path)
-		if d.Name() == harness.TrajectoryFile+".zst" {
+		if d.Name() == runfolder.TrajectoryFile+".zst" {
 			content = []byte(readTrajectory(t, filepath.Dir(path)))
 		}
 		if strings.Contains(string(content), secret) {
@@ -251,6 +256,8 @@ func TestReplayReproducesARun(t *testing.T) {
 	if a, b := episodeFields(t, recorded), episodeFields(t, changed); a != b {
 		t.Fatalf("a divergent replay still plays the recorded replies:\n%s\n%s", a, b)
 	}
+	wantKinds(t, replayed, model.KindTurn)
+	wantKinds(t, changed, model.KindDivergence, model.KindTurn)
 }
 
 // episodeFields is what two runs of the same replies must share: per episode, the status,
@@ -483,15 +490,17 @@ func TestRunLimitsCallsInFlight(t *testing.T) {
 			}
 		}
 		inFlight.Add(-1)
-		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"looking"}}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`)
+		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"looking"}}]}`) // no usage: recorded as such
 	}))
 	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "run")
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL, "AA_GRADE_MAX_IN_FLIGHT=1"},
 		"run", "--dataset", "demo", "--tasks", "901", "--repeats", "2", "--parallel", "2", "--max-turns", "1",
-		"--model", "openai-api/fake/model-x", "--out", filepath.Join(t.TempDir(), "run"))
+		"--model", "openai-api/fake/model-x", "--out", out)
 	if r.code != 0 || calls.Load() != 2 || overlapped.Load() {
 		t.Fatalf("exit %d, %d calls, two at once: %v\n%s", r.code, calls.Load(), overlapped.Load(), r.stderr)
 	}
+	wantKinds(t, out, model.KindQueued, model.KindPaced, model.KindNoUsage)
 }
 
 // TestRunRecordsRateLimits: the limits the provider's answers state, and the 429s, are in the
@@ -524,6 +533,7 @@ func TestRunRecordsRateLimits(t *testing.T) {
 	if got, _ := json.Marshal(h.RateLimits); string(got) != `{"limits":[{"name":"requests","learnt":500},{"name":"tokens","learnt":200000}],"calls":2,"rate_limited":1,"waited_s":0}` {
 		t.Fatalf("run.json rate_limits: %s", got)
 	}
+	wantKinds(t, out, model.KindThrottle, model.KindRetry)
 }
 
 // TestRunLogsRetries: a provider that fails the first call (a 503) and refuses to answer the
@@ -541,13 +551,15 @@ func TestRunLogsRetries(t *testing.T) {
 		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"looking"}}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`)
 	}))
 	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "run")
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL},
 		"run", "--dataset", "demo", "--tasks", "901", "--repeats", "1", "--max-turns", "1", "--model", "openai-api/fake/model-x",
-		"--no-progress", "--out", filepath.Join(t.TempDir(), "run"))
+		"--no-progress", "--out", out)
 	retry := regexp.MustCompile(`Scenario-901 repeat 1: attempt 1 failed: HTTP 503: overloaded; next attempt in 0s \(at \d\d:\d\d:\d\d\)\n`)
 	if r.code != 0 || !retry.MatchString(r.stderr) || !strings.Contains(r.stderr, "Scenario-901 repeat 1: max_turns, score 0.00, 1 turn, cost unknown, retries 1\n") {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
+	wantKinds(t, out, model.KindRetry, model.KindRequest, model.KindResponse, model.KindTurn)
 }
 
 // TestBaselineIsDeterministic: builtin/baseline run twice gives the same conversation, so a

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/devtools/demogen"
@@ -184,7 +183,7 @@ func TestDiskLimitIsAnErrorTheModelSees(t *testing.T) {
 			if r := aaGrade(t, s.env, s.command(out, "--sandbox", name, "--disk-limit", "16MiB", "--memory-limit", "512MiB")...); r.code != 0 {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}
-			f, err := harness.OpenTrajectory(filepath.Join(out, "episodes", "Scenario-901", "1"))
+			f, err := runfolder.OpenTrajectory(filepath.Join(out, "episodes", "Scenario-901", "1"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -57,7 +57,7 @@ type packOptions struct {
 }
 
 func (o *packOptions) Validate() error {
-	if o.split != "public" && o.split != "private" {
+	if !data.ValidSplit(o.split) {
 		return usageErrorf("--split %q: must be public or private", o.split)
 	}
 	return checkNewFolder("out", o.out)
@@ -118,7 +118,7 @@ func newTasksCommand() *cli.Command {
 				Description: "Example: aa-grade tasks pack --out ./my-dataset ./Scenario-1000 ./Scenario-1001",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "out", Required: true, Destination: &packOpts.out, Usage: "the dataset folder to create (must not exist or be empty)"},
-					&cli.StringFlag{Name: "split", Value: "public", Destination: &packOpts.split, Usage: "source_split of the rows: public or private"},
+					&cli.StringFlag{Name: "split", Value: data.SplitPublic, Destination: &packOpts.split, Usage: "source_split of the rows: public or private"},
 				},
 				Action: action(&packOpts, runTasksPack),
 			},

@@ -110,7 +110,7 @@ func groundTruths(ctx context.Context, h runfolder.Header) (map[string][]byte, e
 	cfg.Offline = true
 	ds, err := data.Open(ctx, recordedDataset(h), data.OpenOptions{Hub: cfg, IndexOnly: true, Tasks: h.Tasks})
 	if err != nil {
-		return nil, err
+		return nil, pullHint(err)
 	}
 	out := map[string][]byte{}
 	for _, t := range ds.Tasks {

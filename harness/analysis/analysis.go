@@ -126,7 +126,7 @@ func investigate(ep *Episode, run *runfolder.Run, key *Key, prompts *harness.Pro
 	if res, ok := run.Results[id]; ok {
 		ep.ModelSeconds, ep.ToolSeconds = &res.ModelTime, &res.ToolTime
 	}
-	turns, err := harness.ReadTurns(runfolder.EpisodeDir(run.Dir, id))
+	turns, err := runfolder.ReadTurns(runfolder.EpisodeDir(run.Dir, id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "" // never played, or failed before its first call
 	}

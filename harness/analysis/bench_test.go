@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/data"
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 // BenchmarkReadTopology reads the call topology of a demo task's traces (840 kB, 1,400 spans);
@@ -36,7 +36,7 @@ func BenchmarkReadTopology(b *testing.B) {
 // so every turn is searched for a mention.
 func BenchmarkInvestigate(b *testing.B) {
 	_, k := realKey(b, "scenario_2", nil)
-	var turns []harness.TurnRecord
+	var turns []runfolder.TurnRecord
 	for n := 1; n <= 100; n++ {
 		cmd := fmt.Sprintf("grep -n 'cart' otel_logs_raw.tsv | awk -F'\\t' '{print $%d}' | sort | uniq -c | head -%d", n%20, n)
 		turns = append(turns, turn(n, 5000, []model.Message{result(n-1, 0, ok)}, "The cart service returns errors on EmptyCart; checking its callers next.", cmd))

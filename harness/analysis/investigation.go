@@ -7,7 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 // Evidence sources of a snapshot, in the order reports list them.
@@ -54,7 +57,7 @@ var commandSeparators = regexp.MustCompile(`\|\|?|&&|;|\n|\$\(|` + "`" + `|\(|\{
 // commandKind is the kind of a shell command: answer when it touches the submission file,
 // else the first kind (CommandKinds order) among its programs' kinds.
 func commandKind(cmd string) string {
-	if strings.Contains(cmd, harness.SubmissionFile) {
+	if strings.Contains(cmd, grader.SubmissionFile) {
 		return "answer"
 	}
 	best := len(CommandKinds) - 1
@@ -135,7 +138,7 @@ type Investigation struct {
 // Investigate reads an episode's turn records, taking its shell results apart in the words of
 // prompts, the set the run used (nil for the built-in one). A summarisation call is no turn:
 // its tokens count, its reply does not name anything.
-func Investigate(turns []harness.TurnRecord, key *Key, prompts *harness.Prompts) Investigation {
+func Investigate(turns []runfolder.TurnRecord, key *Key, prompts *harness.Prompts) Investigation {
 	inv := Investigation{Commands: map[string]int{}}
 	var tokens int64
 	shellCalls := map[string]bool{} // ids of the shell calls whose results are still to come
@@ -162,7 +165,7 @@ func Investigate(turns []harness.TurnRecord, key *Key, prompts *harness.Prompts)
 		inv.Turns = max(inv.Turns, t.Turn)
 		said := []string{t.Reply.Content}
 		for _, c := range t.Reply.ToolCalls {
-			cmd, ok := harness.ShellCommand(c.Arguments)
+			cmd, ok := model.ShellCommand(c.Arguments)
 			if !ok {
 				said = append(said, c.Arguments)
 				continue

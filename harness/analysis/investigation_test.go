@@ -14,14 +14,14 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
 // turn builds a turn record whose reply runs shell commands (ids c<turn>-<i>) and says text.
-func turn(n int, tokens int64, results []model.Message, text string, cmds ...string) harness.TurnRecord {
-	t := harness.TurnRecord{Kind: "turn", Turn: n, Input: results, Usage: model.Usage{Input: tokens, Output: 10}}
+func turn(n int, tokens int64, results []model.Message, text string, cmds ...string) runfolder.TurnRecord {
+	t := runfolder.TurnRecord{Kind: "turn", Turn: n, Input: results, Usage: model.Usage{Input: tokens, Output: 10}}
 	t.Reply.Content = text
 	for i, c := range cmds {
 		args, _ := json.Marshal(map[string]string{"cmd": c})
@@ -54,7 +54,7 @@ var ok = shellText(0, "x", "")
 func TestInvestigate(t *testing.T) {
 	_, k := realKey(t, "scenario_2", nil)
 	pandas := `python3 -c "import pandas as pd; print(pd.read_csv('otel_traces_raw.tsv', sep='\t').head())"`
-	turns := []harness.TurnRecord{
+	turns := []runfolder.TurnRecord{
 		turn(1, 100, nil, "Let me look around.", "ls alerts | head -3", "cat k8s_events_raw.tsv | wc -l"),
 		turn(2, 200, []model.Message{result(1, 0, ok), result(1, 1, ok)}, "", pandas),
 		turn(3, 300, []model.Message{result(2, 0, shellText(1, "", "KeyError"))}, "", pandas),
@@ -91,7 +91,7 @@ func TestInvestigate(t *testing.T) {
 // TestNoHit: an episode that never names a root cause has no first hit.
 func TestNoHit(t *testing.T) {
 	_, k := realKey(t, "scenario_2", nil)
-	inv := Investigate([]harness.TurnRecord{turn(1, 10, nil, "cart fails", "grep cart otel_logs_raw.tsv")}, k, nil)
+	inv := Investigate([]runfolder.TurnRecord{turn(1, 10, nil, "cart fails", "grep cart otel_logs_raw.tsv")}, k, nil)
 	if inv.FirstHitTurn != nil || inv.FirstHitTokens != nil {
 		t.Errorf("first hit %v, want none", *inv.FirstHitTurn)
 	}
@@ -174,7 +174,7 @@ func TestReadTurnsOfAWrittenTrajectory(t *testing.T) {
 	enc.Encode(turn(1, 10, nil, "", "ls"))
 	enc.Encode(turn(2, 10, nil, "", "ls alerts"))
 	b.WriteString(`{"kind":"turn","turn":3,"inp`)
-	f, err := os.Create(filepath.Join(dir, harness.TrajectoryFile+".zst"))
+	f, err := os.Create(filepath.Join(dir, runfolder.TrajectoryFile+".zst"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,18 +182,18 @@ func TestReadTurnsOfAWrittenTrajectory(t *testing.T) {
 	zw.Write([]byte(b.String()))
 	zw.Close()
 	f.Close()
-	turns, err := harness.ReadTurns(dir)
+	turns, err := runfolder.ReadTurns(dir)
 	if err != nil || len(turns) != 2 || turns[1].Turn != 2 {
 		t.Fatalf("read %d turns, %v; want 2", len(turns), err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, harness.TrajectoryFile+".zst"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runfolder.TrajectoryFile+".zst"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(filepath.Join(dir, harness.TrajectoryFile+".zst"))
-	if err := os.WriteFile(filepath.Join(dir, harness.TrajectoryFile), []byte("{\"kind\":\"turn\",\"turn\":\"one\"}\n"), 0o644); err != nil {
+	os.Remove(filepath.Join(dir, runfolder.TrajectoryFile+".zst"))
+	if err := os.WriteFile(filepath.Join(dir, runfolder.TrajectoryFile), []byte("{\"kind\":\"turn\",\"turn\":\"one\"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := harness.ReadTurns(dir); err == nil || !strings.Contains(err.Error(), harness.TrajectoryFile+":1") {
+	if _, err := runfolder.ReadTurns(dir); err == nil || !strings.Contains(err.Error(), runfolder.TrajectoryFile+":1") {
 		t.Errorf("a broken turn line: %v, want an error naming the file and line", err)
 	}
 }

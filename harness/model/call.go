@@ -44,9 +44,8 @@ func (o *Options) Endpoint() string { return o.BaseURL }
 // Event is one thing that happened on the wire, as the trajectory keeps it: bodies raw, auth
 // headers and any echo of the key redacted.
 type Event struct {
-	// Kind is request, response, retry, throttle, no_usage (see noteMissingUsage), or queued
-	// and paced (see Limiter.Acquire).
-	Kind        string            `json:"kind"`
+	// Kind is one of the EventKinds but KindTurn: it says which other fields are set.
+	Kind        EventKind         `json:"kind"`
 	URL         string            `json:"url,omitempty"`
 	Header      map[string]string `json:"header,omitempty"`
 	Status      int               `json:"status,omitempty"`
@@ -152,7 +151,7 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	}
 	header = header.Clone()
 	header.Set("Content-Type", "application/json") // set before recording, so the record shows it
-	o.record(ctx, Event{Kind: "request", URL: url, Header: recordedHeader(header), Body: body})
+	o.record(ctx, Event{Kind: KindRequest, URL: url, Header: recordedHeader(header), Body: body})
 	start := time.Now()
 	paced := time.Duration(0) // waiting for the limiter
 	for attempt := 1; ; attempt++ {
@@ -183,7 +182,7 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 		if time.Since(start)-paced+wait > budget {
 			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, time.Since(start).Round(time.Second), err)
 		}
-		o.record(ctx, Event{Kind: "retry", Attempt: attempt, Wait: wait, Error: err.Error()})
+		o.record(ctx, Event{Kind: KindRetry, Attempt: attempt, Wait: wait, Error: err.Error()})
 		if err := backoff.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
@@ -217,10 +216,10 @@ func (o *Options) once(ctx context.Context, client *http.Client, url string, hea
 		return resp.Header, nil, err // a body cut short: transient
 	}
 	if len(answer) > MaxResponseBytes {
-		o.record(ctx, Event{Kind: "response", Status: resp.StatusCode, Error: errTooLarge.Error()})
+		o.record(ctx, Event{Kind: KindResponse, Status: resp.StatusCode, Error: errTooLarge.Error()})
 		return resp.Header, nil, errTooLarge
 	}
-	o.record(ctx, Event{Kind: "response", Status: resp.StatusCode, Body: rawOrString(answer)})
+	o.record(ctx, Event{Kind: KindResponse, Status: resp.StatusCode, Body: rawOrString(answer)})
 	if resp.StatusCode >= 400 {
 		return resp.Header, nil, failure(&APIError{Status: resp.StatusCode, Code: gjson.GetBytes(answer, "error.code").String(), Message: o.scrub(errorMessage(answer)),
 			retryAfter: retryAfter(resp.Header)})
@@ -361,7 +360,7 @@ func (o *Options) noteMissingUsage(ctx context.Context, answer []byte, input, ou
 	if u := gjson.GetBytes(answer, "usage"); u.Get(input).Exists() || u.Get(output).Exists() {
 		return
 	}
-	o.record(ctx, Event{Kind: "no_usage", Error: "the answer reports no token usage: the call's tokens are unknown and count as 0"})
+	o.record(ctx, Event{Kind: KindNoUsage, Error: "the answer reports no token usage: the call's tokens are unknown and count as 0"})
 }
 
 // appendText adds one more text of a reply (a text block, a refusal) to the text before it,

@@ -138,7 +138,7 @@ func (l *Limiter) Acquire(ctx context.Context, bytes int) (Permit, error) {
 				waited := l.clock.Now().Sub(queued)
 				l.mu.Unlock()
 				if rec != nil {
-					rec(Event{Kind: "paced", Wait: waited})
+					rec(Event{Kind: KindPaced, Wait: waited})
 				}
 				return p, nil
 			}
@@ -150,7 +150,7 @@ func (l *Limiter) Acquire(ctx context.Context, bytes int) (Permit, error) {
 		l.mu.Unlock()
 		if rec != nil && why != told {
 			told = why
-			rec(Event{Kind: "queued", Reason: why, Wait: h.wait})
+			rec(Event{Kind: KindQueued, Reason: why, Wait: h.wait})
 		}
 		select {
 		case <-ctx.Done():
@@ -216,7 +216,7 @@ func (l *Limiter) Release(p Permit, header http.Header, answer []byte, callErr e
 		}
 		l.allowed /= 2
 		l.epoch++
-		return Event{Kind: "throttle", Status: apiErr.Status, MaxInFlight: l.allowed}, true
+		return Event{Kind: KindThrottle, Status: apiErr.Status, MaxInFlight: l.allowed}, true
 	case callErr == nil:
 		if l.allowed == l.ceiling {
 			return Event{}, false
@@ -226,7 +226,7 @@ func (l *Limiter) Release(p Permit, header http.Header, answer []byte, callErr e
 		}
 		l.allowed++
 		l.successes = 0
-		return Event{Kind: "throttle", Status: http.StatusOK, MaxInFlight: l.allowed}, true
+		return Event{Kind: KindThrottle, Status: http.StatusOK, MaxInFlight: l.allowed}, true
 	}
 	return Event{}, false // other failures say nothing about the provider's load
 }

@@ -415,7 +415,7 @@ func TestReplyWithoutUsageIsMarked(t *testing.T) {
 	}
 	var kinds []string
 	for _, e := range *events {
-		kinds = append(kinds, e.Kind)
+		kinds = append(kinds, string(e.Kind))
 	}
 	if got := strings.Join(kinds, " "); got != "request response no_usage request response" || !strings.Contains((*events)[2].Error, "usage") {
 		t.Fatalf("events %s", got)

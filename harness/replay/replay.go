@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
@@ -38,9 +37,9 @@ type Divergence struct {
 var ErrEnded = errors.New("the recording has no more replies")
 
 type replayed struct {
-	turns    []harness.TurnRecord
+	turns    []runfolder.TurnRecord
 	next     int
-	new      harness.NewMessages
+	new      runfolder.NewMessages
 	diverged bool
 }
 
@@ -76,7 +75,7 @@ func (r *Model) Complete(ctx context.Context, req model.Request) (model.Reply, e
 			r.mu.Lock()
 			r.divergences = append(r.divergences, d)
 			r.mu.Unlock()
-			model.RecordEvent(ctx, model.Event{Kind: "divergence", Error: fmt.Sprintf("turn %d: %s", d.Turn, detail)})
+			model.RecordEvent(ctx, model.Event{Kind: model.KindDivergence, Error: fmt.Sprintf("turn %d: %s", d.Turn, detail)})
 		}
 	}
 	if rec.Error != "" {
@@ -103,7 +102,7 @@ func (r *Model) episode(id model.EpisodeID) (*replayed, error) {
 	if ep, ok := r.episodes[id]; ok {
 		return ep, nil
 	}
-	turns, err := harness.ReadTurns(runfolder.EpisodeDir(r.Dir, runfolder.Episode{Task: id.Task, Repeat: id.Repeat}))
+	turns, err := runfolder.ReadTurns(runfolder.EpisodeDir(r.Dir, runfolder.Episode{Task: id.Task, Repeat: id.Repeat}))
 	if err != nil {
 		return nil, fmt.Errorf("replay of %s repeat %d: %w", id.Task, id.Repeat, err)
 	}
@@ -113,7 +112,7 @@ func (r *Model) episode(id model.EpisodeID) (*replayed, error) {
 }
 
 // differ says how a call differs from the recorded one, or "" when it does not.
-func differ(rec harness.TurnRecord, req model.Request, input []model.Message) string {
+func differ(rec runfolder.TurnRecord, req model.Request, input []model.Message) string {
 	if rec.Summary != req.Summary {
 		return fmt.Sprintf("the recording has a summary call=%v here, the run summary call=%v", rec.Summary, req.Summary)
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 func TestReplayFailures(t *testing.T) {
@@ -55,7 +55,7 @@ func TestReplayDivergenceShowsWhere(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "run.json"), []byte(`{"model": "openai/recorded"}`), 0o644)
 	ep := filepath.Join(dir, "episodes", "Scenario-1", "1")
 	os.MkdirAll(ep, 0o755)
-	turn, _ := json.Marshal(harness.TurnRecord{Kind: "turn", Turn: 1, Input: []model.Message{{Role: "system", Content: "s"},
+	turn, _ := json.Marshal(runfolder.TurnRecord{Kind: "turn", Turn: 1, Input: []model.Message{{Role: "system", Content: "s"},
 		{Role: "user", Content: shared + "pod/cart-5f CrashLoopBackOff\nend"}}, Reply: model.Message{Role: "assistant", Content: "hi"}})
 	os.WriteFile(filepath.Join(ep, "trajectory.jsonl"), append(turn, '\n'), 0o644)
 	r, err := New(dir)

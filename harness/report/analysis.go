@@ -13,8 +13,8 @@ import (
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/analysis"
-	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/internal/english"
+	"github.com/aa-grade/aa-grade/internal/version"
 )
 
 //go:embed analysis.html.tmpl
@@ -100,7 +100,7 @@ func WriteAnalysisHTML(w io.Writer, runs []*analysis.Run) error {
 		return fmt.Errorf("write the analysis page: no run")
 	}
 	v := newAnalysisView(runs)
-	v.Version = runner.Version
+	v.Version = version.Version
 	if err := analysisPage.ExecuteTemplate(w, "page", v); err != nil {
 		return fmt.Errorf("write the analysis page: %w", err)
 	}

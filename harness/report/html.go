@@ -11,8 +11,8 @@ import (
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
-	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/internal/termtext"
+	"github.com/aa-grade/aa-grade/internal/version"
 )
 
 //go:embed report.html.tmpl
@@ -54,7 +54,7 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("write report.html: no run")
 	}
-	v := htmlView{Note: SubsetNote, Source: leaderboard.Source, Version: runner.Version}
+	v := htmlView{Note: SubsetNote, Source: leaderboard.Source, Version: version.Version}
 	var overviews []Overview
 	var labels []string
 	for i, r := range runs {

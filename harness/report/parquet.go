@@ -6,7 +6,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/internal/version"
 )
 
 // parquetRow is one episode in results.parquet: flat columns of real types, so DuckDB,
@@ -50,7 +50,7 @@ func WriteParquet(w io.Writer, r *Run) error {
 			Matcher: e.Matcher,
 		})
 	}
-	if err := parquet.Write(w, rows, parquet.Compression(&parquet.Zstd), parquet.CreatedBy("aa-grade", runner.Version, "")); err != nil {
+	if err := parquet.Write(w, rows, parquet.Compression(&parquet.Zstd), parquet.CreatedBy("aa-grade", version.Version, "")); err != nil {
 		return fmt.Errorf("write results.parquet of %s: %w", r.Dir, err)
 	}
 	return nil

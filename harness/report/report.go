@@ -16,7 +16,6 @@ import (
 	"github.com/aa-grade/aa-grade/harness/analysis"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/harness/runner"
 )
 
 // Run is one run folder as the reports see it.
@@ -73,11 +72,11 @@ func Load(dir string) (*Run, error) {
 	slices.SortFunc(run.Results, func(a, b runfolder.Result) int {
 		return cmp.Or(cmp.Compare(order[a.Task], order[b.Task]), cmp.Compare(a.Repeat, b.Repeat))
 	})
-	shard, err := runner.ParseShard(h.Shard)
+	shard, err := runfolder.ParseShard(h.Shard)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", runfolder.ErrCorrupt, filepath.Join(dir, runfolder.HeaderFile), err)
 	}
-	_, run.Summary = runner.Collect(shard.Episodes(tasks, repeats), done, h.Judge)
+	_, run.Summary = runfolder.Collect(shard.Episodes(tasks, repeats), done, h.Judge)
 	return run, nil
 }
 

@@ -84,7 +84,7 @@ func readResults(dir string) (map[Episode]Result, []string, error) {
 	var warnings []string
 	r := bufio.NewReader(f)
 	for n := 1; ; n++ {
-		line, whole, err := nextLine(r, maxResultLine)
+		line, whole, err := nextLine(r, maxResultLine, errLongLine)
 		if errors.Is(err, io.EOF) {
 			return done, warnings, nil
 		}
@@ -109,34 +109,6 @@ func readResults(dir string) (map[Episode]Result, []string, error) {
 
 // errLongLine marks a line longer than maxResultLine.
 var errLongLine = fmt.Errorf("longer than %d bytes", maxResultLine)
-
-// nextLine reads the next line of r without its newline; whole says it ended with one. A line
-// longer than limit is not kept: its error is errLongLine, and the reader is past it. io.EOF
-// comes after the last line.
-func nextLine(r *bufio.Reader, limit int) (line []byte, whole bool, err error) {
-	long := false
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if long || len(line)+len(chunk) > limit {
-			long, line = true, nil
-		} else {
-			line = append(line, chunk...)
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) == 0 && !long:
-			return nil, false, io.EOF
-		case err != nil && !errors.Is(err, io.EOF):
-			return nil, false, err
-		}
-		whole = err == nil
-		if long {
-			return nil, whole, errLongLine
-		}
-		return bytes.TrimSuffix(line, []byte("\n")), whole, nil
-	}
-}
 
 // parseResult reads one line of results.jsonl; a line that is JSON but names no episode is no
 // result either.

@@ -1,5 +1,7 @@
 // Package runfolder owns the layout of a run folder (docs/run-folder.md): its file
-// names, the header (run.json), the results (results.jsonl) and the episode folders. It is
+// names, the header (run.json), the results (results.jsonl) and their summary, the shards a
+// run's episodes are dealt into, and the episode folders with their record (the trajectory,
+// whose one writer and one reader are here, and the submission). It is
 // the one reader of run folders, so that run, grade, report, merge and replay agree on what a
 // folder holds and say the same thing about a broken one, and the one writer, so that every
 // write is checked, results are synced line by line, JSON files are replaced atomically and
@@ -13,8 +15,8 @@ import (
 )
 
 // The files and folders of a run folder. Reports (results.parquet, report.md, report.html)
-// are harness/report's; an episode's trajectory is harness.TrajectoryFile and its submission
-// harness.SubmissionFile.
+// are harness/report's; an episode's trajectory is TrajectoryFile and its submission
+// grader.SubmissionFile.
 const (
 	HeaderFile  = "run.json"      // the header: what ran, and how
 	ResultsFile = "results.jsonl" // one line per finished episode, appended and synced

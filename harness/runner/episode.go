@@ -2,9 +2,7 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -42,26 +40,24 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		return fail(err)
 	}
 	defer sb.Close()
-	os.Remove(filepath.Join(dir, harness.TrajectoryFile+".zst")) // an earlier attempt's
-	file, err := os.Create(filepath.Join(dir, harness.TrajectoryFile))
-	if err != nil {
-		return fail(err)
-	}
 	// An episode whose trajectory cannot be written is stopped at once.
 	ctx, stopEpisode := context.WithCancelCause(ctx)
 	defer stopEpisode(nil)
-	rec := newTrajectory(file, stopEpisode)
+	rec, err := cfg.Folder.NewTrajectory(res.Episode(), stopEpisode)
+	if err != nil {
+		return fail(err)
+	}
 	closed := false
 	defer func() { // after grading: the judge's calls are recorded too
 		if !closed {
-			rec.close()
-			harness.CompressTrajectory(dir) // best effort: the plain file stays readable
+			rec.Close()
+			runfolder.CompressTrajectory(dir) // best effort: the plain file stays readable
 		}
 	}()
-	wire := rec.wire
+	wire := rec.Event
 	if cfg.Progress != nil {
 		wire = func(e model.Event) {
-			rec.wire(e)
+			rec.Event(e)
 			if w, ok := waitOf(e, time.Now()); ok {
 				cfg.Progress.Waiting(task.ID, repeat, w)
 			}
@@ -71,14 +67,14 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 	ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
 		ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
 		OnTurn: func(n int, req model.Request, reply model.Reply, err error) {
-			rec.turn(n, req, reply, err)
+			rec.Turn(n, req, reply, err)
 			if cfg.Progress != nil {
 				cfg.Progress.Turn(task.ID, repeat, n, cfg.MaxTurns, lastCommand(cfg.Prompts.ShellToolName(), reply.Message))
 			}
 		}}
 	out := ep.Run(ctx)
 	res.Status, res.Turns, res.ToolCalls, res.Tokens = out.Status, out.Turns, out.ToolCalls, out.Usage
-	res.CostUSD, res.Retries = cfg.Prices.Cost(out.Usage), rec.retries
+	res.CostUSD, res.Retries = cfg.Prices.Cost(out.Usage), rec.Retries()
 	res.ModelTime, res.ToolTime, res.Duration = out.ModelTime.Seconds(), out.ToolTime.Seconds(), time.Since(began).Seconds()
 	if out.Err != nil {
 		res.Error = out.Err.Error()
@@ -88,8 +84,8 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		return fail(fmt.Errorf("ground truth of %s: %w", task.ID, err))
 	}
 	res.RootCauses = gt.RootCauseSets()
-	if out.Status == harness.StatusOK { // the loop accepted only a submission the grader reads
-		if err := os.WriteFile(filepath.Join(dir, harness.SubmissionFile), out.Submission, 0o644); err != nil {
+	if out.Status == grader.StatusOK { // the loop accepted only a submission the grader reads
+		if err := cfg.Folder.WriteSubmission(res.Episode(), out.Submission); err != nil {
 			return fail(err)
 		}
 		score := cfg.Scorer
@@ -104,11 +100,11 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		res.Matcher, res.JudgeNote, res.Rules = v.Matcher, v.JudgeNote, v.Rules
 	}
 	closed = true
-	if err := rec.close(); err != nil {
+	if err := rec.Close(); err != nil {
 		res = runfolder.Result{Task: task.ID, Repeat: repeat, Turns: res.Turns, ToolCalls: res.ToolCalls, Tokens: res.Tokens, CostUSD: res.CostUSD}
-		return fail(fmt.Errorf("%s: %w", filepath.Join(dir, harness.TrajectoryFile), err))
+		return fail(fmt.Errorf("%s: %w", filepath.Join(dir, runfolder.TrajectoryFile), err))
 	}
-	harness.CompressTrajectory(dir) // best effort: the plain file stays readable
+	runfolder.CompressTrajectory(dir) // best effort: the plain file stays readable
 	return res, out.Err
 }
 
@@ -116,11 +112,13 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 // asks for none.
 func lastCommand(shell string, m model.Message) string {
 	for i := len(m.ToolCalls) - 1; i >= 0; i-- {
-		var args struct {
-			Cmd string `json:"cmd"`
-		}
-		if c := m.ToolCalls[i]; c.Name == shell && json.Unmarshal([]byte(c.Arguments), &args) == nil {
-			return args.Cmd
+		if c := m.ToolCalls[i]; c.Name == shell {
+			if args, err := model.ParseShellArgs(c.Arguments); err == nil {
+				if args.Cmd == nil {
+					return ""
+				}
+				return *args.Cmd
+			}
 		}
 	}
 	return ""

@@ -124,7 +124,7 @@ func TestEntitiesDroppedAreRecorded(t *testing.T) {
 	if r.Status != grader.StatusOK || r.EntitiesDropped != 3 || r.FP != grader.MaxEntities+2 {
 		t.Fatalf("result %+v", r)
 	}
-	if ep := toEpisode(r); ep.EntitiesDropped != 3 {
+	if ep := runfolder.Summarise([]runfolder.Result{r}, "").PerTask[0].Episodes[0]; ep.EntitiesDropped != 3 {
 		t.Fatalf("as summarised: %+v", ep)
 	}
 }

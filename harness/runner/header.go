@@ -3,13 +3,13 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/version"
 )
 
 // ErrConfigChanged marks a resume whose configuration differs from the run folder's.
@@ -19,7 +19,7 @@ var ErrConfigChanged = errors.New("the run folder holds a run with another confi
 // time and the rate limits of the run it resumes, and the prompt set beside it; a resume with
 // another configuration or environment is refused.
 func writeHeader(cfg Config, tools sandbox.Tools) error {
-	h := runfolder.Header{Version: Version, Revision: revision(), Dataset: cfg.DatasetSpec, DatasetCommit: cfg.DatasetCommit, Repeats: cfg.Repeats,
+	h := runfolder.Header{Version: version.Version, Revision: version.Revision, Dataset: cfg.DatasetSpec, DatasetCommit: cfg.DatasetCommit, Repeats: cfg.Repeats,
 		Shard: cfg.Shard.String(), Model: cfg.ModelSpec, BaseURL: cfg.BaseURL, ReasoningEffort: cfg.ReasoningEffort,
 		MaxTokens: cfg.MaxTokens, ContextWindow: cfg.ContextWindow, MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout.String(), Sandbox: cfg.Backend.Name(),
@@ -31,7 +31,7 @@ func writeHeader(cfg Config, tools sandbox.Tools) error {
 	h.Python = tools.Python
 	if prev := cfg.Folder.Prev; prev != nil {
 		if diff := prev.Header.Differences(h); len(diff) > 0 {
-			return fmt.Errorf("%w (%s): use another --out, or the same flags", ErrConfigChanged, strings.Join(diff, "; "))
+			return fmt.Errorf("%w (%s)", ErrConfigChanged, strings.Join(diff, "; "))
 		}
 		// The rate limits stay as the run before recorded them until this one records its own.
 		h.Started, h.RateLimits = prev.Header.Started, prev.Header.RateLimits
@@ -40,26 +40,4 @@ func writeHeader(cfg Config, tools sandbox.Tools) error {
 		return err
 	}
 	return cfg.Folder.WriteFile(harness.PromptsFile, cfg.Prompts.Format())
-}
-
-// revision is the VCS revision of this build ("" when unknown), with "+dirty" for a build from
-// a modified tree.
-func revision() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	var rev, dirty string
-	for _, s := range info.Settings {
-		switch {
-		case s.Key == "vcs.revision":
-			rev = s.Value
-		case s.Key == "vcs.modified" && s.Value == "true":
-			dirty = "+dirty"
-		}
-	}
-	if rev == "" {
-		return ""
-	}
-	return rev + dirty
 }

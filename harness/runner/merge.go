@@ -80,7 +80,7 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	if folder.Prev != nil {
 		return MergeReport{}, fmt.Errorf("%s %w", out, ErrMergeInto)
 	}
-	plan := Shard{}.Episodes(first.Tasks, first.Repeats)
+	plan := runfolder.Shard{}.Episodes(first.Tasks, first.Repeats)
 	var results []runfolder.Result
 	for _, e := range plan {
 		r, ok := kept[e]
@@ -112,7 +112,7 @@ func Merge(out string, runs []string) (MergeReport, error) {
 		return MergeReport{}, err
 	}
 	rep.Episodes = len(plan)
-	_, rep.Summary = Collect(plan, kept, first.Judge)
+	_, rep.Summary = runfolder.Collect(plan, kept, first.Judge)
 	return rep, folder.WriteSummary(rep.Summary)
 }
 

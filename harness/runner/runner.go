@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -33,7 +31,7 @@ type Config struct {
 	Tasks         []data.Task
 	Repeats       int
 	Parallel      int
-	Shard         Shard
+	Shard         runfolder.Shard
 	ModelSpec     string
 	Model         model.Model
 	// BaseURL, ReasoningEffort and MaxTokens describe the model calls for run.json (the model
@@ -103,15 +101,15 @@ type Wait struct {
 // waitOf is the wait a model call's event, heard at now, begins or ends.
 func waitOf(e model.Event, now time.Time) (Wait, bool) {
 	switch e.Kind {
-	case "retry":
+	case model.KindRetry:
 		return Wait{Retry: true, Attempt: e.Attempt, Reason: e.Error, Until: now.Add(e.Wait)}, true
-	case "queued":
+	case model.KindQueued:
 		w := Wait{Reason: e.Reason}
 		if e.Wait > 0 {
 			w.Until = now.Add(e.Wait)
 		}
 		return w, true
-	case "paced":
+	case model.KindPaced:
 		return Wait{}, true
 	}
 	return Wait{}, false
@@ -122,25 +120,6 @@ const earlyStop = 3
 
 // ErrStopped marks a run that stopped early because its first episodes all failed permanently.
 var ErrStopped = errors.New("stopped: the first episodes all failed with the same kind of permanent error")
-
-// Version is aa-grade's version as its build information gives it: the module version of a
-// `go install ...@vX.Y.Z`, else "devel" with the VCS revision the binary was built from.
-var Version = buildVersion()
-
-func buildVersion() string {
-	info, ok := debug.ReadBuildInfo()
-	if ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	if rev := revision(); rev != "" {
-		commit, dirty, _ := strings.Cut(rev, "+") // dirty: "dirty" for a modified tree
-		if dirty != "" {
-			dirty = "+" + dirty
-		}
-		return "devel-" + commit[:min(12, len(commit))] + dirty
-	}
-	return "devel"
-}
 
 // DefaultGrace is how long running episodes may finish after Ctrl-C.
 const DefaultGrace = 20 * time.Second
@@ -242,7 +221,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		if ended == earlyStop && permanent == earlyStop {
 			stop(fmt.Errorf("%w (%s)", ErrStopped, r.Error))
 		}
-		if errors.Is(err, ErrNotRecorded) && recordErr == nil {
+		if errors.Is(err, runfolder.ErrNotRecorded) && recordErr == nil {
 			stop(fmt.Errorf("%s repeat %d: %w, so the run stopped (the episodes recorded before it are kept; run the same command again to resume)", r.Task, r.Repeat, err))
 			cancelEpisodes()
 		}
@@ -262,7 +241,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		}
 	})
 
-	all, summary := Collect(plan, done, cfg.Judge)
+	all, summary := runfolder.Collect(plan, done, cfg.Judge)
 	err := cfg.Folder.WriteSummary(summary)
 	if feedCtx.Err() != nil { // stopped or interrupted: the cause first
 		err = errors.Join(context.Cause(feedCtx), err)

@@ -1,88 +1,14 @@
 package runner
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
-
-func TestShardsPartitionTheRun(t *testing.T) {
-	tasks := []string{"a", "b", "c", "d", "e"}
-	whole := Shard{}.Episodes(tasks, 3)
-	if len(whole) != 15 {
-		t.Fatalf("whole run: %d episodes", len(whole))
-	}
-	seen := map[runfolder.Episode]int{}
-	for i := 1; i <= 4; i++ {
-		part := Shard{i, 4}.Episodes(tasks, 3)
-		if len(part) < 3 || len(part) > 4 {
-			t.Errorf("shard %d/4 has %d episodes, want 3 or 4", i, len(part))
-		}
-		for _, e := range part {
-			seen[e]++
-		}
-	}
-	for _, e := range whole {
-		if seen[e] != 1 {
-			t.Errorf("%v is in %d shards", e, seen[e])
-		}
-	}
-	for _, bad := range []string{"0/2", "3/2", "1/0", "a/b", "1", "1/2/3"} {
-		if _, err := ParseShard(bad); err == nil {
-			t.Errorf("ParseShard(%q) accepted", bad)
-		}
-	}
-	if s, err := ParseShard("2/3"); err != nil || s != (Shard{2, 3}) || s.String() != "2/3" {
-		t.Errorf("ParseShard(2/3) = %v, %v", s, err)
-	}
-}
-
-// TestTrajectoryCountsRetriesAndNewMessages: wire events are written as they come and retries
-// are counted; each turn records only the messages new since the previous call.
-func TestTrajectoryCountsRetriesAndNewMessages(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "trajectory.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newTrajectory(f, func(err error) { t.Errorf("a write failed: %v", err) })
-	sys, task := model.Message{Role: "system", Content: "s"}, model.Message{Role: "user", Content: "t"}
-	reply := model.Message{Role: "assistant", Content: "a"}
-	tr.wire(model.Event{Kind: "request"})
-	tr.wire(model.Event{Kind: "retry", Attempt: 1})
-	tr.wire(model.Event{Kind: "retry", Attempt: 2})
-	tr.turn(1, model.Request{Messages: []model.Message{sys, task}}, model.Reply{Message: reply}, nil)
-	result := model.Message{Role: "user", Content: "continue"}
-	tr.turn(2, model.Request{Messages: []model.Message{sys, task, reply, result}}, model.Reply{Message: reply}, nil)
-	if tr.retries != 2 {
-		t.Errorf("%d retries counted, want 2", tr.retries)
-	}
-	if err := tr.close(); err != nil {
-		t.Fatal(err)
-	}
-	written, _ := os.ReadFile(path)
-	var turns []harness.TurnRecord
-	for line := range strings.Lines(string(written)) {
-		var r harness.TurnRecord
-		if json.Unmarshal([]byte(line), &r) == nil && r.Kind == "turn" {
-			turns = append(turns, r)
-		}
-	}
-	if len(turns) != 2 || len(turns[0].Input) != 2 || len(turns[1].Input) != 1 || turns[1].Input[0].Content != "continue" {
-		t.Fatalf("turns recorded: %+v", turns)
-	}
-}
 
 // TestResumeKeepsTheRateLimits: a resume keeps in run.json the rate limits the run before
 // recorded, until it records its own.
@@ -134,24 +60,5 @@ func TestWaitOfModelEvents(t *testing.T) {
 		if got, ok := waitOf(c.e, now); got != c.want || ok != c.ok {
 			t.Errorf("waitOf(%+v) = %+v, %v; want %+v, %v", c.e, got, ok, c.want, c.ok)
 		}
-	}
-}
-
-// TestTrajectoryKeepsItsFirstFailure: a write that fails (a full disk, here /dev/full) is
-// reported once, to the episode and at close, and nothing is written after it.
-func TestTrajectoryKeepsItsFirstFailure(t *testing.T) {
-	f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
-	if err != nil {
-		t.Skip(err)
-	}
-	var failures []error
-	tr := newTrajectory(f, func(err error) { failures = append(failures, err) })
-	tr.wire(model.Event{Kind: "request"})
-	tr.turn(1, model.Request{}, model.Reply{}, nil)
-	if len(failures) != 1 || !errors.Is(failures[0], ErrNotRecorded) || !errors.Is(failures[0], syscall.ENOSPC) {
-		t.Fatalf("failures reported: %v", failures)
-	}
-	if err := tr.close(); !errors.Is(err, ErrNotRecorded) {
-		t.Errorf("close: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
@@ -19,7 +18,7 @@ func BenchmarkEpisodePage(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "run")
 	writeRun(b, dir, []string{"Scenario-901"}, 1,
 		episodeSpec{task: "Scenario-901", repeat: 1, turns: 100, output: 50000, finished: true, submitted: []string{"otel-demo/ConfigMap/flagd-config"}})
-	info, err := os.Stat(filepath.Join(runfolder.EpisodeDir(dir, runfolder.Episode{Task: "Scenario-901", Repeat: 1}), harness.TrajectoryFile+".zst"))
+	info, err := os.Stat(filepath.Join(runfolder.EpisodeDir(dir, runfolder.Episode{Task: "Scenario-901", Repeat: 1}), runfolder.TrajectoryFile+".zst"))
 	if err != nil {
 		b.Fatal(err)
 	}

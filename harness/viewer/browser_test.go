@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/cdp"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
@@ -77,7 +76,7 @@ func TestInBrowser(t *testing.T) {
 	host, _ := os.Hostname()
 	testfs.Write(t, filepath.Join(dir, runfolder.LockFile), fmt.Sprintf(`{"pid":%d,"host":%q}`, os.Getpid(), host))
 	from = tb.Open(srv.URL + "/runs/1/Scenario-903/1.html")
-	f, err := os.OpenFile(filepath.Join(runfolder.EpisodeDir(dir, runfolder.Episode{Task: "Scenario-903", Repeat: 1}), harness.TrajectoryFile), os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(runfolder.EpisodeDir(dir, runfolder.Episode{Task: "Scenario-903", Repeat: 1}), runfolder.TrajectoryFile), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,14 @@
 package viewer
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 // Turn is one model call of an episode as the page shows it: the harness's messages before
@@ -46,68 +44,43 @@ type Call struct {
 	Shell     *harness.ShellOutput // the result read as a shell result, when it is one
 }
 
-// wireKinds are the trajectory lines that hold the raw HTTP bodies: every request carries the
-// whole conversation (most of the file's bytes), and the turn records already hold what the
-// page shows of them, so they are skipped without being parsed.
-var wireKinds = [][]byte{[]byte(`{"kind":"request"`), []byte(`{"kind":"response"`)}
-
-// readTurns reads a trajectory, streaming it: wire bodies are skipped as they go by, and only
-// turn records and the small events (retry, no_usage, throttle, divergence) are parsed.
-// Problems (a damaged line, a cut file) are returned beside what could be read. Shell results
-// are read back in the words of prompts, the set the run used (nil: the built-in one); a
-// result they do not fit shows as the text the model read.
+// readTurns reads a trajectory, streaming it: the raw requests and responses (every request
+// carries the whole conversation, most of the file's bytes, and the turn records already hold
+// what the page shows of them) go by unparsed, and only turn records and the small events
+// (retry, no_usage, throttle, divergence) are read. Problems (a damaged line, a cut file) are
+// returned beside what could be read. Shell results are read back in the words of prompts, the
+// set the run used (nil: the built-in one); a result they do not fit shows as the text the
+// model read.
 func readTurns(r io.Reader, prompts *harness.Prompts) ([]Turn, []string) {
-	br := bufio.NewReaderSize(r, 256<<10)
 	var turns []Turn
 	var problems []string
 	var pending Turn // the events seen since the last turn record
 	var prev time.Time
-	for line := 1; ; line++ {
-		head, err := br.Peek(20)
-		if len(head) == 0 {
-			if err != nil && !errors.Is(err, io.EOF) {
-				problems = append(problems, fmt.Sprintf("read the trajectory: %v", err))
-			}
-			break
-		}
-		if isWire(head) {
-			if err := harness.SkipTrajectoryLine(br); err != nil {
-				break
-			}
-			continue
-		}
-		b, whole, err := harness.ReadTrajectoryLine(br, harness.MaxTurnLine)
-		if err != nil {
-			if whole { // a line too long: the reading goes on past it
+	tr := runfolder.NewTrajectoryReader(r, func(k model.EventKind) bool { return k != model.KindRequest && k != model.KindResponse })
+	for line := range tr.Lines() {
+		if err := line.Err; err != nil {
+			if line.Whole { // a line too long: the reading goes on past it
 				err = fmt.Errorf("%w, skipped", err)
 			}
-			problems = append(problems, fmt.Sprintf("trajectory line %d: %v", line, err))
-			if !whole {
-				break
-			}
+			problems = append(problems, fmt.Sprintf("trajectory line %d: %v", line.N, err))
 			continue
 		}
-		if !whole && len(bytes.TrimSpace(b)) > 0 {
-			problems = append(problems, fmt.Sprintf("trajectory line %d is cut short (the episode is running, or was stopped)", line))
+		blank := len(bytes.TrimSpace(line.Bytes)) == 0
+		if !line.Whole && !blank {
+			problems = append(problems, fmt.Sprintf("trajectory line %d is cut short (the episode is running, or was stopped)", line.N))
 		}
-		var ev struct {
-			Kind        string        `json:"kind"`
-			Error       string        `json:"error"`
-			Wait        time.Duration `json:"wait"`
-			Attempt     int           `json:"attempt"`
-			MaxInFlight int           `json:"max_in_flight"`
-		}
-		if len(bytes.TrimSpace(b)) == 0 || json.Unmarshal(b, &ev) != nil {
-			if whole && len(bytes.TrimSpace(b)) > 0 {
-				problems = append(problems, fmt.Sprintf("trajectory line %d is not JSON", line))
+		ev, err := line.Event()
+		if blank || err != nil {
+			if line.Whole && !blank {
+				problems = append(problems, fmt.Sprintf("trajectory line %d is not JSON", line.N))
 			}
 			continue
 		}
 		switch ev.Kind {
-		case "turn":
-			var rec harness.TurnRecord
-			if err := json.Unmarshal(b, &rec); err != nil {
-				problems = append(problems, fmt.Sprintf("trajectory line %d: %v", line, err))
+		case model.KindTurn:
+			rec, err := line.Turn()
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("trajectory line %d: %v", line.N, err))
 				continue
 			}
 			t := newTurn(rec, pending)
@@ -120,34 +93,25 @@ func readTurns(r io.Reader, prompts *harness.Prompts) ([]Turn, []string) {
 			}
 			turns = append(turns, t)
 			pending = Turn{}
-		case "retry":
+		case model.KindRetry:
 			pending.Retries = append(pending.Retries, fmt.Sprintf("attempt %d, waited %s: %s", ev.Attempt, ev.Wait.Round(time.Millisecond), ev.Error))
-		case "no_usage":
+		case model.KindNoUsage:
 			pending.Notes = append(pending.Notes, "the provider reported no token counts: this call's zeros are unknown, not free")
-		case "throttle":
+		case model.KindThrottle:
 			pending.Notes = append(pending.Notes, fmt.Sprintf("rate limited: %d calls now allowed at once", ev.MaxInFlight))
-		case "divergence":
+		case model.KindDivergence:
 			pending.Notes = append(pending.Notes, "replay diverged from the recording: "+ev.Error)
 		}
-		if !whole {
-			break
-		}
+	}
+	if err := tr.Err(); err != nil {
+		problems = append(problems, fmt.Sprintf("read the trajectory: %v", err))
 	}
 	return turns, problems
 }
 
-func isWire(head []byte) bool {
-	for _, k := range wireKinds {
-		if bytes.HasPrefix(head, k) {
-			return true
-		}
-	}
-	return false
-}
-
 // newTurn reads one turn record: the prompts of the first call, the harness's messages, and
 // the reply with its reasoning.
-func newTurn(rec harness.TurnRecord, events Turn) Turn {
+func newTurn(rec runfolder.TurnRecord, events Turn) Turn {
 	t := Turn{N: rec.Turn, Summary: rec.Summary, At: rec.At, Text: rec.Reply.Content, Usage: rec.Usage, Error: rec.Error,
 		Retries: events.Retries, Notes: events.Notes}
 	t.Reasoning, t.HiddenReasoning = model.Reasoning(rec.Reply.Opaque)
@@ -161,7 +125,7 @@ func newTurn(rec harness.TurnRecord, events Turn) Turn {
 	}
 	for _, c := range rec.Reply.ToolCalls {
 		call := Call{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
-		call.Command, _ = harness.ShellCommand(c.Arguments)
+		call.Command, _ = model.ShellCommand(c.Arguments)
 		t.Calls = append(t.Calls, call)
 	}
 	return t

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
@@ -60,7 +60,7 @@ func writeRun(t testing.TB, dir string, tasks []string, repeats int, episodes ..
 			continue
 		}
 		sub, _ := json.Marshal(map[string]any{"contributing_factors": factors(e.submitted)})
-		testfs.Write(t, filepath.Join(epDir, harness.SubmissionFile), string(sub))
+		testfs.Write(t, filepath.Join(epDir, grader.SubmissionFile), string(sub))
 		cost := 1.25
 		r := runfolder.Result{Task: e.task, Repeat: e.repeat, Status: "ok", Score: 0.5, TP: 1, FP: 1, RootCauses: 1, RootCausesFound: 1,
 			Turns: e.turns, ToolCalls: e.turns, Tokens: model.Usage{Input: 120000, CachedRead: 90000, Output: 8000, Reasoning: 5000},
@@ -104,7 +104,7 @@ func writeTrajectory(t testing.TB, dir string, e episodeSpec) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Create(filepath.Join(dir, harness.TrajectoryFile))
+	f, err := os.Create(filepath.Join(dir, runfolder.TrajectoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func writeTrajectory(t testing.TB, dir string, e episodeSpec) {
 		enc.Encode(model.Event{Kind: "response", Status: 200, Body: answer})
 		reply := model.Message{Role: model.RoleAssistant, Content: fmt.Sprintf("Looking at the events (step %d).", n), ToolCalls: []model.ToolCall{call}, Opaque: opaque}
 		at = at.Add(7 * time.Second)
-		enc.Encode(harness.TurnRecord{Kind: "turn", Turn: n, At: at, Input: input, Reply: reply,
+		enc.Encode(runfolder.TurnRecord{Kind: "turn", Turn: n, At: at, Input: input, Reply: reply,
 			Usage: model.Usage{Input: int64(1200 * n), CachedRead: int64(1000 * n), Output: 400, Reasoning: 250}})
 		result := model.Message{Role: model.RoleTool, ToolCallID: call.ID, Content: shellResult(code, output(n, e.output), stderr)}
 		conversation = append(conversation, reply, result)
@@ -164,7 +164,7 @@ func writeTrajectory(t testing.TB, dir string, e episodeSpec) {
 		t.Fatal(err)
 	}
 	if e.finished {
-		if err := harness.CompressTrajectory(dir); err != nil {
+		if err := runfolder.CompressTrajectory(dir); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
@@ -116,7 +115,7 @@ func cellClass(status string, score float64) string {
 
 // hasPlainTrajectory says the episode's trajectory is still being written (or was cut short).
 func (l *loaded) hasPlainTrajectory(e episodeRef) bool {
-	_, err := l.root.Stat(path.Join(e.dir(), harness.TrajectoryFile))
+	_, err := l.root.Stat(path.Join(e.dir(), runfolder.TrajectoryFile))
 	return err == nil
 }
 
@@ -144,7 +143,7 @@ type episodePage struct {
 // One that is not a regular file inside the run folder (a link out of it, a FIFO) is an
 // error.
 func (l *loaded) trajectoryName(e episodeRef) (file, link string, err error) {
-	for _, name := range []string{harness.TrajectoryFile + ".zst", harness.TrajectoryFile} {
+	for _, name := range []string{runfolder.TrajectoryFile + ".zst", runfolder.TrajectoryFile} {
 		info, err := l.root.Stat(path.Join(e.dir(), name))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -176,7 +175,7 @@ func (v *Viewer) buildEpisodePage(ctx context.Context, l *loaded, i int) episode
 	if err != nil {
 		p.Problems = append(p.Problems, fmt.Sprintf("open the trajectory: %v", err))
 	}
-	p.Running = l.live && file == harness.TrajectoryFile && (p.Result == nil || !p.Result.Final())
+	p.Running = l.live && file == runfolder.TrajectoryFile && (p.Result == nil || !p.Result.Final())
 	if p.Running {
 		p.Status = "running"
 	}
@@ -185,7 +184,7 @@ func (v *Viewer) buildEpisodePage(ctx context.Context, l *loaded, i int) episode
 	}
 	if file != "" {
 		p.Trajectory, p.TrajectoryFile = link, file
-		f, err := harness.OpenTrajectoryIn(l.root, e.dir())
+		f, err := runfolder.OpenTrajectoryIn(l.root, e.dir())
 		if err != nil {
 			p.Problems = append(p.Problems, fmt.Sprintf("open the trajectory: %v", err))
 		} else {

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
@@ -115,8 +115,8 @@ func (v *Viewer) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if file != "" {
 		return v.serveTrajectory(w, r, l, e, file)
 	}
-	tag := etag(strconv.FormatBool(l.live), version(l.root, runfolder.ResultsFile, path.Join(e.dir(), harness.TrajectoryFile), path.Join(e.dir(), harness.TrajectoryFile+".zst"),
-		path.Join(e.dir(), harness.SubmissionFile)))
+	tag := etag(strconv.FormatBool(l.live), version(l.root, runfolder.ResultsFile, path.Join(e.dir(), runfolder.TrajectoryFile), path.Join(e.dir(), runfolder.TrajectoryFile+".zst"),
+		path.Join(e.dir(), grader.SubmissionFile)))
 	if notModified(w, r, tag) {
 		return nil
 	}
@@ -171,7 +171,7 @@ func (v *Viewer) locate(p string) (l *loaded, i int, file string, err error) {
 		name = repeat + ".html"
 	}
 	i, ok := l.byPath[path.Join(parts[0], parts[1], parts[2], name)]
-	if !ok || (file != "" && file != harness.TrajectoryFile && file != harness.TrajectoryFile+".zst") {
+	if !ok || (file != "" && file != runfolder.TrajectoryFile && file != runfolder.TrajectoryFile+".zst") {
 		return nil, 0, "", errNotFound
 	}
 	return l, i, file, nil

@@ -41,7 +41,7 @@ type Entity struct {
 // readSubmission reads an episode's submission and grades it with the rules against gt (nil
 // when the ground truth is not known); nil when the episode has none.
 func readSubmission(root *os.Root, dir string, gt *grader.GroundTruth, gtProblem string) (*Submission, error) {
-	doc, err := safefile.Read(root, path.Join(dir, harness.SubmissionFile), grader.MaxSubmissionBytes)
+	doc, err := safefile.Read(root, path.Join(dir, grader.SubmissionFile), grader.MaxSubmissionBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil

@@ -162,7 +162,7 @@ func TestOnlyGivenFolders(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "secret.txt")
 	testfs.Write(t, secret, `{"kind":"turn","turn":1,"reply":{"content":"SECRET-OUTSIDE"}}`+"\n")
 	// Scenario-903 repeat 1's trajectory becomes a link out of the run folder.
-	link := filepath.Join(runfolder.EpisodeDir(dir, runfolder.Episode{Task: "Scenario-903", Repeat: 1}), harness.TrajectoryFile)
+	link := filepath.Join(runfolder.EpisodeDir(dir, runfolder.Episode{Task: "Scenario-903", Repeat: 1}), runfolder.TrajectoryFile)
 	os.Remove(link)
 	if err := os.Symlink(secret, link); err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestLive(t *testing.T) {
 	if !strings.Contains(ep.Body.String(), `<span class="badge st-running">running</span>`) || !strings.Contains(ep.Body.String(), "data-live=") {
 		t.Error("the running episode is not shown running")
 	}
-	f, err := os.OpenFile(filepath.Join(runfolder.EpisodeDir(dir, runfolder.Episode{Task: "Scenario-903", Repeat: 1}), harness.TrajectoryFile), os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(runfolder.EpisodeDir(dir, runfolder.Episode{Task: "Scenario-903", Repeat: 1}), runfolder.TrajectoryFile), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,14 +27,14 @@ func Write(out string, tasks []data.Task, opts Options) error {
 		return fmt.Errorf("pack: %s is not empty", out)
 	}
 	if opts.Split == "" {
-		opts.Split = "public"
+		opts.Split = data.SplitPublic
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), ".pack-*")
 	if err != nil {
 		return fmt.Errorf("pack: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	sre := filepath.Join(tmp, "sre")
+	sre := filepath.Join(tmp, data.Category)
 	seen := map[string]bool{}
 	var index strings.Builder
 	for _, t := range tasks {
@@ -45,9 +45,7 @@ func Write(out string, tasks []data.Task, opts Options) error {
 		if err := copytree.Copy(t.Dir, filepath.Join(sre, t.ID)); err != nil {
 			return fmt.Errorf("pack %s: %w", t.ID, err)
 		}
-		row, err := json.Marshal(data.IndexRow{
-			IDAA: "it-bench-sre-" + opts.Split + "-" + strings.ToLower(t.ID), ScenarioID: t.ID, Category: "sre",
-			SourceSplit: opts.Split, ScenarioRoot: "/home/user", GroundTruthYAML: string(t.GroundTruth)})
+		row, err := json.Marshal(data.NewIndexRow(t.ID, opts.Split, t.GroundTruth))
 		if err != nil {
 			return err
 		}

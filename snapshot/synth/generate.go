@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/snapshot"
 )
 
@@ -63,7 +64,7 @@ func Generate(dir string, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("generate %s: %w", dir, err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, snapshot.GroundTruthFile), []byte(w.groundTruth()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, data.GroundTruthFile), []byte(w.groundTruth()), 0o644); err != nil {
 		return nil, err
 	}
 	return res, nil

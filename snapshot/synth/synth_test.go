@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/snapshot"
 )
@@ -67,7 +68,7 @@ func TestEveryFaultIsReadableAndSolvable(t *testing.T) {
 			if len(snap.Alerts) < 25 {
 				t.Errorf("%d alerts files", len(snap.Alerts))
 			}
-			doc, err := os.ReadFile(filepath.Join(dir, snapshot.GroundTruthFile))
+			doc, err := os.ReadFile(filepath.Join(dir, data.GroundTruthFile))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/snapshot"
 )
@@ -36,7 +37,7 @@ func (v *validation) rootCauses(gt *grader.GroundTruth, snap *snapshot.Snapshot)
 			}
 		}
 		if len(matches) == 0 {
-			v.add(Error, CodeUnsolvable, snapshot.GroundTruthFile, 0,
+			v.add(Error, CodeUnsolvable, data.GroundTruthFile, 0,
 				"root cause %s (%s %s) matches no object of the snapshot: the task cannot be solved; closest: %s",
 				g.ID, g.Kind, describeNames(g), strings.Join(closestEntities(g, entities, closestListed), ", "))
 		} else {
@@ -54,7 +55,7 @@ func (v *validation) solvableBy(g grader.Group, matches []string) {
 		more = fmt.Sprintf(" and %d more", len(matches)-maxMatchesListed)
 		matches = matches[:maxMatchesListed]
 	}
-	v.add(Info, CodeSolvable, snapshot.GroundTruthFile, 0, "root cause %s matches %s%s", g.ID, strings.Join(matches, ", "), more)
+	v.add(Info, CodeSolvable, data.GroundTruthFile, 0, "root cause %s matches %s%s", g.ID, strings.Join(matches, ", "), more)
 }
 
 // deadFilters warns of each filter of a matched group that alone matches nothing.
@@ -66,7 +67,7 @@ func (v *validation) deadFilters(g grader.Group, entities []grader.Entity) {
 		alone := g
 		alone.Name, alone.Filters = "", []grader.Filter{f}
 		if !matchesAny(alone, entities) {
-			v.add(Warning, CodeDeadFilter, snapshot.GroundTruthFile, 0,
+			v.add(Warning, CodeDeadFilter, data.GroundTruthFile, 0,
 				"filter %s of root cause %s matches no object of the snapshot (the group matches through its other names); closest: %s",
 				f.Pattern, g.ID, strings.Join(closestEntities(alone, entities, closestListed), ", "))
 		}
@@ -86,7 +87,7 @@ func (v *validation) idAgrees(g grader.Group, entities []grader.Entity) {
 	if matchesAny(byID, entities) {
 		seen = "an object of the snapshot is named so"
 	}
-	v.add(Warning, CodeIDMismatch, snapshot.GroundTruthFile, 0, "root cause %s reads as %s %s, which its %s does not accept (%s)",
+	v.add(Warning, CodeIDMismatch, data.GroundTruthFile, 0, "root cause %s reads as %s %s, which its %s does not accept (%s)",
 		g.ID, g.Kind, name, strings.TrimPrefix(describeNames(g), "in "+g.Namespace+", "), seen)
 }
 

@@ -81,9 +81,7 @@ const (
 	maxCopyCheckBytes = 4 << 20
 	// Real tasks have about 20 pod and 15 service metrics files; fewer than this many of
 	// either leaves an agent little to read.
-	minMetricsFiles   = 8
-	referenceRoot     = "/home/user"
-	referenceCategory = "sre"
+	minMetricsFiles = 8
 )
 
 // LooksLikeTask says whether dir is a folder holding one of a snapshot's tables or its alerts
@@ -107,12 +105,12 @@ func Task(t data.Task) Report {
 	switch {
 	case t.GroundTruth == nil && t.Row == nil:
 		gt = nil
-		v.add(Error, CodeMissingFile, snapshot.GroundTruthFile, 0, "the answer key %s is missing: nothing can be graded", snapshot.GroundTruthFile)
+		v.add(Error, CodeMissingFile, data.GroundTruthFile, 0, "the answer key %s is missing: nothing can be graded", data.GroundTruthFile)
 	case err != nil:
-		v.add(Error, CodeGroundTruth, snapshot.GroundTruthFile, 0, "%v", err)
+		v.add(Error, CodeGroundTruth, data.GroundTruthFile, 0, "%v", err)
 	default:
 		for _, w := range gt.Warnings {
-			v.add(Warning, CodeGlobFilter, snapshot.GroundTruthFile, 0, "%s", w)
+			v.add(Warning, CodeGlobFilter, data.GroundTruthFile, 0, "%s", w)
 		}
 	}
 	if t.Dir == "" {
@@ -260,7 +258,7 @@ func (v *validation) answerHidden(t data.Task, snap *snapshot.Snapshot) {
 	}
 	sum := sha256.Sum256(key)
 	for _, f := range snap.Files {
-		if f.Path == snapshot.GroundTruthFile {
+		if f.Path == data.GroundTruthFile {
 			continue
 		}
 		if strings.Contains(strings.ToLower(filepath.Base(f.Path)), "ground_truth") {
@@ -299,13 +297,13 @@ func (v *validation) index(t data.Task) {
 	if row.ScenarioID != t.ID {
 		v.add(Error, CodeIndexMismatch, file, 0, "scenario_id %q but the folder is %s", row.ScenarioID, t.ID)
 	}
-	if row.Category != referenceCategory {
-		v.add(Warning, CodeIndexMismatch, file, 0, "category is %q, expected %q", row.Category, referenceCategory)
+	if row.Category != data.Category {
+		v.add(Warning, CodeIndexMismatch, file, 0, "category is %q, expected %q", row.Category, data.Category)
 	}
-	if row.ScenarioRoot != referenceRoot {
-		v.add(Warning, CodeIndexMismatch, file, 0, "scenario_root is %q, expected %q (where the reference sandbox mounts the snapshot)", row.ScenarioRoot, referenceRoot)
+	if row.ScenarioRoot != data.ScenarioRoot {
+		v.add(Warning, CodeIndexMismatch, file, 0, "scenario_root is %q, expected %q (where the reference sandbox mounts the snapshot)", row.ScenarioRoot, data.ScenarioRoot)
 	}
-	if row.SourceSplit != "public" && row.SourceSplit != "private" {
+	if !data.ValidSplit(row.SourceSplit) {
 		v.add(Warning, CodeIndexMismatch, file, 0, "source_split is %q, expected public or private", row.SourceSplit)
 	}
 	if row.IDAA == "" {
@@ -314,9 +312,9 @@ func (v *validation) index(t data.Task) {
 	if row.GroundTruthYAML == "" {
 		v.add(Error, CodeIndexMismatch, file, 0, "ground_truth_yaml is empty")
 	} else if t.Dir != "" {
-		folder, err := os.ReadFile(filepath.Join(t.Dir, snapshot.GroundTruthFile))
+		folder, err := os.ReadFile(filepath.Join(t.Dir, data.GroundTruthFile))
 		if err == nil && !bytes.Equal(bytes.TrimSpace(folder), bytes.TrimSpace([]byte(row.GroundTruthYAML))) {
-			v.add(Warning, CodeIndexMismatch, file, 0, "ground_truth_yaml differs from the folder's %s; the row is graded", snapshot.GroundTruthFile)
+			v.add(Warning, CodeIndexMismatch, file, 0, "ground_truth_yaml differs from the folder's %s; the row is graded", data.GroundTruthFile)
 		}
 	}
 }

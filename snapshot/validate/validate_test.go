@@ -31,7 +31,7 @@ func goodTask(t *testing.T) func() data.Task {
 		if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
 			t.Fatalf("copy: %v %s", err, out)
 		}
-		gt, err := os.ReadFile(filepath.Join(dst, snapshot.GroundTruthFile))
+		gt, err := os.ReadFile(filepath.Join(dst, data.GroundTruthFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestGoodTaskHasNoErrorOrWarning(t *testing.T) {
 // exactly that code is reported, at the expected level and file.
 func TestOneBrokenTaskPerFinding(t *testing.T) {
 	fresh := goodTask(t)
-	gtPath := func(task data.Task) string { return filepath.Join(task.Dir, snapshot.GroundTruthFile) }
+	gtPath := func(task data.Task) string { return filepath.Join(task.Dir, data.GroundTruthFile) }
 	cases := []struct {
 		name, code, level, file, text string
 		breakIt                       func(t *testing.T, task *data.Task)
@@ -93,19 +93,19 @@ func TestOneBrokenTaskPerFinding(t *testing.T) {
 		{"empty table", CodeEmptyTable, Warning, "otel_logs_raw.tsv", "no record", func(t *testing.T, task *data.Task) {
 			testfs.Write(t, filepath.Join(task.Dir, "otel_logs_raw.tsv"), strings.Join(snapshot.Columns[snapshot.Logs], "\t")+"\n")
 		}},
-		{"no root cause", CodeGroundTruth, Error, snapshot.GroundTruthFile, "no group has root_cause", func(t *testing.T, task *data.Task) {
+		{"no root cause", CodeGroundTruth, Error, data.GroundTruthFile, "no group has root_cause", func(t *testing.T, task *data.Task) {
 			task.GroundTruth = []byte(strings.ReplaceAll(string(task.GroundTruth), "root_cause: true", "root_cause: false"))
 		}},
-		{"glob filter", CodeGlobFilter, Warning, snapshot.GroundTruthFile, "shell glob", func(t *testing.T, task *data.Task) {
+		{"glob filter", CodeGlobFilter, Warning, data.GroundTruthFile, "shell glob", func(t *testing.T, task *data.Task) {
 			task.GroundTruth = []byte(strings.Replace(string(task.GroundTruth), "groups:\n", "groups:\n  - {id: any-hpa, kind: HorizontalPodAutoscaler, namespace: otel-demo, filter: ['*.*']}\n", 1))
 		}},
-		{"unsolvable", CodeUnsolvable, Error, snapshot.GroundTruthFile, "matches no object", func(t *testing.T, task *data.Task) {
+		{"unsolvable", CodeUnsolvable, Error, data.GroundTruthFile, "matches no object", func(t *testing.T, task *data.Task) {
 			task.GroundTruth = []byte(strings.ReplaceAll(string(task.GroundTruth), "kind: NetworkPolicy", "kind: PodChaos"))
 		}},
-		{"dead filter", CodeDeadFilter, Warning, snapshot.GroundTruthFile, "filter deny-qoute-.* of root cause deny-quote-ingress matches no object of the snapshot (the group matches through its other names); closest: otel-demo/NetworkPolicy/deny-quote-ingress", func(t *testing.T, task *data.Task) {
+		{"dead filter", CodeDeadFilter, Warning, data.GroundTruthFile, "filter deny-qoute-.* of root cause deny-quote-ingress matches no object of the snapshot (the group matches through its other names); closest: otel-demo/NetworkPolicy/deny-quote-ingress", func(t *testing.T, task *data.Task) {
 			task.GroundTruth = []byte(strings.Replace(string(task.GroundTruth), "filter:\n      - deny-quote-ingress\n", "filter:\n      - deny-quote-ingress\n      - deny-qoute-.*\n", 1))
 		}},
-		{"id disagrees", CodeIDMismatch, Warning, snapshot.GroundTruthFile, "root cause block-quote-netpol-1 reads as NetworkPolicy block-quote, which its matching deny-quote-ingress does not accept (no object of the snapshot is named so)", func(t *testing.T, task *data.Task) {
+		{"id disagrees", CodeIDMismatch, Warning, data.GroundTruthFile, "root cause block-quote-netpol-1 reads as NetworkPolicy block-quote, which its matching deny-quote-ingress does not accept (no object of the snapshot is named so)", func(t *testing.T, task *data.Task) {
 			task.GroundTruth = []byte(strings.Replace(string(task.GroundTruth), "    id: deny-quote-ingress\n", "    id: block-quote-netpol-1\n", 1))
 		}},
 		{"answer copied", CodeAnswerVisible, Error, "alerts/notes.txt", "copy of the ground truth", func(t *testing.T, task *data.Task) {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/aa-grade/aa-grade/data"
-	"github.com/aa-grade/aa-grade/snapshot"
 	"github.com/aa-grade/aa-grade/snapshot/pack"
 	"github.com/aa-grade/aa-grade/snapshot/synth"
 	"github.com/aa-grade/aa-grade/snapshot/validate"
@@ -43,7 +42,7 @@ func Build(out string) error {
 		if _, err := synth.Generate(dir, synth.Options{Fault: task.Fault, Seed: task.Seed}); err != nil {
 			return err
 		}
-		gt, err := os.ReadFile(filepath.Join(dir, snapshot.GroundTruthFile))
+		gt, err := os.ReadFile(filepath.Join(dir, data.GroundTruthFile))
 		if err != nil {
 			return err
 		}
@@ -53,5 +52,5 @@ func Build(out string) error {
 		}
 		tasks = append(tasks, t)
 	}
-	return pack.Write(out, tasks, pack.Options{Split: "public"})
+	return pack.Write(out, tasks, pack.Options{Split: data.SplitPublic})
 }

@@ -1,17 +1,16 @@
-package runner
+package runfolder
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 // TestCollect: episodes never recorded count as unfinished, and every episode of the plan
 // counts in the summary.
 func TestCollect(t *testing.T) {
-	done := map[runfolder.Episode]runfolder.Result{
+	done := map[Episode]Result{
 		{Task: "Scenario-1", Repeat: 1}: {Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 0.5, TP: 1, FP: 1, RootCauses: 1, RootCausesFound: 1, Matcher: "judge"},
 		{Task: "Scenario-2", Repeat: 1}: {Task: "Scenario-2", Repeat: 1, Status: "max_turns", Turns: 100},
 	}

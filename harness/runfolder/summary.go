@@ -1,20 +1,19 @@
-package runner
+package runfolder
 
 import (
 	"slices"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 // Collect lists a run's episodes in order, one missing from done as unfinished, and
 // summarises them: the same numbers for a finished run and for a partial one.
-func Collect(plan []runfolder.Episode, done map[runfolder.Episode]runfolder.Result, judge string) ([]runfolder.Result, grader.Summary) {
-	all := make([]runfolder.Result, 0, len(plan))
+func Collect(plan []Episode, done map[Episode]Result, judge string) ([]Result, grader.Summary) {
+	all := make([]Result, 0, len(plan))
 	for _, e := range plan {
 		res, ok := done[e]
 		if !ok {
-			res = runfolder.Result{Task: e.Task, Repeat: e.Repeat, Status: grader.StatusUnfinished, Error: "not run (the run was interrupted or has not reached it)"}
+			res = Result{Task: e.Task, Repeat: e.Repeat, Status: grader.StatusUnfinished, Error: "not run (the run was interrupted or has not reached it)"}
 		}
 		all = append(all, res)
 	}
@@ -23,7 +22,7 @@ func Collect(plan []runfolder.Episode, done map[runfolder.Episode]runfolder.Resu
 
 // Summarise grades a run's results: per task in the order they come, repeats in order, with
 // the judge's statistics when a judge graded them.
-func Summarise(results []runfolder.Result, judge string) grader.Summary {
+func Summarise(results []Result, judge string) grader.Summary {
 	var perTask []grader.TaskResult
 	index := map[string]int{}
 	for _, r := range results {
@@ -46,7 +45,7 @@ func Summarise(results []runfolder.Result, judge string) grader.Summary {
 }
 
 // toEpisode is a result as the grader summarises it.
-func toEpisode(r runfolder.Result) grader.Episode {
+func toEpisode(r Result) grader.Episode {
 	return grader.Episode{Repeat: r.Repeat, Status: r.Status, Reason: r.Error, Verdict: grader.Verdict{
 		EpisodeScore: grader.EpisodeScore{Score: r.Score, TP: r.TP, FP: r.FP, RootCauses: r.RootCauses,
 			RootCausesFound: r.RootCausesFound, Predictions: []grader.Prediction{}, EntitiesDropped: r.EntitiesDropped},

@@ -1,12 +1,10 @@
-package runner
+package runfolder
 
 import (
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 // Shard is one of Count parts of a run (Index from 1), for running a benchmark on several
@@ -43,13 +41,13 @@ func (s Shard) String() string {
 // order, starting at the Index-th. Dealing them out round-robin gives every shard nearly the
 // same number of episodes and a mix of tasks, and depends only on the task list, so N
 // machines given the same flags split the run exactly.
-func (s Shard) Episodes(tasks []string, repeats int) []runfolder.Episode {
-	var out []runfolder.Episode
+func (s Shard) Episodes(tasks []string, repeats int) []Episode {
+	var out []Episode
 	k := 0
 	for _, t := range tasks {
 		for r := 1; r <= repeats; r++ {
 			if s.Count <= 1 || k%s.Count == s.Index-1 {
-				out = append(out, runfolder.Episode{Task: t, Repeat: r})
+				out = append(out, Episode{Task: t, Repeat: r})
 			}
 			k++
 		}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
+)
+
+// trajectorySchema is the published line format of trajectories
+// (harness/runfolder/trajectory.schema.json, docs/run-folder.md), compiled once.
+var trajectorySchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	b, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "runfolder", "trajectory.schema.json"))
+	if err != nil {
+		return nil, err
+	}
+	return jsonschema.Compile(b)
+})
+
+// checkTrajectories validates every line of every trajectory of the run folder run against
+// the published schema, and counts the lines of each kind: the tests of each kind of run (the
+// baseline, a provider, retries, rate limits, a judge, a replay) check the kinds they make.
+func checkTrajectories(t *testing.T, run string) map[model.EventKind]int {
+	t.Helper()
+	schema, err := trajectorySchema()
+	if err != nil {
+		t.Fatalf("the trajectory schema: %v", err)
+	}
+	kinds := map[model.EventKind]int{}
+	episodes, _ := filepath.Glob(filepath.Join(run, runfolder.EpisodesDir, "*", "*"))
+	if len(episodes) == 0 {
+		t.Fatalf("%s has no episode folders", run)
+	}
+	for _, dir := range episodes {
+		f, err := runfolder.OpenTrajectory(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := runfolder.NewTrajectoryReader(f, func(model.EventKind) bool { return true })
+		for line := range lines.Lines() {
+			if line.Err != nil || !line.Whole {
+				t.Fatalf("%s line %d: %v (whole: %v)", dir, line.N, line.Err, line.Whole)
+			}
+			if err := schema.Validate(line.Bytes); err != nil {
+				t.Errorf("%s line %d is not a trajectory line as the schema has it: %v\n%.500s", dir, line.N, err, line.Bytes)
+			}
+			kinds[line.Kind]++
+		}
+		f.Close()
+		if err := lines.Err(); err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+	}
+	return kinds
+}
+
+// wantKinds fails unless the trajectories of run hold lines of each of kinds.
+func wantKinds(t *testing.T, run string, kinds ...model.EventKind) {
+	t.Helper()
+	got := checkTrajectories(t, run)
+	var missing []string
+	for _, k := range kinds {
+		if got[k] == 0 {
+			missing = append(missing, string(k))
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("the trajectories of %s have no %s line (they have %v)", run, strings.Join(missing, ", "), got)
+	}
+}

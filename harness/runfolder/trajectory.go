@@ -1,0 +1,233 @@
+package runfolder
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/internal/safefile"
+)
+
+// TrajectoryFile is an episode's record, written as the episode goes. When the episode ends it
+// is compressed to TrajectoryFile + ".zst": every request carries the whole conversation, so
+// the plain file grows with the square of the turns (tens of MB for a long episode) while the
+// compressed one stays near the size of the conversation itself (60x smaller, measured).
+const TrajectoryFile = "trajectory.jsonl"
+
+// TurnRecord is one model call as a trajectory keeps it (kind model.KindTurn): the messages
+// new since the previous call (tool results and harness messages; the prompts on the first),
+// the reply and its usage. A replay plays these back.
+type TurnRecord struct {
+	Kind    model.EventKind `json:"kind"` // model.KindTurn
+	Turn    int             `json:"turn"`
+	Summary bool            `json:"summary,omitempty"` // a summarisation call, not a turn
+	At      time.Time       `json:"at"`
+	Input   []model.Message `json:"input"`
+	Reply   model.Message   `json:"reply"`
+	Usage   model.Usage     `json:"usage"`
+	Error   string          `json:"error,omitempty"`
+}
+
+// NewMessages follows a conversation call by call and tells which messages each call adds, so
+// a trajectory records every message once and a replay can compare like with like.
+type NewMessages struct{ seen int }
+
+// Next returns the messages of req not seen in earlier calls, then notes the call: a reply
+// joins the conversation, a summary restarts it after the two prompts, a failed call adds
+// nothing. After a history was shortened, everything after the prompts counts as new.
+func (n *NewMessages) Next(req model.Request, failed bool) []model.Message {
+	seen := n.seen
+	if seen > len(req.Messages) {
+		seen = min(2, len(req.Messages))
+	}
+	switch {
+	case req.Summary:
+		n.seen = 2
+	case failed:
+		n.seen = len(req.Messages)
+	default:
+		n.seen = len(req.Messages) + 1
+	}
+	return req.Messages[seen:]
+}
+
+// ErrNotRecorded marks an episode whose trajectory could not be written (a full disk): the
+// run stops, as when a result cannot be recorded, rather than spend calls it cannot keep.
+var ErrNotRecorded = errors.New("the trajectory could not be written")
+
+// Trajectory writes one episode's trajectory: turn records with the events of each call
+// (request, response, retry, ...) before them, in order. An episode's calls are sequential,
+// so it needs no lock. The first failed write is kept, no line is written after it (a line cut
+// by a full disk stays the last), and failed is called.
+type Trajectory struct {
+	f       *os.File
+	enc     *json.Encoder
+	new     NewMessages
+	retries int
+	err     error
+	failed  func(error)
+}
+
+// NewTrajectory creates the trajectory of the episode e, whose folder NewEpisode made, in
+// place of an earlier attempt's; failed is called on the first write that fails.
+func (f *Folder) NewTrajectory(e Episode, failed func(error)) (*Trajectory, error) {
+	dir := EpisodeDir(f.Dir, e)
+	os.Remove(filepath.Join(dir, TrajectoryFile+".zst")) // an earlier attempt's
+	file, err := os.Create(filepath.Join(dir, TrajectoryFile))
+	if err != nil {
+		return nil, err // an os error names the file and what failed
+	}
+	return newTrajectory(file, failed), nil
+}
+
+func newTrajectory(f *os.File, failed func(error)) *Trajectory {
+	return &Trajectory{f: f, enc: json.NewEncoder(f), failed: failed}
+}
+
+func (t *Trajectory) write(v any) {
+	if t.err != nil {
+		return
+	}
+	if err := t.enc.Encode(v); err != nil {
+		t.err = fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		t.failed(t.err)
+	}
+}
+
+// Event records an event of a model call, as it comes.
+func (t *Trajectory) Event(e model.Event) {
+	if e.Kind == model.KindRetry {
+		t.retries++
+	}
+	t.write(e)
+}
+
+// Turn records the model call n (req answered by reply, or failed with err) after its events:
+// only the messages of req new since the previous call.
+func (t *Trajectory) Turn(n int, req model.Request, reply model.Reply, err error) {
+	entry := TurnRecord{Kind: model.KindTurn, Turn: n, Summary: req.Summary, At: time.Now().UTC(),
+		Input: t.new.Next(req, err != nil), Reply: reply.Message, Usage: reply.Usage}
+	if err != nil {
+		entry.Error = err.Error()
+	}
+	t.write(entry)
+}
+
+// Retries counts the calls retried so far.
+func (t *Trajectory) Retries() int { return t.retries }
+
+// Close closes the file and returns the first failure to write it, if any.
+func (t *Trajectory) Close() error {
+	if err := t.f.Close(); err != nil && t.err == nil {
+		t.err = fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	}
+	return t.err
+}
+
+// WriteSubmission keeps the submission of the episode e, as the model wrote it, in the
+// episode's folder (grader.SubmissionFile).
+func (f *Folder) WriteSubmission(e Episode, b []byte) error {
+	return os.WriteFile(filepath.Join(EpisodeDir(f.Dir, e), grader.SubmissionFile), b, 0o644)
+}
+
+// OpenTrajectory opens the trajectory in an episode folder: the compressed file of a finished
+// episode, else the plain one of an episode still running or cut short.
+func OpenTrajectory(dir string) (io.ReadCloser, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return OpenTrajectoryIn(root, ".")
+}
+
+// OpenTrajectoryIn opens the trajectory of the episode folder dir inside root, as
+// OpenTrajectory does, for a reader that must not be led out of root (the viewer serves
+// folders someone else wrote): no link leaves it, and only a regular file is read, so a FIFO
+// put in a trajectory's place cannot hang the reader. The file is streamed: a finished
+// episode's is decompressed as it is read, never whole.
+func OpenTrajectoryIn(root *os.Root, dir string) (io.ReadCloser, error) {
+	f, err := safefile.Open(root, path.Join(dir, TrajectoryFile+".zst"))
+	if errors.Is(err, os.ErrNotExist) {
+		return safefile.Open(root, path.Join(dir, TrajectoryFile))
+	}
+	if err != nil {
+		return nil, err
+	}
+	zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return zstdFile{zr, f}, nil
+}
+
+type zstdFile struct {
+	*zstd.Decoder
+	f *os.File
+}
+
+func (z zstdFile) Close() error {
+	z.Decoder.Close()
+	return z.f.Close()
+}
+
+// One encoder serves every episode, one at a time: an encoder holds several MB of window and
+// tables, and a run at --parallel 32 would otherwise hold 32 of them as its episodes end.
+var (
+	encoderMu sync.Mutex
+	encoder   = sync.OnceValues(func() (*zstd.Encoder, error) {
+		return zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+	})
+)
+
+func compress(w io.Writer, r io.Reader) error {
+	encoderMu.Lock()
+	defer encoderMu.Unlock()
+	zw, err := encoder()
+	if err != nil {
+		return err
+	}
+	zw.Reset(w)
+	if _, err := io.Copy(zw, r); err != nil {
+		zw.Close()
+		return err
+	}
+	return zw.Close()
+}
+
+// CompressTrajectory replaces an episode folder's plain trajectory with its compressed form.
+// On failure the plain file stays, and readers still find it.
+func CompressTrajectory(dir string) error {
+	plain := filepath.Join(dir, TrajectoryFile)
+	in, err := os.Open(plain)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := plain + ".zst.tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	err = compress(out, in)
+	err = errors.Join(err, out.Close())
+	if err == nil {
+		err = os.Rename(tmp, plain+".zst")
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Remove(plain)
+}

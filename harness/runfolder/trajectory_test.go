@@ -1,0 +1,108 @@
+package runfolder
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/model"
+)
+
+// TestTrajectoryCompression: a finished episode's trajectory is compressed in place, reads back
+// the same, and a plain one (an episode still running) reads as it is.
+func TestTrajectoryCompression(t *testing.T) {
+	dir := t.TempDir()
+	content := strings.Repeat(`{"kind":"request","body":{"messages":["the same conversation again"]}}`+"\n", 500)
+	os.WriteFile(filepath.Join(dir, TrajectoryFile), []byte(content), 0o644)
+	read := func() string {
+		f, err := OpenTrajectory(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if read() != content {
+		t.Fatal("the plain trajectory reads differently")
+	}
+	if err := CompressTrajectory(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, TrajectoryFile)); !os.IsNotExist(err) {
+		t.Errorf("the plain file is still there: %v", err)
+	}
+	info, err := os.Stat(filepath.Join(dir, TrajectoryFile+".zst"))
+	if err != nil || info.Size()*20 > int64(len(content)) {
+		t.Fatalf("compressed: %v, %v bytes for %d", err, info, len(content))
+	}
+	if read() != content {
+		t.Fatal("the compressed trajectory reads differently")
+	}
+	if err := CompressTrajectory(t.TempDir()); err == nil {
+		t.Error("compressing a folder without a trajectory succeeded")
+	}
+}
+
+// TestTrajectoryCountsRetriesAndNewMessages: wire events are written as they come and retries
+// are counted; each turn records only the messages new since the previous call.
+func TestTrajectoryCountsRetriesAndNewMessages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trajectory.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTrajectory(f, func(err error) { t.Errorf("a write failed: %v", err) })
+	sys, task := model.Message{Role: "system", Content: "s"}, model.Message{Role: "user", Content: "t"}
+	reply := model.Message{Role: "assistant", Content: "a"}
+	tr.Event(model.Event{Kind: "request"})
+	tr.Event(model.Event{Kind: "retry", Attempt: 1})
+	tr.Event(model.Event{Kind: "retry", Attempt: 2})
+	tr.Turn(1, model.Request{Messages: []model.Message{sys, task}}, model.Reply{Message: reply}, nil)
+	result := model.Message{Role: "user", Content: "continue"}
+	tr.Turn(2, model.Request{Messages: []model.Message{sys, task, reply, result}}, model.Reply{Message: reply}, nil)
+	if tr.Retries() != 2 {
+		t.Errorf("%d retries counted, want 2", tr.Retries())
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	written, _ := os.ReadFile(path)
+	var turns []TurnRecord
+	for line := range strings.Lines(string(written)) {
+		var r TurnRecord
+		if json.Unmarshal([]byte(line), &r) == nil && r.Kind == "turn" {
+			turns = append(turns, r)
+		}
+	}
+	if len(turns) != 2 || len(turns[0].Input) != 2 || len(turns[1].Input) != 1 || turns[1].Input[0].Content != "continue" {
+		t.Fatalf("turns recorded: %+v", turns)
+	}
+}
+
+// TestTrajectoryKeepsItsFirstFailure: a write that fails (a full disk, here /dev/full) is
+// reported once, to the episode and at close, and nothing is written after it.
+func TestTrajectoryKeepsItsFirstFailure(t *testing.T) {
+	f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	var failures []error
+	tr := newTrajectory(f, func(err error) { failures = append(failures, err) })
+	tr.Event(model.Event{Kind: "request"})
+	tr.Turn(1, model.Request{}, model.Reply{}, nil)
+	if len(failures) != 1 || !errors.Is(failures[0], ErrNotRecorded) || !errors.Is(failures[0], syscall.ENOSPC) {
+		t.Fatalf("failures reported: %v", failures)
+	}
+	if err := tr.Close(); !errors.Is(err, ErrNotRecorded) {
+		t.Errorf("close: %v", err)
+	}
+}
