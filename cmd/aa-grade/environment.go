@@ -29,7 +29,7 @@ var environment = []envVar{
 	{"AA_GRADE_MAX_IN_FLIGHT", []string{"run --max-in-flight"}, "model calls at once"},
 	{"AA_GRADE_RPM", []string{"run --rpm"}, "model requests per minute"},
 	{"AA_GRADE_TPM", []string{"run --tpm"}, "model tokens per minute"},
-	{"AA_GRADE_SANDBOX", []string{"run --sandbox", "doctor --sandbox"}, "the sandbox backend"},
+	{"AA_GRADE_SANDBOX", []string{"run --sandbox", "doctor --sandbox", "tasks validate --sandbox"}, "the sandbox backend"},
 	{"AA_GRADE_SANDBOX_IMAGE", []string{"run --sandbox-image", "doctor --sandbox-image"}, "the image an episode runs in"},
 	{"AA_GRADE_MEMORY_LIMIT", []string{"run --memory-limit"}, "memory of an episode"},
 	{"AA_GRADE_DISK_LIMIT", []string{"run --disk-limit"}, "disk of an episode"},
