@@ -149,7 +149,8 @@ func parseChatAnswer(answer []byte) (Reply, error) {
 	usage := Usage{Input: u.Get("prompt_tokens").Int(), Output: u.Get("completion_tokens").Int(),
 		CachedRead: u.Get("prompt_tokens_details.cached_tokens").Int(), CachedWrite: u.Get("prompt_tokens_details.cache_write_tokens").Int(),
 		Reasoning: u.Get("completion_tokens_details.reasoning_tokens").Int()}
-	return Reply{Message: out, Usage: usage}, nil
+	reason := gjson.GetBytes(answer, "choices.0.finish_reason").String()
+	return Reply{Message: out, Usage: usage, Cut: reason == "length" || reason == "max_tokens"}, nil
 }
 
 // argumentsJSON returns tool arguments as the model wrote them: the API sends them as a JSON

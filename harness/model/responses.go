@@ -15,10 +15,10 @@ import (
 // it, since with nothing stored on the server they are the only way reasoning carries from
 // one turn to the next.
 //
-// A response with status "incomplete" (max_output_tokens, content_filter) is a reply like any
-// other, as a Chat Completions reply cut at its token limit is: its text and calls are used as
-// they are (a call cut short has invalid arguments, which the loop answers with a tool
-// error), and the trajectory keeps the raw body with incomplete_details.reason.
+// A response with status "incomplete" (max_output_tokens, content_filter) is a cut reply
+// (Reply.Cut): the reference loop ends the episode on it; the lenient loop uses its text and
+// calls as they are (a call cut short has invalid arguments, which that loop answers with a
+// tool error). The trajectory keeps the raw body with incomplete_details.reason.
 type OpenAIResponses struct {
 	Options
 }
@@ -161,5 +161,7 @@ func parseResponsesAnswer(answer []byte) (Reply, error) {
 	u := gjson.GetBytes(answer, "usage")
 	usage := Usage{Input: u.Get("input_tokens").Int(), CachedRead: u.Get("input_tokens_details.cached_tokens").Int(),
 		Output: u.Get("output_tokens").Int(), Reasoning: u.Get("output_tokens_details.reasoning_tokens").Int()}
-	return Reply{Message: out, Usage: usage}, nil
+	// The reference client raises on any incomplete response, whatever its reason
+	// (max_output_tokens or content_filter): both count as cut.
+	return Reply{Message: out, Usage: usage, Cut: gjson.GetBytes(answer, "status").String() == "incomplete"}, nil
 }
