@@ -27,7 +27,7 @@ const (
 	DefaultMaxTurns = 100
 	// DefaultMaxTokens is the reference client's max_tokens (Stirrup 0.1.9's default): the
 	// output cap every request carries, and the base of the summarisation threshold.
-	DefaultMaxTokens = 64_000
+	DefaultMaxTokens = model.DefaultMaxTokens
 	warningTurns     = 20   // remaining-turn warnings appear in the last 20 turns
 	summariseAt      = 0.70 // share of max tokens (lenient: of the context window) that triggers summarisation
 )

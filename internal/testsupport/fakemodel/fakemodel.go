@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 )
 
@@ -23,10 +24,19 @@ type Script struct {
 type Server struct {
 	Script   Script
 	requests atomic.Int64
+	mu       sync.Mutex
+	bodies   [][]byte // every request body received, in order
 }
 
 // Requests is how many calls the server has answered.
 func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// Bodies are the request bodies the server has received, in order: what a client sent.
+func (s *Server) Bodies() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.bodies...)
+}
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
@@ -40,6 +50,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.requests.Add(1)
+	s.mu.Lock()
+	s.bodies = append(s.bodies, body)
+	s.mu.Unlock()
 	turn := 1
 	for _, m := range req.Messages {
 		if m.Role == "assistant" {
