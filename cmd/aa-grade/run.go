@@ -226,7 +226,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		settings.ContextWindow = plan.contextWindow
 	}
 	stderr := con.err
-	m, limit, err := newModel(opts, settings)
+	m, limit, err := newModel(opts, settings, plan.loop)
 	if err != nil {
 		return err
 	}
@@ -360,10 +360,11 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	return nil
 }
 
-// newModel builds the model under test (a provider's, the built-in baseline or a replay), with one rate limiter for the whole run: every
+// newModel builds the model under test (a provider's, the built-in baseline or a replay),
+// sending back the reasoning the loop does, with one rate limiter for the whole run: every
 // episode's calls go to the same provider and quota. The limiter is returned too, for the
 // display and the run's record of the limits.
-func newModel(opts runOptions, settings model.Settings) (model.Model, *model.Limiter, error) {
+func newModel(opts runOptions, settings model.Settings, loop harness.Loop) (model.Model, *model.Limiter, error) {
 	maxInFlight := opts.maxInFlight
 	if maxInFlight == 0 {
 		maxInFlight = opts.parallel
@@ -382,7 +383,8 @@ func newModel(opts runOptions, settings model.Settings) (model.Model, *model.Lim
 		m, err = replay.New(strings.TrimPrefix(spec, "replay/"))
 	default:
 		m, err = model.New(spec, os.Getenv, model.Options{MaxTokens: int(settings.MaxTokens),
-			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit})
+			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit,
+			KeepAllReasoning: loop == harness.LoopLenient})
 	}
 	if errors.Is(err, model.ErrNotProvider) {
 		return nil, nil, fmt.Errorf("--model: %w; or %s, or a preset (aa-grade models)", err, runOnlySpecs)

@@ -28,6 +28,12 @@ type Options struct {
 	APIKey          string
 	MaxTokens       int    // output tokens per call; 0 lets the provider decide
 	ReasoningEffort string // provider spelling (low, medium, high, xhigh, max, ...); "" unset
+	// KeepAllReasoning sends back every piece of reasoning a reply came with, as the lenient
+	// loop does: on Chat Completions reasoning and reasoning_details beside reasoning_content,
+	// on the Responses API the encrypted reasoning items (store false). Without it each route
+	// sends back what the reference client does: reasoning_content only, and no reasoning
+	// item at all on the Responses API.
+	KeepAllReasoning bool
 	HTTP            *http.Client
 	Retry           backoff.Policy
 	Budget          time.Duration // retrying one call stops after this long (default 10 minutes)

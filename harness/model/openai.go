@@ -52,13 +52,7 @@ func (m *OpenAIChat) requestBody(req Request) map[string]any {
 				}
 				cm["tool_calls"] = calls
 			}
-			// Reasoning a provider returned goes back as it came (reasoning_content, reasoning).
-			var extra map[string]json.RawMessage
-			if json.Unmarshal(msg.Opaque, &extra) == nil {
-				for k, v := range extra {
-					cm[k] = v
-				}
-			}
+			m.echoReasoning(cm, msg.Opaque)
 		default:
 			cm["content"] = msg.Content
 		}
@@ -80,6 +74,23 @@ func (m *OpenAIChat) requestBody(req Request) map[string]any {
 		body["reasoning_effort"] = m.ReasoningEffort
 	}
 	return body
+}
+
+// echoReasoning puts back on an assistant message the reasoning its reply came with, as it
+// came: reasoning_content alone when it is not empty, as the reference client does (it keeps
+// nothing else), or every field kept with KeepAllReasoning.
+func (m *OpenAIChat) echoReasoning(cm chatMessage, opaque json.RawMessage) {
+	var kept map[string]json.RawMessage
+	if json.Unmarshal(opaque, &kept) != nil {
+		return
+	}
+	for k, v := range kept {
+		if m.KeepAllReasoning {
+			cm[k] = v
+		} else if k == "reasoning_content" && gjson.ParseBytes(v).String() != "" {
+			cm[k] = v
+		}
+	}
 }
 
 // chatFailure finds an error reported inside a 200 answer of a Chat Completions server:

@@ -10,10 +10,11 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// OpenAIResponses speaks OpenAI's Responses API statelessly (store false): every call sends
-// the whole conversation, and the encrypted reasoning items of earlier replies go back with
-// it, since with nothing stored on the server they are the only way reasoning carries from
-// one turn to the next.
+// OpenAIResponses speaks OpenAI's Responses API: every call sends the whole conversation. By
+// default it sends what the reference client does, no reasoning item back and no store or
+// include field; with KeepAllReasoning (the lenient loop) it calls statelessly (store false)
+// and the encrypted reasoning items of earlier replies go back, since with nothing stored on
+// the server they are the only way reasoning carries from one turn to the next.
 //
 // A response with status "incomplete" (max_output_tokens, content_filter) is a cut reply
 // (Reply.Cut): the reference loop ends the episode on it; the lenient loop uses its text and
@@ -55,7 +56,9 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 			if msg.Content == "" && len(msg.ToolCalls) == 0 {
 				continue // a reply with nothing to show: its reasoning led nowhere and is left out
 			}
-			input = append(input, reasoningItems(msg.Opaque)...)
+			if m.KeepAllReasoning {
+				input = append(input, reasoningItems(msg.Opaque)...)
+			}
 			if msg.Content != "" {
 				input = append(input, item{"type": "message", "role": "assistant", "content": msg.Content})
 			}
@@ -66,7 +69,10 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 			input = append(input, item{"type": "message", "role": "user", "content": msg.Content})
 		}
 	}
-	body := map[string]any{"model": m.Model, "input": input, "store": false, "include": []string{"reasoning.encrypted_content"}}
+	body := map[string]any{"model": m.Model, "input": input}
+	if m.KeepAllReasoning { // the reference client stores nothing it sends back, and asks for nothing
+		body["store"], body["include"] = false, []string{"reasoning.encrypted_content"}
+	}
 	if len(req.Tools) > 0 { // tools and tool_choice only with tools, as on the Chat path (the judge asks with none)
 		tools := make([]item, 0, len(req.Tools))
 		for _, t := range req.Tools {

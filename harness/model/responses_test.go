@@ -49,6 +49,7 @@ var responsesTools = []Tool{{Name: "code_exec", Description: "run", Parameters: 
 func TestResponsesRequestAndToolCalls(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, responsesToolAnswer)}}
 	m, events := newResponses(t, f)
+	m.KeepAllReasoning = true // the lenient loop's stateless calls
 	reply, err := m.Complete(context.Background(), Request{Messages: []Message{
 		{Role: RoleSystem, Content: "system"},
 		{Role: RoleUser, Content: "task"},
@@ -127,12 +128,13 @@ func TestResponsesTextOnlyReplyAndUnsetOptions(t *testing.T) {
 	}
 }
 
-// The reasoning of one reply goes back, encrypted content and summary unchanged, ahead of
-// the calls it led to, in the next request; and a reply with neither text nor call sends
-// nothing back.
+// With KeepAllReasoning (the lenient loop), the reasoning of one reply goes back, encrypted
+// content and summary unchanged, ahead of the calls it led to, in the next request; and a
+// reply with neither text nor call sends nothing back.
 func TestResponsesSendsReasoningBack(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, responsesToolAnswer), status(200, responsesTextAnswer)}}
 	m, events := newResponses(t, f)
+	m.KeepAllReasoning = true
 	conv := []Message{{Role: RoleSystem, Content: "system"}, {Role: RoleUser, Content: "task"}}
 	first, err := m.Complete(context.Background(), Request{Messages: conv, Tools: responsesTools})
 	if err != nil {

@@ -1,0 +1,51 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// TestReferenceReasoningEcho: by default each route sends back what the reference client
+// does: on Chat Completions reasoning_content alone (and not when empty); on the Responses API
+// no reasoning item, and no store or include field. KeepAllReasoning sends back every field.
+func TestReferenceReasoningEcho(t *testing.T) {
+	chatOpaque := json.RawMessage(`{"reasoning_content":"thought","reasoning":"thought again","reasoning_details":[{"type":"reasoning.encrypted","data":"x"}]}`)
+	conv := func(opaque json.RawMessage) Request {
+		return Request{Messages: []Message{{Role: RoleSystem, Content: "system"}, {Role: RoleUser, Content: "task"},
+			{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c0", Name: "code_exec", Arguments: `{"cmd":"ls"}`}}, Opaque: opaque},
+			{Role: RoleTool, ToolCallID: "c0", Content: "out"}}, Tools: responsesTools}
+	}
+	for _, keepAll := range []bool{false, true} {
+		f := &fakeChat{answers: []func(http.ResponseWriter){status(200, toolAnswer), status(200, toolAnswer)}}
+		chat := &OpenAIChat{testOptions(t, f)}
+		chat.KeepAllReasoning = keepAll
+		if _, err := chat.Complete(context.Background(), conv(chatOpaque)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chat.Complete(context.Background(), conv(json.RawMessage(`{"reasoning_content":""}`))); err != nil {
+			t.Fatal(err)
+		}
+		sent := gjson.ParseBytes(f.received[0]).Get("messages.2")
+		if sent.Get("reasoning_content").String() != "thought" || sent.Get("reasoning").Exists() != keepAll || sent.Get("reasoning_details").Exists() != keepAll {
+			t.Errorf("keep all %v: chat assistant message sent as %s", keepAll, sent.Raw)
+		}
+		if empty := gjson.ParseBytes(f.received[1]).Get("messages.2"); empty.Get("reasoning_content").Exists() != keepAll {
+			t.Errorf("keep all %v: an empty reasoning_content sent as %s", keepAll, empty.Raw)
+		}
+
+		rf := &fakeChat{path: "/v1/responses", answers: []func(http.ResponseWriter){status(200, responsesTextAnswer)}}
+		responses := &OpenAIResponses{testOptions(t, rf)}
+		responses.KeepAllReasoning = keepAll
+		if _, err := responses.Complete(context.Background(), conv(json.RawMessage(`[{"type":"reasoning","encrypted_content":"enc","summary":[]}]`))); err != nil {
+			t.Fatal(err)
+		}
+		body := gjson.ParseBytes(rf.received[0])
+		if body.Get("store").Exists() != keepAll || body.Get("include").Exists() != keepAll || body.Get(`input.#(type=="reasoning")`).Exists() != keepAll {
+			t.Errorf("keep all %v: responses request %s", keepAll, body.Raw)
+		}
+	}
+}
