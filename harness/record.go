@@ -128,6 +128,7 @@ type TurnRecord struct {
 	Input   []model.Message `json:"input"`
 	Reply   model.Message   `json:"reply"`
 	Usage   model.Usage     `json:"usage"`
+	Cut     bool            `json:"cut,omitempty"` // the reply stopped at the output cap (model.Reply.Cut)
 	Error   string          `json:"error,omitempty"`
 }
 

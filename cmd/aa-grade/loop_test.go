@@ -82,3 +82,30 @@ func TestLenientRunIsMarked(t *testing.T) {
 		t.Errorf("report.md does not mark the lenient run (%v)", err)
 	}
 }
+
+// TestCutReplyIsTheModelsOutcome: a reply cut at the output cap ends the episode as
+// output_limit, scored 0 with the reason recorded, counted in the run's summary, and kept by a
+// resume (which runs error episodes again, not this).
+func TestCutReplyIsTheModelsOutcome(t *testing.T) {
+	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 4, Command: "ls", Answer: answer901, CutAt: 2}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1", "--out", out}
+	r := aaGrade(t, env, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "1 output_limit") || fake.Requests() != 2 {
+		t.Fatalf("exit %d after %d requests\n%s%s", r.code, fake.Requests(), r.stdout, r.stderr)
+	}
+	results, err := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := gjson.ParseBytes(results)
+	if res.Get("status").String() != "output_limit" || res.Get("score").Float() != 0 || !strings.Contains(res.Get("error").String(), "64000") {
+		t.Fatalf("results.jsonl: %s", results)
+	}
+	if r := aaGrade(t, env, args...); r.code != 0 || fake.Requests() != 2 {
+		t.Fatalf("resume: exit %d, %d requests\n%s", r.code, fake.Requests(), r.stderr)
+	}
+}

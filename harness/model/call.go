@@ -34,9 +34,9 @@ type Options struct {
 	// sends back what the reference client does: reasoning_content only, and no reasoning
 	// item at all on the Responses API.
 	KeepAllReasoning bool
-	HTTP            *http.Client
-	Retry           backoff.Policy
-	Budget          time.Duration // retrying one call stops after this long (default 10 minutes)
+	HTTP             *http.Client
+	Retry            backoff.Policy
+	Budget           time.Duration // retrying one call stops after this long (default 10 minutes)
 	// AttemptTimeout bounds one attempt, answer included (default 15 minutes: a model thinking
 	// at its highest effort can take minutes); an attempt that runs out is retried.
 	AttemptTimeout time.Duration

@@ -51,7 +51,7 @@ func (t *trajectory) wire(e model.Event) {
 
 func (t *trajectory) turn(n int, req model.Request, reply model.Reply, err error) {
 	entry := harness.TurnRecord{Kind: "turn", Turn: n, Summary: req.Summary, At: time.Now().UTC(),
-		Input: t.new.Next(req, err != nil), Reply: reply.Message, Usage: reply.Usage}
+		Input: t.new.Next(req, err != nil), Reply: reply.Message, Usage: reply.Usage, Cut: reply.Cut}
 	if err != nil {
 		entry.Error = err.Error()
 	}

@@ -18,6 +18,8 @@ type Script struct {
 	Turns   int      // at least 2
 	Command string   // the shell command of the investigation turns
 	Answer  []string // the entities submitted
+	// CutAt, when set, is the turn whose reply stops at the output cap (finish_reason length).
+	CutAt int
 }
 
 // Server answers POST /chat/completions by the script.
@@ -61,9 +63,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	name, args := s.Script.call(turn)
 	argJSON, _ := json.Marshal(args)
+	finish := "tool_calls"
+	if turn == s.Script.CutAt {
+		finish = "length"
+	}
 	reply := map[string]any{
 		"id": fmt.Sprintf("fake-%d", turn), "object": "chat.completion",
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "tool_calls", "message": map[string]any{
+		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": map[string]any{
 			"role": "assistant", "content": nil,
 			"tool_calls": []any{map[string]any{"id": fmt.Sprintf("call_%d", turn), "type": "function",
 				"function": map[string]any{"name": name, "arguments": string(argJSON)}}},
