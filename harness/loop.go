@@ -199,7 +199,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 // as Stirrup registers its finish tool before the session's tools; the shell tool first in the
 // lenient loop.
 func (e *Episode) offeredTools() []model.Tool {
-	tools := e.texts.tools()
+	tools := e.texts.tools(!e.lenient())
 	if !e.lenient() {
 		tools[0], tools[1] = tools[1], tools[0]
 	}

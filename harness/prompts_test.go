@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/model"
@@ -226,7 +228,7 @@ func TestShellResultsInTheSetsWords(t *testing.T) {
 }
 
 func TestToolDefinitions(t *testing.T) {
-	tools := BuiltinPrompts().forEpisode(promptEnv{commandTimeout: 45 * time.Second}).tools()
+	tools := BuiltinPrompts().forEpisode(promptEnv{commandTimeout: 45 * time.Second}).tools(false)
 	var shell, finish struct {
 		Type                 string `json:"type"`
 		Properties           map[string]struct{ Type, Description string }
@@ -244,6 +246,24 @@ func TestToolDefinitions(t *testing.T) {
 	if tools[1].Name != "finish" || finish.Properties["paths"].Type != "array" || finish.Properties["reason"].Description == "" ||
 		len(finish.Required) != 2 || !strings.Contains(tools[1].Description, "agent_output.json") {
 		t.Errorf("finish tool %s %s %+v", tools[1].Name, tools[1].Description, finish)
+	}
+}
+
+// TestReferenceToolSchemas: the reference loop's schemas are shaped as pydantic shapes the
+// reference library's parameter classes: titles on the objects and the properties, no
+// additionalProperties.
+func TestReferenceToolSchemas(t *testing.T) {
+	tools := BuiltinPrompts().forEpisode(promptEnv{commandTimeout: 45 * time.Second}).tools(true)
+	for i, want := range []map[string]string{
+		{"title": "CodeExecutionParams", "properties.cmd.title": "Cmd", "properties.cmd.type": "string", "required.0": "cmd", "additionalProperties": ""},
+		{"title": "FinishParams", "properties.reason.title": "Reason", "properties.paths.title": "Paths", "properties.paths.items.type": "string",
+			"required.1": "paths"},
+	} {
+		for path, w := range want {
+			if got := gjson.GetBytes(tools[i].Parameters, path).String(); got != w {
+				t.Errorf("tool %s: %s = %q, want %q", tools[i].Name, path, got, w)
+			}
+		}
 	}
 }
 
@@ -456,10 +476,11 @@ func TestEveryTextComesFromTheSet(t *testing.T) {
 	for _, req := range m.requests {
 		for _, tool := range req.Tools {
 			var params struct {
-				Properties map[string]struct{ Description string }
+				Description string
+				Properties  map[string]struct{ Description string }
 			}
 			json.Unmarshal(tool.Parameters, &params)
-			texts := []string{tool.Description}
+			texts := []string{tool.Description, params.Description}
 			for _, p := range params.Properties {
 				texts = append(texts, p.Description)
 			}

@@ -72,6 +72,8 @@ var (
 var stirrupKeys = map[string]stirrupText{
 	keyShellDescription:    {file: "tools/code_backends/base.py", anchors: []string{"description=description"}},
 	keyShellCmdDescription: {file: "tools/code_backends/base.py", anchors: []string{"class CodeExecutionParams", "description="}},
+	keyShellParamsDesc:     {file: "tools/code_backends/base.py", anchors: []string{"class CodeExecutionParams(BaseModel):"}},
+	keyFinishParamsDesc:    {file: "tools/finish.py", anchors: []string{"class FinishParams(BaseModel):"}},
 	keyFinishDescription:   {file: "tools/finish.py", anchors: []string{"SIMPLE_FINISH_TOOL", "description="}},
 	keyFinishReasonDesc:    {file: "tools/finish.py", anchors: []string{"reason: Annotated[str, Field(description="}},
 	keyFinishPathsDesc:     {file: "tools/finish.py", anchors: []string{"paths: Annotated[", "Field(description="}},

@@ -51,6 +51,7 @@ func TestFromStirrupTakesEveryText(t *testing.T) {
 		keySystem: "FIXTURE base: work through the job in at most {{max_turns}} steps, then hand it in.\n FIXTURE nobody answers.\n\nFIXTURE the caller says:\n" +
 			adapterRole,
 		keyShellDescription: "FIXTURE runs a command.", keyShellCmdDescription: "FIXTURE a bash command.",
+		keyShellParamsDesc: "FIXTURE what to run.", keyFinishParamsDesc: "FIXTURE why stopping.",
 		keyFinishDescription: "FIXTURE stop here.", keyFinishReasonDesc: "FIXTURE why you stop.", keyFinishPathsDesc: "FIXTURE files you hand back.",
 		keyTurnsLeft: "FIXTURE {{turns_left}} turns to go. Keep at it.", keyLastTurn: "FIXTURE final turn now.", keyContinue: "FIXTURE go on",
 		keySummaryRequest: "FIXTURE summary request: condense what happened so far.\n", keySummaryBridge: "FIXTURE bridge.\n\n{{summary}}\n\nCarry on.",

@@ -28,15 +28,17 @@ type Options struct {
 	APIKey          string
 	MaxTokens       int    // output tokens per call; 0 lets the provider decide
 	ReasoningEffort string // provider spelling (low, medium, high, xhigh, max, ...); "" unset
-	// KeepAllReasoning sends back every piece of reasoning a reply came with, as the lenient
-	// loop does: on Chat Completions reasoning and reasoning_details beside reasoning_content,
-	// on the Responses API the encrypted reasoning items (store false). Without it each route
-	// sends back what the reference client does: reasoning_content only, and no reasoning
-	// item at all on the Responses API.
-	KeepAllReasoning bool
-	HTTP             *http.Client
-	Retry            backoff.Policy
-	Budget           time.Duration // retrying one call stops after this long (default 10 minutes)
+	// Lenient makes the requests of aa-grade's lenient loop: every piece of reasoning a reply
+	// came with goes back (on Chat Completions reasoning and reasoning_details beside
+	// reasoning_content, on the Responses API the encrypted reasoning items, store false), and
+	// Chat Completions messages are plain strings. Without it each route sends what the
+	// reference client does: reasoning_content alone, no reasoning item on the Responses API,
+	// and on Chat Completions text as a list of text parts, each tool call with the reference
+	// client's own fields beside the API's, each tool result with its tool's name.
+	Lenient bool
+	HTTP    *http.Client
+	Retry   backoff.Policy
+	Budget  time.Duration // retrying one call stops after this long (default 10 minutes)
 	// AttemptTimeout bounds one attempt, answer included (default 15 minutes: a model thinking
 	// at its highest effort can take minutes); an attempt that runs out is retried.
 	AttemptTimeout time.Duration

@@ -11,7 +11,7 @@ import (
 
 // TestReferenceReasoningEcho: by default each route sends back what the reference client
 // does: on Chat Completions reasoning_content alone (and not when empty); on the Responses API
-// no reasoning item, and no store or include field. KeepAllReasoning sends back every field.
+// no reasoning item, and no store or include field. Lenient sends back every field.
 func TestReferenceReasoningEcho(t *testing.T) {
 	chatOpaque := json.RawMessage(`{"reasoning_content":"thought","reasoning":"thought again","reasoning_details":[{"type":"reasoning.encrypted","data":"x"}]}`)
 	conv := func(opaque json.RawMessage) Request {
@@ -22,7 +22,7 @@ func TestReferenceReasoningEcho(t *testing.T) {
 	for _, keepAll := range []bool{false, true} {
 		f := &fakeChat{answers: []func(http.ResponseWriter){status(200, toolAnswer), status(200, toolAnswer)}}
 		chat := &OpenAIChat{testOptions(t, f)}
-		chat.KeepAllReasoning = keepAll
+		chat.Lenient = keepAll
 		if _, err := chat.Complete(context.Background(), conv(chatOpaque)); err != nil {
 			t.Fatal(err)
 		}
@@ -39,13 +39,51 @@ func TestReferenceReasoningEcho(t *testing.T) {
 
 		rf := &fakeChat{path: "/v1/responses", answers: []func(http.ResponseWriter){status(200, responsesTextAnswer)}}
 		responses := &OpenAIResponses{testOptions(t, rf)}
-		responses.KeepAllReasoning = keepAll
+		responses.Lenient = keepAll
 		if _, err := responses.Complete(context.Background(), conv(json.RawMessage(`[{"type":"reasoning","encrypted_content":"enc","summary":[]}]`))); err != nil {
 			t.Fatal(err)
 		}
 		body := gjson.ParseBytes(rf.received[0])
 		if body.Get("store").Exists() != keepAll || body.Get("include").Exists() != keepAll || body.Get(`input.#(type=="reasoning")`).Exists() != keepAll {
 			t.Errorf("keep all %v: responses request %s", keepAll, body.Raw)
+		}
+	}
+}
+
+// TestChatMessageShapes: by default a Chat Completions request is shaped as the reference
+// client's: text as one text part ("" for none), each tool call with the client's own fields
+// (signature null, name, arguments, tool_call_id) beside the API's, each tool result with its
+// tool's name; the lenient loop's has plain strings and the API's fields only.
+func TestChatMessageShapes(t *testing.T) {
+	for _, lenient := range []bool{false, true} {
+		f := &fakeChat{answers: []func(http.ResponseWriter){status(200, toolAnswer)}}
+		chat := &OpenAIChat{testOptions(t, f)}
+		chat.Lenient = lenient
+		if _, err := chat.Complete(context.Background(), conversation); err != nil {
+			t.Fatal(err)
+		}
+		sent := gjson.ParseBytes(f.received[0])
+		checks := map[string]string{
+			"messages.0.content.0.type": "text", "messages.0.content.0.text": "system", "messages.1.content.0.text": "task",
+			"messages.2.content": "", "messages.2.tool_calls.0.signature": "null", "messages.2.tool_calls.0.name": "code_exec",
+			"messages.2.tool_calls.0.arguments": `{"cmd":"pwd"}`, "messages.2.tool_calls.0.tool_call_id": "call_0",
+			"messages.2.tool_calls.0.id": "call_0", "messages.2.tool_calls.0.function.name": "code_exec",
+			"messages.3.content.0.text": "<shell_results>...</shell_results>", "messages.3.name": "code_exec", "messages.3.tool_call_id": "call_0",
+		}
+		if lenient {
+			checks = map[string]string{"messages.0.content": "system", "messages.1.content": "task", "messages.2.content": "",
+				"messages.2.tool_calls.0.signature": "", "messages.2.tool_calls.0.name": "", "messages.2.tool_calls.0.tool_call_id": "",
+				"messages.2.tool_calls.0.id": "call_0", "messages.3.content": "<shell_results>...</shell_results>", "messages.3.name": ""}
+		}
+		for path, want := range checks {
+			v := sent.Get(path)
+			got := v.String()
+			if v.Type == gjson.Null && v.Exists() {
+				got = "null"
+			}
+			if got != want {
+				t.Errorf("lenient %v: %s = %q, want %q", lenient, path, got, want)
+			}
 		}
 	}
 }

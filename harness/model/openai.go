@@ -37,24 +37,25 @@ type chatMessage map[string]any
 
 func (m *OpenAIChat) requestBody(req Request) map[string]any {
 	messages := make([]chatMessage, 0, len(req.Messages))
+	toolNames := map[string]string{} // a call's tool, by the call's id, for its result
 	for _, msg := range req.Messages {
-		cm := chatMessage{"role": msg.Role}
+		cm := chatMessage{"role": msg.Role, "content": m.chatContent(msg.Content)}
 		switch msg.Role {
 		case RoleTool:
-			cm["tool_call_id"], cm["content"] = msg.ToolCallID, msg.Content
+			cm["tool_call_id"] = msg.ToolCallID
+			if !m.Lenient {
+				cm["name"] = toolNames[msg.ToolCallID]
+			}
 		case RoleAssistant:
-			cm["content"] = msg.Content
 			if len(msg.ToolCalls) > 0 {
 				var calls []map[string]any
 				for _, c := range msg.ToolCalls {
-					calls = append(calls, map[string]any{"id": c.ID, "type": "function",
-						"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+					calls = append(calls, m.chatToolCall(c))
+					toolNames[c.ID] = c.Name
 				}
 				cm["tool_calls"] = calls
 			}
 			m.echoReasoning(cm, msg.Opaque)
-		default:
-			cm["content"] = msg.Content
 		}
 		messages = append(messages, cm)
 	}
@@ -76,16 +77,37 @@ func (m *OpenAIChat) requestBody(req Request) map[string]any {
 	return body
 }
 
+// chatContent is a message's text as the request carries it: as the reference client sends
+// it, a list of one text part, or "" when there is no text; a plain string for the lenient
+// loop.
+func (m *OpenAIChat) chatContent(text string) any {
+	if m.Lenient || text == "" {
+		return text
+	}
+	return []map[string]string{{"type": "text", "text": text}}
+}
+
+// chatToolCall is one call of an assistant message: the API's fields, and, as the reference
+// client sends it, its own record of the call beside them (a signature, null when the provider
+// gave none, the name, the arguments and the call's id).
+func (m *OpenAIChat) chatToolCall(c ToolCall) map[string]any {
+	call := map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}}
+	if !m.Lenient {
+		call["signature"], call["name"], call["arguments"], call["tool_call_id"] = nil, c.Name, c.Arguments, c.ID
+	}
+	return call
+}
+
 // echoReasoning puts back on an assistant message the reasoning its reply came with, as it
 // came: reasoning_content alone when it is not empty, as the reference client does (it keeps
-// nothing else), or every field kept with KeepAllReasoning.
+// nothing else), or every field kept with Lenient.
 func (m *OpenAIChat) echoReasoning(cm chatMessage, opaque json.RawMessage) {
 	var kept map[string]json.RawMessage
 	if json.Unmarshal(opaque, &kept) != nil {
 		return
 	}
 	for k, v := range kept {
-		if m.KeepAllReasoning {
+		if m.Lenient {
 			cm[k] = v
 		} else if k == "reasoning_content" && gjson.ParseBytes(v).String() != "" {
 			cm[k] = v

@@ -12,7 +12,7 @@ import (
 
 // OpenAIResponses speaks OpenAI's Responses API: every call sends the whole conversation. By
 // default it sends what the reference client does, no reasoning item back and no store or
-// include field; with KeepAllReasoning (the lenient loop) it calls statelessly (store false)
+// include field; with Lenient (the lenient loop) it calls statelessly (store false)
 // and the encrypted reasoning items of earlier replies go back, since with nothing stored on
 // the server they are the only way reasoning carries from one turn to the next.
 //
@@ -56,7 +56,7 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 			if msg.Content == "" && len(msg.ToolCalls) == 0 {
 				continue // a reply with nothing to show: its reasoning led nowhere and is left out
 			}
-			if m.KeepAllReasoning {
+			if m.Lenient {
 				input = append(input, reasoningItems(msg.Opaque)...)
 			}
 			if msg.Content != "" {
@@ -70,7 +70,7 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 		}
 	}
 	body := map[string]any{"model": m.Model, "input": input}
-	if m.KeepAllReasoning { // the reference client stores nothing it sends back, and asks for nothing
+	if m.Lenient { // the reference client stores nothing it sends back, and asks for nothing
 		body["store"], body["include"] = false, []string{"reasoning.encrypted_content"}
 	}
 	if len(req.Tools) > 0 { // tools and tool_choice only with tools, as on the Chat path (the judge asks with none)

@@ -2,6 +2,8 @@
 
 
 class FinishParams(BaseModel):
+    """FIXTURE why stopping."""
+
     reason: Annotated[str, Field(description="FIXTURE why you stop.")]
     paths: Annotated[
         list[str], Field(description="FIXTURE files you hand back.")

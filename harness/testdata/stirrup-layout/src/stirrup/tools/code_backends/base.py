@@ -2,6 +2,8 @@
 
 
 class CodeExecutionParams(BaseModel):
+    """FIXTURE what to run."""
+
     cmd: Annotated[str, Field(description=("FIXTURE a bash " "command."))]
 
 
