@@ -307,7 +307,7 @@ func TestRunWithResponsesProvider(t *testing.T) {
 	// The reference loop sends back no reasoning item and no store field, as the reference
 	// client; the lenient loop calls statelessly and sends the encrypted reasoning back.
 	for _, loop := range []struct{ name, kinds string }{
-		{"reference", "message,function_call,function_call_output"},
+		{"reference", "user,function_call,function_call_output"}, // the user's item has a role, no type
 		{"lenient", "message,reasoning,function_call,function_call_output"},
 	} {
 		mu.Lock()
@@ -342,7 +342,11 @@ func responsesRun(t *testing.T, url, key, loop, kinds string, mu *sync.Mutex, re
 	}
 	sent := []string{}
 	for _, it := range second.Input {
-		sent = append(sent, it["type"].(string))
+		kind, _ := it["type"].(string)
+		if kind == "" {
+			kind, _ = it["role"].(string)
+		}
+		sent = append(sent, kind)
 	}
 	if strings.Join(sent, ",") != kinds || (second.Store != nil) != (loop == "lenient") || (second.Store != nil && *second.Store) {
 		t.Fatalf("second request: %s", requests[1])

@@ -87,3 +87,34 @@ func TestChatMessageShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestResponsesMessageShapes: by default a Responses request is shaped as the reference
+// client's: the user's text as a role and one input_text part, the model's as a message of
+// one output_text part, tools without strict; the lenient loop's has message items with
+// plain strings and strict false.
+func TestResponsesMessageShapes(t *testing.T) {
+	conv := Request{Messages: []Message{{Role: RoleSystem, Content: "system"}, {Role: RoleUser, Content: "task"},
+		{Role: RoleAssistant, Content: "looking", ToolCalls: []ToolCall{{ID: "c0", Name: "code_exec", Arguments: `{"cmd":"ls"}`}}},
+		{Role: RoleTool, ToolCallID: "c0", Content: "out"}}, Tools: responsesTools}
+	for _, lenient := range []bool{false, true} {
+		f := &fakeChat{path: "/v1/responses", answers: []func(http.ResponseWriter){status(200, responsesTextAnswer)}}
+		m := &OpenAIResponses{testOptions(t, f)}
+		m.Lenient = lenient
+		if _, err := m.Complete(context.Background(), conv); err != nil {
+			t.Fatal(err)
+		}
+		body := gjson.ParseBytes(f.received[0])
+		checks := map[string]string{"instructions": "system", "input.0.role": "user", "input.0.type": "", "input.0.content.0.type": "input_text",
+			"input.0.content.0.text": "task", "input.1.type": "message", "input.1.content.0.type": "output_text", "input.1.content.0.text": "looking",
+			"input.2.type": "function_call", "input.3.type": "function_call_output", "input.3.output": "out", "tools.0.strict": ""}
+		if lenient {
+			checks = map[string]string{"instructions": "system", "input.0.type": "message", "input.0.content": "task", "input.1.content": "looking",
+				"input.3.output": "out", "tools.0.strict": "false"}
+		}
+		for path, want := range checks {
+			if got := body.Get(path).String(); got != want {
+				t.Errorf("lenient %v: %s = %q, want %q", lenient, path, got, want)
+			}
+		}
+	}
+}

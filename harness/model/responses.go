@@ -60,13 +60,13 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 				input = append(input, reasoningItems(msg.Opaque)...)
 			}
 			if msg.Content != "" {
-				input = append(input, item{"type": "message", "role": "assistant", "content": msg.Content})
+				input = append(input, item{"type": "message", "role": "assistant", "content": m.responsesText("output_text", msg.Content)})
 			}
 			for _, c := range msg.ToolCalls {
 				input = append(input, item{"type": "function_call", "call_id": c.ID, "name": c.Name, "arguments": c.Arguments})
 			}
 		default:
-			input = append(input, item{"type": "message", "role": "user", "content": msg.Content})
+			input = append(input, m.userItem(msg.Content))
 		}
 	}
 	body := map[string]any{"model": m.Model, "input": input}
@@ -76,9 +76,13 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 	if len(req.Tools) > 0 { // tools and tool_choice only with tools, as on the Chat path (the judge asks with none)
 		tools := make([]item, 0, len(req.Tools))
 		for _, t := range req.Tools {
-			// strict false: the API defaults to strict schemas, which the harness's tools (like the
-			// reference harness's) are not written for.
-			tools = append(tools, item{"type": "function", "name": t.Name, "description": t.Description, "parameters": t.Parameters, "strict": false})
+			// The lenient loop sends strict false: the API defaults to strict schemas, which the
+			// harness's tools are not written for. The reference client sends no strict.
+			tool := item{"type": "function", "name": t.Name, "description": t.Description, "parameters": t.Parameters}
+			if m.Lenient {
+				tool["strict"] = false
+			}
+			tools = append(tools, tool)
 		}
 		body["tools"], body["tool_choice"] = tools, "auto"
 	}
@@ -92,6 +96,26 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 		body["max_output_tokens"] = m.MaxTokens
 	}
 	return body
+}
+
+// userItem is a user message as an input item: as the reference client sends it, a role and
+// a list of one input_text part; for the lenient loop, a message item with the text as a
+// string.
+func (m *OpenAIResponses) userItem(text string) item {
+	if m.Lenient {
+		return item{"type": "message", "role": "user", "content": text}
+	}
+	return item{"role": "user", "content": m.responsesText("input_text", text)}
+}
+
+// responsesText is a message's text: as the reference client sends it, a list of one part of
+// the kind given (input_text for the user's, output_text for the model's); a string for the
+// lenient loop.
+func (m *OpenAIResponses) responsesText(kind, text string) any {
+	if m.Lenient {
+		return text
+	}
+	return []item{{"type": kind, "text": text}}
 }
 
 // reasoningItems returns the reasoning items kept in a reply's Opaque, each as received but
