@@ -384,7 +384,7 @@ func newModel(opts runOptions, settings model.Settings, loop harness.Loop) (mode
 	default:
 		m, err = model.New(spec, os.Getenv, model.Options{MaxTokens: int(settings.MaxTokens),
 			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit,
-			Lenient: loop == harness.LoopLenient})
+			Reference: loop != harness.LoopLenient})
 	}
 	if errors.Is(err, model.ErrNotProvider) {
 		return nil, nil, fmt.Errorf("--model: %w; or %s, or a preset (aa-grade models)", err, runOnlySpecs)

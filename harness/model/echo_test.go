@@ -9,9 +9,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// TestReferenceReasoningEcho: by default each route sends back what the reference client
+// TestReferenceReasoningEcho: with Reference each route sends back what the reference client
 // does: on Chat Completions reasoning_content alone (and not when empty); on the Responses API
-// no reasoning item, and no store or include field. Lenient sends back every field.
+// no reasoning item, and no store or include field. Without it every field goes back.
 func TestReferenceReasoningEcho(t *testing.T) {
 	chatOpaque := json.RawMessage(`{"reasoning_content":"thought","reasoning":"thought again","reasoning_details":[{"type":"reasoning.encrypted","data":"x"}]}`)
 	conv := func(opaque json.RawMessage) Request {
@@ -22,7 +22,7 @@ func TestReferenceReasoningEcho(t *testing.T) {
 	for _, keepAll := range []bool{false, true} {
 		f := &fakeChat{answers: []func(http.ResponseWriter){status(200, toolAnswer), status(200, toolAnswer)}}
 		chat := &OpenAIChat{testOptions(t, f)}
-		chat.Lenient = keepAll
+		chat.Reference = !keepAll
 		if _, err := chat.Complete(context.Background(), conv(chatOpaque)); err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestReferenceReasoningEcho(t *testing.T) {
 
 		rf := &fakeChat{path: "/v1/responses", answers: []func(http.ResponseWriter){status(200, responsesTextAnswer)}}
 		responses := &OpenAIResponses{testOptions(t, rf)}
-		responses.Lenient = keepAll
+		responses.Reference = !keepAll
 		if _, err := responses.Complete(context.Background(), conv(json.RawMessage(`[{"type":"reasoning","encrypted_content":"enc","summary":[]}]`))); err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestReferenceReasoningEcho(t *testing.T) {
 	}
 }
 
-// TestChatMessageShapes: by default a Chat Completions request is shaped as the reference
+// TestChatMessageShapes: with Reference a Chat Completions request is shaped as the reference
 // client's: text as one text part ("" for none), each tool call with the client's own fields
 // (signature null, name, arguments, tool_call_id) beside the API's, each tool result with its
 // tool's name; the lenient loop's has plain strings and the API's fields only.
@@ -58,7 +58,7 @@ func TestChatMessageShapes(t *testing.T) {
 	for _, lenient := range []bool{false, true} {
 		f := &fakeChat{answers: []func(http.ResponseWriter){status(200, toolAnswer)}}
 		chat := &OpenAIChat{testOptions(t, f)}
-		chat.Lenient = lenient
+		chat.Reference = !lenient
 		if _, err := chat.Complete(context.Background(), conversation); err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestChatMessageShapes(t *testing.T) {
 	}
 }
 
-// TestResponsesMessageShapes: by default a Responses request is shaped as the reference
+// TestResponsesMessageShapes: with Reference a Responses request is shaped as the reference
 // client's: the user's text as a role and one input_text part, the model's as a message of
 // one output_text part, tools without strict; the lenient loop's has message items with
 // plain strings and strict false.
@@ -99,7 +99,7 @@ func TestResponsesMessageShapes(t *testing.T) {
 	for _, lenient := range []bool{false, true} {
 		f := &fakeChat{path: "/v1/responses", answers: []func(http.ResponseWriter){status(200, responsesTextAnswer)}}
 		m := &OpenAIResponses{testOptions(t, f)}
-		m.Lenient = lenient
+		m.Reference = !lenient
 		if _, err := m.Complete(context.Background(), conv); err != nil {
 			t.Fatal(err)
 		}

@@ -43,7 +43,7 @@ func (m *OpenAIChat) requestBody(req Request) map[string]any {
 		switch msg.Role {
 		case RoleTool:
 			cm["tool_call_id"] = msg.ToolCallID
-			if !m.Lenient {
+			if m.Reference {
 				cm["name"] = toolNames[msg.ToolCallID]
 			}
 		case RoleAssistant:
@@ -78,10 +78,9 @@ func (m *OpenAIChat) requestBody(req Request) map[string]any {
 }
 
 // chatContent is a message's text as the request carries it: as the reference client sends
-// it, a list of one text part, or "" when there is no text; a plain string for the lenient
-// loop.
+// it, a list of one text part, or "" when there is no text; otherwise a plain string.
 func (m *OpenAIChat) chatContent(text string) any {
-	if m.Lenient || text == "" {
+	if !m.Reference || text == "" {
 		return text
 	}
 	return []map[string]string{{"type": "text", "text": text}}
@@ -92,7 +91,7 @@ func (m *OpenAIChat) chatContent(text string) any {
 // gave none, the name, the arguments and the call's id).
 func (m *OpenAIChat) chatToolCall(c ToolCall) map[string]any {
 	call := map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}}
-	if !m.Lenient {
+	if m.Reference {
 		call["signature"], call["name"], call["arguments"], call["tool_call_id"] = nil, c.Name, c.Arguments, c.ID
 	}
 	return call
@@ -100,14 +99,14 @@ func (m *OpenAIChat) chatToolCall(c ToolCall) map[string]any {
 
 // echoReasoning puts back on an assistant message the reasoning its reply came with, as it
 // came: reasoning_content alone when it is not empty, as the reference client does (it keeps
-// nothing else), or every field kept with Lenient.
+// nothing else), or, without Reference, every field kept.
 func (m *OpenAIChat) echoReasoning(cm chatMessage, opaque json.RawMessage) {
 	var kept map[string]json.RawMessage
 	if json.Unmarshal(opaque, &kept) != nil {
 		return
 	}
 	for k, v := range kept {
-		if m.Lenient {
+		if !m.Reference {
 			cm[k] = v
 		} else if k == "reasoning_content" && gjson.ParseBytes(v).String() != "" {
 			cm[k] = v

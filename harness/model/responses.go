@@ -10,11 +10,12 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// OpenAIResponses speaks OpenAI's Responses API: every call sends the whole conversation. By
-// default it sends what the reference client does, no reasoning item back and no store or
-// include field; with Lenient (the lenient loop) it calls statelessly (store false)
-// and the encrypted reasoning items of earlier replies go back, since with nothing stored on
-// the server they are the only way reasoning carries from one turn to the next.
+// OpenAIResponses speaks OpenAI's Responses API: every call sends the whole conversation.
+// With Reference (the reference loop) it sends what the reference client does, no reasoning
+// item back and no store or include field; without it (the lenient loop, the judge) it calls
+// statelessly (store false) and the encrypted reasoning items of earlier replies go back,
+// since with nothing stored on the server they are the only way reasoning carries from one
+// turn to the next.
 //
 // A response with status "incomplete" (max_output_tokens, content_filter) is a cut reply
 // (Reply.Cut): the reference loop ends the episode on it; the lenient loop uses its text and
@@ -56,7 +57,7 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 			if msg.Content == "" && len(msg.ToolCalls) == 0 {
 				continue // a reply with nothing to show: its reasoning led nowhere and is left out
 			}
-			if m.Lenient {
+			if !m.Reference {
 				input = append(input, reasoningItems(msg.Opaque)...)
 			}
 			if msg.Content != "" {
@@ -70,7 +71,7 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 		}
 	}
 	body := map[string]any{"model": m.Model, "input": input}
-	if m.Lenient { // the reference client stores nothing it sends back, and asks for nothing
+	if !m.Reference { // the reference client stores nothing it sends back, and asks for nothing
 		body["store"], body["include"] = false, []string{"reasoning.encrypted_content"}
 	}
 	if len(req.Tools) > 0 { // tools and tool_choice only with tools, as on the Chat path (the judge asks with none)
@@ -79,7 +80,7 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 			// The lenient loop sends strict false: the API defaults to strict schemas, which the
 			// harness's tools are not written for. The reference client sends no strict.
 			tool := item{"type": "function", "name": t.Name, "description": t.Description, "parameters": t.Parameters}
-			if m.Lenient {
+			if !m.Reference {
 				tool["strict"] = false
 			}
 			tools = append(tools, tool)
@@ -99,20 +100,19 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 }
 
 // userItem is a user message as an input item: as the reference client sends it, a role and
-// a list of one input_text part; for the lenient loop, a message item with the text as a
-// string.
+// a list of one input_text part; otherwise a message item with the text as a string.
 func (m *OpenAIResponses) userItem(text string) item {
-	if m.Lenient {
+	if !m.Reference {
 		return item{"type": "message", "role": "user", "content": text}
 	}
 	return item{"role": "user", "content": m.responsesText("input_text", text)}
 }
 
 // responsesText is a message's text: as the reference client sends it, a list of one part of
-// the kind given (input_text for the user's, output_text for the model's); a string for the
-// lenient loop.
+// the kind given (input_text for the user's, output_text for the model's); otherwise a
+// string.
 func (m *OpenAIResponses) responsesText(kind, text string) any {
-	if m.Lenient {
+	if !m.Reference {
 		return text
 	}
 	return []item{{"type": kind, "text": text}}

@@ -49,7 +49,6 @@ var responsesTools = []Tool{{Name: "code_exec", Description: "run", Parameters: 
 func TestResponsesRequestAndToolCalls(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, responsesToolAnswer)}}
 	m, events := newResponses(t, f)
-	m.Lenient = true // the lenient loop's stateless calls
 	reply, err := m.Complete(context.Background(), Request{Messages: []Message{
 		{Role: RoleSystem, Content: "system"},
 		{Role: RoleUser, Content: "task"},
@@ -128,13 +127,12 @@ func TestResponsesTextOnlyReplyAndUnsetOptions(t *testing.T) {
 	}
 }
 
-// With Lenient (the lenient loop), the reasoning of one reply goes back, encrypted
+// Without Reference (the lenient loop, the judge), the reasoning of one reply goes back, encrypted
 // content and summary unchanged, ahead of the calls it led to, in the next request; and a
 // reply with neither text nor call sends nothing back.
 func TestResponsesSendsReasoningBack(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, responsesToolAnswer), status(200, responsesTextAnswer)}}
 	m, events := newResponses(t, f)
-	m.Lenient = true
 	conv := []Message{{Role: RoleSystem, Content: "system"}, {Role: RoleUser, Content: "task"}}
 	first, err := m.Complete(context.Background(), Request{Messages: conv, Tools: responsesTools})
 	if err != nil {
