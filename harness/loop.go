@@ -149,12 +149,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		reply, err := e.complete(ctx, turn, req, &out)
 		out.Turns = turn
 		if errors.Is(err, model.ErrContextOverflow) && e.lenient() {
-			// Summarise the newer half of the history (the whole no longer fits) and try the
-			// turn once more.
-			if messages, err = e.summarise(ctx, recentHalf(messages), tools, turn, &out); err == nil {
-				messages = e.warn(messages, turn, maxTurns)
-				reply, err = e.complete(ctx, turn, model.Request{Messages: messages, Tools: tools}, &out)
-			}
+			messages, reply, err = e.retryShorter(ctx, messages, tools, turn, maxTurns, &out)
 		}
 		if e.failed(err, &out) {
 			return out
@@ -177,22 +172,40 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 				out.Status, out.Err = StatusError, err
 				return out
 			}
-		} else if e.lenient() {
-			messages = append(messages, model.Message{Role: model.RoleUser, Content: e.texts.text(keyContinue, nil)})
 		}
+		messages = e.nudge(messages, calls, turn, maxTurns, false)
 		if e.summariseAfter(reply.Usage, turn, maxTurns) {
 			var sum model.Reply
 			if messages, sum, err = e.summariseReply(ctx, messages, tools, turn, &out); e.failed(err, &out) || e.cut(sum, &out) {
 				return out
 			}
 		}
-		if len(calls) == 0 && !e.lenient() && maxTurns-turn > warningTurns {
-			// The reference nudges only when the next turn brings no warning.
-			messages = append(messages, model.Message{Role: model.RoleUser, Content: e.texts.text(keyContinue, nil)})
-		}
+		messages = e.nudge(messages, calls, turn, maxTurns, true)
 	}
 	out.Status = StatusMaxTurns
 	return out
+}
+
+// retryShorter is the lenient loop's answer to an overflowing context: it summarises the newer
+// half of the history (the whole no longer fits) and makes the turn's call once more.
+func (e *Episode) retryShorter(ctx context.Context, messages []model.Message, tools []model.Tool, turn, maxTurns int, out *Outcome) ([]model.Message, model.Reply, error) {
+	messages, err := e.summarise(ctx, recentHalf(messages), tools, turn, out)
+	if err != nil {
+		return messages, model.Reply{}, err
+	}
+	messages = e.warn(messages, turn, maxTurns)
+	reply, err := e.complete(ctx, turn, model.Request{Messages: messages, Tools: tools}, out)
+	return messages, reply, err
+}
+
+// nudge appends the continue message after a reply with no tool call. The lenient loop
+// nudges at once (before any summary, which then drops it); the reference loop, as Stirrup,
+// after the summary check and only when the next turn brings no warning.
+func (e *Episode) nudge(messages []model.Message, calls []model.ToolCall, turn, maxTurns int, afterSummary bool) []model.Message {
+	if len(calls) > 0 || afterSummary == e.lenient() || (!e.lenient() && maxTurns-turn <= warningTurns) {
+		return messages
+	}
+	return append(messages, model.Message{Role: model.RoleUser, Content: e.texts.text(keyContinue, nil)})
 }
 
 // offeredTools are the tools every call offers: the finish tool first in the reference loop,
