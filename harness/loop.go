@@ -25,9 +25,49 @@ const SubmissionFile = grader.SubmissionFile
 // Loop limits of the reference harness.
 const (
 	DefaultMaxTurns = 100
-	warningTurns    = 20   // remaining-turn warnings appear in the last 20 turns
-	summariseAt     = 0.70 // share of the context window that triggers summarisation
+	// DefaultMaxTokens is the reference client's max_tokens (Stirrup 0.1.9's default): the
+	// output cap every request carries, and the base of the summarisation threshold.
+	DefaultMaxTokens = model.DefaultMaxTokens
+	warningTurns     = 20   // remaining-turn warnings appear in the last 20 turns
+	summariseAt      = 0.70 // share of max tokens (lenient: of the context window) that triggers summarisation
 )
+
+// Loop names the agent loop an episode follows (docs/fidelity.md).
+type Loop string
+
+const (
+	// LoopReference is Stirrup 0.1.9's loop, request for request: the default, and the only
+	// loop whose scores compare with the leaderboard.
+	LoopReference Loop = "reference"
+	// LoopLenient is aa-grade's earlier loop, kept as an alternative: the finish call runs
+	// last, a reply cut at the output cap is used as it is, an overflowing context is
+	// summarised, warnings come from the first turn and the nudge comes with them, finish is
+	// refused until agent_output.json reads as a diagnosis, and the history is summarised
+	// against a context window instead of the output cap.
+	LoopLenient Loop = "lenient"
+)
+
+// Loops lists the loops, the default first.
+var Loops = []Loop{LoopReference, LoopLenient}
+
+// ErrUnknownLoop marks a loop name that is none of Loops.
+var ErrUnknownLoop = errors.New("unknown loop")
+
+// ParseLoop reads a loop's name; "" is the reference loop.
+func ParseLoop(name string) (Loop, error) {
+	if name == "" {
+		return LoopReference, nil
+	}
+	for _, l := range Loops {
+		if string(l) == name {
+			return l, nil
+		}
+	}
+	return "", fmt.Errorf("%w %q (expected %s or %s)", ErrUnknownLoop, name, LoopReference, LoopLenient)
+}
+
+// lenient reports whether the episode follows the lenient loop.
+func (e *Episode) lenient() bool { return e.Loop == LoopLenient }
 
 // turnsLeftMessage is the warning before each of the last turns.
 func (t episodeTexts) turnsLeftMessage(left int) string {
@@ -39,10 +79,13 @@ func (t episodeTexts) turnsLeftMessage(left int) string {
 
 // Episode statuses, as the grader records them.
 const (
-	StatusOK           = grader.StatusOK
-	StatusNoSubmission = grader.StatusNoSubmission
-	StatusMaxTurns     = grader.StatusMaxTurns
-	StatusError        = grader.StatusError
+	StatusOK              = grader.StatusOK
+	StatusInvalid         = grader.StatusInvalid
+	StatusNoSubmission    = grader.StatusNoSubmission
+	StatusMaxTurns        = grader.StatusMaxTurns
+	StatusOutputLimit     = grader.StatusOutputLimit
+	StatusContextOverflow = grader.StatusContextOverflow
+	StatusError           = grader.StatusError
 )
 
 // Episode is one model investigating one snapshot.
@@ -55,12 +98,21 @@ type Episode struct {
 	// offers, which the task prompt states.
 	Prompts *Prompts
 	Tools   sandbox.Tools
-	// ContextWindow, in tokens, sets when the history is summarised (at 70%); 0 never.
+	// Loop is the loop followed ("": the reference loop).
+	Loop Loop
+	// MaxTokens is the output cap the model's client sends (0: DefaultMaxTokens). The reference
+	// loop summarises when the last reply's prompt and completion tokens reach 70% of it, as
+	// Stirrup does with its client's max_tokens.
+	MaxTokens int64
+	// ContextWindow, in tokens, sets when the lenient loop summarises (at 70%); 0 never. The
+	// reference loop does not use it.
 	ContextWindow int64
 	// OnTurn, when set, hears about every model call (for progress and trajectories).
 	OnTurn func(turn int, req model.Request, reply model.Reply, err error)
 
 	texts episodeTexts // the prompt set with this episode's facts, set by Run
+	// lost is why the sandbox can no longer be used (see noteLost), once it cannot.
+	lost error
 }
 
 // Outcome is how an episode ended.
@@ -74,10 +126,12 @@ type Outcome struct {
 	Usage      model.Usage
 	ModelTime  time.Duration
 	ToolTime   time.Duration
-	Err        error // for StatusError
+	Err        error  // for StatusError
+	Reason     string // why an episode that is neither ok nor an error ended, when there is more to say
 }
 
-// Run plays the episode to its end: a submission, the turn cap, or an error.
+// Run plays the episode to its end: a submission, the turn cap, an ending the reference
+// loop gives (a cut reply, an overflowing context) or an error.
 func (e *Episode) Run(ctx context.Context) Outcome {
 	maxTurns := e.MaxTurns
 	if maxTurns <= 0 {
@@ -90,52 +144,34 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 	var out Outcome
 	e.texts = e.Prompts.forEpisode(promptEnv{workdir: e.Sandbox.Workdir(), tools: e.Tools, maxTurns: maxTurns, commandTimeout: timeout})
 	messages := []model.Message{{Role: model.RoleSystem, Content: e.texts.text(keySystem, nil)}, {Role: model.RoleUser, Content: e.texts.text(keyTask, nil)}}
-	tools := e.texts.tools()
+	tools := e.offeredTools()
 	for turn := 1; turn <= maxTurns; turn++ {
-		if left := maxTurns - turn + 1; left <= warningTurns {
-			messages = append(messages, model.Message{Role: model.RoleUser, Content: e.texts.turnsLeftMessage(left)})
-		}
+		messages = e.warn(messages, turn, maxTurns)
 		req := model.Request{Messages: messages, Tools: tools}
-		began := time.Now()
-		reply, err := e.Model.Complete(ctx, req)
-		out.ModelTime += time.Since(began)
+		reply, err := e.complete(ctx, turn, req, &out)
 		out.Turns = turn
-		if e.OnTurn != nil {
-			e.OnTurn(turn, req, reply, err)
+		if errors.Is(err, model.ErrContextOverflow) && e.lenient() {
+			messages, reply, err = e.retryShorter(ctx, messages, tools, turn, maxTurns, &out)
 		}
-		if errors.Is(err, model.ErrContextOverflow) {
-			// Summarise the newer half of the history (the whole no longer fits) and try the
-			// turn once more.
-			if messages, err = e.summarise(ctx, recentHalf(messages), tools, turn, &out); err == nil {
-				if left := maxTurns - turn + 1; left <= warningTurns {
-					messages = append(messages, model.Message{Role: model.RoleUser, Content: e.texts.turnsLeftMessage(left)})
-				}
-				req = model.Request{Messages: messages, Tools: tools}
-				began = time.Now()
-				reply, err = e.Model.Complete(ctx, req)
-				out.ModelTime += time.Since(began)
-				if e.OnTurn != nil {
-					e.OnTurn(turn, req, reply, err)
-				}
-			}
-		}
-		if err != nil {
-			out.Status, out.Err = StatusError, err
+		if e.failed(err, &out) {
 			return out
 		}
 		out.Usage.Add(reply.Usage)
+		if e.cut(reply, &out) {
+			return out
+		}
 		reply.Message.Role = model.RoleAssistant
 		messages = append(messages, reply.Message)
-		if calls := reply.Message.ToolCalls; len(calls) == 0 {
-			messages = append(messages, model.Message{Role: model.RoleUser, Content: e.texts.text(keyContinue, nil)})
-		} else {
-			messages = append(messages, e.runCalls(ctx, calls, timeout, &out)...)
-			if out.Err != nil { // the sandbox is lost
-				out.Status = StatusError
+		calls := reply.Message.ToolCalls
+		if len(calls) > 0 {
+			results, finished := e.runCalls(ctx, calls, timeout, &out)
+			messages = append(messages, results...)
+			if e.lost != nil {
+				out.Status, out.Err = StatusError, e.lost
 				return out
 			}
-			if out.Submission != nil {
-				out.Status = StatusOK
+			if finished {
+				e.settle(ctx, &out)
 				return out
 			}
 			if err := ctx.Err(); err != nil {
@@ -143,33 +179,139 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 				return out
 			}
 		}
-		if e.ContextWindow > 0 && float64(reply.Usage.Input+reply.Usage.Output) >= summariseAt*float64(e.ContextWindow) {
-			if messages, err = e.summarise(ctx, messages, tools, turn, &out); err != nil {
-				out.Status, out.Err = StatusError, err
+		messages = e.nudge(messages, calls, turn, maxTurns, false)
+		if e.summariseAfter(reply.Usage, turn, maxTurns) {
+			var sum model.Reply
+			if messages, sum, err = e.summariseReply(ctx, messages, tools, turn, &out); e.failed(err, &out) || e.cut(sum, &out) {
 				return out
 			}
 		}
+		messages = e.nudge(messages, calls, turn, maxTurns, true)
 	}
 	out.Status = StatusMaxTurns
 	return out
 }
 
-// summarise asks the model, with the tools still attached, for a structured summary of the
-// investigation, and replaces the history with the system prompt, the task prompt, that
-// summary and a short acknowledgement. Earlier summaries go with the rest of the history. The
-// call is not a turn. The acknowledgement is a user message, as in the reference harness:
-// a history ending on an assistant message would make the next call a prefill, whose reply
-// the model writes as a continuation of the harness's words and thinking models refuse.
-func (e *Episode) summarise(ctx context.Context, messages []model.Message, tools []model.Tool, turn int, out *Outcome) ([]model.Message, error) {
-	req := model.Request{Messages: append(append([]model.Message(nil), messages...), model.Message{Role: model.RoleUser, Content: e.texts.text(keySummaryRequest, nil)}), Tools: tools, Summary: true}
+// retryShorter is the lenient loop's answer to an overflowing context: it summarises the newer
+// half of the history (the whole no longer fits) and makes the turn's call once more.
+func (e *Episode) retryShorter(ctx context.Context, messages []model.Message, tools []model.Tool, turn, maxTurns int, out *Outcome) ([]model.Message, model.Reply, error) {
+	messages, err := e.summarise(ctx, recentHalf(messages), tools, turn, out)
+	if err != nil {
+		return messages, model.Reply{}, err
+	}
+	messages = e.warn(messages, turn, maxTurns)
+	reply, err := e.complete(ctx, turn, model.Request{Messages: messages, Tools: tools}, out)
+	return messages, reply, err
+}
+
+// nudge appends the continue message after a reply with no tool call. The lenient loop
+// nudges at once (before any summary, which then drops it); the reference loop, as Stirrup,
+// after the summary check and only when the next turn brings no warning.
+func (e *Episode) nudge(messages []model.Message, calls []model.ToolCall, turn, maxTurns int, afterSummary bool) []model.Message {
+	if len(calls) > 0 || afterSummary == e.lenient() || (!e.lenient() && maxTurns-turn <= warningTurns) {
+		return messages
+	}
+	return append(messages, model.Message{Role: model.RoleUser, Content: e.texts.text(keyContinue, nil)})
+}
+
+// offeredTools are the tools every call offers: the finish tool first in the reference loop,
+// as Stirrup registers its finish tool before the session's tools; the shell tool first in the
+// lenient loop.
+func (e *Episode) offeredTools() []model.Tool {
+	tools := e.texts.tools(!e.lenient())
+	if !e.lenient() {
+		tools[0], tools[1] = tools[1], tools[0]
+	}
+	return tools
+}
+
+// warn appends the turn warning the turn gets, if any: in the last warningTurns turns, never
+// before the first turn in the reference loop (Stirrup skips turn 0), from the first in the
+// lenient one.
+func (e *Episode) warn(messages []model.Message, turn, maxTurns int) []model.Message {
+	left := maxTurns - turn + 1
+	if left > warningTurns || (turn == 1 && !e.lenient()) {
+		return messages
+	}
+	return append(messages, model.Message{Role: model.RoleUser, Content: e.texts.turnsLeftMessage(left)})
+}
+
+// complete makes one model call, timed and reported to OnTurn.
+func (e *Episode) complete(ctx context.Context, turn int, req model.Request, out *Outcome) (model.Reply, error) {
 	began := time.Now()
 	reply, err := e.Model.Complete(ctx, req)
 	out.ModelTime += time.Since(began)
 	if e.OnTurn != nil {
 		e.OnTurn(turn, req, reply, err)
 	}
+	return reply, err
+}
+
+// failed tells whether a call's error ends the episode, setting out's status: an error,
+// except an overflowing context in the reference loop (where Stirrup's episode dies of it),
+// which has a status of its own.
+func (e *Episode) failed(err error, out *Outcome) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, model.ErrContextOverflow) && !e.lenient():
+		out.Status, out.Reason = StatusContextOverflow, err.Error()
+	default:
+		out.Status, out.Err = StatusError, err
+	}
+	return true
+}
+
+// cut tells whether a reply stopped at the output cap ends the episode: in the reference
+// loop it does, with a status of its own and before any of its calls runs, as Stirrup's
+// clients raise on it.
+func (e *Episode) cut(reply model.Reply, out *Outcome) bool {
+	if !reply.Cut || e.lenient() {
+		return false
+	}
+	out.Status, out.Reason = StatusOutputLimit, fmt.Sprintf("a reply stopped at the output cap (%d tokens)", e.maxTokens())
+	return true
+}
+
+// maxTokens is the output cap the client sends.
+func (e *Episode) maxTokens() int64 {
+	if e.MaxTokens > 0 {
+		return e.MaxTokens
+	}
+	return DefaultMaxTokens
+}
+
+// summariseAfter tells whether the history is summarised after this turn's reply. The
+// reference loop does it when the reply's prompt and completion tokens reach 70% of max
+// tokens, after any turn but the last (a finishing turn never gets here); the lenient loop
+// against the context window, after any turn.
+func (e *Episode) summariseAfter(u model.Usage, turn, maxTurns int) bool {
+	used := float64(u.Input + u.Output)
+	if e.lenient() {
+		return e.ContextWindow > 0 && used >= summariseAt*float64(e.ContextWindow)
+	}
+	return turn != maxTurns && used >= summariseAt*float64(e.maxTokens())
+}
+
+// summarise is summariseReply for the lenient loop's overflow, where the summary reply's own
+// ending does not matter.
+func (e *Episode) summarise(ctx context.Context, messages []model.Message, tools []model.Tool, turn int, out *Outcome) ([]model.Message, error) {
+	history, _, err := e.summariseReply(ctx, messages, tools, turn, out)
+	return history, err
+}
+
+// summariseReply asks the model, with the tools still attached, for a structured summary of
+// the investigation, and replaces the history with the system prompt, the task prompt, that
+// summary and a short acknowledgement; it returns the summary's reply too, whose ending the
+// caller judges. Earlier summaries go with the rest of the history. The call is not a turn.
+// The acknowledgement is a user message, as in the reference harness: a history ending on an
+// assistant message would make the next call a prefill, whose reply the model writes as a
+// continuation of the harness's words and thinking models refuse.
+func (e *Episode) summariseReply(ctx context.Context, messages []model.Message, tools []model.Tool, turn int, out *Outcome) ([]model.Message, model.Reply, error) {
+	req := model.Request{Messages: append(append([]model.Message(nil), messages...), model.Message{Role: model.RoleUser, Content: e.texts.text(keySummaryRequest, nil)}), Tools: tools, Summary: true}
+	reply, err := e.complete(ctx, turn, req, out)
 	if err != nil {
-		return nil, fmt.Errorf("summarise the history: %w", err)
+		return nil, reply, fmt.Errorf("summarise the history: %w", err)
 	}
 	out.Usage.Add(reply.Usage)
 	out.Summaries++
@@ -177,7 +319,7 @@ func (e *Episode) summarise(ctx context.Context, messages []model.Message, tools
 		messages[0], messages[1],
 		{Role: model.RoleUser, Content: e.texts.text(keySummaryBridge, map[string]string{"summary": reply.Message.Content})},
 		{Role: model.RoleUser, Content: e.texts.text(keySummaryAck, nil)},
-	}, nil
+	}, reply, nil
 }
 
 // recentHalf keeps the system and task prompts and the newer half of the rest of the history,
@@ -193,82 +335,153 @@ func recentHalf(messages []model.Message) []model.Message {
 	return append(append([]model.Message(nil), messages[:2]...), messages[start:]...)
 }
 
-// runCalls runs one turn's tool calls one after another in the order given, the finish call
-// last; two finish calls are both refused. It returns the tool results, in call order; a
-// finish call that succeeds puts the submission in out. When the sandbox is lost (see
-// sandboxLost) it stops there and puts the error in out.
-func (e *Episode) runCalls(ctx context.Context, calls []model.ToolCall, timeout time.Duration, out *Outcome) []model.Message {
-	shellName, finishName := e.texts.vars["shell_tool"], e.texts.vars["finish_tool"]
-	var finishes []int
-	for i, c := range calls {
+// runCalls runs one turn's tool calls one after another and returns their results in call
+// order, and whether a finish call was accepted. The reference loop runs them in the order
+// emitted, finish included, and every call of the reply even after an accepted finish, as
+// Stirrup does; the lenient loop runs the finish call last. Two finish calls are both refused
+// in either.
+func (e *Episode) runCalls(ctx context.Context, calls []model.ToolCall, timeout time.Duration, out *Outcome) ([]model.Message, bool) {
+	finishName := e.texts.vars["finish_tool"]
+	finishes := 0
+	for _, c := range calls {
 		if c.Name == finishName {
-			finishes = append(finishes, i)
+			finishes++
 		}
 	}
 	results := make([]model.Message, len(calls))
-	order := make([]int, 0, len(calls))
-	for i, c := range calls {
-		if c.Name != finishName {
-			order = append(order, i)
-		}
-	}
-	order = append(order, finishes...)
-	for _, i := range order {
+	finished := false
+	for _, i := range e.callOrder(calls) {
 		c := calls[i]
 		out.ToolCalls++
 		result := model.Message{Role: model.RoleTool, ToolCallID: c.ID}
 		began := time.Now()
-		var lost error
 		switch {
-		case c.Name == shellName:
-			result.Content, result.IsError, lost = e.shell(ctx, c.Arguments, timeout)
-		case c.Name == finishName && len(finishes) > 1:
+		case c.Name == finishName && finishes > 1:
 			result.Content, result.IsError = e.texts.text(keyFinishTwoCalls, nil), true
 		case c.Name == finishName:
-			if doc, entities, refusal, err := e.finish(ctx, c.Arguments); err != nil {
-				lost = err
-			} else if refusal != "" {
+			if refusal := e.finishCall(ctx, c.Arguments, out); refusal != "" {
 				result.Content, result.IsError = refusal, true
 			} else {
-				out.Submission, out.Entities = doc, entities
+				finished = true
 				result.Content = "Submitted " + SubmissionFile + "." // the episode ends: the model never sees it
 			}
 		default:
-			result.Content, result.IsError = e.texts.text(keyUnknownTool, map[string]string{"tool": c.Name}), true
+			result.Content, result.IsError = e.runTool(ctx, c, timeout)
 		}
 		out.ToolTime += time.Since(began)
-		if lost != nil {
-			out.Err = lost
-			return nil
-		}
 		results[i] = result
+		if e.lost != nil {
+			return nil, false // the sandbox is gone: nothing more runs
+		}
 	}
-	return results
+	return results, finished
 }
 
-// sandboxLost is err when it means the sandbox can no longer be used: its agent died, or a
+// noteLost keeps err when it means the sandbox can no longer be used: its agent died, or a
 // reply was not its agent's (sandbox.ErrAgentDied). The episode then ends as an error, which
 // a resumed run plays again, instead of the model being told of every command it tries.
-func sandboxLost(err error) error {
-	if errors.Is(err, sandbox.ErrAgentDied) {
-		return err
+func (e *Episode) noteLost(err error) {
+	if e.lost == nil && errors.Is(err, sandbox.ErrAgentDied) {
+		e.lost = err
 	}
-	return nil
 }
 
-// shell runs a shell tool call; the error is set only when the sandbox is lost.
-func (e *Episode) shell(ctx context.Context, arguments string, timeout time.Duration) (string, bool, error) {
+// callOrder is the order a reply's calls run in: as emitted in the reference loop, the finish
+// calls last in the lenient one.
+func (e *Episode) callOrder(calls []model.ToolCall) []int {
+	finishName := e.texts.vars["finish_tool"]
+	order := make([]int, 0, len(calls))
+	var finishes []int
+	for i, c := range calls {
+		if c.Name == finishName && e.lenient() {
+			finishes = append(finishes, i)
+		} else {
+			order = append(order, i)
+		}
+	}
+	return append(order, finishes...)
+}
+
+// runTool runs a call of a tool other than finish: the shell, or one that does not exist.
+func (e *Episode) runTool(ctx context.Context, c model.ToolCall, timeout time.Duration) (string, bool) {
+	if c.Name == e.texts.vars["shell_tool"] {
+		return e.shell(ctx, c.Arguments, timeout)
+	}
+	return e.texts.text(keyUnknownTool, map[string]string{"tool": c.Name}), true
+}
+
+// finishCall checks a finish call as the loop does; a refusal, the text to send back, is not
+// empty. The lenient loop takes only a readable agent_output.json (into out); the reference
+// loop takes any call whose listed paths are files of the workspace, as Stirrup takes any
+// whose paths exist, and the submission is read once the turn's calls have all run.
+func (e *Episode) finishCall(ctx context.Context, arguments string, out *Outcome) string {
+	if !e.lenient() {
+		return e.finishPaths(ctx, arguments)
+	}
+	doc, entities, refusal := e.finish(ctx, arguments)
+	if refusal == "" {
+		out.Submission, out.Entities = doc, entities
+	}
+	return refusal
+}
+
+// finishPaths is the reference loop's finish: reason and paths must both be there with their
+// types (Stirrup validates the arguments against its schema, where both are required), and
+// every path listed must be a file of the workspace; an empty list is taken whatever exists.
+func (e *Episode) finishPaths(ctx context.Context, arguments string) string {
+	var args struct {
+		Reason *string   `json:"reason"`
+		Paths  *[]string `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(arguments), &args); err != nil || args.Reason == nil || args.Paths == nil {
+		return e.texts.text(keyFinishInvalidArguments, nil)
+	}
+	for _, p := range *args.Paths {
+		if refusal := e.pathRefusal(ctx, p); refusal != "" {
+			return refusal
+		}
+	}
+	return ""
+}
+
+// settle sets the status of an episode whose finish call was accepted. The lenient loop took
+// the submission with the call. The reference loop reads agent_output.json now, after every
+// call of the reply: a finish that handed back no answer file ends with no submission, one
+// that cannot be read as a diagnosis is invalid (both score 0, as the reference's would).
+func (e *Episode) settle(ctx context.Context, out *Outcome) {
+	if e.lenient() {
+		out.Status = StatusOK
+		return
+	}
+	doc, sub, err := grader.ReadSubmissionWith(func(limit int64) ([]byte, error) {
+		return e.Sandbox.ReadFile(ctx, SubmissionFile, limit)
+	})
+	switch {
+	case errors.Is(err, sandbox.ErrAgentDied):
+		out.Status, out.Err = StatusError, err
+	case err == nil:
+		out.Status, out.Submission, out.Entities = StatusOK, doc, sub.Names
+	case errors.Is(err, fs.ErrNotExist):
+		out.Status, out.Reason = StatusNoSubmission, "the finish call was accepted with no "+SubmissionFile+" written"
+	default:
+		out.Status, out.Reason = StatusInvalid, SubmissionFile+": "+err.Error()
+	}
+}
+
+// shell runs a shell tool call.
+func (e *Episode) shell(ctx context.Context, arguments string, timeout time.Duration) (string, bool) {
 	var args struct {
 		Cmd *string `json:"cmd"`
 	}
 	if err := json.Unmarshal([]byte(arguments), &args); err != nil || args.Cmd == nil {
-		return e.texts.text(keyShellInvalidArguments, map[string]string{"arguments": clip(arguments, 200)}), true, nil
+		return e.texts.text(keyShellInvalidArguments, map[string]string{"arguments": clip(arguments, 200)}), true
 	}
 	res, err := e.Sandbox.Run(ctx, *args.Cmd, timeout)
 	if err != nil {
-		return e.texts.text(keyShellError, map[string]string{"error": err.Error()}), true, sandboxLost(err)
+		e.noteLost(err)
+		return e.texts.text(keyShellError, map[string]string{"error": err.Error()}), true
 	}
-	return e.texts.shellResults(res), false, nil
+	return e.texts.shellResults(res), false
 }
 
 // clip keeps the first n characters of s.
@@ -279,31 +492,31 @@ func clip(s string, n int) string {
 	return s
 }
 
-// finish checks a finish call: the paths it hands back must be files of the workspace, and
+// finish checks a finish call of the lenient loop: the paths it hands back must be files of the workspace, and
 // agent_output.json must be there and readable as a diagnosis. The sandbox opens them as it
 // sees them (see Sandbox.ReadFile): a link, a FIFO or a device the model made cannot reach
 // or stall the host. A refusal, the text to send back, is not empty; the model may try again.
-// The error is set only when the sandbox is lost.
-func (e *Episode) finish(ctx context.Context, arguments string) ([]byte, []string, string, error) {
+func (e *Episode) finish(ctx context.Context, arguments string) ([]byte, []string, string) {
 	var args struct {
 		Reason string   `json:"reason"`
 		Paths  []string `json:"paths"`
 	}
 	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, nil, e.texts.text(keyFinishInvalidArguments, nil), nil
+		return nil, nil, e.texts.text(keyFinishInvalidArguments, nil)
 	}
 	doc, sub, err := grader.ReadSubmissionWith(func(limit int64) ([]byte, error) {
 		return e.Sandbox.ReadFile(ctx, SubmissionFile, limit)
 	})
 	if err != nil {
-		return nil, nil, e.outputRefusal(err), sandboxLost(err)
+		e.noteLost(err)
+		return nil, nil, e.outputRefusal(err)
 	}
 	for _, p := range args.Paths {
-		if refusal, err := e.pathRefusal(ctx, p); refusal != "" {
-			return nil, nil, refusal, err
+		if refusal := e.pathRefusal(ctx, p); refusal != "" {
+			return nil, nil, refusal
 		}
 	}
-	return doc, sub.Names, "", nil
+	return doc, sub.Names, ""
 }
 
 // outputRefusal says why agent_output.json cannot be taken.
@@ -319,9 +532,8 @@ func (e *Episode) outputRefusal(err error) string {
 	return e.texts.text(keyFinishUnreadableOutput, map[string]string{"error": err.Error()})
 }
 
-// pathRefusal says why a path the finish call hands back cannot be taken ("" when it can),
-// with the error that lost the sandbox if it did.
-func (e *Episode) pathRefusal(ctx context.Context, p string) (string, error) {
+// pathRefusal says why a path the finish call hands back cannot be taken ("" when it can).
+func (e *Episode) pathRefusal(ctx context.Context, p string) string {
 	rel := p
 	if filepath.IsAbs(p) {
 		rel, _ = filepath.Rel(e.Sandbox.Workdir(), p)
@@ -330,14 +542,15 @@ func (e *Episode) pathRefusal(ctx context.Context, p string) (string, error) {
 	err := sandbox.ErrOutsideWorkspace
 	if rel != ".." && !strings.HasPrefix(rel, "../") {
 		err = e.Sandbox.CheckFile(ctx, rel)
+		e.noteLost(err)
 	}
 	switch {
 	case err == nil:
-		return "", nil
+		return ""
 	case errors.Is(err, fs.ErrNotExist):
-		return e.texts.text(keyFinishPathMissing, map[string]string{"path": p}), nil
+		return e.texts.text(keyFinishPathMissing, map[string]string{"path": p})
 	case errors.Is(err, sandbox.ErrOutsideWorkspace):
-		return e.texts.text(keyFinishPathOutside, map[string]string{"path": p}), nil
+		return e.texts.text(keyFinishPathOutside, map[string]string{"path": p})
 	}
-	return e.texts.text(keyFinishPathRefused, map[string]string{"path": p, "error": err.Error()}), sandboxLost(err)
+	return e.texts.text(keyFinishPathRefused, map[string]string{"path": p, "error": err.Error()})
 }

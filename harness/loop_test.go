@@ -76,6 +76,15 @@ func newEpisodeIn(t *testing.T, backend sandbox.Backend, model model.Model, maxT
 	return &Episode{Model: model, Sandbox: sb, MaxTurns: maxTurns, Prompts: testPrompts(t)}
 }
 
+// lenientEpisode is newEpisode following the lenient loop, whose departures from the
+// reference the tests that use it pin down.
+func lenientEpisode(t *testing.T, model model.Model, maxTurns int) *Episode {
+	t.Helper()
+	e := newEpisode(t, model, maxTurns)
+	e.Loop = LoopLenient
+	return e
+}
+
 // testPrompts is the built-in set with a system prompt "system" and a task prompt "task".
 func testPrompts(t *testing.T) *Prompts {
 	t.Helper()
@@ -105,7 +114,7 @@ func TestSeveralCallsRunInOrderWithFinishLast(t *testing.T) {
 		shell("a", "echo '"+diagnosis+"' > agent_output.json"),
 		shell("b", "cat agent_output.json | wc -c"),
 	}}}}
-	out := newEpisode(t, m, 10).Run(context.Background())
+	out := lenientEpisode(t, m, 10).Run(context.Background())
 	if out.Status != StatusOK || out.Turns != 1 || out.ToolCalls != 3 || !strings.Contains(string(out.Submission), "flagd-config") ||
 		len(out.Entities) == 0 || !strings.Contains(out.Entities[0], "flagd-config") {
 		t.Fatalf("outcome = %+v", out)
@@ -190,7 +199,7 @@ func TestBadCallsBecomeToolErrors(t *testing.T) {
 		{ToolCalls: []model.ToolCall{shell("h", "echo '"+diagnosis+"' > agent_output.json"), call("g", finishName, `{"reason": "done", "paths": ["missing.txt"]}`)}},
 		{ToolCalls: []model.ToolCall{call("i", finishName, finishArgs)}},
 	}}
-	out := newEpisode(t, m, 10).Run(context.Background())
+	out := lenientEpisode(t, m, 10).Run(context.Background())
 	if out.Status != StatusOK || out.Turns != 4 {
 		t.Fatalf("outcome = %+v", out)
 	}
@@ -257,7 +266,7 @@ func TestSummarisationAtSeventyPercent(t *testing.T) {
 		}},
 		usage: []int64{600, 700, 100, 100}, // 70% of 1000 is reached by the second turn only
 	}
-	e := newEpisode(t, m, 50)
+	e := lenientEpisode(t, m, 50)
 	e.ContextWindow = 1000
 	out := e.Run(context.Background())
 	if out.Status != StatusOK || out.Turns != 4 || out.Summaries != 1 {
@@ -284,7 +293,7 @@ func TestSummarisationAtSeventyPercent(t *testing.T) {
 // models refuse).
 func TestEveryRequestEndsWithUserOrToolResult(t *testing.T) {
 	summarised := &sized{script: script{replies: []model.Message{{ToolCalls: []model.ToolCall{shell("a", "echo one")}}}}, usage: []int64{900}}
-	e := newEpisode(t, summarised, 50)
+	e := lenientEpisode(t, summarised, 50)
 	e.ContextWindow = 1000
 	overflowed := &overflowing{script: script{replies: []model.Message{{Content: "one"}, {Content: "two"}}}}
 	for _, run := range []struct {
@@ -293,7 +302,7 @@ func TestEveryRequestEndsWithUserOrToolResult(t *testing.T) {
 		requests *[]model.Request
 	}{
 		{"summarised at 70%", e, &summarised.requests},
-		{"context overflow", newEpisode(t, overflowed, 50), &overflowed.requests},
+		{"context overflow", lenientEpisode(t, overflowed, 50), &overflowed.requests},
 	} {
 		run.episode.MaxTurns = 5 + warningTurns // the turns right after the summary have no warning
 		if out := run.episode.Run(context.Background()); out.Summaries == 0 {
@@ -332,7 +341,7 @@ func TestContextOverflowSummarisesAndRetries(t *testing.T) {
 		{ToolCalls: []model.ToolCall{shell("b", "echo two")}},
 		{ToolCalls: []model.ToolCall{shell("c", "echo '"+diagnosis+"' > agent_output.json"), call("d", finishName, finishArgs)}},
 	}}}
-	out := newEpisode(t, m, 50).Run(context.Background())
+	out := lenientEpisode(t, m, 50).Run(context.Background())
 	if out.Status != StatusOK || out.Turns != 3 || out.Summaries != 1 {
 		t.Fatalf("outcome = %+v", out)
 	}
@@ -367,6 +376,7 @@ func TestFinishNeverFollowsTheModelOutOfTheWorkspace(t *testing.T) {
 			}}
 			done := make(chan Outcome, 1)
 			e := newEpisodeIn(t, backend, m, 20)
+			e.Loop = LoopLenient
 			go func() { done <- e.Run(context.Background()) }()
 			var out Outcome
 			select {

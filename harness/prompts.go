@@ -33,10 +33,12 @@ const (
 	keyShellTool              = "shell_tool"
 	keyShellDescription       = "shell_description"
 	keyShellCmdDescription    = "shell_cmd_description"
+	keyShellParamsDesc        = "shell_params_description"
 	keyFinishTool             = "finish_tool"
 	keyFinishDescription      = "finish_description"
 	keyFinishReasonDesc       = "finish_reason_description"
 	keyFinishPathsDesc        = "finish_paths_description"
+	keyFinishParamsDesc       = "finish_params_description"
 	keyTurnsLeft              = "turns_left"
 	keyLastTurn               = "last_turn"
 	keyContinue               = "continue"
@@ -61,18 +63,22 @@ const (
 )
 
 // promptKey is one text of a set: its key and the placeholders it has beyond the episode's
-// (episodeVariables); a tool name is literal and has none.
+// (episodeVariables); a tool name is literal and has none. An optional key may be left out of
+// a file (its text is then empty) and is written only when it has a text, so the sets written
+// before it existed keep their hash.
 type promptKey struct {
 	name     string
 	vars     []string
 	toolName bool
+	optional bool
 }
 
 // promptKeys are the keys every set has, in file order.
 var promptKeys = []promptKey{
 	{name: keySystem}, {name: keyTask},
-	{name: keyShellTool, toolName: true}, {name: keyShellDescription}, {name: keyShellCmdDescription},
+	{name: keyShellTool, toolName: true}, {name: keyShellDescription}, {name: keyShellCmdDescription}, {name: keyShellParamsDesc, optional: true},
 	{name: keyFinishTool, toolName: true}, {name: keyFinishDescription}, {name: keyFinishReasonDesc}, {name: keyFinishPathsDesc},
+	{name: keyFinishParamsDesc, optional: true},
 	{name: keyTurnsLeft, vars: []string{"turns_left"}}, {name: keyLastTurn}, {name: keyContinue},
 	{name: keySummaryRequest}, {name: keySummaryBridge, vars: []string{"summary"}}, {name: keySummaryAck},
 	{name: keyShellResult, vars: []string{"exit_code", "stdout", "stderr"}},
@@ -151,7 +157,7 @@ func ParsePrompts(doc []byte) (*Prompts, error) {
 	}
 	var missing []string
 	for _, k := range promptKeys {
-		if _, ok := texts[k.name]; !ok {
+		if _, ok := texts[k.name]; !ok && !k.optional {
 			missing = append(missing, k.name)
 		}
 	}
@@ -280,6 +286,9 @@ func (p *Prompts) Format() []byte {
 	p = p.orBuiltin()
 	var b bytes.Buffer
 	for _, k := range promptKeys {
+		if k.optional && p.texts[k.name] == "" {
+			continue
+		}
 		fmt.Fprintf(&b, "--- %s ---\n%s\n", k.name, p.texts[k.name])
 	}
 	return b.Bytes()
@@ -364,13 +373,31 @@ func (t episodeTexts) text(key string, values map[string]string) string {
 
 // tools are the shell and finish tools as the set describes them, the shell first. Their
 // schemas are fixed: only the names and descriptions are the set's.
-func (t episodeTexts) tools() []model.Tool {
-	shell := map[string]any{"type": "object", "required": []string{"cmd"}, "additionalProperties": false,
-		"properties": map[string]any{"cmd": property("string", t.text(keyShellCmdDescription, nil))}}
+//
+// With pydantic true the schemas are shaped as the reference library's, which pydantic makes
+// of its parameter classes: a title on the object (the class's name) and on each property
+// (the field's name, capitalised), and no additionalProperties.
+func (t episodeTexts) tools(pydantic bool) []model.Tool {
+	cmd := property("string", t.text(keyShellCmdDescription, nil))
+	shell := map[string]any{"type": "object", "required": []string{"cmd"}, "properties": map[string]any{"cmd": cmd}}
 	paths := property("array", t.text(keyFinishPathsDesc, nil))
 	paths["items"] = map[string]string{"type": "string"}
+	reason := property("string", t.text(keyFinishReasonDesc, nil))
 	finish := map[string]any{"type": "object", "required": []string{"reason", "paths"},
-		"properties": map[string]any{"reason": property("string", t.text(keyFinishReasonDesc, nil)), "paths": paths}}
+		"properties": map[string]any{"reason": reason, "paths": paths}}
+	describe := func(schema map[string]any, key string) { // an optional key: none when empty
+		if d := t.text(key, nil); d != "" {
+			schema["description"] = d
+		}
+	}
+	describe(shell, keyShellParamsDesc)
+	describe(finish, keyFinishParamsDesc)
+	if pydantic {
+		shell["title"], cmd["title"] = "CodeExecutionParams", "Cmd"
+		finish["title"], reason["title"], paths["title"] = "FinishParams", "Reason", "Paths"
+	} else {
+		shell["additionalProperties"] = false
+	}
 	return []model.Tool{
 		{Name: t.vars["shell_tool"], Description: t.text(keyShellDescription, nil), Parameters: schemaJSON(shell)},
 		{Name: t.vars["finish_tool"], Description: t.text(keyFinishDescription, nil), Parameters: schemaJSON(finish)},

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/model"
@@ -176,59 +178,16 @@ func mustGroundTruth(t *testing.T, doc []byte) *grader.GroundTruth {
 	return gt
 }
 
-// stirrupFile is the prompt set shipped for running the reference library's own texts.
-const stirrupFile = "../docs/stirrup-0.1.9-prompts.txt"
-
+// stirrupPrompts is the set FromStirrup makes of the fixture laid out like Stirrup's files: a
+// set in other words than the built-in one, the truncation notice and shell results included.
 func stirrupPrompts(t *testing.T) *Prompts {
 	t.Helper()
-	doc, err := os.ReadFile(stirrupFile)
+	pkg := layoutPackage(t)
+	p, err := fromStirrupFS(pkg, layoutSums(t, pkg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ParsePrompts(doc)
-	if err != nil {
-		t.Fatalf("%s: %v", stirrupFile, err)
-	}
 	return p
-}
-
-// TestStirrupSetRendersTheReferenceTexts checks the shipped file against the texts of
-// Stirrup 0.1.9 (src/stirrup/...) as they reach the model, where the file claims them.
-func TestStirrupSetRendersTheReferenceTexts(t *testing.T) {
-	tx := stirrupPrompts(t).forEpisode(promptEnv{workdir: "/home/user", tools: fullTools, maxTurns: 100, commandTimeout: 300 * time.Second})
-	for key, want := range map[string]string{
-		keySystem: "You are an AI agent that will be given a specific task. You are to complete that task using the tools provided in 100 steps. " +
-			"You will need to call a finish tool as your last step, where you will pass your finish reason and any required final fields for that tool.\n" +
-			" You are not able to interact with the user during the task.\n\nFollow these instructions from the User:\n",
-		keyContinue:         "Please continue the task",
-		keyLastTurn:         "This is the last turn. Please finish the task by calling a finish tool.",
-		keySummaryAck:       "Got it, thanks!",
-		keyShellDescription: "Execute a shell command in the execution environment. Returns exit code, stdout, and stderr as XML.",
-		keyFinishDescription: "Signal task completion with a reason. Use when the task is finished or cannot proceed further. " +
-			"Note that you will need a separate turn to finish.",
-		keyShellInvalidArguments: "Tool arguments are not valid",
-	} {
-		if got := tx.text(key, nil); !strings.HasPrefix(got, want) || (key != keySystem && got != want) {
-			t.Errorf("%s = %q, want %q", key, got, want)
-		}
-	}
-	if tx.p.texts[keyTask] != BuiltinPrompts().texts[keyTask] {
-		t.Errorf("%s: its task prompt is no longer the built-in one; write it again", stirrupFile)
-	}
-	if got := tx.turnsLeftMessage(7); got != "You have 7 turns remaining to complete the task. Please continue. Remember you will need a separate turn to call a finish tool." {
-		t.Errorf("turns_left = %q", got)
-	}
-	if got := tx.text(keySummaryBridge, map[string]string{"summary": "S"}); !strings.HasPrefix(got, "**Context Continuation**\n\n") ||
-		!strings.Contains(got, "\n\n---\n\nS\n\n---\n\n") || !strings.HasSuffix(got, "Proceed with completing any outstanding work.") {
-		t.Errorf("summary_bridge = %q", got)
-	}
-	if got := tx.shellResults(sandbox.Result{ExitCode: 1, Stdout: "a", Stderr: "b"}); got != "<shell_results>\n<exit_code>1</exit_code>\n<stdout>a</stdout>\n<stderr>b</stderr>\n</shell_results>" {
-		t.Errorf("shell_result = %q", got)
-	}
-	long := truncated(25000)
-	if got := tx.retell(long, 25000); !strings.Contains(got, "\n... This content has been truncated from an original 25000 characters to stay below 20000 characters ...\n") {
-		t.Errorf("the truncation notice reads %q", got[9990:10200])
-	}
 }
 
 // truncated is what the sandbox hands back of a stream of total characters (x then y).
@@ -269,7 +228,7 @@ func TestShellResultsInTheSetsWords(t *testing.T) {
 }
 
 func TestToolDefinitions(t *testing.T) {
-	tools := BuiltinPrompts().forEpisode(promptEnv{commandTimeout: 45 * time.Second}).tools()
+	tools := BuiltinPrompts().forEpisode(promptEnv{commandTimeout: 45 * time.Second}).tools(false)
 	var shell, finish struct {
 		Type                 string `json:"type"`
 		Properties           map[string]struct{ Type, Description string }
@@ -287,6 +246,24 @@ func TestToolDefinitions(t *testing.T) {
 	if tools[1].Name != "finish" || finish.Properties["paths"].Type != "array" || finish.Properties["reason"].Description == "" ||
 		len(finish.Required) != 2 || !strings.Contains(tools[1].Description, "agent_output.json") {
 		t.Errorf("finish tool %s %s %+v", tools[1].Name, tools[1].Description, finish)
+	}
+}
+
+// TestReferenceToolSchemas: the reference loop's schemas are shaped as pydantic shapes the
+// reference library's parameter classes: titles on the objects and the properties, no
+// additionalProperties.
+func TestReferenceToolSchemas(t *testing.T) {
+	tools := BuiltinPrompts().forEpisode(promptEnv{commandTimeout: 45 * time.Second}).tools(true)
+	for i, want := range []map[string]string{
+		{"title": "CodeExecutionParams", "properties.cmd.title": "Cmd", "properties.cmd.type": "string", "required.0": "cmd", "additionalProperties": ""},
+		{"title": "FinishParams", "properties.reason.title": "Reason", "properties.paths.title": "Paths", "properties.paths.items.type": "string",
+			"required.1": "paths"},
+	} {
+		for path, w := range want {
+			if got := gjson.GetBytes(tools[i].Parameters, path).String(); got != w {
+				t.Errorf("tool %s: %s = %q, want %q", tools[i].Name, path, got, w)
+			}
+		}
 	}
 }
 
@@ -488,7 +465,7 @@ func TestEveryTextComesFromTheSet(t *testing.T) {
 		{ToolCalls: []model.ToolCall{done("t", finishArgs)}}, // the sandbox fails to read agent_output.json
 		{ToolCalls: []model.ToolCall{done("u", finishArgs)}},
 	}}}
-	e := newEpisode(t, m, 12)
+	e := lenientEpisode(t, m, 12) // the lenient loop's refusals use every text
 	// Finish calls f, k, m, o, q, r and s read agent_output.json before t does.
 	e.Prompts, e.Sandbox, e.CommandTimeout, e.ContextWindow = markedSet(t), &sandboxDown{Sandbox: e.Sandbox, failRead: 8}, time.Second, 150
 	if out := e.Run(context.Background()); out.Status != StatusOK || out.Turns != 12 {
@@ -499,10 +476,11 @@ func TestEveryTextComesFromTheSet(t *testing.T) {
 	for _, req := range m.requests {
 		for _, tool := range req.Tools {
 			var params struct {
-				Properties map[string]struct{ Description string }
+				Description string
+				Properties  map[string]struct{ Description string }
 			}
 			json.Unmarshal(tool.Parameters, &params)
-			texts := []string{tool.Description}
+			texts := []string{tool.Description, params.Description}
 			for _, p := range params.Properties {
 				texts = append(texts, p.Description)
 			}

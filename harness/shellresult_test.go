@@ -16,7 +16,7 @@ func captured(s string) (string, int64) {
 }
 
 // TestReadShellResult renders results as an episode does, with the built-in set and with
-// Stirrup's wording, and reads them back: exit code, streams, timeout, sandbox error, and the
+// another set's wording (the fixture laid out like Stirrup's files), and reads them back: exit code, streams, timeout, sandbox error, and the
 // truncation notice found where the model saw it (and not where the output merely quotes it).
 func TestReadShellResult(t *testing.T) {
 	long := strings.Repeat("é", sandbox.OutputLimit) + "<stdout>quoted</stdout>" + strings.Repeat("z", 5000)

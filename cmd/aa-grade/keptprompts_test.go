@@ -13,22 +13,24 @@ import (
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
-const stirrupSet = "docs/stirrup-0.1.9-prompts.txt"
+// otherSet is a prompt set in other words than the built-in one (its truncation notice and
+// shell results included), in aa-grade's own words.
+const otherSet = "cmd/aa-grade/testdata/other.prompts"
 
-// TestARunKeepsItsPromptSet: a run with the reference library's texts keeps them in its
-// folder, so the analysis reads its shell results in their words (Stirrup words a truncation
-// otherwise than the built-in set) and a replay sends them again with no flag; without the
+// TestARunKeepsItsPromptSet: a run with another set keeps it in its folder, so the analysis
+// reads its shell results in its words (it words a truncation otherwise than the built-in
+// set) and a replay sends them again with no flag; without the
 // file, the replay asks for the set and the analysis says what it could not read.
 func TestARunKeepsItsPromptSet(t *testing.T) {
 	// Every investigation command fails and prints more than the output limit.
 	s := newScriptedRun(t, fakemodel.Script{Turns: 4, Command: "seq 1 20000; false", Answer: answer901}, "901", "1")
 	run := filepath.Join(t.TempDir(), "run")
-	if r := aaGrade(t, s.env, s.command(run, "--prompts", stirrupSet)...); r.code != 0 {
+	if r := aaGrade(t, s.env, s.command(run, "--prompts", otherSet)...); r.code != 0 {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
-	_, stirrup := promptsSHA(t, "--prompts", stirrupSet)
-	if _, kept := promptsSHA(t, "--prompts", filepath.Join(run, harness.PromptsFile)); kept != stirrup {
-		t.Fatalf("the kept set hashes %s, the Stirrup set %s", kept, stirrup)
+	_, other := promptsSHA(t, "--prompts", otherSet)
+	if _, kept := promptsSHA(t, "--prompts", filepath.Join(run, harness.PromptsFile)); kept != other {
+		t.Fatalf("the kept set hashes %s, the other set %s", kept, other)
 	}
 
 	r := aaGrade(t, nil, "analyze", "--json", run)
@@ -61,7 +63,7 @@ func TestARunKeepsItsPromptSet(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "does not keep the prompt set") || !strings.Contains(r.stderr, "--prompts FILE") {
 		t.Errorf("replay without the kept set: exit %d\n%s", r.code, r.stderr)
 	}
-	r = aaGrade(t, s.env, "run", "--model", "replay/"+run, "--prompts", stirrupSet, "--out", filepath.Join(t.TempDir(), "given"))
+	r = aaGrade(t, s.env, "run", "--model", "replay/"+run, "--prompts", otherSet, "--out", filepath.Join(t.TempDir(), "given"))
 	if r.code != 0 || !strings.Contains(r.stderr, "every episode followed its recording") {
 		t.Errorf("replay with the set given: exit %d\n%s", r.code, r.stderr)
 	}

@@ -81,9 +81,9 @@ func runModels(_ context.Context, opts modelsOptions, args []string, con console
 // numbers come from.
 func renderModelsText(w io.Writer, out modelsOutput) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSPEC\tREASONING\tCONTEXT\tPRICES IN/READ/WRITE/OUT\tSCORE\tTURNS\t$/TASK")
+	fmt.Fprintln(tw, "NAME\tSPEC\tREASONING\tCONTEXT\tMAX TOKENS\tPRICES IN/READ/WRITE/OUT\tSCORE\tTURNS\t$/TASK")
 	for _, p := range out.Presets {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%.3f\t%s\t%s\n", p.Name, p.Spec, p.Reasoning, p.ContextWindow,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%.3f\t%s\t%s\n", p.Name, p.Spec, p.Reasoning, p.ContextWindow, p.MaxTokens,
 			formatPrices(p.Prices), p.Score, orDash(p.AvgTurns, 0), orDash(p.CostPerTask, 2))
 	}
 	tw.Flush()

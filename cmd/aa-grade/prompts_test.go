@@ -35,9 +35,9 @@ func TestPromptSetInRunJSON(t *testing.T) {
 	if _, again := promptsSHA(t, "--prompts", saved); again != sha {
 		t.Fatalf("the set written out hashes %s read back, %s built in", again, sha)
 	}
-	_, stirrup := promptsSHA(t, "--prompts", "docs/stirrup-0.1.9-prompts.txt")
-	if stirrup == sha {
-		t.Fatal("the Stirrup set is the built-in one")
+	_, other := promptsSHA(t, "--prompts", otherSet)
+	if other == sha {
+		t.Fatal("the other set is the built-in one")
 	}
 	out := filepath.Join(dir, "run")
 	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
@@ -55,8 +55,8 @@ func TestPromptSetInRunJSON(t *testing.T) {
 	if r := aaGrade(t, env, append(args, "--prompts", saved)...); r.code != 0 {
 		t.Fatalf("the same set from a file: exit %d\n%s", r.code, r.stderr)
 	}
-	r := aaGrade(t, env, append(args, "--prompts", "docs/stirrup-0.1.9-prompts.txt")...)
-	if r.code != 2 || !strings.Contains(r.stderr, "prompt_sha256 was "+sha+", now "+stirrup) {
+	r := aaGrade(t, env, append(args, "--prompts", otherSet)...)
+	if r.code != 2 || !strings.Contains(r.stderr, "prompt_sha256 was "+sha+", now "+other) {
 		t.Fatalf("another set: exit %d\n%s", r.code, r.stderr)
 	}
 }
@@ -89,5 +89,26 @@ func TestPromptFilesAreChecked(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPromptsFromStirrupChecksTheCopy: --from-stirrup refuses a copy that is not release
+// 0.1.9, naming the files that differ (the fixture laid out like Stirrup's files differs in
+// every one), a path with no package, and --prompts beside it; each is a usage error.
+func TestPromptsFromStirrupChecksTheCopy(t *testing.T) {
+	for args, want := range map[string][]string{
+		"--from-stirrup harness/testdata/stirrup-layout":                       {"not Stirrup 0.1.9", "core/agent.py", "utils/text.py"},
+		"--from-stirrup harness/testdata":                                      {"no Stirrup package"},
+		"--from-stirrup harness/testdata/stirrup-layout --prompts " + otherSet: {"--from-stirrup and --prompts"},
+	} {
+		r := aaGrade(t, nil, append([]string{"prompts"}, strings.Fields(args)...)...)
+		if r.code != 2 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("prompts %s: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("prompts %s: %q does not say %q", args, r.stderr, w)
+			}
+		}
 	}
 }

@@ -49,6 +49,7 @@ type runOptions struct {
 	commandTimeout, grace    time.Duration
 	reasoningEffort          string
 	maxTokens, contextWindow int
+	loop                     string
 	shardSpec                string
 	priceInput, priceOutput  float64
 	priceCachedRead          float64
@@ -58,8 +59,9 @@ type runOptions struct {
 	judge                    judgeOptions
 
 	// Set by Validate from the flags above.
-	shard  runfolder.Shard
-	limits sandbox.Limits
+	shard     runfolder.Shard
+	limits    sandbox.Limits
+	agentLoop harness.Loop
 }
 
 func (o *runOptions) flags() []cli.Flag {
@@ -86,10 +88,12 @@ func (o *runOptions) flags() []cli.Flag {
 			Usage: "per shell command"},
 		&cli.StringFlag{Name: "reasoning-effort", Destination: &o.reasoningEffort, Sources: env("reasoning-effort"),
 			Usage: "the provider's reasoning effort (low, medium, high, max, ...)", DefaultText: "the preset's, else the provider's"},
-		&cli.IntFlag{Name: "max-tokens", Destination: &o.maxTokens, Sources: env("max-tokens"), DefaultText: "0: the provider's default",
-			Usage: "output tokens per call"},
+		&cli.StringFlag{Name: "loop", Value: string(harness.LoopReference), Destination: &o.loop, Sources: env("loop"),
+			Usage: "the agent loop: reference (Stirrup 0.1.9's, comparable with the leaderboard) or lenient (aa-grade's departures, not comparable: docs/fidelity.md)"},
+		&cli.IntFlag{Name: "max-tokens", Destination: &o.maxTokens, Sources: env("max-tokens"), DefaultText: fmt.Sprintf("the preset's, else %d", model.DefaultMaxTokens),
+			Usage: "output tokens per call, sent on every call; the reference loop summarises the history at 70% of it"},
 		&cli.IntFlag{Name: "context-window", Destination: &o.contextWindow, Sources: env("context-window"), DefaultText: "the preset's, else 0: never",
-			Usage: "tokens; the history is summarised at 70%"},
+			Usage: "--loop lenient only: tokens; that loop summarises the history at 70% of it"},
 		&cli.StringFlag{Name: "shard", Destination: &o.shardSpec, Sources: env("shard"),
 			Usage: "I/N: run only the I-th of N equal parts of the episodes (join them with aa-grade merge)"},
 		&cli.DurationFlag{Name: "grace", Value: runner.DefaultGrace, Destination: &o.grace, Sources: env("grace"),
@@ -115,12 +119,14 @@ func (o *runOptions) Validate() error {
 		{"repeats", o.repeats, 1, "1 or more"}, {"max-turns", o.maxTurns, 1, "1 or more"}, {"parallel", o.parallel, 1, "1 or more"},
 		{"max-in-flight", o.maxInFlight, 0, "0 (as --parallel) or more"},
 		{"rpm", o.rpm, 0, "0 (as the provider states) or more"}, {"tpm", o.tpm, 0, "0 (as the provider states) or more"},
-		{"max-tokens", o.maxTokens, 0, "0 (the provider's default) or more"},
 		{"context-window", o.contextWindow, 0, "0 (never summarise) or more"},
 	} {
 		if f.n < f.min {
 			return usageErrorf("--%s %d: must be %s", f.name, f.n, f.what)
 		}
+	}
+	if err := o.validLoop(); err != nil {
+		return err
 	}
 	if o.commandTimeout <= 0 {
 		return usageErrorf("--command-timeout %s: must be more than 0", o.commandTimeout)
@@ -159,6 +165,27 @@ func (o *runOptions) Validate() error {
 	return o.judge.Validate()
 }
 
+// validLoop reads --loop and checks the flags that depend on it: --max-tokens is a cap of 1
+// or more (0, the provider's own default, only in the lenient loop, as aa-grade used to send no
+// cap), and --context-window belongs to the lenient loop (the reference loop summarises against
+// --max-tokens).
+func (o *runOptions) validLoop() error {
+	var err error
+	if o.agentLoop, err = harness.ParseLoop(o.loop); err != nil {
+		return usageErrorf("--loop: %w", err)
+	}
+	lenient := o.agentLoop == harness.LoopLenient
+	switch {
+	case o.isSet("max-tokens") && o.maxTokens < 0:
+		return usageErrorf("--max-tokens %d: must be 1 or more", o.maxTokens)
+	case o.isSet("max-tokens") && o.maxTokens == 0 && !lenient:
+		return usageErrorf("--max-tokens 0: must be 1 or more (0, the provider's default, only with --loop lenient)")
+	case o.isSet("context-window") && !lenient:
+		return usageErrorf("--context-window: only with --loop lenient (the reference loop summarises at 70%% of --max-tokens)")
+	}
+	return nil
+}
+
 func newRunCommand() *cli.Command {
 	var opts runOptions
 	return &cli.Command{
@@ -192,8 +219,14 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if settings.Prices == nil { // a replay costs what its recording did, unless --price-* say
 		settings.Prices = plan.prices
 	}
+	if plan.maxTokens > 0 { // a replay summarises where its recording did
+		settings.MaxTokens = plan.maxTokens
+	}
+	if plan.contextWindow > 0 {
+		settings.ContextWindow = plan.contextWindow
+	}
 	stderr := con.err
-	m, limit, err := newModel(opts, settings)
+	m, limit, err := newModel(opts, settings, plan.loop)
 	if err != nil {
 		return err
 	}
@@ -257,8 +290,8 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	cfg := runner.Config{
 		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
 		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
-		ReasoningEffort: settings.ReasoningEffort, MaxTokens: opts.maxTokens, Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
-		CommandTimeout: opts.commandTimeout, ContextWindow: settings.ContextWindow, Limits: opts.limits, Tools: &tools,
+		ReasoningEffort: settings.ReasoningEffort, MaxTokens: int(settings.MaxTokens), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
+		CommandTimeout: opts.commandTimeout, Loop: plan.loop, ContextWindow: lenientWindow(plan.loop, settings), Limits: opts.limits, Tools: &tools,
 		OnEnvironment: func(tools sandbox.Tools) {
 			if diff := tools.Differences(); len(diff) > 0 {
 				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s", strings.Join(diff, "; "))
@@ -321,10 +354,11 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	return nil
 }
 
-// newModel builds the model under test (a provider's, the built-in baseline or a replay), with one rate limiter for the whole run: every
+// newModel builds the model under test (a provider's, the built-in baseline or a replay),
+// sending back the reasoning the loop does, with one rate limiter for the whole run: every
 // episode's calls go to the same provider and quota. The limiter is returned too, for the
 // display and the run's record of the limits.
-func newModel(opts runOptions, settings model.Settings) (model.Model, *model.Limiter, error) {
+func newModel(opts runOptions, settings model.Settings, loop harness.Loop) (model.Model, *model.Limiter, error) {
 	maxInFlight := opts.maxInFlight
 	if maxInFlight == 0 {
 		maxInFlight = opts.parallel
@@ -342,8 +376,9 @@ func newModel(opts runOptions, settings model.Settings) (model.Model, *model.Lim
 	case strings.HasPrefix(spec, "replay/"):
 		m, err = replay.New(strings.TrimPrefix(spec, "replay/"))
 	default:
-		m, err = model.New(spec, os.Getenv, model.Options{MaxTokens: opts.maxTokens,
-			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit})
+		m, err = model.New(spec, os.Getenv, model.Options{MaxTokens: int(settings.MaxTokens),
+			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit,
+			Reference: loop != harness.LoopLenient})
 	}
 	if errors.Is(err, model.ErrNotProvider) {
 		return nil, nil, fmt.Errorf("--model: %w; or %s, or a preset (aa-grade models)", err, runOnlySpecs)
@@ -362,12 +397,16 @@ type episodesPlan struct {
 	maxTurns int
 	prompts  *harness.Prompts // the set --prompts and --prompt-file start from; nil: the built-in one
 	prices   *model.Prices    // a replay's: the recorded run's, for the recorded usage
+	loop     harness.Loop     // a replay's: the recorded run's, unless --loop says
+	// A replay's max tokens and context window: the recorded run's, which set where its history
+	// was summarised (0: as the flags and the model say).
+	maxTokens, contextWindow int64
 }
 
 // runPlan reads the plan from the flags. A replay (--model replay/RUN_DIR) takes what the
 // flags do not set from the recorded run, so replaying needs no flag but --model.
 func runPlan(opts runOptions) (episodesPlan, error) {
-	p := episodesPlan{dataset: opts.dataset, tasks: opts.tasks, repeats: opts.repeats, maxTurns: opts.maxTurns}
+	p := episodesPlan{dataset: opts.dataset, tasks: opts.tasks, repeats: opts.repeats, maxTurns: opts.maxTurns, loop: opts.agentLoop}
 	dir, ok := strings.CutPrefix(opts.model, "replay/")
 	if !ok {
 		return p, nil
@@ -387,6 +426,15 @@ func runPlan(opts runOptions) (episodesPlan, error) {
 	}
 	if !opts.isSet("max-turns") {
 		p.maxTurns = h.MaxTurns
+	}
+	if !opts.isSet("loop") { // the loop the recording followed
+		p.loop = harness.Loop(h.LoopName())
+	}
+	if !opts.isSet("max-tokens") {
+		p.maxTokens = int64(h.MaxTokens)
+	}
+	if !opts.isSet("context-window") {
+		p.contextWindow = h.ContextWindow
 	}
 	p.prices = h.Prices
 	if !opts.isSet("prompts") { // the texts the recording was made with
@@ -494,6 +542,10 @@ func (o runOptions) overrides() model.Overrides {
 		window := int64(o.contextWindow)
 		ov.ContextWindow = &window
 	}
+	if o.isSet("max-tokens") {
+		maxTokens := int64(o.maxTokens)
+		ov.MaxTokens = &maxTokens
+	}
 	for _, f := range []struct {
 		name string
 		usd  *float64
@@ -505,6 +557,15 @@ func (o runOptions) overrides() model.Overrides {
 		}
 	}
 	return ov
+}
+
+// lenientWindow is the context window the lenient loop summarises against; the reference
+// loop has none (it summarises against max tokens), so its run.json records none.
+func lenientWindow(loop harness.Loop, s model.Settings) int64 {
+	if loop == harness.LoopLenient {
+		return s.ContextWindow
+	}
+	return 0
 }
 
 // describeModel names the model for the progress line: a preset with the spec it stands for.

@@ -23,19 +23,23 @@ func oneErrorLine(t *testing.T, r result, want string) {
 // would record the value).
 func TestRunRefusesMeaninglessValues(t *testing.T) {
 	for args, want := range map[string]string{
-		"--command-timeout 0s":     "--command-timeout 0s: must be more than 0",
-		"--command-timeout -1m":    "--command-timeout -1m0s: must be more than 0",
-		"--grace -1s":              "--grace -1s: must be 0 (stop at once) or more",
-		"--max-tokens -5":          "--max-tokens -5: must be 0 (the provider's default) or more",
-		"--context-window -1":      "--context-window -1: must be 0 (never summarise) or more",
-		"--repeats 0":              "--repeats 0: must be 1 or more",
-		"--max-turns 0":            "--max-turns 0: must be 1 or more",
-		"--parallel 0":             "--parallel 0: must be 1 or more",
-		"--max-in-flight -2":       "--max-in-flight -2: must be 0 (as --parallel) or more",
-		"--rpm -1":                 "--rpm -1: must be 0 (as the provider states) or more",
-		"--shard 3/2":              `--shard: a shard is I/N with 1 <= I <= N: "3/2"`,
-		"--sandbox chroot":         `--sandbox "chroot": must be auto, bwrap, landlock, docker, none`,
-		"--judge builtin/baseline": "--judge builtin/baseline: the judge must be a language model",
+		"--command-timeout 0s":           "--command-timeout 0s: must be more than 0",
+		"--command-timeout -1m":          "--command-timeout -1m0s: must be more than 0",
+		"--grace -1s":                    "--grace -1s: must be 0 (stop at once) or more",
+		"--max-tokens -5":                "--max-tokens -5: must be 1 or more",
+		"--max-tokens 0":                 "--max-tokens 0: must be 1 or more (0, the provider's default, only with --loop lenient)",
+		"--context-window 1000":          "--context-window: only with --loop lenient (the reference loop summarises at 70% of --max-tokens)",
+		"--loop strict":                  `--loop: unknown loop "strict" (expected reference or lenient)`,
+		"--loop lenient --max-tokens -1": "--max-tokens -1: must be 1 or more",
+		"--context-window -1":            "--context-window -1: must be 0 (never summarise) or more",
+		"--repeats 0":                    "--repeats 0: must be 1 or more",
+		"--max-turns 0":                  "--max-turns 0: must be 1 or more",
+		"--parallel 0":                   "--parallel 0: must be 1 or more",
+		"--max-in-flight -2":             "--max-in-flight -2: must be 0 (as --parallel) or more",
+		"--rpm -1":                       "--rpm -1: must be 0 (as the provider states) or more",
+		"--shard 3/2":                    `--shard: a shard is I/N with 1 <= I <= N: "3/2"`,
+		"--sandbox chroot":               `--sandbox "chroot": must be auto, bwrap, landlock, docker, none`,
+		"--judge builtin/baseline":       "--judge builtin/baseline: the judge must be a language model",
 	} {
 		t.Run(args, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")

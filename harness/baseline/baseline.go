@@ -12,6 +12,8 @@ import (
 	_ "embed"
 	"encoding/json"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 )
@@ -42,7 +44,7 @@ func (Model) Complete(_ context.Context, req model.Request) (model.Reply, error)
 	if len(req.Tools) < 2 {
 		return model.Reply{Message: model.Message{Content: "The baseline needs the shell and finish tools."}}, nil
 	}
-	shellTool, finishTool := req.Tools[0].Name, req.Tools[1].Name
+	shellTool, finishTool := toolNames(req.Tools)
 	last := lastAssistant(req.Messages)
 	switch {
 	case last == nil:
@@ -59,6 +61,16 @@ func (Model) Complete(_ context.Context, req model.Request) (model.Reply, error)
 		return write, nil
 	}
 	return model.Reply{Message: model.Message{Content: "The baseline has nothing more to try."}}, nil
+}
+
+// toolNames tells the shell tool (the one whose schema has a cmd) from the finish tool: the
+// loops offer them in different orders.
+func toolNames(tools []model.Tool) (shell, finish string) {
+	shell, finish = tools[0].Name, tools[1].Name
+	if !gjson.GetBytes(tools[0].Parameters, "properties.cmd").Exists() {
+		shell, finish = finish, shell
+	}
+	return shell, finish
 }
 
 func call(id, tool string, args any) model.Reply {

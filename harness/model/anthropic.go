@@ -221,5 +221,5 @@ func parseAnthropicAnswer(answer []byte) (Reply, error) {
 	read, write := u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int()
 	usage := Usage{Input: u.Get("input_tokens").Int() + read + write, CachedRead: read, CachedWrite: write,
 		Output: u.Get("output_tokens").Int(), Reasoning: u.Get("output_tokens_details.thinking_tokens").Int()}
-	return Reply{Message: out, Usage: usage}, nil
+	return Reply{Message: out, Usage: usage, Cut: gjson.GetBytes(answer, "stop_reason").String() == "max_tokens"}, nil
 }

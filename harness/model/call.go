@@ -28,9 +28,16 @@ type Options struct {
 	APIKey          string
 	MaxTokens       int    // output tokens per call; 0 lets the provider decide
 	ReasoningEffort string // provider spelling (low, medium, high, xhigh, max, ...); "" unset
-	HTTP            *http.Client
-	Retry           backoff.Policy
-	Budget          time.Duration // retrying one call stops after this long (default 10 minutes)
+	// Reference makes the requests the reference client makes on the route (the reference
+	// loop): reasoning_content alone sent back on Chat Completions, no reasoning item, store or
+	// include on the Responses API, text as lists of parts, Stirrup's own fields on tool calls
+	// and the tool's name on results, no strict on Responses tools. Without it (the lenient
+	// loop, the judge) every piece of reasoning a reply came with goes back (encrypted items,
+	// store false, on the Responses API) and texts are plain strings.
+	Reference bool
+	HTTP      *http.Client
+	Retry     backoff.Policy
+	Budget    time.Duration // retrying one call stops after this long (default 10 minutes)
 	// AttemptTimeout bounds one attempt, answer included (default 15 minutes: a model thinking
 	// at its highest effort can take minutes); an attempt that runs out is retried.
 	AttemptTimeout time.Duration

@@ -26,15 +26,20 @@ func TestAnthropicEpisodeSummarisedWithThinking(t *testing.T) {
 	reply := func(n, inputTokens int) func(http.ResponseWriter) {
 		return model.AnthropicReply(fmt.Sprintf(`[{"type":"thinking","thinking":"step %d","signature":"sig-step %d"},{"type":"text","text":"Still looking (%d)."}]`, n, n, n), inputTokens)
 	}
-	api := model.NewAnthropicAPI(reply(1, 900), // 90% of the window: the history is summarised
-		model.AnthropicReply(`[{"type":"thinking","thinking":"sum","signature":"sig-sum"},{"type":"text","text":"Goal: find the cause. Next steps: read the events."}]`, 950))
-	for n := 2; n <= maxTurns; n++ {
-		api.Append(reply(n, 100))
-	}
-	e := &harness.Episode{Model: model.NewTestAnthropic(t, api), Sandbox: unusedSandbox{}, MaxTurns: maxTurns, ContextWindow: 1000}
-	out := e.Run(context.Background())
-	if out.Status != harness.StatusMaxTurns || out.Turns != maxTurns || out.Summaries != 1 || len(api.Refused()) != 0 {
-		t.Fatalf("outcome %s after %d turns and %d summaries (err %v); refused: %q", out.Status, out.Turns, out.Summaries, out.Err, api.Refused())
+	for _, loop := range harness.Loops {
+		t.Run(string(loop), func(t *testing.T) {
+			api := model.NewAnthropicAPI(reply(1, 900), // 90% of the base: the history is summarised
+				model.AnthropicReply(`[{"type":"thinking","thinking":"sum","signature":"sig-sum"},{"type":"text","text":"Goal: find the cause. Next steps: read the events."}]`, 950))
+			for n := 2; n <= maxTurns; n++ {
+				api.Append(reply(n, 100))
+			}
+			// The reference loop summarises against max tokens, the lenient one against the window.
+			e := &harness.Episode{Model: model.NewTestAnthropic(t, api), Sandbox: unusedSandbox{}, MaxTurns: maxTurns, Loop: loop, MaxTokens: 1000, ContextWindow: 1000}
+			out := e.Run(context.Background())
+			if out.Status != harness.StatusMaxTurns || out.Turns != maxTurns || out.Summaries != 1 || len(api.Refused()) != 0 {
+				t.Fatalf("outcome %s after %d turns and %d summaries (err %v); refused: %q", out.Status, out.Turns, out.Summaries, out.Err, api.Refused())
+			}
+		})
 	}
 }
 

@@ -37,30 +37,25 @@ type chatMessage map[string]any
 
 func (m *OpenAIChat) requestBody(req Request) map[string]any {
 	messages := make([]chatMessage, 0, len(req.Messages))
+	toolNames := map[string]string{} // a call's tool, by the call's id, for its result
 	for _, msg := range req.Messages {
-		cm := chatMessage{"role": msg.Role}
+		cm := chatMessage{"role": msg.Role, "content": m.chatContent(msg.Content)}
 		switch msg.Role {
 		case RoleTool:
-			cm["tool_call_id"], cm["content"] = msg.ToolCallID, msg.Content
+			cm["tool_call_id"] = msg.ToolCallID
+			if m.Reference {
+				cm["name"] = toolNames[msg.ToolCallID]
+			}
 		case RoleAssistant:
-			cm["content"] = msg.Content
 			if len(msg.ToolCalls) > 0 {
 				var calls []map[string]any
 				for _, c := range msg.ToolCalls {
-					calls = append(calls, map[string]any{"id": c.ID, "type": "function",
-						"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+					calls = append(calls, m.chatToolCall(c))
+					toolNames[c.ID] = c.Name
 				}
 				cm["tool_calls"] = calls
 			}
-			// Reasoning a provider returned goes back as it came (reasoning_content, reasoning).
-			var extra map[string]json.RawMessage
-			if json.Unmarshal(msg.Opaque, &extra) == nil {
-				for k, v := range extra {
-					cm[k] = v
-				}
-			}
-		default:
-			cm["content"] = msg.Content
+			m.echoReasoning(cm, msg.Opaque)
 		}
 		messages = append(messages, cm)
 	}
@@ -80,6 +75,43 @@ func (m *OpenAIChat) requestBody(req Request) map[string]any {
 		body["reasoning_effort"] = m.ReasoningEffort
 	}
 	return body
+}
+
+// chatContent is a message's text as the request carries it: as the reference client sends
+// it, a list of one text part, or "" when there is no text; otherwise a plain string.
+func (m *OpenAIChat) chatContent(text string) any {
+	if !m.Reference || text == "" {
+		return text
+	}
+	return []map[string]string{{"type": "text", "text": text}}
+}
+
+// chatToolCall is one call of an assistant message: the API's fields, and, as the reference
+// client sends it, its own record of the call beside them (a signature, null when the provider
+// gave none, the name, the arguments and the call's id).
+func (m *OpenAIChat) chatToolCall(c ToolCall) map[string]any {
+	call := map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}}
+	if m.Reference {
+		call["signature"], call["name"], call["arguments"], call["tool_call_id"] = nil, c.Name, c.Arguments, c.ID
+	}
+	return call
+}
+
+// echoReasoning puts back on an assistant message the reasoning its reply came with, as it
+// came: reasoning_content alone when it is not empty, as the reference client does (it keeps
+// nothing else), or, without Reference, every field kept.
+func (m *OpenAIChat) echoReasoning(cm chatMessage, opaque json.RawMessage) {
+	var kept map[string]json.RawMessage
+	if json.Unmarshal(opaque, &kept) != nil {
+		return
+	}
+	for k, v := range kept {
+		if !m.Reference {
+			cm[k] = v
+		} else if k == "reasoning_content" && gjson.ParseBytes(v).String() != "" {
+			cm[k] = v
+		}
+	}
 }
 
 // chatFailure finds an error reported inside a 200 answer of a Chat Completions server:
@@ -149,7 +181,8 @@ func parseChatAnswer(answer []byte) (Reply, error) {
 	usage := Usage{Input: u.Get("prompt_tokens").Int(), Output: u.Get("completion_tokens").Int(),
 		CachedRead: u.Get("prompt_tokens_details.cached_tokens").Int(), CachedWrite: u.Get("prompt_tokens_details.cache_write_tokens").Int(),
 		Reasoning: u.Get("completion_tokens_details.reasoning_tokens").Int()}
-	return Reply{Message: out, Usage: usage}, nil
+	reason := gjson.GetBytes(answer, "choices.0.finish_reason").String()
+	return Reply{Message: out, Usage: usage, Cut: reason == "length" || reason == "max_tokens"}, nil
 }
 
 // argumentsJSON returns tool arguments as the model wrote them: the API sends them as a JSON

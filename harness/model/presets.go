@@ -17,7 +17,10 @@ type Preset struct {
 	// ReasoningEffort is the effort of the published run in the provider's spelling; "" leaves
 	// the provider's default.
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
-	ContextWindow   int64  `json:"context_window"` // tokens, as the provider advertises it
+	ContextWindow   int64  `json:"context_window"` // tokens, as the provider advertises it (the lenient loop's summarisation base)
+	// MaxTokens is the output cap of every call and the reference loop's summarisation base:
+	// Stirrup's default, since what the published runs' adapter passed is not public.
+	MaxTokens int64 `json:"max_tokens"`
 	// Prices are list prices read from PriceSource on PriceDate; nil when none could be sourced,
 	// so that cost stays unknown instead of looking free.
 	Prices      *Prices `json:"prices"`
@@ -36,42 +39,46 @@ const googlePricing = "https://ai.google.dev/gemini-api/docs/pricing"
 // first-party price, only hosts' prices that differ) Prices is nil.
 var Presets = []Preset{
 	{Name: "claude-opus-4-7-max", Label: "Claude Opus 4.7 (Adaptive Reasoning, Max Effort)",
-		Spec: "anthropic/claude-opus-4-7", ReasoningEffort: "max", ContextWindow: 1_000_000,
+		Spec: "anthropic/claude-opus-4-7", ReasoningEffort: "max", ContextWindow: 1_000_000, MaxTokens: DefaultMaxTokens,
 		// Launch price (2026-04-16); the pricing page's row, cache prices included, reads the same
 		// in its later copies.
 		Prices:      &Prices{Input: 5, CachedRead: 0.5, CachedWrite: 6.25, Output: 25},
 		PriceSource: "https://platform.claude.com/docs/en/about-claude/pricing", PriceDate: "2026-04-16",
 		PriceNote: "cache writes at the 5-minute rate, the cache the provider asks for"},
 	{Name: "gpt-5.5-xhigh", Label: "GPT-5.5 (xhigh)",
-		Spec: "openai/gpt-5.5", ReasoningEffort: "xhigh", ContextWindow: 1_000_000,
+		Spec: "openai/gpt-5.5", ReasoningEffort: "xhigh", ContextWindow: 1_000_000, MaxTokens: DefaultMaxTokens,
 		// The pricing page as transcribed on 2026-05-04 (github.com/api-evangelist/openai, plans/).
 		Prices:      &Prices{Input: 5, CachedRead: 0.5, Output: 30},
 		PriceSource: "https://developers.openai.com/api/docs/pricing", PriceDate: "2026-05-04",
 		PriceNote: "prompts over 272K tokens cost 2x input and 1.5x output; not counted"},
 	{Name: "qwen3.7-max", Label: "Qwen3.7 Max",
-		Spec: "openrouter/qwen/qwen3.7-max", ContextWindow: 1_000_000},
+		Spec: "openrouter/qwen/qwen3.7-max", ContextWindow: 1_000_000, MaxTokens: DefaultMaxTokens},
 	{Name: "glm-5.1", Label: "GLM-5.1 (Reasoning)",
-		Spec: "openrouter/z-ai/glm-5.1", ReasoningEffort: "high", ContextWindow: 202_752,
+		Spec: "openrouter/z-ai/glm-5.1", ReasoningEffort: "high", ContextWindow: 202_752, MaxTokens: DefaultMaxTokens,
 		// Z.ai's table as quoted on 2026-08-19, GLM-5.1's row equal to GLM-5.2's and GLM-5.3's.
 		Prices:      &Prices{Input: 1.4, CachedRead: 0.26, Output: 4.4},
 		PriceSource: "https://docs.z.ai/guides/overview/pricing", PriceDate: "2026-08-19",
 		PriceNote: "Z.ai's own price; OpenRouter may route to another host at another price"},
 	{Name: "gemini-3.5-flash-high", Label: "Gemini 3.5 Flash (high)",
-		Spec: "openrouter/google/gemini-3.5-flash", ReasoningEffort: "high", ContextWindow: 1_000_000,
+		Spec: "openrouter/google/gemini-3.5-flash", ReasoningEffort: "high", ContextWindow: 1_000_000, MaxTokens: DefaultMaxTokens,
 		// Google's page as read on 2026-09-20 (github.com/api-evangelist/gemini, plans/), as for 3.1 Pro.
 		Prices:      &Prices{Input: 1.5, Output: 9},
 		PriceSource: googlePricing, PriceDate: "2026-09-20",
 		PriceNote: "no cache price sourced: cached reads count at the input price"},
 	{Name: "deepseek-v4-pro-max", Label: "DeepSeek V4 Pro (Reasoning, Max Effort)",
-		Spec: "openrouter/deepseek/deepseek-v4-pro", ReasoningEffort: "max", ContextWindow: 1_000_000},
+		Spec: "openrouter/deepseek/deepseek-v4-pro", ReasoningEffort: "max", ContextWindow: 1_000_000, MaxTokens: DefaultMaxTokens},
 	{Name: "gemma-4-31b", Label: "Gemma 4 31B (Reasoning)",
-		Spec: "openrouter/google/gemma-4-31b-it", ReasoningEffort: "high", ContextWindow: 262_144},
+		Spec: "openrouter/google/gemma-4-31b-it", ReasoningEffort: "high", ContextWindow: 262_144, MaxTokens: DefaultMaxTokens},
 	{Name: "gemini-3.1-pro-preview", Label: "Gemini 3.1 Pro Preview",
-		Spec: "openrouter/google/gemini-3.1-pro-preview", ContextWindow: 1_000_000,
+		Spec: "openrouter/google/gemini-3.1-pro-preview", ContextWindow: 1_000_000, MaxTokens: DefaultMaxTokens,
 		Prices:      &Prices{Input: 2, Output: 12},
 		PriceSource: googlePricing, PriceDate: "2026-09-20",
 		PriceNote: "prompts over 200K tokens cost $4 input and $18 output, not counted; no cache price sourced: cached reads count at the input price"},
 }
+
+// DefaultMaxTokens is the output cap, and the reference loop's summarisation base, when no
+// preset or flag gives one: the max_tokens Stirrup 0.1.9's clients default to.
+const DefaultMaxTokens = 64_000
 
 // BaselineSpec is the built-in rule-based model. It calls no API, so its cost is known: zero.
 const BaselineSpec = "builtin/baseline"
@@ -112,6 +119,7 @@ type Settings struct {
 	Preset          string // the preset's name when the --model value named one
 	ReasoningEffort string
 	ContextWindow   int64
+	MaxTokens       int64
 	Prices          *Prices // nil: unknown
 }
 
@@ -120,6 +128,7 @@ type Settings struct {
 type Overrides struct {
 	ReasoningEffort *string
 	ContextWindow   *int64
+	MaxTokens       *int64
 	Prices          PriceOverrides
 }
 
@@ -130,16 +139,17 @@ type PriceOverrides struct {
 
 // Resolve turns a --model value and the user's overrides into a run's settings. A value
 // without a "/" must name a preset, and expands to its spec, reasoning effort, context window
-// and prices; every override wins over the preset. builtin/baseline has known prices of zero.
+// max tokens and prices; every override wins over the preset; max tokens is DefaultMaxTokens
+// when neither gives it. builtin/baseline has known prices of zero.
 func Resolve(value string, o Overrides) (Settings, error) {
-	s := Settings{Spec: value}
+	s := Settings{Spec: value, MaxTokens: DefaultMaxTokens}
 	if !strings.Contains(value, "/") {
 		p, ok := FindPreset(value)
 		if !ok {
 			return Settings{}, fmt.Errorf("%w: %q is neither PROVIDER/MODEL nor a preset (%s; aa-grade models lists them)",
 				ErrModelSpec, value, strings.Join(PresetNames(), ", "))
 		}
-		s = Settings{Spec: p.Spec, Preset: p.Name, ReasoningEffort: p.ReasoningEffort, ContextWindow: p.ContextWindow, Prices: p.Prices}
+		s = Settings{Spec: p.Spec, Preset: p.Name, ReasoningEffort: p.ReasoningEffort, ContextWindow: p.ContextWindow, MaxTokens: p.MaxTokens, Prices: p.Prices}
 	}
 	if s.Spec == BaselineSpec {
 		s.Prices = &Prices{}
@@ -149,6 +159,9 @@ func Resolve(value string, o Overrides) (Settings, error) {
 	}
 	if o.ContextWindow != nil {
 		s.ContextWindow = *o.ContextWindow
+	}
+	if o.MaxTokens != nil {
+		s.MaxTokens = *o.MaxTokens
 	}
 	s.Prices = o.Prices.over(s.Prices)
 	return s, nil

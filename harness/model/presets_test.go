@@ -30,8 +30,8 @@ func TestPresetsMatchTheLeaderboard(t *testing.T) {
 		if _, err := New(p.Spec, keys, Options{}); err != nil {
 			t.Errorf("%s: spec %s: %v", p.Name, p.Spec, err)
 		}
-		if p.ContextWindow <= 0 {
-			t.Errorf("%s: no context window", p.Name)
+		if p.ContextWindow <= 0 || p.MaxTokens <= 0 || p.MaxTokens > p.ContextWindow {
+			t.Errorf("%s: context window %d, max tokens %d", p.Name, p.ContextWindow, p.MaxTokens)
 		}
 		if p.Prices == nil {
 			if p.PriceSource != "" || p.PriceDate != "" {
@@ -63,29 +63,29 @@ func TestResolvePresetsAndOverrides(t *testing.T) {
 		want  Settings
 	}{
 		{"preset", "gpt-5.5-xhigh", Overrides{},
-			Settings{Spec: "openai/gpt-5.5", Preset: "gpt-5.5-xhigh", ReasoningEffort: "xhigh", ContextWindow: 1_000_000, Prices: gpt.Prices}},
+			Settings{MaxTokens: DefaultMaxTokens, Spec: "openai/gpt-5.5", Preset: "gpt-5.5-xhigh", ReasoningEffort: "xhigh", ContextWindow: 1_000_000, Prices: gpt.Prices}},
 		{"preset with every setting overridden", "gpt-5.5-xhigh",
-			Overrides{ReasoningEffort: str("high"), ContextWindow: num(0), Prices: PriceOverrides{Output: usd(10), CachedWrite: usd(6)}},
-			Settings{Spec: "openai/gpt-5.5", Preset: "gpt-5.5-xhigh", ReasoningEffort: "high",
+			Overrides{ReasoningEffort: str("high"), ContextWindow: num(0), MaxTokens: num(8000), Prices: PriceOverrides{Output: usd(10), CachedWrite: usd(6)}},
+			Settings{MaxTokens: 8000, Spec: "openai/gpt-5.5", Preset: "gpt-5.5-xhigh", ReasoningEffort: "high",
 				Prices: &Prices{Input: 5, CachedRead: 0.5, CachedWrite: 6, Output: 10}}},
 		{"Anthropic preset", "claude-opus-4-7-max", Overrides{},
-			Settings{Spec: "anthropic/claude-opus-4-7", Preset: "claude-opus-4-7-max", ReasoningEffort: "max", ContextWindow: 1_000_000,
+			Settings{MaxTokens: DefaultMaxTokens, Spec: "anthropic/claude-opus-4-7", Preset: "claude-opus-4-7-max", ReasoningEffort: "max", ContextWindow: 1_000_000,
 				Prices: &Prices{Input: 5, CachedRead: 0.5, CachedWrite: 6.25, Output: 25}}},
 		{"preset without prices", "deepseek-v4-pro-max", Overrides{},
-			Settings{Spec: "openrouter/deepseek/deepseek-v4-pro", Preset: "deepseek-v4-pro-max", ReasoningEffort: "max", ContextWindow: 1_000_000}},
+			Settings{MaxTokens: DefaultMaxTokens, Spec: "openrouter/deepseek/deepseek-v4-pro", Preset: "deepseek-v4-pro-max", ReasoningEffort: "max", ContextWindow: 1_000_000}},
 		{"preset without prices, one price given", "deepseek-v4-pro-max", Overrides{Prices: PriceOverrides{Output: usd(2)}},
-			Settings{Spec: "openrouter/deepseek/deepseek-v4-pro", Preset: "deepseek-v4-pro-max", ReasoningEffort: "max", ContextWindow: 1_000_000,
+			Settings{MaxTokens: DefaultMaxTokens, Spec: "openrouter/deepseek/deepseek-v4-pro", Preset: "deepseek-v4-pro-max", ReasoningEffort: "max", ContextWindow: 1_000_000,
 				Prices: &Prices{Output: 2}}},
-		{"spec: prices unknown", "openai/gpt-5.5", Overrides{}, Settings{Spec: "openai/gpt-5.5"}},
+		{"spec: prices unknown", "openai/gpt-5.5", Overrides{}, Settings{MaxTokens: DefaultMaxTokens, Spec: "openai/gpt-5.5"}},
 		{"spec with flags", "openai-api/vllm/Qwen/Qwen3-32B",
 			Overrides{ReasoningEffort: str("low"), ContextWindow: num(32768), Prices: PriceOverrides{Input: usd(0.1), CachedRead: usd(0.01), Output: usd(0.3)}},
-			Settings{Spec: "openai-api/vllm/Qwen/Qwen3-32B", ReasoningEffort: "low", ContextWindow: 32768,
+			Settings{MaxTokens: DefaultMaxTokens, Spec: "openai-api/vllm/Qwen/Qwen3-32B", ReasoningEffort: "low", ContextWindow: 32768,
 				Prices: &Prices{Input: 0.1, CachedRead: 0.01, Output: 0.3}}},
 		{"a local model declared free", "openai-api/ollama/llama3", Overrides{Prices: PriceOverrides{Input: usd(0)}},
-			Settings{Spec: "openai-api/ollama/llama3", Prices: &Prices{}}},
-		{"baseline: known, zero", "builtin/baseline", Overrides{}, Settings{Spec: "builtin/baseline", Prices: &Prices{}}},
+			Settings{MaxTokens: DefaultMaxTokens, Spec: "openai-api/ollama/llama3", Prices: &Prices{}}},
+		{"baseline: known, zero", "builtin/baseline", Overrides{}, Settings{MaxTokens: DefaultMaxTokens, Spec: "builtin/baseline", Prices: &Prices{}}},
 		{"baseline with prices", "builtin/baseline", Overrides{Prices: PriceOverrides{Input: usd(1), Output: usd(2)}},
-			Settings{Spec: "builtin/baseline", Prices: &Prices{Input: 1, Output: 2}}},
+			Settings{MaxTokens: DefaultMaxTokens, Spec: "builtin/baseline", Prices: &Prices{Input: 1, Output: 2}}},
 	}
 	for _, c := range cases {
 		got, err := Resolve(c.value, c.o)

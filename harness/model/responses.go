@@ -10,15 +10,17 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// OpenAIResponses speaks OpenAI's Responses API statelessly (store false): every call sends
-// the whole conversation, and the encrypted reasoning items of earlier replies go back with
-// it, since with nothing stored on the server they are the only way reasoning carries from
-// one turn to the next.
+// OpenAIResponses speaks OpenAI's Responses API: every call sends the whole conversation.
+// With Reference (the reference loop) it sends what the reference client does, no reasoning
+// item back and no store or include field; without it (the lenient loop, the judge) it calls
+// statelessly (store false) and the encrypted reasoning items of earlier replies go back,
+// since with nothing stored on the server they are the only way reasoning carries from one
+// turn to the next.
 //
-// A response with status "incomplete" (max_output_tokens, content_filter) is a reply like any
-// other, as a Chat Completions reply cut at its token limit is: its text and calls are used as
-// they are (a call cut short has invalid arguments, which the loop answers with a tool
-// error), and the trajectory keeps the raw body with incomplete_details.reason.
+// A response with status "incomplete" (max_output_tokens, content_filter) is a cut reply
+// (Reply.Cut): the reference loop ends the episode on it; the lenient loop uses its text and
+// calls as they are (a call cut short has invalid arguments, which that loop answers with a
+// tool error). The trajectory keeps the raw body with incomplete_details.reason.
 type OpenAIResponses struct {
 	Options
 }
@@ -55,24 +57,33 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 			if msg.Content == "" && len(msg.ToolCalls) == 0 {
 				continue // a reply with nothing to show: its reasoning led nowhere and is left out
 			}
-			input = append(input, reasoningItems(msg.Opaque)...)
+			if !m.Reference {
+				input = append(input, reasoningItems(msg.Opaque)...)
+			}
 			if msg.Content != "" {
-				input = append(input, item{"type": "message", "role": "assistant", "content": msg.Content})
+				input = append(input, item{"type": "message", "role": "assistant", "content": m.responsesText("output_text", msg.Content)})
 			}
 			for _, c := range msg.ToolCalls {
 				input = append(input, item{"type": "function_call", "call_id": c.ID, "name": c.Name, "arguments": c.Arguments})
 			}
 		default:
-			input = append(input, item{"type": "message", "role": "user", "content": msg.Content})
+			input = append(input, m.userItem(msg.Content))
 		}
 	}
-	body := map[string]any{"model": m.Model, "input": input, "store": false, "include": []string{"reasoning.encrypted_content"}}
+	body := map[string]any{"model": m.Model, "input": input}
+	if !m.Reference { // the reference client stores nothing it sends back, and asks for nothing
+		body["store"], body["include"] = false, []string{"reasoning.encrypted_content"}
+	}
 	if len(req.Tools) > 0 { // tools and tool_choice only with tools, as on the Chat path (the judge asks with none)
 		tools := make([]item, 0, len(req.Tools))
 		for _, t := range req.Tools {
-			// strict false: the API defaults to strict schemas, which the harness's tools (like the
-			// reference harness's) are not written for.
-			tools = append(tools, item{"type": "function", "name": t.Name, "description": t.Description, "parameters": t.Parameters, "strict": false})
+			// The lenient loop sends strict false: the API defaults to strict schemas, which the
+			// harness's tools are not written for. The reference client sends no strict.
+			tool := item{"type": "function", "name": t.Name, "description": t.Description, "parameters": t.Parameters}
+			if !m.Reference {
+				tool["strict"] = false
+			}
+			tools = append(tools, tool)
 		}
 		body["tools"], body["tool_choice"] = tools, "auto"
 	}
@@ -86,6 +97,25 @@ func (m *OpenAIResponses) requestBody(req Request) map[string]any {
 		body["max_output_tokens"] = m.MaxTokens
 	}
 	return body
+}
+
+// userItem is a user message as an input item: as the reference client sends it, a role and
+// a list of one input_text part; otherwise a message item with the text as a string.
+func (m *OpenAIResponses) userItem(text string) item {
+	if !m.Reference {
+		return item{"type": "message", "role": "user", "content": text}
+	}
+	return item{"role": "user", "content": m.responsesText("input_text", text)}
+}
+
+// responsesText is a message's text: as the reference client sends it, a list of one part of
+// the kind given (input_text for the user's, output_text for the model's); otherwise a
+// string.
+func (m *OpenAIResponses) responsesText(kind, text string) any {
+	if !m.Reference {
+		return text
+	}
+	return []item{{"type": kind, "text": text}}
 }
 
 // reasoningItems returns the reasoning items kept in a reply's Opaque, each as received but
@@ -161,5 +191,7 @@ func parseResponsesAnswer(answer []byte) (Reply, error) {
 	u := gjson.GetBytes(answer, "usage")
 	usage := Usage{Input: u.Get("input_tokens").Int(), CachedRead: u.Get("input_tokens_details.cached_tokens").Int(),
 		Output: u.Get("output_tokens").Int(), Reasoning: u.Get("output_tokens_details.reasoning_tokens").Int()}
-	return Reply{Message: out, Usage: usage}, nil
+	// The reference client raises on any incomplete response, whatever its reason
+	// (max_output_tokens or content_filter): both count as cut.
+	return Reply{Message: out, Usage: usage, Cut: gjson.GetBytes(answer, "status").String() == "incomplete"}, nil
 }

@@ -127,9 +127,9 @@ func TestResponsesTextOnlyReplyAndUnsetOptions(t *testing.T) {
 	}
 }
 
-// The reasoning of one reply goes back, encrypted content and summary unchanged, ahead of
-// the calls it led to, in the next request; and a reply with neither text nor call sends
-// nothing back.
+// Without Reference (the lenient loop, the judge), the reasoning of one reply goes back, encrypted
+// content and summary unchanged, ahead of the calls it led to, in the next request; and a
+// reply with neither text nor call sends nothing back.
 func TestResponsesSendsReasoningBack(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, responsesToolAnswer), status(200, responsesTextAnswer)}}
 	m, events := newResponses(t, f)

@@ -76,6 +76,11 @@ type Request struct {
 type Reply struct {
 	Message Message
 	Usage   Usage
+	// Cut says the reply stopped at the output cap (Chat Completions finish_reason length or
+	// max_tokens, Anthropic stop_reason max_tokens, a Responses status incomplete): the
+	// reference loop ends the episode on it, as the reference clients raise on it; the lenient
+	// loop uses the reply as it is.
+	Cut bool
 }
 
 // Model is anything that answers a conversation: a provider's API, the built-in baseline, a

@@ -84,7 +84,7 @@ func (r *Model) Complete(ctx context.Context, req model.Request) (model.Reply, e
 		}
 		return model.Reply{}, fmt.Errorf("replayed: %s", rec.Error)
 	}
-	return model.Reply{Message: rec.Reply, Usage: rec.Usage}, nil
+	return model.Reply{Message: rec.Reply, Usage: rec.Usage, Cut: rec.Cut}, nil
 }
 
 // Divergences lists the episodes whose conversation differed from the recording, each at its

@@ -23,7 +23,7 @@ func TestReplayFailures(t *testing.T) {
 	os.MkdirAll(ep, 0o755)
 	os.WriteFile(filepath.Join(ep, "trajectory.jsonl"), []byte(
 		`{"kind":"request","body":{}}`+"\n"+
-			`{"kind":"turn","turn":1,"input":[{"role":"system","content":"s"},{"role":"user","content":"t"}],"reply":{"role":"assistant","content":"hi"},"usage":{"input":10,"output":2}}`+"\n"), 0o644)
+			`{"kind":"turn","turn":1,"input":[{"role":"system","content":"s"},{"role":"user","content":"t"}],"reply":{"role":"assistant","content":"hi"},"usage":{"input":10,"output":2},"cut":true}`+"\n"), 0o644)
 	r, err := New(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func TestReplayFailures(t *testing.T) {
 	}
 	ctx := model.WithEpisode(context.Background(), model.EpisodeID{Task: "Scenario-1", Repeat: 1})
 	reply, err := r.Complete(ctx, req)
-	if err != nil || reply.Message.Content != "hi" || reply.Usage.Input != 10 || len(r.Divergences()) != 0 {
+	if err != nil || reply.Message.Content != "hi" || reply.Usage.Input != 10 || !reply.Cut || len(r.Divergences()) != 0 {
 		t.Fatalf("replayed %+v, %v, divergences %v", reply, err, r.Divergences())
 	}
 	if _, err := r.Complete(ctx, req); !errors.Is(err, ErrEnded) {

@@ -45,7 +45,11 @@ func runLabel(o Overview, width int) string {
 	if most := min(maxFolder, width/2); len(folder) > most {
 		folder = append([]rune("…"), folder[len(folder)-most+1:]...)
 	}
-	return OneLine(o.Model, max(width-len(folder)-3, 12)) + " · " + string(folder)
+	model := o.Model
+	if o.Caveat != "" {
+		model += " (" + o.Loop + ")"
+	}
+	return OneLine(model, max(width-len(folder)-3, 12)) + " · " + string(folder)
 }
 
 // WriteHTML writes report.html for one run or several: a leaderboard with the published rows,

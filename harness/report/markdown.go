@@ -25,6 +25,9 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 	p("- Dataset: %s, %s x %s\n", mdText(h.Dataset, 200), english.Count(o.Tasks, "task"), english.Count(o.Repeats, "repeat"))
 	p("- Started %s by aa-grade %s; sandbox %s, at most %d turns, prompt sha256 %s\n\n",
 		h.Started.UTC().Format("2006-01-02 15:04 MST"), mdText(h.Version, 40), mdText(h.Sandbox, 40), h.MaxTurns, mdText(h.PromptSHA256, 64))
+	if o.Caveat != "" {
+		p("**%s**\n\n", o.Caveat)
+	}
 
 	p("## Score\n\n**%.3f** (95%% CI %.3f-%.3f) over %s x %s = %s. ", o.Score, o.CI95[0], o.CI95[1],
 		english.Count(o.Tasks, "task"), english.Count(o.Repeats, "repeat"), english.Count(o.Episodes, "episode"))
@@ -95,8 +98,8 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 
 // statusOrder lists the statuses present, in the order of docs/design.md, then any other.
 func statusOrder(counts map[string]int) []string {
-	known := []string{grader.StatusOK, grader.StatusMaxTurns, grader.StatusNoSubmission, grader.StatusInvalid,
-		grader.StatusMissing, grader.StatusError}
+	known := []string{grader.StatusOK, grader.StatusMaxTurns, grader.StatusNoSubmission, grader.StatusOutputLimit,
+		grader.StatusContextOverflow, grader.StatusInvalid, grader.StatusMissing, grader.StatusError}
 	var out []string
 	for _, st := range known {
 		if counts[st] > 0 {

@@ -105,7 +105,15 @@ type Overview struct {
 	// has the judge's statistics (episodes it decided, fallbacks, agreement with the rules).
 	Grading string             `json:"grading"`
 	Judge   *grader.JudgeStats `json:"judge,omitempty"`
+	// Loop is the agent loop the episodes followed; Caveat, LenientNote when the run's scores
+	// do not compare with the leaderboard.
+	Loop   string `json:"loop"`
+	Caveat string `json:"caveat,omitempty"`
 }
+
+// LenientNote is what every report and page says of a run that did not follow the reference
+// loop.
+const LenientNote = "Not comparable with the published leaderboard: this run followed the lenient loop (--loop lenient), not the reference one."
 
 // ErrorsText is Errors as tables show it, with how many of them are not run yet: "21 (21 not
 // run)" is a run half played, not one that failed.
@@ -136,7 +144,11 @@ func (o Overview) Agreement() string {
 func (r *Run) Overview() Overview {
 	o := Overview{Dir: r.Dir, Model: r.Header.Model, Dataset: r.Header.Dataset, Score: r.Summary.Score,
 		CI95: r.Summary.CI95, Tasks: r.Summary.Tasks, Repeats: r.Summary.Repeats, Episodes: r.Summary.Episodes,
-		Statuses: map[string]int{}, NotRun: r.Summary.Episodes - len(r.Results), Grading: "rules", Judge: r.Summary.Judge}
+		Statuses: map[string]int{}, NotRun: r.Summary.Episodes - len(r.Results), Grading: "rules", Judge: r.Summary.Judge,
+		Loop: r.Header.LoopName()}
+	if !r.Header.Comparable() {
+		o.Caveat = LenientNote
+	}
 	if o.Judge != nil {
 		o.Grading = "judge " + o.Judge.Model
 	}

@@ -230,3 +230,30 @@ func TestErrorsText(t *testing.T) {
 		}
 	}
 }
+
+// TestLenientRunsAreMarked: the reports of a run that did not follow the reference loop (one
+// recorded before the loop was, here) say it is not comparable with the leaderboard, in
+// report.md, report.html and the overview; a reference run's say nothing of it.
+func TestLenientRunsAreMarked(t *testing.T) {
+	for _, loop := range []string{"", "reference"} {
+		dir := copyRun(t, opusDir)
+		if loop != "" {
+			header, _ := os.ReadFile(filepath.Join(dir, "run.json"))
+			testfs.Write(t, filepath.Join(dir, "run.json"), strings.Replace(string(header), "{", `{"loop": "`+loop+`", `, 1))
+		}
+		r, err := WriteFolder(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		marked := loop != "reference"
+		if o := r.Overview(); (o.Caveat != "") != marked || o.Loop != map[bool]string{true: "lenient", false: "reference"}[marked] {
+			t.Errorf("loop %q: overview loop %q, caveat %q", loop, o.Loop, o.Caveat)
+		}
+		for _, f := range []string{MarkdownFile, HTMLFile} {
+			b, _ := os.ReadFile(filepath.Join(dir, f))
+			if strings.Contains(string(b), "Not comparable with the published leaderboard") != marked {
+				t.Errorf("loop %q: %s marked %v, want %v", loop, f, !marked, marked)
+			}
+		}
+	}
+}

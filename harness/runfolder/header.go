@@ -29,9 +29,12 @@ type Header struct {
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 	MaxTokens       int    `json:"max_tokens,omitempty"`
 	ContextWindow   int64  `json:"context_window,omitempty"`
-	MaxTurns        int    `json:"max_turns"`
-	CommandTimeout  string `json:"command_timeout"`
-	Sandbox         string `json:"sandbox"`
+	// Loop is the agent loop the episodes followed (harness.Loop): reference or lenient; runs
+	// recorded before it was followed the lenient one (LoopName).
+	Loop           string `json:"loop,omitempty"`
+	MaxTurns       int    `json:"max_turns"`
+	CommandTimeout string `json:"command_timeout"`
+	Sandbox        string `json:"sandbox"`
 	// Image is the image the episodes ran in (docker, or bwrap over an image) and ImageDigest
 	// its config digest; Python the versions of the reference sandbox's packages the
 	// episodes' environment had ("" for missing). Runs written before they were recorded
@@ -89,6 +92,22 @@ func ReadHeader(dir string) (Header, error) {
 	return h, nil
 }
 
+// legacyLoop is the loop of runs recorded before the loop was: aa-grade's own, now the
+// lenient loop.
+const legacyLoop = "lenient"
+
+// LoopName is the loop the run's episodes followed.
+func (h Header) LoopName() string {
+	if h.Loop == "" {
+		return legacyLoop
+	}
+	return h.Loop
+}
+
+// Comparable reports whether the run's scores compare with the published leaderboard: only
+// a run of the reference loop does.
+func (h Header) Comparable() bool { return h.LoopName() == "reference" }
+
 // Differences names the fields whose change would mix two experiments in one run: a resume
 // or a merge refuses runs that differ in any of them.
 func (h Header) Differences(o Header) []string {
@@ -107,6 +126,7 @@ func (h Header) Differences(o Header) []string {
 	check("reasoning_effort", h.ReasoningEffort, o.ReasoningEffort)
 	check("max_tokens", h.MaxTokens, o.MaxTokens)
 	check("context_window", h.ContextWindow, o.ContextWindow)
+	check("loop", h.LoopName(), o.LoopName())
 	check("max_turns", h.MaxTurns, o.MaxTurns)
 	check("command_timeout", h.CommandTimeout, o.CommandTimeout)
 	check("sandbox", h.Sandbox, o.Sandbox)

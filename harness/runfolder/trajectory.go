@@ -35,6 +35,7 @@ type TurnRecord struct {
 	Input   []model.Message `json:"input"`
 	Reply   model.Message   `json:"reply"`
 	Usage   model.Usage     `json:"usage"`
+	Cut     bool            `json:"cut,omitempty"` // the reply stopped at the output cap (model.Reply.Cut)
 	Error   string          `json:"error,omitempty"`
 }
 
@@ -116,7 +117,7 @@ func (t *Trajectory) Event(e model.Event) {
 // only the messages of req new since the previous call.
 func (t *Trajectory) Turn(n int, req model.Request, reply model.Reply, err error) {
 	entry := TurnRecord{Kind: model.KindTurn, Turn: n, Summary: req.Summary, At: time.Now().UTC(),
-		Input: t.new.Next(req, err != nil), Reply: reply.Message, Usage: reply.Usage}
+		Input: t.new.Next(req, err != nil), Reply: reply.Message, Usage: reply.Usage, Cut: reply.Cut}
 	if err != nil {
 		entry.Error = err.Error()
 	}

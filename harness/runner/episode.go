@@ -65,7 +65,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 	}
 	ctx = model.WithRecorder(model.WithEpisode(ctx, model.EpisodeID{Task: task.ID, Repeat: repeat}), wire)
 	ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
-		ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
+		Loop: cfg.loop(), MaxTokens: int64(cfg.MaxTokens), ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
 		OnTurn: func(n int, req model.Request, reply model.Reply, err error) {
 			rec.Turn(n, req, reply, err)
 			if cfg.Progress != nil {
@@ -78,6 +78,8 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 	res.ModelTime, res.ToolTime, res.Duration = out.ModelTime.Seconds(), out.ToolTime.Seconds(), time.Since(began).Seconds()
 	if out.Err != nil {
 		res.Error = out.Err.Error()
+	} else {
+		res.Error = out.Reason // how an episode that is not an error ended, when there is more to say
 	}
 	gt, err := grader.ParseGroundTruth(task.GroundTruth)
 	if err != nil {

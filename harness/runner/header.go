@@ -21,7 +21,7 @@ var ErrConfigChanged = errors.New("the run folder holds a run with another confi
 func writeHeader(cfg Config, tools sandbox.Tools) error {
 	h := runfolder.Header{Version: version.Version, Revision: version.Revision, Dataset: cfg.DatasetSpec, DatasetCommit: cfg.DatasetCommit, Repeats: cfg.Repeats,
 		Shard: cfg.Shard.String(), Model: cfg.ModelSpec, BaseURL: cfg.BaseURL, ReasoningEffort: cfg.ReasoningEffort,
-		MaxTokens: cfg.MaxTokens, ContextWindow: cfg.ContextWindow, MaxTurns: cfg.MaxTurns,
+		MaxTokens: cfg.MaxTokens, ContextWindow: cfg.ContextWindow, Loop: string(cfg.loop()), MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout.String(), Sandbox: cfg.Backend.Name(),
 		PromptSHA256: cfg.Prompts.SHA256(), Prices: cfg.Prices, Judge: cfg.Judge, Started: time.Now().UTC()}
 	for _, t := range cfg.Tasks {

@@ -49,7 +49,10 @@ type Config struct {
 	OnEnvironment  func(sandbox.Tools)
 	MaxTurns       int
 	CommandTimeout time.Duration
-	ContextWindow  int64
+	// Loop is the agent loop the episodes follow ("": the reference loop); ContextWindow is
+	// where the lenient loop summarises (the reference loop summarises against MaxTokens).
+	Loop          harness.Loop
+	ContextWindow int64
 	// Prices give each episode its cost; nil when the model's prices are unknown.
 	Prices *model.Prices
 	// Prompts are every text the model sees (nil: the built-in set).
@@ -67,6 +70,14 @@ type Config struct {
 	// Permanent tells a model error that no retry will cure (a bad key, an unknown model): when
 	// the first episodes all end in one, the run stops instead of burning through every task.
 	Permanent func(error) bool
+}
+
+// loop is the loop the episodes follow.
+func (cfg Config) loop() harness.Loop {
+	if cfg.Loop == "" {
+		return harness.LoopReference
+	}
+	return cfg.Loop
 }
 
 // Progress hears about a run as it goes. Calls come from the episodes' goroutines at once.

@@ -111,6 +111,10 @@ func abbr(status string, score float64) string {
 		return "none"
 	case "invalid":
 		return "inv"
+	case "output_limit":
+		return "cut"
+	case "context_overflow":
+		return "full"
 	case "missing":
 		return "–"
 	case "error":

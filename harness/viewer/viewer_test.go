@@ -129,6 +129,8 @@ func TestRunsPage(t *testing.T) {
 	dir := fixtureRun(t)
 	other := filepath.Join(t.TempDir(), "other")
 	writeRun(t, other, []string{"Scenario-901"}, 1, episodeSpec{task: "Scenario-901", repeat: 1, turns: 2, output: 10, finished: true})
+	header, _ := os.ReadFile(filepath.Join(other, runfolder.HeaderFile)) // run 2 followed the reference loop
+	testfs.Write(t, filepath.Join(other, runfolder.HeaderFile), strings.Replace(string(header), "{", `{"loop":"reference",`, 1))
 	v := newTestViewer(t, dir, other)
 	w := get(t, v, "/")
 	if w.Code != http.StatusOK {
@@ -147,6 +149,10 @@ func TestRunsPage(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the runs page lacks %q", want)
 		}
+	}
+	// Run 1, recorded with no loop, followed the lenient one; run 2 the reference loop.
+	if n := strings.Count(page, "Not comparable with the published leaderboard"); n != 1 {
+		t.Errorf("the runs page marks %d runs as not comparable, want 1", n)
 	}
 	if w := get(t, v, "/runs/1/task-2/1.html"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `../&lt;img src=http://192.0.2.1/t.png onerror=alert(1)&gt;\x1b[31m`) {
 		t.Errorf("the hostile task's page: %d", w.Code)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 )
 
@@ -17,16 +18,27 @@ type Script struct {
 	Turns   int      // at least 2
 	Command string   // the shell command of the investigation turns
 	Answer  []string // the entities submitted
+	// CutAt, when set, is the turn whose reply stops at the output cap (finish_reason length).
+	CutAt int
 }
 
 // Server answers POST /chat/completions by the script.
 type Server struct {
 	Script   Script
 	requests atomic.Int64
+	mu       sync.Mutex
+	bodies   [][]byte // every request body received, in order
 }
 
 // Requests is how many calls the server has answered.
 func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// Bodies are the request bodies the server has received, in order: what a client sent.
+func (s *Server) Bodies() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.bodies...)
+}
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
@@ -40,6 +52,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.requests.Add(1)
+	s.mu.Lock()
+	s.bodies = append(s.bodies, body)
+	s.mu.Unlock()
 	turn := 1
 	for _, m := range req.Messages {
 		if m.Role == "assistant" {
@@ -48,9 +63,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	name, args := s.Script.call(turn)
 	argJSON, _ := json.Marshal(args)
+	finish := "tool_calls"
+	if turn == s.Script.CutAt {
+		finish = "length"
+	}
 	reply := map[string]any{
 		"id": fmt.Sprintf("fake-%d", turn), "object": "chat.completion",
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "tool_calls", "message": map[string]any{
+		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": map[string]any{
 			"role": "assistant", "content": nil,
 			"tool_calls": []any{map[string]any{"id": fmt.Sprintf("call_%d", turn), "type": "function",
 				"function": map[string]any{"name": name, "arguments": string(argJSON)}}},

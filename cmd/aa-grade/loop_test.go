@@ -1,0 +1,111 @@
+package main
+
+import (
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+)
+
+// TestRunFollowsTheReferenceLoopByDefault: with default flags every request carries the
+// reference client's output cap and offers finish first, run.json records the loop and the cap
+// (and no context window: the reference loop has none), and a resume with the lenient loop
+// is refused.
+func TestRunFollowsTheReferenceLoopByDefault(t *testing.T) {
+	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1", "--out", out}
+	if r := aaGrade(t, env, args...); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	bodies := fake.Bodies()
+	if len(bodies) != 3 {
+		t.Fatalf("%d requests, want 3", len(bodies))
+	}
+	for i, b := range bodies {
+		body := gjson.ParseBytes(b)
+		if cap := body.Get("max_completion_tokens"); cap.Int() != 64000 {
+			t.Errorf("request %d: max_completion_tokens %s, want 64000", i+1, cap.Raw)
+		}
+		if first := body.Get("tools.0.function.name").String(); first != "finish" {
+			t.Errorf("request %d offers %s first", i+1, first)
+		}
+	}
+	header, err := os.ReadFile(filepath.Join(out, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := gjson.ParseBytes(header)
+	if h.Get("loop").String() != "reference" || h.Get("max_tokens").Int() != 64000 || h.Get("context_window").Exists() {
+		t.Errorf("run.json records loop %s, max_tokens %s, context_window %s", h.Get("loop").Raw, h.Get("max_tokens").Raw, h.Get("context_window").Raw)
+	}
+	r := aaGrade(t, env, append(args, "--loop", "lenient")...)
+	if r.code != 2 || !strings.Contains(r.stderr, "loop was reference, now lenient") {
+		t.Fatalf("a lenient resume of a reference run: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestLenientRunIsMarked: a run of the lenient loop records it, sends the shell tool first
+// and no cap when --max-tokens 0 asks for the provider's default, and its report says it is
+// not comparable with the leaderboard.
+func TestLenientRunIsMarked(t *testing.T) {
+	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	out := filepath.Join(t.TempDir(), "run")
+	r := aaGrade(t, env, "run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1", "--out", out,
+		"--loop", "lenient", "--max-tokens", "0", "--context-window", "100000")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for i, b := range fake.Bodies() {
+		body := gjson.ParseBytes(b)
+		if body.Get("max_completion_tokens").Exists() || body.Get("tools.0.function.name").String() != "code_exec" {
+			t.Errorf("request %d: cap %s, first tool %s", i+1, body.Get("max_completion_tokens").Raw, body.Get("tools.0.function.name"))
+		}
+	}
+	header, _ := os.ReadFile(filepath.Join(out, "run.json"))
+	if h := gjson.ParseBytes(header); h.Get("loop").String() != "lenient" || h.Get("context_window").Int() != 100000 {
+		t.Errorf("run.json: %s", header)
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !strings.Contains(string(report), "Not comparable with the published leaderboard") {
+		t.Errorf("report.md does not mark the lenient run (%v)", err)
+	}
+}
+
+// TestCutReplyIsTheModelsOutcome: a reply cut at the output cap ends the episode as
+// output_limit, scored 0 with the reason recorded, counted in the run's summary, and kept by a
+// resume (which runs error episodes again, not this).
+func TestCutReplyIsTheModelsOutcome(t *testing.T) {
+	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 4, Command: "ls", Answer: answer901, CutAt: 2}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1", "--out", out}
+	r := aaGrade(t, env, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "1 output_limit") || fake.Requests() != 2 {
+		t.Fatalf("exit %d after %d requests\n%s%s", r.code, fake.Requests(), r.stdout, r.stderr)
+	}
+	results, err := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := gjson.ParseBytes(results)
+	if res.Get("status").String() != "output_limit" || res.Get("score").Float() != 0 || !strings.Contains(res.Get("error").String(), "64000") {
+		t.Fatalf("results.jsonl: %s", results)
+	}
+	if r := aaGrade(t, env, args...); r.code != 0 || fake.Requests() != 2 {
+		t.Fatalf("resume: exit %d, %d requests\n%s", r.code, fake.Requests(), r.stderr)
+	}
+}

@@ -1,0 +1,38 @@
+package model
+
+import "testing"
+
+// TestCutReplies: each route marks a reply stopped at the output cap as its reference client
+// raises on it (Chat Completions finish_reason length or max_tokens, Anthropic stop_reason
+// max_tokens, a Responses status incomplete), and no other.
+func TestCutReplies(t *testing.T) {
+	chat := func(reason string) string {
+		return `{"choices":[{"finish_reason":"` + reason + `","message":{"role":"assistant","content":"x"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`
+	}
+	anthropic := func(reason string) string {
+		return `{"content":[{"type":"text","text":"x"}],"stop_reason":"` + reason + `","usage":{"input_tokens":1,"output_tokens":1}}`
+	}
+	responses := func(status string) string {
+		return `{"status":"` + status + `","output":[{"type":"message","content":[{"type":"output_text","text":"x"}]}],"usage":{"input_tokens":1,"output_tokens":1}}`
+	}
+	for _, tc := range []struct {
+		name   string
+		parse  func([]byte) (Reply, error)
+		answer string
+		cut    bool
+	}{
+		{"chat length", parseChatAnswer, chat("length"), true},
+		{"chat max_tokens", parseChatAnswer, chat("max_tokens"), true},
+		{"chat tool_calls", parseChatAnswer, chat("tool_calls"), false},
+		{"chat stop", parseChatAnswer, chat("stop"), false},
+		{"anthropic max_tokens", parseAnthropicAnswer, anthropic("max_tokens"), true},
+		{"anthropic tool_use", parseAnthropicAnswer, anthropic("tool_use"), false},
+		{"responses incomplete", parseResponsesAnswer, responses("incomplete"), true},
+		{"responses completed", parseResponsesAnswer, responses("completed"), false},
+	} {
+		reply, err := tc.parse([]byte(tc.answer))
+		if err != nil || reply.Cut != tc.cut || reply.Message.Content != "x" {
+			t.Errorf("%s: reply %+v, %v; want cut %v", tc.name, reply, err, tc.cut)
+		}
+	}
+}

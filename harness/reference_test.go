@@ -1,0 +1,273 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/model"
+)
+
+// The tests of this file pin down the reference loop: what Stirrup 0.1.9 sends, as its own code
+// did against a scripted model (docs/fidelity.md), recorded as request counts, positions,
+// roles and fields.
+
+// lastMessage is the last message of a request.
+func lastMessage(req model.Request) model.Message { return req.Messages[len(req.Messages)-1] }
+
+// writeAnswer is a shell call that writes a valid agent_output.json.
+func writeAnswer(id string) model.ToolCall {
+	return shell(id, "echo '"+diagnosis+"' > agent_output.json")
+}
+
+func TestReferenceOffersFinishFirst(t *testing.T) {
+	m := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{writeAnswer("a")}}, {ToolCalls: []model.ToolCall{call("f", finishName, finishArgs)}}}}
+	out := newEpisode(t, m, 10).Run(context.Background())
+	if out.Status != StatusOK || len(m.requests) != 2 {
+		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
+	}
+	for i, req := range m.requests {
+		if len(req.Tools) != 2 || req.Tools[0].Name != finishName || req.Tools[1].Name != shellName {
+			t.Errorf("request %d offers %+v, want finish then code_exec", i+1, req.Tools)
+		}
+	}
+}
+
+// warningIn is the turn warning a request ends with ("" when it ends otherwise).
+func (e *Episode) warningIn(req model.Request, maxTurns int) string {
+	last := lastMessage(req)
+	for left := 1; left <= maxTurns; left++ {
+		if last.Role == model.RoleUser && last.Content == e.texts.turnsLeftMessage(left) {
+			return last.Content
+		}
+	}
+	return ""
+}
+
+func TestReferenceWarningsStartAtTheSecondTurn(t *testing.T) {
+	m := &script{} // never calls a tool
+	e := newEpisode(t, m, 12)
+	out := e.Run(context.Background())
+	if out.Status != StatusMaxTurns || out.Turns != 12 || len(m.requests) != 12 {
+		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
+	}
+	if w := e.warningIn(m.requests[0], 12); w != "" {
+		t.Errorf("request 1 carries the warning %q", w)
+	}
+	for i := 1; i < 12; i++ {
+		if got, want := e.warningIn(m.requests[i], 12), e.texts.turnsLeftMessage(12-i); got != want {
+			t.Errorf("request %d ends with warning %q, want %q", i+1, got, want)
+		}
+	}
+}
+
+// continues counts the nudges in a request.
+func (e *Episode) continues(req model.Request) int {
+	n := 0
+	for _, msg := range req.Messages {
+		if msg.Role == model.RoleUser && msg.Content == e.texts.text(keyContinue, nil) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestReferenceNudgesOnlyWithoutAWarning(t *testing.T) {
+	for _, tc := range []struct {
+		maxTurns  int
+		continues int // in the second request, after a text-only first reply
+	}{{12, 0}, {30, 1}, {22, 1}, {21, 0}} {
+		t.Run(fmt.Sprint(tc.maxTurns, " turns"), func(t *testing.T) {
+			m := &script{replies: []model.Message{{Content: "Let me think first."}, {ToolCalls: []model.ToolCall{writeAnswer("a")}},
+				{ToolCalls: []model.ToolCall{call("f", finishName, finishArgs)}}}}
+			e := newEpisode(t, m, tc.maxTurns)
+			if out := e.Run(context.Background()); out.Status != StatusOK || len(m.requests) != 3 {
+				t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
+			}
+			second := m.requests[1]
+			if got := e.continues(second); got != tc.continues {
+				t.Errorf("request 2 has %d nudges, want %d", got, tc.continues)
+			}
+			if msg := second.Messages[2]; msg.Role != model.RoleAssistant {
+				t.Errorf("request 2, message 3 is %s, want the text-only reply", msg.Role)
+			}
+			if tc.continues == 0 && e.warningIn(second, tc.maxTurns) == "" {
+				t.Errorf("request 2 ends with %+v, want the warning alone", lastMessage(second))
+			}
+		})
+	}
+}
+
+func TestReferenceFinishRunsWhereEmitted(t *testing.T) {
+	m := &script{replies: []model.Message{
+		{ToolCalls: []model.ToolCall{call("f1", finishName, finishArgs), writeAnswer("a")}},
+		{ToolCalls: []model.ToolCall{call("f2", finishName, finishArgs)}},
+	}}
+	out := newEpisode(t, m, 10).Run(context.Background())
+	if out.Status != StatusOK || out.Turns != 2 || out.ToolCalls != 3 || len(m.requests) != 2 {
+		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
+	}
+	results := toolResults(m.requests[1])
+	if len(results) != 2 || results[0].ToolCallID != "f1" || !results[0].IsError || results[1].ToolCallID != "a" || results[1].IsError {
+		t.Fatalf("results of turn 1 = %+v: want the finish refused, then the write", results)
+	}
+}
+
+func TestReferenceFinishNeedsReasonAndPaths(t *testing.T) {
+	m := &script{replies: []model.Message{
+		{ToolCalls: []model.ToolCall{writeAnswer("a"), call("f1", finishName, `{"reason": "done"}`)}},
+		{ToolCalls: []model.ToolCall{call("f2", finishName, `{"paths": ["agent_output.json"]}`)}},
+		{ToolCalls: []model.ToolCall{call("f3", finishName, `{"reason": "done", "paths": null}`)}},
+		{ToolCalls: []model.ToolCall{call("f4", finishName, ``)}},
+		{ToolCalls: []model.ToolCall{call("f5", finishName, `{"reason": "done", "paths": ["agent_output.json"], "extra": 1}`)}},
+	}}
+	e := newEpisode(t, m, 10)
+	out := e.Run(context.Background())
+	if out.Status != StatusOK || out.Turns != 5 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	for turn := 1; turn <= 4; turn++ {
+		results := toolResults(m.requests[turn])
+		if r := results[len(results)-1]; !r.IsError || r.Content != e.texts.text(keyFinishInvalidArguments, nil) {
+			t.Errorf("finish of turn %d: %+v, want refused as invalid arguments", turn, r)
+		}
+	}
+}
+
+func TestReferenceEmptyPathsEndTheEpisode(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		first  []model.ToolCall
+		status string
+	}{
+		{"before the answer", []model.ToolCall{call("f", finishName, `{"reason": "cannot", "paths": []}`)}, StatusNoSubmission},
+		{"after the answer", []model.ToolCall{writeAnswer("a"), call("f", finishName, `{"reason": "done", "paths": []}`)}, StatusOK},
+		{"an unreadable answer", []model.ToolCall{shell("a", "echo nothing > agent_output.json"), call("f", finishName, finishArgs)}, StatusInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &script{replies: []model.Message{{ToolCalls: tc.first}, {ToolCalls: []model.ToolCall{writeAnswer("b")}}}}
+			out := newEpisode(t, m, 10).Run(context.Background())
+			if out.Status != tc.status || out.Turns != 1 || len(m.requests) != 1 || out.Err != nil {
+				t.Fatalf("outcome = %+v after %d requests, want %s after one", out, len(m.requests), tc.status)
+			}
+			if (out.Status == StatusOK) != (out.Submission != nil) || (out.Status != StatusOK && out.Reason == "") {
+				t.Fatalf("outcome = %+v", out)
+			}
+		})
+	}
+}
+
+// cutting is a script whose replies are cut at the output cap from its cutAt-th call on.
+type cutting struct {
+	script
+	cutAt int
+}
+
+func (c *cutting) Complete(ctx context.Context, req model.Request) (model.Reply, error) {
+	r, err := c.script.Complete(ctx, req)
+	r.Cut = len(c.requests) >= c.cutAt
+	return r, err
+}
+
+func TestReferenceCutReplyEndsTheEpisode(t *testing.T) {
+	m := &cutting{script: script{replies: []model.Message{
+		{ToolCalls: []model.ToolCall{shell("a", "echo one")}},
+		{ToolCalls: []model.ToolCall{writeAnswer("b"), call("f", finishName, finishArgs)}},
+	}}, cutAt: 2}
+	e := newEpisode(t, m, 10)
+	e.MaxTokens = 500
+	out := e.Run(context.Background())
+	if out.Status != StatusOutputLimit || out.Turns != 2 || out.ToolCalls != 1 || len(m.requests) != 2 || out.Err != nil ||
+		!strings.Contains(out.Reason, "500") || out.Usage.Input != 200 {
+		t.Fatalf("outcome = %+v after %d requests: want the episode ended on the cut reply, none of its calls run", out, len(m.requests))
+	}
+}
+
+func TestReferenceCutSummaryEndsTheEpisode(t *testing.T) {
+	m := &cutting{script: script{replies: []model.Message{{ToolCalls: []model.ToolCall{shell("a", "echo one")}}}}, cutAt: 2}
+	e := newEpisode(t, m, 10)
+	e.MaxTokens = 100 // 110 tokens of the first reply reach 70% of it
+	out := e.Run(context.Background())
+	if out.Status != StatusOutputLimit || out.Turns != 1 || len(m.requests) != 2 || !m.requests[1].Summary || out.Summaries != 1 {
+		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
+	}
+}
+
+// overflowingAt fails its n-th call with a context overflow.
+type overflowingAt struct {
+	script
+	at int
+}
+
+func (o *overflowingAt) Complete(ctx context.Context, req model.Request) (model.Reply, error) {
+	if len(o.requests)+1 == o.at {
+		o.requests = append(o.requests, req)
+		return model.Reply{}, fmt.Errorf("HTTP 400: %w", model.ErrContextOverflow)
+	}
+	return o.script.Complete(ctx, req)
+}
+
+func TestReferenceOverflowEndsTheEpisode(t *testing.T) {
+	m := &overflowingAt{script: script{replies: []model.Message{{ToolCalls: []model.ToolCall{shell("a", "echo one")}}}}, at: 2}
+	out := newEpisode(t, m, 10).Run(context.Background())
+	if out.Status != StatusContextOverflow || out.Turns != 2 || out.Summaries != 0 || len(m.requests) != 2 || out.Err != nil || out.Reason == "" {
+		t.Fatalf("outcome = %+v after %d requests: want the episode ended, no summary", out, len(m.requests))
+	}
+}
+
+func TestReferenceSummarisesAgainstMaxTokens(t *testing.T) {
+	for _, tc := range []struct {
+		used      int64
+		summaries int
+	}{{979, 0}, {980, 4}} { // 70% of 1400 is 980
+		t.Run(fmt.Sprint(tc.used), func(t *testing.T) {
+			m := &sized{usage: []int64{tc.used, tc.used, tc.used, tc.used, tc.used}}
+			for range 5 {
+				m.replies = append(m.replies, model.Message{ToolCalls: []model.ToolCall{shell("a", "echo turn")}})
+			}
+			e := newEpisode(t, m, 5)
+			e.MaxTokens, e.ContextWindow = 1400, 1_000_000 // the window is the lenient loop's
+			out := e.Run(context.Background())
+			if out.Status != StatusMaxTurns || out.Turns != 5 || out.Summaries != tc.summaries || len(m.requests) != 5+tc.summaries {
+				t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
+			}
+			if tc.summaries == 0 {
+				return
+			}
+			// Requests: turn 1, summary, turn 2, summary, ..., turn 5: none after the last turn.
+			for i, req := range m.requests {
+				if req.Summary != (i%2 == 1) {
+					t.Fatalf("request %d: summary %v", i+1, req.Summary)
+				}
+				if req.Tools[0].Name != finishName {
+					t.Errorf("request %d offers %s first", i+1, req.Tools[0].Name)
+				}
+			}
+			after := m.requests[2].Messages
+			if len(after) != 5 || after[0].Role != model.RoleSystem || after[4].Content != e.texts.turnsLeftMessage(4) ||
+				!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Content != e.texts.text(keySummaryAck, nil) {
+				t.Fatalf("history after the summary = %+v", after)
+			}
+			for _, msg := range after[1:] {
+				if msg.Role != model.RoleUser {
+					t.Errorf("after the summary a %s message: %q", msg.Role, msg.Content)
+				}
+			}
+		})
+	}
+}
+
+func TestReferenceNudgeFollowsTheSummary(t *testing.T) {
+	m := &sized{script: script{replies: []model.Message{{Content: "thinking"}, {ToolCalls: []model.ToolCall{writeAnswer("a")}},
+		{ToolCalls: []model.ToolCall{call("f", finishName, finishArgs)}}}}, usage: []int64{900}}
+	e := newEpisode(t, m, 30)
+	e.MaxTokens = 1000
+	if out := e.Run(context.Background()); out.Status != StatusOK || out.Summaries != 1 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	next := m.requests[2].Messages
+	if len(next) != 5 || next[3].Content != e.texts.text(keySummaryAck, nil) || next[4].Content != e.texts.text(keyContinue, nil) {
+		t.Fatalf("the turn after a summary of a text-only reply got %+v", next)
+	}
+}
