@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
@@ -27,7 +27,7 @@ func TestARunKeepsItsPromptSet(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
 	_, stirrup := promptsSHA(t, "--prompts", stirrupSet)
-	if _, kept := promptsSHA(t, "--prompts", filepath.Join(run, harness.PromptsFile)); kept != stirrup {
+	if _, kept := promptsSHA(t, "--prompts", filepath.Join(run, runfolder.PromptsFile)); kept != stirrup {
 		t.Fatalf("the kept set hashes %s, the Stirrup set %s", kept, stirrup)
 	}
 
@@ -54,7 +54,7 @@ func TestARunKeepsItsPromptSet(t *testing.T) {
 		t.Fatalf("replay with the kept set: exit %d\n%s", r.code, r.stderr)
 	}
 
-	if err := os.Remove(filepath.Join(run, harness.PromptsFile)); err != nil {
+	if err := os.Remove(filepath.Join(run, runfolder.PromptsFile)); err != nil {
 		t.Fatal(err)
 	}
 	r = aaGrade(t, s.env, "run", "--model", "replay/"+run, "--out", filepath.Join(t.TempDir(), "again"))
