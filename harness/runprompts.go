@@ -6,13 +6,9 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
-
-// PromptsFile is the prompt set a run used, kept in its run folder as Format writes it, so
-// its sha256 is run.json's prompt_sha256 and the set can be read back: by the viewer and the
-// analysis, to take its tool results apart, and by a replay, to send the same texts.
-const PromptsFile = "prompts.txt"
 
 // maxPromptsFile bounds the read of a run folder's prompt set (the built-in one is 10 kB).
 const maxPromptsFile = 4 << 20
@@ -25,7 +21,7 @@ var ErrPromptsNotKept = errors.New("the run folder does not keep the prompt set 
 // folder without the file ran with the built-in set when the hashes agree; otherwise the
 // error is ErrPromptsNotKept, and a file whose hash differs from the header's is an error too.
 func RunPrompts(dir, sha string) (*Prompts, error) {
-	doc, err := safefile.ReadPath(filepath.Join(dir, PromptsFile), maxPromptsFile)
+	doc, err := safefile.ReadPath(filepath.Join(dir, runfolder.PromptsFile), maxPromptsFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && (sha == "" || sha == builtin.SHA256()):
 		return builtin, nil
@@ -36,10 +32,10 @@ func RunPrompts(dir, sha string) (*Prompts, error) {
 	}
 	p, err := ParsePrompts(doc)
 	if err != nil {
-		return nil, fmt.Errorf("the run's prompt set %s: %w", PromptsFile, err)
+		return nil, fmt.Errorf("the run's prompt set %s: %w", runfolder.PromptsFile, err)
 	}
 	if sha != "" && p.SHA256() != sha {
-		return nil, fmt.Errorf("the run's prompt set %s has sha256 %.12s, its run.json says %.12s", PromptsFile, p.SHA256(), sha)
+		return nil, fmt.Errorf("the run's prompt set %s has sha256 %.12s, its run.json says %.12s", runfolder.PromptsFile, p.SHA256(), sha)
 	}
 	return p, nil
 }

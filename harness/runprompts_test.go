@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 // TestRunPrompts: a folder without the file ran with the built-in set when its hash says
@@ -19,7 +21,7 @@ func TestRunPrompts(t *testing.T) {
 	if _, err := RunPrompts(dir, stirrup.SHA256()); !errors.Is(err, ErrPromptsNotKept) {
 		t.Errorf("no file, another hash: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, PromptsFile), stirrup.Format(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runfolder.PromptsFile), stirrup.Format(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := RunPrompts(dir, stirrup.SHA256()); err != nil || p.SHA256() != stirrup.SHA256() {
@@ -28,10 +30,10 @@ func TestRunPrompts(t *testing.T) {
 	if _, err := RunPrompts(dir, BuiltinPrompts().SHA256()); err == nil || !strings.Contains(err.Error(), "its run.json says") {
 		t.Errorf("a kept set of another hash: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, PromptsFile), []byte("--- nonsense ---\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runfolder.PromptsFile), []byte("--- nonsense ---\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RunPrompts(dir, stirrup.SHA256()); err == nil || !strings.Contains(err.Error(), PromptsFile) {
+	if _, err := RunPrompts(dir, stirrup.SHA256()); err == nil || !strings.Contains(err.Error(), runfolder.PromptsFile) {
 		t.Errorf("a damaged set: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
@@ -29,7 +29,7 @@ func TestARunKeepsItsPromptSet(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
 	_, other := promptsSHA(t, "--prompts", otherSet)
-	if _, kept := promptsSHA(t, "--prompts", filepath.Join(run, harness.PromptsFile)); kept != other {
+	if _, kept := promptsSHA(t, "--prompts", filepath.Join(run, runfolder.PromptsFile)); kept != other {
 		t.Fatalf("the kept set hashes %s, the other set %s", kept, other)
 	}
 
@@ -56,7 +56,7 @@ func TestARunKeepsItsPromptSet(t *testing.T) {
 		t.Fatalf("replay with the kept set: exit %d\n%s", r.code, r.stderr)
 	}
 
-	if err := os.Remove(filepath.Join(run, harness.PromptsFile)); err != nil {
+	if err := os.Remove(filepath.Join(run, runfolder.PromptsFile)); err != nil {
 		t.Fatal(err)
 	}
 	r = aaGrade(t, s.env, "run", "--model", "replay/"+run, "--out", filepath.Join(t.TempDir(), "again"))

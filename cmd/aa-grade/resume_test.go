@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
@@ -67,7 +67,7 @@ func TestShardsMergeToTheWhole(t *testing.T) {
 	if a, b := episodeFields(t, filepath.Join(dir, "whole")), episodeFields(t, filepath.Join(dir, "merged")); a != b {
 		t.Fatalf("merged shards differ from the whole run:\n%s\n---\n%s", a, b)
 	}
-	for _, name := range []string{"results.parquet", harness.PromptsFile} {
+	for _, name := range []string{"results.parquet", runfolder.PromptsFile} {
 		if _, err := os.Stat(filepath.Join(dir, "merged", name)); err != nil {
 			t.Fatal(err)
 		}

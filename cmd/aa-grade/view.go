@@ -79,6 +79,9 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 		return nil
 	}
 	ln, err := viewer.Listen(opts.addr)
+	if errors.Is(err, viewer.ErrNotLoopback) || errors.Is(err, viewer.ErrAddrForm) {
+		err = fmt.Errorf("--addr %w", err)
+	}
 	if errors.Is(err, viewer.ErrNotLoopback) {
 		return usageError(err)
 	}

@@ -23,7 +23,7 @@ func TestViewErrors(t *testing.T) {
 		"no run":        {[]string{"view"}, "at least one RUN"},
 		"not a run":     {[]string{"view", "README.md"}, "README.md: not a run folder"},
 		"absent":        {[]string{"view", "testdata/runs/opus", "testdata/absent"}, "testdata/absent: not a run folder"},
-		"any address":   {[]string{"view", "--addr", "0.0.0.0:7480", "testdata/runs/opus"}, "not a loopback address"},
+		"any address":   {[]string{"view", "--addr", "0.0.0.0:7480", "testdata/runs/opus"}, "aa-grade: --addr \"0.0.0.0:7480\": not a loopback address: the viewer serves only this machine"},
 		"a LAN address": {[]string{"view", "--addr", "192.168.1.2:7480", "testdata/runs/opus"}, "not a loopback address"},
 		"out and addr":  {[]string{"view", "--out", t.TempDir(), "--addr", "7480", "testdata/runs/opus"}, "not both"},
 	} {
@@ -33,6 +33,15 @@ func TestViewErrors(t *testing.T) {
 				t.Fatalf("exit %d, want 2 with one line naming %q:\n%s", r.code, c.want, r.stderr)
 			}
 		})
+	}
+}
+
+// TestViewAddressNotHostPort: an --addr that is no address is one line naming the flag (exit
+// 3, as a failure to listen; a usage error, 2, would fit it better).
+func TestViewAddressNotHostPort(t *testing.T) {
+	r := aaGrade(t, nil, "view", "--addr", "nonsense", "testdata/runs/opus")
+	if want := "aa-grade: listen: --addr \"nonsense\": want HOST:PORT, :PORT or PORT\n"; r.code != 3 || r.stderr != want {
+		t.Fatalf("exit %d, want 3 and %q:\n%s", r.code, want, r.stderr)
 	}
 }
 

@@ -238,10 +238,10 @@ func (f *Folder) RecordRateLimits(s model.LimitStatus) error {
 	return f.WriteHeader(h)
 }
 
-// WriteFile writes another file of the run's own into the folder (the prompt set), replacing
-// the old one whole.
-func (f *Folder) WriteFile(name string, b []byte) error {
-	path := filepath.Join(f.Dir, name)
+// WritePrompts writes the prompt set the run uses, formatted, as PromptsFile, replacing the
+// old one whole.
+func (f *Folder) WritePrompts(b []byte) error {
+	path := filepath.Join(f.Dir, PromptsFile)
 	if err := atomicfile.WriteFile(path, b); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/version"
@@ -39,5 +38,5 @@ func writeHeader(cfg Config, tools sandbox.Tools) error {
 	if err := cfg.Folder.WriteHeader(h); err != nil {
 		return err
 	}
-	return cfg.Folder.WriteFile(harness.PromptsFile, cfg.Prompts.Format())
+	return cfg.Folder.WritePrompts(cfg.Prompts.Format())
 }

@@ -101,7 +101,7 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	}
 	switch prompts, err := harness.RunPrompts(runs[0], first.PromptSHA256); {
 	case err == nil:
-		if err := folder.WriteFile(harness.PromptsFile, prompts.Format()); err != nil {
+		if err := folder.WritePrompts(prompts.Format()); err != nil {
 			return MergeReport{}, err
 		}
 	case errors.Is(err, harness.ErrPromptsNotKept): // the shards are older than the file

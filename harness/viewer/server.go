@@ -17,9 +17,13 @@ import (
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
-// ErrNotLoopback marks an address the viewer will not listen on: it serves run folders,
-// which hold whatever a model and its commands wrote, to this machine only.
-var ErrNotLoopback = errors.New("not a loopback address")
+var (
+	// ErrNotLoopback marks an address the viewer will not listen on: it serves run folders,
+	// which hold whatever a model and its commands wrote, to this machine only.
+	ErrNotLoopback = errors.New("not a loopback address")
+	// ErrAddrForm marks an address in none of the forms Listen reads.
+	ErrAddrForm = errors.New("want HOST:PORT, :PORT or PORT")
+)
 
 // Listen listens on addr (HOST:PORT, :PORT or PORT; the host 127.0.0.1 when none is given),
 // refusing any host that is not a loopback address or localhost.
@@ -27,7 +31,7 @@ func Listen(addr string) (net.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		if _, convErr := strconv.Atoi(addr); convErr != nil {
-			return nil, fmt.Errorf("--addr %q: want HOST:PORT, :PORT or PORT", addr)
+			return nil, fmt.Errorf("%q: %w", addr, ErrAddrForm)
 		}
 		host, port = "", addr
 	}
@@ -35,7 +39,7 @@ func Listen(addr string) (net.Listener, error) {
 	case host == "" || host == "localhost":
 		host = "127.0.0.1"
 	case !isLoopback(host):
-		return nil, fmt.Errorf("--addr %q: %w: the viewer serves only this machine (127.0.0.1, ::1, localhost)", addr, ErrNotLoopback)
+		return nil, fmt.Errorf("%q: %w: the viewer serves only this machine (127.0.0.1, ::1, localhost)", addr, ErrNotLoopback)
 	}
 	return net.Listen("tcp", net.JoinHostPort(host, port))
 }
