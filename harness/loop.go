@@ -18,10 +18,6 @@ import (
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
-// SubmissionFile is the diagnosis the model writes in the working directory and hands back
-// with the finish tool (grader.SubmissionFile).
-const SubmissionFile = grader.SubmissionFile
-
 // Loop limits of the reference harness.
 const (
 	DefaultMaxTurns = 100
@@ -77,17 +73,6 @@ func (t episodeTexts) turnsLeftMessage(left int) string {
 	return t.text(keyTurnsLeft, map[string]string{"turns_left": strconv.Itoa(left)})
 }
 
-// Episode statuses, as the grader records them.
-const (
-	StatusOK              = grader.StatusOK
-	StatusInvalid         = grader.StatusInvalid
-	StatusNoSubmission    = grader.StatusNoSubmission
-	StatusMaxTurns        = grader.StatusMaxTurns
-	StatusOutputLimit     = grader.StatusOutputLimit
-	StatusContextOverflow = grader.StatusContextOverflow
-	StatusError           = grader.StatusError
-)
-
 // Episode is one model investigating one snapshot.
 type Episode struct {
 	Model          model.Model
@@ -126,7 +111,7 @@ type Outcome struct {
 	Usage      model.Usage
 	ModelTime  time.Duration
 	ToolTime   time.Duration
-	Err        error  // for StatusError
+	Err        error  // for grader.StatusError
 	Reason     string // why an episode that is neither ok nor an error ended, when there is more to say
 }
 
@@ -167,7 +152,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 			results, finished := e.runCalls(ctx, calls, timeout, &out)
 			messages = append(messages, results...)
 			if e.lost != nil {
-				out.Status, out.Err = StatusError, e.lost
+				out.Status, out.Err = grader.StatusError, e.lost
 				return out
 			}
 			if finished {
@@ -175,7 +160,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 				return out
 			}
 			if err := ctx.Err(); err != nil {
-				out.Status, out.Err = StatusError, err
+				out.Status, out.Err = grader.StatusError, err
 				return out
 			}
 		}
@@ -188,7 +173,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		}
 		messages = e.nudge(messages, calls, turn, maxTurns, true)
 	}
-	out.Status = StatusMaxTurns
+	out.Status = grader.StatusMaxTurns
 	return out
 }
 
@@ -255,9 +240,9 @@ func (e *Episode) failed(err error, out *Outcome) bool {
 	case err == nil:
 		return false
 	case errors.Is(err, model.ErrContextOverflow) && !e.lenient():
-		out.Status, out.Reason = StatusContextOverflow, err.Error()
+		out.Status, out.Reason = grader.StatusContextOverflow, err.Error()
 	default:
-		out.Status, out.Err = StatusError, err
+		out.Status, out.Err = grader.StatusError, err
 	}
 	return true
 }
@@ -269,7 +254,7 @@ func (e *Episode) cut(reply model.Reply, out *Outcome) bool {
 	if !reply.Cut || e.lenient() {
 		return false
 	}
-	out.Status, out.Reason = StatusOutputLimit, fmt.Sprintf("a reply stopped at the output cap (%d tokens)", e.maxTokens())
+	out.Status, out.Reason = grader.StatusOutputLimit, fmt.Sprintf("a reply stopped at the output cap (%d tokens)", e.maxTokens())
 	return true
 }
 
@@ -363,7 +348,7 @@ func (e *Episode) runCalls(ctx context.Context, calls []model.ToolCall, timeout 
 				result.Content, result.IsError = refusal, true
 			} else {
 				finished = true
-				result.Content = "Submitted " + SubmissionFile + "." // the episode ends: the model never sees it
+				result.Content = "Submitted " + grader.SubmissionFile + "." // the episode ends: the model never sees it
 			}
 		default:
 			result.Content, result.IsError = e.runTool(ctx, c, timeout)
@@ -450,33 +435,31 @@ func (e *Episode) finishPaths(ctx context.Context, arguments string) string {
 // that cannot be read as a diagnosis is invalid (both score 0, as the reference's would).
 func (e *Episode) settle(ctx context.Context, out *Outcome) {
 	if e.lenient() {
-		out.Status = StatusOK
+		out.Status = grader.StatusOK
 		return
 	}
 	doc, sub, err := grader.ReadSubmissionWith(func(limit int64) ([]byte, error) {
-		return e.Sandbox.ReadFile(ctx, SubmissionFile, limit)
+		return e.Sandbox.ReadFile(ctx, grader.SubmissionFile, limit)
 	})
 	switch {
 	case errors.Is(err, sandbox.ErrAgentDied):
-		out.Status, out.Err = StatusError, err
+		out.Status, out.Err = grader.StatusError, err
 	case err == nil:
-		out.Status, out.Submission, out.Entities = StatusOK, doc, sub.Names
+		out.Status, out.Submission, out.Entities = grader.StatusOK, doc, sub.Names
 	case errors.Is(err, fs.ErrNotExist):
-		out.Status, out.Reason = StatusNoSubmission, "the finish call was accepted with no "+SubmissionFile+" written"
+		out.Status, out.Reason = grader.StatusNoSubmission, "the finish call was accepted with no "+grader.SubmissionFile+" written"
 	default:
-		out.Status, out.Reason = StatusInvalid, SubmissionFile+": "+err.Error()
+		out.Status, out.Reason = grader.StatusInvalid, grader.SubmissionFile+": "+err.Error()
 	}
 }
 
 // shell runs a shell tool call.
 func (e *Episode) shell(ctx context.Context, arguments string, timeout time.Duration) (string, bool) {
-	var args struct {
-		Cmd *string `json:"cmd"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil || args.Cmd == nil {
+	cmd, ok := model.ShellCommand(arguments)
+	if !ok {
 		return e.texts.text(keyShellInvalidArguments, map[string]string{"arguments": clip(arguments, 200)}), true
 	}
-	res, err := e.Sandbox.Run(ctx, *args.Cmd, timeout)
+	res, err := e.Sandbox.Run(ctx, cmd, timeout)
 	if err != nil {
 		e.noteLost(err)
 		return e.texts.text(keyShellError, map[string]string{"error": err.Error()}), true
@@ -505,7 +488,7 @@ func (e *Episode) finish(ctx context.Context, arguments string) ([]byte, []strin
 		return nil, nil, e.texts.text(keyFinishInvalidArguments, nil)
 	}
 	doc, sub, err := grader.ReadSubmissionWith(func(limit int64) ([]byte, error) {
-		return e.Sandbox.ReadFile(ctx, SubmissionFile, limit)
+		return e.Sandbox.ReadFile(ctx, grader.SubmissionFile, limit)
 	})
 	if err != nil {
 		e.noteLost(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/internal/testsupport/agenttest"
 
 	"github.com/aa-grade/aa-grade/harness/model"
@@ -115,7 +116,7 @@ func TestSeveralCallsRunInOrderWithFinishLast(t *testing.T) {
 		shell("b", "cat agent_output.json | wc -c"),
 	}}}}
 	out := lenientEpisode(t, m, 10).Run(context.Background())
-	if out.Status != StatusOK || out.Turns != 1 || out.ToolCalls != 3 || !strings.Contains(string(out.Submission), "flagd-config") ||
+	if out.Status != grader.StatusOK || out.Turns != 1 || out.ToolCalls != 3 || !strings.Contains(string(out.Submission), "flagd-config") ||
 		len(out.Entities) == 0 || !strings.Contains(out.Entities[0], "flagd-config") {
 		t.Fatalf("outcome = %+v", out)
 	}
@@ -133,7 +134,7 @@ func TestTwoFinishCallsAreRefused(t *testing.T) {
 		{ToolCalls: []model.ToolCall{call("f3", finishName, finishArgs)}},
 	}}
 	out := newEpisode(t, m, 10).Run(context.Background())
-	if out.Status != StatusOK || out.Turns != 2 {
+	if out.Status != grader.StatusOK || out.Turns != 2 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	results := toolResults(m.requests[1])
@@ -151,7 +152,7 @@ func TestTextOnlyTurnCostsATurnAndGetsAContinue(t *testing.T) {
 	}}
 	e := newEpisode(t, m, 30)
 	out := e.Run(context.Background()) // no turn warnings yet
-	if out.Status != StatusOK || out.Turns != 3 {
+	if out.Status != grader.StatusOK || out.Turns != 3 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	last := m.requests[1].Messages[len(m.requests[1].Messages)-1]
@@ -164,7 +165,7 @@ func TestWarningsInTheLastTurnsAndTheCap(t *testing.T) {
 	m := &script{} // never calls a tool
 	e := newEpisode(t, m, 25)
 	out := e.Run(context.Background())
-	if out.Status != StatusMaxTurns || out.Turns != 25 || out.Submission != nil || len(m.requests) != 25 {
+	if out.Status != grader.StatusMaxTurns || out.Turns != 25 || out.Submission != nil || len(m.requests) != 25 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	for turn, req := range m.requests {
@@ -200,7 +201,7 @@ func TestBadCallsBecomeToolErrors(t *testing.T) {
 		{ToolCalls: []model.ToolCall{call("i", finishName, finishArgs)}},
 	}}
 	out := lenientEpisode(t, m, 10).Run(context.Background())
-	if out.Status != StatusOK || out.Turns != 4 {
+	if out.Status != grader.StatusOK || out.Turns != 4 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	first := toolResults(m.requests[1])
@@ -227,7 +228,7 @@ func (failing) Complete(context.Context, model.Request) (model.Reply, error) {
 
 func TestModelErrorEndsTheEpisode(t *testing.T) {
 	out := newEpisode(t, failing{}, 10).Run(context.Background())
-	if out.Status != StatusError || out.Turns != 1 || out.Err == nil || !strings.Contains(out.Err.Error(), "401") {
+	if out.Status != grader.StatusError || out.Turns != 1 || out.Err == nil || !strings.Contains(out.Err.Error(), "401") {
 		t.Fatalf("outcome = %+v", out)
 	}
 }
@@ -269,7 +270,7 @@ func TestSummarisationAtSeventyPercent(t *testing.T) {
 	e := lenientEpisode(t, m, 50)
 	e.ContextWindow = 1000
 	out := e.Run(context.Background())
-	if out.Status != StatusOK || out.Turns != 4 || out.Summaries != 1 {
+	if out.Status != grader.StatusOK || out.Turns != 4 || out.Summaries != 1 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	// Requests: turn 1, turn 2, the summary, turn 3, turn 4.
@@ -342,7 +343,7 @@ func TestContextOverflowSummarisesAndRetries(t *testing.T) {
 		{ToolCalls: []model.ToolCall{shell("c", "echo '"+diagnosis+"' > agent_output.json"), call("d", finishName, finishArgs)}},
 	}}}
 	out := lenientEpisode(t, m, 50).Run(context.Background())
-	if out.Status != StatusOK || out.Turns != 3 || out.Summaries != 1 {
+	if out.Status != grader.StatusOK || out.Turns != 3 || out.Summaries != 1 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	summaryReq := m.requests[3]
@@ -384,7 +385,7 @@ func TestFinishNeverFollowsTheModelOutOfTheWorkspace(t *testing.T) {
 			case <-time.After(time.Minute):
 				t.Fatal("the episode hangs (a FIFO submission blocked the host)")
 			}
-			if out.Status != StatusOK || out.Turns != 7 || !strings.Contains(string(out.Submission), "flagd-config") {
+			if out.Status != grader.StatusOK || out.Turns != 7 || !strings.Contains(string(out.Submission), "flagd-config") {
 				t.Fatalf("outcome = %+v", out)
 			}
 			for turn, want := range []string{"agent_output.json is a link out of the working directory", "not a regular file (a FIFO)",
@@ -442,7 +443,7 @@ func TestAgentDeathEndsTheEpisode(t *testing.T) {
 			sb := &dyingSandbox{Sandbox: e.Sandbox, dieOnRead: c.dieOnRead}
 			e.Sandbox = sb
 			out := e.Run(context.Background())
-			if out.Status != StatusError || !errors.Is(out.Err, sandbox.ErrAgentDied) || out.Turns != 1 || out.Submission != nil {
+			if out.Status != grader.StatusError || !errors.Is(out.Err, sandbox.ErrAgentDied) || out.Turns != 1 || out.Submission != nil {
 				t.Fatalf("outcome = %+v", out)
 			}
 			if len(m.requests) != 1 || len(sb.runs) != 1 {

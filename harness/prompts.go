@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
@@ -329,7 +330,7 @@ func (p *Prompts) forEpisode(env promptEnv) episodeTexts {
 		}
 	}
 	vars := map[string]string{
-		"workdir": env.workdir, "output_file": SubmissionFile, "output_path": path.Join(env.workdir, SubmissionFile),
+		"workdir": env.workdir, "output_file": grader.SubmissionFile, "output_path": path.Join(env.workdir, grader.SubmissionFile),
 		"max_turns": strconv.Itoa(env.maxTurns), "command_timeout": strconv.FormatFloat(env.commandTimeout.Seconds(), 'f', -1, 64),
 		"output_limit": strconv.Itoa(sandbox.OutputLimit), "output_half": strconv.Itoa(sandbox.OutputLimit / 2),
 		"shell_tool": p.texts[keyShellTool], "finish_tool": p.texts[keyFinishTool],

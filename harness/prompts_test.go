@@ -468,7 +468,7 @@ func TestEveryTextComesFromTheSet(t *testing.T) {
 	e := lenientEpisode(t, m, 12) // the lenient loop's refusals use every text
 	// Finish calls f, k, m, o, q, r and s read agent_output.json before t does.
 	e.Prompts, e.Sandbox, e.CommandTimeout, e.ContextWindow = markedSet(t), &sandboxDown{Sandbox: e.Sandbox, failRead: 8}, time.Second, 150
-	if out := e.Run(context.Background()); out.Status != StatusOK || out.Turns != 12 {
+	if out := e.Run(context.Background()); out.Status != grader.StatusOK || out.Turns != 12 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	seen := map[string]bool{}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/model"
 )
 
@@ -24,7 +25,7 @@ func writeAnswer(id string) model.ToolCall {
 func TestReferenceOffersFinishFirst(t *testing.T) {
 	m := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{writeAnswer("a")}}, {ToolCalls: []model.ToolCall{call("f", finishName, finishArgs)}}}}
 	out := newEpisode(t, m, 10).Run(context.Background())
-	if out.Status != StatusOK || len(m.requests) != 2 {
+	if out.Status != grader.StatusOK || len(m.requests) != 2 {
 		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
 	}
 	for i, req := range m.requests {
@@ -49,7 +50,7 @@ func TestReferenceWarningsStartAtTheSecondTurn(t *testing.T) {
 	m := &script{} // never calls a tool
 	e := newEpisode(t, m, 12)
 	out := e.Run(context.Background())
-	if out.Status != StatusMaxTurns || out.Turns != 12 || len(m.requests) != 12 {
+	if out.Status != grader.StatusMaxTurns || out.Turns != 12 || len(m.requests) != 12 {
 		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
 	}
 	if w := e.warningIn(m.requests[0], 12); w != "" {
@@ -82,7 +83,7 @@ func TestReferenceNudgesOnlyWithoutAWarning(t *testing.T) {
 			m := &script{replies: []model.Message{{Content: "Let me think first."}, {ToolCalls: []model.ToolCall{writeAnswer("a")}},
 				{ToolCalls: []model.ToolCall{call("f", finishName, finishArgs)}}}}
 			e := newEpisode(t, m, tc.maxTurns)
-			if out := e.Run(context.Background()); out.Status != StatusOK || len(m.requests) != 3 {
+			if out := e.Run(context.Background()); out.Status != grader.StatusOK || len(m.requests) != 3 {
 				t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
 			}
 			second := m.requests[1]
@@ -105,7 +106,7 @@ func TestReferenceFinishRunsWhereEmitted(t *testing.T) {
 		{ToolCalls: []model.ToolCall{call("f2", finishName, finishArgs)}},
 	}}
 	out := newEpisode(t, m, 10).Run(context.Background())
-	if out.Status != StatusOK || out.Turns != 2 || out.ToolCalls != 3 || len(m.requests) != 2 {
+	if out.Status != grader.StatusOK || out.Turns != 2 || out.ToolCalls != 3 || len(m.requests) != 2 {
 		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
 	}
 	results := toolResults(m.requests[1])
@@ -124,7 +125,7 @@ func TestReferenceFinishNeedsReasonAndPaths(t *testing.T) {
 	}}
 	e := newEpisode(t, m, 10)
 	out := e.Run(context.Background())
-	if out.Status != StatusOK || out.Turns != 5 {
+	if out.Status != grader.StatusOK || out.Turns != 5 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	for turn := 1; turn <= 4; turn++ {
@@ -141,9 +142,9 @@ func TestReferenceEmptyPathsEndTheEpisode(t *testing.T) {
 		first  []model.ToolCall
 		status string
 	}{
-		{"before the answer", []model.ToolCall{call("f", finishName, `{"reason": "cannot", "paths": []}`)}, StatusNoSubmission},
-		{"after the answer", []model.ToolCall{writeAnswer("a"), call("f", finishName, `{"reason": "done", "paths": []}`)}, StatusOK},
-		{"an unreadable answer", []model.ToolCall{shell("a", "echo nothing > agent_output.json"), call("f", finishName, finishArgs)}, StatusInvalid},
+		{"before the answer", []model.ToolCall{call("f", finishName, `{"reason": "cannot", "paths": []}`)}, grader.StatusNoSubmission},
+		{"after the answer", []model.ToolCall{writeAnswer("a"), call("f", finishName, `{"reason": "done", "paths": []}`)}, grader.StatusOK},
+		{"an unreadable answer", []model.ToolCall{shell("a", "echo nothing > agent_output.json"), call("f", finishName, finishArgs)}, grader.StatusInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &script{replies: []model.Message{{ToolCalls: tc.first}, {ToolCalls: []model.ToolCall{writeAnswer("b")}}}}
@@ -151,7 +152,7 @@ func TestReferenceEmptyPathsEndTheEpisode(t *testing.T) {
 			if out.Status != tc.status || out.Turns != 1 || len(m.requests) != 1 || out.Err != nil {
 				t.Fatalf("outcome = %+v after %d requests, want %s after one", out, len(m.requests), tc.status)
 			}
-			if (out.Status == StatusOK) != (out.Submission != nil) || (out.Status != StatusOK && out.Reason == "") {
+			if (out.Status == grader.StatusOK) != (out.Submission != nil) || (out.Status != grader.StatusOK && out.Reason == "") {
 				t.Fatalf("outcome = %+v", out)
 			}
 		})
@@ -178,7 +179,7 @@ func TestReferenceCutReplyEndsTheEpisode(t *testing.T) {
 	e := newEpisode(t, m, 10)
 	e.MaxTokens = 500
 	out := e.Run(context.Background())
-	if out.Status != StatusOutputLimit || out.Turns != 2 || out.ToolCalls != 1 || len(m.requests) != 2 || out.Err != nil ||
+	if out.Status != grader.StatusOutputLimit || out.Turns != 2 || out.ToolCalls != 1 || len(m.requests) != 2 || out.Err != nil ||
 		!strings.Contains(out.Reason, "500") || out.Usage.Input != 200 {
 		t.Fatalf("outcome = %+v after %d requests: want the episode ended on the cut reply, none of its calls run", out, len(m.requests))
 	}
@@ -189,7 +190,7 @@ func TestReferenceCutSummaryEndsTheEpisode(t *testing.T) {
 	e := newEpisode(t, m, 10)
 	e.MaxTokens = 100 // 110 tokens of the first reply reach 70% of it
 	out := e.Run(context.Background())
-	if out.Status != StatusOutputLimit || out.Turns != 1 || len(m.requests) != 2 || !m.requests[1].Summary || out.Summaries != 1 {
+	if out.Status != grader.StatusOutputLimit || out.Turns != 1 || len(m.requests) != 2 || !m.requests[1].Summary || out.Summaries != 1 {
 		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
 	}
 }
@@ -211,7 +212,7 @@ func (o *overflowingAt) Complete(ctx context.Context, req model.Request) (model.
 func TestReferenceOverflowEndsTheEpisode(t *testing.T) {
 	m := &overflowingAt{script: script{replies: []model.Message{{ToolCalls: []model.ToolCall{shell("a", "echo one")}}}}, at: 2}
 	out := newEpisode(t, m, 10).Run(context.Background())
-	if out.Status != StatusContextOverflow || out.Turns != 2 || out.Summaries != 0 || len(m.requests) != 2 || out.Err != nil || out.Reason == "" {
+	if out.Status != grader.StatusContextOverflow || out.Turns != 2 || out.Summaries != 0 || len(m.requests) != 2 || out.Err != nil || out.Reason == "" {
 		t.Fatalf("outcome = %+v after %d requests: want the episode ended, no summary", out, len(m.requests))
 	}
 }
@@ -229,7 +230,7 @@ func TestReferenceSummarisesAgainstMaxTokens(t *testing.T) {
 			e := newEpisode(t, m, 5)
 			e.MaxTokens, e.ContextWindow = 1400, 1_000_000 // the window is the lenient loop's
 			out := e.Run(context.Background())
-			if out.Status != StatusMaxTurns || out.Turns != 5 || out.Summaries != tc.summaries || len(m.requests) != 5+tc.summaries {
+			if out.Status != grader.StatusMaxTurns || out.Turns != 5 || out.Summaries != tc.summaries || len(m.requests) != 5+tc.summaries {
 				t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
 			}
 			if tc.summaries == 0 {
@@ -263,7 +264,7 @@ func TestReferenceNudgeFollowsTheSummary(t *testing.T) {
 		{ToolCalls: []model.ToolCall{call("f", finishName, finishArgs)}}}}, usage: []int64{900}}
 	e := newEpisode(t, m, 30)
 	e.MaxTokens = 1000
-	if out := e.Run(context.Background()); out.Status != StatusOK || out.Summaries != 1 {
+	if out := e.Run(context.Background()); out.Status != grader.StatusOK || out.Summaries != 1 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	next := m.requests[2].Messages

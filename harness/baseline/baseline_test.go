@@ -47,7 +47,7 @@ func runBaseline(t *testing.T, dir string) []string {
 	t.Helper()
 	sb := startSandbox(t, dir)
 	out := (&harness.Episode{Model: Model{}, Sandbox: sb, MaxTurns: 100}).Run(context.Background())
-	if out.Status != harness.StatusOK {
+	if out.Status != grader.StatusOK {
 		t.Fatalf("%s: %s after %d turns: %v", dir, out.Status, out.Turns, out.Err)
 	}
 	sub, err := grader.ReadSubmission(out.Submission)

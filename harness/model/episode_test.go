@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
@@ -36,7 +37,7 @@ func TestAnthropicEpisodeSummarisedWithThinking(t *testing.T) {
 			// The reference loop summarises against max tokens, the lenient one against the window.
 			e := &harness.Episode{Model: model.NewTestAnthropic(t, api), Sandbox: unusedSandbox{}, MaxTurns: maxTurns, Loop: loop, MaxTokens: 1000, ContextWindow: 1000}
 			out := e.Run(context.Background())
-			if out.Status != harness.StatusMaxTurns || out.Turns != maxTurns || out.Summaries != 1 || len(api.Refused()) != 0 {
+			if out.Status != grader.StatusMaxTurns || out.Turns != maxTurns || out.Summaries != 1 || len(api.Refused()) != 0 {
 				t.Fatalf("outcome %s after %d turns and %d summaries (err %v); refused: %q", out.Status, out.Turns, out.Summaries, out.Err, api.Refused())
 			}
 		})

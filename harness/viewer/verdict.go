@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/internal/jsonguard"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
@@ -107,5 +106,5 @@ func shownSubmission(doc []byte) string {
 	for cut > 0 && !utf8.RuneStart(doc[cut]) {
 		cut-- // not inside a character
 	}
-	return fmt.Sprintf("%s\n[... %d more bytes not shown: the whole file is %s in the episode's folder ...]", doc[:cut], len(doc)-cut, harness.SubmissionFile)
+	return fmt.Sprintf("%s\n[... %d more bytes not shown: the whole file is %s in the episode's folder ...]", doc[:cut], len(doc)-cut, grader.SubmissionFile)
 }

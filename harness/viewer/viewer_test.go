@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
@@ -356,7 +355,7 @@ func TestEpisodePageOfAHugeSubmission(t *testing.T) {
 	writeRun(t, dir, []string{"Scenario-901", "Scenario-902"}, 1,
 		episodeSpec{task: "Scenario-901", repeat: 1, turns: 1, output: 10, finished: true, submitted: names},
 		episodeSpec{task: "Scenario-902", repeat: 1, turns: 1, output: 10, finished: true, submitted: names})
-	sub, _ := os.ReadFile(filepath.Join(dir, "episodes", "Scenario-901", "1", harness.SubmissionFile))
+	sub, _ := os.ReadFile(filepath.Join(dir, "episodes", "Scenario-901", "1", grader.SubmissionFile))
 	v := newTestViewer(t, dir)
 	for _, path := range []string{"/runs/1/Scenario-901/1.html", "/runs/1/Scenario-902/1.html"} { // 902 has no ground truth
 		page := get(t, v, path).Body.String()
