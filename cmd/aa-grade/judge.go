@@ -10,7 +10,6 @@ import (
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/grader/judge"
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/internal/english"
@@ -43,7 +42,7 @@ func (o *judgeOptions) Validate() error {
 // llmJudge is the judge with what it spends and what that costs.
 type llmJudge struct {
 	*judge.Judge
-	asker  *harness.Asker
+	asker  *model.Asker
 	prices *model.Prices // nil: unknown
 }
 
@@ -77,7 +76,7 @@ func newJudge(o judgeOptions) (*llmJudge, error) {
 	if settings.ReasoningEffort != "" {
 		name += " effort=" + settings.ReasoningEffort
 	}
-	asker := &harness.Asker{Model: m}
+	asker := &model.Asker{Model: m}
 	return &llmJudge{Judge: &judge.Judge{Model: name, Asker: asker, CacheDir: filepath.Join(cache, "aa-grade", "judge")},
 		asker: asker, prices: settings.Prices}, nil
 }

@@ -1,27 +1,25 @@
-package harness
+package model
 
 import (
 	"context"
 	"fmt"
 	"sync"
-
-	"github.com/aa-grade/aa-grade/harness/model"
 )
 
 // Asker puts one question to a model, with no tools, and returns the text of its answer: how
-// the LLM judge (grader/judge) uses a model without depending on this package. It counts the
+// the LLM judge (grader/judge) uses a model without depending on the loop. It counts the
 // calls and tokens it spends, so the judge's cost can be reported beside the run's.
 type Asker struct {
-	Model model.Model
+	Model Model
 
 	mu    sync.Mutex
 	calls int
-	used  model.Usage
+	used  Usage
 }
 
 // Ask sends a system and a user message and returns the reply's text.
 func (a *Asker) Ask(ctx context.Context, system, user string) (string, error) {
-	reply, err := a.Model.Complete(ctx, model.Request{Messages: []model.Message{{Role: model.RoleSystem, Content: system}, {Role: model.RoleUser, Content: user}}})
+	reply, err := a.Model.Complete(ctx, Request{Messages: []Message{{Role: RoleSystem, Content: system}, {Role: RoleUser, Content: user}}})
 	a.mu.Lock()
 	a.calls++
 	a.used.Add(reply.Usage)
@@ -33,7 +31,7 @@ func (a *Asker) Ask(ctx context.Context, system, user string) (string, error) {
 }
 
 // Spent is how many questions were asked and the tokens their answers used.
-func (a *Asker) Spent() (calls int, used model.Usage) {
+func (a *Asker) Spent() (calls int, used Usage) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.calls, a.used

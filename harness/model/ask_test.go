@@ -1,0 +1,47 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// answering is a model that answers every call with one text and records the requests.
+type answering struct {
+	text     string
+	err      error
+	requests []Request
+}
+
+func (a *answering) Complete(_ context.Context, req Request) (Reply, error) {
+	a.requests = append(a.requests, req)
+	if a.err != nil {
+		return Reply{}, a.err
+	}
+	return Reply{Message: Message{Role: RoleAssistant, Content: a.text}, Usage: Usage{Input: 100, Output: 10}}, nil
+}
+
+func TestAskerSendsOneQuestionWithoutTools(t *testing.T) {
+	m := &answering{text: `{"a": null}`}
+	a := &Asker{Model: m}
+	answer, err := a.Ask(context.Background(), "be a judge", "map these")
+	if err != nil || answer != `{"a": null}` {
+		t.Fatalf("answer %q, err %v", answer, err)
+	}
+	if calls, used := a.Spent(); calls != 1 || used.Input != 100 || used.Output != 10 {
+		t.Errorf("spent %d calls, %+v", calls, used)
+	}
+	req := m.requests[0]
+	if len(req.Tools) != 0 || len(req.Messages) != 2 || req.Messages[0].Role != RoleSystem || req.Messages[0].Content != "be a judge" ||
+		req.Messages[1].Role != RoleUser || req.Messages[1].Content != "map these" {
+		t.Fatalf("request = %+v", req)
+	}
+}
+
+func TestAskerPassesErrorsOn(t *testing.T) {
+	_, err := (&Asker{Model: &answering{err: errors.New("refused")}}).Ask(context.Background(), "s", "u")
+	if err == nil || !strings.Contains(err.Error(), "ask the model: refused") {
+		t.Fatalf("err = %v", err)
+	}
+}
