@@ -21,6 +21,7 @@ type analyzeOptions struct {
 	dataset string
 	json    bool
 	html    string
+	ntam    analysis.NTAMParams
 }
 
 func (o *analyzeOptions) flags() []cli.Flag {
@@ -28,10 +29,28 @@ func (o *analyzeOptions) flags() []cli.Flag {
 		datasetFlag(&o.dataset),
 		jsonFlag(&o.json, "print the analysis as JSON"),
 		&cli.StringFlag{Name: "html", Destination: &o.html, Usage: "also write the analysis as one self-contained HTML page to this file"},
+		&cli.FloatFlag{Name: "ntam-alpha", Value: analysis.DefaultNTAM.Alpha, Destination: &o.ntam.Alpha, Usage: "NTAM: the weight of a node"},
+		&cli.FloatFlag{Name: "ntam-omega", Value: analysis.DefaultNTAM.Omega, Destination: &o.ntam.Omega, Usage: "NTAM: how the weight of each later answer shrinks"},
+		&cli.FloatFlag{Name: "ntam-tau", Value: analysis.DefaultNTAM.Tau, Destination: &o.ntam.Tau, Usage: "NTAM: how credit shrinks per edge from the nearest root cause"},
+		&cli.FloatFlag{Name: "ntam-gamma", Value: analysis.DefaultNTAM.Gamma, Destination: &o.ntam.Gamma, Usage: "NTAM: the penalty on answers more or fewer than the root causes"},
 	}
 }
 
-func (o *analyzeOptions) Validate() error { return nil }
+// Validate refuses NTAM parameters its formula cannot take: a weight of 0 or less divides by
+// nothing, a shrink rate outside (0, 1] or a negative penalty inverts what it means.
+func (o *analyzeOptions) Validate() error {
+	switch p := o.ntam; {
+	case p.Alpha <= 0:
+		return usageErrorf("--ntam-alpha %v: must be above 0", p.Alpha)
+	case p.Omega <= 0 || p.Omega > 1:
+		return usageErrorf("--ntam-omega %v: must be above 0 and at most 1", p.Omega)
+	case p.Tau <= 0 || p.Tau > 1:
+		return usageErrorf("--ntam-tau %v: must be above 0 and at most 1", p.Tau)
+	case p.Gamma < 0:
+		return usageErrorf("--ntam-gamma %v: must be 0 or more", p.Gamma)
+	}
+	return nil
+}
 
 func newAnalyzeCommand() *cli.Command {
 	var opts analyzeOptions
@@ -58,6 +77,7 @@ func runAnalyze(ctx context.Context, opts analyzeOptions, args []string, con con
 	}
 	stderr := con.err
 	an := analysis.NewAnalyzer()
+	an.NTAM = opts.ntam
 	var runs []*analysis.Run
 	for _, dir := range args {
 		in, err := openGradeInput(ctx, dir, opts.dataset, opts.isSet("dataset"))
@@ -106,21 +126,21 @@ func analysisTasks(ds *data.Dataset) []analysis.Task {
 // one.
 func renderAnalysisText(w io.Writer, runs []*analysis.Run) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tMODEL\tEPISODES\tSCORE\tPARTIAL\tFALSE POSITIVES (symptom/mechanism/near_miss/unrelated)\tFIRST HIT\tMEDIAN TURN\tSOURCES\tFAILED\tTRUNCATED\tREPEATED\tMODEL/TOOL s")
+	fmt.Fprintln(tw, "RUN\tMODEL\tEPISODES\tSCORE\tPARTIAL\tNTAM\tFALSE POSITIVES (symptom/mechanism/near_miss/unrelated)\tFIRST HIT\tMEDIAN TURN\tSOURCES\tFAILED\tTRUNCATED\tREPEATED\tMODEL/TOOL s")
 	for _, r := range runs {
 		s := r.Summary
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.0f/%.0f\n",
-			report.OneLine(r.Dir, 50), report.OneLine(r.Model, 40), s.Episodes, s.Score, s.PartialCredit,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.0f/%.0f\n",
+			report.OneLine(r.Dir, 50), report.OneLine(r.Model, 40), s.Episodes, s.Score, s.PartialCredit, s.NTAM,
 			classCounts(s), firstHits(s), medianTurn(s), coverage(s), s.Failed, s.Truncated, s.Repeated, s.ModelSeconds, s.ToolSeconds)
 	}
 	tw.Flush()
 	if models := analysis.ByModel(runs); len(models) < len(runs) {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "MODEL\tRUNS\tEPISODES\tSCORE\tPARTIAL\tFALSE POSITIVES\tFIRST HIT\tMEDIAN TURN")
+		fmt.Fprintln(tw, "MODEL\tRUNS\tEPISODES\tSCORE\tPARTIAL\tNTAM\tFALSE POSITIVES\tFIRST HIT\tMEDIAN TURN")
 		for _, m := range models {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%s\t%s\t%s\n", report.OneLine(m.Model, 50), m.Runs, m.Episodes,
-				m.Score, m.PartialCredit, classCounts(m.Summary), firstHits(m.Summary), medianTurn(m.Summary))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\n", report.OneLine(m.Model, 50), m.Runs, m.Episodes,
+				m.Score, m.PartialCredit, m.NTAM, classCounts(m.Summary), firstHits(m.Summary), medianTurn(m.Summary))
 		}
 		tw.Flush()
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,6 +58,7 @@ func TestAnalyzeBadInput(t *testing.T) {
 		{"no folder", []string{"analyze"}, 2, "at least one RUN"},
 		{"missing folder", []string{"analyze", filepath.Join(t.TempDir(), "nope")}, 2, "no such file"},
 		{"corrupt run", []string{"analyze", corrupt}, 1, "corrupt run folder"},
+		{"NTAM shrink rate", []string{"analyze", "--ntam-omega", "1.5", corrupt}, 2, "--ntam-omega 1.5: must be above 0 and at most 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := aaGrade(t, nil, c.args...)
@@ -64,5 +66,45 @@ func TestAnalyzeBadInput(t *testing.T) {
 				t.Errorf("exit %d, stderr %q, stdout %q; want exit %d and one line with %q", r.code, r.stderr, r.stdout, c.code, c.want)
 			}
 		})
+	}
+}
+
+// TestAnalyzeNTAM: every graded episode has its NTAM, and the parameters change it: with tau
+// near 0 an answer that is not a root cause earns next to nothing, so no episode's NTAM rises.
+func TestAnalyzeNTAM(t *testing.T) {
+	ntam := func(extra ...string) map[string]float64 {
+		t.Helper()
+		r := aaGrade(t, nil, append([]string{"analyze", "--json", "--dataset", "testdata/grade/dataset"}, append(extra, "testdata/grade/submissions")...)...)
+		var out []struct {
+			Summary struct {
+				NTAM *float64 `json:"ntam"`
+			} `json:"summary"`
+			Episodes []struct {
+				Task   string   `json:"task"`
+				Repeat int      `json:"repeat"`
+				NTAM   *float64 `json:"ntam"`
+			} `json:"episodes"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || out[0].Summary.NTAM == nil {
+			t.Fatalf("exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		}
+		byEpisode := map[string]float64{}
+		for _, e := range out[0].Episodes {
+			byEpisode[fmt.Sprintf("%s/%d", e.Task, e.Repeat)] = *e.NTAM
+		}
+		return byEpisode
+	}
+	defaults, steep := ntam(), ntam("--ntam-tau", "0.01")
+	changed := 0
+	for ep, v := range defaults {
+		if v < 0 || v > 1 || steep[ep] > v+1e-12 {
+			t.Errorf("%s: NTAM %v by default, %v with tau 0.01", ep, v, steep[ep])
+		}
+		if steep[ep] < v-1e-9 {
+			changed++
+		}
+	}
+	if changed == 0 {
+		t.Errorf("tau changes no episode's NTAM: %v", defaults)
 	}
 }

@@ -36,11 +36,14 @@ type Run struct {
 // Episode is the analysis of one task x repeat. Investigation fields are empty, and
 // Trajectory false, when there is no trajectory (submissions of another harness).
 type Episode struct {
-	Task           string          `json:"task"`
-	Repeat         int             `json:"repeat"`
-	Status         string          `json:"status"`
-	Score          float64         `json:"score"`
-	PartialCredit  float64         `json:"partial_credit"`
+	Task          string  `json:"task"`
+	Repeat        int     `json:"repeat"`
+	Status        string  `json:"status"`
+	Score         float64 `json:"score"`
+	PartialCredit float64 `json:"partial_credit"`
+	// NTAM is the ITBench papers' Normalized Topology-Aware Match on the fault graph, as
+	// SREGym computes it (see Key.NTAM), with the analyzer's parameters.
+	NTAM           float64         `json:"ntam"`
 	FalsePositives []FalsePositive `json:"false_positives"`
 	// EntitiesDropped counts the submission's entities past grader.MaxEntities, which were
 	// not graded, so have no class.
@@ -63,11 +66,15 @@ type Episode struct {
 // Analyzer analyses folders against the tasks of their datasets, reading each snapshot's call
 // topology once however many folders share it.
 type Analyzer struct {
+	// NTAM are the parameters of the episodes' NTAM (DefaultNTAM unless set).
+	NTAM       NTAMParams
 	topologies map[string]*Topology // by snapshot folder
 }
 
-// NewAnalyzer returns an analyzer with nothing read yet.
-func NewAnalyzer() *Analyzer { return &Analyzer{topologies: map[string]*Topology{}} }
+// NewAnalyzer returns an analyzer with nothing read yet and SREGym's NTAM parameters.
+func NewAnalyzer() *Analyzer {
+	return &Analyzer{NTAM: DefaultNTAM, topologies: map[string]*Topology{}}
+}
 
 // Analyze analyses graded episodes: results (grader.GradeSubmissions, the rules mapping) of
 // the tasks, and the trajectories and timings of run, nil for a folder of submissions. Of a
@@ -102,6 +109,7 @@ func (a *Analyzer) Analyze(dir string, run *runfolder.Run, tasks []Task, results
 			if key != nil && e.Status == grader.StatusOK {
 				as := key.Assess(e.Predictions)
 				ep.PartialCredit, ep.FalsePositives = as.PartialCredit, as.FalsePositives
+				ep.NTAM = key.NTAM(e.Predictions, a.NTAM)
 				if n := len(e.Predictions); n > 0 {
 					// Entities past the bound earn nothing, as they are false positives in the score.
 					ep.PartialCredit *= float64(n) / float64(n+e.EntitiesDropped)

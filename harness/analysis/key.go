@@ -35,6 +35,8 @@ type Key struct {
 	gt    *grader.GroundTruth
 	roots []int   // the root-cause scoring sets
 	dist  [][]int // dist[r][s]: edges from roots[r] to set s on the undirected graph; -1 unreachable
+	adj   [][]int // each set's neighbours on the undirected graph
+	edges int     // the undirected graph's edges
 	class []string
 	// broad marks the groups whose name rule accepts any name (Scenario-38's `*.*`): they
 	// say nothing about which object was meant, so they give no near miss and no mention.
@@ -59,6 +61,7 @@ func NewKey(gt *grader.GroundTruth, topo *Topology) *Key {
 		if a != b && !slices.Contains(undirected[a], b) {
 			undirected[a] = append(undirected[a], b)
 			undirected[b] = append(undirected[b], a)
+			k.edges++
 		}
 	}
 	for _, p := range gt.Propagations {
@@ -88,6 +91,7 @@ func NewKey(gt *grader.GroundTruth, topo *Topology) *Key {
 			}
 		}
 	}
+	k.adj = undirected
 	for _, r := range k.roots {
 		k.dist = append(k.dist, distances(undirected, r))
 	}

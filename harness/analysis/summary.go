@@ -12,6 +12,8 @@ type Summary struct {
 	// the mean partial credit beside it.
 	Score         float64 `json:"score"`
 	PartialCredit float64 `json:"partial_credit"`
+	NTAM          float64 `json:"ntam"` // the mean NTAM
+
 	// FalsePositives counts false positives by class, FalsePositiveShares gives each class's
 	// share of them.
 	FalsePositives      map[string]int     `json:"false_positives"`
@@ -44,6 +46,7 @@ func Summarise(episodes []Episode) Summary {
 	for _, e := range episodes {
 		s.Score += e.Score
 		s.PartialCredit += e.PartialCredit
+		s.NTAM += e.NTAM
 		for _, fp := range e.FalsePositives {
 			s.FalsePositives[fp.Class]++
 		}
@@ -73,6 +76,7 @@ func Summarise(episodes []Episode) Summary {
 	if s.Episodes > 0 {
 		s.Score /= float64(s.Episodes)
 		s.PartialCredit /= float64(s.Episodes)
+		s.NTAM /= float64(s.Episodes)
 	}
 	fps := 0
 	for _, n := range s.FalsePositives {

@@ -35,7 +35,7 @@ func writeAnalysisMarkdown(bw *bufio.Writer, a *analysis.Run) {
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	s := a.Summary
 	p("\n## Analysis\n\nAnswers mapped by the deterministic rules; partial credit and classes as docs/analysis.md defines them.\n\n")
-	p("- Partial credit **%.3f** beside the gated score %.3f, over %s.\n", s.PartialCredit, s.Score, english.Count(s.Episodes, "episode"))
+	p("- Partial credit **%.3f** and NTAM %.3f (SREGym's parameters) beside the gated score %.3f, over %s.\n", s.PartialCredit, s.NTAM, s.Score, english.Count(s.Episodes, "episode"))
 	var fps []string
 	for _, c := range analysis.Classes {
 		fps = append(fps, fmt.Sprintf("%d %s (%.0f%%)", s.FalsePositives[c], c, 100*s.FalsePositiveShares[c]))

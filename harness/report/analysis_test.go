@@ -51,7 +51,7 @@ func TestAnalysisRendersEscaped(t *testing.T) {
 	if !strings.Contains(section, `\<script\>alert(1)\</script\>\|x (symptom)`) {
 		t.Errorf("report.md's analysis is not escaped:\n%s", section)
 	}
-	if !strings.Contains(section, "Partial credit **0.312** beside the gated score 0.250") || !strings.Contains(section, "| 2 | alerts |") {
+	if !strings.Contains(section, "Partial credit **0.312** and NTAM 0.000 (SREGym's parameters) beside the gated score 0.250") || !strings.Contains(section, "| 2 | alerts |") {
 		t.Errorf("report.md's analysis:\n%s", section)
 	}
 }
