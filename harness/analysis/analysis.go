@@ -61,6 +61,11 @@ type Episode struct {
 	ModelSeconds *float64 `json:"model_s"`
 	ToolSeconds  *float64 `json:"tool_s"`
 	Trajectory   bool     `json:"trajectory"`
+	// RelativeCoveredServices is the share of the fault chain's services the episode named,
+	// DetouredServices how many services off the chain it named (docs/analysis.md); null
+	// without a trajectory, and the share also without a chain of services.
+	RelativeCoveredServices *float64 `json:"relative_covered_services"`
+	DetouredServices        *int     `json:"detoured_services"`
 }
 
 // Analyzer analyses folders against the tasks of their datasets, reading each snapshot's call
@@ -146,6 +151,10 @@ func investigate(ep *Episode, run *runfolder.Run, key *Key, prompts *harness.Pro
 	ep.Turns, ep.FirstHitTurn, ep.FirstHitTokens = inv.Turns, inv.FirstHitTurn, inv.FirstHitTokens
 	ep.SourcesRead, ep.Commands = append(ep.SourcesRead, inv.SourcesRead...), inv.Commands
 	ep.Failed, ep.Truncated, ep.Repeated = inv.Failed, inv.Truncated, inv.Repeated
+	if key != nil {
+		p := key.Propagation(inv.Named)
+		ep.RelativeCoveredServices, ep.DetouredServices = p.RelativeCovered, &p.Detoured
+	}
 	return ""
 }
 

@@ -133,6 +133,8 @@ type Investigation struct {
 	Failed         int            // shell commands that exited non-zero, timed out or were refused
 	Truncated      int            // shell outputs cut to the output limit
 	Repeated       int            // shell commands identical to an earlier one of the episode
+	// Named are the call topology's services the replies and commands named, in order.
+	Named []string
 }
 
 // Investigate reads an episode's turn records, taking its shell results apart in the words of
@@ -182,6 +184,13 @@ func Investigate(turns []runfolder.TurnRecord, key *Key, prompts *harness.Prompt
 				if !read[s] {
 					read[s] = true
 					inv.SourcesRead = append(inv.SourcesRead, s)
+				}
+			}
+		}
+		if key != nil {
+			for _, svc := range key.ServicesNamed(strings.Join(said, "\n")) {
+				if !slices.Contains(inv.Named, svc) {
+					inv.Named = append(inv.Named, svc)
 				}
 			}
 		}

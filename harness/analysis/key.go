@@ -37,7 +37,11 @@ type Key struct {
 	dist  [][]int // dist[r][s]: edges from roots[r] to set s on the undirected graph; -1 unreachable
 	adj   [][]int // each set's neighbours on the undirected graph
 	edges int     // the undirected graph's edges
-	class []string
+	// services are the call topology's services (none without one); chain marks those that
+	// stand for a set on the fault's chain (see propagation.go).
+	services []string
+	chain    map[string]bool
+	class    []string
 	// broad marks the groups whose name rule accepts any name (Scenario-38's `*.*`): they
 	// say nothing about which object was meant, so they give no near miss and no mention.
 	broad []bool
@@ -74,8 +78,13 @@ func NewKey(gt *grader.GroundTruth, topo *Topology) *Key {
 			directed[src] = append(directed[src], dst)
 		}
 	}
+	var serves map[string][]int
 	if topo != nil {
-		serves := k.servicesOfSets(topo)
+		k.services = make([]string, len(topo.Services))
+		for i, svc := range topo.Services {
+			k.services[i] = strings.ToLower(svc)
+		}
+		serves = k.servicesOfSets(topo)
 		for _, call := range topo.Calls {
 			for _, a := range serves[call[0]] {
 				for _, b := range serves[call[1]] {
@@ -95,8 +104,19 @@ func NewKey(gt *grader.GroundTruth, topo *Topology) *Key {
 	for _, r := range k.roots {
 		k.dist = append(k.dist, distances(undirected, r))
 	}
-	k.class = k.classify(directed)
+	reached := k.reachedFromRoots(directed)
+	k.class = k.classify(directed, reached)
+	k.chain = chainServices(lowerKeys(serves), reached)
 	return k
+}
+
+// lowerKeys is m with its keys lowercased (services are matched case-insensitively).
+func lowerKeys(m map[string][]int) map[string][]int {
+	out := make(map[string][]int, len(m))
+	for k, v := range m {
+		out[strings.ToLower(k)] = append(out[strings.ToLower(k)], v...)
+	}
+	return out
 }
 
 // setOfID is the scoring set of a group id, -1 when no group has it.
@@ -159,13 +179,10 @@ func distances(adj [][]int, from int) []int {
 	return dist
 }
 
-// classify gives each set that is no root cause its class: mechanism when the propagation
-// steps lead to it from a root cause and on from it to another set, and no alert names it;
-// symptom otherwise (an alerting victim, the end of the chain, or a group the ground truth
-// lists as affected without saying how).
-func (k *Key) classify(directed [][]int) []string {
-	n := k.gt.Sets()
-	reached := make([]bool, n)
+// reachedFromRoots marks the sets the propagation steps lead to from a root cause, the root
+// causes included.
+func (k *Key) reachedFromRoots(directed [][]int) []bool {
+	reached := make([]bool, k.gt.Sets())
 	queue := slices.Clone(k.roots)
 	for _, r := range k.roots {
 		reached[r] = true
@@ -180,6 +197,15 @@ func (k *Key) classify(directed [][]int) []string {
 			}
 		}
 	}
+	return reached
+}
+
+// classify gives each set that is no root cause its class: mechanism when the propagation
+// steps lead to it from a root cause and on from it to another set, and no alert names it;
+// symptom otherwise (an alerting victim, the end of the chain, or a group the ground truth
+// lists as affected without saying how).
+func (k *Key) classify(directed [][]int, reached []bool) []string {
+	n := k.gt.Sets()
 	alerting := make([]bool, n)
 	for _, id := range k.gt.Alerting {
 		if s := k.setOfID(id); s >= 0 {

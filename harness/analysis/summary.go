@@ -23,6 +23,10 @@ type Summary struct {
 	WithTrajectory     int      `json:"with_trajectory"`
 	FirstHits          int      `json:"first_hits"`
 	MedianFirstHitTurn *float64 `json:"median_first_hit_turn"`
+	// RelativeCoveredServices and DetouredServices are the episodes' means, over those that
+	// have them (null: none does).
+	RelativeCoveredServices *float64 `json:"relative_covered_services"`
+	DetouredServices        *float64 `json:"detoured_services"`
 	// SourceCoverage is, for each evidence source, the share of episodes with a trajectory
 	// that read it.
 	SourceCoverage map[string]float64 `json:"source_coverage"`
@@ -42,6 +46,7 @@ func Summarise(episodes []Episode) Summary {
 		s.FalsePositives[c] = 0
 	}
 	var hits []int
+	var covered, detoured []float64
 	read := map[string]int{}
 	for _, e := range episodes {
 		s.Score += e.Score
@@ -55,6 +60,12 @@ func Summarise(episodes []Episode) Summary {
 		}
 		if e.ToolSeconds != nil {
 			s.ToolSeconds += *e.ToolSeconds
+		}
+		if e.RelativeCoveredServices != nil {
+			covered = append(covered, *e.RelativeCoveredServices)
+		}
+		if e.DetouredServices != nil {
+			detoured = append(detoured, float64(*e.DetouredServices))
 		}
 		if !e.Trajectory {
 			continue
@@ -73,6 +84,7 @@ func Summarise(episodes []Episode) Summary {
 		s.Truncated += e.Truncated
 		s.Repeated += e.Repeated
 	}
+	s.RelativeCoveredServices, s.DetouredServices = meanOf(covered), meanOf(detoured)
 	if s.Episodes > 0 {
 		s.Score /= float64(s.Episodes)
 		s.PartialCredit /= float64(s.Episodes)
@@ -103,6 +115,19 @@ func Summarise(episodes []Episode) Summary {
 		s.MedianFirstHitTurn = &m
 	}
 	return s
+}
+
+// meanOf is the mean of xs, nil for none.
+func meanOf(xs []float64) *float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	m := sum / float64(len(xs))
+	return &m
 }
 
 // ModelSummary sums up every analysed folder of one model.
