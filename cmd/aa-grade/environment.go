@@ -49,6 +49,7 @@ var environment = []envVar{
 	{"AA_GRADE_PROMPT_FILE", []string{"run --prompt-file", "prompts --prompt-file"}, "the task prompt file"},
 	{"AA_GRADE_JUDGE", []string{"run --judge", "grade --judge"}, "the LLM judge"},
 	{"AA_GRADE_JUDGE_EFFORT", []string{"run --judge-effort", "grade --judge-effort"}, "the judge's reasoning effort"},
+	{"AA_GRADE_JUDGE_PROMPT", []string{"run --judge-prompt", "grade --judge-prompt"}, "the judge's prompt file, instead of the built-in prompt"},
 	{"AA_GRADE_JSON", []string{"grade --json", "analyze --json", "models --json", "report --json", "data ls --json", "data verify --json",
 		"tasks validate --json", "doctor --json"}, "print JSON instead of text"},
 	{"AA_GRADE_HTML", []string{"report --html"}, "the HTML page aa-grade report writes"},

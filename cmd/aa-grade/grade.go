@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -97,6 +98,9 @@ func runGrade(ctx context.Context, opts gradeOptions, args []string, con console
 	}
 	gradeOpts := grader.GradeOptions{Repeats: repeats, Parallel: opts.parallel}
 	if j != nil {
+		if in.run != nil { // the run's verdicts, when the same judge and prompt graded it
+			j.ReadDirs = append(j.ReadDirs, filepath.Join(in.run.Dir, runfolder.JudgeDir))
+		}
 		gradeOpts.Scorer = j.Score
 	}
 	results, gradeProblems, err := in.grade(ctx, gradeOpts)

@@ -15,9 +15,9 @@ import (
 	"github.com/aa-grade/aa-grade/internal/english"
 )
 
-// judgeOptions are --judge and --judge-effort, on grade and run.
+// judgeOptions are --judge, --judge-effort and --judge-prompt, on grade and run.
 type judgeOptions struct {
-	spec, effort string
+	spec, effort, prompt string
 }
 
 func (o *judgeOptions) flags() []cli.Flag {
@@ -28,6 +28,10 @@ func (o *judgeOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "judge-effort", Destination: &o.effort, Sources: env("judge-effort"),
 			DefaultText: "the preset's, else the provider's",
 			Usage:       "the judge's reasoning effort (the official grading: openai/gpt-5.5 at medium)"},
+		&cli.StringFlag{Name: "judge-prompt", Destination: &o.prompt, Sources: env("judge-prompt"),
+			Usage: "the judge's prompt from this file instead of the built-in one: placeholders {{ground_truth}} or {{groups}}, " +
+				"{{entities}} or {{entities_json}}, {{aliases}}, {{entities_count}}; a line --- user --- parts the system message from the user's " +
+				"(docs/commands.md); its sha256 joins the judge's name"},
 	}
 }
 
@@ -36,7 +40,26 @@ func (o *judgeOptions) Validate() error {
 	if strings.HasPrefix(o.spec, "builtin/") || strings.HasPrefix(o.spec, "replay/") {
 		return usageErrorf("--judge %s: the judge must be a language model", o.spec)
 	}
+	if o.prompt != "" && o.spec == "" {
+		return usageErrorf("--judge-prompt needs --judge: the rules need no prompt")
+	}
 	return nil
+}
+
+// judgePrompt reads and checks --judge-prompt, before any call; nil for the built-in prompt.
+func judgePrompt(path string) (*judge.Prompt, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageErrorf("--judge-prompt: %w", err)
+	}
+	p, err := judge.ParsePrompt(string(b))
+	if err != nil {
+		return nil, usageErrorf("--judge-prompt %s: %w", path, err)
+	}
+	return p, nil
 }
 
 // llmJudge is the judge with what it spends and what that costs.
@@ -76,8 +99,15 @@ func newJudge(o judgeOptions) (*llmJudge, error) {
 	if settings.ReasoningEffort != "" {
 		name += " effort=" + settings.ReasoningEffort
 	}
+	prompt, err := judgePrompt(o.prompt)
+	if err != nil {
+		return nil, err
+	}
+	if prompt != nil {
+		name += " prompt=sha256:" + prompt.SHA256
+	}
 	asker := &model.Asker{Model: m}
-	return &llmJudge{Judge: &judge.Judge{Model: name, Asker: asker, CacheDir: filepath.Join(cache, "aa-grade", "judge")},
+	return &llmJudge{Judge: &judge.Judge{Model: name, Asker: asker, Prompt: prompt, CacheDir: filepath.Join(cache, "aa-grade", "judge")},
 		asker: asker, prices: settings.Prices}, nil
 }
 

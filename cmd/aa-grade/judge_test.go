@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/tidwall/gjson"
 )
@@ -287,5 +290,81 @@ func TestRunWithJudge(t *testing.T) {
 	args[len(args)-1] = "openai/another-judge"
 	if r := aaGrade(t, env, args...); r.code != 2 || !strings.Contains(r.stderr, "judge was openai/judge-model, now openai/another-judge") {
 		t.Fatalf("another judge: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestJudgePromptFromFile: --judge-prompt's text is what the judge gets, placeholders filled
+// and parted at its --- user --- line, and its sha256 names the judge; a prompt with a
+// placeholder aa-grade does not know, or without the entities, is refused before any call.
+func TestJudgePromptFromFile(t *testing.T) {
+	var users []string
+	f := &fakeJudge{answer: byTable(sampleJudgement), seen: func(req gjson.Result) { users = append(users, req.Get("messages.1.content").String()) }}
+	env, _ := judgeEnv(t, f)
+	dir := t.TempDir()
+	prompt := "You grade as the official judge does. Never guess.\n--- user ---\nTHE GROUPS\n{{groups}}\nTHE {{entities_count}} ENTITIES\n{{entities}}\nOne JSON object, please.\n"
+	file := filepath.Join(dir, "judge.txt")
+	if err := os.WriteFile(file, []byte(prompt), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(prompt))
+	r := aaGrade(t, env, append(append([]string(nil), gradeSampleArgs...), "--judge", "openai/judge-model", "--judge-prompt", file, "--json")...)
+	if r.code != 0 || f.requests.Load() != 10 {
+		t.Fatalf("exit %d, %d requests\n%s", r.code, f.requests.Load(), r.stderr)
+	}
+	if got, want := gjson.Get(r.stdout, "judge.model").String(), "openai/judge-model prompt=sha256:"+hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("judge = %q, want %q", got, want)
+	}
+	if u := users[0]; !strings.HasPrefix(u, "THE GROUPS\n{\"id\"") || !strings.Contains(u, "ENTITIES\n\"") || strings.Contains(u, "{{") || strings.Contains(u, "Ground-truth groups") {
+		t.Errorf("the user message is not the prompt filled in:\n%s", u)
+	}
+	for name, text := range map[string]string{
+		"unknown placeholder": "Never guess.\n{{groups}}\n{{submission}}\n",
+		"no entities":         "Never guess.\n{{ground_truth}}\n",
+	} {
+		bad := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		if err := os.WriteFile(bad, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := aaGrade(t, env, append(append([]string(nil), gradeSampleArgs...), "--judge", "openai/judge-model", "--judge-prompt", bad)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--judge-prompt "+bad+": ") || f.requests.Load() != 10 {
+			t.Errorf("%s: exit %d, %d requests\n%s", name, r.code, f.requests.Load(), r.stderr)
+		}
+	}
+	if r := aaGrade(t, env, append(append([]string(nil), gradeSampleArgs...), "--judge-prompt", file)...); r.code != 2 || !strings.Contains(r.stderr, "--judge-prompt needs --judge") {
+		t.Errorf("a prompt without a judge: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestRunKeepsTheJudgesVerdicts: a run graded by a judge keeps its answers in the run folder,
+// so grade scores the run again, on another machine's cache, without a call; another judge
+// prompt asks again.
+func TestRunKeepsTheJudgesVerdicts(t *testing.T) {
+	f := &fakeJudge{answer: func(groups []gjson.Result, entities []string) map[string]any {
+		out := map[string]any{}
+		for _, e := range entities {
+			out[e] = nil
+		}
+		return out
+	}}
+	env, _ := judgeEnv(t, f)
+	out := filepath.Join(t.TempDir(), "run")
+	if r := aaGrade(t, env, "run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "902", "--repeats", "1", "--out", out, "--judge", "openai/judge-model"); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	kept, _ := filepath.Glob(filepath.Join(out, runfolder.JudgeDir, "*.json"))
+	if len(kept) != 1 || f.requests.Load() != 1 {
+		t.Fatalf("%d verdicts kept, %d requests", len(kept), f.requests.Load())
+	}
+	freshCache := append(env, "XDG_CACHE_HOME="+t.TempDir())
+	r := aaGrade(t, freshCache, "grade", "--judge", "openai/judge-model", "--json", out)
+	if r.code != 0 || f.requests.Load() != 1 || gjson.Get(r.stdout, "judge.episodes_judged").Int() != 1 {
+		t.Fatalf("grade of the run: exit %d, %d requests\n%s%s", r.code, f.requests.Load(), r.stdout, r.stderr)
+	}
+	prompt := filepath.Join(t.TempDir(), "judge.txt")
+	if err := os.WriteFile(prompt, []byte("Never guess.\n--- user ---\n{{groups}}\n{{entities}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := aaGrade(t, freshCache, "grade", "--judge", "openai/judge-model", "--judge-prompt", prompt, out); r.code != 0 || f.requests.Load() != 2 {
+		t.Fatalf("grade with another prompt: exit %d, %d requests\n%s", r.code, f.requests.Load(), r.stderr)
 	}
 }

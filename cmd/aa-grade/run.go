@@ -305,6 +305,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		},
 	}
 	if j != nil {
+		// The verdicts go with the run; the user's cache is still read, so a question asked
+		// before costs nothing.
+		j.ReadDirs, j.CacheDir = []string{j.CacheDir}, filepath.Join(out, runfolder.JudgeDir)
 		cfg.Scorer, cfg.Judge = j.Score, j.Model
 	}
 	summary, results, err := runner.Run(ctx, cfg)

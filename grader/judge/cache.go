@@ -48,13 +48,24 @@ func (j *Judge) cachePath(key string) string {
 	return filepath.Join(j.CacheDir, key+".json")
 }
 
-// cached returns the reply stored under key. A file that is missing, unreadable or corrupt is
-// a miss: the question is asked again and the file rewritten.
+// cached returns the reply stored under key, in CacheDir or one of ReadDirs. A file that is
+// missing, unreadable or corrupt is a miss: the question is asked again and the file
+// rewritten.
 func (j *Judge) cached(key string) (string, bool) {
-	if j.CacheDir == "" {
-		return "", false
+	for _, dir := range append([]string{j.CacheDir}, j.ReadDirs...) {
+		if dir == "" {
+			continue
+		}
+		if reply, ok := readCached(filepath.Join(dir, key+".json")); ok {
+			return reply, true
+		}
 	}
-	f, err := os.Open(j.cachePath(key))
+	return "", false
+}
+
+// readCached reads one cached reply.
+func readCached(path string) (string, bool) {
+	f, err := os.Open(path)
 	if err != nil {
 		return "", false
 	}

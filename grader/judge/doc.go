@@ -27,10 +27,15 @@
 // answer for any entity is a failed call. The mapping is then scored exactly as the rules' is.
 //
 //   - Cache: each answer is kept in `$XDG_CACHE_HOME/aa-grade/judge/<sha256>.json` (else
-//     `~/.cache/...`), keyed by the judge's model spec and effort, the ground truth's bytes, the entities and
-//     the prompt text, and written atomically; grading again asks nothing and gives the same
-//     result. A new prompt, model, ground truth or submission is a new question. Failed calls are
-//     not cached; a corrupt cache file is asked again. Delete the folder to ask everything again.
+//     `~/.cache/...`; a run's in its run folder's `judge/`, so the run carries its verdicts),
+//     keyed by the judge's model spec, effort and prompt, the ground truth's bytes, the entities
+//     and the prompt text, and written atomically; grading again asks nothing and gives the
+//     same result, and grading a run folder also reads its `judge/`. A new prompt, model,
+//     ground truth or submission is a new question. Failed calls are not cached; a corrupt
+//     cache file is asked again. Delete the folder to ask everything again.
+//   - Another prompt: `--judge-prompt FILE` (Prompt) replaces the built-in one with the user's
+//     text, its placeholders filled in per question; the reply must keep the built-in
+//     prompt's shape. Its sha256 joins the judge's name.
 //   - Fallback: when the call fails (after the provider's own retries: rate limits and server
 //     errors for up to 10 minutes, a bad key or an unknown model at once) or the reply is
 //     malformed, the rules grade the episode, with `matcher: rules` and `judge_note: "judge failed,

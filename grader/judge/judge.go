@@ -20,8 +20,12 @@ type Judge struct {
 	// Model is the judge's model spec (openai/gpt-5.5): part of every cache key.
 	Model string
 	Asker Asker
-	// CacheDir holds one file per answered question; "" caches nothing.
+	// Prompt is the user's prompt (--judge-prompt); nil: the built-in one.
+	Prompt *Prompt
+	// CacheDir holds one file per answered question; "" caches nothing. ReadDirs are caches
+	// only read (a run folder's verdicts, when grade reads the run again).
 	CacheDir string
+	ReadDirs []string
 
 	// The questions being asked: the repeats of a task often submit the same diagnosis at the
 	// same time, and the same question is then asked once.
@@ -58,8 +62,11 @@ func (j *Judge) Score(ctx context.Context, task grader.Task, gt *grader.GroundTr
 // Map asks the judge which group each entity names, or takes the answer from the cache when
 // the same question was asked before. groundTruth is the document gt was parsed from.
 func (j *Judge) Map(ctx context.Context, groundTruth []byte, gt *grader.GroundTruth, entities []string) (Mapping, error) {
-	user := userPrompt(gt, entities)
-	key := cacheKey(j.Model, groundTruth, entities, SystemPrompt, user)
+	system, user := SystemPrompt, userPrompt(gt, entities)
+	if j.Prompt != nil {
+		system, user = j.Prompt.render(groundTruth, gt, entities)
+	}
+	key := cacheKey(j.Model, groundTruth, entities, system, user)
 	if reply, ok := j.cached(key); ok {
 		if m, err := parseReply(reply, gt, entities); err == nil {
 			return m, nil
@@ -82,7 +89,7 @@ func (j *Judge) Map(ctx context.Context, groundTruth []byte, gt *grader.GroundTr
 	}
 	j.inflight[key] = q
 	j.mu.Unlock()
-	q.mapping, q.err = j.ask(ctx, key, user, gt, entities)
+	q.mapping, q.err = j.ask(ctx, key, system, user, gt, entities)
 	j.mu.Lock()
 	delete(j.inflight, key)
 	j.mu.Unlock()
@@ -91,8 +98,8 @@ func (j *Judge) Map(ctx context.Context, groundTruth []byte, gt *grader.GroundTr
 }
 
 // ask puts the question to the model and caches a usable answer.
-func (j *Judge) ask(ctx context.Context, key, user string, gt *grader.GroundTruth, entities []string) (Mapping, error) {
-	reply, err := j.Asker.Ask(ctx, SystemPrompt, user)
+func (j *Judge) ask(ctx context.Context, key, system, user string, gt *grader.GroundTruth, entities []string) (Mapping, error) {
+	reply, err := j.Asker.Ask(ctx, system, user)
 	if err != nil {
 		return Mapping{}, err
 	}

@@ -323,3 +323,50 @@ func TestJudgeIsAskedOfTheBoundOnly(t *testing.T) {
 		t.Fatalf("verdict: %d predictions, %d dropped", len(v.Predictions), v.EntitiesDropped)
 	}
 }
+
+// TestCustomPromptIsFilledIn: a prompt of the user's is parted at its --- user --- line, its
+// placeholders filled in, and its text keys the cache: the built-in prompt's answer is not
+// taken for it.
+func TestCustomPromptIsFilledIn(t *testing.T) {
+	p, err := ParsePrompt("Judge strictly.\n--- user ---\nTruth:\n{{ ground_truth }}Groups:\n{{groups}}{{aliases}}Entities ({{entities_count}}): {{entities_json}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt := parse(t, shopGT)
+	s := &scripted{replies: []string{`{"shop/ConfigMap/flagd-config": "flagd-config-1"}`, `{"shop/ConfigMap/flagd-config": null}`}}
+	dir := t.TempDir()
+	builtin := &Judge{Model: "m", Asker: s, CacheDir: dir}
+	custom := &Judge{Model: "m", Asker: s, CacheDir: dir, Prompt: p}
+	names := []string{"shop/ConfigMap/flagd-config"}
+	if _, err := builtin.Map(context.Background(), []byte(shopGT), gt, names); err != nil {
+		t.Fatal(err)
+	}
+	m, err := custom.Map(context.Background(), []byte(shopGT), gt, names)
+	if err != nil || len(s.users) != 2 {
+		t.Fatalf("%d questions, %v", len(s.users), err)
+	}
+	if m.Groups["shop/ConfigMap/flagd-config"] != "" {
+		t.Errorf("the built-in prompt's answer was taken for the custom one: %+v", m)
+	}
+	if s.systems[1] != "Judge strictly.\n" || !strings.HasPrefix(s.users[1], "Truth:\n"+shopGT+"Groups:\n{\"id\":") ||
+		!strings.Contains(s.users[1], `["cart-service-1","cart-pod-1"]`) || !strings.HasSuffix(s.users[1], "Entities (1): [\"shop/ConfigMap/flagd-config\"]\n") {
+		t.Errorf("system %q\nuser %q", s.systems[1], s.users[1])
+	}
+}
+
+func TestParsePromptRefusals(t *testing.T) {
+	for text, want := range map[string]string{
+		"":                                  "empty",
+		"{{groups}} {{entities}} {{agent}}": `unknown placeholder "{{agent}}"`,
+		"{{entities}} only":                 "never shows the ground truth",
+		"{{ground_truth}} only":             "never shows the submitted entities",
+	} {
+		if _, err := ParsePrompt(text); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+	p, err := ParsePrompt("{{ground_truth}}\n{{entities}}\n")
+	if err != nil || len(p.SHA256) != 64 || p.system != "" {
+		t.Fatalf("%+v %v", p, err)
+	}
+}

@@ -40,6 +40,20 @@ type promptGroup struct {
 func userPrompt(gt *grader.GroundTruth, entities []string) string {
 	var b strings.Builder
 	b.WriteString("Ground-truth groups, one JSON object a line:\n")
+	b.WriteString(groupLines(gt))
+	if aliases := aliasLines(gt); aliases != "" {
+		b.WriteString("\nAlias sets, one JSON array of group ids a line:\n")
+		b.WriteString(aliases)
+	}
+	b.WriteString("\nSubmitted entities, one JSON string a line:\n")
+	b.WriteString(entityLines(entities))
+	fmt.Fprintf(&b, "\nReply with one JSON object mapping each of these %d entities to a group id or null.\n", len(entities))
+	return b.String()
+}
+
+// groupLines shows the ground truth's groups, one JSON object a line.
+func groupLines(gt *grader.GroundTruth) string {
+	var b strings.Builder
 	for _, g := range gt.Groups {
 		pg := promptGroup{ID: g.ID, Kind: g.Kind, Name: g.Name, RootCause: g.RootCause}
 		if g.Namespace != "" {
@@ -50,17 +64,24 @@ func userPrompt(gt *grader.GroundTruth, entities []string) string {
 		}
 		b.WriteString(jsonLine(pg))
 	}
-	if sets := gt.AliasSets(); len(sets) > 0 {
-		b.WriteString("\nAlias sets, one JSON array of group ids a line:\n")
-		for _, set := range sets {
-			b.WriteString(jsonLine(set))
-		}
+	return b.String()
+}
+
+// aliasLines shows the alias sets, one JSON array a line ("" for none).
+func aliasLines(gt *grader.GroundTruth) string {
+	var b strings.Builder
+	for _, set := range gt.AliasSets() {
+		b.WriteString(jsonLine(set))
 	}
-	b.WriteString("\nSubmitted entities, one JSON string a line:\n")
+	return b.String()
+}
+
+// entityLines shows the entities, one JSON string a line.
+func entityLines(entities []string) string {
+	var b strings.Builder
 	for _, e := range entities {
 		b.WriteString(jsonLine(e))
 	}
-	fmt.Fprintf(&b, "\nReply with one JSON object mapping each of these %d entities to a group id or null.\n", len(entities))
 	return b.String()
 }
 

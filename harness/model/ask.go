@@ -17,9 +17,14 @@ type Asker struct {
 	used  Usage
 }
 
-// Ask sends a system and a user message and returns the reply's text.
+// Ask sends a system and a user message and returns the reply's text; an empty system
+// message is not sent (a judge prompt of the user's may have none).
 func (a *Asker) Ask(ctx context.Context, system, user string) (string, error) {
-	reply, err := a.Model.Complete(ctx, Request{Messages: []Message{{Role: RoleSystem, Content: system}, {Role: RoleUser, Content: user}}})
+	messages := []Message{{Role: RoleUser, Content: user}}
+	if system != "" {
+		messages = append([]Message{{Role: RoleSystem, Content: system}}, messages...)
+	}
+	reply, err := a.Model.Complete(ctx, Request{Messages: messages})
 	a.mu.Lock()
 	a.calls++
 	a.used.Add(reply.Usage)

@@ -45,3 +45,13 @@ func TestAskerPassesErrorsOn(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestAskerSendsNoEmptySystemMessage(t *testing.T) {
+	m := &answering{text: "{}"}
+	if _, err := (&Asker{Model: m}).Ask(context.Background(), "", "map these"); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := m.requests[0].Messages; len(msgs) != 1 || msgs[0].Role != RoleUser {
+		t.Fatalf("messages = %+v", msgs)
+	}
+}

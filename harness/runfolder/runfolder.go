@@ -28,6 +28,10 @@ const (
 	// by the viewer and the analysis, to take its tool results apart, and by a replay, to send
 	// the same texts.
 	PromptsFile = "prompts.txt"
+	// JudgeDir holds the LLM judge's answers of a run graded by one (grader/judge's cache:
+	// one file per question, keyed by the judge, its prompt, the ground truth and the
+	// entities), so grade can score the run again without asking the judge again.
+	JudgeDir = "judge"
 )
 
 var (
