@@ -38,7 +38,8 @@ var layers = []layer{
 	{name: "the episode", below: []string{"vocabularies"}, packages: map[string][]string{
 		"harness/sandbox/image/registry": nil,
 		"harness/sandbox/image":          {"harness/sandbox/image/registry"},
-		"harness/sandbox":                {"harness/sandbox/image", "harness/sandbox/image/registry"},
+		"harness/sandbox/dockerapi":      {"harness/sandbox/image/registry"},
+		"harness/sandbox":                {"harness/sandbox/dockerapi", "harness/sandbox/image", "harness/sandbox/image/registry"},
 		"harness":                        {"harness/sandbox"},
 		"harness/baseline":               {"harness"},
 	}},

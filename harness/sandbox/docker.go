@@ -1,20 +1,15 @@
 package sandbox
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -26,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness/sandbox/dockerapi"
 	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
@@ -36,10 +32,6 @@ const NameDocker = "docker"
 // DefaultImage is the image an episode runs in when --sandbox-image says nothing: the
 // reference environment that deploy/sandbox/Dockerfile builds.
 const DefaultImage = "aa-grade-sandbox:latest"
-
-// dockerAPI is the Engine API version aa-grade speaks: Docker 20.10 and later, and Podman's
-// Docker-compatible API, serve it.
-const dockerAPI = "/v1.41"
 
 // ownerLabel marks aa-grade's containers with their owner (see ownerTag), so that a later
 // aa-grade removes those of a run that died.
@@ -59,7 +51,7 @@ type Docker struct {
 	Image string
 
 	once   sync.Once
-	client *dockerClient
+	client *dockerapi.Client
 	err    error
 	arch   string // the daemon's machine, as GOARCH names it
 
@@ -72,21 +64,21 @@ func (d *Docker) Name() string { return NameDocker }
 // Available asks the daemon, once, for its version: it must run Linux containers.
 func (d *Docker) Available() error {
 	d.once.Do(func() {
-		d.client, d.err = newDockerClient()
+		d.client, d.err = dockerapi.New()
 		if d.err != nil {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var version struct{ Os, Arch string }
-		_, err := d.client.do(ctx, http.MethodGet, "/version", nil, &version)
+		_, err := d.client.Do(ctx, http.MethodGet, "/version", nil, &version)
 		switch {
 		case errors.Is(err, os.ErrPermission):
-			d.err = fmt.Errorf("the Docker daemon at %s refuses this user (add it to the docker group, or set DOCKER_HOST to a daemon it may use)", d.client.host)
+			d.err = fmt.Errorf("the Docker daemon at %s refuses this user (add it to the docker group, or set DOCKER_HOST to a daemon it may use)", d.client.Host)
 		case err != nil:
-			d.err = fmt.Errorf("no Docker daemon answers at %s: %w (start Docker, or set DOCKER_HOST)", d.client.host, err)
+			d.err = fmt.Errorf("no Docker daemon answers at %s: %w (start Docker, or set DOCKER_HOST)", d.client.Host, err)
 		case version.Os != "linux":
-			d.err = fmt.Errorf("the Docker daemon at %s runs %s containers (switch it to Linux containers)", d.client.host, version.Os)
+			d.err = fmt.Errorf("the Docker daemon at %s runs %s containers (switch it to Linux containers)", d.client.Host, version.Os)
 		}
 		d.arch = cmp.Or(version.Arch, runtime.GOARCH)
 	})
@@ -130,16 +122,16 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	config := d.containerConfig(spec, agent, files)
 	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), containerSeq.Add(1))
 	var created struct{ ID string }
-	if _, err := d.client.do(ctx, http.MethodPost, "/containers/create?name="+url.QueryEscape(name), config, &created); err != nil {
+	if _, err := d.client.Do(ctx, http.MethodPost, "/containers/create?name="+url.QueryEscape(name), config, &created); err != nil {
 		return nil, fmt.Errorf("create the episode's container from %s: %w", d.imageName(), err)
 	}
 	c := &container{client: d.client, id: created.ID, exited: make(chan struct{})}
-	stream, err := d.client.attach(ctx, c.id)
+	stream, err := d.client.Attach(ctx, c.id)
 	if err != nil {
 		c.remove()
 		return nil, fmt.Errorf("attach to the episode's container: %w", err)
 	}
-	if _, err := d.client.do(ctx, http.MethodPost, "/containers/"+c.id+"/start", nil, nil); err != nil {
+	if _, err := d.client.Do(ctx, http.MethodPost, "/containers/"+c.id+"/start", nil, nil); err != nil {
 		stream.Close()
 		c.remove()
 		return nil, fmt.Errorf("start the episode's container: %w", err)
@@ -147,11 +139,11 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	stdoutR, stdoutW := io.Pipe()
 	stderr := &boundedBuffer{limit: 16 << 10}
 	go func() {
-		err := demux(stream, stdoutW, stderr)
+		err := dockerapi.Demux(stream, stdoutW, stderr)
 		stdoutW.CloseWithError(err) // nil reads as EOF
 		close(c.exited)
 	}()
-	s := newSession(c, halfCloser{stream}, stdoutR, stderr, ReferenceWorkdir)
+	s := newSession(c, agentInput{stream}, stdoutR, stderr, ReferenceWorkdir)
 	// The image must run the agent and have bash: find out now, with one clear message.
 	if err := tryShell(ctx, s, d.imageName(), d.arch, agent); err != nil {
 		s.Close()
@@ -224,14 +216,14 @@ type imageInfo struct {
 	Os           string
 }
 
-// inspect asks the daemon about the image; a *dockerError with 404 when it lacks it.
+// inspect asks the daemon about the image; a *dockerapi.Error with 404 when it lacks it.
 func (d *Docker) inspect(ctx context.Context) (imageInfo, error) {
 	var image imageInfo
 	segments := strings.Split(d.imageName(), "/")
 	for i, s := range segments {
 		segments[i] = url.PathEscape(s)
 	}
-	_, err := d.client.do(ctx, http.MethodGet, "/images/"+strings.Join(segments, "/")+"/json", nil, &image)
+	_, err := d.client.Do(ctx, http.MethodGet, "/images/"+strings.Join(segments, "/")+"/json", nil, &image)
 	return image, err
 }
 
@@ -240,8 +232,8 @@ func (d *Docker) inspect(ctx context.Context) (imageInfo, error) {
 func (d *Docker) checkImage(ctx context.Context) error {
 	image, err := d.inspect(ctx)
 	if err != nil {
-		var status *dockerError
-		if errors.As(err, &status) && status.code == http.StatusNotFound {
+		var status *dockerapi.Error
+		if errors.As(err, &status) && status.Code == http.StatusNotFound {
 			if d.imageName() != DefaultImage {
 				return imageError{fmt.Errorf("no image %s: pull or build it (docker pull %s), or name another with --sandbox-image", d.imageName(), d.imageName())}
 			}
@@ -317,7 +309,7 @@ func stageAgent(src, arch, dir string) (string, error) {
 
 // container is a sandbox that is a container: the session's peer.
 type container struct {
-	client *dockerClient
+	client *dockerapi.Client
 	id     string
 	exited chan struct{} // closed once the attached stream ended: the agent is gone
 	once   sync.Once
@@ -335,176 +327,14 @@ func (c *container) remove() {
 	c.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		c.client.do(ctx, http.MethodDelete, "/containers/"+c.id+"?force=1&v=1", nil, nil)
+		c.client.Do(ctx, http.MethodDelete, "/containers/"+c.id+"?force=1&v=1", nil, nil)
 	})
-}
-
-// demux splits the attached stream of a container without a terminal: frames of an 8-byte
-// header (stream, 3 zero bytes, big-endian length) and their payload.
-func demux(r io.Reader, stdout io.Writer, stderr io.Writer) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var header [8]byte
-	for {
-		if _, err := io.ReadFull(br, header[:]); err != nil {
-			return err
-		}
-		size := int64(binary.BigEndian.Uint32(header[4:]))
-		dst := io.Discard
-		switch header[0] {
-		case 1:
-			dst = stdout
-		case 2:
-			dst = stderr
-		}
-		if _, err := io.CopyN(dst, br, size); err != nil {
-			return err
-		}
-	}
-}
-
-// dockerClient speaks the Engine API over DOCKER_HOST with net/http.
-type dockerClient struct {
-	host    string // as given, for messages
-	network string // unix or tcp
-	address string
-	http    *http.Client
-}
-
-func newDockerClient() (*dockerClient, error) {
-	host := os.Getenv("DOCKER_HOST")
-	if host == "" {
-		host = defaultDockerHost
-	}
-	u, err := url.Parse(host)
-	if err != nil {
-		return nil, fmt.Errorf("DOCKER_HOST %q: %w", host, err)
-	}
-	c := &dockerClient{host: host}
-	switch u.Scheme {
-	case "unix":
-		c.network, c.address = "unix", u.Path
-	case "tcp", "http":
-		c.network, c.address = "tcp", u.Host
-	case "npipe": // npipe:////./pipe/docker_engine is \\.\pipe\docker_engine
-		c.network, c.address = "npipe", strings.ReplaceAll(u.Host+u.Path, "/", `\`)
-	default:
-		return nil, fmt.Errorf("DOCKER_HOST %q: aa-grade speaks to unix://, npipe:// and tcp:// (without TLS) daemons", host)
-	}
-	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) }
-	c.http = &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 16}}
-	return c, nil
-}
-
-// dial opens a connection to the daemon.
-func (c *dockerClient) dial(ctx context.Context) (net.Conn, error) {
-	if c.network == "npipe" {
-		return dialPipe(ctx, c.address)
-	}
-	return (&net.Dialer{}).DialContext(ctx, c.network, c.address)
-}
-
-// dockerError is an answer of the daemon other than a success, with its message.
-type dockerError struct {
-	code    int
-	message string
-}
-
-// newDockerError reads the daemon's answer to a failed call: {"message": ...}, or its text.
-func newDockerError(code int, body []byte) *dockerError {
-	var msg struct{ Message string }
-	json.Unmarshal(body, &msg)
-	return &dockerError{code: code, message: cmp.Or(msg.Message, strings.TrimSpace(string(body)), http.StatusText(code))}
-}
-
-func (e *dockerError) Error() string { return fmt.Sprintf("%d %s", e.code, e.message) }
-
-// do sends one API call with a JSON body (nil: none) and decodes a JSON answer into out (nil:
-// ignored).
-func (c *dockerClient) do(ctx context.Context, method, endpoint string, body, out any) (*http.Response, error) {
-	var reader io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		reader = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://docker"+dockerAPI+endpoint, reader)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 300 {
-		return nil, newDockerError(resp.StatusCode, data)
-	}
-	if out != nil && len(data) > 0 {
-		if err := json.Unmarshal(data, out); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", method, endpoint, err)
-		}
-	}
-	return resp, nil
-}
-
-// attach opens the container's stdin, stdout and stderr as one raw connection (the API's
-// upgraded HTTP connection), before the container starts so that nothing is missed.
-func (c *dockerClient) attach(ctx context.Context, id string) (*bufferedConn, error) {
-	conn, err := c.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	req := "POST " + dockerAPI + "/containers/" + id + "/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n" +
-		"Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 0\r\n\r\n"
-	if _, err := io.WriteString(conn, req); err != nil {
-		conn.Close()
-		return nil, err
-	}
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols && resp.StatusCode != http.StatusOK {
-		conn.Close()
-		return nil, fmt.Errorf("attach: %s", resp.Status)
-	}
-	return &bufferedConn{Conn: conn, r: br}, nil
-}
-
-// bufferedConn reads first what the response's reader already took from the connection.
-type bufferedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-// halfCloser is the agent's input: closing it closes only the sending half of the attached
-// connection, so the agent sees the end of its input while its last words still come back.
-type halfCloser struct{ *bufferedConn }
-
-func (h halfCloser) Close() error {
-	if cw, ok := h.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return h.Conn.Close()
 }
 
 // removeDeadContainers removes the containers of aa-grade runs that died; it returns their
 // names. Nothing is done when no daemon answers at once.
 func removeDeadContainers() []string {
-	c, err := newDockerClient()
+	c, err := dockerapi.New()
 	if err != nil {
 		return nil
 	}
@@ -516,7 +346,7 @@ func removeDeadContainers() []string {
 		Names  []string
 		Labels map[string]string
 	}
-	if _, err := c.do(ctx, http.MethodGet, "/containers/json?all=1&filters="+url.QueryEscape(string(filters)), nil, &list); err != nil {
+	if _, err := c.Do(ctx, http.MethodGet, "/containers/json?all=1&filters="+url.QueryEscape(string(filters)), nil, &list); err != nil {
 		return nil
 	}
 	var removed []string
@@ -524,7 +354,7 @@ func removeDeadContainers() []string {
 		if !ownerDead(leftoverPrefix + ct.Labels[ownerLabel]) {
 			continue
 		}
-		if _, err := c.do(ctx, http.MethodDelete, "/containers/"+ct.ID+"?force=1&v=1", nil, nil); err == nil {
+		if _, err := c.Do(ctx, http.MethodDelete, "/containers/"+ct.ID+"?force=1&v=1", nil, nil); err == nil {
 			removed = append(removed, strings.TrimPrefix(strings.Join(ct.Names, ","), "/"))
 		}
 	}
@@ -561,19 +391,19 @@ func (d *Docker) useImage(ctx context.Context, ref, _ string, progress io.Writer
 		return unavailableError{err}
 	}
 	_, err = d.inspect(ctx)
-	var status *dockerError
+	var status *dockerapi.Error
 	switch {
 	case err == nil:
 		return nil
-	case !errors.As(err, &status) || status.code != http.StatusNotFound:
+	case !errors.As(err, &status) || status.Code != http.StatusNotFound:
 		return unavailableError{fmt.Errorf("image %s: %w", ref, err)}
 	}
 	if progress != nil {
 		fmt.Fprintf(progress, "pulling %s through the Docker daemon\n", ref)
 	}
-	err = d.client.pull(ctx, reference)
+	err = d.client.Pull(ctx, reference)
 	if errors.As(err, &status) {
-		err = errors.New(status.message)
+		err = errors.New(status.Message)
 	}
 	switch {
 	case err == nil:
@@ -597,39 +427,8 @@ func refusedReference(message string) bool {
 	return false
 }
 
-// pull has the daemon pull an image (POST /images/create), with the credentials of Docker's
-// config.json for its registry when there are some: the daemon does not read that file. The
-// daemon streams its progress; a failure after the start is the stream's last "error".
-func (c *dockerClient) pull(ctx context.Context, ref registry.Reference) error {
-	q := url.Values{"fromImage": {ref.Registry + "/" + ref.Repository}, "tag": {cmp.Or(ref.Digest, ref.Tag)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://docker"+dockerAPI+"/images/create?"+q.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	if creds, ok := registry.DockerConfigCredentials(ref.Registry); ok {
-		auth, _ := json.Marshal(map[string]string{"username": creds.Username, "password": creds.Password, "serveraddress": ref.Registry})
-		req.Header.Set("X-Registry-Auth", base64.URLEncoding.EncodeToString(auth))
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return newDockerError(resp.StatusCode, data)
-	}
-	dec := json.NewDecoder(resp.Body)
-	var failure error
-	for {
-		var msg struct{ Error string }
-		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
-			return failure
-		} else if err != nil {
-			return fmt.Errorf("the daemon's answer: %w", err)
-		}
-		if msg.Error != "" {
-			failure = errors.New(msg.Error)
-		}
-	}
-}
+// agentInput is the agent's input: closing it closes only the sending half of the attached
+// connection, so the agent sees the end of its input while its last words still come back.
+type agentInput struct{ *dockerapi.Conn }
+
+func (a agentInput) Close() error { return a.HalfClose() }

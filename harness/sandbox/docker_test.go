@@ -140,14 +140,9 @@ func TestStageAgentCopiesALinuxProgramOnce(t *testing.T) {
 	}
 }
 
-// TestDockerHostNamedPipe: npipe://, Docker Desktop's on Windows, names the pipe; elsewhere it
-// is one clear line.
+// TestDockerHostNamedPipe: npipe://, Docker Desktop's on Windows, is one clear line elsewhere.
 func TestDockerHostNamedPipe(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "npipe:////./pipe/docker_engine")
-	c, err := newDockerClient()
-	if err != nil || c.network != "npipe" || c.address != `\\.\pipe\docker_engine` {
-		t.Fatalf("%+v %v", c, err)
-	}
 	if err := (&Docker{}).Available(); err == nil || !strings.Contains(err.Error(), "npipe:// is a Windows named pipe") {
 		t.Fatalf("on Linux: %v", err)
 	}
