@@ -109,6 +109,9 @@ type Overview struct {
 	// do not compare with the leaderboard.
 	Loop   string `json:"loop"`
 	Caveat string `json:"caveat,omitempty"`
+	// VersusFirst compares a run after the first of a report with the first (Overviews); nil
+	// for the first run and for a run reported alone.
+	VersusFirst *Versus `json:"versus_first,omitempty"`
 }
 
 // LenientNote is what every report and page says of a run that did not follow the reference
