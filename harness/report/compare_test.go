@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"html"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,5 +84,23 @@ func TestCompareRunsWithNothingShared(t *testing.T) {
 	}
 	if got := CompareRuns([]*Run{a}); len(got) != 1 || got[0] != nil {
 		t.Errorf("one run: %v", got)
+	}
+}
+
+// TestHTMLComparesRuns: report.html of several runs has a table of each run against the
+// first, with the test named, and warns of what the runs do not share; one run has none.
+func TestHTMLComparesRuns(t *testing.T) {
+	a, b := sixTaskRuns(t)
+	few := writeRun(t, filepath.Join(t.TempDir(), "few"), "m/few", []string{"Scenario-1", "Scenario-9"}, 1,
+		result("Scenario-1", 1, "ok", 1, 0), result("Scenario-9", 1, "ok", 1, 0))
+	page := html.UnescapeString(renderHTML(t, a, b, few))
+	for _, want := range []string{"Against R1", TestNote, "+1.000", "0.031", "fewer than 5 shared tasks",
+		"5 tasks only in " + a.Dir, "1 task only in " + few.Dir} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if page := renderHTML(t, a); strings.Contains(page, "Against R1") {
+		t.Error("report.html of one run compares it")
 	}
 }

@@ -58,12 +58,12 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("write report.html: no run")
 	}
-	v := htmlView{Note: SubsetNote, Source: leaderboard.Source, Version: version.Version}
-	var overviews []Overview
+	v := htmlView{Note: SubsetNote, Source: leaderboard.Source, Version: version.Version, TestNote: TestNote,
+		MinTasks: grader.MinTasksForInterval}
+	overviews := Overviews(runs)
 	var labels []string
 	for i, r := range runs {
-		o := r.Overview()
-		overviews = append(overviews, o)
+		o := overviews[i]
 		labels = append(labels, runLabel(o, maxLabel+legendExtra))
 		rv := runView{N: i + 1, Colour: palette[i%len(palette)], Overview: o, Label: labels[i]}
 		for _, e := range r.Results {
@@ -98,6 +98,8 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 
 type htmlView struct {
 	Title, Note, Source, Version string
+	TestNote                     string // how runs are compared, when there are several
+	MinTasks                     int    // the fewest shared tasks given an interval
 	Runs                         []runView
 	Board                        boardView
 	Scatter                      scatterView

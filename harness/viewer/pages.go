@@ -33,6 +33,8 @@ type runColumn struct {
 	Live     bool
 	Warnings []string
 	Repeats  int
+	// Versus compares a run after the first with the first; nil for the first.
+	Versus *report.Versus
 }
 
 type statusCount struct {
@@ -69,9 +71,15 @@ var statusOrder = []string{grader.StatusOK, grader.StatusMaxTurns, grader.Status
 func buildRunsPage(runs []*loaded) runsPage {
 	var p runsPage
 	rows := map[string]int{}
+	reports := make([]*report.Run, len(runs))
+	for i, l := range runs {
+		reports[i] = l.run
+	}
+	overviews := report.Overviews(reports)
 	for ri, l := range runs {
-		o := l.run.Overview()
-		col := runColumn{N: l.n, Dir: l.dir, Overview: o, Header: l.run.Header, Live: l.live, Warnings: l.run.Warnings, Repeats: l.run.Summary.Repeats}
+		o := overviews[ri]
+		col := runColumn{N: l.n, Dir: l.dir, Overview: o, Header: l.run.Header, Live: l.live, Warnings: l.run.Warnings, Repeats: l.run.Summary.Repeats,
+			Versus: o.VersusFirst}
 		for _, st := range statusOrder {
 			n := o.Statuses[st]
 			if st == grader.StatusUnfinished {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -149,6 +150,17 @@ func TestRunsPage(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the runs page lacks %q", want)
 		}
+	}
+	// Run 2 against run 1: Scenario-901 is the one task both ended (the hostile task only run
+	// 1 has, Scenario-903 is not finished), over its first repeat only.
+	for _, want := range []string{"Against run 1", "+0.000", "95% CI n/a, p n/a: fewer than 5 shared tasks", "over 1 task x 1 repeat",
+		"1 task only in " + dir + " left out", "1 shared task compared over the repeats both ended only (Scenario-901)"} {
+		if !strings.Contains(html.UnescapeString(page), want) {
+			t.Errorf("the runs page lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, "Against run 1"); n != 1 {
+		t.Errorf("%d runs compared with run 1, want 1", n)
 	}
 	// Run 1, recorded with no loop, followed the lenient one; run 2 the reference loop.
 	if n := strings.Count(page, "Not comparable with the published leaderboard"); n != 1 {
