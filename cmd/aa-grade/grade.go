@@ -267,8 +267,8 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Score %.3f (95%% CI %.3f-%.3f) over %s x %s = %s\n",
-		s.Score, s.CI95[0], s.CI95[1], english.Count(s.Tasks, "task"), english.Count(s.Repeats, "repeat"), english.Count(s.Episodes, "episode"))
+	fmt.Fprintf(w, "Score %.3f over %s x %s = %s; 95%% CI %s\n",
+		s.Score, english.Count(s.Tasks, "task"), english.Count(s.Repeats, "repeat"), english.Count(s.Episodes, "episode"), grader.FormatCI(s.CI95))
 	fullRecall := fmt.Sprintf("Full recall in %.1f%% of episodes", 100*s.FullRecallRate)
 	if s.FullRecallPrecision != nil {
 		fullRecall += fmt.Sprintf("; mean precision of those %.3f", *s.FullRecallPrecision)

@@ -53,7 +53,7 @@ func TestReportCompleteRunAndHTML(t *testing.T) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
-	if !strings.Contains(string(md), "**1.000** (95% CI 1.000-1.000) over 2 tasks x 1 repeat") || !strings.Contains(string(md), "$0 in total") {
+	if !strings.Contains(string(md), "**1.000** over 2 tasks x 1 repeat = 2 episodes; 95% CI n/a (fewer than 5 tasks).") || !strings.Contains(string(md), "$0 in total") {
 		t.Errorf("report.md of the baseline run:\n%s", md)
 	}
 	page := filepath.Join(t.TempDir(), "sub", "compare.html")

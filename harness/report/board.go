@@ -31,8 +31,8 @@ func (b boardRow) Published() bool { return b.Run < 0 }
 func board(runs []Overview) []boardRow {
 	var rows []boardRow
 	for i, o := range runs {
-		ci, turns := o.CI95, o.MeanTurns
-		rows = append(rows, boardRow{Label: o.Model, Run: i, Score: o.Score, CI95: &ci, Tasks: o.Tasks,
+		turns := o.MeanTurns
+		rows = append(rows, boardRow{Label: o.Model, Run: i, Score: o.Score, CI95: o.CI95, Tasks: o.Tasks,
 			AvgTurns: &turns, CostPerTask: o.CostPerTask})
 	}
 	for _, p := range leaderboard.Published {

@@ -100,6 +100,9 @@ func TestHTMLComparesRuns(t *testing.T) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
+	if !strings.Contains(page, `class="ci"`) {
+		t.Error("no interval drawn for runs of 6 tasks")
+	}
 	if page := renderHTML(t, a); strings.Contains(page, "Against R1") {
 		t.Error("report.html of one run compares it")
 	}

@@ -172,10 +172,12 @@ func boardChart(runs []Overview) boardView {
 			b.Value = fmt.Sprintf("%.3f", row.Score)
 		} else {
 			b.Colour, b.Tag = palette[row.Run%len(palette)], fmt.Sprintf("R%d, %d tasks", row.Run+1, row.Tasks)
-			b.CILo, b.CIHi = boardLeft+scale*clamp01(row.CI95[0]), boardLeft+scale*clamp01(row.CI95[1])
-			b.Mid, b.CapTop, b.CapBottom = b.Y+8.5, b.Y+3, b.Y+14
-			b.Value = fmt.Sprintf("%.3f [%.3f-%.3f]", row.Score, row.CI95[0], row.CI95[1])
-			end = max(end, b.CIHi)
+			b.Value = fmt.Sprintf("%.3f [95%% CI %s]", row.Score, grader.FormatCI(row.CI95))
+			if ci := row.CI95; ci != nil {
+				b.CILo, b.CIHi = boardLeft+scale*clamp01(ci[0]), boardLeft+scale*clamp01(ci[1])
+				b.Mid, b.CapTop, b.CapBottom = b.Y+8.5, b.Y+3, b.Y+14
+				end = max(end, b.CIHi)
+			}
 		}
 		b.ValueX = end + 6
 		v.Rows = append(v.Rows, b)

@@ -29,8 +29,8 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 		p("**%s**\n\n", o.Caveat)
 	}
 
-	p("## Score\n\n**%.3f** (95%% CI %.3f-%.3f) over %s x %s = %s. ", o.Score, o.CI95[0], o.CI95[1],
-		english.Count(o.Tasks, "task"), english.Count(o.Repeats, "repeat"), english.Count(o.Episodes, "episode"))
+	p("## Score\n\n**%.3f** over %s x %s = %s; 95%% CI %s. ", o.Score,
+		english.Count(o.Tasks, "task"), english.Count(o.Repeats, "repeat"), english.Count(o.Episodes, "episode"), o.CIText())
 	p("Full recall in %.1f%% of episodes", 100*r.Summary.FullRecallRate)
 	if fp := r.Summary.FullRecallPrecision; fp != nil {
 		p("; mean precision of those %.3f", *fp)
@@ -80,8 +80,8 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 				formatOptional(b.AvgTurns, "%.0f"), formatOptional(b.CostPerTask, "$%.2f"))
 			continue
 		}
-		p("| **this run** | **%s** | %d | **%.3f** (%.3f-%.3f) | %.1f | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
-			b.CI95[0], b.CI95[1], *b.AvgTurns, FormatUSD(b.CostPerTask))
+		p("| **this run** | **%s** | %d | **%.3f**, 95%% CI %s | %.1f | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
+			grader.FormatCI(b.CI95), *b.AvgTurns, FormatUSD(b.CostPerTask))
 	}
 	p("\nPublished figures: %s.\n", leaderboard.Source)
 	if r.AnalysisErr != nil {

@@ -82,14 +82,15 @@ func Load(dir string) (*Run, error) {
 
 // Overview is one run in a line: what `aa-grade report` prints and the leaderboard shows.
 type Overview struct {
-	Dir      string     `json:"dir"`
-	Model    string     `json:"model"`
-	Dataset  string     `json:"dataset"`
-	Score    float64    `json:"score"`
-	CI95     [2]float64 `json:"ci95"`
-	Tasks    int        `json:"tasks"`
-	Repeats  int        `json:"repeats"`
-	Episodes int        `json:"episodes"`
+	Dir     string  `json:"dir"`
+	Model   string  `json:"model"`
+	Dataset string  `json:"dataset"`
+	Score   float64 `json:"score"`
+	// CI95 is null below grader.MinTasksForInterval tasks.
+	CI95     *[2]float64 `json:"ci95"`
+	Tasks    int         `json:"tasks"`
+	Repeats  int         `json:"repeats"`
+	Episodes int         `json:"episodes"`
 	// Statuses counts the finished episodes by status; NotRun the episodes not run yet.
 	Statuses map[string]int `json:"statuses"`
 	NotRun   int            `json:"not_run"`
@@ -142,6 +143,9 @@ func (o Overview) Agreement() string {
 	return fmt.Sprintf("judge %s decided %d episodes (%d fell back to the rules); judge and rules give the same score in %s of them and map %s of entities alike; the rules alone would score %.3f",
 		OneLine(j.Model, 80), j.Judged, j.Fallbacks, share(j.ScoreAgreement), share(j.EntityAgreement), j.RulesScore)
 }
+
+// CIText is the run's 95% interval as every report shows it (grader.FormatCI).
+func (o Overview) CIText() string { return grader.FormatCI(o.CI95) }
 
 // Overview sums the run up.
 func (r *Run) Overview() Overview {
