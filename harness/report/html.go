@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader"
@@ -82,7 +83,15 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 	if len(runs) > 1 {
 		v.Title = fmt.Sprintf("ITBench-AA report: %d runs", len(runs))
 	}
-	v.Board = boardChart(overviews)
+	v.Board, v.OtherBoard = boardChart(overviews, true), boardChart(overviews, false)
+	for _, rv := range v.Runs {
+		if rv.OtherTasks != "" {
+			v.OtherTasks = append(v.OtherTasks, fmt.Sprintf("R%d: not ranked against the published leaderboard: %s; %s.", rv.N, rv.OtherTasks, OtherTasksNote))
+		}
+	}
+	if v.Board == nil {
+		v.Note = ""
+	}
 	v.Scatter = scatterChart(runs, labels)
 	v.Turns = turnsChart(runs, labels)
 	v.Heat = heatChart(runs, labels)
@@ -101,11 +110,14 @@ type htmlView struct {
 	TestNote                     string // how runs are compared, when there are several
 	MinTasks                     int    // the fewest shared tasks given an interval
 	Runs                         []runView
-	Board                        boardView
-	Scatter                      scatterView
-	Turns                        histogramView
-	Heat                         heatView
-	Analysis                     template.HTML // analysis.go
+	// Board ranks the runs of ITBench-AA's tasks among the published rows, OtherBoard the other
+	// runs alone, OtherTasks says why; each board is nil when it has no run.
+	Board, OtherBoard *boardView
+	OtherTasks        []string
+	Scatter           scatterView
+	Turns             histogramView
+	Heat              heatView
+	Analysis          template.HTML // analysis.go
 }
 
 type runView struct {
@@ -152,8 +164,12 @@ type boardBar struct {
 	Colour, Tag, Value                 string
 }
 
-func boardChart(runs []Overview) boardView {
-	rows := board(runs)
+// boardChart draws board(runs, published): nil when it has no run.
+func boardChart(runs []Overview, published bool) *boardView {
+	rows := board(runs, published)
+	if !slices.ContainsFunc(rows, func(r boardRow) bool { return !r.Published() }) {
+		return nil
+	}
 	scale := float64(boardRight - boardLeft)
 	v := boardView{Left: boardLeft, Right: boardRight, Bottom: float64(len(rows)*boardRowH + 10)}
 	v.Height = v.Bottom + 30
@@ -182,7 +198,7 @@ func boardChart(runs []Overview) boardView {
 		b.ValueX = end + 6
 		v.Rows = append(v.Rows, b)
 	}
-	return v
+	return &v
 }
 
 // Scatter and histogram plot areas: room on the left for the tick labels and the vertical

@@ -72,18 +72,7 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 			t.Tokens.Output, t.Tokens.Reasoning, FormatUSD(t.CostUSD))
 	}
 
-	p("\n## Beside the published leaderboard\n\n%s This run: %d tasks.\n\n", SubsetNote, o.Tasks)
-	p("| | model | tasks | score | avg turns | $/task |\n|---|---|---:|---:|---:|---:|\n")
-	for _, b := range board([]Overview{o}) {
-		if b.Published() {
-			p("| published | %s | %d | %.3f | %s | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
-				formatOptional(b.AvgTurns, "%.0f"), formatOptional(b.CostPerTask, "$%.2f"))
-			continue
-		}
-		p("| **this run** | **%s** | %d | **%.3f**, 95%% CI %s | %.1f | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
-			grader.FormatCI(b.CI95), *b.AvgTurns, FormatUSD(b.CostPerTask))
-	}
-	p("\nPublished figures: %s.\n", leaderboard.Source)
+	writeBoardMarkdown(bw, o)
 	if r.AnalysisErr != nil {
 		fmt.Fprintf(bw, "\n## Analysis\n\nLeft out: %s\n", mdText(r.AnalysisErr.Error(), 300))
 	}
@@ -125,4 +114,29 @@ func mdText(s string, limit int) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// writeBoardMarkdown ranks a run of ITBench-AA's tasks among the published rows; a run of
+// other tasks is shown alone, with why.
+func writeBoardMarkdown(w io.Writer, o Overview) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	published := o.OtherTasks == ""
+	if published {
+		p("\n## Beside the published leaderboard\n\n%s This run: %d tasks.\n\n", SubsetNote, o.Tasks)
+	} else {
+		p("\n## Leaderboard\n\nNot ranked against the published leaderboard: %s; %s.\n\n", mdText(o.OtherTasks, 400), OtherTasksNote)
+	}
+	p("| | model | tasks | score | avg turns | $/task |\n|---|---|---:|---:|---:|---:|\n")
+	for _, b := range board([]Overview{o}, published) {
+		if b.Published() {
+			p("| published | %s | %d | %.3f | %s | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
+				formatOptional(b.AvgTurns, "%.0f"), formatOptional(b.CostPerTask, "$%.2f"))
+			continue
+		}
+		p("| **this run** | **%s** | %d | **%.3f**, 95%% CI %s | %.1f | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
+			grader.FormatCI(b.CI95), *b.AvgTurns, FormatUSD(b.CostPerTask))
+	}
+	if published {
+		p("\nPublished figures: %s.\n", leaderboard.Source)
+	}
 }

@@ -110,6 +110,9 @@ type Overview struct {
 	// do not compare with the leaderboard.
 	Loop   string `json:"loop"`
 	Caveat string `json:"caveat,omitempty"`
+	// OtherTasks says why the run is not ranked against the published leaderboard (its dataset
+	// or tasks are not ITBench-AA's); "" when it is.
+	OtherTasks string `json:"other_tasks,omitempty"`
 	// VersusFirst compares a run after the first of a report with the first (Overviews); nil
 	// for the first run and for a run reported alone.
 	VersusFirst *Versus `json:"versus_first,omitempty"`
@@ -156,6 +159,11 @@ func (r *Run) Overview() Overview {
 	if !r.Header.Comparable() {
 		o.Caveat = LenientNote
 	}
+	var tasks []string
+	for _, t := range r.Summary.PerTask {
+		tasks = append(tasks, t.Task)
+	}
+	o.OtherTasks = otherTasks(r.Header.Dataset, tasks)
 	if o.Judge != nil {
 		o.Grading = "judge " + o.Judge.Model
 	}
