@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // Episode statuses (docs/design.md). Only `ok` episodes were graded; every other status scores 0.
@@ -44,9 +46,11 @@ type Summary struct {
 	Score float64 `json:"score"`
 	// CI95 is null below MinTasksForInterval tasks: too few for an interval to mean anything.
 	CI95     *[2]float64 `json:"ci95"`
-	Tasks    int         `json:"tasks"`
-	Repeats  int         `json:"repeats"`
-	Episodes int         `json:"episodes"`
+	Tasks int `json:"tasks"`
+	// Repeats is the highest repeat number graded. Episodes can be fewer than Tasks x Repeats:
+	// a shard, or a filter, leaves some tasks without some repeats (see Extent).
+	Repeats  int `json:"repeats"`
+	Episodes int `json:"episodes"`
 	// FullRecallRate is the share of episodes that found every root cause;
 	// FullRecallPrecision the mean precision of those episodes (null when there are none).
 	FullRecallRate      float64      `json:"full_recall_rate"`
@@ -141,7 +145,9 @@ func Summarise(tasks []TaskResult) Summary {
 		}
 		n := len(t.Episodes)
 		s.Episodes += n
-		s.Repeats = max(s.Repeats, n)
+		for _, e := range t.Episodes {
+			s.Repeats = max(s.Repeats, e.Repeat)
+		}
 		total += sum
 		if n > 0 {
 			t.Score = sum / float64(n)
@@ -162,6 +168,17 @@ func Summarise(tasks []TaskResult) Summary {
 		s.CI95 = &ci
 	}
 	return s
+}
+
+// Extent says what the summary is over: "2 tasks x 3 repeats = 6 episodes", or, when some
+// tasks lack some repeats (a shard's results, or a filter's), "3 of the 6 episodes of 2 tasks
+// x 3 repeats", so that a partial count never reads as the whole.
+func (s Summary) Extent() string {
+	grid := fmt.Sprintf("%s x %s", english.Count(s.Tasks, "task"), english.Count(s.Repeats, "repeat"))
+	if all := s.Tasks * s.Repeats; s.Episodes != all {
+		return fmt.Sprintf("%d of the %d episodes of %s", s.Episodes, all, grid)
+	}
+	return fmt.Sprintf("%s = %s", grid, english.Count(s.Episodes, "episode"))
 }
 
 // FormatCI writes a headline interval as every command and report shows it: "0.330-0.490",

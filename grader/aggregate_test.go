@@ -76,3 +76,19 @@ func TestIntervalNeedsEnoughTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestExtentOfAShard: a shard's tasks lack some repeats; the summary counts the repeats by
+// number and says the episodes are part of the grid.
+func TestExtentOfAShard(t *testing.T) {
+	s := Summarise([]TaskResult{
+		{Task: "a", Episodes: []Episode{episode(1, 1, 1, 1, 1, 0), episode(3, 1, 1, 1, 1, 0)}},
+		{Task: "b", Episodes: []Episode{episode(2, 1, 1, 1, 1, 0)}},
+	})
+	if s.Repeats != 3 || s.Extent() != "3 of the 6 episodes of 2 tasks x 3 repeats" {
+		t.Errorf("repeats %d, extent %q", s.Repeats, s.Extent())
+	}
+	whole := Summarise([]TaskResult{{Task: "a", Episodes: []Episode{episode(1, 1, 1, 1, 1, 0)}}})
+	if whole.Extent() != "1 task x 1 repeat = 1 episode" {
+		t.Errorf("extent %q", whole.Extent())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
 func TestOtherTasks(t *testing.T) {
@@ -59,5 +60,22 @@ func TestReportsRankOnlyITBenchRuns(t *testing.T) {
 	alone := renderHTML(t, demo)
 	if strings.Contains(alone, "published, 59 tasks") || strings.Contains(alone, SubsetNote) || !strings.Contains(alone, "Runs on other tasks") {
 		t.Error("report.html of a demo run shows the published leaderboard")
+	}
+}
+
+// TestReportsOfAShard: report.md and report.html say a shard's episodes are part of its tasks
+// x repeats, and point to merge.
+func TestReportsOfAShard(t *testing.T) {
+	dir := t.TempDir()
+	testfs.Write(t, filepath.Join(dir, "run.json"), `{"model": "m/x", "dataset": "demo", "tasks": ["S-1", "S-2"], "repeats": 3, "shard": "1/2"}`)
+	testfs.Write(t, filepath.Join(dir, "results.jsonl"), strings.Join([]string{
+		result("S-1", 1, "ok", 1, 0), result("S-1", 3, "ok", 1, 0), result("S-2", 2, "ok", 0, 0)}, "\n")+"\n")
+	r := load(t, dir)
+	for name, text := range map[string]string{"report.md": markdown(t, r), "report.html": renderHTML(t, r)} {
+		for _, want := range []string{"3 of the 6 episodes of 2 tasks x 3 repeats", "aa-grade merge joins the folders of a sharded run", "shard 1/2"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s lacks %q", name, want)
+			}
+		}
 	}
 }

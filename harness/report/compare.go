@@ -116,6 +116,10 @@ func (v Versus) PValueText() string {
 	return fmt.Sprintf("%.3f", *v.PValue)
 }
 
+// PartialNote explains the blank cells of results that lack some repeats of some tasks, in
+// every table that has them.
+const PartialNote = "Blank: episodes these results do not hold (another shard's, or left out by --tasks or --repeats); aa-grade merge joins the folders of a sharded run into one."
+
 // Overviews sums up each run, those after the first with their comparison with the first.
 func Overviews(runs []*Run) []Overview {
 	versus := CompareRuns(runs)

@@ -60,7 +60,7 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 		return fmt.Errorf("write report.html: no run")
 	}
 	v := htmlView{Note: SubsetNote, Source: leaderboard.Source, Version: version.Version, TestNote: TestNote,
-		MinTasks: grader.MinTasksForInterval}
+		MinTasks: grader.MinTasksForInterval, PartialNote: PartialNote}
 	overviews := Overviews(runs)
 	var labels []string
 	for i, r := range runs {
@@ -109,6 +109,7 @@ type htmlView struct {
 	Title, Note, Source, Version string
 	TestNote                     string // how runs are compared, when there are several
 	MinTasks                     int    // the fewest shared tasks given an interval
+	PartialNote                  string
 	Runs                         []runView
 	// Board ranks the runs of ITBench-AA's tasks among the published rows, OtherBoard the other
 	// runs alone, OtherTasks says why; each board is nil when it has no run.

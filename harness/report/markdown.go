@@ -22,15 +22,21 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 
 	p("# ITBench-AA run: %s\n\n", mdText(h.Model, 200))
-	p("- Dataset: %s, %s x %s\n", mdText(h.Dataset, 200), english.Count(o.Tasks, "task"), english.Count(o.Repeats, "repeat"))
+	p("- Dataset: %s, %s x %s", mdText(h.Dataset, 200), english.Count(o.Tasks, "task"), english.Count(o.Repeats, "repeat"))
+	if o.Shard != "" {
+		p(", shard %s", mdText(o.Shard, 20))
+	}
+	p("\n")
 	p("- Started %s by aa-grade %s; sandbox %s, at most %d turns, prompt sha256 %s\n\n",
 		h.Started.UTC().Format("2006-01-02 15:04 MST"), mdText(h.Version, 40), mdText(h.Sandbox, 40), h.MaxTurns, mdText(h.PromptSHA256, 64))
 	if o.Caveat != "" {
 		p("**%s**\n\n", o.Caveat)
 	}
 
-	p("## Score\n\n**%.3f** over %s x %s = %s; 95%% CI %s. ", o.Score,
-		english.Count(o.Tasks, "task"), english.Count(o.Repeats, "repeat"), english.Count(o.Episodes, "episode"), o.CIText())
+	p("## Score\n\n**%.3f** over %s; 95%% CI %s. ", o.Score, o.Extent(), o.CIText())
+	if o.Partial() {
+		p("%s ", PartialNote)
+	}
 	p("Full recall in %.1f%% of episodes", 100*r.Summary.FullRecallRate)
 	if fp := r.Summary.FullRecallPrecision; fp != nil {
 		p("; mean precision of those %.3f", *fp)

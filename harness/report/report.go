@@ -108,6 +108,8 @@ type Overview struct {
 	Judge   *grader.JudgeStats `json:"judge,omitempty"`
 	// Loop is the agent loop the episodes followed; Caveat, LenientNote when the run's scores
 	// do not compare with the leaderboard.
+	// Shard is the part of the run the folder holds ("1/2"), "" for a whole run.
+	Shard  string `json:"shard,omitempty"`
 	Loop   string `json:"loop"`
 	Caveat string `json:"caveat,omitempty"`
 	// OtherTasks says why the run is not ranked against the published leaderboard (its dataset
@@ -150,12 +152,21 @@ func (o Overview) Agreement() string {
 // CIText is the run's 95% interval as every report shows it (grader.FormatCI).
 func (o Overview) CIText() string { return grader.FormatCI(o.CI95) }
 
+// Extent says what the run's counts are over (grader.Summary.Extent): a shard's episodes are
+// part of its tasks x repeats.
+func (o Overview) Extent() string {
+	return grader.Summary{Tasks: o.Tasks, Repeats: o.Repeats, Episodes: o.Episodes}.Extent()
+}
+
+// Partial says some tasks lack some repeats (PartialNote).
+func (o Overview) Partial() bool { return o.Episodes != o.Tasks*o.Repeats }
+
 // Overview sums the run up.
 func (r *Run) Overview() Overview {
 	o := Overview{Dir: r.Dir, Model: r.Header.Model, Dataset: r.Header.Dataset, Score: r.Summary.Score,
 		CI95: r.Summary.CI95, Tasks: r.Summary.Tasks, Repeats: r.Summary.Repeats, Episodes: r.Summary.Episodes,
 		Statuses: map[string]int{}, NotRun: r.Summary.Episodes - len(r.Results), Grading: "rules", Judge: r.Summary.Judge,
-		Loop: r.Header.LoopName()}
+		Loop: r.Header.LoopName(), Shard: r.Header.Shard}
 	if !r.Header.Comparable() {
 		o.Caveat = LenientNote
 	}

@@ -97,15 +97,19 @@ func buildRunsPage(runs []*loaded) runsPage {
 				rows[t.Task] = i
 				p.Tasks = append(p.Tasks, gridRow{Task: t.Task, Runs: make([]gridRun, len(runs))})
 			}
-			g := gridRun{Has: true, Score: t.Score}
+			// Each episode under its repeat; a cell with no Href is one the run does not hold.
+			g := gridRun{Has: true, Score: t.Score, Cells: make([]cell, col.Repeats)}
 			for _, e := range t.Episodes {
+				if e.Repeat < 1 || e.Repeat > col.Repeats {
+					continue
+				}
 				ref := l.eps[l.index[runfolder.Episode{Task: t.Task, Repeat: e.Repeat}]]
 				status := e.Status
 				if status == grader.StatusUnfinished && l.live && l.hasPlainTrajectory(ref) {
 					status = "running"
 				}
-				g.Cells = append(g.Cells, cell{Repeat: e.Repeat, Href: ref.Path, Status: status, Score: e.Score, Class: cellClass(status, e.Score),
-					Title: fmt.Sprintf("%s repeat %d: %s, score %.2f", t.Task, e.Repeat, label(status), e.Score)})
+				g.Cells[e.Repeat-1] = cell{Repeat: e.Repeat, Href: ref.Path, Status: status, Score: e.Score, Class: cellClass(status, e.Score),
+					Title: fmt.Sprintf("%s repeat %d: %s, score %.2f", t.Task, e.Repeat, label(status), e.Score)}
 			}
 			p.Tasks[i].Runs[ri] = g
 		}

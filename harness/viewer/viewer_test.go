@@ -385,3 +385,31 @@ func TestEpisodePageOfAHugeSubmission(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsPageOfAShard: shard 1/2 of 2 tasks x 3 repeats holds Scenario-901's repeats 1 and 3
+// and Scenario-902's repeat 2: each episode sits under its repeat, blank cells where the shard
+// has none, the mean in the mean column, and the card says what the count is over.
+func TestRunsPageOfAShard(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shard")
+	writeRun(t, dir, []string{"Scenario-901", "Scenario-902"}, 3,
+		episodeSpec{task: "Scenario-901", repeat: 1, turns: 2, output: 10, finished: true},
+		episodeSpec{task: "Scenario-901", repeat: 3, turns: 2, output: 10, finished: true},
+		episodeSpec{task: "Scenario-902", repeat: 2, turns: 2, output: 10, finished: true})
+	header, _ := os.ReadFile(filepath.Join(dir, runfolder.HeaderFile))
+	testfs.Write(t, filepath.Join(dir, runfolder.HeaderFile), strings.Replace(string(header), "{", `{"shard":"1/2",`, 1))
+	page := html.UnescapeString(get(t, newTestViewer(t, dir), "/").Body.String())
+	rows := map[string]*regexp.Regexp{
+		"Scenario-901": regexp.MustCompile(`<th class="task">Scenario-901</th><td class="c [^"]*"><a href="runs/1/Scenario-901/1.html"[^>]*>[^<]*</a></td><td class="c none"></td><td class="c [^"]*"><a href="runs/1/Scenario-901/3.html"[^>]*>[^<]*</a></td><td class="mean">0.5</td>`),
+		"Scenario-902": regexp.MustCompile(`<th class="task">Scenario-902</th><td class="c none"></td><td class="c [^"]*"><a href="runs/1/Scenario-902/2.html"[^>]*>[^<]*</a></td><td class="c none"></td><td class="mean">0.5</td>`),
+	}
+	for task, row := range rows {
+		if !row.MatchString(page) {
+			t.Errorf("the grid's row of %s is not by repeat:\n%s", task, page[strings.Index(page, "<tbody>"):])
+		}
+	}
+	for _, want := range []string{"3 of the 6 episodes of 2 tasks x 3 repeats", "aa-grade merge joins the folders of a sharded run"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the runs page lacks %q", want)
+		}
+	}
+}
