@@ -45,8 +45,8 @@ type TaskResult struct {
 type Summary struct {
 	Score float64 `json:"score"`
 	// CI95 is null below MinTasksForInterval tasks: too few for an interval to mean anything.
-	CI95     *[2]float64 `json:"ci95"`
-	Tasks int `json:"tasks"`
+	CI95  *[2]float64 `json:"ci95"`
+	Tasks int         `json:"tasks"`
 	// Repeats is the highest repeat number graded. Episodes can be fewer than Tasks x Repeats:
 	// a shard, or a filter, leaves some tasks without some repeats (see Extent).
 	Repeats  int `json:"repeats"`
