@@ -108,8 +108,8 @@ func renderReportText(w io.Writer, runs []report.Overview) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tMODEL\tSCORE\t95% CI\tEPISODES\tERRORS\tCOST\t$/TASK\tMEAN TURNS\tGRADING")
 	for _, o := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%s\t%d\t%s\t%s\t%s\t%.1f\t%s\n", report.OneLine(o.Dir, 60), report.OneLine(o.Model, 60),
-			o.Score, o.CIText(), o.Episodes, o.ErrorsText(), report.FormatUSD(o.CostUSD), report.FormatUSD(o.CostPerTask), o.MeanTurns,
+		fmt.Fprintf(tw, "%s\t%s\t%.3f%s\t%s\t%d\t%s\t%s\t%s\t%.1f\t%s\n", report.OneLine(o.Dir, 60), report.OneLine(o.Model, 60),
+			o.Score, o.SoFar(), o.CIText(), o.Episodes, o.ErrorsText(), report.FormatUSD(o.CostUSD), report.FormatUSD(o.CostPerTask), o.MeanTurns,
 			report.OneLine(o.Grading, 60))
 	}
 	tw.Flush()

@@ -33,7 +33,7 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 		p("**%s**\n\n", o.Caveat)
 	}
 
-	p("## Score\n\n**%.3f** over %s; 95%% CI %s. ", o.Score, o.Extent(), o.CIText())
+	p("## Score\n\n**%.3f**%s over %s; 95%% CI %s. ", o.Score, o.SoFar(), o.Extent(), o.CIText())
 	if o.Partial() {
 		p("%s ", PartialNote)
 	}

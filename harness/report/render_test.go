@@ -114,6 +114,7 @@ func TestMarkdownPartialUnpricedRun(t *testing.T) {
 	md := markdown(t, load(t, qwenDir))
 	for _, want := range []string{
 		"Unknown: the run has no prices for its model",
+		"**0.250** (2 not finished, counted 0) over 3 tasks x 2 repeats = 6 episodes",
 		"| not run yet | 2 |",
 		"| Scenario-2 | 0.500 | 2 | 20.0 | 19.0 | 922541 | 0 | 0 | 65512 | 47115 | unknown |",
 		"| Scenario-38 | 0.000 | 0 | 0.0 | 0.0 | 0 | 0 | 0 | 0 | 0 | $0 |",
@@ -194,7 +195,7 @@ func TestHTMLSeveralRuns(t *testing.T) {
 	html := renderHTML(t, load(t, opusDir), load(t, qwenDir))
 	for _, want := range []string{"ITBench-AA report: 2 runs", "anthropic/claude-opus-4-7", "openai-api/vllm/Qwen/Qwen3-32B",
 		SubsetNote, "cost unknown (no prices for the model) for Scenario-2, Scenario-16.", "2 episodes not run yet",
-		"<td class=\"n\">n/a (fewer than 5 tasks)</td>", "0.306 [95% CI n/a (fewer than 5 tasks)]",
+		"<td class=\"n\">n/a (fewer than 5 tasks)</td>", "<b>0.250</b> (2 not finished, counted 0)", "0.306 [95% CI n/a (fewer than 5 tasks)]",
 		`default-src 'none'`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)

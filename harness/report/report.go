@@ -152,6 +152,19 @@ func (o Overview) Agreement() string {
 // CIText is the run's 95% interval as every report shows it (grader.FormatCI).
 func (o Overview) CIText() string { return grader.FormatCI(o.CI95) }
 
+// SoFar labels a score while some of its episodes have not finished (not run yet, running,
+// or stopped unfinished): they count 0 in it, as in the final score. The terminal, the reports
+// and the viewer give a score in progress this one way, labelled alike, so that they agree.
+func SoFar(notFinished int) string {
+	if notFinished <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d not finished, counted 0)", notFinished)
+}
+
+// SoFar labels the run's score (the package's SoFar) by its episodes not run yet or unfinished.
+func (o Overview) SoFar() string { return SoFar(o.NotRun + o.Statuses[grader.StatusUnfinished]) }
+
 // Extent says what the run's counts are over (grader.Summary.Extent): a shard's episodes are
 // part of its tasks x repeats.
 func (o Overview) Extent() string {

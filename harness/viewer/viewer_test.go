@@ -144,7 +144,7 @@ func TestRunsPage(t *testing.T) {
 		`href="runs/1/task-2/1.html"`, `href="runs/1/task-2/2.html"`, // the hostile task, by its place
 		`href="runs/1/Scenario-903/1.html"`, `href="runs/1/Scenario-903/2.html"`,
 		`href="runs/2/Scenario-901/1.html"`,
-		"95% CI n/a (fewer than 5 tasks)", "3 ok", "3 unfinished", "$3.75 in all", // three finished episodes at $1.25
+		"95% CI n/a (fewer than 5 tasks)", "<b>0.250</b> (3 not finished, counted 0)", "3 ok", "3 unfinished", "$3.75 in all", // three finished episodes at $1.25
 		"run 1", "run 2",
 	} {
 		if !strings.Contains(page, want) {
