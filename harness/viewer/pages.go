@@ -141,6 +141,8 @@ type episodePage struct {
 	Running    bool
 	Turns      []Turn
 	Submission *Submission
+	// Missed are the root causes the rules find the answer missed, once the episode ended.
+	Missed     []missedCause
 	Problems   []string
 	Root       string // from the page to the root of the pages
 	Prev, Next string // the neighbouring episodes' pages, "" at the ends
@@ -224,5 +226,12 @@ func (v *Viewer) buildEpisodePage(ctx context.Context, l *loaded, i int) episode
 		}
 	}
 	p.Submission = sub
+	if gt != nil && p.Result != nil && p.Result.Final() {
+		var predictions []grader.Prediction
+		if sub != nil && sub.Score != nil {
+			predictions = sub.Score.Predictions
+		}
+		p.Missed = missedRootCauses(gt, predictions)
+	}
 	return p
 }

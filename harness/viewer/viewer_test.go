@@ -413,3 +413,33 @@ func TestRunsPageOfAShard(t *testing.T) {
 		}
 	}
 }
+
+// TestEpisodePageNamesMissedRootCauses: an episode whose answer misses a root cause names it,
+// with what it matches; one that found them all names none.
+func TestEpisodePageNamesMissedRootCauses(t *testing.T) {
+	v := newTestViewer(t, fixtureRun(t))
+	missed := get(t, v, "/runs/1/Scenario-901/2.html").Body.String() // answered Pod/cart-1 only
+	if !strings.Contains(missed, "Missed root cause: <code>flagd-config-1</code> (ConfigMap otel-demo/flagd-config)") {
+		t.Errorf("the page of an episode that missed flagd-config does not name it:\n%s", missed[strings.Index(missed, "<main>"):])
+	}
+	if found := get(t, v, "/runs/1/Scenario-901/1.html").Body.String(); strings.Contains(found, "Missed root cause") {
+		t.Error("the page of an episode that found every root cause names a missed one")
+	}
+}
+
+// TestUnknownPageHasAPageOfItsOwn: a path the viewer has no page for answers 404 with a page
+// of the viewer's (its style, a way back to the runs, the path shown escaped), not a bare
+// line of text.
+func TestUnknownPageHasAPageOfItsOwn(t *testing.T) {
+	v := newTestViewer(t, fixtureRun(t))
+	for _, p := range []string{"/runs/1/Scenario-999/1.html", "/nowhere", "/runs/1/<script>alert(1)</script>/1.html"} {
+		w := get(t, v, p)
+		page := w.Body.String()
+		if w.Code != http.StatusNotFound || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") ||
+			!strings.Contains(page, "<title>Not found") || !strings.Contains(page, `href="/"`) || !strings.Contains(page, "is not a page of this viewer") {
+			t.Errorf("%s: status %d, %q:\n%s", p, w.Code, w.Header().Get("Content-Type"), page)
+			continue
+		}
+		checkSafe(t, page)
+	}
+}
