@@ -358,3 +358,33 @@ func TestReportComparesRuns(t *testing.T) {
 		t.Errorf("few against a: %+v", v)
 	}
 }
+
+// TestReportHTMLWithAnalysisLayout opens the report.html aa-grade run writes (with its
+// analysis section: wide tables and charts) at 700 and 1400 pixels: the page fits the window
+// (wide parts scroll in their own box) and no table breaks a name letter by letter.
+func TestReportHTMLWithAnalysisLayout(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	if r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "run", "--dataset", "demo", "--model", "builtin/baseline",
+		"--tasks", "901,902,903", "--repeats", "2", "--out", out); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	page := filepath.Join(out, "report.html")
+	if html, err := os.ReadFile(page); err != nil || !bytes.Contains(html, []byte("First turn that named a root cause")) {
+		t.Fatalf("report.html has no analysis: %v", err)
+	}
+	for _, width := range []int{700, 1400} {
+		tb := cdp.NewTab(t, width)
+		from := tb.Open("file://" + page)
+		if faults := tb.Eval(layoutFaults); faults != "[]" {
+			t.Errorf("at %d px: %s", width, faults)
+		}
+		if problems := tb.Problems(from, "file://"); len(problems) > 0 {
+			t.Errorf("at %d px: %v", width, problems)
+		}
+		// At 1400 px every table fits: none needs its own scroll bar.
+		if wide := tb.Eval(`[...document.querySelectorAll(".scroll")].filter(e => e.querySelector("table") && e.scrollWidth > e.clientWidth + 1).map(e => e.scrollWidth + " px in " + e.clientWidth)`); width == 1400 && wide != "[]" {
+			t.Errorf("at %d px, tables wider than the page: %s", width, wide)
+		}
+		tb.Screenshot(fmt.Sprintf("report-analysis-%d", width))
+	}
+}

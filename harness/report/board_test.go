@@ -79,3 +79,14 @@ func TestReportsOfAShard(t *testing.T) {
 		}
 	}
 }
+
+// TestScatterOfFreeRuns: when every task cost $0 the score-against-cost chart is not drawn
+// (every point would sit at $0 on an axis to $1.00); the page says why.
+func TestScatterOfFreeRuns(t *testing.T) {
+	free := writeRun(t, filepath.Join(t.TempDir(), "free"), "builtin/baseline", []string{"S-1", "S-2"}, 1,
+		result("S-1", 1, "ok", 1, 0), result("S-2", 1, "ok", 0, 0))
+	page := renderHTML(t, free)
+	if strings.Contains(page, "<circle") || !strings.Contains(page, "Every task cost $0") {
+		t.Error("a $0 run's scores are plotted against cost")
+	}
+}

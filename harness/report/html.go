@@ -223,6 +223,9 @@ type scatterView struct {
 	Points                                               []point
 	Unknown                                              []unknownCost
 	Spread                                               bool // some points were spread around their spot
+	// AllFree says every known cost is $0: the points would all stand on the axis, so none
+	// is drawn.
+	AllFree bool
 }
 
 type point struct {
@@ -270,6 +273,10 @@ func scatterChart(runs []*Run, labels []string) scatterView {
 		if len(unknown) > 0 {
 			v.Unknown = append(v.Unknown, unknownCost{Run: i + 1, Label: labels[i], Tasks: OneLine(strings.Join(unknown, ", "), 2000)})
 		}
+	}
+	if len(points) > 0 && top == 0 {
+		v.AllFree = true
+		return v
 	}
 	step, top := niceScale(top)
 	// The data run from 0 to top and from 0 to 1; the axes 3% and 5% beyond.
