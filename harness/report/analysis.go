@@ -278,9 +278,9 @@ func newHitChart(runs []analysisRunView) hitChart {
 	binW := (hitRight - hitLeft) / float64(bins)
 	barW := binW / float64(len(runs)+1)
 	// The axis ends on a tick at or above the highest bar, so that no bar rises past it.
-	step, axisTop := niceScale(float64(top))
-	step = math.Max(step, 1)
-	axisTop = step * math.Ceil(float64(top)/step)
+	step, _ := niceScale(float64(top))
+	step = math.Max(step, 1) // whole episodes
+	axisTop := step * math.Ceil(float64(top)/step)
 	scale := (hitBase - hitTop) / axisTop
 	for b := range bins {
 		label := fmt.Sprintf("%d-%d", b*width+1, (b+1)*width)
