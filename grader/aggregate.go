@@ -1,8 +1,11 @@
 package grader
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // Episode statuses (docs/design.md). Only `ok` episodes were graded; every other status scores 0.
@@ -40,11 +43,14 @@ type TaskResult struct {
 // Summary is the headline of a set of graded episodes: the schema shared by `grade --json`
 // and a run's summary.json.
 type Summary struct {
-	Score    float64    `json:"score"`
-	CI95     [2]float64 `json:"ci95"`
-	Tasks    int        `json:"tasks"`
-	Repeats  int        `json:"repeats"`
-	Episodes int        `json:"episodes"`
+	Score float64 `json:"score"`
+	// CI95 is null below MinTasksForInterval tasks: too few for an interval to mean anything.
+	CI95  *[2]float64 `json:"ci95"`
+	Tasks int         `json:"tasks"`
+	// Repeats is the highest repeat number graded. Episodes can be fewer than Tasks x Repeats:
+	// a shard, or a filter, leaves some tasks without some repeats (see Extent).
+	Repeats  int `json:"repeats"`
+	Episodes int `json:"episodes"`
 	// FullRecallRate is the share of episodes that found every root cause;
 	// FullRecallPrecision the mean precision of those episodes (null when there are none).
 	FullRecallRate      float64      `json:"full_recall_rate"`
@@ -118,7 +124,8 @@ const (
 )
 
 // Summarise computes the headline over tasks x repeats: the mean score of all episodes, a 95%
-// confidence interval by bootstrap over tasks (a task's repeats stay together), the
+// confidence interval by bootstrap over tasks (a task's repeats stay together; none below
+// MinTasksForInterval tasks), the
 // full-recall rate and the mean precision of full-recall episodes. Task scores are filled in.
 func Summarise(tasks []TaskResult) Summary {
 	s := Summary{Tasks: len(tasks), PerTask: tasks}
@@ -138,7 +145,9 @@ func Summarise(tasks []TaskResult) Summary {
 		}
 		n := len(t.Episodes)
 		s.Episodes += n
-		s.Repeats = max(s.Repeats, n)
+		for _, e := range t.Episodes {
+			s.Repeats = max(s.Repeats, e.Repeat)
+		}
 		total += sum
 		if n > 0 {
 			t.Score = sum / float64(n)
@@ -146,7 +155,6 @@ func Summarise(tasks []TaskResult) Summary {
 		taskMeans[i], taskWeights[i] = sum, float64(n)
 	}
 	if s.Episodes == 0 {
-		s.CI95 = [2]float64{0, 0}
 		return s
 	}
 	s.Score = total / float64(s.Episodes)
@@ -155,8 +163,31 @@ func Summarise(tasks []TaskResult) Summary {
 		p := fullRecallPrecision / float64(fullRecall)
 		s.FullRecallPrecision = &p
 	}
-	s.CI95 = bootstrapCI(taskMeans, taskWeights)
+	if s.Tasks >= MinTasksForInterval {
+		ci := bootstrapCI(taskMeans, taskWeights)
+		s.CI95 = &ci
+	}
 	return s
+}
+
+// Extent says what the summary is over: "2 tasks x 3 repeats = 6 episodes", or, when some
+// tasks lack some repeats (a shard's results, or a filter's), "3 of the 6 episodes of 2 tasks
+// x 3 repeats", so that a partial count never reads as the whole.
+func (s Summary) Extent() string {
+	grid := fmt.Sprintf("%s x %s", english.Count(s.Tasks, "task"), english.Count(s.Repeats, "repeat"))
+	if all := s.Tasks * s.Repeats; s.Episodes != all {
+		return fmt.Sprintf("%d of the %d episodes of %s", s.Episodes, all, grid)
+	}
+	return fmt.Sprintf("%s = %s", grid, english.Count(s.Episodes, "episode"))
+}
+
+// FormatCI writes a headline interval as every command and report shows it: "0.330-0.490",
+// or "n/a (fewer than 5 tasks)" when there are too few tasks for one.
+func FormatCI(ci *[2]float64) string {
+	if ci == nil {
+		return fmt.Sprintf("n/a (fewer than %d tasks)", MinTasksForInterval)
+	}
+	return fmt.Sprintf("%.3f-%.3f", ci[0], ci[1])
 }
 
 func precision(s EpisodeScore) float64 {

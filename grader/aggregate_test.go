@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -28,9 +29,9 @@ func TestSummariseHeadline(t *testing.T) {
 	if math.Abs(s.FullRecallRate-2.0/6) > 1e-12 || s.FullRecallPrecision == nil || *s.FullRecallPrecision != 0.75 {
 		t.Fatalf("full recall = %v, precision %v", s.FullRecallRate, s.FullRecallPrecision)
 	}
-	// Two tasks with means 0.5 and 0: resampling tasks gives means 0, 0.25 or 0.5.
-	if s.CI95[0] != 0 || s.CI95[1] != 0.5 {
-		t.Fatalf("ci95 = %v, want [0 0.5]", s.CI95)
+	// Two tasks are too few for an interval.
+	if s.CI95 != nil {
+		t.Fatalf("ci95 over 2 tasks = %v, want none", *s.CI95)
 	}
 }
 
@@ -42,7 +43,7 @@ func TestBootstrapIsReproducibleAndBracketsTheMean(t *testing.T) {
 			episode(1, score, 1, 1, 1, 0), episode(2, score/2, 1, 1, 1, 1), episode(3, 0, 0, 1, 0, 0)}})
 	}
 	a, b := Summarise(tasks), Summarise(tasks)
-	if a.CI95 != b.CI95 {
+	if a.CI95 == nil || b.CI95 == nil || *a.CI95 != *b.CI95 {
 		t.Fatalf("CI not reproducible: %v vs %v", a.CI95, b.CI95)
 	}
 	if !(a.CI95[0] < a.Score && a.Score < a.CI95[1]) || a.CI95[1]-a.CI95[0] > 0.3 {
@@ -55,8 +56,39 @@ func TestSummariseEmpty(t *testing.T) {
 	if s.Score != 0 || s.Episodes != 0 || s.FullRecallPrecision != nil {
 		t.Fatalf("empty summary = %+v", s)
 	}
-	one := Summarise([]TaskResult{{Task: "a", Episodes: []Episode{episode(1, 0.5, 1, 1, 1, 1)}}})
-	if one.CI95 != [2]float64{0.5, 0.5} {
-		t.Fatalf("one task: ci95 = %v", one.CI95)
+	if s.CI95 != nil || FormatCI(s.CI95) != "n/a (fewer than 5 tasks)" {
+		t.Fatalf("empty summary: ci95 %v, %q", s.CI95, FormatCI(s.CI95))
+	}
+}
+
+// TestIntervalNeedsEnoughTasks: below MinTasksForInterval tasks there is no interval, and it
+// reads n/a with the reason; from it on there is one, however many repeats.
+func TestIntervalNeedsEnoughTasks(t *testing.T) {
+	var tasks []TaskResult
+	for i := range MinTasksForInterval {
+		tasks = append(tasks, TaskResult{Task: string(rune('a' + i)), Episodes: []Episode{episode(1, float64(i%2), 1, 1, 1, 0), episode(2, 1, 1, 1, 1, 0)}})
+		s := Summarise(tasks)
+		switch {
+		case len(tasks) < MinTasksForInterval && (s.CI95 != nil || FormatCI(s.CI95) != "n/a (fewer than 5 tasks)"):
+			t.Errorf("%d tasks: ci95 %v, %q", len(tasks), s.CI95, FormatCI(s.CI95))
+		case len(tasks) == MinTasksForInterval && (s.CI95 == nil || FormatCI(s.CI95) != fmt.Sprintf("%.3f-%.3f", s.CI95[0], s.CI95[1])):
+			t.Errorf("%d tasks: ci95 %v, %q", len(tasks), s.CI95, FormatCI(s.CI95))
+		}
+	}
+}
+
+// TestExtentOfAShard: a shard's tasks lack some repeats; the summary counts the repeats by
+// number and says the episodes are part of the grid.
+func TestExtentOfAShard(t *testing.T) {
+	s := Summarise([]TaskResult{
+		{Task: "a", Episodes: []Episode{episode(1, 1, 1, 1, 1, 0), episode(3, 1, 1, 1, 1, 0)}},
+		{Task: "b", Episodes: []Episode{episode(2, 1, 1, 1, 1, 0)}},
+	})
+	if s.Repeats != 3 || s.Extent() != "3 of the 6 episodes of 2 tasks x 3 repeats" {
+		t.Errorf("repeats %d, extent %q", s.Repeats, s.Extent())
+	}
+	whole := Summarise([]TaskResult{{Task: "a", Episodes: []Episode{episode(1, 1, 1, 1, 1, 0)}}})
+	if whole.Extent() != "1 task x 1 repeat = 1 episode" {
+		t.Errorf("extent %q", whole.Extent())
 	}
 }

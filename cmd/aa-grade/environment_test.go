@@ -140,7 +140,7 @@ func TestGradeNotesWithoutAReason(t *testing.T) {
 		`{"model": "builtin/baseline", "dataset": "testdata/grade/dataset", "tasks": ["Scenario-901"], "repeats": 1}`)
 	testfs.Write(t, filepath.Join(run, runfolder.ResultsFile), `{"task":"Scenario-901","repeat":1,"status":"max_turns","turns":100}`+"\n")
 	r := aaGrade(t, nil, "grade", run)
-	if r.code != 0 || !strings.Contains(r.stdout, "\nScenario-901 repeat 1 max_turns\n") || !strings.Contains(r.stdout, "over 1 task x 1 repeat = 1 episode\n") {
+	if r.code != 0 || !strings.Contains(r.stdout, "\nScenario-901 repeat 1 max_turns\n") || !strings.Contains(r.stdout, "over 1 task x 1 repeat = 1 episode; ") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

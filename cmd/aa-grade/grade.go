@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
@@ -208,8 +210,37 @@ func (in *gradeInput) grade(ctx context.Context, opts grader.GradeOptions) ([]gr
 	}
 	if in.run != nil {
 		in.run.KeepStatuses(results)
+		if results, err = inShard(in.run.Header, results, opts.Repeats); err != nil {
+			return nil, nil, err
+		}
 	}
 	return results, problems, nil
+}
+
+// inShard keeps, of a sharded run's graded tasks, the episodes its shard played (of repeats
+// per task): the other shards' episodes are not missing, they are in other folders.
+func inShard(h runfolder.Header, results []grader.TaskResult, repeats int) ([]grader.TaskResult, error) {
+	if h.Shard == "" {
+		return results, nil
+	}
+	shard, err := runfolder.ParseShard(h.Shard)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", runfolder.ErrCorrupt, runfolder.HeaderFile, err)
+	}
+	played := map[runfolder.Episode]bool{}
+	for _, e := range shard.Episodes(h.Tasks, repeats) {
+		played[e] = true
+	}
+	var kept []grader.TaskResult
+	for _, t := range results {
+		t.Episodes = slices.DeleteFunc(t.Episodes, func(e grader.Episode) bool {
+			return !played[runfolder.Episode{Task: t.Task, Repeat: e.Repeat}]
+		})
+		if len(t.Episodes) > 0 {
+			kept = append(kept, t)
+		}
+	}
+	return kept, nil
 }
 
 func gradeTasks(ds *data.Dataset) []grader.Task {
@@ -248,31 +279,35 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	var notes []string
 	statuses := map[string]int{}
 	for _, t := range s.PerTask {
-		row := []string{termtext.Sanitize(t.Task)}
+		// Each repeat in its own column, blank where the results have none of it.
+		row := make([]string, s.Repeats+1)
+		row[0] = termtext.Sanitize(t.Task)
 		for _, e := range t.Episodes {
 			statuses[e.Status]++
+			if e.Repeat < 1 || e.Repeat > s.Repeats {
+				continue
+			}
 			if e.Status != grader.StatusOK {
-				row = append(row, termtext.Sanitize(e.Status))
+				row[e.Repeat] = termtext.Sanitize(e.Status)
 				if e.Status != grader.StatusMissing {
 					notes = append(notes, episodeNote(t.Task, e))
 				}
 				continue
 			}
-			row = append(row, fmt.Sprintf("%.2f", e.Score))
+			row[e.Repeat] = fmt.Sprintf("%.2f", e.Score)
 			if note := grader.DroppedNote(e.EntitiesDropped); note != "" {
 				notes = append(notes, fmt.Sprintf("%s repeat %d: %s", t.Task, e.Repeat, note))
 			}
-		}
-		for len(row) < s.Repeats+1 {
-			row = append(row, "")
 		}
 		row = append(row, fmt.Sprintf("%.3f", t.Score))
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Score %.3f (95%% CI %.3f-%.3f) over %s x %s = %s\n",
-		s.Score, s.CI95[0], s.CI95[1], english.Count(s.Tasks, "task"), english.Count(s.Repeats, "repeat"), english.Count(s.Episodes, "episode"))
+	if s.Episodes != s.Tasks*s.Repeats {
+		fmt.Fprintln(w, report.PartialNote)
+	}
+	fmt.Fprintf(w, "Score %.3f over %s; 95%% CI %s\n", s.Score, s.Extent(), grader.FormatCI(s.CI95))
 	fullRecall := fmt.Sprintf("Full recall in %.1f%% of episodes", 100*s.FullRecallRate)
 	if s.FullRecallPrecision != nil {
 		fullRecall += fmt.Sprintf("; mean precision of those %.3f", *s.FullRecallPrecision)

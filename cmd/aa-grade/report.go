@@ -54,7 +54,6 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 		return usageErrorf("report needs at least one RUN folder; see aa-grade report --help")
 	}
 	var runs []*report.Run
-	var overviews []report.Overview
 	var unread []string // the folders that could not be read, and why
 	for _, dir := range dirs {
 		r, err := report.Load(dir)
@@ -67,8 +66,8 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 		}
 		printSkipped(con.err, r.Warnings)
 		runs = append(runs, r)
-		overviews = append(overviews, r.Overview())
 	}
+	overviews := report.Overviews(runs)
 	if len(runs) == 0 {
 		return badResult(errors.New(strings.Join(unread, "; ")))
 	}
@@ -109,14 +108,43 @@ func renderReportText(w io.Writer, runs []report.Overview) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tMODEL\tSCORE\t95% CI\tEPISODES\tERRORS\tCOST\t$/TASK\tMEAN TURNS\tGRADING")
 	for _, o := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f-%.3f\t%d\t%s\t%s\t%s\t%.1f\t%s\n", report.OneLine(o.Dir, 60), report.OneLine(o.Model, 60),
-			o.Score, o.CI95[0], o.CI95[1], o.Episodes, o.ErrorsText(), report.FormatUSD(o.CostUSD), report.FormatUSD(o.CostPerTask), o.MeanTurns,
+		fmt.Fprintf(tw, "%s\t%s\t%.3f%s\t%s\t%d\t%s\t%s\t%s\t%.1f\t%s\n", report.OneLine(o.Dir, 60), report.OneLine(o.Model, 60),
+			o.Score, o.SoFar(), o.CIText(), o.Episodes, o.ErrorsText(), report.FormatUSD(o.CostUSD), report.FormatUSD(o.CostPerTask), o.MeanTurns,
 			report.OneLine(o.Grading, 60))
 	}
 	tw.Flush()
 	for _, o := range runs {
 		if o.Judge != nil {
 			fmt.Fprintf(w, "%s: %s\n", report.OneLine(o.Dir, 60), o.Agreement())
+		}
+	}
+	renderComparisonText(w, runs)
+}
+
+// renderComparisonText prints each run after the first against the first: the difference,
+// its interval and p-value, and what the pairing left out.
+func renderComparisonText(w io.Writer, runs []report.Overview) {
+	if len(runs) < 2 {
+		return
+	}
+	fmt.Fprintf(w, "\nAGAINST %s\n%s\n", report.OneLine(runs[0].Dir, 60), report.TestNote)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tDIFFERENCE\t95% CI\tP-VALUE\tOVER")
+	for _, o := range runs[1:] {
+		v := o.VersusFirst
+		fmt.Fprintf(tw, "%s\t%+.3f\t%s\t%s\t%s x %s\n", report.OneLine(o.Dir, 60), v.Difference, v.IntervalText(), v.PValueText(),
+			english.Count(v.Tasks, "task"), english.Count(v.Repeats, "repeat"))
+	}
+	tw.Flush()
+	for _, o := range runs[1:] {
+		if v := o.VersusFirst; v.NoInterval != "" {
+			fmt.Fprintf(w, "%s: 95%% CI and p-value n/a: %s\n", report.OneLine(o.Dir, 60), v.NoInterval)
+		}
+	}
+	for _, o := range runs[1:] {
+		if v := o.VersusFirst; v.Warning != "" {
+			fmt.Fprintf(w, "warning: %s against %s: %s; only the shared ones are compared\n", report.OneLine(o.Dir, 60),
+				report.OneLine(runs[0].Dir, 60), v.Warning)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"image/png"
 	"net"
@@ -52,7 +53,7 @@ func TestReportCompleteRunAndHTML(t *testing.T) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
-	if !strings.Contains(string(md), "**1.000** (95% CI 1.000-1.000) over 2 tasks x 1 repeat") || !strings.Contains(string(md), "$0 in total") {
+	if !strings.Contains(string(md), "**1.000** over 2 tasks x 1 repeat = 2 episodes; 95% CI n/a (fewer than 5 tasks).") || !strings.Contains(string(md), "$0 in total") {
 		t.Errorf("report.md of the baseline run:\n%s", md)
 	}
 	page := filepath.Join(t.TempDir(), "sub", "compare.html")
@@ -284,5 +285,106 @@ func TestReportHTMLLayout(t *testing.T) {
 		if faults := tb.Eval(layoutFaults); !strings.Contains(faults, "lines for 1 words") {
 			t.Errorf("the control page's crushed column was not found (%s): the check proves nothing", faults)
 		}
+	}
+}
+
+// writeComparedRuns writes two finished run folders over the same six tasks, one repeat
+// each, b scoring 1 where a scores 0, and a third over the first two
+// tasks only; it returns their folders.
+func writeComparedRuns(t *testing.T) (a, b, few string) {
+	t.Helper()
+	base := t.TempDir()
+	write := func(name string, tasks int, score func(i int) int) string {
+		dir := filepath.Join(base, name)
+		var names, lines []string
+		for i := range tasks {
+			task := fmt.Sprintf("Scenario-%d", i+1)
+			names = append(names, `"`+task+`"`)
+			lines = append(lines, fmt.Sprintf(`{"task":%q,"repeat":1,"status":"ok","score":%d,"turns":3}`, task, score(i)))
+		}
+		testfs.Write(t, filepath.Join(dir, "run.json"), fmt.Sprintf(`{"model":"m/%s","dataset":"demo","tasks":[%s],"repeats":1,"max_turns":100}`,
+			name, strings.Join(names, ",")))
+		testfs.Write(t, filepath.Join(dir, "results.jsonl"), strings.Join(lines, "\n")+"\n")
+		return dir
+	}
+	a = write("a", 6, func(int) int { return 0 })
+	b = write("b", 6, func(int) int { return 1 })
+	few = write("few", 2, func(int) int { return 1 })
+	return a, b, few
+}
+
+// TestReportComparesRuns: each run after the first gets its paired difference with the
+// first, an interval and a p-value (n/a, with the reason, over too few shared tasks), and a
+// warning naming what the runs do not share.
+func TestReportComparesRuns(t *testing.T) {
+	a, b, few := writeComparedRuns(t)
+	r := aaGrade(t, nil, "report", a, b, few)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	// b - a: +1 on each of six tasks; exact sign-flip p = 2/64 (only the all-positive and
+	// all-negative patterns reach the observed mean).
+	for _, want := range []string{"paired sign-flip permutation test", "+1.000", "0.031", "6 tasks x 1 repeat",
+		"n/a: fewer than 5 shared tasks", "4 tasks only in " + a + " left out"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("report text lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	j := aaGrade(t, []string{"AA_GRADE_JSON=true"}, "report", a, b, few)
+	var got []struct {
+		Dir         string
+		VersusFirst *struct {
+			Against    string
+			Tasks      int
+			Difference float64
+			CI95       *[2]float64
+			PValue     *float64 `json:"p_value"`
+			NoInterval string   `json:"no_interval"`
+			Warning    string
+			OnlyA      []string `json:"only_a"`
+		} `json:"versus_first"`
+	}
+	if err := json.Unmarshal([]byte(j.stdout), &got); err != nil || len(got) != 3 {
+		t.Fatalf("--json: %v\n%s", err, j.stdout)
+	}
+	if got[0].VersusFirst != nil {
+		t.Errorf("the first run is compared with itself: %+v", got[0].VersusFirst)
+	}
+	if v := got[1].VersusFirst; v == nil || v.Against != a || v.Tasks != 6 || v.PValue == nil || *v.PValue != 2.0/64 || v.CI95 == nil || v.Warning != "" {
+		t.Errorf("b against a: %+v", v)
+	}
+	if v := got[2].VersusFirst; v == nil || v.Tasks != 2 || v.PValue != nil || v.CI95 != nil || v.NoInterval == "" || len(v.OnlyA) != 4 ||
+		!strings.Contains(v.Warning, "4 tasks only in") {
+		t.Errorf("few against a: %+v", v)
+	}
+}
+
+// TestReportHTMLWithAnalysisLayout opens the report.html aa-grade run writes (with its
+// analysis section: wide tables and charts) at 700 and 1400 pixels: the page fits the window
+// (wide parts scroll in their own box) and no table breaks a name letter by letter.
+func TestReportHTMLWithAnalysisLayout(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	if r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "run", "--dataset", "demo", "--model", "builtin/baseline",
+		"--tasks", "901,902,903", "--repeats", "2", "--out", out); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	page := filepath.Join(out, "report.html")
+	if html, err := os.ReadFile(page); err != nil || !bytes.Contains(html, []byte("First turn that named a root cause")) {
+		t.Fatalf("report.html has no analysis: %v", err)
+	}
+	for _, width := range []int{700, 1400} {
+		tb := cdp.NewTab(t, width)
+		from := tb.Open("file://" + page)
+		if faults := tb.Eval(layoutFaults); faults != "[]" {
+			t.Errorf("at %d px: %s", width, faults)
+		}
+		if problems := tb.Problems(from, "file://"); len(problems) > 0 {
+			t.Errorf("at %d px: %v", width, problems)
+		}
+		// At 1400 px every table fits: none needs its own scroll bar.
+		if wide := tb.Eval(`[...document.querySelectorAll(".scroll")].filter(e => e.querySelector("table") && e.scrollWidth > e.clientWidth + 1).map(e => e.scrollWidth + " px in " + e.clientWidth)`); width == 1400 && wide != "[]" {
+			t.Errorf("at %d px, tables wider than the page: %s", width, wide)
+		}
+		tb.Screenshot(fmt.Sprintf("report-analysis-%d", width))
 	}
 }

@@ -254,6 +254,11 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if err != nil {
 		return datasetError(err)
 	}
+	if rm, ok := m.(*replay.Model); ok {
+		if err := rm.Covers(opts.shard.Episodes(taskIDs(ds), plan.repeats)); err != nil {
+			return usageError(err)
+		}
+	}
 	out := opts.out
 	if out == "" {
 		out = filepath.Join("runs", strings.NewReplacer("/", "_", ":", "_").Replace(opts.model)+"-"+time.Now().Format("20060102-150405"))
@@ -312,8 +317,8 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	}
 	summary, results, err := runner.Run(ctx, cfg)
 	progress.Stop()
-	if replay, ok := m.(*replay.Model); ok {
-		reportDivergences(stderr, replay.Divergences())
+	if replay, ok := m.(*replay.Model); ok && results != nil { // nil: refused, nothing played
+		reportDivergences(stderr, replay.Divergences(), countStatus(results, grader.StatusError))
 	}
 	if j != nil {
 		fmt.Fprintln(stderr, j.spent())
@@ -515,10 +520,25 @@ func renderRunTotals(w io.Writer, r *report.Run) {
 	tw.Flush()
 }
 
-// reportDivergences says where replayed episodes stopped following their recording.
-func reportDivergences(w io.Writer, ds []replay.Divergence) {
-	if len(ds) == 0 {
+// taskIDs are the ids of a dataset's tasks, in its order.
+func taskIDs(ds *data.Dataset) []string {
+	ids := make([]string, len(ds.Tasks))
+	for i, t := range ds.Tasks {
+		ids[i] = t.ID
+	}
+	return ids
+}
+
+// reportDivergences says where replayed episodes stopped following their recording; it claims
+// every episode followed it only when none diverged and none ended in error (failed episodes
+// are not known to have followed anything).
+func reportDivergences(w io.Writer, ds []replay.Divergence, failed int) {
+	switch {
+	case len(ds) == 0 && failed == 0:
 		fmt.Fprintln(w, "replay: every episode followed its recording")
+		return
+	case len(ds) == 0:
+		fmt.Fprintf(w, "replay: %s ended in error (above); the others followed their recording\n", english.Count(failed, "episode"))
 		return
 	}
 	fmt.Fprintf(w, "replay: %s diverged from their recording (the recorded replies were used regardless):\n", english.Count(len(ds), "episode"))

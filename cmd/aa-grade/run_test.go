@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -246,6 +248,22 @@ func TestReplayReproducesARun(t *testing.T) {
 	}
 	if a, b := episodeFields(t, recorded), episodeFields(t, replayed); a != b {
 		t.Fatalf("replayed results differ:\n%s\n%s", a, b)
+	}
+	// More repeats than recorded: refused before anything is played or written, naming what
+	// the recording has, and no line claims the episodes followed it.
+	beyond := filepath.Join(dir, "beyond")
+	r = aaGrade(t, env, "run", "--model", "replay/"+recorded, "--repeats", "3", "--out", beyond)
+	if r.code != 2 || !strings.Contains(r.stderr, "has no recording of 4 of the 6 episodes (Scenario-901 repeat 2, ") ||
+		!strings.Contains(r.stderr, "it recorded Scenario-901 repeat 1, Scenario-902 repeat 1") || strings.Contains(r.stderr, "followed its recording") {
+		t.Fatalf("replay beyond the recording: exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(beyond); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused replay left %s: %v", beyond, err)
+	}
+	// A replay refused for another configuration in the same folder played nothing either.
+	r = aaGrade(t, env, "run", "--model", "replay/"+recorded, "--max-turns", "50", "--out", replayed)
+	if r.code != 2 || strings.Contains(r.stderr, "followed its recording") {
+		t.Fatalf("replay into a folder of another configuration: exit %d\n%s", r.code, r.stderr)
 	}
 	prompt := filepath.Join(dir, "prompt.txt")
 	os.WriteFile(prompt, []byte("Find the root cause. Write {{output_path}}."), 0o644)
@@ -601,5 +619,20 @@ func TestBaselineIsDeterministic(t *testing.T) {
 	// It costs what the recording did: a known 0, not unknown.
 	if strings.Contains(r.stderr, "cost unknown") || !strings.Contains(r.stderr, "cost $0") {
 		t.Errorf("the replay's cost is not the recording's:\n%s", r.stderr)
+	}
+}
+
+// TestReplaySummaryLineIsTrue: the replay's last line claims every episode followed its
+// recording only when none diverged and none ended in error.
+func TestReplaySummaryLineIsTrue(t *testing.T) {
+	for _, c := range []struct {
+		failed int
+		want   string
+	}{{0, "replay: every episode followed its recording\n"}, {2, "replay: 2 episodes ended in error (above); the others followed their recording\n"}} {
+		var b bytes.Buffer
+		reportDivergences(&b, nil, c.failed)
+		if b.String() != c.want {
+			t.Errorf("%d failed: %q, want %q", c.failed, b.String(), c.want)
+		}
 	}
 }

@@ -237,7 +237,7 @@ func TestSkippedResultLinesAreNamed(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
 	// The run's own score line: grading the same lines again must give it back.
-	scoreLine := regexp.MustCompile(`Score [0-9.]+ \(95% CI [0-9.]+-[0-9.]+\) over 2 tasks x 1 repeat`).FindString(r.stdout)
+	scoreLine := regexp.MustCompile(`Score [0-9.]+ over 2 tasks x 1 repeat = 2 episodes; 95% CI n/a \(fewer than 5 tasks\)`).FindString(r.stdout)
 	if scoreLine == "" {
 		t.Fatalf("run printed no score over 2 tasks:\n%s", r.stdout)
 	}
@@ -279,7 +279,7 @@ func TestGradeARunOnTheHub(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = aaGrade(t, env, "grade", out)
-	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000 (95% CI 1.000-1.000) over 2 tasks x 1 repeat") {
+	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000 over 2 tasks x 1 repeat = 2 episodes; 95% CI n/a (fewer than 5 tasks)") {
 		t.Fatalf("grade of the run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 

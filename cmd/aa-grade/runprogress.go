@@ -226,9 +226,11 @@ func (p *runProgress) printLocked(line string) {
 // overall is the run's state in one line, the most wanted first: a narrow terminal cuts the
 // end.
 func (p *runProgress) overall(now time.Time) string {
+	// The score as the reports and the viewer give it: over every episode of the run, those
+	// not finished counted 0.
 	score := 0.0
-	if p.finished > 0 {
-		score = p.scoreSum / float64(p.finished)
+	if p.total > 0 {
+		score = p.scoreSum / float64(p.total)
 	}
 	cost := "cost unknown"
 	if p.costKnown {
@@ -247,7 +249,8 @@ func (p *runProgress) overall(now time.Time) string {
 	if retrying+limited > 0 {
 		running += fmt.Sprintf(" (%d waiting for a retry, %d for the rate limiter)", retrying, limited)
 	}
-	return fmt.Sprintf("%d/%d episodes  %s  %s  score %.3f  %s", p.finished, p.total, running, p.eta(now), score, cost)
+	return fmt.Sprintf("%d/%d episodes  %s  %s  score %.3f%s  %s", p.finished, p.total, running, p.eta(now), score,
+		report.SoFar(p.total-p.finished), cost)
 }
 
 // eta estimates when the run ends: the episodes not started and what is left of the running

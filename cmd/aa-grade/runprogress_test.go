@@ -27,7 +27,7 @@ func TestRunProgressOnATerminal(t *testing.T) {
 	p.Turn("Scenario-2", 2, 1, 100, "")
 	p.render()
 	block := out.String()
-	for _, want := range []string{"resuming: 1 of 4 episodes already finished", "1/4 episodes  2 running  ETA -  score 1.000  $0.25 so far",
+	for _, want := range []string{"resuming: 1 of 4 episodes already finished", "1/4 episodes  2 running  ETA -  score 0.250 (3 not finished, counted 0)  $0.25 so far",
 		"  Scenario-2 r1  turn 5/100  grep -c error logs.tsv", "  Scenario-2 r2  turn 1/100"} {
 		if !strings.Contains(block, want) {
 			t.Errorf("missing %q in\n%s", want, block)
@@ -215,7 +215,7 @@ func TestRunProgressLogsRetriesAndWaits(t *testing.T) {
 	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, Turns: 3, Retries: 1})
 	want := "Scenario-1 repeat 1: attempt 1 failed: dial tcp 127.0.0.1:9: connect: connection refused; next attempt in 4s (at 14:00:04)\n" +
 		"Scenario-3 repeat 1: waited 34s for the rate limiter (the tokens limit, 200000 a minute)\n" +
-		"progress: 0/8 episodes  4 running  ETA -  score 0.000  $0.00 so far\n" + // the retry went at 14:00:04
+		"progress: 0/8 episodes  4 running  ETA -  score 0.000 (8 not finished, counted 0)  $0.00 so far\n" + // the retry went at 14:00:04
 		"Scenario-1 repeat 1: ok, score 1.00, 3 turns, cost unknown, retries 1\n"
 	if out.String() != want {
 		t.Errorf("plain output:\n%s\nwant\n%s", out.String(), want)
@@ -258,7 +258,7 @@ func TestRunProgressSaysWhatCtrlCDoes(t *testing.T) {
 	p.render()
 	p.Stopping("interrupted again")
 	want := "interrupted: no more episodes start; finishing the 2 running for up to 20s (until 14:00:20), then they are stopped and recorded unfinished; press Ctrl-C again to stop them at once\n" +
-		"progress: 0/4 episodes  2 running  stopping by 14:00:20  score 0.000  $0.00 so far\n" +
+		"progress: 0/4 episodes  2 running  stopping by 14:00:20  score 0.000 (4 not finished, counted 0)  $0.00 so far\n" +
 		"interrupted again: stopping the 2 running episodes now; they are recorded unfinished\n"
 	if out.String() != want {
 		t.Errorf("after Ctrl-C:\n%s\nwant\n%s", out.String(), want)

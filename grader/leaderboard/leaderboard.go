@@ -12,6 +12,19 @@ const Date = "2026-05-27"
 // Tasks is how many tasks the published runs used (the public dataset has 40 of them).
 const Tasks = 59
 
+// Dataset is the Hub dataset whose public tasks are among those the published runs used.
+const Dataset = "ArtificialAnalysis/ITBench-AA"
+
+// PublicTasks are the ids of Dataset's 40 public tasks (its sre/data.jsonl), every one of them
+// among the 59 the published runs used: a run of other tasks measures something else.
+var PublicTasks = []string{
+	"Scenario-1", "Scenario-2", "Scenario-3", "Scenario-4", "Scenario-5", "Scenario-6", "Scenario-7", "Scenario-8", "Scenario-9",
+	"Scenario-11", "Scenario-12", "Scenario-13", "Scenario-14", "Scenario-15", "Scenario-16", "Scenario-17", "Scenario-18",
+	"Scenario-19", "Scenario-20", "Scenario-21", "Scenario-22", "Scenario-23", "Scenario-24", "Scenario-25", "Scenario-26",
+	"Scenario-27", "Scenario-29", "Scenario-31", "Scenario-33", "Scenario-34", "Scenario-35", "Scenario-37", "Scenario-38",
+	"Scenario-40", "Scenario-80", "Scenario-81", "Scenario-83", "Scenario-91", "Scenario-102", "Scenario-105",
+}
+
 // Row is one published leaderboard entry. Unpublished figures are nil, never zero.
 type Row struct {
 	Label       string   `json:"label"`         // the leaderboard's own wording

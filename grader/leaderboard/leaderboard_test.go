@@ -18,3 +18,16 @@ func TestPublishedIsSortedAndBounded(t *testing.T) {
 		t.Error("Find found a label that is not published")
 	}
 }
+
+func TestPublicTasks(t *testing.T) {
+	seen := map[string]bool{}
+	for _, id := range PublicTasks {
+		if seen[id] {
+			t.Errorf("%s listed twice", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != 40 || !seen["Scenario-1"] || !seen["Scenario-105"] || seen["Scenario-10"] {
+		t.Errorf("%d public tasks: %v", len(seen), PublicTasks)
+	}
+}

@@ -2,9 +2,12 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -85,6 +88,52 @@ func (r *Model) Complete(ctx context.Context, req model.Request) (model.Reply, e
 		return model.Reply{}, fmt.Errorf("replayed: %s", rec.Error)
 	}
 	return model.Reply{Message: rec.Reply, Usage: rec.Usage, Cut: rec.Cut}, nil
+}
+
+// ErrUnrecorded marks a replay asked for episodes its recording does not have.
+var ErrUnrecorded = errors.New("the recording cannot be followed")
+
+// maxNamed bounds the episodes an ErrUnrecorded error names.
+const maxNamed = 8
+
+// Covers says whether the recording finished every episode of plan, so that a replay that
+// could not follow it (more repeats or other tasks than were recorded) is refused before it
+// plays anything, naming what the recording has, rather than ending those episodes in error.
+func (r *Model) Covers(plan []runfolder.Episode) error {
+	rec, err := runfolder.Read(r.Dir)
+	if err != nil {
+		return fmt.Errorf("replay/%s: %w", r.Dir, err)
+	}
+	var missing []runfolder.Episode
+	for _, e := range plan {
+		if _, ok := rec.Results[e]; !ok {
+			missing = append(missing, e)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	recorded := slices.SortedFunc(maps.Keys(rec.Results), func(a, b runfolder.Episode) int {
+		return cmp.Or(cmp.Compare(slices.Index(rec.Header.Tasks, a.Task), slices.Index(rec.Header.Tasks, b.Task)),
+			strings.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat))
+	})
+	return fmt.Errorf("%w: replay/%s has no recording of %d of the %d episodes (%s); it recorded %s: ask for those tasks and repeats (--tasks, --repeats)",
+		ErrUnrecorded, r.Dir, len(missing), len(plan), nameEpisodes(missing), nameEpisodes(recorded))
+}
+
+// nameEpisodes names the first maxNamed episodes, and counts the rest.
+func nameEpisodes(eps []runfolder.Episode) string {
+	if len(eps) == 0 {
+		return "none"
+	}
+	var names []string
+	for _, e := range eps[:min(len(eps), maxNamed)] {
+		names = append(names, fmt.Sprintf("%s repeat %d", e.Task, e.Repeat))
+	}
+	if len(eps) > maxNamed {
+		names = append(names, fmt.Sprintf("and %d more", len(eps)-maxNamed))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Divergences lists the episodes whose conversation differed from the recording, each at its

@@ -277,7 +277,11 @@ func newHitChart(runs []analysisRunView) hitChart {
 	}
 	binW := (hitRight - hitLeft) / float64(bins)
 	barW := binW / float64(len(runs)+1)
-	scale := (hitBase - hitTop) / float64(top)
+	// The axis ends on a tick at or above the highest bar, so that no bar rises past it.
+	step, _ := niceScale(float64(top))
+	step = math.Max(step, 1) // whole episodes
+	axisTop := step * math.Ceil(float64(top)/step)
+	scale := (hitBase - hitTop) / axisTop
 	for b := range bins {
 		label := fmt.Sprintf("%d-%d", b*width+1, (b+1)*width)
 		if width == 1 {
@@ -295,20 +299,10 @@ func newHitChart(runs []analysisRunView) hitChart {
 				Colour: r.Colour, Title: fmt.Sprintf("R%d %s: %d episodes, first hit at turn %s", r.N, r.Label, n, label)})
 		}
 	}
-	for _, t := range niceTicks(top) {
-		c.YTicks = append(c.YTicks, tick{Pos: hitBase - float64(t)*scale, Label: fmt.Sprint(t)})
+	for t := 0.0; t <= axisTop+step/2; t += step {
+		c.YTicks = append(c.YTicks, tick{Pos: hitBase - t*scale, Label: fmt.Sprintf("%.0f", t)})
 	}
 	return c
-}
-
-// niceTicks are up to 5 whole-number marks from 0 to top.
-func niceTicks(top int) []int {
-	step := max(1, int(math.Ceil(float64(top)/4)))
-	var out []int
-	for t := 0; t <= top; t += step {
-		out = append(out, t)
-	}
-	return out
 }
 
 // fpChart shows each run's false positives as one bar split by class shares.

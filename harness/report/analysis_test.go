@@ -55,3 +55,26 @@ func TestAnalysisRendersEscaped(t *testing.T) {
 		t.Errorf("report.md's analysis:\n%s", section)
 	}
 }
+
+// TestHitChartAxisHoldsItsBars: with 33 episodes in one bin the axis reaches a tick at or
+// above 33 (it once stopped at 27, under the bar), and the chart has a legend of its runs.
+func TestHitChartAxisHoldsItsBars(t *testing.T) {
+	c := newHitChart([]analysisRunView{{N: 1, Colour: "#000", Label: "m", NeverHit: 33, FirstHitTurns: []int{1, 2}}})
+	top := c.YTicks[len(c.YTicks)-1]
+	for _, b := range c.Bars {
+		if b.Y < top.Pos-1e-9 {
+			t.Errorf("a bar rises to y %.1f, above the last tick %s at %.1f", b.Y, top.Label, top.Pos)
+		}
+	}
+	if top.Label != "40" || len(c.YTicks) < 3 {
+		t.Errorf("ticks %+v, want 0 to 40", c.YTicks)
+	}
+	var page bytes.Buffer
+	if err := WriteAnalysisHTML(&page, []*analysis.Run{hostileAnalysis()}); err != nil {
+		t.Fatal(err)
+	}
+	hits := page.String()[strings.Index(page.String(), "First turn that named a root cause"):]
+	if i := strings.Index(hits, "<svg width=\"1000\""); i < 0 || !strings.Contains(hits[:i], `class="legend"`) {
+		t.Error("the first-hit chart has no legend")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
 	"github.com/aa-grade/aa-grade/internal/termtext"
@@ -12,6 +13,35 @@ import (
 // SubsetNote says why a local score cannot equal a published one.
 var SubsetNote = fmt.Sprintf("The published leaderboard (%s) ran %d tasks x 3 repeats; the public tasks are a subset "+
 	"of those %d, so a local run estimates, but cannot equal, a published score.", leaderboard.Date, leaderboard.Tasks, leaderboard.Tasks)
+
+// otherTasks says why a run of dataset's tasks is not ranked against the published
+// leaderboard, "" when it is. It is ranked only when the published scores measured the same
+// thing: its dataset is ITBench-AA's on the Hub (hf:ArtificialAnalysis/ITBench-AA, at any
+// revision) and each of its tasks is one of that dataset's public ones. A local folder, even a
+// copy of ITBench-AA, is not ranked: its ground truths cannot be told from edited ones.
+func otherTasks(dataset string, tasks []string) string {
+	repo, hub := strings.CutPrefix(dataset, "hf:")
+	repo, _, _ = strings.Cut(repo, "@")
+	if !hub || !strings.EqualFold(repo, leaderboard.Dataset) {
+		return fmt.Sprintf("its dataset, %s, is not ITBench-AA's (hf:%s), whose tasks the published runs used", OneLine(dataset, 80), leaderboard.Dataset)
+	}
+	if len(tasks) == 0 {
+		return "it has no task"
+	}
+	var foreign []string
+	for _, t := range tasks {
+		if !slices.Contains(leaderboard.PublicTasks, t) {
+			foreign = append(foreign, t)
+		}
+	}
+	if len(foreign) > 0 {
+		return fmt.Sprintf("%d of its tasks are not among ITBench-AA's public ones (%s)", len(foreign), OneLine(strings.Join(foreign, ", "), 200))
+	}
+	return ""
+}
+
+// OtherTasksNote says why a run is left out of the published leaderboard, after its reason.
+const OtherTasksNote = "its score measures other tasks than the published ones, so it is not ranked among them"
 
 // boardRow is a run or a published entry on the leaderboard.
 type boardRow struct {
@@ -26,14 +56,22 @@ type boardRow struct {
 
 func (b boardRow) Published() bool { return b.Run < 0 }
 
-// board puts the runs among the published rows, best score first (a run before a published
-// row of the same score).
-func board(runs []Overview) []boardRow {
+// board puts the runs of ITBench-AA's tasks among the published rows, best score first (a
+// run before a published row of the same score); with published false, the other runs alone.
+// Each row keeps its run's index in runs.
+func board(runs []Overview, published bool) []boardRow {
 	var rows []boardRow
 	for i, o := range runs {
-		ci, turns := o.CI95, o.MeanTurns
-		rows = append(rows, boardRow{Label: o.Model, Run: i, Score: o.Score, CI95: &ci, Tasks: o.Tasks,
+		if (o.OtherTasks == "") != published {
+			continue
+		}
+		turns := o.MeanTurns
+		rows = append(rows, boardRow{Label: o.Model, Run: i, Score: o.Score, CI95: o.CI95, Tasks: o.Tasks,
 			AvgTurns: &turns, CostPerTask: o.CostPerTask})
+	}
+	if !published || len(rows) == 0 {
+		slices.SortStableFunc(rows, func(a, b boardRow) int { return cmp.Compare(b.Score, a.Score) })
+		return rows
 	}
 	for _, p := range leaderboard.Published {
 		rows = append(rows, boardRow{Label: p.Label, Run: -1, Score: p.Score, Tasks: leaderboard.Tasks,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader"
@@ -58,12 +59,12 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("write report.html: no run")
 	}
-	v := htmlView{Note: SubsetNote, Source: leaderboard.Source, Version: version.Version}
-	var overviews []Overview
+	v := htmlView{Note: SubsetNote, Source: leaderboard.Source, Version: version.Version, TestNote: TestNote,
+		MinTasks: grader.MinTasksForInterval, PartialNote: PartialNote}
+	overviews := Overviews(runs)
 	var labels []string
 	for i, r := range runs {
-		o := r.Overview()
-		overviews = append(overviews, o)
+		o := overviews[i]
 		labels = append(labels, runLabel(o, maxLabel+legendExtra))
 		rv := runView{N: i + 1, Colour: palette[i%len(palette)], Overview: o, Label: labels[i]}
 		for _, e := range r.Results {
@@ -82,7 +83,15 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 	if len(runs) > 1 {
 		v.Title = fmt.Sprintf("ITBench-AA report: %d runs", len(runs))
 	}
-	v.Board = boardChart(overviews)
+	v.Board, v.OtherBoard = boardChart(overviews, true), boardChart(overviews, false)
+	for _, rv := range v.Runs {
+		if rv.OtherTasks != "" {
+			v.OtherTasks = append(v.OtherTasks, fmt.Sprintf("R%d: not ranked against the published leaderboard: %s; %s.", rv.N, rv.OtherTasks, OtherTasksNote))
+		}
+	}
+	if v.Board == nil {
+		v.Note = ""
+	}
 	v.Scatter = scatterChart(runs, labels)
 	v.Turns = turnsChart(runs, labels)
 	v.Heat = heatChart(runs, labels)
@@ -98,12 +107,18 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 
 type htmlView struct {
 	Title, Note, Source, Version string
+	TestNote                     string // how runs are compared, when there are several
+	MinTasks                     int    // the fewest shared tasks given an interval
+	PartialNote                  string
 	Runs                         []runView
-	Board                        boardView
-	Scatter                      scatterView
-	Turns                        histogramView
-	Heat                         heatView
-	Analysis                     template.HTML // analysis.go
+	// Board ranks the runs of ITBench-AA's tasks among the published rows, OtherBoard the other
+	// runs alone, OtherTasks says why; each board is nil when it has no run.
+	Board, OtherBoard *boardView
+	OtherTasks        []string
+	Scatter           scatterView
+	Turns             histogramView
+	Heat              heatView
+	Analysis          template.HTML // analysis.go
 }
 
 type runView struct {
@@ -150,8 +165,12 @@ type boardBar struct {
 	Colour, Tag, Value                 string
 }
 
-func boardChart(runs []Overview) boardView {
-	rows := board(runs)
+// boardChart draws board(runs, published): nil when it has no run.
+func boardChart(runs []Overview, published bool) *boardView {
+	rows := board(runs, published)
+	if !slices.ContainsFunc(rows, func(r boardRow) bool { return !r.Published() }) {
+		return nil
+	}
 	scale := float64(boardRight - boardLeft)
 	v := boardView{Left: boardLeft, Right: boardRight, Bottom: float64(len(rows)*boardRowH + 10)}
 	v.Height = v.Bottom + 30
@@ -170,15 +189,17 @@ func boardChart(runs []Overview) boardView {
 			b.Value = fmt.Sprintf("%.3f", row.Score)
 		} else {
 			b.Colour, b.Tag = palette[row.Run%len(palette)], fmt.Sprintf("R%d, %d tasks", row.Run+1, row.Tasks)
-			b.CILo, b.CIHi = boardLeft+scale*clamp01(row.CI95[0]), boardLeft+scale*clamp01(row.CI95[1])
-			b.Mid, b.CapTop, b.CapBottom = b.Y+8.5, b.Y+3, b.Y+14
-			b.Value = fmt.Sprintf("%.3f [%.3f-%.3f]", row.Score, row.CI95[0], row.CI95[1])
-			end = max(end, b.CIHi)
+			b.Value = fmt.Sprintf("%.3f [95%% CI %s]", row.Score, grader.FormatCI(row.CI95))
+			if ci := row.CI95; ci != nil {
+				b.CILo, b.CIHi = boardLeft+scale*clamp01(ci[0]), boardLeft+scale*clamp01(ci[1])
+				b.Mid, b.CapTop, b.CapBottom = b.Y+8.5, b.Y+3, b.Y+14
+				end = max(end, b.CIHi)
+			}
 		}
 		b.ValueX = end + 6
 		v.Rows = append(v.Rows, b)
 	}
-	return v
+	return &v
 }
 
 // Scatter and histogram plot areas: room on the left for the tick labels and the vertical
@@ -202,6 +223,9 @@ type scatterView struct {
 	Points                                               []point
 	Unknown                                              []unknownCost
 	Spread                                               bool // some points were spread around their spot
+	// AllFree says every known cost is $0: the points would all stand on the axis, so none
+	// is drawn.
+	AllFree bool
 }
 
 type point struct {
@@ -249,6 +273,10 @@ func scatterChart(runs []*Run, labels []string) scatterView {
 		if len(unknown) > 0 {
 			v.Unknown = append(v.Unknown, unknownCost{Run: i + 1, Label: labels[i], Tasks: OneLine(strings.Join(unknown, ", "), 2000)})
 		}
+	}
+	if len(points) > 0 && top == 0 {
+		v.AllFree = true
+		return v
 	}
 	step, top := niceScale(top)
 	// The data run from 0 to top and from 0 to 1; the axes 3% and 5% beyond.

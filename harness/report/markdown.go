@@ -22,15 +22,21 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 
 	p("# ITBench-AA run: %s\n\n", mdText(h.Model, 200))
-	p("- Dataset: %s, %s x %s\n", mdText(h.Dataset, 200), english.Count(o.Tasks, "task"), english.Count(o.Repeats, "repeat"))
+	p("- Dataset: %s, %s x %s", mdText(h.Dataset, 200), english.Count(o.Tasks, "task"), english.Count(o.Repeats, "repeat"))
+	if o.Shard != "" {
+		p(", shard %s", mdText(o.Shard, 20))
+	}
+	p("\n")
 	p("- Started %s by aa-grade %s; sandbox %s, at most %d turns, prompt sha256 %s\n\n",
 		h.Started.UTC().Format("2006-01-02 15:04 MST"), mdText(h.Version, 40), mdText(h.Sandbox, 40), h.MaxTurns, mdText(h.PromptSHA256, 64))
 	if o.Caveat != "" {
 		p("**%s**\n\n", o.Caveat)
 	}
 
-	p("## Score\n\n**%.3f** (95%% CI %.3f-%.3f) over %s x %s = %s. ", o.Score, o.CI95[0], o.CI95[1],
-		english.Count(o.Tasks, "task"), english.Count(o.Repeats, "repeat"), english.Count(o.Episodes, "episode"))
+	p("## Score\n\n**%.3f**%s over %s; 95%% CI %s. ", o.Score, o.SoFar(), o.Extent(), o.CIText())
+	if o.Partial() {
+		p("%s ", PartialNote)
+	}
 	p("Full recall in %.1f%% of episodes", 100*r.Summary.FullRecallRate)
 	if fp := r.Summary.FullRecallPrecision; fp != nil {
 		p("; mean precision of those %.3f", *fp)
@@ -72,18 +78,7 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 			t.Tokens.Output, t.Tokens.Reasoning, FormatUSD(t.CostUSD))
 	}
 
-	p("\n## Beside the published leaderboard\n\n%s This run: %d tasks.\n\n", SubsetNote, o.Tasks)
-	p("| | model | tasks | score | avg turns | $/task |\n|---|---|---:|---:|---:|---:|\n")
-	for _, b := range board([]Overview{o}) {
-		if b.Published() {
-			p("| published | %s | %d | %.3f | %s | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
-				formatOptional(b.AvgTurns, "%.0f"), formatOptional(b.CostPerTask, "$%.2f"))
-			continue
-		}
-		p("| **this run** | **%s** | %d | **%.3f** (%.3f-%.3f) | %.1f | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
-			b.CI95[0], b.CI95[1], *b.AvgTurns, FormatUSD(b.CostPerTask))
-	}
-	p("\nPublished figures: %s.\n", leaderboard.Source)
+	writeBoardMarkdown(bw, o)
 	if r.AnalysisErr != nil {
 		fmt.Fprintf(bw, "\n## Analysis\n\nLeft out: %s\n", mdText(r.AnalysisErr.Error(), 300))
 	}
@@ -125,4 +120,29 @@ func mdText(s string, limit int) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// writeBoardMarkdown ranks a run of ITBench-AA's tasks among the published rows; a run of
+// other tasks is shown alone, with why.
+func writeBoardMarkdown(w io.Writer, o Overview) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	published := o.OtherTasks == ""
+	if published {
+		p("\n## Beside the published leaderboard\n\n%s This run: %d tasks.\n\n", SubsetNote, o.Tasks)
+	} else {
+		p("\n## Leaderboard\n\nNot ranked against the published leaderboard: %s; %s.\n\n", mdText(o.OtherTasks, 400), OtherTasksNote)
+	}
+	p("| | model | tasks | score | avg turns | $/task |\n|---|---|---:|---:|---:|---:|\n")
+	for _, b := range board([]Overview{o}, published) {
+		if b.Published() {
+			p("| published | %s | %d | %.3f | %s | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
+				formatOptional(b.AvgTurns, "%.0f"), formatOptional(b.CostPerTask, "$%.2f"))
+			continue
+		}
+		p("| **this run** | **%s** | %d | **%.3f**, 95%% CI %s | %.1f | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
+			grader.FormatCI(b.CI95), *b.AvgTurns, FormatUSD(b.CostPerTask))
+	}
+	if published {
+		p("\nPublished figures: %s.\n", leaderboard.Source)
+	}
 }

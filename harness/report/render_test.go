@@ -88,7 +88,8 @@ func TestMarkdownFinishedRun(t *testing.T) {
 	md := markdown(t, load(t, opusDir))
 	for _, want := range []string{
 		"# ITBench-AA run: anthropic/claude-opus-4-7\n",
-		"**0.306** (95% CI 0.000-0.750) over 3 tasks x 2 repeats = 6 episodes",
+		"**0.306** over 3 tasks x 2 repeats = 6 episodes; 95% CI n/a (fewer than 5 tasks).",
+		"| **anthropic/claude-opus-4-7** | 3 | **0.306**, 95% CI n/a (fewer than 5 tasks) |",
 		"| ok | 4 |\n| max\\_turns | 1 |\n| error | 1 |\n",
 		"- Scenario-38 repeat 1, error: start the sandbox: bwrap: setting up uid map: Permission denied\n",
 		"$17.07 in total; $2.84 per task",
@@ -113,6 +114,7 @@ func TestMarkdownPartialUnpricedRun(t *testing.T) {
 	md := markdown(t, load(t, qwenDir))
 	for _, want := range []string{
 		"Unknown: the run has no prices for its model",
+		"**0.250** (2 not finished, counted 0) over 3 tasks x 2 repeats = 6 episodes",
 		"| not run yet | 2 |",
 		"| Scenario-2 | 0.500 | 2 | 20.0 | 19.0 | 922541 | 0 | 0 | 65512 | 47115 | unknown |",
 		"| Scenario-38 | 0.000 | 0 | 0.0 | 0.0 | 0 | 0 | 0 | 0 | 0 | $0 |",
@@ -193,6 +195,7 @@ func TestHTMLSeveralRuns(t *testing.T) {
 	html := renderHTML(t, load(t, opusDir), load(t, qwenDir))
 	for _, want := range []string{"ITBench-AA report: 2 runs", "anthropic/claude-opus-4-7", "openai-api/vllm/Qwen/Qwen3-32B",
 		SubsetNote, "cost unknown (no prices for the model) for Scenario-2, Scenario-16.", "2 episodes not run yet",
+		"<td class=\"n\">n/a (fewer than 5 tasks)</td>", "<b>0.250</b> (2 not finished, counted 0)", "0.306 [95% CI n/a (fewer than 5 tasks)]",
 		`default-src 'none'`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)
@@ -206,6 +209,9 @@ func TestHTMLSeveralRuns(t *testing.T) {
 	}
 	if n := strings.Count(html, `class="cell"`); n != 6 {
 		t.Errorf("%d heatmap cells, want 3 tasks x 2 runs", n)
+	}
+	if strings.Contains(html, `class="ci"`) {
+		t.Error("an interval is drawn for runs of 3 tasks")
 	}
 	if !strings.Contains(html, "Scenario-38: not run yet in R2") {
 		t.Error("a task not run yet is not marked in the heatmap")

@@ -82,14 +82,15 @@ func Load(dir string) (*Run, error) {
 
 // Overview is one run in a line: what `aa-grade report` prints and the leaderboard shows.
 type Overview struct {
-	Dir      string     `json:"dir"`
-	Model    string     `json:"model"`
-	Dataset  string     `json:"dataset"`
-	Score    float64    `json:"score"`
-	CI95     [2]float64 `json:"ci95"`
-	Tasks    int        `json:"tasks"`
-	Repeats  int        `json:"repeats"`
-	Episodes int        `json:"episodes"`
+	Dir     string  `json:"dir"`
+	Model   string  `json:"model"`
+	Dataset string  `json:"dataset"`
+	Score   float64 `json:"score"`
+	// CI95 is null below grader.MinTasksForInterval tasks.
+	CI95     *[2]float64 `json:"ci95"`
+	Tasks    int         `json:"tasks"`
+	Repeats  int         `json:"repeats"`
+	Episodes int         `json:"episodes"`
 	// Statuses counts the finished episodes by status; NotRun the episodes not run yet.
 	Statuses map[string]int `json:"statuses"`
 	NotRun   int            `json:"not_run"`
@@ -107,8 +108,16 @@ type Overview struct {
 	Judge   *grader.JudgeStats `json:"judge,omitempty"`
 	// Loop is the agent loop the episodes followed; Caveat, LenientNote when the run's scores
 	// do not compare with the leaderboard.
+	// Shard is the part of the run the folder holds ("1/2"), "" for a whole run.
+	Shard  string `json:"shard,omitempty"`
 	Loop   string `json:"loop"`
 	Caveat string `json:"caveat,omitempty"`
+	// OtherTasks says why the run is not ranked against the published leaderboard (its dataset
+	// or tasks are not ITBench-AA's); "" when it is.
+	OtherTasks string `json:"other_tasks,omitempty"`
+	// VersusFirst compares a run after the first of a report with the first (Overviews); nil
+	// for the first run and for a run reported alone.
+	VersusFirst *Versus `json:"versus_first,omitempty"`
 }
 
 // LenientNote is what every report and page says of a run that did not follow the reference
@@ -140,15 +149,45 @@ func (o Overview) Agreement() string {
 		OneLine(j.Model, 80), j.Judged, j.Fallbacks, share(j.ScoreAgreement), share(j.EntityAgreement), j.RulesScore)
 }
 
+// CIText is the run's 95% interval as every report shows it (grader.FormatCI).
+func (o Overview) CIText() string { return grader.FormatCI(o.CI95) }
+
+// SoFar labels a score while some of its episodes have not finished (not run yet, running,
+// or stopped unfinished): they count 0 in it, as in the final score. The terminal, the reports
+// and the viewer give a score in progress this one way, labelled alike, so that they agree.
+func SoFar(notFinished int) string {
+	if notFinished <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d not finished, counted 0)", notFinished)
+}
+
+// SoFar labels the run's score (the package's SoFar) by its episodes not run yet or unfinished.
+func (o Overview) SoFar() string { return SoFar(o.NotRun + o.Statuses[grader.StatusUnfinished]) }
+
+// Extent says what the run's counts are over (grader.Summary.Extent): a shard's episodes are
+// part of its tasks x repeats.
+func (o Overview) Extent() string {
+	return grader.Summary{Tasks: o.Tasks, Repeats: o.Repeats, Episodes: o.Episodes}.Extent()
+}
+
+// Partial says some tasks lack some repeats (PartialNote).
+func (o Overview) Partial() bool { return o.Episodes != o.Tasks*o.Repeats }
+
 // Overview sums the run up.
 func (r *Run) Overview() Overview {
 	o := Overview{Dir: r.Dir, Model: r.Header.Model, Dataset: r.Header.Dataset, Score: r.Summary.Score,
 		CI95: r.Summary.CI95, Tasks: r.Summary.Tasks, Repeats: r.Summary.Repeats, Episodes: r.Summary.Episodes,
 		Statuses: map[string]int{}, NotRun: r.Summary.Episodes - len(r.Results), Grading: "rules", Judge: r.Summary.Judge,
-		Loop: r.Header.LoopName()}
+		Loop: r.Header.LoopName(), Shard: r.Header.Shard}
 	if !r.Header.Comparable() {
 		o.Caveat = LenientNote
 	}
+	var tasks []string
+	for _, t := range r.Summary.PerTask {
+		tasks = append(tasks, t.Task)
+	}
+	o.OtherTasks = otherTasks(r.Header.Dataset, tasks)
 	if o.Judge != nil {
 		o.Grading = "judge " + o.Judge.Model
 	}

@@ -33,6 +33,8 @@ type runColumn struct {
 	Live     bool
 	Warnings []string
 	Repeats  int
+	// Versus compares a run after the first with the first; nil for the first.
+	Versus *report.Versus
 }
 
 type statusCount struct {
@@ -69,9 +71,15 @@ var statusOrder = []string{grader.StatusOK, grader.StatusMaxTurns, grader.Status
 func buildRunsPage(runs []*loaded) runsPage {
 	var p runsPage
 	rows := map[string]int{}
+	reports := make([]*report.Run, len(runs))
+	for i, l := range runs {
+		reports[i] = l.run
+	}
+	overviews := report.Overviews(reports)
 	for ri, l := range runs {
-		o := l.run.Overview()
-		col := runColumn{N: l.n, Dir: l.dir, Overview: o, Header: l.run.Header, Live: l.live, Warnings: l.run.Warnings, Repeats: l.run.Summary.Repeats}
+		o := overviews[ri]
+		col := runColumn{N: l.n, Dir: l.dir, Overview: o, Header: l.run.Header, Live: l.live, Warnings: l.run.Warnings, Repeats: l.run.Summary.Repeats,
+			Versus: o.VersusFirst}
 		for _, st := range statusOrder {
 			n := o.Statuses[st]
 			if st == grader.StatusUnfinished {
@@ -89,15 +97,19 @@ func buildRunsPage(runs []*loaded) runsPage {
 				rows[t.Task] = i
 				p.Tasks = append(p.Tasks, gridRow{Task: t.Task, Runs: make([]gridRun, len(runs))})
 			}
-			g := gridRun{Has: true, Score: t.Score}
+			// Each episode under its repeat; a cell with no Href is one the run does not hold.
+			g := gridRun{Has: true, Score: t.Score, Cells: make([]cell, col.Repeats)}
 			for _, e := range t.Episodes {
+				if e.Repeat < 1 || e.Repeat > col.Repeats {
+					continue
+				}
 				ref := l.eps[l.index[runfolder.Episode{Task: t.Task, Repeat: e.Repeat}]]
 				status := e.Status
 				if status == grader.StatusUnfinished && l.live && l.hasPlainTrajectory(ref) {
 					status = "running"
 				}
-				g.Cells = append(g.Cells, cell{Repeat: e.Repeat, Href: ref.Path, Status: status, Score: e.Score, Class: cellClass(status, e.Score),
-					Title: fmt.Sprintf("%s repeat %d: %s, score %.2f", t.Task, e.Repeat, label(status), e.Score)})
+				g.Cells[e.Repeat-1] = cell{Repeat: e.Repeat, Href: ref.Path, Status: status, Score: e.Score, Class: cellClass(status, e.Score),
+					Title: fmt.Sprintf("%s repeat %d: %s, score %.2f", t.Task, e.Repeat, label(status), e.Score)}
 			}
 			p.Tasks[i].Runs[ri] = g
 		}
@@ -129,6 +141,8 @@ type episodePage struct {
 	Running    bool
 	Turns      []Turn
 	Submission *Submission
+	// Missed are the root causes the rules find the answer missed, once the episode ended.
+	Missed     []missedCause
 	Problems   []string
 	Root       string // from the page to the root of the pages
 	Prev, Next string // the neighbouring episodes' pages, "" at the ends
@@ -212,5 +226,12 @@ func (v *Viewer) buildEpisodePage(ctx context.Context, l *loaded, i int) episode
 		}
 	}
 	p.Submission = sub
+	if gt != nil && p.Result != nil && p.Result.Final() {
+		var predictions []grader.Prediction
+		if sub != nil && sub.Score != nil {
+			predictions = sub.Score.Predictions
+		}
+		p.Missed = missedRootCauses(gt, predictions)
+	}
 	return p
 }

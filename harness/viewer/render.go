@@ -47,21 +47,23 @@ func hash(s string) string {
 }
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"visible": visible,
-	"style":   func() template.CSS { return template.CSS(style) },
-	"script":  func() template.JS { return template.JS(script) },
-	"policy":  func() string { return policy },
-	"score":   func(f float64) string { return fmt.Sprintf("%.3f", f) },
-	"count":   english.Count,
-	"short":   func(f float64) string { return abbr("ok", f) },
-	"cost":    report.FormatUSD,
-	"tokens":  tokens,
-	"seconds": func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) },
-	"secs":    func(f float64) string { return fmt.Sprintf("%.1f s", f) },
-	"clock":   func(t time.Time) string { return t.UTC().Format("15:04:05") },
-	"fold":    fold,
-	"lines":   func(s string) int { return strings.Count(s, "\n") + 1 },
-	"chars":   utf8.RuneCountInString,
+	"visible":     visible,
+	"style":       func() template.CSS { return template.CSS(style) },
+	"script":      func() template.JS { return template.JS(script) },
+	"policy":      func() string { return policy },
+	"score":       func(f float64) string { return fmt.Sprintf("%.3f", f) },
+	"count":       english.Count,
+	"short":       func(f float64) string { return abbr("ok", f) },
+	"cost":        report.FormatUSD,
+	"testNote":    func() string { return report.TestNote },
+	"partialNote": func() string { return report.PartialNote },
+	"tokens":      tokens,
+	"seconds":     func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) },
+	"secs":        func(f float64) string { return fmt.Sprintf("%.1f s", f) },
+	"clock":       func(t time.Time) string { return t.UTC().Format("15:04:05") },
+	"fold":        fold,
+	"lines":       func(s string) int { return strings.Count(s, "\n") + 1 },
+	"chars":       utf8.RuneCountInString,
 	"firstLine": func(s string) string {
 		line, _, _ := strings.Cut(s, "\n")
 		return line

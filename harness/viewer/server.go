@@ -83,13 +83,25 @@ func (v *Viewer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p == "" {
 		p = "index.html"
 	}
-	if err := v.serve(r.Context(), w, r, p); err != nil {
-		code := http.StatusInternalServerError
-		if errors.Is(err, errNotFound) {
-			code = http.StatusNotFound
-		}
-		http.Error(w, err.Error(), code)
+	switch err := v.serve(r.Context(), w, r, p); {
+	case errors.Is(err, errNotFound):
+		writeNotFound(w, r.URL.Path)
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
+}
+
+// writeNotFound answers a path the viewer has no page for with a page of its own: a link
+// opened from an old page, or typed, leads back to the runs rather than to a bare line.
+func writeNotFound(w http.ResponseWriter, p string) {
+	var b bytes.Buffer
+	if err := render(&b, "notfound", p); err != nil {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusNotFound)
+	w.Write(b.Bytes())
 }
 
 var errNotFound = errors.New("not found")

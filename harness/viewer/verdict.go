@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aa-grade/aa-grade/grader"
@@ -79,6 +80,51 @@ func readSubmission(root *os.Root, dir string, gt *grader.GroundTruth, gtProblem
 		s.Entities = append(s.Entities, e)
 	}
 	return s, nil
+}
+
+// missedCause is a root-cause group of the ground truth that no entity of an answer matched:
+// its id and what it matches.
+type missedCause struct {
+	ID, What string
+}
+
+// missedRootCauses names the root-cause groups whose scoring set none of the predictions hit
+// (none when predictions is empty: every root cause is missed), so that a page saying "0 of 1
+// root cause found" also says which.
+func missedRootCauses(gt *grader.GroundTruth, predictions []grader.Prediction) []missedCause {
+	hit := map[int]bool{}
+	for _, p := range predictions {
+		if !p.RootCause || p.Group == nil {
+			continue
+		}
+		if i := gt.GroupIndex(*p.Group); i >= 0 {
+			hit[gt.SetOf(i)] = true
+		}
+	}
+	var out []missedCause
+	for i, g := range gt.Groups {
+		if g.RootCause && !hit[gt.SetOf(i)] {
+			out = append(out, missedCause{ID: g.ID, What: describeGroup(g)})
+		}
+	}
+	return out
+}
+
+// describeGroup says what a group matches: "ConfigMap otel-demo/flagd-config", or its name
+// filters ("Pod otel-demo/ matching cart-.*").
+func describeGroup(g grader.Group) string {
+	name := g.Name
+	if len(g.Filters) > 0 {
+		var patterns []string
+		for _, f := range g.Filters {
+			patterns = append(patterns, f.Pattern)
+		}
+		name = "matching " + strings.Join(patterns, " or ")
+		if g.Namespace != "" {
+			name = " " + name
+		}
+	}
+	return fmt.Sprintf("%s %s/%s", g.Kind, g.Namespace, name)
 }
 
 // maxShownSubmission bounds the submission a page shows as text. A real one is a few KiB; a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -142,12 +143,23 @@ func TestRunsPage(t *testing.T) {
 		`href="runs/1/task-2/1.html"`, `href="runs/1/task-2/2.html"`, // the hostile task, by its place
 		`href="runs/1/Scenario-903/1.html"`, `href="runs/1/Scenario-903/2.html"`,
 		`href="runs/2/Scenario-901/1.html"`,
-		"95% CI", "3 ok", "3 unfinished", "$3.75 in all", // three finished episodes at $1.25
+		"95% CI n/a (fewer than 5 tasks)", "<b>0.250</b> (3 not finished, counted 0)", "3 ok", "3 unfinished", "$3.75 in all", // three finished episodes at $1.25
 		"run 1", "run 2",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the runs page lacks %q", want)
 		}
+	}
+	// Run 2 against run 1: Scenario-901 is the one task both ended (the hostile task only run
+	// 1 has, Scenario-903 is not finished), over its first repeat only.
+	for _, want := range []string{"Against run 1", "+0.000", "95% CI n/a, p n/a: fewer than 5 shared tasks", "over 1 task x 1 repeat",
+		"1 task only in " + dir + " left out", "1 shared task compared over the repeats both ended only (Scenario-901)"} {
+		if !strings.Contains(html.UnescapeString(page), want) {
+			t.Errorf("the runs page lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, "Against run 1"); n != 1 {
+		t.Errorf("%d runs compared with run 1, want 1", n)
 	}
 	// Run 1, recorded with no loop, followed the lenient one; run 2 the reference loop.
 	if n := strings.Count(page, "Not comparable with the published leaderboard"); n != 1 {
@@ -370,5 +382,63 @@ func TestEpisodePageOfAHugeSubmission(t *testing.T) {
 				t.Errorf("%s lacks %q", path, want)
 			}
 		}
+	}
+}
+
+// TestRunsPageOfAShard: shard 1/2 of 2 tasks x 3 repeats holds Scenario-901's repeats 1 and 3
+// and Scenario-902's repeat 2: each episode sits under its repeat, blank cells where the shard
+// has none, the mean in the mean column, and the card says what the count is over.
+func TestRunsPageOfAShard(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shard")
+	writeRun(t, dir, []string{"Scenario-901", "Scenario-902"}, 3,
+		episodeSpec{task: "Scenario-901", repeat: 1, turns: 2, output: 10, finished: true},
+		episodeSpec{task: "Scenario-901", repeat: 3, turns: 2, output: 10, finished: true},
+		episodeSpec{task: "Scenario-902", repeat: 2, turns: 2, output: 10, finished: true})
+	header, _ := os.ReadFile(filepath.Join(dir, runfolder.HeaderFile))
+	testfs.Write(t, filepath.Join(dir, runfolder.HeaderFile), strings.Replace(string(header), "{", `{"shard":"1/2",`, 1))
+	page := html.UnescapeString(get(t, newTestViewer(t, dir), "/").Body.String())
+	rows := map[string]*regexp.Regexp{
+		"Scenario-901": regexp.MustCompile(`<th class="task">Scenario-901</th><td class="c [^"]*"><a href="runs/1/Scenario-901/1.html"[^>]*>[^<]*</a></td><td class="c none"></td><td class="c [^"]*"><a href="runs/1/Scenario-901/3.html"[^>]*>[^<]*</a></td><td class="mean">0.5</td>`),
+		"Scenario-902": regexp.MustCompile(`<th class="task">Scenario-902</th><td class="c none"></td><td class="c [^"]*"><a href="runs/1/Scenario-902/2.html"[^>]*>[^<]*</a></td><td class="c none"></td><td class="mean">0.5</td>`),
+	}
+	for task, row := range rows {
+		if !row.MatchString(page) {
+			t.Errorf("the grid's row of %s is not by repeat:\n%s", task, page[strings.Index(page, "<tbody>"):])
+		}
+	}
+	for _, want := range []string{"3 of the 6 episodes of 2 tasks x 3 repeats", "aa-grade merge joins the folders of a sharded run"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the runs page lacks %q", want)
+		}
+	}
+}
+
+// TestEpisodePageNamesMissedRootCauses: an episode whose answer misses a root cause names it,
+// with what it matches; one that found them all names none.
+func TestEpisodePageNamesMissedRootCauses(t *testing.T) {
+	v := newTestViewer(t, fixtureRun(t))
+	missed := get(t, v, "/runs/1/Scenario-901/2.html").Body.String() // answered Pod/cart-1 only
+	if !strings.Contains(missed, "Missed root cause: <code>flagd-config-1</code> (ConfigMap otel-demo/flagd-config)") {
+		t.Errorf("the page of an episode that missed flagd-config does not name it:\n%s", missed[strings.Index(missed, "<main>"):])
+	}
+	if found := get(t, v, "/runs/1/Scenario-901/1.html").Body.String(); strings.Contains(found, "Missed root cause") {
+		t.Error("the page of an episode that found every root cause names a missed one")
+	}
+}
+
+// TestUnknownPageHasAPageOfItsOwn: a path the viewer has no page for answers 404 with a page
+// of the viewer's (its style, a way back to the runs, the path shown escaped), not a bare
+// line of text.
+func TestUnknownPageHasAPageOfItsOwn(t *testing.T) {
+	v := newTestViewer(t, fixtureRun(t))
+	for _, p := range []string{"/runs/1/Scenario-999/1.html", "/nowhere", "/runs/1/<script>alert(1)</script>/1.html"} {
+		w := get(t, v, p)
+		page := w.Body.String()
+		if w.Code != http.StatusNotFound || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") ||
+			!strings.Contains(page, "<title>Not found") || !strings.Contains(page, `href="/"`) || !strings.Contains(page, "is not a page of this viewer") {
+			t.Errorf("%s: status %d, %q:\n%s", p, w.Code, w.Header().Get("Content-Type"), page)
+			continue
+		}
+		checkSafe(t, page)
 	}
 }

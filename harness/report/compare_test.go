@@ -1,0 +1,109 @@
+package report
+
+import (
+	"fmt"
+	"html"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/grader"
+)
+
+// sixTaskRuns writes two runs over six tasks, one repeat each: b scores 1 where a scores 0
+// on every task, so the difference is +1 and, over six tasks, the exact sign-flip p-value
+// is 2/64.
+func sixTaskRuns(t *testing.T) (a, b *Run) {
+	t.Helper()
+	base := t.TempDir()
+	var tasks, ra, rb []string
+	for i := range 6 {
+		task := fmt.Sprintf("Scenario-%d", i+1)
+		tasks = append(tasks, task)
+		ra = append(ra, result(task, 1, "ok", 0, 0))
+		rb = append(rb, result(task, 1, "ok", 1, 0))
+	}
+	return writeRun(t, filepath.Join(base, "a"), "m/a", tasks, 1, ra...), writeRun(t, filepath.Join(base, "b"), "m/b", tasks, 1, rb...)
+}
+
+func TestCompareRunsGivesTheDifferenceAndItsTest(t *testing.T) {
+	a, b := sixTaskRuns(t)
+	got := CompareRuns([]*Run{a, b})
+	if len(got) != 2 || got[0] != nil || got[1] == nil {
+		t.Fatalf("CompareRuns = %v, want nil for the first run and one comparison", got)
+	}
+	v := got[1]
+	if v.Against != a.Dir || v.Tasks != 6 || v.Repeats != 1 || !near(v.Difference, 1) || v.CI95 == nil || v.PValue == nil ||
+		!near(*v.PValue, 2.0/64) || v.NoInterval != "" || v.Warning != "" {
+		t.Fatalf("comparison %+v", v)
+	}
+	if s := v.Text(); !strings.Contains(s, "+1.000") || !strings.Contains(s, "p 0.031") {
+		t.Errorf("Text() = %q", s)
+	}
+}
+
+// TestCompareRunsLeavesOutWhatIsNotShared: tasks one run lacks and episodes in error or not
+// run are left out of the pairing, and the warning says how many.
+func TestCompareRunsLeavesOutWhatIsNotShared(t *testing.T) {
+	base := t.TempDir()
+	a := writeRun(t, filepath.Join(base, "a"), "m/a", []string{"S-1", "S-2", "S-3"}, 2,
+		result("S-1", 1, "ok", 1, 0), result("S-1", 2, "ok", 1, 0),
+		result("S-2", 1, "ok", 0, 0), result("S-2", 2, "error", 0, 0),
+		result("S-3", 1, "ok", 0, 0), result("S-3", 2, "ok", 0, 0))
+	b := writeRun(t, filepath.Join(base, "b"), "m/b", []string{"S-1", "S-2", "S-4"}, 2,
+		result("S-1", 1, "ok", 0.5, 0), result("S-1", 2, "ok", 0.5, 0),
+		result("S-2", 1, "ok", 1, 0), result("S-2", 2, "ok", 1, 0),
+		result("S-4", 1, "ok", 1, 0))
+	v := CompareRuns([]*Run{a, b})[1]
+	// S-1: 0.5-1; S-2 over repeat 1 only: 1-0. Mean 0.25.
+	if v.Tasks != 2 || !near(v.Difference, 0.25) || !slices.Equal(v.OnlyA, []string{"S-3"}) || !slices.Equal(v.OnlyB, []string{"S-4"}) ||
+		!slices.Equal(v.UnevenRepeats, []string{"S-2"}) {
+		t.Fatalf("comparison %+v", v)
+	}
+	if v.CI95 != nil || v.PValue != nil || !strings.Contains(v.NoInterval, fmt.Sprintf("fewer than %d", grader.MinTasksForInterval)) {
+		t.Errorf("2 shared tasks: interval %v, p %v, why %q", v.CI95, v.PValue, v.NoInterval)
+	}
+	for _, want := range []string{"1 task only in " + a.Dir, "1 task only in " + b.Dir, "left out", "1 shared task", "S-2"} {
+		if !strings.Contains(v.Warning, want) {
+			t.Errorf("warning %q lacks %q", v.Warning, want)
+		}
+	}
+	if s := v.Text(); !strings.Contains(s, "+0.250") || !strings.Contains(s, "n/a") {
+		t.Errorf("Text() = %q", s)
+	}
+}
+
+func TestCompareRunsWithNothingShared(t *testing.T) {
+	base := t.TempDir()
+	a := writeRun(t, filepath.Join(base, "a"), "m/a", []string{"S-1"}, 1, result("S-1", 1, "ok", 1, 0))
+	b := writeRun(t, filepath.Join(base, "b"), "m/b", []string{"S-2"}, 1, result("S-2", 1, "ok", 1, 0))
+	v := CompareRuns([]*Run{a, b})[1]
+	if v.Tasks != 0 || !strings.Contains(v.NoInterval, "no task") || !strings.Contains(v.Text(), "n/a") {
+		t.Fatalf("comparison %+v, text %q", v, v.Text())
+	}
+	if got := CompareRuns([]*Run{a}); len(got) != 1 || got[0] != nil {
+		t.Errorf("one run: %v", got)
+	}
+}
+
+// TestHTMLComparesRuns: report.html of several runs has a table of each run against the
+// first, with the test named, and warns of what the runs do not share; one run has none.
+func TestHTMLComparesRuns(t *testing.T) {
+	a, b := sixTaskRuns(t)
+	few := writeRun(t, filepath.Join(t.TempDir(), "few"), "m/few", []string{"Scenario-1", "Scenario-9"}, 1,
+		result("Scenario-1", 1, "ok", 1, 0), result("Scenario-9", 1, "ok", 1, 0))
+	page := html.UnescapeString(renderHTML(t, a, b, few))
+	for _, want := range []string{"Against R1", TestNote, "+1.000", "0.031", "fewer than 5 shared tasks",
+		"5 tasks only in " + a.Dir, "1 task only in " + few.Dir} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if !strings.Contains(page, `class="ci"`) {
+		t.Error("no interval drawn for runs of 6 tasks")
+	}
+	if page := renderHTML(t, a); strings.Contains(page, "Against R1") {
+		t.Error("report.html of one run compares it")
+	}
+}
