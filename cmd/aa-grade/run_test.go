@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -601,5 +602,30 @@ func TestBaselineIsDeterministic(t *testing.T) {
 	// It costs what the recording did: a known 0, not unknown.
 	if strings.Contains(r.stderr, "cost unknown") || !strings.Contains(r.stderr, "cost $0") {
 		t.Errorf("the replay's cost is not the recording's:\n%s", r.stderr)
+	}
+}
+
+// TestRunStopsAtOnceOnAnUnreachableProvider: a base URL where nothing listens stops the run
+// after its first episode (the one result line counts it, not a clock), exit 3, naming the
+// URL and the variable that set it.
+func TestRunStopsAtOnceOnAnUnreachableProvider(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + l.Addr().String() + "/v1"
+	l.Close()
+	out := filepath.Join(t.TempDir(), "run")
+	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + base},
+		"run", "--dataset", "demo", "--model", "openai-api/fake/m1", "--parallel", "1", "--no-progress", "--out", out)
+	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if r.code != 3 || strings.Count(string(results), "\n") != 1 {
+		t.Fatalf("exit %d, %d results\n%s", r.code, strings.Count(string(results), "\n"), r.stderr)
+	}
+	last := lastLine(r.stderr)
+	for _, want := range []string{"cannot reach the provider", base, "FAKE_BASE_URL", "connection refused"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the error line does not say %q: %s", want, last)
+		}
 	}
 }

@@ -5,6 +5,8 @@ package model
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -25,6 +28,7 @@ import (
 type Options struct {
 	Model           string // the provider's model id
 	BaseURL         string // the API root, without trailing slash
+	BaseURLSource   string // where BaseURL came from, for the error naming an unreachable provider
 	APIKey          string
 	MaxTokens       int    // output tokens per call; 0 lets the provider decide
 	ReasoningEffort string // provider spelling (low, medium, high, xhigh, max, ...); "" unset
@@ -184,6 +188,8 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 			retryAfter = apiErr.retryAfter
 		} else if ctx.Err() != nil || !transientNetwork(err) {
 			return nil, err
+		} else if unreachable(err) && attempt >= unreachableAttempts {
+			return nil, o.unreachableError(attempt, err)
 		}
 		wait := o.Retry.Delay(attempt, retryAfter)
 		if time.Since(start)-paced+wait > budget {
@@ -308,6 +314,40 @@ func recordedHeader(h http.Header) map[string]string {
 		}
 	}
 	return out
+}
+
+// ErrUnreachable marks a provider that could not be reached at all: no connection, no such
+// host, no TLS handshake. A run stops on it within seconds instead of retrying for minutes, as
+// every other call would meet the same.
+var ErrUnreachable = errors.New("cannot reach the provider")
+
+// unreachableAttempts is how many attempts a provider that cannot be reached gets: enough to
+// ride out a server restarting or a resolver's hiccup, few enough that a wrong or down base URL
+// fails within seconds. Throttling and server errors, which come from a provider that is there,
+// keep the whole retry budget.
+const unreachableAttempts = 3
+
+// unreachableError names the base URL and where it came from, so the fix is plain.
+func (o *Options) unreachableError(attempts int, err error) error {
+	src := o.BaseURLSource
+	if src == "" {
+		src = "the base URL given"
+	}
+	return fmt.Errorf("%w at %s (%s) after %d attempts: %w", ErrUnreachable, o.BaseURL, src, attempts, err)
+}
+
+// unreachable reports whether a failure means no answer can come from that address: a refused
+// or unroutable connection, a name that does not resolve, a TLS handshake that fails (a
+// certificate not trusted, TLS spoken to a plain HTTP server).
+func unreachable(err error) bool {
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var recordErr tls.RecordHeaderError
+	var authErr x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	return errors.As(err, &dnsErr) || errors.As(err, &certErr) || errors.As(err, &recordErr) ||
+		errors.As(err, &authErr) || errors.As(err, &hostErr) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
 
 // transientNetwork reports whether a failure to get an answer is worth retrying.

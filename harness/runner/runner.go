@@ -232,6 +232,10 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		if ended == earlyStop && permanent == earlyStop {
 			stop(fmt.Errorf("%w (%s)", ErrStopped, r.Error))
 		}
+		if errors.Is(err, model.ErrUnreachable) {
+			// Every other episode would meet the same: stop now, not after each has tried.
+			stop(fmt.Errorf("%s repeat %d: %w; the run stopped (fix the base URL or the network, then run the same command again to resume)", r.Task, r.Repeat, err))
+		}
 		if errors.Is(err, runfolder.ErrNotRecorded) && recordErr == nil {
 			stop(fmt.Errorf("%s repeat %d: %w, so the run stopped (the episodes recorded before it are kept; run the same command again to resume)", r.Task, r.Repeat, err))
 			cancelEpisodes()
