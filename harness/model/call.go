@@ -5,8 +5,6 @@ package model
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +13,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -188,7 +185,7 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 			retryAfter = apiErr.retryAfter
 		} else if ctx.Err() != nil || !transientNetwork(err) {
 			return nil, err
-		} else if unreachable(err) && attempt >= unreachableAttempts {
+		} else if backoff.Unreachable(err) && attempt >= backoff.UnreachableAttempts {
 			return nil, o.unreachableError(attempt, err)
 		}
 		wait := o.Retry.Delay(attempt, retryAfter)
@@ -321,12 +318,6 @@ func recordedHeader(h http.Header) map[string]string {
 // every other call would meet the same.
 var ErrUnreachable = errors.New("cannot reach the provider")
 
-// unreachableAttempts is how many attempts a provider that cannot be reached gets: enough to
-// ride out a server restarting or a resolver's hiccup, few enough that a wrong or down base URL
-// fails within seconds. Throttling and server errors, which come from a provider that is there,
-// keep the whole retry budget.
-const unreachableAttempts = 3
-
 // unreachableError names the base URL and where it came from, so the fix is plain.
 func (o *Options) unreachableError(attempts int, err error) error {
 	src := o.BaseURLSource
@@ -334,20 +325,6 @@ func (o *Options) unreachableError(attempts int, err error) error {
 		src = "the base URL given"
 	}
 	return fmt.Errorf("%w at %s (%s) after %d attempts: %w", ErrUnreachable, o.BaseURL, src, attempts, err)
-}
-
-// unreachable reports whether a failure means no answer can come from that address: a refused
-// or unroutable connection, a name that does not resolve, a TLS handshake that fails (a
-// certificate not trusted, TLS spoken to a plain HTTP server).
-func unreachable(err error) bool {
-	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var recordErr tls.RecordHeaderError
-	var authErr x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	return errors.As(err, &dnsErr) || errors.As(err, &certErr) || errors.As(err, &recordErr) ||
-		errors.As(err, &authErr) || errors.As(err, &hostErr) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
 
 // transientNetwork reports whether a failure to get an answer is worth retrying.

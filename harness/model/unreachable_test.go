@@ -62,8 +62,8 @@ func TestUnreachableProviderFailsFast(t *testing.T) {
 					t.Errorf("error does not name %s: %v", want, err)
 				}
 			}
-			if n := countKind(events, KindRetry); n != unreachableAttempts-1 {
-				t.Errorf("%d retries, want %d", n, unreachableAttempts-1)
+			if n := countKind(events, KindRetry); n != backoff.UnreachableAttempts-1 {
+				t.Errorf("%d retries, want %d", n, backoff.UnreachableAttempts-1)
 			}
 		})
 	}
@@ -85,7 +85,7 @@ func TestDefaultBaseURLNamesItsVariable(t *testing.T) {
 // unreachable provider gets.
 func TestThrottlingKeepsItsPatientRetries(t *testing.T) {
 	f := &fakeChat{}
-	for range unreachableAttempts + 2 {
+	for range backoff.UnreachableAttempts + 2 {
 		f.answers = append(f.answers, status(429, `{"error":{"message":"slow down"}}`), status(500, `{"error":{"message":"oops"}}`))
 	}
 	f.answers = append(f.answers, status(200, `{"choices":[{"message":{"content":"fine"}}],"usage":{}}`))
