@@ -36,7 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := newApp(stdout, stderr).Run(ctx, args)
-	return exitCode(err, stderr)
+	return exitCode(badVariableValue(err), stderr)
 }
 
 func newApp(stdout, stderr io.Writer) *cli.Command {
@@ -79,7 +79,13 @@ func markUsageErrors(cmd *cli.Command) {
 		if missing := missingFlags(err); missing != "" {
 			return usageErrorf("%s; see %s --help", missing, c.FullName())
 		}
-		return usageErrorf("%w%s", err, didYouMeanFlag(c, err))
+		if msg := unknownFlag(c, err); msg != "" {
+			return usageErrorf("%s", msg)
+		}
+		if msg := badFlagValue(c, err); msg != "" {
+			return usageErrorf("%s", msg)
+		}
+		return usageError(err)
 	}
 	if len(cmd.Commands) > 0 && cmd.Action == nil {
 		cmd.Action = func(_ context.Context, c *cli.Command) error {

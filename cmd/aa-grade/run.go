@@ -263,18 +263,34 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		return err
 	}
 	defer folder.Close() // every result was synced as it was appended
+	cfg := runner.Config{
+		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
+		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
+		ReasoningEffort: settings.ReasoningEffort, MaxTokens: int(settings.MaxTokens), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
+		CommandTimeout: opts.commandTimeout, Loop: plan.loop, ContextWindow: lenientWindow(plan.loop, settings), Limits: opts.limits, Tools: &tools,
+		OnEnvironment: func(tools sandbox.Tools) {
+			if diff := tools.Differences(); len(diff) > 0 {
+				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s", strings.Join(diff, "; "))
+			}
+		},
+		Prompts: prompts,
+		Grace:   opts.grace, Abort: secondInterrupt(ctx),
+		Permanent: func(err error) bool {
+			var apiErr *model.APIError
+			return errors.As(err, &apiErr) && !apiErr.Transient()
+		},
+	}
+	if j != nil {
+		cfg.Scorer, cfg.Judge = j.Score, j.Model
+	}
+	// A resume of another configuration is refused before the run says anything.
+	if err := runner.CheckResume(cfg); err != nil {
+		return configChanged(err)
+	}
 	if removed := sandbox.CleanLeftovers(); len(removed) > 0 {
 		fmt.Fprintf(stderr, "removed %s left by aa-grade runs that died\n", removed)
 	}
-	if backend.Name() == sandbox.NameNone {
-		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
-	} else if weak := sandbox.LimitsNotEnforced(backend); len(weak) > 0 {
-		var what []string
-		for _, g := range weak {
-			what = append(what, g.Name+": "+g.Detail)
-		}
-		fmt.Fprintf(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)\n", backend.Name(), strings.Join(what, "; "))
-	}
+	warnSandbox(stderr, backend)
 	if folder.Prev != nil {
 		printSkipped(stderr, folder.Prev.Warnings)
 	}
@@ -287,26 +303,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	progress := newRunProgress(stderr, opts.noProgress)
 	progress.limits = limit.Status
 	progress.Start()
-	cfg := runner.Config{
-		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
-		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
-		ReasoningEffort: settings.ReasoningEffort, MaxTokens: int(settings.MaxTokens), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
-		CommandTimeout: opts.commandTimeout, Loop: plan.loop, ContextWindow: lenientWindow(plan.loop, settings), Limits: opts.limits, Tools: &tools,
-		OnEnvironment: func(tools sandbox.Tools) {
-			if diff := tools.Differences(); len(diff) > 0 {
-				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s", strings.Join(diff, "; "))
-			}
-		},
-		Prompts: prompts,
-		Grace:   opts.grace, Abort: secondInterrupt(ctx), Progress: progress,
-		Permanent: func(err error) bool {
-			var apiErr *model.APIError
-			return errors.As(err, &apiErr) && !apiErr.Transient()
-		},
-	}
-	if j != nil {
-		cfg.Scorer, cfg.Judge = j.Score, j.Model
-	}
+	cfg.Progress = progress
 	summary, results, err := runner.Run(ctx, cfg)
 	progress.Stop()
 	if replay, ok := m.(*replay.Model); ok {
@@ -333,7 +330,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	case errors.Is(err, runner.ErrStopped):
 		return fmt.Errorf("%w; fix the cause, then run the same command again", err)
 	case errors.Is(err, runner.ErrConfigChanged):
-		return fmt.Errorf("%w: use another --out, or the same flags", err)
+		return configChanged(err)
 	case err != nil:
 		return err
 	}
@@ -352,6 +349,25 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		return badResult(fmt.Errorf("%s ended in error; to retry them, run the same command again (with --out %s)", english.Count(failed, "episode"), out))
 	}
 	return nil
+}
+
+// configChanged is the refusal of a resume with another configuration, saying the two ways on.
+func configChanged(err error) error {
+	return fmt.Errorf("%w: use another --out, or the same flags", err)
+}
+
+// warnSandbox says, once at the start, what the sandbox will not do here: isolate at all
+// (--sandbox none), or enforce a limit.
+func warnSandbox(stderr io.Writer, backend sandbox.Backend) {
+	if backend.Name() == sandbox.NameNone {
+		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
+	} else if weak := sandbox.LimitsNotEnforced(backend); len(weak) > 0 {
+		var what []string
+		for _, g := range weak {
+			what = append(what, g.Name+": "+g.Detail)
+		}
+		fmt.Fprintf(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)\n", backend.Name(), strings.Join(what, "; "))
+	}
 }
 
 // newModel builds the model under test (a provider's, the built-in baseline or a replay),

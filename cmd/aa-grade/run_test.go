@@ -60,8 +60,9 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	}
 	// Another configuration in the same folder is refused, naming what changed.
 	changed := append(append([]string(nil), args...), "--max-turns", "30")
+	// It is the only line: no "running ..." line or sandbox warning before it.
 	if r := aaGrade(t, env, changed...); r.code != 2 || !strings.Contains(r.stderr, "max_turns was 100, now 30") ||
-		!strings.HasSuffix(r.stderr, "): use another --out, or the same flags\n") {
+		!strings.HasPrefix(r.stderr, "aa-grade: ") || !strings.HasSuffix(r.stderr, "): use another --out, or the same flags\n") || strings.Count(r.stderr, "\n") != 1 {
 		t.Fatalf("changed configuration: exit %d\n%s", r.code, r.stderr)
 	}
 }
