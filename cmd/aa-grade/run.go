@@ -40,6 +40,7 @@ type runOptions struct {
 	model                    string
 	dataset                  string
 	tasks                    []string
+	limit, sample, seed      int
 	repeats, maxTurns        int
 	parallel, maxInFlight    int
 	rpm, tpm                 int
@@ -69,6 +70,10 @@ func (o *runOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "model", Required: true, Destination: &o.model, Sources: env("model"),
 			Usage: model.SpecForms() + ", " + runOnlySpecs + ", or a preset (aa-grade models)"},
 		datasetFlag(&o.dataset), tasksFlag(&o.tasks),
+		&cli.IntFlag{Name: "limit", Destination: &o.limit, Sources: env("limit"), DefaultText: "all", Usage: "only the first N tasks (of --tasks, else of the dataset)"},
+		&cli.IntFlag{Name: "sample", Destination: &o.sample, Sources: env("sample"), DefaultText: "all",
+			Usage: "only K tasks drawn at random (of --tasks, else of the dataset), the same K for the same --seed"},
+		&cli.IntFlag{Name: "seed", Destination: &o.seed, Sources: env("seed"), Usage: "the draw of --sample"},
 		&cli.IntFlag{Name: "repeats", Value: 3, Destination: &o.repeats, Sources: env("repeats"), Usage: "episodes per task"},
 		&cli.IntFlag{Name: "max-turns", Value: harness.DefaultMaxTurns, Destination: &o.maxTurns, Sources: env("max-turns"), Usage: "model calls per episode"},
 		&cli.IntFlag{Name: "parallel", Value: 4, Destination: &o.parallel, Sources: env("parallel"), Usage: "episodes at once"},
@@ -125,6 +130,9 @@ func (o *runOptions) Validate() error {
 			return usageErrorf("--%s %d: must be %s", f.name, f.n, f.what)
 		}
 	}
+	if err := o.validSelection(); err != nil {
+		return err
+	}
 	if err := o.validLoop(); err != nil {
 		return err
 	}
@@ -163,6 +171,45 @@ func (o *runOptions) Validate() error {
 		}
 	}
 	return o.judge.Validate()
+}
+
+// validSelection checks --limit, --sample and --seed: counts of 1 or more, one way of choosing
+// at a time, and a seed only for a sample it would draw.
+func (o *runOptions) validSelection() error {
+	switch {
+	case o.isSet("limit") && o.limit < 1:
+		return usageErrorf("--limit %d: must be 1 or more", o.limit)
+	case o.isSet("sample") && o.sample < 1:
+		return usageErrorf("--sample %d: must be 1 or more", o.sample)
+	case o.isSet("limit") && o.isSet("sample"):
+		return usageErrorf("--limit and --sample: give one (the first N tasks, or a random K)")
+	case o.isSet("seed") && !o.isSet("sample"):
+		return usageErrorf("--seed: only with --sample")
+	}
+	return nil
+}
+
+// selection is the choice of tasks --limit, --sample and --seed ask for.
+func (o *runOptions) selection() runfolder.Selection {
+	return runfolder.Selection{Limit: o.limit, Sample: o.sample, Seed: int64(o.seed)}
+}
+
+// selectTasks narrows the tasks asked for (--tasks, else the dataset's) to the selection,
+// reading only the dataset's index to find them: the snapshots of the others are never
+// downloaded.
+func selectTasks(ctx context.Context, dataset string, tasks []string, sel runfolder.Selection) ([]string, error) {
+	if sel == (runfolder.Selection{}) {
+		return tasks, nil
+	}
+	ds, err := data.Open(ctx, dataset, data.OpenOptions{Hub: hubConfig(), Tasks: tasks, IndexOnly: true})
+	if err != nil {
+		return nil, datasetError(err)
+	}
+	ids := make([]string, len(ds.Tasks))
+	for i, t := range ds.Tasks {
+		ids[i] = t.ID
+	}
+	return sel.Apply(ids), nil
 }
 
 // validLoop reads --loop and checks the flags that depend on it: --max-tokens is a cap of 1
@@ -250,6 +297,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		}
 		return fmt.Errorf("probe the sandbox: %w", err)
 	}
+	if plan.tasks, err = selectTasks(ctx, plan.dataset, plan.tasks, opts.selection()); err != nil {
+		return err
+	}
 	ds, err := data.Open(ctx, plan.dataset, data.OpenOptions{Hub: hubConfig(), Tasks: plan.tasks})
 	if err != nil {
 		return datasetError(err)
@@ -264,7 +314,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	}
 	defer folder.Close() // every result was synced as it was appended
 	cfg := runner.Config{
-		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
+		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Selection: opts.selection(), Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
 		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
 		ReasoningEffort: settings.ReasoningEffort, MaxTokens: int(settings.MaxTokens), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
 		CommandTimeout: opts.commandTimeout, Loop: plan.loop, ContextWindow: lenientWindow(plan.loop, settings), Limits: opts.limits, Tools: &tools,

@@ -630,3 +630,44 @@ func TestRunStopsAtOnceOnAnUnreachableProvider(t *testing.T) {
 		}
 	}
 }
+
+// TestRunLimitAndSample: --limit N plays the first N tasks, --sample K --seed S the same K
+// tasks in two folders; run.json records the selection, and a resume with another is refused
+// naming it.
+func TestRunLimitAndSample(t *testing.T) {
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
+	base := []string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--repeats", "1", "--no-progress"}
+	header := func(out string) runfolder.Header {
+		h, err := runfolder.ReadHeader(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	limited := filepath.Join(t.TempDir(), "limited")
+	if r := aaGrade(t, env, append(base, "--limit", "1", "--out", limited)...); r.code != 0 {
+		t.Fatalf("--limit 1: exit %d\n%s", r.code, r.stderr)
+	}
+	if h := header(limited); h.Limit != 1 || len(h.Tasks) != 1 || h.Tasks[0] != "Scenario-901" {
+		t.Fatalf("--limit 1: run.json has limit %d, tasks %v", h.Limit, h.Tasks)
+	}
+	r := aaGrade(t, env, append(base, "--limit", "2", "--out", limited)...)
+	if r.code != 2 || !strings.Contains(r.stderr, "limit was 1, now 2") {
+		t.Fatalf("a resume with another limit: exit %d\n%s", r.code, r.stderr)
+	}
+	var sampled [][]string
+	for _, name := range []string{"a", "b"} {
+		out := filepath.Join(t.TempDir(), name)
+		if r := aaGrade(t, env, append(base, "--sample", "1", "--seed", "5", "--out", out)...); r.code != 0 {
+			t.Fatalf("--sample 1: exit %d\n%s", r.code, r.stderr)
+		}
+		h := header(out)
+		if h.Sample != 1 || h.Seed != 5 || len(h.Tasks) != 1 {
+			t.Fatalf("--sample 1 --seed 5: run.json has %+v, tasks %v", h.Selection, h.Tasks)
+		}
+		sampled = append(sampled, h.Tasks)
+	}
+	if sampled[0][0] != sampled[1][0] {
+		t.Fatalf("the same seed sampled %v and %v", sampled[0], sampled[1])
+	}
+}

@@ -40,6 +40,10 @@ func TestRunRefusesMeaninglessValues(t *testing.T) {
 		"--shard 3/2":                    `--shard: a shard is I/N with 1 <= I <= N: "3/2"`,
 		"--sandbox chroot":               `--sandbox "chroot": must be auto, bwrap, landlock, docker, none`,
 		"--judge builtin/baseline":       "--judge builtin/baseline: the judge must be a language model",
+		"--limit 0":                      "--limit 0: must be 1 or more",
+		"--sample -1":                    "--sample -1: must be 1 or more",
+		"--limit 2 --sample 2":           "--limit and --sample: give one (the first N tasks, or a random K)",
+		"--seed 4":                       "--seed: only with --sample",
 	} {
 		t.Run(args, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")

@@ -50,6 +50,7 @@ func header(cfg Config, tools sandbox.Tools) (runfolder.Header, error) {
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)
 	}
+	h.Selection = cfg.Selection
 	h.Image, h.ImageDigest = sandbox.ImageOf(cfg.Backend)
 	h.Python = tools.Python
 	if prev := cfg.Folder.Prev; prev != nil {

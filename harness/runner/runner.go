@@ -29,6 +29,7 @@ type Config struct {
 	DatasetSpec   string
 	DatasetCommit string // the Hub commit the tasks come from, when they do
 	Tasks         []data.Task
+	Selection     runfolder.Selection // how Tasks were chosen, for run.json (the caller applied it)
 	Repeats       int
 	Parallel      int
 	Shard         runfolder.Shard
