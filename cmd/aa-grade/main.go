@@ -66,6 +66,15 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		},
 		// Errors are printed once, by exitCode; the library must not exit on its own.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		// aa-grade completion bash|zsh|fish|pwsh prints the script that completes commands and
+		// flags, asking aa-grade itself for them; listed in the help, as a command of its own.
+		EnableShellCompletion: true,
+		ConfigureShellCompletionCommand: func(c *cli.Command) {
+			c.Hidden = false
+			c.Usage = "print the shell completion script: bash, zsh, fish or pwsh"
+			c.Action = nil // alone it prints its help, and an unknown shell is a usage error, as for data and tasks
+			markUsageErrors(c)
+		},
 	}
 	markUsageErrors(app)
 	return app
