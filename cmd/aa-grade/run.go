@@ -567,8 +567,8 @@ func renderRunTotals(w io.Writer, r *report.Run) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "TASK\tMEAN TURNS\tINPUT TOKENS\tCACHED\tOUTPUT TOKENS\tREASONING\tCOST\t")
 	row := func(name string, turns float64, tokens model.Usage, cost *float64) {
-		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%d\t%d\t%d\t%s\t\n", termtext.Sanitize(name), turns,
-			tokens.Input, tokens.CachedRead, tokens.Output, tokens.Reasoning, report.FormatUSD(cost))
+		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n", termtext.Sanitize(name), turns, english.Number(tokens.Input),
+			english.Number(tokens.CachedRead), english.Number(tokens.Output), english.Number(tokens.Reasoning), report.FormatUSD(cost))
 	}
 	for _, t := range r.PerTask() {
 		row(t.Task, t.MeanTurns, t.Tokens, t.CostUSD)
