@@ -55,7 +55,7 @@ type runOptions struct {
 	priceInput, priceOutput  float64
 	priceCachedRead          float64
 	priceCachedWrite         float64
-	noProgress               bool
+	noProgress, dryRun       bool
 	prompts                  promptOptions
 	judge                    judgeOptions
 
@@ -108,6 +108,7 @@ func (o *runOptions) flags() []cli.Flag {
 		priceFlag("price-cached-read", &o.priceCachedRead, "cached input tokens read", "the input price"),
 		priceFlag("price-cached-write", &o.priceCachedWrite, "input tokens written to the cache", "the input price"),
 		noProgressFlag(&o.noProgress),
+		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "say what would run and what it should cost, and call nothing"},
 	}
 	return append(append(flags, o.prompts.flags()...), o.judge.flags()...)
 }
@@ -205,11 +206,7 @@ func selectTasks(ctx context.Context, dataset string, tasks []string, sel runfol
 	if err != nil {
 		return nil, datasetError(err)
 	}
-	ids := make([]string, len(ds.Tasks))
-	for i, t := range ds.Tasks {
-		ids[i] = t.ID
-	}
-	return sel.Apply(ids), nil
+	return sel.Apply(taskIDs(ds.Tasks)), nil
 }
 
 // validLoop reads --loop and checks the flags that depend on it: --max-tokens is a cap of 1
@@ -281,6 +278,16 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if err != nil {
 		return err
 	}
+	out := opts.out
+	if out == "" {
+		out = filepath.Join("runs", strings.NewReplacer("/", "_", ":", "_").Replace(opts.model)+"-"+time.Now().Format("20060102-150405"))
+	}
+	if plan.tasks, err = selectTasks(ctx, plan.dataset, plan.tasks, opts.selection()); err != nil {
+		return err
+	}
+	if opts.dryRun {
+		return dryRun(ctx, con.out, opts, plan, settings, out)
+	}
 	backend, err := sandbox.Select(opts.sandbox)
 	if err != nil {
 		return fmt.Errorf("--sandbox: %w", err)
@@ -297,16 +304,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		}
 		return fmt.Errorf("probe the sandbox: %w", err)
 	}
-	if plan.tasks, err = selectTasks(ctx, plan.dataset, plan.tasks, opts.selection()); err != nil {
-		return err
-	}
 	ds, err := data.Open(ctx, plan.dataset, data.OpenOptions{Hub: hubConfig(), Tasks: plan.tasks})
 	if err != nil {
 		return datasetError(err)
-	}
-	out := opts.out
-	if out == "" {
-		out = filepath.Join("runs", strings.NewReplacer("/", "_", ":", "_").Replace(opts.model)+"-"+time.Now().Format("20060102-150405"))
 	}
 	folder, err := runfolder.Open(out) // locked until the reports are written; errors name the folder
 	if err != nil {
@@ -350,6 +350,10 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	}
 	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
 		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, describeModel(settings), backend.Name(), out)
+	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
+	if e := costEstimate(settings, len(todo)); e != "" {
+		printLine(stderr, "%s", e)
+	}
 	progress := newRunProgress(stderr, opts.noProgress)
 	progress.limits = limit.Status
 	progress.Start()

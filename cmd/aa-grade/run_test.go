@@ -623,6 +623,10 @@ func TestRunStopsAtOnceOnAnUnreachableProvider(t *testing.T) {
 	if r.code != 3 || strings.Count(string(results), "\n") != 1 {
 		t.Fatalf("exit %d, %d results\n%s", r.code, strings.Count(string(results), "\n"), r.stderr)
 	}
+	// Before it started, the run said what it knew of the cost.
+	if !strings.Contains(r.stderr, "estimate: unknown: openai-api/fake/m1 has no published cost a task and no prices") {
+		t.Errorf("no estimate before the run:\n%s", r.stderr)
+	}
 	last := lastLine(r.stderr)
 	for _, want := range []string{"cannot reach the provider", base, "FAKE_BASE_URL", "connection refused"} {
 		if !strings.Contains(last, want) {

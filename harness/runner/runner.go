@@ -169,15 +169,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		ids[i] = t.ID
 	}
 	plan := cfg.Shard.Episodes(ids, cfg.Repeats)
-	var todo []runfolder.Episode
-	var finished []runfolder.Result
-	for _, e := range plan {
-		if prev, ok := done[e]; ok && prev.Final() {
-			finished = append(finished, prev)
-		} else {
-			todo = append(todo, e)
-		}
-	}
+	todo, finished := runfolder.Pending(plan, done)
 	if cfg.Progress != nil {
 		cfg.Progress.Plan(len(plan), finished)
 	}
