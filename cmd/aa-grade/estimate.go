@@ -94,3 +94,22 @@ func dryRun(ctx context.Context, w io.Writer, opts runOptions, plan episodesPlan
 	}
 	return nil
 }
+
+// orZero is *v, or 0 for nil.
+func orZero(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
+// spentIn is what the results of prev (nil: none) cost, those of unknown cost left out.
+func spentIn(prev *runfolder.Run) float64 {
+	total := 0.0
+	if prev != nil {
+		for _, r := range prev.Results {
+			total += orZero(r.CostUSD)
+		}
+	}
+	return total
+}

@@ -59,3 +59,29 @@ func TestCostEstimate(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxCost: with --max-cost a run starts no episode once the spend plus the projection of
+// the running ones would pass it (exit 1, saying how to go on), and the same command with a
+// higher budget plays the rest; a budget without prices is refused.
+func TestMaxCost(t *testing.T) {
+	srv := &fakemodel.Server{Script: fakemodel.Script{Turns: 1, Answer: answer901}}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + hs.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901,902,903", "--repeats", "1", "--parallel", "1",
+		"--price-input", "1000", "--price-output", "1000", "--no-progress", "--out", out}
+	r := aaGrade(t, env, append(args, "--max-cost", "0.01")...)
+	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if r.code != 1 || strings.Count(string(results), "\n") != 1 || !strings.Contains(lastLine(r.stderr), "over the budget of $0.01") ||
+		!strings.Contains(lastLine(r.stderr), "a higher --max-cost") {
+		t.Fatalf("exit %d, %d results\n%s", r.code, strings.Count(string(results), "\n"), r.stderr)
+	}
+	r = aaGrade(t, env, append(args, "--max-cost", "100000")...)
+	results, _ = os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if r.code != 0 || strings.Count(string(results), "\n") != 3 || !strings.Contains(r.stderr, "budget: $100000.00 (--max-cost), $") {
+		t.Fatalf("with a higher budget: exit %d, %d results\n%s", r.code, strings.Count(string(results), "\n"), r.stderr)
+	}
+	oneErrorLine(t, aaGrade(t, env, "run", "--dataset", "demo", "--model", "openai/fake", "--max-cost", "5", "--out", filepath.Join(t.TempDir(), "r")),
+		"--max-cost 5: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and --price-output, give them)")
+}

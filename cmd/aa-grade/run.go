@@ -55,6 +55,7 @@ type runOptions struct {
 	priceInput, priceOutput  float64
 	priceCachedRead          float64
 	priceCachedWrite         float64
+	maxCost                  float64
 	noProgress, dryRun       bool
 	prompts                  promptOptions
 	judge                    judgeOptions
@@ -108,6 +109,8 @@ func (o *runOptions) flags() []cli.Flag {
 		priceFlag("price-cached-read", &o.priceCachedRead, "cached input tokens read", "the input price"),
 		priceFlag("price-cached-write", &o.priceCachedWrite, "input tokens written to the cache", "the input price"),
 		noProgressFlag(&o.noProgress),
+		&cli.FloatFlag{Name: "max-cost", Destination: &o.maxCost, Sources: env("max-cost"), DefaultText: "no budget",
+			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it"},
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "say what would run and what it should cost, and call nothing"},
 	}
 	return append(append(flags, o.prompts.flags()...), o.judge.flags()...)
@@ -146,7 +149,7 @@ func (o *runOptions) Validate() error {
 	for _, f := range []struct {
 		name string
 		usd  float64
-	}{{"price-input", o.priceInput}, {"price-output", o.priceOutput}, {"price-cached-read", o.priceCachedRead}, {"price-cached-write", o.priceCachedWrite}} {
+	}{{"price-input", o.priceInput}, {"price-output", o.priceOutput}, {"price-cached-read", o.priceCachedRead}, {"price-cached-write", o.priceCachedWrite}, {"max-cost", o.maxCost}} {
 		if f.usd < 0 || math.IsNaN(f.usd) || math.IsInf(f.usd, 0) {
 			return usageErrorf("--%s %v: a price is a number of USD, 0 or more", f.name, f.usd)
 		}
@@ -263,6 +266,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if settings.Prices == nil { // a replay costs what its recording did, unless --price-* say
 		settings.Prices = plan.prices
 	}
+	if opts.maxCost > 0 && settings.Prices == nil {
+		return usageErrorf("--max-cost %v: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and --price-output, give them)", opts.maxCost)
+	}
 	if plan.maxTokens > 0 { // a replay summarises where its recording did
 		settings.MaxTokens = plan.maxTokens
 	}
@@ -314,6 +320,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	}
 	defer folder.Close() // every result was synced as it was appended
 	cfg := runner.Config{
+		MaxCost: opts.maxCost, CostPrior: orZero(publishedCost(settings.Preset)),
 		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Selection: opts.selection(), Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
 		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
 		ReasoningEffort: settings.ReasoningEffort, MaxTokens: int(settings.MaxTokens), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
@@ -354,6 +361,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if e := costEstimate(settings, len(todo)); e != "" {
 		printLine(stderr, "%s", e)
 	}
+	if opts.maxCost > 0 {
+		printLine(stderr, "budget: $%.2f (--max-cost), $%.2f of it spent by the episodes already in %s", opts.maxCost, spentIn(folder.Prev), out)
+	}
 	progress := newRunProgress(stderr, opts.noProgress)
 	progress.limits = limit.Status
 	progress.Start()
@@ -381,6 +391,8 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	case errors.Is(err, context.Canceled):
 		return interrupted(fmt.Errorf("interrupted with %d of %d episodes unfinished; to resume, run the same command again (with --out %s)",
 			countStatus(results, grader.StatusUnfinished), len(results), out))
+	case errors.Is(err, runner.ErrBudget):
+		return badResult(fmt.Errorf("%w; no more episodes started (to go on, run the same command with a higher --max-cost)", err))
 	case errors.Is(err, runner.ErrStopped):
 		return fmt.Errorf("%w; fix the cause, then run the same command again", err)
 	case errors.Is(err, runner.ErrConfigChanged):

@@ -30,6 +30,11 @@ type Config struct {
 	DatasetCommit string // the Hub commit the tasks come from, when they do
 	Tasks         []data.Task
 	Selection     runfolder.Selection // how Tasks were chosen, for run.json (the caller applied it)
+	// MaxCost, when more than 0, is the run's budget in USD, what the folder's earlier results
+	// spent included: no episode starts once the spend plus a projection of the running ones
+	// would pass it (ErrBudget). CostPrior projects an episode before any has a cost (the
+	// published cost a task, when known; 0 projects nothing).
+	MaxCost, CostPrior float64
 	Repeats       int
 	Parallel      int
 	Shard         runfolder.Shard
@@ -210,14 +215,23 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	feedCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	ended, permanent := 0, 0
+	spend := newBudget(cfg.MaxCost, cfg.CostPrior, done)
 	var recordErr error // the first failure to record a result: no result is recorded after it
 	// Episodes not handed out when the run stops or is interrupted are left unfinished.
 	workpool.Run(feedCtx, cfg.Parallel, todo, func(j runfolder.Episode) {
+		mu.Lock()
+		admitted := spend.admit()
+		mu.Unlock()
+		if admitted != nil {
+			stop(admitted) // this episode and the rest stay to play, with a higher budget
+			return
+		}
 		r, err := runEpisode(episodeCtx, cfg, tasks[j.Task], j.Repeat, tools)
 		if ctx.Err() != nil && episodeCtx.Err() != nil && !(r.Final() && err == nil) {
 			r.Status, r.Error = grader.StatusUnfinished, "the run was interrupted during this episode"
 		}
 		mu.Lock()
+		spend.ended(r)
 		ended++
 		if err != nil && cfg.Permanent != nil && cfg.Permanent(err) {
 			permanent++
