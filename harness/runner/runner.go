@@ -30,11 +30,6 @@ type Config struct {
 	DatasetCommit string // the Hub commit the tasks come from, when they do
 	Tasks         []data.Task
 	Selection     runfolder.Selection // how Tasks were chosen, for run.json (the caller applied it)
-	// MaxCost, when more than 0, is the run's budget in USD, what the folder's earlier results
-	// spent included: no episode starts once the spend plus a projection of the running ones
-	// would pass it (ErrBudget). CostPrior projects an episode before any has a cost (the
-	// published cost a task, when known; 0 projects nothing).
-	MaxCost, CostPrior float64
 	Repeats       int
 	Parallel      int
 	Shard         runfolder.Shard
@@ -76,6 +71,11 @@ type Config struct {
 	// Permanent tells a model error that no retry will cure (a bad key, an unknown model): when
 	// the first episodes all end in one, the run stops instead of burning through every task.
 	Permanent func(error) bool
+	// MaxCost, when more than 0, is the run's budget in USD, what the folder's earlier results
+	// spent included: no episode starts once the spend plus a projection of the running ones
+	// would pass it (ErrBudget). CostPrior projects an episode before any has a cost (the
+	// published cost a task, when known; 0 projects nothing).
+	MaxCost, CostPrior float64
 }
 
 // loop is the loop the episodes follow.
