@@ -202,7 +202,10 @@ func (c *Client) get(ctx context.Context, rawURL, repo string, header http.Heade
 		if err == nil {
 			return resp, nil
 		}
-		if !Transient(err) || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		if !Transient(err) {
 			return nil, c.noAnswer(err)
 		}
 		if attempt >= c.Retry.Attempts || (backoff.Unreachable(err) && attempt >= backoff.UnreachableAttempts) {
@@ -223,11 +226,11 @@ func (c *Client) get(ctx context.Context, rawURL, repo string, header http.Heade
 // connection, or every attempt lost on the way; the cache may still serve what it holds.
 var ErrUnreachable = errors.New("the Hub cannot be reached")
 
-// noAnswer marks err with ErrUnreachable when no HTTP answer came (a Hub's error answer and a
-// cancelled context stay as they are), naming the endpoint.
+// noAnswer marks err with ErrUnreachable when no HTTP answer came (a Hub's error answer stays
+// as it is), naming the endpoint.
 func (c *Client) noAnswer(err error) error {
 	var he *Error
-	if errors.As(err, &he) || errors.Is(err, context.Canceled) {
+	if errors.As(err, &he) {
 		return err
 	}
 	return fmt.Errorf("%w at %s: %w", ErrUnreachable, c.Endpoint, err)
