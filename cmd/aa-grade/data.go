@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/data/hub"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
@@ -167,11 +168,11 @@ func runDataLs(ctx context.Context, opts lsOptions, args []string, con console) 
 	if err := noArgs("data ls", args); err != nil {
 		return err
 	}
-	ds, err := data.Open(ctx, opts.dataset, data.OpenOptions{Hub: hubConfig(), IndexOnly: true})
+	stdout, stderr := con.out, con.err
+	ds, err := openForListing(ctx, opts.dataset, stderr)
 	if err != nil {
 		return datasetError(err)
 	}
-	stdout, stderr := con.out, con.err
 	for _, w := range ds.Warnings {
 		printLine(stderr, "warning: %s", w)
 	}
@@ -210,6 +211,24 @@ func runDataLs(ctx context.Context, opts lsOptions, args []string, con console) 
 		return badResult(fmt.Errorf("%s with a problem (of %d)", english.Count(problems, "task"), len(rows)))
 	}
 	return nil
+}
+
+// openForListing opens the dataset's index; when the Hub cannot be reached it lists what the
+// cache holds instead, as HF_HUB_OFFLINE=1 would, saying so (the Hub's error is kept when the
+// cache holds nothing of it).
+func openForListing(ctx context.Context, spec string, stderr io.Writer) (*data.Dataset, error) {
+	cfg := hubConfig()
+	ds, err := data.Open(ctx, spec, data.OpenOptions{Hub: cfg, IndexOnly: true})
+	if !errors.Is(err, hub.ErrUnreachable) || cfg.Offline {
+		return ds, err
+	}
+	cfg.Offline = true
+	cached, cacheErr := data.Open(ctx, spec, data.OpenOptions{Hub: cfg, IndexOnly: true})
+	if cacheErr != nil {
+		return nil, err
+	}
+	printLine(stderr, "warning: %v; listing the local cache", err)
+	return cached, nil
 }
 
 func renderTaskRows(w io.Writer, rows []taskRow) {

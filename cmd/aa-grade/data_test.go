@@ -280,3 +280,29 @@ func TestDataVerifyChecksThePulledTasks(t *testing.T) {
 		t.Fatalf("verify --tasks 2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestHubUnreachable: with no Hub to reach (nothing listens at HF_ENDPOINT), every command that
+// needs it fails with one line naming HF_HUB_OFFLINE=1 and --dataset demo, exit 3; data ls
+// lists what the cache holds instead, with a warning saying so.
+func TestHubUnreachable(t *testing.T) {
+	h := fakehub.New()
+	h.ServeSample(sampleRepo, fakehub.SampleDataset(2, 1024))
+	cache := t.TempDir()
+	if r := aaGrade(t, hubEnv(h, cache), "data", "pull"); r.code != 0 {
+		t.Fatalf("pull: exit %d\n%s", r.code, r.stderr)
+	}
+	h.Close()
+	down := []string{"HF_ENDPOINT=" + h.URL, "HF_HUB_CACHE=" + cache}
+	r := aaGrade(t, down, "data", "ls")
+	if r.code != 0 || !strings.Contains(r.stdout, "Scenario-2") || !strings.Contains(r.stderr, "the local cache") {
+		t.Fatalf("ls: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, args := range [][]string{{"data", "pull"}, {"data", "verify", "--repair"}, {"data", "ls"}, {"grade", "testdata/grade/submissions"}} {
+		r := aaGrade(t, nil, args...) // an empty cache, and nothing at HF_ENDPOINT
+		last := lastLine(r.stderr)    // after the retries pull shows
+		if r.code != 3 || !strings.HasPrefix(last, "aa-grade: ") || !strings.Contains(last, "HF_HUB_OFFLINE=1") ||
+			!strings.Contains(last, "--dataset demo") || !strings.Contains(last, "cannot be reached") {
+			t.Errorf("%s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}

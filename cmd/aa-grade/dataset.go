@@ -24,10 +24,17 @@ func datasetError(err error) error {
 	return pullHint(err)
 }
 
-// pullHint says which command gets a dataset the offline cache has never held.
+// pullHint says which command gets a dataset the offline cache has never held, and how to go
+// on without a Hub that cannot be reached.
 func pullHint(err error) error {
-	if errors.Is(err, data.ErrNeverPulled) {
+	switch {
+	case errors.Is(err, data.ErrNeverPulled):
 		return fmt.Errorf("%w; run aa-grade data pull with the network", err)
+	case errors.Is(err, hub.ErrUnreachable):
+		return fmt.Errorf("%w; %s", err, offlineHint)
 	}
 	return err
 }
+
+// offlineHint is how to work without the Hub.
+const offlineHint = "without the network, HF_HUB_OFFLINE=1 uses the datasets already in the cache, and --dataset demo needs none"

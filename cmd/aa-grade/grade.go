@@ -43,8 +43,9 @@ func (o *gradeOptions) flags() []cli.Flag {
 }
 
 func (o *gradeOptions) Validate() error {
-	if o.repeats < 0 || o.repeats > grader.MaxRepeats {
-		return usageErrorf("--repeats %d: must be 1 to %d (0: as many as found)", o.repeats, grader.MaxRepeats)
+	// 0 is the default's value, "as many as found": given, it is refused as run refuses it.
+	if o.repeats < 0 || o.repeats > grader.MaxRepeats || (o.isSet("repeats") && o.repeats == 0) {
+		return usageErrorf("--repeats %d: must be 1 to %d (leave it out for as many as found)", o.repeats, grader.MaxRepeats)
 	}
 	if o.parallel < 1 {
 		return usageErrorf("--parallel %d: must be 1 or more", o.parallel)
@@ -154,8 +155,11 @@ type gradeInput struct {
 // dataset (only its index): for a run, the one it ran on (at its recorded commit) unless
 // datasetSet, and only its tasks.
 func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (*gradeInput, error) {
-	if _, err := os.Stat(dir); err != nil { // before a dataset is fetched for nothing
+	// Checked before a dataset is fetched for nothing.
+	if info, err := os.Stat(dir); err != nil {
 		return nil, usageError(err)
+	} else if !info.IsDir() {
+		return nil, usageErrorf("%s is a file; give a folder of submissions or a run folder", dir)
 	}
 	in := &gradeInput{dir: dir}
 	var tasks []string // a run's tasks

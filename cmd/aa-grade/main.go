@@ -36,7 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := newApp(stdout, stderr).Run(ctx, args)
-	return exitCode(err, stderr)
+	return exitCode(badVariableValue(err), stderr)
 }
 
 func newApp(stdout, stderr io.Writer) *cli.Command {
@@ -66,6 +66,15 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		},
 		// Errors are printed once, by exitCode; the library must not exit on its own.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		// aa-grade completion bash|zsh|fish|pwsh prints the script that completes commands and
+		// flags, asking aa-grade itself for them; listed in the help, as a command of its own.
+		EnableShellCompletion: true,
+		ConfigureShellCompletionCommand: func(c *cli.Command) {
+			c.Hidden = false
+			c.Usage = "print the shell completion script: bash, zsh, fish or pwsh"
+			c.Action = nil // alone it prints its help, and an unknown shell is a usage error, as for data and tasks
+			markUsageErrors(c)
+		},
 	}
 	markUsageErrors(app)
 	return app
@@ -79,7 +88,13 @@ func markUsageErrors(cmd *cli.Command) {
 		if missing := missingFlags(err); missing != "" {
 			return usageErrorf("%s; see %s --help", missing, c.FullName())
 		}
-		return usageErrorf("%w%s", err, didYouMeanFlag(c, err))
+		if msg := unknownFlag(c, err); msg != "" {
+			return usageErrorf("%s", msg)
+		}
+		if msg := badFlagValue(c, err); msg != "" {
+			return usageErrorf("%s", msg)
+		}
+		return usageError(err)
 	}
 	if len(cmd.Commands) > 0 && cmd.Action == nil {
 		cmd.Action = func(_ context.Context, c *cli.Command) error {

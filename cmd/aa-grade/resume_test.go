@@ -163,8 +163,8 @@ func TestInterruptRecordsUnfinished(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "to resume, run the same command again") {
 		t.Fatalf("exit %v\n%s", err, stderr.String())
 	}
-	for _, want := range []string{"interrupted: no more episodes start; finishing the 2 running for up to 500ms (until ",
-		"press Ctrl-C again to stop them at once", "the grace of 500ms is over: stopping the 2 running episodes now"} {
+	for _, want := range []string{"interrupted: no more episodes start; finishing 2 running episodes for up to 500ms (until ",
+		"press Ctrl-C again to stop them at once", "the grace of 500ms is over: stopping 2 running episodes now"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("missing %q in\n%s", want, stderr.String())
 		}

@@ -40,6 +40,7 @@ type runOptions struct {
 	model                    string
 	dataset                  string
 	tasks                    []string
+	limit, sample, seed      int
 	repeats, maxTurns        int
 	parallel, maxInFlight    int
 	rpm, tpm                 int
@@ -54,7 +55,8 @@ type runOptions struct {
 	priceInput, priceOutput  float64
 	priceCachedRead          float64
 	priceCachedWrite         float64
-	noProgress               bool
+	maxCost                  float64
+	noProgress, dryRun       bool
 	prompts                  promptOptions
 	judge                    judgeOptions
 
@@ -69,6 +71,10 @@ func (o *runOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "model", Required: true, Destination: &o.model, Sources: env("model"),
 			Usage: model.SpecForms() + ", " + runOnlySpecs + ", or a preset (aa-grade models)"},
 		datasetFlag(&o.dataset), tasksFlag(&o.tasks),
+		&cli.IntFlag{Name: "limit", Destination: &o.limit, Sources: env("limit"), DefaultText: "all", Usage: "only the first N tasks (of --tasks, else of the dataset)"},
+		&cli.IntFlag{Name: "sample", Destination: &o.sample, Sources: env("sample"), DefaultText: "all",
+			Usage: "only K tasks drawn at random (of --tasks, else of the dataset), the same K for the same --seed"},
+		&cli.IntFlag{Name: "seed", Destination: &o.seed, Sources: env("seed"), Usage: "the draw of --sample"},
 		&cli.IntFlag{Name: "repeats", Value: 3, Destination: &o.repeats, Sources: env("repeats"), Usage: "episodes per task"},
 		&cli.IntFlag{Name: "max-turns", Value: harness.DefaultMaxTurns, Destination: &o.maxTurns, Sources: env("max-turns"), Usage: "model calls per episode"},
 		&cli.IntFlag{Name: "parallel", Value: 4, Destination: &o.parallel, Sources: env("parallel"), Usage: "episodes at once"},
@@ -103,6 +109,9 @@ func (o *runOptions) flags() []cli.Flag {
 		priceFlag("price-cached-read", &o.priceCachedRead, "cached input tokens read", "the input price"),
 		priceFlag("price-cached-write", &o.priceCachedWrite, "input tokens written to the cache", "the input price"),
 		noProgressFlag(&o.noProgress),
+		&cli.FloatFlag{Name: "max-cost", Destination: &o.maxCost, Sources: env("max-cost"), DefaultText: "no budget",
+			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it"},
+		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "say what would run and what it should cost, and call nothing"},
 	}
 	return append(append(flags, o.prompts.flags()...), o.judge.flags()...)
 }
@@ -125,6 +134,9 @@ func (o *runOptions) Validate() error {
 			return usageErrorf("--%s %d: must be %s", f.name, f.n, f.what)
 		}
 	}
+	if err := o.validSelection(); err != nil {
+		return err
+	}
 	if err := o.validLoop(); err != nil {
 		return err
 	}
@@ -137,7 +149,7 @@ func (o *runOptions) Validate() error {
 	for _, f := range []struct {
 		name string
 		usd  float64
-	}{{"price-input", o.priceInput}, {"price-output", o.priceOutput}, {"price-cached-read", o.priceCachedRead}, {"price-cached-write", o.priceCachedWrite}} {
+	}{{"price-input", o.priceInput}, {"price-output", o.priceOutput}, {"price-cached-read", o.priceCachedRead}, {"price-cached-write", o.priceCachedWrite}, {"max-cost", o.maxCost}} {
 		if f.usd < 0 || math.IsNaN(f.usd) || math.IsInf(f.usd, 0) {
 			return usageErrorf("--%s %v: a price is a number of USD, 0 or more", f.name, f.usd)
 		}
@@ -163,6 +175,41 @@ func (o *runOptions) Validate() error {
 		}
 	}
 	return o.judge.Validate()
+}
+
+// validSelection checks --limit, --sample and --seed: counts of 1 or more, one way of choosing
+// at a time, and a seed only for a sample it would draw.
+func (o *runOptions) validSelection() error {
+	switch {
+	case o.isSet("limit") && o.limit < 1:
+		return usageErrorf("--limit %d: must be 1 or more", o.limit)
+	case o.isSet("sample") && o.sample < 1:
+		return usageErrorf("--sample %d: must be 1 or more", o.sample)
+	case o.isSet("limit") && o.isSet("sample"):
+		return usageErrorf("--limit and --sample: give one (the first N tasks, or a random K)")
+	case o.isSet("seed") && !o.isSet("sample"):
+		return usageErrorf("--seed: only with --sample")
+	}
+	return nil
+}
+
+// selection is the choice of tasks --limit, --sample and --seed ask for.
+func (o *runOptions) selection() runfolder.Selection {
+	return runfolder.Selection{Limit: o.limit, Sample: o.sample, Seed: int64(o.seed)}
+}
+
+// selectTasks narrows the tasks asked for (--tasks, else the dataset's) to the selection,
+// reading only the dataset's index to find them: the snapshots of the others are never
+// downloaded.
+func selectTasks(ctx context.Context, dataset string, tasks []string, sel runfolder.Selection) ([]string, error) {
+	if sel == (runfolder.Selection{}) {
+		return tasks, nil
+	}
+	ds, err := data.Open(ctx, dataset, data.OpenOptions{Hub: hubConfig(), Tasks: tasks, IndexOnly: true})
+	if err != nil {
+		return nil, datasetError(err)
+	}
+	return sel.Apply(taskIDs(ds.Tasks)), nil
 }
 
 // validLoop reads --loop and checks the flags that depend on it: --max-tokens is a cap of 1
@@ -219,6 +266,9 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if settings.Prices == nil { // a replay costs what its recording did, unless --price-* say
 		settings.Prices = plan.prices
 	}
+	if opts.maxCost > 0 && settings.Prices == nil {
+		return usageErrorf("--max-cost %v: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and --price-output, give them)", opts.maxCost)
+	}
 	if plan.maxTokens > 0 { // a replay summarises where its recording did
 		settings.MaxTokens = plan.maxTokens
 	}
@@ -233,6 +283,16 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	j, err := newJudge(opts.judge)
 	if err != nil {
 		return err
+	}
+	out := opts.out
+	if out == "" {
+		out = filepath.Join("runs", strings.NewReplacer("/", "_", ":", "_").Replace(opts.model)+"-"+time.Now().Format("20060102-150405"))
+	}
+	if plan.tasks, err = selectTasks(ctx, plan.dataset, plan.tasks, opts.selection()); err != nil {
+		return err
+	}
+	if opts.dryRun {
+		return dryRun(ctx, con.out, opts, plan, settings, out)
 	}
 	backend, err := sandbox.Select(opts.sandbox)
 	if err != nil {
@@ -255,45 +315,18 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		return datasetError(err)
 	}
 	if rm, ok := m.(*replay.Model); ok {
-		if err := rm.Covers(opts.shard.Episodes(taskIDs(ds), plan.repeats)); err != nil {
+		if err := rm.Covers(opts.shard.Episodes(taskIDs(ds.Tasks), plan.repeats)); err != nil {
 			return usageError(err)
 		}
-	}
-	out := opts.out
-	if out == "" {
-		out = filepath.Join("runs", strings.NewReplacer("/", "_", ":", "_").Replace(opts.model)+"-"+time.Now().Format("20060102-150405"))
 	}
 	folder, err := runfolder.Open(out) // locked until the reports are written; errors name the folder
 	if err != nil {
 		return err
 	}
 	defer folder.Close() // every result was synced as it was appended
-	if removed := sandbox.CleanLeftovers(); len(removed) > 0 {
-		fmt.Fprintf(stderr, "removed %s left by aa-grade runs that died\n", removed)
-	}
-	if backend.Name() == sandbox.NameNone {
-		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
-	} else if weak := sandbox.LimitsNotEnforced(backend); len(weak) > 0 {
-		var what []string
-		for _, g := range weak {
-			what = append(what, g.Name+": "+g.Detail)
-		}
-		fmt.Fprintf(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)\n", backend.Name(), strings.Join(what, "; "))
-	}
-	if folder.Prev != nil {
-		printSkipped(stderr, folder.Prev.Warnings)
-	}
-	part := ""
-	if opts.shard.Count > 1 {
-		part = fmt.Sprintf(" (shard %s)", opts.shard)
-	}
-	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
-		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, describeModel(settings), backend.Name(), out)
-	progress := newRunProgress(stderr, opts.noProgress)
-	progress.limits = limit.Status
-	progress.Start()
 	cfg := runner.Config{
-		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
+		MaxCost: opts.maxCost, CostPrior: orZero(publishedCost(settings.Preset)),
+		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Selection: opts.selection(), Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
 		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
 		ReasoningEffort: settings.ReasoningEffort, MaxTokens: int(settings.MaxTokens), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
 		CommandTimeout: opts.commandTimeout, Loop: plan.loop, ContextWindow: lenientWindow(plan.loop, settings), Limits: opts.limits, Tools: &tools,
@@ -303,7 +336,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 			}
 		},
 		Prompts: prompts,
-		Grace:   opts.grace, Abort: secondInterrupt(ctx), Progress: progress,
+		Grace:   opts.grace, Abort: secondInterrupt(ctx),
 		Permanent: func(err error) bool {
 			var apiErr *model.APIError
 			return errors.As(err, &apiErr) && !apiErr.Transient()
@@ -315,6 +348,34 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		j.ReadDirs, j.CacheDir = []string{j.CacheDir}, filepath.Join(out, runfolder.JudgeDir)
 		cfg.Scorer, cfg.Judge = j.Score, j.Model
 	}
+	// A resume of another configuration is refused before the run says anything.
+	if err := runner.CheckResume(cfg); err != nil {
+		return configChanged(err)
+	}
+	if removed := sandbox.CleanLeftovers(); len(removed) > 0 {
+		fmt.Fprintf(stderr, "removed %s left by aa-grade runs that died\n", removed)
+	}
+	warnSandbox(stderr, backend)
+	if folder.Prev != nil {
+		printSkipped(stderr, folder.Prev.Warnings)
+	}
+	part := ""
+	if opts.shard.Count > 1 {
+		part = fmt.Sprintf(" (shard %s)", opts.shard)
+	}
+	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
+		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, describeModel(settings), backend.Name(), out)
+	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
+	if e := costEstimate(settings, len(todo)); e != "" {
+		printLine(stderr, "%s", e)
+	}
+	if opts.maxCost > 0 {
+		printLine(stderr, "budget: $%.2f (--max-cost), $%.2f of it spent by the episodes already in %s", opts.maxCost, spentIn(folder.Prev), out)
+	}
+	progress := newRunProgress(stderr, opts.noProgress)
+	progress.limits = limit.Status
+	progress.Start()
+	cfg.Progress = progress
 	summary, results, err := runner.Run(ctx, cfg)
 	progress.Stop()
 	if replay, ok := m.(*replay.Model); ok && results != nil { // nil: refused, nothing played
@@ -338,10 +399,12 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	case errors.Is(err, context.Canceled):
 		return interrupted(fmt.Errorf("interrupted with %d of %d episodes unfinished; to resume, run the same command again (with --out %s)",
 			countStatus(results, grader.StatusUnfinished), len(results), out))
+	case errors.Is(err, runner.ErrBudget):
+		return badResult(fmt.Errorf("%w; no more episodes started (to go on, run the same command with a higher --max-cost)", err))
 	case errors.Is(err, runner.ErrStopped):
 		return fmt.Errorf("%w; fix the cause, then run the same command again", err)
 	case errors.Is(err, runner.ErrConfigChanged):
-		return fmt.Errorf("%w: use another --out, or the same flags", err)
+		return configChanged(err)
 	case err != nil:
 		return err
 	}
@@ -360,6 +423,25 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		return badResult(fmt.Errorf("%s ended in error; to retry them, run the same command again (with --out %s)", english.Count(failed, "episode"), out))
 	}
 	return nil
+}
+
+// configChanged is the refusal of a resume with another configuration, saying the two ways on.
+func configChanged(err error) error {
+	return fmt.Errorf("%w: use another --out, or the same flags", err)
+}
+
+// warnSandbox says, once at the start, what the sandbox will not do here: isolate at all
+// (--sandbox none), or enforce a limit.
+func warnSandbox(stderr io.Writer, backend sandbox.Backend) {
+	if backend.Name() == sandbox.NameNone {
+		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
+	} else if weak := sandbox.LimitsNotEnforced(backend); len(weak) > 0 {
+		var what []string
+		for _, g := range weak {
+			what = append(what, g.Name+": "+g.Detail)
+		}
+		fmt.Fprintf(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)\n", backend.Name(), strings.Join(what, "; "))
+	}
 }
 
 // newModel builds the model under test (a provider's, the built-in baseline or a replay),
@@ -509,8 +591,8 @@ func renderRunTotals(w io.Writer, r *report.Run) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "TASK\tMEAN TURNS\tINPUT TOKENS\tCACHED\tOUTPUT TOKENS\tREASONING\tCOST\t")
 	row := func(name string, turns float64, tokens model.Usage, cost *float64) {
-		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%d\t%d\t%d\t%s\t\n", termtext.Sanitize(name), turns,
-			tokens.Input, tokens.CachedRead, tokens.Output, tokens.Reasoning, report.FormatUSD(cost))
+		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n", termtext.Sanitize(name), turns, english.Number(tokens.Input),
+			english.Number(tokens.CachedRead), english.Number(tokens.Output), english.Number(tokens.Reasoning), report.FormatUSD(cost))
 	}
 	for _, t := range r.PerTask() {
 		row(t.Task, t.MeanTurns, t.Tokens, t.CostUSD)
@@ -518,15 +600,6 @@ func renderRunTotals(w io.Writer, r *report.Run) {
 	o := r.Overview()
 	row("ALL", o.MeanTurns, o.Tokens, o.CostUSD)
 	tw.Flush()
-}
-
-// taskIDs are the ids of a dataset's tasks, in its order.
-func taskIDs(ds *data.Dataset) []string {
-	ids := make([]string, len(ds.Tasks))
-	for i, t := range ds.Tasks {
-		ids[i] = t.ID
-	}
-	return ids
 }
 
 // reportDivergences says where replayed episodes stopped following their recording; it claims

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -61,8 +62,9 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	}
 	// Another configuration in the same folder is refused, naming what changed.
 	changed := append(append([]string(nil), args...), "--max-turns", "30")
+	// It is the only line: no "running ..." line or sandbox warning before it.
 	if r := aaGrade(t, env, changed...); r.code != 2 || !strings.Contains(r.stderr, "max_turns was 100, now 30") ||
-		!strings.HasSuffix(r.stderr, "): use another --out, or the same flags\n") {
+		!strings.HasPrefix(r.stderr, "aa-grade: ") || !strings.HasSuffix(r.stderr, "): use another --out, or the same flags\n") || strings.Count(r.stderr, "\n") != 1 {
 		t.Fatalf("changed configuration: exit %d\n%s", r.code, r.stderr)
 	}
 }
@@ -634,5 +636,75 @@ func TestReplaySummaryLineIsTrue(t *testing.T) {
 		if b.String() != c.want {
 			t.Errorf("%d failed: %q, want %q", c.failed, b.String(), c.want)
 		}
+	}
+}
+
+// TestRunStopsAtOnceOnAnUnreachableProvider: a base URL where nothing listens stops the run
+// after its first episode (the one result line counts it, not a clock), exit 3, naming the
+// URL and the variable that set it.
+func TestRunStopsAtOnceOnAnUnreachableProvider(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + l.Addr().String() + "/v1"
+	l.Close()
+	out := filepath.Join(t.TempDir(), "run")
+	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + base},
+		"run", "--dataset", "demo", "--model", "openai-api/fake/m1", "--parallel", "1", "--no-progress", "--out", out)
+	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if r.code != 3 || strings.Count(string(results), "\n") != 1 {
+		t.Fatalf("exit %d, %d results\n%s", r.code, strings.Count(string(results), "\n"), r.stderr)
+	}
+	// Before it started, the run said what it knew of the cost.
+	if !strings.Contains(r.stderr, "estimate: unknown: openai-api/fake/m1 has no published cost a task and no prices") {
+		t.Errorf("no estimate before the run:\n%s", r.stderr)
+	}
+	last := lastLine(r.stderr)
+	for _, want := range []string{"cannot reach the provider", base, "FAKE_BASE_URL", "connection refused"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the error line does not say %q: %s", want, last)
+		}
+	}
+}
+
+// TestRunLimitAndSample: --limit N plays the first N tasks, --sample K --seed S the same K
+// tasks in two folders; run.json records the selection, and a resume with another is refused
+// naming it.
+func TestRunLimitAndSample(t *testing.T) {
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
+	base := []string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--repeats", "1", "--no-progress"}
+	header := func(out string) runfolder.Header {
+		h, err := runfolder.ReadHeader(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	limited := filepath.Join(t.TempDir(), "limited")
+	if r := aaGrade(t, env, append(base, "--limit", "1", "--out", limited)...); r.code != 0 {
+		t.Fatalf("--limit 1: exit %d\n%s", r.code, r.stderr)
+	}
+	if h := header(limited); h.Limit != 1 || len(h.Tasks) != 1 || h.Tasks[0] != "Scenario-901" {
+		t.Fatalf("--limit 1: run.json has limit %d, tasks %v", h.Limit, h.Tasks)
+	}
+	r := aaGrade(t, env, append(base, "--limit", "2", "--out", limited)...)
+	if r.code != 2 || !strings.Contains(r.stderr, "limit was 1, now 2") {
+		t.Fatalf("a resume with another limit: exit %d\n%s", r.code, r.stderr)
+	}
+	var sampled [][]string
+	for _, name := range []string{"a", "b"} {
+		out := filepath.Join(t.TempDir(), name)
+		if r := aaGrade(t, env, append(base, "--sample", "1", "--seed", "5", "--out", out)...); r.code != 0 {
+			t.Fatalf("--sample 1: exit %d\n%s", r.code, r.stderr)
+		}
+		h := header(out)
+		if h.Sample != 1 || h.Seed != 5 || len(h.Tasks) != 1 {
+			t.Fatalf("--sample 1 --seed 5: run.json has %+v, tasks %v", h.Selection, h.Tasks)
+		}
+		sampled = append(sampled, h.Tasks)
+	}
+	if sampled[0][0] != sampled[1][0] {
+		t.Fatalf("the same seed sampled %v and %v", sampled[0], sampled[1])
 	}
 }

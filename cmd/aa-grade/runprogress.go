@@ -81,7 +81,7 @@ func (p *runProgress) Plan(total int, finished []runfolder.Result) {
 		p.count(r)
 	}
 	if len(finished) > 0 {
-		p.printLocked(fmt.Sprintf("resuming: %d of %d episodes already finished", len(finished), total))
+		p.printLocked(fmt.Sprintf("resuming: %d of %s already finished", len(finished), english.Count(total, "episode")))
 	}
 }
 
@@ -167,16 +167,26 @@ func (p *runProgress) Interrupted(grace time.Duration) {
 		p.printLocked("interrupted: no more episodes start")
 		return
 	}
-	p.printLocked(fmt.Sprintf("interrupted: no more episodes start; finishing the %d running for up to %s (until %s), then they are stopped and recorded unfinished; press Ctrl-C again to stop them at once",
-		len(p.running), grace, p.stopBy.Format(time.TimeOnly)))
+	they, them := pronouns(len(p.running))
+	p.printLocked(fmt.Sprintf("interrupted: no more episodes start; finishing %s for up to %s (until %s), then %s stopped and recorded unfinished; press Ctrl-C again to stop %s at once",
+		english.Count(len(p.running), "running episode"), grace, p.stopBy.Format(time.TimeOnly), they, them))
 }
 
 func (p *runProgress) Stopping(why string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.running) > 0 {
-		p.printLocked(fmt.Sprintf("%s: stopping the %d running episodes now; they are recorded unfinished", why, len(p.running)))
+		they, _ := pronouns(len(p.running))
+		p.printLocked(fmt.Sprintf("%s: stopping %s now; %s recorded unfinished", why, english.Count(len(p.running), "running episode"), they))
 	}
+}
+
+// pronouns are "it is" and "it" for one episode, "they are" and "them" for more.
+func pronouns(n int) (are, them string) {
+	if n == 1 {
+		return "it is", "it"
+	}
+	return "they are", "them"
 }
 
 func (p *runProgress) count(r runfolder.Result) {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
 )
@@ -257,10 +259,41 @@ func TestRunProgressSaysWhatCtrlCDoes(t *testing.T) {
 	p.Interrupted(20 * time.Second)
 	p.render()
 	p.Stopping("interrupted again")
-	want := "interrupted: no more episodes start; finishing the 2 running for up to 20s (until 14:00:20), then they are stopped and recorded unfinished; press Ctrl-C again to stop them at once\n" +
+	want := "interrupted: no more episodes start; finishing 2 running episodes for up to 20s (until 14:00:20), then they are stopped and recorded unfinished; press Ctrl-C again to stop them at once\n" +
 		"progress: 0/4 episodes  2 running  stopping by 14:00:20  score 0.000 (4 not finished, counted 0)  $0.00 so far\n" +
-		"interrupted again: stopping the 2 running episodes now; they are recorded unfinished\n"
+		"interrupted again: stopping 2 running episodes now; they are recorded unfinished\n"
 	if out.String() != want {
 		t.Errorf("after Ctrl-C:\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// TestRunProgressCountsInEnglish: one running episode is "1 running episode", not "1 running
+// episodes", and "it", not "they".
+func TestRunProgressCountsInEnglish(t *testing.T) {
+	var out bytes.Buffer
+	_, clock := clockAt()
+	p := newRunProgress(&out, true)
+	p.now = clock
+	p.Plan(1, nil)
+	p.Started("Scenario-1", 1)
+	p.Interrupted(20 * time.Second)
+	p.Stopping("interrupted again")
+	want := "interrupted: no more episodes start; finishing 1 running episode for up to 20s (until 14:00:20), then it is stopped and recorded unfinished; press Ctrl-C again to stop it at once\n" +
+		"interrupted again: stopping 1 running episode now; it is recorded unfinished\n"
+	if out.String() != want {
+		t.Errorf("after Ctrl-C:\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// TestRunTotalsSeparateThousands: the token counts of the final table read 402,211, not 402211.
+func TestRunTotalsSeparateThousands(t *testing.T) {
+	run, err := report.Load(filepath.Join("..", "..", "testdata", "runs", "qwen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	renderRunTotals(&out, run)
+	if !strings.Contains(out.String(), " 922,541 ") || !strings.Contains(out.String(), " 2,410,337 ") || regexp.MustCompile(`\d{4}`).MatchString(out.String()) {
+		t.Fatalf("token counts without separators:\n%s", out.String())
 	}
 }

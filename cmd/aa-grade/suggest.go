@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -10,21 +11,39 @@ import (
 // unknownFlagPrefix starts the flag package's error for a flag a command does not have.
 const unknownFlagPrefix = "flag provided but not defined: "
 
-// didYouMeanFlag is " (did you mean --x?)" for the error of a mistyped flag of c, or "".
-func didYouMeanFlag(c *cli.Command, err error) string {
+// unknownFlag rewords the flag library's error for a flag c does not have ("flag provided
+// but not defined: -bogus", one dash whatever was typed) as the flag was typed, with a near
+// flag of c if there is one and where the flags are listed; "" for any other error.
+func unknownFlag(c *cli.Command, err error) string {
 	given, ok := strings.CutPrefix(err.Error(), unknownFlagPrefix)
 	if !ok {
 		return ""
 	}
+	name := strings.TrimLeft(given, "-")
 	var names []string
 	for _, f := range c.Flags {
 		names = append(names, f.Names()...)
 	}
-	name := strings.TrimLeft(given, "-")
+	hint := ""
 	if s := closest(name, names); s != "" {
-		return " (did you mean --" + s + "?)"
+		hint = " (did you mean --" + s + "?)"
 	}
-	return ""
+	return fmt.Sprintf("unknown flag %s%s; see %s --help", typedFlag(c.Root().Args().Slice(), name), hint, c.FullName())
+}
+
+// typedFlag is flag name as the command line spells it (-name, --name), from args, the words
+// after the program's name; --name when it is not found there.
+func typedFlag(args []string, name string) string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		bare := strings.TrimLeft(a, "-")
+		if bare != a && (bare == name || strings.HasPrefix(bare, name+"=")) {
+			return a[:len(a)-len(bare)] + name
+		}
+	}
+	return "--" + name
 }
 
 // requiredFlags matches the flag library's error for required flags not given.

@@ -40,6 +40,10 @@ func TestRunRefusesMeaninglessValues(t *testing.T) {
 		"--shard 3/2":                    `--shard: a shard is I/N with 1 <= I <= N: "3/2"`,
 		"--sandbox chroot":               `--sandbox "chroot": must be auto, bwrap, landlock, docker, none`,
 		"--judge builtin/baseline":       "--judge builtin/baseline: the judge must be a language model",
+		"--limit 0":                      "--limit 0: must be 1 or more",
+		"--sample -1":                    "--sample -1: must be 1 or more",
+		"--limit 2 --sample 2":           "--limit and --sample: give one (the first N tasks, or a random K)",
+		"--seed 4":                       "--seed: only with --sample",
 	} {
 		t.Run(args, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
@@ -94,9 +98,11 @@ func TestDidYouMean(t *testing.T) {
 		"grdae x":                `no command "grdae" (did you mean grade?); see aa-grade --help`,
 		"data verfy":             `no command "verfy" (did you mean verify?); see aa-grade data --help`,
 		"frobnicate":             `no command "frobnicate"; see aa-grade --help`,
-		"grade --repaets 2 x":    "flag provided but not defined: -repaets (did you mean --repeats?)",
-		"run --modle openai/x":   "flag provided but not defined: -modle (did you mean --model?)",
-		"grade --wholly-unknown": "flag provided but not defined: -wholly-unknown",
+		"grade --repaets 2 x":    "unknown flag --repaets (did you mean --repeats?); see aa-grade grade --help",
+		"run --modle openai/x":   "unknown flag --modle (did you mean --model?); see aa-grade run --help",
+		"run -modle=openai/x":    "unknown flag -modle (did you mean --model?); see aa-grade run --help",
+		"grade --wholly-unknown": "unknown flag --wholly-unknown; see aa-grade grade --help",
+		"data ls --jsn":          "unknown flag --jsn (did you mean --json?); see aa-grade data ls --help",
 	} {
 		t.Run(args, func(t *testing.T) { oneErrorLine(t, aaGrade(t, nil, strings.Fields(args)...), want) })
 	}
@@ -110,5 +116,28 @@ func TestBareCommandPrintsItsHelp(t *testing.T) {
 		if bare.code != 0 || help.code != 0 || bare.stdout != help.stdout || bare.stderr != "" || !strings.Contains(bare.stdout, "COMMANDS:") {
 			t.Fatalf("%v: exit %d and %d\n--- bare\n%s%s--- --help\n%s", group, bare.code, help.code, bare.stdout, bare.stderr, help.stdout)
 		}
+	}
+}
+
+// TestUsageErrorsNameTheFix: a value a flag or a variable cannot take, a file where a folder
+// is wanted, and a count of 0 are exit 2 in one line naming the flag or variable and the fix,
+// with nothing printed before it.
+func TestUsageErrorsNameTheFix(t *testing.T) {
+	for name, c := range map[string]struct {
+		env  []string
+		args string
+		want string
+	}{
+		"address":          {nil, "view --addr 7494x testdata/runs/qwen", `--addr "7494x": want HOST:PORT, :PORT or PORT`},
+		"port":             {nil, "view --addr 127.0.0.1:99999 testdata/runs/qwen", `--addr "127.0.0.1:99999": want HOST:PORT, :PORT or PORT, the port 0 to 65535`},
+		"pages onto file":  {nil, "view --out README.md testdata/runs/qwen", "--out README.md: it is a file, not a folder"},
+		"grade a file":     {nil, "grade --dataset testdata/grade/dataset README.md", "README.md is a file; give a folder of submissions or a run folder"},
+		"grade repeats 0":  {nil, "grade --dataset testdata/grade/dataset --repeats 0 testdata/grade/submissions", "--repeats 0: must be 1 to 1000 (leave it out for as many as found)"},
+		"int flag":         {nil, "run --dataset demo --model builtin/baseline --parallel x", `--parallel "x": expected a whole number; see aa-grade run --help`},
+		"duration flag":    {nil, "run --dataset demo --model builtin/baseline --grace soon", `--grace "soon": expected a duration such as 90s or 5m; see aa-grade run --help`},
+		"int variable":     {[]string{"AA_GRADE_PARALLEL=abc"}, "run --dataset demo --model builtin/baseline", `AA_GRADE_PARALLEL="abc": --parallel expects a whole number; fix or unset the variable`},
+		"boolean variable": {[]string{"AA_GRADE_JSON=maybe"}, "grade testdata/grade/submissions", `AA_GRADE_JSON="maybe": --json expects true or false; fix or unset the variable`},
+	} {
+		t.Run(name, func(t *testing.T) { oneErrorLine(t, aaGrade(t, c.env, strings.Fields(c.args)...), c.want) })
 	}
 }

@@ -38,6 +38,12 @@ func (o *viewOptions) Validate() error {
 	if o.isSet("out") && o.isSet("addr") {
 		return usageErrorf("--out writes files and serves nothing: give --addr or --out, not both")
 	}
+	if o.out != "" {
+		return checkOutPath("out", o.out)
+	}
+	if _, err := viewer.CheckAddr(o.addr); err != nil {
+		return usageErrorf("--addr %w", err)
+	}
 	return nil
 }
 
@@ -78,13 +84,7 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 		printLine(stdout, "Wrote %s", out+string(os.PathSeparator)+"index.html")
 		return nil
 	}
-	ln, err := viewer.Listen(opts.addr)
-	if errors.Is(err, viewer.ErrNotLoopback) || errors.Is(err, viewer.ErrAddrForm) {
-		err = fmt.Errorf("--addr %w", err)
-	}
-	if errors.Is(err, viewer.ErrNotLoopback) {
-		return usageError(err)
-	}
+	ln, err := viewer.Listen(opts.addr) // an address Validate checked
 	if err != nil && !opts.isSet("addr") {
 		ln, err = viewer.Listen("127.0.0.1:0") // the default port is taken
 	}

@@ -202,11 +202,14 @@ func (c *Client) get(ctx context.Context, rawURL, repo string, header http.Heade
 		if err == nil {
 			return resp, nil
 		}
-		if !Transient(err) || ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return nil, err
 		}
-		if attempt >= c.Retry.Attempts {
-			return nil, fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+		if !Transient(err) {
+			return nil, c.noAnswer(err)
+		}
+		if attempt >= c.Retry.Attempts || (backoff.Unreachable(err) && attempt >= backoff.UnreachableAttempts) {
+			return nil, c.noAnswer(fmt.Errorf("gave up after %d attempts: %w", attempt, err))
 		}
 		var retryAfter time.Duration
 		var he *Error
@@ -217,6 +220,20 @@ func (c *Client) get(ctx context.Context, rawURL, repo string, header http.Heade
 			return nil, err
 		}
 	}
+}
+
+// ErrUnreachable marks a request the Hub never answered: no network, no such host, a refused
+// connection, or every attempt lost on the way; the cache may still serve what it holds.
+var ErrUnreachable = errors.New("the Hub cannot be reached")
+
+// noAnswer marks err with ErrUnreachable when no HTTP answer came (a Hub's error answer stays
+// as it is), naming the endpoint.
+func (c *Client) noAnswer(err error) error {
+	var he *Error
+	if errors.As(err, &he) {
+		return err
+	}
+	return fmt.Errorf("%w at %s: %w", ErrUnreachable, c.Endpoint, err)
 }
 
 func (c *Client) getOnce(ctx context.Context, rawURL, repo string, header http.Header) (*http.Response, error) {

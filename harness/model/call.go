@@ -25,6 +25,7 @@ import (
 type Options struct {
 	Model           string // the provider's model id
 	BaseURL         string // the API root, without trailing slash
+	BaseURLSource   string // where BaseURL came from, for the error naming an unreachable provider
 	APIKey          string
 	MaxTokens       int    // output tokens per call; 0 lets the provider decide
 	ReasoningEffort string // provider spelling (low, medium, high, xhigh, max, ...); "" unset
@@ -184,6 +185,8 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 			retryAfter = apiErr.retryAfter
 		} else if ctx.Err() != nil || !transientNetwork(err) {
 			return nil, err
+		} else if backoff.Unreachable(err) && attempt >= backoff.UnreachableAttempts {
+			return nil, o.unreachableError(attempt, err)
 		}
 		wait := o.Retry.Delay(attempt, retryAfter)
 		if time.Since(start)-paced+wait > budget {
@@ -308,6 +311,20 @@ func recordedHeader(h http.Header) map[string]string {
 		}
 	}
 	return out
+}
+
+// ErrUnreachable marks a provider that could not be reached at all: no connection, no such
+// host, no TLS handshake. A run stops on it within seconds instead of retrying for minutes, as
+// every other call would meet the same.
+var ErrUnreachable = errors.New("cannot reach the provider")
+
+// unreachableError names the base URL and where it came from, so the fix is plain.
+func (o *Options) unreachableError(attempts int, err error) error {
+	src := o.BaseURLSource
+	if src == "" {
+		src = "the base URL given"
+	}
+	return fmt.Errorf("%w at %s (%s) after %d attempts: %w", ErrUnreachable, o.BaseURL, src, attempts, err)
 }
 
 // transientNetwork reports whether a failure to get an answer is worth retrying.

@@ -39,17 +39,19 @@ func New(spec string, getenv func(string) string, opts Options) (Model, error) {
 		}
 		return "", fmt.Errorf("%w: %s needs %s in the environment", ErrModelSpec, spec, name)
 	}
-	base := func(name, fallback string) string {
+	// base sets the base URL from the variable name, else fallback, and says which.
+	base := func(name, fallback string) {
 		if v := strings.TrimRight(strings.TrimSpace(getenv(name)), "/"); v != "" {
-			return v
+			opts.BaseURL, opts.BaseURLSource = v, "set by "+name
+			return
 		}
-		return fallback
+		opts.BaseURL, opts.BaseURLSource = fallback, "the default; "+name+" sets another"
 	}
 	var err error
 	opts.Model = rest
 	switch provider {
 	case "openai", "openai-responses":
-		opts.BaseURL = base("OPENAI_BASE_URL", "https://api.openai.com/v1")
+		base("OPENAI_BASE_URL", "https://api.openai.com/v1")
 		if opts.APIKey, err = key("OPENAI_API_KEY"); err != nil {
 			return nil, err
 		}
@@ -58,7 +60,7 @@ func New(spec string, getenv func(string) string, opts Options) (Model, error) {
 		}
 		return &OpenAIChat{Options: opts}, nil
 	case "anthropic":
-		opts.BaseURL = base("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
+		base("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
 		if opts.APIKey, err = key("ANTHROPIC_API_KEY"); err != nil {
 			return nil, err
 		}
@@ -67,7 +69,7 @@ func New(spec string, getenv func(string) string, opts Options) (Model, error) {
 		if !strings.Contains(rest, "/") {
 			return nil, fmt.Errorf("%w: %q: expected openrouter/ORG/MODEL", ErrModelSpec, spec)
 		}
-		opts.BaseURL = base("OPENROUTER_BASE_URL", "https://openrouter.ai/api/v1")
+		base("OPENROUTER_BASE_URL", "https://openrouter.ai/api/v1")
 		if opts.APIKey, err = key("OPENROUTER_API_KEY"); err != nil {
 			return nil, err
 		}
@@ -81,7 +83,7 @@ func New(spec string, getenv func(string) string, opts Options) (Model, error) {
 		if opts.BaseURL, err = key(prefix + "_BASE_URL"); err != nil {
 			return nil, err
 		}
-		opts.BaseURL = strings.TrimRight(opts.BaseURL, "/")
+		opts.BaseURL, opts.BaseURLSource = strings.TrimRight(opts.BaseURL, "/"), "set by "+prefix+"_BASE_URL"
 		opts.Model, opts.APIKey = model, getenv(prefix+"_API_KEY") // local servers often need no key
 		return &OpenAIChat{Options: opts}, nil
 	}

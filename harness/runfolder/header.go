@@ -20,6 +20,7 @@ type Header struct {
 	Dataset       string   `json:"dataset"`
 	DatasetCommit string   `json:"dataset_commit,omitempty"` // for a Hub dataset, the commit resolved`
 	Tasks         []string `json:"tasks"`
+	Selection              // how the tasks were chosen among those asked for: --limit, --sample, --seed
 	Repeats       int      `json:"repeats"`
 	Shard         string   `json:"shard,omitempty"` // "I/N" for one of N shards
 	Model         string   `json:"model"`
@@ -120,6 +121,9 @@ func (h Header) Differences(o Header) []string {
 	check("dataset", h.Dataset, o.Dataset)
 	check("dataset_commit", h.DatasetCommit, o.DatasetCommit)
 	check("tasks", h.Tasks, o.Tasks)
+	check("limit", h.Limit, o.Limit)
+	check("sample", h.Sample, o.Sample)
+	check("seed", h.Seed, o.Seed)
 	check("repeats", h.Repeats, o.Repeats)
 	check("shard", h.Shard, o.Shard)
 	check("model", h.Model, o.Model)

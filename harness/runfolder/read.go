@@ -33,6 +33,19 @@ func Read(dir string) (*Run, error) {
 	return &Run{Dir: dir, Header: h, Results: results, Warnings: warnings}, nil
 }
 
+// Pending splits the episodes of a plan into those still to play and the final results done
+// holds of the others (a resume keeps those, and plays the rest again).
+func Pending(plan []Episode, done map[Episode]Result) (todo []Episode, finished []Result) {
+	for _, e := range plan {
+		if r, ok := done[e]; ok && r.Final() {
+			finished = append(finished, r)
+		} else {
+			todo = append(todo, e)
+		}
+	}
+	return todo, finished
+}
+
 // Submissions lists the submissions of the run's episodes (grader.FindSubmissions over its
 // episodes folder). A run whose episodes all failed early has no episodes folder: it has no
 // submissions, and a reader does not create the folder.

@@ -14,10 +14,33 @@ import (
 // ErrConfigChanged marks a resume whose configuration differs from the run folder's.
 var ErrConfigChanged = errors.New("the run folder holds a run with another configuration")
 
-// writeHeader writes run.json for cfg and the environment the probe found, keeping the start
-// time and the rate limits of the run it resumes, and the prompt set beside it; a resume with
-// another configuration or environment is refused.
+// CheckResume refuses a resume of cfg.Folder with another configuration or environment (the
+// sandbox's tools, cfg.Tools) than the run it holds, before anything is written: so that a
+// command can refuse before it says anything of the run. Run checks the same.
+func CheckResume(cfg Config) error {
+	if cfg.Tools == nil {
+		return errors.New("check a resume: the sandbox's tools are not known yet")
+	}
+	_, err := header(cfg, *cfg.Tools)
+	return err
+}
+
+// writeHeader writes run.json for cfg and the environment the probe found, and the prompt set
+// beside it; a resume with another configuration or environment is refused.
 func writeHeader(cfg Config, tools sandbox.Tools) error {
+	h, err := header(cfg, tools)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Folder.WriteHeader(h); err != nil {
+		return err
+	}
+	return cfg.Folder.WritePrompts(cfg.Prompts.Format())
+}
+
+// header is run.json for cfg and tools, keeping the start time and the rate limits of the run
+// it resumes; ErrConfigChanged, naming the differences, when that run was another.
+func header(cfg Config, tools sandbox.Tools) (runfolder.Header, error) {
 	h := runfolder.Header{Version: version.Version, Revision: version.Revision, Dataset: cfg.DatasetSpec, DatasetCommit: cfg.DatasetCommit, Repeats: cfg.Repeats,
 		Shard: cfg.Shard.String(), Model: cfg.ModelSpec, BaseURL: cfg.BaseURL, ReasoningEffort: cfg.ReasoningEffort,
 		MaxTokens: cfg.MaxTokens, ContextWindow: cfg.ContextWindow, Loop: string(cfg.loop()), MaxTurns: cfg.MaxTurns,
@@ -26,17 +49,15 @@ func writeHeader(cfg Config, tools sandbox.Tools) error {
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)
 	}
+	h.Selection = cfg.Selection
 	h.Image, h.ImageDigest = sandbox.ImageOf(cfg.Backend)
 	h.Python = tools.Python
 	if prev := cfg.Folder.Prev; prev != nil {
 		if diff := prev.Header.Differences(h); len(diff) > 0 {
-			return fmt.Errorf("%w (%s)", ErrConfigChanged, strings.Join(diff, "; "))
+			return h, fmt.Errorf("%w (%s)", ErrConfigChanged, strings.Join(diff, "; "))
 		}
 		// The rate limits stay as the run before recorded them until this one records its own.
 		h.Started, h.RateLimits = prev.Header.Started, prev.Header.RateLimits
 	}
-	if err := cfg.Folder.WriteHeader(h); err != nil {
-		return err
-	}
-	return cfg.Folder.WritePrompts(cfg.Prompts.Format())
+	return h, nil
 }

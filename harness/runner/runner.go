@@ -29,6 +29,7 @@ type Config struct {
 	DatasetSpec   string
 	DatasetCommit string // the Hub commit the tasks come from, when they do
 	Tasks         []data.Task
+	Selection     runfolder.Selection // how Tasks were chosen, for run.json (the caller applied it)
 	Repeats       int
 	Parallel      int
 	Shard         runfolder.Shard
@@ -70,6 +71,11 @@ type Config struct {
 	// Permanent tells a model error that no retry will cure (a bad key, an unknown model): when
 	// the first episodes all end in one, the run stops instead of burning through every task.
 	Permanent func(error) bool
+	// MaxCost, when more than 0, is the run's budget in USD, what the folder's earlier results
+	// spent included: no episode starts once the spend plus a projection of the running ones
+	// would pass it (ErrBudget). CostPrior projects an episode before any has a cost (the
+	// published cost a task, when known; 0 projects nothing).
+	MaxCost, CostPrior float64
 }
 
 // loop is the loop the episodes follow.
@@ -168,15 +174,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		ids[i] = t.ID
 	}
 	plan := cfg.Shard.Episodes(ids, cfg.Repeats)
-	var todo []runfolder.Episode
-	var finished []runfolder.Result
-	for _, e := range plan {
-		if prev, ok := done[e]; ok && prev.Final() {
-			finished = append(finished, prev)
-		} else {
-			todo = append(todo, e)
-		}
-	}
+	todo, finished := runfolder.Pending(plan, done)
 	if cfg.Progress != nil {
 		cfg.Progress.Plan(len(plan), finished)
 	}
@@ -217,20 +215,33 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	feedCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	ended, permanent := 0, 0
+	spend := newBudget(cfg.MaxCost, cfg.CostPrior, done)
 	var recordErr error // the first failure to record a result: no result is recorded after it
 	// Episodes not handed out when the run stops or is interrupted are left unfinished.
 	workpool.Run(feedCtx, cfg.Parallel, todo, func(j runfolder.Episode) {
+		mu.Lock()
+		admitted := spend.admit()
+		mu.Unlock()
+		if admitted != nil {
+			stop(admitted) // this episode and the rest stay to play, with a higher budget
+			return
+		}
 		r, err := runEpisode(episodeCtx, cfg, tasks[j.Task], j.Repeat, tools)
 		if ctx.Err() != nil && episodeCtx.Err() != nil && !(r.Final() && err == nil) {
 			r.Status, r.Error = grader.StatusUnfinished, "the run was interrupted during this episode"
 		}
 		mu.Lock()
+		spend.ended(r)
 		ended++
 		if err != nil && cfg.Permanent != nil && cfg.Permanent(err) {
 			permanent++
 		}
 		if ended == earlyStop && permanent == earlyStop {
 			stop(fmt.Errorf("%w (%s)", ErrStopped, r.Error))
+		}
+		if errors.Is(err, model.ErrUnreachable) {
+			// Every other episode would meet the same: stop now, not after each has tried.
+			stop(fmt.Errorf("%s repeat %d: %w; the run stopped (fix the base URL or the network, then run the same command again to resume)", r.Task, r.Repeat, err))
 		}
 		if errors.Is(err, runfolder.ErrNotRecorded) && recordErr == nil {
 			stop(fmt.Errorf("%s repeat %d: %w, so the run stopped (the episodes recorded before it are kept; run the same command again to resume)", r.Task, r.Repeat, err))

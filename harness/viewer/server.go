@@ -25,23 +25,36 @@ var (
 	ErrAddrForm = errors.New("want HOST:PORT, :PORT or PORT")
 )
 
-// Listen listens on addr (HOST:PORT, :PORT or PORT; the host 127.0.0.1 when none is given),
-// refusing any host that is not a loopback address or localhost.
+// Listen listens on addr (see CheckAddr).
 func Listen(addr string) (net.Listener, error) {
+	hostPort, err := CheckAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	return net.Listen("tcp", hostPort)
+}
+
+// CheckAddr reads addr (HOST:PORT, :PORT or PORT; the host 127.0.0.1 when none is given) as the
+// HOST:PORT to listen on, refusing any host that is not a loopback address or localhost, and a
+// port that is not one: a command checks it before reading anything.
+func CheckAddr(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		if _, convErr := strconv.Atoi(addr); convErr != nil {
-			return nil, fmt.Errorf("%q: %w", addr, ErrAddrForm)
+			return "", fmt.Errorf("%q: %w", addr, ErrAddrForm)
 		}
 		host, port = "", addr
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("%q: %w, the port 0 to 65535", addr, ErrAddrForm)
 	}
 	switch {
 	case host == "" || host == "localhost":
 		host = "127.0.0.1"
 	case !isLoopback(host):
-		return nil, fmt.Errorf("%q: %w: the viewer serves only this machine (127.0.0.1, ::1, localhost)", addr, ErrNotLoopback)
+		return "", fmt.Errorf("%q: %w: the viewer serves only this machine (127.0.0.1, ::1, localhost)", addr, ErrNotLoopback)
 	}
-	return net.Listen("tcp", net.JoinHostPort(host, port))
+	return net.JoinHostPort(host, port), nil
 }
 
 func isLoopback(host string) bool {

@@ -1,7 +1,12 @@
 package backoff
 
 import (
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -32,5 +37,20 @@ func TestDelay(t *testing.T) {
 	}
 	if d := p.Delay(1, time.Hour); d != time.Minute {
 		t.Errorf("Retry-After capped: %v", d)
+	}
+}
+
+// TestUnreachable: only failures where no server answers count; a connection reset or a body
+// cut short came from a server that is there.
+func TestUnreachable(t *testing.T) {
+	for err, want := range map[error]bool{
+		&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}: true,
+		&net.DNSError{Err: "no such host", Name: "hub.invalid", IsNotFound: true}:          true,
+		syscall.ECONNRESET:  false,
+		io.ErrUnexpectedEOF: false,
+	} {
+		if got := Unreachable(fmt.Errorf("get: %w", err)); got != want {
+			t.Errorf("Unreachable(%v) = %v", err, got)
+		}
 	}
 }

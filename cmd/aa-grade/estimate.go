@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/grader/leaderboard"
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/english"
+)
+
+// costEstimate is what the episodes a run will play should cost, said before a paid run starts
+// (and by --dry-run): the episodes times the published cost a task of the leaderboard row a
+// preset reproduces, else "unknown" and why. "" for a model that calls no paid API (the
+// baseline, a replay).
+func costEstimate(s model.Settings, episodes int) string {
+	if s.Spec == model.BaselineSpec || strings.HasPrefix(s.Spec, "replay/") {
+		return ""
+	}
+	if perTask := publishedCost(s.Preset); perTask != nil {
+		p, _ := model.FindPreset(s.Preset)
+		total := *perTask * float64(episodes)
+		return fmt.Sprintf("estimate: about $%.2f for %s at the published $%.2f a task of %s (the leaderboard's run; yours may differ)",
+			total, english.Count(episodes, "episode"), *perTask, p.Label)
+	}
+	if s.Prices != nil {
+		if e := s.Prices.Effective(); e.Input == 0 && e.Output == 0 && e.CachedRead == 0 && e.CachedWrite == 0 {
+			return "estimate: $0 (the prices given make the model free)"
+		}
+		return fmt.Sprintf("estimate: unknown: %s has no published cost a task; the cost is counted from its prices as it is spent", s.Spec)
+	}
+	return fmt.Sprintf("estimate: unknown: %s has no published cost a task and no prices (--price-input and --price-output give them)", s.Spec)
+}
+
+// publishedCost is the published cost a task of the leaderboard row the preset reproduces; nil
+// for no preset, or a row that published none.
+func publishedCost(preset string) *float64 {
+	p, ok := model.FindPreset(preset)
+	if !ok {
+		return nil
+	}
+	row, ok := leaderboard.Find(p.Label)
+	if !ok {
+		return nil
+	}
+	return row.CostPerTask
+}
+
+// pendingEpisodes splits the episodes of tasks x repeats (the shard's) into those to play and
+// those prev, the run the folder holds (nil: none), finished.
+func pendingEpisodes(tasks []data.Task, repeats int, shard runfolder.Shard, prev *runfolder.Run) (todo []runfolder.Episode, finished []runfolder.Result) {
+	var done map[runfolder.Episode]runfolder.Result
+	if prev != nil {
+		done = prev.Results
+	}
+	return runfolder.Pending(shard.Episodes(taskIDs(tasks), repeats), done)
+}
+
+// taskIDs are the ids of tasks, in their order.
+func taskIDs(tasks []data.Task) []string {
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	return ids
+}
+
+// dryRun says what run would play and what it should cost, and calls nothing: no provider, no
+// sandbox, and it writes nothing (the dataset's index alone is read, and for a Hub dataset
+// downloaded into the cache when it is not there).
+func dryRun(ctx context.Context, w io.Writer, opts runOptions, plan episodesPlan, settings model.Settings, out string) error {
+	ds, err := data.Open(ctx, plan.dataset, data.OpenOptions{Hub: hubConfig(), Tasks: plan.tasks, IndexOnly: true})
+	if err != nil {
+		return datasetError(err)
+	}
+	prev, err := runfolder.Read(out)
+	if err != nil {
+		prev = nil // a new folder, or one run would refuse and say why
+	}
+	todo, finished := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, prev)
+	done := ""
+	if len(finished) > 0 {
+		done = fmt.Sprintf(" (%d more already finished)", len(finished))
+	}
+	printLine(w, "would run %s x %s = %s%s of %s with %s into %s", english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"),
+		english.Count(len(todo), "episode"), done, ds.Spec, describeModel(settings), out)
+	printLine(w, "tasks: %s", strings.Join(taskIDs(ds.Tasks), ", "))
+	if e := costEstimate(settings, len(todo)); e != "" {
+		printLine(w, "%s", e)
+	}
+	return nil
+}
+
+// orZero is *v, or 0 for nil.
+func orZero(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
+// spentIn is what the results of prev (nil: none) cost, those of unknown cost left out.
+func spentIn(prev *runfolder.Run) float64 {
+	total := 0.0
+	if prev != nil {
+		for _, r := range prev.Results {
+			total += orZero(r.CostUSD)
+		}
+	}
+	return total
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+)
+
+// TestDryRun: --dry-run says what would run and what it should cost, and calls nothing: no
+// request reaches the provider and no run folder is made. A preset with a published cost a
+// task is estimated from it; a spec with neither published cost nor prices is "unknown", with
+// why.
+func TestDryRun(t *testing.T) {
+	srv := &fakemodel.Server{Script: fakemodel.Script{Turns: 1}}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "ANTHROPIC_BASE_URL=" + hs.URL, "ANTHROPIC_API_KEY=sk-test-0123456789",
+		"OPENAI_BASE_URL=" + hs.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	out := filepath.Join(t.TempDir(), "run")
+	r := aaGrade(t, env, "run", "--dataset", "demo", "--model", "claude-opus-4-7-max", "--limit", "2", "--repeats", "3", "--dry-run", "--out", out)
+	for _, want := range []string{"would run 2 tasks x 3 repeats = 6 episodes of demo with claude-opus-4-7-max (anthropic/claude-opus-4-7)",
+		"tasks: Scenario-901, Scenario-902", "estimate: about $32.28 for 6 episodes at the published $5.38 a task"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the dry run does not say %q", want)
+		}
+	}
+	if r.code != 0 || srv.Requests() != 0 {
+		t.Fatalf("exit %d after %d requests\n%s%s", r.code, srv.Requests(), r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("the dry run made the run folder")
+	}
+	r = aaGrade(t, env, "run", "--dataset", "demo", "--model", "openai/some-model", "--limit", "1", "--repeats", "1", "--dry-run", "--out", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "estimate: unknown: openai/some-model has no published cost a task and no prices (--price-input and --price-output give them)") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestCostEstimate: every case the estimate line tells apart.
+func TestCostEstimate(t *testing.T) {
+	for _, c := range []struct {
+		settings model.Settings
+		want     string
+	}{
+		{model.Settings{Spec: model.BaselineSpec, Prices: &model.Prices{}}, ""},
+		{model.Settings{Spec: "replay/runs/x"}, ""},
+		{model.Settings{Spec: "anthropic/claude-opus-4-7", Preset: "claude-opus-4-7-max"}, "estimate: about $53.80 for 10 episodes at the published $5.38 a task of Claude Opus 4.7 (Adaptive Reasoning, Max Effort)"},
+		{model.Settings{Spec: "openai-api/vllm/q", Prices: &model.Prices{}}, "estimate: $0 (the prices given make the model free)"},
+		{model.Settings{Spec: "openai/gpt-5.5", Preset: "gpt-5.5-xhigh", Prices: &model.Prices{Input: 5, Output: 30}},
+			"estimate: unknown: openai/gpt-5.5 has no published cost a task; the cost is counted from its prices as it is spent"},
+	} {
+		if got := costEstimate(c.settings, 10); !strings.HasPrefix(got, c.want) || (c.want == "" && got != "") {
+			t.Errorf("%+v: %q, want %q", c.settings, got, c.want)
+		}
+	}
+}
+
+// TestMaxCost: with --max-cost a run starts no episode once the spend plus the projection of
+// the running ones would pass it (exit 1, saying how to go on), and the same command with a
+// higher budget plays the rest; a budget without prices is refused.
+func TestMaxCost(t *testing.T) {
+	srv := &fakemodel.Server{Script: fakemodel.Script{Turns: 1, Answer: answer901}}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + hs.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901,902,903", "--repeats", "1", "--parallel", "1",
+		"--price-input", "1000", "--price-output", "1000", "--no-progress", "--out", out}
+	r := aaGrade(t, env, append(args, "--max-cost", "0.01")...)
+	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if r.code != 1 || strings.Count(string(results), "\n") != 1 || !strings.Contains(lastLine(r.stderr), "over the budget of $0.01") ||
+		!strings.Contains(lastLine(r.stderr), "a higher --max-cost") {
+		t.Fatalf("exit %d, %d results\n%s", r.code, strings.Count(string(results), "\n"), r.stderr)
+	}
+	r = aaGrade(t, env, append(args, "--max-cost", "100000")...)
+	results, _ = os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if r.code != 0 || strings.Count(string(results), "\n") != 3 || !strings.Contains(r.stderr, "budget: $100000.00 (--max-cost), $") {
+		t.Fatalf("with a higher budget: exit %d, %d results\n%s", r.code, strings.Count(string(results), "\n"), r.stderr)
+	}
+	oneErrorLine(t, aaGrade(t, env, "run", "--dataset", "demo", "--model", "openai/fake", "--max-cost", "5", "--out", filepath.Join(t.TempDir(), "r")),
+		"--max-cost 5: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and --price-output, give them)")
+}
