@@ -33,13 +33,15 @@ var deniedSyscalls = []uintptr{
 // files its user owns: a Landlock agent without a mount namespace, whose system folders are not
 // read-only mounts. (Elsewhere the mounts refuse them outside the workspace, and the workspace
 // keeps them.)
-var metadataSyscalls = []uintptr{
-	unix.SYS_CHMOD, unix.SYS_FCHMOD, unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2,
-	unix.SYS_CHOWN, unix.SYS_FCHOWN, unix.SYS_LCHOWN, unix.SYS_FCHOWNAT,
-	unix.SYS_UTIME, unix.SYS_UTIMES, unix.SYS_UTIMENSAT, unix.SYS_FUTIMESAT,
+// (The calls an architecture keeps only for old binaries, amd64's chmod and utime among them,
+// are in legacyMetadataSyscalls.)
+var metadataSyscalls = append([]uintptr{
+	unix.SYS_FCHMOD, unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2,
+	unix.SYS_FCHOWN, unix.SYS_FCHOWNAT,
+	unix.SYS_UTIMENSAT,
 	unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR, unix.SYS_SETXATTRAT,
 	unix.SYS_REMOVEXATTR, unix.SYS_LREMOVEXATTR, unix.SYS_FREMOVEXATTR, unix.SYS_REMOVEXATTRAT,
-}
+}, legacyMetadataSyscalls...)
 
 // unavailableSyscalls fail with ENOSYS, so that programs fall back to what the filter can
 // inspect: clone3 (glibc then uses clone, whose flags the filter reads) and io_uring (which
