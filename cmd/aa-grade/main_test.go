@@ -46,6 +46,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// lastLine is the last line of a command's stderr.
+func lastLine(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	return lines[len(lines)-1]
+}
+
 type result struct {
 	stdout, stderr string
 	code           int

@@ -25,12 +25,6 @@ import (
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
-// lastLine is the last line of a command's stderr.
-func lastLine(stderr string) string {
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	return lines[len(lines)-1]
-}
-
 // TestRunLocksItsFolder: while a run writes a folder, a second run given the same folder is
 // refused (exit 2) before it plays anything, naming the first by pid, host and start time;
 // once the first is killed with SIGKILL the lock is gone and the folder resumes.
