@@ -75,7 +75,7 @@ func TestAnalyzeScriptedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(md), "Partial credit **0.625** beside the gated score 0.500") {
+	if !strings.Contains(string(md), "Partial credit **0.625** and NTAM 0.368 (SREGym's parameters) beside the gated score 0.500") {
 		t.Errorf("report.md has no analysis summary:\n%s", md)
 	}
 	html, err := os.ReadFile(filepath.Join(run, "report.html"))

@@ -36,12 +36,12 @@ func TestViewErrors(t *testing.T) {
 	}
 }
 
-// TestViewAddressNotHostPort: an --addr that is no address is one line naming the flag (exit
-// 3, as a failure to listen; a usage error, 2, would fit it better).
+// TestViewAddressNotHostPort: an --addr that is no address is a usage error, one line naming
+// the flag, before anything is read.
 func TestViewAddressNotHostPort(t *testing.T) {
 	r := aaGrade(t, nil, "view", "--addr", "nonsense", "testdata/runs/opus")
-	if want := "aa-grade: listen: --addr \"nonsense\": want HOST:PORT, :PORT or PORT\n"; r.code != 3 || r.stderr != want {
-		t.Fatalf("exit %d, want 3 and %q:\n%s", r.code, want, r.stderr)
+	if want := "aa-grade: --addr \"nonsense\": want HOST:PORT, :PORT or PORT\n"; r.code != 2 || r.stderr != want {
+		t.Fatalf("exit %d, want 2 and %q:\n%s", r.code, want, r.stderr)
 	}
 }
 
