@@ -272,14 +272,7 @@ func TestReportHTMLLayout(t *testing.T) {
 	control := filepath.Join(dir, "control.html")
 	testfs.Write(t, control, `<!doctype html><table><tr><td style="width:1px;word-break:break-all">anthropic/claude-opus-4-7</td></tr></table>`)
 	for _, width := range []int{700, 1400} {
-		tb := cdp.NewTab(t, width)
-		from := tb.Open("file://" + page)
-		if faults := tb.Eval(layoutFaults); faults != "[]" {
-			t.Errorf("at %d px: %s", width, faults)
-		}
-		if problems := tb.Problems(from, "file://"); len(problems) > 0 {
-			t.Errorf("at %d px: %v", width, problems)
-		}
+		tb := openLaidOut(t, page, width)
 		tb.Screenshot(fmt.Sprintf("report-%d", width))
 		tb.Open("file://" + control)
 		if faults := tb.Eval(layoutFaults); !strings.Contains(faults, "lines for 1 words") {
@@ -373,18 +366,26 @@ func TestReportHTMLWithAnalysisLayout(t *testing.T) {
 		t.Fatalf("report.html has no analysis: %v", err)
 	}
 	for _, width := range []int{700, 1400} {
-		tb := cdp.NewTab(t, width)
-		from := tb.Open("file://" + page)
-		if faults := tb.Eval(layoutFaults); faults != "[]" {
-			t.Errorf("at %d px: %s", width, faults)
-		}
-		if problems := tb.Problems(from, "file://"); len(problems) > 0 {
-			t.Errorf("at %d px: %v", width, problems)
-		}
+		tb := openLaidOut(t, page, width)
 		// At 1400 px every table fits: none needs its own scroll bar.
 		if wide := tb.Eval(`[...document.querySelectorAll(".scroll")].filter(e => e.querySelector("table") && e.scrollWidth > e.clientWidth + 1).map(e => e.scrollWidth + " px in " + e.clientWidth)`); width == 1400 && wide != "[]" {
 			t.Errorf("at %d px, tables wider than the page: %s", width, wide)
 		}
 		tb.Screenshot(fmt.Sprintf("report-analysis-%d", width))
 	}
+}
+
+// openLaidOut opens page in a tab width pixels wide and fails the test on a layout fault or a
+// problem the page met (a script error, a request leaving it).
+func openLaidOut(t *testing.T, page string, width int) *cdp.Tab {
+	t.Helper()
+	tb := cdp.NewTab(t, width)
+	from := tb.Open("file://" + page)
+	if faults := tb.Eval(layoutFaults); faults != "[]" {
+		t.Errorf("at %d px: %s", width, faults)
+	}
+	if problems := tb.Problems(from, "file://"); len(problems) > 0 {
+		t.Errorf("at %d px: %v", width, problems)
+	}
+	return tb
 }

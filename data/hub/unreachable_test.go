@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,18 +10,14 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/internal/backoff"
+	"github.com/aa-grade/aa-grade/internal/testsupport/closedport"
 )
 
 // TestUnreachableHub: a Hub that cannot be reached (nothing listening, a name that does not
 // resolve) fails after a few attempts or at once, counted, as ErrUnreachable naming the endpoint; a Hub
 // that answers 503 keeps every attempt and is not called unreachable.
 func TestUnreachableHub(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String()
-	l.Close()
+	closed := "http://" + closedport.Addr(t)
 	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,19 +12,11 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/internal/backoff"
+	"github.com/aa-grade/aa-grade/internal/testsupport/closedport"
 )
 
 // closedPort is a base URL on 127.0.0.1 where nothing listens: a port just freed.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr + "/v1"
-}
+func closedPort(t *testing.T) string { return "http://" + closedport.Addr(t) + "/v1" }
 
 // TestUnreachableProviderFailsFast: a refused connection, a host that does not resolve and a
 // TLS handshake that fails are tried a few times only (counted by the retries recorded, not by

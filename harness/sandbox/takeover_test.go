@@ -20,30 +20,22 @@ import (
 // The second red team's ways out (issue 23): host file metadata changed from Landlock, the
 // sandbox's pid 1 taken over, every pty of the host held, /dev filled past the disk limit.
 
-// metadataBackends are the isolating backends, and Landlock once more on the path of machines
-// without namespaces, where no read-only mount can stop a metadata change.
-func metadataBackends(t *testing.T) []struct {
+// backendCase is a backend under test, noNS taking Landlock's path for machines without
+// namespaces.
+type backendCase struct {
 	name string
 	b    Backend
 	noNS bool
-} {
-	var out []struct {
-		name string
-		b    Backend
-		noNS bool
-	}
+}
+
+// metadataBackends are the isolating backends, and Landlock once more on the path of machines
+// without namespaces, where no read-only mount can stop a metadata change.
+func metadataBackends(t *testing.T) []backendCase {
+	var out []backendCase
 	for _, b := range backends(t, true) {
-		out = append(out, struct {
-			name string
-			b    Backend
-			noNS bool
-		}{b.Name(), b, false})
+		out = append(out, backendCase{b.Name(), b, false})
 		if b.Name() == NameLandlock {
-			out = append(out, struct {
-				name string
-				b    Backend
-				noNS bool
-			}{"landlock-without-namespaces", b, true})
+			out = append(out, backendCase{"landlock-without-namespaces", b, true})
 		}
 	}
 	return out
