@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/testsupport/closedport"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
@@ -643,12 +643,7 @@ func TestReplaySummaryLineIsTrue(t *testing.T) {
 // after its first episode (the one result line counts it, not a clock), exit 3, naming the
 // URL and the variable that set it.
 func TestRunStopsAtOnceOnAnUnreachableProvider(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + l.Addr().String() + "/v1"
-	l.Close()
+	base := "http://" + closedport.Addr(t) + "/v1"
 	out := filepath.Join(t.TempDir(), "run")
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + base},
 		"run", "--dataset", "demo", "--model", "openai-api/fake/m1", "--parallel", "1", "--no-progress", "--out", out)
