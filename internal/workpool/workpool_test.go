@@ -47,13 +47,18 @@ func TestRunBoundsTheWorkers(t *testing.T) {
 // worker may be in the middle of one).
 func TestRunStopsHandingOutWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var calls atomic.Int32
+	// The count and the cancel are one step: otherwise the other worker could count several
+	// calls between the 5th call's count and its cancel, which the pool cannot know of.
+	var mu sync.Mutex
+	calls := 0
 	Run(ctx, 2, make([]struct{}, 100), func(struct{}) {
-		if calls.Add(1) == 5 {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls++; calls == 5 {
 			cancel()
 		}
 	})
-	if c := calls.Load(); c < 5 || c > 6 {
+	if c := calls; c < 5 || c > 6 {
 		t.Fatalf("%d calls after a cancel at the 5th of 100 with 2 workers", c)
 	}
 }
