@@ -84,6 +84,7 @@ func runAnalyze(ctx context.Context, opts analyzeOptions, args []string, con con
 		if err != nil {
 			return err
 		}
+		defer in.close()
 		var gradeOpts grader.GradeOptions
 		if in.run != nil {
 			gradeOpts.Repeats = in.run.Header.Repeats

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/atif"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/english"
@@ -95,6 +96,7 @@ func runGrade(ctx context.Context, opts gradeOptions, args []string, con console
 	if err != nil {
 		return err
 	}
+	defer in.close()
 	repeats, problems := opts.repeats, in.problems
 	if repeats == 0 && in.run != nil {
 		repeats = in.run.Header.Repeats
@@ -149,6 +151,7 @@ type gradeInput struct {
 	ds       *data.Dataset
 	subs     grader.SubmissionFiles
 	problems []grader.Problem
+	tmp      string // the answers taken out of ATIF trajectories, removed by close
 }
 
 // openGradeInput reads dir as a run folder, or else as a folder of submissions, and opens the
@@ -179,17 +182,22 @@ func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (
 	in.ds = ds
 	if in.run != nil {
 		in.subs, in.problems, err = in.run.Submissions()
-	} else {
-		in.subs, in.problems, err = grader.FindSubmissions(dir)
+	} else if in.subs, in.problems, err = grader.FindSubmissions(dir); err == nil && len(in.subs) == 0 {
+		err = in.readATIF()
+	}
+	switch {
+	case err != nil || in.run != nil || len(in.subs) > 0:
+	case in.tmp != "":
+		err = noATIFAnswer(dir, in.problems)
+	default:
+		err = noSubmissions(dir, in.problems)
 	}
 	if err != nil {
+		in.close()
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, usageError(err)
 		}
 		return nil, err
-	}
-	if in.run == nil && len(in.subs) == 0 {
-		return nil, noSubmissions(dir, in.problems)
 	}
 	if in.run != nil {
 		for _, w := range in.run.Warnings {
@@ -200,6 +208,39 @@ func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (
 		in.problems = append(in.problems, grader.Problem{Level: "warning", Message: w})
 	}
 	return in, nil
+}
+
+// readATIF takes the answers of the ATIF trajectories in the folder, when it holds some
+// (atif.Find's layouts) and no submissions: each trajectory's diagnosis is written out in the
+// submissions' layout, into a folder of its own that close removes.
+func (in *gradeInput) readATIF() error {
+	found, err := atif.Find(in.dir)
+	if err != nil || len(found.Episodes) == 0 {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "aa-grade-atif-")
+	if err != nil {
+		return err
+	}
+	in.tmp = tmp
+	unread, err := atif.WriteSubmissions(found, tmp)
+	if err != nil {
+		return err
+	}
+	in.problems = nil // the submissions' layout's complaints: the folder is in another
+	for _, p := range append(found.Problems, unread...) {
+		in.problems = append(in.problems, grader.Problem{Level: "warning", Message: p})
+	}
+	subs, problems, err := grader.FindSubmissions(tmp)
+	in.subs, in.problems = subs, append(in.problems, problems...)
+	return err
+}
+
+// close removes what reading the input made (the answers taken out of ATIF trajectories).
+func (in *gradeInput) close() {
+	if in.tmp != "" {
+		os.RemoveAll(in.tmp)
+	}
 }
 
 // grade scores the submissions against the dataset; a run's episodes without one keep the
@@ -362,5 +403,19 @@ func noSubmissions(dir string, problems []grader.Problem) error {
 		}
 		what = fmt.Sprintf("%s ignored (%s)", english.Count(len(ignored), "file"), listed)
 	}
-	return usageErrorf("no submission in %s: %s; expected %s, or a run folder", dir, what, grader.SubmissionLayouts)
+	return usageErrorf("no submission in %s: %s; expected %s, ATIF trajectories (%s, or %s), or a run folder",
+		dir, what, grader.SubmissionLayouts, atif.LayoutEpisodes, atif.LayoutHarbor)
+}
+
+// noATIFAnswer refuses a folder of ATIF trajectories none of which gave an answer, saying why
+// for the first few.
+func noATIFAnswer(dir string, problems []grader.Problem) error {
+	var why []string
+	for _, p := range problems[:min(len(problems), 3)] {
+		why = append(why, p.Message)
+	}
+	if len(problems) > 3 {
+		why = append(why, fmt.Sprintf("and %d more", len(problems)-3))
+	}
+	return usageErrorf("no answer in the ATIF trajectories of %s: %s", dir, strings.Join(why, "; "))
 }
