@@ -42,10 +42,8 @@ func Check(t *Trajectory) error {
 		default:
 			fail("step %d: source %q", s.StepID, s.Source)
 		}
-		if s.Timestamp != "" {
-			if _, err := time.Parse(time.RFC3339Nano, s.Timestamp); err != nil {
-				fail("step %d: timestamp %q is not ISO 8601", s.StepID, s.Timestamp)
-			}
+		if s.Timestamp != "" && !isoTime(s.Timestamp) {
+			fail("step %d: timestamp %q is not ISO 8601", s.StepID, s.Timestamp)
 		}
 		ids := map[string]bool{}
 		for _, c := range s.ToolCalls {
@@ -69,4 +67,17 @@ func Check(t *Trajectory) error {
 		fail("final_metrics.total_steps %d", *m.TotalSteps)
 	}
 	return errors.Join(errs...)
+}
+
+// isoLayouts are the ISO 8601 forms a timestamp is read in: with a zone or without (local
+// time), to the second or finer, or a date alone.
+var isoLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02"}
+
+func isoTime(s string) bool {
+	for _, layout := range isoLayouts {
+		if _, err := time.Parse(layout, s); err == nil {
+			return true
+		}
+	}
+	return false
 }

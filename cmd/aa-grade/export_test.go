@@ -1,0 +1,224 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/harness/atif"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
+)
+
+// scriptedCall is the tool call of turn n of the scripted providers below: a listing, then
+// the diagnosis written, then finish.
+func scriptedCall(n int) (name, args string) {
+	switch n {
+	case 1:
+		return "code_exec", `{"cmd": "ls alerts"}`
+	case 2:
+		return "code_exec", `{"cmd": "echo '{\"contributing_factors\": [{\"name\": \"otel-demo/ConfigMap/flagd-config\"}]}' > agent_output.json"}`
+	}
+	return "finish", `{"reason": "done", "paths": ["agent_output.json"]}`
+}
+
+// fakeAnthropic answers the Messages API by the script, each reply with a thinking block (its
+// reasoning), a text and a tool_use block, and usage with cache reads and writes.
+func fakeAnthropic(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	turn := 1 + strings.Count(gjson.GetBytes(body, `messages.#(role=="assistant")#.role`).Raw, "assistant")
+	name, args := scriptedCall(turn)
+	json.NewEncoder(w).Encode(map[string]any{"id": fmt.Sprintf("msg_%d", turn), "type": "message", "role": "assistant",
+		"stop_reason": "tool_use", "content": []any{
+			map[string]any{"type": "thinking", "thinking": fmt.Sprintf("Turn %d: the alerts first.", turn), "signature": "sig"},
+			map[string]any{"type": "text", "text": fmt.Sprintf("Step %d.", turn)},
+			map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", turn), "name": name, "input": json.RawMessage(args)}},
+		"usage": map[string]any{"input_tokens": 900, "output_tokens": 40, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 50}})
+}
+
+// fakeResponses answers the Responses API by the script, each reply with a reasoning item
+// whose summary is readable.
+func fakeResponses(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	turn := 1 + int(gjson.GetBytes(body, `input.#(type=="function_call")#`).Get("#").Int())
+	name, args := scriptedCall(turn)
+	json.NewEncoder(w).Encode(map[string]any{"status": "completed", "error": nil, "output": []any{
+		map[string]any{"id": "rs", "type": "reasoning", "summary": []any{map[string]any{"type": "summary_text", "text": fmt.Sprintf("Turn %d: the alerts first.", turn)}}},
+		map[string]any{"type": "function_call", "call_id": fmt.Sprintf("call_%d", turn), "name": name, "arguments": args}},
+		"usage": map[string]any{"input_tokens": 1000, "output_tokens": 50, "input_tokens_details": map[string]any{"cached_tokens": 200},
+			"output_tokens_details": map[string]any{"reasoning_tokens": 30}}})
+}
+
+// TestExportOfEachProvider runs one demo episode with each kind of model (Chat Completions,
+// Anthropic, the Responses API, the baseline), exports it in both formats and checks: every
+// ATIF document is valid by the schema and the format's rules, holds the reasoning the
+// provider sent, every tool result in the step of its call, the tokens the run counted; the
+// export grades as the run did; the chat lines pair each tool result with a call before it.
+func TestExportOfEachProvider(t *testing.T) {
+	schemaDoc, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "atif", "atif.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := jsonschema.Compile(schemaDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls alerts", Answer: []string{"otel-demo/ConfigMap/flagd-config"}}})
+	defer chat.Close()
+	anthropic := httptest.NewServer(http.HandlerFunc(fakeAnthropic))
+	defer anthropic.Close()
+	responses := httptest.NewServer(http.HandlerFunc(fakeResponses))
+	defer responses.Close()
+	for _, p := range []struct {
+		name, model, reasoning string
+		env                    []string
+	}{
+		{"openai", "openai/fake", "", []string{"OPENAI_BASE_URL=" + chat.URL, "OPENAI_API_KEY=sk-test-0123456789"}},
+		{"anthropic", "anthropic/claude-fake", "Turn 1: the alerts first.", []string{"ANTHROPIC_BASE_URL=" + anthropic.URL, "ANTHROPIC_API_KEY=sk-ant-test-0123456789"}},
+		{"responses", "openai-responses/fake", "Turn 1: the alerts first.", []string{"OPENAI_BASE_URL=" + responses.URL, "OPENAI_API_KEY=sk-test-0123456789"}},
+		{"baseline", "builtin/baseline", "", nil},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			dir := t.TempDir()
+			run := filepath.Join(dir, "run")
+			env := append([]string{"XDG_CACHE_HOME=" + t.TempDir()}, p.env...)
+			if r := aaGrade(t, env, "run", "--dataset", "demo", "--model", p.model, "--tasks", "901", "--repeats", "1", "--out", run); r.code != 0 {
+				t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+			}
+			if r := aaGrade(t, nil, "export", run, "--format", "atif"); r.code != 0 || !strings.Contains(r.stdout, "Exported 1 episode") {
+				t.Fatalf("export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			doc := filepath.Join(run+"-atif", "Scenario-901", "1", atif.File)
+			checkATIF(t, schema, doc, run, p.reasoning)
+			if keep := os.Getenv("AA_GRADE_KEEP_ATIF"); keep != "" { // the Python reference's inputs (harness/atif/testdata)
+				b, _ := os.ReadFile(doc)
+				os.WriteFile(filepath.Join(keep, p.name+".json"), b, 0o644)
+			}
+			runScore := aaGrade(t, nil, "grade", "--json", run)
+			exported := aaGrade(t, nil, "grade", "--json", "--dataset", "demo", "--repeats", "1", run+"-atif")
+			if runScore.code != 0 || exported.code != 0 || gjson.Get(exported.stdout, `per_task.#(task=="Scenario-901").score`).Float() != gjson.Get(runScore.stdout, "score").Float() {
+				t.Errorf("the export grades otherwise than the run:\n%s\n%s%s", runScore.stdout, exported.stdout, exported.stderr)
+			}
+			if r := aaGrade(t, nil, "export", run, "--format", "openai-jsonl", "--out", filepath.Join(dir, "chat")); r.code != 0 {
+				t.Fatalf("export openai-jsonl: exit %d\n%s", r.code, r.stderr)
+			}
+			checkChat(t, filepath.Join(dir, "chat"))
+		})
+	}
+}
+
+// checkATIF checks an exported document against the schema and the format's rules, and its
+// content against the run.
+func checkATIF(t *testing.T, schema *jsonschema.Schema, path, run, reasoning string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(b); err != nil {
+		t.Errorf("%s is not valid by atif.schema.json: %v", path, err)
+	}
+	var doc atif.Trajectory
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := atif.Check(&doc); err != nil {
+		t.Errorf("%s breaks the format's rules: %v", path, err)
+	}
+	if doc.SchemaVersion != atif.Version || doc.Steps[0].Source != atif.SourceSystem || doc.Steps[1].Source != atif.SourceUser {
+		t.Errorf("version %s, first steps %s and %s", doc.SchemaVersion, doc.Steps[0].Source, doc.Steps[1].Source)
+	}
+	calls, results, sawReasoning := 0, 0, false
+	for _, s := range doc.Steps {
+		calls += len(s.ToolCalls)
+		if s.Observation != nil {
+			for _, r := range s.Observation.Results {
+				if r.SourceCallID != "" {
+					results++
+				}
+			}
+		}
+		sawReasoning = sawReasoning || (reasoning != "" && strings.Contains(s.ReasoningContent, reasoning))
+	}
+	// Every call but those of the last reply (no later call read their results) has its result.
+	if calls < 3 || results < calls-2 {
+		t.Errorf("%d tool calls, %d results in their steps", calls, results)
+	}
+	if reasoning != "" && !sawReasoning {
+		t.Errorf("no step holds the reasoning %q", reasoning)
+	}
+	r, err := runfolder.Read(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.Results[runfolder.Episode{Task: "Scenario-901", Repeat: 1}]
+	m := doc.FinalMetrics
+	if *m.TotalPromptTokens != res.Tokens.Input || *m.TotalCompletionTokens != res.Tokens.Output || *m.TotalCachedTokens != res.Tokens.CachedRead {
+		t.Errorf("final metrics %d/%d/%d, the run counted %+v", *m.TotalPromptTokens, *m.TotalCompletionTokens, *m.TotalCachedTokens, res.Tokens)
+	}
+	if last := doc.Steps[len(doc.Steps)-1]; last.Observation == nil || !strings.Contains(string(*last.Observation.Results[0].Content), "contributing_factors") {
+		t.Errorf("the last step is not the submission: %+v", last)
+	}
+}
+
+// checkChat checks the openai-jsonl export of one episode: one line, OpenAI's keys only, the
+// prompts first, each tool result after the call it answers; its index names the episode.
+func checkChat(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, chatFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		lines++
+		var line map[string]json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		for k := range line {
+			if k != "messages" && k != "tools" {
+				t.Errorf("a line has the key %q, which OpenAI's files do not", k)
+			}
+		}
+		var msgs []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+		}
+		json.Unmarshal(line["messages"], &msgs)
+		if len(msgs) < 4 || msgs[0].Role != "system" || msgs[1].Role != "user" {
+			t.Fatalf("messages: %s", line["messages"])
+		}
+		called := map[string]bool{}
+		for _, m := range msgs {
+			for _, c := range m.ToolCalls {
+				called[c.ID] = true
+			}
+			if m.Role == "tool" && !called[m.ToolCallID] {
+				t.Errorf("a tool result answers %q before any call of it", m.ToolCallID)
+			}
+		}
+	}
+	index, _ := os.ReadFile(filepath.Join(dir, chatIndex))
+	if lines != 1 || !strings.Contains(string(index), `"line":1,"task":"Scenario-901","repeat":1`) {
+		t.Errorf("%d lines; index %s", lines, index)
+	}
+}
