@@ -222,3 +222,47 @@ func checkChat(t *testing.T, dir string) {
 		t.Errorf("%d lines; index %s", lines, index)
 	}
 }
+
+// TestExportRefusals: a bad format, a folder that is no run and an --out holding files are
+// usage errors that write nothing; an episode whose trajectory is broken is named (exit 1)
+// and the others are exported.
+func TestExportRefusals(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901,902", "--repeats", "1", "--out", run); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	full := filepath.Join(dir, "full")
+	os.MkdirAll(full, 0o755)
+	os.WriteFile(filepath.Join(full, "mine.txt"), []byte("keep"), 0o644)
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"bad format": {[]string{"export", run, "--format", "csv"}, `--format "csv": must be atif`},
+		"not a run":  {[]string{"export", dir, "--format", "atif"}, "not a run folder"},
+		"full --out": {[]string{"export", run, "--format", "atif", "--out", full}, "the folder is not empty"},
+		"two runs":   {[]string{"export", run, run, "--format", "atif"}, "export needs one RUN folder, got 2 arguments"},
+		"no format":  {[]string{"export", run}, "format"},
+	} {
+		if r := aaGrade(t, nil, c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: exit %d\n%s", name, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(run + "-atif"); !os.IsNotExist(err) {
+		t.Errorf("a refused export wrote %s (%v)", run+"-atif", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(full, "mine.txt")); string(b) != "keep" {
+		t.Errorf("the user's file became %q", b)
+	}
+	broken := runfolder.EpisodeDir(run, runfolder.Episode{Task: "Scenario-902", Repeat: 1})
+	os.Remove(filepath.Join(broken, runfolder.TrajectoryFile+".zst"))
+	os.WriteFile(filepath.Join(broken, runfolder.TrajectoryFile), []byte(`{"kind":"turn","turn":"one"}`+"\n"), 0o644)
+	r := aaGrade(t, nil, "export", run, "--format", "atif")
+	if r.code != 1 || !strings.Contains(r.stderr, filepath.Join(broken, runfolder.TrajectoryFile)+":1") || !strings.Contains(r.stdout, "Exported 1 episode") {
+		t.Fatalf("a broken trajectory: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(run+"-atif", "Scenario-901", "1", atif.File)); err != nil {
+		t.Error(err)
+	}
+}
