@@ -2,6 +2,7 @@ package export
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
@@ -44,6 +45,9 @@ func Chat(run *runfolder.Run, e runfolder.Episode) (ChatEpisode, error) {
 	ep, err := readEpisode(run, e)
 	if err != nil {
 		return ChatEpisode{}, err
+	}
+	if len(ep.calls) == 0 {
+		return ChatEpisode{}, fmt.Errorf("%s: %w (no model call was recorded)", runfolder.EpisodeDir(run.Dir, e), ErrNoTrajectory)
 	}
 	out := ChatEpisode{Tools: ep.tools}
 	for _, c := range ep.calls {

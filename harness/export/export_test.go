@@ -176,3 +176,16 @@ func TestATIFOfACorruptTrajectory(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestEpisodeWithoutCalls: an episode whose trajectory records no model call has nothing to
+// export in either format.
+func TestEpisodeWithoutCalls(t *testing.T) {
+	run := recordRun(t, nil, nil)
+	os.Remove(filepath.Join(runfolder.EpisodeDir(run.Dir, theEpisode), grader.SubmissionFile))
+	if _, err := ATIF(run, theEpisode); !errors.Is(err, ErrNoTrajectory) {
+		t.Errorf("ATIF: %v", err)
+	}
+	if _, err := Chat(run, theEpisode); !errors.Is(err, ErrNoTrajectory) {
+		t.Errorf("Chat: %v", err)
+	}
+}

@@ -1,5 +1,5 @@
-// Package export writes a run's episodes in the formats other tools read: ATIF, Harbor's
-// trajectory format (ATIF), and OpenAI chat messages (Chat). It reads the run folder through
+// Package export turns a run's episodes into the formats other tools read: Harbor's
+// trajectory format (ATIF) and OpenAI chat messages (Chat). It reads the run folder through
 // harness/runfolder only, as every reader of runs does; what each format keeps and loses is in
 // docs/formats.md.
 package export
