@@ -266,3 +266,60 @@ func TestExportRefusals(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestExportOfALongEpisode: a long episode whose commands print pages of the snapshot (a
+// trajectory of megabytes, summaries and the harness's messages on the way) exports to a valid
+// document with a step per model call and every result read in its call's step.
+func TestExportOfALongEpisode(t *testing.T) {
+	schemaDoc, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "atif", "atif.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := jsonschema.Compile(schemaDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 60, Command: "head -c 30000 otel_traces_raw.tsv 2>/dev/null || ls -laR", Answer: answer901}})
+	defer srv.Close()
+	run := filepath.Join(t.TempDir(), "run")
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	if r := aaGrade(t, env, "run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1", "--out", run); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := aaGrade(t, nil, "export", run, "--format", "atif"); r.code != 0 {
+		t.Fatalf("export: exit %d\n%s", r.code, r.stderr)
+	}
+	path := filepath.Join(run+"-atif", "Scenario-901", "1", atif.File)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(b); err != nil {
+		t.Fatal(err)
+	}
+	var doc atif.Trajectory
+	json.Unmarshal(b, &doc)
+	if err := atif.Check(&doc); err != nil {
+		t.Fatal(err)
+	}
+	// The replies' prompt tokens pass 70% of the output cap, so the history is summarised on the
+	// way: summary calls are agent steps too, and their calls are never run.
+	agents, summaries, users, answered := 0, 0, 0, 0
+	for _, s := range doc.Steps {
+		switch {
+		case s.Source == atif.SourceAgent && s.Extra["summary"] == true:
+			summaries++
+		case s.Source == atif.SourceAgent:
+			agents++
+			if s.Observation != nil && len(s.Observation.Results) == len(s.ToolCalls) {
+				answered++
+			}
+		case s.Source == atif.SourceUser:
+			users++
+		}
+	}
+	calls := doc.FinalMetrics.Extra["model_calls"].(float64)
+	if summaries == 0 || float64(agents+summaries) != calls || answered != agents-1 || users < 2*summaries || len(b) < 1<<20 {
+		t.Errorf("%d agent steps (%d with every result), %d summaries, %d user steps, %v calls, %d bytes", agents, answered, summaries, users, calls, len(b))
+	}
+}
