@@ -63,6 +63,8 @@ func newGradeCommand() *cli.Command {
 		Description: "SUBMISSIONS is a folder laid out <task-id>/<repeat>.json or " +
 			"<task-id>/<repeat>/agent_output.json (repeats numbered from 1; a number above 1000 is ignored, with a warning).\n" +
 			"Every task x repeat of the dataset is scored; a repeat with no file scores 0 as missing.\n" +
+			"A folder of ATIF trajectories (<task>/<repeat>/trajectory.json as aa-grade export writes them, or a\n" +
+			"Harbor job's <trial>/agent/trajectory.json) is graded by each trajectory's final answer (docs/formats.md).\n" +
 			"RUN is a run folder of aa-grade run: its submissions are graded again, episodes without one keep\n" +
 			"the status the run recorded, --dataset and --repeats default to the run's (a Hub dataset at the\n" +
 			"commit the run recorded; give --dataset hf:REPO@main for the ground truths as they are now), and\n" +
