@@ -31,16 +31,21 @@ func harborTrial(t *testing.T, job, trial, task, started, answer string) {
 
 // TestGradeHarborJob: grade and analyze take a Harbor job's trajectories as submissions,
 // each task's trials its repeats in the order they started, naming a trial that maps to no
-// task; a job none of whose trajectories answers is refused, saying why.
+// task, and the trajectory and step of an answer that is no diagnosis; a job none of whose trajectories answers is refused, saying why.
 func TestGradeHarborJob(t *testing.T) {
 	job := t.TempDir()
 	right := `{"contributing_factors": [{"name": "otel-demo/ConfigMap/flagd-config"}]}`
 	harborTrial(t, job, "s901__b", "Scenario-901", "2026-11-27T10:00:00Z", "The cause:\n```json\n"+right+"\n```")
 	harborTrial(t, job, "s901__a", "Scenario-901", "2026-11-27T09:00:00Z", `{"contributing_factors": []}`)
 	harborTrial(t, job, "lost__c", "", "2026-11-27T09:00:00Z", right)
+	harborTrial(t, job, "s902__x", "Scenario-902", "2026-11-27T09:00:00Z", "I think it is {broken")
 	r := aaGrade(t, nil, "grade", "--json", "--dataset", "demo", job)
 	if r.code != 0 || !strings.Contains(r.stderr, "lost__c") || !strings.Contains(r.stderr, "names no task") {
 		t.Fatalf("grade: exit %d\n%s", r.code, r.stderr)
+	}
+	reason := gjson.Get(r.stdout, `per_task.#(task=="Scenario-902").episodes.0.reason`).String()
+	if !strings.HasPrefix(reason, filepath.Join(job, "s902__x", "agent", atif.File)+" (step 2, the agent's message): invalid submission") {
+		t.Errorf("an invalid answer's reason: %q", reason)
 	}
 	scores := gjson.Get(r.stdout, `per_task.#(task=="Scenario-901").episodes.#.score`).Raw
 	if scores != "[0,1]" {

@@ -154,6 +154,9 @@ type gradeInput struct {
 	subs     grader.SubmissionFiles
 	problems []grader.Problem
 	tmp      string // the answers taken out of ATIF trajectories, removed by close
+	// sources name, for each file in tmp, the trajectory and step its answer comes from: the
+	// messages that name a file name that instead.
+	sources map[string]string
 }
 
 // openGradeInput reads dir as a run folder, or else as a folder of submissions, and opens the
@@ -225,7 +228,8 @@ func (in *gradeInput) readATIF() error {
 		return err
 	}
 	in.tmp = tmp
-	unread, err := atif.WriteSubmissions(found, tmp)
+	var unread []string
+	in.sources, unread, err = atif.WriteSubmissions(found, tmp)
 	if err != nil {
 		return err
 	}
@@ -236,6 +240,28 @@ func (in *gradeInput) readATIF() error {
 	subs, problems, err := grader.FindSubmissions(tmp)
 	in.subs, in.problems = subs, append(in.problems, problems...)
 	return err
+}
+
+// nameSources makes the reasons and problems that name a file of answers taken out of an ATIF
+// trajectory name the trajectory and step instead.
+func (in *gradeInput) nameSources(results []grader.TaskResult, problems []grader.Problem) {
+	rename := func(s string) string {
+		if in.tmp == "" || !strings.Contains(s, in.tmp) {
+			return s
+		}
+		for file, src := range in.sources {
+			s = strings.ReplaceAll(s, file, src)
+		}
+		return s
+	}
+	for _, t := range results {
+		for i := range t.Episodes {
+			t.Episodes[i].Reason = rename(t.Episodes[i].Reason)
+		}
+	}
+	for i := range problems {
+		problems[i].Message = rename(problems[i].Message)
+	}
 }
 
 // close removes what reading the input made (the answers taken out of ATIF trajectories).
@@ -255,6 +281,7 @@ func (in *gradeInput) grade(ctx context.Context, opts grader.GradeOptions) ([]gr
 	if err != nil {
 		return nil, nil, err
 	}
+	in.nameSources(results, problems)
 	if in.run != nil {
 		in.run.KeepStatuses(results)
 		if results, err = inShard(in.run.Header, results, opts.Repeats); err != nil {

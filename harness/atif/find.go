@@ -164,27 +164,31 @@ func readJSON(path string, v any) error {
 
 // WriteSubmissions writes the diagnosis of each episode found as TASK/REPEAT.json under out,
 // the layout grader.FindSubmissions reads, so that the trajectories grade as any submissions
-// do. An episode whose trajectory cannot be read, or holds no answer, gets no file (it grades
-// as missing) and a problem naming it.
-func WriteSubmissions(found Found, out string) (problems []string, err error) {
+// do; sources maps each file written to where its answer is (the trajectory, and the step), for
+// messages about it. An episode whose trajectory cannot be read, or holds no answer, gets no
+// file (it grades as missing) and a problem naming it.
+func WriteSubmissions(found Found, out string) (sources map[string]string, problems []string, err error) {
+	sources = map[string]string{}
 	for _, e := range found.Episodes {
 		t, err := Read(e.Path)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
-		doc, _, ok := Diagnosis(t)
+		doc, where, ok := Diagnosis(t)
 		if !ok {
 			problems = append(problems, fmt.Sprintf("%s: no answer: no agent message and no result holding %s", e.Path, grader.SubmissionFile))
 			continue
 		}
 		dir := filepath.Join(out, e.Task)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(e.Repeat)+".json"), doc, 0o644); err != nil {
-			return nil, err
+		file := filepath.Join(dir, strconv.Itoa(e.Repeat)+".json")
+		if err := os.WriteFile(file, doc, 0o644); err != nil {
+			return nil, nil, err
 		}
+		sources[file] = fmt.Sprintf("%s (%s)", e.Path, where)
 	}
-	return problems, nil
+	return sources, problems, nil
 }

@@ -110,12 +110,16 @@ func TestFindHarborJob(t *testing.T) {
 		t.Errorf("problems %q", found.Problems)
 	}
 	out := t.TempDir()
-	problems, err := WriteSubmissions(found, out)
+	sources, problems, err := WriteSubmissions(found, out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(problems) != 1 || !strings.Contains(problems[0], "scenario-3__a") {
 		t.Errorf("problems %q", problems)
+	}
+	late := filepath.Join(job, "scenario-2__late", "agent", File) + " (step 2, the agent's message)"
+	if src := sources[filepath.Join(out, "Scenario-2", "2.json")]; src != late {
+		t.Errorf("the source of Scenario-2/2 is %q, want %q", src, late)
 	}
 	subs, _, err := grader.FindSubmissions(out)
 	if err != nil || len(subs["Scenario-2"]) != 2 || subs["Scenario-3"] != nil {
@@ -134,7 +138,7 @@ func TestFindExportLayout(t *testing.T) {
 	if err != nil || found.Layout != LayoutEpisodes || len(found.Episodes) != 2 || len(found.Problems) != 1 || !strings.Contains(found.Problems[0], "first") {
 		t.Fatalf("%+v, %v", found, err)
 	}
-	problems, err := WriteSubmissions(found, t.TempDir())
+	_, problems, err := WriteSubmissions(found, t.TempDir())
 	if err != nil || len(problems) != 1 || !strings.Contains(problems[0], "not an ATIF document") {
 		t.Errorf("problems %q, %v", problems, err)
 	}
