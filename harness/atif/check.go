@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Versions are the ATIF versions, oldest first.
-var Versions = []string{"ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4", "ATIF-v1.5", "ATIF-v1.6", Version}
+// versions are the ATIF versions, oldest first.
+var versions = []string{"ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4", "ATIF-v1.5", "ATIF-v1.6", Version}
 
 // Check applies the rules of the format that its JSON shape (atif.schema.json) cannot say: a
 // known version, at least one step, step ids 1, 2, ... in order, sources among the three,
@@ -20,7 +20,7 @@ var Versions = []string{"ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATI
 func Check(t *Trajectory) error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if !slices.Contains(Versions, t.SchemaVersion) {
+	if !slices.Contains(versions, t.SchemaVersion) {
 		fail("schema_version %q is not an ATIF version", t.SchemaVersion)
 	}
 	if len(t.Steps) == 0 {
