@@ -26,6 +26,9 @@ func ATIF(run *runfolder.Run, e runfolder.Episode) (*atif.Trajectory, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(ep.calls) == 0 {
+		return nil, fmt.Errorf("%s: %w (no model call was recorded)", runfolder.EpisodeDir(run.Dir, e), ErrNoTrajectory)
+	}
 	b := &atifBuilder{header: run.Header, open: map[string]*pendingCalls{}}
 	for _, c := range ep.calls {
 		b.call(c)
@@ -34,9 +37,6 @@ func ATIF(run *runfolder.Run, e runfolder.Episode) (*atif.Trajectory, error) {
 		content := atif.Text(ep.submission)
 		b.add(atif.Step{Source: atif.SourceSystem, Message: grader.SubmissionFile, Observation: &atif.Observation{
 			Results: []atif.ObservationResult{{Content: &content, Extra: atif.Extra{atif.ExtraPath: grader.SubmissionFile}}}}})
-	}
-	if len(b.steps) == 0 {
-		return nil, fmt.Errorf("%s: %w (no model call was recorded)", runfolder.EpisodeDir(run.Dir, e), ErrNoTrajectory)
 	}
 	id := fmt.Sprintf("%s/%s/%d", run.Header.Started.UTC().Format(time.RFC3339), e.Task, e.Repeat)
 	t := &atif.Trajectory{

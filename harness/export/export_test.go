@@ -180,8 +180,7 @@ func TestATIFOfACorruptTrajectory(t *testing.T) {
 // TestEpisodeWithoutCalls: an episode whose trajectory records no model call has nothing to
 // export in either format.
 func TestEpisodeWithoutCalls(t *testing.T) {
-	run := recordRun(t, nil, nil)
-	os.Remove(filepath.Join(runfolder.EpisodeDir(run.Dir, theEpisode), grader.SubmissionFile))
+	run := recordRun(t, nil, nil) // with a submission
 	if _, err := ATIF(run, theEpisode); !errors.Is(err, ErrNoTrajectory) {
 		t.Errorf("ATIF: %v", err)
 	}
