@@ -34,6 +34,7 @@ var layers = []layer{
 		"grader/leaderboard":   nil,
 		"harness/model":        nil,
 		"harness/runfolder":    {"grader", "harness/model"},
+		"harness/atif":         {"grader"},
 	}},
 	{name: "the episode", below: []string{"vocabularies"}, packages: map[string][]string{
 		"harness/sandbox/image/registry": nil,
@@ -51,6 +52,7 @@ var layers = []layer{
 		"harness/report":   {"harness/analysis"},
 		"harness/viewer":   {"harness/report"},
 		"harness/replay":   nil,
+		"harness/export":   nil,
 	}},
 }
 
