@@ -397,15 +397,19 @@ func TestConcurrentCalls(t *testing.T) {
 
 // TestHangUpCancelsTheCall: an agent that hangs up mid-stream ends the provider's call.
 func TestHangUpCancelsTheCall(t *testing.T) {
-	ended := make(chan struct{})
+	ended, stop := make(chan struct{}), make(chan struct{})
 	f := newProvider(t, gateway.Responses, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, streamEvents[gateway.Responses][0])
 		http.NewResponseController(w).Flush()
-		<-r.Context().Done()
-		close(ended)
+		select {
+		case <-r.Context().Done():
+			close(ended)
+		case <-stop: // the test failed: the servers can close
+		}
 	})
 	e := newEpisode(t, f, nil)
+	t.Cleanup(func() { close(stop) })
 	resp, err := http.DefaultClient.Do(e.request(t, gateway.Responses, gateway.Responses.Path(), requestBody(gateway.Responses, runModel, true)))
 	if err != nil {
 		t.Fatal(err)
@@ -417,26 +421,28 @@ func TestHangUpCancelsTheCall(t *testing.T) {
 	withTimeout(t, "the provider's call ending", ended)
 }
 
-// TestStreamsUnbuffered: the agent reads a stream's first event while the provider has yet to
-// send the rest.
+// TestStreamsUnbuffered: the agent reads a stream's status and first event while the
+// provider has yet to send the rest.
 func TestStreamsUnbuffered(t *testing.T) {
 	for _, p := range protocols {
 		rest := make(chan struct{})
 		f := newProvider(t, p, streamed(streamEvents[p], rest))
 		e := newEpisode(t, f, nil)
-		resp, err := http.DefaultClient.Do(e.request(t, p, p.Path(), requestBody(p, runModel, true)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		t.Cleanup(func() { close(rest) }) // first, so that the servers can close
+		req := e.request(t, p, p.Path(), requestBody(p, runModel, true))
 		first := make(chan struct{})
 		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
 			if ev, err := firstEvent(bufio.NewReader(resp.Body)); err != nil || ev != streamEvents[p][0] {
 				t.Errorf("%s: first event %q, %v", p, ev, err)
 			}
 			close(first)
 		}()
 		withTimeout(t, p.String()+": the first event reaching the agent before the stream ended", first)
-		close(rest)
-		resp.Body.Close()
 	}
 }
