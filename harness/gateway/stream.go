@@ -15,7 +15,7 @@ import (
 )
 
 // stream relays a streamed answer (server-sent events) to the agent event by event, each
-// flushed as it comes, so the agent reads the reply as the model writes it. The answer's
+// sent on as it comes, so the agent reads the reply as the model writes it. The answer's
 // status goes back with its first event: a stream cut before it is retried as any failed
 // attempt; one cut after it cannot be, and the agent's connection is cut too, so that the
 // agent sees a broken stream rather than an answer that ends early. The trajectory keeps the
@@ -39,7 +39,9 @@ func (c *call) stream(resp *http.Response, release func(http.Header, []byte, err
 	for {
 		text.add(ev)
 		usage.observe(ev)
-		if _, sendErr = c.w.Write(model.Scrub(ev, c.g.cfg.Upstream.APIKey)); sendErr == nil {
+		// An event is flushed at once unless the next one is already here, to go with it:
+		// nothing waits for the provider, and bursts cost one write.
+		if _, sendErr = c.w.Write(model.Scrub(ev, c.g.cfg.Upstream.APIKey)); sendErr == nil && !events.ready() {
 			sendErr = flush()
 		}
 		if sendErr != nil {
@@ -112,6 +114,12 @@ func (e eventReader) next() ([]byte, error) {
 			return ev, nil
 		}
 	}
+}
+
+// ready reports whether a whole event has come already, so that next returns it at once.
+func (e eventReader) ready() bool {
+	buf, _ := e.r.Peek(e.r.Buffered())
+	return bytes.Contains(buf, []byte("\n\n")) || bytes.Contains(buf, []byte("\r\n\r\n"))
 }
 
 // eventData is an event's data: its data lines, joined by newlines.
