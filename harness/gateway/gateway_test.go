@@ -361,11 +361,15 @@ func TestKeyNeverLeaks(t *testing.T) {
 	}
 }
 
-// TestConcurrentCalls: calls made at once are each answered whole, counted once and recorded
-// as request and response side by side.
+// TestConcurrentCalls: calls made at once, paced by a limiter that lets two go at a time, are
+// each answered whole, counted once and recorded as request and response side by side.
 func TestConcurrentCalls(t *testing.T) {
 	f := newProvider(t, gateway.Chat)
-	e := newEpisode(t, f, nil)
+	lim, err := model.NewLimiter(model.Limits{MaxInFlight: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEpisode(t, f, func(c *gateway.Config) { c.Limit = lim })
 	const n = 16
 	var wg sync.WaitGroup
 	for i := range n {
@@ -384,14 +388,27 @@ func TestConcurrentCalls(t *testing.T) {
 	if tot := e.gw.Totals(); tot.Calls != n || tot.Usage.Input != 11*n || tot.Usage.Output != 7*n {
 		t.Errorf("totals %+v", tot)
 	}
-	events := e.recorded()
-	for i := 0; i < len(events); i += 2 {
-		if events[i].Kind != model.KindRequest || events[i+1].Kind != model.KindResponse {
-			t.Fatalf("event %d: %s then %s", i, events[i].Kind, events[i+1].Kind)
+	if st := lim.Status(); st.Calls != n || st.Waiting != 0 {
+		t.Errorf("limiter %+v", st)
+	}
+	pairs, open := 0, false // a call's lines come together: its request, then its response
+	for i, ev := range e.recorded() {
+		switch ev.Kind {
+		case model.KindRequest:
+			if open {
+				t.Errorf("event %d: a request inside another call's lines", i)
+			}
+			open = true
+		case model.KindResponse:
+			if !open {
+				t.Errorf("event %d: a response with no request before it", i)
+			}
+			open = false
+			pairs++
 		}
 	}
-	if len(events) != 2*n {
-		t.Errorf("%d events", len(events))
+	if pairs != n {
+		t.Errorf("%d calls recorded", pairs)
 	}
 }
 
