@@ -49,7 +49,7 @@ func (e *errRetry) Unwrap() error { return e.err }
 // answer. modelCall says whether it is a model call (paced, its usage counted).
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, modelCall bool) {
 	c := &call{g: g, w: w, url: g.cfg.Upstream.url(r.URL.Path), header: g.upstreamHeader(r.Header), body: body, model: modelCall, started: time.Now()}
-	c.ctx = model.WithRecorder(r.Context(), func(e model.Event) { c.events = append(c.events, e) })
+	c.ctx = model.WithRecorder(r.Context(), c.note) // the limiter's events
 	defer func() { g.record(c.events) }()
 	c.note(model.Event{Kind: model.KindRequest, URL: c.url, Header: model.RecordedHeader(c.header), Body: body})
 	for c.attempt = 1; ; c.attempt++ {
@@ -104,6 +104,8 @@ func (c *call) try() error {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(c.body))
 	if err != nil {
+		release(nil, nil, err)
+		c.giveUp(err)
 		return err
 	}
 	req.Header = c.header.Clone()

@@ -133,8 +133,8 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: no model")
 	case cfg.Upstream.Protocol < Chat || cfg.Upstream.Protocol > Messages:
 		return nil, fmt.Errorf("gateway: unknown protocol %d", cfg.Upstream.Protocol)
-	case cfg.Upstream.BaseURL == "":
-		return nil, fmt.Errorf("gateway: no base URL for %s", cfg.Upstream.Protocol)
+	case !strings.HasPrefix(cfg.Upstream.BaseURL, "http://") && !strings.HasPrefix(cfg.Upstream.BaseURL, "https://"):
+		return nil, fmt.Errorf("gateway: the base URL of %s, %q, is no http:// or https:// URL", cfg.Upstream.Protocol, cfg.Upstream.BaseURL)
 	case cfg.Caps.Calls < 0 || cfg.Caps.Tokens < 0 || cfg.Caps.CostUSD < 0:
 		return nil, fmt.Errorf("gateway: caps must be 0 (none) or more: %+v", cfg.Caps)
 	case cfg.Caps.CostUSD > 0 && cfg.Prices == nil:

@@ -231,9 +231,24 @@ func TestCaps(t *testing.T) {
 			}
 		}
 	}
-	if _, err := gateway.New(gateway.Config{Token: token, Model: runModel, Upstream: gateway.Upstream{BaseURL: "http://127.0.0.1"},
-		Caps: gateway.Caps{CostUSD: 1}}); err == nil {
-		t.Error("a cost cap without prices was taken")
+}
+
+// TestNewRefuses: a configuration the gateway cannot hold to is an error, naming what.
+func TestNewRefuses(t *testing.T) {
+	for want, change := range map[string]func(*gateway.Config){
+		"token":    func(c *gateway.Config) { c.Token = "short" },
+		"no model": func(c *gateway.Config) { c.Model = "" },
+		"protocol": func(c *gateway.Config) { c.Upstream.Protocol = 7 },
+		"base URL": func(c *gateway.Config) { c.Upstream.BaseURL = "api.openai.com/v1" },
+		"0 (none)": func(c *gateway.Config) { c.Caps.Calls = -1 },
+		"prices":   func(c *gateway.Config) { c.Caps.CostUSD = 1 },
+		"pattern":  func(c *gateway.Config) { c.Mapped = []string{"claude-[haiku"} },
+	} {
+		cfg := gateway.Config{Token: token, Model: runModel, Upstream: gateway.Upstream{BaseURL: "http://127.0.0.1/v1"}}
+		change(&cfg)
+		if _, err := gateway.New(cfg); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", want, err)
+		}
 	}
 }
 
