@@ -48,7 +48,7 @@ func (e *errRetry) Unwrap() error { return e.err }
 // key, retrying transient failures before anything went back to the agent, and relays the
 // answer. modelCall says whether it is a model call (paced, its usage counted).
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, modelCall bool) {
-	c := &call{g: g, w: w, url: g.cfg.Upstream.url(r.URL.Path), header: g.upstreamHeader(r.Header), body: body, model: modelCall, started: time.Now()}
+	c := &call{g: g, w: w, url: g.cfg.Upstream.url(r.URL), header: g.upstreamHeader(r.Header), body: body, model: modelCall, started: time.Now()}
 	c.ctx = model.WithRecorder(r.Context(), c.note) // the limiter's events
 	defer func() { g.record(c.events) }()
 	c.note(model.Event{Kind: model.KindRequest, URL: c.url, Header: model.RecordedHeader(c.header), Body: body})

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"sync"
@@ -53,13 +54,19 @@ type Upstream struct {
 	APIKey  string
 }
 
-// url is where a call the agent made to gatewayPath goes.
-func (u Upstream) url(gatewayPath string) string {
-	base := strings.TrimRight(u.BaseURL, "/")
+// url is where a call the agent made to the gateway's URL at goes, its query kept (Claude
+// Code's ?beta=true).
+func (u Upstream) url(at *url.URL) string {
+	target := strings.TrimRight(u.BaseURL, "/")
 	if u.Protocol == Messages {
-		return base + gatewayPath
+		target += at.Path
+	} else {
+		target += strings.TrimPrefix(at.Path, "/v1")
 	}
-	return base + strings.TrimPrefix(gatewayPath, "/v1")
+	if at.RawQuery != "" {
+		target += "?" + at.RawQuery
+	}
+	return target
 }
 
 // Caps bound an episode's model calls; 0 is no cap.

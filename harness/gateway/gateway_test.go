@@ -179,6 +179,11 @@ func TestRoutes(t *testing.T) {
 	if _, _, path := f.sent(0); path != "/v1/messages/count_tokens" {
 		t.Errorf("count_tokens went to %s", path)
 	}
+	f.queue(func(w http.ResponseWriter, r *http.Request) { status(http.StatusOK, plainAnswers[gateway.Messages]+r.URL.RawQuery)(w, r) })
+	resp, body, _ = do(t, e.request(t, gateway.Messages, "/v1/messages?beta=true", requestBody(gateway.Messages, runModel, false)))
+	if resp.StatusCode != http.StatusOK || !strings.HasSuffix(body, "beta=true") {
+		t.Errorf("a call with a query: %d %s", resp.StatusCode, body)
+	}
 
 	resp, body, _ = do(t, e.request(t, gateway.Chat, "/v1/chat/completions", requestBody(gateway.Chat, runModel, false)))
 	code, message := errorOf(t, gateway.Chat, body)
@@ -198,7 +203,7 @@ func TestRoutes(t *testing.T) {
 	if kind, _ := errorOf(t, gateway.Messages, body); resp.StatusCode != http.StatusBadRequest || kind != "invalid_request_error" {
 		t.Errorf("a body that is not JSON: %d %s", resp.StatusCode, body)
 	}
-	if f.calls() != 1 {
+	if f.calls() != 2 {
 		t.Errorf("the provider got %d calls", f.calls())
 	}
 }
@@ -327,8 +332,7 @@ func TestRetries(t *testing.T) {
 	})
 	t.Run("retries spent", func(t *testing.T) {
 		const busy = `{"error":{"message":"busy","type":"server_error","param":null,"code":null}}`
-		f := newProvider(t, gateway.Chat)
-		f.queued = []answer{status(503, busy), status(503, busy), status(503, busy)}
+		f := newProvider(t, gateway.Chat, status(503, busy), status(503, busy), status(503, busy))
 		e := newEpisode(t, f, func(c *gateway.Config) { c.Budget = 1 })
 		if resp, body := e.call(t, gateway.Chat, runModel, false); resp.StatusCode != 503 || body != busy || f.calls() != 1 {
 			t.Errorf("%d %s after %d calls", resp.StatusCode, body, f.calls())

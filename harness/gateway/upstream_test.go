@@ -137,6 +137,13 @@ func (f *provider) reply(stream bool) answer {
 	return status(http.StatusOK, plainAnswers[f.protocol])
 }
 
+// queue adds answers to give before the API's own.
+func (f *provider) queue(answers ...answer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queued = append(f.queued, answers...)
+}
+
 // calls is how many requests the provider got.
 func (f *provider) calls() int {
 	f.mu.Lock()
