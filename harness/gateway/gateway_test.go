@@ -179,7 +179,9 @@ func TestRoutes(t *testing.T) {
 	if _, _, path := f.sent(0); path != "/v1/messages/count_tokens" {
 		t.Errorf("count_tokens went to %s", path)
 	}
-	f.queue(func(w http.ResponseWriter, r *http.Request) { status(http.StatusOK, plainAnswers[gateway.Messages]+r.URL.RawQuery)(w, r) })
+	f.queue(func(w http.ResponseWriter, r *http.Request) {
+		status(http.StatusOK, plainAnswers[gateway.Messages]+r.URL.RawQuery)(w, r)
+	})
 	resp, body, _ = do(t, e.request(t, gateway.Messages, "/v1/messages?beta=true", requestBody(gateway.Messages, runModel, false)))
 	if resp.StatusCode != http.StatusOK || !strings.HasSuffix(body, "beta=true") {
 		t.Errorf("a call with a query: %d %s", resp.StatusCode, body)
