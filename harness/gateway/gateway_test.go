@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/gateway"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/internal/testsupport/closedport"
+	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
 )
 
 // TestPassesCallsOn: each protocol's call, plain and streamed, reaches the provider with the
@@ -482,5 +484,50 @@ func TestStreamsUnbuffered(t *testing.T) {
 			close(first)
 		}()
 		withTimeout(t, p.String()+": the first event reaching the agent before the stream ended", first)
+	}
+}
+
+// TestRecordsFollowTheSchema: every line the gateway records, of calls passed on, retried,
+// paced, streamed, cut or refused, is a line of the trajectory's published schema, which the
+// run folder's readers read.
+func TestRecordsFollowTheSchema(t *testing.T) {
+	doc, err := os.ReadFile("../runfolder/trajectory.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := jsonschema.Compile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newProvider(t, gateway.Chat,
+		status(http.StatusTooManyRequests, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`, "retry-after-ms", "1"),
+		status(http.StatusOK, plainAnswers[gateway.Chat]),
+		status(http.StatusOK, `{"id":"chatcmpl-2","object":"chat.completion","choices":[]}`),
+		cut(streamEvents[gateway.Chat], 1))
+	lim, err := model.NewLimiter(model.Limits{MaxInFlight: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEpisode(t, f, func(c *gateway.Config) { c.Limit = lim })
+	e.call(t, gateway.Chat, runModel, false) // retried
+	e.call(t, gateway.Chat, runModel, false) // no usage
+	do(t, e.request(t, gateway.Chat, gateway.Chat.Path(), requestBody(gateway.Chat, runModel, true)))
+	e.call(t, gateway.Chat, runModel, true)
+	e.call(t, gateway.Chat, "another-model", false)
+	kinds := map[model.EventKind]bool{}
+	for _, ev := range e.recorded() {
+		kinds[ev.Kind] = true
+		line, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.Validate(line); err != nil {
+			t.Errorf("%s: %v", line, err)
+		}
+	}
+	for _, k := range []model.EventKind{model.KindRequest, model.KindResponse, model.KindRetry, model.KindThrottle, model.KindNoUsage} {
+		if !kinds[k] {
+			t.Errorf("no %s line recorded", k)
+		}
 	}
 }
