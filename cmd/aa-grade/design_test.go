@@ -43,6 +43,7 @@ var layers = []layer{
 		"harness/sandbox":                {"harness/sandbox/dockerapi", "harness/sandbox/image", "harness/sandbox/image/registry"},
 		"harness":                        {"harness/sandbox"},
 		"harness/baseline":               {"harness"},
+		"harness/gateway":                nil,
 	}},
 	{name: "the writer", below: []string{"vocabularies", "the episode"}, packages: map[string][]string{
 		"harness/runner": nil,

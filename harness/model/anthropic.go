@@ -215,11 +215,6 @@ func parseAnthropicAnswer(answer []byte) (Reply, error) {
 	if len(content.Array()) > 0 {
 		out.Opaque = json.RawMessage(content.Raw)
 	}
-	// Input counts every prompt token: the API reports uncached input, cache reads and cache
-	// writes apart. thinking_tokens is the part of the output spent thinking.
-	u := gjson.GetBytes(answer, "usage")
-	read, write := u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int()
-	usage := Usage{Input: u.Get("input_tokens").Int() + read + write, CachedRead: read, CachedWrite: write,
-		Output: u.Get("output_tokens").Int(), Reasoning: u.Get("output_tokens_details.thinking_tokens").Int()}
+	usage := AnthropicUsage([]byte(gjson.GetBytes(answer, "usage").Raw))
 	return Reply{Message: out, Usage: usage, Cut: gjson.GetBytes(answer, "stop_reason").String() == "max_tokens"}, nil
 }
