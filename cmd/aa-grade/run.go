@@ -110,7 +110,7 @@ func (o *runOptions) flags() []cli.Flag {
 		priceFlag("price-cached-write", &o.priceCachedWrite, "input tokens written to the cache", "the input price"),
 		noProgressFlag(&o.noProgress),
 		&cli.FloatFlag{Name: "max-cost", Destination: &o.maxCost, Sources: env("max-cost"), DefaultText: "no budget",
-			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it"},
+			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it, and running ones stop when it is reached"},
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "say what would run and what it should cost, and call nothing"},
 	}
 	return append(append(flags, o.prompts.flags()...), o.judge.flags()...)

@@ -350,7 +350,7 @@ func taskScores(r *Run) map[string]taskScore {
 			switch e.Status {
 			case grader.StatusError:
 				sc.inError++
-			case grader.StatusUnfinished:
+			case grader.StatusUnfinished, grader.StatusCostLimit:
 				sc.notRun++
 			default:
 				sc.ended++

@@ -162,8 +162,11 @@ func SoFar(notFinished int) string {
 	return fmt.Sprintf(" (%d not finished, counted 0)", notFinished)
 }
 
-// SoFar labels the run's score (the package's SoFar) by its episodes not run yet or unfinished.
-func (o Overview) SoFar() string { return SoFar(o.NotRun + o.Statuses[grader.StatusUnfinished]) }
+// SoFar labels the run's score (the package's SoFar) by its episodes not run yet, unfinished
+// or stopped at the budget.
+func (o Overview) SoFar() string {
+	return SoFar(o.NotRun + o.Statuses[grader.StatusUnfinished] + o.Statuses[grader.StatusCostLimit])
+}
 
 // Extent says what the run's counts are over (grader.Summary.Extent): a shard's episodes are
 // part of its tasks x repeats.

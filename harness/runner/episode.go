@@ -14,9 +14,10 @@ import (
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
-// runEpisode plays one episode in a fresh sandbox and grades it; the error is the episode's
-// own failure, if any (its message is also in the result).
-func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools) (runfolder.Result, error) {
+// runEpisode plays one episode in a fresh sandbox and grades it, telling charge the usage of
+// each model call as it is answered; the error is the episode's own failure, if any (its
+// message is also in the result).
+func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools, charge func(model.Usage)) (runfolder.Result, error) {
 	began := time.Now()
 	res := runfolder.Result{Task: task.ID, Repeat: repeat}
 	if cfg.Progress != nil {
@@ -68,6 +69,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		Loop: cfg.loop(), MaxTokens: int64(cfg.MaxTokens), ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
 		OnTurn: func(n int, req model.Request, reply model.Reply, err error) {
 			rec.Turn(n, req, reply, err)
+			charge(reply.Usage)
 			if cfg.Progress != nil {
 				cfg.Progress.Turn(task.ID, repeat, n, cfg.MaxTurns, lastCommand(cfg.Prompts.ShellToolName(), reply.Message))
 			}

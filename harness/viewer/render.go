@@ -121,6 +121,8 @@ func abbr(status string, score float64) string {
 		return "–"
 	case "error":
 		return "err"
+	case "cost_limit":
+		return "$"
 	case "running":
 		return "run"
 	}
