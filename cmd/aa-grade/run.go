@@ -373,7 +373,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		printLine(stderr, "budget: $%.2f (--max-cost), $%.2f of it spent by the episodes already in %s", opts.maxCost, spentIn(folder.Prev), out)
 	}
 	progress := newRunProgress(stderr, opts.noProgress)
-	progress.limits = limit.Status
+	progress.limits, progress.costPrior = limit.Status, cfg.CostPrior
 	progress.Start()
 	cfg.Progress = progress
 	summary, results, err := runner.Run(ctx, cfg)
@@ -400,6 +400,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		return interrupted(fmt.Errorf("interrupted with %d of %d episodes unfinished; to resume, run the same command again (with --out %s)",
 			countStatus(results, grader.StatusUnfinished), len(results), out))
 	case errors.Is(err, runner.ErrBudget):
+		printLine(stderr, "cost: %s", progress.costText())
 		return badResult(fmt.Errorf("%w; no more episodes started (to go on, run the same command with a higher --max-cost)", err))
 	case errors.Is(err, runner.ErrStopped):
 		return fmt.Errorf("%w; fix the cause, then run the same command again", err)
