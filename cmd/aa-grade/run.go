@@ -397,8 +397,8 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		return interrupted(fmt.Errorf("interrupted with %d of %d episodes unfinished; to resume, run the same command again (with --out %s)",
-			countStatus(results, grader.StatusUnfinished), len(results), out))
+		return interrupted(fmt.Errorf("interrupted with %d of %s unfinished; to resume, run the same command again (with --out %s)",
+			countStatus(results, grader.StatusUnfinished), english.Count(len(results), "episode"), out))
 	case errors.Is(err, runner.ErrBudget):
 		printLine(stderr, "cost: %s", progress.costText())
 		return badResult(fmt.Errorf("%w; no more episodes started (to go on, run the same command with a higher --max-cost)", err))

@@ -298,7 +298,7 @@ func (p *runProgress) counts(now time.Time) string {
 	if retrying+limited > 0 {
 		running += fmt.Sprintf(" (%d waiting for a retry, %d for the rate limiter)", retrying, limited)
 	}
-	return fmt.Sprintf("%d/%d episodes  %s  %s", p.finished, p.total, running, p.eta(now))
+	return fmt.Sprintf("%d/%s  %s  %s", p.finished, english.Count(p.total, "episode"), running, p.eta(now))
 }
 
 // eta estimates when the run ends: the episodes not started and what is left of the running
@@ -411,7 +411,7 @@ func describeLimits(s model.LimitStatus, live bool) (limits, calls string) {
 	if !live {
 		return limits, fmt.Sprintf("calls waited %s in all for them, %d of %d answered 429", waited, s.RateLimited, s.Calls)
 	}
-	calls = fmt.Sprintf("%d calls waiting, %s waited, %d of %d answered 429", s.Waiting, waited, s.RateLimited, s.Calls)
+	calls = fmt.Sprintf("%s waiting, %s waited, %d of %d answered 429", english.Count(s.Waiting, "call"), waited, s.RateLimited, s.Calls)
 	if len(used) > 0 {
 		calls = "last minute: " + strings.Join(used, ", ") + " used; " + calls
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/analysis"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // Run is one run folder as the reports see it.
@@ -145,8 +146,8 @@ func (o Overview) Agreement() string {
 		}
 		return fmt.Sprintf("%.0f%%", 100**v)
 	}
-	return fmt.Sprintf("judge %s decided %d episodes (%d fell back to the rules); judge and rules give the same score in %s of them and map %s of entities alike; the rules alone would score %.3f",
-		OneLine(j.Model, 80), j.Judged, j.Fallbacks, share(j.ScoreAgreement), share(j.EntityAgreement), j.RulesScore)
+	return fmt.Sprintf("judge %s decided %s (%d fell back to the rules); judge and rules give the same score in %s of them and map %s of entities alike; the rules alone would score %.3f",
+		OneLine(j.Model, 80), english.Count(j.Judged, "episode"), j.Fallbacks, share(j.ScoreAgreement), share(j.EntityAgreement), j.RulesScore)
 }
 
 // CIText is the run's 95% interval as every report shows it (grader.FormatCI).

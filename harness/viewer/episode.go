@@ -9,6 +9,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // Turn is one model call of an episode as the page shows it: the harness's messages before
@@ -98,7 +99,7 @@ func readTurns(r io.Reader, prompts *harness.Prompts) ([]Turn, []string) {
 		case model.KindNoUsage:
 			pending.Notes = append(pending.Notes, "the provider reported no token counts: this call's zeros are unknown, not free")
 		case model.KindThrottle:
-			pending.Notes = append(pending.Notes, fmt.Sprintf("rate limited: %d calls now allowed at once", ev.MaxInFlight))
+			pending.Notes = append(pending.Notes, fmt.Sprintf("rate limited: %s now allowed at once", english.Count(ev.MaxInFlight, "call")))
 		case model.KindDivergence:
 			pending.Notes = append(pending.Notes, "replay diverged from the recording: "+ev.Error)
 		}

@@ -101,7 +101,7 @@ func TestEpisodePage(t *testing.T) {
 		"matches group checkout-service-1, which is not a root cause",
 		"matches no group of the ground truth",
 		`href="1.trajectory.jsonl.zst"`,
-		"1200 in (1000 cached), 400 out (250 reasoning)", // tokens per turn
+		"1,200 in (1,000 cached), 400 out (250 reasoning)", // tokens per turn
 		"+7.0 s", // time per turn
 		`id="next" rel="next"`,
 	} {
