@@ -75,6 +75,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 			}
 		}}
 	out := ep.Run(ctx)
+	rec.Unsent(out.Turns, out.Unsent)
 	res.Status, res.Turns, res.ToolCalls, res.Tokens = out.Status, out.Turns, out.ToolCalls, out.Usage
 	res.CostUSD, res.Retries = cfg.Prices.Cost(out.Usage), rec.Retries()
 	res.ModelTime, res.ToolTime, res.Duration = out.ModelTime.Seconds(), out.ToolTime.Seconds(), time.Since(began).Seconds()
