@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -117,6 +118,10 @@ func TestMaxCostStopsRunning(t *testing.T) {
 	stopped := run.Results[runfolder.Episode{Task: "Scenario-901", Repeat: 1}]
 	if stopped.Status != grader.StatusCostLimit || stopped.Turns >= 10 || stopped.CostUSD == nil || *stopped.CostUSD < 1500 {
 		t.Fatalf("the stopped episode: %+v", stopped)
+	}
+	// What it spent; no projection, with no episode whose result stands and no published cost.
+	if !regexp.MustCompile(`\ncost: \$[0-9]+\.[0-9]{2} spent\n`).MatchString(r.stderr) {
+		t.Errorf("the stopped run does not say what it spent:\n%s", r.stderr)
 	}
 	if !strings.Contains(r.stderr, "Scenario-901 repeat 1: cost_limit") {
 		t.Errorf("the episode's line does not say it was stopped at the budget:\n%s", r.stderr)

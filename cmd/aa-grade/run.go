@@ -395,12 +395,14 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 			printLine(stderr, "warning: %v", werr)
 		}
 	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, runner.ErrBudget) { // what going on would cost
+		printLine(stderr, "cost: %s", progress.costText())
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		return interrupted(fmt.Errorf("interrupted with %d of %s unfinished; to resume, run the same command again (with --out %s)",
 			countStatus(results, grader.StatusUnfinished), english.Count(len(results), "episode"), out))
 	case errors.Is(err, runner.ErrBudget):
-		printLine(stderr, "cost: %s", progress.costText())
 		return badResult(fmt.Errorf("%w; no more episodes started (to go on, run the same command with a higher --max-cost)", err))
 	case errors.Is(err, runner.ErrStopped):
 		return fmt.Errorf("%w; fix the cause, then run the same command again", err)

@@ -33,6 +33,7 @@ type runProgress struct {
 	mu        sync.Mutex
 	total     int
 	finished  int // episodes with a result, earlier runs of the folder included
+	settled   int // those whose result stands (runfolder.Result.Final): a resume keeps them
 	scoreSum  float64
 	cost      float64
 	costKnown bool
@@ -194,6 +195,9 @@ func pronouns(n int) (are, them string) {
 
 func (p *runProgress) count(r runfolder.Result) {
 	p.finished++
+	if r.Final() {
+		p.settled++
+	}
 	p.scoreSum += r.Score
 	if r.CostUSD == nil {
 		p.costKnown = false
@@ -263,22 +267,22 @@ func (p *runProgress) standing() string {
 	return fmt.Sprintf("%s  score %.3f%s", p.costText(), score, report.SoFar(p.total-p.finished))
 }
 
-// costText is what the run has spent and, until every episode has finished, what it is
-// projected to spend in all: the spend scaled to all its episodes (the mean cost of those
-// finished), else, before any has, the published cost a task times the episodes. "cost
-// unknown" when the model's prices are.
+// costText is what the run has spent and, until every episode's result stands, what it is
+// projected to spend in all: the spend scaled to all its episodes (over those whose result
+// stands), else, before any does, the spend plus the published cost a task for each episode.
+// "cost unknown" when the model's prices are.
 func (p *runProgress) costText() string {
 	if !p.costKnown {
 		return "cost unknown"
 	}
 	spent := fmt.Sprintf("$%.2f spent", p.cost)
 	switch {
-	case p.finished >= p.total:
+	case p.settled >= p.total:
 		return spent
-	case p.finished > 0:
-		return fmt.Sprintf("%s, $%.2f projected", spent, p.cost*float64(p.total)/float64(p.finished))
+	case p.settled > 0:
+		return fmt.Sprintf("%s, $%.2f projected", spent, p.cost*float64(p.total)/float64(p.settled))
 	case p.costPrior > 0:
-		return fmt.Sprintf("%s, $%.2f projected (published $/task)", spent, p.costPrior*float64(p.total))
+		return fmt.Sprintf("%s, $%.2f projected (published $/task)", spent, p.cost+p.costPrior*float64(p.total))
 	}
 	return spent
 }

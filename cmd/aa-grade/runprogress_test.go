@@ -311,8 +311,11 @@ func TestRunProgressProjectsTheCost(t *testing.T) {
 	}{
 		{0, nil, "$0.00 spent"},
 		{5.38, nil, "$0.00 spent, $53.80 projected (published $/task)"},
-		{5.38, []runfolder.Result{{Task: "a", CostUSD: usd(1)}, {Task: "b", CostUSD: usd(3)}}, "$4.00 spent, $20.00 projected"},
+		{5.38, []runfolder.Result{{Task: "a", Status: "ok", CostUSD: usd(1)}, {Task: "b", Status: "ok", CostUSD: usd(3)}}, "$4.00 spent, $20.00 projected"},
 		{0, []runfolder.Result{{Task: "a", CostUSD: usd(1)}, {Task: "b"}}, "cost unknown"},
+		// Episodes a resume plays again (stopped at the budget, in error) project nothing.
+		{5, []runfolder.Result{{Task: "a", Status: "cost_limit", CostUSD: usd(2)}}, "$2.00 spent, $52.00 projected (published $/task)"},
+		{0, []runfolder.Result{{Task: "a", Status: "error", CostUSD: usd(2)}, {Task: "b", Status: "ok", CostUSD: usd(3)}}, "$5.00 spent, $50.00 projected"},
 	} {
 		p := newRunProgress(io.Discard, true)
 		p.costPrior = c.prior
@@ -322,7 +325,7 @@ func TestRunProgressProjectsTheCost(t *testing.T) {
 		}
 	}
 	p := newRunProgress(io.Discard, true)
-	p.Plan(2, []runfolder.Result{{Task: "a", CostUSD: usd(1)}, {Task: "b", CostUSD: usd(2)}})
+	p.Plan(2, []runfolder.Result{{Task: "a", Status: "ok", CostUSD: usd(1)}, {Task: "b", Status: "max_turns", CostUSD: usd(2)}})
 	if got := p.costText(); got != "$3.00 spent" {
 		t.Errorf("a finished run: %q", got)
 	}
