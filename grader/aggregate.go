@@ -23,6 +23,10 @@ const (
 	StatusContextOverflow = "context_overflow"
 	StatusError           = "error"      // infrastructure failure after retries
 	StatusUnfinished      = "unfinished" // a run was interrupted during the episode
+	// StatusCostLimit is an episode stopped when the run's spend reached its budget
+	// (--max-cost): not the model's outcome, so scored 0 like an unfinished one and run again
+	// on resume, with a higher budget.
+	StatusCostLimit = "cost_limit"
 )
 
 // Episode is the result of one (task, repeat).

@@ -113,6 +113,9 @@ type Outcome struct {
 	ToolTime   time.Duration
 	Err        error  // for grader.StatusError
 	Reason     string // why an episode that is neither ok nor an error ended, when there is more to say
+	// Unsent are the results of the last turn's tool calls when the episode ended before a
+	// model call sent them (a finish, the turn cap, an error): no turn's input records them.
+	Unsent []model.Message
 }
 
 // Run plays the episode to its end: a submission, the turn cap, an ending the reference
@@ -151,6 +154,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		if len(calls) > 0 {
 			results, finished := e.runCalls(ctx, calls, timeout, &out)
 			messages = append(messages, results...)
+			out.Unsent = results
 			if e.lost != nil {
 				out.Status, out.Err = grader.StatusError, e.lost
 				return out
@@ -221,8 +225,10 @@ func (e *Episode) warn(messages []model.Message, turn, maxTurns int) []model.Mes
 	return append(messages, model.Message{Role: model.RoleUser, Content: e.texts.turnsLeftMessage(left)})
 }
 
-// complete makes one model call, timed and reported to OnTurn.
+// complete makes one model call, timed and reported to OnTurn. The call sends every message
+// so far, the last turn's results included.
 func (e *Episode) complete(ctx context.Context, turn int, req model.Request, out *Outcome) (model.Reply, error) {
+	out.Unsent = nil
 	began := time.Now()
 	reply, err := e.Model.Complete(ctx, req)
 	out.ModelTime += time.Since(began)

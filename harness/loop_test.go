@@ -452,3 +452,24 @@ func TestAgentDeathEndsTheEpisode(t *testing.T) {
 		})
 	}
 }
+
+// TestUnsentResultsOfTheLastTurn: the results of the last turn's calls, which no call sends
+// when the episode ends right after them (at the turn cap, on a finish), are in the outcome;
+// results a later call sent are not.
+func TestUnsentResultsOfTheLastTurn(t *testing.T) {
+	capped := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{shell("a", "echo one")}}, {ToolCalls: []model.ToolCall{shell("b", "echo two")}}}}
+	out := newEpisode(t, capped, 2).Run(context.Background())
+	if out.Status != grader.StatusMaxTurns || len(out.Unsent) != 1 || out.Unsent[0].ToolCallID != "b" || !strings.Contains(out.Unsent[0].Content, "two") {
+		t.Fatalf("at the turn cap: %+v", out)
+	}
+	finished := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{
+		shell("w", "echo '"+diagnosis+"' > agent_output.json"), call("f", finishName, finishArgs)}}}}
+	out = newEpisode(t, finished, 10).Run(context.Background())
+	if out.Status != grader.StatusOK || len(out.Unsent) != 2 || out.Unsent[0].ToolCallID != "w" || out.Unsent[1].ToolCallID != "f" {
+		t.Fatalf("on a finish: %+v", out)
+	}
+	sent := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{shell("a", "echo one")}}, {Content: "no call"}}}
+	if out = newEpisode(t, sent, 2).Run(context.Background()); out.Unsent != nil {
+		t.Fatalf("results the second call sent: %+v", out.Unsent)
+	}
+}

@@ -110,7 +110,7 @@ func (o *runOptions) flags() []cli.Flag {
 		priceFlag("price-cached-write", &o.priceCachedWrite, "input tokens written to the cache", "the input price"),
 		noProgressFlag(&o.noProgress),
 		&cli.FloatFlag{Name: "max-cost", Destination: &o.maxCost, Sources: env("max-cost"), DefaultText: "no budget",
-			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it"},
+			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it, and running ones stop when it is reached"},
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "say what would run and what it should cost, and call nothing"},
 	}
 	return append(append(flags, o.prompts.flags()...), o.judge.flags()...)
@@ -373,7 +373,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		printLine(stderr, "budget: $%.2f (--max-cost), $%.2f of it spent by the episodes already in %s", opts.maxCost, spentIn(folder.Prev), out)
 	}
 	progress := newRunProgress(stderr, opts.noProgress)
-	progress.limits = limit.Status
+	progress.limits, progress.costPrior = limit.Status, cfg.CostPrior
 	progress.Start()
 	cfg.Progress = progress
 	summary, results, err := runner.Run(ctx, cfg)
@@ -395,10 +395,13 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 			printLine(stderr, "warning: %v", werr)
 		}
 	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, runner.ErrBudget) { // what going on would cost
+		printLine(stderr, "cost: %s", progress.costText())
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		return interrupted(fmt.Errorf("interrupted with %d of %d episodes unfinished; to resume, run the same command again (with --out %s)",
-			countStatus(results, grader.StatusUnfinished), len(results), out))
+		return interrupted(fmt.Errorf("interrupted with %d of %s unfinished; to resume, run the same command again (with --out %s)",
+			countStatus(results, grader.StatusUnfinished), english.Count(len(results), "episode"), out))
 	case errors.Is(err, runner.ErrBudget):
 		return badResult(fmt.Errorf("%w; no more episodes started (to go on, run the same command with a higher --max-cost)", err))
 	case errors.Is(err, runner.ErrStopped):

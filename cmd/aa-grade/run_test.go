@@ -48,8 +48,8 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	if json.Unmarshal(b, &header) != nil || header["model"] != "builtin/baseline" || len(header["prompt_sha256"].(string)) != 64 {
 		t.Fatalf("run.json = %s", b)
 	}
-	if kinds := checkTrajectories(t, out); len(kinds) != 1 || kinds[model.KindTurn] == 0 {
-		t.Errorf("the baseline's trajectories have %v, want turns only (it calls no API)", kinds)
+	if kinds := checkTrajectories(t, out); len(kinds) != 2 || kinds[model.KindTurn] == 0 || kinds[model.KindUnsent] != 4 {
+		t.Errorf("the baseline's trajectories have %v, want turns (it calls no API) and each the results of its last turn", kinds)
 	}
 	before, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
 	if n := strings.Count(string(before), "\n"); n != 4 {
@@ -190,7 +190,7 @@ func TestRunRecordsTheWireWithoutTheKey(t *testing.T) {
 		t.Errorf("run.json = %s", b)
 	}
 	assertNoSecret(t, out, key)
-	wantKinds(t, out, model.KindRequest, model.KindResponse, model.KindTurn)
+	wantKinds(t, out, model.KindRequest, model.KindResponse, model.KindTurn, model.KindUnsent)
 }
 
 // readTrajectory reads an episode's trajectory, compressed or not.

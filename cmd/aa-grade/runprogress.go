@@ -18,7 +18,7 @@ import (
 )
 
 // runProgress renders a run. On a terminal: an overall bar (episodes done and running, ETA,
-// running score, cost so far), the rate limits in force, and one live line per running
+// cost spent and projected, running score), the rate limits in force, and one live line per running
 // episode (task, repeat, turn n of N, and its last command or what it waits for: a retry, with
 // the failure and the time of the next attempt, or the rate limiter, with the reason), redrawn
 // in place, with a line per finished episode and each warning of the rate limiter above them.
@@ -33,9 +33,13 @@ type runProgress struct {
 	mu        sync.Mutex
 	total     int
 	finished  int // episodes with a result, earlier runs of the folder included
+	settled   int // those whose result stands (runfolder.Result.Final): a resume keeps them
 	scoreSum  float64
 	cost      float64
 	costKnown bool
+	// costPrior is the published cost a task, which projects the run's cost before any
+	// episode has one (0: no projection until then).
+	costPrior float64
 	running   map[runfolder.Episode]*liveEpisode
 	// most is the most episodes seen running at once: the run's parallelism, for the ETA;
 	// ended and endedFor are the final episodes this process ran, and their time.
@@ -191,6 +195,9 @@ func pronouns(n int) (are, them string) {
 
 func (p *runProgress) count(r runfolder.Result) {
 	p.finished++
+	if r.Final() {
+		p.settled++
+	}
 	p.scoreSum += r.Score
 	if r.CostUSD == nil {
 		p.costKnown = false
@@ -233,19 +240,55 @@ func (p *runProgress) printLocked(line string) {
 	}
 }
 
-// overall is the run's state in one line, the most wanted first: a narrow terminal cuts the
-// end.
+// overall is the run's state in one line: its counts, then where it stands.
 func (p *runProgress) overall(now time.Time) string {
-	// The score as the reports and the viewer give it: over every episode of the run, those
-	// not finished counted 0.
+	return p.counts(now) + "  " + p.standing()
+}
+
+// overallLines is the run's state in the live block: one line with its bar when the terminal
+// has room for it, else two, the counts with the bar and then where the run stands, so that a
+// narrow terminal cuts the score's label before the cost.
+func (p *runProgress) overallLines(now time.Time, cols int) []string {
+	done, total := int64(p.finished), int64(p.total)
+	if line := p.overall(now); termtext.Width(line) < cols {
+		return []string{withBar(done, total, line, cols)}
+	}
+	return []string{withBar(done, total, p.counts(now), cols), "  " + p.standing()}
+}
+
+// standing is what the run has cost and its score, the most wanted first: the cost, then the
+// score as the reports and the viewer give it (over every episode of the run, those not
+// finished counted 0).
+func (p *runProgress) standing() string {
 	score := 0.0
 	if p.total > 0 {
 		score = p.scoreSum / float64(p.total)
 	}
-	cost := "cost unknown"
-	if p.costKnown {
-		cost = fmt.Sprintf("$%.2f so far", p.cost)
+	return fmt.Sprintf("%s  score %.3f%s", p.costText(), score, report.SoFar(p.total-p.finished))
+}
+
+// costText is what the run has spent and, until every episode's result stands, what it is
+// projected to spend in all: the spend scaled to all its episodes (over those whose result
+// stands), else, before any does, the spend plus the published cost a task for each episode.
+// "cost unknown" when the model's prices are.
+func (p *runProgress) costText() string {
+	if !p.costKnown {
+		return "cost unknown"
 	}
+	spent := fmt.Sprintf("$%.2f spent", p.cost)
+	switch {
+	case p.settled >= p.total:
+		return spent
+	case p.settled > 0:
+		return fmt.Sprintf("%s, $%.2f projected", spent, p.cost*float64(p.total)/float64(p.settled))
+	case p.costPrior > 0:
+		return fmt.Sprintf("%s, $%.2f projected (published $/task)", spent, p.cost+p.costPrior*float64(p.total))
+	}
+	return spent
+}
+
+// counts are the episodes finished and running, and when the run should end.
+func (p *runProgress) counts(now time.Time) string {
 	running := fmt.Sprintf("%d running", len(p.running))
 	retrying, limited := 0, 0
 	for _, e := range p.running {
@@ -259,8 +302,7 @@ func (p *runProgress) overall(now time.Time) string {
 	if retrying+limited > 0 {
 		running += fmt.Sprintf(" (%d waiting for a retry, %d for the rate limiter)", retrying, limited)
 	}
-	return fmt.Sprintf("%d/%d episodes  %s  %s  score %.3f%s  %s", p.finished, p.total, running, p.eta(now), score,
-		report.SoFar(p.total-p.finished), cost)
+	return fmt.Sprintf("%d/%s  %s  %s", p.finished, english.Count(p.total, "episode"), running, p.eta(now))
 }
 
 // eta estimates when the run ends: the episodes not started and what is left of the running
@@ -294,7 +336,7 @@ func (p *runProgress) render() {
 		return
 	}
 	p.screen.clear()
-	lines := []string{withBar(int64(p.finished), int64(p.total), p.overall(now), p.screen.width())}
+	lines := p.overallLines(now, p.screen.width())
 	if status, show := p.limitStatus(); show {
 		limits, calls := describeLimits(status, true)
 		lines = append(lines, "  "+limits, "  "+calls)
@@ -373,7 +415,7 @@ func describeLimits(s model.LimitStatus, live bool) (limits, calls string) {
 	if !live {
 		return limits, fmt.Sprintf("calls waited %s in all for them, %d of %d answered 429", waited, s.RateLimited, s.Calls)
 	}
-	calls = fmt.Sprintf("%d calls waiting, %s waited, %d of %d answered 429", s.Waiting, waited, s.RateLimited, s.Calls)
+	calls = fmt.Sprintf("%s waiting, %s waited, %d of %d answered 429", english.Count(s.Waiting, "call"), waited, s.RateLimited, s.Calls)
 	if len(used) > 0 {
 		calls = "last minute: " + strings.Join(used, ", ") + " used; " + calls
 	}

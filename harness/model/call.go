@@ -52,7 +52,8 @@ func (o *Options) Endpoint() string { return o.BaseURL }
 // Event is one thing that happened on the wire, as the trajectory keeps it: bodies raw, auth
 // headers and any echo of the key redacted.
 type Event struct {
-	// Kind is one of the EventKinds but KindTurn: it says which other fields are set.
+	// Kind is one of the EventKinds but KindTurn and KindUnsent: it says which other fields
+	// are set.
 	Kind        EventKind         `json:"kind"`
 	URL         string            `json:"url,omitempty"`
 	Header      map[string]string `json:"header,omitempty"`

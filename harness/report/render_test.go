@@ -93,7 +93,7 @@ func TestMarkdownFinishedRun(t *testing.T) {
 		"| ok | 4 |\n| max\\_turns | 1 |\n| error | 1 |\n",
 		"- Scenario-38 repeat 1, error: start the sandbox: bwrap: setting up uid map: Permission denied\n",
 		"$17.07 in total; $2.84 per task",
-		"| Scenario-16 | 0.000 | 2 | 70.0 | 76.5 | 6860671 | 6212102 | 471774 | 118961 | 83032 | $9.91 |",
+		"| Scenario-16 | 0.000 | 2 | 70.0 | 76.5 | 6,860,671 | 6,212,102 | 471,774 | 118,961 | 83,032 | $9.91 |",
 		SubsetNote,
 	} {
 		if !strings.Contains(md, want) {
@@ -116,9 +116,10 @@ func TestMarkdownPartialUnpricedRun(t *testing.T) {
 		"Unknown: the run has no prices for its model",
 		"**0.250** (2 not finished, counted 0) over 3 tasks x 2 repeats = 6 episodes",
 		"| not run yet | 2 |",
-		"| Scenario-2 | 0.500 | 2 | 20.0 | 19.0 | 922541 | 0 | 0 | 65512 | 47115 | unknown |",
+		"| Scenario-2 | 0.500 | 2 | 20.0 | 19.0 | 922,541 | 0 | 0 | 65,512 | 47,115 | unknown |",
 		"| Scenario-38 | 0.000 | 0 | 0.0 | 0.0 | 0 | 0 | 0 | 0 | 0 | $0 |",
-		"2 episodes ended in error or were not run",
+		"2 episodes in error or not run",
+		"Tokens: 3,332,878 input (0 cached reads, 0 cached writes), 185,512 output (132,145 reasoning)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)

@@ -39,7 +39,7 @@ func writeHeader(cfg Config, tools sandbox.Tools) error {
 }
 
 // header is run.json for cfg and tools, keeping the start time and the rate limits of the run
-// it resumes; ErrConfigChanged, naming the differences, when that run was another.
+// it resumes or grows; ErrConfigChanged, naming the differences, when that run was another.
 func header(cfg Config, tools sandbox.Tools) (runfolder.Header, error) {
 	h := runfolder.Header{Version: version.Version, Revision: version.Revision, Dataset: cfg.DatasetSpec, DatasetCommit: cfg.DatasetCommit, Repeats: cfg.Repeats,
 		Shard: cfg.Shard.String(), Model: cfg.ModelSpec, BaseURL: cfg.BaseURL, ReasoningEffort: cfg.ReasoningEffort,
@@ -53,7 +53,7 @@ func header(cfg Config, tools sandbox.Tools) (runfolder.Header, error) {
 	h.Image, h.ImageDigest = sandbox.ImageOf(cfg.Backend)
 	h.Python = tools.Python
 	if prev := cfg.Folder.Prev; prev != nil {
-		if diff := prev.Header.Differences(h); len(diff) > 0 {
+		if diff := prev.Header.ResumeDifferences(h); len(diff) > 0 {
 			return h, fmt.Errorf("%w (%s)", ErrConfigChanged, strings.Join(diff, "; "))
 		}
 		// The rate limits stay as the run before recorded them until this one records its own.

@@ -73,8 +73,9 @@ type Config struct {
 	Permanent func(error) bool
 	// MaxCost, when more than 0, is the run's budget in USD, what the folder's earlier results
 	// spent included: no episode starts once the spend plus a projection of the running ones
-	// would pass it (ErrBudget). CostPrior projects an episode before any has a cost (the
-	// published cost a task, when known; 0 projects nothing).
+	// would pass it, and the running ones stop, as grader.StatusCostLimit, when the spend
+	// (their calls included) reaches it (ErrBudget). CostPrior projects an episode before any
+	// has a cost (the published cost a task, when known; 0 projects nothing).
 	MaxCost, CostPrior float64
 }
 
@@ -216,19 +217,38 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	defer stop(nil)
 	ended, permanent := 0, 0
 	spend := newBudget(cfg.MaxCost, cfg.CostPrior, done)
+	// Running episodes are stopped when the spend reaches the budget.
+	budgetCtx, overBudget := context.WithCancelCause(episodeCtx)
+	defer overBudget(nil)
 	var recordErr error // the first failure to record a result: no result is recorded after it
 	// Episodes not handed out when the run stops or is interrupted are left unfinished.
 	workpool.Run(feedCtx, cfg.Parallel, todo, func(j runfolder.Episode) {
 		mu.Lock()
-		admitted := spend.admit()
+		admitted := spend.admit(j)
 		mu.Unlock()
 		if admitted != nil {
 			stop(admitted) // this episode and the rest stay to play, with a higher budget
 			return
 		}
-		r, err := runEpisode(episodeCtx, cfg, tasks[j.Task], j.Repeat, tools)
-		if ctx.Err() != nil && episodeCtx.Err() != nil && !(r.Final() && err == nil) {
+		charge := func(u model.Usage) {
+			usd := cfg.Prices.Cost(u)
+			if usd == nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err := spend.charge(j, *usd); err != nil {
+				stop(err)
+				overBudget(err)
+			}
+		}
+		r, err := runEpisode(budgetCtx, cfg, tasks[j.Task], j.Repeat, tools, charge)
+		complete := r.Final() && err == nil
+		switch {
+		case ctx.Err() != nil && episodeCtx.Err() != nil && !complete:
 			r.Status, r.Error = grader.StatusUnfinished, "the run was interrupted during this episode"
+		case errors.Is(context.Cause(budgetCtx), ErrBudget) && !complete:
+			r.Status, r.Error = grader.StatusCostLimit, "stopped when the run's spend reached its budget (--max-cost); a resume with a higher one plays it again"
 		}
 		mu.Lock()
 		spend.ended(r)

@@ -34,12 +34,15 @@ func groundTruth901(t testing.TB) map[string][]byte {
 
 // episodeSpec says what one fixture episode holds.
 type episodeSpec struct {
-	task      string
-	repeat    int
-	turns     int
-	output    int  // characters each command prints; above sandbox.OutputLimit the model sees it cut
-	finished  bool // compressed, with a result line and a submission
-	retries   int  // retried attempts before the first call
+	task     string
+	repeat   int
+	turns    int
+	output   int  // characters each command prints; above sandbox.OutputLimit the model sees it cut
+	finished bool // compressed, with a result line and a submission
+	// old: written before trajectories kept the last turn's results, which a finished
+	// episode's now ends with
+	old       bool
+	retries   int // retried attempts before the first call
 	submitted []string
 }
 
@@ -157,8 +160,14 @@ func writeTrajectory(t testing.TB, dir string, e episodeSpec) {
 		enc.Encode(runfolder.TurnRecord{Kind: "turn", Turn: n, At: at, Input: input, Reply: reply,
 			Usage: model.Usage{Input: int64(1200 * n), CachedRead: int64(1000 * n), Output: 400, Reasoning: 250}})
 		result := model.Message{Role: model.RoleTool, ToolCallID: call.ID, Content: shellResult(code, output(n, e.output), stderr)}
+		if n == e.turns && e.finished {
+			result.Content = "Submitted agent_output.json."
+		}
 		conversation = append(conversation, reply, result)
 		input = []model.Message{result}
+	}
+	if e.finished && !e.old {
+		enc.Encode(runfolder.UnsentRecord{Kind: model.KindUnsent, Turn: e.turns, At: at, Messages: input})
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)

@@ -121,6 +121,8 @@ func abbr(status string, score float64) string {
 		return "–"
 	case "error":
 		return "err"
+	case "cost_limit":
+		return "$"
 	case "running":
 		return "run"
 	}
@@ -137,13 +139,13 @@ type streamView struct {
 func fold(s string) bool { return len(s) > 2000 || strings.Count(s, "\n") > 25 }
 
 func tokens(u model.Usage) string {
-	s := fmt.Sprintf("%d in", u.Input)
+	s := english.Number(u.Input) + " in"
 	if u.CachedRead > 0 {
-		s += fmt.Sprintf(" (%d cached)", u.CachedRead)
+		s += " (" + english.Number(u.CachedRead) + " cached)"
 	}
-	s += fmt.Sprintf(", %d out", u.Output)
+	s += ", " + english.Number(u.Output) + " out"
 	if u.Reasoning > 0 {
-		s += fmt.Sprintf(" (%d reasoning)", u.Reasoning)
+		s += " (" + english.Number(u.Reasoning) + " reasoning)"
 	}
 	return s
 }
