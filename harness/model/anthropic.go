@@ -115,7 +115,7 @@ func markCacheBreakpoints(system []block, messages []map[string]any, tools []blo
 
 // litellmSchemaKeys are the keys of a tool's schema LiteLLM passes on to the Messages API (its
 // AnthropicInputSchema); the rest, pydantic's title and description among them, it drops.
-var litellmSchemaKeys = []string{"type", "properties", "required", "additionalProperties"}
+var litellmSchemaKeys = []string{"type", "properties", "required", "additionalProperties", "$defs", "strict"}
 
 // inputSchema is a tool's input_schema: its JSON schema, with Reference only the keys LiteLLM
 // passes on.
