@@ -208,6 +208,33 @@ func TestReferenceCutSummaryEndsTheEpisode(t *testing.T) {
 	}
 }
 
+// TestReferenceMalformedArgumentsEndTheEpisode: a reply with a call whose arguments are not
+// JSON ends the episode before any of its calls runs, as Stirrup's default logger raises on
+// it (the oracle: one request, then the library raised); blank arguments and JSON that is
+// not an object are refused as invalid and the episode goes on.
+func TestReferenceMalformedArgumentsEndTheEpisode(t *testing.T) {
+	m := &script{replies: []model.Message{
+		{ToolCalls: []model.ToolCall{call("f0", finishName, "  "), call("a", shellName, `["ls"]`), shell("c", "echo one > first.txt")}},
+		{ToolCalls: []model.ToolCall{shell("b", "echo one > ran.txt"), call("f1", finishName, `{not json`)}},
+	}}
+	e := newEpisode(t, m, 10)
+	out := e.Run(context.Background())
+	if out.Status != grader.StatusInvalidArguments || out.Turns != 2 || out.ToolCalls != 3 || len(m.requests) != 2 || out.Err != nil ||
+		!strings.Contains(out.Reason, "{not json") {
+		t.Fatalf("outcome = %+v after %d requests: want the episode ended on turn 2, none of its calls run", out, len(m.requests))
+	}
+	first := toolResults(m.requests[1])
+	if len(first) != 3 || !first[0].IsError || !first[1].IsError || first[2].IsError {
+		t.Fatalf("turn 1 results = %+v: want the finish and the list refused, the write run", first)
+	}
+	if _, err := e.Sandbox.ReadFile(context.Background(), "first.txt", 100); err != nil {
+		t.Fatalf("turn 1's write: %v", err)
+	}
+	if _, err := e.Sandbox.ReadFile(context.Background(), "ran.txt", 100); err == nil {
+		t.Error("a call of the malformed reply ran")
+	}
+}
+
 // overflowingAt fails its n-th call with a context overflow.
 type overflowingAt struct {
 	script
