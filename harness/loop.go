@@ -145,7 +145,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 			return out
 		}
 		out.Usage.Add(reply.Usage)
-		if e.cut(reply, &out) {
+		if e.cut(reply, &out) || e.malformed(reply, &out) {
 			return out
 		}
 		reply.Message.Role = model.RoleAssistant
@@ -262,6 +262,23 @@ func (e *Episode) cut(reply model.Reply, out *Outcome) bool {
 	}
 	out.Status, out.Reason = grader.StatusOutputLimit, fmt.Sprintf("a reply stopped at the output cap (%d tokens)", e.maxTokens())
 	return true
+}
+
+// malformed tells whether a reply ends the episode for a tool call whose arguments are not
+// JSON: in the reference loop it does, with a status of its own and before any call runs, as
+// Stirrup's default logger parses every call's arguments when it prints the reply and raises
+// (blank arguments it skips). The lenient loop refuses such a call and goes on.
+func (e *Episode) malformed(reply model.Reply, out *Outcome) bool {
+	if e.lenient() {
+		return false
+	}
+	for _, c := range reply.Message.ToolCalls {
+		if strings.TrimSpace(c.Arguments) != "" && !json.Valid([]byte(c.Arguments)) {
+			out.Status, out.Reason = grader.StatusInvalidArguments, fmt.Sprintf("the %s call's arguments are not JSON: %s", c.Name, clip(c.Arguments, 200))
+			return true
+		}
+	}
+	return false
 }
 
 // maxTokens is the output cap the client sends.

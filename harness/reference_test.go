@@ -46,19 +46,32 @@ func (e *Episode) warningIn(req model.Request, maxTurns int) string {
 	return ""
 }
 
+// TestReferenceWarningsStartAtTheSecondTurn: a warning ends each request in the last 20 turns
+// but the first turn's: with a cap of 12 from request 2, with 30 from request 11 (as the
+// oracle's requests had them), the last-turn one in the last request; no request follows it.
 func TestReferenceWarningsStartAtTheSecondTurn(t *testing.T) {
-	m := &script{} // never calls a tool
-	e := newEpisode(t, m, 12)
-	out := e.Run(context.Background())
-	if out.Status != grader.StatusMaxTurns || out.Turns != 12 || len(m.requests) != 12 {
-		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
-	}
-	if w := e.warningIn(m.requests[0], 12); w != "" {
-		t.Errorf("request 1 carries the warning %q", w)
-	}
-	for i := 1; i < 12; i++ {
-		if got, want := e.warningIn(m.requests[i], 12), e.texts.turnsLeftMessage(12-i); got != want {
-			t.Errorf("request %d ends with warning %q, want %q", i+1, got, want)
+	for maxTurns, wantFirst := range map[int]int{12: 2, 30: 11} {
+		m := &script{} // never calls a tool
+		e := newEpisode(t, m, maxTurns)
+		out := e.Run(context.Background())
+		if out.Status != grader.StatusMaxTurns || out.Turns != maxTurns || len(m.requests) != maxTurns {
+			t.Fatalf("cap %d: outcome = %+v after %d requests", maxTurns, out, len(m.requests))
+		}
+		first := 0
+		for i, req := range m.requests {
+			want := ""
+			if left := maxTurns - i; left <= warningTurns && i > 0 {
+				want = e.texts.turnsLeftMessage(left)
+			}
+			if got := e.warningIn(req, maxTurns); got != want {
+				t.Errorf("cap %d: request %d ends with warning %q, want %q", maxTurns, i+1, got, want)
+			}
+			if want != "" && first == 0 {
+				first = i + 1
+			}
+		}
+		if first != wantFirst {
+			t.Errorf("cap %d: first warning in request %d, want %d", maxTurns, first, wantFirst)
 		}
 	}
 }
@@ -192,6 +205,33 @@ func TestReferenceCutSummaryEndsTheEpisode(t *testing.T) {
 	out := e.Run(context.Background())
 	if out.Status != grader.StatusOutputLimit || out.Turns != 1 || len(m.requests) != 2 || !m.requests[1].Summary || out.Summaries != 1 {
 		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
+	}
+}
+
+// TestReferenceMalformedArgumentsEndTheEpisode: a reply with a call whose arguments are not
+// JSON ends the episode before any of its calls runs, as Stirrup's default logger raises on
+// it (the oracle: one request, then the library raised); blank arguments and JSON that is
+// not an object are refused as invalid and the episode goes on.
+func TestReferenceMalformedArgumentsEndTheEpisode(t *testing.T) {
+	m := &script{replies: []model.Message{
+		{ToolCalls: []model.ToolCall{call("f0", finishName, "  "), call("a", shellName, `["ls"]`), shell("c", "echo one > first.txt")}},
+		{ToolCalls: []model.ToolCall{shell("b", "echo one > ran.txt"), call("f1", finishName, `{not json`)}},
+	}}
+	e := newEpisode(t, m, 10)
+	out := e.Run(context.Background())
+	if out.Status != grader.StatusInvalidArguments || out.Turns != 2 || out.ToolCalls != 3 || len(m.requests) != 2 || out.Err != nil ||
+		!strings.Contains(out.Reason, "{not json") {
+		t.Fatalf("outcome = %+v after %d requests: want the episode ended on turn 2, none of its calls run", out, len(m.requests))
+	}
+	first := toolResults(m.requests[1])
+	if len(first) != 3 || !first[0].IsError || !first[1].IsError || first[2].IsError {
+		t.Fatalf("turn 1 results = %+v: want the finish and the list refused, the write run", first)
+	}
+	if _, err := e.Sandbox.ReadFile(context.Background(), "first.txt", 100); err != nil {
+		t.Fatalf("turn 1's write: %v", err)
+	}
+	if _, err := e.Sandbox.ReadFile(context.Background(), "ran.txt", 100); err == nil {
+		t.Error("a call of the malformed reply ran")
 	}
 }
 

@@ -117,6 +117,8 @@ func abbr(status string, score float64) string {
 		return "cut"
 	case "context_overflow":
 		return "full"
+	case "invalid_arguments":
+		return "args"
 	case "missing":
 		return "–"
 	case "error":
