@@ -39,7 +39,7 @@ func TestReferenceOffersFinishFirst(t *testing.T) {
 func (e *Episode) warningIn(req model.Request, maxTurns int) string {
 	last := lastMessage(req)
 	for left := 1; left <= maxTurns; left++ {
-		if last.Role == model.RoleUser && last.Content == e.texts.turnsLeftMessage(left) {
+		if last.Role == model.RoleUser && last.Content == e.texts.TurnsLeft(left) {
 			return last.Content
 		}
 	}
@@ -57,7 +57,7 @@ func TestReferenceWarningsStartAtTheSecondTurn(t *testing.T) {
 		t.Errorf("request 1 carries the warning %q", w)
 	}
 	for i := 1; i < 12; i++ {
-		if got, want := e.warningIn(m.requests[i], 12), e.texts.turnsLeftMessage(12-i); got != want {
+		if got, want := e.warningIn(m.requests[i], 12), e.texts.TurnsLeft(12-i); got != want {
 			t.Errorf("request %d ends with warning %q, want %q", i+1, got, want)
 		}
 	}
@@ -67,7 +67,7 @@ func TestReferenceWarningsStartAtTheSecondTurn(t *testing.T) {
 func (e *Episode) continues(req model.Request) int {
 	n := 0
 	for _, msg := range req.Messages {
-		if msg.Role == model.RoleUser && msg.Content == e.texts.text(keyContinue, nil) {
+		if msg.Role == model.RoleUser && msg.Content == e.texts.Continue() {
 			n++
 		}
 	}
@@ -130,7 +130,7 @@ func TestReferenceFinishNeedsReasonAndPaths(t *testing.T) {
 	}
 	for turn := 1; turn <= 4; turn++ {
 		results := toolResults(m.requests[turn])
-		if r := results[len(results)-1]; !r.IsError || r.Content != e.texts.text(keyFinishInvalidArguments, nil) {
+		if r := results[len(results)-1]; !r.IsError || r.Content != e.texts.FinishInvalidArguments() {
 			t.Errorf("finish of turn %d: %+v, want refused as invalid arguments", turn, r)
 		}
 	}
@@ -246,8 +246,8 @@ func TestReferenceSummarisesAgainstMaxTokens(t *testing.T) {
 				}
 			}
 			after := m.requests[2].Messages
-			if len(after) != 5 || after[0].Role != model.RoleSystem || after[4].Content != e.texts.turnsLeftMessage(4) ||
-				!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Content != e.texts.text(keySummaryAck, nil) {
+			if len(after) != 5 || after[0].Role != model.RoleSystem || after[4].Content != e.texts.TurnsLeft(4) ||
+				!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Content != e.texts.SummaryAck() {
 				t.Fatalf("history after the summary = %+v", after)
 			}
 			for _, msg := range after[1:] {
@@ -268,7 +268,7 @@ func TestReferenceNudgeFollowsTheSummary(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 	next := m.requests[2].Messages
-	if len(next) != 5 || next[3].Content != e.texts.text(keySummaryAck, nil) || next[4].Content != e.texts.text(keyContinue, nil) {
+	if len(next) != 5 || next[3].Content != e.texts.SummaryAck() || next[4].Content != e.texts.Continue() {
 		t.Fatalf("the turn after a summary of a text-only reply got %+v", next)
 	}
 }

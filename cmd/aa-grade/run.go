@@ -22,6 +22,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/baseline"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/replay"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
@@ -485,9 +486,9 @@ type episodesPlan struct {
 	tasks    []string
 	repeats  int
 	maxTurns int
-	prompts  *harness.Prompts // the set --prompts and --prompt-file start from; nil: the built-in one
-	prices   *model.Prices    // a replay's: the recorded run's, for the recorded usage
-	loop     harness.Loop     // a replay's: the recorded run's, unless --loop says
+	prompts  *promptset.Set // the set --prompts and --prompt-file start from; nil: the built-in one
+	prices   *model.Prices  // a replay's: the recorded run's, for the recorded usage
+	loop     harness.Loop   // a replay's: the recorded run's, unless --loop says
 	// A replay's max tokens and context window: the recorded run's, which set where its history
 	// was summarised (0: as the flags and the model say).
 	maxTokens, contextWindow int64
@@ -528,7 +529,7 @@ func runPlan(opts runOptions) (episodesPlan, error) {
 	}
 	p.prices = h.Prices
 	if !opts.isSet("prompts") { // the texts the recording was made with
-		if p.prompts, err = harness.RunPrompts(dir, h.PromptSHA256); err != nil {
+		if p.prompts, err = promptset.ReadRun(dir, h.PromptSHA256); err != nil {
 			return p, usageErrorf("replay/%s: %w; give the set with --prompts FILE", dir, err)
 		}
 	}

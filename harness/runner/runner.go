@@ -16,6 +16,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/workpool"
@@ -57,7 +58,7 @@ type Config struct {
 	// Prices give each episode its cost; nil when the model's prices are unknown.
 	Prices *model.Prices
 	// Prompts are every text the model sees (nil: the built-in set).
-	Prompts *harness.Prompts
+	Prompts *promptset.Set
 	// Grace is how long running episodes may go on once ctx is cancelled (Ctrl-C) before they
 	// are stopped and recorded as unfinished; Abort, when closed, ends the grace at once.
 	Grace time.Duration

@@ -55,7 +55,7 @@ func (l Limits) inodes() int64 { return max(l.disk()/(16<<10), 4096) }
 // Result is the outcome of one command.
 type Result struct {
 	ExitCode    int           `json:"exit_code"`
-	Stdout      string        `json:"stdout"` // truncated to OutputLimit characters
+	Stdout      string        `json:"stdout"` // truncated to shellspec.OutputLimit characters
 	Stderr      string        `json:"stderr"`
 	StdoutChars int64         `json:"stdout_chars"` // characters before truncation
 	StderrChars int64         `json:"stderr_chars"`

@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
@@ -41,7 +41,7 @@ type Call struct {
 	Command   string // the shell command, when the arguments hold one
 	HasResult bool   // the episode went on after the call, so its result was recorded
 	Result    model.Message
-	Shell     *harness.ShellOutput // the result read as a shell result, when it is one
+	Shell     *promptset.ShellOutput // the result read as a shell result, when it is one
 }
 
 // readTurns reads a trajectory, streaming it: the raw requests and responses (every request
@@ -51,7 +51,7 @@ type Call struct {
 // returned beside what could be read. Shell results are read back in the words of prompts, the
 // set the run used (nil: the built-in one); a result they do not fit shows as the text the
 // model read.
-func readTurns(r io.Reader, prompts *harness.Prompts) ([]Turn, []string) {
+func readTurns(r io.Reader, prompts *promptset.Set) ([]Turn, []string) {
 	var turns []Turn
 	var problems []string
 	var pending Turn // the events seen since the last turn record
@@ -133,7 +133,7 @@ func newTurn(rec runfolder.TurnRecord, events Turn) Turn {
 
 // attachResults gives the calls of the previous turn their results from the next call's
 // input, and returns the tool results that answer none of them.
-func attachResults(prev *Turn, input []model.Message, prompts *harness.Prompts) []model.Message {
+func attachResults(prev *Turn, input []model.Message, prompts *promptset.Set) []model.Message {
 	var orphans []model.Message
 	for _, m := range input {
 		if m.Role != model.RoleTool {
