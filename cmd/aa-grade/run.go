@@ -338,10 +338,6 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		},
 		Prompts: prompts,
 		Grace:   opts.grace, Abort: secondInterrupt(ctx),
-		Permanent: func(err error) bool {
-			var apiErr *model.APIError
-			return errors.As(err, &apiErr) && !apiErr.Transient()
-		},
 	}
 	if j != nil {
 		// The verdicts go with the run; the user's cache is still read, so a question asked

@@ -69,9 +69,6 @@ type Config struct {
 	// rules. Judge names it in run.json and the summary ("" for the rules).
 	Scorer grader.Scorer
 	Judge  string
-	// Permanent tells a model error that no retry will cure (a bad key, an unknown model): when
-	// the first episodes all end in one, the run stops instead of burning through every task.
-	Permanent func(error) bool
 	// MaxCost, when more than 0, is the run's budget in USD, what the folder's earlier results
 	// spent included: no episode starts once the spend plus a projection of the running ones
 	// would pass it (ErrBudget). CostPrior projects an episode before any has a cost (the
@@ -234,7 +231,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		mu.Lock()
 		spend.ended(r)
 		ended++
-		if err != nil && cfg.Permanent != nil && cfg.Permanent(err) {
+		if model.Permanent(err) {
 			permanent++
 		}
 		if ended == earlyStop && permanent == earlyStop {
