@@ -373,9 +373,10 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 	}
 	cfg := runner.Config{
 		MaxCost: opts.maxCost, CostPrior: orZero(publishedCost(settings.Preset)),
-		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Selection: opts.selection(), Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
-		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: p.model, BaseURL: endpoint(p.model),
-		ReasoningEffort: settings.ReasoningEffort, MaxTokens: int(settings.MaxTokens), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
+		Folder: folder, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
+		Description: runner.Description{Dataset: ds.Spec, DatasetCommit: datasetCommit(ds), Selection: opts.selection(),
+			Model: settings.Spec, BaseURL: endpoint(p.model), ReasoningEffort: settings.ReasoningEffort},
+		Model: p.model, MaxTokens: int(settings.MaxTokens), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
 		CommandTimeout: opts.commandTimeout, Loop: plan.loop, ContextWindow: lenientWindow(plan.loop, settings), Limits: opts.limits, Tools: &tools,
 		OnEnvironment: func(tools sandbox.Tools) {
 			if diff := tools.Differences(); len(diff) > 0 {

@@ -26,23 +26,18 @@ import (
 type Config struct {
 	// Folder is the run folder, opened (and so locked) by the caller, who closes it after the
 	// reports are written.
-	Folder        *runfolder.Folder
-	DatasetSpec   string
-	DatasetCommit string // the Hub commit the tasks come from, when they do
-	Tasks         []data.Task
-	Selection     runfolder.Selection // how Tasks were chosen, for run.json (the caller applied it)
-	Repeats       int
-	Parallel      int
-	Shard         runfolder.Shard
-	ModelSpec     string
-	Model         model.Model
-	// BaseURL, ReasoningEffort and MaxTokens describe the model calls for run.json (the model
-	// value already applies them).
-	BaseURL         string
-	ReasoningEffort string
-	MaxTokens       int
-	Backend         sandbox.Backend
-	Limits          sandbox.Limits // per episode
+	Folder *runfolder.Folder
+	// Description is what run.json says of the run that the runner does not use itself.
+	Description Description
+	Tasks       []data.Task
+	Repeats     int
+	Parallel    int
+	Shard       runfolder.Shard
+	Model       model.Model
+	// MaxTokens is the output cap the model value applies, which the loop summarises against.
+	MaxTokens int
+	Backend   sandbox.Backend
+	Limits    sandbox.Limits // per episode
 	// Tools are what the caller's probe of Backend found (sandbox.ProbeTools), so that a
 	// backend or image that cannot run an episode fails before it says anything of the run;
 	// nil: Run probes first.
@@ -74,6 +69,17 @@ type Config struct {
 	// would pass it (ErrBudget). CostPrior projects an episode before any has a cost (the
 	// published cost a task, when known; 0 projects nothing).
 	MaxCost, CostPrior float64
+}
+
+// Description is what the caller knows of a run, for run.json: where its tasks come from and
+// which model answers, as the caller chose and applied them.
+type Description struct {
+	Dataset       string              // the dataset spec
+	DatasetCommit string              // the Hub commit the tasks come from, when they do
+	Selection     runfolder.Selection // how Tasks were chosen among those asked for
+	Model         string              // the model spec
+	// BaseURL and ReasoningEffort describe the model calls (the model value applies them).
+	BaseURL, ReasoningEffort string
 }
 
 // loop is the loop the episodes follow.
