@@ -299,7 +299,7 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 	}
 	settings, err := model.Resolve(opts.model, opts.overrides())
 	if err != nil {
-		return nil, fmt.Errorf("--model: %w", err)
+		return nil, modelSpecError("--model", err)
 	}
 	if settings.Prices == nil { // a replay costs what its recording did, unless --price-* say
 		settings.Prices = plan.prices
@@ -345,7 +345,7 @@ type startedRun struct {
 func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Writer) (*startedRun, error) {
 	backend, err := sandbox.Select(opts.sandbox)
 	if err != nil {
-		return nil, fmt.Errorf("--sandbox: %w", err)
+		return nil, isolationHint(fmt.Errorf("--sandbox: %w", err))
 	}
 	if err := useImage(ctx, backend, opts.sandboxImage, stderr); err != nil {
 		return nil, err
@@ -355,7 +355,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		if ctx.Err() != nil {
 			return nil, interrupted(fmt.Errorf("interrupted: %w", err))
 		}
-		return nil, fmt.Errorf("probe the sandbox: %w", err)
+		return nil, imageHint(fmt.Errorf("probe the sandbox: %w", err))
 	}
 	plan, settings := p.plan, p.settings
 	ds, err := data.Open(ctx, plan.dataset, data.OpenOptions{Hub: hubConfig(), Tasks: plan.tasks})
@@ -364,7 +364,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 	}
 	if rm, ok := p.model.(*replay.Model); ok {
 		if err := rm.Covers(opts.shard.Episodes(taskIDs(ds.Tasks), plan.repeats)); err != nil {
-			return nil, usageError(err)
+			return nil, usageErrorf("%w: ask for those tasks and repeats (--tasks, --repeats)", err)
 		}
 	}
 	folder, err := runfolder.Open(p.out) // locked until the reports are written; errors name the folder
@@ -760,7 +760,7 @@ func useImage(ctx context.Context, backend sandbox.Backend, ref string, progress
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			return fmt.Errorf("--sandbox-image: %w", err) // infrastructure: exit 3
 		}
-		return usageErrorf("--sandbox-image: %w", err)
+		return usageError(imageHint(fmt.Errorf("--sandbox-image: %w", err)))
 	}
 	return nil
 }
