@@ -286,8 +286,8 @@ type preparedRun struct {
 	out      string
 }
 
-// prepareRun reads the flags (and a replay's recording) into a run, calling nothing and
-// starting nothing, so that a dry run can stop there.
+// prepareRun reads the flags (and a replay's recording) into a run, calling no model and
+// starting no sandbox, so that a dry run can stop there.
 func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 	plan, err := runPlan(opts)
 	if err != nil {
@@ -341,7 +341,7 @@ type startedRun struct {
 
 // startRun tries the sandbox, opens the dataset and the folder, and says what is about to
 // run. A sandbox that cannot run an episode, a replay that cannot follow or a resume of
-// another configuration is refused before the run says anything.
+// another configuration is refused before the run says anything: the error is the only line.
 func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Writer) (*startedRun, error) {
 	backend, err := sandbox.Select(opts.sandbox)
 	if err != nil {
@@ -396,6 +396,15 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		folder.Close()
 		return nil, configChanged(err)
 	}
+	r := &startedRun{preparedRun: p, ds: ds, cfg: cfg}
+	r.announce(stderr, opts)
+	return r, nil
+}
+
+// announce says, before the first episode, what the sandbox will not do, what the folder
+// skipped, what runs where, and what it may cost.
+func (r *startedRun) announce(stderr io.Writer, opts runOptions) {
+	ds, plan, folder, backend := r.ds, r.plan, r.cfg.Folder, r.cfg.Backend
 	if removed := sandbox.CleanLeftovers(); len(removed) > 0 {
 		fmt.Fprintf(stderr, "removed %s left by aa-grade runs that died\n", removed)
 	}
@@ -408,15 +417,14 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		part = fmt.Sprintf(" (shard %s)", opts.shard)
 	}
 	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
-		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, describeModel(settings), backend.Name(), p.out)
+		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, describeModel(r.settings), backend.Name(), r.out)
 	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
-	if e := costEstimate(settings, len(todo)); e != "" {
+	if e := costEstimate(r.settings, len(todo)); e != "" {
 		printLine(stderr, "%s", e)
 	}
 	if opts.maxCost > 0 {
-		printLine(stderr, "budget: $%.2f (--max-cost), $%.2f of it spent by the episodes already in %s", opts.maxCost, spentIn(folder.Prev), p.out)
+		printLine(stderr, "budget: $%.2f (--max-cost), $%.2f of it spent by the episodes already in %s", opts.maxCost, spentIn(folder.Prev), r.out)
 	}
-	return &startedRun{preparedRun: p, ds: ds, cfg: cfg}, nil
 }
 
 // playedRun is what the episodes left: the summary, every episode's result (nil when the
