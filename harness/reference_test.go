@@ -39,7 +39,7 @@ func TestReferenceOffersFinishFirst(t *testing.T) {
 func (e *Episode) warningIn(req model.Request, maxTurns int) string {
 	last := lastMessage(req)
 	for left := 1; left <= maxTurns; left++ {
-		if last.Role == model.RoleUser && last.Content == e.texts.turnsLeftMessage(left) {
+		if last.Role == model.RoleUser && last.Content == e.texts.TurnsLeft(left) {
 			return last.Content
 		}
 	}
@@ -61,7 +61,7 @@ func TestReferenceWarningsStartAtTheSecondTurn(t *testing.T) {
 		for i, req := range m.requests {
 			want := ""
 			if left := maxTurns - i; left <= warningTurns && i > 0 {
-				want = e.texts.turnsLeftMessage(left)
+				want = e.texts.TurnsLeft(left)
 			}
 			if got := e.warningIn(req, maxTurns); got != want {
 				t.Errorf("cap %d: request %d ends with warning %q, want %q", maxTurns, i+1, got, want)
@@ -80,7 +80,7 @@ func TestReferenceWarningsStartAtTheSecondTurn(t *testing.T) {
 func (e *Episode) continues(req model.Request) int {
 	n := 0
 	for _, msg := range req.Messages {
-		if msg.Role == model.RoleUser && msg.Content == e.texts.text(keyContinue, nil) {
+		if msg.Role == model.RoleUser && msg.Content == e.texts.Continue() {
 			n++
 		}
 	}
@@ -143,7 +143,7 @@ func TestReferenceFinishNeedsReasonAndPaths(t *testing.T) {
 	}
 	for turn := 1; turn <= 4; turn++ {
 		results := toolResults(m.requests[turn])
-		if r := results[len(results)-1]; !r.IsError || r.Content != e.texts.text(keyFinishInvalidArguments, nil) {
+		if r := results[len(results)-1]; !r.IsError || r.Content != e.texts.FinishInvalidArguments() {
 			t.Errorf("finish of turn %d: %+v, want refused as invalid arguments", turn, r)
 		}
 	}
@@ -286,8 +286,8 @@ func TestReferenceSummarisesAgainstMaxTokens(t *testing.T) {
 				}
 			}
 			after := m.requests[2].Messages
-			if len(after) != 5 || after[0].Role != model.RoleSystem || after[4].Content != e.texts.turnsLeftMessage(4) ||
-				!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Content != e.texts.text(keySummaryAck, nil) {
+			if len(after) != 5 || after[0].Role != model.RoleSystem || after[4].Content != e.texts.TurnsLeft(4) ||
+				!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Content != e.texts.SummaryAck() {
 				t.Fatalf("history after the summary = %+v", after)
 			}
 			for _, msg := range after[1:] {
@@ -308,7 +308,7 @@ func TestReferenceNudgeFollowsTheSummary(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 	next := m.requests[2].Messages
-	if len(next) != 5 || next[3].Content != e.texts.text(keySummaryAck, nil) || next[4].Content != e.texts.text(keyContinue, nil) {
+	if len(next) != 5 || next[3].Content != e.texts.SummaryAck() || next[4].Content != e.texts.Continue() {
 		t.Fatalf("the turn after a summary of a text-only reply got %+v", next)
 	}
 }

@@ -35,6 +35,8 @@ var layers = []layer{
 		"harness/model":        nil,
 		"harness/runfolder":    {"grader", "harness/model"},
 		"harness/atif":         {"grader"},
+		"harness/shellspec":    nil,
+		"harness/promptset":    {"grader", "harness/model", "harness/runfolder", "harness/shellspec"},
 	}},
 	{name: "the episode", below: []string{"vocabularies"}, packages: map[string][]string{
 		"harness/sandbox/image/registry": nil,
@@ -57,14 +59,6 @@ var layers = []layer{
 	}},
 }
 
-// notYetLayered are the imports the layers forbid that the code still has, each to go: the
-// analysis and the viewer import the loop's package for the prompt set (the words of shell
-// results), which issue 25 moves out of it.
-var notYetLayered = map[string][]string{
-	"harness/analysis": {"harness"},
-	"harness/viewer":   {"harness"},
-}
-
 // TestDependencyRule: the production helpers of internal/ import no domain package; every
 // domain package is in a layer, every package of a layer exists, and none imports a domain
 // package the layers do not allow it (the providers know nothing of episodes, the readers
@@ -83,7 +77,6 @@ func TestDependencyRule(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	found := map[string]bool{}
-	stillUsed := map[string]bool{}
 	for line := range strings.Lines(string(out)) {
 		fields := strings.Fields(line)
 		pkg, ok := strings.CutPrefix(fields[0], module)
@@ -114,8 +107,6 @@ func TestDependencyRule(t *testing.T) {
 			switch {
 			case known && j != i && slices.Contains(l.below, layers[j].name):
 			case known && j == i && slices.Contains(l.packages[pkg], dep):
-			case slices.Contains(notYetLayered[pkg], dep):
-				stillUsed[pkg+" "+dep] = true
 			default:
 				t.Errorf("%s (%s) imports %s, which docs/design.md's layers do not allow", pkg, l.name, dep)
 			}
@@ -124,13 +115,6 @@ func TestDependencyRule(t *testing.T) {
 	for pkg := range layerOf {
 		if !found[pkg] {
 			t.Errorf("%s is in a layer but go list finds no such package: take it out", pkg)
-		}
-	}
-	for pkg, deps := range notYetLayered {
-		for _, dep := range deps {
-			if !stillUsed[pkg+" "+dep] {
-				t.Errorf("%s no longer imports %s: take it out of notYetLayered", pkg, dep)
-			}
 		}
 	}
 }

@@ -82,7 +82,7 @@ func newJudge(o judgeOptions) (*llmJudge, error) {
 	}
 	settings, err := model.Resolve(o.spec, overrides)
 	if err != nil {
-		return nil, fmt.Errorf("--judge: %w", err)
+		return nil, modelSpecError("--judge", err)
 	}
 	if strings.HasPrefix(settings.Spec, "builtin/") {
 		return nil, usageErrorf("--judge %s: the judge must be a language model", o.spec)

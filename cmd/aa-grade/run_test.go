@@ -256,7 +256,8 @@ func TestReplayReproducesARun(t *testing.T) {
 	beyond := filepath.Join(dir, "beyond")
 	r = aaGrade(t, env, "run", "--model", "replay/"+recorded, "--repeats", "3", "--out", beyond)
 	if r.code != 2 || !strings.Contains(r.stderr, "has no recording of 4 of the 6 episodes (Scenario-901 repeat 2, ") ||
-		!strings.Contains(r.stderr, "it recorded Scenario-901 repeat 1, Scenario-902 repeat 1") || strings.Contains(r.stderr, "followed its recording") {
+		!strings.Contains(r.stderr, "it recorded Scenario-901 repeat 1, Scenario-902 repeat 1: ask for those tasks and repeats (--tasks, --repeats)") ||
+		strings.Contains(r.stderr, "followed its recording") {
 		t.Fatalf("replay beyond the recording: exit %d\n%s", r.code, r.stderr)
 	}
 	if _, err := os.Stat(beyond); !errors.Is(err, fs.ErrNotExist) {
@@ -503,7 +504,7 @@ func TestRunBaselinePrices(t *testing.T) {
 
 func TestRunUnknownPresetAndBadPrice(t *testing.T) {
 	r := aaGrade(t, nil, "run", "--dataset", "demo", "--model", "gpt-9")
-	if r.code != 2 || !strings.Contains(r.stderr, `"gpt-9" is neither PROVIDER/MODEL nor a preset`) ||
+	if r.code != 2 || !strings.Contains(r.stderr, `"gpt-9" is neither PROVIDER/MODEL nor a preset`) || !strings.Contains(r.stderr, "; aa-grade models lists them") ||
 		!strings.Contains(r.stderr, "claude-opus-4-7-max") || !strings.Contains(r.stderr, "gemma-4-31b") {
 		t.Errorf("unknown preset: exit %d\n%s", r.code, r.stderr)
 	}

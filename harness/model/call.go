@@ -125,6 +125,14 @@ func (e *APIError) Transient() bool {
 		e.Code == "server_error" || e.Code == "rate_limit_exceeded"
 }
 
+// Permanent reports whether err is a provider's answer that no retry cures (a bad key, an
+// unknown model): a run whose first episodes all end on one stops instead of failing every
+// other episode the same way.
+func Permanent(err error) bool {
+	var apiErr *APIError
+	return errors.As(err, &apiErr) && !apiErr.Transient()
+}
+
 // MaxResponseBytes bounds a provider's answer, and so a line of a trajectory.
 const MaxResponseBytes = 32 << 20
 

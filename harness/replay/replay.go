@@ -118,7 +118,7 @@ func (r *Model) Covers(plan []runfolder.Episode) error {
 		return cmp.Or(cmp.Compare(slices.Index(rec.Header.Tasks, a.Task), slices.Index(rec.Header.Tasks, b.Task)),
 			strings.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat))
 	})
-	return fmt.Errorf("%w: replay/%s has no recording of %d of the %s (%s); it recorded %s: ask for those tasks and repeats (--tasks, --repeats)",
+	return fmt.Errorf("%w: replay/%s has no recording of %d of the %s (%s); it recorded %s",
 		ErrUnrecorded, r.Dir, len(missing), english.Count(len(plan), "episode"), nameEpisodes(missing), nameEpisodes(recorded))
 }
 

@@ -36,6 +36,8 @@ type Run struct {
 	Analysis *analysis.Run
 	// AnalysisErr says why the analysis is missing although it was asked for.
 	AnalysisErr error
+	// RateLimitsErr says why run.json lacks the rate limits Finish was given.
+	RateLimitsErr error
 
 	folder *runfolder.Run // the folder as Load read it, for the analysis
 }

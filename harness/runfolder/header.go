@@ -44,7 +44,7 @@ type Header struct {
 	Image        string            `json:"image,omitempty"`
 	ImageDigest  string            `json:"image_digest,omitempty"`
 	Python       map[string]string `json:"python,omitempty"`
-	PromptSHA256 string            `json:"prompt_sha256"` // of the prompt set (harness.Prompts.SHA256)
+	PromptSHA256 string            `json:"prompt_sha256"` // of the prompt set (promptset.Set.SHA256)
 	Judge        string            `json:"judge,omitempty"`
 	Started      time.Time         `json:"started"`
 	// Prices are the run's token prices (null: unknown), the latest when a resume changed them.

@@ -16,6 +16,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/workpool"
@@ -25,23 +26,18 @@ import (
 type Config struct {
 	// Folder is the run folder, opened (and so locked) by the caller, who closes it after the
 	// reports are written.
-	Folder        *runfolder.Folder
-	DatasetSpec   string
-	DatasetCommit string // the Hub commit the tasks come from, when they do
-	Tasks         []data.Task
-	Selection     runfolder.Selection // how Tasks were chosen, for run.json (the caller applied it)
-	Repeats       int
-	Parallel      int
-	Shard         runfolder.Shard
-	ModelSpec     string
-	Model         model.Model
-	// BaseURL, ReasoningEffort and MaxTokens describe the model calls for run.json (the model
-	// value already applies them).
-	BaseURL         string
-	ReasoningEffort string
-	MaxTokens       int
-	Backend         sandbox.Backend
-	Limits          sandbox.Limits // per episode
+	Folder *runfolder.Folder
+	// Description is what run.json says of the run that the runner does not use itself.
+	Description Description
+	Tasks       []data.Task
+	Repeats     int
+	Parallel    int
+	Shard       runfolder.Shard
+	Model       model.Model
+	// MaxTokens is the output cap the model value applies, which the loop summarises against.
+	MaxTokens int
+	Backend   sandbox.Backend
+	Limits    sandbox.Limits // per episode
 	// Tools are what the caller's probe of Backend found (sandbox.ProbeTools), so that a
 	// backend or image that cannot run an episode fails before it says anything of the run;
 	// nil: Run probes first.
@@ -57,7 +53,7 @@ type Config struct {
 	// Prices give each episode its cost; nil when the model's prices are unknown.
 	Prices *model.Prices
 	// Prompts are every text the model sees (nil: the built-in set).
-	Prompts *harness.Prompts
+	Prompts *promptset.Set
 	// Grace is how long running episodes may go on once ctx is cancelled (Ctrl-C) before they
 	// are stopped and recorded as unfinished; Abort, when closed, ends the grace at once.
 	Grace time.Duration
@@ -68,15 +64,23 @@ type Config struct {
 	// rules. Judge names it in run.json and the summary ("" for the rules).
 	Scorer grader.Scorer
 	Judge  string
-	// Permanent tells a model error that no retry will cure (a bad key, an unknown model): when
-	// the first episodes all end in one, the run stops instead of burning through every task.
-	Permanent func(error) bool
 	// MaxCost, when more than 0, is the run's budget in USD, what the folder's earlier results
 	// spent included: no episode starts once the spend plus a projection of the running ones
 	// would pass it, and the running ones stop, as grader.StatusCostLimit, when the spend
 	// (their calls included) reaches it (ErrBudget). CostPrior projects an episode before any
 	// has a cost (the published cost a task, when known; 0 projects nothing).
 	MaxCost, CostPrior float64
+}
+
+// Description is what the caller knows of a run, for run.json: where its tasks come from and
+// which model answers, as the caller chose and applied them.
+type Description struct {
+	Dataset       string              // the dataset spec
+	DatasetCommit string              // the Hub commit the tasks come from, when they do
+	Selection     runfolder.Selection // how Tasks were chosen among those asked for
+	Model         string              // the model spec
+	// BaseURL and ReasoningEffort describe the model calls (the model value applies them).
+	BaseURL, ReasoningEffort string
 }
 
 // loop is the loop the episodes follow.
@@ -253,7 +257,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		mu.Lock()
 		spend.ended(r)
 		ended++
-		if err != nil && cfg.Permanent != nil && cfg.Permanent(err) {
+		if model.Permanent(err) {
 			permanent++
 		}
 		if ended == earlyStop && permanent == earlyStop {

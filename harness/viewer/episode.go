@@ -6,9 +6,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
@@ -46,7 +46,7 @@ type Call struct {
 	// line was have none).
 	HasResult bool
 	Result    model.Message
-	Shell     *harness.ShellOutput // the result read as a shell result, when it is one
+	Shell     *promptset.ShellOutput // the result read as a shell result, when it is one
 }
 
 // readTurns reads a trajectory, streaming it: the raw requests and responses (every request
@@ -56,7 +56,7 @@ type Call struct {
 // returned beside what could be read. Shell results are read back in the words of prompts, the
 // set the run used (nil: the built-in one); a result they do not fit shows as the text the
 // model read.
-func readTurns(r io.Reader, prompts *harness.Prompts) ([]Turn, []string) {
+func readTurns(r io.Reader, prompts *promptset.Set) ([]Turn, []string) {
 	var turns []Turn
 	var problems []string
 	var pending Turn // the events seen since the last turn record
@@ -147,7 +147,7 @@ func newTurn(rec runfolder.TurnRecord, events Turn) Turn {
 
 // attachResults gives the calls of the previous turn their results from the next call's
 // input, and returns the tool results that answer none of them.
-func attachResults(prev *Turn, input []model.Message, prompts *harness.Prompts) []model.Message {
+func attachResults(prev *Turn, input []model.Message, prompts *promptset.Set) []model.Message {
 	var orphans []model.Message
 	for _, m := range input {
 		if m.Role != model.RoleTool {

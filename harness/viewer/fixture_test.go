@@ -13,6 +13,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/shellspec"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
@@ -37,7 +38,7 @@ type episodeSpec struct {
 	task     string
 	repeat   int
 	turns    int
-	output   int  // characters each command prints; above sandbox.OutputLimit the model sees it cut
+	output   int  // characters each command prints; above shellspec.OutputLimit the model sees it cut
 	finished bool // compressed, with a result line and a submission
 	// old: written before trajectories kept the last turn's results, which a finished
 	// episode's now ends with
@@ -86,7 +87,7 @@ func factors(names []string) []map[string]string {
 // the sandbox keeps it (cut to OutputLimit with the notice in the middle).
 func shellResult(code int, stdout, stderr string) string {
 	keep := func(s string) string {
-		c := sandbox.NewCapture(sandbox.OutputLimit)
+		c := sandbox.NewCapture(shellspec.OutputLimit)
 		c.Write([]byte(s))
 		return c.String()
 	}

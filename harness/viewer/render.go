@@ -12,8 +12,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
@@ -72,7 +72,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"label":   label,
 	"abbr":    abbr,
 	"iterate": func(n int) []int { return make([]int, n) },
-	"stream":  func(name string, s harness.Stream) streamView { return streamView{name, s} },
+	"stream":  func(name string, s promptset.Stream) streamView { return streamView{name, s} },
 }).ParseFS(assets, "assets/*.tmpl"))
 
 // visible shows a text's control characters instead of passing them to the browser, written
@@ -134,7 +134,7 @@ func abbr(status string, score float64) string {
 // streamView is an output stream with its name, for the stream template.
 type streamView struct {
 	Name   string
-	Stream harness.Stream
+	Stream promptset.Stream
 }
 
 // fold says an output is long enough to be folded away until opened.
