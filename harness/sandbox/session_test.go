@@ -33,7 +33,7 @@ func startPipeAgent(t *testing.T, answer func(id json.RawMessage, req map[string
 	ansR, ansW := io.Pipe()
 	a := &pipeAgent{answer: answer, requests: reqR, answers: ansW, ended: make(chan struct{})}
 	go a.serve()
-	s := newSession(a, reqW, ansR, &boundedBuffer{limit: 1024}, "/home/user")
+	s := newSession(a, reqW, ansR, &boundedBuffer{limit: 1024}, "/home/user", nil)
 	t.Cleanup(func() { s.Close() })
 	return s
 }
