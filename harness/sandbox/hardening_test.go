@@ -105,42 +105,58 @@ func TestNoConnectionToHostSockets(t *testing.T) {
 	for _, b := range backends(t, true) {
 		t.Run(b.Name(), func(t *testing.T) {
 			f := newFixture(t)
-			// A host service's socket inside the workspace (the one host folder every backend
-			// shows), and an abstract one: stand-ins for docker.sock, D-Bus or a tmux server.
-			path := filepath.Join(f.scratch, "host.sock")
-			abstract := fmt.Sprintf("@aa-grade-test-%d", os.Getpid())
-			accepted := make(chan string, 2)
-			for _, addr := range []string{path, abstract} {
-				l, err := net.Listen("unix", addr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { l.Close() })
-				go func() {
-					if c, err := l.Accept(); err == nil {
-						c.Close()
-						accepted <- addr
-					}
-				}()
-			}
-			os.Chmod(path, 0o777)
+			sockets := listenHostUnixSockets(t, f.scratch)
 			sb := start(t, b, f)
-			for _, addr := range []string{"host.sock", `\0` + abstract[1:]} {
-				r := run(t, sb, fmt.Sprintf(`python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('%s'); print('connected')"`, addr))
-				if strings.Contains(r.Stdout, "connected") {
-					t.Errorf("connected to %s: %+v", addr, r)
-				}
-			}
-			select {
-			case addr := <-accepted:
-				t.Fatalf("the host socket %s saw a connection", addr)
-			case <-time.After(300 * time.Millisecond):
-			}
+			sockets.assertUnreachable(t, sb)
 			r := run(t, sb, `python3 -c "import socket; a, b = socket.socketpair(); a.send(b'ok'); print(b.recv(2).decode())"`)
 			if r.Stdout != "ok\n" {
 				t.Fatalf("socketpair, which the sandbox keeps, failed: %+v", r)
 			}
 		})
+	}
+}
+
+// hostUnixSockets are a host service's sockets: one in the workspace (the one host folder
+// every backend shows) and an abstract one, stand-ins for docker.sock, D-Bus or a tmux server.
+type hostUnixSockets struct {
+	abstract string
+	accepted chan string
+}
+
+func listenHostUnixSockets(t *testing.T, scratch string) hostUnixSockets {
+	t.Helper()
+	path := filepath.Join(scratch, "host.sock")
+	h := hostUnixSockets{abstract: fmt.Sprintf("@aa-grade-test-%d", os.Getpid()), accepted: make(chan string, 2)}
+	for _, addr := range []string{path, h.abstract} {
+		l, err := net.Listen("unix", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			if c, err := l.Accept(); err == nil {
+				c.Close()
+				h.accepted <- addr
+			}
+		}()
+	}
+	os.Chmod(path, 0o777)
+	return h
+}
+
+// assertUnreachable: no command of sb connects to either socket.
+func (h hostUnixSockets) assertUnreachable(t *testing.T, sb Sandbox) {
+	t.Helper()
+	for _, addr := range []string{"host.sock", `\0` + h.abstract[1:]} {
+		r := run(t, sb, fmt.Sprintf(`python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('%s'); print('connected')"`, addr))
+		if strings.Contains(r.Stdout, "connected") {
+			t.Errorf("connected to %s: %+v", addr, r)
+		}
+	}
+	select {
+	case addr := <-h.accepted:
+		t.Fatalf("the host socket %s saw a connection", addr)
+	case <-time.After(300 * time.Millisecond):
 	}
 }
 

@@ -298,7 +298,7 @@ func (c *relayConn) received(data []byte) error {
 	case c.inBytes+c.ungranted+len(data) > relayWindow:
 		return fmt.Errorf("relay data beyond the %d bytes granted", relayWindow)
 	case c.closed:
-		c.ungranted += len(data) // dropped, never granted back: the sender stops soon
+		c.ungranted += len(data) // dropped, never granted back
 		return nil
 	}
 	c.in = append(c.in, data)
@@ -459,6 +459,7 @@ func (c *relayConn) Close() error {
 		return net.ErrClosed
 	}
 	c.closed = true
+	c.ungranted += c.inBytes // dropped, never granted back
 	c.in, c.inBytes = nil, 0
 	c.wake()
 	c.mu.Unlock()
@@ -475,8 +476,6 @@ func (c *relayConn) sendClose() {
 		c.mu.Unlock()
 		return
 	}
-	c.closed = true
-	c.wake()
 	c.mu.Unlock()
 	c.mux.send(frame{Conn: c.id, Kind: frameClose}) // a failure is the channel's end, which shut reports
 	c.mu.Lock()
