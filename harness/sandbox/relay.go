@@ -236,7 +236,8 @@ func (m *relayMux) shut(err error) {
 type relayConn struct {
 	mux *relayMux
 	id  uint64
-	wmu sync.Mutex // one sender of this connection's frames at a time: data keeps its order
+	wmu sync.Mutex // one Write or CloseWrite at a time: data keeps its order
+	smu sync.Mutex // one frame of this connection at a time, none after its close
 
 	mu         sync.Mutex
 	changed    chan struct{} // closed and replaced at every change a Read or Write may wait for
@@ -247,6 +248,7 @@ type relayConn struct {
 	credit     int  // bytes this side may still send
 	outEOF     bool // this side sent eof
 	closed     bool // Close was called
+	closing    bool // this side's close frame is going out: no frame follows it
 	closeSent  bool // this side's close frame is out
 	peerClosed bool // the other side's close came
 	broken     error
@@ -340,15 +342,41 @@ func (c *relayConn) peerClose() error {
 	}
 	c.peerClosed, c.inEOF = true, true
 	c.wake()
-	sent, closing := c.closeSent, c.closed
+	sent, closing := c.closeSent, c.closing
 	c.mu.Unlock()
 	switch {
 	case sent:
 		c.mux.forget(c)
 	case !closing:
-		go c.sendClose()
+		go c.send(frame{Conn: c.id, Kind: frameClose})
 	}
 	return nil
+}
+
+// send sends one frame of c; none goes after its close, which a side that got both closes
+// would take for a frame of a connection never opened. Once both closes crossed, the id is
+// forgotten.
+func (c *relayConn) send(f frame) error {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return net.ErrClosed
+	}
+	c.closing = f.Kind == frameClose
+	c.mu.Unlock()
+	err := c.mux.send(f)
+	if f.Kind == frameClose {
+		c.mu.Lock()
+		c.closeSent = true
+		forget := c.peerClosed
+		c.mu.Unlock()
+		if forget {
+			c.mux.forget(c)
+		}
+	}
+	return err
 }
 
 // Read reads data the other side sent, and grants the sender more once half a window was read.
@@ -377,9 +405,8 @@ func (c *relayConn) Read(p []byte) (int, error) {
 			}
 			c.mu.Unlock()
 			if grant > 0 {
-				c.wmu.Lock()
-				c.mux.send(frame{Conn: c.id, Kind: frameCredit, Credit: grant}) // a failure is the channel's end, which shut reports
-				c.wmu.Unlock()
+				// Not behind a Write waiting for credit (wmu): this grant may be what it waits for.
+				c.send(frame{Conn: c.id, Kind: frameCredit, Credit: grant}) // a failure is the channel's end, which shut reports
 			}
 			return n, nil
 		case c.inEOF:
@@ -427,7 +454,7 @@ func (c *relayConn) Write(p []byte) (int, error) {
 		if err != nil {
 			return written, err
 		}
-		if err := c.mux.send(frame{Conn: c.id, Kind: frameData, Data: p[:n]}); err != nil {
+		if err := c.send(frame{Conn: c.id, Kind: frameData, Data: p[:n]}); err != nil {
 			return written, err
 		}
 		written += n
@@ -448,7 +475,7 @@ func (c *relayConn) CloseWrite() error {
 	if skip {
 		return nil
 	}
-	return c.mux.send(frame{Conn: c.id, Kind: frameEOF})
+	return c.send(frame{Conn: c.id, Kind: frameEOF})
 }
 
 // Close ends the connection: what this side sent still arrives, what comes after is dropped.
@@ -463,28 +490,8 @@ func (c *relayConn) Close() error {
 	c.in, c.inBytes = nil, 0
 	c.wake()
 	c.mu.Unlock()
-	c.sendClose()
+	c.send(frame{Conn: c.id, Kind: frameClose}) // net.ErrClosed: answering the other side's already; another failure is the channel's end
 	return nil
-}
-
-// sendClose sends this side's close once, and forgets the id when the other side's is in.
-func (c *relayConn) sendClose() {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.mu.Lock()
-	if c.closeSent {
-		c.mu.Unlock()
-		return
-	}
-	c.mu.Unlock()
-	c.mux.send(frame{Conn: c.id, Kind: frameClose}) // a failure is the channel's end, which shut reports
-	c.mu.Lock()
-	c.closeSent = true
-	peerClosed := c.peerClosed
-	c.mu.Unlock()
-	if peerClosed {
-		c.mux.forget(c)
-	}
 }
 
 // peerGone says the other side closed the connection.
