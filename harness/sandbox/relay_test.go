@@ -114,7 +114,7 @@ const testPort = 4000
 
 // relayPair is both sides of a relay joined by pipes, as the agent and aa-grade are, with
 // the agent's side taking no more connections than its slots.
-func relayPair(t *testing.T) (agent *relayMux, host *relayListener) {
+func relayPair(t testing.TB) (agent *relayMux, host *relayListener) {
 	t.Helper()
 	toHostR, toHostW := io.Pipe()
 	toAgentR, toAgentW := io.Pipe()

@@ -64,6 +64,9 @@ func (a *pipeAgent) serve() {
 		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
 			return
 		}
+		if _, ok := req["relay"]; ok {
+			continue // a relay frame, which no line answers
+		}
 		for _, line := range a.answer(req["id"], req) {
 			lines <- line
 		}
