@@ -32,19 +32,27 @@ prm = data[0].prm | data[1].prm << 32
 print("uid=%d eff=%x prm=%x bounding=%d nnp=%d" % (os.getuid(), eff, prm, len(bounding), libc.prctl(39, 0, 0, 0, 0)))
 PY`
 
+// assertNoCapabilities: a command of sb has no capability, none in its bounding set, and
+// no_new_privs; it returns the command's uid.
+func assertNoCapabilities(t *testing.T, sb Sandbox) int {
+	t.Helper()
+	r := run(t, sb, capsScript)
+	var uid, bounding, nnp int
+	var eff, prm string
+	if _, err := fmt.Sscanf(r.Stdout, "uid=%d eff=%s prm=%s bounding=%d nnp=%d", &uid, &eff, &prm, &bounding, &nnp); err != nil {
+		t.Fatalf("%v: %+v", err, r)
+	}
+	if eff != "0" || prm != "0" || bounding != 0 || nnp != 1 {
+		t.Fatalf("capabilities inside: %s", r.Stdout)
+	}
+	return uid
+}
+
 func TestNoCapabilitiesInside(t *testing.T) {
 	for _, b := range backends(t, true) {
 		t.Run(b.Name(), func(t *testing.T) {
 			sb := start(t, b, newFixture(t))
-			r := run(t, sb, capsScript)
-			var uid, bounding, nnp int
-			var eff, prm string
-			if _, err := fmt.Sscanf(r.Stdout, "uid=%d eff=%s prm=%s bounding=%d nnp=%d", &uid, &eff, &prm, &bounding, &nnp); err != nil {
-				t.Fatalf("%v: %+v", err, r)
-			}
-			if eff != "0" || prm != "0" || bounding != 0 || nnp != 1 {
-				t.Fatalf("capabilities inside: %s", r.Stdout)
-			}
+			uid := assertNoCapabilities(t, sb)
 			if os.Geteuid() == 0 && b.Name() == NameBwrap && uid != SandboxUID {
 				t.Fatalf("commands run as uid %d, want %d (nobody) when aa-grade is root", uid, SandboxUID)
 			}

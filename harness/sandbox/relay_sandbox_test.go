@@ -374,6 +374,7 @@ func TestRelayEscapes(t *testing.T) {
 				}()
 			}
 			sb, _ := startRelay(t, c.b, f, relayHandler())
+			assertNoCapabilities(t, sb) // none kept from bringing the loopback up
 			assertNoTCPToHost(t, sb)
 			assertNoUDPToHost(t, sb)
 			assertNoDNS(t, sb)

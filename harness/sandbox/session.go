@@ -179,7 +179,8 @@ func (s *session) ask(ctx context.Context, req request, wait time.Duration, v an
 
 // read takes the agent's lines until its output ends or a line is one the agent would not
 // write; then no reply comes any more, the relay's connections fail, and a refused line
-// ends the sandbox at once.
+// ends the sandbox at once. What the agent writes after that is read and dropped, so that
+// its writer (docker's demultiplexer) never waits on a reader gone, and Close on it.
 func (s *session) read() {
 	err, refused := s.readLines()
 	s.rmu.Lock()
@@ -195,8 +196,9 @@ func (s *session) read() {
 		s.relay.Close()
 	}
 	if refused {
-		s.Close()
+		go s.Close()
 	}
+	io.Copy(io.Discard, s.stdout)
 }
 
 // readLines hands each line to the relay or the request in flight; it returns why it stopped,
