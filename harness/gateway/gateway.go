@@ -96,6 +96,9 @@ type Config struct {
 	// call ends, so that the lines of calls made at once do not interleave; calls are
 	// recorded one at a time.
 	Record func(model.Event)
+	// Used, when set, is told each call's usage as the call ends, so that the run's budget
+	// counts it at once (as the loop's calls are counted).
+	Used func(model.Usage)
 	// Capped is told, once, the first time a call is refused past a cap, so that the episode
 	// can stop its agent and end with its own status (the error wraps ErrCap).
 	Capped func(error)
@@ -245,9 +248,12 @@ func (g *Gateway) capReached() error {
 // used adds a call's usage to the totals.
 func (g *Gateway) used(u model.Usage) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.totals.Usage.Add(u)
 	g.totals.CostUSD = g.cfg.Prices.Cost(g.totals.Usage)
+	g.mu.Unlock()
+	if g.cfg.Used != nil {
+		g.cfg.Used(u)
+	}
 }
 
 // count adds to the refused requests and retried attempts.

@@ -28,6 +28,7 @@ import (
 const (
 	keySystem                 = "system"
 	keyTask                   = "task"
+	keyAgentTask              = "agent_task"
 	keyShellTool              = "shell_tool"
 	keyShellDescription       = "shell_description"
 	keyShellCmdDescription    = "shell_cmd_description"
@@ -73,7 +74,7 @@ type promptKey struct {
 
 // promptKeys are the keys every set has, in file order.
 var promptKeys = []promptKey{
-	{name: keySystem}, {name: keyTask},
+	{name: keySystem}, {name: keyTask}, {name: keyAgentTask, optional: true},
 	{name: keyShellTool, toolName: true}, {name: keyShellDescription}, {name: keyShellCmdDescription}, {name: keyShellParamsDesc, optional: true},
 	{name: keyFinishTool, toolName: true}, {name: keyFinishDescription}, {name: keyFinishReasonDesc}, {name: keyFinishPathsDesc},
 	{name: keyFinishParamsDesc, optional: true},
@@ -116,6 +117,26 @@ type Set struct {
 var builtinText []byte
 
 var builtin = mustParse(builtinText)
+
+// builtinAgentTaskText is the task an agent run (--agent) hands a CLI or program that has no
+// finish tool: the task's words but for the finish tool. It stands apart from the built-in
+// set, so that the loop's set, and the hash run.json keeps of it, stay as they were; a set of
+// the user's own may hold an agent_task of its own.
+//
+//go:embed builtin-agent-task.txt
+var builtinAgentTaskText string
+
+var builtinAgentTask = mustTemplate(keyAgentTask, builtinAgentTaskText)
+
+// mustTemplate parses a built-in text of key, which tests keep valid.
+func mustTemplate(key, text string) template {
+	k, _ := keyNamed(key)
+	p := &Set{texts: map[string]string{}, parsed: map[string]template{}}
+	if err := p.set(k, strings.TrimSuffix(text, "\n")); err != nil {
+		panic("the built-in " + key + ": " + err.Error())
+	}
+	return p.parsed[key]
+}
 
 // mustParse parses the built-in set, which tests keep valid.
 func mustParse(doc []byte) *Set {
@@ -290,6 +311,18 @@ func (p *Set) Format() []byte {
 		fmt.Fprintf(&b, "--- %s ---\n%s\n", k.name, p.texts[k.name])
 	}
 	return b.Bytes()
+}
+
+// AgentSHA256 identifies the set in the header of an agent run: the hash of Format and of the
+// agent task the run hands over, the built-in one when the set has none.
+func (p *Set) AgentSHA256() string {
+	p = p.orBuiltin()
+	h := sha256.New()
+	h.Write(p.Format())
+	if p.texts[keyAgentTask] == "" {
+		fmt.Fprintf(h, "--- %s ---\n%s\n", keyAgentTask, strings.TrimSuffix(builtinAgentTaskText, "\n"))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // SHA256 identifies the set in a run's header: the hash of Format, so comments, key order

@@ -91,6 +91,16 @@ func (t Texts) FinishTool() string { return t.vars["finish_tool"] }
 
 func (t Texts) System() string         { return t.text(keySystem, nil) }
 func (t Texts) Task() string           { return t.text(keyTask, nil) }
+
+// AgentTask is the task an agent run hands over: the set's agent_task, else the built-in one.
+func (t Texts) AgentTask() string {
+	if t.p.texts[keyAgentTask] != "" {
+		return t.text(keyAgentTask, nil)
+	}
+	var b strings.Builder
+	builtinAgentTask.render(&b, t.vars)
+	return b.String()
+}
 func (t Texts) Continue() string       { return t.text(keyContinue, nil) }
 func (t Texts) SummaryRequest() string { return t.text(keySummaryRequest, nil) }
 func (t Texts) SummaryAck() string     { return t.text(keySummaryAck, nil) }

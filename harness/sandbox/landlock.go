@@ -126,10 +126,7 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		cgroup.remove()
 		return nil, err
 	}
-	env := spec.Env
-	if env == nil {
-		env = CleanEnv(spec.Scratch)
-	}
+	env := spec.env(spec.Scratch)
 	env = append(withTmp(env, tmp), confine)
 	cmd := exec.Command(spec.Agent, spec.AgentArg...)
 	cmd.Dir, cmd.Env, cmd.SysProcAttr = spec.Scratch, env, ns
