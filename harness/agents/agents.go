@@ -124,12 +124,28 @@ type Episode struct {
 	MaxTurns int    // model calls the episode may make (0: no cap of the agent's own)
 }
 
-// Launch is how to start the agent: a bash command line, run in the workspace, and the
-// variables to add to the sandbox's environment. The prompt is handed over in a variable
-// (PromptVar), so that no quoting of the command line can alter it.
+// Launch is how to start the agent: variables, then a bash command line that uses them, run
+// in the workspace. Script joins them into the one command the sandbox runs. The prompt is
+// handed over in a variable (PromptVar), so that no quoting of the command line alters it.
 type Launch struct {
 	Command string
-	Env     []string
+	Env     []string // NAME=value
+}
+
+// Script is the bash command that exports the variables and runs the command.
+func (l Launch) Script() string {
+	var b strings.Builder
+	for _, kv := range l.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "export %s=%s\n", name, shellQuote(value))
+	}
+	b.WriteString(l.Command)
+	return b.String()
+}
+
+// shellQuote is s as one bash word, whatever it holds.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // The variables every agent gets (docs/agents.md is the contract).

@@ -72,11 +72,11 @@ func launch(t *testing.T, a Agent, e Episode) (args []string, env []string, home
 	fakeProgram(t, bin, "claude")
 	fakeProgram(t, bin, "codex")
 	l := a.Launch(e)
-	cmd := exec.Command("bash", "-c", l.Command)
+	cmd := exec.Command("bash", "-c", l.Script())
 	cmd.Dir = t.TempDir()
-	cmd.Env = append([]string{"PATH=" + bin + ":/usr/bin:/bin", "TMPDIR=" + tmp, "OUT=" + out}, l.Env...)
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "TMPDIR=" + tmp, "OUT=" + out}
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", l.Command, err, b)
+		t.Fatalf("%s: %v\n%s", l.Script(), err, b)
 	}
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(out, name))
@@ -147,8 +147,8 @@ func TestCodexLaunch(t *testing.T) {
 func TestCommandLaunch(t *testing.T) {
 	out := t.TempDir()
 	l := Agent{Name: "command", Command: `printf '%s' "$AA_GRADE_PROMPT" > "$OUT/prompt"; env > "$OUT/env"`}.Launch(episode())
-	cmd := exec.Command("bash", "-c", l.Command)
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "TMPDIR=" + t.TempDir(), "OUT=" + out}, l.Env...)
+	cmd := exec.Command("bash", "-c", l.Script())
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + t.TempDir(), "OUT=" + out}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}

@@ -179,7 +179,10 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	for _, f := range files {
 		args = append(args, "--ro-bind", f.host, filepath.Join(ReferenceWorkdir, f.rel))
 	}
-	env := spec.env(ReferenceWorkdir)
+	env := spec.Env
+	if env == nil {
+		env = CleanEnv(ReferenceWorkdir)
+	}
 	// The tmpfs' pages are memory too: they get the disk limit on top of the processes' own,
 	// so that a full workspace is "No space left on device", not a sandbox out of memory.
 	cgroup := newSandboxCgroup(limits.memory() + limits.disk())

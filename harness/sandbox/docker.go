@@ -156,7 +156,10 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) map[string]any {
 	limits := spec.Limits
 	disk, inodes := limits.disk(), limits.inodes()
-	env := spec.env(ReferenceWorkdir)
+	env := spec.Env
+	if env == nil {
+		env = CleanEnv(ReferenceWorkdir)
+	}
 	// The container already has no capability and no network; the agent still sets its
 	// syscall filter and no_new_privs, and kills all (it is pid 1) when its input ends.
 	confine, _ := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, ProcessesBounded: true,

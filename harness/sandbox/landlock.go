@@ -126,7 +126,10 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		cgroup.remove()
 		return nil, err
 	}
-	env := spec.env(spec.Scratch)
+	env := spec.Env
+	if env == nil {
+		env = CleanEnv(spec.Scratch)
+	}
 	env = append(withTmp(env, tmp), confine)
 	cmd := exec.Command(spec.Agent, spec.AgentArg...)
 	cmd.Dir, cmd.Env, cmd.SysProcAttr = spec.Scratch, env, ns

@@ -23,8 +23,7 @@ type Spec struct {
 	Scratch  string     // a fresh host folder for the workspace of landlock (under a tmpfs where it has a mount namespace) and none; bwrap and docker keep theirs in a tmpfs
 	Agent    string     // the agent executable (default: this executable)
 	AgentArg []string   // its arguments that select agent mode
-	Env      []string   // the whole environment of commands (nil: CleanEnv of the workspace)
-	AddEnv   []string   // variables added to it (an agent's settings: docs/agents.md)
+	Env      []string   // the whole environment of commands (see CleanEnv)
 	Limits   Limits     // what the episode may use of the host (zero: DefaultLimits)
 	Relay    *RelaySpec // a relay from the sandbox's loopback to aa-grade (nil: none, no socket at all)
 }
@@ -169,15 +168,6 @@ func Select(name string) (Backend, error) {
 		names = append(names, b.Name())
 	}
 	return nil, fmt.Errorf("unknown sandbox %q; known: auto, %s", name, strings.Join(names, ", "))
-}
-
-// env is the environment of commands in a workspace at workdir.
-func (s *Spec) env(workdir string) []string {
-	env := s.Env
-	if env == nil {
-		env = CleanEnv(workdir)
-	}
-	return append(env[:len(env):len(env)], s.AddEnv...)
 }
 
 // CleanEnv is the environment commands get: nothing of the user's (no API key, no token),
