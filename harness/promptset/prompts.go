@@ -126,18 +126,6 @@ var builtin = mustParse(builtinText)
 //go:embed builtin-agent-task.txt
 var builtinAgentTaskText string
 
-var builtinAgentTask = mustTemplate(keyAgentTask, builtinAgentTaskText)
-
-// mustTemplate parses a built-in text of key, which tests keep valid.
-func mustTemplate(key, text string) template {
-	k, _ := keyNamed(key)
-	p := &Set{texts: map[string]string{}, parsed: map[string]template{}}
-	if err := p.set(k, strings.TrimSuffix(text, "\n")); err != nil {
-		panic("the built-in " + key + ": " + err.Error())
-	}
-	return p.parsed[key]
-}
-
 // mustParse parses the built-in set, which tests keep valid.
 func mustParse(doc []byte) *Set {
 	p, err := Parse(doc)
@@ -313,16 +301,18 @@ func (p *Set) Format() []byte {
 	return b.Bytes()
 }
 
-// AgentSHA256 identifies the set in the header of an agent run: the hash of Format and of the
-// agent task the run hands over, the built-in one when the set has none.
-func (p *Set) AgentSHA256() string {
+// ForAgents is the set an agent run uses: p with its agent_task, the built-in one when p has
+// none, so that the run's copy of the set, and its hash, hold the words the agents were given.
+func (p *Set) ForAgents() *Set {
 	p = p.orBuiltin()
-	h := sha256.New()
-	h.Write(p.Format())
-	if p.texts[keyAgentTask] == "" {
-		fmt.Fprintf(h, "--- %s ---\n%s\n", keyAgentTask, strings.TrimSuffix(builtinAgentTaskText, "\n"))
+	if p.texts[keyAgentTask] != "" {
+		return p
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	out, err := p.with(keyAgentTask, strings.TrimSuffix(builtinAgentTaskText, "\n"))
+	if err != nil {
+		panic("the built-in agent task: " + err.Error()) // tests keep it valid
+	}
+	return out
 }
 
 // SHA256 identifies the set in a run's header: the hash of Format, so comments, key order

@@ -382,32 +382,36 @@ func TestDocumentedKeys(t *testing.T) {
 }
 
 // TestAgentTask: an agent run hands over the set's agent_task, else the built-in one, which is
-// the task without the finish tool; the loop's hash does not count the built-in agent task,
-// the agent run's does.
+// the task without the finish tool; the built-in set (and so the loop's hash) holds no agent
+// task, the agent run's set does.
 func TestAgentTask(t *testing.T) {
 	facts := Facts{Workdir: "/home/user", MaxTurns: 12, CommandTimeout: time.Minute}
-	got := Builtin().ForEpisode(facts).AgentTask()
+	agents := Builtin().ForAgents()
+	got := agents.ForEpisode(facts).AgentTask()
 	if !strings.Contains(got, "/home/user/agent_output.json") {
 		t.Errorf("the built-in agent task does not say where the answer goes:\n%s", got)
 	}
-	if finish := Builtin().ForEpisode(facts).FinishTool(); strings.Contains(got, finish) {
+	if finish := agents.ForEpisode(facts).FinishTool(); strings.Contains(got, finish) {
 		t.Errorf("the built-in agent task names the %s tool, which an agent does not have:\n%s", finish, got)
 	}
-	if got == Builtin().ForEpisode(facts).Task() {
+	if got == agents.ForEpisode(facts).Task() {
 		t.Error("the agent task should differ from the loop's")
+	}
+	if bytes.Contains(Builtin().Format(), []byte(keyAgentTask)) {
+		t.Error("the built-in set's file (and so the loop's hash) should not hold the agent task")
+	}
+	if !bytes.Contains(agents.Format(), []byte("--- "+keyAgentTask+" ---")) || agents.SHA256() == Builtin().SHA256() {
+		t.Error("an agent run's copy of the set, and its hash, must hold the agent task it hands over")
 	}
 	own, err := Builtin().with(keyAgentTask, "Answer in {{output_path}} within {{max_turns}} calls.")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := own.ForEpisode(facts).AgentTask(); got != "Answer in /home/user/agent_output.json within 12 calls." {
+	if own.ForAgents() != own {
+		t.Error("a set with an agent task of its own keeps it")
+	}
+	if got := own.ForAgents().ForEpisode(facts).AgentTask(); got != "Answer in /home/user/agent_output.json within 12 calls." {
 		t.Errorf("a set's own agent task renders %q", got)
-	}
-	if Builtin().AgentSHA256() == Builtin().SHA256() || own.AgentSHA256() == Builtin().AgentSHA256() {
-		t.Error("an agent run's hash must count the agent task it hands over")
-	}
-	if bytes.Contains(Builtin().Format(), []byte(keyAgentTask)) {
-		t.Error("the built-in set's file (and so the loop's hash) should not hold the agent task")
 	}
 	if _, err := Builtin().with(keyAgentTask, "{{no_such_placeholder}}"); err == nil {
 		t.Error("an agent task with an unknown placeholder was accepted")

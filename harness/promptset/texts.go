@@ -87,20 +87,13 @@ func (t Texts) text(key string, values map[string]string) string {
 func (t Texts) ShellTool() string  { return t.vars["shell_tool"] }
 func (t Texts) FinishTool() string { return t.vars["finish_tool"] }
 
+// AgentTask is the task an agent run hands over, from a set of ForAgents.
+func (t Texts) AgentTask() string { return t.text(keyAgentTask, nil) }
+
 // The messages of an episode, one per key of the set.
 
 func (t Texts) System() string         { return t.text(keySystem, nil) }
 func (t Texts) Task() string           { return t.text(keyTask, nil) }
-
-// AgentTask is the task an agent run hands over: the set's agent_task, else the built-in one.
-func (t Texts) AgentTask() string {
-	if t.p.texts[keyAgentTask] != "" {
-		return t.text(keyAgentTask, nil)
-	}
-	var b strings.Builder
-	builtinAgentTask.render(&b, t.vars)
-	return b.String()
-}
 func (t Texts) Continue() string       { return t.text(keyContinue, nil) }
 func (t Texts) SummaryRequest() string { return t.text(keySummaryRequest, nil) }
 func (t Texts) SummaryAck() string     { return t.text(keySummaryAck, nil) }
