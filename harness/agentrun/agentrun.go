@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
@@ -157,4 +158,39 @@ func newToken() (string, error) {
 		return "", fmt.Errorf("draw the episode's token: %w", err)
 	}
 	return "aag-" + hex.EncodeToString(b), nil
+}
+
+// ErrNotInstalled marks an agent whose program the sandbox does not have.
+var ErrNotInstalled = errors.New("the agent is not installed in the sandbox")
+
+// Version asks the agent its version in an empty sandbox of b, before a run: what it printed
+// ("" for a program of the user's own, which has no version command), or ErrNotInstalled
+// naming the program and its npm package.
+func Version(ctx context.Context, b sandbox.Backend, a agents.Agent) (string, error) {
+	cmd := a.VersionCommand()
+	if cmd == "" {
+		return "", nil
+	}
+	res, err := sandbox.RunEmpty(ctx, b, cmd, time.Minute)
+	if err != nil {
+		return "", fmt.Errorf("ask %s its version: %w", a, err)
+	}
+	program, pkg := a.Program()
+	switch {
+	case res.ExitCode == 127:
+		return "", fmt.Errorf("%w: %s (npm package %s) is not on the %s sandbox's PATH", ErrNotInstalled, program, pkg, b.Name())
+	case res.ExitCode != 0 || res.TimedOut:
+		return "", fmt.Errorf("%s: exit status %d: %s", cmd, res.ExitCode, firstLine(res.Stderr+res.Stdout))
+	}
+	return firstLine(res.Stdout), nil
+}
+
+// firstLine is the first line of s that is not blank, trimmed.
+func firstLine(s string) string {
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			return line
+		}
+	}
+	return ""
 }

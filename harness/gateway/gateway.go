@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -279,3 +280,34 @@ func (g *Gateway) record(events []model.Event) {
 		g.cfg.Record(e)
 	}
 }
+
+// UpstreamOf is the upstream of an agent run: the run's model m (a provider of harness/model),
+// called with the first protocol of speaks that its API offers (an OpenAI-style API serves
+// Chat Completions and the Responses API; Anthropic serves Messages), and the model's name.
+func UpstreamOf(m model.Model, speaks []Protocol) (Upstream, string, error) {
+	var o model.Options
+	var offered []Protocol
+	switch v := m.(type) {
+	case *model.OpenAIChat:
+		o, offered = v.Options, []Protocol{Chat, Responses}
+	case *model.OpenAIResponses:
+		o, offered = v.Options, []Protocol{Responses, Chat}
+	case *model.Anthropic:
+		o, offered = v.Options, []Protocol{Messages}
+	default:
+		return Upstream{}, "", fmt.Errorf("an agent calls a provider's API, which %T is not", m)
+	}
+	for _, p := range offered {
+		if slices.Contains(speaks, p) {
+			return Upstream{Protocol: p, BaseURL: o.BaseURL, APIKey: o.APIKey}, o.Model, nil
+		}
+	}
+	var names []string
+	for _, p := range speaks {
+		names = append(names, p.String())
+	}
+	return Upstream{}, "", fmt.Errorf("%w: the agent speaks %s, which the model's API (%s) does not", ErrProtocol, strings.Join(names, " or "), offered[0])
+}
+
+// ErrProtocol marks an agent and a model that speak no protocol in common.
+var ErrProtocol = errors.New("the agent cannot call this model")
