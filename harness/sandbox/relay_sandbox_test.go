@@ -154,21 +154,22 @@ func TestRelay(t *testing.T) {
 			var written atomic.Int64
 			stalled := make(chan struct{})
 			h.HandleFunc("/flood", func(w http.ResponseWriter, r *http.Request) {
-				chunk := pattern(1 << 20)
-				for range 64 {
-					n, err := w.Write(chunk)
+				chunk := bytes.Repeat(pattern(1<<20), 64) // written in pieces, so that its progress shows
+				for ; len(chunk) > 0; chunk = chunk[32<<10:] {
+					n, err := w.Write(chunk[:32<<10])
 					written.Add(int64(n))
 					if err != nil {
 						return
 					}
 				}
 			})
-			// /stalled answers once the flood's writer made no progress for a while: what it
-			// wrote then is what the way to a reader that reads nothing holds.
+			// /stalled answers once the flood's writer, which wrote something, made no progress
+			// for a while: what it wrote then is what the way to a reader that reads nothing
+			// holds (or less, when the writer was only slow).
 			var held int64
 			h.HandleFunc("/stalled", func(w http.ResponseWriter, r *http.Request) {
 				held = -1
-				for n := written.Load(); n != held; n = written.Load() {
+				for n := written.Load(); n != held || n == 0; n = written.Load() {
 					held = n
 					time.Sleep(300 * time.Millisecond)
 				}

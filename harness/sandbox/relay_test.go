@@ -218,7 +218,7 @@ func TestRelayConnections(t *testing.T) {
 				return
 			}
 			defer c.Close()
-			payload := bytes.Repeat([]byte{byte(i)}, 1<<20+i)
+			payload := bytes.Repeat([]byte{byte(i)}, relayWindow+relayWindow/4+i) // past a window: credit must come back
 			go func() {
 				c.Write(payload)
 				c.CloseWrite()
