@@ -80,6 +80,9 @@ func agentRun(ctx context.Context, o agentOptions, p *preparedRun, backend sandb
 		_, pkg := a.Program()
 		return nil, nil, usageErrorf("--agent: %w; install it where the sandbox sees it: `npm install -g %s` on this machine for bwrap and landlock (they show /usr), or in the image of --sandbox-image for docker", err, pkg)
 	}
+	if errors.Is(err, agentrun.ErrUnsupported) {
+		return nil, nil, usageErrorf("--agent: %w", err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("--agent: %w", err)
 	}

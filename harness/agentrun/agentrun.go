@@ -93,7 +93,7 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	texts := e.Prompts.ForEpisode(promptset.Facts{Workdir: e.Sandbox.Workdir(), Commands: e.Tools.Commands, Python: e.Tools.Python,
+	texts := e.Prompts.ForAgents().ForEpisode(promptset.Facts{Workdir: e.Sandbox.Workdir(), Commands: e.Tools.Commands, Python: e.Tools.Python,
 		MaxTurns: e.MaxTurns, CommandTimeout: e.CommandTimeout})
 	launch := e.Agent.Launch(agents.Episode{Prompt: texts.AgentTask(), Model: cfg.Model,
 		Gateway: fmt.Sprintf("http://127.0.0.1:%d", GatewayPort), Token: token, MaxTurns: e.MaxTurns})
@@ -137,12 +137,13 @@ func (e *Episode) settle(ctx context.Context, out *harness.Outcome, res sandbox.
 		out.Status, out.Submission, out.Entities = grader.StatusOK, doc, sub.Names
 	case !errors.Is(err, fs.ErrNotExist):
 		out.Status, out.Reason = grader.StatusInvalid, grader.SubmissionFile+": "+err.Error()
+	case errors.Is(totals.Capped, gateway.ErrCap) && e.MaxTurns > 0 && totals.Calls >= e.MaxTurns:
+		// Refused a call past the cap, the agent gave up or crashed: the model's outcome.
+		out.Status, out.Reason = grader.StatusMaxTurns, fmt.Sprintf("the agent made its %d model calls with no answer (exit status %d)", totals.Calls, res.ExitCode)
 	case res.TimedOut:
 		out.Status, out.Err = grader.StatusError, fmt.Errorf("the agent ran past its wall time of %s with no answer", timeout)
 	case res.ExitCode != 0:
 		out.Status, out.Err = grader.StatusError, fmt.Errorf("the agent exited with status %d with no answer", res.ExitCode)
-	case errors.Is(totals.Capped, gateway.ErrCap) && e.MaxTurns > 0 && totals.Calls >= e.MaxTurns:
-		out.Status, out.Reason = grader.StatusMaxTurns, fmt.Sprintf("the agent made its %d model calls with no answer", totals.Calls)
 	default:
 		out.Status, out.Reason = grader.StatusMissing, "the agent ended with no "+grader.SubmissionFile+" and no answer in its final message"
 		if totals.Capped != nil {
@@ -160,6 +161,19 @@ func newToken() (string, error) {
 	return "aag-" + hex.EncodeToString(b), nil
 }
 
+// ErrUnsupported marks an agent that cannot run in a backend.
+var ErrUnsupported = errors.New("the agent cannot run in this sandbox")
+
+// Supports says whether agent a can run in backend b: the CLI agents need /proc and files of
+// /etc (TLS settings) that the landlock sandbox keeps out of reach; a program of the user's
+// own runs in every isolating backend that relays.
+func Supports(b sandbox.Backend, a agents.Agent) error {
+	if program, _ := a.Program(); program != "" && b.Name() == "landlock" {
+		return fmt.Errorf("%w: %s needs /proc and /etc/ssl, which the landlock sandbox keeps out of reach; use the bwrap or docker sandbox", ErrUnsupported, a)
+	}
+	return nil
+}
+
 // ErrNotInstalled marks an agent whose program the sandbox does not have.
 var ErrNotInstalled = errors.New("the agent is not installed in the sandbox")
 
@@ -167,6 +181,9 @@ var ErrNotInstalled = errors.New("the agent is not installed in the sandbox")
 // ("" for a program of the user's own, which has no version command), or ErrNotInstalled
 // naming the program and its npm package.
 func Version(ctx context.Context, b sandbox.Backend, a agents.Agent) (string, error) {
+	if err := Supports(b, a); err != nil {
+		return "", err
+	}
 	cmd := a.VersionCommand()
 	if cmd == "" {
 		return "", nil
