@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"slices"
 	"time"
 
@@ -69,15 +70,31 @@ type AgentInfo struct {
 	Protocol string `json:"protocol"`          // the API it called the gateway with
 }
 
-// String names the agent and its version.
+// String names the agent and its version, a program's command by its first line, at most 80
+// characters (run.json keeps it whole).
 func (a *AgentInfo) String() string {
 	if a == nil {
 		return "aa-grade's loop"
 	}
-	if a.Version == "" {
-		return a.Spec
+	spec, rest, cut := strings.Cut(a.Spec, "\n")
+	if runes := []rune(spec); len(runes) > 80 {
+		spec, cut = string(runes[:80]), true
 	}
-	return a.Spec + " " + a.Version
+	if cut && rest+spec != "" {
+		spec += " …"
+	}
+	if a.Version == "" {
+		return spec
+	}
+	return spec + " " + a.Version
+}
+
+// key is what makes two agents the same: the whole spec and the version.
+func (a *AgentInfo) key() string {
+	if a == nil {
+		return ""
+	}
+	return a.Spec + "\x00" + a.Version
 }
 
 // maxHeaderBytes bounds run.json, which a folder from elsewhere may make huge: a real one
@@ -169,7 +186,9 @@ func (h Header) Differences(o Header) []string {
 	check("max_tokens", h.MaxTokens, o.MaxTokens)
 	check("context_window", h.ContextWindow, o.ContextWindow)
 	check("loop", h.LoopName(), o.LoopName())
-	check("agent", h.Agent.String(), o.Agent.String())
+	if h.Agent.key() != o.Agent.key() {
+		out = append(out, fmt.Sprintf("agent was %s, now %s", h.Agent, o.Agent))
+	}
 	check("max_turns", h.MaxTurns, o.MaxTurns)
 	check("command_timeout", h.CommandTimeout, o.CommandTimeout)
 	check("sandbox", h.Sandbox, o.Sandbox)
