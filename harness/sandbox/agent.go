@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,17 +75,15 @@ func RunAgent(in io.Reader, out io.Writer) error {
 	}
 	defer workspace.Close()
 	inputEnded := watchInput(in)
-	dec := json.NewDecoder(in)
-	enc := json.NewEncoder(out)
+	lines := &lineWriter{w: out}
+	var relay *relayMux
+	if confine != nil && confine.relay != nil {
+		relay = newRelayMux(func(f frame) error { return lines.write(relayLine{&f}) }, true, confine.RelayPort)
+		go serveRelay(confine.relay, relay)
+	}
+	requests, inputFailed := readInput(in, relay)
 	var failure error
-	for {
-		var req request
-		if err := dec.Decode(&req); err != nil {
-			if !errors.Is(err, io.EOF) {
-				failure = err
-			}
-			break
-		}
+	for req := range requests {
 		var answer any
 		switch req.Op {
 		case opRun:
@@ -99,10 +98,13 @@ func RunAgent(in io.Reader, out io.Writer) error {
 		if closed(inputEnded) {
 			break // nobody reads the answer any more (and writing it could end the agent)
 		}
-		if err := enc.Encode(reply{ID: req.ID, Answer: answer}); err != nil {
+		if err := lines.write(reply{ID: req.ID, Answer: answer}); err != nil {
 			failure = err
 			break
 		}
+	}
+	if failure == nil {
+		failure = inputFailed()
 	}
 	if confine != nil && confine.KillAll {
 		// Only from this thread, which Landlock restricts: the agent's other threads are not
@@ -110,6 +112,54 @@ func RunAgent(in io.Reader, out io.Writer) error {
 		unix.Kill(-1, unix.SIGKILL)
 	}
 	return failure
+}
+
+// readInput reads aa-grade's lines from in, handing requests to the loop that serves them
+// (one at a time: aa-grade sends the next after the reply) and relay frames to relay, so
+// that frames flow while a command runs. The channel closes when the input ends; then
+// failed says why, if not at its end.
+func readInput(in io.Reader, relay *relayMux) (requests <-chan request, failed func() error) {
+	c := make(chan request, 1)
+	var mu sync.Mutex // the loop may stop before the input ends (see RunAgent)
+	var failure error
+	go func() {
+		defer close(c)
+		dec := json.NewDecoder(in)
+		for {
+			var line struct {
+				request
+				Relay *frame `json:"relay"`
+			}
+			err := dec.Decode(&line)
+			switch {
+			case errors.Is(err, io.EOF):
+				err = nil
+			case err != nil:
+			case line.Relay == nil:
+				c <- line.request
+				continue
+			case relay == nil:
+				err = errors.New("a relay frame, and no relay")
+			default:
+				err = relay.receive(*line.Relay)
+				if err == nil {
+					continue
+				}
+			}
+			mu.Lock()
+			failure = err
+			mu.Unlock()
+			if relay != nil {
+				relay.shut(cmp.Or(err, io.EOF))
+			}
+			return
+		}
+	}()
+	return c, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return failure
+	}
 }
 
 // watchInput returns a channel closed when the writer of in (aa-grade) closes it or dies, so

@@ -4,9 +4,14 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +89,138 @@ func BenchmarkCommand(b *testing.B) {
 			})
 		}
 	}
+}
+
+// relayBenchClient times itself (its start-up is not the relay's): requests of /hello one
+// after the other on one connection, then 64 MiB up and 64 MiB down on it. It prints the
+// seconds per request and the bytes per second each way.
+const relayBenchClient = `
+import http.client, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+c = http.client.HTTPConnection("127.0.0.1", port)
+t = time.perf_counter()
+for _ in range(n):
+    c.request("GET", "/hello")
+    c.getresponse().read()
+request = (time.perf_counter() - t) / n
+body = b"x" * (64 << 20)
+t = time.perf_counter()
+c.request("POST", "/echo", body)
+c.getresponse().read()
+up = len(body) / (time.perf_counter() - t)
+t = time.perf_counter()
+c.request("POST", "/echo?n=%d" % (64 << 20), b"")
+r = c.getresponse()
+down = 0
+while True:
+    chunk = r.read(1 << 20)
+    if not chunk:
+        break
+    down += len(chunk)
+print(request, up, down / (time.perf_counter() - t))
+`
+
+// BenchmarkRelay measures an HTTP request and answer, and 64 MiB each way, from a Python
+// client inside the sandbox through the relay to a server on the host, against the same
+// client on the host talking to the same server directly on 127.0.0.1.
+func BenchmarkRelay(b *testing.B) {
+	const requests = 500
+	measure := func(b *testing.B, run func() (string, error)) {
+		var request, up, down float64
+		for b.Loop() {
+			out, err := run()
+			if err != nil {
+				b.Fatal(err)
+			}
+			var r, u, d float64
+			if _, err := fmt.Sscan(out, &r, &u, &d); err != nil {
+				b.Fatalf("%v: %q", err, out)
+			}
+			request, up, down = request+r, up+u, down+d
+		}
+		n := float64(b.N)
+		b.ReportMetric(request/n*1e6, "µs/request")
+		b.ReportMetric(up/n/1e6, "MB/s-up")
+		b.ReportMetric(down/n/1e6, "MB/s-down")
+	}
+	b.Run("direct", func(b *testing.B) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		go http.Serve(l, relayHandler())
+		port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+		measure(b, func() (string, error) {
+			out, err := exec.Command("python3", "-c", relayBenchClient, port, strconv.Itoa(requests)).Output()
+			return string(out), err
+		})
+	})
+	for _, backend := range backends(b, true) {
+		b.Run(backend.Name(), func(b *testing.B) {
+			spec := benchSpec(b)
+			spec.Relay = &RelaySpec{Port: testRelayPort}
+			sb, err := backend.Start(context.Background(), spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sb.Close()
+			go http.Serve(RelayOf(sb), relayHandler())
+			cmd := fmt.Sprintf("python3 - %d %d <<'PY'\n%s\nPY", testRelayPort, requests, relayBenchClient)
+			measure(b, func() (string, error) {
+				res, err := sb.Run(context.Background(), cmd, time.Minute)
+				if err == nil && res.ExitCode != 0 {
+					err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
+				}
+				return res.Stdout, err
+			})
+		})
+	}
+}
+
+// BenchmarkRelayProtocol measures the relay's own cost, both sides in one process joined by
+// pipes (no sandbox, no TCP): a byte there and back on a connection, and 1 MiB one way.
+func BenchmarkRelayProtocol(b *testing.B) {
+	// serve accepts the host's connections and hands each to handle.
+	serve := func(host *relayListener, handle func(net.Conn)) {
+		for {
+			c, err := host.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}
+	b.Run("roundtrip", func(b *testing.B) {
+		agent, host := relayPair(b)
+		go serve(host, func(c net.Conn) { io.Copy(c, c) })
+		c, err := agent.open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf := []byte{1}
+		for b.Loop() {
+			if _, err := c.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("1MiB", func(b *testing.B) {
+		agent, host := relayPair(b)
+		go serve(host, func(c net.Conn) { io.Copy(io.Discard, c) })
+		c, err := agent.open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf := make([]byte, 1<<20)
+		b.SetBytes(int64(len(buf)))
+		for b.Loop() {
+			if _, err := c.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -142,7 +142,7 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		"--die-with-parent", "--new-session", "--hostname", "sandbox", "--proc", "/proc")
 	args = append(args, devBinds()...)
 	args = append(args, "--size", disk, "--perms", "01777", "--tmpfs", "/tmp")
-	c := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true}
+	c := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, RelayPort: spec.relayPort()}
 	if os.Geteuid() == 0 {
 		// bwrap keeps only what the agent needs to bound the tmpfs' files, hand the workspace
 		// to nobody and become it.
@@ -202,7 +202,7 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	args = append(args, spec.AgentArg...)
 	cmd := exec.Command(b.path, args...)
 	cmd.Env = env
-	return startSession(cmd, ReferenceWorkdir, spec.Agent, cgroup, endNamespace)
+	return startSession(cmd, ReferenceWorkdir, spec.Agent, cgroup, endNamespace, spec.Relay)
 }
 
 // readableByOthers checks that commands running as nobody (when aa-grade is root) can read

@@ -82,6 +82,19 @@ func (c *confinement) confine() error {
 			return err
 		}
 	}
+	if c.RelayPort != 0 {
+		// Before the capabilities go (a loopback to bring up), Landlock (which refuses bind)
+		// and the filter, and before any command could take the port.
+		var err error
+		if c.relay, err = listenRelay(c.RelayPort); err != nil {
+			return err
+		}
+		if rules != nil {
+			if err := rules.allowConnect(c.RelayPort); err != nil {
+				return err
+			}
+		}
+	}
 	if c.RunAs != nil {
 		giveWorkspace(c.Workdir, *c.RunAs)
 	}
@@ -115,7 +128,7 @@ func (c *confinement) confine() error {
 		}
 	}
 	if c.Seccomp {
-		return installSeccomp(c.NoMetadata)
+		return installSeccomp(c.NoMetadata, c.RelayPort != 0)
 	}
 	return nil
 }

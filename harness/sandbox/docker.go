@@ -143,7 +143,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		stdoutW.CloseWithError(err) // nil reads as EOF
 		close(c.exited)
 	}()
-	s := newSession(c, agentInput{stream}, stdoutR, stderr, ReferenceWorkdir)
+	s := newSession(c, agentInput{stream}, stdoutR, stderr, ReferenceWorkdir, spec.Relay)
 	// The image must run the agent and have bash: find out now, with one clear message.
 	if err := tryShell(ctx, s, d.imageName(), d.arch, agent); err != nil {
 		s.Close()
@@ -162,7 +162,8 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) 
 	}
 	// The container already has no capability and no network; the agent still sets its
 	// syscall filter and no_new_privs, and kills all (it is pid 1) when its input ends.
-	confine, _ := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, ProcessesBounded: true}.encode()
+	confine, _ := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, ProcessesBounded: true,
+		RelayPort: spec.relayPort()}.encode()
 	mounts := []map[string]any{{"Type": "bind", "Source": agent, "Target": agentPath, "ReadOnly": true}}
 	for _, f := range files {
 		mounts = append(mounts, map[string]any{"Type": "bind", "Source": f.host, "Target": path.Join(ReferenceWorkdir, filepath.ToSlash(f.rel)), "ReadOnly": true})

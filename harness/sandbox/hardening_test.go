@@ -32,19 +32,27 @@ prm = data[0].prm | data[1].prm << 32
 print("uid=%d eff=%x prm=%x bounding=%d nnp=%d" % (os.getuid(), eff, prm, len(bounding), libc.prctl(39, 0, 0, 0, 0)))
 PY`
 
+// assertNoCapabilities: a command of sb has no capability, none in its bounding set, and
+// no_new_privs; it returns the command's uid.
+func assertNoCapabilities(t *testing.T, sb Sandbox) int {
+	t.Helper()
+	r := run(t, sb, capsScript)
+	var uid, bounding, nnp int
+	var eff, prm string
+	if _, err := fmt.Sscanf(r.Stdout, "uid=%d eff=%s prm=%s bounding=%d nnp=%d", &uid, &eff, &prm, &bounding, &nnp); err != nil {
+		t.Fatalf("%v: %+v", err, r)
+	}
+	if eff != "0" || prm != "0" || bounding != 0 || nnp != 1 {
+		t.Fatalf("capabilities inside: %s", r.Stdout)
+	}
+	return uid
+}
+
 func TestNoCapabilitiesInside(t *testing.T) {
 	for _, b := range backends(t, true) {
 		t.Run(b.Name(), func(t *testing.T) {
 			sb := start(t, b, newFixture(t))
-			r := run(t, sb, capsScript)
-			var uid, bounding, nnp int
-			var eff, prm string
-			if _, err := fmt.Sscanf(r.Stdout, "uid=%d eff=%s prm=%s bounding=%d nnp=%d", &uid, &eff, &prm, &bounding, &nnp); err != nil {
-				t.Fatalf("%v: %+v", err, r)
-			}
-			if eff != "0" || prm != "0" || bounding != 0 || nnp != 1 {
-				t.Fatalf("capabilities inside: %s", r.Stdout)
-			}
+			uid := assertNoCapabilities(t, sb)
 			if os.Geteuid() == 0 && b.Name() == NameBwrap && uid != SandboxUID {
 				t.Fatalf("commands run as uid %d, want %d (nobody) when aa-grade is root", uid, SandboxUID)
 			}
@@ -105,42 +113,58 @@ func TestNoConnectionToHostSockets(t *testing.T) {
 	for _, b := range backends(t, true) {
 		t.Run(b.Name(), func(t *testing.T) {
 			f := newFixture(t)
-			// A host service's socket inside the workspace (the one host folder every backend
-			// shows), and an abstract one: stand-ins for docker.sock, D-Bus or a tmux server.
-			path := filepath.Join(f.scratch, "host.sock")
-			abstract := fmt.Sprintf("@aa-grade-test-%d", os.Getpid())
-			accepted := make(chan string, 2)
-			for _, addr := range []string{path, abstract} {
-				l, err := net.Listen("unix", addr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { l.Close() })
-				go func() {
-					if c, err := l.Accept(); err == nil {
-						c.Close()
-						accepted <- addr
-					}
-				}()
-			}
-			os.Chmod(path, 0o777)
+			sockets := listenHostUnixSockets(t, f.scratch)
 			sb := start(t, b, f)
-			for _, addr := range []string{"host.sock", `\0` + abstract[1:]} {
-				r := run(t, sb, fmt.Sprintf(`python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('%s'); print('connected')"`, addr))
-				if strings.Contains(r.Stdout, "connected") {
-					t.Errorf("connected to %s: %+v", addr, r)
-				}
-			}
-			select {
-			case addr := <-accepted:
-				t.Fatalf("the host socket %s saw a connection", addr)
-			case <-time.After(300 * time.Millisecond):
-			}
+			sockets.assertUnreachable(t, sb)
 			r := run(t, sb, `python3 -c "import socket; a, b = socket.socketpair(); a.send(b'ok'); print(b.recv(2).decode())"`)
 			if r.Stdout != "ok\n" {
 				t.Fatalf("socketpair, which the sandbox keeps, failed: %+v", r)
 			}
 		})
+	}
+}
+
+// hostUnixSockets are a host service's sockets: one in the workspace (the one host folder
+// every backend shows) and an abstract one, stand-ins for docker.sock, D-Bus or a tmux server.
+type hostUnixSockets struct {
+	abstract string
+	accepted chan string
+}
+
+func listenHostUnixSockets(t *testing.T, scratch string) hostUnixSockets {
+	t.Helper()
+	path := filepath.Join(scratch, "host.sock")
+	h := hostUnixSockets{abstract: fmt.Sprintf("@aa-grade-test-%d", os.Getpid()), accepted: make(chan string, 2)}
+	for _, addr := range []string{path, h.abstract} {
+		l, err := net.Listen("unix", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			if c, err := l.Accept(); err == nil {
+				c.Close()
+				h.accepted <- addr
+			}
+		}()
+	}
+	os.Chmod(path, 0o777)
+	return h
+}
+
+// assertUnreachable: no command of sb connects to either socket.
+func (h hostUnixSockets) assertUnreachable(t *testing.T, sb Sandbox) {
+	t.Helper()
+	for _, addr := range []string{"host.sock", `\0` + h.abstract[1:]} {
+		r := run(t, sb, fmt.Sprintf(`python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('%s'); print('connected')"`, addr))
+		if strings.Contains(r.Stdout, "connected") {
+			t.Errorf("connected to %s: %+v", addr, r)
+		}
+	}
+	select {
+	case addr := <-h.accepted:
+		t.Fatalf("the host socket %s saw a connection", addr)
+	case <-time.After(300 * time.Millisecond):
 	}
 }
 

@@ -81,8 +81,18 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		p.ReadOnly = append(p.ReadOnly, f.host)
 	}
 	ns := landlockNamespaces()
+	if spec.Relay != nil {
+		if ns == nil {
+			// Landlock's port rules name no address: a connect rule for the port would reach
+			// that port of every host, and a listener on the host's 127.0.0.1 every user.
+			return nil, fmt.Errorf("%w: Landlock has no network namespace of its own on this machine (it needs root or unprivileged user namespaces); use bwrap or docker", ErrNoRelay)
+		}
+		if os.Geteuid() != 0 {
+			ns.AmbientCaps = append(ns.AmbientCaps[:len(ns.AmbientCaps):len(ns.AmbientCaps)], unix.CAP_NET_ADMIN) // to bring the namespace's loopback up
+		}
+	}
 	c := confinement{Workdir: spec.Scratch, DropCaps: true, Seccomp: true, Landlock: &p,
-		KillAll: ns != nil || landlockScopesSignals(), ProcessesBounded: cgroups().boundsProcesses()}
+		KillAll: ns != nil || landlockScopesSignals(), ProcessesBounded: cgroups().boundsProcesses(), RelayPort: spec.relayPort()}
 	memory := spec.Limits.memory()
 	if hasMountNamespace(ns) {
 		// One tmpfs holds the workspace and the temporary folder in it, with the snapshot files
@@ -130,7 +140,7 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	case c.KillAll:
 		end = endAgentKillsAll
 	}
-	return startSession(cmd, spec.Scratch, spec.Agent, cgroup, end)
+	return startSession(cmd, spec.Scratch, spec.Agent, cgroup, end, spec.Relay)
 }
 
 // withTmp points TMPDIR at the sandbox's private temporary folder.
@@ -214,6 +224,25 @@ func (r *ruleset) add(paths []string, access uint64) error {
 	}
 	return nil
 }
+
+// allowConnect lets TCP connect to port (the relay's: in the agent's network namespace nothing
+// else listens on it). Landlock's port rules name no address.
+func (r *ruleset) allowConnect(port int) error {
+	attr := landlockNetPortAttr{allowedAccess: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, port: uint64(port)}
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(r.fd), landlockRuleNetPort,
+		uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock rule for TCP port %d: %w", port, errno)
+	}
+	return nil
+}
+
+// landlockNetPortAttr is the kernel's struct landlock_net_port_attr (ABI 4), which x/sys lacks.
+type landlockNetPortAttr struct {
+	allowedAccess uint64
+	port          uint64
+}
+
+const landlockRuleNetPort = 2 // LANDLOCK_RULE_NET_PORT
 
 // restrict confines this thread, and what it starts, to the ruleset.
 func (r *ruleset) restrict() error {

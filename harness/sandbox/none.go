@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 )
 
@@ -19,6 +20,9 @@ func (None) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
+	if spec.Relay != nil {
+		return nil, fmt.Errorf("%w: the none sandbox has no loopback of its own (the host's 127.0.0.1 is every user's)", ErrNoRelay)
+	}
 	files, err := snapshotFiles(spec.Snapshot, spec.Hide)
 	if err != nil {
 		return nil, err
@@ -32,5 +36,5 @@ func (None) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	cmd := exec.Command(spec.Agent, spec.AgentArg...)
 	cmd.Dir, cmd.Env = spec.Scratch, env
-	return startSession(cmd, spec.Scratch, spec.Agent, newSandboxCgroup(spec.Limits.memory()), endWalk)
+	return startSession(cmd, spec.Scratch, spec.Agent, newSandboxCgroup(spec.Limits.memory()), endWalk, nil)
 }

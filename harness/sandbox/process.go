@@ -40,7 +40,7 @@ type processPeer struct {
 
 // startSession starts the sandbox process (which runs the agent) and connects to it. agent is
 // the aa-grade executable, which also puts the sandbox in its cgroups when there are some.
-func startSession(cmd *exec.Cmd, workdir, agent string, cgroup *sandboxCgroup, end ending) (*session, error) {
+func startSession(cmd *exec.Cmd, workdir, agent string, cgroup *sandboxCgroup, end ending, relay *RelaySpec) (*session, error) {
 	// Nothing aa-grade inherited may cross into the sandbox.
 	markInheritedCloseOnExec()
 	if cgroup != nil {
@@ -73,7 +73,7 @@ func startSession(cmd *exec.Cmd, workdir, agent string, cgroup *sandboxCgroup, e
 		return nil, fmt.Errorf("start sandbox: %w", err)
 	}
 	go func() { cmd.Wait(); close(p.exited) }()
-	return newSession(p, stdin, stdout, stderr, workdir), nil
+	return newSession(p, stdin, stdout, stderr, workdir, relay), nil
 }
 
 // beforeClose kills what commands left running where nothing else would: while the agent

@@ -18,13 +18,14 @@ import (
 
 // Spec describes the workspace of one episode.
 type Spec struct {
-	Snapshot string   // the task's snapshot folder on the host, shown read-only
-	Hide     []string // paths relative to Snapshot never shown (the ground truth)
-	Scratch  string   // a fresh host folder for the workspace of landlock (under a tmpfs where it has a mount namespace) and none; bwrap and docker keep theirs in a tmpfs
-	Agent    string   // the agent executable (default: this executable)
-	AgentArg []string // its arguments that select agent mode
-	Env      []string // the whole environment of commands (see CleanEnv)
-	Limits   Limits   // what the episode may use of the host (zero: DefaultLimits)
+	Snapshot string     // the task's snapshot folder on the host, shown read-only
+	Hide     []string   // paths relative to Snapshot never shown (the ground truth)
+	Scratch  string     // a fresh host folder for the workspace of landlock (under a tmpfs where it has a mount namespace) and none; bwrap and docker keep theirs in a tmpfs
+	Agent    string     // the agent executable (default: this executable)
+	AgentArg []string   // its arguments that select agent mode
+	Env      []string   // the whole environment of commands (see CleanEnv)
+	Limits   Limits     // what the episode may use of the host (zero: DefaultLimits)
+	Relay    *RelaySpec // a relay from the sandbox's loopback to aa-grade (nil: none, no socket at all)
 }
 
 // Limits bound what one episode may use of the host. Hitting one is an error the model's
@@ -197,7 +198,7 @@ func (s *Spec) defaults() error {
 	if s.Scratch == "" {
 		return errors.New("sandbox: no scratch folder")
 	}
-	return nil
+	return s.Relay.check()
 }
 
 // hostReadsSafely holds on every backend: the agent opens what aa-grade reads of the workspace.

@@ -212,49 +212,9 @@ func TestEscapes(t *testing.T) {
 			f := newFixture(t)
 			sb := start(t, b, f)
 
-			t.Run("tcp", func(t *testing.T) {
-				l, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer l.Close()
-				accepted := make(chan struct{}, 1)
-				go func() {
-					if c, err := l.Accept(); err == nil {
-						c.Close()
-						accepted <- struct{}{}
-					}
-				}()
-				port := l.Addr().(*net.TCPAddr).Port
-				r := run(t, sb, fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && echo connected", port))
-				select {
-				case <-accepted:
-					t.Fatal("the listener saw a connection")
-				case <-time.After(300 * time.Millisecond):
-				}
-				if strings.Contains(r.Stdout, "connected") || r.ExitCode == 0 {
-					t.Fatalf("connect succeeded: %+v", r)
-				}
-			})
-			t.Run("udp", func(t *testing.T) {
-				pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer pc.Close()
-				port := pc.LocalAddr().(*net.UDPAddr).Port
-				run(t, sb, fmt.Sprintf("for i in 1 2 3; do echo hello > /dev/udp/127.0.0.1/%d; done", port))
-				pc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-				if n, _, err := pc.ReadFrom(make([]byte, 64)); err == nil {
-					t.Fatalf("the listener received %d bytes", n)
-				}
-			})
-			t.Run("dns", func(t *testing.T) {
-				r := run(t, sb, `python3 -c "import socket; print(socket.gethostbyname('example.com'))" || getent hosts example.com`)
-				if r.ExitCode == 0 {
-					t.Fatalf("name resolution worked: %+v", r)
-				}
-			})
+			t.Run("tcp", func(t *testing.T) { assertNoTCPToHost(t, sb) })
+			t.Run("udp", func(t *testing.T) { assertNoUDPToHost(t, sb) })
+			t.Run("dns", func(t *testing.T) { assertNoDNS(t, sb) })
 			t.Run("secrets", func(t *testing.T) {
 				home, _ := os.UserHomeDir()
 				for _, path := range []string{"/etc/shadow", "/root", home, f.groundTruth, filepath.Join(sb.Workdir(), "ground_truth.yaml"), os.TempDir()} {
@@ -314,6 +274,58 @@ func TestEscapes(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// assertNoTCPToHost: a command cannot connect to a listener on the host's 127.0.0.1.
+func assertNoTCPToHost(t *testing.T, sb Sandbox) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	r := run(t, sb, fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && echo connected", port))
+	select {
+	case <-accepted:
+		t.Fatal("the listener saw a connection")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if strings.Contains(r.Stdout, "connected") || r.ExitCode == 0 {
+		t.Fatalf("connect succeeded: %+v", r)
+	}
+}
+
+// assertNoUDPToHost: a command cannot send a datagram to the host's 127.0.0.1.
+func assertNoUDPToHost(t *testing.T, sb Sandbox) {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	run(t, sb, fmt.Sprintf("for i in 1 2 3; do echo hello > /dev/udp/127.0.0.1/%d; done", port))
+	pc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, _, err := pc.ReadFrom(make([]byte, 64)); err == nil {
+		t.Fatalf("the listener received %d bytes", n)
+	}
+}
+
+// assertNoDNS: a command cannot resolve a name.
+func assertNoDNS(t *testing.T, sb Sandbox) {
+	t.Helper()
+	r := run(t, sb, `python3 -c "import socket; print(socket.gethostbyname('example.com'))" || getent hosts example.com`)
+	if r.ExitCode == 0 {
+		t.Fatalf("name resolution worked: %+v", r)
 	}
 }
 

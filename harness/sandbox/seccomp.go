@@ -71,8 +71,9 @@ const x32Bit = 0x40000000
 // netlink, and no Unix socket that could connect to a host's docker.sock, D-Bus or tmux;
 // socketpair and pipes still work), clone with a namespace flag and deniedSyscalls (and
 // metadataSyscalls, when noMetadata) fail with EPERM, unavailableSyscalls with ENOSYS, another
-// architecture's calls with EACCES.
-func seccompFilter(noMetadata bool) ([]unix.SockFilter, error) {
+// architecture's calls with EACCES. With relay, socket(2) makes what a TCP client over IPv4
+// needs, and only that (see relaySocketRule).
+func seccompFilter(noMetadata, relay bool) ([]unix.SockFilter, error) {
 	arch, err := auditArch()
 	if err != nil {
 		return nil, err
@@ -111,9 +112,12 @@ func seccompFilter(noMetadata bool) ([]unix.SockFilter, error) {
 	for _, nr := range unavailableSyscalls {
 		f = append(f, unix.SockFilter{Code: jeq, K: uint32(nr), Jf: 1}, unix.SockFilter{Code: ret, K: enosys})
 	}
+	if relay {
+		f = append(f, relaySocketRule()...)
+	} else {
+		f = append(f, unix.SockFilter{Code: jeq, K: unix.SYS_SOCKET, Jf: 1}, unix.SockFilter{Code: ret, K: eacces})
+	}
 	f = append(f,
-		unix.SockFilter{Code: jeq, K: unix.SYS_SOCKET, Jf: 1},
-		unix.SockFilter{Code: ret, K: eacces},
 		unix.SockFilter{Code: jeq, K: unix.SYS_CLONE, Jf: 3},
 		unix.SockFilter{Code: ld, K: offArg0},
 		unix.SockFilter{Code: jset, K: namespaceFlags, Jf: 1},
@@ -123,10 +127,45 @@ func seccompFilter(noMetadata bool) ([]unix.SockFilter, error) {
 	return f, nil
 }
 
+// relaySocketRule, with the system call's number loaded, lets socket(2) make an IPv4 TCP socket
+// (SOCK_STREAM, protocol 0 or TCP: not MPTCP or SCTP) and refuses every other with EACCES, as
+// it refuses bind(2) and listen(2): a command may connect, in a network namespace where only the
+// agent listens (it listened before the filter), and serve nothing. The arguments are ints,
+// of which the kernel reads the low 32 bits, which are what the filter loads.
+func relaySocketRule() []unix.SockFilter {
+	const (
+		offArg0 = 16 // offsetof(struct seccomp_data, args[0]), low half on little-endian
+		offArg1 = 24
+		offArg2 = 32
+		ld      = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq     = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		and     = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
+		ret     = unix.BPF_RET | unix.BPF_K
+		eacces  = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
+	)
+	return []unix.SockFilter{
+		{Code: jeq, K: unix.SYS_BIND, Jf: 1},
+		{Code: ret, K: eacces},
+		{Code: jeq, K: unix.SYS_LISTEN, Jf: 1},
+		{Code: ret, K: eacces},
+		{Code: jeq, K: unix.SYS_SOCKET, Jf: 10}, // not socket: on past the rule
+		{Code: ld, K: offArg0},
+		{Code: jeq, K: unix.AF_INET, Jf: 7}, // to the refusal
+		{Code: ld, K: offArg1},
+		{Code: and, K: ^uint32(unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC)},
+		{Code: jeq, K: unix.SOCK_STREAM, Jf: 4},
+		{Code: ld, K: offArg2},
+		{Code: jeq, K: 0, Jt: 1},
+		{Code: jeq, K: unix.IPPROTO_TCP, Jf: 1},
+		{Code: ret, K: unix.SECCOMP_RET_ALLOW},
+		{Code: ret, K: eacces},
+	}
+}
+
 // installSeccomp applies the filter to every thread of the agent and so to every command.
 // no_new_privs must be set first.
-func installSeccomp(noMetadata bool) error {
-	filter, err := seccompFilter(noMetadata)
+func installSeccomp(noMetadata, relay bool) error {
+	filter, err := seccompFilter(noMetadata, relay)
 	if err != nil {
 		return err
 	}

@@ -48,16 +48,29 @@ func (r request) answerLimit() int {
 const closeGrace = 5 * time.Second
 
 // session talks to the agent of a running sandbox over its stdin and stdout, whatever runs
-// it (a process of the host, a container).
+// it (a process of the host, a container). One goroutine reads every line the agent writes:
+// the reply to the request in flight, and the relay's frames at any time.
 type session struct {
 	peer    peer
 	stdin   io.WriteCloser
+	in      *lineWriter // over stdin
 	stdout  *bufio.Reader
 	stderr  *boundedBuffer
 	workdir string
+	relay   *relayListener // nil: no relay
 
 	mu        sync.Mutex // one request at a time
+	rmu       sync.Mutex // guards waiting and ended
+	waiting   *awaited   // the request in flight
+	ended     error      // why the agent's output ended, or the line that ended it
 	closeOnce sync.Once
+}
+
+// awaited is a request waiting for its reply, which the reader decodes into v.
+type awaited struct {
+	req  request
+	v    any
+	done chan error // receives once: nil, or why no reply will come
 }
 
 // peer is what runs the agent: how to end it and know it has ended.
@@ -75,8 +88,14 @@ type peer interface {
 	outOfMemory() bool
 }
 
-func newSession(p peer, stdin io.WriteCloser, stdout io.Reader, stderr *boundedBuffer, workdir string) *session {
-	return &session{peer: p, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: stderr, workdir: workdir}
+// newSession starts reading the agent's output; relay, when set, is the relay the agent offers.
+func newSession(p peer, stdin io.WriteCloser, stdout io.Reader, stderr *boundedBuffer, workdir string, relay *RelaySpec) *session {
+	s := &session{peer: p, stdin: stdin, in: &lineWriter{w: stdin}, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: stderr, workdir: workdir}
+	if relay != nil {
+		s.relay = newRelayListener(func(f frame) error { return s.in.write(relayLine{&f}) }, relay.Port)
+	}
+	go s.read()
+	return s
 }
 
 // ErrAgentDied marks a sandbox whose agent is gone (killed, or out of memory).
@@ -129,19 +148,23 @@ func (s *session) ask(ctx context.Context, req request, wait time.Duration, v an
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	req.ID = newRequestID()
-	line, err := json.Marshal(req)
-	if err != nil {
-		return err
+	w := &awaited{req: req, v: v, done: make(chan error, 1)}
+	s.rmu.Lock()
+	ended := s.ended
+	if ended == nil {
+		s.waiting = w
 	}
-	if _, err := s.stdin.Write(append(line, '\n')); err != nil {
+	s.rmu.Unlock()
+	if ended != nil {
+		return s.died(ended)
+	}
+	if err := s.in.write(req); err != nil {
 		return s.died(err)
 	}
-	got := make(chan error, 1)
-	go func() { got <- readReply(s.stdout, req, v) }()
 	guard := time.NewTimer(wait)
 	defer guard.Stop()
 	select {
-	case err := <-got:
+	case err := <-w.done:
 		if err != nil {
 			return s.died(err)
 		}
@@ -153,6 +176,85 @@ func (s *session) ask(ctx context.Context, req request, wait time.Duration, v an
 		s.Close()
 		return fmt.Errorf("%w: no answer within %s", ErrAgentDied, wait)
 	}
+}
+
+// read takes the agent's lines until its output ends or a line is one the agent would not
+// write; then no reply comes any more, the relay's connections fail, and a refused line
+// ends the sandbox at once. What the agent writes after that is read and dropped, so that
+// its writer (docker's demultiplexer) never waits on a reader gone, and Close on it.
+func (s *session) read() {
+	err, refused := s.readLines()
+	s.rmu.Lock()
+	s.ended = err
+	w := s.waiting
+	s.waiting = nil
+	s.rmu.Unlock()
+	if w != nil {
+		w.done <- err
+	}
+	if s.relay != nil {
+		s.relay.mux.shut(err)
+		s.relay.Close()
+	}
+	if refused {
+		go s.Close()
+	}
+	io.Copy(io.Discard, s.stdout)
+}
+
+// readLines hands each line to the relay or the request in flight; it returns why it stopped,
+// and whether for a line it refused.
+func (s *session) readLines() (error, bool) {
+	for {
+		line, err := readLine(s.stdout, s.lineLimit)
+		if err != nil {
+			return err, errors.Is(err, errLongLine)
+		}
+		if s.relay != nil && bytes.HasPrefix(line, []byte(relayPrefix)) {
+			var l relayLine
+			dec := json.NewDecoder(bytes.NewReader(line))
+			dec.DisallowUnknownFields()
+			err := dec.Decode(&l)
+			if _, end := dec.Token(); err == nil && (l.Relay == nil || end != io.EOF) {
+				err = errors.New("not one frame")
+			}
+			if err != nil {
+				return fmt.Errorf("a relay line that is not the agent's (%w)", err), true
+			}
+			if err := s.relay.mux.receive(*l.Relay); err != nil {
+				return err, true
+			}
+			continue
+		}
+		s.rmu.Lock()
+		w := s.waiting
+		s.rmu.Unlock()
+		if w == nil {
+			return errors.New("a line no request asked for (forged, or one more than the agent's answers)"), true
+		}
+		if err := decodeReply(line, w.req, w.v); err != nil {
+			return err, true
+		}
+		s.rmu.Lock()
+		s.waiting = nil
+		s.rmu.Unlock()
+		w.done <- nil
+	}
+}
+
+// lineLimit bounds the agent's next line: a relay frame, or the reply to the request in
+// flight.
+func (s *session) lineLimit() int {
+	limit := 0
+	if s.relay != nil {
+		limit = relayLineBytes
+	}
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if s.waiting != nil {
+		limit = max(limit, s.waiting.req.answerLimit())
+	}
+	return limit
 }
 
 // newRequestID draws a request's id: 64 random bits, which a command writing into the
@@ -167,15 +269,11 @@ func newRequestID() uint64 {
 	}
 }
 
-// readReply reads the agent's reply to req, one line of at most req.answerLimit() bytes, and
-// decodes its answer into v. The line is decoded in one pass, before its id is checked (a
-// second pass over a command's output costs as much as the rest of the request), so v holds
-// what a forged line said when the error says so: the callers drop it.
-func readReply(r *bufio.Reader, req request, v any) error {
-	line, err := readLine(r, req.answerLimit())
-	if err != nil {
-		return err
-	}
+// decodeReply decodes the agent's reply line to req, its answer into v. The line is decoded in
+// one pass, before its id is checked (a second pass over a command's output costs as much as
+// the rest of the request), so v holds what a forged line said when the error says so: the
+// callers drop it.
+func decodeReply(line []byte, req request, v any) error {
 	rep := reply{Answer: v}
 	if err := json.Unmarshal(line, &rep); err != nil {
 		return fmt.Errorf("a reply that is not the agent's (%w)", err)
@@ -186,13 +284,17 @@ func readReply(r *bufio.Reader, req request, v any) error {
 	return nil
 }
 
-// readLine reads one line of at most max bytes: an agent cannot make aa-grade hold more.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
+// errLongLine marks a line longer than any the agent may write there.
+var errLongLine = errors.New("a line longer than allowed")
+
+// readLine reads one line of at most limit() bytes, asked again as the line grows (a request
+// sent meanwhile allows its reply): an agent cannot make aa-grade hold more.
+func readLine(r *bufio.Reader, limit func() int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > max {
-			return nil, fmt.Errorf("an answer longer than %d bytes", max)
+		if max := limit(); len(line)+len(chunk) > max {
+			return nil, fmt.Errorf("%w: an answer longer than %d bytes", errLongLine, max)
 		}
 		line = append(line, chunk...)
 		if err == nil {
@@ -222,7 +324,10 @@ func (s *session) died(cause error) error {
 func (s *session) Close() error {
 	s.closeOnce.Do(func() {
 		s.peer.beforeClose()
-		s.stdin.Close()
+		if s.relay != nil {
+			s.relay.Close()
+		}
+		s.stdin.Close() // also ends a line being written, should the agent not read it
 		select {
 		case <-s.peer.done():
 		case <-time.After(closeGrace):

@@ -31,11 +31,17 @@ type pipeAgent struct {
 // startPipeAgent starts a session talking to a pipeAgent.
 func startPipeAgent(t *testing.T, answer func(id json.RawMessage, req map[string]json.RawMessage) []string) *session {
 	t.Helper()
+	return startPipeAgentWith(t, nil, answer)
+}
+
+// startPipeAgentWith starts a session with the relay given talking to a pipeAgent.
+func startPipeAgentWith(t *testing.T, relay *RelaySpec, answer func(id json.RawMessage, req map[string]json.RawMessage) []string) *session {
+	t.Helper()
 	reqR, reqW := io.Pipe()
 	ansR, ansW := io.Pipe()
 	a := &pipeAgent{answer: answer, requests: reqR, answers: ansW, ended: make(chan struct{})}
 	go a.serve()
-	s := newSession(a, reqW, ansR, &boundedBuffer{limit: 1024}, "/home/user")
+	s := newSession(a, reqW, ansR, &boundedBuffer{limit: 1024}, "/home/user", relay)
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -59,6 +65,9 @@ func (a *pipeAgent) serve() {
 		var req map[string]json.RawMessage
 		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
 			return
+		}
+		if _, ok := req["relay"]; ok {
+			continue // a relay frame, which no line answers
 		}
 		for _, line := range a.answer(req["id"], req) {
 			lines <- line

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 )
@@ -74,7 +75,8 @@ const (
 
 // confinement is what the agent does to itself before it serves a command, in this order:
 // open the host paths Landlock will allow, mount or bound its tmpfs mounts, make the rest
-// read-only, take ownership of the workspace for RunAs, empty the capability bounding set,
+// read-only, listen on the relay port, take ownership of the workspace for RunAs, empty the
+// capability bounding set,
 // switch to RunAs, clear every capability, set no_new_privs, restrict files (Landlock),
 // install the syscall filter. The isolating backends set all of it that
 // applies; none sets nothing.
@@ -113,6 +115,12 @@ type confinement struct {
 	// it is the sandbox's first process (Landlock): nothing has run outside them yet, and
 	// aa-grade need not start a second program to put it there (see sandboxCgroup.enter).
 	Cgroups []string `json:"cgroups,omitempty"`
+	// RelayPort, when set, is the port of the sandbox's 127.0.0.1 the agent listens on for the
+	// relay, before any command runs (so none can take it); the filter then lets commands make
+	// TCP client sockets of IPv4, and Landlock lets them connect to that port only.
+	RelayPort int `json:"relay_port,omitempty"`
+
+	relay net.Listener // the agent's listener on RelayPort, once it confined itself
 }
 
 type tmpfsLimit struct {

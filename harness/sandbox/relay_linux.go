@@ -1,0 +1,102 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// listenRelay brings the sandbox's loopback up where it is down (a network namespace of
+// Landlock's own; bwrap and docker bring theirs up) and listens on its 127.0.0.1:port.
+func listenRelay(port int) (net.Listener, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	defer unix.Close(fd)
+	lo, err := unix.NewIfreq("lo")
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, lo); err != nil {
+		return nil, fmt.Errorf("relay: the loopback's flags: %w", err)
+	}
+	if flags := lo.Uint16(); flags&unix.IFF_UP == 0 {
+		lo.SetUint16(flags | unix.IFF_UP)
+		if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, lo); err != nil {
+			return nil, fmt.Errorf("relay: bring the sandbox's loopback up: %w", err)
+		}
+	}
+	l, err := net.Listen("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	return l, nil
+}
+
+// serveRelay opens a relayed connection for each command's connection to l, at most
+// relayMaxConns at once (the next wait in l's backlog), until l fails.
+func serveRelay(l net.Listener, m *relayMux) {
+	slots := make(chan struct{}, relayMaxConns)
+	m.release = func() { <-slots }
+	for {
+		slots <- struct{}{}
+		tcp, err := l.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil { // out of descriptors, or the like: a connection lost, not the relay
+			<-slots
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		c, err := m.open()
+		if err != nil {
+			tcp.Close()
+			return // the channel ended
+		}
+		go pumpRelay(tcp.(*net.TCPConn), c)
+	}
+}
+
+// pumpRelay copies both ways between a command's connection and its relayed one, passing
+// half-closes on; a reset on either side closes both.
+func pumpRelay(tcp *net.TCPConn, c *relayConn) {
+	var up sync.WaitGroup
+	up.Go(func() {
+		buf := make([]byte, relayFrameData)
+		for {
+			n, err := tcp.Read(buf)
+			if n > 0 {
+				if _, err := c.Write(buf[:n]); err != nil {
+					return // aa-grade closed: what it sent is still delivered below
+				}
+			}
+			switch {
+			case errors.Is(err, io.EOF):
+				c.CloseWrite()
+				return
+			case err != nil:
+				c.Close()
+				return
+			}
+		}
+	})
+	_, err := io.Copy(tcp, c)
+	if err == nil && !c.peerGone() {
+		tcp.CloseWrite()
+	} else {
+		tcp.Close() // everything came (aa-grade closed), or one side broke
+	}
+	up.Wait()
+	tcp.Close()
+	c.Close()
+}
