@@ -21,15 +21,19 @@ import (
 // where each starts (the spans fail or slow down by themselves, or calls to it get no
 // answer), then what acts on that service and does something (objects, events). It is the
 // proof that the decoys of a generated task can be told from its root causes: a restart
-// changes nothing but its restartedAt, a paused experiment injects nothing, a blip ends.
+// changes nothing but its restartedAt, a paused experiment injects nothing, a policy whose
+// selector misses selects no pod, a blip ends.
 func investigate(dir string) ([]string, error) {
 	culprits, err := failingServices(dir)
 	if err != nil {
 		return nil, err
 	}
 	dumps, err := snapshot.ReadObjectDumps(filepath.Join(dir, "k8s_objects_raw.tsv"))
-	if err != nil || len(dumps) == 0 {
-		return nil, fmt.Errorf("object dumps: %v", err)
+	if err != nil {
+		return nil, fmt.Errorf("object dumps: %w", err)
+	}
+	if len(dumps) == 0 {
+		return nil, fmt.Errorf("%s: no object dump", dir)
 	}
 	quotas, err := quotaRefusals(dir)
 	if err != nil {
@@ -197,7 +201,8 @@ func quotaRefusals(dir string) (map[string]string, error) {
 		if err != nil || e.Reason != "FailedCreate" || e.Regarding.Kind != "ReplicaSet" {
 			return nil
 		}
-		if m := quota.FindStringSubmatch(e.Message); m != nil {
+		// The ReplicaSet is <deployment>-<pod-template-hash>.
+		if m := quota.FindStringSubmatch(e.Message); m != nil && strings.Contains(e.Regarding.Name, "-") {
 			rs := e.Regarding.Name
 			out[rs[:strings.LastIndex(rs, "-")]] = e.Regarding.Namespace + "/ResourceQuota/" + m[1]
 		}

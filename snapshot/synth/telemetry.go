@@ -209,7 +209,14 @@ func (tm *telemetry) call(trace, parent, caller, callee string, t time.Time, pat
 		}
 	}
 	if !s.traced {
-		return time.Duration(1+w.rng.IntN(3)) * time.Millisecond, "", ""
+		// A store writes no span, but a slow one (stressed, warming up) slows its callers' calls.
+		d := time.Duration(1+w.rng.IntN(3)) * time.Millisecond
+		for _, e := range tm.effectsOn(caller, callee, t) {
+			if e.mode == modeSlow {
+				d += time.Duration(float64(e.delay) * w.rate(0.6, 1.6))
+			}
+		}
+		return d, "", ""
 	}
 	pods := podsOf(s, t)
 	if len(pods) == 0 {
