@@ -32,8 +32,9 @@ var layers = []layer{
 		"grader":               nil,
 		"grader/judge":         {"grader"},
 		"grader/leaderboard":   nil,
-		"harness/model":        nil,
-		"harness/runfolder":    {"grader", "harness/model"},
+		"harness/ratelimit":    nil,
+		"harness/model":        {"harness/ratelimit"},
+		"harness/runfolder":    {"grader", "harness/model", "harness/ratelimit"},
 	}},
 	{name: "the episode", below: []string{"vocabularies"}, packages: map[string][]string{
 		"harness/sandbox/image/registry": nil,

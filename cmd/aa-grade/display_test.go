@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
@@ -18,8 +18,8 @@ import (
 func busyRun(term *vt, cols *int) *runProgress {
 	p := newRunProgress(term, false)
 	p.screen = liveScreen(term, cols)
-	p.limits = func() model.LimitStatus {
-		return model.LimitStatus{Limits: []model.LimitInForce{{Name: "requests", Learnt: 1000, Used: 120},
+	p.limits = func() ratelimit.Status {
+		return ratelimit.Status{Limits: []ratelimit.InForce{{Name: "requests", Learnt: 1000, Used: 120},
 			{Name: "input_tokens", Learnt: 200_000, Used: 150_000}}, Calls: 40}
 	}
 	p.Plan(72, nil)

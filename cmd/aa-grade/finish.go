@@ -4,7 +4,7 @@ import (
 	"io"
 
 	"github.com/aa-grade/aa-grade/harness/analysis"
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
@@ -15,7 +15,7 @@ import (
 // the run's analysis when the dataset's tasks are given. A rate-limit record or an analysis
 // that fails is a warning on stderr: the score and the results matter more. It returns the
 // run as the reports read it.
-func finishRun(stderr io.Writer, dir string, folder *runfolder.Folder, rates model.LimitStatus, tasks []analysis.Task) (*report.Run, error) {
+func finishRun(stderr io.Writer, dir string, folder *runfolder.Folder, rates ratelimit.Status, tasks []analysis.Task) (*report.Run, error) {
 	if !rates.Idle() {
 		if err := folder.RecordRateLimits(rates); err != nil {
 			printLine(stderr, "warning: %v", err)

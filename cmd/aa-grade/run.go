@@ -22,6 +22,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/baseline"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/replay"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
@@ -448,12 +449,12 @@ func warnSandbox(stderr io.Writer, backend sandbox.Backend) {
 // sending back the reasoning the loop does, with one rate limiter for the whole run: every
 // episode's calls go to the same provider and quota. The limiter is returned too, for the
 // display and the run's record of the limits.
-func newModel(opts runOptions, settings model.Settings, loop harness.Loop) (model.Model, *model.Limiter, error) {
+func newModel(opts runOptions, settings model.Settings, loop harness.Loop) (model.Model, *ratelimit.Limiter, error) {
 	maxInFlight := opts.maxInFlight
 	if maxInFlight == 0 {
 		maxInFlight = opts.parallel
 	}
-	limit, err := model.NewLimiter(model.Limits{MaxInFlight: maxInFlight, RPM: opts.rpm, TPM: int64(opts.tpm)})
+	limit, err := ratelimit.New(ratelimit.Limits{MaxInFlight: maxInFlight, RPM: opts.rpm, TPM: int64(opts.tpm)})
 	if err != nil {
 		return nil, nil, usageErrorf("--max-in-flight, --rpm, --tpm: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
@@ -45,7 +45,7 @@ type runProgress struct {
 	stopBy   time.Time // after Ctrl-C, when the running episodes are stopped
 	// limits, when set, is the status of the run's rate limiter; warned counts its warnings
 	// printed.
-	limits func() model.LimitStatus
+	limits func() ratelimit.Status
 	warned int
 
 	stop chan struct{}
@@ -343,9 +343,9 @@ func (e *liveEpisode) doing(now time.Time) string {
 // limitStatus reads the rate limiter's status, prints its warnings not printed yet (where the
 // live block is not drawn), and says whether there is anything to show: not for a model that
 // calls no provider.
-func (p *runProgress) limitStatus() (model.LimitStatus, bool) {
+func (p *runProgress) limitStatus() (ratelimit.Status, bool) {
 	if p.limits == nil {
-		return model.LimitStatus{}, false
+		return ratelimit.Status{}, false
 	}
 	s := p.limits()
 	for _, w := range s.Warnings[min(p.warned, len(s.Warnings)):] {
@@ -359,7 +359,7 @@ func (p *runProgress) limitStatus() (model.LimitStatus, bool) {
 // stated by the provider's answers), and what the calls met; live, also how much of each the
 // last minute used and the calls waiting now. It says it in two parts, the limits and the
 // calls, each short enough for a line of the live block.
-func describeLimits(s model.LimitStatus, live bool) (limits, calls string) {
+func describeLimits(s ratelimit.Status, live bool) (limits, calls string) {
 	var items, used []string
 	for _, l := range s.Limits {
 		items = append(items, fmt.Sprintf("%s %s (%s)", shortCount(l.PerMinute()), strings.ReplaceAll(l.Name, "_", " "), limitSource(l)))
@@ -381,7 +381,7 @@ func describeLimits(s model.LimitStatus, live bool) (limits, calls string) {
 }
 
 // limitSource says where a limit in force comes from, and the other limit when there are two.
-func limitSource(l model.LimitInForce) string {
+func limitSource(l ratelimit.InForce) string {
 	switch {
 	case l.Given == 0:
 		return "stated"

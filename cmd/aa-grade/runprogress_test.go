@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
@@ -96,10 +96,10 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 	p := newRunProgress(&out, false)
 	width := 100
 	p.screen = liveScreen(&out, &width)
-	status := model.LimitStatus{Limits: []model.LimitInForce{{Name: "requests", Given: 500, Learnt: 1000, Used: 100},
+	status := ratelimit.Status{Limits: []ratelimit.InForce{{Name: "requests", Given: 500, Learnt: 1000, Used: 100},
 		{Name: "input_tokens", Learnt: 200_000, Used: 186_000}, {Name: "output_tokens", Learnt: 40_000, Given: 50_000, Used: 10_000}},
 		Calls: 40, RateLimited: 3, WaitedSeconds: 65, Waiting: 2, Warnings: []string{"rate limits: x-ratelimit-limit-tokens \"\x1b[31mlots\" is not a number"}}
-	p.limits = func() model.LimitStatus { return status }
+	p.limits = func() ratelimit.Status { return status }
 	p.Plan(2, nil)
 	p.render()
 	p.render()
@@ -130,7 +130,7 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 		t.Errorf("plain output:\n%q", got)
 	}
 	out.Reset()
-	p.limits = func() model.LimitStatus { return model.LimitStatus{} }
+	p.limits = func() ratelimit.Status { return ratelimit.Status{} }
 	p.render()
 	if got := out.String(); strings.Contains(got, "limits") {
 		t.Errorf("a limiter that calls no provider shows:\n%q", got)

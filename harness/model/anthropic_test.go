@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 )
 
@@ -240,7 +241,7 @@ func TestAnthropicErrorsInsideA200(t *testing.T) {
 		anthropicReply(`[{"type":"text","text":"fine"}]`, 10))
 	m := newAnthropic(t, api)
 	var events []Event
-	m.Limit = newTestLimiter(t, Limits{MaxInFlight: 4})
+	m.Limit = newTestLimiter(t, ratelimit.Limits{MaxInFlight: 4})
 	req := Request{Messages: []Message{{Role: RoleUser, Content: "task"}}}
 	reply, err := m.Complete(recording(context.Background(), &events), req)
 	if err != nil || reply.Message.Content != "fine" || len(api.received) != 3 {

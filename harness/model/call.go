@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 	"github.com/aa-grade/aa-grade/internal/jsonguard"
 )
@@ -43,7 +44,7 @@ type Options struct {
 	// at its highest effort can take minutes); an attempt that runs out is retried.
 	AttemptTimeout time.Duration
 	// Limit, when set, paces the calls; one limiter is shared by every episode of a run.
-	Limit *Limiter
+	Limit *ratelimit.Limiter
 }
 
 // Endpoint is the API root the provider calls, for the run's header (never the key).
@@ -116,6 +117,10 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message)
 }
 
+// HTTPStatus is the status the error carries: the rate limiter halves the calls in flight on
+// an overload (ratelimit.StatusError).
+func (e *APIError) HTTPStatus() int { return e.Status }
+
 // Transient reports whether the answer is worth retrying: timeouts, conflicts, rate limits,
 // server errors and overload (Anthropic's 529), also when a 200 answer reports them by code
 // (the Responses API's failed responses).
@@ -147,7 +152,8 @@ type failureCheck func(answer []byte) *APIError
 // when given, finds transient) are retried with exponential backoff and jitter, honouring
 // retry-after-ms and Retry-After, until the budget is spent; anything else fails at once. Each
 // attempt first waits for the limiter, and that wait does not count against the budget:
-// pacing is not failing.
+// pacing is not failing. The limiter's holds and changes are recorded as "queued", "paced"
+// and "throttle" events.
 func (o *Options) post(ctx context.Context, url string, header http.Header, body []byte, check failureCheck) ([]byte, error) {
 	budget := o.Budget
 	if budget <= 0 {
@@ -164,14 +170,19 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	paced := time.Duration(0) // waiting for the limiter
 	for attempt := 1; ; attempt++ {
 		queued := time.Now()
-		permit, err := o.Limit.Acquire(ctx, len(body))
+		permit, err := o.Limit.Acquire(ctx, len(body), func(h ratelimit.Hold) {
+			o.record(ctx, Event{Kind: KindQueued, Reason: h.Reason, Wait: h.Wait})
+		})
 		if err != nil {
 			return nil, err
 		}
+		if waited, held := permit.Held(); held {
+			o.record(ctx, Event{Kind: KindPaced, Wait: waited})
+		}
 		paced += time.Since(queued)
 		got, answer, err := o.once(ctx, client, url, header, body, check)
-		if e, changed := o.Limit.Release(permit, got, answer, err); changed {
-			o.record(ctx, e)
+		if t, changed := o.Limit.Release(permit, got, answer, err); changed {
+			o.record(ctx, Event{Kind: KindThrottle, Status: t.Status, MaxInFlight: t.MaxInFlight})
 		}
 		if err == nil {
 			return answer, nil

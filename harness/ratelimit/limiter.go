@@ -1,4 +1,8 @@
-package model
+// Package ratelimit paces the calls a run makes to one model provider: one Limiter, shared
+// by every episode, learns the provider's limits from its answers and holds each call until
+// it may go, so that parallel episodes share the quota instead of each meeting its own 429s.
+// It knows HTTP headers and the usage of JSON answers, not the providers' requests.
+package ratelimit
 
 import (
 	"context"
@@ -78,10 +82,16 @@ type Permit struct {
 	charged [dimensions]int64 // before the call
 	slot    int64             // the quotas' slot when the call was let through
 	epoch   uint64            // the limiter's epoch when the call was let through
+	queued  bool              // the call waited in the queue
+	waited  time.Duration     // for so long
 }
 
-// NewLimiter checks the limits and returns a limiter with nothing spent.
-func NewLimiter(l Limits) (*Limiter, error) {
+// Held says how long the call waited for the limiter, and whether it waited in its queue at
+// all (a call that went at once did not).
+func (p Permit) Held() (time.Duration, bool) { return p.waited, p.queued }
+
+// New checks the limits and returns a limiter with nothing spent.
+func New(l Limits) (*Limiter, error) {
 	switch {
 	case l.MaxInFlight < 1:
 		return nil, fmt.Errorf("rate limits: %d calls in flight: must be 1 or more", l.MaxInFlight)
@@ -104,13 +114,19 @@ func NewLimiter(l Limits) (*Limiter, error) {
 	return lim, nil
 }
 
+// Hold is why a call waits for the limiter, as Acquire tells it: a run's display shows the
+// episodes held by the limits, and the trajectory keeps it.
+type Hold struct {
+	Reason string        // what the call waits for, in words
+	Wait   time.Duration // how long, when the limiter knows; 0 otherwise
+}
+
 // Acquire waits until a call whose request body is bytes long may go: its turn in the queue,
 // a free in-flight slot, and room in every quota. It returns ctx.Err() when ctx ends first,
 // leaving the quotas and slots as they were; when ctx is already done it still succeeds if
-// nothing needs waiting for. A call that waits tells the recorder of ctx (WithRecorder) why,
-// as a "queued" event each time the reason changes, and how long it waited, as a "paced"
-// event when it goes: a run's display shows the episodes held by the limits.
-func (l *Limiter) Acquire(ctx context.Context, bytes int) (Permit, error) {
+// nothing needs waiting for. A call that waits tells held (when not nil) why, each time the
+// reason changes; the permit says how long it waited (Permit.Held).
+func (l *Limiter) Acquire(ctx context.Context, bytes int, held func(Hold)) (Permit, error) {
 	if l == nil {
 		return Permit{}, nil
 	}
@@ -127,7 +143,7 @@ func (l *Limiter) Acquire(ctx context.Context, bytes int) (Permit, error) {
 	queued := l.clock.Now()
 	w := &waiter{wake: make(chan struct{}, 1)}
 	l.queue = append(l.queue, w)
-	rec, told := recorderOf(ctx), ""
+	told := ""
 	for {
 		var timer <-chan time.Time
 		if l.queue[0] == w {
@@ -135,11 +151,8 @@ func (l *Limiter) Acquire(ctx context.Context, bytes int) (Permit, error) {
 			var ok bool
 			if p, h, ok = l.admit(bytes); ok {
 				l.leave(w, queued)
-				waited := l.clock.Now().Sub(queued)
+				p.queued, p.waited = true, l.clock.Now().Sub(queued)
 				l.mu.Unlock()
-				if rec != nil {
-					rec(Event{Kind: KindPaced, Wait: waited})
-				}
 				return p, nil
 			}
 			if h.wait > 0 {
@@ -148,9 +161,9 @@ func (l *Limiter) Acquire(ctx context.Context, bytes int) (Permit, error) {
 		}
 		why := l.why(h)
 		l.mu.Unlock()
-		if rec != nil && why != told {
+		if held != nil && why != told {
 			told = why
-			rec(Event{Kind: KindQueued, Reason: why, Wait: h.wait})
+			held(Hold{Reason: why, Wait: h.wait})
 		}
 		select {
 		case <-ctx.Done():
@@ -165,13 +178,28 @@ func (l *Limiter) Acquire(ctx context.Context, bytes int) (Permit, error) {
 	}
 }
 
+// Throttle is a change of the calls the limiter allows in flight at once (MaxInFlight), on
+// an answer of Status: halved on an overload, raised by one after successes.
+type Throttle struct {
+	Status      int
+	MaxInFlight int
+}
+
+// StatusError is an error answer of a provider, as Release weighs it: its HTTP status (the
+// model package's APIError).
+type StatusError interface {
+	error
+	HTTPStatus() int
+}
+
 // Release hands a permit back once the call has its answer (or its error): header is the
-// answer's header, nil when no answer came. It corrects the quotas with the usage the answer
-// reports, learns the limits its headers state, and adapts the in-flight allowance. When the
-// allowance changed it returns the "throttle" event to record.
-func (l *Limiter) Release(p Permit, header http.Header, answer []byte, callErr error) (Event, bool) {
+// answer's header, nil when no answer came; callErr a StatusError when the provider answered
+// with an error. It corrects the quotas with the usage the answer reports, learns the limits
+// its headers state, and adapts the in-flight allowance. When the allowance changed it
+// returns the change.
+func (l *Limiter) Release(p Permit, header http.Header, answer []byte, callErr error) (Throttle, bool) {
 	if l == nil {
-		return Event{}, false
+		return Throttle{}, false
 	}
 	now := l.clock.Now()
 	var used [dimensions]int64
@@ -199,36 +227,36 @@ func (l *Limiter) Release(p Permit, header http.Header, answer []byte, callErr e
 		l.learn(st, problems, p.slot, own, now)
 	}
 	defer l.wakeHead()
-	var apiErr *APIError
+	status, overload := overloaded(callErr)
 	switch {
-	case errors.As(callErr, &apiErr) && overloaded(apiErr.Status):
-		if apiErr.Status == http.StatusTooManyRequests {
+	case overload:
+		if status == http.StatusTooManyRequests {
 			l.limited++
 		}
 		// Calls let through before the last halving saw the old allowance: their 429s are
 		// the same congestion and must not halve it again.
 		if p.epoch != l.epoch {
-			return Event{}, false
+			return Throttle{}, false
 		}
 		l.successes = 0
 		if l.allowed == 1 {
-			return Event{}, false
+			return Throttle{}, false
 		}
 		l.allowed /= 2
 		l.epoch++
-		return Event{Kind: KindThrottle, Status: apiErr.Status, MaxInFlight: l.allowed}, true
+		return Throttle{Status: status, MaxInFlight: l.allowed}, true
 	case callErr == nil:
 		if l.allowed == l.ceiling {
-			return Event{}, false
+			return Throttle{}, false
 		}
 		if l.successes++; l.successes < l.allowed {
-			return Event{}, false
+			return Throttle{}, false
 		}
 		l.allowed++
 		l.successes = 0
-		return Event{Kind: KindThrottle, Status: http.StatusOK, MaxInFlight: l.allowed}, true
+		return Throttle{Status: http.StatusOK, MaxInFlight: l.allowed}, true
 	}
-	return Event{}, false // other failures say nothing about the provider's load
+	return Throttle{}, false // other failures say nothing about the provider's load
 }
 
 // correct charges the quotas what a call used, as its answer reports, instead of what it was
@@ -380,14 +408,14 @@ func (l *Limiter) wakeHead() {
 }
 
 // Status is what the limiter knows and has done so far; zero for a nil limiter.
-func (l *Limiter) Status() LimitStatus {
+func (l *Limiter) Status() Status {
 	if l == nil {
-		return LimitStatus{}
+		return Status{}
 	}
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := LimitStatus{Calls: l.calls, RateLimited: l.limited, WaitedSeconds: l.waited.Seconds(), Waiting: len(l.queue),
+	s := Status{Calls: l.calls, RateLimited: l.limited, WaitedSeconds: l.waited.Seconds(), Waiting: len(l.queue),
 		Warnings: slices.Clone(l.warnings)}
 	for d := range dimensions {
 		q := &l.quotas[d]
@@ -395,15 +423,24 @@ func (l *Limiter) Status() LimitStatus {
 			continue
 		}
 		q.advance(now)
-		s.Limits = append(s.Limits, LimitInForce{Name: d.String(), Given: q.given, Learnt: q.learnt, Used: max(q.inWindow, 0)})
+		s.Limits = append(s.Limits, InForce{Name: d.String(), Given: q.given, Learnt: q.learnt, Used: max(q.inWindow, 0)})
 	}
 	return s
 }
 
-// overloaded reports the answers that mean "slow down": 429 rate limits, OpenAI's 503 "slow
-// down" and Anthropic's 529 overloaded.
-func overloaded(status int) bool {
-	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == 529
+// overloaded reports the error answers that mean "slow down", and their status: 429 rate
+// limits, OpenAI's 503 "slow down" and Anthropic's 529 overloaded. A call that succeeded
+// looks no further (errors.As would cost it an allocation).
+func overloaded(callErr error) (int, bool) {
+	if callErr == nil {
+		return 0, false
+	}
+	var statusErr StatusError
+	if !errors.As(callErr, &statusErr) {
+		return 0, false
+	}
+	status := statusErr.HTTPStatus()
+	return status, status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == 529
 }
 
 // initialPerByte is the input tokens a request's byte is taken to hold until answers tell:
