@@ -199,11 +199,13 @@ func TestPullSurvivesTransientFailures(t *testing.T) {
 	var mu sync.Mutex
 	var waits []time.Duration
 	start := time.Now()
-	_, err := pull(t, cfg, PullOptions{Progress: Progress{Retry: func(_ string, _ int, wait time.Duration, _ error) {
-		mu.Lock()
-		waits = append(waits, wait)
-		mu.Unlock()
-	}}})
+	_, err := pull(t, cfg, PullOptions{Progress: func(e Event) {
+		if r, ok := e.(PullRetry); ok {
+			mu.Lock()
+			waits = append(waits, r.Wait)
+			mu.Unlock()
+		}
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

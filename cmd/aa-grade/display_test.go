@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/runner"
 )
 
 // busyRun is a run display with four episodes running long commands and the rate limits
@@ -22,9 +24,9 @@ func busyRun(term *vt, cols *int) *runProgress {
 		return ratelimit.Status{Limits: []ratelimit.InForce{{Name: "requests", Learnt: 1000, Used: 120},
 			{Name: "input_tokens", Learnt: 200_000, Used: 150_000}}, Calls: 40}
 	}
-	p.Plan(72, nil)
+	p.tell(runner.Planned{Total: 72})
 	for i := range 4 {
-		p.Turn(fmt.Sprintf("Scenario-%d", 10+i), 1, 7, 100, "kubectl get pods -A -o wide | grep -v Running | sort -k4 -n | head -50 && cat logs/otel-demo/frontend.log")
+		p.tell(runner.EpisodeTurn{Episode: runfolder.Episode{Task: fmt.Sprintf("Scenario-%d", 10+i), Repeat: 1}, Turn: 7, MaxTurns: 100, Command: "kubectl get pods -A -o wide | grep -v Running | sort -k4 -n | head -50 && cat logs/otel-demo/frontend.log"})
 	}
 	return p
 }
@@ -40,7 +42,7 @@ func TestLiveDisplayFitsTheTerminal(t *testing.T) {
 			for range 5 {
 				p.render()
 			}
-			p.Finished(runfolder.Result{Task: "Scenario-10", Repeat: 1, Status: "ok", Score: 1, Turns: 7})
+			p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-10", Repeat: 1, Status: "ok", Score: 1, Turns: 7}})
 			for range 5 {
 				p.render()
 			}
@@ -69,7 +71,7 @@ func TestLiveDisplayFollowsAResize(t *testing.T) {
 	cols := 100
 	term := newVT(cols)
 	p := busyRun(term, &cols)
-	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, Turns: 3})
+	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, Turns: 3}})
 	for _, to := range []int{60, 45, 120, 80} {
 		cols = to
 		term.resize(to)
@@ -94,13 +96,12 @@ func TestPullDisplayFollowsTheWidth(t *testing.T) {
 	term := newVT(cols)
 	p := newPullProgress(context.Background(), term, false)
 	p.screen = liveScreen(term, &cols)
-	cb := p.callbacks()
-	cb.Planned(1200, 40<<30, 100, 3<<30)
-	cb.Bytes(12 << 30)
+	p.tell(data.PullPlanned{Files: 1200, Bytes: 40 << 30, CachedFiles: 100, CachedBytes: 3 << 30})
+	p.tell(data.PullBytes{N: 12 << 30})
 	for i := range 6 {
 		p.render(false)
 		if i == 2 {
-			cb.FileDone("Scenario-2/logs.tsv", 0, errors.New("HTTP 500"))
+			p.tell(data.PullFileDone{Path: "Scenario-2/logs.tsv", Err: errors.New("HTTP 500")})
 		}
 	}
 	cols = 100
@@ -126,14 +127,13 @@ func TestPullInterruptedCountsNoFailures(t *testing.T) {
 	var out strings.Builder
 	ctx, cancel := context.WithCancel(context.Background())
 	p := newPullProgress(ctx, &out, true)
-	cb := p.callbacks()
-	cb.Planned(10, 1000, 2, 200)
-	cb.FileDone("Scenario-2/a.tsv", 100, nil)
+	p.tell(data.PullPlanned{Files: 10, Bytes: 1000, CachedFiles: 2, CachedBytes: 200})
+	p.tell(data.PullFileDone{Path: "Scenario-2/a.tsv", Downloaded: 100})
 	cancel()
 	for range 8 {
-		cb.FileDone("Scenario-2/b.tsv", 0, context.Canceled)
+		p.tell(data.PullFileDone{Path: "Scenario-2/b.tsv", Err: context.Canceled})
 	}
-	cb.Retry("https://hub/resolve/main/x", 2, 0, errors.New("interrupt"))
+	p.tell(data.PullRetry{URL: "https://hub/resolve/main/x", Attempt: 2, Err: errors.New("interrupt")})
 	if done, total := p.inCache(); done != 3 || total != 10 || out.String() != "" {
 		t.Fatalf("%d of %d in the cache, output:\n%s", done, total, out.String())
 	}

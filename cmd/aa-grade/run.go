@@ -376,7 +376,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	progress := newRunProgress(stderr, opts.noProgress)
 	progress.limits = limit.Status
 	progress.Start()
-	cfg.Progress = progress
+	cfg.Progress = progress.tell
 	summary, results, err := runner.Run(ctx, cfg)
 	progress.Stop()
 	if replay, ok := m.(*replay.Model); ok && results != nil { // nil: refused, nothing played
@@ -684,7 +684,7 @@ func useImage(ctx context.Context, backend sandbox.Backend, ref string, progress
 	if err != nil {
 		return err
 	}
-	if err := sandbox.UseImage(ctx, backend, ref, cache, progress); err != nil {
+	if err := sandbox.UseImage(ctx, backend, ref, cache, imageProgress(progress)); err != nil {
 		if ctx.Err() != nil {
 			return interrupted(fmt.Errorf("interrupted: %w", err))
 		}

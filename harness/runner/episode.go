@@ -19,9 +19,7 @@ import (
 func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools) (runfolder.Result, error) {
 	began := time.Now()
 	res := runfolder.Result{Task: task.ID, Repeat: repeat}
-	if cfg.Progress != nil {
-		cfg.Progress.Started(task.ID, repeat)
-	}
+	cfg.tell(EpisodeStarted{Episode: res.Episode()})
 	fail := func(err error) (runfolder.Result, error) {
 		res.Status, res.Error, res.Duration = grader.StatusError, err.Error(), time.Since(began).Seconds()
 		return res, err
@@ -59,7 +57,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		wire = func(e model.Event) {
 			rec.Event(e)
 			if w, ok := waitOf(e, time.Now()); ok {
-				cfg.Progress.Waiting(task.ID, repeat, w)
+				cfg.Progress(EpisodeWaiting{Episode: res.Episode(), Wait: w})
 			}
 		}
 	}
@@ -69,7 +67,8 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		OnTurn: func(n int, req model.Request, reply model.Reply, err error) {
 			rec.Turn(n, req, reply, err)
 			if cfg.Progress != nil {
-				cfg.Progress.Turn(task.ID, repeat, n, cfg.MaxTurns, lastCommand(cfg.Prompts.ShellToolName(), reply.Message))
+				cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns,
+					Command: lastCommand(cfg.Prompts.ShellToolName(), reply.Message)})
 			}
 		}}
 	out := ep.Run(ctx)
