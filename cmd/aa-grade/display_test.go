@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,9 +52,8 @@ func TestLiveDisplayFitsTheTerminal(t *testing.T) {
 			if n := term.count("/72 episodes"); n != 1 {
 				t.Fatalf("%d bars on the screen:\n%s", n, strings.Join(rows, "\n"))
 			}
-			if term.count("Scenario-10 repeat 1: ok") != 1 || term.count("Scenario-11 r1") != 1 || term.count("Scenario-10 r1") != 0 {
-				t.Fatalf("the finished episode once above the block, the running ones once in it:\n%s", strings.Join(rows, "\n"))
-			}
+			// The finished episode once above the block, the running ones once in it.
+			onScreen(t, term, map[string]int{"Scenario-10 repeat 1: ok": 1, "Scenario-11 r1": 1, "Scenario-10 r1": 0})
 			block := rows[len(rows)-1-6:] // the bar, two lines of limits, three episodes, and the empty row under them
 			for _, r := range block {
 				if len(r) >= cols {
@@ -60,6 +61,22 @@ func TestLiveDisplayFitsTheTerminal(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// onScreen checks how many times each text is on term's screen, each count its own failure,
+// and stops the test after showing the screen when one is wrong.
+func onScreen(t *testing.T, term *vt, want map[string]int) {
+	t.Helper()
+	ok := true
+	for _, text := range slices.Sorted(maps.Keys(want)) {
+		if n := term.count(text); n != want[text] {
+			t.Errorf("%q is %d times on the screen, want %d", text, n, want[text])
+			ok = false
+		}
+	}
+	if !ok {
+		t.Fatalf("the screen:\n%s", strings.Join(term.rows(), "\n"))
 	}
 }
 
@@ -78,9 +95,7 @@ func TestLiveDisplayFollowsAResize(t *testing.T) {
 		p.render()
 		p.render()
 		rows := term.rows()
-		if term.count("/72 episodes") != 1 || term.count("Scenario-13 r1") != 1 || term.count("Scenario-1 repeat 1: ok") != 1 {
-			t.Fatalf("after a resize to %d columns:\n%s", to, strings.Join(rows, "\n"))
-		}
+		onScreen(t, term, map[string]int{"/72 episodes": 1, "Scenario-13 r1": 1, "Scenario-1 repeat 1: ok": 1})
 		for _, r := range rows[len(rows)-8:] {
 			if len(r) >= to {
 				t.Errorf("at %d columns, a line of the block fills the row: %q", to, r)
@@ -111,9 +126,7 @@ func TestPullDisplayFollowsTheWidth(t *testing.T) {
 	p.render(false)
 	p.render(true)
 	rows := term.rows()
-	if term.count("files") != 1 || term.count("failed: HTTP 500") != 1 {
-		t.Fatalf("the pull's screen:\n%s", strings.Join(rows, "\n"))
-	}
+	onScreen(t, term, map[string]int{"files": 1, "failed: HTTP 500": 1})
 	for _, r := range rows {
 		if len(r) >= 40 && strings.Contains(r, "files") {
 			t.Errorf("the bar line fills the row: %q", r)
@@ -134,8 +147,13 @@ func TestPullInterruptedCountsNoFailures(t *testing.T) {
 		p.tell(data.PullFileDone{Path: "Scenario-2/b.tsv", Err: context.Canceled})
 	}
 	p.tell(data.PullRetry{URL: "https://hub/resolve/main/x", Attempt: 2, Err: errors.New("interrupt")})
-	if done, total := p.inCache(); done != 3 || total != 10 || out.String() != "" {
-		t.Fatalf("%d of %d in the cache, output:\n%s", done, total, out.String())
+	if done, total := p.inCache(); done != 3 {
+		t.Errorf("%d files in the cache, want 3 (the 2 there before and the 1 done)", done)
+	} else if total != 10 {
+		t.Errorf("%d files in all, want 10", total)
+	}
+	if out.String() != "" {
+		t.Errorf("printed for an interrupted pull:\n%s", out.String())
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestRunProgressOnATerminal: the live block (overall bar and one line per running episode) is
@@ -38,10 +39,11 @@ func TestRunProgressOnATerminal(t *testing.T) {
 	out.Reset()
 	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-2", Repeat: 1, Status: "max_turns", Turns: 100}})
 	after := out.String()
-	if !strings.HasPrefix(after, "\033[3A\r\033[J") || !strings.Contains(after, "Scenario-2 repeat 1: max_turns, score 0.00, 100 turns, cost unknown") ||
-		!strings.Contains(after, "2/4 episodes  1 running") || !strings.Contains(after, "cost unknown") || strings.Contains(after, "turn 5/100") {
-		t.Errorf("after an episode ended:\n%q", after)
+	if !strings.HasPrefix(after, "\033[3A\r\033[J") {
+		t.Errorf("after an episode ended, the block is not erased first:\n%q", after)
 	}
+	textcheck.Has(t, "after an episode ended", after, "Scenario-2 repeat 1: max_turns, score 0.00, 100 turns, cost unknown", "2/4 episodes  1 running", "cost unknown")
+	textcheck.Lacks(t, "after an episode ended", after, "turn 5/100")
 }
 
 // TestRunProgressElsewhere prints plain lines: one per finished episode and the overall line.
@@ -53,10 +55,8 @@ func TestRunProgressElsewhere(t *testing.T) {
 	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "error", Error: "HTTP 401: bad key"}})
 	p.render()
 	got := out.String()
-	if strings.Contains(got, "\033[") || !strings.Contains(got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 401: bad key\n") ||
-		!strings.Contains(got, "progress: 1/2 episodes") {
-		t.Errorf("plain output:\n%q", got)
-	}
+	textcheck.Has(t, "plain output", got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 401: bad key\n", "progress: 1/2 episodes")
+	textcheck.Lacks(t, "plain output", got, "\033[")
 }
 
 // TestProgressStripsTerminalSequencesFromModelCommands: a command the model asks for, a task
@@ -80,10 +80,8 @@ func TestProgressStripsTerminalSequencesFromModelCommands(t *testing.T) {
 			t.Errorf("the terminal output holds %q:\n%q", bad, got)
 		}
 	}
-	if !strings.Contains(live, "  Scenario-1 r1  turn 3/100  printf '' && echo done\n") ||
-		!strings.Contains(got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 400: bad request exe\n") {
-		t.Errorf("the text around the sequences is lost:\n%q", got)
-	}
+	textcheck.Has(t, "the live block", live, "  Scenario-1 r1  turn 3/100  printf '' && echo done\n")
+	textcheck.Has(t, "the terminal output", got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 400: bad request exe\n")
 }
 
 // TestRunProgressShowsRateLimits: the live block shows the rate limits in force and where
@@ -118,9 +116,10 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 			t.Errorf("a line wider than the terminal: %q", line)
 		}
 	}
-	if strings.Count(got, "warning: rate limits:") != 1 || strings.Contains(got, "\x1b[31m") {
-		t.Errorf("the warning, once and stripped:\n%q", got)
+	if n := strings.Count(got, "warning: rate limits:"); n != 1 {
+		t.Errorf("the warning printed %d times, want once:\n%q", n, got)
 	}
+	textcheck.Lacks(t, "the output with a warning", got, "\x1b[31m")
 
 	out.Reset()
 	p.screen = newScreen(&out, false)
@@ -293,7 +292,8 @@ func TestRunTotalsSeparateThousands(t *testing.T) {
 	}
 	var out bytes.Buffer
 	renderRunTotals(&out, run)
-	if !strings.Contains(out.String(), " 922,541 ") || !strings.Contains(out.String(), " 2,410,337 ") || regexp.MustCompile(`\d{4}`).MatchString(out.String()) {
-		t.Fatalf("token counts without separators:\n%s", out.String())
+	textcheck.Has(t, "the totals", out.String(), " 922,541 ", " 2,410,337 ")
+	if four := regexp.MustCompile(`\d{4}`).FindString(out.String()); four != "" {
+		t.Errorf("a count without separators (%s) in\n%s", four, out.String())
 	}
 }
