@@ -17,6 +17,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/backoff"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 const anthropicAnswer = `{"id":"msg_1","type":"message","role":"assistant","content":[
@@ -256,9 +257,13 @@ func TestAnthropicErrorsInsideA200(t *testing.T) {
 			throttles = append(throttles, fmt.Sprint(e.Status))
 		}
 	}
-	if len(retries) != 2 || !strings.Contains(retries[0], "529") || !strings.Contains(retries[0], "Overloaded") ||
-		!strings.Contains(retries[1], "500") || !strings.Contains(retries[1], "Internal server error") || len(throttles) == 0 || throttles[0] != "529" {
-		t.Fatalf("retries %q, throttles %q", retries, throttles)
+	if len(retries) != 2 {
+		t.Fatalf("retries %q, want 2", retries)
+	}
+	textcheck.Has(t, "the first retry", retries[0], "529", "Overloaded")
+	textcheck.Has(t, "the second retry", retries[1], "500", "Internal server error")
+	if len(throttles) == 0 || throttles[0] != "529" {
+		t.Errorf("throttles %q, want the first on the 529", throttles)
 	}
 
 	api = newAnthropicAPI(status(200, anthropicErrorBody("invalid_request_error", "max_tokens: 64001 > 64000")), anthropicReply(`[{"type":"text","text":"fine"}]`, 10))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -158,8 +159,14 @@ func blocked(done <-chan error) bool {
 
 func TestNewRefusesBadLimits(t *testing.T) {
 	for _, l := range []Limits{{MaxInFlight: 0}, {MaxInFlight: 1, RPM: -1}, {MaxInFlight: 1, TPM: -5}, {MaxInFlight: 1, TPM: 1e11}} {
-		if lim, err := New(l); err == nil || lim != nil || !strings.HasPrefix(err.Error(), "rate limits: ") {
-			t.Errorf("%+v: limiter %v, err %v", l, lim, err)
+		lim, err := New(l)
+		switch {
+		case err == nil:
+			t.Errorf("%+v: accepted", l)
+		case lim != nil:
+			t.Errorf("%+v: a limiter besides the error %v", l, err)
+		case !strings.HasPrefix(err.Error(), "rate limits: "):
+			t.Errorf("%+v: %v, want it to start with \"rate limits: \"", l, err)
 		}
 	}
 }
@@ -254,7 +261,9 @@ func TestReportedUsage(t *testing.T) {
 		`{"usage":{"total_tokens":1e30}}`: {tokens: maxPerMinute},
 	} {
 		var got [dimensions]int64
-		if !reportedUsage([]byte(answer), &got) || got != want {
+		if !reportedUsage([]byte(answer), &got) {
+			t.Errorf("%s: no usage reported", answer)
+		} else if got != want {
 			t.Errorf("%s: %v, want %v", answer, got, want)
 		}
 	}
@@ -280,8 +289,18 @@ func TestLimiterLearnsLimitsFromHeaders(t *testing.T) {
 	lim := newTestLimiter(t, Limits{MaxInFlight: 8, RPM: 100, TPM: 100_000, Clock: clock})
 	answered(lim, acquireNow(t, lim, 10), openAIHeaders("60", "59", "200000", "199990", "1s")...)
 	want := []InForce{{Name: "requests", Given: 100, Learnt: 60, Used: 1}, {Name: "tokens", Given: 100_000, Learnt: 200_000, Used: 10}}
-	if s := lim.Status(); fmt.Sprint(s.Limits) != fmt.Sprint(want) || s.Limits[0].PerMinute() != 60 || s.Limits[1].PerMinute() != 100_000 || len(s.Warnings) != 0 {
-		t.Fatalf("status %+v, want limits %+v", s, want)
+	s := lim.Status()
+	if !slices.Equal(s.Limits, want) {
+		t.Fatalf("limits %+v, want %+v", s.Limits, want)
+	}
+	if got := s.Limits[0].PerMinute(); got != 60 {
+		t.Errorf("%d requests a minute in force, want the stated 60 (below the flag's 100)", got)
+	}
+	if got := s.Limits[1].PerMinute(); got != 100_000 {
+		t.Errorf("%d tokens a minute in force, want the flag's 100000 (below the stated 200000)", got)
+	}
+	if len(s.Warnings) != 0 {
+		t.Errorf("warnings %q", s.Warnings)
 	}
 	if _, err := tryAcquire(lim, 10); err == nil { // the first took the second's worth
 		t.Fatal("a second call went at once with 60 requests a minute")
@@ -458,8 +477,14 @@ func TestLimiterCountsAnswers429sAndWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	lim.Release(Permit{}, nil, nil, errors.New("connection reset")) // no answer: not counted
-	if s := lim.Status(); s.Calls != 1 || s.RateLimited != 1 || s.WaitedSeconds != 5 || s.Waiting != 0 {
-		t.Fatalf("status %+v", s)
+	s := lim.Status()
+	for _, c := range []struct {
+		what      string
+		got, want any
+	}{{"calls", s.Calls, int64(1)}, {"rate limited", s.RateLimited, int64(1)}, {"seconds waited", s.WaitedSeconds, 5.0}, {"waiting", s.Waiting, 0}} {
+		if c.got != c.want {
+			t.Errorf("%s %v, want %v", c.what, c.got, c.want)
+		}
 	}
 }
 
@@ -520,8 +545,13 @@ func TestLimiterHalvesOncePerCongestion(t *testing.T) {
 			t.Errorf("%v changed the allowance", err)
 		}
 	}
-	if allowed, held, _ := lim.state(); changes != 1 || allowed != 4 || held != 0 {
-		t.Fatalf("%d changes, allowance %d, %d held", changes, allowed, held)
+	if changes != 1 {
+		t.Errorf("the allowance changed %d times, want once", changes)
+	}
+	if allowed, held, _ := lim.state(); allowed != 4 {
+		t.Errorf("allowance %d, want 4", allowed)
+	} else if held != 0 {
+		t.Errorf("%d permits held after every one was released", held)
 	}
 }
 

@@ -14,7 +14,16 @@ import (
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
 	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
+
+// deref is what p points at, or nil: an unknown cost.
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
 
 func TestParquetRoundTrip(t *testing.T) {
 	for _, dir := range []string{opusDir, qwenDir} {
@@ -32,11 +41,18 @@ func TestParquetRoundTrip(t *testing.T) {
 		}
 		for i, row := range rows {
 			e := r.Results[i]
-			if row.Model != r.Header.Model || row.Task != e.Task || row.Repeat != int64(e.Repeat) || row.Status != e.Status ||
-				row.Score != e.Score || row.Turns != int64(e.Turns) || row.InputTokens != e.Tokens.Input ||
-				row.ReasoningTokens != e.Tokens.Reasoning || row.Error != e.Error || row.DurationS != e.Duration ||
-				(row.CostUSD == nil) != (e.CostUSD == nil) || (row.CostUSD != nil && *row.CostUSD != *e.CostUSD) {
-				t.Errorf("%s row %d = %+v, episode %+v", dir, i, row, e)
+			for _, c := range []struct {
+				column    string
+				got, want any
+			}{
+				{"model", row.Model, r.Header.Model}, {"task", row.Task, e.Task}, {"repeat", row.Repeat, int64(e.Repeat)},
+				{"status", row.Status, e.Status}, {"score", row.Score, e.Score}, {"turns", row.Turns, int64(e.Turns)},
+				{"input_tokens", row.InputTokens, e.Tokens.Input}, {"reasoning_tokens", row.ReasoningTokens, e.Tokens.Reasoning},
+				{"error", row.Error, e.Error}, {"duration_s", row.DurationS, e.Duration}, {"cost_usd", fmt.Sprint(deref(row.CostUSD)), fmt.Sprint(deref(e.CostUSD))},
+			} {
+				if c.got != c.want {
+					t.Errorf("%s row %d: %s %v, the episode's %v", dir, i, c.column, c.got, c.want)
+				}
 			}
 		}
 	}
@@ -203,9 +219,7 @@ func TestHTMLSeveralRuns(t *testing.T) {
 
 func TestHTMLOneRunAndNone(t *testing.T) {
 	html := renderHTML(t, load(t, qwenDir))
-	if !strings.Contains(html, "<title>ITBench-AA report: openai-api/vllm/Qwen/Qwen3-32B</title>") || !strings.Contains(html, "No task has a known cost.") {
-		t.Errorf("one unpriced run:\n%s", html)
-	}
+	textcheck.Has(t, "the page of one unpriced run", html, "<title>ITBench-AA report: openai-api/vllm/Qwen/Qwen3-32B</title>", "No task has a known cost.")
 	if err := WriteHTML(&bytes.Buffer{}, nil); err == nil {
 		t.Error("a page of no run was written")
 	}
@@ -214,8 +228,11 @@ func TestHTMLOneRunAndNone(t *testing.T) {
 func TestNiceScale(t *testing.T) {
 	for _, c := range []struct{ most, step, top float64 }{{4.96, 1, 5}, {0.12, 0.05, 0.15}, {7, 2, 8}, {0, 0.2, 1}, {250, 50, 250}} {
 		step, top := niceScale(c.most)
-		if !near(step, c.step) || !near(top, c.top) {
-			t.Errorf("niceScale(%v) = %v, %v; want %v, %v", c.most, step, top, c.step, c.top)
+		if !near(step, c.step) {
+			t.Errorf("niceScale(%v): step %v, want %v", c.most, step, c.step)
+		}
+		if !near(top, c.top) {
+			t.Errorf("niceScale(%v): top %v, want %v", c.most, top, c.top)
 		}
 	}
 }
@@ -231,8 +248,14 @@ func TestReportsShowTheJudge(t *testing.T) {
 	}, "\n")+"\n")
 	r := load(t, dir)
 	o := r.Overview()
-	if o.Grading != "judge openai/judge-x" || o.Judge == nil || o.Judge.Judged != 2 {
-		t.Fatalf("overview %+v", o)
+	if o.Grading != "judge openai/judge-x" {
+		t.Errorf("grading %q, want judge openai/judge-x", o.Grading)
+	}
+	if o.Judge == nil {
+		t.Fatal("the overview has no judge")
+	}
+	if o.Judge.Judged != 2 {
+		t.Errorf("the judge decided %d episodes, want 2", o.Judge.Judged)
 	}
 	want := "judge openai/judge-x decided 2 episodes (0 fell back to the rules); judge and rules give the same score in 50% of them"
 	if md := markdown(t, r); !strings.Contains(md, want) {
@@ -246,7 +269,13 @@ func TestReportsShowTheJudge(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, err := parquet.Read[parquetRow](bytes.NewReader(b.Bytes()), int64(b.Len()))
-	if err != nil || len(rows) != 2 || rows[0].Matcher != "judge" {
-		t.Fatalf("parquet rows %+v, %v", rows, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d parquet rows, want 2", len(rows))
+	}
+	if rows[0].Matcher != "judge" {
+		t.Errorf("the first row's matcher %q, want judge", rows[0].Matcher)
 	}
 }

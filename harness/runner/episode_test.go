@@ -104,8 +104,14 @@ func runFake(t *testing.T, backend sandbox.Backend, progress func(Event)) map[st
 func TestAgentDeathIsAnErrorEpisode(t *testing.T) {
 	results := runFake(t, &firstDies{}, nil)
 	dead, next := results["Scenario-1"], results["Scenario-2"]
-	if dead.Status != grader.StatusError || !strings.Contains(dead.Error, sandbox.ErrAgentDied.Error()) || dead.Turns != 1 {
-		t.Errorf("the episode whose agent died: %+v", dead)
+	if dead.Status != grader.StatusError {
+		t.Errorf("the episode whose agent died: status %s, want error", dead.Status)
+	}
+	if !strings.Contains(dead.Error, sandbox.ErrAgentDied.Error()) {
+		t.Errorf("the episode whose agent died: error %q, want it to say %q", dead.Error, sandbox.ErrAgentDied)
+	}
+	if dead.Turns != 1 {
+		t.Errorf("the episode whose agent died: %d turns, want 1", dead.Turns)
 	}
 	if next.Status != grader.StatusOK {
 		t.Errorf("the next episode: %+v", next)
@@ -122,8 +128,14 @@ func TestEntitiesDroppedAreRecorded(t *testing.T) {
 	doc, _ := json.Marshal(names)
 	results := runFake(t, &firstDies{started: 1, submission: string(doc)}, nil)
 	r := results["Scenario-1"]
-	if r.Status != grader.StatusOK || r.EntitiesDropped != 3 || r.FP != grader.MaxEntities+2 {
-		t.Fatalf("result %+v", r)
+	if r.Status != grader.StatusOK {
+		t.Fatalf("status %s, want ok: %s", r.Status, r.Error)
+	}
+	if r.EntitiesDropped != 3 {
+		t.Errorf("%d entities dropped, want 3", r.EntitiesDropped)
+	}
+	if r.FP != grader.MaxEntities+2 {
+		t.Errorf("%d false positives, want %d", r.FP, grader.MaxEntities+2)
 	}
 	if ep := runfolder.Summarise([]runfolder.Result{r}, "").PerTask[0].Episodes[0]; ep.EntitiesDropped != 3 {
 		t.Fatalf("as summarised: %+v", ep)

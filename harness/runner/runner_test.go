@@ -37,8 +37,14 @@ func TestResumeKeepsTheRateLimits(t *testing.T) {
 		f.Close()
 	}
 	h, err := runfolder.ReadHeader(dir)
-	if err != nil || h.RateLimits == nil || fmt.Sprint(*h.RateLimits) != fmt.Sprint(s) {
-		t.Fatalf("after a resume: %+v, %v", h.RateLimits, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.RateLimits == nil {
+		t.Fatal("after a resume, run.json has no rate limits")
+	}
+	if got, want := fmt.Sprint(*h.RateLimits), fmt.Sprint(s); got != want {
+		t.Errorf("after a resume, the rate limits are %s, want %s", got, want)
 	}
 }
 

@@ -90,8 +90,12 @@ func TestBwrapRunsOverAPulledImage(t *testing.T) {
 	if len(told) != 1 {
 		t.Fatalf("told %+v, want one event", told)
 	}
-	if p, ok := told[0].(PullingImage); !ok || p.Ref.String() != ref || p.Layers != 1 {
-		t.Errorf("told %+v, want the pull of %s, 1 layer", told[0], ref)
+	if p, ok := told[0].(PullingImage); !ok {
+		t.Errorf("told %T, want PullingImage", told[0])
+	} else if p.Ref.String() != ref {
+		t.Errorf("told the pull of %s, want %s", p.Ref, ref)
+	} else if p.Layers != 1 {
+		t.Errorf("told %d layers, want 1", p.Layers)
 	}
 	sb := start(t, b, newFixture(t))
 	want := "yes\n"
