@@ -76,8 +76,8 @@ func TestAnthropicRoundTrip(t *testing.T) {
 	if !strings.Contains(string(reply.Message.Opaque), `"signature":"sig-abc=="`) {
 		t.Fatalf("thinking to pass back = %s", reply.Message.Opaque)
 	}
-	if u := reply.Usage; u.Input != 4050 || u.CachedRead != 3000 || u.CachedWrite != 1000 || u.Output != 120 {
-		t.Fatalf("usage = %+v", u)
+	if want := (Usage{Input: 4050, CachedRead: 3000, CachedWrite: 1000, Output: 120}); reply.Usage != want {
+		t.Fatalf("usage %+v, want %+v", reply.Usage, want)
 	}
 }
 
