@@ -81,7 +81,7 @@ func (p *runProgress) tell(e runner.Event) {
 		s.finish(e.Result)
 		p.printLocked(describeFinished(e.Result))
 	case runner.Interrupted:
-		s.stopBy = now.Add(e.Grace)
+		s.interrupt(now.Add(e.Grace))
 		if len(s.running) == 0 {
 			p.printLocked("interrupted: no more episodes start")
 			return

@@ -101,6 +101,9 @@ func (s *runState) finish(r runfolder.Result) {
 	}
 }
 
+// interrupt takes the time by which the running episodes are stopped after Ctrl-C.
+func (s *runState) interrupt(stopBy time.Time) { s.stopBy = stopBy }
+
 func (s *runState) count(r runfolder.Result) {
 	s.finished++
 	s.scoreSum += r.Score
