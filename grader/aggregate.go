@@ -15,14 +15,20 @@ const (
 	StatusInvalid      = "invalid"       // the submission could not be read
 	StatusNoSubmission = "no_submission" // the episode ended without one
 	StatusMaxTurns     = "max_turns"     // the turn cap was reached
-	// StatusOutputLimit and StatusContextOverflow end an episode the reference loop would have
-	// crashed: a reply cut at the output cap, a context the provider refused as too long. They
-	// are the model's outcome, not an infrastructure failure: scored 0 like a missing answer,
-	// and not run again on resume.
-	StatusOutputLimit     = "output_limit"
-	StatusContextOverflow = "context_overflow"
-	StatusError           = "error"      // infrastructure failure after retries
-	StatusUnfinished      = "unfinished" // a run was interrupted during the episode
+	// StatusOutputLimit, StatusContextOverflow and StatusInvalidArguments end an episode the
+	// reference loop would have crashed: a reply cut at the output cap, a context the provider
+	// refused as too long, a tool call whose arguments are not JSON. They are the model's
+	// outcome, not an infrastructure failure: scored 0 like a missing answer, and not run again
+	// on resume.
+	StatusOutputLimit      = "output_limit"
+	StatusContextOverflow  = "context_overflow"
+	StatusInvalidArguments = "invalid_arguments"
+	StatusError            = "error"      // infrastructure failure after retries
+	StatusUnfinished       = "unfinished" // a run was interrupted during the episode
+	// StatusCostLimit is an episode stopped when the run's spend reached its budget
+	// (--max-cost): not the model's outcome, so scored 0 like an unfinished one and run again
+	// on resume, with a higher budget.
+	StatusCostLimit = "cost_limit"
 )
 
 // Episode is the result of one (task, repeat).

@@ -190,7 +190,7 @@ func GradeSubmissions(ctx context.Context, tasks []Task, subs SubmissionFiles, o
 		for _, r := range sortedRepeats(files) {
 			if r > repeats {
 				problems = append(problems, Problem{Level: "warning", Task: t.ID,
-					Message: fmt.Sprintf("ignored repeat %d of %s: only %d repeats are graded", r, t.ID, repeats)})
+					Message: fmt.Sprintf("ignored repeat %d of %s: the repeats past %d are not graded", r, t.ID, repeats)})
 			}
 		}
 		results = append(results, result)

@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
@@ -65,14 +65,6 @@ func ParseLoop(name string) (Loop, error) {
 // lenient reports whether the episode follows the lenient loop.
 func (e *Episode) lenient() bool { return e.Loop == LoopLenient }
 
-// turnsLeftMessage is the warning before each of the last turns.
-func (t episodeTexts) turnsLeftMessage(left int) string {
-	if left == 1 {
-		return t.text(keyLastTurn, nil)
-	}
-	return t.text(keyTurnsLeft, map[string]string{"turns_left": strconv.Itoa(left)})
-}
-
 // Episode is one model investigating one snapshot.
 type Episode struct {
 	Model          model.Model
@@ -81,7 +73,7 @@ type Episode struct {
 	CommandTimeout time.Duration
 	// Prompts are every text the model sees (nil: the built-in set); Tools, what the sandbox
 	// offers, which the task prompt states.
-	Prompts *Prompts
+	Prompts *promptset.Set
 	Tools   sandbox.Tools
 	// Loop is the loop followed ("": the reference loop).
 	Loop Loop
@@ -95,7 +87,7 @@ type Episode struct {
 	// OnTurn, when set, hears about every model call (for progress and trajectories).
 	OnTurn func(turn int, req model.Request, reply model.Reply, err error)
 
-	texts episodeTexts // the prompt set with this episode's facts, set by Run
+	texts promptset.Texts // the prompt set with this episode's facts, set by Run
 	// lost is why the sandbox can no longer be used (see noteLost), once it cannot.
 	lost error
 }
@@ -113,6 +105,9 @@ type Outcome struct {
 	ToolTime   time.Duration
 	Err        error  // for grader.StatusError
 	Reason     string // why an episode that is neither ok nor an error ended, when there is more to say
+	// Unsent are the results of the last turn's tool calls when the episode ended before a
+	// model call sent them (a finish, the turn cap, an error): no turn's input records them.
+	Unsent []model.Message
 }
 
 // Run plays the episode to its end: a submission, the turn cap, an ending the reference
@@ -127,8 +122,9 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		timeout = sandbox.DefaultCommandTimeout
 	}
 	var out Outcome
-	e.texts = e.Prompts.forEpisode(promptEnv{workdir: e.Sandbox.Workdir(), tools: e.Tools, maxTurns: maxTurns, commandTimeout: timeout})
-	messages := []model.Message{{Role: model.RoleSystem, Content: e.texts.text(keySystem, nil)}, {Role: model.RoleUser, Content: e.texts.text(keyTask, nil)}}
+	e.texts = e.Prompts.ForEpisode(promptset.Facts{Workdir: e.Sandbox.Workdir(), Commands: e.Tools.Commands, Python: e.Tools.Python,
+		MaxTurns: maxTurns, CommandTimeout: timeout})
+	messages := []model.Message{{Role: model.RoleSystem, Content: e.texts.System()}, {Role: model.RoleUser, Content: e.texts.Task()}}
 	tools := e.offeredTools()
 	for turn := 1; turn <= maxTurns; turn++ {
 		messages = e.warn(messages, turn, maxTurns)
@@ -142,7 +138,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 			return out
 		}
 		out.Usage.Add(reply.Usage)
-		if e.cut(reply, &out) {
+		if e.cut(reply, &out) || e.malformed(reply, &out) {
 			return out
 		}
 		reply.Message.Role = model.RoleAssistant
@@ -151,6 +147,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		if len(calls) > 0 {
 			results, finished := e.runCalls(ctx, calls, timeout, &out)
 			messages = append(messages, results...)
+			out.Unsent = results
 			if e.lost != nil {
 				out.Status, out.Err = grader.StatusError, e.lost
 				return out
@@ -196,14 +193,14 @@ func (e *Episode) nudge(messages []model.Message, calls []model.ToolCall, turn, 
 	if len(calls) > 0 || afterSummary == e.lenient() || (!e.lenient() && maxTurns-turn <= warningTurns) {
 		return messages
 	}
-	return append(messages, model.Message{Role: model.RoleUser, Content: e.texts.text(keyContinue, nil)})
+	return append(messages, model.Message{Role: model.RoleUser, Content: e.texts.Continue()})
 }
 
 // offeredTools are the tools every call offers: the finish tool first in the reference loop,
 // as Stirrup registers its finish tool before the session's tools; the shell tool first in the
 // lenient loop.
 func (e *Episode) offeredTools() []model.Tool {
-	tools := e.texts.tools(!e.lenient())
+	tools := e.texts.Tools(!e.lenient())
 	if !e.lenient() {
 		tools[0], tools[1] = tools[1], tools[0]
 	}
@@ -218,11 +215,13 @@ func (e *Episode) warn(messages []model.Message, turn, maxTurns int) []model.Mes
 	if left > warningTurns || (turn == 1 && !e.lenient()) {
 		return messages
 	}
-	return append(messages, model.Message{Role: model.RoleUser, Content: e.texts.turnsLeftMessage(left)})
+	return append(messages, model.Message{Role: model.RoleUser, Content: e.texts.TurnsLeft(left)})
 }
 
-// complete makes one model call, timed and reported to OnTurn.
+// complete makes one model call, timed and reported to OnTurn. The call sends every message
+// so far, the last turn's results included.
 func (e *Episode) complete(ctx context.Context, turn int, req model.Request, out *Outcome) (model.Reply, error) {
+	out.Unsent = nil
 	began := time.Now()
 	reply, err := e.Model.Complete(ctx, req)
 	out.ModelTime += time.Since(began)
@@ -256,6 +255,23 @@ func (e *Episode) cut(reply model.Reply, out *Outcome) bool {
 	}
 	out.Status, out.Reason = grader.StatusOutputLimit, fmt.Sprintf("a reply stopped at the output cap (%d tokens)", e.maxTokens())
 	return true
+}
+
+// malformed tells whether a reply ends the episode for a tool call whose arguments are not
+// JSON: in the reference loop it does, with a status of its own and before any call runs, as
+// Stirrup's default logger parses every call's arguments when it prints the reply and raises
+// (blank arguments it skips). The lenient loop refuses such a call and goes on.
+func (e *Episode) malformed(reply model.Reply, out *Outcome) bool {
+	if e.lenient() {
+		return false
+	}
+	for _, c := range reply.Message.ToolCalls {
+		if strings.TrimSpace(c.Arguments) != "" && !json.Valid([]byte(c.Arguments)) {
+			out.Status, out.Reason = grader.StatusInvalidArguments, fmt.Sprintf("the %s call's arguments are not JSON: %s", c.Name, clip(c.Arguments, 200))
+			return true
+		}
+	}
+	return false
 }
 
 // maxTokens is the output cap the client sends.
@@ -293,7 +309,7 @@ func (e *Episode) summarise(ctx context.Context, messages []model.Message, tools
 // assistant message would make the next call a prefill, whose reply the model writes as a
 // continuation of the harness's words and thinking models refuse.
 func (e *Episode) summariseReply(ctx context.Context, messages []model.Message, tools []model.Tool, turn int, out *Outcome) ([]model.Message, model.Reply, error) {
-	req := model.Request{Messages: append(append([]model.Message(nil), messages...), model.Message{Role: model.RoleUser, Content: e.texts.text(keySummaryRequest, nil)}), Tools: tools, Summary: true}
+	req := model.Request{Messages: append(append([]model.Message(nil), messages...), model.Message{Role: model.RoleUser, Content: e.texts.SummaryRequest()}), Tools: tools, Summary: true}
 	reply, err := e.complete(ctx, turn, req, out)
 	if err != nil {
 		return nil, reply, fmt.Errorf("summarise the history: %w", err)
@@ -302,8 +318,8 @@ func (e *Episode) summariseReply(ctx context.Context, messages []model.Message, 
 	out.Summaries++
 	return []model.Message{
 		messages[0], messages[1],
-		{Role: model.RoleUser, Content: e.texts.text(keySummaryBridge, map[string]string{"summary": reply.Message.Content})},
-		{Role: model.RoleUser, Content: e.texts.text(keySummaryAck, nil)},
+		{Role: model.RoleUser, Content: e.texts.SummaryBridge(reply.Message.Content)},
+		{Role: model.RoleUser, Content: e.texts.SummaryAck()},
 	}, reply, nil
 }
 
@@ -326,7 +342,7 @@ func recentHalf(messages []model.Message) []model.Message {
 // Stirrup does; the lenient loop runs the finish call last. Two finish calls are both refused
 // in either.
 func (e *Episode) runCalls(ctx context.Context, calls []model.ToolCall, timeout time.Duration, out *Outcome) ([]model.Message, bool) {
-	finishName := e.texts.vars["finish_tool"]
+	finishName := e.texts.FinishTool()
 	finishes := 0
 	for _, c := range calls {
 		if c.Name == finishName {
@@ -342,7 +358,7 @@ func (e *Episode) runCalls(ctx context.Context, calls []model.ToolCall, timeout 
 		began := time.Now()
 		switch {
 		case c.Name == finishName && finishes > 1:
-			result.Content, result.IsError = e.texts.text(keyFinishTwoCalls, nil), true
+			result.Content, result.IsError = e.texts.FinishTwoCalls(), true
 		case c.Name == finishName:
 			if refusal := e.finishCall(ctx, c.Arguments, out); refusal != "" {
 				result.Content, result.IsError = refusal, true
@@ -374,7 +390,7 @@ func (e *Episode) noteLost(err error) {
 // callOrder is the order a reply's calls run in: as emitted in the reference loop, the finish
 // calls last in the lenient one.
 func (e *Episode) callOrder(calls []model.ToolCall) []int {
-	finishName := e.texts.vars["finish_tool"]
+	finishName := e.texts.FinishTool()
 	order := make([]int, 0, len(calls))
 	var finishes []int
 	for i, c := range calls {
@@ -389,10 +405,10 @@ func (e *Episode) callOrder(calls []model.ToolCall) []int {
 
 // runTool runs a call of a tool other than finish: the shell, or one that does not exist.
 func (e *Episode) runTool(ctx context.Context, c model.ToolCall, timeout time.Duration) (string, bool) {
-	if c.Name == e.texts.vars["shell_tool"] {
+	if c.Name == e.texts.ShellTool() {
 		return e.shell(ctx, c.Arguments, timeout)
 	}
-	return e.texts.text(keyUnknownTool, map[string]string{"tool": c.Name}), true
+	return e.texts.UnknownTool(c.Name), true
 }
 
 // finishCall checks a finish call as the loop does; a refusal, the text to send back, is not
@@ -419,7 +435,7 @@ func (e *Episode) finishPaths(ctx context.Context, arguments string) string {
 		Paths  *[]string `json:"paths"`
 	}
 	if err := json.Unmarshal([]byte(arguments), &args); err != nil || args.Reason == nil || args.Paths == nil {
-		return e.texts.text(keyFinishInvalidArguments, nil)
+		return e.texts.FinishInvalidArguments()
 	}
 	for _, p := range *args.Paths {
 		if refusal := e.pathRefusal(ctx, p); refusal != "" {
@@ -457,20 +473,24 @@ func (e *Episode) settle(ctx context.Context, out *Outcome) {
 func (e *Episode) shell(ctx context.Context, arguments string, timeout time.Duration) (string, bool) {
 	cmd, ok := model.ShellCommand(arguments)
 	if !ok {
-		return e.texts.text(keyShellInvalidArguments, map[string]string{"arguments": clip(arguments, 200)}), true
+		return e.texts.ShellInvalidArguments(clip(arguments, 200)), true
 	}
 	res, err := e.Sandbox.Run(ctx, cmd, timeout)
 	if err != nil {
 		e.noteLost(err)
-		return e.texts.text(keyShellError, map[string]string{"error": err.Error()}), true
+		return e.texts.ShellError(err), true
 	}
-	return e.texts.shellResults(res), false
+	return e.texts.ShellResult(promptset.CommandResult{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Stdout: res.Stdout, Stderr: res.Stderr,
+		StdoutChars: res.StdoutChars, StderrChars: res.StderrChars}), false
 }
 
 // clip keeps the first n characters of s.
 func clip(s string, n int) string {
-	if at := runeOffset(s, n); at >= 0 {
-		return s[:at]
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
 	}
 	return s
 }
@@ -485,7 +505,7 @@ func (e *Episode) finish(ctx context.Context, arguments string) ([]byte, []strin
 		Paths  []string `json:"paths"`
 	}
 	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, nil, e.texts.text(keyFinishInvalidArguments, nil)
+		return nil, nil, e.texts.FinishInvalidArguments()
 	}
 	doc, sub, err := grader.ReadSubmissionWith(func(limit int64) ([]byte, error) {
 		return e.Sandbox.ReadFile(ctx, grader.SubmissionFile, limit)
@@ -506,13 +526,13 @@ func (e *Episode) finish(ctx context.Context, arguments string) ([]byte, []strin
 func (e *Episode) outputRefusal(err error) string {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return e.texts.text(keyFinishNoOutput, nil)
+		return e.texts.FinishNoOutput()
 	case errors.Is(err, sandbox.ErrOutsideWorkspace):
-		return e.texts.text(keyFinishOutputOutside, nil)
+		return e.texts.FinishOutputOutside()
 	case errors.Is(err, grader.ErrInvalidSubmission):
-		return e.texts.text(keyFinishInvalidOutput, map[string]string{"error": err.Error()})
+		return e.texts.FinishInvalidOutput(err)
 	}
-	return e.texts.text(keyFinishUnreadableOutput, map[string]string{"error": err.Error()})
+	return e.texts.FinishUnreadableOutput(err)
 }
 
 // pathRefusal says why a path the finish call hands back cannot be taken ("" when it can).
@@ -531,9 +551,9 @@ func (e *Episode) pathRefusal(ctx context.Context, p string) string {
 	case err == nil:
 		return ""
 	case errors.Is(err, fs.ErrNotExist):
-		return e.texts.text(keyFinishPathMissing, map[string]string{"path": p})
+		return e.texts.FinishPathMissing(p)
 	case errors.Is(err, sandbox.ErrOutsideWorkspace):
-		return e.texts.text(keyFinishPathOutside, map[string]string{"path": p})
+		return e.texts.FinishPathOutside(p)
 	}
-	return e.texts.text(keyFinishPathRefused, map[string]string{"path": p, "error": err.Error()})
+	return e.texts.FinishPathRefused(p, err)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/aa-grade/aa-grade/internal/testsupport/agenttest"
 
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
@@ -87,12 +89,35 @@ func lenientEpisode(t *testing.T, model model.Model, maxTurns int) *Episode {
 }
 
 // testPrompts is the built-in set with a system prompt "system" and a task prompt "task".
-func testPrompts(t *testing.T) *Prompts {
+func testPrompts(t *testing.T) *promptset.Set {
+	return builtinWith(t, func(key string) (string, bool) {
+		text, ok := map[string]string{"system": "system", "task": "task"}[key]
+		return text, ok
+	})
+}
+
+// sectionHeader starts a key's text in a prompt file.
+var sectionHeader = regexp.MustCompile(`^--- ([a-z_]+) ---$`)
+
+// builtinWith is the built-in set with the texts replace gives (ok false: the key's own text).
+func builtinWith(t *testing.T, replace func(key string) (text string, ok bool)) *promptset.Set {
 	t.Helper()
-	p, err := BuiltinPrompts().with(keySystem, "system")
-	if err == nil {
-		p, err = p.WithTask("task")
+	var b strings.Builder
+	keep := true
+	for line := range strings.Lines(string(promptset.Builtin().Format())) {
+		if m := sectionHeader.FindStringSubmatch(strings.TrimSuffix(line, "\n")); m != nil {
+			b.WriteString(line)
+			text, ok := replace(m[1])
+			if keep = !ok; ok {
+				b.WriteString(text + "\n")
+			}
+			continue
+		}
+		if keep {
+			b.WriteString(line)
+		}
 	}
+	p, err := promptset.Parse([]byte(b.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +181,7 @@ func TestTextOnlyTurnCostsATurnAndGetsAContinue(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 	last := m.requests[1].Messages[len(m.requests[1].Messages)-1]
-	if last.Role != model.RoleUser || last.Content != e.texts.text(keyContinue, nil) || !strings.Contains(last.Content, "call the finish tool") {
+	if last.Role != model.RoleUser || last.Content != e.texts.Continue() || !strings.Contains(last.Content, "call the finish tool") {
 		t.Fatalf("after a text-only turn the model got %+v", last)
 	}
 }
@@ -172,18 +197,18 @@ func TestWarningsInTheLastTurnsAndTheCap(t *testing.T) {
 		left := 25 - turn
 		var warning string
 		for _, msg := range req.Messages[len(req.Messages)-1:] {
-			if msg.Role == model.RoleUser && strings.Contains(msg.Content, "turn") && msg.Content != e.texts.text(keyContinue, nil) {
+			if msg.Role == model.RoleUser && strings.Contains(msg.Content, "turn") && msg.Content != e.texts.Continue() {
 				warning = msg.Content
 			}
 		}
 		switch {
 		case left > 20 && warning != "":
 			t.Errorf("turn %d (%d left) warned: %q", turn+1, left, warning)
-		case left <= 20 && warning != e.texts.turnsLeftMessage(left):
+		case left <= 20 && warning != e.texts.TurnsLeft(left):
 			t.Errorf("turn %d (%d left): last message %q", turn+1, left, warning)
 		}
 	}
-	if !strings.Contains(e.texts.turnsLeftMessage(1), "last turn") || !strings.Contains(e.texts.turnsLeftMessage(20), "20 turns left") {
+	if !strings.Contains(e.texts.TurnsLeft(1), "last turn") || !strings.Contains(e.texts.TurnsLeft(20), "20 turns left") {
 		t.Fatal("warning texts")
 	}
 }
@@ -450,5 +475,26 @@ func TestAgentDeathEndsTheEpisode(t *testing.T) {
 				t.Fatalf("after the death: %d model calls, commands %q", len(m.requests), sb.runs)
 			}
 		})
+	}
+}
+
+// TestUnsentResultsOfTheLastTurn: the results of the last turn's calls, which no call sends
+// when the episode ends right after them (at the turn cap, on a finish), are in the outcome;
+// results a later call sent are not.
+func TestUnsentResultsOfTheLastTurn(t *testing.T) {
+	capped := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{shell("a", "echo one")}}, {ToolCalls: []model.ToolCall{shell("b", "echo two")}}}}
+	out := newEpisode(t, capped, 2).Run(context.Background())
+	if out.Status != grader.StatusMaxTurns || len(out.Unsent) != 1 || out.Unsent[0].ToolCallID != "b" || !strings.Contains(out.Unsent[0].Content, "two") {
+		t.Fatalf("at the turn cap: %+v", out)
+	}
+	finished := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{
+		shell("w", "echo '"+diagnosis+"' > agent_output.json"), call("f", finishName, finishArgs)}}}}
+	out = newEpisode(t, finished, 10).Run(context.Background())
+	if out.Status != grader.StatusOK || len(out.Unsent) != 2 || out.Unsent[0].ToolCallID != "w" || out.Unsent[1].ToolCallID != "f" {
+		t.Fatalf("on a finish: %+v", out)
+	}
+	sent := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{shell("a", "echo one")}}, {Content: "no call"}}}
+	if out = newEpisode(t, sent, 2).Run(context.Background()); out.Unsent != nil {
+		t.Fatalf("results the second call sent: %+v", out.Unsent)
 	}
 }

@@ -39,26 +39,39 @@ func TestReferenceOffersFinishFirst(t *testing.T) {
 func (e *Episode) warningIn(req model.Request, maxTurns int) string {
 	last := lastMessage(req)
 	for left := 1; left <= maxTurns; left++ {
-		if last.Role == model.RoleUser && last.Content == e.texts.turnsLeftMessage(left) {
+		if last.Role == model.RoleUser && last.Content == e.texts.TurnsLeft(left) {
 			return last.Content
 		}
 	}
 	return ""
 }
 
+// TestReferenceWarningsStartAtTheSecondTurn: a warning ends each request in the last 20 turns
+// but the first turn's: with a cap of 12 from request 2, with 30 from request 11 (as the
+// oracle's requests had them), the last-turn one in the last request; no request follows it.
 func TestReferenceWarningsStartAtTheSecondTurn(t *testing.T) {
-	m := &script{} // never calls a tool
-	e := newEpisode(t, m, 12)
-	out := e.Run(context.Background())
-	if out.Status != grader.StatusMaxTurns || out.Turns != 12 || len(m.requests) != 12 {
-		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
-	}
-	if w := e.warningIn(m.requests[0], 12); w != "" {
-		t.Errorf("request 1 carries the warning %q", w)
-	}
-	for i := 1; i < 12; i++ {
-		if got, want := e.warningIn(m.requests[i], 12), e.texts.turnsLeftMessage(12-i); got != want {
-			t.Errorf("request %d ends with warning %q, want %q", i+1, got, want)
+	for maxTurns, wantFirst := range map[int]int{12: 2, 30: 11} {
+		m := &script{} // never calls a tool
+		e := newEpisode(t, m, maxTurns)
+		out := e.Run(context.Background())
+		if out.Status != grader.StatusMaxTurns || out.Turns != maxTurns || len(m.requests) != maxTurns {
+			t.Fatalf("cap %d: outcome = %+v after %d requests", maxTurns, out, len(m.requests))
+		}
+		first := 0
+		for i, req := range m.requests {
+			want := ""
+			if left := maxTurns - i; left <= warningTurns && i > 0 {
+				want = e.texts.TurnsLeft(left)
+			}
+			if got := e.warningIn(req, maxTurns); got != want {
+				t.Errorf("cap %d: request %d ends with warning %q, want %q", maxTurns, i+1, got, want)
+			}
+			if want != "" && first == 0 {
+				first = i + 1
+			}
+		}
+		if first != wantFirst {
+			t.Errorf("cap %d: first warning in request %d, want %d", maxTurns, first, wantFirst)
 		}
 	}
 }
@@ -67,7 +80,7 @@ func TestReferenceWarningsStartAtTheSecondTurn(t *testing.T) {
 func (e *Episode) continues(req model.Request) int {
 	n := 0
 	for _, msg := range req.Messages {
-		if msg.Role == model.RoleUser && msg.Content == e.texts.text(keyContinue, nil) {
+		if msg.Role == model.RoleUser && msg.Content == e.texts.Continue() {
 			n++
 		}
 	}
@@ -130,7 +143,7 @@ func TestReferenceFinishNeedsReasonAndPaths(t *testing.T) {
 	}
 	for turn := 1; turn <= 4; turn++ {
 		results := toolResults(m.requests[turn])
-		if r := results[len(results)-1]; !r.IsError || r.Content != e.texts.text(keyFinishInvalidArguments, nil) {
+		if r := results[len(results)-1]; !r.IsError || r.Content != e.texts.FinishInvalidArguments() {
 			t.Errorf("finish of turn %d: %+v, want refused as invalid arguments", turn, r)
 		}
 	}
@@ -195,6 +208,33 @@ func TestReferenceCutSummaryEndsTheEpisode(t *testing.T) {
 	}
 }
 
+// TestReferenceMalformedArgumentsEndTheEpisode: a reply with a call whose arguments are not
+// JSON ends the episode before any of its calls runs, as Stirrup's default logger raises on
+// it (the oracle: one request, then the library raised); blank arguments and JSON that is
+// not an object are refused as invalid and the episode goes on.
+func TestReferenceMalformedArgumentsEndTheEpisode(t *testing.T) {
+	m := &script{replies: []model.Message{
+		{ToolCalls: []model.ToolCall{call("f0", finishName, "  "), call("a", shellName, `["ls"]`), shell("c", "echo one > first.txt")}},
+		{ToolCalls: []model.ToolCall{shell("b", "echo one > ran.txt"), call("f1", finishName, `{not json`)}},
+	}}
+	e := newEpisode(t, m, 10)
+	out := e.Run(context.Background())
+	if out.Status != grader.StatusInvalidArguments || out.Turns != 2 || out.ToolCalls != 3 || len(m.requests) != 2 || out.Err != nil ||
+		!strings.Contains(out.Reason, "{not json") {
+		t.Fatalf("outcome = %+v after %d requests: want the episode ended on turn 2, none of its calls run", out, len(m.requests))
+	}
+	first := toolResults(m.requests[1])
+	if len(first) != 3 || !first[0].IsError || !first[1].IsError || first[2].IsError {
+		t.Fatalf("turn 1 results = %+v: want the finish and the list refused, the write run", first)
+	}
+	if _, err := e.Sandbox.ReadFile(context.Background(), "first.txt", 100); err != nil {
+		t.Fatalf("turn 1's write: %v", err)
+	}
+	if _, err := e.Sandbox.ReadFile(context.Background(), "ran.txt", 100); err == nil {
+		t.Error("a call of the malformed reply ran")
+	}
+}
+
 // overflowingAt fails its n-th call with a context overflow.
 type overflowingAt struct {
 	script
@@ -246,8 +286,8 @@ func TestReferenceSummarisesAgainstMaxTokens(t *testing.T) {
 				}
 			}
 			after := m.requests[2].Messages
-			if len(after) != 5 || after[0].Role != model.RoleSystem || after[4].Content != e.texts.turnsLeftMessage(4) ||
-				!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Content != e.texts.text(keySummaryAck, nil) {
+			if len(after) != 5 || after[0].Role != model.RoleSystem || after[4].Content != e.texts.TurnsLeft(4) ||
+				!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Content != e.texts.SummaryAck() {
 				t.Fatalf("history after the summary = %+v", after)
 			}
 			for _, msg := range after[1:] {
@@ -268,7 +308,7 @@ func TestReferenceNudgeFollowsTheSummary(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 	next := m.requests[2].Messages
-	if len(next) != 5 || next[3].Content != e.texts.text(keySummaryAck, nil) || next[4].Content != e.texts.text(keyContinue, nil) {
+	if len(next) != 5 || next[3].Content != e.texts.SummaryAck() || next[4].Content != e.texts.Continue() {
 		t.Fatalf("the turn after a summary of a text-only reply got %+v", next)
 	}
 }

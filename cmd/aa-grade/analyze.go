@@ -59,7 +59,7 @@ func newAnalyzeCommand() *cli.Command {
 		Usage:     "partial credit, why answers were wrong and how the investigation went, runs side by side",
 		ArgsUsage: "RUN|SUBMISSIONS...",
 		Description: "Each argument is a run folder of aa-grade run or a folder of another harness's submissions\n" +
-			"(laid out as for aa-grade grade). Answers are mapped to ground-truth groups by the deterministic rules.\n" +
+			"or ATIF trajectories (laid out as for aa-grade grade). Answers are mapped to ground-truth groups by the deterministic rules.\n" +
 			"Per episode: the gated score, partial credit on the fault graph, the class of each false positive\n" +
 			"(symptom, mechanism, near_miss, unrelated) and, from a run's trajectories, the first turn that named\n" +
 			"a root cause, the evidence sources read, commands by kind, failed, truncated and repeated commands.\n" +
@@ -84,6 +84,7 @@ func runAnalyze(ctx context.Context, opts analyzeOptions, args []string, con con
 		if err != nil {
 			return err
 		}
+		defer in.close()
 		var gradeOpts grader.GradeOptions
 		if in.run != nil {
 			gradeOpts.Repeats = in.run.Header.Repeats

@@ -142,7 +142,7 @@ func runDataPull(ctx context.Context, opts pullOptions, args []string, con conso
 	progress.Stop()
 	if err != nil && ctx.Err() != nil {
 		done, total := progress.inCache()
-		return interrupted(fmt.Errorf("interrupted with %d of %d files in the cache; run the same command again to resume", done, total))
+		return interrupted(fmt.Errorf("interrupted with %d of %s in the cache; run the same command again to resume", done, english.Count(int(total), "file")))
 	}
 	if err != nil {
 		return datasetError(err)

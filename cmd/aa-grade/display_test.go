@@ -22,6 +22,7 @@ import (
 func busyRun(term *vt, cols *int) *runProgress {
 	p := newRunProgress(term, false)
 	p.screen = liveScreen(term, cols)
+	p.state.costPrior = 5.38
 	p.limits = func() ratelimit.Status {
 		return ratelimit.Status{Limits: []ratelimit.InForce{{Name: "requests", Learnt: 1000, Used: 120},
 			{Name: "input_tokens", Learnt: 200_000, Used: 150_000}}, Calls: 40}
@@ -35,7 +36,8 @@ func busyRun(term *vt, cols *int) *runProgress {
 
 // TestLiveDisplayFitsTheTerminal: at 100, 80, 60 and 30 columns the live block (bar, rate
 // limits, running episodes) stays one block however often it is redrawn, each of its lines in
-// one row, and a finished episode prints above it once.
+// one row, and a finished episode prints above it once. From 60 columns the cost spent and
+// projected shows whole (the spend scaled to the 72 episodes).
 func TestLiveDisplayFitsTheTerminal(t *testing.T) {
 	for _, cols := range []int{100, 80, 60, 30} {
 		t.Run(fmt.Sprint(cols), func(t *testing.T) {
@@ -44,7 +46,8 @@ func TestLiveDisplayFitsTheTerminal(t *testing.T) {
 			for range 5 {
 				p.render()
 			}
-			p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-10", Repeat: 1, Status: "ok", Score: 1, Turns: 7}})
+			usd := 1.25
+			p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-10", Repeat: 1, Status: "ok", Score: 1, Turns: 7, CostUSD: &usd}})
 			for range 5 {
 				p.render()
 			}
@@ -54,7 +57,10 @@ func TestLiveDisplayFitsTheTerminal(t *testing.T) {
 			}
 			// The finished episode once above the block, the running ones once in it.
 			onScreen(t, term, map[string]int{"Scenario-10 repeat 1: ok": 1, "Scenario-11 r1": 1, "Scenario-10 r1": 0})
-			block := rows[len(rows)-1-6:] // the bar, two lines of limits, three episodes, and the empty row under them
+			if cols >= 60 && term.count("$1.25 spent, $90.00 projected") != 1 {
+				t.Errorf("the cost spent and projected is not whole:\n%s", strings.Join(rows, "\n"))
+			}
+			block := rows[len(rows)-1-7:] // the bar, the cost and score, two lines of limits, three episodes, and the empty row under them
 			for _, r := range block {
 				if len(r) >= cols {
 					t.Errorf("a line of the block fills the %d columns: %q", cols, r)

@@ -93,6 +93,7 @@ func runDoctor(ctx context.Context, opts doctorOptions, args []string, con conso
 	r.LeftoversRemoved = sandbox.CleanLeftovers()
 	r.Differences = []string{}
 	auto, selectErr := sandbox.Select(sandbox.NameAuto)
+	selectErr = isolationHint(selectErr)
 	if selectErr == nil {
 		r.Selected = auto.Name()
 	}
@@ -119,7 +120,7 @@ func runDoctor(ctx context.Context, opts doctorOptions, args []string, con conso
 			r.Tools, r.Differences = &tools, tools.Differences()
 		}
 		if r.Sandbox != "" {
-			err = probeErr
+			err = imageHint(probeErr)
 			r.Image, r.ImageDigest = sandbox.ImageOf(probeWith)
 		}
 	}
@@ -160,7 +161,7 @@ func doctorImage(ctx context.Context, b sandbox.Backend, ref string, progress io
 		return err
 	}
 	if err := sandbox.UseImage(ctx, b, ref, cache, imageProgress(progress)); err != nil {
-		return fmt.Errorf("--sandbox-image: %w", err)
+		return imageHint(fmt.Errorf("--sandbox-image: %w", err))
 	}
 	return nil
 }

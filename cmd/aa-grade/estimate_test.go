@@ -6,10 +6,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
@@ -73,9 +76,11 @@ func TestMaxCost(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901,902,903", "--repeats", "1", "--parallel", "1",
 		"--price-input", "1000", "--price-output", "1000", "--no-progress", "--out", out}
-	r := aaGrade(t, env, append(args, "--max-cost", "0.01")...)
+	// An episode costs about $2.70 (two calls), so a budget of $4 plays one and starts no other.
+	r := aaGrade(t, env, append(args, "--max-cost", "4")...)
 	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
-	if r.code != 1 || strings.Count(string(results), "\n") != 1 || !strings.Contains(lastLine(r.stderr), "over the budget of $0.01") ||
+	if r.code != 1 || strings.Count(string(results), "\n") != 1 || !strings.Contains(string(results), `"status":"ok"`) ||
+		!strings.Contains(lastLine(r.stderr), "over the budget of $4.00") ||
 		!strings.Contains(lastLine(r.stderr), "a higher --max-cost") {
 		t.Fatalf("exit %d, %d results\n%s", r.code, strings.Count(string(results), "\n"), r.stderr)
 	}
@@ -86,4 +91,53 @@ func TestMaxCost(t *testing.T) {
 	}
 	oneErrorLine(t, aaGrade(t, env, "run", "--dataset", "demo", "--model", "openai/fake", "--max-cost", "5", "--out", filepath.Join(t.TempDir(), "r")),
 		"--max-cost 5: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and --price-output, give them)")
+}
+
+// TestMaxCostStopsRunning: an episode running when the spend reaches --max-cost is stopped
+// there, recorded as cost_limit with what it cost (counted in the summary), and the run says
+// so (exit 1); the same command with a higher budget plays it again, to its end.
+func TestMaxCostStopsRunning(t *testing.T) {
+	srv := &fakemodel.Server{Script: fakemodel.Script{Turns: 10, Command: "ls", Answer: answer901}}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + hs.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	out := filepath.Join(t.TempDir(), "run")
+	// $1 a prompt token: a call of this conversation costs hundreds of dollars, so the budget
+	// is reached in the first turns of the ten.
+	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1",
+		"--price-input", "1000000", "--price-output", "0", "--no-progress", "--out", out}
+	r := aaGrade(t, env, append(args, "--max-cost", "1500")...)
+	if r.code != 1 || !strings.Contains(lastLine(r.stderr), "at the budget of $1500.00, so the running episodes were stopped (cost_limit)") ||
+		!strings.Contains(lastLine(r.stderr), "a higher --max-cost") {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	run, err := runfolder.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := run.Results[runfolder.Episode{Task: "Scenario-901", Repeat: 1}]
+	if stopped.Status != grader.StatusCostLimit || stopped.Turns >= 10 || stopped.CostUSD == nil || *stopped.CostUSD < 1500 {
+		t.Fatalf("the stopped episode: %+v", stopped)
+	}
+	// What it spent; no projection, with no episode whose result stands and no published cost.
+	if !regexp.MustCompile(`\ncost: \$[0-9]+\.[0-9]{2} spent\n`).MatchString(r.stderr) {
+		t.Errorf("the stopped run does not say what it spent:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "Scenario-901 repeat 1: cost_limit") {
+		t.Errorf("the episode's line does not say it was stopped at the budget:\n%s", r.stderr)
+	}
+	report := aaGrade(t, env, "grade", out)
+	if !strings.Contains(report.stdout, "1 cost_limit") {
+		t.Errorf("grade does not count the episode stopped at the budget:\n%s", report.stdout)
+	}
+	r = aaGrade(t, env, append(args, "--max-cost", "1000000")...)
+	if r.code != 0 {
+		t.Fatalf("with a higher budget: exit %d\n%s", r.code, r.stderr)
+	}
+	if run, err = runfolder.Read(out); err != nil {
+		t.Fatal(err)
+	}
+	if again := run.Results[runfolder.Episode{Task: "Scenario-901", Repeat: 1}]; again.Status != grader.StatusOK || again.Turns != 10 {
+		t.Fatalf("played again: %+v", again)
+	}
 }

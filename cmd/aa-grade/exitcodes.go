@@ -9,6 +9,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/data/hub"
+	"github.com/aa-grade/aa-grade/grader/judge"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
@@ -46,12 +47,14 @@ var exitCodes = []struct {
 	{errBadResult, exitBadResult},
 
 	// A path that holds no run where one is needed, or someone's files where a run would
-	// write; a folder another run is writing; a run folder or a merge of another configuration.
+	// write; a folder another run is writing; a run folder or a merge of another configuration,
+	// or of runs whose judges disagree.
 	{runfolder.ErrNotRunFolder, exitUsage},
 	{runfolder.ErrLocked, exitUsage},
 	{runner.ErrConfigChanged, exitUsage},
 	{runner.ErrMergeConfig, exitUsage},
 	{runner.ErrMergeInto, exitUsage},
+	{judge.ErrConflict, exitUsage},
 	{runfolder.ErrShard, exitUsage},
 	{model.ErrModelSpec, exitUsage},
 	// A spec that names no usable dataset or task.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/atif"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/english"
@@ -62,6 +63,8 @@ func newGradeCommand() *cli.Command {
 		Description: "SUBMISSIONS is a folder laid out <task-id>/<repeat>.json or " +
 			"<task-id>/<repeat>/agent_output.json (repeats numbered from 1; a number above 1000 is ignored, with a warning).\n" +
 			"Every task x repeat of the dataset is scored; a repeat with no file scores 0 as missing.\n" +
+			"A folder of ATIF trajectories (<task>/<repeat>/trajectory.json as aa-grade export writes them, or a\n" +
+			"Harbor job's <trial>/agent/trajectory.json) is graded by each trajectory's final answer (docs/formats.md).\n" +
 			"RUN is a run folder of aa-grade run: its submissions are graded again, episodes without one keep\n" +
 			"the status the run recorded, --dataset and --repeats default to the run's (a Hub dataset at the\n" +
 			"commit the run recorded; give --dataset hf:REPO@main for the ground truths as they are now), and\n" +
@@ -95,6 +98,7 @@ func runGrade(ctx context.Context, opts gradeOptions, args []string, con console
 	if err != nil {
 		return err
 	}
+	defer in.close()
 	repeats, problems := opts.repeats, in.problems
 	if repeats == 0 && in.run != nil {
 		repeats = in.run.Header.Repeats
@@ -149,6 +153,10 @@ type gradeInput struct {
 	ds       *data.Dataset
 	subs     grader.SubmissionFiles
 	problems []grader.Problem
+	tmp      string // the answers taken out of ATIF trajectories, removed by close
+	// sources name, for each file in tmp, the trajectory and step its answer comes from: the
+	// messages that name a file name that instead.
+	sources map[string]string
 }
 
 // openGradeInput reads dir as a run folder, or else as a folder of submissions, and opens the
@@ -179,17 +187,22 @@ func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (
 	in.ds = ds
 	if in.run != nil {
 		in.subs, in.problems, err = in.run.Submissions()
-	} else {
-		in.subs, in.problems, err = grader.FindSubmissions(dir)
+	} else if in.subs, in.problems, err = grader.FindSubmissions(dir); err == nil && len(in.subs) == 0 {
+		err = in.readATIF()
+	}
+	switch {
+	case err != nil || in.run != nil || len(in.subs) > 0:
+	case in.tmp != "":
+		err = noATIFAnswer(dir, in.problems)
+	default:
+		err = noSubmissions(dir, in.problems)
 	}
 	if err != nil {
+		in.close()
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, usageError(err)
 		}
 		return nil, err
-	}
-	if in.run == nil && len(in.subs) == 0 {
-		return nil, noSubmissions(dir, in.problems)
 	}
 	if in.run != nil {
 		for _, w := range in.run.Warnings {
@@ -202,6 +215,62 @@ func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (
 	return in, nil
 }
 
+// readATIF takes the answers of the ATIF trajectories in the folder, when it holds some
+// (atif.Find's layouts) and no submissions: each trajectory's diagnosis is written out in the
+// submissions' layout, into a folder of its own that close removes.
+func (in *gradeInput) readATIF() error {
+	found, err := atif.Find(in.dir)
+	if err != nil || len(found.Episodes) == 0 {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "aa-grade-atif-")
+	if err != nil {
+		return err
+	}
+	in.tmp = tmp
+	var unread []string
+	in.sources, unread, err = atif.WriteSubmissions(found, tmp)
+	if err != nil {
+		return err
+	}
+	in.problems = nil // the submissions' layout's complaints: the folder is in another
+	for _, p := range append(found.Problems, unread...) {
+		in.problems = append(in.problems, grader.Problem{Level: "warning", Message: p})
+	}
+	subs, problems, err := grader.FindSubmissions(tmp)
+	in.subs, in.problems = subs, append(in.problems, problems...)
+	return err
+}
+
+// nameSources makes the reasons and problems that name a file of answers taken out of an ATIF
+// trajectory name the trajectory and step instead.
+func (in *gradeInput) nameSources(results []grader.TaskResult, problems []grader.Problem) {
+	rename := func(s string) string {
+		if in.tmp == "" || !strings.Contains(s, in.tmp) {
+			return s
+		}
+		for file, src := range in.sources {
+			s = strings.ReplaceAll(s, file, src)
+		}
+		return s
+	}
+	for _, t := range results {
+		for i := range t.Episodes {
+			t.Episodes[i].Reason = rename(t.Episodes[i].Reason)
+		}
+	}
+	for i := range problems {
+		problems[i].Message = rename(problems[i].Message)
+	}
+}
+
+// close removes what reading the input made (the answers taken out of ATIF trajectories).
+func (in *gradeInput) close() {
+	if in.tmp != "" {
+		os.RemoveAll(in.tmp)
+	}
+}
+
 // grade scores the submissions against the dataset; a run's episodes without one keep the
 // status the run recorded.
 func (in *gradeInput) grade(ctx context.Context, opts grader.GradeOptions) ([]grader.TaskResult, []grader.Problem, error) {
@@ -212,6 +281,7 @@ func (in *gradeInput) grade(ctx context.Context, opts grader.GradeOptions) ([]gr
 	if err != nil {
 		return nil, nil, err
 	}
+	in.nameSources(results, problems)
 	if in.run != nil {
 		in.run.KeepStatuses(results)
 		if results, err = inShard(in.run.Header, results, opts.Repeats); err != nil {
@@ -322,7 +392,7 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	}
 	var counts []string
 	for _, st := range []string{grader.StatusOK, grader.StatusMissing, grader.StatusInvalid, grader.StatusNoSubmission,
-		grader.StatusMaxTurns, grader.StatusOutputLimit, grader.StatusContextOverflow, grader.StatusError, grader.StatusUnfinished} {
+		grader.StatusMaxTurns, grader.StatusOutputLimit, grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusError, grader.StatusCostLimit, grader.StatusUnfinished} {
 		if statuses[st] > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", statuses[st], st))
 		}
@@ -362,5 +432,19 @@ func noSubmissions(dir string, problems []grader.Problem) error {
 		}
 		what = fmt.Sprintf("%s ignored (%s)", english.Count(len(ignored), "file"), listed)
 	}
-	return usageErrorf("no submission in %s: %s; expected %s, or a run folder", dir, what, grader.SubmissionLayouts)
+	return usageErrorf("no submission in %s: %s; expected %s, ATIF trajectories (%s, or %s), or a run folder",
+		dir, what, grader.SubmissionLayouts, atif.LayoutEpisodes, atif.LayoutHarbor)
+}
+
+// noATIFAnswer refuses a folder of ATIF trajectories none of which gave an answer, saying why
+// for the first few.
+func noATIFAnswer(dir string, problems []grader.Problem) error {
+	var why []string
+	for _, p := range problems[:min(len(problems), 3)] {
+		why = append(why, p.Message)
+	}
+	if len(problems) > 3 {
+		why = append(why, fmt.Sprintf("and %d more", len(problems)-3))
+	}
+	return usageErrorf("no answer in the ATIF trajectories of %s: %s", dir, strings.Join(why, "; "))
 }

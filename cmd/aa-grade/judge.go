@@ -82,7 +82,7 @@ func newJudge(o judgeOptions) (*llmJudge, error) {
 	}
 	settings, err := model.Resolve(o.spec, overrides)
 	if err != nil {
-		return nil, fmt.Errorf("--judge: %w", err)
+		return nil, modelSpecError("--judge", err)
 	}
 	if strings.HasPrefix(settings.Spec, "builtin/") {
 		return nil, usageErrorf("--judge %s: the judge must be a language model", o.spec)
@@ -114,8 +114,8 @@ func newJudge(o judgeOptions) (*llmJudge, error) {
 // spent says what the judge's calls of this command used: cached answers cost nothing.
 func (j *llmJudge) spent() string {
 	calls, used := j.asker.Spent()
-	return fmt.Sprintf("judge: %s (cached answers are free), %d input and %d output tokens, %s",
-		english.Count(calls, "call"), used.Input, used.Output, "cost "+report.FormatUSD(j.prices.Cost(used)))
+	return fmt.Sprintf("judge: %s (cached answers are free), %s input and %s output tokens, %s",
+		english.Count(calls, "call"), english.Number(used.Input), english.Number(used.Output), "cost "+report.FormatUSD(j.prices.Cost(used)))
 }
 
 // judgeLine is the text output's summary of the judge's work.

@@ -121,7 +121,7 @@ func TestGradeWithJudge(t *testing.T) {
 	env, _ := judgeEnv(t, f)
 	args := append(append([]string(nil), gradeSampleArgs...), "--judge", "openai/judge-model", "--json")
 	r := aaGrade(t, env, args...)
-	if r.code != 0 || r.stderr != "judge: 10 calls (cached answers are free), 9000 input and 400 output tokens, cost unknown\n" {
+	if r.code != 0 || r.stderr != "judge: 10 calls (cached answers are free), 9,000 input and 400 output tokens, cost unknown\n" {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	if n := f.requests.Load(); n != 10 {
@@ -184,7 +184,7 @@ func TestGradeJudgePresetAndEffort(t *testing.T) {
 		t.Fatalf("exit %d, efforts %v\n%s%s", r.code, e, r.stdout, r.stderr)
 	}
 	// 10 calls x (900 input x $5 + 40 output x $30) per million tokens.
-	if !strings.Contains(r.stderr, "judge: 10 calls (cached answers are free), 9000 input and 400 output tokens, cost $0.057") {
+	if !strings.Contains(r.stderr, "judge: 10 calls (cached answers are free), 9,000 input and 400 output tokens, cost $0.057") {
 		t.Fatalf("stderr: %s", r.stderr)
 	}
 	r = aaGrade(t, env, append(args[:len(args)-2], "high", "--json")...)

@@ -57,6 +57,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newPromptsCommand(),
 			newReportCommand(),
 			newAnalyzeCommand(),
+			newExportCommand(),
 			newViewCommand(),
 			newDataCommand(),
 			newTasksCommand(),

@@ -30,7 +30,8 @@ func newMergeCommand() *cli.Command {
 		Name:      "merge",
 		Usage:     "join the run folders of the shards of one run (--shard I/N) into one",
 		ArgsUsage: "RUN...",
-		Description: "The new folder gets the reports too (results.parquet, report.md, report.html).\n" +
+		Description: "The new folder gets the judge's answers (judge/) and the reports too (results.parquet,\n" +
+			"report.md, report.html); shards whose judge answered one question two ways are refused.\n" +
 			"Runs of another configuration are refused, naming the fields that differ. Episodes no run\n" +
 			"finished are listed (exit 1); an episode finished by two runs keeps the first run's result.\n\n" +
 			"Example: aa-grade merge --out runs/opus runs/opus-1of2 runs/opus-2of2",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -239,7 +240,7 @@ func (p *pullProgress) render(final bool) {
 	if rate > 0 && bytes > got {
 		eta = (time.Duration(float64(bytes-got)/rate) * time.Second).Round(time.Second).String()
 	}
-	line := fmt.Sprintf("%d/%d files  %s/%s  %s/s  ETA %s", done, files, humanBytes(got), humanBytes(bytes), humanBytes(int64(rate)), eta)
+	line := fmt.Sprintf("%d/%s  %s/%s  %s/s  ETA %s", done, english.Count(int(files), "file"), humanBytes(got), humanBytes(bytes), humanBytes(int64(rate)), eta)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.screen.live {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 )
 
 // promptOptions choose the prompt set, for run and prompts alike.
@@ -37,7 +37,7 @@ type promptsOptions struct {
 
 func (o *promptsOptions) flags() []cli.Flag {
 	return append(o.promptOptions.flags(), &cli.StringFlag{Name: "from-stirrup", Destination: &o.fromStirrup,
-		Usage: "start from the texts of your own copy of Stirrup " + harness.StirrupVersion + " (a source tree, an installed package folder or a wheel) instead of the built-in set"})
+		Usage: "start from the texts of your own copy of Stirrup " + promptset.StirrupVersion + " (a source tree, an installed package folder or a wheel) instead of the built-in set"})
 }
 
 // Validate refuses two starting sets at once.
@@ -55,7 +55,7 @@ func newPromptsCommand() *cli.Command {
 		Usage: "write out the prompt set a run would use: every text the model sees",
 		Description: "With no flag it is the built-in set: save it, edit it, and run with aa-grade run --prompts FILE.\n" +
 			"The first lines say the set's sha256, which run.json records as prompt_sha256. The format: docs/prompts.md.\n\n" +
-			"With --from-stirrup it is the reference library's texts, read from your own copy of Stirrup " + harness.StirrupVersion + "\n" +
+			"With --from-stirrup it is the reference library's texts, read from your own copy of Stirrup " + promptset.StirrupVersion + "\n" +
 			"(aa-grade ships none of them), with the built-in task prompt and the refusals Stirrup does not make.\n\n" +
 			"Example: aa-grade prompts > my.prompts\n" +
 			"         aa-grade prompts --prompts my.prompts --prompt-file task.txt   (check a set and see its hash)\n" +
@@ -67,17 +67,17 @@ func newPromptsCommand() *cli.Command {
 
 // load reads the set the flags choose, starting from base (nil: the built-in set); any
 // problem with it is a usage error naming the file and the line (an unknown {{placeholder}} too).
-func (o promptOptions) load(base *harness.Prompts) (*harness.Prompts, error) {
+func (o promptOptions) load(base *promptset.Set) (*promptset.Set, error) {
 	prompts := base
 	if prompts == nil {
-		prompts = harness.BuiltinPrompts()
+		prompts = promptset.Builtin()
 	}
 	if o.set != "" {
 		doc, err := os.ReadFile(o.set)
 		if err != nil {
 			return nil, usageErrorf("--prompts: %w", err)
 		}
-		if prompts, err = harness.ParsePrompts(doc); err != nil {
+		if prompts, err = promptset.Parse(doc); err != nil {
 			return nil, usageErrorf("--prompts %s: %w", o.set, err)
 		}
 	}
@@ -97,10 +97,10 @@ func runPrompts(_ context.Context, opts promptsOptions, args []string, con conso
 	if err := noArgs("prompts", args); err != nil {
 		return err
 	}
-	var base *harness.Prompts
+	var base *promptset.Set
 	if opts.fromStirrup != "" {
 		var err error
-		if base, err = harness.FromStirrup(opts.fromStirrup); err != nil {
+		if base, err = promptset.FromStirrup(opts.fromStirrup); err != nil {
 			return usageErrorf("--from-stirrup %s: %w", opts.fromStirrup, err)
 		}
 	}

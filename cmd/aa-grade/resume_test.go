@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"os"
@@ -236,5 +237,63 @@ func TestGradeARunFolder(t *testing.T) {
 	}
 	if r := aaGrade(t, s.env, "grade", ok); r.code != 0 || !strings.Contains(r.stdout, "Score 0.250") || !strings.Contains(r.stdout, "4 ok") {
 		t.Fatalf("grade of the run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestGrowAFinishedRun: run --out RUN with more repeats and more tasks than the finished run
+// it holds plays only the new episodes (the first ones' lines and trajectories are left as
+// they were), records the grown configuration in run.json and reports on every episode; fewer
+// repeats, a task left out, or growth with any other change is refused, naming the field.
+func TestGrowAFinishedRun(t *testing.T) {
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
+	out := filepath.Join(t.TempDir(), "run")
+	run := func(extra ...string) result {
+		return aaGrade(t, env, append([]string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--parallel", "2", "--out", out}, extra...)...)
+	}
+	if r := run("--tasks", "901,902", "--repeats", "2"); r.code != 0 {
+		t.Fatalf("the first run: exit %d\n%s", r.code, r.stderr)
+	}
+	firstResults, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	trajectory := filepath.Join(out, "episodes", "Scenario-901", "1", "trajectory.jsonl.zst")
+	firstTrajectory, err := os.ReadFile(trajectory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run("--tasks", "901,902,903", "--repeats", "3")
+	if r.code != 0 || !strings.Contains(r.stderr, "resuming: 4 of 9 episodes already finished") {
+		t.Fatalf("the grown run: exit %d\n%s", r.code, r.stderr)
+	}
+	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if !bytes.HasPrefix(results, firstResults) || lines(t, filepath.Join(out, "results.jsonl")) != 9 {
+		t.Fatalf("want the 4 first lines as they were and 5 more:\n%s", results)
+	}
+	if again, _ := os.ReadFile(trajectory); !bytes.Equal(again, firstTrajectory) {
+		t.Error("Scenario-901 repeat 1 was played again")
+	}
+	h, err := runfolder.ReadHeader(out)
+	if err != nil || h.Repeats != 3 || !slices.Equal(h.Tasks, []string{"Scenario-901", "Scenario-902", "Scenario-903"}) {
+		t.Fatalf("run.json after growing: %+v, %v", h, err)
+	}
+	var summary struct{ Tasks, Repeats, Episodes int }
+	if b, err := os.ReadFile(filepath.Join(out, "summary.json")); err != nil || json.Unmarshal(b, &summary) != nil || summary.Episodes != 9 || summary.Tasks != 3 {
+		t.Fatalf("summary.json after growing: %+v, %v", summary, err)
+	}
+	if md, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || !strings.Contains(string(md), "Scenario-903") {
+		t.Fatalf("report.md leaves out the new task: %v", err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tasks", "901,902,903", "--repeats", "2"}, "repeats was 3, now 2"},
+		{[]string{"--tasks", "901,903", "--repeats", "3"}, "tasks was [Scenario-901 Scenario-902 Scenario-903], now [Scenario-901 Scenario-903]"},
+		{[]string{"--tasks", "901,902,903", "--repeats", "4", "--max-turns", "50"}, "(max_turns was 100, now 50)"},
+	} {
+		if r := run(c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, want a refusal naming %q\n%s", c.args, r.code, c.want, r.stderr)
+		}
+	}
+	if now, _ := os.ReadFile(filepath.Join(out, "results.jsonl")); !bytes.Equal(now, results) {
+		t.Error("a refused resume changed results.jsonl")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/baseline"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/replay"
 	"github.com/aa-grade/aa-grade/harness/report"
@@ -111,7 +112,7 @@ func (o *runOptions) flags() []cli.Flag {
 		priceFlag("price-cached-write", &o.priceCachedWrite, "input tokens written to the cache", "the input price"),
 		noProgressFlag(&o.noProgress),
 		&cli.FloatFlag{Name: "max-cost", Destination: &o.maxCost, Sources: env("max-cost"), DefaultText: "no budget",
-			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it"},
+			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it, and running ones stop when it is reached"},
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "say what would run and what it should cost, and call nothing"},
 	}
 	return append(append(flags, o.prompts.flags()...), o.judge.flags()...)
@@ -248,27 +249,64 @@ func newRunCommand() *cli.Command {
 	}
 }
 
+// runRun reads as the run goes: prepare (flags into a plan and a model), start (the sandbox,
+// the dataset, the folder), play the episodes, finish the folder, render the outcome.
 func runRun(ctx context.Context, opts runOptions, args []string, con console) error {
 	if err := noArgs("run", args); err != nil {
 		return err
 	}
-	plan, err := runPlan(opts)
+	p, err := prepareRun(ctx, opts)
 	if err != nil {
 		return err
+	}
+	if opts.dryRun {
+		return dryRun(ctx, con.out, opts, p.plan, p.settings, p.out)
+	}
+	r, err := startRun(ctx, opts, p, con.err)
+	if err != nil {
+		return err
+	}
+	defer r.cfg.Folder.Close() // every result was synced as it was appended
+	played := r.play(ctx, con.err, opts.noProgress)
+	run, err := r.finish(con.err, played)
+	if err != nil {
+		return err
+	}
+	return r.render(con.out, played, run)
+}
+
+// preparedRun is what the flags make of a run before anything starts: the plan, the prompt
+// set, the model (with its rate limiter and judge) and the run folder's path.
+type preparedRun struct {
+	plan     episodesPlan
+	prompts  *promptset.Set
+	settings model.Settings
+	model    model.Model
+	limit    *ratelimit.Limiter
+	judge    *llmJudge // nil: the rules grade
+	out      string
+}
+
+// prepareRun reads the flags (and a replay's recording) into a run, calling no model and
+// starting no sandbox, so that a dry run can stop there.
+func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
+	plan, err := runPlan(opts)
+	if err != nil {
+		return nil, err
 	}
 	prompts, err := opts.prompts.load(plan.prompts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	settings, err := model.Resolve(opts.model, opts.overrides())
 	if err != nil {
-		return fmt.Errorf("--model: %w", err)
+		return nil, modelSpecError("--model", err)
 	}
 	if settings.Prices == nil { // a replay costs what its recording did, unless --price-* say
 		settings.Prices = plan.prices
 	}
 	if opts.maxCost > 0 && settings.Prices == nil {
-		return usageErrorf("--max-cost %v: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and --price-output, give them)", opts.maxCost)
+		return nil, usageErrorf("--max-cost %v: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and --price-output, give them)", opts.maxCost)
 	}
 	if plan.maxTokens > 0 { // a replay summarises where its recording did
 		settings.MaxTokens = plan.maxTokens
@@ -276,83 +314,98 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if plan.contextWindow > 0 {
 		settings.ContextWindow = plan.contextWindow
 	}
-	stderr := con.err
 	m, limit, err := newModel(opts, settings, plan.loop)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	j, err := newJudge(opts.judge)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := opts.out
 	if out == "" {
 		out = filepath.Join("runs", strings.NewReplacer("/", "_", ":", "_").Replace(opts.model)+"-"+time.Now().Format("20060102-150405"))
 	}
 	if plan.tasks, err = selectTasks(ctx, plan.dataset, plan.tasks, opts.selection()); err != nil {
-		return err
+		return nil, err
 	}
-	if opts.dryRun {
-		return dryRun(ctx, con.out, opts, plan, settings, out)
-	}
+	return &preparedRun{plan: plan, prompts: prompts, settings: settings, model: m, limit: limit, judge: j, out: out}, nil
+}
+
+// startedRun is a run ready to play: its sandbox tried, its dataset open, its folder locked
+// and the runner's configuration checked against what the folder holds.
+type startedRun struct {
+	*preparedRun
+	ds  *data.Dataset
+	cfg runner.Config
+}
+
+// startRun tries the sandbox, opens the dataset and the folder, and says what is about to
+// run. A sandbox that cannot run an episode, a replay that cannot follow or a resume of
+// another configuration is refused before the run says anything: the error is the only line.
+func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Writer) (*startedRun, error) {
 	backend, err := sandbox.Select(opts.sandbox)
 	if err != nil {
-		return fmt.Errorf("--sandbox: %w", err)
+		return nil, isolationHint(fmt.Errorf("--sandbox: %w", err))
 	}
 	if err := useImage(ctx, backend, opts.sandboxImage, stderr); err != nil {
-		return err
+		return nil, err
 	}
-	// The sandbox, in its image, is tried before the run says anything: one that cannot run
-	// an episode is the only line.
 	tools, err := sandbox.ProbeTools(ctx, backend)
 	if err != nil {
 		if ctx.Err() != nil {
-			return interrupted(fmt.Errorf("interrupted: %w", err))
+			return nil, interrupted(fmt.Errorf("interrupted: %w", err))
 		}
-		return fmt.Errorf("probe the sandbox: %w", err)
+		return nil, imageHint(fmt.Errorf("probe the sandbox: %w", err))
 	}
+	plan, settings := p.plan, p.settings
 	ds, err := data.Open(ctx, plan.dataset, data.OpenOptions{Hub: hubConfig(), Tasks: plan.tasks})
 	if err != nil {
-		return datasetError(err)
+		return nil, datasetError(err)
 	}
-	if rm, ok := m.(*replay.Model); ok {
+	if rm, ok := p.model.(*replay.Model); ok {
 		if err := rm.Covers(opts.shard.Episodes(taskIDs(ds.Tasks), plan.repeats)); err != nil {
-			return usageError(err)
+			return nil, usageErrorf("%w: ask for those tasks and repeats (--tasks, --repeats)", err)
 		}
 	}
-	folder, err := runfolder.Open(out) // locked until the reports are written; errors name the folder
+	folder, err := runfolder.Open(p.out) // locked until the reports are written; errors name the folder
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer folder.Close() // every result was synced as it was appended
 	cfg := runner.Config{
 		MaxCost: opts.maxCost, CostPrior: orZero(publishedCost(settings.Preset)),
-		Folder: folder, DatasetSpec: ds.Spec, Tasks: ds.Tasks, Selection: opts.selection(), Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
-		DatasetCommit: datasetCommit(ds), ModelSpec: settings.Spec, Model: m, BaseURL: endpoint(m),
-		ReasoningEffort: settings.ReasoningEffort, MaxTokens: int(settings.MaxTokens), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
+		Folder: folder, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
+		Description: runner.Description{Dataset: ds.Spec, DatasetCommit: datasetCommit(ds), Selection: opts.selection(),
+			Model: settings.Spec, BaseURL: endpoint(p.model), ReasoningEffort: settings.ReasoningEffort},
+		Model: p.model, MaxTokens: int(settings.MaxTokens), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
 		CommandTimeout: opts.commandTimeout, Loop: plan.loop, ContextWindow: lenientWindow(plan.loop, settings), Limits: opts.limits, Tools: &tools,
 		OnEnvironment: func(tools sandbox.Tools) {
 			if diff := tools.Differences(); len(diff) > 0 {
 				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s", strings.Join(diff, "; "))
 			}
 		},
-		Prompts: prompts,
+		Prompts: p.prompts,
 		Grace:   opts.grace, Abort: secondInterrupt(ctx),
-		Permanent: func(err error) bool {
-			var apiErr *model.APIError
-			return errors.As(err, &apiErr) && !apiErr.Transient()
-		},
 	}
-	if j != nil {
+	if j := p.judge; j != nil {
 		// The verdicts go with the run; the user's cache is still read, so a question asked
 		// before costs nothing.
-		j.ReadDirs, j.CacheDir = []string{j.CacheDir}, filepath.Join(out, runfolder.JudgeDir)
+		j.ReadDirs, j.CacheDir = []string{j.CacheDir}, filepath.Join(p.out, runfolder.JudgeDir)
 		cfg.Scorer, cfg.Judge = j.Score, j.Model
 	}
-	// A resume of another configuration is refused before the run says anything.
 	if err := runner.CheckResume(cfg); err != nil {
-		return configChanged(err)
+		folder.Close()
+		return nil, configChanged(err)
 	}
+	r := &startedRun{preparedRun: p, ds: ds, cfg: cfg}
+	r.announce(stderr, opts)
+	return r, nil
+}
+
+// announce says, before the first episode, what the sandbox will not do, what the folder
+// skipped, what runs where, and what it may cost.
+func (r *startedRun) announce(stderr io.Writer, opts runOptions) {
+	ds, plan, folder, backend := r.ds, r.plan, r.cfg.Folder, r.cfg.Backend
 	if removed := sandbox.CleanLeftovers(); len(removed) > 0 {
 		fmt.Fprintf(stderr, "removed %s left by aa-grade runs that died\n", removed)
 	}
@@ -365,63 +418,92 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		part = fmt.Sprintf(" (shard %s)", opts.shard)
 	}
 	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
-		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, describeModel(settings), backend.Name(), out)
+		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, describeModel(r.settings), backend.Name(), r.out)
 	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
-	if e := costEstimate(settings, len(todo)); e != "" {
+	if e := costEstimate(r.settings, len(todo)); e != "" {
 		printLine(stderr, "%s", e)
 	}
 	if opts.maxCost > 0 {
-		printLine(stderr, "budget: $%.2f (--max-cost), $%.2f of it spent by the episodes already in %s", opts.maxCost, spentIn(folder.Prev), out)
+		printLine(stderr, "budget: $%.2f (--max-cost), $%.2f of it spent by the episodes already in %s", opts.maxCost, spentIn(folder.Prev), r.out)
 	}
-	progress := newRunProgress(stderr, opts.noProgress)
-	progress.limits = limit.Status
+}
+
+// playedRun is what the episodes left: the summary, every episode's result (nil when the
+// runner refused to start), the rate limits as the run ended, and the runner's error.
+type playedRun struct {
+	summary grader.Summary
+	results []runfolder.Result
+	rates   ratelimit.Status
+	cost    string // spent and projected, as the progress display last showed them
+	err     error
+}
+
+// play runs the episodes under the progress display, then says how a replay followed its
+// recording and what the judge spent.
+func (r *startedRun) play(ctx context.Context, stderr io.Writer, noProgress bool) playedRun {
+	progress := newRunProgress(stderr, noProgress)
+	progress.limits, progress.state.costPrior = r.limit.Status, r.cfg.CostPrior
 	progress.Start()
-	cfg.Progress = progress.tell
-	summary, results, err := runner.Run(ctx, cfg)
+	r.cfg.Progress = progress.tell
+	summary, results, err := runner.Run(ctx, r.cfg)
 	progress.Stop()
-	if replay, ok := m.(*replay.Model); ok && results != nil { // nil: refused, nothing played
+	if replay, ok := r.model.(*replay.Model); ok && results != nil { // nil: refused, nothing played
 		reportDivergences(stderr, replay.Divergences(), countStatus(results, grader.StatusError))
 	}
-	if j != nil {
-		fmt.Fprintln(stderr, j.spent())
+	if r.judge != nil {
+		fmt.Fprintln(stderr, r.judge.spent())
 	}
+	return playedRun{summary: summary, results: results, rates: r.limit.Status(), cost: progress.costText(), err: err}
+}
+
+// finish writes the reports of a run that played, an interrupted or stopped one too (they show
+// how far it got), and turns the runner's error into the command's, saying how to go on.
+func (r *startedRun) finish(stderr io.Writer, p playedRun) (*report.Run, error) {
 	var run *report.Run
-	rates := limit.Status()
-	if results != nil { // the reports of an interrupted or stopped run show how far it got
-		var werr error
-		if run, werr = finishRun(stderr, out, folder, rates, analysisTasks(ds)); werr != nil {
-			if err == nil {
-				return werr
+	if p.results != nil {
+		var err error
+		if run, err = finishRun(stderr, r.out, r.cfg.Folder, p.rates, analysisTasks(r.ds)); err != nil {
+			if p.err == nil {
+				return nil, err
 			}
-			printLine(stderr, "warning: %v", werr)
+			printLine(stderr, "warning: %v", err)
 		}
 	}
-	switch {
+	if errors.Is(p.err, context.Canceled) || errors.Is(p.err, runner.ErrBudget) { // what going on would cost
+		printLine(stderr, "cost: %s", p.cost)
+	}
+	switch err := p.err; {
 	case errors.Is(err, context.Canceled):
-		return interrupted(fmt.Errorf("interrupted with %d of %d episodes unfinished; to resume, run the same command again (with --out %s)",
-			countStatus(results, grader.StatusUnfinished), len(results), out))
+		return nil, interrupted(fmt.Errorf("interrupted with %d of %s unfinished; to resume, run the same command again (with --out %s)",
+			countStatus(p.results, grader.StatusUnfinished), english.Count(len(p.results), "episode"), r.out))
 	case errors.Is(err, runner.ErrBudget):
-		return badResult(fmt.Errorf("%w; no more episodes started (to go on, run the same command with a higher --max-cost)", err))
+		return nil, badResult(fmt.Errorf("%w; no more episodes started (to go on, run the same command with a higher --max-cost)", err))
 	case errors.Is(err, runner.ErrStopped):
-		return fmt.Errorf("%w; fix the cause, then run the same command again", err)
+		return nil, fmt.Errorf("%w; fix the cause, then run the same command again", err)
 	case errors.Is(err, runner.ErrConfigChanged):
-		return configChanged(err)
+		return nil, configChanged(err)
 	case err != nil:
+		return nil, err
+	}
+	return run, nil
+}
+
+// render prints the score, the totals and the rate limits of a run that ended, and fails when
+// the judge failed everywhere or episodes ended in error.
+func (r *startedRun) render(w io.Writer, p playedRun, run *report.Run) error {
+	renderGradeText(w, p.summary)
+	fmt.Fprintln(w)
+	renderRunTotals(w, run)
+	if !p.rates.Idle() {
+		limits, calls := describeLimits(p.rates, false)
+		fmt.Fprintf(w, "Rate limits: %s; %s\n", limits, calls)
+	}
+	fmt.Fprintf(w, "Run folder: %s\n", r.out)
+	if err := judgeFailedEverywhere(p.summary); err != nil {
 		return err
 	}
-	renderGradeText(con.out, summary)
-	fmt.Fprintln(con.out)
-	renderRunTotals(con.out, run)
-	if !rates.Idle() {
-		limits, calls := describeLimits(rates, false)
-		fmt.Fprintf(con.out, "Rate limits: %s; %s\n", limits, calls)
-	}
-	fmt.Fprintf(con.out, "Run folder: %s\n", out)
-	if err := judgeFailedEverywhere(summary); err != nil {
-		return err
-	}
-	if failed := countStatus(results, grader.StatusError); failed > 0 {
-		return badResult(fmt.Errorf("%s ended in error; to retry them, run the same command again (with --out %s)", english.Count(failed, "episode"), out))
+	if failed := countStatus(p.results, grader.StatusError); failed > 0 {
+		return badResult(fmt.Errorf("%s ended in error; to retry them, run the same command again (with --out %s)", english.Count(failed, "episode"), r.out))
 	}
 	return nil
 }
@@ -486,9 +568,9 @@ type episodesPlan struct {
 	tasks    []string
 	repeats  int
 	maxTurns int
-	prompts  *harness.Prompts // the set --prompts and --prompt-file start from; nil: the built-in one
-	prices   *model.Prices    // a replay's: the recorded run's, for the recorded usage
-	loop     harness.Loop     // a replay's: the recorded run's, unless --loop says
+	prompts  *promptset.Set // the set --prompts and --prompt-file start from; nil: the built-in one
+	prices   *model.Prices  // a replay's: the recorded run's, for the recorded usage
+	loop     harness.Loop   // a replay's: the recorded run's, unless --loop says
 	// A replay's max tokens and context window: the recorded run's, which set where its history
 	// was summarised (0: as the flags and the model say).
 	maxTokens, contextWindow int64
@@ -529,7 +611,7 @@ func runPlan(opts runOptions) (episodesPlan, error) {
 	}
 	p.prices = h.Prices
 	if !opts.isSet("prompts") { // the texts the recording was made with
-		if p.prompts, err = harness.RunPrompts(dir, h.PromptSHA256); err != nil {
+		if p.prompts, err = promptset.ReadRun(dir, h.PromptSHA256); err != nil {
 			return p, usageErrorf("replay/%s: %w; give the set with --prompts FILE", dir, err)
 		}
 	}
@@ -691,7 +773,7 @@ func useImage(ctx context.Context, backend sandbox.Backend, ref string, progress
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			return fmt.Errorf("--sandbox-image: %w", err) // infrastructure: exit 3
 		}
-		return usageErrorf("--sandbox-image: %w", err)
+		return usageError(imageHint(fmt.Errorf("--sandbox-image: %w", err)))
 	}
 	return nil
 }

@@ -48,8 +48,8 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	if json.Unmarshal(b, &header) != nil || header["model"] != "builtin/baseline" || len(header["prompt_sha256"].(string)) != 64 {
 		t.Fatalf("run.json = %s", b)
 	}
-	if kinds := checkTrajectories(t, out); len(kinds) != 1 || kinds[model.KindTurn] == 0 {
-		t.Errorf("the baseline's trajectories have %v, want turns only (it calls no API)", kinds)
+	if kinds := checkTrajectories(t, out); len(kinds) != 2 || kinds[model.KindTurn] == 0 || kinds[model.KindUnsent] != 4 {
+		t.Errorf("the baseline's trajectories have %v, want turns (it calls no API) and each the results of its last turn", kinds)
 	}
 	before, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
 	if n := strings.Count(string(before), "\n"); n != 4 {
@@ -190,7 +190,7 @@ func TestRunRecordsTheWireWithoutTheKey(t *testing.T) {
 		t.Errorf("run.json = %s", b)
 	}
 	assertNoSecret(t, out, key)
-	wantKinds(t, out, model.KindRequest, model.KindResponse, model.KindTurn)
+	wantKinds(t, out, model.KindRequest, model.KindResponse, model.KindTurn, model.KindUnsent)
 }
 
 // readTrajectory reads an episode's trajectory, compressed or not.
@@ -256,7 +256,8 @@ func TestReplayReproducesARun(t *testing.T) {
 	beyond := filepath.Join(dir, "beyond")
 	r = aaGrade(t, env, "run", "--model", "replay/"+recorded, "--repeats", "3", "--out", beyond)
 	if r.code != 2 || !strings.Contains(r.stderr, "has no recording of 4 of the 6 episodes (Scenario-901 repeat 2, ") ||
-		!strings.Contains(r.stderr, "it recorded Scenario-901 repeat 1, Scenario-902 repeat 1") || strings.Contains(r.stderr, "followed its recording") {
+		!strings.Contains(r.stderr, "it recorded Scenario-901 repeat 1, Scenario-902 repeat 1: ask for those tasks and repeats (--tasks, --repeats)") ||
+		strings.Contains(r.stderr, "followed its recording") {
 		t.Fatalf("replay beyond the recording: exit %d\n%s", r.code, r.stderr)
 	}
 	if _, err := os.Stat(beyond); !errors.Is(err, fs.ErrNotExist) {
@@ -503,7 +504,7 @@ func TestRunBaselinePrices(t *testing.T) {
 
 func TestRunUnknownPresetAndBadPrice(t *testing.T) {
 	r := aaGrade(t, nil, "run", "--dataset", "demo", "--model", "gpt-9")
-	if r.code != 2 || !strings.Contains(r.stderr, `"gpt-9" is neither PROVIDER/MODEL nor a preset`) ||
+	if r.code != 2 || !strings.Contains(r.stderr, `"gpt-9" is neither PROVIDER/MODEL nor a preset`) || !strings.Contains(r.stderr, "; aa-grade models lists them") ||
 		!strings.Contains(r.stderr, "claude-opus-4-7-max") || !strings.Contains(r.stderr, "gemma-4-31b") {
 		t.Errorf("unknown preset: exit %d\n%s", r.code, r.stderr)
 	}

@@ -16,8 +16,8 @@ import (
 )
 
 // runProgress renders a run's events (runner.Event) as its state (runState) stands. On a
-// terminal: an overall bar (episodes done and running, ETA, running score, cost so far), the
-// rate limits in force, and one live line per running episode (task, repeat, turn n of N, and
+// terminal: an overall bar (episodes done and running, ETA, cost spent and projected, running
+// score), the rate limits in force, and one live line per running episode (task, repeat, turn n of N, and
 // its last command or what it waits for: a retry, with the failure and the time of the next
 // attempt, or the rate limiter, with the reason), redrawn in place, with a line per finished
 // episode and each warning of the rate limiter above them. Elsewhere (or with --no-progress):
@@ -159,20 +159,53 @@ func (p *runProgress) printLocked(line string) {
 	}
 }
 
-// overall is the run's state in one line, the most wanted first: a narrow terminal cuts the
-// end.
+// overall is the run's state in one line: its counts, then where it stands.
 func (p *runProgress) overall(now time.Time) string {
-	s := p.state
-	cost := "cost unknown"
-	if s.costKnown {
-		cost = fmt.Sprintf("$%.2f so far", s.cost)
+	return p.counts(now) + "  " + p.standing()
+}
+
+// overallLines is the run's state in the live block: one line with its bar when the terminal
+// has room for it, else two, the counts with the bar and then where the run stands, so that a
+// narrow terminal cuts the score's label before the cost.
+func (p *runProgress) overallLines(now time.Time, cols int) []string {
+	done, total := int64(p.state.finished), int64(p.state.total)
+	if line := p.overall(now); termtext.Width(line) < cols {
+		return []string{withBar(done, total, line, cols)}
 	}
+	return []string{withBar(done, total, p.counts(now), cols), "  " + p.standing()}
+}
+
+// standing is what the run has cost and its score, the most wanted first: the cost, then the
+// score as the reports and the viewer give it (runState.score).
+func (p *runProgress) standing() string {
+	return fmt.Sprintf("%s  score %.3f%s", p.costText(), p.state.score(), report.SoFar(p.state.total-p.state.finished))
+}
+
+// costText is what the run has spent and, until every episode's result stands, what it is
+// projected to spend in all (runState.projected). "cost unknown" when the model's prices are.
+func (p *runProgress) costText() string {
+	s := p.state
+	if !s.costKnown {
+		return "cost unknown"
+	}
+	spent := fmt.Sprintf("$%.2f spent", s.cost)
+	switch projected, how := s.projected(); how {
+	case projectedFromResults:
+		return fmt.Sprintf("%s, $%.2f projected", spent, projected)
+	case projectedFromPrior:
+		return fmt.Sprintf("%s, $%.2f projected (published $/task)", spent, projected)
+	}
+	return spent
+}
+
+// counts are the episodes finished and running, and when the run should end.
+func (p *runProgress) counts(now time.Time) string {
+	s := p.state
 	running := fmt.Sprintf("%d running", len(s.running))
 	if retrying, limited := s.waiting(now); retrying+limited > 0 {
 		running += fmt.Sprintf(" (%d waiting for a retry, %d for the rate limiter)", retrying, limited)
 	}
-	return fmt.Sprintf("%d/%d episodes  %s  %s  score %.3f%s  %s", s.finished, s.total, running, p.eta(now), s.score(),
-		report.SoFar(s.total-s.finished), cost)
+	return fmt.Sprintf("%d/%s  %s  %s", s.finished, english.Count(s.total, "episode"), running, p.eta(now))
 }
 
 // eta says when the run ends (runState.eta); after Ctrl-C, when the running episodes are
@@ -210,7 +243,7 @@ func (p *runProgress) renderPlain(now time.Time) {
 func (p *runProgress) renderLive(now time.Time) {
 	p.screen.clear()
 	s := p.state
-	lines := []string{withBar(int64(s.finished), int64(s.total), p.overall(now), p.screen.width())}
+	lines := p.overallLines(now, p.screen.width())
 	if status, show := p.limitStatus(); show {
 		limits, calls := describeLimits(status, true)
 		lines = append(lines, "  "+limits, "  "+calls)
@@ -281,7 +314,7 @@ func describeLimits(s ratelimit.Status, live bool) (limits, calls string) {
 	if !live {
 		return limits, fmt.Sprintf("calls waited %s in all for them, %d of %d answered 429", waited, s.RateLimited, s.Calls)
 	}
-	calls = fmt.Sprintf("%d calls waiting, %s waited, %d of %d answered 429", s.Waiting, waited, s.RateLimited, s.Calls)
+	calls = fmt.Sprintf("%s waiting, %s waited, %d of %d answered 429", english.Count(s.Waiting, "call"), waited, s.RateLimited, s.Calls)
 	if len(used) > 0 {
 		calls = "last minute: " + strings.Join(used, ", ") + " used; " + calls
 	}

@@ -18,9 +18,13 @@ import (
 type runState struct {
 	total     int
 	finished  int // episodes with a result, earlier runs of the folder included
+	settled   int // those whose result stands (runfolder.Result.Final): a resume keeps them
 	scoreSum  float64
 	cost      float64
 	costKnown bool
+	// costPrior is the published cost a task, which projects the run's cost before any
+	// episode has one (0: no projection until then).
+	costPrior float64
 	running   map[runfolder.Episode]*liveEpisode
 	// most is the most episodes seen running at once: the run's parallelism, for the ETA;
 	// ended and endedFor are the final episodes this process ran, and their time.
@@ -106,6 +110,9 @@ func (s *runState) interrupt(stopBy time.Time) { s.stopBy = stopBy }
 
 func (s *runState) count(r runfolder.Result) {
 	s.finished++
+	if r.Final() {
+		s.settled++
+	}
 	s.scoreSum += r.Score
 	if r.CostUSD == nil {
 		s.costKnown = false
@@ -121,6 +128,30 @@ func (s *runState) score() float64 {
 		return 0
 	}
 	return s.scoreSum / float64(s.total)
+}
+
+// projection says how a run's cost in all is projected.
+type projection int
+
+const (
+	notProjected         projection = iota // every result stands, or nothing to project from
+	projectedFromResults                   // the spend scaled to all the episodes
+	projectedFromPrior                     // the spend and the published cost a task
+)
+
+// projected is what the run is projected to spend in all, until every episode's result
+// stands: the spend scaled to all its episodes (over those whose result stands), else, before
+// any does, the spend plus the published cost a task for each episode.
+func (s *runState) projected() (float64, projection) {
+	switch {
+	case s.settled >= s.total:
+		return s.cost, notProjected
+	case s.settled > 0:
+		return s.cost * float64(s.total) / float64(s.settled), projectedFromResults
+	case s.costPrior > 0:
+		return s.cost + s.costPrior*float64(s.total), projectedFromPrior
+	}
+	return s.cost, notProjected
 }
 
 // waiting counts the running episodes whose model call waits, at now, for a retry and for the

@@ -275,10 +275,10 @@ func renderReports(w io.Writer, reports []validate.Report) {
 				names = append(names, fmt.Sprintf("%s (%d)", name, n))
 			}
 			sort.Strings(names)
-			printLine(w, "  stats   alerts: %d files; %s", st.AlertsFiles, strings.Join(names, ", "))
-			printLine(w, "  stats   errors: %d signatures, %.1f%% of spans; %d in the first 5 minutes", st.ErrorSignatures, 100*st.TraceErrorShare, len(st.EarlySignatures))
-			printLine(w, "  stats   objects: %d dumps, %v objects, %v kinds; %d changed between the first and last dump", st.Dumps, st.ObjectsPerDump, st.KindsPerDump, st.ChangedObjects)
-			printLine(w, "  stats   metrics: %d files", st.MetricsFiles)
+			printLine(w, "  stats   alerts: %s; %s", english.Count(st.AlertsFiles, "file"), strings.Join(names, ", "))
+			printLine(w, "  stats   errors: %s, %.1f%% of spans; %d in the first 5 minutes", english.Count(st.ErrorSignatures, "signature"), 100*st.TraceErrorShare, len(st.EarlySignatures))
+			printLine(w, "  stats   objects: %s, %v objects, %v kinds; %d changed between the first and last dump", english.Count(st.Dumps, "dump"), st.ObjectsPerDump, st.KindsPerDump, st.ChangedObjects)
+			printLine(w, "  stats   metrics: %s", english.Count(st.MetricsFiles, "file"))
 		}
 	}
 }

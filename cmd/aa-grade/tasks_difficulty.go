@@ -23,7 +23,7 @@ const baselineTimeout = 5 * time.Minute
 func addDifficulty(ctx context.Context, reports []validate.Report, tasks []data.Task, backendName string) error {
 	backend, err := sandbox.Select(backendName)
 	if err != nil {
-		return fmt.Errorf("--sandbox: %w", err)
+		return isolationHint(fmt.Errorf("--sandbox: %w", err))
 	}
 	for i, t := range tasks {
 		if t.Dir == "" {

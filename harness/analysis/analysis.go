@@ -12,7 +12,7 @@ import (
 	"io/fs"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
@@ -86,11 +86,11 @@ func NewAnalyzer() *Analyzer {
 // run, the episodes it has not played (not yet, or another shard's) are left out.
 func (a *Analyzer) Analyze(dir string, run *runfolder.Run, tasks []Task, results []grader.TaskResult) *Run {
 	out := &Run{Dir: dir, Episodes: []Episode{}}
-	var prompts *harness.Prompts // the run's, to read its shell results
+	var prompts *promptset.Set // the run's, to read its shell results
 	if run != nil {
 		out.Model = run.Header.Model
 		var err error
-		if prompts, err = harness.RunPrompts(run.Dir, run.Header.PromptSHA256); err != nil {
+		if prompts, err = promptset.ReadRun(run.Dir, run.Header.PromptSHA256); err != nil {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("%v: failed and truncated commands are counted as the built-in set words results", err))
 		}
 	}
@@ -134,7 +134,7 @@ func (a *Analyzer) Analyze(dir string, run *runfolder.Run, tasks []Task, results
 
 // investigate fills in what the episode's trajectory and result line say; it returns a
 // warning when the trajectory is there but cannot be read.
-func investigate(ep *Episode, run *runfolder.Run, key *Key, prompts *harness.Prompts) string {
+func investigate(ep *Episode, run *runfolder.Run, key *Key, prompts *promptset.Set) string {
 	id := runfolder.Episode{Task: ep.Task, Repeat: ep.Repeat}
 	if res, ok := run.Results[id]; ok {
 		ep.ModelSeconds, ep.ToolSeconds = &res.ModelTime, &res.ToolTime

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
@@ -140,7 +140,7 @@ type Investigation struct {
 // Investigate reads an episode's turn records, taking its shell results apart in the words of
 // prompts, the set the run used (nil for the built-in one). A summarisation call is no turn:
 // its tokens count, its reply does not name anything.
-func Investigate(turns []runfolder.TurnRecord, key *Key, prompts *harness.Prompts) Investigation {
+func Investigate(turns []runfolder.TurnRecord, key *Key, prompts *promptset.Set) Investigation {
 	inv := Investigation{Commands: map[string]int{}}
 	var tokens int64
 	shellCalls := map[string]bool{} // ids of the shell calls whose results are still to come

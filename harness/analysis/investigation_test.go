@@ -17,6 +17,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/shellspec"
 )
 
 // turn builds a turn record whose reply runs shell commands (ids c<turn>-<i>) and says text.
@@ -43,7 +44,7 @@ func shellText(code int, stdout, stderr string) string {
 
 // truncated is an output cut to the sandbox's limit, its notice where the model reads it.
 func truncated() string {
-	c := sandbox.NewCapture(sandbox.OutputLimit)
+	c := sandbox.NewCapture(shellspec.OutputLimit)
 	c.Write([]byte(strings.Repeat("log line\n", 10000)))
 	return c.String()
 }

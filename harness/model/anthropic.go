@@ -18,7 +18,10 @@ const defaultAnthropicMaxTokens = 32000
 
 // Anthropic speaks the Messages API: tool_use and tool_result blocks, adaptive thinking with
 // an effort, thinking blocks and their signatures passed back unchanged, and prompt caching of
-// the stable prefix (the system prompt and the tools).
+// the stable prefix (the system prompt and the tools). With Reference it sends what Stirrup's
+// LiteLLM client does through LiteLLM (docs/fidelity.md): no cache marks, tool schemas cut to
+// the keys LiteLLM keeps, tool results as text parts without is_error, and a reply sent back as
+// its text in one block and then its calls.
 type Anthropic struct {
 	Options
 }
@@ -61,31 +64,21 @@ func (m *Anthropic) requestBody(req Request) map[string]any {
 		case RoleSystem:
 			system = append(system, block{"type": "text", "text": msg.Content})
 		case RoleTool:
-			add("user", block{"type": "tool_result", "tool_use_id": msg.ToolCallID, "content": msg.Content, "is_error": msg.IsError})
+			add("user", m.toolResult(msg))
 		case RoleAssistant:
-			add("assistant", assistantContent(msg)...)
+			if blocks := m.assistantContent(msg); len(blocks) > 0 {
+				add("assistant", blocks...)
+			}
 		default:
 			add("user", block{"type": "text", "text": msg.Content})
 		}
 	}
-	// Cache breakpoints (3 of the 4 allowed): the tools, the system prompt, and the end of the
-	// conversation so far, so each call reads every earlier turn from the cache and pays full
-	// price only for the newest messages.
-	if len(system) > 0 {
-		system[len(system)-1]["cache_control"] = block{"type": "ephemeral"}
-	}
-	if n := len(messages); n > 0 {
-		blocks := messages[n-1]["content"].([]any)
-		if last, ok := blocks[len(blocks)-1].(block); ok { // the model's own blocks go back untouched
-			last["cache_control"] = block{"type": "ephemeral"}
-		}
-	}
 	var tools []block
 	for _, t := range req.Tools {
-		tools = append(tools, block{"name": t.Name, "description": t.Description, "input_schema": t.Parameters})
+		tools = append(tools, block{"name": t.Name, "description": t.Description, "input_schema": m.inputSchema(t.Parameters)})
 	}
-	if len(tools) > 0 {
-		tools[len(tools)-1]["cache_control"] = block{"type": "ephemeral"}
+	if !m.Reference { // LiteLLM marks nothing for caching unless asked
+		markCacheBreakpoints(system, messages, tools)
 	}
 	maxTokens := m.MaxTokens
 	if maxTokens <= 0 {
@@ -102,17 +95,109 @@ func (m *Anthropic) requestBody(req Request) map[string]any {
 	return body
 }
 
+// markCacheBreakpoints sets 3 of the 4 cache breakpoints allowed: the tools, the system
+// prompt, and the end of the conversation so far, so each call reads every earlier turn from
+// the cache and pays full price only for the newest messages.
+func markCacheBreakpoints(system []block, messages []map[string]any, tools []block) {
+	if len(system) > 0 {
+		system[len(system)-1]["cache_control"] = block{"type": "ephemeral"}
+	}
+	if n := len(messages); n > 0 {
+		blocks := messages[n-1]["content"].([]any)
+		if last, ok := blocks[len(blocks)-1].(block); ok { // the model's own blocks go back untouched
+			last["cache_control"] = block{"type": "ephemeral"}
+		}
+	}
+	if len(tools) > 0 {
+		tools[len(tools)-1]["cache_control"] = block{"type": "ephemeral"}
+	}
+}
+
+// litellmSchemaKeys are the keys of a tool's schema LiteLLM passes on to the Messages API (its
+// AnthropicInputSchema); the rest, pydantic's title and description among them, it drops.
+var litellmSchemaKeys = []string{"type", "properties", "required", "additionalProperties", "$defs", "strict"}
+
+// inputSchema is a tool's input_schema: its JSON schema, with Reference only the keys LiteLLM
+// passes on.
+func (m *Anthropic) inputSchema(schema json.RawMessage) any {
+	if !m.Reference {
+		return schema
+	}
+	kept := block{}
+	for _, key := range litellmSchemaKeys {
+		if v := gjson.GetBytes(schema, key); v.Exists() {
+			kept[key] = json.RawMessage(v.Raw)
+		}
+	}
+	return kept
+}
+
+// toolResult is a tool message as a tool_result block. With Reference its text is a list of
+// one text part ("" for none) and is_error is left out, as LiteLLM converts the reference
+// client's tool messages, which carry no error flag.
+func (m *Anthropic) toolResult(msg Message) block {
+	if !m.Reference {
+		return block{"type": "tool_result", "tool_use_id": msg.ToolCallID, "content": msg.Content, "is_error": msg.IsError}
+	}
+	var content any = ""
+	if msg.Content != "" {
+		content = []any{block{"type": "text", "text": msg.Content}}
+	}
+	return block{"type": "tool_result", "tool_use_id": msg.ToolCallID, "content": content}
+}
+
+// assistantContent is an assistant message's content for the API; none leaves the message out.
+// With Reference and no thinking in the reply it is what LiteLLM makes of the reference
+// client's message: the reply's text blocks joined into one (LiteLLM's reply has one text),
+// then its calls; LiteLLM sends nothing for a message with neither. The reference client never
+// sends thinking back (it reads the signature under a key LiteLLM does not use), which the API
+// refuses once thinking is on; a reply with thinking therefore goes back whole, as received.
+func (m *Anthropic) assistantContent(msg Message) []any {
+	if !m.Reference || hasThinking(msg.Opaque) {
+		return keptContent(msg)
+	}
+	text := msg.Content
+	if kept := gjson.ParseBytes(msg.Opaque); kept.IsArray() {
+		text = ""
+		for _, b := range kept.Array() {
+			if b.Get("type").String() == "text" {
+				text += b.Get("text").String()
+			}
+		}
+	}
+	var blocks []any
+	if !isBlank(text) {
+		blocks = append(blocks, block{"type": "text", "text": text})
+	}
+	for _, c := range msg.ToolCalls {
+		blocks = append(blocks, toolUse(c))
+	}
+	return blocks
+}
+
+// hasThinking reports a reply whose content blocks hold thinking.
+func hasThinking(opaque json.RawMessage) bool {
+	var kept []json.RawMessage
+	_ = json.Unmarshal(opaque, &kept) // nothing kept: no thinking
+	for _, raw := range kept {
+		if isThinking(raw) {
+			return true
+		}
+	}
+	return false
+}
+
 // noAnswer stands in for the text of a reply with no text and no call: the API refuses an
 // assistant message that is empty or ends with a thinking block.
 const noAnswer = "(no answer)"
 
-// assistantContent is an assistant message's content for the API. A reply of this provider
+// keptContent is an assistant message's content for the API. A reply of this provider
 // keeps its content blocks in Opaque, and they go back in the order received, as the API
 // asks: thinking blocks first and unchanged (signatures included), text and tool calls
 // interleaved as the model wrote them. Blank text blocks are left out: the API refuses them.
 // What Opaque does not hold (a message from elsewhere, or a reply recorded when Opaque kept
 // only the thinking blocks) is built from the message: its text, then its calls.
-func assistantContent(msg Message) []any {
+func keptContent(msg Message) []any {
 	var kept []json.RawMessage
 	_ = json.Unmarshal(msg.Opaque, &kept) // nothing kept: the message alone says it all
 	var blocks []any
@@ -215,11 +300,6 @@ func parseAnthropicAnswer(answer []byte) (Reply, error) {
 	if len(content.Array()) > 0 {
 		out.Opaque = json.RawMessage(content.Raw)
 	}
-	// Input counts every prompt token: the API reports uncached input, cache reads and cache
-	// writes apart. thinking_tokens is the part of the output spent thinking.
-	u := gjson.GetBytes(answer, "usage")
-	read, write := u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int()
-	usage := Usage{Input: u.Get("input_tokens").Int() + read + write, CachedRead: read, CachedWrite: write,
-		Output: u.Get("output_tokens").Int(), Reasoning: u.Get("output_tokens_details.thinking_tokens").Int()}
+	usage := AnthropicUsage([]byte(gjson.GetBytes(answer, "usage").Raw))
 	return Reply{Message: out, Usage: usage, Cut: gjson.GetBytes(answer, "stop_reason").String() == "max_tokens"}, nil
 }

@@ -273,3 +273,84 @@ func TestAnthropicErrorsInsideA200(t *testing.T) {
 		t.Fatalf("err %v after %d requests", err, len(api.received))
 	}
 }
+
+// TestAnthropicReferenceShapes: with Reference a request is what LiteLLM makes of the
+// reference client's call: no cache marks; each tool's schema cut to type, properties and
+// required (pydantic's title and description dropped, the properties' own titles kept); tool
+// results as one text part with no is_error; a reply without thinking sent back as its text
+// blocks joined into one, then its calls; a reply with neither left out. Without Reference the
+// lenient shapes stay.
+func TestAnthropicReferenceShapes(t *testing.T) {
+	schema := json.RawMessage(`{"title":"CodeExecParams","description":"d","type":"object","properties":{"cmd":{"title":"Cmd","type":"string"}},"required":["cmd"]}`)
+	interleaved := json.RawMessage(`[{"type":"text","text":"A"},{"type":"tool_use","id":"toolu_a","name":"code_exec","input":{"cmd":"ls"}},{"type":"text","text":"B"},{"type":"tool_use","id":"toolu_b","name":"code_exec","input":{"cmd":"pwd"}}]`)
+	req := Request{
+		Messages: []Message{
+			{Role: RoleSystem, Content: "system"},
+			{Role: RoleUser, Content: "task"},
+			{Role: RoleAssistant, Content: "A\nB", Opaque: interleaved, ToolCalls: []ToolCall{
+				{ID: "toolu_a", Name: "code_exec", Arguments: `{"cmd":"ls"}`}, {ID: "toolu_b", Name: "code_exec", Arguments: `{"cmd":"pwd"}`}}},
+			{Role: RoleTool, ToolCallID: "toolu_a", Content: "out a", IsError: true},
+			{Role: RoleTool, ToolCallID: "toolu_b", Content: "out b"},
+			{Role: RoleAssistant, Opaque: json.RawMessage(`[]`)},
+			{Role: RoleUser, Content: "Continue."},
+		},
+		Tools: []Tool{{Name: "finish", Description: "done", Parameters: schema}, {Name: "code_exec", Description: "run", Parameters: schema}},
+	}
+	for _, reference := range []bool{true, false} {
+		api := newAnthropicAPI(anthropicReply(`[{"type":"text","text":"ok"}]`, 10))
+		m := newAnthropic(t, api)
+		m.Reference, m.ReasoningEffort, m.MaxTokens = reference, "", 64000
+		if _, err := m.Complete(context.Background(), req); err != nil {
+			t.Fatalf("reference %v: %v (refused %q)", reference, err, api.refused)
+		}
+		sent := gjson.ParseBytes(api.received[0])
+		if got := strings.Contains(sent.Raw, "cache_control"); got == reference {
+			t.Errorf("reference %v: cache marks sent: %v", reference, got)
+		}
+		if sent.Get("max_tokens").Int() != 64000 || sent.Get("thinking").Exists() || sent.Get("tool_choice.type").String() != "auto" {
+			t.Errorf("reference %v: cap, thinking or tool_choice: %s", reference, sent.Raw)
+		}
+		want := map[string]string{
+			"tools.0.input_schema": `{"type":"object","properties":{"cmd":{"title":"Cmd","type":"string"}},"required":["cmd"]}`,
+			"messages.1.content":   `[{"type":"text","text":"AB"},{"type":"tool_use","id":"toolu_a","name":"code_exec","input":{"cmd":"ls"}},{"type":"tool_use","id":"toolu_b","name":"code_exec","input":{"cmd":"pwd"}}]`,
+			"messages.2.content":   `[{"type":"tool_result","tool_use_id":"toolu_a","content":[{"type":"text","text":"out a"}]},{"type":"tool_result","tool_use_id":"toolu_b","content":[{"type":"text","text":"out b"}]},{"type":"text","text":"Continue."}]`,
+			"messages.#":           `3`,
+			"system.0":             `{"type":"text","text":"system"}`,
+		}
+		if !reference {
+			want = map[string]string{
+				"tools.0.input_schema": string(schema),
+				"messages.1.content":   string(interleaved),
+				"messages.2.content.0": `{"type":"tool_result","tool_use_id":"toolu_a","content":"out a","is_error":true}`,
+				"messages.#":           `5`,
+			}
+		}
+		for path, w := range want {
+			if got := sent.Get(path).Raw; !sameJSON(t, got, w) {
+				t.Errorf("reference %v: %s = %s, want %s", reference, path, got, w)
+			}
+		}
+		if len(api.refused) != 0 {
+			t.Errorf("reference %v: refused %q", reference, api.refused)
+		}
+	}
+}
+
+// TestAnthropicReferenceKeepsThinking: a reply with thinking (only with a reasoning effort,
+// which the reference client cannot run on this API) goes back whole even with Reference,
+// since the API refuses a tool_use turn without its thinking once thinking is on.
+func TestAnthropicReferenceKeepsThinking(t *testing.T) {
+	withThinking := `[{"type":"thinking","thinking":"hmm","signature":"sig-hmm"},{"type":"tool_use","id":"toolu_a","name":"code_exec","input":{"cmd":"ls"}}]`
+	api := newAnthropicAPI(anthropicReply(`[{"type":"text","text":"ok"}]`, 10))
+	m := newAnthropic(t, api)
+	m.Reference = true
+	_, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleSystem, Content: "system"}, {Role: RoleUser, Content: "task"},
+		{Role: RoleAssistant, Opaque: json.RawMessage(withThinking), ToolCalls: []ToolCall{{ID: "toolu_a", Name: "code_exec", Arguments: `{"cmd":"ls"}`}}},
+		{Role: RoleTool, ToolCallID: "toolu_a", Content: "out"}}})
+	if err != nil {
+		t.Fatalf("%v (refused %q)", err, api.refused)
+	}
+	if got := gjson.ParseBytes(api.received[0]).Get("messages.1.content").Raw; !sameJSON(t, got, withThinking) {
+		t.Errorf("assistant message sent back as %s", got)
+	}
+}

@@ -53,7 +53,8 @@ func (o *Options) Endpoint() string { return o.BaseURL }
 // Event is one thing that happened on the wire, as the trajectory keeps it: bodies raw, auth
 // headers and any echo of the key redacted.
 type Event struct {
-	// Kind is one of the EventKinds but KindTurn: it says which other fields are set.
+	// Kind is one of the EventKinds but KindTurn and KindUnsent: it says which other fields
+	// are set.
 	Kind        EventKind         `json:"kind"`
 	URL         string            `json:"url,omitempty"`
 	Header      map[string]string `json:"header,omitempty"`
@@ -129,6 +130,14 @@ func (e *APIError) Transient() bool {
 		e.Code == "server_error" || e.Code == "rate_limit_exceeded"
 }
 
+// Permanent reports whether err is a provider's answer that no retry cures (a bad key, an
+// unknown model): a run whose first episodes all end on one stops instead of failing every
+// other episode the same way.
+func Permanent(err error) bool {
+	var apiErr *APIError
+	return errors.As(err, &apiErr) && !apiErr.Transient()
+}
+
 // MaxResponseBytes bounds a provider's answer, and so a line of a trajectory.
 const MaxResponseBytes = 32 << 20
 
@@ -165,25 +174,19 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	}
 	header = header.Clone()
 	header.Set("Content-Type", "application/json") // set before recording, so the record shows it
-	o.record(ctx, Event{Kind: KindRequest, URL: url, Header: recordedHeader(header), Body: body})
+	o.record(ctx, Event{Kind: KindRequest, URL: url, Header: RecordedHeader(header), Body: body})
+	record := func(e Event) { o.record(ctx, e) }
 	start := time.Now()
 	paced := time.Duration(0) // waiting for the limiter
 	for attempt := 1; ; attempt++ {
 		queued := time.Now()
-		permit, err := o.Limit.Acquire(ctx, len(body), func(h ratelimit.Hold) {
-			o.record(ctx, Event{Kind: KindQueued, Reason: h.Reason, Wait: h.Wait})
-		})
+		permit, err := AcquireRecorded(ctx, o.Limit, len(body), record)
 		if err != nil {
 			return nil, err
 		}
-		if waited, held := permit.Held(); held {
-			o.record(ctx, Event{Kind: KindPaced, Wait: waited})
-		}
 		paced += time.Since(queued)
 		got, answer, err := o.once(ctx, client, url, header, body, check)
-		if t, changed := o.Limit.Release(permit, got, answer, err); changed {
-			o.record(ctx, Event{Kind: KindThrottle, Status: t.Status, MaxInFlight: t.MaxInFlight})
-		}
+		ReleaseRecorded(o.Limit, permit, got, answer, err, record)
 		if err == nil {
 			return answer, nil
 		}
@@ -243,14 +246,14 @@ func (o *Options) once(ctx context.Context, client *http.Client, url string, hea
 	o.record(ctx, Event{Kind: KindResponse, Status: resp.StatusCode, Body: rawOrString(answer)})
 	if resp.StatusCode >= 400 {
 		return resp.Header, nil, failure(&APIError{Status: resp.StatusCode, Code: gjson.GetBytes(answer, "error.code").String(), Message: o.scrub(errorMessage(answer)),
-			retryAfter: retryAfter(resp.Header)})
+			retryAfter: RetryAfter(resp.Header)})
 	}
 	if !jsonguard.Shallow(answer, 512) || !gjson.ValidBytes(answer) {
 		return resp.Header, nil, fmt.Errorf("%w (%d bytes: %.100q)", errMalformed, len(answer), o.scrub(string(answer)))
 	}
 	if check != nil {
 		if apiErr := check(answer); apiErr != nil {
-			apiErr.Message, apiErr.inAnswer, apiErr.retryAfter = o.scrub(apiErr.Message), true, retryAfter(resp.Header)
+			apiErr.Message, apiErr.inAnswer, apiErr.retryAfter = o.scrub(apiErr.Message), true, RetryAfter(resp.Header)
 			return resp.Header, nil, failure(apiErr)
 		}
 	}
@@ -261,10 +264,10 @@ func (o *Options) once(ctx context.Context, client *http.Client, url string, hea
 // number would overflow); the retry policy's MaxRetryAfter caps it much lower anyway.
 const maxRetryAfterMs = float64(24 * time.Hour / time.Millisecond)
 
-// retryAfter is the wait a provider asks for before a retry: retry-after-ms first (OpenAI
+// RetryAfter is the wait a provider asks for before a retry: retry-after-ms first (OpenAI
 // and Anthropic send it, and both official SDKs read it before Retry-After: it is more
 // precise than Retry-After's whole seconds), else Retry-After; 0 when neither says.
-func retryAfter(h http.Header) time.Duration {
+func RetryAfter(h http.Header) time.Duration {
 	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("retry-after-ms")), 64); err == nil && ms > 0 {
 		return time.Duration(min(ms, maxRetryAfterMs) * float64(time.Millisecond))
 	}
@@ -287,32 +290,26 @@ func (o *Options) record(ctx context.Context, e Event) {
 	if rec == nil {
 		return
 	}
-	if key := o.secret(); key != "" {
-		e.Body = bytes.ReplaceAll(e.Body, []byte(key), []byte(redacted))
-	}
+	e.Body = Scrub(e.Body, o.APIKey)
 	e.Error = o.scrub(e.Error)
 	rec(e)
 }
 
-// secret is the key as it may be echoed; keys too short to be told from ordinary text are
-// not scrubbed (they are not real secrets: local servers take any word).
-func (o *Options) secret() string {
-	if key := strings.TrimSpace(o.APIKey); len(key) >= 8 {
-		return key
+// Scrub takes key out of b, which came from a provider, wherever it appears. Keys too short
+// to be told from ordinary text are left (they are not real secrets: local servers take any
+// word). b is returned as it is when it holds no key.
+func Scrub(b []byte, key string) []byte {
+	if key = strings.TrimSpace(key); len(key) < 8 || !bytes.Contains(b, []byte(key)) {
+		return b
 	}
-	return ""
+	return bytes.ReplaceAll(b, []byte(key), []byte(redacted))
 }
 
 // scrub takes the key out of text that came from the provider.
-func (o *Options) scrub(s string) string {
-	if key := o.secret(); key != "" {
-		return strings.ReplaceAll(s, key, redacted)
-	}
-	return s
-}
+func (o *Options) scrub(s string) string { return string(Scrub([]byte(s), o.APIKey)) }
 
-// recordedHeader is a request's header for the trajectory, credentials redacted.
-func recordedHeader(h http.Header) map[string]string {
+// RecordedHeader is a request's header for the trajectory, credentials redacted.
+func RecordedHeader(h http.Header) map[string]string {
 	out := make(map[string]string, len(h))
 	for k := range h {
 		if secretHeaders[http.CanonicalHeaderKey(k)] {

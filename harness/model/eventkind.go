@@ -3,7 +3,8 @@ package model
 // EventKind is the kind of a line of an episode's trajectory (docs/run-folder.md, and its
 // schema harness/runfolder/trajectory.schema.json): every kind is here, so that the providers
 // and the rate limiter that report events, the run folder that writes and reads them and the
-// readers (the viewer, the analysis, replay) name them alike. All but KindTurn are Events.
+// readers (the viewer, the analysis, replay) name them alike. All but KindTurn and KindUnsent
+// are Events.
 type EventKind string
 
 const (
@@ -31,4 +32,7 @@ const (
 	// KindTurn is one model call as the run folder records it after the call's events
 	// (runfolder.TurnRecord): the messages new since the previous call, the reply, its usage.
 	KindTurn EventKind = "turn"
+	// KindUnsent is the messages an episode ended with that no model call sent
+	// (runfolder.UnsentRecord): the results of its last turn's tool calls.
+	KindUnsent EventKind = "unsent"
 )

@@ -176,11 +176,7 @@ func parseChatAnswer(answer []byte) (Reply, error) {
 	if len(extra) > 0 {
 		out.Opaque, _ = json.Marshal(extra)
 	}
-	// cache_write_tokens: OpenRouter's count of prompt tokens written to a provider's cache.
-	u := gjson.GetBytes(answer, "usage")
-	usage := Usage{Input: u.Get("prompt_tokens").Int(), Output: u.Get("completion_tokens").Int(),
-		CachedRead: u.Get("prompt_tokens_details.cached_tokens").Int(), CachedWrite: u.Get("prompt_tokens_details.cache_write_tokens").Int(),
-		Reasoning: u.Get("completion_tokens_details.reasoning_tokens").Int()}
+	usage := ChatUsage([]byte(gjson.GetBytes(answer, "usage").Raw))
 	reason := gjson.GetBytes(answer, "choices.0.finish_reason").String()
 	return Reply{Message: out, Usage: usage, Cut: reason == "length" || reason == "max_tokens"}, nil
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -212,6 +213,11 @@ func TestChatRetriesTransientFailures(t *testing.T) {
 	}
 	if retries != 4 {
 		t.Fatalf("%d retries recorded", retries)
+	}
+	for i, body := range f.received[1:] { // as the reference client's SDK retries
+		if !bytes.Equal(body, f.received[0]) {
+			t.Errorf("attempt %d sent %s, not the first attempt's body", i+2, body)
+		}
 	}
 }
 

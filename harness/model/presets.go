@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -137,6 +138,9 @@ type PriceOverrides struct {
 	Input, CachedRead, CachedWrite, Output *float64
 }
 
+// ErrNotPreset marks, besides ErrModelSpec, a model value with no "/" that names no preset.
+var ErrNotPreset = errors.New("neither PROVIDER/MODEL nor a preset")
+
 // Resolve turns a --model value and the user's overrides into a run's settings. A value
 // without a "/" must name a preset, and expands to its spec, reasoning effort, context window
 // max tokens and prices; every override wins over the preset; max tokens is DefaultMaxTokens
@@ -146,8 +150,7 @@ func Resolve(value string, o Overrides) (Settings, error) {
 	if !strings.Contains(value, "/") {
 		p, ok := FindPreset(value)
 		if !ok {
-			return Settings{}, fmt.Errorf("%w: %q is neither PROVIDER/MODEL nor a preset (%s; aa-grade models lists them)",
-				ErrModelSpec, value, strings.Join(PresetNames(), ", "))
+			return Settings{}, fmt.Errorf("%w: %q is %w (%s)", ErrModelSpec, value, ErrNotPreset, strings.Join(PresetNames(), ", "))
 		}
 		s = Settings{Spec: p.Spec, Preset: p.Name, ReasoningEffort: p.ReasoningEffort, ContextWindow: p.ContextWindow, MaxTokens: p.MaxTokens, Prices: p.Prices}
 	}

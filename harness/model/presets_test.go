@@ -113,8 +113,11 @@ func TestResolveLeavesPresetsUntouched(t *testing.T) {
 func TestResolveUnknownPreset(t *testing.T) {
 	for _, value := range []string{"gpt-9", "", "Claude-Opus-4-7-max"} {
 		_, err := Resolve(value, Overrides{})
-		if !errors.Is(err, ErrModelSpec) {
-			t.Fatalf("%q: err %v, want ErrModelSpec", value, err)
+		if !errors.Is(err, ErrModelSpec) || !errors.Is(err, ErrNotPreset) {
+			t.Fatalf("%q: err %v, want ErrModelSpec and ErrNotPreset", value, err)
+		}
+		if strings.Contains(err.Error(), "aa-grade") {
+			t.Errorf("%q: the library names a command: %v", value, err)
 		}
 		for _, name := range PresetNames() {
 			if !strings.Contains(err.Error(), name) {

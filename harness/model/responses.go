@@ -188,9 +188,7 @@ func parseResponsesAnswer(answer []byte) (Reply, error) {
 	if len(reasoning) > 0 {
 		out.Opaque, _ = json.Marshal(reasoning)
 	}
-	u := gjson.GetBytes(answer, "usage")
-	usage := Usage{Input: u.Get("input_tokens").Int(), CachedRead: u.Get("input_tokens_details.cached_tokens").Int(),
-		Output: u.Get("output_tokens").Int(), Reasoning: u.Get("output_tokens_details.reasoning_tokens").Int()}
+	usage := ResponsesUsage([]byte(gjson.GetBytes(answer, "usage").Raw))
 	// The reference client raises on any incomplete response, whatever its reason
 	// (max_output_tokens or content_filter): both count as cut.
 	return Reply{Message: out, Usage: usage, Cut: gjson.GetBytes(answer, "status").String() == "incomplete"}, nil

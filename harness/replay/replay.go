@@ -13,6 +13,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // Model plays back the replies a run recorded (replay/RUN_DIR): each episode gets the
@@ -66,7 +67,7 @@ func (r *Model) Complete(ctx context.Context, req model.Request) (model.Reply, e
 		return model.Reply{}, err
 	}
 	if ep.next >= len(ep.turns) {
-		return model.Reply{}, fmt.Errorf("replay of %s repeat %d: %w after %d calls", id.Task, id.Repeat, ErrEnded, len(ep.turns))
+		return model.Reply{}, fmt.Errorf("replay of %s repeat %d: %w after %s", id.Task, id.Repeat, ErrEnded, english.Count(len(ep.turns), "call"))
 	}
 	rec := ep.turns[ep.next]
 	ep.next++
@@ -117,8 +118,8 @@ func (r *Model) Covers(plan []runfolder.Episode) error {
 		return cmp.Or(cmp.Compare(slices.Index(rec.Header.Tasks, a.Task), slices.Index(rec.Header.Tasks, b.Task)),
 			strings.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat))
 	})
-	return fmt.Errorf("%w: replay/%s has no recording of %d of the %d episodes (%s); it recorded %s: ask for those tasks and repeats (--tasks, --repeats)",
-		ErrUnrecorded, r.Dir, len(missing), len(plan), nameEpisodes(missing), nameEpisodes(recorded))
+	return fmt.Errorf("%w: replay/%s has no recording of %d of the %s (%s); it recorded %s",
+		ErrUnrecorded, r.Dir, len(missing), english.Count(len(plan), "episode"), nameEpisodes(missing), nameEpisodes(recorded))
 }
 
 // nameEpisodes names the first maxNamed episodes, and counts the rest.
@@ -166,7 +167,7 @@ func differ(rec runfolder.TurnRecord, req model.Request, input []model.Message) 
 		return fmt.Sprintf("the recording has a summary call=%v here, the run summary call=%v", rec.Summary, req.Summary)
 	}
 	if len(input) != len(rec.Input) {
-		return fmt.Sprintf("%d new messages, the recording has %d", len(input), len(rec.Input))
+		return fmt.Sprintf("%s, the recording has %d", english.Count(len(input), "new message"), len(rec.Input))
 	}
 	for i, m := range input {
 		was := rec.Input[i]

@@ -58,7 +58,7 @@ func writeAnalysisMarkdown(bw *bufio.Writer, a *analysis.Run) {
 				kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
 			}
 		}
-		p("- Commands: %s; %d failed, %d truncated outputs, %d repeated.\n", orNone(strings.Join(kinds, ", ")), s.Failed, s.Truncated, s.Repeated)
+		p("- Commands: %s; %d failed, %s, %d repeated.\n", orNone(strings.Join(kinds, ", ")), s.Failed, english.Count(s.Truncated, "truncated output"), s.Repeated)
 		p("- Time: %.0f s in the model, %.0f s in tools.\n", s.ModelSeconds, s.ToolSeconds)
 	}
 	for _, w := range a.Warnings {
@@ -67,7 +67,7 @@ func writeAnalysisMarkdown(bw *bufio.Writer, a *analysis.Run) {
 	p("\n| task | repeat | status | score | partial credit | false positives | first hit turn | sources read |\n|---|---:|---|---:|---:|---|---:|---|\n")
 	for i, e := range a.Episodes {
 		if i == maxListedEpisodes {
-			p("\nand %d more episodes (aa-grade analyze --json lists them all).\n", len(a.Episodes)-i)
+			p("\nand %s more (aa-grade analyze --json lists them all).\n", english.Count(len(a.Episodes)-i, "episode"))
 			break
 		}
 		var fp []string
@@ -296,7 +296,7 @@ func newHitChart(runs []analysisRunView) hitChart {
 			n := counts[i][b]
 			h := float64(n) * scale
 			c.Bars = append(c.Bars, chartBar{X: x0 + barW/2 + float64(i)*barW, Y: hitBase - h, Width: barW * 0.9, Height: h,
-				Colour: r.Colour, Title: fmt.Sprintf("R%d %s: %d episodes, first hit at turn %s", r.N, r.Label, n, label)})
+				Colour: r.Colour, Title: fmt.Sprintf("R%d %s: %s, first hit at turn %s", r.N, r.Label, english.Count(n, "episode"), label)})
 		}
 	}
 	for t := 0.0; t <= axisTop+step/2; t += step {
@@ -327,7 +327,7 @@ const (
 func newFPChart(runs []analysisRunView) fpChart {
 	c := fpChart{Height: 40 + fpRowH*float64(len(runs)), NoteX: fpLeft + fpWidth + 8}
 	for i, r := range runs {
-		row := fpRow{Y: 30 + fpRowH*float64(i), Label: fmt.Sprintf("R%d %s", r.N, r.Label), Note: fmt.Sprintf("%d false positives", r.FalsePositives)}
+		row := fpRow{Y: 30 + fpRowH*float64(i), Label: fmt.Sprintf("R%d %s", r.N, r.Label), Note: english.Count(r.FalsePositives, "false positive")}
 		x := fpLeft
 		for j, n := range r.Classes {
 			if r.FalsePositives == 0 || n == 0 {
@@ -385,7 +385,7 @@ func newCoverageChart(runs []*analysis.Run) coverageChart {
 				mix := func(to int) int { return 255 - int(math.Round(share*float64(255-to))) }
 				cell.Fill = fmt.Sprintf("#%02x%02x%02x", mix(0x4e), mix(0x79), mix(0xa7))
 				cell.Text = fmt.Sprintf("%.0f%%", 100*share)
-				cell.Title = fmt.Sprintf("%s: %s read in %.0f%% of %d episodes", row.Label, src, 100*share, m.WithTrajectory)
+				cell.Title = fmt.Sprintf("%s: %s read in %.0f%% of %s", row.Label, src, 100*share, english.Count(m.WithTrajectory, "episode"))
 			}
 			row.Cells = append(row.Cells, cell)
 		}

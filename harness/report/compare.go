@@ -52,7 +52,7 @@ func endedTasks(r *Run) []grader.TaskResult {
 	for _, t := range r.Summary.PerTask {
 		ended := grader.TaskResult{Task: t.Task}
 		for _, e := range t.Episodes {
-			if e.Status != grader.StatusError && e.Status != grader.StatusUnfinished {
+			if e.Status != grader.StatusError && e.Status != grader.StatusUnfinished && e.Status != grader.StatusCostLimit {
 				ended.Episodes = append(ended.Episodes, e)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
+	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 	"github.com/aa-grade/aa-grade/internal/version"
 )
@@ -185,10 +186,10 @@ func boardChart(runs []Overview, published bool) *boardView {
 		}
 		end := boardLeft + b.Width
 		if row.Published() {
-			b.Colour, b.Tag = "#c9c9c9", fmt.Sprintf("published, %d tasks", row.Tasks)
+			b.Colour, b.Tag = "#c9c9c9", "published, "+english.Count(row.Tasks, "task")
 			b.Value = fmt.Sprintf("%.3f", row.Score)
 		} else {
-			b.Colour, b.Tag = palette[row.Run%len(palette)], fmt.Sprintf("R%d, %d tasks", row.Run+1, row.Tasks)
+			b.Colour, b.Tag = palette[row.Run%len(palette)], fmt.Sprintf("R%d, %s", row.Run+1, english.Count(row.Tasks, "task"))
 			b.Value = fmt.Sprintf("%.3f [95%% CI %s]", row.Score, grader.FormatCI(row.CI95))
 			if ci := row.CI95; ci != nil {
 				b.CILo, b.CIHi = boardLeft+scale*clamp01(ci[0]), boardLeft+scale*clamp01(ci[1])
@@ -350,7 +351,7 @@ func taskScores(r *Run) map[string]taskScore {
 			switch e.Status {
 			case grader.StatusError:
 				sc.inError++
-			case grader.StatusUnfinished:
+			case grader.StatusUnfinished, grader.StatusCostLimit:
 				sc.notRun++
 			default:
 				sc.ended++
@@ -377,7 +378,7 @@ func (t taskScore) partial() string {
 	if t.notRun > 0 {
 		left = append(left, fmt.Sprintf("%d not run yet", t.notRun))
 	}
-	return fmt.Sprintf(" over %d of %d repeats (%s)", t.ended, t.planned, strings.Join(left, ", "))
+	return fmt.Sprintf(" over %d of %s (%s)", t.ended, english.Count(t.planned, "repeat"), strings.Join(left, ", "))
 }
 
 type histogramView struct {
@@ -445,7 +446,7 @@ func turnsChart(runs []*Run, labels []string) histogramView {
 			h := plotHeight * float64(n) / top
 			v.Bars = append(v.Bars, bar{X: plotLeft + group*float64(b) + group*0.1 + barW*float64(i), Y: plotTop + plotHeight - h,
 				Width: barW, Height: h, Colour: palette[i%len(palette)],
-				Title: fmt.Sprintf("R%d %s: %d episodes with %s turns", i+1, labels[i], n, label)})
+				Title: fmt.Sprintf("R%d %s: %s with %s turns", i+1, labels[i], english.Count(n, "episode"), label)})
 		}
 	}
 	return v
@@ -515,7 +516,7 @@ func heatChart(runs []*Run, labels []string) heatView {
 			case !ok:
 			case t.ended == 0 && t.inError > 0:
 				c.Fill, c.Text = errorFill, "error"
-				c.Title = fmt.Sprintf("%s, R%d %s: no score, %d of %d repeats in error", name, i+1, labels[i], t.inError, t.planned)
+				c.Title = fmt.Sprintf("%s, R%d %s: no score, %d of %s in error", name, i+1, labels[i], t.inError, english.Count(t.planned, "repeat"))
 			case t.ended == 0:
 				c.Text, c.Title = "not run", fmt.Sprintf("%s: not run yet in R%d", name, i+1)
 			default:

@@ -27,8 +27,8 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 		p(", shard %s", mdText(o.Shard, 20))
 	}
 	p("\n")
-	p("- Started %s by aa-grade %s; sandbox %s, at most %d turns, prompt sha256 %s\n\n",
-		h.Started.UTC().Format("2006-01-02 15:04 MST"), mdText(h.Version, 40), mdText(h.Sandbox, 40), h.MaxTurns, mdText(h.PromptSHA256, 64))
+	p("- Started %s by aa-grade %s; sandbox %s, at most %s, prompt sha256 %s\n\n",
+		h.Started.UTC().Format("2006-01-02 15:04 MST"), mdText(h.Version, 40), mdText(h.Sandbox, 40), english.Count(h.MaxTurns, "turn"), mdText(h.PromptSHA256, 64))
 	if o.Caveat != "" {
 		p("**%s**\n\n", o.Caveat)
 	}
@@ -57,7 +57,7 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 		}
 	}
 	if o.Errors > 0 {
-		p("\n%d episodes ended in error or were not run: run the same `aa-grade run` command again to play them.\n", o.Errors)
+		p("\n%s in error or not run: run the same `aa-grade run` command again to play them.\n", english.Count(o.Errors, "episode"))
 	}
 
 	p("\n## Cost\n\n")
@@ -66,16 +66,17 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 	} else {
 		p("%s in total; %s per task (the mean of an episode).\n\n", FormatUSD(o.CostUSD), FormatUSD(o.CostPerTask))
 	}
-	p("Tokens: %d input (%d cached reads, %d cached writes), %d output (%d reasoning); %.1f turns per episode.\n\n",
-		o.Tokens.Input, o.Tokens.CachedRead, o.Tokens.CachedWrite, o.Tokens.Output, o.Tokens.Reasoning, o.MeanTurns)
+	p("Tokens: %s input (%s cached reads, %s cached writes), %s output (%s reasoning); %.1f turns per episode.\n\n",
+		english.Number(o.Tokens.Input), english.Number(o.Tokens.CachedRead), english.Number(o.Tokens.CachedWrite), english.Number(o.Tokens.Output),
+		english.Number(o.Tokens.Reasoning), o.MeanTurns)
 
 	p("## Per task\n\n")
 	p("| task | score | episodes | mean turns | mean tool calls | input tokens | cached read | cached write | output tokens | reasoning tokens | cost |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range r.PerTask() {
-		p("| %s | %.3f | %d | %.1f | %.1f | %d | %d | %d | %d | %d | %s |\n", mdText(t.Task, 80), t.Score, t.Episodes,
-			t.MeanTurns, t.MeanToolCalls, t.Tokens.Input, t.Tokens.CachedRead, t.Tokens.CachedWrite,
-			t.Tokens.Output, t.Tokens.Reasoning, FormatUSD(t.CostUSD))
+		p("| %s | %.3f | %d | %.1f | %.1f | %s | %s | %s | %s | %s | %s |\n", mdText(t.Task, 80), t.Score, t.Episodes,
+			t.MeanTurns, t.MeanToolCalls, english.Number(t.Tokens.Input), english.Number(t.Tokens.CachedRead), english.Number(t.Tokens.CachedWrite),
+			english.Number(t.Tokens.Output), english.Number(t.Tokens.Reasoning), FormatUSD(t.CostUSD))
 	}
 
 	writeBoardMarkdown(bw, o)
@@ -94,7 +95,7 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 // statusOrder lists the statuses present, in the order of docs/design.md, then any other.
 func statusOrder(counts map[string]int) []string {
 	known := []string{grader.StatusOK, grader.StatusMaxTurns, grader.StatusNoSubmission, grader.StatusOutputLimit,
-		grader.StatusContextOverflow, grader.StatusInvalid, grader.StatusMissing, grader.StatusError}
+		grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusInvalid, grader.StatusMissing, grader.StatusError, grader.StatusCostLimit}
 	var out []string
 	for _, st := range known {
 		if counts[st] > 0 {
@@ -128,7 +129,7 @@ func writeBoardMarkdown(w io.Writer, o Overview) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	published := o.OtherTasks == ""
 	if published {
-		p("\n## Beside the published leaderboard\n\n%s This run: %d tasks.\n\n", SubsetNote, o.Tasks)
+		p("\n## Beside the published leaderboard\n\n%s This run: %s.\n\n", SubsetNote, english.Count(o.Tasks, "task"))
 	} else {
 		p("\n## Leaderboard\n\nNot ranked against the published leaderboard: %s; %s.\n\n", mdText(o.OtherTasks, 400), OtherTasksNote)
 	}

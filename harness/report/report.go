@@ -16,6 +16,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/analysis"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // Run is one run folder as the reports see it.
@@ -35,6 +36,8 @@ type Run struct {
 	Analysis *analysis.Run
 	// AnalysisErr says why the analysis is missing although it was asked for.
 	AnalysisErr error
+	// RateLimitsErr says why run.json lacks the rate limits Finish was given.
+	RateLimitsErr error
 
 	folder *runfolder.Run // the folder as Load read it, for the analysis
 }
@@ -145,8 +148,8 @@ func (o Overview) Agreement() string {
 		}
 		return fmt.Sprintf("%.0f%%", 100**v)
 	}
-	return fmt.Sprintf("judge %s decided %d episodes (%d fell back to the rules); judge and rules give the same score in %s of them and map %s of entities alike; the rules alone would score %.3f",
-		OneLine(j.Model, 80), j.Judged, j.Fallbacks, share(j.ScoreAgreement), share(j.EntityAgreement), j.RulesScore)
+	return fmt.Sprintf("judge %s decided %s (%d fell back to the rules); judge and rules give the same score in %s of them and map %s of entities alike; the rules alone would score %.3f",
+		OneLine(j.Model, 80), english.Count(j.Judged, "episode"), j.Fallbacks, share(j.ScoreAgreement), share(j.EntityAgreement), j.RulesScore)
 }
 
 // CIText is the run's 95% interval as every report shows it (grader.FormatCI).
@@ -162,8 +165,11 @@ func SoFar(notFinished int) string {
 	return fmt.Sprintf(" (%d not finished, counted 0)", notFinished)
 }
 
-// SoFar labels the run's score (the package's SoFar) by its episodes not run yet or unfinished.
-func (o Overview) SoFar() string { return SoFar(o.NotRun + o.Statuses[grader.StatusUnfinished]) }
+// SoFar labels the run's score (the package's SoFar) by its episodes not run yet, unfinished
+// or stopped at the budget.
+func (o Overview) SoFar() string {
+	return SoFar(o.NotRun + o.Statuses[grader.StatusUnfinished] + o.Statuses[grader.StatusCostLimit])
+}
 
 // Extent says what the run's counts are over (grader.Summary.Extent): a shard's episodes are
 // part of its tasks x repeats.

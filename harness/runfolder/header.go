@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness/model"
@@ -44,7 +45,7 @@ type Header struct {
 	Image        string            `json:"image,omitempty"`
 	ImageDigest  string            `json:"image_digest,omitempty"`
 	Python       map[string]string `json:"python,omitempty"`
-	PromptSHA256 string            `json:"prompt_sha256"` // of the prompt set (harness.Prompts.SHA256)
+	PromptSHA256 string            `json:"prompt_sha256"` // of the prompt set (promptset.Set.SHA256)
 	Judge        string            `json:"judge,omitempty"`
 	Started      time.Time         `json:"started"`
 	// Prices are the run's token prices (null: unknown), the latest when a resume changed them.
@@ -110,8 +111,23 @@ func (h Header) LoopName() string {
 // a run of the reference loop does.
 func (h Header) Comparable() bool { return h.LoopName() == "reference" }
 
-// Differences names the fields whose change would mix two experiments in one run: a resume
-// or a merge refuses runs that differ in any of them.
+// ResumeDifferences names what a resume of the run h with the configuration o refuses: the
+// Differences, but for growth. A run grows by more repeats, or by tasks beside all of its own,
+// when nothing else changes: its episodes are kept and the new ones played. A shard's run does
+// not grow: more episodes would deal them to the shards anew.
+func (h Header) ResumeDifferences(o Header) []string {
+	grown := h
+	if h.Shard == "" && o.Repeats >= h.Repeats {
+		grown.Repeats = o.Repeats
+	}
+	if h.Shard == "" && !slices.ContainsFunc(h.Tasks, func(id string) bool { return !slices.Contains(o.Tasks, id) }) {
+		grown.Tasks = o.Tasks
+	}
+	return grown.Differences(o)
+}
+
+// Differences names the fields whose change would mix two experiments in one run: a merge
+// refuses runs that differ in any of them, and a resume any but growth (ResumeDifferences).
 func (h Header) Differences(o Header) []string {
 	var out []string
 	check := func(field string, a, b any) {

@@ -45,9 +45,10 @@ type Result struct {
 	Rules     *grader.RulesGrade `json:"rules,omitempty"`
 }
 
-// Final reports whether a result stands: error and unfinished episodes run again on resume.
+// Final reports whether a result stands: error, unfinished and cost_limit episodes run again
+// on resume.
 func (r Result) Final() bool {
-	return r.Status != grader.StatusError && r.Status != grader.StatusUnfinished
+	return r.Status != grader.StatusError && r.Status != grader.StatusUnfinished && r.Status != grader.StatusCostLimit
 }
 
 // Episode is the episode the result is of.

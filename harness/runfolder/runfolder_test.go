@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -268,6 +269,40 @@ func TestDifferencesOfTheEnvironment(t *testing.T) {
 		if got := strings.Join(c.a.Differences(c.b), "; "); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// TestResumeDifferences: a resume may grow a run, by more repeats or by tasks beside all of
+// its own, when nothing else changes; fewer repeats, a task left out, any other change, and
+// any growth of a shard's run are refused, naming the field. A merge grows nothing.
+func TestResumeDifferences(t *testing.T) {
+	base := Header{Model: "m", Tasks: []string{"a", "b"}, Repeats: 3, MaxTurns: 100}
+	with := func(change func(*Header)) Header {
+		h := base
+		h.Tasks = slices.Clone(base.Tasks)
+		change(&h)
+		return h
+	}
+	shard := with(func(h *Header) { h.Shard = "1/2" })
+	for _, c := range []struct {
+		name string
+		a, b Header
+		want string
+	}{
+		{"more repeats", base, with(func(h *Header) { h.Repeats = 5 }), ""},
+		{"more tasks", base, with(func(h *Header) { h.Tasks = []string{"0", "a", "b", "c"} }), ""},
+		{"both", base, with(func(h *Header) { h.Tasks, h.Repeats = []string{"a", "b", "c"}, 4 }), ""},
+		{"fewer repeats", base, with(func(h *Header) { h.Repeats = 2 }), "repeats was 3, now 2"},
+		{"a task left out", base, with(func(h *Header) { h.Tasks = []string{"a", "c"} }), "tasks was [a b], now [a c]"},
+		{"growth and another change", base, with(func(h *Header) { h.Repeats, h.MaxTurns = 5, 50 }), "max_turns was 100, now 50"},
+		{"a shard's", shard, with(func(h *Header) { h.Shard, h.Repeats = "1/2", 5 }), "repeats was 3, now 5"},
+	} {
+		if got := strings.Join(c.a.ResumeDifferences(c.b), "; "); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	if got := base.Differences(with(func(h *Header) { h.Repeats = 5 })); len(got) != 1 {
+		t.Errorf("a merge of runs with other repeats: %q", got)
 	}
 }
 

@@ -54,6 +54,8 @@ func TestTrajectorySchema(t *testing.T) {
 	result := model.Message{Role: model.RoleTool, ToolCallID: "c1", Content: "a b", IsError: true}
 	tr.Turn(2, model.Request{Messages: append(append(prompts, call), result)}, model.Reply{}, errors.New("HTTP 500"))
 	tr.Turn(3, model.Request{Messages: prompts, Summary: true}, model.Reply{Message: model.Message{Role: model.RoleAssistant}}, nil)
+	tr.Unsent(3, nil) // no line
+	tr.Unsent(3, []model.Message{result})
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -70,13 +72,14 @@ func TestTrajectorySchema(t *testing.T) {
 		json.Unmarshal([]byte(line), &e)
 		kinds[string(e.Kind)] = true
 	}
-	if len(kinds) != 9 {
-		t.Errorf("the lines written have %d kinds, want the 9 of model.EventKind", len(kinds))
+	if len(kinds) != 10 {
+		t.Errorf("the lines written have %d kinds, want the 10 of model.EventKind", len(kinds))
 	}
 	for _, bad := range []string{
 		`{"kind":"retry","url":"https://x"}`,
 		`{"kind":"turn","turn":1,"at":"2026-01-01T00:00:00Z","input":[],"reply":{"role":"assistant"}}`,
 		`{"kind":"turn","turn":1,"at":"2026-01-01T00:00:00Z","input":[],"reply":{"content":"no role"},"usage":{"input":0,"cached_read":0,"cached_write":0,"output":0,"reasoning":0}}`,
+		`{"kind":"unsent","turn":3,"at":"2026-01-01T00:00:00Z"}`,
 		`{"kind":"heartbeat"}`,
 		`{"url":"https://x"}`,
 	} {

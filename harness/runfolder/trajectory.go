@@ -39,6 +39,16 @@ type TurnRecord struct {
 	Error   string          `json:"error,omitempty"`
 }
 
+// UnsentRecord is the messages an episode ended with that no model call sent (kind
+// model.KindUnsent), the last line of its trajectory: the results of the tool calls of its last
+// turn, which no turn's input holds since no call followed them.
+type UnsentRecord struct {
+	Kind     model.EventKind `json:"kind"` // model.KindUnsent
+	Turn     int             `json:"turn"` // the turn whose calls they answer
+	At       time.Time       `json:"at"`
+	Messages []model.Message `json:"messages"`
+}
+
 // NewMessages follows a conversation call by call and tells which messages each call adds, so
 // a trajectory records every message once and a replay can compare like with like.
 type NewMessages struct{ seen int }
@@ -122,6 +132,14 @@ func (t *Trajectory) Turn(n int, req model.Request, reply model.Reply, err error
 		entry.Error = err.Error()
 	}
 	t.write(entry)
+}
+
+// Unsent records the messages the episode ended with that no call sent, the results of the
+// tool calls of turn n; nothing when there are none.
+func (t *Trajectory) Unsent(n int, messages []model.Message) {
+	if len(messages) > 0 {
+		t.write(UnsentRecord{Kind: model.KindUnsent, Turn: n, At: time.Now().UTC(), Messages: messages})
+	}
 }
 
 // Retries counts the calls retried so far.

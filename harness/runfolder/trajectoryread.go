@@ -43,7 +43,14 @@ func (l TrajectoryLine) Turn() (TurnRecord, error) {
 	return t, err
 }
 
-// Event decodes an event line (any kind but a turn).
+// Unsent decodes an unsent line.
+func (l TrajectoryLine) Unsent() (UnsentRecord, error) {
+	var u UnsentRecord
+	err := json.Unmarshal(l.Bytes, &u)
+	return u, err
+}
+
+// Event decodes an event line (any kind but a turn or unsent messages).
 func (l TrajectoryLine) Event() (model.Event, error) {
 	var e model.Event
 	err := json.Unmarshal(l.Bytes, &e)

@@ -2,39 +2,77 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
-func cost(usd float64) runfolder.Result { return runfolder.Result{CostUSD: &usd} }
+func cost(e runfolder.Episode, usd float64) runfolder.Result {
+	return runfolder.Result{Task: e.Task, Repeat: e.Repeat, CostUSD: &usd}
+}
+
+func ep(i int) runfolder.Episode { return runfolder.Episode{Task: fmt.Sprint("t", i), Repeat: 1} }
 
 // TestBudget: episodes start while the spend plus a projection of the running ones (the mean
-// cost so far, else the prior) stays within the budget; the folder's earlier results count.
+// cost so far, else the prior, or what a running one spent when more) stays within the
+// budget; the folder's earlier results count.
 func TestBudget(t *testing.T) {
-	b := newBudget(10, 3, map[runfolder.Episode]runfolder.Result{{Task: "a", Repeat: 1}: cost(2)})
+	b := newBudget(10, 3, map[runfolder.Episode]runfolder.Result{ep(0): cost(ep(0), 2)})
 	// Spent 2, mean 2: a third running episode would project 2 + 3x2 = 8; a fifth, 12.
 	for i := range 4 {
-		if err := b.admit(); err != nil {
+		if err := b.admit(ep(i + 1)); err != nil {
 			t.Fatalf("episode %d refused: %v", i+1, err)
 		}
 	}
-	if err := b.admit(); !errors.Is(err, ErrBudget) {
+	if err := b.admit(ep(5)); !errors.Is(err, ErrBudget) {
 		t.Fatalf("a fifth episode: %v", err)
 	}
-	b.ended(cost(1)) // spent 3, mean 1.5, 3 running: 3 + 4x1.5 = 9
-	if err := b.admit(); err != nil {
+	b.ended(cost(ep(1), 1)) // spent 3, mean 1.5, 3 running: 3 + 4x1.5 = 9
+	if err := b.admit(ep(5)); err != nil {
 		t.Fatalf("after a cheap episode: %v", err)
 	}
-	// No budget: everything starts.
+	// No budget: everything starts, and no spend stops anything.
 	free := newBudget(0, 0, nil)
-	for range 100 {
-		if err := free.admit(); err != nil {
+	for i := range 100 {
+		if err := free.admit(ep(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := free.charge(ep(i), 1e9); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Nothing spent yet: the prior projects.
-	if err := newBudget(5, 6, nil).admit(); !errors.Is(err, ErrBudget) {
+	if err := newBudget(5, 6, nil).admit(ep(1)); !errors.Is(err, ErrBudget) {
 		t.Fatalf("a first episode projected over the budget: %v", err)
 	}
+}
+
+// TestBudgetStopsRunning: the calls of running episodes count as they are answered; the spend
+// reaching the budget stops them, and a running episode that spent more than the mean is
+// projected at what it spent.
+func TestBudgetStopsRunning(t *testing.T) {
+	b := newBudget(10, 0, map[runfolder.Episode]runfolder.Result{ep(0): cost(ep(0), 1)})
+	for i := 1; i <= 2; i++ {
+		if err := b.admit(ep(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.charge(ep(1), 6); err != nil { // 1 + 6 spent: under 10
+		t.Fatalf("under the budget: %v", err)
+	}
+	// Projected: 1 spent + 6 (ep 1, above the mean of 1) + 1 (ep 2) + 1 (the new one) = 9;
+	// one more would be 10, still within; ep 1 spending 2 more makes it 12.
+	if err := b.admit(ep(3)); err != nil {
+		t.Fatalf("a third running episode: %v", err)
+	}
+	b.charge(ep(1), 2)
+	if err := b.admit(ep(4)); !errors.Is(err, ErrBudget) {
+		t.Fatalf("a running episode's spend is not projected: %v", err)
+	}
+	err := b.charge(ep(2), 1) // 1 + 8 + 1 = 10: at the budget
+	if !errors.Is(err, ErrBudget) {
+		t.Fatalf("the spend reached the budget: %v", err)
+	}
+	t.Log(err)
 }

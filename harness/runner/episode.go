@@ -14,9 +14,10 @@ import (
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
 
-// runEpisode plays one episode in a fresh sandbox and grades it; the error is the episode's
-// own failure, if any (its message is also in the result).
-func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools) (runfolder.Result, error) {
+// runEpisode plays one episode in a fresh sandbox and grades it, telling charge the usage of
+// each model call as it is answered; the error is the episode's own failure, if any (its
+// message is also in the result).
+func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools, charge func(model.Usage)) (runfolder.Result, error) {
 	began := time.Now()
 	res := runfolder.Result{Task: task.ID, Repeat: repeat}
 	cfg.tell(EpisodeStarted{Episode: res.Episode()})
@@ -66,12 +67,14 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		Loop: cfg.loop(), MaxTokens: int64(cfg.MaxTokens), ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
 		OnTurn: func(n int, req model.Request, reply model.Reply, err error) {
 			rec.Turn(n, req, reply, err)
+			charge(reply.Usage)
 			if cfg.Progress != nil {
 				cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns,
 					Command: lastCommand(cfg.Prompts.ShellToolName(), reply.Message)})
 			}
 		}}
 	out := ep.Run(ctx)
+	rec.Unsent(out.Turns, out.Unsent)
 	res.Status, res.Turns, res.ToolCalls, res.Tokens = out.Status, out.Turns, out.ToolCalls, out.Usage
 	res.CostUSD, res.Retries = cfg.Prices.Cost(out.Usage), rec.Retries()
 	res.ModelTime, res.ToolTime, res.Duration = out.ModelTime.Seconds(), out.ToolTime.Seconds(), time.Since(began).Seconds()

@@ -85,7 +85,7 @@ func runFake(t *testing.T, backend sandbox.Backend, progress func(Event)) map[st
 	}
 	defer f.Close()
 	gt := []byte("groups: [{id: p, kind: Pod, namespace: ns, filter: [p], root_cause: true}]\n")
-	cfg := Config{Folder: f, DatasetSpec: "test", Repeats: 1, Parallel: 1, ModelSpec: "fake/m", Model: investigator{},
+	cfg := Config{Folder: f, Description: Description{Dataset: "test", Model: "fake/m"}, Repeats: 1, Parallel: 1, Model: investigator{},
 		Backend: backend, Tools: &sandbox.Tools{}, MaxTurns: 5, Progress: progress,
 		Tasks: []data.Task{{ID: "Scenario-1", Dir: t.TempDir(), GroundTruth: gt}, {ID: "Scenario-2", Dir: t.TempDir(), GroundTruth: gt}}}
 	_, results, err := Run(context.Background(), cfg)

@@ -39,21 +39,22 @@ func writeHeader(cfg Config, tools sandbox.Tools) error {
 }
 
 // header is run.json for cfg and tools, keeping the start time and the rate limits of the run
-// it resumes; ErrConfigChanged, naming the differences, when that run was another.
+// it resumes or grows; ErrConfigChanged, naming the differences, when that run was another.
 func header(cfg Config, tools sandbox.Tools) (runfolder.Header, error) {
-	h := runfolder.Header{Version: version.Version, Revision: version.Revision, Dataset: cfg.DatasetSpec, DatasetCommit: cfg.DatasetCommit, Repeats: cfg.Repeats,
-		Shard: cfg.Shard.String(), Model: cfg.ModelSpec, BaseURL: cfg.BaseURL, ReasoningEffort: cfg.ReasoningEffort,
+	d := cfg.Description
+	h := runfolder.Header{Version: version.Version, Revision: version.Revision, Dataset: d.Dataset, DatasetCommit: d.DatasetCommit, Repeats: cfg.Repeats,
+		Shard: cfg.Shard.String(), Model: d.Model, BaseURL: d.BaseURL, ReasoningEffort: d.ReasoningEffort,
 		MaxTokens: cfg.MaxTokens, ContextWindow: cfg.ContextWindow, Loop: string(cfg.loop()), MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout.String(), Sandbox: cfg.Backend.Name(),
 		PromptSHA256: cfg.Prompts.SHA256(), Prices: cfg.Prices, Judge: cfg.Judge, Started: time.Now().UTC()}
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)
 	}
-	h.Selection = cfg.Selection
+	h.Selection = d.Selection
 	h.Image, h.ImageDigest = sandbox.ImageOf(cfg.Backend)
 	h.Python = tools.Python
 	if prev := cfg.Folder.Prev; prev != nil {
-		if diff := prev.Header.Differences(h); len(diff) > 0 {
+		if diff := prev.Header.ResumeDifferences(h); len(diff) > 0 {
 			return h, fmt.Errorf("%w (%s)", ErrConfigChanged, strings.Join(diff, "; "))
 		}
 		// The rate limits stay as the run before recorded them until this one records its own.

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/grader/judge"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/copytree"
 )
@@ -17,7 +19,7 @@ type MergeReport struct {
 	Episodes   int                 // episodes the joined run has
 	Missing    []runfolder.Episode // episodes no folder finished
 	Duplicates []runfolder.Episode // episodes more than one folder finished (the first folder's result is kept)
-	Warnings   []string            // lines of the folders' results.jsonl that were skipped
+	Warnings   []string            // lines of the folders' results.jsonl, and judge answers, that were skipped
 	Summary    grader.Summary
 }
 
@@ -29,9 +31,10 @@ var (
 )
 
 // Merge joins run folders (typically the shards of one run) into out: run.json without the
-// shard, the prompt set, one results.jsonl line per episode, every episode's folder,
-// summary.json. Runs of
-// another configuration are refused, naming the fields that differ. out must not hold a run.
+// shard, the prompt set, one results.jsonl line per episode, every episode's folder, the
+// judge's answers (judge/), summary.json. Runs of another configuration are refused, naming
+// the fields that differ, and so are runs whose judge answered one question two ways
+// (judge.ErrConflict). out must not hold a run.
 func Merge(out string, runs []string) (MergeReport, error) {
 	if len(runs) == 0 {
 		return MergeReport{}, errors.New("no run folders to merge")
@@ -59,6 +62,11 @@ func Merge(out string, runs []string) (MergeReport, error) {
 			first.Started = r.Header.Started
 		}
 	}
+	judged, err := judge.ReadCaches(judgeDirs(runs)...)
+	if err != nil {
+		return MergeReport{}, err
+	}
+	rep.Warnings = append(rep.Warnings, judged.Warnings...)
 	kept := map[runfolder.Episode]runfolder.Result{}
 	from := map[runfolder.Episode]string{}
 	for _, r := range read {
@@ -99,14 +107,17 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	if err := folder.WriteHeader(first); err != nil {
 		return MergeReport{}, err
 	}
-	switch prompts, err := harness.RunPrompts(runs[0], first.PromptSHA256); {
+	switch prompts, err := promptset.ReadRun(runs[0], first.PromptSHA256); {
 	case err == nil:
 		if err := folder.WritePrompts(prompts.Format()); err != nil {
 			return MergeReport{}, err
 		}
-	case errors.Is(err, harness.ErrPromptsNotKept): // the shards are older than the file
+	case errors.Is(err, promptset.ErrNotKept): // the shards are older than the file
 	default:
 		return MergeReport{}, fmt.Errorf("%s: %w", runs[0], err)
+	}
+	if err := judged.Write(filepath.Join(out, runfolder.JudgeDir)); err != nil {
+		return MergeReport{}, err
 	}
 	if err := folder.Append(results...); err != nil {
 		return MergeReport{}, err
@@ -114,6 +125,15 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	rep.Episodes = len(plan)
 	_, rep.Summary = runfolder.Collect(plan, kept, first.Judge)
 	return rep, folder.WriteSummary(rep.Summary)
+}
+
+// judgeDirs are the judge caches of the run folders.
+func judgeDirs(runs []string) []string {
+	dirs := make([]string, len(runs))
+	for i, r := range runs {
+		dirs[i] = filepath.Join(r, runfolder.JudgeDir)
+	}
+	return dirs
 }
 
 // copyEpisode copies an episode's files (trajectory, submission); an episode with no folder

@@ -16,6 +16,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/workpool"
@@ -25,23 +26,18 @@ import (
 type Config struct {
 	// Folder is the run folder, opened (and so locked) by the caller, who closes it after the
 	// reports are written.
-	Folder        *runfolder.Folder
-	DatasetSpec   string
-	DatasetCommit string // the Hub commit the tasks come from, when they do
-	Tasks         []data.Task
-	Selection     runfolder.Selection // how Tasks were chosen, for run.json (the caller applied it)
-	Repeats       int
-	Parallel      int
-	Shard         runfolder.Shard
-	ModelSpec     string
-	Model         model.Model
-	// BaseURL, ReasoningEffort and MaxTokens describe the model calls for run.json (the model
-	// value already applies them).
-	BaseURL         string
-	ReasoningEffort string
-	MaxTokens       int
-	Backend         sandbox.Backend
-	Limits          sandbox.Limits // per episode
+	Folder *runfolder.Folder
+	// Description is what run.json says of the run that the runner does not use itself.
+	Description Description
+	Tasks       []data.Task
+	Repeats     int
+	Parallel    int
+	Shard       runfolder.Shard
+	Model       model.Model
+	// MaxTokens is the output cap the model value applies, which the loop summarises against.
+	MaxTokens int
+	Backend   sandbox.Backend
+	Limits    sandbox.Limits // per episode
 	// Tools are what the caller's probe of Backend found (sandbox.ProbeTools), so that a
 	// backend or image that cannot run an episode fails before it says anything of the run;
 	// nil: Run probes first.
@@ -57,7 +53,7 @@ type Config struct {
 	// Prices give each episode its cost; nil when the model's prices are unknown.
 	Prices *model.Prices
 	// Prompts are every text the model sees (nil: the built-in set).
-	Prompts *harness.Prompts
+	Prompts *promptset.Set
 	// Grace is how long running episodes may go on once ctx is cancelled (Ctrl-C) before they
 	// are stopped and recorded as unfinished; Abort, when closed, ends the grace at once.
 	Grace time.Duration
@@ -69,14 +65,23 @@ type Config struct {
 	// rules. Judge names it in run.json and the summary ("" for the rules).
 	Scorer grader.Scorer
 	Judge  string
-	// Permanent tells a model error that no retry will cure (a bad key, an unknown model): when
-	// the first episodes all end in one, the run stops instead of burning through every task.
-	Permanent func(error) bool
 	// MaxCost, when more than 0, is the run's budget in USD, what the folder's earlier results
 	// spent included: no episode starts once the spend plus a projection of the running ones
-	// would pass it (ErrBudget). CostPrior projects an episode before any has a cost (the
-	// published cost a task, when known; 0 projects nothing).
+	// would pass it, and the running ones stop, as grader.StatusCostLimit, when the spend
+	// (their calls included) reaches it (ErrBudget). CostPrior projects an episode before any
+	// has a cost (the published cost a task, when known; 0 projects nothing).
 	MaxCost, CostPrior float64
+}
+
+// Description is what the caller knows of a run, for run.json: where its tasks come from and
+// which model answers, as the caller chose and applied them.
+type Description struct {
+	Dataset       string              // the dataset spec
+	DatasetCommit string              // the Hub commit the tasks come from, when they do
+	Selection     runfolder.Selection // how Tasks were chosen among those asked for
+	Model         string              // the model spec
+	// BaseURL and ReasoningEffort describe the model calls (the model value applies them).
+	BaseURL, ReasoningEffort string
 }
 
 // loop is the loop the episodes follow.
@@ -167,24 +172,43 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	defer stop(nil)
 	ended, permanent := 0, 0
 	spend := newBudget(cfg.MaxCost, cfg.CostPrior, done)
+	// Running episodes are stopped when the spend reaches the budget.
+	budgetCtx, overBudget := context.WithCancelCause(episodeCtx)
+	defer overBudget(nil)
 	var recordErr error // the first failure to record a result: no result is recorded after it
 	// Episodes not handed out when the run stops or is interrupted are left unfinished.
 	workpool.Run(feedCtx, cfg.Parallel, todo, func(j runfolder.Episode) {
 		mu.Lock()
-		admitted := spend.admit()
+		admitted := spend.admit(j)
 		mu.Unlock()
 		if admitted != nil {
 			stop(admitted) // this episode and the rest stay to play, with a higher budget
 			return
 		}
-		r, err := runEpisode(episodeCtx, cfg, tasks[j.Task], j.Repeat, tools)
-		if ctx.Err() != nil && episodeCtx.Err() != nil && !(r.Final() && err == nil) {
+		charge := func(u model.Usage) {
+			usd := cfg.Prices.Cost(u)
+			if usd == nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err := spend.charge(j, *usd); err != nil {
+				stop(err)
+				overBudget(err)
+			}
+		}
+		r, err := runEpisode(budgetCtx, cfg, tasks[j.Task], j.Repeat, tools, charge)
+		complete := r.Final() && err == nil
+		switch {
+		case ctx.Err() != nil && episodeCtx.Err() != nil && !complete:
 			r.Status, r.Error = grader.StatusUnfinished, "the run was interrupted during this episode"
+		case errors.Is(context.Cause(budgetCtx), ErrBudget) && !complete:
+			r.Status, r.Error = grader.StatusCostLimit, "stopped when the run's spend reached its budget (--max-cost); a resume with a higher one plays it again"
 		}
 		mu.Lock()
 		spend.ended(r)
 		ended++
-		if err != nil && cfg.Permanent != nil && cfg.Permanent(err) {
+		if model.Permanent(err) {
 			permanent++
 		}
 		if ended == earlyStop && permanent == earlyStop {

@@ -25,7 +25,7 @@ func TestResumeKeepsTheRateLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := Config{Folder: f, DatasetSpec: "demo", Repeats: 1, ModelSpec: "openai/m", Backend: backend, MaxTurns: 1}
+		cfg := Config{Folder: f, Description: Description{Dataset: "demo", Model: "openai/m"}, Repeats: 1, Backend: backend, MaxTurns: 1}
 		if err := writeHeader(cfg, sandbox.Tools{}); err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/aa-grade/aa-grade/harness/shellspec"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
@@ -183,7 +184,7 @@ func fileError(err error) fileAnswer {
 // times out or the agent's input ends, so background jobs die with their command.
 func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}, guard *oomGuard) Result {
 	start := time.Now()
-	stdout, stderr := NewCapture(OutputLimit), NewCapture(OutputLimit)
+	stdout, stderr := NewCapture(shellspec.OutputLimit), NewCapture(shellspec.OutputLimit)
 	res := Result{ExitCode: -1}
 	outR, outW, err := os.Pipe()
 	if err != nil {

@@ -1,17 +1,14 @@
 package sandbox
 
 import (
-	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/aa-grade/aa-grade/harness/shellspec"
 )
 
-// OutputLimit is how many characters of stdout, and of stderr, a command result keeps: the
-// first and last half, as the reference harness does.
-const OutputLimit = 20000
-
 // Capture keeps the head and the tail of a stream in bounded memory, whatever its length:
-// the first OutputLimit/2 characters, a ring of the last bytes that can hold OutputLimit/2
+// the first shellspec.OutputLimit/2 characters, a ring of the last bytes that can hold shellspec.OutputLimit/2
 // characters, and the count of all characters (bytes that are not UTF-8 count as one each,
 // as they become U+FFFD).
 type Capture struct {
@@ -126,7 +123,7 @@ func (c *Capture) cut(total int64) string {
 	if len(runes) > keep {
 		runes = runes[len(runes)-keep:]
 	}
-	return decode(c.head) + TruncationNotice(total, c.limit) + string(runes)
+	return decode(c.head) + shellspec.TruncationNotice(total, c.limit) + string(runes)
 }
 
 // clipResult holds a result that came from the agent to the caps whatever the agent sent
@@ -138,7 +135,7 @@ func clipResult(r Result) Result {
 	return r
 }
 
-// clipStream cuts s, a stream the agent says had claimed characters, to OutputLimit
+// clipStream cuts s, a stream the agent says had claimed characters, to shellspec.OutputLimit
 // characters around a notice, and returns it with its length: the larger of the claim and
 // what arrived. What a Capture made (a stream within the limit, or a cut one whose notice
 // gives the claimed length) stays as it is, so that an honest result is not cut twice.
@@ -148,23 +145,23 @@ func clipStream(s string, claimed int64) (string, int64) {
 	}
 	n := int64(utf8.RuneCountInString(s))
 	total := max(claimed, n)
-	if n <= OutputLimit {
+	if n <= shellspec.OutputLimit {
 		return s, total
 	}
-	c := NewCapture(OutputLimit)
+	c := NewCapture(shellspec.OutputLimit)
 	c.Write([]byte(s))
 	return c.cut(total), total
 }
 
-// isCut says whether s is what a Capture of OutputLimit makes of a longer stream of total
-// characters: the first OutputLimit/2 characters, the notice, the last ones.
+// isCut says whether s is what a Capture of shellspec.OutputLimit makes of a longer stream of total
+// characters: the first shellspec.OutputLimit/2 characters, the notice, the last ones.
 func isCut(s string, total int64) bool {
-	if total <= OutputLimit {
+	if total <= shellspec.OutputLimit {
 		return false
 	}
 	at, n := -1, 0 // at: the byte offset of the character after the head
 	for i := range s {
-		if n == OutputLimit/2 {
+		if n == shellspec.OutputLimit/2 {
 			at = i
 			break
 		}
@@ -173,15 +170,8 @@ func isCut(s string, total int64) bool {
 	if at < 0 {
 		return false
 	}
-	tail, ok := strings.CutPrefix(s[at:], TruncationNotice(total, OutputLimit))
-	return ok && utf8.RuneCountInString(tail) == OutputLimit-OutputLimit/2
-}
-
-// TruncationNotice is the line a Capture puts between the head and the tail of a stream of
-// total characters cut to limit. The harness finds it there to put its prompt set's own
-// wording in its place.
-func TruncationNotice(total int64, limit int) string {
-	return fmt.Sprintf("\n[... output truncated: %d characters in all, limit %d; the first and last %d are shown ...]\n", total, limit, limit/2)
+	tail, ok := strings.CutPrefix(s[at:], shellspec.TruncationNotice(total, shellspec.OutputLimit))
+	return ok && utf8.RuneCountInString(tail) == shellspec.OutputLimit-shellspec.OutputLimit/2
 }
 
 func (c *Capture) ringBytes() []byte {

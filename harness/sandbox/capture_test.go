@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/aa-grade/aa-grade/harness/shellspec"
 )
 
 func captured(limit int, chunks ...string) *Capture {
@@ -57,7 +59,7 @@ func TestCaptureBinary(t *testing.T) {
 }
 
 func TestCaptureStaysBounded(t *testing.T) {
-	c := NewCapture(OutputLimit)
+	c := NewCapture(shellspec.OutputLimit)
 	line := []byte(strings.Repeat("x", 1023) + "\n")
 	for range 64 << 10 { // 64 MiB
 		c.Write(line)
@@ -65,10 +67,10 @@ func TestCaptureStaysBounded(t *testing.T) {
 	if c.Total() != 64<<20 {
 		t.Fatalf("total = %d", c.Total())
 	}
-	if len(c.head) > 4*OutputLimit || len(c.ring) > 4*OutputLimit+utf8.UTFMax {
+	if len(c.head) > 4*shellspec.OutputLimit || len(c.ring) > 4*shellspec.OutputLimit+utf8.UTFMax {
 		t.Fatalf("buffers grew: head %d ring %d", len(c.head), len(c.ring))
 	}
-	if got := utf8.RuneCountInString(c.String()); got > OutputLimit+200 {
+	if got := utf8.RuneCountInString(c.String()); got > shellspec.OutputLimit+200 {
 		t.Fatalf("result has %d characters", got)
 	}
 }

@@ -235,9 +235,9 @@ func (d *Docker) checkImage(ctx context.Context) error {
 		var status *dockerapi.Error
 		if errors.As(err, &status) && status.Code == http.StatusNotFound {
 			if d.imageName() != DefaultImage {
-				return imageError{fmt.Errorf("no image %s: pull or build it (docker pull %s), or name another with --sandbox-image", d.imageName(), d.imageName())}
+				return imageError{fmt.Errorf("%w %s: pull or build it (docker pull %s)", ErrNoImage, d.imageName(), d.imageName())}
 			}
-			return imageError{fmt.Errorf("no image %s: build it (docker build -t %s deploy/sandbox) or name another with --sandbox-image", d.imageName(), DefaultImage)}
+			return imageError{fmt.Errorf("%w %s: build it (docker build -t %s deploy/sandbox)", ErrNoImage, d.imageName(), DefaultImage)}
 		}
 		return fmt.Errorf("%w: image %s: %w", ErrUnavailable, d.imageName(), err)
 	}

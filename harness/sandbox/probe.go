@@ -12,10 +12,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-)
 
-// ReferencePackages are the Python packages, and versions, of the reference sandbox.
-var ReferencePackages = map[string]string{"drain3": "0.9.11", "numpy": "2.4.5", "pandas": "3.0.3"}
+	"github.com/aa-grade/aa-grade/harness/shellspec"
+)
 
 // probeTools are the commands the task prompt lets a model count on.
 var probeTools = []string{"bash", "cat", "ls", "head", "tail", "wc", "sort", "uniq", "cut", "tr", "grep", "sed", "awk", "find", "xargs", "jq", "python3", "python"}
@@ -34,8 +33,8 @@ func (t Tools) Differences() []string {
 			out = append(out, "no "+c)
 		}
 	}
-	for _, pkg := range sortedNames(ReferencePackages) {
-		want, got := ReferencePackages[pkg], t.Python[pkg]
+	for _, pkg := range sortedNames(shellspec.ReferencePackages) {
+		want, got := shellspec.ReferencePackages[pkg], t.Python[pkg]
 		switch {
 		case got == "":
 			out = append(out, fmt.Sprintf("Python package %s missing (reference %s)", pkg, want))
@@ -139,7 +138,7 @@ func ProbeTools(ctx context.Context, b Backend) (Tools, error) {
 	script := "for t in " + strings.Join(probeTools, " ") + "; do command -v $t >/dev/null && echo $t; done; echo ---\n" +
 		"python3 - <<'EOF' 2>/dev/null || echo '{}'\n" +
 		"import importlib.metadata as m, json\nout = {}\n" +
-		"for p in " + pythonList(sortedNames(ReferencePackages)) + ":\n" +
+		"for p in " + pythonList(sortedNames(shellspec.ReferencePackages)) + ":\n" +
 		"    try: out[p] = m.version(p)\n    except Exception: out[p] = ''\n" +
 		"print(json.dumps(out))\nEOF\n"
 	res, err := sb.Run(ctx, script, time.Minute)

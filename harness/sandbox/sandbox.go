@@ -54,7 +54,7 @@ func (l Limits) inodes() int64 { return max(l.disk()/(16<<10), 4096) }
 // Result is the outcome of one command.
 type Result struct {
 	ExitCode    int           `json:"exit_code"`
-	Stdout      string        `json:"stdout"` // truncated to OutputLimit characters
+	Stdout      string        `json:"stdout"` // truncated to shellspec.OutputLimit characters
 	Stderr      string        `json:"stderr"`
 	StdoutChars int64         `json:"stdout_chars"` // characters before truncation
 	StderrChars int64         `json:"stderr_chars"`
@@ -104,6 +104,12 @@ var ErrUnavailable = errors.New("sandbox unavailable")
 // whichever backend met it.
 var ErrImageUnusable = errors.New("the image cannot run an episode")
 
+// ErrNoImage marks, besides ErrImageUnusable, an image the Docker daemon does not have.
+var ErrNoImage = errors.New("no image")
+
+// ErrNoIsolation marks, besides ErrUnavailable, a machine where no backend but none works.
+var ErrNoIsolation = errors.New("no isolating backend works here")
+
 // ErrOutsideWorkspace marks a file name that leads out of the workspace (through .. or a link).
 var ErrOutsideWorkspace = errors.New("a link out of the working directory")
 
@@ -145,8 +151,7 @@ func Select(name string) (Backend, error) {
 			}
 			reasons = append(reasons, fmt.Sprintf("%s: %v", b.Name(), err))
 		}
-		return nil, fmt.Errorf("%w: no isolating backend works here (%s); install bubblewrap, or run with --sandbox none at your own risk",
-			ErrUnavailable, strings.Join(reasons, "; "))
+		return nil, fmt.Errorf("%w: %w (%s); install bubblewrap", ErrUnavailable, ErrNoIsolation, strings.Join(reasons, "; "))
 	}
 	for _, b := range Backends() {
 		if b.Name() == name {

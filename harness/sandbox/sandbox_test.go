@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness/shellspec"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
@@ -193,7 +194,7 @@ func TestOutputFloodIsCut(t *testing.T) {
 		t.Run(b.Name(), func(t *testing.T) {
 			sb := start(t, b, newFixture(t))
 			r := run(t, sb, "head -c 200000000 /dev/zero | tr '\\0' x; echo; printf 'e%.0s' $(seq 30000) >&2")
-			if r.StdoutChars != 200000001 || len([]rune(r.Stdout)) > OutputLimit+200 || !strings.Contains(r.Stdout, "200000001 characters in all") {
+			if r.StdoutChars != 200000001 || len([]rune(r.Stdout)) > shellspec.OutputLimit+200 || !strings.Contains(r.Stdout, "200000001 characters in all") {
 				t.Fatalf("stdout: %d characters, kept %d", r.StdoutChars, len(r.Stdout))
 			}
 			if r.StderrChars != 30000 || !strings.Contains(r.Stderr, "limit 20000") {

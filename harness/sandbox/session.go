@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aa-grade/aa-grade/harness/shellspec"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
@@ -29,9 +30,9 @@ const jsonCharBytes = 6
 const replySlack = 4 << 10
 
 // runAnswerBytes bounds the reply to a command: its two streams are captures of at most
-// OutputLimit characters and a notice each, every character JSON-escaped. About 245 KB: an
+// shellspec.OutputLimit characters and a notice each, every character JSON-escaped. About 245 KB: an
 // agent, or a command writing in its place, cannot make aa-grade hold more for one command.
-var runAnswerBytes = 2*jsonCharBytes*(OutputLimit+utf8.RuneCountInString(TruncationNotice(math.MaxInt64, OutputLimit))) + replySlack
+var runAnswerBytes = 2*jsonCharBytes*(shellspec.OutputLimit+utf8.RuneCountInString(shellspec.TruncationNotice(math.MaxInt64, shellspec.OutputLimit))) + replySlack
 
 // answerLimit bounds the reply line to r, in bytes: what the longest honest answer needs. A
 // file answer holds at most the limit asked, base64-encoded as JSON does, and an error

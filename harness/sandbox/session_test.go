@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/aa-grade/aa-grade/harness/shellspec"
 )
 
 // pipeAgent is an agent over pipes whose every answer a test writes, as a command that took
@@ -161,10 +163,10 @@ func TestSessionExtraLineIsTheAgentsDeath(t *testing.T) {
 }
 
 // TestSessionClipsResults: whatever the agent sends, a stream of the result has at most
-// OutputLimit characters and a notice, cut by the rule of Capture, and its length is the
+// shellspec.OutputLimit characters and a notice, cut by the rule of Capture, and its length is the
 // larger of what was claimed and what came.
 func TestSessionClipsResults(t *testing.T) {
-	long := strings.Repeat("h", OutputLimit/2) + strings.Repeat("m", 50000) + strings.Repeat("t", OutputLimit/2)
+	long := strings.Repeat("h", shellspec.OutputLimit/2) + strings.Repeat("m", 50000) + strings.Repeat("t", shellspec.OutputLimit/2)
 	s := startPipeAgent(t, honest(Result{Stdout: long, StdoutChars: 5, Stderr: long, StderrChars: 1 << 40}))
 	res, err := s.Run(context.Background(), "true", 0)
 	if err != nil {
@@ -180,8 +182,8 @@ func TestSessionClipsResults(t *testing.T) {
 		if c.chars != c.want {
 			t.Errorf("%s: %d characters, want %d", c.name, c.chars, c.want)
 		}
-		want := captured(OutputLimit, long).String()
-		want = strings.Replace(want, TruncationNotice(arrived, OutputLimit), TruncationNotice(c.want, OutputLimit), 1)
+		want := captured(shellspec.OutputLimit, long).String()
+		want = strings.Replace(want, shellspec.TruncationNotice(arrived, shellspec.OutputLimit), shellspec.TruncationNotice(c.want, shellspec.OutputLimit), 1)
 		if c.got != want {
 			t.Errorf("%s: %d characters not cut as Capture cuts (head %q...)", c.name, utf8.RuneCountInString(c.got), c.got[:min(len(c.got), 40)])
 		}
@@ -192,8 +194,8 @@ func TestSessionClipsResults(t *testing.T) {
 // limit and past it, whatever the width of its characters.
 func TestSessionKeepsCapturedResults(t *testing.T) {
 	for _, char := range []string{"a", "é", "😀", "\xff"} {
-		for _, n := range []int{0, OutputLimit, OutputLimit + 1, 3 * OutputLimit} {
-			c := captured(OutputLimit, strings.Repeat(char, n))
+		for _, n := range []int{0, shellspec.OutputLimit, shellspec.OutputLimit + 1, 3 * shellspec.OutputLimit} {
+			c := captured(shellspec.OutputLimit, strings.Repeat(char, n))
 			want := Result{Stdout: c.String(), StdoutChars: c.Total()}
 			s := startPipeAgent(t, honest(want))
 			res, err := s.Run(context.Background(), "true", 0)
@@ -217,7 +219,7 @@ func TestSessionBoundsAnswers(t *testing.T) {
 		t.Errorf("a command's answer may be %d bytes, more than two captures need", runAnswerBytes)
 	}
 
-	worst := captured(OutputLimit, strings.Repeat("\x01", 5*OutputLimit))
+	worst := captured(shellspec.OutputLimit, strings.Repeat("\x01", 5*shellspec.OutputLimit))
 	want := Result{ExitCode: 1, Stdout: worst.String(), StdoutChars: worst.Total(), Stderr: worst.String(), StderrChars: worst.Total()}
 	s = startPipeAgent(t, honest(want))
 	if res, err := s.Run(context.Background(), "true", 0); err != nil || res != want {
@@ -244,10 +246,10 @@ func TestSessionBoundsAnswers(t *testing.T) {
 // is not taken for a Capture's, and is cut.
 func TestClipStreamForgedNotice(t *testing.T) {
 	const total = 1_000_000
-	notice := TruncationNotice(total, OutputLimit)
-	s := strings.Repeat("h", OutputLimit/2) + notice + strings.Repeat("t", 50000)
+	notice := shellspec.TruncationNotice(total, shellspec.OutputLimit)
+	s := strings.Repeat("h", shellspec.OutputLimit/2) + notice + strings.Repeat("t", 50000)
 	got, n := clipStream(s, total)
-	if want := OutputLimit + utf8.RuneCountInString(notice); n != total || utf8.RuneCountInString(got) != want {
+	if want := shellspec.OutputLimit + utf8.RuneCountInString(notice); n != total || utf8.RuneCountInString(got) != want {
 		t.Fatalf("%d characters (%d counted), want %d (%d)", utf8.RuneCountInString(got), n, want, total)
 	}
 }

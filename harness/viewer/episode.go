@@ -6,9 +6,11 @@ import (
 	"io"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // Turn is one model call of an episode as the page shows it: the harness's messages before
@@ -39,19 +41,22 @@ type Call struct {
 	ID, Name  string
 	Arguments string
 	Command   string // the shell command, when the arguments hold one
-	HasResult bool   // the episode went on after the call, so its result was recorded
+	// HasResult says the call's result was recorded: in the next call's input, or, after the
+	// last turn, in the line of the messages no call sent (trajectories written before that
+	// line was have none).
+	HasResult bool
 	Result    model.Message
-	Shell     *harness.ShellOutput // the result read as a shell result, when it is one
+	Shell     *promptset.ShellOutput // the result read as a shell result, when it is one
 }
 
 // readTurns reads a trajectory, streaming it: the raw requests and responses (every request
 // carries the whole conversation, most of the file's bytes, and the turn records already hold
-// what the page shows of them) go by unparsed, and only turn records and the small events
-// (retry, no_usage, throttle, divergence) are read. Problems (a damaged line, a cut file) are
+// what the page shows of them) go by unparsed, and only turn records, the last turn's unsent
+// results and the small events (retry, no_usage, throttle, divergence) are read. Problems (a damaged line, a cut file) are
 // returned beside what could be read. Shell results are read back in the words of prompts, the
 // set the run used (nil: the built-in one); a result they do not fit shows as the text the
 // model read.
-func readTurns(r io.Reader, prompts *harness.Prompts) ([]Turn, []string) {
+func readTurns(r io.Reader, prompts *promptset.Set) ([]Turn, []string) {
 	var turns []Turn
 	var problems []string
 	var pending Turn // the events seen since the last turn record
@@ -93,12 +98,21 @@ func readTurns(r io.Reader, prompts *harness.Prompts) ([]Turn, []string) {
 			}
 			turns = append(turns, t)
 			pending = Turn{}
+		case model.KindUnsent:
+			rec, err := line.Unsent()
+			if err != nil || len(turns) == 0 {
+				problems = append(problems, fmt.Sprintf("trajectory line %d: results of no recorded turn", line.N))
+				continue
+			}
+			for _, m := range attachResults(&turns[len(turns)-1], rec.Messages, prompts) {
+				problems = append(problems, fmt.Sprintf("trajectory line %d: a result that answers no call of the last turn: %s", line.N, report.OneLine(m.Content, 200)))
+			}
 		case model.KindRetry:
 			pending.Retries = append(pending.Retries, fmt.Sprintf("attempt %d, waited %s: %s", ev.Attempt, ev.Wait.Round(time.Millisecond), ev.Error))
 		case model.KindNoUsage:
 			pending.Notes = append(pending.Notes, "the provider reported no token counts: this call's zeros are unknown, not free")
 		case model.KindThrottle:
-			pending.Notes = append(pending.Notes, fmt.Sprintf("rate limited: %d calls now allowed at once", ev.MaxInFlight))
+			pending.Notes = append(pending.Notes, fmt.Sprintf("rate limited: %s now allowed at once", english.Count(ev.MaxInFlight, "call")))
 		case model.KindDivergence:
 			pending.Notes = append(pending.Notes, "replay diverged from the recording: "+ev.Error)
 		}
@@ -133,7 +147,7 @@ func newTurn(rec runfolder.TurnRecord, events Turn) Turn {
 
 // attachResults gives the calls of the previous turn their results from the next call's
 // input, and returns the tool results that answer none of them.
-func attachResults(prev *Turn, input []model.Message, prompts *harness.Prompts) []model.Message {
+func attachResults(prev *Turn, input []model.Message, prompts *promptset.Set) []model.Message {
 	var orphans []model.Message
 	for _, m := range input {
 		if m.Role != model.RoleTool {

@@ -13,6 +13,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/shellspec"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
@@ -34,12 +35,15 @@ func groundTruth901(t testing.TB) map[string][]byte {
 
 // episodeSpec says what one fixture episode holds.
 type episodeSpec struct {
-	task      string
-	repeat    int
-	turns     int
-	output    int  // characters each command prints; above sandbox.OutputLimit the model sees it cut
-	finished  bool // compressed, with a result line and a submission
-	retries   int  // retried attempts before the first call
+	task     string
+	repeat   int
+	turns    int
+	output   int  // characters each command prints; above shellspec.OutputLimit the model sees it cut
+	finished bool // compressed, with a result line and a submission
+	// old: written before trajectories kept the last turn's results, which a finished
+	// episode's now ends with
+	old       bool
+	retries   int // retried attempts before the first call
 	submitted []string
 }
 
@@ -83,7 +87,7 @@ func factors(names []string) []map[string]string {
 // the sandbox keeps it (cut to OutputLimit with the notice in the middle).
 func shellResult(code int, stdout, stderr string) string {
 	keep := func(s string) string {
-		c := sandbox.NewCapture(sandbox.OutputLimit)
+		c := sandbox.NewCapture(shellspec.OutputLimit)
 		c.Write([]byte(s))
 		return c.String()
 	}
@@ -157,8 +161,14 @@ func writeTrajectory(t testing.TB, dir string, e episodeSpec) {
 		enc.Encode(runfolder.TurnRecord{Kind: "turn", Turn: n, At: at, Input: input, Reply: reply,
 			Usage: model.Usage{Input: int64(1200 * n), CachedRead: int64(1000 * n), Output: 400, Reasoning: 250}})
 		result := model.Message{Role: model.RoleTool, ToolCallID: call.ID, Content: shellResult(code, output(n, e.output), stderr)}
+		if n == e.turns && e.finished {
+			result.Content = "Submitted agent_output.json."
+		}
 		conversation = append(conversation, reply, result)
 		input = []model.Message{result}
+	}
+	if e.finished && !e.old {
+		enc.Encode(runfolder.UnsentRecord{Kind: model.KindUnsent, Turn: e.turns, At: at, Messages: input})
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
@@ -72,7 +72,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"label":   label,
 	"abbr":    abbr,
 	"iterate": func(n int) []int { return make([]int, n) },
-	"stream":  func(name string, s harness.Stream) streamView { return streamView{name, s} },
+	"stream":  func(name string, s promptset.Stream) streamView { return streamView{name, s} },
 }).ParseFS(assets, "assets/*.tmpl"))
 
 // visible shows a text's control characters instead of passing them to the browser, written
@@ -117,10 +117,14 @@ func abbr(status string, score float64) string {
 		return "cut"
 	case "context_overflow":
 		return "full"
+	case "invalid_arguments":
+		return "args"
 	case "missing":
 		return "–"
 	case "error":
 		return "err"
+	case "cost_limit":
+		return "$"
 	case "running":
 		return "run"
 	}
@@ -130,20 +134,20 @@ func abbr(status string, score float64) string {
 // streamView is an output stream with its name, for the stream template.
 type streamView struct {
 	Name   string
-	Stream harness.Stream
+	Stream promptset.Stream
 }
 
 // fold says an output is long enough to be folded away until opened.
 func fold(s string) bool { return len(s) > 2000 || strings.Count(s, "\n") > 25 }
 
 func tokens(u model.Usage) string {
-	s := fmt.Sprintf("%d in", u.Input)
+	s := english.Number(u.Input) + " in"
 	if u.CachedRead > 0 {
-		s += fmt.Sprintf(" (%d cached)", u.CachedRead)
+		s += " (" + english.Number(u.CachedRead) + " cached)"
 	}
-	s += fmt.Sprintf(", %d out", u.Output)
+	s += ", " + english.Number(u.Output) + " out"
 	if u.Reasoning > 0 {
-		s += fmt.Sprintf(" (%d reasoning)", u.Reasoning)
+		s += " (" + english.Number(u.Reasoning) + " reasoning)"
 	}
 	return s
 }

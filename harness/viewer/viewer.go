@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
@@ -95,7 +95,7 @@ type loaded struct {
 	results map[runfolder.Episode]runfolder.Result
 	// prompts is the set the run used, to take its shell results apart; promptsProblem says
 	// why it could not be read (the built-in set's words are tried then).
-	prompts        *harness.Prompts
+	prompts        *promptset.Set
 	promptsProblem string
 }
 
@@ -120,7 +120,7 @@ func (s *source) load() (*loaded, error) {
 	for _, res := range r.Results {
 		l.results[res.Episode()] = res
 	}
-	if l.prompts, err = harness.RunPrompts(s.dir, r.Header.PromptSHA256); err != nil {
+	if l.prompts, err = promptset.ReadRun(s.dir, r.Header.PromptSHA256); err != nil {
 		l.promptsProblem = fmt.Sprintf("%v: shell results are shown as the model read them", err)
 	}
 	for ti, t := range r.Summary.PerTask {

@@ -28,7 +28,7 @@ func fixtureRun(t testing.TB) string {
 	writeRun(t, dir, []string{"Scenario-901", hostileTask, "Scenario-903"}, 2,
 		episodeSpec{task: "Scenario-901", repeat: 1, turns: 30, output: 50000, finished: true, retries: 2,
 			submitted: []string{"otel-demo/ConfigMap/flagd-config", "otel-demo/Service/checkout", hostile}},
-		episodeSpec{task: "Scenario-901", repeat: 2, turns: 3, output: 100, finished: true, submitted: []string{"otel-demo/Pod/cart-1"}},
+		episodeSpec{task: "Scenario-901", repeat: 2, turns: 3, output: 100, finished: true, old: true, submitted: []string{"otel-demo/Pod/cart-1"}},
 		episodeSpec{task: hostileTask, repeat: 1, turns: 3, output: 100, finished: true, submitted: []string{hostile}},
 		episodeSpec{task: "Scenario-903", repeat: 1, turns: 4, output: 100})
 	return dir
@@ -96,12 +96,12 @@ func TestEpisodePage(t *testing.T) {
 		"&lt;/pre&gt;&lt;script&gt;alert(&#39;x&#39;)", // markup shown as text
 		"retried: attempt 1, waited 2s: 529 overloaded_error", "retried: attempt 2",
 		"System and task prompts",
-		"no result recorded: the trajectory ends with this call", // the finish call
+		`<pre class="result" data-search>Submitted agent_output.json.</pre>`, // the finish call's result, after the last turn
 		"matches the root-cause group flagd-config-1",
 		"matches group checkout-service-1, which is not a root cause",
 		"matches no group of the ground truth",
 		`href="1.trajectory.jsonl.zst"`,
-		"1200 in (1000 cached), 400 out (250 reasoning)", // tokens per turn
+		"1,200 in (1,000 cached), 400 out (250 reasoning)", // tokens per turn
 		"+7.0 s", // time per turn
 		`id="next" rel="next"`,
 	} {
@@ -111,6 +111,15 @@ func TestEpisodePage(t *testing.T) {
 	}
 	if strings.Contains(page, `id="prev"`) {
 		t.Error("the first episode links a previous one")
+	}
+	if strings.Contains(page, "no result recorded") {
+		t.Error("a call of the last turn shows no result")
+	}
+	// A trajectory written before the last turn's results were kept still reads, saying why
+	// its finish call has none.
+	old := get(t, v, "/runs/1/Scenario-901/2.html").Body.String()
+	if !strings.Contains(old, "no result recorded") || !strings.Contains(old, "Turn 3<") {
+		t.Error("the page of an older trajectory does not say its last call has no result recorded")
 	}
 }
 

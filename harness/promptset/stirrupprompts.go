@@ -1,4 +1,4 @@
-package harness
+package promptset
 
 import (
 	"archive/zip"
@@ -109,7 +109,7 @@ const adapterRole = "You are an expert site reliability engineer (SRE) investiga
 // every key that has one; the adapter's task prompt and the refusals Stirrup does not make
 // are the built-in set's, and the adapter's system prompt stands after the library's lead-in
 // in aa-grade's words.
-func FromStirrup(dir string) (*Prompts, error) {
+func FromStirrup(dir string) (*Set, error) {
 	pkg, closer, err := openStirrup(dir)
 	if err != nil {
 		return nil, err
@@ -119,13 +119,13 @@ func FromStirrup(dir string) (*Prompts, error) {
 }
 
 // fromStirrupFS reads the set from a package whose files must have the sums given.
-func fromStirrupFS(pkg fs.FS, sums map[string]string) (*Prompts, error) {
+func fromStirrupFS(pkg fs.FS, sums map[string]string) (*Set, error) {
 	files, err := readStirrupFiles(pkg, sums)
 	if err != nil {
 		return nil, err
 	}
 	get := func(t stirrupText) (string, error) { return t.read(files) }
-	p := BuiltinPrompts()
+	p := Builtin()
 	for _, key := range slices.Sorted(maps.Keys(stirrupKeys)) {
 		text, err := get(stirrupKeys[key])
 		if err == nil {

@@ -1,4 +1,4 @@
-package harness
+package promptset
 
 import (
 	"context"
@@ -17,20 +17,20 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/shellspec"
 	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
 )
 
 // fullTools is the reference sandbox: every command and package the probe looks for.
-var fullTools = sandbox.Tools{
+var fullTools = Facts{
 	Commands: map[string]bool{"bash": true, "cat": true, "grep": true, "jq": true, "python3": true, "python": true},
 	Python:   map[string]string{"drain3": "0.9.11", "numpy": "2.4.5", "pandas": "3.0.3"},
 }
 
-func taskFor(tools sandbox.Tools) string {
-	env := promptEnv{workdir: "/home/user", tools: tools, maxTurns: 100, commandTimeout: 300 * time.Second}
-	return BuiltinPrompts().forEpisode(env).text(keyTask, nil)
+func taskFor(tools Facts) string {
+	env := Facts{Workdir: "/home/user", Commands: tools.Commands, Python: tools.Python, MaxTurns: 100, CommandTimeout: 300 * time.Second}
+	return Builtin().ForEpisode(env).Task()
 }
 
 func TestTaskPromptCarriesTheContract(t *testing.T) {
@@ -53,7 +53,7 @@ func TestTaskPromptCarriesTheContract(t *testing.T) {
 // TestTaskPromptSaysOnlyWhatIsThere (issue 12, point 14): the tools and packages the prompt
 // names are those the probe found, and it advises pandas only where pandas is.
 func TestTaskPromptSaysOnlyWhatIsThere(t *testing.T) {
-	noPandas := taskFor(sandbox.Tools{
+	noPandas := taskFor(Facts{
 		Commands: map[string]bool{"bash": true, "grep": true, "python3": true},
 		Python:   map[string]string{"drain3": "", "numpy": "2.1.0", "pandas": ""},
 	})
@@ -67,7 +67,7 @@ func TestTaskPromptSaysOnlyWhatIsThere(t *testing.T) {
 			t.Errorf("without python and pandas, the task prompt says %q", lie)
 		}
 	}
-	noPython := taskFor(sandbox.Tools{Commands: map[string]bool{"bash": true}, Python: map[string]string{}})
+	noPython := taskFor(Facts{Commands: map[string]bool{"bash": true}, Python: map[string]string{}})
 	if !strings.Contains(noPython, "Tools: bash; no Python; no network.") || !strings.Contains(noPython, "parse them as CSV with a tab separator") ||
 		strings.Contains(noPython, "python3") || strings.Contains(noPython, "Python's csv") {
 		t.Errorf("with no Python at all the task prompt says:\n%s", noPython)
@@ -83,7 +83,7 @@ var exampleEntity = regexp.MustCompile(`[a-z0-9][a-z0-9.-]*/[A-Z][A-Za-z]*/[a-z0
 func TestExamplesNameNoGroundTruth(t *testing.T) {
 	truths := realGroundTruths(t)
 	maps.Copy(truths, demoGroundTruths(t))
-	for name, set := range map[string]*Prompts{"built-in": BuiltinPrompts(), "stirrup": stirrupPrompts(t)} {
+	for name, set := range map[string]*Set{"built-in": Builtin(), "stirrup": stirrupPrompts(t)} {
 		var examples []string
 		for _, k := range promptKeys {
 			examples = append(examples, exampleEntity.FindAllString(set.texts[k.name], -1)...)
@@ -180,7 +180,7 @@ func mustGroundTruth(t *testing.T, doc []byte) *grader.GroundTruth {
 
 // stirrupPrompts is the set FromStirrup makes of the fixture laid out like Stirrup's files: a
 // set in other words than the built-in one, the truncation notice and shell results included.
-func stirrupPrompts(t *testing.T) *Prompts {
+func stirrupPrompts(t *testing.T) *Set {
 	t.Helper()
 	pkg := layoutPackage(t)
 	p, err := fromStirrupFS(pkg, layoutSums(t, pkg))
@@ -192,17 +192,17 @@ func stirrupPrompts(t *testing.T) *Prompts {
 
 // truncated is what the sandbox hands back of a stream of total characters (x then y).
 func truncated(total int) string {
-	c := sandbox.NewCapture(sandbox.OutputLimit)
+	c := sandbox.NewCapture(shellspec.OutputLimit)
 	c.Write([]byte(strings.Repeat("x", total/2) + strings.Repeat("y", total-total/2)))
 	return c.String()
 }
 
 func TestShellResultsInTheSetsWords(t *testing.T) {
-	tx := BuiltinPrompts().forEpisode(promptEnv{workdir: "/w", tools: fullTools, maxTurns: 100, commandTimeout: 90 * time.Second})
-	if got := tx.shellResults(sandbox.Result{ExitCode: 2, Stdout: "a\n", Stderr: "b\n"}); got != "<shell_results>\n<exit_code>2</exit_code>\n<stdout>a\n</stdout>\n<stderr>b\n</stderr>\n</shell_results>" {
+	tx := Builtin().ForEpisode(Facts{Workdir: "/w", Commands: fullTools.Commands, Python: fullTools.Python, MaxTurns: 100, CommandTimeout: 90 * time.Second})
+	if got := tx.ShellResult(CommandResult{ExitCode: 2, Stdout: "a\n", Stderr: "b\n"}); got != "<shell_results>\n<exit_code>2</exit_code>\n<stdout>a\n</stdout>\n<stderr>b\n</stderr>\n</shell_results>" {
 		t.Errorf("%q", got)
 	}
-	late := tx.shellResults(sandbox.Result{ExitCode: -1, TimedOut: true, Stdout: "partial"})
+	late := tx.ShellResult(CommandResult{ExitCode: -1, TimedOut: true, Stdout: "partial"})
 	if !strings.Contains(late, "<error_kind>timeout</error_kind>\n<details>the command did not finish within 90 seconds") ||
 		!strings.Contains(late, "stdout before it was killed:\npartial") || strings.Contains(late, "stderr before") {
 		t.Errorf("%q", late)
@@ -212,23 +212,23 @@ func TestShellResultsInTheSetsWords(t *testing.T) {
 	if want := strings.Repeat("x", 10000) + "\n[... output truncated: 30000 characters in all, limit 20000; the first and last 10000 are shown ...]\n" + strings.Repeat("y", 10000); got != want {
 		t.Errorf("the built-in notice moved: %q", got[9990:10200])
 	}
-	custom, err := BuiltinPrompts().with(keyTruncationNotice, "<cut {{total}}>")
+	custom, err := Builtin().with(keyTruncationNotice, "<cut {{total}}>")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := custom.forEpisode(promptEnv{})
+	ctx := custom.ForEpisode(Facts{})
 	if got := ctx.retell(long, 30000); got != strings.Repeat("x", 10000)+"<cut 30000>"+strings.Repeat("y", 10000) {
 		t.Errorf("the set's notice is not in place: %q", got[9990:10030])
 	}
 	// Output that only quotes a notice, elsewhere than where the sandbox puts it, stays as it is.
-	quoted := sandbox.TruncationNotice(30000, sandbox.OutputLimit) + long[:len(long)-len(sandbox.TruncationNotice(30000, sandbox.OutputLimit))]
+	quoted := shellspec.TruncationNotice(30000, shellspec.OutputLimit) + long[:len(long)-len(shellspec.TruncationNotice(30000, shellspec.OutputLimit))]
 	if got := ctx.retell(quoted, 30000); got != quoted {
 		t.Error("a quoted notice was replaced")
 	}
 }
 
 func TestToolDefinitions(t *testing.T) {
-	tools := BuiltinPrompts().forEpisode(promptEnv{commandTimeout: 45 * time.Second}).tools(false)
+	tools := Builtin().ForEpisode(Facts{CommandTimeout: 45 * time.Second}).Tools(false)
 	var shell, finish struct {
 		Type                 string `json:"type"`
 		Properties           map[string]struct{ Type, Description string }
@@ -253,7 +253,7 @@ func TestToolDefinitions(t *testing.T) {
 // reference library's parameter classes: titles on the objects and the properties, no
 // additionalProperties.
 func TestReferenceToolSchemas(t *testing.T) {
-	tools := BuiltinPrompts().forEpisode(promptEnv{commandTimeout: 45 * time.Second}).tools(true)
+	tools := Builtin().ForEpisode(Facts{CommandTimeout: 45 * time.Second}).Tools(true)
 	for i, want := range []map[string]string{
 		{"title": "CodeExecutionParams", "properties.cmd.title": "Cmd", "properties.cmd.type": "string", "required.0": "cmd", "additionalProperties": ""},
 		{"title": "FinishParams", "properties.reason.title": "Reason", "properties.paths.title": "Paths", "properties.paths.items.type": "string",
@@ -270,8 +270,8 @@ func TestReferenceToolSchemas(t *testing.T) {
 // TestPromptFileRoundTrip: a set written out reads back the same, with the same hash, whatever
 // the comments and the order of its sections.
 func TestPromptFileRoundTrip(t *testing.T) {
-	b := BuiltinPrompts()
-	again, err := ParsePrompts(b.Format())
+	b := Builtin()
+	again, err := Parse(b.Format())
 	if err != nil || string(again.Format()) != string(b.Format()) || again.SHA256() != b.SHA256() || len(b.SHA256()) != 64 {
 		t.Fatalf("round trip: %v", err)
 	}
@@ -279,10 +279,10 @@ func TestPromptFileRoundTrip(t *testing.T) {
 	for i := len(promptKeys) - 1; i >= 0; i-- {
 		reordered += "--- " + promptKeys[i].name + " ---\n" + b.texts[promptKeys[i].name] + "\n"
 	}
-	if p, err := ParsePrompts([]byte(reordered)); err != nil || p.SHA256() != b.SHA256() {
+	if p, err := Parse([]byte(reordered)); err != nil || p.SHA256() != b.SHA256() {
 		t.Fatalf("reordered set: %v", err)
 	}
-	if (*Prompts)(nil).SHA256() != b.SHA256() {
+	if (*Set)(nil).SHA256() != b.SHA256() {
 		t.Fatal("nil is not the built-in set")
 	}
 	edited, err := b.WithTask("Find it in {{workdir}}.")
@@ -294,14 +294,14 @@ func TestPromptFileRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := ParsePrompts(nl.Format())
+	back, err := Parse(nl.Format())
 	if err != nil || back.texts[keyContinue] != "go on\n" {
 		t.Fatalf("a text ending in a line break reads back %q (%v)", back.texts[keyContinue], err)
 	}
 }
 
 func TestPromptFileErrors(t *testing.T) {
-	valid := string(BuiltinPrompts().Format())
+	valid := string(Builtin().Format())
 	for name, c := range map[string]struct{ doc, want string }{
 		"missing key":       {strings.Replace(valid, "--- last_turn ---\n", "", 1), "missing keys: last_turn"},
 		"unknown key":       {valid + "--- lasst_turn ---\nx\n", `unknown key "lasst_turn"`},
@@ -316,7 +316,7 @@ func TestPromptFileErrors(t *testing.T) {
 		"same tool names":   {strings.Replace(valid, "--- finish_tool ---\nfinish\n", "--- finish_tool ---\ncode_exec\n", 1), "shell_tool and finish_tool are both"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParsePrompts([]byte(c.doc))
+			_, err := Parse([]byte(c.doc))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one with %q", err, c.want)
 			}
@@ -325,7 +325,7 @@ func TestPromptFileErrors(t *testing.T) {
 	// The line given is the one with the problem.
 	doc := strings.Replace(valid, "--- continue ---\n", "--- continue ---\nkeep\ngoing {{turns_left}}\n", 1)
 	line := strings.Count(doc[:strings.Index(doc, "going {{turns_left}}")], "\n") + 1
-	if _, err := ParsePrompts([]byte(doc)); err == nil || !strings.HasPrefix(err.Error(), "line "+strconv.Itoa(line)+" ") {
+	if _, err := Parse([]byte(doc)); err == nil || !strings.HasPrefix(err.Error(), "line "+strconv.Itoa(line)+" ") {
 		t.Fatalf("error %v, want line %d", err, line)
 	}
 }
@@ -359,7 +359,7 @@ func TestTemplates(t *testing.T) {
 
 // TestDocumentedKeys keeps docs/prompts.md in step with the keys and their placeholders.
 func TestDocumentedKeys(t *testing.T) {
-	doc, err := os.ReadFile("../docs/prompts.md")
+	doc, err := os.ReadFile("../../docs/prompts.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,141 +377,5 @@ func TestDocumentedKeys(t *testing.T) {
 		if !strings.Contains(string(doc), "`{{"+v+"}}`") && !strings.HasPrefix(v, "package_") {
 			t.Errorf("docs/prompts.md does not describe the placeholder {{%s}}", v)
 		}
-	}
-}
-
-// markedSet is a prompt set whose every text is its key in brackets followed by its
-// placeholders, with the tools named sh and done.
-func markedSet(t *testing.T) *Prompts {
-	t.Helper()
-	var b strings.Builder
-	for _, k := range promptKeys {
-		text := "[" + k.name + "]"
-		switch {
-		case k.name == keyShellTool:
-			text = "sh"
-		case k.name == keyFinishTool:
-			text = "done"
-		case k.name == keySystem:
-			text += " {{max_turns}} {{shell_tool}} {{finish_tool}}"
-		}
-		for _, v := range k.vars {
-			text += " {{" + v + "}}"
-		}
-		b.WriteString("--- " + k.name + " ---\n" + text + "\n")
-	}
-	p, err := ParsePrompts([]byte(b.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// summarising plays back replies for turns and answers every summary request with notes.
-type summarising struct{ script }
-
-func (s *summarising) Complete(ctx context.Context, req model.Request) (model.Reply, error) {
-	if req.Summary {
-		s.requests = append(s.requests, req)
-		return model.Reply{Message: model.Message{Content: "notes"}, Usage: model.Usage{Input: 10}}, nil
-	}
-	return s.script.Complete(ctx, req)
-}
-
-// sandboxDown is a sandbox whose Run fails for the command "fail", and whose ReadFile fails
-// the failRead-th time it is called.
-type sandboxDown struct {
-	sandbox.Sandbox
-	reads, failRead int
-}
-
-func (s *sandboxDown) ReadFile(ctx context.Context, name string, limit int64) ([]byte, error) {
-	if s.reads++; s.reads == s.failRead {
-		return nil, os.ErrClosed
-	}
-	return s.Sandbox.ReadFile(ctx, name, limit)
-}
-
-func (s *sandboxDown) Run(ctx context.Context, cmd string, timeout time.Duration) (sandbox.Result, error) {
-	if cmd == "fail" {
-		return sandbox.Result{}, os.ErrClosed
-	}
-	return s.Sandbox.Run(ctx, cmd, timeout)
-}
-
-// TestEveryTextComesFromTheSet (issue 12, point 15) drives an episode through every case the
-// harness answers (a turn with no call, warnings, summaries, shell results, a timeout, a cut
-// output, a sandbox failure, bad calls, every finish refusal) under a set whose every text is
-// marked: every message and tool definition the model gets is the set's, and every key shows.
-func TestEveryTextComesFromTheSet(t *testing.T) {
-	sh := func(id, cmd string) model.ToolCall {
-		b, _ := json.Marshal(map[string]string{"cmd": cmd})
-		return call(id, "sh", string(b))
-	}
-	done := func(id, args string) model.ToolCall { return call(id, "done", args) }
-	m := &summarising{script{replies: []model.Message{
-		{Content: "thinking aloud"},
-		{ToolCalls: []model.ToolCall{call("a", "sh", `{"command": "ls"}`), call("b", "web", `{}`), sh("c", "fail"), sh("d", "yes | head -c 30000"),
-			sh("e", "echo partial; sleep 5"), done("f", finishArgs)}},
-		{ToolCalls: []model.ToolCall{done("g", finishArgs), done("h", finishArgs)}},
-		{ToolCalls: []model.ToolCall{done("i", `{not json`)}},
-		{ToolCalls: []model.ToolCall{sh("j", "echo 'not a diagnosis' > agent_output.json"), done("k", finishArgs)}},
-		{ToolCalls: []model.ToolCall{sh("l", "rm agent_output.json && ln -s /etc/hostname agent_output.json"), done("m", finishArgs)}},
-		{ToolCalls: []model.ToolCall{sh("n", "rm agent_output.json && mkfifo agent_output.json"), done("o", finishArgs)}},
-		{ToolCalls: []model.ToolCall{sh("p", "rm agent_output.json && echo '"+diagnosis+"' > agent_output.json && mkfifo pipe"),
-			done("q", `{"reason": "r", "paths": ["missing.txt"]}`)}},
-		{ToolCalls: []model.ToolCall{done("r", `{"reason": "r", "paths": ["../x"]}`)}},
-		{ToolCalls: []model.ToolCall{done("s", `{"reason": "r", "paths": ["pipe"]}`)}},
-		{ToolCalls: []model.ToolCall{done("t", finishArgs)}}, // the sandbox fails to read agent_output.json
-		{ToolCalls: []model.ToolCall{done("u", finishArgs)}},
-	}}}
-	e := lenientEpisode(t, m, 12) // the lenient loop's refusals use every text
-	// Finish calls f, k, m, o, q, r and s read agent_output.json before t does.
-	e.Prompts, e.Sandbox, e.CommandTimeout, e.ContextWindow = markedSet(t), &sandboxDown{Sandbox: e.Sandbox, failRead: 8}, time.Second, 150
-	if out := e.Run(context.Background()); out.Status != grader.StatusOK || out.Turns != 12 {
-		t.Fatalf("outcome = %+v", out)
-	}
-	seen := map[string]bool{}
-	marker := regexp.MustCompile(`\[([a-z_]+)\]`)
-	for _, req := range m.requests {
-		for _, tool := range req.Tools {
-			var params struct {
-				Description string
-				Properties  map[string]struct{ Description string }
-			}
-			json.Unmarshal(tool.Parameters, &params)
-			texts := []string{tool.Description, params.Description}
-			for _, p := range params.Properties {
-				texts = append(texts, p.Description)
-			}
-			for _, text := range texts {
-				if !strings.HasPrefix(text, "[") {
-					t.Errorf("tool %s: a text not from the set: %q", tool.Name, text)
-				}
-				seen[marker.FindStringSubmatch(text)[1]] = true
-			}
-			if tool.Name != "sh" && tool.Name != "done" {
-				t.Errorf("a tool is named %s", tool.Name)
-			}
-		}
-		for _, msg := range req.Messages {
-			if msg.Role == model.RoleAssistant && msg.ToolCalls != nil || msg.Content == "thinking aloud" {
-				continue // the model's own
-			}
-			if !strings.HasPrefix(msg.Content, "[") {
-				t.Errorf("a %s message not from the set: %q", msg.Role, msg.Content)
-			}
-			for _, mk := range marker.FindAllStringSubmatch(msg.Content, -1) {
-				seen[mk[1]] = true
-			}
-		}
-	}
-	for _, k := range promptKeys {
-		if !seen[k.name] && !k.toolName {
-			t.Errorf("the model never saw the text of %s", k.name)
-		}
-	}
-	if first := m.requests[0].Messages; first[0].Content != "[system] 12 sh done" || first[1].Content != "[task]" {
-		t.Errorf("the conversation opens with %+v", first[:2])
 	}
 }

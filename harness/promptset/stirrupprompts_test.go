@@ -1,4 +1,4 @@
-package harness
+package promptset
 
 import (
 	"archive/zip"
@@ -46,7 +46,7 @@ func TestFromStirrupTakesEveryText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	builtin := BuiltinPrompts()
+	builtin := Builtin()
 	want := map[string]string{
 		keySystem: "FIXTURE base: work through the job in at most {{max_turns}} steps, then hand it in.\n FIXTURE nobody answers.\n\nFIXTURE the caller says:\n" +
 			adapterRole,
@@ -73,7 +73,7 @@ func TestFromStirrupTakesEveryText(t *testing.T) {
 		}
 	}
 	// The set is a set like any other: written out and read back, it is the same.
-	back, err := ParsePrompts(p.Format())
+	back, err := Parse(p.Format())
 	if err != nil || back.SHA256() != p.SHA256() {
 		t.Fatalf("the written set reads back as %v, %v", back, err)
 	}

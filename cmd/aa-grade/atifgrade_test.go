@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/harness/atif"
+)
+
+// harborTrial writes a Harbor trial folder of task whose agent's last message is answer.
+func harborTrial(t *testing.T, job, trial, task, started, answer string) {
+	t.Helper()
+	doc := atif.Trajectory{SchemaVersion: "ATIF-v1.6", SessionID: trial, Agent: atif.Agent{Name: "terminus-2", Version: "2.0.0"},
+		Steps: []atif.Step{{StepID: 1, Source: atif.SourceUser, Message: "Diagnose the incident."},
+			{StepID: 2, Source: atif.SourceAgent, Message: atif.Text(answer)}}}
+	b, _ := json.Marshal(doc)
+	result, _ := json.Marshal(map[string]string{"task_name": task, "trial_name": trial, "started_at": started})
+	for name, body := range map[string][]byte{filepath.Join("agent", atif.File): b, "result.json": result} {
+		path := filepath.Join(job, trial, name)
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestGradeHarborJob: grade and analyze take a Harbor job's trajectories as submissions,
+// each task's trials its repeats in the order they started, naming a trial that maps to no
+// task, and the trajectory and step of an answer that is no diagnosis; a job none of whose trajectories answers is refused, saying why.
+func TestGradeHarborJob(t *testing.T) {
+	job := t.TempDir()
+	right := `{"contributing_factors": [{"name": "otel-demo/ConfigMap/flagd-config"}]}`
+	harborTrial(t, job, "s901__b", "Scenario-901", "2026-11-27T10:00:00Z", "The cause:\n```json\n"+right+"\n```")
+	harborTrial(t, job, "s901__a", "Scenario-901", "2026-11-27T09:00:00Z", `{"contributing_factors": []}`)
+	harborTrial(t, job, "lost__c", "", "2026-11-27T09:00:00Z", right)
+	harborTrial(t, job, "s902__x", "Scenario-902", "2026-11-27T09:00:00Z", "I think it is {broken")
+	r := aaGrade(t, nil, "grade", "--json", "--dataset", "demo", job)
+	if r.code != 0 || !strings.Contains(r.stderr, "lost__c") || !strings.Contains(r.stderr, "names no task") {
+		t.Fatalf("grade: exit %d\n%s", r.code, r.stderr)
+	}
+	reason := gjson.Get(r.stdout, `per_task.#(task=="Scenario-902").episodes.0.reason`).String()
+	if !strings.HasPrefix(reason, filepath.Join(job, "s902__x", "agent", atif.File)+" (step 2, the agent's message): invalid submission") {
+		t.Errorf("an invalid answer's reason: %q", reason)
+	}
+	scores := gjson.Get(r.stdout, `per_task.#(task=="Scenario-901").episodes.#.score`).Raw
+	if scores != "[0,1]" {
+		t.Errorf("Scenario-901's repeats scored %s, want [0,1] (the earlier trial first)", scores)
+	}
+	if r := aaGrade(t, nil, "analyze", "--json", "--dataset", "demo", job); r.code != 0 || gjson.Get(r.stdout, "0.summary.episodes").Int() != 24 {
+		t.Errorf("analyze: exit %d\n%.400s\n%s", r.code, r.stdout, r.stderr)
+	}
+	silent := t.TempDir()
+	harborTrial(t, silent, "s901__a", "Scenario-901", "", "")
+	if r := aaGrade(t, nil, "grade", "--dataset", "demo", silent); r.code != 2 || !strings.Contains(r.stderr, "no answer in the ATIF trajectories") || !strings.Contains(r.stderr, "no agent message") {
+		t.Errorf("a job with no answer: exit %d\n%s", r.code, r.stderr)
+	}
+}

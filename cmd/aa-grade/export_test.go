@@ -1,0 +1,325 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/harness/atif"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
+)
+
+// scriptedCall is the tool call of turn n of the scripted providers below: a listing, then
+// the diagnosis written, then finish.
+func scriptedCall(n int) (name, args string) {
+	switch n {
+	case 1:
+		return "code_exec", `{"cmd": "ls alerts"}`
+	case 2:
+		return "code_exec", `{"cmd": "echo '{\"contributing_factors\": [{\"name\": \"otel-demo/ConfigMap/flagd-config\"}]}' > agent_output.json"}`
+	}
+	return "finish", `{"reason": "done", "paths": ["agent_output.json"]}`
+}
+
+// fakeAnthropic answers the Messages API by the script, each reply with a thinking block (its
+// reasoning), a text and a tool_use block, and usage with cache reads and writes.
+func fakeAnthropic(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	turn := 1 + strings.Count(gjson.GetBytes(body, `messages.#(role=="assistant")#.role`).Raw, "assistant")
+	name, args := scriptedCall(turn)
+	json.NewEncoder(w).Encode(map[string]any{"id": fmt.Sprintf("msg_%d", turn), "type": "message", "role": "assistant",
+		"stop_reason": "tool_use", "content": []any{
+			map[string]any{"type": "thinking", "thinking": fmt.Sprintf("Turn %d: the alerts first.", turn), "signature": "sig"},
+			map[string]any{"type": "text", "text": fmt.Sprintf("Step %d.", turn)},
+			map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", turn), "name": name, "input": json.RawMessage(args)}},
+		"usage": map[string]any{"input_tokens": 900, "output_tokens": 40, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 50}})
+}
+
+// fakeResponses answers the Responses API by the script, each reply with a reasoning item
+// whose summary is readable.
+func fakeResponses(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	turn := 1 + int(gjson.GetBytes(body, `input.#(type=="function_call")#`).Get("#").Int())
+	name, args := scriptedCall(turn)
+	json.NewEncoder(w).Encode(map[string]any{"status": "completed", "error": nil, "output": []any{
+		map[string]any{"id": "rs", "type": "reasoning", "summary": []any{map[string]any{"type": "summary_text", "text": fmt.Sprintf("Turn %d: the alerts first.", turn)}}},
+		map[string]any{"type": "function_call", "call_id": fmt.Sprintf("call_%d", turn), "name": name, "arguments": args}},
+		"usage": map[string]any{"input_tokens": 1000, "output_tokens": 50, "input_tokens_details": map[string]any{"cached_tokens": 200},
+			"output_tokens_details": map[string]any{"reasoning_tokens": 30}}})
+}
+
+// TestExportOfEachProvider runs one demo episode with each kind of model (Chat Completions,
+// Anthropic, the Responses API, the baseline), exports it in both formats and checks: every
+// ATIF document is valid by the schema and the format's rules, holds the reasoning the
+// provider sent, every tool result in the step of its call, the tokens the run counted; the
+// export grades as the run did; the chat lines pair each tool result with a call before it.
+func TestExportOfEachProvider(t *testing.T) {
+	schemaDoc, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "atif", "atif.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := jsonschema.Compile(schemaDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls alerts", Answer: []string{"otel-demo/ConfigMap/flagd-config"}}})
+	defer chat.Close()
+	anthropic := httptest.NewServer(http.HandlerFunc(fakeAnthropic))
+	defer anthropic.Close()
+	responses := httptest.NewServer(http.HandlerFunc(fakeResponses))
+	defer responses.Close()
+	for _, p := range []struct {
+		name, model, reasoning string
+		env                    []string
+	}{
+		{"openai", "openai/fake", "", []string{"OPENAI_BASE_URL=" + chat.URL, "OPENAI_API_KEY=sk-test-0123456789"}},
+		{"anthropic", "anthropic/claude-fake", "Turn 1: the alerts first.", []string{"ANTHROPIC_BASE_URL=" + anthropic.URL, "ANTHROPIC_API_KEY=sk-ant-test-0123456789"}},
+		{"responses", "openai-responses/fake", "Turn 1: the alerts first.", []string{"OPENAI_BASE_URL=" + responses.URL, "OPENAI_API_KEY=sk-test-0123456789"}},
+		{"baseline", "builtin/baseline", "", nil},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			dir := t.TempDir()
+			run := filepath.Join(dir, "run")
+			env := append([]string{"XDG_CACHE_HOME=" + t.TempDir()}, p.env...)
+			if r := aaGrade(t, env, "run", "--dataset", "demo", "--model", p.model, "--tasks", "901", "--repeats", "1", "--out", run); r.code != 0 {
+				t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+			}
+			if r := aaGrade(t, nil, "export", run, "--format", "atif"); r.code != 0 || !strings.Contains(r.stdout, "Exported 1 episode") {
+				t.Fatalf("export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			doc := filepath.Join(run+"-atif", "Scenario-901", "1", atif.File)
+			checkATIF(t, schema, doc, run, p.reasoning)
+			if keep := os.Getenv("AA_GRADE_KEEP_ATIF"); keep != "" { // the Python reference's inputs (harness/atif/testdata)
+				b, _ := os.ReadFile(doc)
+				os.WriteFile(filepath.Join(keep, p.name+".json"), b, 0o644)
+			}
+			runScore := aaGrade(t, nil, "grade", "--json", run)
+			exported := aaGrade(t, nil, "grade", "--json", "--dataset", "demo", "--repeats", "1", run+"-atif")
+			if runScore.code != 0 || exported.code != 0 || gjson.Get(exported.stdout, `per_task.#(task=="Scenario-901").score`).Float() != gjson.Get(runScore.stdout, "score").Float() {
+				t.Errorf("the export grades otherwise than the run:\n%s\n%s%s", runScore.stdout, exported.stdout, exported.stderr)
+			}
+			if r := aaGrade(t, nil, "export", run, "--format", "openai-jsonl", "--out", filepath.Join(dir, "chat")); r.code != 0 {
+				t.Fatalf("export openai-jsonl: exit %d\n%s", r.code, r.stderr)
+			}
+			checkChat(t, filepath.Join(dir, "chat"))
+		})
+	}
+}
+
+// checkATIF checks an exported document against the schema and the format's rules, and its
+// content against the run.
+func checkATIF(t *testing.T, schema *jsonschema.Schema, path, run, reasoning string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(b); err != nil {
+		t.Errorf("%s is not valid by atif.schema.json: %v", path, err)
+	}
+	var doc atif.Trajectory
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := atif.Check(&doc); err != nil {
+		t.Errorf("%s breaks the format's rules: %v", path, err)
+	}
+	if doc.SchemaVersion != atif.Version || doc.Steps[0].Source != atif.SourceSystem || doc.Steps[1].Source != atif.SourceUser {
+		t.Errorf("version %s, first steps %s and %s", doc.SchemaVersion, doc.Steps[0].Source, doc.Steps[1].Source)
+	}
+	calls, results, sawReasoning := 0, 0, false
+	for _, s := range doc.Steps {
+		calls += len(s.ToolCalls)
+		if s.Observation != nil {
+			for _, r := range s.Observation.Results {
+				if r.SourceCallID != "" {
+					results++
+				}
+			}
+		}
+		sawReasoning = sawReasoning || (reasoning != "" && strings.Contains(s.ReasoningContent, reasoning))
+	}
+	// Every call but those of the last reply (no later call read their results) has its result.
+	if calls < 3 || results < calls-2 {
+		t.Errorf("%d tool calls, %d results in their steps", calls, results)
+	}
+	if reasoning != "" && !sawReasoning {
+		t.Errorf("no step holds the reasoning %q", reasoning)
+	}
+	r, err := runfolder.Read(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.Results[runfolder.Episode{Task: "Scenario-901", Repeat: 1}]
+	m := doc.FinalMetrics
+	if *m.TotalPromptTokens != res.Tokens.Input || *m.TotalCompletionTokens != res.Tokens.Output || *m.TotalCachedTokens != res.Tokens.CachedRead {
+		t.Errorf("final metrics %d/%d/%d, the run counted %+v", *m.TotalPromptTokens, *m.TotalCompletionTokens, *m.TotalCachedTokens, res.Tokens)
+	}
+	if last := doc.Steps[len(doc.Steps)-1]; last.Observation == nil || !strings.Contains(string(*last.Observation.Results[0].Content), "contributing_factors") {
+		t.Errorf("the last step is not the submission: %+v", last)
+	}
+}
+
+// checkChat checks the openai-jsonl export of one episode: one line, OpenAI's keys only, the
+// prompts first, each tool result after the call it answers; its index names the episode.
+func checkChat(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, chatFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		lines++
+		var line map[string]json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		for k := range line {
+			if k != "messages" && k != "tools" {
+				t.Errorf("a line has the key %q, which OpenAI's files do not", k)
+			}
+		}
+		var msgs []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+		}
+		json.Unmarshal(line["messages"], &msgs)
+		if len(msgs) < 4 || msgs[0].Role != "system" || msgs[1].Role != "user" {
+			t.Fatalf("messages: %s", line["messages"])
+		}
+		called := map[string]bool{}
+		for _, m := range msgs {
+			for _, c := range m.ToolCalls {
+				called[c.ID] = true
+			}
+			if m.Role == "tool" && !called[m.ToolCallID] {
+				t.Errorf("a tool result answers %q before any call of it", m.ToolCallID)
+			}
+		}
+	}
+	index, _ := os.ReadFile(filepath.Join(dir, chatIndex))
+	if lines != 1 || !strings.Contains(string(index), `"line":1,"task":"Scenario-901","repeat":1`) {
+		t.Errorf("%d lines; index %s", lines, index)
+	}
+}
+
+// TestExportRefusals: a bad format, a folder that is no run and an --out holding files are
+// usage errors that write nothing; an episode whose trajectory is broken is named (exit 1)
+// and the others are exported.
+func TestExportRefusals(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901,902", "--repeats", "1", "--out", run); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	full := filepath.Join(dir, "full")
+	os.MkdirAll(full, 0o755)
+	os.WriteFile(filepath.Join(full, "mine.txt"), []byte("keep"), 0o644)
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"bad format": {[]string{"export", run, "--format", "csv"}, `--format "csv": must be atif`},
+		"not a run":  {[]string{"export", dir, "--format", "atif"}, "not a run folder"},
+		"full --out": {[]string{"export", run, "--format", "atif", "--out", full}, "the folder is not empty"},
+		"two runs":   {[]string{"export", run, run, "--format", "atif"}, "export needs one RUN folder, got 2 arguments"},
+		"no format":  {[]string{"export", run}, "format"},
+	} {
+		if r := aaGrade(t, nil, c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: exit %d\n%s", name, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(run + "-atif"); !os.IsNotExist(err) {
+		t.Errorf("a refused export wrote %s (%v)", run+"-atif", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(full, "mine.txt")); string(b) != "keep" {
+		t.Errorf("the user's file became %q", b)
+	}
+	broken := runfolder.EpisodeDir(run, runfolder.Episode{Task: "Scenario-902", Repeat: 1})
+	os.Remove(filepath.Join(broken, runfolder.TrajectoryFile+".zst"))
+	os.WriteFile(filepath.Join(broken, runfolder.TrajectoryFile), []byte(`{"kind":"turn","turn":"one"}`+"\n"), 0o644)
+	r := aaGrade(t, nil, "export", run, "--format", "atif")
+	if r.code != 1 || !strings.Contains(r.stderr, filepath.Join(broken, runfolder.TrajectoryFile)+":1") || !strings.Contains(r.stdout, "Exported 1 episode") {
+		t.Fatalf("a broken trajectory: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(run+"-atif", "Scenario-901", "1", atif.File)); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestExportOfALongEpisode: a long episode whose commands print pages of the snapshot (a
+// trajectory of megabytes, summaries and the harness's messages on the way) exports to a valid
+// document with a step per model call and every result read in its call's step.
+func TestExportOfALongEpisode(t *testing.T) {
+	schemaDoc, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "atif", "atif.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := jsonschema.Compile(schemaDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 60, Command: "head -c 30000 otel_traces_raw.tsv 2>/dev/null || ls -laR", Answer: answer901}})
+	defer srv.Close()
+	run := filepath.Join(t.TempDir(), "run")
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	if r := aaGrade(t, env, "run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1", "--out", run); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := aaGrade(t, nil, "export", run, "--format", "atif"); r.code != 0 {
+		t.Fatalf("export: exit %d\n%s", r.code, r.stderr)
+	}
+	path := filepath.Join(run+"-atif", "Scenario-901", "1", atif.File)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(b); err != nil {
+		t.Fatal(err)
+	}
+	var doc atif.Trajectory
+	json.Unmarshal(b, &doc)
+	if err := atif.Check(&doc); err != nil {
+		t.Fatal(err)
+	}
+	// The replies' prompt tokens pass 70% of the output cap, so the history is summarised on the
+	// way: summary calls are agent steps too, and their calls are never run.
+	agents, summaries, users, answered := 0, 0, 0, 0
+	for _, s := range doc.Steps {
+		switch {
+		case s.Source == atif.SourceAgent && s.Extra["summary"] == true:
+			summaries++
+		case s.Source == atif.SourceAgent:
+			agents++
+			if s.Observation != nil && len(s.Observation.Results) == len(s.ToolCalls) {
+				answered++
+			}
+		case s.Source == atif.SourceUser:
+			users++
+		}
+	}
+	calls := doc.FinalMetrics.Extra["model_calls"].(float64)
+	if summaries == 0 || float64(agents+summaries) != calls || answered != agents-1 || users < 2*summaries || len(b) < 1<<20 {
+		t.Errorf("%d agent steps (%d with every result), %d summaries, %d user steps, %v calls, %d bytes", agents, answered, summaries, users, calls, len(b))
+	}
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
+)
+
+// The libraries say what is wrong; the commands, which know their flags, add the flag or the
+// command that fixes it. Each hint goes at the end of the error's one line and keeps its chain.
+
+// modelSpecError is err of the model value of flag (--model, --judge), saying where the
+// presets are listed when the value named none.
+func modelSpecError(flag string, err error) error {
+	if errors.Is(err, model.ErrNotPreset) {
+		return fmt.Errorf("%s: %w; aa-grade models lists them", flag, err)
+	}
+	return fmt.Errorf("%s: %w", flag, err)
+}
+
+// isolationHint offers --sandbox none, of run, doctor and tasks validate, where no isolating
+// backend works.
+func isolationHint(err error) error {
+	if errors.Is(err, sandbox.ErrNoIsolation) {
+		return fmt.Errorf("%w, or run with --sandbox none at your own risk", err)
+	}
+	return err
+}
+
+// imageHint offers --sandbox-image, of run and doctor, for an image the Docker daemon lacks.
+func imageHint(err error) error {
+	if errors.Is(err, sandbox.ErrNoImage) {
+		return fmt.Errorf("%w, or name another with --sandbox-image", err)
+	}
+	return err
+}

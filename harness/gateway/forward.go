@@ -1,0 +1,235 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
+	"github.com/aa-grade/aa-grade/internal/backoff"
+)
+
+// call is one request passed on to the provider, and what it leaves in the trajectory.
+type call struct {
+	g        *Gateway
+	w        http.ResponseWriter
+	ctx      context.Context // the agent's request's, with the call's recorder
+	url      string
+	header   http.Header
+	body     []byte
+	model    bool // a model call, paced and counted (a token count is neither)
+	events   []model.Event
+	attempt  int
+	started  time.Time
+	paced    time.Duration // waiting for the limiter
+	lastFail []byte        // the provider's last error answer, passed on when the retries give up
+	lastHead http.Header
+	lastCode int
+}
+
+// errRetry marks an attempt that failed where a retry may succeed; the wait is the one the
+// provider asked for, 0 when it did not.
+type errRetry struct {
+	err  error
+	wait time.Duration
+}
+
+func (e *errRetry) Error() string { return e.err.Error() }
+func (e *errRetry) Unwrap() error { return e.err }
+
+// forward passes the agent's request, its body as checked, on to the provider with the run's
+// key, retrying transient failures before anything went back to the agent, and relays the
+// answer. modelCall says whether it is a model call (paced, its usage counted).
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, modelCall bool) {
+	c := &call{g: g, w: w, url: g.cfg.Upstream.url(r.URL), header: g.upstreamHeader(r.Header), body: body, model: modelCall, started: time.Now()}
+	c.ctx = r.Context()
+	defer func() { g.record(c.events) }()
+	c.note(model.Event{Kind: model.KindRequest, URL: c.url, Header: model.RecordedHeader(c.header), Body: body})
+	for c.attempt = 1; ; c.attempt++ {
+		err := c.try()
+		var retry *errRetry
+		if !errors.As(err, &retry) {
+			return
+		}
+		if c.ctx.Err() != nil {
+			return // the agent hung up: nobody waits for a retry
+		}
+		wait := g.cfg.Retry.Delay(c.attempt, retry.wait)
+		if time.Since(c.started)-c.paced+wait > g.cfg.Budget || (backoff.Unreachable(retry.err) && c.attempt >= backoff.UnreachableAttempts) {
+			c.giveUp(retry.err)
+			return
+		}
+		c.note(model.Event{Kind: model.KindRetry, Attempt: c.attempt, Wait: wait, Error: retry.err.Error()})
+		g.count(0, 1)
+		if backoff.Sleep(c.ctx, wait) != nil {
+			return
+		}
+	}
+}
+
+// note adds an event to the call's record.
+func (c *call) note(e model.Event) { c.events = append(c.events, e) }
+
+// try makes one attempt: an *errRetry when it failed before anything went back to the agent
+// and may be retried; any other error when it ended otherwise (the answer, or what could be
+// sent of it, went back to the agent).
+func (c *call) try() error {
+	var permit ratelimit.Permit
+	if c.model {
+		queued := time.Now()
+		p, err := model.AcquireRecorded(c.ctx, c.g.cfg.Limit, len(c.body), c.note)
+		if err != nil {
+			c.note(model.Event{Kind: model.KindResponse, Error: "the agent hung up while the call waited for the rate limiter"})
+			return err
+		}
+		c.paced += time.Since(queued)
+		permit = p
+	}
+	release := func(header http.Header, answer []byte, err error) {
+		if !c.model {
+			return
+		}
+		model.ReleaseRecorded(c.g.cfg.Limit, permit, header, answer, err, c.note)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.g.cfg.AttemptTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(c.body))
+	if err != nil {
+		release(nil, nil, err)
+		c.giveUp(err)
+		return err
+	}
+	req.Header = c.header.Clone()
+	resp, err := c.g.client.Do(req)
+	if err != nil {
+		c.note(model.Event{Kind: model.KindResponse, Error: err.Error()})
+		release(nil, nil, err)
+		return &errRetry{err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		return c.failed(resp, release)
+	}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
+		return c.stream(resp, release)
+	}
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, model.MaxResponseBytes+1))
+	if err == nil && len(answer) > model.MaxResponseBytes {
+		err = fmt.Errorf("the answer is larger than the %d MiB cap on an answer", model.MaxResponseBytes>>20)
+	}
+	if err != nil {
+		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Error: "the answer could not be read: " + err.Error()})
+		release(resp.Header, nil, err)
+		return &errRetry{err: err}
+	}
+	c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer)})
+	release(resp.Header, answer, nil)
+	if c.model {
+		usage := gjson.GetBytes(answer, "usage")
+		c.used(usage.Raw)
+	}
+	c.relay(resp.StatusCode, resp.Header, answer)
+	return nil
+}
+
+// failed handles an error answer: a transient one (408, 409, 429, 5xx, Anthropic's 529) is
+// retried, at the wait the provider asks for; any other goes back to the agent as it came.
+func (c *call) failed(resp *http.Response, release func(http.Header, []byte, error)) error {
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, model.MaxResponseBytes)) // what could be read of an error is enough
+	apiErr := &model.APIError{Status: resp.StatusCode, Message: string(model.Scrub(answer, c.g.cfg.Upstream.APIKey))}
+	c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer)})
+	release(resp.Header, nil, apiErr)
+	if !apiErr.Transient() {
+		c.relay(resp.StatusCode, resp.Header, answer)
+		return apiErr
+	}
+	c.lastFail, c.lastHead, c.lastCode = answer, resp.Header, resp.StatusCode
+	return &errRetry{err: fmt.Errorf("HTTP %d", resp.StatusCode), wait: model.RetryAfter(resp.Header)}
+}
+
+// giveUp ends a call whose retries are spent: the provider's last error answer goes back to
+// the agent, or a 502 when no answer came.
+func (c *call) giveUp(err error) {
+	if c.lastFail != nil {
+		c.relay(c.lastCode, c.lastHead, c.lastFail)
+		return
+	}
+	why := fmt.Sprintf("the gateway got no answer from the provider in %d attempts: %v", c.attempt, err)
+	c.note(model.Event{Kind: model.KindResponse, Status: unreachable.status, Error: why})
+	c.g.count(1, 0)
+	writeJSON(c.w, unreachable.status, unreachable.errorBody(c.g.cfg.Upstream.Protocol, why))
+}
+
+// used counts the usage an answer reports (usage, its usage object; "" when none).
+func (c *call) used(usage string) {
+	if usage == "" || !gjson.Parse(usage).IsObject() {
+		c.note(model.Event{Kind: model.KindNoUsage, Error: "the answer reports no token usage: the call's tokens are unknown and count as 0"})
+		return
+	}
+	c.g.used(readUsage(c.g.cfg.Upstream.Protocol, []byte(usage)))
+}
+
+// readUsage reads a usage object of protocol p.
+func readUsage(p Protocol, usage []byte) model.Usage {
+	switch p {
+	case Chat:
+		return model.ChatUsage(usage)
+	case Responses:
+		return model.ResponsesUsage(usage)
+	}
+	return model.AnthropicUsage(usage)
+}
+
+// relay sends an answer back to the agent, with the key scrubbed from it.
+func (c *call) relay(status int, header http.Header, answer []byte) {
+	copyAnswerHeader(c.w.Header(), header)
+	c.w.WriteHeader(status)
+	c.w.Write(model.Scrub(answer, c.g.cfg.Upstream.APIKey)) // an agent that hung up needs no answer
+}
+
+// forwardedHeaders are the agent's headers passed on to the provider: what says how to read
+// the request, the API version and features asked for. The rest (credentials, an OpenAI
+// organization or project of the agent's choosing, encodings the gateway would have to
+// undo) stays.
+var forwardedHeaders = []string{"Accept", "User-Agent", "Anthropic-Version", "Anthropic-Beta", "Openai-Beta"}
+
+// upstreamHeader is the header of a call to the provider: the agent's forwardedHeaders and the
+// run's key.
+func (g *Gateway) upstreamHeader(agent http.Header) http.Header {
+	h := http.Header{}
+	for _, k := range forwardedHeaders {
+		if v := agent.Values(k); len(v) > 0 {
+			h[k] = v
+		}
+	}
+	h.Set("Content-Type", "application/json")
+	if g.cfg.Upstream.Protocol == Messages {
+		h.Set("X-Api-Key", g.cfg.Upstream.APIKey)
+		if h.Get("Anthropic-Version") == "" {
+			h.Set("Anthropic-Version", model.AnthropicVersion)
+		}
+	} else {
+		h.Set("Authorization", "Bearer "+g.cfg.Upstream.APIKey)
+	}
+	return h
+}
+
+// answerHeaders are the provider's headers passed back to the agent: how to read the answer,
+// the request's id, and when to retry.
+var answerHeaders = []string{"Content-Type", "Request-Id", "X-Request-Id", "Retry-After", "Retry-After-Ms"}
+
+func copyAnswerHeader(dst, src http.Header) {
+	for _, k := range answerHeaders {
+		if v := src.Values(k); len(v) > 0 {
+			dst[k] = v
+		}
+	}
+}

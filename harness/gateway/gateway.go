@@ -1,0 +1,276 @@
+// Package gateway is the model gateway of an agent's episode (issue 26): an HTTP server that
+// an agent inside the sandbox calls as it would call its provider, speaking OpenAI Chat
+// Completions, the OpenAI Responses API or Anthropic Messages, streaming included. The agent
+// holds only the episode's token; the gateway puts the run's key on each call it passes on to
+// the run's provider, so the key never enters the sandbox. It allows only the run's model,
+// paces calls with the run's rate limiter, retries as the providers of harness/model do,
+// refuses calls past the episode's caps, and records every call, refused ones included, in the
+// episode's trajectory as model.Events.
+package gateway
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
+	"github.com/aa-grade/aa-grade/internal/backoff"
+)
+
+// Protocol is one of the wire protocols the gateway speaks.
+type Protocol int
+
+const (
+	// Chat is OpenAI Chat Completions, POST /v1/chat/completions.
+	Chat Protocol = iota
+	// Responses is the OpenAI Responses API, POST /v1/responses.
+	Responses
+	// Messages is Anthropic Messages, POST /v1/messages (and /v1/messages/count_tokens).
+	Messages
+)
+
+// String names the protocol as its provider does.
+func (p Protocol) String() string {
+	return [...]string{"OpenAI Chat Completions", "OpenAI Responses", "Anthropic Messages"}[p]
+}
+
+// Path is where an agent calls the protocol on the gateway.
+func (p Protocol) Path() string {
+	return [...]string{"/v1/chat/completions", "/v1/responses", "/v1/messages"}[p]
+}
+
+// Upstream is the run's provider: the protocol its model speaks and where.
+type Upstream struct {
+	Protocol Protocol
+	// BaseURL is the API root as model.Options has it: with /v1 for the OpenAI APIs
+	// (https://api.openai.com/v1), without for Anthropic (https://api.anthropic.com).
+	BaseURL string
+	APIKey  string
+}
+
+// url is where a call the agent made to the gateway's URL at goes, its query kept (Claude
+// Code's ?beta=true).
+func (u Upstream) url(at *url.URL) string {
+	target := strings.TrimRight(u.BaseURL, "/")
+	if u.Protocol == Messages {
+		target += at.Path
+	} else {
+		target += strings.TrimPrefix(at.Path, "/v1")
+	}
+	if at.RawQuery != "" {
+		target += "?" + at.RawQuery
+	}
+	return target
+}
+
+// Caps bound an episode's model calls; 0 is no cap.
+type Caps struct {
+	Calls   int     // model calls (--max-turns)
+	Tokens  int64   // input and output tokens, summed over the calls
+	CostUSD float64 // at the run's prices
+}
+
+// Config is what the run gives one episode's gateway.
+type Config struct {
+	Token    string   // the episode's token, the only credential the gateway accepts
+	Model    string   // the run's model, the only one the agent may ask for
+	Mapped   []string // path.Match patterns of other names served by Model (a CLI's background model)
+	Upstream Upstream
+	HTTP     *http.Client   // nil: http.DefaultClient
+	Retry    backoff.Policy // zero: model.DefaultRetry
+	// Budget bounds the retries of one call, time waiting for the limiter aside (default 10
+	// minutes), and AttemptTimeout one attempt, a whole stream included (default 15 minutes),
+	// as for the providers of harness/model.
+	Budget         time.Duration
+	AttemptTimeout time.Duration
+	Limit          *ratelimit.Limiter // the run's, shared by every episode; nil paces nothing
+	Prices         *model.Prices      // nil: costs unknown (then Caps.CostUSD cannot be set)
+	Caps           Caps
+	// Record receives the episode's trajectory events. A call's events come together when the
+	// call ends, so that the lines of calls made at once do not interleave; calls are
+	// recorded one at a time.
+	Record func(model.Event)
+	// Capped is told, once, the first time a call is refused past a cap, so that the episode
+	// can stop its agent and end with its own status (the error wraps ErrCap).
+	Capped func(error)
+}
+
+// ErrCap marks a call refused because the episode reached one of its caps.
+var ErrCap = errors.New("the episode reached its cap")
+
+// Totals are what an episode's calls added up to.
+type Totals struct {
+	Calls   int         // model calls passed on (refused ones and token counts aside)
+	Refused int         // requests the gateway answered itself with an error
+	Retries int         // attempts retried
+	Usage   model.Usage // as the answers report it
+	CostUSD *float64    // nil when the prices are unknown
+	Capped  error       // the first cap a call was refused for; nil none
+}
+
+// Gateway serves one episode's agent. It is an http.Handler: serve it on whatever listener
+// the sandbox relays (http.Serve(l, g), or an http.Server with timeouts).
+type Gateway struct {
+	cfg      Config
+	client   *http.Client
+	recordMu sync.Mutex // one call's events at a time
+
+	mu     sync.Mutex
+	totals Totals
+}
+
+// defaultBudget and defaultAttemptTimeout are the model package's for its providers.
+const (
+	defaultBudget         = 10 * time.Minute
+	defaultAttemptTimeout = 15 * time.Minute
+)
+
+// New checks cfg and returns the episode's gateway.
+func New(cfg Config) (*Gateway, error) {
+	switch {
+	case len(cfg.Token) < 16:
+		return nil, fmt.Errorf("gateway: the episode's token must be 16 characters or more, so that it cannot be guessed")
+	case cfg.Model == "":
+		return nil, fmt.Errorf("gateway: no model")
+	case cfg.Upstream.Protocol < Chat || cfg.Upstream.Protocol > Messages:
+		return nil, fmt.Errorf("gateway: unknown protocol %d", cfg.Upstream.Protocol)
+	case !strings.HasPrefix(cfg.Upstream.BaseURL, "http://") && !strings.HasPrefix(cfg.Upstream.BaseURL, "https://"):
+		return nil, fmt.Errorf("gateway: the base URL of %s, %q, is no http:// or https:// URL", cfg.Upstream.Protocol, cfg.Upstream.BaseURL)
+	case cfg.Caps.Calls < 0 || cfg.Caps.Tokens < 0 || cfg.Caps.CostUSD < 0:
+		return nil, fmt.Errorf("gateway: caps must be 0 (none) or more: %+v", cfg.Caps)
+	case cfg.Caps.CostUSD > 0 && cfg.Prices == nil:
+		return nil, fmt.Errorf("gateway: a cost cap of $%g needs the model's prices", cfg.Caps.CostUSD)
+	}
+	for _, p := range cfg.Mapped {
+		if _, err := path.Match(p, ""); err != nil {
+			return nil, fmt.Errorf("gateway: model pattern %q: %w", p, err)
+		}
+	}
+	if cfg.Retry == (backoff.Policy{}) {
+		cfg.Retry = model.DefaultRetry
+	}
+	if cfg.Budget <= 0 {
+		cfg.Budget = defaultBudget
+	}
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = defaultAttemptTimeout
+	}
+	client := cfg.HTTP
+	if client == nil {
+		client = http.DefaultClient
+	}
+	g := &Gateway{cfg: cfg, client: client}
+	g.totals.CostUSD = cfg.Prices.Cost(model.Usage{})
+	return g, nil
+}
+
+// Totals returns the episode's totals so far.
+func (g *Gateway) Totals() Totals {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.totals
+	if t.CostUSD != nil {
+		cost := *t.CostUSD
+		t.CostUSD = &cost
+	}
+	return t
+}
+
+// authorized reports whether r carries the episode's token, as a bearer token or as
+// Anthropic's x-api-key, compared in constant time.
+func (g *Gateway) authorized(r *http.Request) bool {
+	token := []byte(g.cfg.Token)
+	bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(bearer)), token) == 1 {
+		return true
+	}
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Api-Key")), token) == 1
+}
+
+// servedModel is the model a call asking for name goes to: the run's model, when name is it
+// or matches a mapped pattern; ok false otherwise.
+func (g *Gateway) servedModel(name string) (served string, ok bool) {
+	if name == g.cfg.Model {
+		return name, true
+	}
+	for _, p := range g.cfg.Mapped {
+		if m, _ := path.Match(p, name); m {
+			return g.cfg.Model, true
+		}
+	}
+	return "", false
+}
+
+// reserve counts a model call about to go, unless a cap is reached: then it returns the
+// cap's error, telling Capped the first time.
+func (g *Gateway) reserve() error {
+	g.mu.Lock()
+	err := g.capReached()
+	if err == nil {
+		g.totals.Calls++
+		g.mu.Unlock()
+		return nil
+	}
+	first := g.totals.Capped == nil
+	if first {
+		g.totals.Capped = err
+	}
+	g.mu.Unlock()
+	if first && g.cfg.Capped != nil {
+		g.cfg.Capped(err)
+	}
+	return err
+}
+
+// capReached is the error of the first cap the episode reached; nil none. g.mu is held.
+func (g *Gateway) capReached() error {
+	c, t := g.cfg.Caps, &g.totals
+	switch {
+	case c.Calls > 0 && t.Calls >= c.Calls:
+		return fmt.Errorf("%w of %d model calls", ErrCap, c.Calls)
+	case c.Tokens > 0 && t.Usage.Input+t.Usage.Output >= c.Tokens:
+		return fmt.Errorf("%w of %d tokens (%d used)", ErrCap, c.Tokens, t.Usage.Input+t.Usage.Output)
+	case c.CostUSD > 0 && *t.CostUSD >= c.CostUSD:
+		return fmt.Errorf("%w of $%.4f ($%.4f spent)", ErrCap, c.CostUSD, *t.CostUSD)
+	}
+	return nil
+}
+
+// used adds a call's usage to the totals.
+func (g *Gateway) used(u model.Usage) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.totals.Usage.Add(u)
+	g.totals.CostUSD = g.cfg.Prices.Cost(g.totals.Usage)
+}
+
+// count adds to the refused requests and retried attempts.
+func (g *Gateway) count(refused, retries int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.totals.Refused += refused
+	g.totals.Retries += retries
+}
+
+// record hands a call's events to the trajectory, together, with the key scrubbed from
+// anything the provider sent (some quote a rejected key in their error).
+func (g *Gateway) record(events []model.Event) {
+	if g.cfg.Record == nil {
+		return
+	}
+	g.recordMu.Lock()
+	defer g.recordMu.Unlock()
+	key := g.cfg.Upstream.APIKey
+	for _, e := range events {
+		e.Body = model.Scrub(e.Body, key)
+		e.Error = string(model.Scrub([]byte(e.Error), key))
+		g.cfg.Record(e)
+	}
+}

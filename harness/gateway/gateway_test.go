@@ -1,0 +1,534 @@
+package gateway_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/harness/gateway"
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
+	"github.com/aa-grade/aa-grade/internal/testsupport/closedport"
+	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
+)
+
+// TestPassesCallsOn: each protocol's call, plain and streamed, reaches the provider with the
+// run's key in place of the token and comes back as the provider sent it; the usage is
+// counted and the call recorded as the providers of harness/model record theirs.
+func TestPassesCallsOn(t *testing.T) {
+	prices := &model.Prices{Input: 1, Output: 2}
+	for _, p := range protocols {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s stream=%v", p, stream), func(t *testing.T) {
+				f := newProvider(t, p)
+				e := newEpisode(t, f, func(c *gateway.Config) { c.Prices = prices })
+				resp, body := e.call(t, p, runModel, stream)
+				want := plainAnswers[p]
+				if stream {
+					want = strings.Join(streamEvents[p], "")
+				}
+				if resp.StatusCode != http.StatusOK || body != want {
+					t.Fatalf("answer %d %q, want the provider's %q", resp.StatusCode, body, want)
+				}
+				if ct := resp.Header.Get("Content-Type"); stream != strings.HasPrefix(ct, "text/event-stream") {
+					t.Errorf("Content-Type %q", ct)
+				}
+				header, sent, path := f.sent(0)
+				if path != p.Path() {
+					t.Errorf("the provider was called at %s", path)
+				}
+				if p == gateway.Messages {
+					if header.Get("X-Api-Key") != canary || header.Get("Authorization") != "" || header.Get("Anthropic-Version") == "" {
+						t.Errorf("the provider got the headers %v", header)
+					}
+				} else if header.Get("Authorization") != "Bearer "+canary || header.Get("X-Api-Key") != "" {
+					t.Errorf("the provider got the headers %v", header)
+				}
+				if gjson.Get(sent, "model").String() != runModel {
+					t.Errorf("the provider got %s", sent)
+				}
+				if p == gateway.Chat && stream && !gjson.Get(sent, "stream_options.include_usage").Bool() {
+					t.Errorf("a streamed chat call must ask for its usage: %s", sent)
+				}
+				tot := e.gw.Totals()
+				if tot.Calls != 1 || tot.Usage.Input != 11 || tot.Usage.Output != 7 || tot.CostUSD == nil || *tot.CostUSD != 25e-6 {
+					t.Errorf("totals %+v", tot)
+				}
+				events := e.recorded()
+				if len(events) != 2 || events[0].Kind != model.KindRequest || events[1].Kind != model.KindResponse {
+					t.Fatalf("recorded %+v", events)
+				}
+				req, got := events[0], events[1]
+				if req.URL != f.srv.URL+p.Path() {
+					t.Errorf("recorded the URL %s", req.URL)
+				}
+				for k, v := range req.Header {
+					if strings.EqualFold(k, "Authorization") || strings.EqualFold(k, "X-Api-Key") {
+						if v != "[REDACTED]" {
+							t.Errorf("recorded %s: %s", k, v)
+						}
+					}
+				}
+				if string(req.Body) != sent || got.Status != http.StatusOK || got.Error != "" {
+					t.Errorf("recorded %s, then %d %s", req.Body, got.Status, got.Error)
+				}
+				if recordedText(got.Body) != want {
+					t.Errorf("recorded the answer %s", got.Body)
+				}
+			})
+		}
+	}
+}
+
+// recordedText is a recorded body as text: a stream's text is a JSON string, a JSON answer
+// itself.
+func recordedText(b json.RawMessage) string {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		return s
+	}
+	return string(b)
+}
+
+// TestRefusesOtherCredentials: no token, another one, or the token cut short is a 401 in the
+// protocol's own shape; nothing reaches the provider, and the attempt is recorded.
+func TestRefusesOtherCredentials(t *testing.T) {
+	for _, p := range protocols {
+		f := newProvider(t, p)
+		e := newEpisode(t, f, nil)
+		for name, set := range map[string]func(*http.Request){
+			"none":           func(r *http.Request) {},
+			"another bearer": func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+canary) },
+			"token cut":      func(r *http.Request) { r.Header.Set("x-api-key", token[:len(token)-1]) },
+			"token as basic": func(r *http.Request) { r.Header.Set("Authorization", "Basic "+token) },
+		} {
+			req := e.request(t, p, p.Path(), requestBody(p, runModel, false))
+			req.Header.Del("Authorization")
+			req.Header.Del("x-api-key")
+			set(req)
+			resp, body, _ := do(t, req)
+			kind, _ := errorOf(t, p, body)
+			if resp.StatusCode != http.StatusUnauthorized || (kind != "authentication_error" && kind != "invalid_api_key") {
+				t.Errorf("%s, %s: %d %s", p, name, resp.StatusCode, body)
+			}
+		}
+		if f.calls() != 0 {
+			t.Errorf("%s: the provider was called %d times", p, f.calls())
+		}
+		events := e.recorded()
+		if len(events) != 8 || events[1].Status != http.StatusUnauthorized || !strings.Contains(events[1].Error, "refused") {
+			t.Errorf("%s: recorded %+v", p, events)
+		}
+		if got := e.gw.Totals(); got.Refused != 4 || got.Calls != 0 {
+			t.Errorf("%s: totals %+v", p, got)
+		}
+	}
+}
+
+// TestModels: another model is refused naming the run's; a mapped one (a CLI's background
+// model) goes to the provider as the run's model; the models list names the run's alone.
+func TestModels(t *testing.T) {
+	for _, p := range protocols {
+		f := newProvider(t, p)
+		e := newEpisode(t, f, func(c *gateway.Config) { c.Mapped = []string{"*-haiku-*"} })
+		resp, body := e.call(t, p, "gpt-other", false)
+		kind, message := errorOf(t, p, body)
+		if resp.StatusCode != http.StatusNotFound || (kind != "not_found_error" && kind != "model_not_found") || !strings.Contains(message, runModel) {
+			t.Errorf("%s: another model: %d %s", p, resp.StatusCode, body)
+		}
+		resp, body, _ = do(t, e.request(t, p, p.Path(), `{"model":7}`))
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: a model that is no string: %d %s", p, resp.StatusCode, body)
+		}
+		if f.calls() != 0 {
+			t.Fatalf("%s: refused models reached the provider", p)
+		}
+		if resp, body := e.call(t, p, "claude-haiku-4-5", false); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: a mapped model: %d %s", p, resp.StatusCode, body)
+		}
+		if _, sent, _ := f.sent(0); gjson.Get(sent, "model").String() != runModel || !strings.Contains(sent, `"messages"`) && !strings.Contains(sent, `"input"`) {
+			t.Errorf("%s: a mapped model went as %s", p, sent)
+		}
+
+		req := e.request(t, p, "/v1/models", "")
+		req.Method = http.MethodGet
+		resp, body, _ = do(t, req)
+		if resp.StatusCode != http.StatusOK || gjson.Get(body, "data.#").Int() != 1 || gjson.Get(body, "data.0.id").String() != runModel {
+			t.Errorf("%s: models: %d %s", p, resp.StatusCode, body)
+		}
+		if wantAnthropic := p == gateway.Messages; gjson.Get(body, "has_more").Exists() != wantAnthropic {
+			t.Errorf("%s: models in the other protocol's shape: %s", p, body)
+		}
+	}
+}
+
+// TestRoutes: what the gateway does not pass on is refused in the shape of the protocol asked
+// for; Anthropic's token counting goes to the provider but counts as no model call.
+func TestRoutes(t *testing.T) {
+	f := newProvider(t, gateway.Messages, status(http.StatusOK, `{"input_tokens":42}`))
+	e := newEpisode(t, f, func(c *gateway.Config) { c.Caps.Calls = 1 })
+	resp, body, _ := do(t, e.request(t, gateway.Messages, "/v1/messages/count_tokens", requestBody(gateway.Messages, runModel, false)))
+	if resp.StatusCode != http.StatusOK || body != `{"input_tokens":42}` || e.gw.Totals().Calls != 0 {
+		t.Errorf("count_tokens: %d %s, totals %+v", resp.StatusCode, body, e.gw.Totals())
+	}
+	if _, _, path := f.sent(0); path != "/v1/messages/count_tokens" {
+		t.Errorf("count_tokens went to %s", path)
+	}
+	f.queue(func(w http.ResponseWriter, r *http.Request) {
+		status(http.StatusOK, plainAnswers[gateway.Messages]+r.URL.RawQuery)(w, r)
+	})
+	resp, body, _ = do(t, e.request(t, gateway.Messages, "/v1/messages?beta=true", requestBody(gateway.Messages, runModel, false)))
+	if resp.StatusCode != http.StatusOK || !strings.HasSuffix(body, "beta=true") {
+		t.Errorf("a call with a query: %d %s", resp.StatusCode, body)
+	}
+
+	resp, body, _ = do(t, e.request(t, gateway.Chat, "/v1/chat/completions", requestBody(gateway.Chat, runModel, false)))
+	code, message := errorOf(t, gateway.Chat, body)
+	if resp.StatusCode != http.StatusNotFound || code != "unknown_url" || !strings.Contains(message, "/v1/messages") {
+		t.Errorf("another protocol: %d %s", resp.StatusCode, body)
+	}
+	resp, body, _ = do(t, e.request(t, gateway.Messages, "/v1/complete", `{}`))
+	if kind, _ := errorOf(t, gateway.Messages, body); resp.StatusCode != http.StatusNotFound || kind != "not_found_error" {
+		t.Errorf("an unknown path: %d %s", resp.StatusCode, body)
+	}
+	req := e.request(t, gateway.Messages, "/v1/messages", "")
+	req.Method = http.MethodGet
+	if resp, body, _ := do(t, req); resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET: %d %s", resp.StatusCode, body)
+	}
+	resp, body, _ = do(t, e.request(t, gateway.Messages, "/v1/messages", `{"model":"run-model-1",`))
+	if kind, _ := errorOf(t, gateway.Messages, body); resp.StatusCode != http.StatusBadRequest || kind != "invalid_request_error" {
+		t.Errorf("a body that is not JSON: %d %s", resp.StatusCode, body)
+	}
+	if f.calls() != 2 {
+		t.Errorf("the provider got %d calls", f.calls())
+	}
+}
+
+// TestCaps: past a cap, a call is a 400 (which clients do not retry) in the protocol's shape;
+// the episode is told once; the usage of streams counts as that of plain answers.
+func TestCaps(t *testing.T) {
+	for name, caps := range map[string]gateway.Caps{"calls": {Calls: 2}, "tokens": {Tokens: 36}, "cost": {CostUSD: 50e-6}} {
+		for _, p := range protocols {
+			f := newProvider(t, p)
+			e := newEpisode(t, f, func(c *gateway.Config) { c.Caps, c.Prices = caps, &model.Prices{Input: 1, Output: 2} })
+			for i := range 2 {
+				if resp, body := e.call(t, p, runModel, i == 1); resp.StatusCode != http.StatusOK {
+					t.Fatalf("%s %s: call %d: %d %s", name, p, i+1, resp.StatusCode, body)
+				}
+			}
+			for range 2 {
+				resp, body := e.call(t, p, runModel, true)
+				kind, message := errorOf(t, p, body)
+				if resp.StatusCode != http.StatusBadRequest || (kind != "invalid_request_error" && kind != "episode_cap_reached") || !strings.Contains(message, "cap") {
+					t.Errorf("%s %s: past the cap: %d %s", name, p, resp.StatusCode, body)
+				}
+			}
+			tot := e.gw.Totals()
+			if f.calls() != 2 || tot.Calls != 2 || tot.Refused != 2 || !errors.Is(tot.Capped, gateway.ErrCap) {
+				t.Errorf("%s %s: the provider got %d calls; totals %+v", name, p, f.calls(), tot)
+			}
+			if told := e.told(); len(told) != 1 || !errors.Is(told[0], gateway.ErrCap) {
+				t.Errorf("%s %s: told %v", name, p, told)
+			}
+		}
+	}
+}
+
+// TestNewRefuses: a configuration the gateway cannot hold to is an error, naming what.
+func TestNewRefuses(t *testing.T) {
+	for want, change := range map[string]func(*gateway.Config){
+		"token":    func(c *gateway.Config) { c.Token = "short" },
+		"no model": func(c *gateway.Config) { c.Model = "" },
+		"protocol": func(c *gateway.Config) { c.Upstream.Protocol = 7 },
+		"base URL": func(c *gateway.Config) { c.Upstream.BaseURL = "api.openai.com/v1" },
+		"0 (none)": func(c *gateway.Config) { c.Caps.Calls = -1 },
+		"prices":   func(c *gateway.Config) { c.Caps.CostUSD = 1 },
+		"pattern":  func(c *gateway.Config) { c.Mapped = []string{"claude-[haiku"} },
+	} {
+		cfg := gateway.Config{Token: token, Model: runModel, Upstream: gateway.Upstream{BaseURL: "http://127.0.0.1/v1"}}
+		change(&cfg)
+		if _, err := gateway.New(cfg); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", want, err)
+		}
+	}
+}
+
+// TestRetries: 429s (their retry-after honoured) and 5xx are retried, the limiter fed; a
+// stream cut before its first event is retried, one cut after is not and reaches the agent
+// cut; an error the provider means (400) goes back at once; an unreachable provider is a 502.
+func TestRetries(t *testing.T) {
+	t.Run("429 then 500", func(t *testing.T) {
+		f := newProvider(t, gateway.Messages,
+			status(http.StatusTooManyRequests, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, "retry-after-ms", "1"),
+			status(http.StatusInternalServerError, `{"type":"error","error":{"type":"api_error","message":"oops"}}`))
+		lim, err := ratelimit.New(ratelimit.Limits{MaxInFlight: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEpisode(t, f, func(c *gateway.Config) { c.Limit = lim })
+		if resp, body := e.call(t, gateway.Messages, runModel, true); resp.StatusCode != http.StatusOK || body != strings.Join(streamEvents[gateway.Messages], "") {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		if f.calls() != 3 || e.gw.Totals().Retries != 2 {
+			t.Errorf("%d calls, totals %+v", f.calls(), e.gw.Totals())
+		}
+		if st := lim.Status(); st.Calls != 3 || st.RateLimited != 1 {
+			t.Errorf("limiter %+v", st)
+		}
+		var kinds []string
+		for _, ev := range e.recorded() {
+			kinds = append(kinds, string(ev.Kind))
+		}
+		if got := strings.Join(kinds, " "); got != "request response throttle retry response retry response" {
+			t.Errorf("recorded %s", got)
+		}
+	})
+	t.Run("cut before the first event", func(t *testing.T) {
+		events := streamEvents[gateway.Responses]
+		f := newProvider(t, gateway.Responses, cut(events, 0))
+		e := newEpisode(t, f, nil)
+		if resp, body := e.call(t, gateway.Responses, runModel, true); resp.StatusCode != http.StatusOK || body != strings.Join(events, "") {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		if f.calls() != 2 {
+			t.Errorf("%d calls", f.calls())
+		}
+	})
+	t.Run("cut after the first event", func(t *testing.T) {
+		events := streamEvents[gateway.Chat]
+		f := newProvider(t, gateway.Chat, cut(events, 2))
+		e := newEpisode(t, f, nil)
+		resp, body, err := do(t, e.request(t, gateway.Chat, gateway.Chat.Path(), requestBody(gateway.Chat, runModel, true)))
+		if err == nil || resp.StatusCode != http.StatusOK || body != strings.Join(events[:2], "") {
+			t.Fatalf("the agent read %d %q, %v: want the two events sent, then the stream cut", resp.StatusCode, body, err)
+		}
+		ev := e.recorded()
+		if f.calls() != 1 || len(ev) != 3 || !strings.Contains(ev[1].Error, "cut") || recordedText(ev[1].Body) != strings.Join(events[:2], "") || ev[2].Kind != model.KindNoUsage {
+			t.Errorf("%d calls, recorded %+v", f.calls(), ev)
+		}
+	})
+	t.Run("a stream that ends early", func(t *testing.T) {
+		events := streamEvents[gateway.Messages]
+		f := newProvider(t, gateway.Messages, streamed(events[:3], nil))
+		e := newEpisode(t, f, nil)
+		if _, _, err := do(t, e.request(t, gateway.Messages, gateway.Messages.Path(), requestBody(gateway.Messages, runModel, true))); err == nil {
+			t.Error("a stream without its message_stop reached the agent whole")
+		}
+		if tot := e.gw.Totals(); tot.Usage.Input != 11 {
+			t.Errorf("the input a cut stream spent is not counted: %+v", tot)
+		}
+	})
+	t.Run("400", func(t *testing.T) {
+		const refused = `{"error":{"message":"bad tool","type":"invalid_request_error","param":null,"code":null}}`
+		f := newProvider(t, gateway.Chat, status(http.StatusBadRequest, refused))
+		e := newEpisode(t, f, nil)
+		if resp, body := e.call(t, gateway.Chat, runModel, false); resp.StatusCode != http.StatusBadRequest || body != refused || f.calls() != 1 {
+			t.Errorf("%d %s after %d calls", resp.StatusCode, body, f.calls())
+		}
+	})
+	t.Run("retries spent", func(t *testing.T) {
+		const busy = `{"error":{"message":"busy","type":"server_error","param":null,"code":null}}`
+		f := newProvider(t, gateway.Chat, status(503, busy), status(503, busy), status(503, busy))
+		e := newEpisode(t, f, func(c *gateway.Config) { c.Budget = 1 })
+		if resp, body := e.call(t, gateway.Chat, runModel, false); resp.StatusCode != 503 || body != busy || f.calls() != 1 {
+			t.Errorf("%d %s after %d calls", resp.StatusCode, body, f.calls())
+		}
+	})
+	t.Run("unreachable", func(t *testing.T) {
+		f := newProvider(t, gateway.Responses)
+		e := newEpisode(t, f, func(c *gateway.Config) { c.Upstream.BaseURL = "http://" + closedport.Addr(t) + "/v1" })
+		resp, body := e.call(t, gateway.Responses, runModel, false)
+		code, message := errorOf(t, gateway.Responses, body)
+		if resp.StatusCode != http.StatusBadGateway || code != "upstream_unreachable" || !strings.Contains(message, "3 attempts") {
+			t.Errorf("%d %s", resp.StatusCode, body)
+		}
+	})
+}
+
+// TestKeyNeverLeaks: a provider that quotes the key, in an error or in a stream, has it
+// scrubbed from what the agent reads and from the trajectory; the token never reaches the
+// provider.
+func TestKeyNeverLeaks(t *testing.T) {
+	quoting := strings.ReplaceAll(streamEvents[gateway.Messages][3], "Hello", "your key is "+canary)
+	events := append([]string{}, streamEvents[gateway.Messages]...)
+	events[3] = quoting
+	f := newProvider(t, gateway.Messages,
+		status(http.StatusUnauthorized, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key `+canary+`"}}`, "X-Echo", canary),
+		streamed(events, nil))
+	e := newEpisode(t, f, nil)
+	var read strings.Builder
+	for _, stream := range []bool{false, true} {
+		resp, body := e.call(t, gateway.Messages, runModel, stream)
+		fmt.Fprint(&read, resp.Header, body)
+	}
+	if strings.Contains(read.String(), canary) || !strings.Contains(read.String(), "[REDACTED]") {
+		t.Errorf("the agent read the key: %s", read.String())
+	}
+	recorded, _ := json.Marshal(e.recorded())
+	if strings.Contains(string(recorded), canary) {
+		t.Errorf("the trajectory holds the key: %s", recorded)
+	}
+	for i := range f.calls() {
+		header, body, _ := f.sent(i)
+		if strings.Contains(fmt.Sprint(header, body), token) {
+			t.Errorf("the provider got the token: %v %s", header, body)
+		}
+	}
+}
+
+// TestConcurrentCalls: calls made at once, paced by a limiter that lets two go at a time, are
+// each answered whole, counted once and recorded as request and response side by side.
+func TestConcurrentCalls(t *testing.T) {
+	f := newProvider(t, gateway.Chat)
+	lim, err := ratelimit.New(ratelimit.Limits{MaxInFlight: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEpisode(t, f, func(c *gateway.Config) { c.Limit = lim })
+	const n = 16
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			stream := i%2 == 0
+			want := plainAnswers[gateway.Chat]
+			if stream {
+				want = strings.Join(streamEvents[gateway.Chat], "")
+			}
+			if resp, body := e.call(t, gateway.Chat, runModel, stream); resp.StatusCode != http.StatusOK || body != want {
+				t.Errorf("call %d: %d %s", i, resp.StatusCode, body)
+			}
+		})
+	}
+	wg.Wait()
+	if tot := e.gw.Totals(); tot.Calls != n || tot.Usage.Input != 11*n || tot.Usage.Output != 7*n {
+		t.Errorf("totals %+v", tot)
+	}
+	if st := lim.Status(); st.Calls != n || st.Waiting != 0 {
+		t.Errorf("limiter %+v", st)
+	}
+	pairs, open := 0, false // a call's lines come together: its request, then its response
+	for i, ev := range e.recorded() {
+		switch ev.Kind {
+		case model.KindRequest:
+			if open {
+				t.Errorf("event %d: a request inside another call's lines", i)
+			}
+			open = true
+		case model.KindResponse:
+			if !open {
+				t.Errorf("event %d: a response with no request before it", i)
+			}
+			open = false
+			pairs++
+		}
+	}
+	if pairs != n {
+		t.Errorf("%d calls recorded", pairs)
+	}
+}
+
+// TestHangUpCancelsTheCall: an agent that hangs up mid-stream ends the provider's call.
+func TestHangUpCancelsTheCall(t *testing.T) {
+	ended, stop := make(chan struct{}), make(chan struct{})
+	f := newProvider(t, gateway.Responses, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, streamEvents[gateway.Responses][0])
+		http.NewResponseController(w).Flush()
+		select {
+		case <-r.Context().Done():
+			close(ended)
+		case <-stop: // the test failed: the servers can close
+		}
+	})
+	e := newEpisode(t, f, nil)
+	t.Cleanup(func() { close(stop) })
+	resp, err := http.DefaultClient.Do(e.request(t, gateway.Responses, gateway.Responses.Path(), requestBody(gateway.Responses, runModel, true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, err := firstEvent(bufio.NewReader(resp.Body)); err != nil || ev != streamEvents[gateway.Responses][0] {
+		t.Fatalf("first event %q, %v", ev, err)
+	}
+	resp.Body.Close()
+	withTimeout(t, "the provider's call ending", ended)
+}
+
+// TestStreamsUnbuffered: the agent reads a stream's status and first event while the
+// provider has yet to send the rest.
+func TestStreamsUnbuffered(t *testing.T) {
+	for _, p := range protocols {
+		rest := make(chan struct{})
+		f := newProvider(t, p, streamed(streamEvents[p], rest))
+		e := newEpisode(t, f, nil)
+		t.Cleanup(func() { close(rest) }) // first, so that the servers can close
+		req := e.request(t, p, p.Path(), requestBody(p, runModel, true))
+		first := make(chan struct{})
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			if ev, err := firstEvent(bufio.NewReader(resp.Body)); err != nil || ev != streamEvents[p][0] {
+				t.Errorf("%s: first event %q, %v", p, ev, err)
+			}
+			close(first)
+		}()
+		withTimeout(t, p.String()+": the first event reaching the agent before the stream ended", first)
+	}
+}
+
+// TestRecordsFollowTheSchema: every line the gateway records, of calls passed on, retried,
+// paced, streamed, cut or refused, is a line of the trajectory's published schema, which the
+// run folder's readers read.
+func TestRecordsFollowTheSchema(t *testing.T) {
+	doc, err := os.ReadFile("../runfolder/trajectory.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := jsonschema.Compile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newProvider(t, gateway.Chat,
+		status(http.StatusTooManyRequests, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`, "retry-after-ms", "1"),
+		status(http.StatusOK, plainAnswers[gateway.Chat]),
+		status(http.StatusOK, `{"id":"chatcmpl-2","object":"chat.completion","choices":[]}`),
+		cut(streamEvents[gateway.Chat], 1))
+	lim, err := ratelimit.New(ratelimit.Limits{MaxInFlight: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEpisode(t, f, func(c *gateway.Config) { c.Limit = lim })
+	e.call(t, gateway.Chat, runModel, false) // retried
+	e.call(t, gateway.Chat, runModel, false) // no usage
+	do(t, e.request(t, gateway.Chat, gateway.Chat.Path(), requestBody(gateway.Chat, runModel, true)))
+	e.call(t, gateway.Chat, runModel, true)
+	e.call(t, gateway.Chat, "another-model", false)
+	kinds := map[model.EventKind]bool{}
+	for _, ev := range e.recorded() {
+		kinds[ev.Kind] = true
+		line, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.Validate(line); err != nil {
+			t.Errorf("%s: %v", line, err)
+		}
+	}
+	for _, k := range []model.EventKind{model.KindRequest, model.KindResponse, model.KindRetry, model.KindThrottle, model.KindNoUsage} {
+		if !kinds[k] {
+			t.Errorf("no %s line recorded", k)
+		}
+	}
+}

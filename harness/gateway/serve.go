@@ -1,0 +1,190 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/harness/model"
+)
+
+// countTokensPath is Anthropic's token counting, which Claude Code calls: passed on to the
+// provider (the model checked), as it is no model call, it counts toward no cap.
+const countTokensPath = "/v1/messages/count_tokens"
+
+// modelsPath lists the models: answered by the gateway itself, with the run's model alone.
+const modelsPath = "/v1/models"
+
+// maxRequestBytes bounds a request's body, as model.MaxResponseBytes bounds an answer, and so
+// a line of the trajectory.
+const maxRequestBytes = model.MaxResponseBytes
+
+// ServeHTTP answers one request of the agent: a model call passed on to the provider, or an
+// error in the protocol's own shape.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	if err != nil {
+		return // the agent hung up before it sent its request
+	}
+	shape := g.shapeOf(r)
+	refuse := func(why refusal, format string, args ...any) {
+		g.refuse(w, r, body, shape, why, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case len(body) > maxRequestBytes:
+		refuse(tooLarge, "the request is larger than the gateway's cap of %d MiB", maxRequestBytes>>20)
+		return
+	case !g.authorized(r):
+		refuse(badToken, "the gateway takes only the episode's token, as a bearer token or as x-api-key")
+		return
+	case r.URL.Path == modelsPath && r.Method == http.MethodGet:
+		g.listModels(w, r)
+		return
+	}
+	upstream := g.cfg.Upstream.Protocol
+	countsTokens := upstream == Messages && r.URL.Path == countTokensPath
+	if r.URL.Path != upstream.Path() && !countsTokens {
+		if p, known := protocolAt(r.URL.Path); known {
+			refuse(noRoute, "this run's model speaks %s at %s, not %s", upstream, upstream.Path(), p)
+		} else {
+			refuse(noRoute, "the gateway serves %s at %s, not %s %s", upstream, upstream.Path(), r.Method, r.URL.Path)
+		}
+		return
+	}
+	if r.Method != http.MethodPost {
+		refuse(badMethod, "%s takes POST, not %s", r.URL.Path, r.Method)
+		return
+	}
+	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+		refuse(badRequest, "the request's body is not a JSON object")
+		return
+	}
+	asked := gjson.GetBytes(body, "model")
+	served, ok := g.servedModel(asked.String())
+	if asked.Type != gjson.String || !ok {
+		refuse(otherModel, "model %s is not served here: this run allows %q only", asked.Raw, g.cfg.Model)
+		return
+	}
+	if served != asked.Str {
+		body = replaceValue(body, asked, served)
+	}
+	if countsTokens {
+		g.forward(w, r, body, false)
+		return
+	}
+	if upstream == Chat && gjson.GetBytes(body, "stream").Bool() {
+		body = withStreamUsage(body)
+	}
+	if err := g.reserve(); err != nil {
+		refuse(capReached, "aa-grade: %v; the episode can make no more model calls", err)
+		return
+	}
+	g.forward(w, r, body, true)
+}
+
+// shapeOf is the protocol whose error shape answers r: the one its path names, else the
+// run's for a request that could be either (the models list), else as its headers suggest.
+func (g *Gateway) shapeOf(r *http.Request) Protocol {
+	if p, ok := protocolAt(r.URL.Path); ok {
+		return p
+	}
+	if r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != "" {
+		return Messages
+	}
+	if g.cfg.Upstream.Protocol == Messages && r.URL.Path == modelsPath {
+		return Messages
+	}
+	return Chat
+}
+
+// protocolAt is the protocol whose calls go to path.
+func protocolAt(path string) (Protocol, bool) {
+	for _, p := range []Protocol{Chat, Responses, Messages} {
+		if path == p.Path() {
+			return p, true
+		}
+	}
+	return Messages, path == countTokensPath
+}
+
+// refusal is a kind of request the gateway answers itself, with an error.
+type refusal struct {
+	status    int
+	anthropic string // Anthropic's error type
+	code      string // OpenAI's error code
+}
+
+var (
+	badToken   = refusal{http.StatusUnauthorized, "authentication_error", "invalid_api_key"}
+	otherModel = refusal{http.StatusNotFound, "not_found_error", "model_not_found"}
+	noRoute    = refusal{http.StatusNotFound, "not_found_error", "unknown_url"}
+	badMethod  = refusal{http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed"}
+	badRequest = refusal{http.StatusBadRequest, "invalid_request_error", "invalid_request"}
+	tooLarge   = refusal{http.StatusRequestEntityTooLarge, "request_too_large", "request_too_large"}
+	// A call past a cap is a 400, which clients take as final: a 429 or 5xx they would retry.
+	capReached = refusal{http.StatusBadRequest, "invalid_request_error", "episode_cap_reached"}
+	// A provider that cannot be reached, after the retries.
+	unreachable = refusal{http.StatusBadGateway, "api_error", "upstream_unreachable"}
+)
+
+// errorBody is message as an error answer of protocol p: OpenAI's error object, or
+// Anthropic's error event.
+func (why refusal) errorBody(p Protocol, message string) []byte {
+	var v any
+	if p == Messages {
+		v = map[string]any{"type": "error", "error": map[string]string{"type": why.anthropic, "message": message}}
+	} else {
+		kind := "invalid_request_error"
+		if why.status >= 500 {
+			kind = "server_error"
+		}
+		v = map[string]any{"error": map[string]any{"message": message, "type": kind, "param": nil, "code": why.code}}
+	}
+	b, _ := json.Marshal(v) // strings and maps of strings
+	return b
+}
+
+// refuse answers r with an error in the shape of protocol p, and records the attempt.
+func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, body []byte, p Protocol, why refusal, message string) {
+	answer := why.errorBody(p, message)
+	g.count(1, 0)
+	g.record([]model.Event{
+		{Kind: model.KindRequest, URL: r.Method + " " + r.URL.RequestURI(), Header: model.RecordedHeader(r.Header), Body: asJSON(body)},
+		{Kind: model.KindResponse, Status: why.status, Body: answer, Error: "refused by the gateway: " + message},
+	})
+	writeJSON(w, why.status, answer)
+}
+
+// listModels answers a models list with the run's model alone, in the run's protocol's shape.
+func (g *Gateway) listModels(w http.ResponseWriter, r *http.Request) {
+	var v any
+	if g.shapeOf(r) == Messages {
+		m := map[string]any{"type": "model", "id": g.cfg.Model, "display_name": g.cfg.Model, "created_at": "1970-01-01T00:00:00Z"}
+		v = map[string]any{"data": []any{m}, "has_more": false, "first_id": g.cfg.Model, "last_id": g.cfg.Model}
+	} else {
+		v = map[string]any{"object": "list", "data": []any{map[string]any{"id": g.cfg.Model, "object": "model", "created": 0, "owned_by": "aa-grade"}}}
+	}
+	b, _ := json.Marshal(v) // strings and numbers
+	writeJSON(w, http.StatusOK, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b) // an agent that hung up needs no answer
+}
+
+// asJSON keeps a JSON body as JSON in the trajectory, and anything else as a string.
+func asJSON(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	if gjson.ValidBytes(b) {
+		return b
+	}
+	s, _ := json.Marshal(string(b))
+	return s
+}

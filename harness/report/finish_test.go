@@ -1,0 +1,57 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+)
+
+// TestFinish: the rate limits a run met go into its run.json and the reports are written; a
+// record that fails leaves the reports written and says why; a model that met no limit and
+// made no call leaves run.json as it was.
+func TestFinish(t *testing.T) {
+	dir := copyRun(t, opusDir)
+	folder, err := runfolder.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer folder.Close()
+	r, err := Finish(dir, folder, ratelimit.Status{Calls: 7, RateLimited: 2}, nil)
+	if err != nil || r.RateLimitsErr != nil {
+		t.Fatalf("finish: %v, rate limits: %v", err, r.RateLimitsErr)
+	}
+	h, err := runfolder.ReadHeader(dir)
+	if err != nil || h.RateLimits == nil || h.RateLimits.Calls != 7 || h.RateLimits.RateLimited != 2 {
+		t.Fatalf("run.json's rate limits: %+v (%v)", h.RateLimits, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, MarkdownFile)); err != nil {
+		t.Errorf("no report.md: %v", err)
+	}
+
+	// The folder's run.json is gone (the record fails) but the reports of dir are written.
+	gone := &runfolder.Folder{Dir: t.TempDir()}
+	again := copyRun(t, opusDir)
+	r, err = Finish(again, gone, ratelimit.Status{Calls: 1}, nil)
+	if err != nil || r.RateLimitsErr == nil {
+		t.Fatalf("a failed record: err %v, rate limits %v; want the reports written and the record's error kept", err, r.RateLimitsErr)
+	}
+	if _, err := os.Stat(filepath.Join(again, HTMLFile)); err != nil {
+		t.Errorf("no report.html after a failed record: %v", err)
+	}
+
+	idle := copyRun(t, opusDir)
+	before, _ := os.ReadFile(filepath.Join(idle, runfolder.HeaderFile))
+	if _, err := Finish(idle, nil, ratelimit.Status{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(idle, runfolder.HeaderFile)); string(after) != string(before) {
+		t.Errorf("an idle model's finish rewrote run.json:\n%s", after)
+	}
+
+	if _, err := Finish(t.TempDir(), nil, ratelimit.Status{}, nil); err == nil {
+		t.Error("a folder that is no run finished")
+	}
+}
