@@ -20,9 +20,7 @@ import (
 func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools, charge func(model.Usage)) (runfolder.Result, error) {
 	began := time.Now()
 	res := runfolder.Result{Task: task.ID, Repeat: repeat}
-	if cfg.Progress != nil {
-		cfg.Progress.Started(task.ID, repeat)
-	}
+	cfg.tell(EpisodeStarted{Episode: res.Episode()})
 	fail := func(err error) (runfolder.Result, error) {
 		res.Status, res.Error, res.Duration = grader.StatusError, err.Error(), time.Since(began).Seconds()
 		return res, err
@@ -60,7 +58,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		wire = func(e model.Event) {
 			rec.Event(e)
 			if w, ok := waitOf(e, time.Now()); ok {
-				cfg.Progress.Waiting(task.ID, repeat, w)
+				cfg.Progress(EpisodeWaiting{Episode: res.Episode(), Wait: w})
 			}
 		}
 	}
@@ -71,7 +69,8 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 			rec.Turn(n, req, reply, err)
 			charge(reply.Usage)
 			if cfg.Progress != nil {
-				cfg.Progress.Turn(task.ID, repeat, n, cfg.MaxTurns, lastCommand(cfg.Prompts.ShellToolName(), reply.Message))
+				cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns,
+					Command: lastCommand(cfg.Prompts.ShellToolName(), reply.Message)})
 			}
 		}}
 	out := ep.Run(ctx)
