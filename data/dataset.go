@@ -50,11 +50,11 @@ var ErrUnknownTask = errors.New("no such task")
 
 // OpenOptions says which tasks are wanted and how a Hub dataset is fetched.
 type OpenOptions struct {
-	Hub       hub.Config // where the Hub and the cache are (see hub.ConfigFromEnv)
-	Tasks     []string   // only these tasks (ids as TaskFolder reads them); all when empty
-	IndexOnly bool       // only the ground truths are needed: fetch no snapshot files
-	Parallel  int        // files downloaded at once
-	Progress  Progress
+	Hub       hub.Config  // where the Hub and the cache are (see hub.ConfigFromEnv)
+	Tasks     []string    // only these tasks (ids as TaskFolder reads them); all when empty
+	IndexOnly bool        // only the ground truths are needed: fetch no snapshot files
+	Parallel  int         // files downloaded at once
+	Progress  func(Event) // told about a pull from the Hub as it goes
 }
 
 // Open finds the tasks of a dataset spec (docs/design.md): `hf:OWNER/NAME[@REV]` through the

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/aa-grade/aa-grade/data/hub"
 	"github.com/aa-grade/aa-grade/internal/workpool"
@@ -27,20 +26,12 @@ var ErrOffline = errors.New("offline")
 // with the network can get it.
 var ErrNeverPulled = errors.New("was never pulled")
 
-// Progress hears about a pull. Any func may be nil; they are called from several goroutines.
-type Progress struct {
-	Planned  func(files int, bytes int64, cachedFiles int, cachedBytes int64)
-	Bytes    func(n int64)
-	FileDone func(path string, downloaded int64, err error)
-	Retry    func(what string, attempt int, wait time.Duration, err error)
-}
-
 // PullOptions narrows and tunes a pull.
 type PullOptions struct {
-	Tasks     []string // only sre/data.jsonl and these scenario folders
-	IndexOnly bool     // only the task index
-	Parallel  int      // files downloaded at once (default 8)
-	Progress  Progress
+	Tasks     []string    // only sre/data.jsonl and these scenario folders
+	IndexOnly bool        // only the task index
+	Parallel  int         // files downloaded at once (default 8)
+	Progress  func(Event) // told about the pull as it goes; nil: nothing is told
 }
 
 // PullResult says what a pull left in the cache.
@@ -64,7 +55,7 @@ func Pull(ctx context.Context, cfg hub.Config, spec HubSpec, opts PullOptions) (
 		return pullOffline(cache, spec, opts)
 	}
 	client := hub.NewClient(cfg)
-	client.OnRetry = opts.Progress.Retry
+	client.OnRetry = opts.onRetry()
 	commit, err := client.Revision(ctx, spec.Repo, spec.Revision)
 	if err != nil {
 		return nil, err
@@ -198,9 +189,7 @@ func fetchAll(ctx context.Context, client *hub.Client, cache hub.Cache, repo, co
 		}
 		todo = append(todo, e)
 	}
-	if opts.Progress.Planned != nil {
-		opts.Progress.Planned(res.Files, res.Bytes, res.Cached, cachedBytes)
-	}
+	opts.tell(PullPlanned{Files: res.Files, Bytes: res.Bytes, CachedFiles: res.Cached, CachedBytes: cachedBytes})
 	parallel := opts.Parallel
 	if parallel <= 0 {
 		parallel = 8
@@ -209,7 +198,7 @@ func fetchAll(ctx context.Context, client *hub.Client, cache hub.Cache, repo, co
 	var failures []string
 	var firstErr error
 	workpool.Run(ctx, parallel, todo, func(e hub.Entry) {
-		n, err := client.Fetch(ctx, cache, repo, commit, e, opts.Progress.Bytes)
+		n, err := client.Fetch(ctx, cache, repo, commit, e, opts.onBytes())
 		mu.Lock()
 		res.Downloaded += n
 		if err != nil {
@@ -219,9 +208,7 @@ func fetchAll(ctx context.Context, client *hub.Client, cache hub.Cache, repo, co
 			}
 		}
 		mu.Unlock()
-		if opts.Progress.FileDone != nil {
-			opts.Progress.FileDone(e.Path, n, err)
-		}
+		opts.tell(PullFileDone{Path: e.Path, Downloaded: n, Err: err})
 	})
 	if err := ctx.Err(); err != nil {
 		return err

@@ -125,8 +125,11 @@ func TestPullEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	commit := fakehub.Commit(files)
-	if res.Commit != commit || res.Files != len(files) || res.Cached != 0 {
-		t.Fatalf("result = %+v", res)
+	if res.Commit != commit {
+		t.Errorf("commit %s, want %s", res.Commit, commit)
+	}
+	if res.Files != len(files) || res.Cached != 0 {
+		t.Errorf("%d files, %d of them cached; want %d, none", res.Files, res.Cached, len(files))
 	}
 	checkSnapshot(t, cfg, files, allPaths(files))
 	cache := hub.Cache{Dir: cfg.CacheDir}
@@ -155,13 +158,28 @@ func TestPullEverything(t *testing.T) {
 	// A second pull finds everything cached and downloads nothing.
 	before := h.Served("sre/Scenario-1/k8s_events_raw.tsv")
 	res, err = pull(t, cfg, PullOptions{})
-	if err != nil || res.Cached != len(files) || res.Downloaded != 0 || h.Served("sre/Scenario-1/k8s_events_raw.tsv") != before {
-		t.Fatalf("second pull: %+v, %v", res, err)
+	if err != nil {
+		t.Fatalf("second pull: %v", err)
+	}
+	if res.Cached != len(files) {
+		t.Errorf("second pull: %d files cached, want all %d", res.Cached, len(files))
+	}
+	if served := h.Served("sre/Scenario-1/k8s_events_raw.tsv") - before; res.Downloaded != 0 || served != 0 {
+		t.Errorf("second pull: downloaded %d bytes (the hub served %d more of a cached file), want none", res.Downloaded, served)
 	}
 
 	ds, err := Open(context.Background(), "hf:"+testRepo, OpenOptions{Hub: cfg})
-	if err != nil || ids(ds.Tasks) != "Scenario-1,Scenario-2" || ds.Tasks[0].Dir == "" || len(ds.Warnings) != 0 {
-		t.Fatalf("Open: %+v, %v", ds, err)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if got := ids(ds.Tasks); got != "Scenario-1,Scenario-2" {
+		t.Fatalf("Open: tasks %s, want Scenario-1,Scenario-2", got)
+	}
+	if ds.Tasks[0].Dir == "" {
+		t.Error("Open: the first task has no folder")
+	}
+	if len(ds.Warnings) != 0 {
+		t.Errorf("Open: warnings %q", ds.Warnings)
 	}
 }
 
@@ -181,8 +199,14 @@ func TestPullOnlyTasksAndIndex(t *testing.T) {
 	other := cfg
 	other.CacheDir = t.TempDir()
 	ds, err := Open(context.Background(), "hf:"+testRepo, OpenOptions{Hub: other, IndexOnly: true})
-	if err != nil || len(ds.Tasks) != 2 || len(ds.Warnings) != 0 {
-		t.Fatalf("index only: %+v, %v", ds, err)
+	if err != nil {
+		t.Fatalf("index only: %v", err)
+	}
+	if len(ds.Tasks) != 2 {
+		t.Fatalf("index only: %d tasks, want 2", len(ds.Tasks))
+	}
+	if len(ds.Warnings) != 0 {
+		t.Errorf("index only: warnings %q", ds.Warnings)
 	}
 	if got := string(ds.Tasks[1].GroundTruth); !strings.Contains(got, "scenario-2-cm") {
 		t.Fatalf("ground truth from the index row: %q", got)
@@ -199,11 +223,13 @@ func TestPullSurvivesTransientFailures(t *testing.T) {
 	var mu sync.Mutex
 	var waits []time.Duration
 	start := time.Now()
-	_, err := pull(t, cfg, PullOptions{Progress: Progress{Retry: func(_ string, _ int, wait time.Duration, _ error) {
-		mu.Lock()
-		waits = append(waits, wait)
-		mu.Unlock()
-	}}})
+	_, err := pull(t, cfg, PullOptions{Progress: func(e Event) {
+		if r, ok := e.(PullRetry); ok {
+			mu.Lock()
+			waits = append(waits, r.Wait)
+			mu.Unlock()
+		}
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,8 +358,14 @@ func TestPullOffline(t *testing.T) {
 		t.Fatalf("offline, task not cached: %v", err)
 	}
 	ds, err := Open(context.Background(), "hf:"+testRepo, OpenOptions{Hub: offline, Tasks: []string{"1"}})
-	if err != nil || ids(ds.Tasks) != "Scenario-1" || ds.Tasks[0].Dir == "" {
-		t.Fatalf("Open offline: %+v %v", ds, err)
+	if err != nil {
+		t.Fatalf("Open offline: %v", err)
+	}
+	if got := ids(ds.Tasks); got != "Scenario-1" {
+		t.Fatalf("Open offline: tasks %s, want Scenario-1", got)
+	}
+	if ds.Tasks[0].Dir == "" {
+		t.Error("Open offline: the task has no folder")
 	}
 }
 
@@ -361,8 +393,14 @@ func TestPullParquetIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ids(ds.Tasks) != "Scenario-1,Scenario-9" || ds.Tasks[1].Row.SourceSplit != "private" || ds.Tasks[0].Dir == "" {
-		t.Fatalf("tasks from parquet: %+v", ds.Tasks)
+	if got := ids(ds.Tasks); got != "Scenario-1,Scenario-9" {
+		t.Fatalf("tasks from parquet %s, want Scenario-1,Scenario-9", got)
+	}
+	if split := ds.Tasks[1].Row.SourceSplit; split != "private" {
+		t.Errorf("Scenario-9's split %q, want private", split)
+	}
+	if ds.Tasks[0].Dir == "" {
+		t.Error("Scenario-1 has no folder")
 	}
 	if !strings.Contains(strings.Join(ds.Warnings, "\n"), "Scenario-9: listed in data.jsonl but has no folder") {
 		t.Errorf("warnings: %v", ds.Warnings)

@@ -65,7 +65,7 @@ func Verify(ctx context.Context, cfg hub.Config, spec HubSpec, repair bool, opts
 		}
 	} else {
 		client = hub.NewClient(cfg)
-		client.OnRetry = opts.Progress.Retry
+		client.OnRetry = opts.onRetry()
 		commit, err := client.Revision(ctx, spec.Repo, spec.Revision)
 		if err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package grader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -48,8 +49,8 @@ func TestScoreMappingUsesTheGivenGroups(t *testing.T) {
 		"shop/Deployment/cart":        "cart-service-1", // the rules would say cart-pod-1: same set
 		"shop/Service/ad":             "no-such-group",
 	})
-	if s.Score != 0.4 || s.TP != 2 || s.FP != 3 || s.RootCausesFound != 2 {
-		t.Fatalf("score = %+v", s)
+	if got, want := counts(s), "score 0.4, 2 tp, 3 fp, 2 found, 0 dropped"; got != want {
+		t.Fatalf("%s, want %s", got, want)
 	}
 	groups := map[string]string{}
 	for _, p := range s.Predictions {
@@ -75,16 +76,32 @@ func TestJudgeVerdictKeepsTheRulesBeside(t *testing.T) {
 		"shop/Pod/cart-5f45f75855-j5sn9": "cart-service-1", // the alias of the rules' cart-pod-1
 		"shop/Service/ad":                "flags",          // the rules match nothing
 	}, "a note")
-	if v.Matcher != MatcherJudge || v.JudgeNote != "a note" || v.Score != 0.75 || v.Rules == nil {
-		t.Fatalf("verdict = %+v", v)
+	if v.Matcher != MatcherJudge || v.JudgeNote != "a note" {
+		t.Errorf("verdict by %q noting %q, want the judge's, noting \"a note\"", v.Matcher, v.JudgeNote)
+	}
+	if v.Score != 0.75 {
+		t.Errorf("score %v, want 0.75", v.Score)
+	}
+	if v.Rules == nil {
+		t.Fatal("no rules' verdict beside the judge's")
 	}
 	r := *v.Rules
-	if r.Score != 0.5 || r.TP != 2 || r.FP != 2 || r.RootCausesFound != 2 || r.Agreed != 3 || !slices.Equal(r.Disagreed, []string{"shop/Service/ad"}) {
-		t.Fatalf("rules beside = %+v", r)
+	if got, want := fmt.Sprintf("score %v, %d tp, %d fp, %d found, %d agreed", r.Score, r.TP, r.FP, r.RootCausesFound, r.Agreed),
+		"score 0.5, 2 tp, 2 fp, 2 found, 3 agreed"; got != want {
+		t.Errorf("rules beside: %s, want %s", got, want)
+	}
+	if want := []string{"shop/Service/ad"}; !slices.Equal(r.Disagreed, want) {
+		t.Errorf("rules beside disagree on %q, want %q", r.Disagreed, want)
 	}
 	rules := gt.RulesVerdict(names, "judge failed")
-	if rules.Matcher != MatcherRules || rules.JudgeNote != "judge failed" || rules.Rules != nil || rules.Score != 0.5 {
-		t.Fatalf("rules verdict = %+v", rules)
+	if rules.Matcher != MatcherRules || rules.JudgeNote != "judge failed" {
+		t.Errorf("rules verdict by %q noting %q, want the rules', noting \"judge failed\"", rules.Matcher, rules.JudgeNote)
+	}
+	if rules.Rules != nil {
+		t.Errorf("a rules' verdict beside the rules' own: %+v", *rules.Rules)
+	}
+	if rules.Score != 0.5 {
+		t.Errorf("rules verdict score %v, want 0.5", rules.Score)
 	}
 }
 

@@ -138,7 +138,7 @@ func runDataPull(ctx context.Context, opts pullOptions, args []string, con conso
 	}
 	progress := newPullProgress(ctx, con.err, opts.noProgress)
 	progress.Start()
-	res, err := data.Pull(ctx, hubConfig(), opts.spec, data.PullOptions{Tasks: opts.tasks, Parallel: opts.parallel, Progress: progress.callbacks()})
+	res, err := data.Pull(ctx, hubConfig(), opts.spec, data.PullOptions{Tasks: opts.tasks, Parallel: opts.parallel, Progress: progress.tell})
 	progress.Stop()
 	if err != nil && ctx.Err() != nil {
 		done, total := progress.inCache()
@@ -270,7 +270,7 @@ func runDataVerify(ctx context.Context, opts verifyOptions, args []string, con c
 	}
 	spec, stdout := opts.spec, con.out
 	progress := newPullProgress(ctx, con.err, true)
-	res, err := data.Verify(ctx, hubConfig(), spec, opts.repair, data.PullOptions{Tasks: opts.tasks, Progress: progress.callbacks()})
+	res, err := data.Verify(ctx, hubConfig(), spec, opts.repair, data.PullOptions{Tasks: opts.tasks, Progress: progress.tell})
 	if errors.Is(err, data.ErrRepairOffline) {
 		return fmt.Errorf("%w (HF_HUB_OFFLINE is set): --repair needs the network", data.ErrOffline)
 	}

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/runner"
 )
 
 // busyRun is a run display with four episodes running long commands and the rate limits
@@ -18,14 +22,14 @@ import (
 func busyRun(term *vt, cols *int) *runProgress {
 	p := newRunProgress(term, false)
 	p.screen = liveScreen(term, cols)
-	p.costPrior = 5.38
-	p.limits = func() model.LimitStatus {
-		return model.LimitStatus{Limits: []model.LimitInForce{{Name: "requests", Learnt: 1000, Used: 120},
+	p.state.costPrior = 5.38
+	p.limits = func() ratelimit.Status {
+		return ratelimit.Status{Limits: []ratelimit.InForce{{Name: "requests", Learnt: 1000, Used: 120},
 			{Name: "input_tokens", Learnt: 200_000, Used: 150_000}}, Calls: 40}
 	}
-	p.Plan(72, nil)
+	p.tell(runner.Planned{Total: 72})
 	for i := range 4 {
-		p.Turn(fmt.Sprintf("Scenario-%d", 10+i), 1, 7, 100, "kubectl get pods -A -o wide | grep -v Running | sort -k4 -n | head -50 && cat logs/otel-demo/frontend.log")
+		p.tell(runner.EpisodeTurn{Episode: runfolder.Episode{Task: fmt.Sprintf("Scenario-%d", 10+i), Repeat: 1}, Turn: 7, MaxTurns: 100, Command: "kubectl get pods -A -o wide | grep -v Running | sort -k4 -n | head -50 && cat logs/otel-demo/frontend.log"})
 	}
 	return p
 }
@@ -43,7 +47,7 @@ func TestLiveDisplayFitsTheTerminal(t *testing.T) {
 				p.render()
 			}
 			usd := 1.25
-			p.Finished(runfolder.Result{Task: "Scenario-10", Repeat: 1, Status: "ok", Score: 1, Turns: 7, CostUSD: &usd})
+			p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-10", Repeat: 1, Status: "ok", Score: 1, Turns: 7, CostUSD: &usd}})
 			for range 5 {
 				p.render()
 			}
@@ -51,9 +55,8 @@ func TestLiveDisplayFitsTheTerminal(t *testing.T) {
 			if n := term.count("/72 episodes"); n != 1 {
 				t.Fatalf("%d bars on the screen:\n%s", n, strings.Join(rows, "\n"))
 			}
-			if term.count("Scenario-10 repeat 1: ok") != 1 || term.count("Scenario-11 r1") != 1 || term.count("Scenario-10 r1") != 0 {
-				t.Fatalf("the finished episode once above the block, the running ones once in it:\n%s", strings.Join(rows, "\n"))
-			}
+			// The finished episode once above the block, the running ones once in it.
+			onScreen(t, term, map[string]int{"Scenario-10 repeat 1: ok": 1, "Scenario-11 r1": 1, "Scenario-10 r1": 0})
 			if cols >= 60 && term.count("$1.25 spent, $90.00 projected") != 1 {
 				t.Errorf("the cost spent and projected is not whole:\n%s", strings.Join(rows, "\n"))
 			}
@@ -67,6 +70,22 @@ func TestLiveDisplayFitsTheTerminal(t *testing.T) {
 	}
 }
 
+// onScreen checks how many times each text is on term's screen, each count its own failure,
+// and stops the test after showing the screen when one is wrong.
+func onScreen(t *testing.T, term *vt, want map[string]int) {
+	t.Helper()
+	ok := true
+	for _, text := range slices.Sorted(maps.Keys(want)) {
+		if n := term.count(text); n != want[text] {
+			t.Errorf("%q is %d times on the screen, want %d", text, n, want[text])
+			ok = false
+		}
+	}
+	if !ok {
+		t.Fatalf("the screen:\n%s", strings.Join(term.rows(), "\n"))
+	}
+}
+
 // TestLiveDisplayFollowsAResize: a terminal narrowed from 100 to 60 columns rewraps the block
 // drawn at 100 onto more rows; the next redraw (as on SIGWINCH) erases all of them and fits
 // the new width; widened again, the same. One bar is left on the screen each time, and the
@@ -75,16 +94,14 @@ func TestLiveDisplayFollowsAResize(t *testing.T) {
 	cols := 100
 	term := newVT(cols)
 	p := busyRun(term, &cols)
-	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, Turns: 3})
+	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, Turns: 3}})
 	for _, to := range []int{60, 45, 120, 80} {
 		cols = to
 		term.resize(to)
 		p.render()
 		p.render()
 		rows := term.rows()
-		if term.count("/72 episodes") != 1 || term.count("Scenario-13 r1") != 1 || term.count("Scenario-1 repeat 1: ok") != 1 {
-			t.Fatalf("after a resize to %d columns:\n%s", to, strings.Join(rows, "\n"))
-		}
+		onScreen(t, term, map[string]int{"/72 episodes": 1, "Scenario-13 r1": 1, "Scenario-1 repeat 1: ok": 1})
 		for _, r := range rows[len(rows)-8:] {
 			if len(r) >= to {
 				t.Errorf("at %d columns, a line of the block fills the row: %q", to, r)
@@ -100,13 +117,12 @@ func TestPullDisplayFollowsTheWidth(t *testing.T) {
 	term := newVT(cols)
 	p := newPullProgress(context.Background(), term, false)
 	p.screen = liveScreen(term, &cols)
-	cb := p.callbacks()
-	cb.Planned(1200, 40<<30, 100, 3<<30)
-	cb.Bytes(12 << 30)
+	p.tell(data.PullPlanned{Files: 1200, Bytes: 40 << 30, CachedFiles: 100, CachedBytes: 3 << 30})
+	p.tell(data.PullBytes{N: 12 << 30})
 	for i := range 6 {
 		p.render(false)
 		if i == 2 {
-			cb.FileDone("Scenario-2/logs.tsv", 0, errors.New("HTTP 500"))
+			p.tell(data.PullFileDone{Path: "Scenario-2/logs.tsv", Err: errors.New("HTTP 500")})
 		}
 	}
 	cols = 100
@@ -116,9 +132,7 @@ func TestPullDisplayFollowsTheWidth(t *testing.T) {
 	p.render(false)
 	p.render(true)
 	rows := term.rows()
-	if term.count("files") != 1 || term.count("failed: HTTP 500") != 1 {
-		t.Fatalf("the pull's screen:\n%s", strings.Join(rows, "\n"))
-	}
+	onScreen(t, term, map[string]int{"files": 1, "failed: HTTP 500": 1})
 	for _, r := range rows {
 		if len(r) >= 40 && strings.Contains(r, "files") {
 			t.Errorf("the bar line fills the row: %q", r)
@@ -132,16 +146,20 @@ func TestPullInterruptedCountsNoFailures(t *testing.T) {
 	var out strings.Builder
 	ctx, cancel := context.WithCancel(context.Background())
 	p := newPullProgress(ctx, &out, true)
-	cb := p.callbacks()
-	cb.Planned(10, 1000, 2, 200)
-	cb.FileDone("Scenario-2/a.tsv", 100, nil)
+	p.tell(data.PullPlanned{Files: 10, Bytes: 1000, CachedFiles: 2, CachedBytes: 200})
+	p.tell(data.PullFileDone{Path: "Scenario-2/a.tsv", Downloaded: 100})
 	cancel()
 	for range 8 {
-		cb.FileDone("Scenario-2/b.tsv", 0, context.Canceled)
+		p.tell(data.PullFileDone{Path: "Scenario-2/b.tsv", Err: context.Canceled})
 	}
-	cb.Retry("https://hub/resolve/main/x", 2, 0, errors.New("interrupt"))
-	if done, total := p.inCache(); done != 3 || total != 10 || out.String() != "" {
-		t.Fatalf("%d of %d in the cache, output:\n%s", done, total, out.String())
+	p.tell(data.PullRetry{URL: "https://hub/resolve/main/x", Attempt: 2, Err: errors.New("interrupt")})
+	if done, total := p.inCache(); done != 3 {
+		t.Errorf("%d files in the cache, want 3 (the 2 there before and the 1 done)", done)
+	} else if total != 10 {
+		t.Errorf("%d files in all, want 10", total)
+	}
+	if out.String() != "" {
+		t.Errorf("printed for an interrupted pull:\n%s", out.String())
 	}
 }
 

@@ -160,7 +160,7 @@ func doctorImage(ctx context.Context, b sandbox.Backend, ref string, progress io
 	if err != nil {
 		return err
 	}
-	if err := sandbox.UseImage(ctx, b, ref, cache, progress); err != nil {
+	if err := sandbox.UseImage(ctx, b, ref, cache, imageProgress(progress)); err != nil {
 		return imageHint(fmt.Errorf("--sandbox-image: %w", err))
 	}
 	return nil

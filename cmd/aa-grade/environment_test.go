@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
@@ -149,8 +150,8 @@ func TestGradeNotesWithoutAReason(t *testing.T) {
 func TestOneTurnIsSingular(t *testing.T) {
 	var out bytes.Buffer
 	p := newRunProgress(&out, true)
-	p.Plan(1, nil)
-	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Turns: 1})
+	p.tell(runner.Planned{Total: 1})
+	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Turns: 1}})
 	if !strings.Contains(out.String(), "Scenario-1 repeat 1: ok, score 0.00, 1 turn, cost unknown") {
 		t.Errorf("%q", out.String())
 	}

@@ -4,14 +4,14 @@ import (
 	"io"
 
 	"github.com/aa-grade/aa-grade/harness/analysis"
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 // finishRun is report.Finish for run and merge, with what it could not do as warnings on
 // stderr. It returns the run as the reports read it.
-func finishRun(stderr io.Writer, dir string, folder *runfolder.Folder, rates model.LimitStatus, tasks []analysis.Task) (*report.Run, error) {
+func finishRun(stderr io.Writer, dir string, folder *runfolder.Folder, rates ratelimit.Status, tasks []analysis.Task) (*report.Run, error) {
 	run, err := report.Finish(dir, folder, rates, tasks)
 	if err != nil {
 		return nil, err

@@ -264,7 +264,7 @@ func TestRunWithJudge(t *testing.T) {
 	f := &fakeJudge{answer: firstRootCause}
 	env, _ := judgeEnv(t, f)
 	out := filepath.Join(t.TempDir(), "run")
-	args := []string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "902", "--repeats", "2", "--out", out, "--judge", "openai/judge-model"}
+	args := []string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "903", "--repeats", "2", "--out", out, "--judge", "openai/judge-model"}
 	r := aaGrade(t, env, args...)
 	if r.code != 0 || !strings.Contains(r.stdout, "Judge openai/judge-model decided 2 episodes; the rules agree on 100.0% of its scores") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/internal/english"
@@ -51,7 +51,7 @@ func runMerge(_ context.Context, opts mergeOptions, runs []string, con console) 
 	if err != nil {
 		return err
 	}
-	if _, err := finishRun(con.err, opts.out, nil, model.LimitStatus{}, nil); err != nil {
+	if _, err := finishRun(con.err, opts.out, nil, ratelimit.Status{}, nil); err != nil {
 		return err
 	}
 	printSkipped(con.err, rep.Warnings)

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
@@ -145,31 +146,45 @@ func newPullProgress(ctx context.Context, w io.Writer, plain bool) *pullProgress
 	return p
 }
 
-// callbacks connects the renderer to a pull.
-func (p *pullProgress) callbacks() data.Progress {
-	return data.Progress{
-		Planned: func(files int, bytes int64, cachedFiles int, cachedBytes int64) {
-			p.files.Add(int64(files))
-			p.bytes.Add(bytes)
-			p.cachedFiles.Add(int64(cachedFiles))
-			p.cachedBytes.Add(cachedBytes)
-		},
-		Bytes: func(n int64) { p.doneBytes.Add(n) },
-		FileDone: func(path string, _ int64, err error) {
-			if err != nil && p.ctx.Err() != nil {
-				return // interrupted: left for the next pull
-			}
-			p.doneFiles.Add(1)
-			if err != nil {
-				p.println(fmt.Sprintf("failed: %v", err))
-			}
-		},
-		Retry: func(what string, attempt int, wait time.Duration, err error) {
-			if p.ctx.Err() != nil {
-				return
-			}
-			p.println(fmt.Sprintf("retry %d %s: %s: %v", attempt, nextAttempt(time.Now(), wait), shortURL(what), err))
-		},
+// tell renders one event of a pull (data.PullOptions.Progress).
+func (p *pullProgress) tell(e data.Event) {
+	switch e := e.(type) {
+	case data.PullPlanned:
+		p.files.Add(int64(e.Files))
+		p.bytes.Add(e.Bytes)
+		p.cachedFiles.Add(int64(e.CachedFiles))
+		p.cachedBytes.Add(e.CachedBytes)
+	case data.PullBytes:
+		p.doneBytes.Add(e.N)
+	case data.PullFileDone:
+		if e.Err != nil && p.ctx.Err() != nil {
+			return // interrupted: left for the next pull
+		}
+		p.doneFiles.Add(1)
+		if e.Err != nil {
+			p.println(fmt.Sprintf("failed: %v", e.Err))
+		}
+	case data.PullRetry:
+		if p.ctx.Err() != nil {
+			return
+		}
+		p.println(fmt.Sprintf("retry %d %s: %s: %v", e.Attempt, nextAttempt(time.Now(), e.Wait), shortURL(e.URL), e.Err))
+	}
+}
+
+// imageProgress prints to w a line for each pull that preparing a sandbox image makes (nil
+// when w is nil: nothing to print to).
+func imageProgress(w io.Writer) func(sandbox.Event) {
+	if w == nil {
+		return nil
+	}
+	return func(e sandbox.Event) {
+		switch e := e.(type) {
+		case sandbox.PullingImage:
+			fmt.Fprintf(w, "pulling %s: %d layers, %.1f MB\n", e.Ref, e.Layers, float64(e.Bytes)/1e6)
+		case sandbox.PullingThroughDaemon:
+			fmt.Fprintf(w, "pulling %s through the Docker daemon\n", e.Ref)
+		}
 	}
 }
 

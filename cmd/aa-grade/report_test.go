@@ -53,12 +53,12 @@ func TestReportCompleteRunAndHTML(t *testing.T) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
-	if !strings.Contains(string(md), "**1.000** over 2 tasks x 1 repeat = 2 episodes; 95% CI n/a (fewer than 5 tasks).") || !strings.Contains(string(md), "$0 in total") {
+	if !strings.Contains(string(md), "**0.500** over 2 tasks x 1 repeat = 2 episodes; 95% CI n/a (fewer than 5 tasks).") || !strings.Contains(string(md), "$0 in total") {
 		t.Errorf("report.md of the baseline run:\n%s", md)
 	}
 	page := filepath.Join(t.TempDir(), "sub", "compare.html")
 	r := aaGrade(t, []string{"AA_GRADE_HTML=" + page}, "report", out, "testdata/runs/qwen")
-	if r.code != 1 || !strings.Contains(r.stdout, "builtin/baseline") || !strings.Contains(r.stdout, "1.000") {
+	if r.code != 1 || !strings.Contains(r.stdout, "builtin/baseline") || !strings.Contains(r.stdout, "0.500") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	html, err := os.ReadFile(page)

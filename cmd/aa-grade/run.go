@@ -24,6 +24,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/gateway"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/promptset"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/replay"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
@@ -286,7 +287,7 @@ type preparedRun struct {
 	prompts  *promptset.Set
 	settings model.Settings
 	model    model.Model
-	limit    *model.Limiter
+	limit    *ratelimit.Limiter
 	judge    *llmJudge // nil: the rules grade
 	out      string
 	// An agent run's provider, as its gateway calls it, and model name.
@@ -458,7 +459,7 @@ func (r *startedRun) announce(stderr io.Writer, opts runOptions) {
 type playedRun struct {
 	summary grader.Summary
 	results []runfolder.Result
-	rates   model.LimitStatus
+	rates   ratelimit.Status
 	cost    string // spent and projected, as the progress display last showed them
 	err     error
 }
@@ -467,9 +468,9 @@ type playedRun struct {
 // recording and what the judge spent.
 func (r *startedRun) play(ctx context.Context, stderr io.Writer, noProgress bool) playedRun {
 	progress := newRunProgress(stderr, noProgress)
-	progress.limits, progress.costPrior = r.limit.Status, r.cfg.CostPrior
+	progress.limits, progress.state.costPrior = r.limit.Status, r.cfg.CostPrior
 	progress.Start()
-	r.cfg.Progress = progress
+	r.cfg.Progress = progress.tell
 	summary, results, err := runner.Run(ctx, r.cfg)
 	progress.Stop()
 	if replay, ok := r.model.(*replay.Model); ok && results != nil { // nil: refused, nothing played
@@ -556,12 +557,12 @@ func warnSandbox(stderr io.Writer, backend sandbox.Backend) {
 // sending back the reasoning the loop does, with one rate limiter for the whole run: every
 // episode's calls go to the same provider and quota. The limiter is returned too, for the
 // display and the run's record of the limits.
-func newModel(opts runOptions, settings model.Settings, loop harness.Loop) (model.Model, *model.Limiter, error) {
+func newModel(opts runOptions, settings model.Settings, loop harness.Loop) (model.Model, *ratelimit.Limiter, error) {
 	maxInFlight := opts.maxInFlight
 	if maxInFlight == 0 {
 		maxInFlight = opts.parallel
 	}
-	limit, err := model.NewLimiter(model.Limits{MaxInFlight: maxInFlight, RPM: opts.rpm, TPM: int64(opts.tpm)})
+	limit, err := ratelimit.New(ratelimit.Limits{MaxInFlight: maxInFlight, RPM: opts.rpm, TPM: int64(opts.tpm)})
 	if err != nil {
 		return nil, nil, usageErrorf("--max-in-flight, --rpm, --tpm: %w", err)
 	}
@@ -791,7 +792,7 @@ func useImage(ctx context.Context, backend sandbox.Backend, ref string, progress
 	if err != nil {
 		return err
 	}
-	if err := sandbox.UseImage(ctx, backend, ref, cache, progress); err != nil {
+	if err := sandbox.UseImage(ctx, backend, ref, cache, imageProgress(progress)); err != nil {
 		if ctx.Err() != nil {
 			return interrupted(fmt.Errorf("interrupted: %w", err))
 		}

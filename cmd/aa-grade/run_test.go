@@ -34,8 +34,9 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
 	args := []string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901,906", "--repeats", "2", "--out", out}
 	r := aaGrade(t, env, args...)
-	// The baseline's score on these two tasks, as a run of it printed (it misses 901's root cause).
-	if r.code != 0 || !strings.Contains(r.stdout, "Score 0.250") || !strings.Contains(r.stdout, "over 2 tasks x 2 repeats") {
+	// The baseline's score on these two tasks, as a run of it printed (it misses 901's root
+	// cause and names two decoys beside 906's).
+	if r.code != 0 || !strings.Contains(r.stdout, "Score 0.167") || !strings.Contains(r.stdout, "over 2 tasks x 2 repeats") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, f := range []string{"run.json", "results.jsonl", "summary.json", "episodes/Scenario-901/1/agent_output.json", "episodes/Scenario-906/2/trajectory.jsonl.zst"} {

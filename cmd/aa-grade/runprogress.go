@@ -1,15 +1,13 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
@@ -17,122 +15,85 @@ import (
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
-// runProgress renders a run. On a terminal: an overall bar (episodes done and running, ETA,
-// cost spent and projected, running score), the rate limits in force, and one live line per running
-// episode (task, repeat, turn n of N, and its last command or what it waits for: a retry, with
-// the failure and the time of the next attempt, or the rate limiter, with the reason), redrawn
-// in place, with a line per finished episode and each warning of the rate limiter above them.
-// Elsewhere (or with --no-progress): the line per finished episode, a line per retry and per
-// long wait for the rate limiter, the warnings, and an overall line and the rate limits' every
-// interval. After Ctrl-C it says what happens to the running episodes.
+// runProgress renders a run's events (runner.Event) as its state (runState) stands. On a
+// terminal: an overall bar (episodes done and running, ETA, cost spent and projected, running
+// score), the rate limits in force, and one live line per running episode (task, repeat, turn n of N, and
+// its last command or what it waits for: a retry, with the failure and the time of the next
+// attempt, or the rate limiter, with the reason), redrawn in place, with a line per finished
+// episode and each warning of the rate limiter above them. Elsewhere (or with --no-progress):
+// the line per finished episode, a line per retry and per long wait for the rate limiter, the
+// warnings, and an overall line and the rate limits' every interval. After Ctrl-C it says
+// what happens to the running episodes.
 type runProgress struct {
 	screen   *screen
 	interval time.Duration
 	now      func() time.Time
+	// limits, when set, is the status of the run's rate limiter.
+	limits func() ratelimit.Status
 
-	mu        sync.Mutex
-	total     int
-	finished  int // episodes with a result, earlier runs of the folder included
-	settled   int // those whose result stands (runfolder.Result.Final): a resume keeps them
-	scoreSum  float64
-	cost      float64
-	costKnown bool
-	// costPrior is the published cost a task, which projects the run's cost before any
-	// episode has one (0: no projection until then).
-	costPrior float64
-	running   map[runfolder.Episode]*liveEpisode
-	// most is the most episodes seen running at once: the run's parallelism, for the ETA;
-	// ended and endedFor are the final episodes this process ran, and their time.
-	most     int
-	ended    int
-	endedFor time.Duration
-	stopBy   time.Time // after Ctrl-C, when the running episodes are stopped
-	// limits, when set, is the status of the run's rate limiter; warned counts its warnings
-	// printed.
-	limits func() model.LimitStatus
-	warned int
+	mu    sync.Mutex
+	state *runState
 
 	stop chan struct{}
 	wg   sync.WaitGroup
-}
-
-type liveEpisode struct {
-	started        time.Time
-	turn, maxTurns int
-	command        string
-	retries        int
-	wait           runner.Wait // the wait now; zero when none
-	waitSince      time.Time
 }
 
 // longWait is how long a wait for the rate limiter lasts before plain output mentions it.
 const longWait = 10 * time.Second
 
 func newRunProgress(w io.Writer, plain bool) *runProgress {
-	p := &runProgress{screen: newScreen(w, plain), interval: 30 * time.Second, now: time.Now,
-		running: map[runfolder.Episode]*liveEpisode{}, costKnown: true, stop: make(chan struct{})}
+	p := &runProgress{screen: newScreen(w, plain), interval: 30 * time.Second, now: time.Now, state: newRunState(), stop: make(chan struct{})}
 	if p.screen.live {
 		p.interval = 250 * time.Millisecond
 	}
 	return p
 }
 
-func (p *runProgress) Plan(total int, finished []runfolder.Result) {
+// tell takes one event of the run (runner.Config.Progress) into the state, and prints the
+// line it calls for, if any.
+func (p *runProgress) tell(e runner.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.total = total
-	for _, r := range finished {
-		p.count(r)
-	}
-	if len(finished) > 0 {
-		p.printLocked(fmt.Sprintf("resuming: %d of %s already finished", len(finished), english.Count(total, "episode")))
-	}
-}
-
-func (p *runProgress) Started(task string, repeat int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.running[runfolder.Episode{Task: task, Repeat: repeat}] = &liveEpisode{started: p.now()}
-	p.most = max(p.most, len(p.running))
-}
-
-// episode is a running episode's state; one not told Started yet starts now.
-func (p *runProgress) episode(task string, repeat int) *liveEpisode {
-	k := runfolder.Episode{Task: task, Repeat: repeat}
-	e := p.running[k]
-	if e == nil {
-		e = &liveEpisode{started: p.now()}
-		p.running[k] = e
-		p.most = max(p.most, len(p.running))
-	}
-	return e
-}
-
-func (p *runProgress) Turn(task string, repeat, turn, maxTurns int, command string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e := p.episode(task, repeat)
-	e.turn, e.maxTurns, e.wait = turn, maxTurns, runner.Wait{}
-	if command != "" {
-		e.command = command
-	}
-}
-
-func (p *runProgress) Waiting(task string, repeat int, w runner.Wait) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e, now := p.episode(task, repeat), p.now()
-	was, since := e.wait, e.waitSince
-	e.wait, e.waitSince = w, now
-	name := fmt.Sprintf("%s repeat %d: ", task, repeat)
-	switch {
-	case w.Retry:
-		e.retries++
-		if !p.screen.live {
-			printLine(p.screen.w, "%s", name+describeRetry(w, now))
+	s, now := p.state, p.now()
+	switch e := e.(type) {
+	case runner.Planned:
+		s.plan(e.Total, e.Finished)
+		if len(e.Finished) > 0 {
+			p.printLocked(fmt.Sprintf("resuming: %d of %s already finished", len(e.Finished), english.Count(e.Total, "episode")))
 		}
-	case w.Reason == "" && was.Reason != "" && !was.Retry && now.Sub(since) >= longWait && !p.screen.live:
-		printLine(p.screen.w, "%swaited %s for the rate limiter (%s)", name, now.Sub(since).Round(time.Second), was.Reason)
+	case runner.EpisodeStarted:
+		s.start(e.Episode, now)
+	case runner.EpisodeTurn:
+		s.turn(e, now)
+	case runner.EpisodeWaiting:
+		was, lasted := s.wait(e.Episode, e.Wait, now)
+		if p.screen.live {
+			return
+		}
+		name := fmt.Sprintf("%s repeat %d: ", e.Episode.Task, e.Episode.Repeat)
+		switch w := e.Wait; {
+		case w.Retry:
+			printLine(p.screen.w, "%s", name+describeRetry(w, now))
+		case w.Reason == "" && was.Reason != "" && !was.Retry && lasted >= longWait:
+			printLine(p.screen.w, "%swaited %s for the rate limiter (%s)", name, lasted.Round(time.Second), was.Reason)
+		}
+	case runner.EpisodeFinished:
+		s.finish(e.Result)
+		p.printLocked(describeFinished(e.Result))
+	case runner.Interrupted:
+		s.interrupt(now.Add(e.Grace))
+		if len(s.running) == 0 {
+			p.printLocked("interrupted: no more episodes start")
+			return
+		}
+		they, them := pronouns(len(s.running))
+		p.printLocked(fmt.Sprintf("interrupted: no more episodes start; finishing %s for up to %s (until %s), then %s stopped and recorded unfinished; press Ctrl-C again to stop %s at once",
+			english.Count(len(s.running), "running episode"), e.Grace, s.stopBy.Format(time.TimeOnly), they, them))
+	case runner.Stopping:
+		if len(s.running) > 0 {
+			they, _ := pronouns(len(s.running))
+			p.printLocked(fmt.Sprintf("%s: stopping %s now; %s recorded unfinished", e.Why, english.Count(len(s.running), "running episode"), they))
+		}
 	}
 }
 
@@ -141,15 +102,8 @@ func describeRetry(w runner.Wait, now time.Time) string {
 	return fmt.Sprintf("attempt %d failed: %s; next attempt %s", w.Attempt, w.Reason, nextAttempt(now, w.Until.Sub(now)))
 }
 
-func (p *runProgress) Finished(r runfolder.Result) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.running, runfolder.Episode{Task: r.Task, Repeat: r.Repeat})
-	p.count(r)
-	if r.Final() {
-		p.ended++
-		p.endedFor += time.Duration(r.Duration * float64(time.Second))
-	}
+// describeFinished is the line of a finished episode.
+func describeFinished(r runfolder.Result) string {
 	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %s, %s", r.Task, r.Repeat, r.Status, r.Score, english.Count(r.Turns, "turn"), "cost "+report.FormatUSD(r.CostUSD))
 	if r.Retries > 0 {
 		line += fmt.Sprintf(", retries %d", r.Retries)
@@ -160,29 +114,7 @@ func (p *runProgress) Finished(r runfolder.Result) {
 	if r.JudgeNote != "" {
 		line += "; " + r.JudgeNote
 	}
-	p.printLocked(line)
-}
-
-func (p *runProgress) Interrupted(grace time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.stopBy = p.now().Add(grace)
-	if len(p.running) == 0 {
-		p.printLocked("interrupted: no more episodes start")
-		return
-	}
-	they, them := pronouns(len(p.running))
-	p.printLocked(fmt.Sprintf("interrupted: no more episodes start; finishing %s for up to %s (until %s), then %s stopped and recorded unfinished; press Ctrl-C again to stop %s at once",
-		english.Count(len(p.running), "running episode"), grace, p.stopBy.Format(time.TimeOnly), they, them))
-}
-
-func (p *runProgress) Stopping(why string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.running) > 0 {
-		they, _ := pronouns(len(p.running))
-		p.printLocked(fmt.Sprintf("%s: stopping %s now; %s recorded unfinished", why, english.Count(len(p.running), "running episode"), they))
-	}
+	return line
 }
 
 // pronouns are "it is" and "it" for one episode, "they are" and "them" for more.
@@ -191,19 +123,6 @@ func pronouns(n int) (are, them string) {
 		return "it is", "it"
 	}
 	return "they are", "them"
-}
-
-func (p *runProgress) count(r runfolder.Result) {
-	p.finished++
-	if r.Final() {
-		p.settled++
-	}
-	p.scoreSum += r.Score
-	if r.CostUSD == nil {
-		p.costKnown = false
-	} else {
-		p.cost += *r.CostUSD
-	}
 }
 
 // Start begins periodic rendering; Stop ends it, leaving the last overall line.
@@ -249,7 +168,7 @@ func (p *runProgress) overall(now time.Time) string {
 // has room for it, else two, the counts with the bar and then where the run stands, so that a
 // narrow terminal cuts the score's label before the cost.
 func (p *runProgress) overallLines(now time.Time, cols int) []string {
-	done, total := int64(p.finished), int64(p.total)
+	done, total := int64(p.state.finished), int64(p.state.total)
 	if line := p.overall(now); termtext.Width(line) < cols {
 		return []string{withBar(done, total, line, cols)}
 	}
@@ -257,99 +176,80 @@ func (p *runProgress) overallLines(now time.Time, cols int) []string {
 }
 
 // standing is what the run has cost and its score, the most wanted first: the cost, then the
-// score as the reports and the viewer give it (over every episode of the run, those not
-// finished counted 0).
+// score as the reports and the viewer give it (runState.score).
 func (p *runProgress) standing() string {
-	score := 0.0
-	if p.total > 0 {
-		score = p.scoreSum / float64(p.total)
-	}
-	return fmt.Sprintf("%s  score %.3f%s", p.costText(), score, report.SoFar(p.total-p.finished))
+	return fmt.Sprintf("%s  score %.3f%s", p.costText(), p.state.score(), report.SoFar(p.state.total-p.state.finished))
 }
 
 // costText is what the run has spent and, until every episode's result stands, what it is
-// projected to spend in all: the spend scaled to all its episodes (over those whose result
-// stands), else, before any does, the spend plus the published cost a task for each episode.
-// "cost unknown" when the model's prices are.
+// projected to spend in all (runState.projected). "cost unknown" when the model's prices are.
 func (p *runProgress) costText() string {
-	if !p.costKnown {
+	s := p.state
+	if !s.costKnown {
 		return "cost unknown"
 	}
-	spent := fmt.Sprintf("$%.2f spent", p.cost)
-	switch {
-	case p.settled >= p.total:
-		return spent
-	case p.settled > 0:
-		return fmt.Sprintf("%s, $%.2f projected", spent, p.cost*float64(p.total)/float64(p.settled))
-	case p.costPrior > 0:
-		return fmt.Sprintf("%s, $%.2f projected (published $/task)", spent, p.cost+p.costPrior*float64(p.total))
+	spent := fmt.Sprintf("$%.2f spent", s.cost)
+	switch projected, how := s.projected(); how {
+	case projectedFromResults:
+		return fmt.Sprintf("%s, $%.2f projected", spent, projected)
+	case projectedFromPrior:
+		return fmt.Sprintf("%s, $%.2f projected (published $/task)", spent, projected)
 	}
 	return spent
 }
 
 // counts are the episodes finished and running, and when the run should end.
 func (p *runProgress) counts(now time.Time) string {
-	running := fmt.Sprintf("%d running", len(p.running))
-	retrying, limited := 0, 0
-	for _, e := range p.running {
-		switch {
-		case e.wait.Retry && now.Before(e.wait.Until):
-			retrying++
-		case !e.wait.Retry && e.wait.Reason != "":
-			limited++
-		}
-	}
-	if retrying+limited > 0 {
+	s := p.state
+	running := fmt.Sprintf("%d running", len(s.running))
+	if retrying, limited := s.waiting(now); retrying+limited > 0 {
 		running += fmt.Sprintf(" (%d waiting for a retry, %d for the rate limiter)", retrying, limited)
 	}
-	return fmt.Sprintf("%d/%s  %s  %s", p.finished, english.Count(p.total, "episode"), running, p.eta(now))
+	return fmt.Sprintf("%d/%s  %s  %s", s.finished, english.Count(s.total, "episode"), running, p.eta(now))
 }
 
-// eta estimates when the run ends: the episodes not started and what is left of the running
-// ones, at the mean time of the episodes that ended here, spread over the episodes seen
-// running at once. An episode running longer than the mean is taken to need a tenth of it
-// more. After Ctrl-C it says when the running episodes are stopped instead.
+// eta says when the run ends (runState.eta); after Ctrl-C, when the running episodes are
+// stopped instead.
 func (p *runProgress) eta(now time.Time) string {
-	if !p.stopBy.IsZero() {
-		return "stopping by " + p.stopBy.Format(time.TimeOnly)
+	if !p.state.stopBy.IsZero() {
+		return "stopping by " + p.state.stopBy.Format(time.TimeOnly)
 	}
-	if p.ended == 0 || p.finished >= p.total {
+	left, ok := p.state.eta(now)
+	if !ok {
 		return "ETA -"
 	}
-	mean := p.endedFor / time.Duration(p.ended)
-	left := time.Duration(p.total-p.finished-len(p.running)) * mean
-	for _, e := range p.running {
-		left += max(mean-now.Sub(e.started), mean/10)
-	}
-	return "ETA " + (left / time.Duration(max(p.most, 1))).Round(time.Second).String()
+	return "ETA " + left.Round(time.Second).String()
 }
 
+// render draws the live block, or prints the overall and rate-limit lines.
 func (p *runProgress) render() {
 	now := p.now()
 	if !p.screen.live {
-		status, show := p.limitStatus()
-		fmt.Fprintln(p.screen.w, "progress: "+p.overall(now))
-		if show {
-			limits, calls := describeLimits(status, true)
-			fmt.Fprintln(p.screen.w, "rate limits: "+limits+"; "+calls)
-		}
+		p.renderPlain(now)
 		return
 	}
+	p.renderLive(now)
+}
+
+func (p *runProgress) renderPlain(now time.Time) {
+	status, show := p.limitStatus()
+	fmt.Fprintln(p.screen.w, "progress: "+p.overall(now))
+	if show {
+		limits, calls := describeLimits(status, true)
+		fmt.Fprintln(p.screen.w, "rate limits: "+limits+"; "+calls)
+	}
+}
+
+func (p *runProgress) renderLive(now time.Time) {
 	p.screen.clear()
+	s := p.state
 	lines := p.overallLines(now, p.screen.width())
 	if status, show := p.limitStatus(); show {
 		limits, calls := describeLimits(status, true)
 		lines = append(lines, "  "+limits, "  "+calls)
 	}
-	keys := make([]runfolder.Episode, 0, len(p.running))
-	for k := range p.running {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b runfolder.Episode) int {
-		return cmp.Or(strings.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat))
-	})
-	for _, k := range keys {
-		e := p.running[k]
+	for _, k := range s.runningEpisodes() {
+		e := s.running[k]
 		turn := "starting"
 		if e.turn > 0 {
 			turn = fmt.Sprintf("turn %d/%d", e.turn, e.maxTurns)
@@ -385,15 +285,14 @@ func (e *liveEpisode) doing(now time.Time) string {
 // limitStatus reads the rate limiter's status, prints its warnings not printed yet (where the
 // live block is not drawn), and says whether there is anything to show: not for a model that
 // calls no provider.
-func (p *runProgress) limitStatus() (model.LimitStatus, bool) {
+func (p *runProgress) limitStatus() (ratelimit.Status, bool) {
 	if p.limits == nil {
-		return model.LimitStatus{}, false
+		return ratelimit.Status{}, false
 	}
 	s := p.limits()
-	for _, w := range s.Warnings[min(p.warned, len(s.Warnings)):] {
+	for _, w := range p.state.newWarnings(s) {
 		printLine(p.screen.w, "warning: %s", w)
 	}
-	p.warned = len(s.Warnings)
 	return s, !s.Idle()
 }
 
@@ -401,7 +300,7 @@ func (p *runProgress) limitStatus() (model.LimitStatus, bool) {
 // stated by the provider's answers), and what the calls met; live, also how much of each the
 // last minute used and the calls waiting now. It says it in two parts, the limits and the
 // calls, each short enough for a line of the live block.
-func describeLimits(s model.LimitStatus, live bool) (limits, calls string) {
+func describeLimits(s ratelimit.Status, live bool) (limits, calls string) {
 	var items, used []string
 	for _, l := range s.Limits {
 		items = append(items, fmt.Sprintf("%s %s (%s)", shortCount(l.PerMinute()), strings.ReplaceAll(l.Name, "_", " "), limitSource(l)))
@@ -423,7 +322,7 @@ func describeLimits(s model.LimitStatus, live bool) (limits, calls string) {
 }
 
 // limitSource says where a limit in force comes from, and the other limit when there are two.
-func limitSource(l model.LimitInForce) string {
+func limitSource(l ratelimit.InForce) string {
 	switch {
 	case l.Given == 0:
 		return "stated"

@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/report"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestRunProgressOnATerminal: the live block (overall bar and one line per running episode) is
@@ -24,9 +25,9 @@ func TestRunProgressOnATerminal(t *testing.T) {
 	width := 100
 	p.screen = liveScreen(&out, &width)
 	cost := 0.25
-	p.Plan(4, []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, CostUSD: &cost}})
-	p.Turn("Scenario-2", 1, 5, 100, "grep -c error\n  logs.tsv")
-	p.Turn("Scenario-2", 2, 1, 100, "")
+	p.tell(runner.Planned{Total: 4, Finished: []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, CostUSD: &cost}}})
+	p.tell(runner.EpisodeTurn{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 1}, Turn: 5, MaxTurns: 100, Command: "grep -c error\n  logs.tsv"})
+	p.tell(runner.EpisodeTurn{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 2}, Turn: 1, MaxTurns: 100, Command: ""})
 	p.render()
 	block := out.String()
 	for _, want := range []string{"resuming: 1 of 4 episodes already finished", "1/4 episodes  2 running  ETA -\n",
@@ -37,27 +38,26 @@ func TestRunProgressOnATerminal(t *testing.T) {
 		}
 	}
 	out.Reset()
-	p.Finished(runfolder.Result{Task: "Scenario-2", Repeat: 1, Status: "max_turns", Turns: 100})
+	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-2", Repeat: 1, Status: "max_turns", Turns: 100}})
 	after := out.String()
-	if !strings.HasPrefix(after, "\033[4A\r\033[J") || !strings.Contains(after, "Scenario-2 repeat 1: max_turns, score 0.00, 100 turns, cost unknown") ||
-		!strings.Contains(after, "2/4 episodes  1 running") || !strings.Contains(after, "cost unknown") || strings.Contains(after, "turn 5/100") {
-		t.Errorf("after an episode ended:\n%q", after)
+	if !strings.HasPrefix(after, "\033[4A\r\033[J") {
+		t.Errorf("after an episode ended, the block is not erased first:\n%q", after)
 	}
+	textcheck.Has(t, "after an episode ended", after, "Scenario-2 repeat 1: max_turns, score 0.00, 100 turns, cost unknown", "2/4 episodes  1 running", "cost unknown")
+	textcheck.Lacks(t, "after an episode ended", after, "turn 5/100")
 }
 
 // TestRunProgressElsewhere prints plain lines: one per finished episode and the overall line.
 func TestRunProgressElsewhere(t *testing.T) {
 	var out bytes.Buffer
 	p := newRunProgress(&out, false)
-	p.Plan(2, nil)
-	p.Turn("Scenario-1", 1, 3, 100, "ls")
-	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "error", Error: "HTTP 401: bad key"})
+	p.tell(runner.Planned{Total: 2})
+	p.tell(runner.EpisodeTurn{Episode: runfolder.Episode{Task: "Scenario-1", Repeat: 1}, Turn: 3, MaxTurns: 100, Command: "ls"})
+	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "error", Error: "HTTP 401: bad key"}})
 	p.render()
 	got := out.String()
-	if strings.Contains(got, "\033[") || !strings.Contains(got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 401: bad key\n") ||
-		!strings.Contains(got, "progress: 1/2 episodes") {
-		t.Errorf("plain output:\n%q", got)
-	}
+	textcheck.Has(t, "plain output", got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 401: bad key\n", "progress: 1/2 episodes")
+	textcheck.Lacks(t, "plain output", got, "\033[")
 }
 
 // TestProgressStripsTerminalSequencesFromModelCommands: a command the model asks for, a task
@@ -69,22 +69,20 @@ func TestProgressStripsTerminalSequencesFromModelCommands(t *testing.T) {
 	p := newRunProgress(&out, false)
 	width := 100
 	p.screen = liveScreen(&out, &width)
-	p.Plan(2, nil)
+	p.tell(runner.Planned{Total: 2})
 	task := "Scenario-1\x1b[41m"
-	p.Turn(task, 1, 3, 100, "printf '\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x1b\\\xc2\x9b2J' && echo done")
+	p.tell(runner.EpisodeTurn{Episode: runfolder.Episode{Task: task, Repeat: 1}, Turn: 3, MaxTurns: 100, Command: "printf '\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x1b\\\xc2\x9b2J' && echo done"})
 	p.render()
 	live := out.String()
-	p.Finished(runfolder.Result{Task: task, Repeat: 1, Status: "error", Error: "HTTP 400: \x1b]0;pwned\x07bad\nrequest \u202eexe"})
+	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: task, Repeat: 1, Status: "error", Error: "HTTP 400: \x1b]0;pwned\x07bad\nrequest \u202eexe"}})
 	got := regexp.MustCompile(`\x1b\[\d+A\r\x1b\[J`).ReplaceAllString(out.String(), "") // the renderer's own
 	for _, bad := range []string{"\x1b", "\x07", "\u009b", "\u202e", "pwned", "aGk="} {
 		if strings.Contains(got, bad) {
 			t.Errorf("the terminal output holds %q:\n%q", bad, got)
 		}
 	}
-	if !strings.Contains(live, "  Scenario-1 r1  turn 3/100  printf '' && echo done\n") ||
-		!strings.Contains(got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 400: bad request exe\n") {
-		t.Errorf("the text around the sequences is lost:\n%q", got)
-	}
+	textcheck.Has(t, "the live block", live, "  Scenario-1 r1  turn 3/100  printf '' && echo done\n")
+	textcheck.Has(t, "the terminal output", got, "Scenario-1 repeat 1: error, score 0.00, 0 turns, cost unknown: HTTP 400: bad request exe\n")
 }
 
 // TestRunProgressShowsRateLimits: the live block shows the rate limits in force and where
@@ -97,11 +95,11 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 	p := newRunProgress(&out, false)
 	width := 100
 	p.screen = liveScreen(&out, &width)
-	status := model.LimitStatus{Limits: []model.LimitInForce{{Name: "requests", Given: 500, Learnt: 1000, Used: 100},
+	status := ratelimit.Status{Limits: []ratelimit.InForce{{Name: "requests", Given: 500, Learnt: 1000, Used: 100},
 		{Name: "input_tokens", Learnt: 200_000, Used: 186_000}, {Name: "output_tokens", Learnt: 40_000, Given: 50_000, Used: 10_000}},
 		Calls: 40, RateLimited: 3, WaitedSeconds: 65, Waiting: 2, Warnings: []string{"rate limits: x-ratelimit-limit-tokens \"\x1b[31mlots\" is not a number"}}
-	p.limits = func() model.LimitStatus { return status }
-	p.Plan(2, nil)
+	p.limits = func() ratelimit.Status { return status }
+	p.tell(runner.Planned{Total: 2})
 	p.render()
 	p.render()
 	got := out.String()
@@ -119,9 +117,10 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 			t.Errorf("a line wider than the terminal: %q", line)
 		}
 	}
-	if strings.Count(got, "warning: rate limits:") != 1 || strings.Contains(got, "\x1b[31m") {
-		t.Errorf("the warning, once and stripped:\n%q", got)
+	if n := strings.Count(got, "warning: rate limits:"); n != 1 {
+		t.Errorf("the warning printed %d times, want once:\n%q", n, got)
 	}
+	textcheck.Lacks(t, "the output with a warning", got, "\x1b[31m")
 
 	out.Reset()
 	p.screen = newScreen(&out, false)
@@ -131,7 +130,7 @@ func TestRunProgressShowsRateLimits(t *testing.T) {
 		t.Errorf("plain output:\n%q", got)
 	}
 	out.Reset()
-	p.limits = func() model.LimitStatus { return model.LimitStatus{} }
+	p.limits = func() ratelimit.Status { return ratelimit.Status{} }
 	p.render()
 	if got := out.String(); strings.Contains(got, "limits") {
 		t.Errorf("a limiter that calls no provider shows:\n%q", got)
@@ -153,13 +152,13 @@ func clockAt() (*time.Time, func() time.Time) {
 // call retrying a refused connection, the others held by the rate limiter, one of them until
 // a known time.
 func waits(p *runProgress, now time.Time) {
-	p.Plan(8, nil)
+	p.tell(runner.Planned{Total: 8})
 	for i := range 4 {
-		p.Started(fmt.Sprintf("Scenario-%d", i+1), 1)
+		p.tell(runner.EpisodeStarted{Episode: runfolder.Episode{Task: fmt.Sprintf("Scenario-%d", i+1), Repeat: 1}})
 	}
-	p.Waiting("Scenario-1", 1, runner.Wait{Retry: true, Attempt: 1, Reason: "dial tcp 127.0.0.1:9: connect: connection refused", Until: now.Add(4 * time.Second)})
-	p.Waiting("Scenario-2", 1, runner.Wait{Reason: "the first call goes alone until an answer states the provider's limits"})
-	p.Waiting("Scenario-3", 1, runner.Wait{Reason: "the tokens limit, 200000 a minute", Until: now.Add(34 * time.Second)})
+	p.tell(runner.EpisodeWaiting{Episode: runfolder.Episode{Task: "Scenario-1", Repeat: 1}, Wait: runner.Wait{Retry: true, Attempt: 1, Reason: "dial tcp 127.0.0.1:9: connect: connection refused", Until: now.Add(4 * time.Second)}})
+	p.tell(runner.EpisodeWaiting{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 1}, Wait: runner.Wait{Reason: "the first call goes alone until an answer states the provider's limits"}})
+	p.tell(runner.EpisodeWaiting{Episode: runfolder.Episode{Task: "Scenario-3", Repeat: 1}, Wait: runner.Wait{Reason: "the tokens limit, 200000 a minute", Until: now.Add(34 * time.Second)}})
 }
 
 // TestRunProgressShowsRetriesAndWaits: an episode waiting for a retry or for the rate limiter
@@ -191,8 +190,8 @@ func TestRunProgressShowsRetriesAndWaits(t *testing.T) {
 		t.Errorf("after the retry's time, missing %q in\n%s", want, out.String())
 	}
 	out.Reset()
-	p.Turn("Scenario-1", 1, 1, 100, "kubectl get pods")
-	p.Waiting("Scenario-3", 1, runner.Wait{})
+	p.tell(runner.EpisodeTurn{Episode: runfolder.Episode{Task: "Scenario-1", Repeat: 1}, Turn: 1, MaxTurns: 100, Command: "kubectl get pods"})
+	p.tell(runner.EpisodeWaiting{Episode: runfolder.Episode{Task: "Scenario-3", Repeat: 1}, Wait: runner.Wait{}})
 	p.render()
 	for _, want := range []string{"  Scenario-1 r1  turn 1/100  (retries 1) kubectl get pods\n", "  Scenario-3 r1  starting\n",
 		"4 running (0 waiting for a retry, 1 for the rate limiter)"} {
@@ -211,11 +210,11 @@ func TestRunProgressLogsRetriesAndWaits(t *testing.T) {
 	p.now = clock
 	waits(p, *now)
 	*now = now.Add(2 * time.Second)
-	p.Waiting("Scenario-2", 1, runner.Wait{}) // a short wait: no line
+	p.tell(runner.EpisodeWaiting{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 1}, Wait: runner.Wait{}}) // a short wait: no line
 	*now = now.Add(32 * time.Second)
-	p.Waiting("Scenario-3", 1, runner.Wait{})
+	p.tell(runner.EpisodeWaiting{Episode: runfolder.Episode{Task: "Scenario-3", Repeat: 1}, Wait: runner.Wait{}})
 	p.render()
-	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, Turns: 3, Retries: 1})
+	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, Turns: 3, Retries: 1}})
 	want := "Scenario-1 repeat 1: attempt 1 failed: dial tcp 127.0.0.1:9: connect: connection refused; next attempt in 4s (at 14:00:04)\n" +
 		"Scenario-3 repeat 1: waited 34s for the rate limiter (the tokens limit, 200000 a minute)\n" +
 		"progress: 0/8 episodes  4 running  ETA -  $0.00 spent  score 0.000 (8 not finished, counted 0)\n" + // the retry went at 14:00:04
@@ -232,12 +231,12 @@ func TestRunProgressETA(t *testing.T) {
 	now, clock := clockAt()
 	p := newRunProgress(&out, true)
 	p.now = clock
-	p.Plan(10, nil)
-	p.Started("Scenario-1", 1)
-	p.Started("Scenario-2", 1)
+	p.tell(runner.Planned{Total: 10})
+	p.tell(runner.EpisodeStarted{Episode: runfolder.Episode{Task: "Scenario-1", Repeat: 1}})
+	p.tell(runner.EpisodeStarted{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 1}})
 	*now = now.Add(time.Minute)
-	p.Finished(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Duration: 60})
-	p.Started("Scenario-3", 1)
+	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Duration: 60}})
+	p.tell(runner.EpisodeStarted{Episode: runfolder.Episode{Task: "Scenario-3", Repeat: 1}})
 	*now = now.Add(30 * time.Second)
 	// 7 not started x 60 s, Scenario-2 over the mean (a tenth of it: 6 s), Scenario-3 30 s
 	// more; over 2 at once.
@@ -254,12 +253,12 @@ func TestRunProgressSaysWhatCtrlCDoes(t *testing.T) {
 	_, clock := clockAt()
 	p := newRunProgress(&out, true)
 	p.now = clock
-	p.Plan(4, nil)
-	p.Started("Scenario-1", 1)
-	p.Started("Scenario-2", 1)
-	p.Interrupted(20 * time.Second)
+	p.tell(runner.Planned{Total: 4})
+	p.tell(runner.EpisodeStarted{Episode: runfolder.Episode{Task: "Scenario-1", Repeat: 1}})
+	p.tell(runner.EpisodeStarted{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 1}})
+	p.tell(runner.Interrupted{Grace: 20 * time.Second})
 	p.render()
-	p.Stopping("interrupted again")
+	p.tell(runner.Stopping{Why: "interrupted again"})
 	want := "interrupted: no more episodes start; finishing 2 running episodes for up to 20s (until 14:00:20), then they are stopped and recorded unfinished; press Ctrl-C again to stop them at once\n" +
 		"progress: 0/4 episodes  2 running  stopping by 14:00:20  $0.00 spent  score 0.000 (4 not finished, counted 0)\n" +
 		"interrupted again: stopping 2 running episodes now; they are recorded unfinished\n"
@@ -275,10 +274,10 @@ func TestRunProgressCountsInEnglish(t *testing.T) {
 	_, clock := clockAt()
 	p := newRunProgress(&out, true)
 	p.now = clock
-	p.Plan(1, nil)
-	p.Started("Scenario-1", 1)
-	p.Interrupted(20 * time.Second)
-	p.Stopping("interrupted again")
+	p.tell(runner.Planned{Total: 1})
+	p.tell(runner.EpisodeStarted{Episode: runfolder.Episode{Task: "Scenario-1", Repeat: 1}})
+	p.tell(runner.Interrupted{Grace: 20 * time.Second})
+	p.tell(runner.Stopping{Why: "interrupted again"})
 	want := "interrupted: no more episodes start; finishing 1 running episode for up to 20s (until 14:00:20), then it is stopped and recorded unfinished; press Ctrl-C again to stop it at once\n" +
 		"interrupted again: stopping 1 running episode now; it is recorded unfinished\n"
 	if out.String() != want {
@@ -294,8 +293,9 @@ func TestRunTotalsSeparateThousands(t *testing.T) {
 	}
 	var out bytes.Buffer
 	renderRunTotals(&out, run)
-	if !strings.Contains(out.String(), " 922,541 ") || !strings.Contains(out.String(), " 2,410,337 ") || regexp.MustCompile(`\d{4}`).MatchString(out.String()) {
-		t.Fatalf("token counts without separators:\n%s", out.String())
+	textcheck.Has(t, "the totals", out.String(), " 922,541 ", " 2,410,337 ")
+	if four := regexp.MustCompile(`\d{4}`).FindString(out.String()); four != "" {
+		t.Errorf("a count without separators (%s) in\n%s", four, out.String())
 	}
 }
 
@@ -318,14 +318,14 @@ func TestRunProgressProjectsTheCost(t *testing.T) {
 		{0, []runfolder.Result{{Task: "a", Status: "error", CostUSD: usd(2)}, {Task: "b", Status: "ok", CostUSD: usd(3)}}, "$5.00 spent, $50.00 projected"},
 	} {
 		p := newRunProgress(io.Discard, true)
-		p.costPrior = c.prior
-		p.Plan(10, c.finished)
+		p.state.costPrior = c.prior
+		p.tell(runner.Planned{Total: 10, Finished: c.finished})
 		if got := p.costText(); got != c.want {
 			t.Errorf("prior %v, %d finished: %q, want %q", c.prior, len(c.finished), got, c.want)
 		}
 	}
 	p := newRunProgress(io.Discard, true)
-	p.Plan(2, []runfolder.Result{{Task: "a", Status: "ok", CostUSD: usd(1)}, {Task: "b", Status: "max_turns", CostUSD: usd(2)}})
+	p.tell(runner.Planned{Total: 2, Finished: []runfolder.Result{{Task: "a", Status: "ok", CostUSD: usd(1)}, {Task: "b", Status: "max_turns", CostUSD: usd(2)}}})
 	if got := p.costText(); got != "$3.00 spent" {
 		t.Errorf("a finished run: %q", got)
 	}

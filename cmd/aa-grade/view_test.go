@@ -51,7 +51,7 @@ func TestViewAddressNotHostPort(t *testing.T) {
 func TestView(t *testing.T) {
 	cache := "XDG_CACHE_HOME=" + t.TempDir()
 	run := filepath.Join(t.TempDir(), "run")
-	if r := aaGrade(t, []string{cache}, "run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "902", "--repeats", "1", "--out", run); r.code != 0 {
+	if r := aaGrade(t, []string{cache}, "run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "903", "--repeats", "1", "--out", run); r.code != 0 {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
 
@@ -75,10 +75,10 @@ func TestView(t *testing.T) {
 	}
 	for path, want := range map[string]string{
 		"":                             "builtin/baseline",
-		"runs/1/Scenario-902/1.html":   "matches the root-cause group",
+		"runs/1/Scenario-903/1.html":   "matches the root-cause group",
 		"runs/2/Scenario-2/1.html":     "No turns recorded",
-		"runs/1/Scenario-902/2.html":   "404",
-		"runs/1/Scenario-902/../../..": "404",
+		"runs/1/Scenario-903/2.html":   "404",
+		"runs/1/Scenario-903/../../..": "404",
 	} {
 		res, err := http.Get(url + path)
 		if err != nil {
@@ -99,7 +99,7 @@ func TestView(t *testing.T) {
 	if r := aaGrade(t, []string{cache}, "view", "--out", out, run); r.code != 0 || !strings.Contains(r.stdout, filepath.Join(out, "index.html")) {
 		t.Fatalf("--out: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, f := range []string{"index.html", "runs/1/Scenario-902/1.html", "runs/1/Scenario-902/1.trajectory.jsonl.zst"} {
+	for _, f := range []string{"index.html", "runs/1/Scenario-903/1.html", "runs/1/Scenario-903/1.trajectory.jsonl.zst"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}

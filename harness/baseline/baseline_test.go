@@ -57,9 +57,18 @@ func runBaseline(t *testing.T, dir string) []string {
 	return sub.Names
 }
 
+// Bounds of builtin/baseline's mean score on generated tasks (issue 30): no higher than just
+// above what frontier models score on the real tasks (30-47%), so that the tasks do not give
+// their answers away to a fault-agnostic script, yet clearly above the naive solvers, which
+// know nothing of incidents.
+const (
+	maxBaselineScore  = 0.5
+	baselineOverNaive = 0.2
+)
+
 // TestBaselineOnTheDemo runs builtin/baseline end to end over every demo task and reports
-// its score beside the naive solvers': a general heuristic must beat all three (which know
-// nothing of incidents) by a clear margin, without knowing the faults.
+// its score beside the naive solvers': a general heuristic must beat all three by a clear
+// margin, without knowing the faults, and yet fall for the demo's decoys often enough.
 func TestBaselineOnTheDemo(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	ds, err := data.Open(context.Background(), data.DemoSpec, data.OpenOptions{})
@@ -87,9 +96,12 @@ func TestBaselineOnTheDemo(t *testing.T) {
 	}
 	n := float64(len(ds.Tasks))
 	t.Logf("demo: builtin/baseline %.3f", baseline/n)
+	if baseline/n > maxBaselineScore {
+		t.Errorf("builtin/baseline scores %.3f, more than %.1f: the demo gives its answers away", baseline/n, maxBaselineScore)
+	}
 	for name, sum := range naiveScores {
 		t.Logf("demo: naive %s %.3f", name, sum/n)
-		if baseline/n < sum/n+0.3 {
+		if baseline/n < sum/n+baselineOverNaive {
 			t.Errorf("builtin/baseline scores %.3f, not clearly above the naive %s solver (%.3f)", baseline/n, name, sum/n)
 		}
 	}

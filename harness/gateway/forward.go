@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 )
 
@@ -49,7 +50,7 @@ func (e *errRetry) Unwrap() error { return e.err }
 // answer. modelCall says whether it is a model call (paced, its usage counted).
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, modelCall bool) {
 	c := &call{g: g, w: w, url: g.cfg.Upstream.url(r.URL), header: g.upstreamHeader(r.Header), body: body, model: modelCall, started: time.Now()}
-	c.ctx = model.WithRecorder(r.Context(), c.note) // the limiter's events
+	c.ctx = r.Context()
 	defer func() { g.record(c.events) }()
 	c.note(model.Event{Kind: model.KindRequest, URL: c.url, Header: model.RecordedHeader(c.header), Body: body})
 	for c.attempt = 1; ; c.attempt++ {
@@ -81,10 +82,10 @@ func (c *call) note(e model.Event) { c.events = append(c.events, e) }
 // and may be retried; any other error when it ended otherwise (the answer, or what could be
 // sent of it, went back to the agent).
 func (c *call) try() error {
-	var permit model.Permit
+	var permit ratelimit.Permit
 	if c.model {
 		queued := time.Now()
-		p, err := c.g.cfg.Limit.Acquire(c.ctx, len(c.body))
+		p, err := model.AcquireRecorded(c.ctx, c.g.cfg.Limit, len(c.body), c.note)
 		if err != nil {
 			c.note(model.Event{Kind: model.KindResponse, Error: "the agent hung up while the call waited for the rate limiter"})
 			return err
@@ -96,9 +97,7 @@ func (c *call) try() error {
 		if !c.model {
 			return
 		}
-		if e, changed := c.g.cfg.Limit.Release(permit, header, answer, err); changed {
-			c.note(e)
-		}
+		model.ReleaseRecorded(c.g.cfg.Limit, permit, header, answer, err, c.note)
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.g.cfg.AttemptTimeout)
 	defer cancel()

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 )
 
@@ -90,8 +91,8 @@ type Config struct {
 	// as for the providers of harness/model.
 	Budget         time.Duration
 	AttemptTimeout time.Duration
-	Limit          *model.Limiter // the run's, shared by every episode; nil paces nothing
-	Prices         *model.Prices  // nil: costs unknown (then Caps.CostUSD cannot be set)
+	Limit          *ratelimit.Limiter // the run's, shared by every episode; nil paces nothing
+	Prices         *model.Prices      // nil: costs unknown (then Caps.CostUSD cannot be set)
 	Caps           Caps
 	// Record receives the episode's trajectory events. A call's events come together when the
 	// call ends, so that the lines of calls made at once do not interleave; calls are

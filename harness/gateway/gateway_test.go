@@ -15,6 +15,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/gateway"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/testsupport/closedport"
 	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
 )
@@ -283,7 +284,7 @@ func TestRetries(t *testing.T) {
 		f := newProvider(t, gateway.Messages,
 			status(http.StatusTooManyRequests, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, "retry-after-ms", "1"),
 			status(http.StatusInternalServerError, `{"type":"error","error":{"type":"api_error","message":"oops"}}`))
-		lim, err := model.NewLimiter(model.Limits{MaxInFlight: 4})
+		lim, err := ratelimit.New(ratelimit.Limits{MaxInFlight: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,7 +403,7 @@ func TestKeyNeverLeaks(t *testing.T) {
 // each answered whole, counted once and recorded as request and response side by side.
 func TestConcurrentCalls(t *testing.T) {
 	f := newProvider(t, gateway.Chat)
-	lim, err := model.NewLimiter(model.Limits{MaxInFlight: 2})
+	lim, err := ratelimit.New(ratelimit.Limits{MaxInFlight: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +519,7 @@ func TestRecordsFollowTheSchema(t *testing.T) {
 		status(http.StatusOK, plainAnswers[gateway.Chat]),
 		status(http.StatusOK, `{"id":"chatcmpl-2","object":"chat.completion","choices":[]}`),
 		cut(streamEvents[gateway.Chat], 1))
-	lim, err := model.NewLimiter(model.Limits{MaxInFlight: 2})
+	lim, err := ratelimit.New(ratelimit.Limits{MaxInFlight: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

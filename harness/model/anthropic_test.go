@@ -15,7 +15,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/backoff"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 const anthropicAnswer = `{"id":"msg_1","type":"message","role":"assistant","content":[
@@ -74,8 +76,8 @@ func TestAnthropicRoundTrip(t *testing.T) {
 	if !strings.Contains(string(reply.Message.Opaque), `"signature":"sig-abc=="`) {
 		t.Fatalf("thinking to pass back = %s", reply.Message.Opaque)
 	}
-	if u := reply.Usage; u.Input != 4050 || u.CachedRead != 3000 || u.CachedWrite != 1000 || u.Output != 120 {
-		t.Fatalf("usage = %+v", u)
+	if want := (Usage{Input: 4050, CachedRead: 3000, CachedWrite: 1000, Output: 120}); reply.Usage != want {
+		t.Fatalf("usage %+v, want %+v", reply.Usage, want)
 	}
 }
 
@@ -240,7 +242,7 @@ func TestAnthropicErrorsInsideA200(t *testing.T) {
 		anthropicReply(`[{"type":"text","text":"fine"}]`, 10))
 	m := newAnthropic(t, api)
 	var events []Event
-	m.Limit = newTestLimiter(t, Limits{MaxInFlight: 4})
+	m.Limit = newTestLimiter(t, ratelimit.Limits{MaxInFlight: 4})
 	req := Request{Messages: []Message{{Role: RoleUser, Content: "task"}}}
 	reply, err := m.Complete(recording(context.Background(), &events), req)
 	if err != nil || reply.Message.Content != "fine" || len(api.received) != 3 {
@@ -255,9 +257,13 @@ func TestAnthropicErrorsInsideA200(t *testing.T) {
 			throttles = append(throttles, fmt.Sprint(e.Status))
 		}
 	}
-	if len(retries) != 2 || !strings.Contains(retries[0], "529") || !strings.Contains(retries[0], "Overloaded") ||
-		!strings.Contains(retries[1], "500") || !strings.Contains(retries[1], "Internal server error") || len(throttles) == 0 || throttles[0] != "529" {
-		t.Fatalf("retries %q, throttles %q", retries, throttles)
+	if len(retries) != 2 {
+		t.Fatalf("retries %q, want 2", retries)
+	}
+	textcheck.Has(t, "the first retry", retries[0], "529", "Overloaded")
+	textcheck.Has(t, "the second retry", retries[1], "500", "Internal server error")
+	if len(throttles) == 0 || throttles[0] != "529" {
+		t.Errorf("throttles %q, want the first on the 529", throttles)
 	}
 
 	api = newAnthropicAPI(status(200, anthropicErrorBody("invalid_request_error", "max_tokens: 64001 > 64000")), anthropicReply(`[{"type":"text","text":"fine"}]`, 10))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 	"github.com/aa-grade/aa-grade/internal/jsonguard"
 )
@@ -43,7 +44,7 @@ type Options struct {
 	// at its highest effort can take minutes); an attempt that runs out is retried.
 	AttemptTimeout time.Duration
 	// Limit, when set, paces the calls; one limiter is shared by every episode of a run.
-	Limit *Limiter
+	Limit *ratelimit.Limiter
 }
 
 // Endpoint is the API root the provider calls, for the run's header (never the key).
@@ -117,6 +118,10 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message)
 }
 
+// HTTPStatus is the status the error carries: the rate limiter halves the calls in flight on
+// an overload (ratelimit.StatusError).
+func (e *APIError) HTTPStatus() int { return e.Status }
+
 // Transient reports whether the answer is worth retrying: timeouts, conflicts, rate limits,
 // server errors and overload (Anthropic's 529), also when a 200 answer reports them by code
 // (the Responses API's failed responses).
@@ -156,7 +161,8 @@ type failureCheck func(answer []byte) *APIError
 // when given, finds transient) are retried with exponential backoff and jitter, honouring
 // retry-after-ms and Retry-After, until the budget is spent; anything else fails at once. Each
 // attempt first waits for the limiter, and that wait does not count against the budget:
-// pacing is not failing.
+// pacing is not failing. The limiter's holds and changes are recorded as "queued", "paced"
+// and "throttle" events.
 func (o *Options) post(ctx context.Context, url string, header http.Header, body []byte, check failureCheck) ([]byte, error) {
 	budget := o.Budget
 	if budget <= 0 {
@@ -169,19 +175,18 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	header = header.Clone()
 	header.Set("Content-Type", "application/json") // set before recording, so the record shows it
 	o.record(ctx, Event{Kind: KindRequest, URL: url, Header: RecordedHeader(header), Body: body})
+	record := func(e Event) { o.record(ctx, e) }
 	start := time.Now()
 	paced := time.Duration(0) // waiting for the limiter
 	for attempt := 1; ; attempt++ {
 		queued := time.Now()
-		permit, err := o.Limit.Acquire(ctx, len(body))
+		permit, err := AcquireRecorded(ctx, o.Limit, len(body), record)
 		if err != nil {
 			return nil, err
 		}
 		paced += time.Since(queued)
 		got, answer, err := o.once(ctx, client, url, header, body, check)
-		if e, changed := o.Limit.Release(permit, got, answer, err); changed {
-			o.record(ctx, e)
-		}
+		ReleaseRecorded(o.Limit, permit, got, answer, err, record)
 		if err == nil {
 			return answer, nil
 		}

@@ -19,7 +19,7 @@ const (
 	// answer of Status.
 	KindThrottle EventKind = "throttle"
 	// KindQueued is a call held by the rate limiter, and why (Reason), for about Wait when
-	// known: reported each time the reason changes (see Limiter.Acquire).
+	// known: reported each time the reason changes (see ratelimit.Limiter.Acquire).
 	KindQueued EventKind = "queued"
 	// KindPaced is how long (Wait) the rate limiter held a call before it went.
 	KindPaced EventKind = "paced"

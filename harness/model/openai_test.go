@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/aa-grade/aa-grade/internal/backoff"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 const testKey = "sk-test-key-must-not-leak-42"
@@ -138,23 +140,32 @@ func TestChatRoundTrip(t *testing.T) {
 		t.Errorf("Authorization = %q", f.auth[0])
 	}
 	calls := reply.Message.ToolCalls
-	if len(calls) != 2 || calls[0].ID != "call_1" || calls[0].Arguments != `{"cmd": "ls alerts"}` || calls[1].Arguments != "{not json" {
-		t.Fatalf("tool calls = %+v", calls)
+	if want := []ToolCall{{ID: "call_1", Name: "code_exec", Arguments: `{"cmd": "ls alerts"}`}, {ID: "call_2", Name: "code_exec", Arguments: "{not json"}}; !slices.Equal(calls, want) {
+		t.Fatalf("tool calls %+v, want %+v", calls, want)
 	}
 	if !strings.Contains(string(reply.Message.Opaque), "I should look at the alerts.") {
 		t.Errorf("reasoning to pass back = %s", reply.Message.Opaque)
 	}
-	if u := reply.Usage; u.Input != 1200 || u.Output != 80 || u.CachedRead != 1000 || u.Reasoning != 50 {
-		t.Errorf("usage = %+v", u)
+	if want := (Usage{Input: 1200, Output: 80, CachedRead: 1000, Reasoning: 50}); reply.Usage != want {
+		t.Errorf("usage %+v, want %+v", reply.Usage, want)
 	}
 	for _, e := range *events {
 		if strings.Contains(string(e.Body), testKey) || strings.Contains(e.Error, testKey) {
 			t.Fatalf("the key is in a recorded event: %+v", e)
 		}
 	}
-	if len(*events) != 2 || (*events)[0].Kind != "request" || (*events)[1].Kind != "response" {
-		t.Fatalf("events = %+v", *events)
+	if got := eventKinds(*events); got != "request response" {
+		t.Fatalf("events %s, want request response", got)
 	}
+}
+
+// eventKinds are the kinds of events, in order.
+func eventKinds(events []Event) string {
+	var kinds []string
+	for _, e := range events {
+		kinds = append(kinds, string(e.Kind))
+	}
+	return strings.Join(kinds, " ")
 }
 
 // TestChatWithoutTools: a request with no tools (the judge's) carries neither tools nor
@@ -167,8 +178,13 @@ func TestChatWithoutTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := gjson.ParseBytes(f.received[0])
-	if sent.Get("tools").Exists() || sent.Get("tool_choice").Exists() || sent.Get("messages.1.content").String() != "map" {
-		t.Fatalf("request = %s", f.received[0])
+	for _, field := range []string{"tools", "tool_choice"} {
+		if sent.Get(field).Exists() {
+			t.Errorf("the request has %s: %s", field, f.received[0])
+		}
+	}
+	if got := sent.Get("messages.1.content").String(); got != "map" {
+		t.Errorf("the user's message %q, want map", got)
 	}
 }
 
@@ -319,10 +335,12 @@ func TestChatErrorsInsideA200(t *testing.T) {
 			retries = append(retries, e.Error)
 		}
 	}
-	if len(retries) != 3 || !strings.Contains(retries[0], "502") || !strings.Contains(retries[0], "Provider returned error") ||
-		!strings.Contains(retries[1], "429") || !strings.Contains(retries[1], "Rate limit exceeded upstream") || !strings.Contains(retries[2], "error") {
-		t.Fatalf("retries %q", retries)
+	if len(retries) != 3 {
+		t.Fatalf("retries %q, want 3", retries)
 	}
+	textcheck.Has(t, "the first retry", retries[0], "502", "Provider returned error")
+	textcheck.Has(t, "the second retry", retries[1], "429", "Rate limit exceeded upstream")
+	textcheck.Has(t, "the third retry", retries[2], "error")
 	for _, c := range []struct{ body, want string }{
 		{`{"error":{"code":403,"message":"Input flagged by moderation","metadata":{"reasons":["violence"]}}}`, "Input flagged by moderation"},
 		{`{"id":"gen-3","object":"chat.completion","choices":[]}`, "no choices"},

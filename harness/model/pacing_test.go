@@ -16,10 +16,26 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 )
 
 var pacingBench = flag.Bool("pacing", false, "run the pacing benchmark: go test ./harness/model -run TestPacingBenchmark -v -pacing")
+
+// limitName is one of the limits a minute the fake provider enforces, named as in its headers.
+type limitName int
+
+const (
+	requests limitName = iota
+	tokens
+	inputTokens
+	outputTokens
+	limitNames
+)
+
+func (d limitName) String() string {
+	return [limitNames]string{"requests", "tokens", "input_tokens", "output_tokens"}[d]
+}
 
 // enforcer is how the fake provider enforces one limit of N a minute.
 type enforcer interface {
@@ -90,18 +106,18 @@ func (w *slidingWindow) reset(now time.Time) time.Duration {
 type fakeProvider struct {
 	dialect   string // openai or anthropic
 	noHeaders bool   // states no limits (a proxy that drops them)
-	limits    [dimensions]int64
+	limits    [limitNames]int64
 	until     time.Time // the end of the measured period
 
 	mu       sync.Mutex
 	rng      *rand.Rand
-	enforce  [dimensions]enforcer
-	accepted [dimensions]int64 // in the measured period
+	enforce  [limitNames]enforcer
+	accepted [limitNames]int64 // in the measured period
 	answers  int               // in the measured period
 	refused  int               // of them, 429s
 }
 
-func newFakeProvider(dialect, kind string, limits [dimensions]int64, until time.Time, seed uint64) *fakeProvider {
+func newFakeProvider(dialect, kind string, limits [limitNames]int64, until time.Time, seed uint64) *fakeProvider {
 	f := &fakeProvider{dialect: dialect, limits: limits, until: until, rng: rand.New(rand.NewPCG(seed, 1))}
 	for d, n := range limits {
 		if n == 0 {
@@ -125,7 +141,7 @@ func (f *fakeProvider) RoundTrip(req *http.Request) (*http.Response, error) {
 	f.mu.Lock()
 	in := int64(float64(len(body)) / 4.5)
 	out := 100 + f.rng.Int64N(1000)
-	charge := [dimensions]int64{requests: 1, tokens: in + out, inputTokens: in, outputTokens: out}
+	charge := [limitNames]int64{requests: 1, tokens: in + out, inputTokens: in, outputTokens: out}
 	var wait time.Duration
 	for d, e := range f.enforce {
 		if e != nil && e.room(now) < charge[d] {
@@ -172,12 +188,12 @@ func (f *fakeProvider) headers(now time.Time) http.Header {
 	if f.noHeaders || f.enforce[requests] == nil {
 		return h
 	}
-	state := func(d dimension) (limit, remaining int64, reset time.Duration) {
+	state := func(d limitName) (limit, remaining int64, reset time.Duration) {
 		e := f.enforce[d]
 		return f.limits[d], max(e.room(now), 0), e.reset(now)
 	}
 	if f.dialect == "openai" {
-		for _, d := range []dimension{requests, tokens} {
+		for _, d := range []limitName{requests, tokens} {
 			limit, remaining, reset := state(d)
 			h.Set("x-ratelimit-limit-"+d.String(), strconv.FormatInt(limit, 10))
 			h.Set("x-ratelimit-remaining-"+d.String(), strconv.FormatInt(remaining, 10))
@@ -186,7 +202,7 @@ func (f *fakeProvider) headers(now time.Time) http.Header {
 		return h
 	}
 	tightest, tightestShare := inputTokens, 2.0
-	for _, d := range []dimension{requests, inputTokens, outputTokens} {
+	for _, d := range []limitName{requests, inputTokens, outputTokens} {
 		limit, remaining, reset := state(d)
 		name := "anthropic-ratelimit-" + strings.ReplaceAll(d.String(), "_", "-")
 		h.Set(name+"-limit", strconv.FormatInt(limit, 10))
@@ -236,19 +252,19 @@ func runPacing(t *testing.T, c pacingCase) pacingResult {
 	var res pacingResult
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		limits := [dimensions]int64{requests: 500, tokens: 200_000}
+		limits := [limitNames]int64{requests: 500, tokens: 200_000}
 		flagTPM := int64(200_000)
 		if c.dialect == "anthropic" {
-			limits = [dimensions]int64{requests: 500, inputTokens: 200_000, outputTokens: 40_000}
+			limits = [limitNames]int64{requests: 500, inputTokens: 200_000, outputTokens: 40_000}
 			flagTPM = 240_000
 		}
 		enforced := limits
 		if c.unlimited {
-			enforced = [dimensions]int64{}
+			enforced = [limitNames]int64{}
 		}
 		f := newFakeProvider(c.dialect, c.kind, enforced, start.Add(time.Duration(c.minutes)*time.Minute), uint64(c.parallel))
 		f.noHeaders = c.noHeaders
-		l := Limits{MaxInFlight: c.parallel}
+		l := ratelimit.Limits{MaxInFlight: c.parallel}
 		if c.flags {
 			l.RPM, l.TPM = 500, flagTPM
 		}

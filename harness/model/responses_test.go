@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // responsesToolAnswer is a Responses API answer in the shape OpenAI sends: an encrypted
@@ -80,9 +83,8 @@ func TestResponsesRequestAndToolCalls(t *testing.T) {
 	if msg.Content != "Checking alerts and events." {
 		t.Errorf("content = %q", msg.Content)
 	}
-	if len(msg.ToolCalls) != 2 || msg.ToolCalls[0] != (ToolCall{ID: "call_1", Name: "code_exec", Arguments: `{"cmd": "ls alerts"}`}) ||
-		msg.ToolCalls[1] != (ToolCall{ID: "call_2", Name: "code_exec", Arguments: "{not json"}) {
-		t.Fatalf("tool calls = %+v", msg.ToolCalls)
+	if want := []ToolCall{{ID: "call_1", Name: "code_exec", Arguments: `{"cmd": "ls alerts"}`}, {ID: "call_2", Name: "code_exec", Arguments: "{not json"}}; !slices.Equal(msg.ToolCalls, want) {
+		t.Fatalf("tool calls %+v, want %+v", msg.ToolCalls, want)
 	}
 	if got := gjson.GetBytes(msg.Opaque, "0.encrypted_content").String(); got != "gAAAAABenc-first==" {
 		t.Errorf("reasoning kept = %s", msg.Opaque)
@@ -90,8 +92,8 @@ func TestResponsesRequestAndToolCalls(t *testing.T) {
 	if u := reply.Usage; u != (Usage{Input: 5200, CachedRead: 4096, Output: 310, Reasoning: 250}) {
 		t.Errorf("usage = %+v", u)
 	}
-	if len(*events) != 2 || (*events)[0].Kind != "request" || (*events)[1].Kind != "response" {
-		t.Fatalf("events = %+v", *events)
+	if got := eventKinds(*events); got != "request response" {
+		t.Fatalf("events %s, want request response", got)
 	}
 	assertNoKey(t, *events)
 }
@@ -232,10 +234,15 @@ func TestResponsesRetriesTransientFailures(t *testing.T) {
 			retries = append(retries, e)
 		}
 	}
-	if len(retries) != 4 || retries[0].Wait != time.Second || !strings.Contains(retries[0].Error, "Rate limit reached") ||
-		!strings.Contains(retries[2].Error, "The model failed to generate a response.") || !strings.Contains(retries[3].Error, "not JSON") {
-		t.Fatalf("retries = %+v; the first must wait the Retry-After of 1s", retries)
+	if len(retries) != 4 {
+		t.Fatalf("retries %+v, want 4", retries)
 	}
+	if retries[0].Wait != time.Second {
+		t.Errorf("the first retry waits %v, want the Retry-After of 1s", retries[0].Wait)
+	}
+	textcheck.Has(t, "the first retry", retries[0].Error, "Rate limit reached")
+	textcheck.Has(t, "the third retry", retries[2].Error, "The model failed to generate a response.")
+	textcheck.Has(t, "the fourth retry", retries[3].Error, "not JSON")
 	assertNoKey(t, *events)
 }
 

@@ -34,9 +34,25 @@ func TestCompareRunsGivesTheDifferenceAndItsTest(t *testing.T) {
 		t.Fatalf("CompareRuns = %v, want nil for the first run and one comparison", got)
 	}
 	v := got[1]
-	if v.Against != a.Dir || v.Tasks != 6 || v.Repeats != 1 || !near(v.Difference, 1) || v.CI95 == nil || v.PValue == nil ||
-		!near(*v.PValue, 2.0/64) || v.NoInterval != "" || v.Warning != "" {
-		t.Fatalf("comparison %+v", v)
+	if v.Against != a.Dir {
+		t.Errorf("compared against %s, want %s", v.Against, a.Dir)
+	}
+	if v.Tasks != 6 || v.Repeats != 1 {
+		t.Errorf("over %d tasks x %d repeats, want 6 x 1", v.Tasks, v.Repeats)
+	}
+	if !near(v.Difference, 1) {
+		t.Errorf("difference %g, want 1", v.Difference)
+	}
+	if v.CI95 == nil {
+		t.Errorf("no interval over 6 tasks: %s", v.NoInterval)
+	}
+	if v.PValue == nil {
+		t.Error("no p-value over 6 tasks")
+	} else if !near(*v.PValue, 2.0/64) {
+		t.Errorf("p-value %g, want 2/64 (the two all-same-sign flips of 6)", *v.PValue)
+	}
+	if v.NoInterval != "" || v.Warning != "" {
+		t.Errorf("why no interval %q, warning %q: want none", v.NoInterval, v.Warning)
 	}
 	if s := v.Text(); !strings.Contains(s, "+1.000") || !strings.Contains(s, "p 0.031") {
 		t.Errorf("Text() = %q", s)
@@ -57,9 +73,19 @@ func TestCompareRunsLeavesOutWhatIsNotShared(t *testing.T) {
 		result("S-4", 1, "ok", 1, 0))
 	v := CompareRuns([]*Run{a, b})[1]
 	// S-1: 0.5-1; S-2 over repeat 1 only: 1-0. Mean 0.25.
-	if v.Tasks != 2 || !near(v.Difference, 0.25) || !slices.Equal(v.OnlyA, []string{"S-3"}) || !slices.Equal(v.OnlyB, []string{"S-4"}) ||
-		!slices.Equal(v.UnevenRepeats, []string{"S-2"}) {
-		t.Fatalf("comparison %+v", v)
+	if v.Tasks != 2 {
+		t.Errorf("over %d tasks, want 2", v.Tasks)
+	}
+	if !near(v.Difference, 0.25) {
+		t.Errorf("difference %g, want 0.25", v.Difference)
+	}
+	for _, c := range []struct {
+		what      string
+		got, want []string
+	}{{"only in a", v.OnlyA, []string{"S-3"}}, {"only in b", v.OnlyB, []string{"S-4"}}, {"uneven repeats", v.UnevenRepeats, []string{"S-2"}}} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s %v, want %v", c.what, c.got, c.want)
+		}
 	}
 	if v.CI95 != nil || v.PValue != nil || !strings.Contains(v.NoInterval, fmt.Sprintf("fewer than %d", grader.MinTasksForInterval)) {
 		t.Errorf("2 shared tasks: interval %v, p %v, why %q", v.CI95, v.PValue, v.NoInterval)

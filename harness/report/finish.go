@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/aa-grade/aa-grade/harness/analysis"
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
@@ -15,7 +15,7 @@ import (
 // an analysis that fails does not fail the finish, since the score and the results matter
 // more: the run returned says why in RateLimitsErr or AnalysisErr (when the reports fail too,
 // the error says both).
-func Finish(dir string, folder *runfolder.Folder, rates model.LimitStatus, tasks []analysis.Task) (*Run, error) {
+func Finish(dir string, folder *runfolder.Folder, rates ratelimit.Status, tasks []analysis.Task) (*Run, error) {
 	var ratesErr error
 	if !rates.Idle() {
 		ratesErr = folder.RecordRateLimits(rates)

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
@@ -19,7 +19,7 @@ func TestFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer folder.Close()
-	r, err := Finish(dir, folder, model.LimitStatus{Calls: 7, RateLimited: 2}, nil)
+	r, err := Finish(dir, folder, ratelimit.Status{Calls: 7, RateLimited: 2}, nil)
 	if err != nil || r.RateLimitsErr != nil {
 		t.Fatalf("finish: %v, rate limits: %v", err, r.RateLimitsErr)
 	}
@@ -34,7 +34,7 @@ func TestFinish(t *testing.T) {
 	// The folder's run.json is gone (the record fails) but the reports of dir are written.
 	gone := &runfolder.Folder{Dir: t.TempDir()}
 	again := copyRun(t, opusDir)
-	r, err = Finish(again, gone, model.LimitStatus{Calls: 1}, nil)
+	r, err = Finish(again, gone, ratelimit.Status{Calls: 1}, nil)
 	if err != nil || r.RateLimitsErr == nil {
 		t.Fatalf("a failed record: err %v, rate limits %v; want the reports written and the record's error kept", err, r.RateLimitsErr)
 	}
@@ -44,14 +44,14 @@ func TestFinish(t *testing.T) {
 
 	idle := copyRun(t, opusDir)
 	before, _ := os.ReadFile(filepath.Join(idle, runfolder.HeaderFile))
-	if _, err := Finish(idle, nil, model.LimitStatus{}, nil); err != nil {
+	if _, err := Finish(idle, nil, ratelimit.Status{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if after, _ := os.ReadFile(filepath.Join(idle, runfolder.HeaderFile)); string(after) != string(before) {
 		t.Errorf("an idle model's finish rewrote run.json:\n%s", after)
 	}
 
-	if _, err := Finish(t.TempDir(), nil, model.LimitStatus{}, nil); err == nil {
+	if _, err := Finish(t.TempDir(), nil, ratelimit.Status{}, nil); err == nil {
 		t.Error("a folder that is no run finished")
 	}
 }

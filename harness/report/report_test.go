@@ -46,17 +46,38 @@ func TestLoadFinishedRun(t *testing.T) {
 		t.Fatalf("episodes %v, want %v", got, want)
 	}
 	// Scores 1, 0.5 | 0, 0 | 0, 1/3 over 6 episodes.
-	if s := r.Summary; s.Episodes != 6 || s.Tasks != 3 || !near(s.Score, (1.5+1.0/3)/6) || s.CI95 != nil {
-		t.Fatalf("summary %+v", s)
+	s := r.Summary
+	if s.Episodes != 6 || s.Tasks != 3 {
+		t.Errorf("summary of %d episodes of %d tasks, want 6 of 3", s.Episodes, s.Tasks)
+	}
+	if want := (1.5 + 1.0/3) / 6; !near(s.Score, want) {
+		t.Errorf("score %g, want %g", s.Score, want)
+	}
+	if s.CI95 != nil {
+		t.Errorf("an interval %v over 3 tasks", *s.CI95)
 	}
 	o := r.Overview()
 	var total float64
 	for _, e := range r.Results {
 		total += *e.CostUSD
 	}
-	if o.CostUSD == nil || !near(*o.CostUSD, total) || !near(*o.CostPerTask, total/6) || o.Errors != 1 || o.NotRun != 0 ||
-		o.Statuses[grader.StatusOK] != 4 || !near(o.MeanTurns, (24+31+100+40+0+52)/6.0) {
-		t.Fatalf("overview %+v", o)
+	if o.CostUSD == nil || o.CostPerTask == nil {
+		t.Fatalf("the cost of a priced run is unknown: %+v", o)
+	}
+	if !near(*o.CostUSD, total) {
+		t.Errorf("cost $%g, want the episodes' $%g", *o.CostUSD, total)
+	}
+	if !near(*o.CostPerTask, total/6) {
+		t.Errorf("cost a task $%g, want $%g", *o.CostPerTask, total/6)
+	}
+	if o.Errors != 1 || o.NotRun != 0 {
+		t.Errorf("%d errors, %d not run; want 1 and 0", o.Errors, o.NotRun)
+	}
+	if n := o.Statuses[grader.StatusOK]; n != 4 {
+		t.Errorf("%d episodes ok, want 4", n)
+	}
+	if want := (24 + 31 + 100 + 40 + 0 + 52) / 6.0; !near(o.MeanTurns, want) {
+		t.Errorf("mean turns %g, want %g", o.MeanTurns, want)
 	}
 }
 
@@ -64,15 +85,29 @@ func TestLoadPartialUnpricedRun(t *testing.T) {
 	r := load(t, qwenDir)
 	o := r.Overview()
 	// The stale summary.json (0.9) is ignored: 1 + 0 + 0.5 + 0 over 6 episodes, 2 not run.
-	if len(r.Results) != 4 || o.Episodes != 6 || o.NotRun != 2 || o.Errors != 2 || !near(o.Score, 0.25) {
-		t.Fatalf("overview %+v", o)
+	if len(r.Results) != 4 || o.Episodes != 6 {
+		t.Errorf("%d results of %d episodes, want 4 of 6", len(r.Results), o.Episodes)
 	}
-	if o.CostUSD != nil || o.CostPerTask != nil || o.Tokens.Input == 0 {
-		t.Fatalf("cost of an unpriced run that used tokens must be unknown: %+v", o)
+	if o.NotRun != 2 || o.Errors != 2 {
+		t.Errorf("%d not run, %d errors (those included); want 2 and 2", o.NotRun, o.Errors)
+	}
+	if !near(o.Score, 0.25) {
+		t.Errorf("score %g, want 0.25", o.Score)
+	}
+	if o.Tokens.Input == 0 {
+		t.Error("no input tokens: the run used some")
+	}
+	if o.CostUSD != nil || o.CostPerTask != nil {
+		t.Errorf("the cost of an unpriced run that used tokens is known: %v, %v a task", deref(o.CostUSD), deref(o.CostPerTask))
 	}
 	tasks := r.PerTask()
-	if len(tasks) != 3 || tasks[2].Task != "Scenario-38" || tasks[2].Episodes != 0 || tasks[2].CostUSD == nil || *tasks[2].CostUSD != 0 {
-		t.Fatalf("a task not run yet: %+v", tasks)
+	if len(tasks) != 3 || tasks[2].Task != "Scenario-38" {
+		t.Fatalf("tasks %+v, want Scenario-38 third of 3", tasks)
+	}
+	if notRun := tasks[2]; notRun.Episodes != 0 {
+		t.Errorf("a task not run yet has %d episodes", notRun.Episodes)
+	} else if notRun.CostUSD == nil || *notRun.CostUSD != 0 {
+		t.Errorf("a task not run yet costs %v, want $0", deref(notRun.CostUSD))
 	}
 }
 

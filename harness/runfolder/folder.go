@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 	"github.com/aa-grade/aa-grade/internal/filelock"
 	"github.com/aa-grade/aa-grade/internal/safefile"
@@ -229,7 +229,7 @@ func (f *Folder) WriteHeader(h Header) error {
 
 // RecordRateLimits adds to run.json, once the run is over (or interrupted), the model's rate
 // limits as the run's limiter knew them at its end and what its calls met.
-func (f *Folder) RecordRateLimits(s model.LimitStatus) error {
+func (f *Folder) RecordRateLimits(s ratelimit.Status) error {
 	h, err := ReadHeader(f.Dir)
 	if err != nil {
 		return fmt.Errorf("record the rate limits: %w", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
@@ -59,7 +60,7 @@ type Header struct {
 	// RateLimits are the model's rate limits as the run's limiter knew them at its end (given
 	// and learnt from the provider's answers) and the calls and 429s of the last process that
 	// ran in the folder (Folder.RecordRateLimits); a resume keeps them until it records its own.
-	RateLimits *model.LimitStatus `json:"rate_limits,omitempty"`
+	RateLimits *ratelimit.Status `json:"rate_limits,omitempty"`
 }
 
 // AgentInfo is the agent of an agent run, as run.json records it.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
@@ -315,7 +315,7 @@ func TestRecordRateLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	s := model.LimitStatus{Limits: []model.LimitInForce{{Name: "tokens", Given: 300000, Learnt: 200000}, {Name: "requests", Learnt: 500}},
+	s := ratelimit.Status{Limits: []ratelimit.InForce{{Name: "tokens", Given: 300000, Learnt: 200000}, {Name: "requests", Learnt: 500}},
 		Calls: 12, RateLimited: 1, WaitedSeconds: 3.5, Warnings: []string{"rate limits: an answer states no rate limits"}}
 	if err := f.RecordRateLimits(s); err == nil || !strings.Contains(err.Error(), "record the rate limits") {
 		t.Fatalf("no header yet: %v", err)

@@ -23,9 +23,7 @@ import (
 func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools, charge func(model.Usage)) (runfolder.Result, error) {
 	began := time.Now()
 	res := runfolder.Result{Task: task.ID, Repeat: repeat}
-	if cfg.Progress != nil {
-		cfg.Progress.Started(task.ID, repeat)
-	}
+	cfg.tell(EpisodeStarted{Episode: res.Episode()})
 	fail := func(err error) (runfolder.Result, error) {
 		res.Status, res.Error, res.Duration = grader.StatusError, err.Error(), time.Since(began).Seconds()
 		return res, err
@@ -67,7 +65,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		wire = func(e model.Event) {
 			rec.Event(e)
 			if w, ok := waitOf(e, time.Now()); ok {
-				cfg.Progress.Waiting(task.ID, repeat, w)
+				cfg.Progress(EpisodeWaiting{Episode: res.Episode(), Wait: w})
 			}
 		}
 	}
@@ -77,7 +75,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		out = playAgent(ctx, cfg, sb, tools, rec, wire, func(calls int, u model.Usage) {
 			charge(u)
 			if cfg.Progress != nil {
-				cfg.Progress.Turn(task.ID, repeat, calls, cfg.MaxTurns, "")
+				cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: calls, MaxTurns: cfg.MaxTurns})
 			}
 		})
 	} else {
@@ -87,7 +85,8 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 				rec.Turn(n, req, reply, err)
 				charge(reply.Usage)
 				if cfg.Progress != nil {
-					cfg.Progress.Turn(task.ID, repeat, n, cfg.MaxTurns, lastCommand(cfg.Prompts.ShellToolName(), reply.Message))
+					cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns,
+						Command: lastCommand(cfg.Prompts.ShellToolName(), reply.Message)})
 				}
 			}}
 		out = ep.Run(ctx)

@@ -75,8 +75,9 @@ func (investigator) Complete(_ context.Context, req model.Request) (model.Reply,
 	return model.Reply{Message: model.Message{ToolCalls: []model.ToolCall{call}}}, nil
 }
 
-// runFake runs tasks Scenario-1 and Scenario-2 once each on backend, one at a time.
-func runFake(t *testing.T, backend sandbox.Backend) map[string]runfolder.Result {
+// runFake runs tasks Scenario-1 and Scenario-2 once each on backend, one at a time, telling
+// progress (when not nil) as it goes.
+func runFake(t *testing.T, backend sandbox.Backend, progress func(Event)) map[string]runfolder.Result {
 	t.Helper()
 	f, err := runfolder.Open(t.TempDir())
 	if err != nil {
@@ -85,7 +86,7 @@ func runFake(t *testing.T, backend sandbox.Backend) map[string]runfolder.Result 
 	defer f.Close()
 	gt := []byte("groups: [{id: p, kind: Pod, namespace: ns, filter: [p], root_cause: true}]\n")
 	cfg := Config{Folder: f, Description: Description{Dataset: "test", Model: "fake/m"}, Repeats: 1, Parallel: 1, Model: investigator{},
-		Backend: backend, Tools: &sandbox.Tools{}, MaxTurns: 5,
+		Backend: backend, Tools: &sandbox.Tools{}, MaxTurns: 5, Progress: progress,
 		Tasks: []data.Task{{ID: "Scenario-1", Dir: t.TempDir(), GroundTruth: gt}, {ID: "Scenario-2", Dir: t.TempDir(), GroundTruth: gt}}}
 	_, results, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -101,10 +102,16 @@ func runFake(t *testing.T, backend sandbox.Backend) map[string]runfolder.Result 
 // TestAgentDeathIsAnErrorEpisode: an episode whose sandbox agent dies (or answers with a line
 // it did not write) is recorded as an error, and the run goes on to the next one.
 func TestAgentDeathIsAnErrorEpisode(t *testing.T) {
-	results := runFake(t, &firstDies{})
+	results := runFake(t, &firstDies{}, nil)
 	dead, next := results["Scenario-1"], results["Scenario-2"]
-	if dead.Status != grader.StatusError || !strings.Contains(dead.Error, sandbox.ErrAgentDied.Error()) || dead.Turns != 1 {
-		t.Errorf("the episode whose agent died: %+v", dead)
+	if dead.Status != grader.StatusError {
+		t.Errorf("the episode whose agent died: status %s, want error", dead.Status)
+	}
+	if !strings.Contains(dead.Error, sandbox.ErrAgentDied.Error()) {
+		t.Errorf("the episode whose agent died: error %q, want it to say %q", dead.Error, sandbox.ErrAgentDied)
+	}
+	if dead.Turns != 1 {
+		t.Errorf("the episode whose agent died: %d turns, want 1", dead.Turns)
 	}
 	if next.Status != grader.StatusOK {
 		t.Errorf("the next episode: %+v", next)
@@ -119,12 +126,46 @@ func TestEntitiesDroppedAreRecorded(t *testing.T) {
 		names = append(names, fmt.Sprintf("ns/Pod/noise-%d", i))
 	}
 	doc, _ := json.Marshal(names)
-	results := runFake(t, &firstDies{started: 1, submission: string(doc)})
+	results := runFake(t, &firstDies{started: 1, submission: string(doc)}, nil)
 	r := results["Scenario-1"]
-	if r.Status != grader.StatusOK || r.EntitiesDropped != 3 || r.FP != grader.MaxEntities+2 {
-		t.Fatalf("result %+v", r)
+	if r.Status != grader.StatusOK {
+		t.Fatalf("status %s, want ok: %s", r.Status, r.Error)
+	}
+	if r.EntitiesDropped != 3 {
+		t.Errorf("%d entities dropped, want 3", r.EntitiesDropped)
+	}
+	if r.FP != grader.MaxEntities+2 {
+		t.Errorf("%d false positives, want %d", r.FP, grader.MaxEntities+2)
 	}
 	if ep := runfolder.Summarise([]runfolder.Result{r}, "").PerTask[0].Episodes[0]; ep.EntitiesDropped != 3 {
 		t.Fatalf("as summarised: %+v", ep)
+	}
+}
+
+// TestRunTellsItsProgress: a run tells its plan, then each episode's start, turns (with the
+// command asked for) and end, in order when one episode runs at a time.
+func TestRunTellsItsProgress(t *testing.T) {
+	var told []string
+	runFake(t, &firstDies{started: 1}, func(e Event) {
+		switch e := e.(type) {
+		case Planned:
+			told = append(told, fmt.Sprintf("planned %d, %d finished", e.Total, len(e.Finished)))
+		case EpisodeStarted:
+			told = append(told, fmt.Sprintf("%s r%d started", e.Episode.Task, e.Episode.Repeat))
+		case EpisodeTurn:
+			told = append(told, fmt.Sprintf("%s r%d turn %d/%d %q", e.Episode.Task, e.Episode.Repeat, e.Turn, e.MaxTurns, e.Command))
+		case EpisodeFinished:
+			told = append(told, fmt.Sprintf("%s r%d %s", e.Result.Task, e.Result.Repeat, e.Result.Status))
+		default:
+			told = append(told, fmt.Sprintf("%T", e))
+		}
+	})
+	var want []string
+	want = append(want, "planned 2, 0 finished")
+	for _, task := range []string{"Scenario-1", "Scenario-2"} {
+		want = append(want, task+" r1 started", task+` r1 turn 1/5 "ls"`, task+` r1 turn 2/5 ""`, task+" r1 ok")
+	}
+	if got := strings.Join(told, "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("told\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
 }

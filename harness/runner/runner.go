@@ -20,6 +20,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/gateway"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/promptset"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/workpool"
@@ -61,8 +62,9 @@ type Config struct {
 	// are stopped and recorded as unfinished; Abort, when closed, ends the grace at once.
 	Grace time.Duration
 	Abort <-chan struct{}
-	// Progress, when set, hears about the run as it goes.
-	Progress Progress
+	// Progress, when set, is told about the run as it goes (the Events of progress.go), from
+	// the episodes' goroutines at once.
+	Progress func(Event)
 	// Scorer grades each episode's submission when the episode ends (an LLM judge); nil: the
 	// rules. Judge names it in run.json and the summary ("" for the rules).
 	Scorer grader.Scorer
@@ -86,10 +88,10 @@ type Agent struct {
 	// the name the gateway allows and passes on.
 	Upstream gateway.Upstream
 	Model    string
-	Timeout  time.Duration  // an episode's agent's wall time (0: agentrun.DefaultTimeout)
-	Caps     gateway.Caps   // per episode; the calls' cap is MaxTurns
-	Limit    *model.Limiter // the run's rate limiter, shared by the episodes' gateways
-	HTTP     *http.Client   // nil: http.DefaultClient
+	Timeout  time.Duration      // an episode's agent's wall time (0: agentrun.DefaultTimeout)
+	Caps     gateway.Caps       // per episode; the calls' cap is MaxTurns
+	Limit    *ratelimit.Limiter // the run's rate limiter, shared by the episodes' gateways
+	HTTP     *http.Client       // nil: http.DefaultClient
 }
 
 // Description is what the caller knows of a run, for run.json: where its tasks come from and
@@ -121,52 +123,6 @@ func (cfg Config) loop() harness.Loop {
 		return harness.LoopReference
 	}
 	return cfg.Loop
-}
-
-// Progress hears about a run as it goes. Calls come from the episodes' goroutines at once.
-type Progress interface {
-	// Plan tells how many episodes the run (or shard) has and which are already finished.
-	Plan(total int, finished []runfolder.Result)
-	// Started tells an episode began: it runs until Finished, its waits included.
-	Started(task string, repeat int)
-	// Turn tells an episode made a model call; command is the last shell command it asked
-	// for, if any ("" on the turn it starts).
-	Turn(task string, repeat, turn, maxTurns int, command string)
-	// Waiting tells an episode's model call waits (a zero Wait: it waits no more).
-	Waiting(task string, repeat int, w Wait)
-	// Finished tells an episode ended.
-	Finished(runfolder.Result)
-	// Interrupted tells the run was interrupted: no more episodes start, and the running ones
-	// have grace to finish. Stopping tells they are stopped now, and why.
-	Interrupted(grace time.Duration)
-	Stopping(why string)
-}
-
-// Wait is a pause of a model call: before a retry, or held by the rate limiter.
-type Wait struct {
-	Retry   bool   // a retry: the Attempt that failed, and why (Reason)
-	Attempt int    // retry only
-	Reason  string // the failure retried, or what the rate limiter waits for
-	// Until is when the call goes on; zero when that is not known (a slot of the rate
-	// limiter).
-	Until time.Time
-}
-
-// waitOf is the wait a model call's event, heard at now, begins or ends.
-func waitOf(e model.Event, now time.Time) (Wait, bool) {
-	switch e.Kind {
-	case model.KindRetry:
-		return Wait{Retry: true, Attempt: e.Attempt, Reason: e.Error, Until: now.Add(e.Wait)}, true
-	case model.KindQueued:
-		w := Wait{Reason: e.Reason}
-		if e.Wait > 0 {
-			w.Until = now.Add(e.Wait)
-		}
-		return w, true
-	case model.KindPaced:
-		return Wait{}, true
-	}
-	return Wait{}, false
 }
 
 // earlyStop is how many first episodes failing permanently stop a run.
@@ -212,9 +168,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	}
 	plan := cfg.Shard.Episodes(ids, cfg.Repeats)
 	todo, finished := runfolder.Pending(plan, done)
-	if cfg.Progress != nil {
-		cfg.Progress.Plan(len(plan), finished)
-	}
+	cfg.tell(Planned{Total: len(plan), Finished: finished})
 
 	// Episodes run under their own context, which outlives ctx by the grace.
 	episodeCtx, cancelEpisodes := context.WithCancel(context.WithoutCancel(ctx))
@@ -225,9 +179,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		case <-episodeCtx.Done():
 			return
 		}
-		if cfg.Progress != nil {
-			cfg.Progress.Interrupted(cfg.Grace)
-		}
+		cfg.tell(Interrupted{Grace: cfg.Grace})
 		grace := time.NewTimer(cfg.Grace)
 		defer grace.Stop()
 		why := ""
@@ -238,8 +190,8 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 			why = "interrupted again"
 		case <-episodeCtx.Done():
 		}
-		if why != "" && cfg.Progress != nil {
-			cfg.Progress.Stopping(why)
+		if why != "" {
+			cfg.tell(Stopping{Why: why})
 		}
 		cancelEpisodes()
 	}()
@@ -314,8 +266,8 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		}
 		recorded := recordErr == nil
 		mu.Unlock()
-		if recorded && cfg.Progress != nil {
-			cfg.Progress.Finished(r)
+		if recorded {
+			cfg.tell(EpisodeFinished{Result: r})
 		}
 	})
 

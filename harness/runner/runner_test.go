@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 )
@@ -18,7 +19,7 @@ func TestResumeKeepsTheRateLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := model.LimitStatus{Limits: []model.LimitInForce{{Name: "tokens", Given: 300000, Learnt: 200000}}, Calls: 12, RateLimited: 1}
+	s := ratelimit.Status{Limits: []ratelimit.InForce{{Name: "tokens", Given: 300000, Learnt: 200000}}, Calls: 12, RateLimited: 1}
 	for run := range 2 {
 		f, err := runfolder.Open(dir)
 		if err != nil {
@@ -36,8 +37,14 @@ func TestResumeKeepsTheRateLimits(t *testing.T) {
 		f.Close()
 	}
 	h, err := runfolder.ReadHeader(dir)
-	if err != nil || h.RateLimits == nil || fmt.Sprint(*h.RateLimits) != fmt.Sprint(s) {
-		t.Fatalf("after a resume: %+v, %v", h.RateLimits, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.RateLimits == nil {
+		t.Fatal("after a resume, run.json has no rate limits")
+	}
+	if got, want := fmt.Sprint(*h.RateLimits), fmt.Sprint(s); got != want {
+		t.Errorf("after a resume, the rate limits are %s, want %s", got, want)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -233,7 +232,7 @@ func linkSnapshot(workspace string, files []snapshotFile) error {
 
 // useImage unpacks a `docker save` tarball, an OCI layout folder or an image pulled from a
 // registry once, and runs episodes over it.
-func (b *Bwrap) useImage(ctx context.Context, ref, cacheDir string, progress io.Writer) error {
+func (b *Bwrap) useImage(ctx context.Context, ref, cacheDir string, progress func(Event)) error {
 	_, statErr := os.Stat(ref)
 	reference, refErr := registry.ParseReference(ref)
 	if statErr != nil && refErr != nil {
@@ -248,7 +247,13 @@ func (b *Bwrap) useImage(ctx context.Context, ref, cacheDir string, progress io.
 		root, err = image.Unpack(ref, cacheDir)
 	} else {
 		c := registry.New()
-		c.Progress = progress
+		if progress != nil {
+			c.Progress = func(e registry.Event) {
+				if p, ok := e.(registry.Pulling); ok {
+					progress(PullingImage(p))
+				}
+			}
+		}
 		root, _, err = image.Pull(ctx, c, reference, cacheDir)
 		if errors.Is(err, registry.ErrUnavailable) {
 			err = unavailableError{err}

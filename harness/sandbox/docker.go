@@ -382,7 +382,7 @@ func dockerGuarantees() []Guarantee {
 // useImage names the image episodes run in. One that names its registry and that the daemon
 // lacks is pulled by the daemon now, as docker run would, so that a bad reference is one line
 // before anything starts.
-func (d *Docker) useImage(ctx context.Context, ref, _ string, progress io.Writer) error {
+func (d *Docker) useImage(ctx context.Context, ref, _ string, progress func(Event)) error {
 	d.Image = ref
 	reference, err := registry.ParseReference(ref)
 	if err != nil {
@@ -400,7 +400,7 @@ func (d *Docker) useImage(ctx context.Context, ref, _ string, progress io.Writer
 		return unavailableError{fmt.Errorf("image %s: %w", ref, err)}
 	}
 	if progress != nil {
-		fmt.Fprintf(progress, "pulling %s through the Docker daemon\n", ref)
+		progress(PullingThroughDaemon{Ref: ref})
 	}
 	err = d.client.Pull(ctx, reference)
 	if errors.As(err, &status) {

@@ -5,7 +5,6 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +82,7 @@ func TestBwrapRunsOverASavedImage(t *testing.T) {
 	if b.Available() != nil {
 		t.Skip("no bwrap")
 	}
-	if err := UseImage(context.Background(), b, saved, t.TempDir(), io.Discard); err != nil {
+	if err := UseImage(context.Background(), b, saved, t.TempDir(), nil); err != nil {
 		t.Fatal(err)
 	}
 	sb := start(t, b, newFixture(t))

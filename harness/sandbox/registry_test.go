@@ -8,12 +8,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,12 +83,19 @@ func TestBwrapRunsOverAPulledImage(t *testing.T) {
 	ref := reg.Host + "/aa/sandbox:1"
 	cache := t.TempDir()
 	b := &Bwrap{}
-	var progress bytes.Buffer
-	if err := UseImage(context.Background(), b, ref, cache, &progress); err != nil {
+	var told []Event
+	if err := UseImage(context.Background(), b, ref, cache, func(e Event) { told = append(told, e) }); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(progress.String(), "pulling "+ref+": 1 layers, ") {
-		t.Errorf("progress: %q", progress.String())
+	if len(told) != 1 {
+		t.Fatalf("told %+v, want one event", told)
+	}
+	if p, ok := told[0].(PullingImage); !ok {
+		t.Errorf("told %T, want PullingImage", told[0])
+	} else if p.Ref.String() != ref {
+		t.Errorf("told the pull of %s, want %s", p.Ref, ref)
+	} else if p.Layers != 1 {
+		t.Errorf("told %d layers, want 1", p.Layers)
 	}
 	sb := start(t, b, newFixture(t))
 	want := "yes\n"
@@ -104,7 +111,7 @@ func TestBwrapRunsOverAPulledImage(t *testing.T) {
 		t.Errorf("ImageOf = %s %s", gotRef, digest)
 	}
 	served := reg.Requests()
-	if err := UseImage(context.Background(), &Bwrap{}, ref, cache, io.Discard); err != nil || reg.Requests() != served {
+	if err := UseImage(context.Background(), &Bwrap{}, ref, cache, nil); err != nil || reg.Requests() != served {
 		t.Fatalf("second use: %v, %d requests", err, reg.Requests()-served)
 	}
 }
@@ -123,7 +130,7 @@ func TestBadRegistryReferences(t *testing.T) {
 		"not-a-file.tar":            "is none",
 		"Registry.example/UPPER:1x": "is none",
 	} {
-		err := UseImage(context.Background(), &Bwrap{}, ref, t.TempDir(), io.Discard)
+		err := UseImage(context.Background(), &Bwrap{}, ref, t.TempDir(), nil)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want %q", ref, err, want)
 		}
@@ -132,7 +139,7 @@ func TestBadRegistryReferences(t *testing.T) {
 		}
 	}
 	reg.SetAuth("", "", "")
-	if err := UseImage(context.Background(), &Bwrap{}, reg.Host+"/aa/arm:1", t.TempDir(), io.Discard); err == nil || !strings.Contains(err.Error(), "has no linux/"+runtime.GOARCH+" build (it has linux/mips64le)") {
+	if err := UseImage(context.Background(), &Bwrap{}, reg.Host+"/aa/arm:1", t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "has no linux/"+runtime.GOARCH+" build (it has linux/mips64le)") {
 		t.Errorf("another machine's image: %v", err)
 	}
 }
@@ -149,22 +156,22 @@ func TestDockerPullsARegistryReference(t *testing.T) {
 	ref := reg.Host + "/aa/sandbox:1"
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", ref).Run() })
 	d := &Docker{}
-	var progress bytes.Buffer
-	if err := UseImage(context.Background(), d, ref, "", &progress); err != nil {
+	var told []Event
+	if err := UseImage(context.Background(), d, ref, "", func(e Event) { told = append(told, e) }); err != nil {
 		t.Fatal(err)
 	}
-	if progress.String() != "pulling "+ref+" through the Docker daemon\n" {
-		t.Errorf("progress: %q", progress.String())
+	if want := []Event{PullingThroughDaemon{Ref: ref}}; !slices.Equal(told, want) {
+		t.Errorf("told %+v, want %+v", told, want)
 	}
 	sb := start(t, d, newFixture(t))
 	if r := run(t, sb, `python3 -c "import pandas; print('python3 ok')"`); r.Stdout != "python3 ok\n" {
 		t.Fatalf("in the pulled image: %+v", r)
 	}
-	err := UseImage(context.Background(), &Docker{}, reg.Host+"/aa/sandbox:2", "", io.Discard)
+	err := UseImage(context.Background(), &Docker{}, reg.Host+"/aa/sandbox:2", "", nil)
 	if err == nil || !strings.Contains(err.Error(), "the Docker daemon cannot pull "+reg.Host+"/aa/sandbox:2: ") || strings.Contains(err.Error(), "\n") || errors.Is(err, ErrUnavailable) {
 		t.Fatalf("unknown tag: %v", err)
 	}
-	err = UseImage(context.Background(), &Docker{}, "127.0.0.1:1/aa/sandbox:1", "", io.Discard)
+	err = UseImage(context.Background(), &Docker{}, "127.0.0.1:1/aa/sandbox:1", "", nil)
 	if err == nil || !strings.Contains(err.Error(), "connection refused") || !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("unreachable registry: %v", err)
 	}

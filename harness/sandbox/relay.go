@@ -137,6 +137,10 @@ func newRelayMux(send func(frame) error, opener bool, port int) *relayMux {
 // each command that connected).
 func (m *relayMux) open() (*relayConn, error) {
 	m.mu.Lock()
+	if m.broken != nil {
+		m.mu.Unlock()
+		return nil, m.broken
+	}
 	id := newRequestID()
 	for m.conns[id] != nil {
 		id = newRequestID()
@@ -158,13 +162,13 @@ func (m *relayMux) receive(f frame) error {
 		return m.accept(f)
 	}
 	if f.Kind != frameData && len(f.Data) > 0 || f.Kind != frameCredit && f.Credit != 0 {
-		return fmt.Errorf("a relay %s frame with data or credit", f.Kind)
+		return fmt.Errorf("a relay %q frame with data or credit", f.Kind)
 	}
 	m.mu.Lock()
 	c := m.conns[f.Conn]
 	m.mu.Unlock()
 	if c == nil {
-		return fmt.Errorf("a relay %s frame for connection %d, which is not open", f.Kind, f.Conn)
+		return fmt.Errorf("a relay %q frame for connection %d, which is not open", f.Kind, f.Conn)
 	}
 	switch f.Kind {
 	case frameData:

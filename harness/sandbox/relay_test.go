@@ -61,6 +61,7 @@ func TestRelayRefusesFramesAnHonestAgentNeverSends(t *testing.T) {
 		"a relay line with more":     {`{"relay":{"conn":1,"kind":"open"},"answer":{"stdout":"FORGED"}}`},
 		"a relay line that is not":   {`{"relay":[1,2]}`},
 		"a relay line with no frame": {`{"relay":null}`},
+		"a relay line and more":      {`{"relay":{"conn":1,"kind":"open"}} {"id":1}`},
 	}
 	for name, forged := range cases {
 		t.Run(name, func(t *testing.T) {

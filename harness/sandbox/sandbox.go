@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -206,7 +205,7 @@ var hostReadsSafely = Guarantee{GuaranteeHostReadsSafe, true, "the agent reads t
 
 // imageUser is a backend that can run episodes in an image.
 type imageUser interface {
-	useImage(ctx context.Context, ref, cacheDir string, progress io.Writer) error
+	useImage(ctx context.Context, ref, cacheDir string, progress func(Event)) error
 	// image is the image in use and its config digest ("" when none or not yet known).
 	image() (ref, digest string)
 }
@@ -224,10 +223,10 @@ func ImageOf(b Backend) (ref, digest string) {
 // daemon pull one that names its registry (registry.example:5000/name:tag) when it lacks it.
 // Bwrap takes a `docker save` tarball, an OCI image layout folder or a registry reference,
 // pulled over the distribution API; it unpacks the image once into cacheDir and shows it
-// read-only as `/`. A pull says so on progress. Other backends run on the host's own system
-// and refuse. A failure of the daemon, the network or a registry matches ErrUnavailable; any
-// other is the reference's.
-func UseImage(ctx context.Context, b Backend, ref, cacheDir string, progress io.Writer) error {
+// read-only as `/`. A pull is told to progress (when not nil) as an Event. Other backends run
+// on the host's own system and refuse. A failure of the daemon, the network or a registry
+// matches ErrUnavailable; any other is the reference's.
+func UseImage(ctx context.Context, b Backend, ref, cacheDir string, progress func(Event)) error {
 	u, ok := b.(imageUser)
 	if !ok {
 		return fmt.Errorf("the %s sandbox runs on this machine's own system; an image needs bwrap or docker", b.Name())

@@ -214,8 +214,12 @@ func (s *session) readLines() (error, bool) {
 			var l relayLine
 			dec := json.NewDecoder(bytes.NewReader(line))
 			dec.DisallowUnknownFields()
-			if err := dec.Decode(&l); err != nil || l.Relay == nil {
-				return fmt.Errorf("a relay line that is not the agent's (%v)", err), true
+			err := dec.Decode(&l)
+			if _, end := dec.Token(); err == nil && (l.Relay == nil || end != io.EOF) {
+				err = errors.New("not one frame")
+			}
+			if err != nil {
+				return fmt.Errorf("a relay line that is not the agent's (%w)", err), true
 			}
 			if err := s.relay.mux.receive(*l.Relay); err != nil {
 				return err, true

@@ -74,6 +74,7 @@ type effect struct {
 	service string
 	mode    mode
 	from    time.Time
+	until   time.Time     // zero: to the end
 	rate    float64       // share of calls hurt (fail, slow)
 	delay   time.Duration // slow: added latency
 	message string        // fail: the error the service writes
@@ -118,6 +119,7 @@ type fault struct {
 
 // addedObject is an object a fault adds to the cluster for a while.
 type addedObject struct {
+	name        string    // for decoys: to keep them apart
 	from, until time.Time // until zero: to the end
 	build       func(t time.Time) obj
 }

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// noiseRollout is an unrelated restart of a shop service during the window
-// (kubectl rollout restart), which has nothing to do with the fault.
+// noiseRollout is a restart of a shop service during the window (kubectl rollout restart)
+// that is not the fault: an unrelated one, or an operator's attempt at a fix.
 type noiseRollout struct {
 	service *service
 	rev     *revision
@@ -22,16 +22,24 @@ type finishedChaos struct {
 var namespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease", appNamespace, chaosNamespace, "monitoring", "ingress-nginx"}
 
 // prepareNoise lays out what happens in the cluster whatever the fault: a rollout restart of
-// a service the faults do not touch, at a random time (before or after them).
+// a service the faults do not touch, at a random time (before or after them), which upsets
+// its callers for a minute or two, and the decoys on the fault's own path.
 func (w *world) prepareNoise() {
 	var candidates []*service
 	for _, s := range w.services {
-		if s.namespace == appNamespace && s.kind == "Deployment" && !w.touched(s.name) && s.name != "flagd" {
+		if s.namespace == appNamespace && s.kind == "Deployment" && !w.touched(s.name) && s.name != "flagd" && len(w.callers(s.name)) > 0 {
 			candidates = append(candidates, s)
 		}
 	}
 	s := pick(w, candidates)
 	at := w.start.Add(time.Duration(2*60+w.rng.IntN(25*60)) * time.Second)
+	w.rollouts = append(w.rollouts, w.restart(s, at))
+	w.restartBlip(s, at)
+	w.prepareDecoys()
+}
+
+// restart rolls s out again at t with only its restartedAt annotation changed.
+func (w *world) restart(s *service, at time.Time) *noiseRollout {
 	r := w.rollOut(s, at, "restart", len(podsOf(s, at)))
 	r.tweak = &tweak{restartedAt: ts(at)}
 	r.hash = templateHash(w.template(s, r, at))
@@ -39,7 +47,7 @@ func (w *world) prepareNoise() {
 		r.pods[i].hash = r.hash
 		r.pods[i].name = s.name + "-" + r.hash + "-" + w.suffix(5)
 	}
-	w.rollout = &noiseRollout{service: s, rev: r}
+	return &noiseRollout{service: s, rev: r}
 }
 
 // touched reports whether a fault strikes the service.
@@ -177,12 +185,13 @@ func (w *world) noiseEvents() []event {
 		out = append(out, event{at: w.start.Add(time.Duration(w.rng.IntN(1500)) * time.Second), kind: "Node", name: n.name, typ: "Normal",
 			reason: "NodeHasSufficientMemory", note: "Node " + n.name + " status is now: NodeHasSufficientMemory", reporter: "kubelet"})
 	}
-	if r := w.rollout; r != nil {
+	for _, r := range w.rollouts {
 		out = append(out, w.rolloutEvents(r.service, r.rev)...)
 		for _, p := range r.rev.pods {
 			out = append(out, startEvents(r.service, p, r.service.image)...)
 		}
 	}
+	out = append(out, w.decoyEvents...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
 	return out
 }

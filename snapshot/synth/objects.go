@@ -320,11 +320,13 @@ func (w *world) objectsAt(t time.Time) []obj {
 		out = append(out, w.workloadObjects(s, t)...)
 	}
 	out = append(out, w.flagdConfig(t))
+	added := slices.Clone(w.decoys)
 	for _, f := range w.faults {
-		for _, a := range f.objects {
-			if !t.Before(a.from) && (a.until.IsZero() || t.Before(a.until)) {
-				out = append(out, a.build(t))
-			}
+		added = append(added, f.objects...)
+	}
+	for _, a := range added {
+		if !t.Before(a.from) && (a.until.IsZero() || t.Before(a.until)) {
+			out = append(out, a.build(t))
 		}
 	}
 	return out

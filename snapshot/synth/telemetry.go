@@ -158,16 +158,23 @@ func httpCode(failed string) int {
 	return 503
 }
 
-// effectsOn lists what the faults do to a call from caller to callee at t, drawn now.
+// effectsOn lists what the faults and the restarts do to a call from caller to callee at t,
+// drawn now.
 func (tm *telemetry) effectsOn(caller, callee string, t time.Time) (hurt []effect) {
+	consider := func(e effect) {
+		if e.service != callee || t.Before(e.from) || !e.until.IsZero() && !t.Before(e.until) || (e.callers != nil && !slices.Contains(e.callers, caller)) {
+			return
+		}
+		if e.mode == modeDown || e.rate >= 1 || tm.w.rng.Float64() < e.rate {
+			hurt = append(hurt, e)
+		}
+	}
+	for _, e := range tm.w.blips {
+		consider(e)
+	}
 	for _, f := range tm.w.faults {
 		for _, e := range f.effects {
-			if e.service != callee || t.Before(e.from) || (e.callers != nil && !slices.Contains(e.callers, caller)) {
-				continue
-			}
-			if e.mode == modeDown || e.rate >= 1 || tm.w.rng.Float64() < e.rate {
-				hurt = append(hurt, e)
-			}
+			consider(e)
 		}
 	}
 	return hurt
@@ -202,7 +209,14 @@ func (tm *telemetry) call(trace, parent, caller, callee string, t time.Time, pat
 		}
 	}
 	if !s.traced {
-		return time.Duration(1+w.rng.IntN(3)) * time.Millisecond, "", ""
+		// A store writes no span, but a slow one (stressed, warming up) slows its callers' calls.
+		d := time.Duration(1+w.rng.IntN(3)) * time.Millisecond
+		for _, e := range tm.effectsOn(caller, callee, t) {
+			if e.mode == modeSlow {
+				d += time.Duration(float64(e.delay) * w.rate(0.6, 1.6))
+			}
+		}
+		return d, "", ""
 	}
 	pods := podsOf(s, t)
 	if len(pods) == 0 {
@@ -323,6 +337,15 @@ func (tm *telemetry) consume(t time.Time, forceError bool) {
 		for _, e := range tm.effectsOn(name, "kafka", t) {
 			if e.mode == modeSlow {
 				d += e.delay
+			}
+		}
+		// A fault in the consumer itself (a JVM's latency or exceptions) shows in its own spans.
+		for _, e := range tm.effectsOn("kafka", name, t) {
+			switch e.mode {
+			case modeSlow:
+				d += time.Duration(float64(e.delay) * w.rate(0.6, 1.6))
+			case modeFail:
+				failure = e.message
 			}
 		}
 		status := "Unset"

@@ -89,18 +89,21 @@ type service struct {
 
 // world is the whole simulated cluster and its timeline.
 type world struct {
-	rng      *rand.Rand
-	start    time.Time // first record
-	end      time.Time // last record
-	nodes    []node
-	services []*service // shop services first
-	byName   map[string]*service
-	faults   []*fault
-	rollout  *noiseRollout // an unrelated rollout restart during the window
-	uids     map[string]string
-	rv       *versions
-	counts   map[string]map[int64]*minuteCounts // service -> minute -> server calls
-	large    bool
+	rng         *rand.Rand
+	start       time.Time // first record
+	end         time.Time // last record
+	nodes       []node
+	services    []*service // shop services first
+	byName      map[string]*service
+	faults      []*fault
+	rollouts    []*noiseRollout // rollout restarts during the window that are not the fault
+	blips       []effect        // what the restarts do to calls for a minute or two
+	decoys      []addedObject   // objects created during the window that harm nothing
+	decoyEvents []event
+	uids        map[string]string
+	rv          *versions
+	counts      map[string]map[int64]*minuteCounts // service -> minute -> server calls
+	large       bool
 }
 
 type node struct{ name, ip, zone string }

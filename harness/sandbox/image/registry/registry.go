@@ -69,8 +69,8 @@ type Client struct {
 	// Attempts bounds the tries of a call answered 429 or 5xx; Retry spaces them.
 	Attempts int
 	Retry    backoff.Policy
-	// Progress, when set, gets one line before the layers are downloaded.
-	Progress io.Writer
+	// Progress, when set, is told a pull's Events (Pulling, before the layers are downloaded).
+	Progress func(Event)
 
 	mu   sync.Mutex
 	auth map[string]string // the Authorization header by registry and repository
@@ -163,7 +163,7 @@ func (c *Client) Pull(ctx context.Context, ref Reference, dir string, have func(
 		for _, l := range m.Layers {
 			size += l.Size
 		}
-		fmt.Fprintf(c.Progress, "pulling %s: %d layers, %.1f MB\n", ref, len(m.Layers), float64(size)/1e6)
+		c.Progress(Pulling{Ref: ref, Layers: len(m.Layers), Bytes: size})
 	}
 	if err := c.layers(ctx, ref, m.Layers, dir); err != nil {
 		return "", err

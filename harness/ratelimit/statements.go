@@ -1,4 +1,4 @@
-package model
+package ratelimit
 
 import (
 	"net/http"

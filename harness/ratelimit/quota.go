@@ -1,4 +1,4 @@
-package model
+package ratelimit
 
 import (
 	"time"
@@ -59,7 +59,7 @@ func newQuota(given int64, origin time.Time) quota {
 
 // limit is the limit in force a minute; 0 none.
 func (q *quota) limit() int64 {
-	return LimitInForce{Given: q.given, Learnt: q.learnt}.PerMinute()
+	return InForce{Given: q.given, Learnt: q.learnt}.PerMinute()
 }
 
 // learn adopts a limit the provider stated, at now.
