@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness/model"
