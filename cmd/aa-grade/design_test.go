@@ -47,6 +47,8 @@ var layers = []layer{
 		"harness":                        {"harness/sandbox"},
 		"harness/baseline":               {"harness"},
 		"harness/gateway":                nil,
+		"harness/agents":                 {"harness/gateway"},
+		"harness/agentrun":               {"harness", "harness/agents", "harness/gateway", "harness/sandbox"},
 	}},
 	{name: "the writer", below: []string{"vocabularies", "the episode"}, packages: map[string][]string{
 		"harness/runner": nil,

@@ -21,6 +21,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/baseline"
+	"github.com/aa-grade/aa-grade/harness/gateway"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/ratelimit"
@@ -61,6 +62,7 @@ type runOptions struct {
 	noProgress, dryRun       bool
 	prompts                  promptOptions
 	judge                    judgeOptions
+	agent                    agentOptions
 
 	// Set by Validate from the flags above.
 	shard     runfolder.Shard
@@ -115,7 +117,7 @@ func (o *runOptions) flags() []cli.Flag {
 			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it, and running ones stop when it is reached"},
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "say what would run and what it should cost, and call nothing"},
 	}
-	return append(append(flags, o.prompts.flags()...), o.judge.flags()...)
+	return append(append(append(flags, o.prompts.flags()...), o.judge.flags()...), o.agent.flags()...)
 }
 
 // Validate refuses values that mean nothing, naming the flag, before anything is started or
@@ -140,6 +142,9 @@ func (o *runOptions) Validate() error {
 		return err
 	}
 	if err := o.validLoop(); err != nil {
+		return err
+	}
+	if err := o.agent.Validate(o.isSet); err != nil {
 		return err
 	}
 	if o.commandTimeout <= 0 {
@@ -285,6 +290,9 @@ type preparedRun struct {
 	limit    *ratelimit.Limiter
 	judge    *llmJudge // nil: the rules grade
 	out      string
+	// An agent run's provider, as its gateway calls it, and model name.
+	agentUpstream gateway.Upstream
+	agentModel    string
 }
 
 // prepareRun reads the flags (and a replay's recording) into a run, calling no model and
@@ -318,6 +326,13 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	var up gateway.Upstream
+	var agentModel string
+	if a := opts.agent.agent; a != nil {
+		if up, agentModel, err = agentUpstream(*a, settings.Spec, m); err != nil {
+			return nil, err
+		}
+	}
 	j, err := newJudge(opts.judge)
 	if err != nil {
 		return nil, err
@@ -329,7 +344,8 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 	if plan.tasks, err = selectTasks(ctx, plan.dataset, plan.tasks, opts.selection()); err != nil {
 		return nil, err
 	}
-	return &preparedRun{plan: plan, prompts: prompts, settings: settings, model: m, limit: limit, judge: j, out: out}, nil
+	return &preparedRun{plan: plan, prompts: prompts, settings: settings, model: m, limit: limit, judge: j, out: out,
+		agentUpstream: up, agentModel: agentModel}, nil
 }
 
 // startedRun is a run ready to play: its sandbox tried, its dataset open, its folder locked
@@ -387,6 +403,12 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		Prompts: p.prompts,
 		Grace:   opts.grace, Abort: secondInterrupt(ctx),
 	}
+	if opts.agent.agent != nil {
+		if cfg.Agent, cfg.Description.Agent, err = agentRun(ctx, opts.agent, p, backend); err != nil {
+			folder.Close()
+			return nil, err
+		}
+	}
 	if j := p.judge; j != nil {
 		// The verdicts go with the run; the user's cache is still read, so a question asked
 		// before costs nothing.
@@ -417,8 +439,12 @@ func (r *startedRun) announce(stderr io.Writer, opts runOptions) {
 	if opts.shard.Count > 1 {
 		part = fmt.Sprintf(" (shard %s)", opts.shard)
 	}
+	who := describeModel(r.settings)
+	if a := r.cfg.Description.Agent; a != nil {
+		who = fmt.Sprintf("%s calling %s through the gateway", a, who)
+	}
 	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
-		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, describeModel(r.settings), backend.Name(), r.out)
+		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, who, backend.Name(), r.out)
 	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
 	if e := costEstimate(r.settings, len(todo)); e != "" {
 		printLine(stderr, "%s", e)

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -97,6 +98,9 @@ type Config struct {
 	// call ends, so that the lines of calls made at once do not interleave; calls are
 	// recorded one at a time.
 	Record func(model.Event)
+	// Used, when set, is told each call's usage as the call ends, so that the run's budget
+	// counts it at once (as the loop's calls are counted).
+	Used func(model.Usage)
 	// Capped is told, once, the first time a call is refused past a cap, so that the episode
 	// can stop its agent and end with its own status (the error wraps ErrCap).
 	Capped func(error)
@@ -246,9 +250,12 @@ func (g *Gateway) capReached() error {
 // used adds a call's usage to the totals.
 func (g *Gateway) used(u model.Usage) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.totals.Usage.Add(u)
 	g.totals.CostUSD = g.cfg.Prices.Cost(g.totals.Usage)
+	g.mu.Unlock()
+	if g.cfg.Used != nil {
+		g.cfg.Used(u)
+	}
 }
 
 // count adds to the refused requests and retried attempts.
@@ -274,3 +281,34 @@ func (g *Gateway) record(events []model.Event) {
 		g.cfg.Record(e)
 	}
 }
+
+// UpstreamOf is the upstream of an agent run: the run's model m (a provider of harness/model),
+// called with the first protocol of speaks that its API offers (an OpenAI-style API serves
+// Chat Completions and the Responses API; Anthropic serves Messages), and the model's name.
+func UpstreamOf(m model.Model, speaks []Protocol) (Upstream, string, error) {
+	var o model.Options
+	var offered []Protocol
+	switch v := m.(type) {
+	case *model.OpenAIChat:
+		o, offered = v.Options, []Protocol{Chat, Responses}
+	case *model.OpenAIResponses:
+		o, offered = v.Options, []Protocol{Responses, Chat}
+	case *model.Anthropic:
+		o, offered = v.Options, []Protocol{Messages}
+	default:
+		return Upstream{}, "", fmt.Errorf("an agent calls a provider's API, which %T is not", m)
+	}
+	for _, p := range offered {
+		if slices.Contains(speaks, p) {
+			return Upstream{Protocol: p, BaseURL: o.BaseURL, APIKey: o.APIKey}, o.Model, nil
+		}
+	}
+	var names []string
+	for _, p := range speaks {
+		names = append(names, p.String())
+	}
+	return Upstream{}, "", fmt.Errorf("%w: the agent speaks %s, which the model's API (%s) does not", ErrProtocol, strings.Join(names, " or "), offered[0])
+}
+
+// ErrProtocol marks an agent and a model that speak no protocol in common.
+var ErrProtocol = errors.New("the agent cannot call this model")

@@ -29,7 +29,16 @@ func TestPassesCallsOn(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s stream=%v", p, stream), func(t *testing.T) {
 				f := newProvider(t, p)
-				e := newEpisode(t, f, func(c *gateway.Config) { c.Prices = prices })
+				var usedMu sync.Mutex
+				var used []model.Usage // told while the call ends
+				e := newEpisode(t, f, func(c *gateway.Config) {
+					c.Prices = prices
+					c.Used = func(u model.Usage) {
+						usedMu.Lock()
+						defer usedMu.Unlock()
+						used = append(used, u)
+					}
+				})
 				resp, body := e.call(t, p, runModel, stream)
 				want := plainAnswers[p]
 				if stream {
@@ -61,6 +70,11 @@ func TestPassesCallsOn(t *testing.T) {
 				tot := e.gw.Totals()
 				if tot.Calls != 1 || tot.Usage.Input != 11 || tot.Usage.Output != 7 || tot.CostUSD == nil || *tot.CostUSD != 25e-6 {
 					t.Errorf("totals %+v", tot)
+				}
+				usedMu.Lock()
+				defer usedMu.Unlock()
+				if len(used) != 1 || used[0] != tot.Usage {
+					t.Errorf("Used was told %+v, want the call's usage %+v once", used, tot.Usage)
 				}
 				events := e.recorded()
 				if len(events) != 2 || events[0].Kind != model.KindRequest || events[1].Kind != model.KindResponse {

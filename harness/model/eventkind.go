@@ -3,8 +3,8 @@ package model
 // EventKind is the kind of a line of an episode's trajectory (docs/run-folder.md, and its
 // schema harness/runfolder/trajectory.schema.json): every kind is here, so that the providers
 // and the rate limiter that report events, the run folder that writes and reads them and the
-// readers (the viewer, the analysis, replay) name them alike. All but KindTurn and KindUnsent
-// are Events.
+// readers (the viewer, the analysis, replay) name them alike. All but KindTurn, KindUnsent and
+// KindAgent are Events.
 type EventKind string
 
 const (
@@ -35,4 +35,7 @@ const (
 	// KindUnsent is the messages an episode ended with that no model call sent
 	// (runfolder.UnsentRecord): the results of its last turn's tool calls.
 	KindUnsent EventKind = "unsent"
+	// KindAgent is how the agent of an agent run (--agent) ended (runfolder.AgentRecord): its
+	// exit status and the last of what it printed.
+	KindAgent EventKind = "agent"
 )

@@ -28,6 +28,7 @@ import (
 const (
 	keySystem                 = "system"
 	keyTask                   = "task"
+	keyAgentTask              = "agent_task"
 	keyShellTool              = "shell_tool"
 	keyShellDescription       = "shell_description"
 	keyShellCmdDescription    = "shell_cmd_description"
@@ -73,7 +74,7 @@ type promptKey struct {
 
 // promptKeys are the keys every set has, in file order.
 var promptKeys = []promptKey{
-	{name: keySystem}, {name: keyTask},
+	{name: keySystem}, {name: keyTask}, {name: keyAgentTask, optional: true},
 	{name: keyShellTool, toolName: true}, {name: keyShellDescription}, {name: keyShellCmdDescription}, {name: keyShellParamsDesc, optional: true},
 	{name: keyFinishTool, toolName: true}, {name: keyFinishDescription}, {name: keyFinishReasonDesc}, {name: keyFinishPathsDesc},
 	{name: keyFinishParamsDesc, optional: true},
@@ -116,6 +117,14 @@ type Set struct {
 var builtinText []byte
 
 var builtin = mustParse(builtinText)
+
+// builtinAgentTaskText is the task an agent run (--agent) hands a CLI or program that has no
+// finish tool: the task's words but for the finish tool. It stands apart from the built-in
+// set, so that the loop's set, and the hash run.json keeps of it, stay as they were; a set of
+// the user's own may hold an agent_task of its own.
+//
+//go:embed builtin-agent-task.txt
+var builtinAgentTaskText string
 
 // mustParse parses the built-in set, which tests keep valid.
 func mustParse(doc []byte) *Set {
@@ -290,6 +299,20 @@ func (p *Set) Format() []byte {
 		fmt.Fprintf(&b, "--- %s ---\n%s\n", k.name, p.texts[k.name])
 	}
 	return b.Bytes()
+}
+
+// ForAgents is the set an agent run uses: p with its agent_task, the built-in one when p has
+// none, so that the run's copy of the set, and its hash, hold the words the agents were given.
+func (p *Set) ForAgents() *Set {
+	p = p.orBuiltin()
+	if p.texts[keyAgentTask] != "" {
+		return p
+	}
+	out, err := p.with(keyAgentTask, strings.TrimSuffix(builtinAgentTaskText, "\n"))
+	if err != nil {
+		panic("the built-in agent task: " + err.Error()) // tests keep it valid
+	}
+	return out
 }
 
 // SHA256 identifies the set in a run's header: the hash of Format, so comments, key order

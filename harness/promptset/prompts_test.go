@@ -1,6 +1,7 @@
 package promptset
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
@@ -377,5 +378,42 @@ func TestDocumentedKeys(t *testing.T) {
 		if !strings.Contains(string(doc), "`{{"+v+"}}`") && !strings.HasPrefix(v, "package_") {
 			t.Errorf("docs/prompts.md does not describe the placeholder {{%s}}", v)
 		}
+	}
+}
+
+// TestAgentTask: an agent run hands over the set's agent_task, else the built-in one, which is
+// the task without the finish tool; the built-in set (and so the loop's hash) holds no agent
+// task, the agent run's set does.
+func TestAgentTask(t *testing.T) {
+	facts := Facts{Workdir: "/home/user", MaxTurns: 12, CommandTimeout: time.Minute}
+	agents := Builtin().ForAgents()
+	got := agents.ForEpisode(facts).AgentTask()
+	if !strings.Contains(got, "/home/user/agent_output.json") {
+		t.Errorf("the built-in agent task does not say where the answer goes:\n%s", got)
+	}
+	if finish := agents.ForEpisode(facts).FinishTool(); strings.Contains(got, finish) {
+		t.Errorf("the built-in agent task names the %s tool, which an agent does not have:\n%s", finish, got)
+	}
+	if got == agents.ForEpisode(facts).Task() {
+		t.Error("the agent task should differ from the loop's")
+	}
+	if bytes.Contains(Builtin().Format(), []byte(keyAgentTask)) {
+		t.Error("the built-in set's file (and so the loop's hash) should not hold the agent task")
+	}
+	if !bytes.Contains(agents.Format(), []byte("--- "+keyAgentTask+" ---")) || agents.SHA256() == Builtin().SHA256() {
+		t.Error("an agent run's copy of the set, and its hash, must hold the agent task it hands over")
+	}
+	own, err := Builtin().with(keyAgentTask, "Answer in {{output_path}} within {{max_turns}} calls.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.ForAgents() != own {
+		t.Error("a set with an agent task of its own keeps it")
+	}
+	if got := own.ForAgents().ForEpisode(facts).AgentTask(); got != "Answer in /home/user/agent_output.json within 12 calls." {
+		t.Errorf("a set's own agent task renders %q", got)
+	}
+	if _, err := Builtin().with(keyAgentTask, "{{no_such_placeholder}}"); err == nil {
+		t.Error("an agent task with an unknown placeholder was accepted")
 	}
 }

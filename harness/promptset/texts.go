@@ -87,6 +87,9 @@ func (t Texts) text(key string, values map[string]string) string {
 func (t Texts) ShellTool() string  { return t.vars["shell_tool"] }
 func (t Texts) FinishTool() string { return t.vars["finish_tool"] }
 
+// AgentTask is the task an agent run hands over, from a set of ForAgents.
+func (t Texts) AgentTask() string { return t.text(keyAgentTask, nil) }
+
 // The messages of an episode, one per key of the set.
 
 func (t Texts) System() string         { return t.text(keySystem, nil) }

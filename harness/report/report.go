@@ -127,6 +127,12 @@ type Overview struct {
 // loop.
 const LenientNote = "Not comparable with the published leaderboard: this run followed the lenient loop (--loop lenient), not the reference one."
 
+// agentNote is what every report and page says of an agent run: another harness than the
+// published one played its episodes.
+func agentNote(a *runfolder.AgentInfo) string {
+	return fmt.Sprintf("Not comparable with the published leaderboard: %s played the episodes (--agent), not the reference loop.", a)
+}
+
 // ErrorsText is Errors as tables show it, with how many of them are not run yet: "21 (21 not
 // run)" is a run half played, not one that failed.
 func (o Overview) ErrorsText() string {
@@ -186,7 +192,10 @@ func (r *Run) Overview() Overview {
 		CI95: r.Summary.CI95, Tasks: r.Summary.Tasks, Repeats: r.Summary.Repeats, Episodes: r.Summary.Episodes,
 		Statuses: map[string]int{}, NotRun: r.Summary.Episodes - len(r.Results), Grading: "rules", Judge: r.Summary.Judge,
 		Loop: r.Header.LoopName(), Shard: r.Header.Shard}
-	if !r.Header.Comparable() {
+	switch {
+	case r.Header.Agent != nil:
+		o.Caveat, o.Loop = agentNote(r.Header.Agent), "agent "+r.Header.Agent.String()
+	case !r.Header.Comparable():
 		o.Caveat = LenientNote
 	}
 	var tasks []string

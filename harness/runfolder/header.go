@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aa-grade/aa-grade/harness/model"
@@ -53,10 +54,48 @@ type Header struct {
 	// keeps the cost computed when it was written, and correcting a price must not make paid
 	// episodes run again.
 	Prices *model.Prices `json:"prices"`
+	// Agent is the agent that played the episodes of an agent run (run --agent) in place of
+	// aa-grade's loop; nil for the loop's runs.
+	Agent *AgentInfo `json:"agent,omitempty"`
 	// RateLimits are the model's rate limits as the run's limiter knew them at its end (given
 	// and learnt from the provider's answers) and the calls and 429s of the last process that
 	// ran in the folder (Folder.RecordRateLimits); a resume keeps them until it records its own.
 	RateLimits *ratelimit.Status `json:"rate_limits,omitempty"`
+}
+
+// AgentInfo is the agent of an agent run, as run.json records it.
+type AgentInfo struct {
+	Spec     string `json:"spec"`              // as --agent named it: claude-code, command:CMD, ...
+	Version  string `json:"version,omitempty"` // what the agent printed for its version, when it has a command for it
+	Timeout  string `json:"timeout"`           // its wall time per episode
+	Protocol string `json:"protocol"`          // the API it called the gateway with
+}
+
+// String names the agent and its version, a program's command by its first line, at most 80
+// characters (run.json keeps it whole).
+func (a *AgentInfo) String() string {
+	if a == nil {
+		return "aa-grade's loop"
+	}
+	spec, rest, cut := strings.Cut(a.Spec, "\n")
+	if runes := []rune(spec); len(runes) > 80 {
+		spec, cut = string(runes[:80]), true
+	}
+	if cut && rest+spec != "" {
+		spec += " …"
+	}
+	if a.Version == "" {
+		return spec
+	}
+	return spec + " " + a.Version
+}
+
+// key is what makes two agents the same: the whole spec and the version.
+func (a *AgentInfo) key() string {
+	if a == nil {
+		return ""
+	}
+	return a.Spec + "\x00" + a.Version
 }
 
 // maxHeaderBytes bounds run.json, which a folder from elsewhere may make huge: a real one
@@ -108,8 +147,8 @@ func (h Header) LoopName() string {
 }
 
 // Comparable reports whether the run's scores compare with the published leaderboard: only
-// a run of the reference loop does.
-func (h Header) Comparable() bool { return h.LoopName() == "reference" }
+// a run of the reference loop does, not an agent's.
+func (h Header) Comparable() bool { return h.LoopName() == "reference" && h.Agent == nil }
 
 // ResumeDifferences names what a resume of the run h with the configuration o refuses: the
 // Differences, but for growth. A run grows by more repeats, or by tasks beside all of its own,
@@ -148,6 +187,9 @@ func (h Header) Differences(o Header) []string {
 	check("max_tokens", h.MaxTokens, o.MaxTokens)
 	check("context_window", h.ContextWindow, o.ContextWindow)
 	check("loop", h.LoopName(), o.LoopName())
+	if h.Agent.key() != o.Agent.key() {
+		out = append(out, fmt.Sprintf("agent was %s, now %s", h.Agent, o.Agent))
+	}
 	check("max_turns", h.MaxTurns, o.MaxTurns)
 	check("command_timeout", h.CommandTimeout, o.CommandTimeout)
 	check("sandbox", h.Sandbox, o.Sandbox)

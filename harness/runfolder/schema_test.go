@@ -56,6 +56,7 @@ func TestTrajectorySchema(t *testing.T) {
 	tr.Turn(3, model.Request{Messages: prompts, Summary: true}, model.Reply{Message: model.Message{Role: model.RoleAssistant}}, nil)
 	tr.Unsent(3, nil) // no line
 	tr.Unsent(3, []model.Message{result})
+	tr.Agent(AgentRecord{Agent: "command:python3 a.py", ExitCode: 1, TimedOut: true, Duration: 12.5, Stdout: "…", StdoutChars: 30000, Stderr: "Traceback"})
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -72,11 +73,12 @@ func TestTrajectorySchema(t *testing.T) {
 		json.Unmarshal([]byte(line), &e)
 		kinds[string(e.Kind)] = true
 	}
-	if len(kinds) != 10 {
-		t.Errorf("the lines written have %d kinds, want the 10 of model.EventKind", len(kinds))
+	if len(kinds) != 11 {
+		t.Errorf("the lines written have %d kinds, want the 11 of model.EventKind", len(kinds))
 	}
 	for _, bad := range []string{
 		`{"kind":"retry","url":"https://x"}`,
+		`{"kind":"agent","at":"2026-01-01T00:00:00Z","agent":"codex","exit_code":0,"duration_s":1,"stdout":"","stderr":""}`,
 		`{"kind":"turn","turn":1,"at":"2026-01-01T00:00:00Z","input":[],"reply":{"role":"assistant"}}`,
 		`{"kind":"turn","turn":1,"at":"2026-01-01T00:00:00Z","input":[],"reply":{"content":"no role"},"usage":{"input":0,"cached_read":0,"cached_write":0,"output":0,"reasoning":0}}`,
 		`{"kind":"unsent","turn":3,"at":"2026-01-01T00:00:00Z"}`,

@@ -49,6 +49,22 @@ type UnsentRecord struct {
 	Messages []model.Message `json:"messages"`
 }
 
+// AgentRecord is how the agent of an agent run ended (kind model.KindAgent), the last line of
+// its trajectory: what ran, its exit status, and what it printed, cut as a command's output is.
+type AgentRecord struct {
+	Kind        model.EventKind `json:"kind"` // model.KindAgent
+	At          time.Time       `json:"at"`
+	Agent       string          `json:"agent"` // as --agent named it
+	ExitCode    int             `json:"exit_code"`
+	TimedOut    bool            `json:"timed_out,omitempty"`
+	Duration    float64         `json:"duration_s"`
+	Stdout      string          `json:"stdout"`
+	Stderr      string          `json:"stderr"`
+	StdoutChars int64           `json:"stdout_chars"` // characters printed in all
+	StderrChars int64           `json:"stderr_chars"`
+	Error       string          `json:"error,omitempty"` // the agent could not be run or waited for
+}
+
 // NewMessages follows a conversation call by call and tells which messages each call adds, so
 // a trajectory records every message once and a replay can compare like with like.
 type NewMessages struct{ seen int }
@@ -132,6 +148,15 @@ func (t *Trajectory) Turn(n int, req model.Request, reply model.Reply, err error
 		entry.Error = err.Error()
 	}
 	t.write(entry)
+}
+
+// Agent records how the episode's agent ended.
+func (t *Trajectory) Agent(r AgentRecord) {
+	r.Kind = model.KindAgent
+	if r.At.IsZero() {
+		r.At = time.Now().UTC()
+	}
+	t.write(r)
 }
 
 // Unsent records the messages the episode ended with that no call sent, the results of the

@@ -50,7 +50,14 @@ func (l TrajectoryLine) Unsent() (UnsentRecord, error) {
 	return u, err
 }
 
-// Event decodes an event line (any kind but a turn or unsent messages).
+// Agent decodes an agent line.
+func (l TrajectoryLine) Agent() (AgentRecord, error) {
+	var a AgentRecord
+	err := json.Unmarshal(l.Bytes, &a)
+	return a, err
+}
+
+// Event decodes an event line (any kind but a turn, unsent messages or an agent's end).
 func (l TrajectoryLine) Event() (model.Event, error) {
 	var e model.Event
 	err := json.Unmarshal(l.Bytes, &e)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/agentrun"
+	"github.com/aa-grade/aa-grade/harness/gateway"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
@@ -34,7 +37,11 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		return fail(err)
 	}
 	defer removeScratch()
-	sb, err := cfg.Backend.Start(ctx, sandbox.Spec{Snapshot: task.Dir, Hide: []string{data.GroundTruthFile}, Scratch: scratch, Limits: cfg.Limits})
+	spec := sandbox.Spec{Snapshot: task.Dir, Hide: []string{data.GroundTruthFile}, Scratch: scratch, Limits: cfg.Limits}
+	if cfg.Agent != nil {
+		spec.Relay = agentrun.Relay()
+	}
+	sb, err := cfg.Backend.Start(ctx, spec)
 	if err != nil {
 		return fail(err)
 	}
@@ -63,17 +70,27 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		}
 	}
 	ctx = model.WithRecorder(model.WithEpisode(ctx, model.EpisodeID{Task: task.ID, Repeat: repeat}), wire)
-	ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
-		Loop: cfg.loop(), MaxTokens: int64(cfg.MaxTokens), ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
-		OnTurn: func(n int, req model.Request, reply model.Reply, err error) {
-			rec.Turn(n, req, reply, err)
-			charge(reply.Usage)
+	var out harness.Outcome
+	if cfg.Agent != nil {
+		out = playAgent(ctx, cfg, sb, tools, rec, wire, func(calls int, u model.Usage) {
+			charge(u)
 			if cfg.Progress != nil {
-				cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns,
-					Command: lastCommand(cfg.Prompts.ShellToolName(), reply.Message)})
+				cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: calls, MaxTurns: cfg.MaxTurns})
 			}
-		}}
-	out := ep.Run(ctx)
+		})
+	} else {
+		ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
+			Loop: cfg.loop(), MaxTokens: int64(cfg.MaxTokens), ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
+			OnTurn: func(n int, req model.Request, reply model.Reply, err error) {
+				rec.Turn(n, req, reply, err)
+				charge(reply.Usage)
+				if cfg.Progress != nil {
+					cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns,
+						Command: lastCommand(cfg.Prompts.ShellToolName(), reply.Message)})
+				}
+			}}
+		out = ep.Run(ctx)
+	}
 	rec.Unsent(out.Turns, out.Unsent)
 	res.Status, res.Turns, res.ToolCalls, res.Tokens = out.Status, out.Turns, out.ToolCalls, out.Usage
 	res.CostUSD, res.Retries = cfg.Prices.Cost(out.Usage), rec.Retries()
@@ -110,6 +127,27 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 	}
 	runfolder.CompressTrajectory(dir) // best effort: the plain file stays readable
 	return res, out.Err
+}
+
+// playAgent plays an agent run's episode (cfg.Agent) in sb: its model calls go through a
+// gateway that records them with wire and tells called each one's number and usage.
+func playAgent(ctx context.Context, cfg Config, sb sandbox.Sandbox, tools sandbox.Tools, rec *runfolder.Trajectory,
+	wire func(model.Event), called func(int, model.Usage)) harness.Outcome {
+	a := cfg.Agent
+	var mu sync.Mutex
+	calls := 0
+	ep := &agentrun.Episode{Agent: a.Agent, Sandbox: sb, Tools: tools, Prompts: cfg.prompts(), MaxTurns: cfg.MaxTurns,
+		CommandTimeout: cfg.CommandTimeout, Timeout: a.Timeout, Ended: rec.Agent,
+		Gateway: gateway.Config{Model: a.Model, Upstream: a.Upstream, HTTP: a.HTTP, Limit: a.Limit, Prices: cfg.Prices, Caps: a.Caps,
+			Record: wire,
+			Used: func(u model.Usage) {
+				mu.Lock()
+				calls++
+				n := calls
+				mu.Unlock()
+				called(n, u)
+			}}}
+	return ep.Run(ctx)
 }
 
 // lastCommand is the last command a reply asks the shell tool (named shell) for, "" when it

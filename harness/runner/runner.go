@@ -9,14 +9,18 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/agents"
+	"github.com/aa-grade/aa-grade/harness/gateway"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/promptset"
+	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/workpool"
@@ -65,12 +69,29 @@ type Config struct {
 	// rules. Judge names it in run.json and the summary ("" for the rules).
 	Scorer grader.Scorer
 	Judge  string
+	// Agent, when set, is the agent that plays each episode in its sandbox in place of the
+	// loop (--agent); Model is then unused, the agent's calls going through a gateway.
+	Agent *Agent
 	// MaxCost, when more than 0, is the run's budget in USD, what the folder's earlier results
 	// spent included: no episode starts once the spend plus a projection of the running ones
 	// would pass it, and the running ones stop, as grader.StatusCostLimit, when the spend
 	// (their calls included) reaches it (ErrBudget). CostPrior projects an episode before any
 	// has a cost (the published cost a task, when known; 0 projects nothing).
 	MaxCost, CostPrior float64
+}
+
+// Agent is how the episodes of an agent run reach their model: through a gateway each
+// episode serves over its sandbox's relay, which holds the key and passes the calls on.
+type Agent struct {
+	Agent agents.Agent
+	// Upstream is the run's provider as the agent's protocol calls it, key included; Model
+	// the name the gateway allows and passes on.
+	Upstream gateway.Upstream
+	Model    string
+	Timeout  time.Duration      // an episode's agent's wall time (0: agentrun.DefaultTimeout)
+	Caps     gateway.Caps       // per episode; the calls' cap is MaxTurns
+	Limit    *ratelimit.Limiter // the run's rate limiter, shared by the episodes' gateways
+	HTTP     *http.Client       // nil: http.DefaultClient
 }
 
 // Description is what the caller knows of a run, for run.json: where its tasks come from and
@@ -82,6 +103,18 @@ type Description struct {
 	Model         string              // the model spec
 	// BaseURL and ReasoningEffort describe the model calls (the model value applies them).
 	BaseURL, ReasoningEffort string
+	// Agent describes the agent of an agent run (Config.Agent): its spec, version, time limit
+	// and protocol; nil for aa-grade's loop.
+	Agent *runfolder.AgentInfo
+}
+
+// prompts is the prompt set the episodes use: an agent run's holds the agent task it hands
+// over.
+func (cfg Config) prompts() *promptset.Set {
+	if cfg.Agent != nil {
+		return cfg.Prompts.ForAgents()
+	}
+	return cfg.Prompts
 }
 
 // loop is the loop the episodes follow.

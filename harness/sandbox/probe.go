@@ -70,6 +70,17 @@ func startEmpty(ctx context.Context, b Backend) (sb Sandbox, stop func(), err er
 	return sb, func() { sb.Close(); remove() }, nil
 }
 
+// RunEmpty runs a command in a sandbox of the backend on an empty workspace, for what must be
+// known of the sandbox before a run (the version of the agent an agent run finds there).
+func RunEmpty(ctx context.Context, b Backend, cmd string, timeout time.Duration) (Result, error) {
+	sb, stop, err := startEmpty(ctx, b)
+	if err != nil {
+		return Result{}, err
+	}
+	defer stop()
+	return sb.Run(ctx, cmd, timeout)
+}
+
 // tryShell runs `true` in a sandbox just started over an image: nil when the image can run
 // an episode, else why not (see cannotRunEpisode) or ctx's error.
 func tryShell(ctx context.Context, sb Sandbox, ref, arch, agent string) error {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/aa-grade/aa-grade/harness/agentrun"
+	"github.com/aa-grade/aa-grade/harness/agents"
+	"github.com/aa-grade/aa-grade/harness/gateway"
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
+)
+
+// agentOptions are the flags of an agent run: run --agent.
+type agentOptions struct {
+	spec    string
+	timeout time.Duration
+	agent   *agents.Agent // set by Validate; nil: aa-grade's loop plays the episodes
+}
+
+func (o *agentOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "agent", Destination: &o.spec, Sources: env("agent"), DefaultText: "aa-grade's loop",
+			Usage: "the agent that plays each episode in its sandbox, calling the model through aa-grade's gateway: " + agents.Forms() + " (docs/agents.md)"},
+		&cli.DurationFlag{Name: "agent-timeout", Value: agentrun.DefaultTimeout, Destination: &o.timeout, Sources: env("agent-timeout"),
+			Usage: "how long an episode's agent may run, its model calls included"},
+	}
+}
+
+// Validate reads --agent; the flags of aa-grade's own loop mean nothing beside it.
+func (o *agentOptions) Validate(set func(string) bool) error {
+	if o.spec == "" {
+		if set("agent-timeout") {
+			return usageErrorf("--agent-timeout: only with --agent")
+		}
+		return nil
+	}
+	a, err := agents.Parse(o.spec)
+	if err != nil {
+		return usageErrorf("--agent: %w", err)
+	}
+	if o.timeout <= 0 {
+		return usageErrorf("--agent-timeout %s: must be more than 0", o.timeout)
+	}
+	for _, name := range []string{"loop", "context-window"} {
+		if set(name) {
+			return usageErrorf("--%s: aa-grade's loop plays no episode of an agent run (--agent)", name)
+		}
+	}
+	o.agent = &a
+	return nil
+}
+
+// agentUpstream is where the gateway of an agent run passes its calls: the run's provider as
+// the agent's protocol calls it.
+func agentUpstream(a agents.Agent, spec string, m model.Model) (gateway.Upstream, string, error) {
+	if strings.HasPrefix(spec, "builtin/") || strings.HasPrefix(spec, "replay/") {
+		return gateway.Upstream{}, "", usageErrorf("--agent %s: the agent calls a provider's API, and --model %s is none (%s)", a, spec, model.SpecForms())
+	}
+	up, name, err := gateway.UpstreamOf(m, a.Speaks())
+	if err != nil {
+		return gateway.Upstream{}, "", usageErrorf("--agent %s with --model %s: %w", a, spec, err)
+	}
+	return up, name, nil
+}
+
+// agentRun is the runner's configuration of an agent run, and what run.json says of it: the
+// agent asked its version in the sandbox first, so that one missing says how to get it there.
+func agentRun(ctx context.Context, o agentOptions, p *preparedRun, backend sandbox.Backend) (*runner.Agent, *runfolder.AgentInfo, error) {
+	a := *o.agent
+	version, err := agentrun.Version(ctx, backend, a)
+	if errors.Is(err, agentrun.ErrNotInstalled) {
+		_, pkg := a.Program()
+		return nil, nil, usageErrorf("--agent: %w; install it where the sandbox sees it: `npm install -g %s` on this machine for bwrap and landlock (they show /usr), or in the image of --sandbox-image for docker", err, pkg)
+	}
+	if errors.Is(err, agentrun.ErrUnsupported) {
+		return nil, nil, usageErrorf("--agent: %w", err)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("--agent: %w", err)
+	}
+	run := &runner.Agent{Agent: a, Upstream: p.agentUpstream, Model: p.agentModel, Timeout: o.timeout, Limit: p.limit}
+	info := &runfolder.AgentInfo{Spec: a.String(), Version: version, Timeout: o.timeout.String(), Protocol: p.agentUpstream.Protocol.String()}
+	return run, info, nil
+}

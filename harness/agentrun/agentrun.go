@@ -1,0 +1,213 @@
+// Package agentrun plays one episode of an agent run (aa-grade run --agent): the agent (a CLI
+// or a program of the user's own) runs in the episode's sandbox in place of aa-grade's loop,
+// and reaches the model only through a gateway served over the sandbox's relay, which holds
+// the key. The episode ends when the agent does; its answer is agent_output.json, read as the
+// loop reads it, or a diagnosis in the final message of a CLI that prints one.
+package agentrun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/agents"
+	"github.com/aa-grade/aa-grade/harness/gateway"
+	"github.com/aa-grade/aa-grade/harness/promptset"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
+)
+
+// GatewayPort is where the agent finds the gateway, on its sandbox's own 127.0.0.1.
+const GatewayPort = 7480
+
+// Relay is the relay an agent episode's sandbox must be started with.
+func Relay() *sandbox.RelaySpec { return &sandbox.RelaySpec{Port: GatewayPort} }
+
+// DefaultTimeout is how long an agent may run, its model calls included.
+const DefaultTimeout = time.Hour
+
+// Episode is one episode of an agent.
+type Episode struct {
+	Agent agents.Agent
+	// Sandbox was started with Relay(); Tools are what its probe found (for the prompt).
+	Sandbox sandbox.Sandbox
+	Tools   sandbox.Tools
+	Prompts *promptset.Set // nil: the built-in set
+	// MaxTurns caps the model calls (0: none of aa-grade's); CommandTimeout is what the
+	// prompt says a command may take (the agent runs its commands itself).
+	MaxTurns       int
+	CommandTimeout time.Duration
+	Timeout        time.Duration // the agent's wall time (0: DefaultTimeout)
+	// Gateway is the episode's gateway but for its token, its caps on calls (MaxTurns) and
+	// the background models the agent asks for, which Run fills.
+	Gateway gateway.Config
+	// Ended, when set, hears how the agent ended (for the trajectory).
+	Ended func(runfolder.AgentRecord)
+}
+
+// Run plays the episode: the outcome's Turns are the model calls the gateway passed on, its
+// usage theirs; the status says what the agent left (ok, missing, invalid) or why it ended
+// without (error when it crashed, hung or could not start; max_turns when it ran out of
+// calls).
+func (e *Episode) Run(ctx context.Context) harness.Outcome {
+	var out harness.Outcome
+	fail := func(err error) harness.Outcome {
+		out.Status, out.Err = grader.StatusError, err
+		return out
+	}
+	relay := sandbox.RelayOf(e.Sandbox)
+	if relay == nil {
+		return fail(errors.New("the sandbox was started without the agent's relay"))
+	}
+	token, err := newToken()
+	if err != nil {
+		return fail(err)
+	}
+	cfg := e.Gateway
+	cfg.Token, cfg.Caps.Calls = token, e.MaxTurns
+	cfg.Mapped = append(cfg.Mapped[:len(cfg.Mapped):len(cfg.Mapped)], e.Agent.BackgroundModels()...)
+	gw, err := gateway.New(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: time.Minute}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(relay) // ends when the server is closed
+	}()
+	defer func() {
+		srv.Close()
+		<-served
+	}()
+
+	timeout := e.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	texts := e.Prompts.ForAgents().ForEpisode(promptset.Facts{Workdir: e.Sandbox.Workdir(), Commands: e.Tools.Commands, Python: e.Tools.Python,
+		MaxTurns: e.MaxTurns, CommandTimeout: e.CommandTimeout})
+	launch := e.Agent.Launch(agents.Episode{Prompt: texts.AgentTask(), Model: cfg.Model,
+		Gateway: fmt.Sprintf("http://127.0.0.1:%d", GatewayPort), Token: token, MaxTurns: e.MaxTurns})
+	began := time.Now()
+	res, runErr := e.Sandbox.Run(ctx, launch.Script(), timeout)
+	srv.Close() // no call after the agent's end
+	rec := runfolder.AgentRecord{Agent: e.Agent.String(), ExitCode: res.ExitCode, TimedOut: res.TimedOut, Duration: time.Since(began).Seconds(),
+		Stdout: res.Stdout, Stderr: res.Stderr, StdoutChars: res.StdoutChars, StderrChars: res.StderrChars}
+	if runErr != nil {
+		rec.Error = runErr.Error()
+	}
+	if e.Ended != nil {
+		e.Ended(rec)
+	}
+	totals := gw.Totals()
+	out.Turns, out.Usage = totals.Calls, totals.Usage
+	if runErr != nil {
+		return fail(fmt.Errorf("run the agent: %w", runErr))
+	}
+	e.settle(ctx, &out, res, totals, timeout)
+	return out
+}
+
+// settle reads what the agent left: agent_output.json, else the diagnosis in its final
+// message; without either, why it ended.
+func (e *Episode) settle(ctx context.Context, out *harness.Outcome, res sandbox.Result, totals gateway.Totals, timeout time.Duration) {
+	doc, sub, err := grader.ReadSubmissionWith(func(limit int64) ([]byte, error) {
+		return e.Sandbox.ReadFile(ctx, grader.SubmissionFile, limit)
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		if final := e.Agent.FinalMessage(res.Stdout); final != "" {
+			if s, ferr := grader.ReadSubmission([]byte(final)); ferr == nil && len(s.Names) > 0 {
+				doc, sub, err = []byte(final), s, nil
+			}
+		}
+	}
+	switch {
+	case errors.Is(err, sandbox.ErrAgentDied):
+		out.Status, out.Err = grader.StatusError, err
+	case err == nil:
+		out.Status, out.Submission, out.Entities = grader.StatusOK, doc, sub.Names
+	case !errors.Is(err, fs.ErrNotExist):
+		out.Status, out.Reason = grader.StatusInvalid, grader.SubmissionFile+": "+err.Error()
+	case errors.Is(totals.Capped, gateway.ErrCap) && e.MaxTurns > 0 && totals.Calls >= e.MaxTurns:
+		// Refused a call past the cap, the agent gave up or crashed: the model's outcome.
+		out.Status, out.Reason = grader.StatusMaxTurns, fmt.Sprintf("the agent made its %d model calls with no answer (exit status %d)", totals.Calls, res.ExitCode)
+	case res.TimedOut:
+		out.Status, out.Err = grader.StatusError, fmt.Errorf("the agent ran past its wall time of %s with no answer", timeout)
+	case res.ExitCode != 0:
+		out.Status, out.Err = grader.StatusError, fmt.Errorf("the agent exited with status %d with no answer", res.ExitCode)
+	default:
+		out.Status, out.Reason = grader.StatusMissing, "the agent ended with no "+grader.SubmissionFile+" and no answer in its final message"
+		if totals.Capped != nil {
+			out.Reason += " (" + totals.Capped.Error() + ")"
+		}
+	}
+}
+
+// newToken is an episode's token: 128 random bits, never reused.
+func newToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("draw the episode's token: %w", err)
+	}
+	return "aag-" + hex.EncodeToString(b), nil
+}
+
+// ErrUnsupported marks an agent that cannot run in a backend.
+var ErrUnsupported = errors.New("the agent cannot run in this sandbox")
+
+// Supports says whether agent a can run in backend b: the CLI agents need /proc and files of
+// /etc (TLS settings) that the landlock sandbox keeps out of reach; a program of the user's
+// own runs in every isolating backend that relays.
+func Supports(b sandbox.Backend, a agents.Agent) error {
+	if program, _ := a.Program(); program != "" && b.Name() == "landlock" {
+		return fmt.Errorf("%w: %s needs /proc and /etc/ssl, which the landlock sandbox keeps out of reach; use the bwrap or docker sandbox", ErrUnsupported, a)
+	}
+	return nil
+}
+
+// ErrNotInstalled marks an agent whose program the sandbox does not have.
+var ErrNotInstalled = errors.New("the agent is not installed in the sandbox")
+
+// Version asks the agent its version in an empty sandbox of b, before a run: what it printed
+// ("" for a program of the user's own, which has no version command), or ErrNotInstalled
+// naming the program and its npm package.
+func Version(ctx context.Context, b sandbox.Backend, a agents.Agent) (string, error) {
+	if err := Supports(b, a); err != nil {
+		return "", err
+	}
+	cmd := a.VersionCommand()
+	if cmd == "" {
+		return "", nil
+	}
+	res, err := sandbox.RunEmpty(ctx, b, cmd, time.Minute)
+	if err != nil {
+		return "", fmt.Errorf("ask %s its version: %w", a, err)
+	}
+	program, pkg := a.Program()
+	switch {
+	case res.ExitCode == 127:
+		return "", fmt.Errorf("%w: %s (npm package %s) is not on the %s sandbox's PATH", ErrNotInstalled, program, pkg, b.Name())
+	case res.ExitCode != 0 || res.TimedOut:
+		return "", fmt.Errorf("%s: exit status %d: %s", cmd, res.ExitCode, firstLine(res.Stderr+res.Stdout))
+	}
+	return firstLine(res.Stdout), nil
+}
+
+// firstLine is the first line of s that is not blank, trimmed.
+func firstLine(s string) string {
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			return line
+		}
+	}
+	return ""
+}

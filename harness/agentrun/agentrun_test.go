@@ -1,0 +1,373 @@
+package agentrun_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness"
+	"github.com/aa-grade/aa-grade/harness/agentrun"
+	"github.com/aa-grade/aa-grade/harness/agents"
+	"github.com/aa-grade/aa-grade/harness/gateway"
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/testsupport/agenttest"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakecli"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+)
+
+func TestMain(m *testing.M) { agenttest.Main(m) }
+
+// canary is the run's key: it must reach the provider and nothing inside the sandbox. It is
+// drawn when the tests run, so that the test binary, which the sandbox runs as its agent, does
+// not hold it.
+var canary = fmt.Sprintf("sk-canary-%x", time.Now().UnixNano())
+
+// backends are the isolating backends that work here, docker with the test image; under CI
+// each must.
+func backends(t *testing.T) []sandbox.Backend {
+	var out []sandbox.Backend
+	for _, b := range sandbox.Backends() {
+		if b.Name() == sandbox.NameNone {
+			continue
+		}
+		if d, ok := b.(*sandbox.Docker); ok {
+			if d.Image = os.Getenv("AA_GRADE_TEST_IMAGE"); d.Image == "" {
+				t.Logf("skipping docker: no AA_GRADE_TEST_IMAGE")
+				continue
+			}
+		}
+		if err := b.Available(); err != nil {
+			if os.Getenv("CI") != "" && os.Geteuid() == 0 {
+				t.Fatalf("backend %s unavailable under CI: %v", b.Name(), err)
+			}
+			t.Logf("skipping %s: %v", b.Name(), err)
+			continue
+		}
+		out = append(out, b)
+	}
+	if len(out) == 0 {
+		t.Skip("no isolating sandbox here")
+	}
+	return out
+}
+
+// exampleAgent is one of the project's own agents (examples/agents) as a command: agent, its
+// script fed to python3 on stdin, since the sandbox shows no folder of the repository.
+func exampleAgent(t *testing.T, name string, env ...string) agents.Agent {
+	t.Helper()
+	script, err := os.ReadFile(filepath.Join("..", "..", "examples", "agents", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agents.Parse(agents.CommandPrefix + strings.Join(append(env, "python3 - <<'AGENT_PY'\n"), " ") + string(script) + "AGENT_PY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// recorder keeps what the gateway records and what the agent ended with.
+type recorder struct {
+	mu     sync.Mutex
+	events []model.Event
+	ended  []runfolder.AgentRecord
+	used   []model.Usage
+}
+
+func (r *recorder) record(e model.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+// play runs agent a in a fresh sandbox of b over a small snapshot, its calls going to the
+// provider at baseURL speaking protocol p.
+func play(t *testing.T, b sandbox.Backend, a agents.Agent, p gateway.Protocol, baseURL string, change func(*agentrun.Episode)) (harness.Outcome, *recorder) {
+	t.Helper()
+	snap, scratch := t.TempDir(), t.TempDir()
+	os.Chmod(snap, 0o755)
+	os.WriteFile(filepath.Join(snap, "alerts.json"), []byte(`[{"alert":"HighLatency"}]`), 0o644)
+	sb, err := b.Start(context.Background(), sandbox.Spec{Snapshot: snap, Scratch: scratch, Relay: agentrun.Relay()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	rec := &recorder{}
+	ep := &agentrun.Episode{Agent: a, Sandbox: sb, MaxTurns: 10, Timeout: 3 * time.Minute,
+		Tools: sandbox.Tools{Commands: map[string]bool{"bash": true, "python3": true}},
+		Gateway: gateway.Config{Model: "m1", Upstream: gateway.Upstream{Protocol: p, BaseURL: baseURL, APIKey: canary}, Record: rec.record,
+			Used: func(u model.Usage) {
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				rec.used = append(rec.used, u)
+			}},
+		Ended: func(r runfolder.AgentRecord) { rec.ended = append(rec.ended, r) }}
+	if change != nil {
+		change(ep)
+	}
+	return ep.Run(context.Background()), rec
+}
+
+// checkCalls: every call went to the provider with the run's key, the token never did, and
+// each is recorded as a request and its answer.
+func checkCalls(t *testing.T, out harness.Outcome, rec *recorder, calls int) {
+	t.Helper()
+	if out.Turns != calls || len(rec.used) != calls {
+		t.Errorf("%d calls passed on, %d told, want %d", out.Turns, len(rec.used), calls)
+	}
+	var requests, responses int
+	for _, e := range rec.events {
+		switch e.Kind {
+		case model.KindRequest:
+			requests++
+		case model.KindResponse:
+			responses++
+			if e.Status != http.StatusOK {
+				t.Errorf("an answer of status %d: %s", e.Status, e.Body)
+			}
+		}
+		if strings.Contains(fmt.Sprint(e), canary) {
+			t.Errorf("the key is in the recorded event %+v", e)
+		}
+	}
+	if requests != calls || responses != calls {
+		t.Errorf("recorded %d requests and %d answers, want %d of each", requests, responses, calls)
+	}
+	if len(rec.ended) != 1 || rec.ended[0].ExitCode != 0 {
+		t.Errorf("the agent's end: %+v", rec.ended)
+	}
+}
+
+// TestChatAgent: the project's own agent over OpenAI Chat Completions with tools plays an
+// episode to a graded answer on every backend, its calls through the gateway.
+func TestChatAgent(t *testing.T) {
+	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "cat alerts.json", Answer: []string{"shop/Deployment/cart"}}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	for _, b := range backends(t) {
+		t.Run(b.Name(), func(t *testing.T) {
+			before := len(fake.Bodies())
+			out, rec := play(t, b, exampleAgent(t, "chat_agent.py"), gateway.Chat, srv.URL+"/v1", nil)
+			if out.Status != grader.StatusOK || !slices.Equal(out.Entities, []string{"shop/Deployment/cart"}) {
+				t.Fatalf("outcome %+v; the agent printed %+v", out, rec.ended)
+			}
+			checkCalls(t, out, rec, 3)
+			if bodies := fake.Bodies()[before:]; !strings.Contains(string(bodies[1]), "HighLatency") {
+				t.Errorf("the second call does not carry the first command's output: %s", bodies[1])
+			}
+		})
+	}
+}
+
+// TestMessagesAgent: the project's own agent over Anthropic Messages, streaming, plays an
+// episode to a graded answer on every backend.
+func TestMessagesAgent(t *testing.T) {
+	fake := &fakecli.Server{Script: fakecli.Script{Command: `cat alerts.json && echo '["shop/Service/cart"]' > agent_output.json`, Final: "Done."}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	for _, b := range backends(t) {
+		t.Run(b.Name(), func(t *testing.T) {
+			out, rec := play(t, b, exampleAgent(t, "messages_agent.py"), gateway.Messages, srv.URL, nil)
+			if out.Status != grader.StatusOK || !slices.Equal(out.Entities, []string{"shop/Service/cart"}) {
+				t.Fatalf("outcome %+v; the agent printed %+v", out, rec.ended)
+			}
+			checkCalls(t, out, rec, 2)
+		})
+	}
+}
+
+// TestKeyNeverInTheSandbox: the key is nowhere an agent can look (its environment, every
+// process's, the files it can read); the token it holds is not the key.
+func TestKeyNeverInTheSandbox(t *testing.T) {
+	srv := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 2}})
+	defer srv.Close()
+	hunt := `found=0
+for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do grep -qa "$KEY" "$f" 2>/dev/null && { echo "in $f"; found=1; }; done
+env | grep -q "$KEY" && { echo "in env"; found=1; }
+grep -rqa --exclude-dir=proc --exclude-dir=sys --exclude-dir=usr "$KEY" / 2>/dev/null && { echo "in a file"; found=1; }
+env | grep -q '^OPENAI_API_KEY=aag-' || { echo "no token"; found=1; }
+exit $found`
+	// The canary's halves are joined in the agent, so that its own command line does not hold it.
+	cmd := fmt.Sprintf("KEY=%s\"%s\"\n%s", canary[:9], canary[9:], hunt)
+	a, err := agents.Parse(agents.CommandPrefix + cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range backends(t) {
+		t.Run(b.Name(), func(t *testing.T) {
+			out, rec := play(t, b, a, gateway.Chat, srv.URL+"/v1", nil)
+			if len(rec.ended) != 1 || rec.ended[0].ExitCode != 0 {
+				t.Fatalf("the key was found: %+v (outcome %+v)", rec.ended, out)
+			}
+		})
+	}
+}
+
+// TestAgentFailures: an agent that crashes, hangs, asks for another model or answers nothing
+// ends its episode with a status that says so, and what it printed is kept.
+func TestAgentFailures(t *testing.T) {
+	srv := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 2}})
+	defer srv.Close()
+	b := backends(t)[0]
+	for _, c := range []struct {
+		name, cmd string
+		timeout   time.Duration
+		status    string
+		check     func(t *testing.T, out harness.Outcome, rec *recorder)
+	}{
+		{name: "crash", cmd: `echo "Traceback: boom" >&2; exit 3`, status: grader.StatusError, check: func(t *testing.T, out harness.Outcome, rec *recorder) {
+			if !strings.Contains(rec.ended[0].Stderr, "Traceback: boom") || rec.ended[0].ExitCode != 3 {
+				t.Errorf("the crash's output is not kept: %+v", rec.ended[0])
+			}
+		}},
+		{name: "hang", cmd: `sleep 600`, timeout: 2 * time.Second, status: grader.StatusError, check: func(t *testing.T, out harness.Outcome, rec *recorder) {
+			if !rec.ended[0].TimedOut || !strings.Contains(out.Err.Error(), "wall time") {
+				t.Errorf("a hang: %+v, %v", rec.ended[0], out.Err)
+			}
+		}},
+		{name: "silent", cmd: `echo nothing to say`, status: grader.StatusMissing},
+		{name: "invalid answer", cmd: `echo '{"thoughts": 1}' > agent_output.json`, status: grader.StatusInvalid},
+		{name: "other model", cmd: `python3 -c 'import json,os,urllib.request,urllib.error
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=json.dumps({"model": "gpt-other", "messages": []}).encode(),
+    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "Content-Type": "application/json"})
+try:
+    urllib.request.urlopen(req)
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())'`, status: grader.StatusMissing, check: func(t *testing.T, out harness.Outcome, rec *recorder) {
+			if !strings.Contains(rec.ended[0].Stdout, "404") || !strings.Contains(rec.ended[0].Stdout, `allows \"m1\" only`) {
+				t.Errorf("another model should be a 404 naming the allowed one: %q", rec.ended[0].Stdout)
+			}
+			if out.Turns != 0 || len(rec.events) == 0 {
+				t.Errorf("the refused attempt should be recorded and pass nothing on: %d calls, %d events", out.Turns, len(rec.events))
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := agents.Parse(agents.CommandPrefix + c.cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, rec := play(t, b, a, gateway.Chat, srv.URL+"/v1", func(e *agentrun.Episode) {
+				if c.timeout > 0 {
+					e.Timeout = c.timeout
+				}
+			})
+			if out.Status != c.status || len(rec.ended) != 1 {
+				t.Fatalf("outcome %+v (%v), ended %+v; want status %s", out, out.Err, rec.ended, c.status)
+			}
+			if c.check != nil {
+				c.check(t, out, rec)
+			}
+		})
+	}
+}
+
+// TestTurnCap: an agent that keeps calling past --max-turns (here, told it may make 10 calls)
+// is refused with a 400 at the fourth, and the episode ends at the cap.
+func TestTurnCap(t *testing.T) {
+	srv := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 50, Command: "true"}})
+	defer srv.Close()
+	b := backends(t)[0]
+	out, rec := play(t, b, exampleAgent(t, "chat_agent.py", "AA_GRADE_MAX_TURNS=10"), gateway.Chat, srv.URL+"/v1", func(e *agentrun.Episode) { e.MaxTurns = 3 })
+	if out.Status != grader.StatusMaxTurns || out.Turns != 3 || rec.ended[0].ExitCode == 0 {
+		t.Fatalf("outcome %+v (%v), ended %+v: the example agent exits 1 on the refused fourth call", out, out.Err, rec.ended)
+	}
+	if !strings.Contains(rec.ended[0].Stderr, "400") || !strings.Contains(rec.ended[0].Stderr, "cap") {
+		t.Errorf("the refusal should say why: %q", rec.ended[0].Stderr)
+	}
+}
+
+// TestVersion: a CLI agent's version is asked in the sandbox; one the sandbox lacks names its
+// npm package.
+func TestVersion(t *testing.T) {
+	b := backends(t)[0]
+	a := agents.Agent{Name: "codex"}
+	v, err := agentrun.Version(context.Background(), b, a)
+	if _, lookErr := exec.LookPath("codex"); lookErr != nil {
+		if !errors.Is(err, agentrun.ErrNotInstalled) || !strings.Contains(err.Error(), "@openai/codex") {
+			t.Errorf("codex is not installed here, yet Version = %q, %v", v, err)
+		}
+		return
+	}
+	if err != nil || !strings.Contains(v, "codex") {
+		t.Errorf("Version = %q, %v", v, err)
+	}
+	if v, err := agentrun.Version(context.Background(), b, agents.Agent{Name: "command", Command: "x"}); v != "" || err != nil {
+		t.Errorf("a program of the user's own has no version: %q, %v", v, err)
+	}
+}
+
+// TestRealCLIs: the real Claude Code and Codex CLIs (installed by .ci/run from npm, under /usr,
+// which bwrap and landlock show) play an episode to a graded answer through the gateway,
+// against a scripted model speaking their protocols.
+func TestRealCLIs(t *testing.T) {
+	for _, c := range []struct {
+		agent    string
+		protocol gateway.Protocol
+		base     string
+	}{{"claude-code", gateway.Messages, ""}, {"codex", gateway.Responses, "/v1"}} {
+		t.Run(c.agent, func(t *testing.T) {
+			a, err := agents.Parse(c.agent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			program, pkg := a.Program()
+			if _, err := exec.LookPath(program); err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("%s is not installed under CI (npm install -g %s)", program, pkg)
+				}
+				t.Skipf("%s is not installed (npm install -g %s)", program, pkg)
+			}
+			fake := &fakecli.Server{Script: fakecli.Script{Command: `cat alerts.json && echo '["shop/StatefulSet/db"]' > agent_output.json`, Final: "The answer is written."}}
+			srv := httptest.NewServer(fake)
+			defer srv.Close()
+			for _, b := range backends(t) {
+				if _, ok := b.(*sandbox.Docker); ok {
+					continue // the test image has no CLI; docs/agents.md says how to build one that has
+				}
+				if err := agentrun.Supports(b, a); err != nil {
+					if _, verr := agentrun.Version(context.Background(), b, a); !errors.Is(verr, agentrun.ErrUnsupported) {
+						t.Errorf("%s: Version should refuse as Supports does: %v", b.Name(), verr)
+					}
+					continue
+				}
+				t.Run(b.Name(), func(t *testing.T) {
+					out, rec := play(t, b, a, c.protocol, srv.URL+c.base, nil)
+					if out.Status != grader.StatusOK || !slices.Equal(out.Entities, []string{"shop/StatefulSet/db"}) {
+						t.Fatalf("outcome %+v (%v); the agent printed %+v", out, out.Err, rec.ended)
+					}
+					if out.Turns < 2 {
+						t.Errorf("%d model calls, want the command's and the answer's at least", out.Turns)
+					}
+					for _, call := range fake.Calls() {
+						if strings.Contains(string(call.Body), canary) || slices.ContainsFunc(headerValues(call.Header), func(v string) bool { return strings.Contains(v, "aag-") }) {
+							t.Errorf("a call to the provider holds the key in its body or the token in its headers: %s", call.Path)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// headerValues are every value of h.
+func headerValues(h http.Header) []string {
+	var out []string
+	for _, vs := range h {
+		out = append(out, vs...)
+	}
+	return out
+}

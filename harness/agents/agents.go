@@ -1,0 +1,195 @@
+// Package agents names the agents `aa-grade run --agent` runs inside an episode's sandbox in
+// place of aa-grade's own loop (the real CLI agents, and any program as command:CMD), and
+// says how each is started: its command line, its environment, the protocol it calls the
+// model gateway with, the background model names it uses, and where its final message is.
+// It only describes; the runner starts the agent and serves the gateway.
+package agents
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aa-grade/aa-grade/harness/gateway"
+)
+
+// ErrAgentSpec marks an --agent value that names no agent; the message says why.
+var ErrAgentSpec = errors.New("bad agent")
+
+// CommandPrefix starts the spec of a program of the user's own: command:CMD.
+const CommandPrefix = "command:"
+
+// Agent is a parsed --agent value.
+type Agent struct {
+	// Name is the adapter: one of Names(), or "command".
+	Name string
+	// Command is the user's program line (command:CMD), run by bash in the workspace.
+	Command string
+}
+
+// adapter is what aa-grade knows of one real CLI agent.
+type adapter struct {
+	name     string
+	pkg      string // the npm package that installs it
+	program  string // the executable it installs
+	speaks   gateway.Protocol
+	launch   func(Episode) Launch
+	final    func(stdout string) string
+	mapped   []string // path.Match patterns of the background model names the CLI may ask for
+	versionF string   // the flag that prints its version
+}
+
+// adapters are the CLI agents, by name. gemini-cli and opencode are not among them yet: the
+// Gemini CLI speaks Google's Gemini API, which the gateway does not; opencode loads provider
+// packages and a model catalogue from the network at start-up (see docs/agents.md).
+var adapters = map[string]adapter{
+	"claude-code": claudeCode,
+	"codex":       codex,
+}
+
+// Names lists the CLI agents --agent takes, sorted.
+func Names() []string {
+	names := make([]string, 0, len(adapters))
+	for n := range adapters {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Forms says what --agent takes, for help texts and errors.
+func Forms() string { return strings.Join(Names(), ", ") + ", or " + CommandPrefix + "CMD" }
+
+// Parse reads an --agent value.
+func Parse(spec string) (Agent, error) {
+	spec = strings.TrimSpace(spec)
+	if cmd, ok := strings.CutPrefix(spec, CommandPrefix); ok {
+		cmd = strings.TrimSpace(cmd)
+		if cmd == "" {
+			return Agent{}, fmt.Errorf("%w: %s needs a program after the colon (command:'python3 my_agent.py')", ErrAgentSpec, CommandPrefix)
+		}
+		return Agent{Name: "command", Command: cmd}, nil
+	}
+	if _, ok := adapters[spec]; ok {
+		return Agent{Name: spec}, nil
+	}
+	return Agent{}, fmt.Errorf("%w: %q (expected %s)", ErrAgentSpec, spec, Forms())
+}
+
+// String is the agent as --agent takes it.
+func (a Agent) String() string {
+	if a.Name == "command" {
+		return CommandPrefix + a.Command
+	}
+	return a.Name
+}
+
+// Speaks says which protocols the agent may call the gateway with: one for a CLI, all three
+// for a program of the user's own, which picks.
+func (a Agent) Speaks() []gateway.Protocol {
+	if ad, ok := adapters[a.Name]; ok {
+		return []gateway.Protocol{ad.speaks}
+	}
+	return []gateway.Protocol{gateway.Chat, gateway.Responses, gateway.Messages}
+}
+
+// BackgroundModels are the model names, as path.Match patterns, that the agent asks for
+// besides the run's model (a CLI's small model for titles and summaries); the gateway serves
+// them with the run's model, so that an episode calls one model only.
+func (a Agent) BackgroundModels() []string { return adapters[a.Name].mapped }
+
+// Program is the executable a CLI agent needs in the sandbox and the npm package that
+// installs it ("" for command:).
+func (a Agent) Program() (program, npmPackage string) {
+	ad := adapters[a.Name]
+	return ad.program, ad.pkg
+}
+
+// VersionCommand is a command line that prints the agent's version ("" for command:).
+func (a Agent) VersionCommand() string {
+	ad, ok := adapters[a.Name]
+	if !ok {
+		return ""
+	}
+	return ad.program + " " + ad.versionF
+}
+
+// Episode is what one start of the agent is given.
+type Episode struct {
+	Prompt   string // the task prompt of the run's prompt set
+	Model    string // the run's model, the name the gateway allows
+	Gateway  string // the gateway's root inside the sandbox: http://127.0.0.1:PORT
+	Token    string // the episode's token, the only credential the gateway accepts
+	MaxTurns int    // model calls the episode may make (0: no cap of the agent's own)
+}
+
+// Launch is how to start the agent: variables, then a bash command line that uses them, run
+// in the workspace. Script joins them into the one command the sandbox runs. The prompt is
+// handed over in a variable (PromptVar), so that no quoting of the command line alters it.
+type Launch struct {
+	Command string
+	Env     []string // NAME=value
+}
+
+// Script is the bash command that exports the variables and runs the command.
+func (l Launch) Script() string {
+	var b strings.Builder
+	for _, kv := range l.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "export %s=%s\n", name, shellQuote(value))
+	}
+	b.WriteString(l.Command)
+	return b.String()
+}
+
+// shellQuote is s as one bash word, whatever it holds.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// The variables every agent gets (docs/agents.md is the contract).
+const (
+	PromptVar   = "AA_GRADE_PROMPT"
+	ModelVar    = "AA_GRADE_MODEL"
+	GatewayVar  = "AA_GRADE_GATEWAY"
+	TokenVar    = "AA_GRADE_TOKEN"
+	MaxTurnsVar = "AA_GRADE_MAX_TURNS"
+)
+
+// homeSetup gives the agent a writable home of its own in the sandbox's temporary folder, for
+// the state CLIs keep there, out of the workspace the grader reads.
+const homeSetup = `export HOME="${TMPDIR:-/tmp}/agent-home" && mkdir -p "$HOME" && `
+
+// Launch says how to start the agent for e.
+func (a Agent) Launch(e Episode) Launch {
+	env := []string{
+		PromptVar + "=" + e.Prompt,
+		ModelVar + "=" + e.Model,
+		GatewayVar + "=" + e.Gateway,
+		TokenVar + "=" + e.Token,
+		fmt.Sprintf("%s=%d", MaxTurnsVar, e.MaxTurns),
+		// What the providers' own clients read, so that a program built on an SDK needs
+		// no setting of its own.
+		"OPENAI_BASE_URL=" + e.Gateway + "/v1",
+		"OPENAI_API_KEY=" + e.Token,
+		"ANTHROPIC_BASE_URL=" + e.Gateway,
+		"ANTHROPIC_API_KEY=" + e.Token,
+	}
+	if ad, ok := adapters[a.Name]; ok {
+		l := ad.launch(e)
+		l.Command = homeSetup + l.Command
+		l.Env = append(env, l.Env...)
+		return l
+	}
+	return Launch{Command: homeSetup + a.Command, Env: env}
+}
+
+// FinalMessage is the agent's last message to the user in what it printed, for CLIs that
+// print one ("" when there is none, or for command:, whose answer is its file).
+func (a Agent) FinalMessage(stdout string) string {
+	if ad, ok := adapters[a.Name]; ok {
+		return ad.final(stdout)
+	}
+	return ""
+}
