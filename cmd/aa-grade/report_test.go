@@ -233,13 +233,21 @@ func drawn(shot []byte) error {
 }
 
 // layoutFaults is JavaScript listing what breaks a page's layout: a page wider than the
-// window (tables too wide must scroll inside their own box), and a table cell whose text is
-// broken letter by letter (more lines than words, with fewer than 8 characters a line: a long
-// path wrapped over two lines is fine).
+// window; a box that hides part of its content until scrolled sideways (a table or chart too
+// wide for the window); and a table cell whose text is broken letter by letter (more lines than
+// words, with fewer than 8 characters a line: a long path wrapped over two lines is fine).
 const layoutFaults = `(() => {
 	const out = [];
 	const width = document.documentElement.scrollWidth;
 	if (width > innerWidth + 1) out.push("the page is " + width + " px wide in a window of " + innerWidth);
+	for (const box of document.querySelectorAll("body *")) {
+		const overflow = getComputedStyle(box).overflowX;
+		if (overflow !== "visible" && box.scrollWidth > box.clientWidth + 1) {
+			const section = [...document.querySelectorAll("h2")].filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
+			out.push("a " + (box.firstElementChild ? box.firstElementChild.tagName : box.tagName).toLowerCase() + " under " +
+				JSON.stringify(section ? section.innerText : "the title") + " hides " + (box.scrollWidth - box.clientWidth) + " px to its right");
+		}
+	}
 	for (const cell of document.querySelectorAll("td, th")) {
 		const text = cell.innerText.trim();
 		if (!text) continue;
@@ -253,8 +261,9 @@ const layoutFaults = `(() => {
 })()`
 
 // TestReportHTMLLayout opens report.html of several runs of one model at 700 and 1400 pixels:
-// the page fits the window and no table breaks a name letter by letter. A control page with a
-// crushed column proves the check finds it.
+// the page fits the window, nothing hides behind a sideways scroll, and no table breaks a name
+// letter by letter. Control pages with a crushed column and a chart wider than its box prove
+// the check finds them.
 func TestReportHTMLLayout(t *testing.T) {
 	dir := t.TempDir()
 	var runs []string
@@ -271,12 +280,18 @@ func TestReportHTMLLayout(t *testing.T) {
 	}
 	control := filepath.Join(dir, "control.html")
 	testfs.Write(t, control, `<!doctype html><table><tr><td style="width:1px;word-break:break-all">anthropic/claude-opus-4-7</td></tr></table>`)
+	wideControl := filepath.Join(dir, "wide.html")
+	testfs.Write(t, wideControl, `<!doctype html><h2>Chart</h2><div style="overflow-x:auto"><svg width="1600" height="20"></svg></div>`)
 	for _, width := range []int{700, 1400} {
 		tb := openLaidOut(t, page, width)
 		tb.Screenshot(fmt.Sprintf("report-%d", width))
 		tb.Open("file://" + control)
 		if faults := tb.Eval(layoutFaults); !strings.Contains(faults, "lines for 1 words") {
 			t.Errorf("the control page's crushed column was not found (%s): the check proves nothing", faults)
+		}
+		tb.Open("file://" + wideControl)
+		if faults := tb.Eval(layoutFaults); !strings.Contains(faults, `a svg under \"Chart\" hides`) {
+			t.Errorf("the control page's chart wider than its box was not found (%s): the check proves nothing", faults)
 		}
 	}
 }

@@ -74,7 +74,7 @@ func TestHitChartAxisHoldsItsBars(t *testing.T) {
 		t.Fatal(err)
 	}
 	hits := page.String()[strings.Index(page.String(), "First turn that named a root cause"):]
-	if i := strings.Index(hits, "<svg width=\"1000\""); i < 0 || !strings.Contains(hits[:i], `class="legend"`) {
+	if i := strings.Index(hits, `<svg class="chart" width="1000"`); i < 0 || !strings.Contains(hits[:i], `class="legend"`) {
 		t.Error("the first-hit chart has no legend")
 	}
 }

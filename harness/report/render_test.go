@@ -194,7 +194,7 @@ func TestHTMLSeveralRuns(t *testing.T) {
 	html := renderHTML(t, load(t, opusDir), load(t, qwenDir))
 	for _, want := range []string{"ITBench-AA report: 2 runs", "anthropic/claude-opus-4-7", "openai-api/vllm/Qwen/Qwen3-32B",
 		SubsetNote, "cost unknown (no prices for the model) for Scenario-2, Scenario-16.", "2 episodes not run yet",
-		"<td class=\"n\">n/a (fewer than 5 tasks)</td>", "<b>0.250</b> (2 not finished, counted 0)", "0.306 [95% CI n/a (fewer than 5 tasks)]",
+		"<td class=\"n w\">n/a (fewer than 5 tasks)</td>", `<b>0.250</b><br><span class="muted"> (2 not finished, counted 0)</span>`, "0.306 [95% CI n/a (fewer than 5 tasks)]",
 		`default-src 'none'`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)
