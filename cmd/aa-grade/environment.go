@@ -42,6 +42,8 @@ var environment = []envVar{
 	{"AA_GRADE_MAX_TOKENS", []string{"run --max-tokens"}, "output tokens per model call"},
 	{"AA_GRADE_CONTEXT_WINDOW", []string{"run --context-window"}, "the model's context window (the lenient loop's)"},
 	{"AA_GRADE_LOOP", []string{"run --loop"}, "the agent loop: reference or lenient"},
+	{"AA_GRADE_AGENT", []string{"run --agent"}, "the agent that plays each episode in place of the loop (docs/agents.md)"},
+	{"AA_GRADE_AGENT_TIMEOUT", []string{"run --agent-timeout"}, "how long an episode's agent may run"},
 	{"AA_GRADE_SHARD", []string{"run --shard"}, "the part of the episodes to run"},
 	{"AA_GRADE_GRACE", []string{"run --grace"}, "time running episodes may finish after Ctrl-C"},
 	{"AA_GRADE_PRICE_INPUT", []string{"run --price-input"}, "USD per million input tokens"},
