@@ -128,7 +128,7 @@ func TestNewMessagesConversations(t *testing.T) {
 		want   string
 	}{
 		{model.Request{Messages: []model.Message{sys, task}}, false, "s,t"},
-		{model.Request{Messages: title}, false, "Write a title,t"},                     // a side call
+		{model.Request{Messages: title}, false, "Write a title,t"},                       // a side call
 		{model.Request{Messages: []model.Message{sys, task, reply, result}}, false, "r"}, // the investigation goes on
 		{model.Request{Messages: title}, false, ""},                                      // the same side call again: nothing new
 		{model.Request{Messages: []model.Message{sys, task, reply, result, reply, msg("tool", "r2")}}, true, "r2"},
