@@ -338,7 +338,7 @@ func TestReadTurnsDamaged(t *testing.T) {
 		`{"kind":"retry","attempt":1,"wait":1000000000,"error":"503"}` + "\n" +
 		`{"kind":"turn","turn":2,"reply":{"content":"two"}}` + "\n" +
 		`{"kind":"turn","turn":3,"rep`
-	turns, problems := readTurns(strings.NewReader(text), nil)
+	turns, _, problems := readTurns(strings.NewReader(text), nil)
 	if len(turns) != 2 || turns[1].Text != "two" || len(turns[1].Retries) != 1 {
 		t.Errorf("turns %+v", turns)
 	}
