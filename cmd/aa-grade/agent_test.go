@@ -20,8 +20,8 @@ import (
 	"github.com/aa-grade/aa-grade/harness/atif"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
 )
 
 // chatAgentSpec is the project's own chat agent as --agent takes it: its script on python3's

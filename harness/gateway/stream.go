@@ -57,7 +57,9 @@ func (c *call) stream(resp *http.Response, release func(http.Header, []byte, err
 	if err == io.EOF && !answer.Ended() {
 		err = errors.New("the stream ended before its last event")
 	}
-	hungUp := sendErr != nil || c.ctx.Err() != nil
+	// An agent that hangs up once its last event came (Codex does) missed nothing.
+	complete := err == io.EOF && answer.Ended()
+	hungUp := sendErr != nil || (c.ctx.Err() != nil && !complete)
 	var failure error
 	switch {
 	case hungUp:
