@@ -110,6 +110,9 @@ func TestAgentRun(t *testing.T) {
 // turns, analyze's investigation, and valid exports.
 func checkAgentRunReaders(t *testing.T, out string) {
 	t.Helper()
+	if kinds := checkTrajectories(t, out); kinds[model.KindTurn] != 6 || kinds[model.KindAgent] != 2 {
+		t.Errorf("the trajectories' lines: %v, want 3 turns and the agent's end an episode", kinds)
+	}
 	tr, err := runfolder.OpenTrajectory(filepath.Join(out, "episodes", "Scenario-901", "1"))
 	if err != nil {
 		t.Fatal(err)
