@@ -5,7 +5,8 @@
 // the run's provider, so the key never enters the sandbox. It allows only the run's model,
 // paces calls with the run's rate limiter, retries as the providers of harness/model do,
 // refuses calls past the episode's caps, and records every call, refused ones included, in the
-// episode's trajectory as model.Events.
+// episode's trajectory as model.Events, each model call passed on followed by its turn (its
+// request and reply read back into the vocabulary, as the loop's calls are recorded).
 package gateway
 
 import (
