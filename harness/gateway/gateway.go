@@ -302,7 +302,7 @@ func (g *Gateway) record(events []model.Event, t *turn) {
 		e.Error = string(model.Scrub([]byte(e.Error), key))
 		g.cfg.Record(e)
 	}
-	if t != nil && g.cfg.Turn != nil {
+	if t != nil {
 		g.cfg.Turn(t.n, t.req, t.reply, t.err)
 	}
 }
