@@ -49,6 +49,10 @@ func (c *call) stream(resp *http.Response, release func(http.Header, []byte, err
 		if sendErr != nil {
 			break
 		}
+		if answer.Ended() { // the last event went: the answer ends with it, whatever follows
+			err = io.EOF
+			break
+		}
 		if ev, err = events.next(); err != nil {
 			text.add(ev)
 			break
@@ -57,9 +61,8 @@ func (c *call) stream(resp *http.Response, release func(http.Header, []byte, err
 	if err == io.EOF && !answer.Ended() {
 		err = errors.New("the stream ended before its last event")
 	}
-	// An agent that hangs up once its last event came (Codex does) missed nothing.
-	complete := err == io.EOF && answer.Ended()
-	hungUp := sendErr != nil || (c.ctx.Err() != nil && !complete)
+	// An agent that hangs up once the last event went (Codex does) missed nothing.
+	hungUp := sendErr != nil || (c.ctx.Err() != nil && !answer.Ended())
 	var failure error
 	switch {
 	case hungUp:

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -148,5 +149,38 @@ func TestTurnsOfFakeCLI(t *testing.T) {
 				t.Errorf("second turn %+v", second)
 			}
 		})
+	}
+}
+
+// TestStreamEndsAtItsLastEvent: the agent's answer ends with the stream's last event, even
+// when the provider holds its connection open after it; an agent that hangs up once it has
+// that event (as Codex does) got the whole answer: neither the call nor its turn failed.
+func TestStreamEndsAtItsLastEvent(t *testing.T) {
+	events := streamEvents[gateway.Messages]
+	f := newProvider(t, gateway.Messages, func(w http.ResponseWriter, r *http.Request) {
+		streamed(events, nil)(w, r)
+		<-r.Context().Done() // until the gateway lets go
+	})
+	var ts turns
+	e := newEpisode(t, f, ts.hook)
+	resp, err := http.DefaultClient.Do(e.request(t, gateway.Messages, gateway.Messages.Path(), requestBody(gateway.Messages, runModel, true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(resp.Body)
+	for range events {
+		if _, err := firstEvent(r); err != nil {
+			t.Fatalf("reading the events: %v", err)
+		}
+	}
+	resp.Body.Close() // hangs up at once, as Codex does
+	e.srv.Close()     // waits for the call to end
+	if len(ts.got) != 1 || ts.got[0].err != nil || ts.got[0].reply.Message.Content != "Hello" {
+		t.Fatalf("turns %+v", ts.got)
+	}
+	for _, ev := range e.recorded() {
+		if ev.Kind == model.KindResponse && ev.Error != "" {
+			t.Errorf("the answer is recorded as failed: %s", ev.Error)
+		}
 	}
 }
