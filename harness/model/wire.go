@@ -344,9 +344,50 @@ func NewAnthropicStream() StreamAnswer { return &anthropicStream{} }
 type anthropicStream struct {
 	message map[string]json.RawMessage
 	usage   map[string]json.RawMessage
-	blocks  []map[string]json.RawMessage
-	partial map[int]*strings.Builder // a tool_use block's input as it comes
+	blocks  []anthropicBlock
 	ended   bool
+}
+
+// anthropicBlock is a content block as it comes: content_block_start's fields, then its
+// deltas, kept apart until the answer is asked for (joining them as they come would copy the
+// block's text at every delta).
+type anthropicBlock struct {
+	start  map[string]json.RawMessage
+	deltas map[string]*strings.Builder // text, thinking, signature, and a tool_use's input JSON
+}
+
+func (b *anthropicBlock) add(field, text string) {
+	if b.deltas == nil {
+		b.deltas = map[string]*strings.Builder{}
+	}
+	if b.deltas[field] == nil {
+		b.deltas[field] = &strings.Builder{}
+	}
+	b.deltas[field].WriteString(text)
+}
+
+// fields are the block's fields with its deltas joined: a string field's text after the
+// start's, and the input of a tool_use as its JSON (as the text that came, when it was cut
+// short).
+func (b *anthropicBlock) fields() map[string]json.RawMessage {
+	out := maps.Clone(b.start)
+	if out == nil {
+		out = map[string]json.RawMessage{}
+	}
+	for field, d := range b.deltas {
+		if field == "input" {
+			input := json.RawMessage(d.String())
+			if !json.Valid(input) {
+				input, _ = json.Marshal(d.String())
+			}
+			out[field] = input
+			continue
+		}
+		var started string
+		_ = json.Unmarshal(out[field], &started) // none: ""
+		out[field], _ = json.Marshal(started + d.String())
+	}
+	return out
 }
 
 func (s *anthropicStream) Add(data []byte) {
@@ -363,30 +404,25 @@ func (s *anthropicStream) Add(data []byte) {
 	case "content_block_start":
 		i := int(ev.Get("index").Int())
 		for len(s.blocks) <= i {
-			s.blocks = append(s.blocks, map[string]json.RawMessage{})
+			s.blocks = append(s.blocks, anthropicBlock{})
 		}
-		_ = json.Unmarshal([]byte(ev.Get("content_block").Raw), &s.blocks[i]) // not an object: an empty block
+		s.blocks[i] = anthropicBlock{}
+		_ = json.Unmarshal([]byte(ev.Get("content_block").Raw), &s.blocks[i].start) // not an object: an empty block
 	case "content_block_delta":
 		i := int(ev.Get("index").Int())
-		if i >= len(s.blocks) {
+		if i < 0 || i >= len(s.blocks) {
 			return
 		}
 		d := ev.Get("delta")
 		switch d.Get("type").String() {
 		case "text_delta":
-			appendField(s.blocks[i], "text", d.Get("text").String())
+			s.blocks[i].add("text", d.Get("text").String())
 		case "thinking_delta":
-			appendField(s.blocks[i], "thinking", d.Get("thinking").String())
+			s.blocks[i].add("thinking", d.Get("thinking").String())
 		case "signature_delta":
-			appendField(s.blocks[i], "signature", d.Get("signature").String())
+			s.blocks[i].add("signature", d.Get("signature").String())
 		case "input_json_delta":
-			if s.partial == nil {
-				s.partial = map[int]*strings.Builder{}
-			}
-			if s.partial[i] == nil {
-				s.partial[i] = &strings.Builder{}
-			}
-			s.partial[i].WriteString(d.Get("partial_json").String())
+			s.blocks[i].add("input", d.Get("partial_json").String())
 		}
 	case "message_delta":
 		if s.message == nil {
@@ -410,29 +446,14 @@ func (s *anthropicStream) Add(data []byte) {
 	}
 }
 
-// appendField adds text to a block's string field.
-func appendField(block map[string]json.RawMessage, field, text string) {
-	var so string
-	_ = json.Unmarshal(block[field], &so) // none yet: ""
-	block[field], _ = json.Marshal(so + text)
-}
-
 func (s *anthropicStream) Answer() []byte {
 	answer := maps.Clone(s.message)
 	if answer == nil {
 		answer = map[string]json.RawMessage{}
 	}
 	blocks := make([]map[string]json.RawMessage, len(s.blocks))
-	for i, b := range s.blocks {
-		blocks[i] = b
-		if p := s.partial[i]; p != nil {
-			input := json.RawMessage(p.String())
-			if !json.Valid(input) { // cut short: kept as the text that came
-				input, _ = json.Marshal(p.String())
-			}
-			blocks[i] = maps.Clone(b)
-			blocks[i]["input"] = input
-		}
+	for i := range s.blocks {
+		blocks[i] = s.blocks[i].fields()
 	}
 	answer["content"], _ = json.Marshal(blocks)
 	if s.usage != nil {
