@@ -84,8 +84,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, n
 
 // turn is the call as a turn: the request and the reply read in the protocol's terms, with
 // the key taken out of what the provider sent; nil for a call that is no model call, or when
-// no one takes turns. A
-// request the gateway cannot read shows no messages: the raw request line still has it.
+// no one takes turns. A request the gateway cannot read shows no messages: the raw request
+// line still has it.
 func (c *call) turn() *turn {
 	if !c.model || c.g.cfg.Turn == nil {
 		return nil
