@@ -177,7 +177,7 @@ func ReadResponsesAnswer(answer []byte) (Reply, error) {
 // whole in Opaque, to send back).
 func addResponsesItem(out *Message, it gjson.Result) {
 	switch it.Get("type").String() {
-	case "message":
+	case "message", "": // a request's messages may leave their type out
 		out.Content = appendText(out.Content, itemText(it.Get("content")))
 	case "function_call", "custom_tool_call":
 		args := it.Get("arguments")

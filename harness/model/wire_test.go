@@ -37,7 +37,7 @@ func TestReadRequests(t *testing.T) {
 		{"responses", ReadResponsesRequest, `{"model":"m","instructions":"Be brief.","input":[` +
 			`{"type":"message","role":"user","content":[{"type":"input_text","text":"Investigate."}]},` +
 			`{"type":"reasoning","summary":[],"encrypted_content":"gAAA"},` +
-			`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Looking."}]},` +
+			`{"role":"assistant","content":"Looking."},` +
 			`{"type":"function_call","call_id":"c1","name":"shell","arguments":"{\"cmd\":\"ls\"}"},` +
 			`{"type":"function_call_output","call_id":"c1","output":"alerts.json"},` +
 			`{"role":"user","content":"Go on."}],` +
