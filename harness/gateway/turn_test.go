@@ -70,7 +70,8 @@ func TestTurns(t *testing.T) {
 }
 
 // TestTurnFailures: a call the provider refuses, or whose stream is cut, is a turn with its
-// error (a cut stream with what came of its reply).
+// error (a cut stream with what came of its reply); a request that reads as no conversation
+// is a turn of no messages.
 func TestTurnFailures(t *testing.T) {
 	var ts turns
 	f := newProvider(t, gateway.Chat, status(http.StatusBadRequest, `{"error":{"message":"bad tool schema","type":"invalid_request_error"}}`),
@@ -78,8 +79,14 @@ func TestTurnFailures(t *testing.T) {
 	e := newEpisode(t, f, ts.hook)
 	e.call(t, gateway.Chat, runModel, false)
 	do(t, e.request(t, gateway.Chat, gateway.Chat.Path(), requestBody(gateway.Chat, runModel, true)))
-	if len(ts.got) != 2 {
+	// A request the gateway cannot read as a conversation still passes: its turn shows no
+	// messages, and the reply.
+	do(t, e.request(t, gateway.Chat, gateway.Chat.Path(), `{"model":"`+runModel+`","messages":"Hi"}`))
+	if len(ts.got) != 3 {
 		t.Fatalf("turns %+v", ts.got)
+	}
+	if odd := ts.got[2]; odd.err != nil || len(odd.req.Messages) != 0 || odd.reply.Message.Content != "Hello" {
+		t.Errorf("an unreadable request's turn %+v", odd)
 	}
 	if err := ts.got[0].err; err == nil || !strings.Contains(err.Error(), "bad tool schema") {
 		t.Errorf("a refused call's turn has the error %v", err)
