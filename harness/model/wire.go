@@ -199,12 +199,26 @@ type StreamAnswer interface {
 	Ended() bool
 }
 
+// budget bounds what a stream's answer keeps, as MaxResponseBytes bounds an answer: an
+// endless stream cannot take all memory; what comes past the bound is left out.
+type budget struct{ kept int }
+
+// take is text, when it fits in what is left; "" otherwise.
+func (b *budget) take(text string) string {
+	if b.kept+len(text) > MaxResponseBytes {
+		return ""
+	}
+	b.kept += len(text)
+	return text
+}
+
 // NewChatStream assembles Chat Completions chunks: the first choice's deltas (text, reasoning,
 // tool calls whose arguments come in pieces), its finish reason, and the usage chunk;
 // [DONE] ends it.
 func NewChatStream() StreamAnswer { return &chatStream{} }
 
 type chatStream struct {
+	budget
 	content, reasoning strings.Builder
 	reasoningField     string
 	calls              []chatCallDelta
@@ -235,12 +249,12 @@ func (s *chatStream) Add(data []byte) {
 			return true
 		}
 		d := c.Get("delta")
-		s.content.WriteString(d.Get("content").String())
-		s.content.WriteString(d.Get("refusal").String())
+		s.content.WriteString(s.take(d.Get("content").String()))
+		s.content.WriteString(s.take(d.Get("refusal").String()))
 		for _, field := range []string{"reasoning_content", "reasoning"} {
 			if r := d.Get(field); r.Type == gjson.String {
 				s.reasoningField = field
-				s.reasoning.WriteString(r.Str)
+				s.reasoning.WriteString(s.take(r.Str))
 			}
 		}
 		d.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
@@ -255,7 +269,7 @@ func (s *chatStream) Add(data []byte) {
 			if name := tc.Get("function.name").String(); name != "" {
 				call.name = name
 			}
-			call.arguments.WriteString(tc.Get("function.arguments").String())
+			call.arguments.WriteString(s.take(tc.Get("function.arguments").String()))
 			return true
 		})
 		if f := c.Get("finish_reason").String(); f != "" {
@@ -294,6 +308,7 @@ func (s *chatStream) Ended() bool { return s.ended }
 func NewResponsesStream() StreamAnswer { return &responsesStream{} }
 
 type responsesStream struct {
+	budget
 	items    []json.RawMessage
 	response json.RawMessage
 	ended    bool
@@ -306,7 +321,9 @@ func (s *responsesStream) Add(data []byte) {
 	ev := gjson.ParseBytes(data)
 	switch ev.Get("type").String() {
 	case "response.output_item.done":
-		s.items = append(s.items, json.RawMessage(ev.Get("item").Raw))
+		if item := ev.Get("item").Raw; s.take(item) != "" {
+			s.items = append(s.items, json.RawMessage(item))
+		}
 	case "response.completed", "response.incomplete", "response.failed":
 		s.ended = true
 		if r := ev.Get("response"); r.IsObject() {
@@ -342,6 +359,7 @@ func (s *responsesStream) Ended() bool { return s.ended }
 func NewAnthropicStream() StreamAnswer { return &anthropicStream{} }
 
 type anthropicStream struct {
+	budget
 	message map[string]json.RawMessage
 	usage   map[string]json.RawMessage
 	blocks  []anthropicBlock
@@ -416,13 +434,13 @@ func (s *anthropicStream) Add(data []byte) {
 		d := ev.Get("delta")
 		switch d.Get("type").String() {
 		case "text_delta":
-			s.blocks[i].add("text", d.Get("text").String())
+			s.blocks[i].add("text", s.take(d.Get("text").String()))
 		case "thinking_delta":
-			s.blocks[i].add("thinking", d.Get("thinking").String())
+			s.blocks[i].add("thinking", s.take(d.Get("thinking").String()))
 		case "signature_delta":
-			s.blocks[i].add("signature", d.Get("signature").String())
+			s.blocks[i].add("signature", s.take(d.Get("signature").String()))
 		case "input_json_delta":
-			s.blocks[i].add("input", d.Get("partial_json").String())
+			s.blocks[i].add("input", s.take(d.Get("partial_json").String()))
 		}
 	case "message_delta":
 		if s.message == nil {

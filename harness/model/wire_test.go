@@ -171,3 +171,17 @@ func TestStreamAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamAnswerBounded: a stream's answer keeps no more text than an answer may hold,
+// however long the stream goes on.
+func TestStreamAnswerBounded(t *testing.T) {
+	s := NewChatStream()
+	chunk := []byte(`{"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("x", 1<<20) + `"}}]}`)
+	for range MaxResponseBytes>>20 + 3 {
+		s.Add(chunk)
+	}
+	reply, err := ReadChatAnswer(s.Answer())
+	if err != nil || len(reply.Message.Content) != MaxResponseBytes {
+		t.Errorf("kept %d bytes of text (%v), want the bound, %d", len(reply.Message.Content), err, MaxResponseBytes)
+	}
+}
