@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -16,8 +17,11 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/aa-grade/aa-grade/harness/atif"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
 )
 
 // chatAgentSpec is the project's own chat agent as --agent takes it: its script on python3's
@@ -94,9 +98,88 @@ func TestAgentRun(t *testing.T) {
 				bytes.Contains(text, []byte(key)), bytes.Contains(text, []byte(`"kind":"agent"`)))
 		}
 	}
+	checkAgentRunReaders(t, out)
 	r = aaGrade(t, env, append(args[:len(args)-1], "command:true")...)
 	if r.code != 2 || !strings.Contains(r.stderr, "agent was") {
 		t.Errorf("a resume with another agent: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// checkAgentRunReaders: the agent run's episodes (chat_agent.py's three calls) read as the
+// loop's do: turn records of the agent's conversation, its end on the episode page after its
+// turns, analyze's investigation, and valid exports.
+func checkAgentRunReaders(t *testing.T, out string) {
+	t.Helper()
+	if kinds := checkTrajectories(t, out); kinds[model.KindTurn] != 6 || kinds[model.KindAgent] != 2 {
+		t.Errorf("the trajectories' lines: %v, want 3 turns and the agent's end an episode", kinds)
+	}
+	tr, err := runfolder.OpenTrajectory(filepath.Join(out, "episodes", "Scenario-901", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var turns []runfolder.TurnRecord
+	for line := range runfolder.NewTrajectoryReader(tr, func(k model.EventKind) bool { return k == model.KindTurn }).Lines() {
+		if rec, err := line.Turn(); err == nil && line.Whole {
+			turns = append(turns, rec)
+		}
+	}
+	if len(turns) != 3 {
+		t.Fatalf("%d turn records, want one for each of the agent's 3 calls", len(turns))
+	}
+	first, second := turns[0], turns[1]
+	calls := first.Reply.ToolCalls
+	if first.Turn != 1 || len(first.Input) != 1 || first.Input[0].Role != model.RoleUser || !strings.Contains(first.Input[0].Content, "agent_output.json") ||
+		len(calls) != 1 || !strings.Contains(calls[0].Arguments, "ls alerts | head -2") || first.Usage.Input == 0 {
+		t.Errorf("the first turn %+v", first)
+	}
+	if in := second.Input; len(in) != 1 || in[0].Role != model.RoleTool || in[0].ToolCallID != calls[0].ID || !strings.Contains(in[0].Content, "exit status 0") {
+		t.Errorf("the second turn's input, the first call's result: %+v", second.Input)
+	}
+
+	pages := filepath.Join(t.TempDir(), "pages")
+	if r := aaGrade(t, nil, "view", "--out", pages, out); r.code != 0 {
+		t.Fatalf("view --out: exit %d\n%s", r.code, r.stderr)
+	}
+	var page string
+	filepath.WalkDir(pages, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, filepath.Join("Scenario-901", "1.html")) {
+			page = readFile(t, path)
+		}
+		return err
+	})
+	turn3, end := strings.Index(page, `id="t3"`), strings.Index(page, "The agent ended")
+	if !strings.Contains(page, "ls alerts | head -2") || turn3 < 0 || end < turn3 || !strings.Contains(page[end:], "exit 0") || !strings.Contains(page[end:], "finished") {
+		t.Errorf("the episode page shows no turns, or not the agent's end after them:\n%s", page)
+	}
+
+	r := aaGrade(t, nil, "analyze", "--json", out)
+	if r.code != 0 || gjson.Get(r.stdout, "0.episodes.#").Int() != 2 || gjson.Get(r.stdout, "0.episodes.0.first_hit_turn").Int() == 0 {
+		t.Errorf("analyze: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := aaGrade(t, nil, "export", out, "--format", "atif"); r.code != 0 || !strings.Contains(r.stdout, "Exported 2 episodes") {
+		t.Fatalf("export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	schema, err := jsonschema.Compile([]byte(readFile(t, filepath.Join(moduleRoot, "harness", "atif", "atif.schema.json"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent sent no system prompt: its document begins with the task (checkATIF expects
+	// the loop's prompts).
+	path := filepath.Join(out+"-atif", "Scenario-901", "1", atif.File)
+	b := []byte(readFile(t, path))
+	var doc atif.Trajectory
+	if err := schema.Validate(b); err != nil || json.Unmarshal(b, &doc) != nil || atif.Check(&doc) != nil {
+		t.Fatalf("%s is not a valid ATIF document: %v, %v", path, err, atif.Check(&doc))
+	}
+	results := 0
+	for _, step := range doc.Steps {
+		if step.Observation != nil {
+			results += len(step.Observation.Results)
+		}
+	}
+	if doc.Steps[0].Source != atif.SourceUser || results < 2 || !strings.Contains(string(b), "ls alerts | head -2") {
+		t.Errorf("the export shows not the agent's conversation (%d results):\n%s", results, b)
 	}
 }
 

@@ -99,7 +99,7 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 		Gateway: fmt.Sprintf("http://127.0.0.1:%d", GatewayPort), Token: token, MaxTurns: e.MaxTurns})
 	began := time.Now()
 	res, runErr := e.Sandbox.Run(ctx, launch.Script(), timeout)
-	srv.Close() // no call after the agent's end
+	stopServing(srv)
 	rec := runfolder.AgentRecord{Agent: e.Agent.String(), ExitCode: res.ExitCode, TimedOut: res.TimedOut, Duration: time.Since(began).Seconds(),
 		Stdout: res.Stdout, Stderr: res.Stderr, StdoutChars: res.StdoutChars, StderrChars: res.StderrChars}
 	if runErr != nil {
@@ -115,6 +115,20 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 	}
 	e.settle(ctx, &out, res, totals, timeout)
 	return out
+}
+
+// callsEndWithin bounds the wait, once the agent ended, for the calls it left (their
+// connections gone, they end as soon as they notice).
+const callsEndWithin = 10 * time.Second
+
+// stopServing takes no more calls, and waits for those being answered to end, so that their
+// lines come before the agent's end and are not written beside it.
+func stopServing(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), callsEndWithin)
+	defer cancel()
+	if srv.Shutdown(ctx) != nil {
+		srv.Close()
+	}
 }
 
 // settle reads what the agent left: agent_output.json, else the diagnosis in its final

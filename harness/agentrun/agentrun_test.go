@@ -85,6 +85,14 @@ type recorder struct {
 	events []model.Event
 	ended  []runfolder.AgentRecord
 	used   []model.Usage
+	turns  []turn
+}
+
+// turn is a model call as the gateway told it.
+type turn struct {
+	req   model.Request
+	reply model.Reply
+	err   error
 }
 
 func (r *recorder) record(e model.Event) {
@@ -109,6 +117,11 @@ func play(t *testing.T, b sandbox.Backend, a agents.Agent, p gateway.Protocol, b
 	ep := &agentrun.Episode{Agent: a, Sandbox: sb, MaxTurns: 10, Timeout: 3 * time.Minute,
 		Tools: sandbox.Tools{Commands: map[string]bool{"bash": true, "python3": true}},
 		Gateway: gateway.Config{Model: "m1", Upstream: gateway.Upstream{Protocol: p, BaseURL: baseURL, APIKey: canary}, Record: rec.record,
+			Turn: func(_ int, req model.Request, reply model.Reply, err error) {
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				rec.turns = append(rec.turns, turn{req, reply, err})
+			},
 			Used: func(u model.Usage) {
 				rec.mu.Lock()
 				defer rec.mu.Unlock()
@@ -352,6 +365,7 @@ func TestRealCLIs(t *testing.T) {
 					if out.Turns < 2 {
 						t.Errorf("%d model calls, want the command's and the answer's at least", out.Turns)
 					}
+					checkCLITurns(t, rec.turns)
 					for _, call := range fake.Calls() {
 						if strings.Contains(string(call.Body), canary) || slices.ContainsFunc(headerValues(call.Header), func(v string) bool { return strings.Contains(v, "aag-") }) {
 							t.Errorf("a call to the provider holds the key in its body or the token in its headers: %s", call.Path)
@@ -360,6 +374,36 @@ func TestRealCLIs(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// checkCLITurns: a real CLI's calls, side calls included, read as turns: the shell call of
+// the script with its id, its result sent back once as new, and the final text.
+func checkCLITurns(t *testing.T, turns []turn) {
+	t.Helper()
+	var id, final string
+	var news runfolder.NewMessages
+	results := 0
+	for _, tr := range turns {
+		if tr.err != nil {
+			t.Errorf("a turn failed: %v", tr.err)
+		}
+		for _, m := range news.Next(tr.req, tr.err != nil) {
+			if m.Role == model.RoleTool && m.ToolCallID == id && id != "" {
+				results++
+			}
+		}
+		for _, c := range tr.reply.Message.ToolCalls {
+			if strings.Contains(c.Arguments, "cat alerts.json") && c.ID != "" {
+				id = c.ID
+			}
+		}
+		if tr.reply.Message.Content == "The answer is written." {
+			final = tr.reply.Message.Content
+		}
+	}
+	if id == "" || results != 1 || final == "" {
+		t.Errorf("the turns show the shell call %q, its result new %d times, the final text %q: %+v", id, results, final, turns)
 	}
 }
 

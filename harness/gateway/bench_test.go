@@ -11,10 +11,12 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/gateway"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 // BenchmarkCall times Anthropic Messages calls on 127.0.0.1, plain and streamed, straight to
-// the fake provider and through the gateway (its events encoded as the trajectory would): ns/op
+// the fake provider and through the gateway (its events and turns encoded as the trajectory
+// would, the turns' new messages found as the trajectory finds them): ns/op
 // is the time to the answer's last byte, first-ns/op to its first, and cpu-ns/op the CPU the
 // whole process spent on a call (client, gateway and provider alike), which a machine's other
 // load inflates far less than the times. What the gateway adds is the difference between the
@@ -25,6 +27,10 @@ func BenchmarkCall(b *testing.B) {
 		e := newEpisode(b, f, func(c *gateway.Config) {
 			enc := json.NewEncoder(io.Discard)
 			c.Record = func(ev model.Event) { enc.Encode(ev) }
+			var news runfolder.NewMessages
+			c.Turn = func(n int, req model.Request, reply model.Reply, err error) {
+				enc.Encode(runfolder.TurnRecord{Kind: model.KindTurn, Turn: n, Input: news.Next(req, err != nil), Reply: reply.Message, Usage: reply.Usage})
+			}
 		})
 		body := requestBody(gateway.Messages, runModel, stream)
 		direct := func() *http.Request {

@@ -26,6 +26,7 @@ type call struct {
 	header   http.Header
 	body     []byte
 	model    bool // a model call, paced and counted (a token count is neither)
+	n        int  // a model call's number
 	events   []model.Event
 	attempt  int
 	started  time.Time
@@ -33,6 +34,11 @@ type call struct {
 	lastFail []byte        // the provider's last error answer, passed on when the retries give up
 	lastHead http.Header
 	lastCode int
+	lastErr  error
+	// answer is the answer read, a stream's put together (nil none), and err why the call
+	// failed, for its turn.
+	answer []byte
+	err    error
 }
 
 // errRetry marks an attempt that failed where a retry may succeed; the wait is the one the
@@ -47,11 +53,12 @@ func (e *errRetry) Unwrap() error { return e.err }
 
 // forward passes the agent's request, its body as checked, on to the provider with the run's
 // key, retrying transient failures before anything went back to the agent, and relays the
-// answer. modelCall says whether it is a model call (paced, its usage counted).
-func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, modelCall bool) {
-	c := &call{g: g, w: w, url: g.cfg.Upstream.url(r.URL), header: g.upstreamHeader(r.Header), body: body, model: modelCall, started: time.Now()}
+// answer. n is the number of a model call (paced, its usage counted, recorded as a turn); 0
+// for another call.
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, n int) {
+	c := &call{g: g, w: w, url: g.cfg.Upstream.url(r.URL), header: g.upstreamHeader(r.Header), body: body, model: n > 0, n: n, started: time.Now()}
 	c.ctx = r.Context()
-	defer func() { g.record(c.events) }()
+	defer func() { g.record(c.events, c.turn()) }()
 	c.note(model.Event{Kind: model.KindRequest, URL: c.url, Header: model.RecordedHeader(c.header), Body: body})
 	for c.attempt = 1; ; c.attempt++ {
 		err := c.try()
@@ -75,6 +82,30 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, m
 	}
 }
 
+// turn is the call as a turn: the request and the reply read in the protocol's terms, with
+// the key taken out of what the provider sent; nil for a call that is no model call, or when
+// no one takes turns. A request the gateway cannot read shows no messages: the raw request
+// line still has it.
+func (c *call) turn() *turn {
+	if !c.model || c.g.cfg.Turn == nil {
+		return nil
+	}
+	d := c.g.cfg.Upstream.Protocol.dialect()
+	req, _ := d.request(c.body)
+	t := &turn{n: c.n, req: req, err: c.err}
+	if c.answer != nil {
+		reply, err := d.answer(model.Scrub(c.answer, c.g.cfg.Upstream.APIKey))
+		t.reply = reply
+		if t.err == nil && err != nil {
+			t.err = fmt.Errorf("read the answer: %w", err)
+		}
+	}
+	if t.err != nil {
+		t.err = errors.New(string(model.Scrub([]byte(t.err.Error()), c.g.cfg.Upstream.APIKey)))
+	}
+	return t
+}
+
 // note adds an event to the call's record.
 func (c *call) note(e model.Event) { c.events = append(c.events, e) }
 
@@ -82,12 +113,14 @@ func (c *call) note(e model.Event) { c.events = append(c.events, e) }
 // and may be retried; any other error when it ended otherwise (the answer, or what could be
 // sent of it, went back to the agent).
 func (c *call) try() error {
+	c.answer, c.err = nil, nil
 	var permit ratelimit.Permit
 	if c.model {
 		queued := time.Now()
 		p, err := model.AcquireRecorded(c.ctx, c.g.cfg.Limit, len(c.body), c.note)
 		if err != nil {
 			c.note(model.Event{Kind: model.KindResponse, Error: "the agent hung up while the call waited for the rate limiter"})
+			c.err = fmt.Errorf("the agent hung up while the call waited for the rate limiter: %w", err)
 			return err
 		}
 		c.paced += time.Since(queued)
@@ -131,6 +164,7 @@ func (c *call) try() error {
 		return &errRetry{err: err}
 	}
 	c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer)})
+	c.answer = answer
 	release(resp.Header, answer, nil)
 	if c.model {
 		usage := gjson.GetBytes(answer, "usage")
@@ -147,11 +181,12 @@ func (c *call) failed(resp *http.Response, release func(http.Header, []byte, err
 	apiErr := &model.APIError{Status: resp.StatusCode, Message: string(model.Scrub(answer, c.g.cfg.Upstream.APIKey))}
 	c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer)})
 	release(resp.Header, nil, apiErr)
+	c.err = apiErr
 	if !apiErr.Transient() {
 		c.relay(resp.StatusCode, resp.Header, answer)
 		return apiErr
 	}
-	c.lastFail, c.lastHead, c.lastCode = answer, resp.Header, resp.StatusCode
+	c.lastFail, c.lastHead, c.lastCode, c.lastErr = answer, resp.Header, resp.StatusCode, apiErr
 	return &errRetry{err: fmt.Errorf("HTTP %d", resp.StatusCode), wait: model.RetryAfter(resp.Header)}
 }
 
@@ -159,10 +194,12 @@ func (c *call) failed(resp *http.Response, release func(http.Header, []byte, err
 // the agent, or a 502 when no answer came.
 func (c *call) giveUp(err error) {
 	if c.lastFail != nil {
+		c.err = c.lastErr
 		c.relay(c.lastCode, c.lastHead, c.lastFail)
 		return
 	}
 	why := fmt.Sprintf("the gateway got no answer from the provider in %d attempts: %v", c.attempt, err)
+	c.err = errors.New(why)
 	c.note(model.Event{Kind: model.KindResponse, Status: unreachable.status, Error: why})
 	c.g.count(1, 0)
 	writeJSON(c.w, unreachable.status, unreachable.errorBody(c.g.cfg.Upstream.Protocol, why))

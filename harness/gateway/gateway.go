@@ -5,7 +5,8 @@
 // the run's provider, so the key never enters the sandbox. It allows only the run's model,
 // paces calls with the run's rate limiter, retries as the providers of harness/model do,
 // refuses calls past the episode's caps, and records every call, refused ones included, in the
-// episode's trajectory as model.Events.
+// episode's trajectory as model.Events, each model call passed on followed by its turn (its
+// request and reply read back into the vocabulary, as the loop's calls are recorded).
 package gateway
 
 import (
@@ -45,6 +46,21 @@ func (p Protocol) String() string {
 // Path is where an agent calls the protocol on the gateway.
 func (p Protocol) Path() string {
 	return [...]string{"/v1/chat/completions", "/v1/responses", "/v1/messages"}[p]
+}
+
+// dialect is how a protocol's requests and answers read as the vocabulary's, for the turns.
+type dialect struct {
+	request func(body []byte) (model.Request, error)
+	answer  func(answer []byte) (model.Reply, error)
+	stream  func() model.StreamAnswer
+}
+
+func (p Protocol) dialect() dialect {
+	return [...]dialect{
+		{model.ReadChatRequest, model.ReadChatAnswer, model.NewChatStream},
+		{model.ReadResponsesRequest, model.ReadResponsesAnswer, model.NewResponsesStream},
+		{model.ReadAnthropicRequest, model.ReadAnthropicAnswer, model.NewAnthropicStream},
+	}[p]
 }
 
 // Upstream is the run's provider: the protocol its model speaks and where.
@@ -98,6 +114,10 @@ type Config struct {
 	// call ends, so that the lines of calls made at once do not interleave; calls are
 	// recorded one at a time.
 	Record func(model.Event)
+	// Turn, when set, receives each model call passed on as a turn, right after its events:
+	// its number (in the order the calls came), the request and the reply read as the
+	// vocabulary's, or the call's error. Refused calls and token counts are no turns.
+	Turn func(n int, req model.Request, reply model.Reply, err error)
 	// Used, when set, is told each call's usage as the call ends, so that the run's budget
 	// counts it at once (as the loop's calls are counted).
 	Used func(model.Usage)
@@ -212,15 +232,16 @@ func (g *Gateway) servedModel(name string) (served string, ok bool) {
 	return "", false
 }
 
-// reserve counts a model call about to go, unless a cap is reached: then it returns the
-// cap's error, telling Capped the first time.
-func (g *Gateway) reserve() error {
+// reserve counts a model call about to go and returns its number, unless a cap is reached:
+// then it returns the cap's error, telling Capped the first time.
+func (g *Gateway) reserve() (int, error) {
 	g.mu.Lock()
 	err := g.capReached()
 	if err == nil {
 		g.totals.Calls++
+		n := g.totals.Calls
 		g.mu.Unlock()
-		return nil
+		return n, nil
 	}
 	first := g.totals.Capped == nil
 	if first {
@@ -230,7 +251,7 @@ func (g *Gateway) reserve() error {
 	if first && g.cfg.Capped != nil {
 		g.cfg.Capped(err)
 	}
-	return err
+	return 0, err
 }
 
 // capReached is the error of the first cap the episode reached; nil none. g.mu is held.
@@ -266,20 +287,32 @@ func (g *Gateway) count(refused, retries int) {
 	g.totals.Retries += retries
 }
 
-// record hands a call's events to the trajectory, together, with the key scrubbed from
-// anything the provider sent (some quote a rejected key in their error).
-func (g *Gateway) record(events []model.Event) {
-	if g.cfg.Record == nil {
-		return
-	}
+// record hands a call's events to the trajectory, together and followed by its turn (nil
+// for a call that is none), with the key scrubbed from anything the provider sent (some
+// quote a rejected key in their error).
+func (g *Gateway) record(events []model.Event, t *turn) {
 	g.recordMu.Lock()
 	defer g.recordMu.Unlock()
 	key := g.cfg.Upstream.APIKey
 	for _, e := range events {
+		if g.cfg.Record == nil {
+			break
+		}
 		e.Body = model.Scrub(e.Body, key)
 		e.Error = string(model.Scrub([]byte(e.Error), key))
 		g.cfg.Record(e)
 	}
+	if t != nil {
+		g.cfg.Turn(t.n, t.req, t.reply, t.err)
+	}
+}
+
+// turn is a model call as the vocabulary has it.
+type turn struct {
+	n     int
+	req   model.Request
+	reply model.Reply
+	err   error
 }
 
 // UpstreamOf is the upstream of an agent run: the run's model m (a provider of harness/model),

@@ -72,17 +72,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = replaceValue(body, asked, served)
 	}
 	if countsTokens {
-		g.forward(w, r, body, false)
+		g.forward(w, r, body, 0)
 		return
 	}
 	if upstream == Chat && gjson.GetBytes(body, "stream").Bool() {
 		body = withStreamUsage(body)
 	}
-	if err := g.reserve(); err != nil {
+	n, err := g.reserve()
+	if err != nil {
 		refuse(capReached, "aa-grade: %v; the episode can make no more model calls", err)
 		return
 	}
-	g.forward(w, r, body, true)
+	g.forward(w, r, body, n)
 }
 
 // shapeOf is the protocol whose error shape answers r: the one its path names, else the
@@ -154,7 +155,7 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, body []byte, p 
 	g.record([]model.Event{
 		{Kind: model.KindRequest, URL: r.Method + " " + r.URL.RequestURI(), Header: model.RecordedHeader(r.Header), Body: asJSON(body)},
 		{Kind: model.KindResponse, Status: why.status, Body: answer, Error: "refused by the gateway: " + message},
-	})
+	}, nil)
 	writeJSON(w, why.status, answer)
 }
 

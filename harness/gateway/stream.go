@@ -22,7 +22,7 @@ import (
 // stream's text as it came, up to model.MaxResponseBytes.
 func (c *call) stream(resp *http.Response, release func(http.Header, []byte, error)) error {
 	events := eventReader{r: bufio.NewReader(resp.Body)}
-	usage := streamUsage{protocol: c.g.cfg.Upstream.Protocol}
+	answer := c.g.cfg.Upstream.Protocol.dialect().stream()
 	var text transcript
 	ev, err := events.next()
 	if err != nil {
@@ -38,7 +38,9 @@ func (c *call) stream(resp *http.Response, release func(http.Header, []byte, err
 	var sendErr error
 	for {
 		text.add(ev)
-		usage.observe(ev)
+		if data := eventData(ev); len(data) > 0 {
+			answer.Add(data)
+		}
 		// An event is flushed at once unless the next one is already here, to go with it:
 		// nothing waits for the provider, and bursts cost one write.
 		if _, sendErr = c.w.Write(model.Scrub(ev, c.g.cfg.Upstream.APIKey)); sendErr == nil && !events.ready() {
@@ -47,15 +49,20 @@ func (c *call) stream(resp *http.Response, release func(http.Header, []byte, err
 		if sendErr != nil {
 			break
 		}
+		if answer.Ended() { // the last event went: the answer ends with it, whatever follows
+			err = io.EOF
+			break
+		}
 		if ev, err = events.next(); err != nil {
 			text.add(ev)
 			break
 		}
 	}
-	if err == io.EOF && !usage.ended {
+	if err == io.EOF && !answer.Ended() {
 		err = errors.New("the stream ended before its last event")
 	}
-	hungUp := sendErr != nil || c.ctx.Err() != nil
+	// An agent that hangs up once the last event went (Codex does) missed nothing.
+	hungUp := sendErr != nil || (c.ctx.Err() != nil && !answer.Ended())
 	var failure error
 	switch {
 	case hungUp:
@@ -68,13 +75,14 @@ func (c *call) stream(resp *http.Response, release func(http.Header, []byte, err
 		response.Error = joinNotes(failure.Error(), text.note)
 	}
 	c.note(response)
+	c.answer, c.err = answer.Answer(), failure
 	if failure == nil {
-		release(resp.Header, usage.answer(), nil)
+		release(resp.Header, c.answer, nil)
 	} else {
 		release(resp.Header, nil, failure)
 	}
 	if c.model {
-		c.used(string(usage.usage)) // tokens a cut stream spent count too, as far as it told
+		c.used(gjson.GetBytes(c.answer, "usage").Raw) // tokens a cut stream spent count too, as far as it told
 	}
 	if failure != nil && !hungUp {
 		panic(http.ErrAbortHandler) // net/http's way to cut the agent's connection; forward's defer records the call
@@ -136,75 +144,6 @@ func eventData(ev []byte) []byte {
 		data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
 	}
 	return data
-}
-
-// streamUsage follows a stream's usage and whether its last event came: Chat Completions'
-// chunk with a usage (asked for with stream_options) and its [DONE]; the Responses API's
-// response.completed (or incomplete, or failed) with the response's usage; Anthropic's
-// message_start usage updated by message_delta's, and message_stop. An error event ends a
-// stream too.
-type streamUsage struct {
-	protocol Protocol
-	usage    []byte // the usage object as far as known; nil none
-	ended    bool
-}
-
-func (s *streamUsage) observe(ev []byte) {
-	data := eventData(ev)
-	if len(data) == 0 {
-		return
-	}
-	if s.protocol == Chat {
-		if string(data) == "[DONE]" {
-			s.ended = true
-		} else if u := gjson.GetBytes(data, "usage"); u.IsObject() {
-			s.usage = []byte(u.Raw)
-		}
-		return
-	}
-	switch kind := gjson.GetBytes(data, "type").String(); kind {
-	case "response.completed", "response.incomplete", "response.failed":
-		s.ended = true
-		if u := gjson.GetBytes(data, "response.usage"); u.IsObject() {
-			s.usage = []byte(u.Raw)
-		}
-	case "message_start":
-		if u := gjson.GetBytes(data, "message.usage"); u.IsObject() {
-			s.usage = []byte(u.Raw)
-		}
-	case "message_delta":
-		s.usage = mergeUsage(s.usage, gjson.GetBytes(data, "usage"))
-	case "message_stop", "error":
-		s.ended = true
-	}
-}
-
-// answer is the stream's usage as a non-streamed answer carries it, for the rate limiter.
-func (s *streamUsage) answer() []byte {
-	if s.usage == nil {
-		return nil
-	}
-	return fmt.Appendf(nil, `{"usage":%s}`, s.usage)
-}
-
-// mergeUsage updates a usage object with the fields of a later one (message_delta's counts
-// are totals so far, not increments), its nulls aside.
-func mergeUsage(usage []byte, later gjson.Result) []byte {
-	if !later.IsObject() {
-		return usage
-	}
-	fields := map[string]json.RawMessage{}
-	if usage != nil && json.Unmarshal(usage, &fields) != nil {
-		fields = map[string]json.RawMessage{}
-	}
-	later.ForEach(func(k, v gjson.Result) bool {
-		if v.Type != gjson.Null {
-			fields[k.String()] = json.RawMessage(v.Raw)
-		}
-		return true
-	})
-	merged, _ := json.Marshal(fields) // raw values gjson found valid
-	return merged
 }
 
 // transcript is a stream's text for the trajectory, bounded by model.MaxResponseBytes.

@@ -40,7 +40,7 @@ func (m *Anthropic) Complete(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
 	m.noteMissingUsage(ctx, answer, "input_tokens", "output_tokens")
-	return parseAnthropicAnswer(answer)
+	return ReadAnthropicAnswer(answer)
 }
 
 // block is a content block, a system block or a tool built here; blocks of the model's own
@@ -278,14 +278,26 @@ func anthropicFailure(answer []byte) *APIError {
 	return &APIError{Status: status, Message: errorMessage(answer) + " (" + errObject.Get("type").String() + ")"}
 }
 
-// parseAnthropicAnswer reads the text (blank blocks left out), the tool_use blocks, the
-// content blocks as received (kept whole in Opaque, to send back in order) and the usage.
-func parseAnthropicAnswer(answer []byte) (Reply, error) {
+// ReadAnthropicAnswer reads a Messages answer: its content as a reply (anthropicAssistant),
+// the usage, and whether it stopped at the output cap.
+func ReadAnthropicAnswer(answer []byte) (Reply, error) {
 	content := gjson.GetBytes(answer, "content")
 	if !content.IsArray() {
 		return Reply{}, fmt.Errorf("%w: no content in %.200s", errNoReply, answer)
 	}
+	usage := AnthropicUsage([]byte(gjson.GetBytes(answer, "usage").Raw))
+	return Reply{Message: anthropicAssistant(content), Usage: usage, Cut: gjson.GetBytes(answer, "stop_reason").String() == "max_tokens"}, nil
+}
+
+// anthropicAssistant reads an assistant's content blocks, of an answer or of a request's
+// history: the text (blank blocks left out), the tool_use blocks, and the blocks as received
+// (kept whole in Opaque, to send back in order).
+func anthropicAssistant(content gjson.Result) Message {
 	out := Message{Role: RoleAssistant}
+	if content.Type == gjson.String {
+		out.Content = content.Str
+		return out
+	}
 	content.ForEach(func(_, b gjson.Result) bool {
 		switch b.Get("type").String() {
 		case "text":
@@ -300,6 +312,5 @@ func parseAnthropicAnswer(answer []byte) (Reply, error) {
 	if len(content.Array()) > 0 {
 		out.Opaque = json.RawMessage(content.Raw)
 	}
-	usage := AnthropicUsage([]byte(gjson.GetBytes(answer, "usage").Raw))
-	return Reply{Message: out, Usage: usage, Cut: gjson.GetBytes(answer, "stop_reason").String() == "max_tokens"}, nil
+	return out
 }

@@ -21,14 +21,14 @@ func TestCutReplies(t *testing.T) {
 		answer string
 		cut    bool
 	}{
-		{"chat length", parseChatAnswer, chat("length"), true},
-		{"chat max_tokens", parseChatAnswer, chat("max_tokens"), true},
-		{"chat tool_calls", parseChatAnswer, chat("tool_calls"), false},
-		{"chat stop", parseChatAnswer, chat("stop"), false},
-		{"anthropic max_tokens", parseAnthropicAnswer, anthropic("max_tokens"), true},
-		{"anthropic tool_use", parseAnthropicAnswer, anthropic("tool_use"), false},
-		{"responses incomplete", parseResponsesAnswer, responses("incomplete"), true},
-		{"responses completed", parseResponsesAnswer, responses("completed"), false},
+		{"chat length", ReadChatAnswer, chat("length"), true},
+		{"chat max_tokens", ReadChatAnswer, chat("max_tokens"), true},
+		{"chat tool_calls", ReadChatAnswer, chat("tool_calls"), false},
+		{"chat stop", ReadChatAnswer, chat("stop"), false},
+		{"anthropic max_tokens", ReadAnthropicAnswer, anthropic("max_tokens"), true},
+		{"anthropic tool_use", ReadAnthropicAnswer, anthropic("tool_use"), false},
+		{"responses incomplete", ReadResponsesAnswer, responses("incomplete"), true},
+		{"responses completed", ReadResponsesAnswer, responses("completed"), false},
 	} {
 		reply, err := tc.parse([]byte(tc.answer))
 		if err != nil || reply.Cut != tc.cut || reply.Message.Content != "x" {

@@ -30,7 +30,7 @@ func (m *OpenAIChat) Complete(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
 	m.noteMissingUsage(ctx, answer, "prompt_tokens", "completion_tokens")
-	return parseChatAnswer(answer)
+	return ReadChatAnswer(answer)
 }
 
 type chatMessage map[string]any
@@ -149,14 +149,22 @@ func inAnswerError(errObject gjson.Result, fallback int, what string) *APIError 
 	return apiErr
 }
 
-// parseChatAnswer reads the first choice, its text (or its refusal), its tool calls, the
-// reasoning to pass back, and the usage.
-func parseChatAnswer(answer []byte) (Reply, error) {
+// ReadChatAnswer reads the first choice as a reply (chatAssistant), the usage, and whether it
+// stopped at the output cap.
+func ReadChatAnswer(answer []byte) (Reply, error) {
 	msg := gjson.GetBytes(answer, "choices.0.message")
 	if !msg.Exists() {
 		return Reply{}, fmt.Errorf("%w: no choices[0].message in %.200s", errNoReply, answer)
 	}
-	out := Message{Role: RoleAssistant, Content: msg.Get("content").String()}
+	usage := ChatUsage([]byte(gjson.GetBytes(answer, "usage").Raw))
+	reason := gjson.GetBytes(answer, "choices.0.finish_reason").String()
+	return Reply{Message: chatAssistant(msg), Usage: usage, Cut: reason == "length" || reason == "max_tokens"}, nil
+}
+
+// chatAssistant reads an assistant message, of an answer or of a request's history: its text
+// (or its refusal), its tool calls, and the reasoning to pass back.
+func chatAssistant(msg gjson.Result) Message {
+	out := Message{Role: RoleAssistant, Content: chatText(msg.Get("content"))}
 	// A refusal comes with content null: it is the reply's text, as on the Responses path, so
 	// the history shows what the model said instead of an empty reply.
 	if refusal := msg.Get("refusal").String(); refusal != "" {
@@ -176,9 +184,7 @@ func parseChatAnswer(answer []byte) (Reply, error) {
 	if len(extra) > 0 {
 		out.Opaque, _ = json.Marshal(extra)
 	}
-	usage := ChatUsage([]byte(gjson.GetBytes(answer, "usage").Raw))
-	reason := gjson.GetBytes(answer, "choices.0.finish_reason").String()
-	return Reply{Message: out, Usage: usage, Cut: reason == "length" || reason == "max_tokens"}, nil
+	return out
 }
 
 // argumentsJSON returns tool arguments as the model wrote them: the API sends them as a JSON

@@ -35,16 +35,16 @@ func TestReasoning(t *testing.T) {
 }
 
 func anthropicOpaque(b []byte) (json.RawMessage, error) {
-	r, err := parseAnthropicAnswer(b)
+	r, err := ReadAnthropicAnswer(b)
 	return r.Message.Opaque, err
 }
 
 func responsesOpaque(b []byte) (json.RawMessage, error) {
-	r, err := parseResponsesAnswer(b)
+	r, err := ReadResponsesAnswer(b)
 	return r.Message.Opaque, err
 }
 
 func chatOpaque(b []byte) (json.RawMessage, error) {
-	r, err := parseChatAnswer(b)
+	r, err := ReadChatAnswer(b)
 	return r.Message.Opaque, err
 }

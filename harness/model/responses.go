@@ -38,7 +38,7 @@ func (m *OpenAIResponses) Complete(ctx context.Context, req Request) (Reply, err
 		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
 	m.noteMissingUsage(ctx, answer, "input_tokens", "output_tokens")
-	return parseResponsesAnswer(answer)
+	return ReadResponsesAnswer(answer)
 }
 
 // item is one JSON object of a request: an input item, a tool.
@@ -154,42 +154,59 @@ func responseFailure(answer []byte) *APIError {
 	return &APIError{Status: http.StatusOK, Code: code, Message: message}
 }
 
-// parseResponsesAnswer reads the output items: message text, function calls, and reasoning
-// items (kept whole in Opaque, to send back), and the usage.
-func parseResponsesAnswer(answer []byte) (Reply, error) {
+// ReadResponsesAnswer reads the output items as a reply (responsesAssistant), the usage, and
+// whether the response is incomplete.
+func ReadResponsesAnswer(answer []byte) (Reply, error) {
 	output := gjson.GetBytes(answer, "output")
 	if !output.IsArray() {
 		return Reply{}, fmt.Errorf("%w: no output in %.200s", errNoReply, answer)
 	}
 	out := Message{Role: RoleAssistant}
-	var reasoning []json.RawMessage
 	output.ForEach(func(_, it gjson.Result) bool {
-		switch it.Get("type").String() {
-		case "message":
-			it.Get("content").ForEach(func(_, part gjson.Result) bool {
-				text := ""
-				switch part.Get("type").String() {
-				case "output_text":
-					text = part.Get("text").String()
-				case "refusal":
-					text = part.Get("refusal").String()
-				}
-				out.Content = appendText(out.Content, text)
-				return true
-			})
-		case "function_call":
-			out.ToolCalls = append(out.ToolCalls, ToolCall{ID: it.Get("call_id").String(), Name: it.Get("name").String(),
-				Arguments: argumentsJSON(it.Get("arguments"))})
-		case "reasoning":
-			reasoning = append(reasoning, json.RawMessage(it.Raw))
-		}
+		addResponsesItem(&out, it)
 		return true
 	})
-	if len(reasoning) > 0 {
-		out.Opaque, _ = json.Marshal(reasoning)
-	}
 	usage := ResponsesUsage([]byte(gjson.GetBytes(answer, "usage").Raw))
 	// The reference client raises on any incomplete response, whatever its reason
 	// (max_output_tokens or content_filter): both count as cut.
 	return Reply{Message: out, Usage: usage, Cut: gjson.GetBytes(answer, "status").String() == "incomplete"}, nil
+}
+
+// addResponsesItem adds an output item of the model's, of an answer or of a request's input,
+// to the assistant message out: a message's text, a function call, a reasoning item (kept
+// whole in Opaque, to send back).
+func addResponsesItem(out *Message, it gjson.Result) {
+	switch it.Get("type").String() {
+	case "message", "": // a request's messages may leave their type out
+		out.Content = appendText(out.Content, itemText(it.Get("content")))
+	case "function_call", "custom_tool_call":
+		args := it.Get("arguments")
+		if !args.Exists() {
+			args = it.Get("input")
+		}
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: it.Get("call_id").String(), Name: it.Get("name").String(), Arguments: argumentsJSON(args)})
+	case "reasoning":
+		var kept []json.RawMessage
+		_ = json.Unmarshal(out.Opaque, &kept) // none kept yet
+		out.Opaque, _ = json.Marshal(append(kept, json.RawMessage(it.Raw)))
+	}
+}
+
+// itemText is the text of a message item's content: a string, or its parts' texts
+// (output_text, input_text, a refusal) one a line.
+func itemText(content gjson.Result) string {
+	if content.Type == gjson.String {
+		return content.Str
+	}
+	text := ""
+	content.ForEach(func(_, part gjson.Result) bool {
+		switch part.Get("type").String() {
+		case "output_text", "input_text", "text":
+			text = appendText(text, part.Get("text").String())
+		case "refusal":
+			text = appendText(text, part.Get("refusal").String())
+		}
+		return true
+	})
+	return text
 }

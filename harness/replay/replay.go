@@ -48,10 +48,14 @@ type replayed struct {
 }
 
 // New opens a recorded run folder; its errors are runfolder.ReadHeader's, marked
-// ErrModelSpec too.
+// ErrModelSpec too, and an agent run's, which is not replayed.
 func New(dir string) (*Model, error) {
-	if _, err := runfolder.ReadHeader(dir); err != nil {
+	h, err := runfolder.ReadHeader(dir)
+	if err != nil {
 		return nil, fmt.Errorf("%w: replay/%s: %w", model.ErrModelSpec, dir, err)
+	}
+	if h.Agent != nil { // its turns are its agent's conversation, which the loop does not hold
+		return nil, fmt.Errorf("%w: replay/%s: an agent run (%s) is not replayed: the loop would not make its agent's calls", model.ErrModelSpec, dir, h.Agent)
 	}
 	return &Model{Dir: dir, episodes: map[model.EpisodeID]*replayed{}}, nil
 }

@@ -40,6 +40,11 @@ func TestReplayFailures(t *testing.T) {
 	if _, err := r.Complete(ctx, req); !errors.Is(err, ErrEnded) {
 		t.Fatalf("a call past the recording: %v", err)
 	}
+	agentRun := t.TempDir()
+	os.WriteFile(filepath.Join(agentRun, "run.json"), []byte(`{"model": "openai/recorded", "agent": {"spec": "codex"}}`), 0o644)
+	if _, err := New(agentRun); !errors.Is(err, model.ErrModelSpec) || !strings.Contains(err.Error(), "agent run (codex)") {
+		t.Fatalf("an agent run: %v", err)
+	}
 	other := model.WithEpisode(context.Background(), model.EpisodeID{Task: "Scenario-1", Repeat: 2})
 	if _, err := r.Complete(other, req); err == nil || !strings.Contains(err.Error(), "Scenario-1 repeat 2") {
 		t.Fatalf("an episode with no recording: %v", err)

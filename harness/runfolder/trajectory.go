@@ -1,6 +1,7 @@
 package runfolder
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,27 +66,83 @@ type AgentRecord struct {
 	Error       string          `json:"error,omitempty"` // the agent could not be run or waited for
 }
 
-// NewMessages follows a conversation call by call and tells which messages each call adds, so
-// a trajectory records every message once and a replay can compare like with like.
-type NewMessages struct{ seen int }
+// NewMessages follows the conversations of an episode's calls and tells which messages each
+// call adds, so a trajectory records every message once and a replay can compare like with
+// like. The loop's calls make one conversation. An agent's may make several: a CLI's side
+// calls (a title, a summary) are conversations of their own, between the calls of its
+// investigation, and each is followed on its own.
+type NewMessages struct{ threads []thread }
+
+// thread is one conversation: what its last call sent, and how much of it was recorded.
+type thread struct {
+	sent    [sha256.Size]byte // the hash of the messages of its last call (its prompts, after a summary)
+	n       int               // how many they are
+	prompts [sha256.Size]byte // the hash of its first two messages (fewer when it had fewer)
+	seen    int               // its messages recorded so far, the last call's reply included
+}
 
 // Next returns the messages of req not seen in earlier calls, then notes the call: a reply
 // joins the conversation, a summary restarts it after the two prompts, a failed call adds
-// nothing. After a history was shortened, everything after the prompts counts as new.
+// nothing. A call goes on the conversation whose last call's messages it begins with; after a
+// history was shortened (the same prompts, then other messages), everything after the
+// prompts counts as new; a call that begins no conversation (other prompts) begins one of its
+// own, every message of it new.
 func (n *NewMessages) Next(req model.Request, failed bool) []model.Message {
-	seen := n.seen
-	if seen > len(req.Messages) {
-		seen = min(2, len(req.Messages))
+	msgs := req.Messages
+	chain := prefixHashes(msgs)
+	prompts := min(2, len(msgs))
+	t, seen := n.follow(chain)
+	if t == nil { // a history shortened, or another conversation
+		for i := range n.threads {
+			if n.threads[i].prompts == chain[prompts] {
+				t, seen = &n.threads[i], prompts
+				break
+			}
+		}
+	}
+	if t == nil {
+		n.threads = append(n.threads, thread{prompts: chain[prompts]})
+		t, seen = &n.threads[len(n.threads)-1], 0
 	}
 	switch {
 	case req.Summary:
-		n.seen = 2
+		t.n, t.seen = prompts, 2
 	case failed:
-		n.seen = len(req.Messages)
+		t.n, t.seen = len(msgs), len(msgs)
 	default:
-		n.seen = len(req.Messages) + 1
+		t.n, t.seen = len(msgs), len(msgs)+1
 	}
-	return req.Messages[seen:]
+	t.sent = chain[t.n]
+	return msgs[seen:]
+}
+
+// follow is the conversation whose last call's messages msgs (chain their prefixes' hashes)
+// begin with, the longest, and how many of msgs it recorded; nil none.
+func (n *NewMessages) follow(chain [][sha256.Size]byte) (*thread, int) {
+	var best *thread
+	for i := range n.threads {
+		t := &n.threads[i]
+		if t.n < len(chain) && chain[t.n] == t.sent && (best == nil || t.n > best.n) {
+			best = t
+		}
+	}
+	if best == nil {
+		return nil, 0
+	}
+	return best, min(best.seen, len(chain)-1)
+}
+
+// prefixHashes are the hashes of msgs[:k], k from 0 to len(msgs), each the previous one's
+// chained with a message. A message counts by what a conversation shows of it, what a
+// provider keeps for itself (Opaque) aside: an agent may send it back differently.
+func prefixHashes(msgs []model.Message) [][sha256.Size]byte {
+	chain := make([][sha256.Size]byte, len(msgs)+1)
+	for i, m := range msgs {
+		m.Opaque = nil
+		b, _ := json.Marshal(m) // strings, booleans and raw JSON left out
+		chain[i+1] = sha256.Sum256(append(chain[i][:], b...))
+	}
+	return chain
 }
 
 // ErrNotRecorded marks an episode whose trajectory could not be written (a full disk): the

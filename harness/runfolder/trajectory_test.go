@@ -106,3 +106,39 @@ func TestTrajectoryKeepsItsFirstFailure(t *testing.T) {
 		t.Errorf("close: %v", err)
 	}
 }
+
+// TestNewMessagesConversations: a summary restarts the conversation after its prompts, a
+// shortened history counts from its prompts, and an agent's side call (other prompts) is a
+// conversation of its own, every message new, which leaves the investigation's where it was.
+func TestNewMessagesConversations(t *testing.T) {
+	msg := func(role, text string) model.Message { return model.Message{Role: role, Content: text} }
+	sys, task, reply, result := msg("system", "s"), msg("user", "t"), msg("assistant", "a"), msg("tool", "r")
+	title := []model.Message{msg("system", "Write a title"), msg("user", "t")}
+	var n NewMessages
+	contents := func(ms []model.Message) string {
+		var s []string
+		for _, m := range ms {
+			s = append(s, m.Content)
+		}
+		return strings.Join(s, ",")
+	}
+	for i, step := range []struct {
+		req    model.Request
+		failed bool
+		want   string
+	}{
+		{model.Request{Messages: []model.Message{sys, task}}, false, "s,t"},
+		{model.Request{Messages: title}, false, "Write a title,t"},                       // a side call
+		{model.Request{Messages: []model.Message{sys, task, reply, result}}, false, "r"}, // the investigation goes on
+		{model.Request{Messages: title}, false, ""},                                      // the same side call again: nothing new
+		{model.Request{Messages: []model.Message{sys, task, reply, result, reply, msg("tool", "r2")}}, true, "r2"},
+		{model.Request{Messages: []model.Message{sys, task, reply, result, reply, msg("tool", "r2")}}, false, ""}, // tried again
+		{model.Request{Messages: []model.Message{sys, task, msg("user", "older turns, summarised")}}, false, "older turns, summarised"},
+		{model.Request{Messages: []model.Message{sys, task, msg("user", "older turns, summarised"), reply, msg("user", "summarise"), msg("user", "go on")}, Summary: true}, false, "summarise,go on"},
+		{model.Request{Messages: []model.Message{sys, task, msg("user", "summary")}}, false, "summary"},
+	} {
+		if got := contents(n.Next(step.req, step.failed)); got != step.want {
+			t.Errorf("call %d: new %q, want %q", i+1, got, step.want)
+		}
+	}
+}

@@ -130,7 +130,8 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 }
 
 // playAgent plays an agent run's episode (cfg.Agent) in sb: its model calls go through a
-// gateway that records them with wire and tells called each one's number and usage.
+// gateway that records them with wire, each followed by its turn record as the loop's are,
+// and tells called each one's number and usage.
 func playAgent(ctx context.Context, cfg Config, sb sandbox.Sandbox, tools sandbox.Tools, rec *runfolder.Trajectory,
 	wire func(model.Event), called func(int, model.Usage)) harness.Outcome {
 	a := cfg.Agent
@@ -139,7 +140,7 @@ func playAgent(ctx context.Context, cfg Config, sb sandbox.Sandbox, tools sandbo
 	ep := &agentrun.Episode{Agent: a.Agent, Sandbox: sb, Tools: tools, Prompts: cfg.prompts(), MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout, Timeout: a.Timeout, Ended: rec.Agent,
 		Gateway: gateway.Config{Model: a.Model, Upstream: a.Upstream, HTTP: a.HTTP, Limit: a.Limit, Prices: cfg.Prices, Caps: a.Caps,
-			Record: wire,
+			Record: wire, Turn: rec.Turn,
 			Used: func(u model.Usage) {
 				mu.Lock()
 				calls++

@@ -49,15 +49,22 @@ type Call struct {
 	Shell     *promptset.ShellOutput // the result read as a shell result, when it is one
 }
 
+// AgentEnd is how the agent of an agent run's episode ended, as the page shows it.
+type AgentEnd struct {
+	runfolder.AgentRecord
+	Out, Err promptset.Stream // what it printed, as a command's output shows
+}
+
 // readTurns reads a trajectory, streaming it: the raw requests and responses (every request
 // carries the whole conversation, most of the file's bytes, and the turn records already hold
 // what the page shows of them) go by unparsed, and only turn records, the last turn's unsent
-// results and the small events (retry, no_usage, throttle, divergence) are read. Problems (a damaged line, a cut file) are
-// returned beside what could be read. Shell results are read back in the words of prompts, the
-// set the run used (nil: the built-in one); a result they do not fit shows as the text the
-// model read.
-func readTurns(r io.Reader, prompts *promptset.Set) ([]Turn, []string) {
+// results, an agent's end and the small events (retry, no_usage, throttle, divergence) are
+// read. Problems (a damaged line, a cut file) are returned beside what could be read. Shell
+// results are read back in the words of prompts, the set the run used (nil: the built-in
+// one); a result they do not fit shows as the text the model read.
+func readTurns(r io.Reader, prompts *promptset.Set) ([]Turn, *AgentEnd, []string) {
 	var turns []Turn
+	var agent *AgentEnd
 	var problems []string
 	var pending Turn // the events seen since the last turn record
 	var prev time.Time
@@ -107,6 +114,13 @@ func readTurns(r io.Reader, prompts *promptset.Set) ([]Turn, []string) {
 			for _, m := range attachResults(&turns[len(turns)-1], rec.Messages, prompts) {
 				problems = append(problems, fmt.Sprintf("trajectory line %d: a result that answers no call of the last turn: %s", line.N, report.OneLine(m.Content, 200)))
 			}
+		case model.KindAgent:
+			rec, err := line.Agent()
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("trajectory line %d: %v", line.N, err))
+				continue
+			}
+			agent = &AgentEnd{AgentRecord: rec, Out: promptset.Stream{Head: rec.Stdout}, Err: promptset.Stream{Head: rec.Stderr}}
 		case model.KindRetry:
 			pending.Retries = append(pending.Retries, fmt.Sprintf("attempt %d, waited %s: %s", ev.Attempt, ev.Wait.Round(time.Millisecond), ev.Error))
 		case model.KindNoUsage:
@@ -120,7 +134,7 @@ func readTurns(r io.Reader, prompts *promptset.Set) ([]Turn, []string) {
 	if err := tr.Err(); err != nil {
 		problems = append(problems, fmt.Sprintf("read the trajectory: %v", err))
 	}
-	return turns, problems
+	return turns, agent, problems
 }
 
 // newTurn reads one turn record: the prompts of the first call, the harness's messages, and
@@ -130,8 +144,11 @@ func newTurn(rec runfolder.TurnRecord, events Turn) Turn {
 		Retries: events.Retries, Notes: events.Notes}
 	t.Reasoning, t.HiddenReasoning = model.Reasoning(rec.Reply.Opaque)
 	for i, m := range rec.Input {
+		// The prompts are the system messages a conversation begins with and the first user
+		// message after them (an agent's CLI may send several system blocks).
+		task := m.Role == model.RoleUser && i > 0 && i == len(t.Prompts) && t.Prompts[i-1].Role == model.RoleSystem
 		switch {
-		case m.Role == model.RoleSystem || (m.Role == model.RoleUser && i == 1 && len(t.Prompts) == 1):
+		case (m.Role == model.RoleSystem && i == len(t.Prompts)) || task:
 			t.Prompts = append(t.Prompts, m)
 		case m.Role != model.RoleTool:
 			t.Harness = append(t.Harness, m)

@@ -140,6 +140,7 @@ type episodePage struct {
 	Status     string
 	Running    bool
 	Turns      []Turn
+	Agent      *AgentEnd // an agent run's: how its agent ended
 	Submission *Submission
 	// Missed are the root causes the rules find the answer missed, once the episode ended.
 	Missed     []missedCause
@@ -202,12 +203,12 @@ func (v *Viewer) buildEpisodePage(ctx context.Context, l *loaded, i int) episode
 		if err != nil {
 			p.Problems = append(p.Problems, fmt.Sprintf("open the trajectory: %v", err))
 		} else {
-			turns, problems := readTurns(f, l.prompts)
+			turns, agent, problems := readTurns(f, l.prompts)
 			f.Close()
 			if p.Running && len(problems) > 0 && strings.Contains(problems[len(problems)-1], "cut short") {
 				problems = problems[:len(problems)-1] // the line being written
 			}
-			p.Turns, p.Problems = turns, append(p.Problems, problems...)
+			p.Turns, p.Agent, p.Problems = turns, agent, append(p.Problems, problems...)
 		}
 	}
 	truth, why := l.groundTruth(ctx, l.run.Header, v.opts.GroundTruth)

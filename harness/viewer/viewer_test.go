@@ -338,11 +338,30 @@ func TestReadTurnsDamaged(t *testing.T) {
 		`{"kind":"retry","attempt":1,"wait":1000000000,"error":"503"}` + "\n" +
 		`{"kind":"turn","turn":2,"reply":{"content":"two"}}` + "\n" +
 		`{"kind":"turn","turn":3,"rep`
-	turns, problems := readTurns(strings.NewReader(text), nil)
+	turns, _, problems := readTurns(strings.NewReader(text), nil)
 	if len(turns) != 2 || turns[1].Text != "two" || len(turns[1].Retries) != 1 {
 		t.Errorf("turns %+v", turns)
 	}
 	if len(problems) != 2 || !strings.Contains(problems[0], "line 3 is not JSON") || !strings.Contains(problems[1], "line 6 is cut short") {
+		t.Errorf("problems %q", problems)
+	}
+}
+
+// TestReadTurnsOfAnAgent: an agent's turns show its system blocks and first user message as
+// the prompts, its later messages apart; its end is read, and a damaged end is named.
+func TestReadTurnsOfAnAgent(t *testing.T) {
+	text := `{"kind":"turn","turn":1,"input":[{"role":"system","content":"billing"},{"role":"system","content":"You are a CLI."},` +
+		`{"role":"user","content":"Investigate."},{"role":"user","content":"<reminder>"}],"reply":{"role":"assistant","content":"ok"}}` + "\n" +
+		`{"kind":"agent","agent":"claude-code","exit_code":3,"timed_out":true,"duration_s":2,"stdout":"out","stderr":"err","stdout_chars":3,"stderr_chars":3}` + "\n" +
+		`{"kind":"agent","exit_code":"three"}` + "\n"
+	turns, agent, problems := readTurns(strings.NewReader(text), nil)
+	if len(turns) != 1 || len(turns[0].Prompts) != 3 || len(turns[0].Harness) != 1 || turns[0].Harness[0].Content != "<reminder>" {
+		t.Errorf("turns %+v", turns)
+	}
+	if agent == nil || agent.Agent != "claude-code" || agent.ExitCode != 3 || !agent.TimedOut || agent.Out.Head != "out" || agent.Err.Head != "err" {
+		t.Errorf("the agent's end %+v", agent)
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0], "line 3") {
 		t.Errorf("problems %q", problems)
 	}
 }
