@@ -178,6 +178,15 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	for _, f := range files {
 		args = append(args, "--ro-bind", f.host, filepath.Join(ReferenceWorkdir, f.rel))
 	}
+	for _, p := range spec.shown() {
+		// bwrap would make the folders on the way private to root, where nobody runs commands.
+		var dirs []string
+		for dir := filepath.Dir(p.at); dir != "/"; dir = filepath.Dir(dir) {
+			dirs = append([]string{"--perms", "0755", "--dir", dir}, dirs...)
+		}
+		args = append(args, dirs...)
+		args = append(args, "--ro-bind", p.host, p.at)
+	}
 	env := spec.Env
 	if env == nil {
 		env = CleanEnv(ReferenceWorkdir)
@@ -201,7 +210,14 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	args = append(args, spec.AgentArg...)
 	cmd := exec.Command(b.path, args...)
 	cmd.Env = env
-	return startSession(cmd, ReferenceWorkdir, spec.Agent, cgroup, endNamespace, spec.Relay)
+	s, err := startSession(cmd, ReferenceWorkdir, spec.Agent, cgroup, endNamespace, spec.Relay)
+	if err != nil {
+		return nil, err
+	}
+	if spec.AgentDir != "" {
+		s.agentDir = AgentDirPath
+	}
+	return s, nil
 }
 
 // readableByOthers checks that commands running as nobody (when aa-grade is root) can read

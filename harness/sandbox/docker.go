@@ -144,6 +144,9 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		close(c.exited)
 	}()
 	s := newSession(c, agentInput{stream}, stdoutR, stderr, ReferenceWorkdir, spec.Relay)
+	if spec.AgentDir != "" {
+		s.agentDir = AgentDirPath
+	}
 	// The image must run the agent and have bash: find out now, with one clear message.
 	if err := tryShell(ctx, s, d.imageName(), d.arch, agent); err != nil {
 		s.Close()
@@ -167,6 +170,9 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) 
 	mounts := []map[string]any{{"Type": "bind", "Source": agent, "Target": agentPath, "ReadOnly": true}}
 	for _, f := range files {
 		mounts = append(mounts, map[string]any{"Type": "bind", "Source": f.host, "Target": path.Join(ReferenceWorkdir, filepath.ToSlash(f.rel)), "ReadOnly": true})
+	}
+	for _, p := range spec.shown() {
+		mounts = append(mounts, map[string]any{"Type": "bind", "Source": p.host, "Target": p.at, "ReadOnly": true})
 	}
 	tmpfs := func(mode string) string {
 		return fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", disk, inodes, mode, SandboxUID, SandboxGID)
