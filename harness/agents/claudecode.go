@@ -21,7 +21,7 @@ var claudeCode = adapter{
 	speaks:   gateway.Messages,
 	mapped:   []string{"claude-*haiku*"},
 	launch: func(e Episode) Launch {
-		cmd := `claude --print --output-format json --dangerously-skip-permissions --model "$` + ModelVar + `"`
+		cmd := e.Executable + ` --print --output-format json --dangerously-skip-permissions --model "$` + ModelVar + `"`
 		if e.MaxTurns > 0 {
 			cmd += ` --max-turns "$` + MaxTurnsVar + `"`
 		}

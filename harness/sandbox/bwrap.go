@@ -294,7 +294,7 @@ func (b *Bwrap) useImage(ctx context.Context, ref, cacheDir string, progress fun
 // tryImage starts a sandbox over the image and runs one command: an image that cannot run
 // an episode is its reference's error (a failure to start a sandbox at all, the machine's).
 func (b *Bwrap) tryImage(ctx context.Context) error {
-	sb, stop, err := startEmpty(ctx, b)
+	sb, stop, err := startEmpty(ctx, b, nil)
 	if err != nil {
 		return unavailableError{err}
 	}
