@@ -168,12 +168,14 @@ func newToken() (string, error) {
 // ErrUnsupported marks an agent that cannot run in a backend.
 var ErrUnsupported = errors.New("the agent cannot run in this sandbox")
 
-// Supports says whether agent a can run in backend b: the CLI agents need /proc and files of
-// /etc (TLS settings) that the landlock sandbox keeps out of reach; a program of the user's
-// own runs in every isolating backend that relays.
+// Supports says whether agent a can run in backend b: Claude Code needs /proc of its own
+// process, which the landlock sandbox keeps out of reach (it shows the host's /proc, which no
+// Landlock rule can open for a process's own folder only); a program of the user's own and
+// Codex (its native program: its Node.js launcher needs /etc/ssl) run in every isolating
+// backend that relays.
 func Supports(b sandbox.Backend, a agents.Agent) error {
-	if program, _ := a.Program(); program != "" && b.Name() == "landlock" {
-		return fmt.Errorf("%w: %s needs /proc and /etc/ssl, which the landlock sandbox keeps out of reach; use the bwrap or docker sandbox", ErrUnsupported, a)
+	if a.NeedsProc() && b.Name() == sandbox.NameLandlock {
+		return fmt.Errorf("%w: %s needs /proc/self, which the landlock sandbox keeps out of reach; use the bwrap or docker sandbox", ErrUnsupported, a)
 	}
 	return nil
 }
@@ -193,8 +195,15 @@ func Version(ctx context.Context, b sandbox.Backend, a agents.Agent) (version st
 	if a.VersionCommand("") == "" {
 		return "", nil, nil
 	}
-	res, err := askVersion(ctx, b, a, nil)
-	if err == nil && res.ExitCode == 127 {
+	if b.Name() == sandbox.NameLandlock {
+		// Landlock shows this machine's system, where a CLI's launcher may need what it keeps
+		// out of reach (Node.js reads /etc/ssl): the native program is run there.
+		if in, ierr := a.HostInstall(); ierr == nil {
+			install = &in
+		}
+	}
+	res, err := askVersion(ctx, b, a, install)
+	if err == nil && res.ExitCode == 127 && install == nil {
 		if in, ierr := a.HostInstall(); ierr == nil {
 			install = &in
 			res, err = askVersion(ctx, b, a, install)

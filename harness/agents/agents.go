@@ -42,6 +42,8 @@ type adapter struct {
 	// native finds, in the package folder, the native executable to run where the sandbox
 	// shows the host's install (nil: the program itself is native).
 	native func(root string) (Install, error)
+	// needsProc: the CLI aborts where /proc of its own process is out of reach (landlock).
+	needsProc bool
 }
 
 // adapters are the CLI agents, by name. gemini-cli and opencode are not among them yet: the
@@ -109,6 +111,10 @@ func (a Agent) Program() (program, npmPackage string) {
 	ad := adapters[a.Name]
 	return ad.program, ad.pkg
 }
+
+// NeedsProc says whether the agent cannot start without reading /proc/self (Claude Code's
+// runtime aborts when /proc/self/cgroup and /proc/self/maps are refused).
+func (a Agent) NeedsProc() bool { return adapters[a.Name].needsProc }
 
 // VersionCommand is a command line that prints the agent's version ("" for command:), run as
 // executable (an Install's; "": the program on the sandbox's PATH).

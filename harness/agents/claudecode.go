@@ -20,6 +20,9 @@ var claudeCode = adapter{
 	versionF: "--version",
 	speaks:   gateway.Messages,
 	mapped:   []string{"claude-*haiku*"},
+	// Its runtime (Bun) reads /proc/self/maps, /proc/self/cgroup and /proc/stat at start-up
+	// and aborts (SIGABRT) when they are refused.
+	needsProc: true,
 	launch: func(e Episode) Launch {
 		cmd := e.Executable + ` --print --output-format json --dangerously-skip-permissions --model "$` + ModelVar + `"`
 		if e.MaxTurns > 0 {
