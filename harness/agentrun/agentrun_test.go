@@ -37,7 +37,7 @@ var canary = fmt.Sprintf("sk-canary-%x", time.Now().UnixNano())
 
 // backends are the isolating backends that work here, docker with the test image; under CI
 // each must.
-func backends(t *testing.T) []sandbox.Backend {
+func backends(t testing.TB) []sandbox.Backend {
 	var out []sandbox.Backend
 	for _, b := range sandbox.Backends() {
 		if b.Name() == sandbox.NameNone {
@@ -95,7 +95,7 @@ func (r *recorder) record(e model.Event) {
 // play runs agent a in a fresh sandbox of b over a small snapshot, its calls going to the
 // provider at baseURL speaking protocol p. The sandbox shows examples as the agent folder, and
 // the host's install of a CLI the sandbox lacks, as a run does.
-func play(t *testing.T, b sandbox.Backend, a agents.Agent, p gateway.Protocol, baseURL string, change func(*agentrun.Episode)) (harness.Outcome, *recorder) {
+func play(t testing.TB, b sandbox.Backend, a agents.Agent, p gateway.Protocol, baseURL string, change func(*agentrun.Episode)) (harness.Outcome, *recorder) {
 	t.Helper()
 	snap, scratch := t.TempDir(), t.TempDir()
 	os.Chmod(snap, 0o755)
