@@ -376,7 +376,7 @@ func dockerGuarantees() []Guarantee {
 		{GuaranteeNoCapabilities, true, "no capability (cap-drop ALL), no-new-privileges, and the agent's own filter"},
 		{GuaranteeNotHostRoot, true, "commands run as nobody (65534) in the container"},
 		{GuaranteeReadOnlySystem, true, "a read-only root file system, no pty; the snapshot bound read-only; mount refused"},
-		{GuaranteeNoNetwork, true, "network mode none, and socket(2) refused"},
+		{GuaranteeNoNetwork, true, "network mode none, and socket(2) refused; " + relayOpens},
 		{GuaranteeProcessesEnd, true, "the agent is the container's init and ends, killing all, when its attached input does: at the episode's end, and when aa-grade dies; the container is removed at the episode's end, or, for a run that died, stopped and removed at the next start"},
 		{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per container", maxSandboxProcesses)},
 		{GuaranteeMemoryLimit, true, "the container's memory limit, tmpfs pages included, no swap"},
