@@ -97,13 +97,19 @@ func (r *recorder) record(e model.Event) {
 // the host's install of a CLI the sandbox lacks, as a run does.
 func play(t testing.TB, b sandbox.Backend, a agents.Agent, p gateway.Protocol, baseURL string, change func(*agentrun.Episode)) (harness.Outcome, *recorder) {
 	t.Helper()
+	_, install, err := agentrun.Version(context.Background(), b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return playWith(t, b, a, install, p, baseURL, change)
+}
+
+// playWith is play with the CLI's install already found (nil: the sandbox has the CLI).
+func playWith(t testing.TB, b sandbox.Backend, a agents.Agent, install *agents.Install, p gateway.Protocol, baseURL string, change func(*agentrun.Episode)) (harness.Outcome, *recorder) {
+	t.Helper()
 	snap, scratch := t.TempDir(), t.TempDir()
 	os.Chmod(snap, 0o755)
 	os.WriteFile(filepath.Join(snap, "alerts.json"), []byte(`[{"alert":"HighLatency"}]`), 0o644)
-	_, install, err := agentrun.Version(context.Background(), b, a)
-	if err != nil && !errors.Is(err, agentrun.ErrUnsupported) {
-		t.Fatal(err)
-	}
 	sb, err := b.Start(context.Background(), sandbox.Spec{Snapshot: snap, Scratch: scratch, Relay: agentrun.Relay(), Programs: install.Shown(), AgentDir: examples})
 	if err != nil {
 		t.Fatal(err)

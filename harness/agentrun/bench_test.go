@@ -1,6 +1,7 @@
 package agentrun_test
 
 import (
+	"context"
 	"net/http/httptest"
 	"os/exec"
 	"testing"
@@ -26,7 +27,7 @@ open("agent_output.json", "w").write("[\"shop/Service/cart\"]")'`
 // BACKEND/sandbox is a sandbox with the relay and the gateway started, `true` run as the agent
 // and closed; BACKEND/AGENT/episode a whole episode in a fresh sandbox (the gateway, the
 // agent's start-up, its model calls through the relay to a scripted model that answers at
-// once: one for command:, two and a command for the CLIs, to a graded answer); host/AGENT the
+// once: one for command:, two and a command for the CLIs, to a graded answer; the CLI's version, asked once a run, left out); host/AGENT the
 // same agent run straight on this machine against the model, with no sandbox or gateway: its
 // own start-up and calls, which an episode should add to the sandbox's start and no more.
 func BenchmarkEpisodeStart(b *testing.B) {
@@ -62,8 +63,12 @@ func BenchmarkEpisodeStart(b *testing.B) {
 				})
 			}
 			b.Run(backend.Name()+"/"+name+"/episode", func(b *testing.B) {
+				_, install, err := agentrun.Version(context.Background(), backend, a) // once a run
+				if err != nil {
+					b.Fatal(err)
+				}
 				for b.Loop() {
-					out, rec := play(b, backend, a, c.protocol, srv.URL+c.base, func(e *agentrun.Episode) { e.Timeout = time.Minute })
+					out, rec := playWith(b, backend, a, install, c.protocol, srv.URL+c.base, func(e *agentrun.Episode) { e.Timeout = time.Minute })
 					if out.Status != grader.StatusOK {
 						b.Fatalf("outcome %+v (%v): %+v", out, out.Err, rec.ended)
 					}
