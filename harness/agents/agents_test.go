@@ -219,3 +219,28 @@ func TestHostInstall(t *testing.T) {
 		t.Errorf("codex off PATH: %v", err)
 	}
 }
+
+// TestLaunchExecutableAndAgentDir: an Install's executable is run in place of the program on
+// PATH, whatever its path holds, and the agent folder is named to the agent.
+func TestLaunchExecutableAndAgentDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a dir with 'quotes' and $(spaces)")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The native program says it ran in what it records; the fake on PATH would not.
+	script := "#!/bin/bash\nexport RAN_NATIVE=1\nprintf '%s\\0' \"$@\" > \"$OUT/args\"\nenv > \"$OUT/env\"\necho \"$HOME\" > \"$OUT/home\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "native"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Names() {
+		e := episode()
+		e.Executable, e.AgentDir = filepath.Join(dir, "native"), "/opt/agent"
+		args, env, _ := launch(t, Agent{Name: name}, e)
+		if len(args) < 2 || !slices.Contains(env, "RAN_NATIVE=1") || !slices.Contains(env, AgentDirVar+"=/opt/agent") {
+			t.Errorf("%s: the executable got %q, the environment %v", name, args, env)
+		}
+	}
+	if _, env, _ := launch(t, Agent{Name: "codex"}, episode()); slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, AgentDirVar+"=") }) {
+		t.Errorf("%s set without an agent folder", AgentDirVar)
+	}
+}
