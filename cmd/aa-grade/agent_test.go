@@ -113,6 +113,7 @@ func TestAgentRunRefusals(t *testing.T) {
 		{[]string{"--model", "openai/m", "--agent-dir", "."}, "only with --agent"},
 		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-dir", "no-such-folder"}, "--agent-dir"},
 		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-dir", filepath.Join(moduleRoot, "go.mod")}, "not a folder"},
+		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-dir", "/"}, "may not show"},
 	} {
 		r := aaGrade(t, env, append([]string{"run", "--dataset", "demo", "--out", filepath.Join(t.TempDir(), "run")}, c.args...)...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {

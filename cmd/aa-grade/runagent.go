@@ -72,6 +72,9 @@ func (o *agentOptions) Validate(set func(string) bool) error {
 		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 			return usageErrorf("--agent-dir %s: not a folder", o.agentDir)
 		}
+		if err := sandbox.CheckShown(nil, dir); err != nil {
+			return usageErrorf("--agent-dir: %w", err)
+		}
 		o.agentDir = dir
 	}
 	o.agent = &a

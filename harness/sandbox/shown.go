@@ -65,6 +65,13 @@ func (s *Spec) checkShown() error {
 	return nil
 }
 
+// CheckShown checks host paths to show as Start will, the scratch folder aside, so that a run
+// refuses a bad one before its first episode.
+func CheckShown(programs []string, agentDir string) error {
+	s := Spec{Programs: programs, AgentDir: agentDir}
+	return s.checkShown()
+}
+
 // overlaps says whether one of the clean absolute paths a and b is, or lies in, the other.
 func overlaps(a, b string) bool { return b != "" && (within(a, b) || within(b, a)) }
 
