@@ -24,16 +24,9 @@ import (
 	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
 )
 
-// chatAgentSpec is the project's own chat agent as --agent takes it: its script on python3's
-// stdin, since the sandbox shows no folder of the repository.
-func chatAgentSpec(t *testing.T) string {
-	t.Helper()
-	script, err := os.ReadFile(filepath.Join(moduleRoot, "examples", "agents", "chat_agent.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "command:python3 - <<'AGENT_PY'\n" + string(script) + "AGENT_PY"
-}
+// chatAgentSpec is the project's own chat agent as --agent takes it, run from the agent folder
+// (--agent-dir examples/agents).
+const chatAgentSpec = `command:python3 "$AA_GRADE_AGENT_DIR/chat_agent.py"`
 
 // TestAgentRun: run --agent plays each episode with the agent, its calls through the gateway
 // to the run's provider, to a graded result; run.json records the agent, the report says the
@@ -46,19 +39,20 @@ func TestAgentRun(t *testing.T) {
 	defer srv.Close()
 	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=" + key}
 	out := filepath.Join(t.TempDir(), "run")
-	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "2", "--out", out, "--agent", chatAgentSpec(t)}
+	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "2", "--out", out,
+		"--agent-dir", filepath.Join(moduleRoot, "examples", "agents"), "--agent", chatAgentSpec}
 	r := aaGrade(t, env, args...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "python3 - <<'AGENT_PY' … calling openai/fake through the gateway") || !strings.Contains(r.stdout, "Episodes: 2 ok") {
+	if !strings.Contains(r.stderr, chatAgentSpec+" calling openai/fake through the gateway") || !strings.Contains(r.stdout, "Episodes: 2 ok") {
 		t.Errorf("stderr:\n%s\nstdout:\n%s", r.stderr, r.stdout)
 	}
 	if n := len(fake.Bodies()); n != 6 {
 		t.Errorf("%d calls reached the provider, want 3 an episode", n)
 	}
 	h := gjson.Parse(readFile(t, filepath.Join(out, "run.json")))
-	if h.Get("agent.spec").String() != chatAgentSpec(t) {
+	if h.Get("agent.spec").String() != chatAgentSpec {
 		t.Errorf("run.json records the agent %s", h.Get("agent").Raw)
 	}
 	if p := h.Get("agent.protocol").String(); p != "OpenAI Chat Completions" {
@@ -199,6 +193,10 @@ func TestAgentRunRefusals(t *testing.T) {
 		{[]string{"--model", "openai/m", "--agent", "command:true", "--loop", "lenient"}, "--loop"},
 		{[]string{"--model", "openai/m", "--agent-timeout", "5m"}, "only with --agent"},
 		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-timeout", "0s"}, "must be more than 0"},
+		{[]string{"--model", "openai/m", "--agent-dir", "."}, "only with --agent"},
+		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-dir", "no-such-folder"}, "--agent-dir"},
+		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-dir", filepath.Join(moduleRoot, "go.mod")}, "not a folder"},
+		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-dir", "/"}, "may not show"},
 	} {
 		r := aaGrade(t, env, append([]string{"run", "--dataset", "demo", "--out", filepath.Join(t.TempDir(), "run")}, c.args...)...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,9 +22,10 @@ import (
 
 // agentOptions are the flags of an agent run: run --agent.
 type agentOptions struct {
-	spec    string
-	timeout time.Duration
-	agent   *agents.Agent // set by Validate; nil: aa-grade's loop plays the episodes
+	spec     string
+	timeout  time.Duration
+	agentDir string
+	agent    *agents.Agent // set by Validate; nil: aa-grade's loop plays the episodes
 }
 
 func (o *agentOptions) flags() []cli.Flag {
@@ -31,14 +34,18 @@ func (o *agentOptions) flags() []cli.Flag {
 			Usage: "the agent that plays each episode in its sandbox, calling the model through aa-grade's gateway: " + agents.Forms() + " (docs/agents.md)"},
 		&cli.DurationFlag{Name: "agent-timeout", Value: agentrun.DefaultTimeout, Destination: &o.timeout, Sources: env("agent-timeout"),
 			Usage: "how long an episode's agent may run, its model calls included"},
+		&cli.StringFlag{Name: "agent-dir", Destination: &o.agentDir, Sources: env("agent-dir"), TakesFile: true,
+			Usage: "a folder of your agent's files, shown read-only in every episode's sandbox at " + sandbox.AgentDirPath + " (landlock: at its own path), named by $" + agents.AgentDirVar},
 	}
 }
 
 // Validate reads --agent; the flags of aa-grade's own loop mean nothing beside it.
 func (o *agentOptions) Validate(set func(string) bool) error {
 	if o.spec == "" {
-		if set("agent-timeout") {
-			return usageErrorf("--agent-timeout: only with --agent")
+		for _, name := range []string{"agent-timeout", "agent-dir"} {
+			if set(name) {
+				return usageErrorf("--%s: only with --agent", name)
+			}
 		}
 		return nil
 	}
@@ -53,6 +60,22 @@ func (o *agentOptions) Validate(set func(string) bool) error {
 		if set(name) {
 			return usageErrorf("--%s: aa-grade's loop plays no episode of an agent run (--agent)", name)
 		}
+	}
+	if o.agentDir != "" {
+		dir, err := filepath.Abs(o.agentDir)
+		if err == nil {
+			dir, err = filepath.EvalSymlinks(dir)
+		}
+		if err != nil {
+			return usageErrorf("--agent-dir: %w", err)
+		}
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			return usageErrorf("--agent-dir %s: not a folder", o.agentDir)
+		}
+		if err := sandbox.CheckShown(nil, dir); err != nil {
+			return usageErrorf("--agent-dir: %w", err)
+		}
+		o.agentDir = dir
 	}
 	o.agent = &a
 	return nil
@@ -75,10 +98,10 @@ func agentUpstream(a agents.Agent, spec string, m model.Model) (gateway.Upstream
 // agent asked its version in the sandbox first, so that one missing says how to get it there.
 func agentRun(ctx context.Context, o agentOptions, p *preparedRun, backend sandbox.Backend) (*runner.Agent, *runfolder.AgentInfo, error) {
 	a := *o.agent
-	version, err := agentrun.Version(ctx, backend, a)
+	version, install, err := agentrun.Version(ctx, backend, a)
 	if errors.Is(err, agentrun.ErrNotInstalled) {
 		_, pkg := a.Program()
-		return nil, nil, usageErrorf("--agent: %w; install it where the sandbox sees it: `npm install -g %s` on this machine for bwrap and landlock (they show /usr), or in the image of --sandbox-image for docker", err, pkg)
+		return nil, nil, usageErrorf("--agent: %w; install it: `npm install -g %s` on this machine (a sandbox that lacks it is shown this machine's, read-only), or in the image of --sandbox-image", err, pkg)
 	}
 	if errors.Is(err, agentrun.ErrUnsupported) {
 		return nil, nil, usageErrorf("--agent: %w", err)
@@ -86,7 +109,7 @@ func agentRun(ctx context.Context, o agentOptions, p *preparedRun, backend sandb
 	if err != nil {
 		return nil, nil, fmt.Errorf("--agent: %w", err)
 	}
-	run := &runner.Agent{Agent: a, Upstream: p.agentUpstream, Model: p.agentModel, Timeout: o.timeout, Limit: p.limit}
+	run := &runner.Agent{Agent: a, Upstream: p.agentUpstream, Model: p.agentModel, Timeout: o.timeout, Limit: p.limit, Install: install, Dir: o.agentDir}
 	info := &runfolder.AgentInfo{Spec: a.String(), Version: version, Timeout: o.timeout.String(), Protocol: p.agentUpstream.Protocol.String()}
 	return run, info, nil
 }

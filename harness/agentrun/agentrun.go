@@ -51,6 +51,9 @@ type Episode struct {
 	Gateway gateway.Config
 	// Ended, when set, hears how the agent ended (for the trajectory).
 	Ended func(runfolder.AgentRecord)
+	// Install is the host's install of a CLI agent, shown to the sandbox (its Paths in the
+	// sandbox's Spec.Programs) because its system lacks the CLI; nil: the CLI on its PATH.
+	Install *agents.Install
 }
 
 // Run plays the episode: the outcome's Turns are the model calls the gateway passed on, its
@@ -96,7 +99,8 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 	texts := e.Prompts.ForAgents().ForEpisode(promptset.Facts{Workdir: e.Sandbox.Workdir(), Commands: e.Tools.Commands, Python: e.Tools.Python,
 		MaxTurns: e.MaxTurns, CommandTimeout: e.CommandTimeout})
 	launch := e.Agent.Launch(agents.Episode{Prompt: texts.AgentTask(), Model: cfg.Model,
-		Gateway: fmt.Sprintf("http://127.0.0.1:%d", GatewayPort), Token: token, MaxTurns: e.MaxTurns})
+		Gateway: fmt.Sprintf("http://127.0.0.1:%d", GatewayPort), Token: token, MaxTurns: e.MaxTurns,
+		Executable: e.Install.Exe(), AgentDir: sandbox.AgentDirOf(e.Sandbox)})
 	began := time.Now()
 	res, runErr := e.Sandbox.Run(ctx, launch.Script(), timeout)
 	stopServing(srv)
@@ -178,42 +182,63 @@ func newToken() (string, error) {
 // ErrUnsupported marks an agent that cannot run in a backend.
 var ErrUnsupported = errors.New("the agent cannot run in this sandbox")
 
-// Supports says whether agent a can run in backend b: the CLI agents need /proc and files of
-// /etc (TLS settings) that the landlock sandbox keeps out of reach; a program of the user's
-// own runs in every isolating backend that relays.
+// Supports says whether agent a can run in backend b: Claude Code needs /proc of its own
+// process, which the landlock sandbox keeps out of reach (it shows the host's /proc, which no
+// Landlock rule can open for a process's own folder only); a program of the user's own and
+// Codex (its native program: its Node.js launcher needs /etc/ssl) run in every isolating
+// backend that relays.
 func Supports(b sandbox.Backend, a agents.Agent) error {
-	if program, _ := a.Program(); program != "" && b.Name() == "landlock" {
-		return fmt.Errorf("%w: %s needs /proc and /etc/ssl, which the landlock sandbox keeps out of reach; use the bwrap or docker sandbox", ErrUnsupported, a)
+	if a.NeedsProc() && b.Name() == sandbox.NameLandlock {
+		return fmt.Errorf("%w: %s needs /proc/self, which the landlock sandbox keeps out of reach; use the bwrap or docker sandbox", ErrUnsupported, a)
 	}
 	return nil
 }
 
-// ErrNotInstalled marks an agent whose program the sandbox does not have.
+// ErrNotInstalled marks an agent whose program neither the sandbox nor this machine has.
 var ErrNotInstalled = errors.New("the agent is not installed in the sandbox")
 
 // Version asks the agent its version in an empty sandbox of b, before a run: what it printed
-// ("" for a program of the user's own, which has no version command), or ErrNotInstalled
-// naming the program and its npm package.
-func Version(ctx context.Context, b sandbox.Backend, a agents.Agent) (string, error) {
+// ("" for a program of the user's own, which has no version command). A CLI the sandbox's
+// system lacks (an image without it) is taken from this machine, its install shown read-only
+// (install, for every episode's sandbox); one neither has is ErrNotInstalled, naming the
+// program and its npm package.
+func Version(ctx context.Context, b sandbox.Backend, a agents.Agent) (version string, install *agents.Install, err error) {
 	if err := Supports(b, a); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	cmd := a.VersionCommand()
-	if cmd == "" {
-		return "", nil
+	if a.VersionCommand("") == "" {
+		return "", nil, nil
 	}
-	res, err := sandbox.RunEmpty(ctx, b, cmd, time.Minute)
+	if b.Name() == sandbox.NameLandlock {
+		// Landlock shows this machine's system, where a CLI's launcher may need what it keeps
+		// out of reach (Node.js reads /etc/ssl): the native program is run there.
+		if in, ierr := a.HostInstall(); ierr == nil {
+			install = &in
+		}
+	}
+	res, err := askVersion(ctx, b, a, install)
+	if err == nil && res.ExitCode == 127 && install == nil {
+		if in, ierr := a.HostInstall(); ierr == nil {
+			install = &in
+			res, err = askVersion(ctx, b, a, install)
+		}
+	}
 	if err != nil {
-		return "", fmt.Errorf("ask %s its version: %w", a, err)
+		return "", nil, fmt.Errorf("ask %s its version: %w", a, err)
 	}
 	program, pkg := a.Program()
 	switch {
 	case res.ExitCode == 127:
-		return "", fmt.Errorf("%w: %s (npm package %s) is not on the %s sandbox's PATH", ErrNotInstalled, program, pkg, b.Name())
+		return "", nil, fmt.Errorf("%w: %s (npm package %s) is not on the %s sandbox's PATH, nor on this machine's", ErrNotInstalled, program, pkg, b.Name())
 	case res.ExitCode != 0 || res.TimedOut:
-		return "", fmt.Errorf("%s: exit status %d: %s", cmd, res.ExitCode, firstLine(res.Stderr+res.Stdout))
+		return "", nil, fmt.Errorf("%s: exit status %d: %s", a.VersionCommand(install.Exe()), res.ExitCode, firstLine(res.Stderr+res.Stdout))
 	}
-	return firstLine(res.Stdout), nil
+	return firstLine(res.Stdout), install, nil
+}
+
+// askVersion runs the agent's version command in an empty sandbox showing install.
+func askVersion(ctx context.Context, b sandbox.Backend, a agents.Agent, install *agents.Install) (sandbox.Result, error) {
+	return sandbox.RunEmpty(ctx, b, a.VersionCommand(install.Exe()), time.Minute, install.Shown())
 }
 
 // firstLine is the first line of s that is not blank, trimmed.

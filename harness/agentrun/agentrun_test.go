@@ -37,7 +37,7 @@ var canary = fmt.Sprintf("sk-canary-%x", time.Now().UnixNano())
 
 // backends are the isolating backends that work here, docker with the test image; under CI
 // each must.
-func backends(t *testing.T) []sandbox.Backend {
+func backends(t testing.TB) []sandbox.Backend {
 	var out []sandbox.Backend
 	for _, b := range sandbox.Backends() {
 		if b.Name() == sandbox.NameNone {
@@ -64,15 +64,14 @@ func backends(t *testing.T) []sandbox.Backend {
 	return out
 }
 
-// exampleAgent is one of the project's own agents (examples/agents) as a command: agent, its
-// script fed to python3 on stdin, since the sandbox shows no folder of the repository.
+// examples is the folder of the project's own agents, shown to the sandbox as --agent-dir.
+var examples, _ = filepath.Abs(filepath.Join("..", "..", "examples", "agents"))
+
+// exampleAgent is one of the project's own agents (examples/agents) as a command: agent, run
+// from the agent folder the sandbox shows (play shows examples).
 func exampleAgent(t *testing.T, name string, env ...string) agents.Agent {
 	t.Helper()
-	script, err := os.ReadFile(filepath.Join("..", "..", "examples", "agents", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agents.Parse(agents.CommandPrefix + strings.Join(append(env, "python3 - <<'AGENT_PY'\n"), " ") + string(script) + "AGENT_PY")
+	a, err := agents.Parse(agents.CommandPrefix + strings.Join(append(env, `python3 "$AA_GRADE_AGENT_DIR/`+name+`"`), " "))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +101,24 @@ func (r *recorder) record(e model.Event) {
 }
 
 // play runs agent a in a fresh sandbox of b over a small snapshot, its calls going to the
-// provider at baseURL speaking protocol p.
-func play(t *testing.T, b sandbox.Backend, a agents.Agent, p gateway.Protocol, baseURL string, change func(*agentrun.Episode)) (harness.Outcome, *recorder) {
+// provider at baseURL speaking protocol p. The sandbox shows examples as the agent folder, and
+// the host's install of a CLI the sandbox lacks, as a run does.
+func play(t testing.TB, b sandbox.Backend, a agents.Agent, p gateway.Protocol, baseURL string, change func(*agentrun.Episode)) (harness.Outcome, *recorder) {
+	t.Helper()
+	_, install, err := agentrun.Version(context.Background(), b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return playWith(t, b, a, install, p, baseURL, change)
+}
+
+// playWith is play with the CLI's install already found (nil: the sandbox has the CLI).
+func playWith(t testing.TB, b sandbox.Backend, a agents.Agent, install *agents.Install, p gateway.Protocol, baseURL string, change func(*agentrun.Episode)) (harness.Outcome, *recorder) {
 	t.Helper()
 	snap, scratch := t.TempDir(), t.TempDir()
 	os.Chmod(snap, 0o755)
 	os.WriteFile(filepath.Join(snap, "alerts.json"), []byte(`[{"alert":"HighLatency"}]`), 0o644)
-	sb, err := b.Start(context.Background(), sandbox.Spec{Snapshot: snap, Scratch: scratch, Relay: agentrun.Relay()})
+	sb, err := b.Start(context.Background(), sandbox.Spec{Snapshot: snap, Scratch: scratch, Relay: agentrun.Relay(), Programs: install.Shown(), AgentDir: examples})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +137,7 @@ func play(t *testing.T, b sandbox.Backend, a agents.Agent, p gateway.Protocol, b
 				defer rec.mu.Unlock()
 				rec.used = append(rec.used, u)
 			}},
-		Ended: func(r runfolder.AgentRecord) { rec.ended = append(rec.ended, r) }}
+		Ended: func(r runfolder.AgentRecord) { rec.ended = append(rec.ended, r) }, Install: install}
 	if change != nil {
 		change(ep)
 	}
@@ -308,7 +318,7 @@ func TestTurnCap(t *testing.T) {
 func TestVersion(t *testing.T) {
 	b := backends(t)[0]
 	a := agents.Agent{Name: "codex"}
-	v, err := agentrun.Version(context.Background(), b, a)
+	v, _, err := agentrun.Version(context.Background(), b, a)
 	if _, lookErr := exec.LookPath("codex"); lookErr != nil {
 		if !errors.Is(err, agentrun.ErrNotInstalled) || !strings.Contains(err.Error(), "@openai/codex") {
 			t.Errorf("codex is not installed here, yet Version = %q, %v", v, err)
@@ -318,14 +328,15 @@ func TestVersion(t *testing.T) {
 	if err != nil || !strings.Contains(v, "codex") {
 		t.Errorf("Version = %q, %v", v, err)
 	}
-	if v, err := agentrun.Version(context.Background(), b, agents.Agent{Name: "command", Command: "x"}); v != "" || err != nil {
+	if v, in, err := agentrun.Version(context.Background(), b, agents.Agent{Name: "command", Command: "x"}); v != "" || in != nil || err != nil {
 		t.Errorf("a program of the user's own has no version: %q, %v", v, err)
 	}
 }
 
 // TestRealCLIs: the real Claude Code and Codex CLIs (installed by .ci/run from npm, under /usr,
-// which bwrap and landlock show) play an episode to a graded answer through the gateway,
-// against a scripted model speaking their protocols.
+// which bwrap shows; docker's test image has none, so the host's install is shown to it) play
+// an episode to a graded answer through the gateway, against a scripted model speaking their
+// protocols.
 func TestRealCLIs(t *testing.T) {
 	for _, c := range []struct {
 		agent    string
@@ -348,11 +359,8 @@ func TestRealCLIs(t *testing.T) {
 			srv := httptest.NewServer(fake)
 			defer srv.Close()
 			for _, b := range backends(t) {
-				if _, ok := b.(*sandbox.Docker); ok {
-					continue // the test image has no CLI; docs/agents.md says how to build one that has
-				}
 				if err := agentrun.Supports(b, a); err != nil {
-					if _, verr := agentrun.Version(context.Background(), b, a); !errors.Is(verr, agentrun.ErrUnsupported) {
+					if _, _, verr := agentrun.Version(context.Background(), b, a); !errors.Is(verr, agentrun.ErrUnsupported) {
 						t.Errorf("%s: Version should refuse as Supports does: %v", b.Name(), verr)
 					}
 					continue

@@ -6,6 +6,7 @@
 package agents
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -38,6 +39,11 @@ type adapter struct {
 	final    func(stdout string) string
 	mapped   []string // path.Match patterns of the background model names the CLI may ask for
 	versionF string   // the flag that prints its version
+	// native finds, in the package folder, the native executable to run where the sandbox
+	// shows the host's install (nil: the program itself is native).
+	native func(root string) (Install, error)
+	// needsProc: the CLI aborts where /proc of its own process is out of reach (landlock).
+	needsProc bool
 }
 
 // adapters are the CLI agents, by name. gemini-cli and opencode are not among them yet: the
@@ -106,13 +112,18 @@ func (a Agent) Program() (program, npmPackage string) {
 	return ad.program, ad.pkg
 }
 
-// VersionCommand is a command line that prints the agent's version ("" for command:).
-func (a Agent) VersionCommand() string {
+// NeedsProc says whether the agent cannot start without reading /proc/self (Claude Code's
+// runtime aborts when /proc/self/cgroup and /proc/self/maps are refused).
+func (a Agent) NeedsProc() bool { return adapters[a.Name].needsProc }
+
+// VersionCommand is a command line that prints the agent's version ("" for command:), run as
+// executable (an Install's; "": the program on the sandbox's PATH).
+func (a Agent) VersionCommand(executable string) string {
 	ad, ok := adapters[a.Name]
 	if !ok {
 		return ""
 	}
-	return ad.program + " " + ad.versionF
+	return shellQuote(cmp.Or(executable, ad.program)) + " " + ad.versionF
 }
 
 // Episode is what one start of the agent is given.
@@ -122,6 +133,10 @@ type Episode struct {
 	Gateway  string // the gateway's root inside the sandbox: http://127.0.0.1:PORT
 	Token    string // the episode's token, the only credential the gateway accepts
 	MaxTurns int    // model calls the episode may make (0: no cap of the agent's own)
+	// Executable is the CLI to run (an Install's), "" for the program on the sandbox's PATH.
+	Executable string
+	// AgentDir is where the sandbox shows the user's agent folder ("" when there is none).
+	AgentDir string
 }
 
 // Launch is how to start the agent: variables, then a bash command line that uses them, run
@@ -155,6 +170,7 @@ const (
 	GatewayVar  = "AA_GRADE_GATEWAY"
 	TokenVar    = "AA_GRADE_TOKEN"
 	MaxTurnsVar = "AA_GRADE_MAX_TURNS"
+	AgentDirVar = "AA_GRADE_AGENT_DIR"
 )
 
 // homeSetup gives the agent a writable home of its own in the sandbox's temporary folder, for
@@ -176,7 +192,11 @@ func (a Agent) Launch(e Episode) Launch {
 		"ANTHROPIC_BASE_URL=" + e.Gateway,
 		"ANTHROPIC_API_KEY=" + e.Token,
 	}
+	if e.AgentDir != "" {
+		env = append(env, AgentDirVar+"="+e.AgentDir)
+	}
 	if ad, ok := adapters[a.Name]; ok {
+		e.Executable = shellQuote(cmp.Or(e.Executable, ad.program)) // as the adapter's command line starts
 		l := ad.launch(e)
 		l.Command = homeSetup + l.Command
 		l.Env = append(env, l.Env...)

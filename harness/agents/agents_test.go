@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"debug/elf"
 	"errors"
 	"os"
 	"os/exec"
@@ -184,5 +185,62 @@ func TestFinalMessage(t *testing.T) {
 		if got := a.FinalMessage("Segmentation fault\n{not json"); got != "" {
 			t.Errorf("%s: a crash's output has no final message, got %q", a, got)
 		}
+	}
+}
+
+// TestHostInstall: the CLIs installed on this machine are found with their package, and the
+// executable to run is native (Codex's, not its Node.js launcher).
+func TestHostInstall(t *testing.T) {
+	for _, name := range Names() {
+		a := Agent{Name: name}
+		program, pkg := a.Program()
+		if _, err := exec.LookPath(program); err != nil {
+			t.Logf("%s is not installed here", program)
+			continue
+		}
+		in, err := a.HostInstall()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(in.Paths) != 1 || !strings.HasPrefix(in.Executable, in.Paths[0]+"/") || !strings.Contains(in.Paths[0], strings.SplitN(pkg, "/", 2)[0]) {
+			t.Errorf("%s: %+v: the executable should lie in the one path shown, of the package's scope", name, in)
+		}
+		if f, err := elf.Open(in.Executable); err != nil {
+			t.Errorf("%s: %s is not native: %v", name, in.Executable, err)
+		} else {
+			f.Close()
+		}
+	}
+	if _, err := (Agent{Name: "command", Command: "x"}).HostInstall(); !errors.Is(err, ErrNoHostInstall) {
+		t.Errorf("a program of the user's own has no install: %v", err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if _, err := (Agent{Name: "codex"}).HostInstall(); !errors.Is(err, ErrNoHostInstall) {
+		t.Errorf("codex off PATH: %v", err)
+	}
+}
+
+// TestLaunchExecutableAndAgentDir: an Install's executable is run in place of the program on
+// PATH, whatever its path holds, and the agent folder is named to the agent.
+func TestLaunchExecutableAndAgentDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a dir with 'quotes' and $(spaces)")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The native program says it ran in what it records; the fake on PATH would not.
+	script := "#!/bin/bash\nexport RAN_NATIVE=1\nprintf '%s\\0' \"$@\" > \"$OUT/args\"\nenv > \"$OUT/env\"\necho \"$HOME\" > \"$OUT/home\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "native"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Names() {
+		e := episode()
+		e.Executable, e.AgentDir = filepath.Join(dir, "native"), "/opt/agent"
+		args, env, _ := launch(t, Agent{Name: name}, e)
+		if len(args) < 2 || !slices.Contains(env, "RAN_NATIVE=1") || !slices.Contains(env, AgentDirVar+"=/opt/agent") {
+			t.Errorf("%s: the executable got %q, the environment %v", name, args, env)
+		}
+	}
+	if _, env, _ := launch(t, Agent{Name: "codex"}, episode()); slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, AgentDirVar+"=") }) {
+		t.Errorf("%s set without an agent folder", AgentDirVar)
 	}
 }

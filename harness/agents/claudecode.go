@@ -20,8 +20,11 @@ var claudeCode = adapter{
 	versionF: "--version",
 	speaks:   gateway.Messages,
 	mapped:   []string{"claude-*haiku*"},
+	// Its runtime (Bun) reads /proc/self/maps, /proc/self/cgroup and /proc/stat at start-up
+	// and aborts (SIGABRT) when they are refused.
+	needsProc: true,
 	launch: func(e Episode) Launch {
-		cmd := `claude --print --output-format json --dangerously-skip-permissions --model "$` + ModelVar + `"`
+		cmd := e.Executable + ` --print --output-format json --dangerously-skip-permissions --model "$` + ModelVar + `"`
 		if e.MaxTurns > 0 {
 			cmd += ` --max-turns "$` + MaxTurnsVar + `"`
 		}

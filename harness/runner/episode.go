@@ -39,7 +39,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 	defer removeScratch()
 	spec := sandbox.Spec{Snapshot: task.Dir, Hide: []string{data.GroundTruthFile}, Scratch: scratch, Limits: cfg.Limits}
 	if cfg.Agent != nil {
-		spec.Relay = agentrun.Relay()
+		spec.Relay, spec.Programs, spec.AgentDir = agentrun.Relay(), cfg.Agent.Install.Shown(), cfg.Agent.Dir
 	}
 	sb, err := cfg.Backend.Start(ctx, spec)
 	if err != nil {
@@ -138,7 +138,7 @@ func playAgent(ctx context.Context, cfg Config, sb sandbox.Sandbox, tools sandbo
 	var mu sync.Mutex
 	calls := 0
 	ep := &agentrun.Episode{Agent: a.Agent, Sandbox: sb, Tools: tools, Prompts: cfg.prompts(), MaxTurns: cfg.MaxTurns,
-		CommandTimeout: cfg.CommandTimeout, Timeout: a.Timeout, Ended: rec.Agent,
+		CommandTimeout: cfg.CommandTimeout, Timeout: a.Timeout, Ended: rec.Agent, Install: a.Install,
 		Gateway: gateway.Config{Model: a.Model, Upstream: a.Upstream, HTTP: a.HTTP, Limit: a.Limit, Prices: cfg.Prices, Caps: a.Caps,
 			Record: wire, Turn: rec.Turn,
 			Used: func(u model.Usage) {

@@ -92,6 +92,10 @@ type Agent struct {
 	Caps     gateway.Caps       // per episode; the calls' cap is MaxTurns
 	Limit    *ratelimit.Limiter // the run's rate limiter, shared by the episodes' gateways
 	HTTP     *http.Client       // nil: http.DefaultClient
+	// Install is the host's install of a CLI the sandbox lacks, shown to every episode (nil:
+	// the sandbox has it); Dir is the user's agent folder (run --agent-dir), "" for none.
+	Install *agents.Install
+	Dir     string
 }
 
 // Description is what the caller knows of a run, for run.json: where its tasks come from and

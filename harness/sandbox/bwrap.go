@@ -178,6 +178,20 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	for _, f := range files {
 		args = append(args, "--ro-bind", f.host, filepath.Join(ReferenceWorkdir, f.rel))
 	}
+	for _, p := range spec.shown() {
+		if b.Rootfs != "" {
+			if err := b.mountPoint(p); err != nil {
+				return nil, err
+			}
+		}
+		// bwrap would make the folders on the way private to root, where nobody runs commands.
+		var dirs []string
+		for dir := filepath.Dir(p.at); dir != "/"; dir = filepath.Dir(dir) {
+			dirs = append([]string{"--perms", "0755", "--dir", dir}, dirs...)
+		}
+		args = append(args, dirs...)
+		args = append(args, "--ro-bind", p.host, p.at)
+	}
 	env := spec.Env
 	if env == nil {
 		env = CleanEnv(ReferenceWorkdir)
@@ -201,7 +215,42 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	args = append(args, spec.AgentArg...)
 	cmd := exec.Command(b.path, args...)
 	cmd.Env = env
-	return startSession(cmd, ReferenceWorkdir, spec.Agent, cgroup, endNamespace, spec.Relay)
+	s, err := startSession(cmd, ReferenceWorkdir, spec.Agent, cgroup, endNamespace, spec.Relay)
+	if err != nil {
+		return nil, err
+	}
+	if spec.AgentDir != "" {
+		s.agentDir = AgentDirPath
+	}
+	return s, nil
+}
+
+// mountPoint makes, empty, where p is shown in the unpacked image, as the unpacking makes the
+// sandbox's own mount points: bubblewrap cannot make one in the read-only root. It is made
+// through os.Root, so that no link of the image leads it out of the image's folder.
+func (b *Bwrap) mountPoint(p shownPath) error {
+	root, err := os.OpenRoot(b.Rootfs)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", b.imageRef, err)
+	}
+	defer root.Close()
+	info, err := os.Stat(p.host)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrShownPath, err)
+	}
+	rel := strings.TrimPrefix(p.at, "/")
+	if info.IsDir() {
+		err = root.MkdirAll(rel, 0o755)
+	} else if err = root.MkdirAll(filepath.Dir(rel), 0o755); err == nil {
+		var f *os.File
+		if f, err = root.OpenFile(rel, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: make %s in image %s to show it in: %w", ErrShownPath, p.host, p.at, b.imageRef, err)
+	}
+	return nil
 }
 
 // readableByOthers checks that commands running as nobody (when aa-grade is root) can read
@@ -278,7 +327,7 @@ func (b *Bwrap) useImage(ctx context.Context, ref, cacheDir string, progress fun
 // tryImage starts a sandbox over the image and runs one command: an image that cannot run
 // an episode is its reference's error (a failure to start a sandbox at all, the machine's).
 func (b *Bwrap) tryImage(ctx context.Context) error {
-	sb, stop, err := startEmpty(ctx, b)
+	sb, stop, err := startEmpty(ctx, b, nil)
 	if err != nil {
 		return unavailableError{err}
 	}

@@ -277,11 +277,6 @@ func readOnlyMounts(workspace string) error {
 	return nil
 }
 
-// within says whether path is dir or under it.
-func within(path, dir string) bool {
-	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
-}
-
 // unescapeMountPath undoes mountinfo's octal escapes (\040 for a space, and the like).
 func unescapeMountPath(s string) string {
 	if !strings.Contains(s, "\\") {

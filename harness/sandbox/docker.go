@@ -144,6 +144,9 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		close(c.exited)
 	}()
 	s := newSession(c, agentInput{stream}, stdoutR, stderr, ReferenceWorkdir, spec.Relay)
+	if spec.AgentDir != "" {
+		s.agentDir = AgentDirPath
+	}
 	// The image must run the agent and have bash: find out now, with one clear message.
 	if err := tryShell(ctx, s, d.imageName(), d.arch, agent); err != nil {
 		s.Close()
@@ -167,6 +170,9 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) 
 	mounts := []map[string]any{{"Type": "bind", "Source": agent, "Target": agentPath, "ReadOnly": true}}
 	for _, f := range files {
 		mounts = append(mounts, map[string]any{"Type": "bind", "Source": f.host, "Target": path.Join(ReferenceWorkdir, filepath.ToSlash(f.rel)), "ReadOnly": true})
+	}
+	for _, p := range spec.shown() {
+		mounts = append(mounts, map[string]any{"Type": "bind", "Source": p.host, "Target": p.at, "ReadOnly": true})
 	}
 	tmpfs := func(mode string) string {
 		return fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", disk, inodes, mode, SandboxUID, SandboxGID)
@@ -370,7 +376,7 @@ func dockerGuarantees() []Guarantee {
 		{GuaranteeNoCapabilities, true, "no capability (cap-drop ALL), no-new-privileges, and the agent's own filter"},
 		{GuaranteeNotHostRoot, true, "commands run as nobody (65534) in the container"},
 		{GuaranteeReadOnlySystem, true, "a read-only root file system, no pty; the snapshot bound read-only; mount refused"},
-		{GuaranteeNoNetwork, true, "network mode none, and socket(2) refused"},
+		{GuaranteeNoNetwork, true, "network mode none, and socket(2) refused; " + relayOpens},
 		{GuaranteeProcessesEnd, true, "the agent is the container's init and ends, killing all, when its attached input does: at the episode's end, and when aa-grade dies; the container is removed at the episode's end, or, for a run that died, stopped and removed at the next start"},
 		{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per container", maxSandboxProcesses)},
 		{GuaranteeMemoryLimit, true, "the container's memory limit, tmpfs pages included, no swap"},

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -96,6 +97,47 @@ func TestBwrapRunsOverASavedImage(t *testing.T) {
 	if r := run(t, sb, "touch /usr/x /etc/x 2>&1; echo x > agent_output.json && cat agent_output.json"); r.Stdout != "touch: cannot touch '/usr/x': Read-only file system\ntouch: cannot touch '/etc/x': Read-only file system\nx\n" {
 		t.Fatalf("writes over the image: %q", r.Stdout)
 	}
+	// Host paths are shown over the image too, where it has no folder for them.
+	programs, agentDir, _ := shownFixture(t)
+	f := newFixture(t)
+	exe, _ := os.Executable()
+	shown, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Agent: exe, AgentArg: []string{AgentCommand},
+		Programs: []string{programs}, AgentDir: agentDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shown.Close()
+	if r := run(t, shown, programs+"/tool && cat "+AgentDirPath+"/agent.sh && touch "+programs+"/x "+AgentDirPath+"/x"); r.Stdout != "tool-ran\necho agent-ran\n" || r.ExitCode == 0 {
+		t.Fatalf("shown paths over the image: %+v", r)
+	}
+}
+
+// TestImageMountPointStaysInTheImage: the mount point made in an unpacked image for a shown
+// path never follows a link of the image out of its folder.
+func TestImageMountPointStaysInTheImage(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "usr", "lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, filepath.Join(root, "usr", "lib", "node_modules"))
+	os.Symlink("../../..", filepath.Join(root, "usr", "share"))
+	b := &Bwrap{Rootfs: root, imageRef: "test"}
+	for _, at := range []string{"/usr/lib/node_modules/pkg", "/usr/share/x/pkg"} {
+		if err := b.mountPoint(shownPath{host: outside, at: at}); !errors.Is(err, ErrShownPath) {
+			t.Errorf("%s: %v, want ErrShownPath", at, err)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("made outside the image: %v", entries)
+	}
+	if err := b.mountPoint(shownPath{host: outside, at: "/opt/agent"}); err != nil || !isDir(filepath.Join(root, "opt", "agent")) {
+		t.Errorf("no mount point made: %v", err)
+	}
+}
+
+func isDir(name string) bool {
+	info, err := os.Stat(name)
+	return err == nil && info.IsDir()
 }
 
 // TestStageAgentCopiesALinuxProgramOnce: the Linux agent a Mac or Windows host binds into the

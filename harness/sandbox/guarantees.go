@@ -58,7 +58,7 @@ func guaranteesOn(name string, h hostFacts) []Guarantee {
 		return append(always,
 			Guarantee{GuaranteeNoCapabilities, true, "empty bounding set, no capability, no_new_privs"},
 			user, system,
-			Guarantee{GuaranteeNoNetwork, true, "a network namespace, and socket(2) refused"},
+			Guarantee{GuaranteeNoNetwork, true, "a network namespace, and socket(2) refused; " + relayOpens},
 			Guarantee{GuaranteeProcessesEnd, true, "a pid namespace, which dies with its init, and so with aa-grade"},
 			processLimit(name, h, !h.root), memoryLimit(h, true),
 			Guarantee{GuaranteeDiskLimit, true, "the workspace and /tmp are tmpfs of --disk-limit bytes each" + tmpfsPages(h, "their")},
@@ -97,8 +97,11 @@ func guaranteesOn(name string, h hostFacts) []Guarantee {
 			disk = Guarantee{GuaranteeDiskLimit, false, why + ": the workspace is a host folder, and only each file is bounded (2 GiB)"}
 			inodes = Guarantee{GuaranteeInodeLimit, false, why + ": the workspace is a host folder"}
 		}
-		return append(always, caps, user, system,
-			Guarantee{GuaranteeNoNetwork, true, "socket(2) refused, TCP refused by Landlock"},
+		network := Guarantee{GuaranteeNoNetwork, true, "socket(2) refused, TCP refused by Landlock; " + relayOpens}
+		if !h.landlockNS {
+			network.Detail = "socket(2) refused, TCP refused by Landlock; an agent run (--agent) is refused, with no network namespace here for its relay"
+		}
+		return append(always, caps, user, system, network,
 			end, processLimit(name, h, !h.root && h.landlockNS), memoryLimit(h, h.landlockMountNS), disk, inodes)
 	}
 	none := "no isolation"

@@ -80,6 +80,11 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	for _, f := range files {
 		p.ReadOnly = append(p.ReadOnly, f.host)
 	}
+	// What a sandbox with a mount namespace would bind is shown here at its host path.
+	p.ReadExec = append(p.ReadExec, spec.Programs...)
+	if spec.AgentDir != "" {
+		p.ReadExec = append(p.ReadExec, spec.AgentDir)
+	}
 	ns := landlockNamespaces()
 	if spec.Relay != nil {
 		if ns == nil {
@@ -140,7 +145,12 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	case c.KillAll:
 		end = endAgentKillsAll
 	}
-	return startSession(cmd, spec.Scratch, spec.Agent, cgroup, end, spec.Relay)
+	s, err := startSession(cmd, spec.Scratch, spec.Agent, cgroup, end, spec.Relay)
+	if err != nil {
+		return nil, err
+	}
+	s.agentDir = spec.AgentDir
+	return s, nil
 }
 
 // withTmp points TMPDIR at the sandbox's private temporary folder.

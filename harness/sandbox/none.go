@@ -36,5 +36,10 @@ func (None) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	cmd := exec.Command(spec.Agent, spec.AgentArg...)
 	cmd.Dir, cmd.Env = spec.Scratch, env
-	return startSession(cmd, spec.Scratch, spec.Agent, newSandboxCgroup(spec.Limits.memory()), endWalk, nil)
+	s, err := startSession(cmd, spec.Scratch, spec.Agent, newSandboxCgroup(spec.Limits.memory()), endWalk, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.agentDir = spec.AgentDir // everything of the host is in reach
+	return s, nil
 }

@@ -51,7 +51,7 @@ func pythonList(names []string) string { return `["` + strings.Join(names, `", "
 
 // startEmpty starts a sandbox of the backend on an empty workspace; stop closes it and
 // removes its scratch folder.
-func startEmpty(ctx context.Context, b Backend) (sb Sandbox, stop func(), err error) {
+func startEmpty(ctx context.Context, b Backend, programs []string) (sb Sandbox, stop func(), err error) {
 	dir, remove, err := NewScratch()
 	if err != nil {
 		return nil, nil, err
@@ -63,7 +63,7 @@ func startEmpty(ctx context.Context, b Backend) (sb Sandbox, stop func(), err er
 			return nil, nil, err
 		}
 	}
-	if sb, err = b.Start(ctx, Spec{Snapshot: snap, Scratch: scratch}); err != nil {
+	if sb, err = b.Start(ctx, Spec{Snapshot: snap, Scratch: scratch, Programs: programs}); err != nil {
 		remove()
 		return nil, nil, err
 	}
@@ -71,9 +71,10 @@ func startEmpty(ctx context.Context, b Backend) (sb Sandbox, stop func(), err er
 }
 
 // RunEmpty runs a command in a sandbox of the backend on an empty workspace, for what must be
-// known of the sandbox before a run (the version of the agent an agent run finds there).
-func RunEmpty(ctx context.Context, b Backend, cmd string, timeout time.Duration) (Result, error) {
-	sb, stop, err := startEmpty(ctx, b)
+// known of the sandbox before a run (the version of the agent an agent run finds there),
+// showing programs as Spec.Programs does.
+func RunEmpty(ctx context.Context, b Backend, cmd string, timeout time.Duration, programs []string) (Result, error) {
+	sb, stop, err := startEmpty(ctx, b, programs)
 	if err != nil {
 		return Result{}, err
 	}
@@ -141,7 +142,7 @@ func shellError(res Result, err error) error {
 // ProbeTools starts a sandbox of the backend on an empty workspace and asks it which tools
 // and Python packages it has.
 func ProbeTools(ctx context.Context, b Backend) (Tools, error) {
-	sb, stop, err := startEmpty(ctx, b)
+	sb, stop, err := startEmpty(ctx, b, nil)
 	if err != nil {
 		return Tools{}, err
 	}

@@ -25,6 +25,12 @@ type Spec struct {
 	Env      []string   // the whole environment of commands (see CleanEnv)
 	Limits   Limits     // what the episode may use of the host (zero: DefaultLimits)
 	Relay    *RelaySpec // a relay from the sandbox's loopback to aa-grade (nil: none, no socket at all)
+	// Programs are host files or folders shown read-only at their own path: a CLI agent's
+	// install that the sandbox's system lacks (see checkShown for what may be shown).
+	Programs []string
+	// AgentDir is a host folder of the user's agent (run --agent-dir), shown read-only at
+	// AgentDirPath, or at its own path in landlock and none (AgentDirOf says where).
+	AgentDir string
 }
 
 // Limits bound what one episode may use of the host. Hitting one is an error the model's
@@ -196,6 +202,9 @@ func (s *Spec) defaults() error {
 	}
 	if s.Scratch == "" {
 		return errors.New("sandbox: no scratch folder")
+	}
+	if err := s.checkShown(); err != nil {
+		return err
 	}
 	return s.Relay.check()
 }

@@ -58,6 +58,8 @@ type session struct {
 	stderr  *boundedBuffer
 	workdir string
 	relay   *relayListener // nil: no relay
+	// agentDir is where commands find Spec.AgentDir ("" when none).
+	agentDir string
 
 	mu        sync.Mutex // one request at a time
 	rmu       sync.Mutex // guards waiting and ended
