@@ -57,6 +57,14 @@ type result struct {
 	code           int
 }
 
+// wantExit stops the test when r exited with another code than want, showing what it printed.
+func (r result) wantExit(t *testing.T, want int) {
+	t.Helper()
+	if r.code != want {
+		t.Fatalf("exit %d, want %d\n%s%s", r.code, want, r.stdout, r.stderr)
+	}
+}
+
 // aaGrade runs the real binary from the module root with extra environment variables.
 func aaGrade(t *testing.T, env []string, args ...string) result {
 	t.Helper()
