@@ -276,11 +276,7 @@ func TestJudgeUsageErrors(t *testing.T) {
 		"zero parallel": {nil, []string{"--parallel", "0"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := aaGrade(t, c.env, append(append([]string(nil), gradeSampleArgs...), c.args...)...)
-			r.wantExit(t, 2)
-			if !strings.HasPrefix(r.stderr, "aa-grade: ") || strings.Count(r.stderr, "\n") != 1 {
-				t.Fatalf("stderr is not one error line:\n%s", r.stderr)
-			}
+			aaGrade(t, c.env, append(append([]string(nil), gradeSampleArgs...), c.args...)...).wantErrorLine(t, 2)
 		})
 	}
 }
