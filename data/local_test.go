@@ -167,13 +167,35 @@ func TestOpenDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds.Spec != DemoSpec || len(ds.Tasks) != 12 || len(ds.Warnings) != 0 || ds.Tasks[0].Dir == "" || ds.Tasks[0].Row == nil {
+	if ds.Spec != DemoSpec {
+		t.Errorf("spec %s, want %s", ds.Spec, DemoSpec)
+	}
+	if len(ds.Tasks) != 12 {
+		t.Fatalf("%d tasks, want 12", len(ds.Tasks))
+	}
+	if len(ds.Warnings) != 0 {
+		t.Errorf("warnings %q, want none", ds.Warnings)
+	}
+	if ds.Tasks[0].Dir == "" {
+		t.Errorf("the first task has no folder")
+	}
+	if ds.Tasks[0].Row == nil {
+		t.Errorf("the first task has no row of the index")
+	}
+	if t.Failed() {
 		t.Fatalf("demo = %+v", ds)
 	}
 	again, err := Open(context.Background(), DemoSpec, OpenOptions{Tasks: []string{ds.Tasks[2].ID}})
-	if err != nil || len(again.Tasks) != 1 || again.Tasks[0].Dir != ds.Tasks[2].Dir {
-		t.Fatalf("second open: %+v %v", again, err)
+	if err != nil {
+		t.Fatalf("second open: %v", err)
 	}
+	if len(again.Tasks) != 1 {
+		t.Fatalf("second open: %d tasks, want 1", len(again.Tasks))
+	}
+	if again.Tasks[0].Dir != ds.Tasks[2].Dir {
+		t.Fatalf("second open: the task is in %s, want %s", again.Tasks[0].Dir, ds.Tasks[2].Dir)
+	}
+
 }
 
 func TestUnpackRefusesEscapingPaths(t *testing.T) {

@@ -45,8 +45,21 @@ spec:
 	for name, doc := range map[string]string{"flat": flat, "wrapped": wrapped} {
 		t.Run(name, func(t *testing.T) {
 			gt := mustParse(t, doc)
-			if len(gt.Groups) != 1 || gt.Groups[0].ID != "cart-1" || !gt.Groups[0].RootCause || gt.Groups[0].Kind != "Deployment" {
-				t.Fatalf("groups = %+v", gt.Groups)
+			if len(gt.Groups) != 1 {
+				t.Fatalf("%d groups, want 1: %+v", len(gt.Groups), gt.Groups)
+			}
+			g := gt.Groups[0]
+			if g.ID != "cart-1" {
+				t.Errorf("group id %q, want cart-1", g.ID)
+			}
+			if !g.RootCause {
+				t.Errorf("the group is no root cause")
+			}
+			if g.Kind != "Deployment" {
+				t.Errorf("group kind %q, want Deployment", g.Kind)
+			}
+			if t.Failed() {
+				t.FailNow()
 			}
 			if gt.RootCauseSets() != 1 {
 				t.Fatalf("root-cause sets = %d, want 1", gt.RootCauseSets())
@@ -73,8 +86,14 @@ groups:
 	if c.Namespace != "" {
 		t.Errorf("null namespace read as %q", c.Namespace)
 	}
-	if d.Namespace != "" || len(d.Filters) != 2 || !d.RootCause {
-		t.Errorf("missing namespace, list filter, capitalised key: %+v", d)
+	if d.Namespace != "" {
+		t.Errorf("a missing namespace read as %q", d.Namespace)
+	}
+	if len(d.Filters) != 2 {
+		t.Errorf("a list filter read as %d filters, want 2: %+v", len(d.Filters), d.Filters)
+	}
+	if !d.RootCause {
+		t.Errorf("a capitalised root cause key not read: %+v", d)
 	}
 }
 
@@ -94,8 +113,11 @@ func TestGroundTruthErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseGroundTruth([]byte(tc.doc))
-			if err == nil || !errors.Is(err, ErrGroundTruth) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrGroundTruth containing %q", err, tc.want)
+			if !errors.Is(err, ErrGroundTruth) {
+				t.Fatalf("err = %v, want ErrGroundTruth", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to say %q", err, tc.want)
 			}
 		})
 	}
@@ -148,9 +170,16 @@ groups:
 
 func TestGlobFilterIsAWarning(t *testing.T) {
 	gt := mustParse(t, `groups: [{id: h, kind: HorizontalPodAutoscaler, filter: ["*.*"], root_cause: true}]`)
-	if !gt.Groups[0].Filters[0].Glob || len(gt.Warnings) != 1 || !strings.Contains(gt.Warnings[0], "shell glob") {
-		t.Fatalf("filter %+v, warnings %v", gt.Groups[0].Filters[0], gt.Warnings)
+	if f := gt.Groups[0].Filters[0]; !f.Glob {
+		t.Errorf("filter %+v is no glob", f)
 	}
+	if len(gt.Warnings) != 1 {
+		t.Fatalf("warnings %q, want one", gt.Warnings)
+	}
+	if !strings.Contains(gt.Warnings[0], "shell glob") {
+		t.Errorf("the warning %q does not say shell glob", gt.Warnings[0])
+	}
+
 }
 
 // TestRealGroundTruthsLoad loads every public ground truth: IBM's YAML files and the

@@ -210,9 +210,17 @@ func TestEntitiesPastTheBound(t *testing.T) {
 	if got, want := counts(s), fmt.Sprintf("score %v, 2 tp, %d fp, 2 found, 1000 dropped", 2.0/float64(MaxEntities+1000), MaxEntities+998); got != want {
 		t.Fatalf("%s, want %s", got, want)
 	}
-	if got, dropped := DistinctEntities(names); len(got) != MaxEntities || got[0] != roots[0] || dropped != 1000 {
-		t.Fatalf("DistinctEntities gives %d names and %d dropped", len(got), dropped)
+	got, dropped := DistinctEntities(names)
+	if len(got) != MaxEntities {
+		t.Fatalf("DistinctEntities gives %d names, want %d", len(got), MaxEntities)
 	}
+	if got[0] != roots[0] {
+		t.Errorf("DistinctEntities gives %q first, want %q", got[0], roots[0])
+	}
+	if dropped != 1000 {
+		t.Errorf("DistinctEntities drops %d names, want 1000", dropped)
+	}
+
 	if note := DroppedNote(s.EntitiesDropped); !strings.Contains(note, "1000 more") || DroppedNote(0) != "" {
 		t.Fatalf("DroppedNote: %q", note)
 	}

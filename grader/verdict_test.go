@@ -117,19 +117,37 @@ func TestJudgeSummaryAgreement(t *testing.T) {
 			{Status: StatusOK, Verdict: Verdict{Matcher: MatcherRules, JudgeNote: "judge failed: HTTP 401", EpisodeScore: EpisodeScore{Score: 1}}}}},
 	}
 	j := JudgeSummary("openai/judge", tasks)
-	if j.Model != "openai/judge" || j.Judged != 3 || j.Fallbacks != 1 {
-		t.Fatalf("counts = %+v", j)
+	if j.Model != "openai/judge" {
+		t.Errorf("model %q, want openai/judge", j.Model)
 	}
-	if j.ScoreAgreement == nil || *j.ScoreAgreement != 2.0/3 || j.EntityAgreement == nil || *j.EntityAgreement != 0.5 {
-		t.Fatalf("agreement = %v, %v", j.ScoreAgreement, j.EntityAgreement)
+	if j.Judged != 3 {
+		t.Errorf("%d episodes judged, want 3", j.Judged)
+	}
+	if j.Fallbacks != 1 {
+		t.Errorf("%d fallbacks, want 1", j.Fallbacks)
+	}
+	if a := j.ScoreAgreement; a == nil || *a != 2.0/3 {
+		t.Errorf("score agreement %v, want 2/3", deref(a))
+	}
+	if a := j.EntityAgreement; a == nil || *a != 0.5 {
+		t.Errorf("entity agreement %v, want 0.5", deref(a))
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	// The rules' headline: 1 + 0 + 0 (missing) + 0 + 1 (fallback) over 5 episodes.
 	if j.RulesScore != 0.4 {
 		t.Fatalf("rules score = %v", j.RulesScore)
 	}
 	none := JudgeSummary("openai/judge", []TaskResult{{Task: "a", Episodes: []Episode{{Status: StatusInvalid}}}})
-	if none.Judged != 0 || none.ScoreAgreement != nil || none.EntityAgreement != nil {
-		t.Fatalf("nothing judged = %+v", none)
+	if none.Judged != 0 {
+		t.Errorf("nothing judged: %d episodes judged", none.Judged)
+	}
+	if none.ScoreAgreement != nil {
+		t.Errorf("nothing judged: score agreement %v, want none", *none.ScoreAgreement)
+	}
+	if none.EntityAgreement != nil {
+		t.Errorf("nothing judged: entity agreement %v, want none", *none.EntityAgreement)
 	}
 }
 
@@ -189,7 +207,28 @@ func TestGradeSubmissionsInterrupted(t *testing.T) {
 func TestRulesScorerNamesItself(t *testing.T) {
 	gt := mustParse(t, shopGT)
 	v, err := Rules(context.Background(), Task{}, gt, []string{"shop/cm/flagd-config"})
-	if err != nil || v.Matcher != MatcherRules || v.JudgeNote != "" || v.RootCausesFound != 1 || *v.Predictions[0].Group != "flags" {
-		t.Fatalf("verdict %+v, err %v", v, err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if v.Matcher != MatcherRules {
+		t.Errorf("matched by %s, want the rules", v.Matcher)
+	}
+	if v.JudgeNote != "" {
+		t.Errorf("judge note %q, want none", v.JudgeNote)
+	}
+	if v.RootCausesFound != 1 {
+		t.Errorf("%d root causes found, want 1", v.RootCausesFound)
+	}
+	if g := v.Predictions[0].Group; g == nil || *g != "flags" {
+		t.Errorf("the prediction's group is %v, want flags", deref(g))
+	}
+
+}
+
+// deref shows what p points to, or none, for a failure's message.
+func deref[T any](p *T) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
 }

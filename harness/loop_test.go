@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // The test binary doubles as the sandbox agent, as aa-grade does.
@@ -124,6 +126,21 @@ func builtinWith(t *testing.T, replace func(key string) (text string, ok bool)) 
 	return p
 }
 
+// wantOutcome checks an episode's status and turns, each its own failure, and stops the test,
+// showing the outcome, when either is wrong.
+func wantOutcome(t *testing.T, out Outcome, status string, turns int) {
+	t.Helper()
+	if out.Status != status {
+		t.Errorf("status %s, want %s", out.Status, status)
+	}
+	if out.Turns != turns {
+		t.Errorf("%d turns, want %d", out.Turns, turns)
+	}
+	if t.Failed() {
+		t.Fatalf("outcome = %+v", out)
+	}
+}
+
 func toolResults(req model.Request) []model.Message {
 	var out []model.Message
 	for _, m := range req.Messages {
@@ -141,12 +158,22 @@ func TestSeveralCallsRunInOrderWithFinishLast(t *testing.T) {
 		shell("b", "cat agent_output.json | wc -c"),
 	}}}}
 	out := lenientEpisode(t, m, 10).Run(context.Background())
-	if out.Status != grader.StatusOK || out.Turns != 1 || out.ToolCalls != 3 || !strings.Contains(string(out.Submission), "flagd-config") ||
-		len(out.Entities) == 0 || !strings.Contains(out.Entities[0], "flagd-config") {
+	wantOutcome(t, out, grader.StatusOK, 1)
+	if out.ToolCalls != 3 {
+		t.Errorf("%d tool calls, want 3", out.ToolCalls)
+	}
+	textcheck.Has(t, "the submission", string(out.Submission), "flagd-config")
+	if len(out.Entities) == 0 || !strings.Contains(out.Entities[0], "flagd-config") {
+		t.Errorf("entities %q, want flagd-config's first", out.Entities)
+	}
+	if t.Failed() {
 		t.Fatalf("outcome = %+v", out)
 	}
-	if len(m.requests) != 1 || len(m.requests[0].Tools) != 2 || m.requests[0].Tools[0].Name != "code_exec" {
-		t.Fatalf("requests = %+v", m.requests)
+	if len(m.requests) != 1 {
+		t.Fatalf("%d requests, want 1: %+v", len(m.requests), m.requests)
+	}
+	if tools := m.requests[0].Tools; len(tools) != 2 || tools[0].Name != "code_exec" {
+		t.Fatalf("the request's tools are %+v, want two, code_exec first", tools)
 	}
 	if out.Usage.Input != 100 || out.Usage.Output != 10 {
 		t.Fatalf("usage = %+v", out.Usage)
@@ -181,17 +208,25 @@ func TestTextOnlyTurnCostsATurnAndGetsAContinue(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 	last := m.requests[1].Messages[len(m.requests[1].Messages)-1]
-	if last.Role != model.RoleUser || last.Content != e.texts.Continue() || !strings.Contains(last.Content, "call the finish tool") {
-		t.Fatalf("after a text-only turn the model got %+v", last)
+	if last.Role != model.RoleUser {
+		t.Errorf("after a text-only turn the model got a message of role %s, want user", last.Role)
 	}
+	if last.Content != e.texts.Continue() {
+		t.Errorf("after a text-only turn the model got %q, want the continue text %q", last.Content, e.texts.Continue())
+	}
+	textcheck.Has(t, "the message after a text-only turn", last.Content, "call the finish tool")
 }
 
 func TestWarningsInTheLastTurnsAndTheCap(t *testing.T) {
 	m := &script{} // never calls a tool
 	e := newEpisode(t, m, 25)
 	out := e.Run(context.Background())
-	if out.Status != grader.StatusMaxTurns || out.Turns != 25 || out.Submission != nil || len(m.requests) != 25 {
-		t.Fatalf("outcome = %+v", out)
+	wantOutcome(t, out, grader.StatusMaxTurns, 25)
+	if out.Submission != nil {
+		t.Errorf("a submission %q, want none", out.Submission)
+	}
+	if len(m.requests) != 25 {
+		t.Fatalf("%d requests, want 25", len(m.requests))
 	}
 	for turn, req := range m.requests {
 		left := 25 - turn
@@ -208,9 +243,8 @@ func TestWarningsInTheLastTurnsAndTheCap(t *testing.T) {
 			t.Errorf("turn %d (%d left): last message %q", turn+1, left, warning)
 		}
 	}
-	if !strings.Contains(e.texts.TurnsLeft(1), "last turn") || !strings.Contains(e.texts.TurnsLeft(20), "20 turns left") {
-		t.Fatal("warning texts")
-	}
+	textcheck.Has(t, "the warning of the last turn", e.texts.TurnsLeft(1), "last turn")
+	textcheck.Has(t, "the warning 20 turns before the cap", e.texts.TurnsLeft(20), "20 turns left")
 }
 
 func TestBadCallsBecomeToolErrors(t *testing.T) {
@@ -253,8 +287,9 @@ func (failing) Complete(context.Context, model.Request) (model.Reply, error) {
 
 func TestModelErrorEndsTheEpisode(t *testing.T) {
 	out := newEpisode(t, failing{}, 10).Run(context.Background())
-	if out.Status != grader.StatusError || out.Turns != 1 || out.Err == nil || !strings.Contains(out.Err.Error(), "401") {
-		t.Fatalf("outcome = %+v", out)
+	wantOutcome(t, out, grader.StatusError, 1)
+	if out.Err == nil || !strings.Contains(out.Err.Error(), "401") {
+		t.Fatalf("error %v, want the provider's 401", out.Err)
 	}
 }
 
@@ -295,16 +330,31 @@ func TestSummarisationAtSeventyPercent(t *testing.T) {
 	e := lenientEpisode(t, m, 50)
 	e.ContextWindow = 1000
 	out := e.Run(context.Background())
-	if out.Status != grader.StatusOK || out.Turns != 4 || out.Summaries != 1 {
-		t.Fatalf("outcome = %+v", out)
+	wantOutcome(t, out, grader.StatusOK, 4)
+	if out.Summaries != 1 {
+		t.Fatalf("%d summaries, want 1", out.Summaries)
 	}
 	// Requests: turn 1, turn 2, the summary, turn 3, turn 4.
-	if len(m.requests) != 5 || !m.requests[2].Summary || m.requests[1].Summary || len(m.requests[2].Tools) != 2 {
-		t.Fatalf("requests: %d, summary flags %v %v", len(m.requests), m.requests[1].Summary, m.requests[2].Summary)
+	if len(m.requests) != 5 {
+		t.Fatalf("%d requests, want 5", len(m.requests))
+	}
+	for i, req := range m.requests {
+		if req.Summary != (i == 2) {
+			t.Errorf("request %d: summary %v, want %v", i+1, req.Summary, i == 2)
+		}
+	}
+	if n := len(m.requests[2].Tools); n != 2 {
+		t.Errorf("the summary request has %d tools, want 2", n)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	summaryAsk := m.requests[2].Messages[len(m.requests[2].Messages)-1]
-	if summaryAsk.Role != model.RoleUser || !strings.Contains(summaryAsk.Content, "Next steps") {
-		t.Fatalf("summary request ends with %+v", summaryAsk)
+	if summaryAsk.Role != model.RoleUser {
+		t.Errorf("summary request ends with a message of role %s, want user", summaryAsk.Role)
+	}
+	if !textcheck.Has(t, "the summary request's last message", summaryAsk.Content, "Next steps") || t.Failed() {
+		t.FailNow()
 	}
 	after := m.requests[3].Messages
 	if len(after) != 4 || after[0].Content != "system" || after[1].Content != "task" ||
@@ -368,11 +418,24 @@ func TestContextOverflowSummarisesAndRetries(t *testing.T) {
 		{ToolCalls: []model.ToolCall{shell("c", "echo '"+diagnosis+"' > agent_output.json"), call("d", finishName, finishArgs)}},
 	}}}
 	out := lenientEpisode(t, m, 50).Run(context.Background())
-	if out.Status != grader.StatusOK || out.Turns != 3 || out.Summaries != 1 {
-		t.Fatalf("outcome = %+v", out)
+	wantOutcome(t, out, grader.StatusOK, 3)
+	if out.Summaries != 1 {
+		t.Fatalf("%d summaries, want 1", out.Summaries)
 	}
 	summaryReq := m.requests[3]
-	if !summaryReq.Summary || summaryReq.Messages[0].Content != "system" || summaryReq.Messages[1].Content != "task" || summaryReq.Messages[2].Role != model.RoleAssistant {
+	if !summaryReq.Summary {
+		t.Errorf("request 4 is no summary request")
+	}
+	if got := summaryReq.Messages[0].Content; got != "system" {
+		t.Errorf("summary request: message 1 %q, want the system prompt", got)
+	}
+	if got := summaryReq.Messages[1].Content; got != "task" {
+		t.Errorf("summary request: message 2 %q, want the task", got)
+	}
+	if got := summaryReq.Messages[2].Role; got != model.RoleAssistant {
+		t.Errorf("summary request: message 3 of role %s, want assistant", got)
+	}
+	if t.Failed() {
 		t.Fatalf("summary request = %+v", summaryReq.Messages)
 	}
 	retry := m.requests[4].Messages
@@ -410,8 +473,9 @@ func TestFinishNeverFollowsTheModelOutOfTheWorkspace(t *testing.T) {
 			case <-time.After(time.Minute):
 				t.Fatal("the episode hangs (a FIFO submission blocked the host)")
 			}
-			if out.Status != grader.StatusOK || out.Turns != 7 || !strings.Contains(string(out.Submission), "flagd-config") {
-				t.Fatalf("outcome = %+v", out)
+			wantOutcome(t, out, grader.StatusOK, 7)
+			if !textcheck.Has(t, "the submission", string(out.Submission), "flagd-config") {
+				t.FailNow()
 			}
 			for turn, want := range []string{"agent_output.json is a link out of the working directory", "not a regular file (a FIFO)",
 				"Cannot hand back host-link: it is outside the working directory", "Cannot hand back up-link: it is outside the working directory",
@@ -468,8 +532,15 @@ func TestAgentDeathEndsTheEpisode(t *testing.T) {
 			sb := &dyingSandbox{Sandbox: e.Sandbox, dieOnRead: c.dieOnRead}
 			e.Sandbox = sb
 			out := e.Run(context.Background())
-			if out.Status != grader.StatusError || !errors.Is(out.Err, sandbox.ErrAgentDied) || out.Turns != 1 || out.Submission != nil {
-				t.Fatalf("outcome = %+v", out)
+			wantOutcome(t, out, grader.StatusError, 1)
+			if !errors.Is(out.Err, sandbox.ErrAgentDied) {
+				t.Errorf("error %v, want %v", out.Err, sandbox.ErrAgentDied)
+			}
+			if out.Submission != nil {
+				t.Errorf("a submission %q, want none", out.Submission)
+			}
+			if t.Failed() {
+				t.FailNow()
 			}
 			if len(m.requests) != 1 || len(sb.runs) != 1 {
 				t.Fatalf("after the death: %d model calls, commands %q", len(m.requests), sb.runs)
@@ -484,15 +555,35 @@ func TestAgentDeathEndsTheEpisode(t *testing.T) {
 func TestUnsentResultsOfTheLastTurn(t *testing.T) {
 	capped := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{shell("a", "echo one")}}, {ToolCalls: []model.ToolCall{shell("b", "echo two")}}}}
 	out := newEpisode(t, capped, 2).Run(context.Background())
-	if out.Status != grader.StatusMaxTurns || len(out.Unsent) != 1 || out.Unsent[0].ToolCallID != "b" || !strings.Contains(out.Unsent[0].Content, "two") {
-		t.Fatalf("at the turn cap: %+v", out)
+	if out.Status != grader.StatusMaxTurns {
+		t.Errorf("at the turn cap: status %s, want %s", out.Status, grader.StatusMaxTurns)
+	}
+	if len(out.Unsent) != 1 {
+		t.Fatalf("at the turn cap: %d unsent results, want 1: %+v", len(out.Unsent), out)
+	}
+	if id := out.Unsent[0].ToolCallID; id != "b" {
+		t.Errorf("at the turn cap: the unsent result answers %q, want b", id)
+	}
+	if !textcheck.Has(t, "the unsent result at the turn cap", out.Unsent[0].Content, "two") || t.Failed() {
+		t.FailNow()
 	}
 	finished := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{
 		shell("w", "echo '"+diagnosis+"' > agent_output.json"), call("f", finishName, finishArgs)}}}}
 	out = newEpisode(t, finished, 10).Run(context.Background())
-	if out.Status != grader.StatusOK || len(out.Unsent) != 2 || out.Unsent[0].ToolCallID != "w" || out.Unsent[1].ToolCallID != "f" {
+	if out.Status != grader.StatusOK {
+		t.Errorf("on a finish: status %s, want %s", out.Status, grader.StatusOK)
+	}
+	var ids []string
+	for _, u := range out.Unsent {
+		ids = append(ids, u.ToolCallID)
+	}
+	if !slices.Equal(ids, []string{"w", "f"}) {
+		t.Errorf("on a finish: unsent results answer %q, want [w f]", ids)
+	}
+	if t.Failed() {
 		t.Fatalf("on a finish: %+v", out)
 	}
+
 	sent := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{shell("a", "echo one")}}, {Content: "no call"}}}
 	if out = newEpisode(t, sent, 2).Run(context.Background()); out.Unsent != nil {
 		t.Fatalf("results the second call sent: %+v", out.Unsent)

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,6 +23,31 @@ func writeAnswer(id string) model.ToolCall {
 	return shell(id, "echo '"+diagnosis+"' > agent_output.json")
 }
 
+// wantRequests stops the test unless the model was asked n times.
+func wantRequests(t *testing.T, requests []model.Request, n int) {
+	t.Helper()
+	if len(requests) != n {
+		t.Fatalf("%d requests, want %d", len(requests), n)
+	}
+}
+
+// wantRefused checks, result by result, which tool results are errors (refused), and stops
+// the test when one is not as wanted.
+func wantRefused(t *testing.T, what string, results []model.Message, refused ...bool) {
+	t.Helper()
+	if len(results) != len(refused) {
+		t.Fatalf("%s: %d results, want %d: %+v", what, len(results), len(refused), results)
+	}
+	for i, r := range results {
+		if r.IsError != refused[i] {
+			t.Errorf("%s: result %d (%s) is an error: %v, want %v", what, i+1, r.ToolCallID, r.IsError, refused[i])
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
 func TestReferenceOffersFinishFirst(t *testing.T) {
 	m := &script{replies: []model.Message{{ToolCalls: []model.ToolCall{writeAnswer("a")}}, {ToolCalls: []model.ToolCall{call("f", finishName, finishArgs)}}}}
 	out := newEpisode(t, m, 10).Run(context.Background())
@@ -29,8 +55,12 @@ func TestReferenceOffersFinishFirst(t *testing.T) {
 		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
 	}
 	for i, req := range m.requests {
-		if len(req.Tools) != 2 || req.Tools[0].Name != finishName || req.Tools[1].Name != shellName {
-			t.Errorf("request %d offers %+v, want finish then code_exec", i+1, req.Tools)
+		var names []string
+		for _, tool := range req.Tools {
+			names = append(names, tool.Name)
+		}
+		if want := []string{finishName, shellName}; !slices.Equal(names, want) {
+			t.Errorf("request %d offers %q, want %q", i+1, names, want)
 		}
 	}
 }
@@ -54,9 +84,8 @@ func TestReferenceWarningsStartAtTheSecondTurn(t *testing.T) {
 		m := &script{} // never calls a tool
 		e := newEpisode(t, m, maxTurns)
 		out := e.Run(context.Background())
-		if out.Status != grader.StatusMaxTurns || out.Turns != maxTurns || len(m.requests) != maxTurns {
-			t.Fatalf("cap %d: outcome = %+v after %d requests", maxTurns, out, len(m.requests))
-		}
+		wantOutcome(t, out, grader.StatusMaxTurns, maxTurns)
+		wantRequests(t, m.requests, maxTurns)
 		first := 0
 		for i, req := range m.requests {
 			want := ""
@@ -119,12 +148,19 @@ func TestReferenceFinishRunsWhereEmitted(t *testing.T) {
 		{ToolCalls: []model.ToolCall{call("f2", finishName, finishArgs)}},
 	}}
 	out := newEpisode(t, m, 10).Run(context.Background())
-	if out.Status != grader.StatusOK || out.Turns != 2 || out.ToolCalls != 3 || len(m.requests) != 2 {
-		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
+	wantOutcome(t, out, grader.StatusOK, 2)
+	if out.ToolCalls != 3 {
+		t.Fatalf("%d tool calls, want 3", out.ToolCalls)
 	}
+	wantRequests(t, m.requests, 2)
 	results := toolResults(m.requests[1])
-	if len(results) != 2 || results[0].ToolCallID != "f1" || !results[0].IsError || results[1].ToolCallID != "a" || results[1].IsError {
-		t.Fatalf("results of turn 1 = %+v: want the finish refused, then the write", results)
+	wantRefused(t, "turn 1", results, true, false)
+	var ids []string
+	for _, r := range results {
+		ids = append(ids, r.ToolCallID)
+	}
+	if !slices.Equal(ids, []string{"f1", "a"}) {
+		t.Fatalf("the results of turn 1 answer %q, want the finish, then the write [f1 a]", ids)
 	}
 }
 
@@ -162,8 +198,10 @@ func TestReferenceEmptyPathsEndTheEpisode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &script{replies: []model.Message{{ToolCalls: tc.first}, {ToolCalls: []model.ToolCall{writeAnswer("b")}}}}
 			out := newEpisode(t, m, 10).Run(context.Background())
-			if out.Status != tc.status || out.Turns != 1 || len(m.requests) != 1 || out.Err != nil {
-				t.Fatalf("outcome = %+v after %d requests, want %s after one", out, len(m.requests), tc.status)
+			wantOutcome(t, out, tc.status, 1)
+			wantRequests(t, m.requests, 1)
+			if out.Err != nil {
+				t.Fatalf("error %v, want none", out.Err)
 			}
 			if (out.Status == grader.StatusOK) != (out.Submission != nil) || (out.Status != grader.StatusOK && out.Reason == "") {
 				t.Fatalf("outcome = %+v", out)
@@ -203,8 +241,16 @@ func TestReferenceCutSummaryEndsTheEpisode(t *testing.T) {
 	e := newEpisode(t, m, 10)
 	e.MaxTokens = 100 // 110 tokens of the first reply reach 70% of it
 	out := e.Run(context.Background())
-	if out.Status != grader.StatusOutputLimit || out.Turns != 1 || len(m.requests) != 2 || !m.requests[1].Summary || out.Summaries != 1 {
-		t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
+	wantOutcome(t, out, grader.StatusOutputLimit, 1)
+	wantRequests(t, m.requests, 2)
+	if !m.requests[1].Summary {
+		t.Errorf("request 2 is no summary request")
+	}
+	if out.Summaries != 1 {
+		t.Errorf("%d summaries, want 1", out.Summaries)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -224,9 +270,7 @@ func TestReferenceMalformedArgumentsEndTheEpisode(t *testing.T) {
 		t.Fatalf("outcome = %+v after %d requests: want the episode ended on turn 2, none of its calls run", out, len(m.requests))
 	}
 	first := toolResults(m.requests[1])
-	if len(first) != 3 || !first[0].IsError || !first[1].IsError || first[2].IsError {
-		t.Fatalf("turn 1 results = %+v: want the finish and the list refused, the write run", first)
-	}
+	wantRefused(t, "turn 1 (the finish and the list refused, the write run)", first, true, true, false)
 	if _, err := e.Sandbox.ReadFile(context.Background(), "first.txt", 100); err != nil {
 		t.Fatalf("turn 1's write: %v", err)
 	}
@@ -252,8 +296,19 @@ func (o *overflowingAt) Complete(ctx context.Context, req model.Request) (model.
 func TestReferenceOverflowEndsTheEpisode(t *testing.T) {
 	m := &overflowingAt{script: script{replies: []model.Message{{ToolCalls: []model.ToolCall{shell("a", "echo one")}}}}, at: 2}
 	out := newEpisode(t, m, 10).Run(context.Background())
-	if out.Status != grader.StatusContextOverflow || out.Turns != 2 || out.Summaries != 0 || len(m.requests) != 2 || out.Err != nil || out.Reason == "" {
-		t.Fatalf("outcome = %+v after %d requests: want the episode ended, no summary", out, len(m.requests))
+	wantOutcome(t, out, grader.StatusContextOverflow, 2)
+	wantRequests(t, m.requests, 2)
+	if out.Summaries != 0 {
+		t.Errorf("%d summaries, want none", out.Summaries)
+	}
+	if out.Err != nil {
+		t.Errorf("error %v, want none", out.Err)
+	}
+	if out.Reason == "" {
+		t.Errorf("no reason given for the end")
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -270,9 +325,11 @@ func TestReferenceSummarisesAgainstMaxTokens(t *testing.T) {
 			e := newEpisode(t, m, 5)
 			e.MaxTokens, e.ContextWindow = 1400, 1_000_000 // the window is the lenient loop's
 			out := e.Run(context.Background())
-			if out.Status != grader.StatusMaxTurns || out.Turns != 5 || out.Summaries != tc.summaries || len(m.requests) != 5+tc.summaries {
-				t.Fatalf("outcome = %+v after %d requests", out, len(m.requests))
+			wantOutcome(t, out, grader.StatusMaxTurns, 5)
+			if out.Summaries != tc.summaries {
+				t.Fatalf("%d summaries, want %d", out.Summaries, tc.summaries)
 			}
+			wantRequests(t, m.requests, 5+tc.summaries)
 			if tc.summaries == 0 {
 				return
 			}
@@ -308,7 +365,14 @@ func TestReferenceNudgeFollowsTheSummary(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 	next := m.requests[2].Messages
-	if len(next) != 5 || next[3].Content != e.texts.SummaryAck() || next[4].Content != e.texts.Continue() {
-		t.Fatalf("the turn after a summary of a text-only reply got %+v", next)
+	if len(next) != 5 {
+		t.Fatalf("the turn after a summary of a text-only reply got %d messages, want 5: %+v", len(next), next)
 	}
+	if next[3].Content != e.texts.SummaryAck() {
+		t.Errorf("message 4 after the summary: %q, want the summary's acknowledgement %q", next[3].Content, e.texts.SummaryAck())
+	}
+	if next[4].Content != e.texts.Continue() {
+		t.Errorf("message 5 after the summary: %q, want the continue text %q", next[4].Content, e.texts.Continue())
+	}
+
 }

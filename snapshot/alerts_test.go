@@ -25,7 +25,18 @@ func TestParseAlertsShapes(t *testing.T) {
 			}
 			a := alerts[0]
 			want := time.Date(2025, 12, 15, 17, 43, 50, 488970782, time.UTC)
-			if a.Name != "RequestErrorRate" || a.Labels["service_name"] != "cart" || a.Annotations["description"] != "d" || a.State != "firing" || !a.ActiveAt.Equal(want) || a.Value != "1e-02" {
+			for _, f := range []struct{ name, got, want string }{
+				{"name", a.Name, "RequestErrorRate"}, {"service_name label", a.Labels["service_name"], "cart"},
+				{"description", a.Annotations["description"], "d"}, {"state", a.State, "firing"}, {"value", a.Value, "1e-02"},
+			} {
+				if f.got != f.want {
+					t.Errorf("alert %s %q, want %q", f.name, f.got, f.want)
+				}
+			}
+			if !a.ActiveAt.Equal(want) {
+				t.Errorf("alert active at %v, want %v", a.ActiveAt, want)
+			}
+			if t.Failed() {
 				t.Fatalf("alert = %+v", a)
 			}
 		})
@@ -59,13 +70,29 @@ func TestAlertsFileTime(t *testing.T) {
 func TestRealAlertsFiles(t *testing.T) {
 	dir := filepath.Join(shareddata.Dir(t), "snapshot-fragments", "Scenario-2", "alerts")
 	at, err := ReadAlertsFile(filepath.Join(dir, "alerts_at_2025-12-15T17-30-49.329092.json"))
-	if err != nil || len(at.Alerts) != 5 || at.Alerts[0].Name != "Watchdog" || at.Time.IsZero() {
-		t.Fatalf("alerts_at: %+v %v", at, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(at.Alerts) != 5 {
+		t.Fatalf("alerts_at: %d alerts, want 5: %+v", len(at.Alerts), at)
+	}
+	if name := at.Alerts[0].Name; name != "Watchdog" {
+		t.Errorf("alerts_at: the first alert is %s, want Watchdog", name)
+	}
+	if at.Time.IsZero() {
+		t.Errorf("alerts_at: no time read from the file name")
 	}
 	state, err := ReadAlertsFile(filepath.Join(dir, "alerts_in_alerting_state_2025-12-15T175223.904312Z.json"))
-	if err != nil || len(state.Alerts) != 2 || state.Alerts[0].Labels["service_name"] != "frontend-proxy" {
-		t.Fatalf("alerts_in_alerting_state: %+v %v", state, err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(state.Alerts) != 2 {
+		t.Fatalf("alerts_in_alerting_state: %d alerts, want 2: %+v", len(state.Alerts), state)
+	}
+	if s := state.Alerts[0].Labels["service_name"]; s != "frontend-proxy" {
+		t.Errorf("alerts_in_alerting_state: the first alert's service is %q, want frontend-proxy", s)
+	}
+
 	if !state.Time.After(at.Time) {
 		t.Fatalf("times: %v then %v", at.Time, state.Time)
 	}

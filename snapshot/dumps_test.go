@@ -31,9 +31,18 @@ func TestReadObjectDumps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dumps) != 2 || len(dumps[0].Bodies) != 3 || len(dumps[1].Bodies) != 3 {
-		t.Fatalf("want 2 dumps of 3 objects, got %d", len(dumps))
+	if len(dumps) != 2 {
+		t.Fatalf("%d dumps, want 2", len(dumps))
 	}
+	for i, d := range dumps {
+		if len(d.Bodies) != 3 {
+			t.Errorf("dump %d has %d objects, want 3", i+1, len(d.Bodies))
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
 	var changed []string
 	for _, ref := range ChangedObjects(dumps[0], dumps[1]) {
 		changed = append(changed, EntityOf(ref))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // tableFragment copies a real TSV head to a temporary file with the name of its table.
@@ -33,8 +34,20 @@ func TestRealEventsRows(t *testing.T) {
 		events = append(events, e)
 		return nil
 	})
-	if err != nil || stats.Rows == 0 || stats.Rows != len(events) || stats.BadRows != 0 {
-		t.Fatalf("stats %+v, %v", stats, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Rows == 0 {
+		t.Errorf("no rows read")
+	}
+	if stats.Rows != len(events) {
+		t.Errorf("%d rows counted, %d events seen", stats.Rows, len(events))
+	}
+	if stats.BadRows != 0 {
+		t.Errorf("%d bad rows: %v", stats.BadRows, stats.Problems)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	e := events[0]
 	want := ObjectRef{Kind: "Pod", Namespace: "ingress-nginx", Name: "ingress-nginx-controller-75cfcdbd64-pnlpk"}
@@ -54,8 +67,17 @@ func TestRealServiceMetricsRows(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil || stats.Table != ServiceMetrics || stats.Rows == 0 {
-		t.Fatalf("stats %+v, %v", stats, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Table != ServiceMetrics {
+		t.Errorf("table %v, want %v", stats.Table, ServiceMetrics)
+	}
+	if stats.Rows == 0 {
+		t.Errorf("no rows read")
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	want := "traces_span_metrics_duration_milliseconds_bucket 2064.0 frontend-proxy 10.0 duration_p95 2025-12-15T17:25:02.949Z"
 	if got := strings.Join(first, " "); got != want {
@@ -73,9 +95,16 @@ func TestRealTracesHeadIsCutMidRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stats.BadRows != 1 || len(stats.Problems) != 1 || !strings.Contains(stats.Problems[0].Error(), "otel_traces_raw.tsv line 2: the file ends inside a quoted field") {
-		t.Fatalf("stats = %+v", stats)
+	if stats.BadRows != 1 {
+		t.Errorf("%d bad rows, want 1", stats.BadRows)
 	}
+	if len(stats.Problems) != 1 {
+		t.Fatalf("problems %v, want one", stats.Problems)
+	}
+	if !textcheck.Has(t, "the problem", stats.Problems[0].Error(), "otel_traces_raw.tsv line 2: the file ends inside a quoted field") || t.Failed() {
+		t.FailNow()
+	}
+
 }
 
 func TestScanTableRequiresColumns(t *testing.T) {

@@ -138,12 +138,28 @@ func TestTSVReaderEmptyFile(t *testing.T) {
 	}
 }
 
+// wantNext checks one answer of Next, its error, line and fields each their own failure, and
+// stops the test when one is wrong.
+func wantNext(t *testing.T, fields []string, line int, err error, wantFields []string, wantLine int) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("Next: %v", err)
+	}
+	if line != wantLine {
+		t.Errorf("Next: line %d, want %d", line, wantLine)
+	}
+	if !reflect.DeepEqual(fields, wantFields) {
+		t.Errorf("Next: %q, want %q", fields, wantFields)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
 func TestTSVReaderNextReadsTheHeader(t *testing.T) {
 	r := newTestReader("h\na\n", 0)
 	fields, line, err := r.Next()
-	if err != nil || line != 2 || !reflect.DeepEqual(fields, []string{"a"}) {
-		t.Fatalf("Next = %q, %d, %v; want [a], 2", fields, line, err)
-	}
+	wantNext(t, fields, line, err, []string{"a"}, 2)
 	if header, err := r.Header(); err != nil || !reflect.DeepEqual(header, []string{"h"}) {
 		t.Errorf("Header = %q, %v; want [h]", header, err)
 	}
@@ -152,9 +168,8 @@ func TestTSVReaderNextReadsTheHeader(t *testing.T) {
 func TestTSVReaderReadError(t *testing.T) {
 	boom := errors.New("boom")
 	r := NewTSVReader(io.MultiReader(strings.NewReader("h\na\nb"), iotest.ErrReader(boom)), "f.tsv")
-	if fields, line, err := r.Next(); err != nil || line != 2 || !reflect.DeepEqual(fields, []string{"a"}) {
-		t.Fatalf("Next = %q, %d, %v; want [a], 2", fields, line, err)
-	}
+	fields, line, err := r.Next()
+	wantNext(t, fields, line, err, []string{"a"}, 2)
 	for range 2 { // the error stays
 		if _, _, err := r.Next(); !errors.Is(err, boom) || err.Error() != "f.tsv: boom" {
 			t.Errorf("Next: %v, want f.tsv: boom", err)
@@ -176,13 +191,26 @@ func TestTSVReaderLargeField(t *testing.T) {
 		t.Fatal(err)
 	}
 	fields, line, err := r.Next()
-	if err != nil || line != 2 || len(fields) != 3 || fields[0] != "a" || fields[1] != big || fields[2] != "z" {
-		t.Fatalf("record 1: line %d, %d fields, error %v; want line 2 and the 30 MB field intact", line, len(fields), err)
+	if err != nil {
+		t.Errorf("record 1: %v", err)
+	}
+	if line != 2 {
+		t.Errorf("record 1: line %d, want 2", line)
+	}
+	if len(fields) != 3 {
+		t.Fatalf("record 1: %d fields, want 3", len(fields))
+	}
+	if fields[0] != "a" || fields[2] != "z" {
+		t.Errorf("record 1: fields 1 and 3 are %q and %q, want a and z", fields[0], fields[2])
+	}
+	if fields[1] != big {
+		t.Errorf("record 1: the 30 MB field is %d bytes, want it intact (%d bytes)", len(fields[1]), len(big))
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	fields, line, err = r.Next()
-	if wantLine := 3 + strings.Count(big, "\n"); err != nil || line != wantLine || !reflect.DeepEqual(fields, []string{"last", "1"}) {
-		t.Fatalf("record 2 = %q, line %d, %v; want [last 1] on line %d", fields, line, err, wantLine)
-	}
+	wantNext(t, fields, line, err, []string{"last", "1"}, 3+strings.Count(big, "\n"))
 	if _, _, err := r.Next(); err != io.EOF {
 		t.Fatalf("then %v, want io.EOF", err)
 	}
@@ -218,8 +246,15 @@ func TestTSVReaderRecordTooLarge(t *testing.T) {
 	var re *RecordError
 	r := newTestReader("h\n"+long+"\n", 8)
 	r.maxRecord = 64
-	if _, _, err := r.Next(); !errors.As(err, &re) || !errors.Is(err, ErrRecordTooLarge) || re.File != "f.tsv" || re.Line != 2 {
-		t.Errorf("Next: %#v, want a RecordError for f.tsv line 2 wrapping ErrRecordTooLarge", err)
+	_, _, err := r.Next()
+	if !errors.As(err, &re) {
+		t.Fatalf("Next: %#v, want a RecordError", err)
+	}
+	if !errors.Is(err, ErrRecordTooLarge) {
+		t.Errorf("Next: %v, want it wrapping ErrRecordTooLarge", err)
+	}
+	if re.File != "f.tsv" || re.Line != 2 {
+		t.Errorf("Next: a RecordError for %s line %d, want f.tsv line 2", re.File, re.Line)
 	}
 }
 
@@ -242,8 +277,10 @@ func TestTSVReaderRealFragments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info, err := os.Stat(path); err != nil || len(r.buf) != int(info.Size())+1 {
-			t.Errorf("a %d-byte buffer for a small file, want its size and one byte", len(r.buf))
+		if info, err := os.Stat(path); err != nil {
+			t.Error(err)
+		} else if len(r.buf) != int(info.Size())+1 {
+			t.Errorf("a %d-byte buffer for a %d-byte file, want its size and one byte", len(r.buf), info.Size())
 		}
 		want := strings.Fields("Timestamp TimestampTime TraceId SpanId TraceFlags SeverityText SeverityNumber ServiceName Body ResourceSchemaUrl ResourceAttributes ScopeSchemaUrl ScopeName ScopeVersion ScopeAttributes LogAttributes EventName")
 		if !reflect.DeepEqual(header, want) {
@@ -253,16 +290,30 @@ func TestTSVReaderRealFragments(t *testing.T) {
 			t.Fatalf("%d records, want 2: %q", len(got), got)
 		}
 		for i, rec := range got {
-			if rec.Line != i+2 || len(rec.Fields) != 17 {
-				t.Fatalf("record %d: line %d, %d fields; want line %d, 17 fields", i, rec.Line, len(rec.Fields), i+2)
+			if rec.Line != i+2 {
+				t.Errorf("record %d: line %d, want %d", i, rec.Line, i+2)
+			}
+			if len(rec.Fields) != 17 {
+				t.Fatalf("record %d: %d fields, want 17", i, len(rec.Fields))
 			}
 			body := rec.Fields[8]
-			if !json.Valid([]byte(body)) || !strings.HasPrefix(body, `{"object":{"apiVersion":`) || !strings.HasSuffix(body, `"type":"ADDED"}`) {
-				t.Errorf("record %d: Body is not the unquoted event JSON: %.80s...", i, body)
+			if !json.Valid([]byte(body)) {
+				t.Errorf("record %d: Body is not JSON: %.80s...", i, body)
+			}
+			if !strings.HasPrefix(body, `{"object":{"apiVersion":`) {
+				t.Errorf("record %d: Body does not start as the unquoted event: %.80s...", i, body)
+			}
+			if !strings.HasSuffix(body, `"type":"ADDED"}`) {
+				t.Errorf("record %d: Body does not end as the unquoted event: ...%s", i, body[max(0, len(body)-80):])
 			}
 		}
-		if got[0].Fields[0] != "2025-12-15 17:24:44.327494932" || got[1].Fields[10] != "{'k8s.namespace.name': 'ingress-nginx'}" || got[1].Fields[16] != "" {
-			t.Errorf("record fields: %q, %q, %q", got[0].Fields[0], got[1].Fields[10], got[1].Fields[16])
+		for _, c := range []struct {
+			record, field int
+			want          string
+		}{{0, 0, "2025-12-15 17:24:44.327494932"}, {1, 10, "{'k8s.namespace.name': 'ingress-nginx'}"}, {1, 16, ""}} {
+			if got := got[c.record].Fields[c.field]; got != c.want {
+				t.Errorf("record %d, field %d: %q, want %q", c.record+1, c.field+1, got, c.want)
+			}
 		}
 	})
 	t.Run("metrics", func(t *testing.T) {
@@ -278,25 +329,56 @@ func TestTSVReaderRealFragments(t *testing.T) {
 			t.Fatalf("%d records, want 5", len(got))
 		}
 		for i, rec := range got {
-			if rec.Line != i+2 || len(rec.Fields) != 9 || rec.Fields[0] != "traces_span_metrics_duration_milliseconds_bucket" && rec.Fields[0] != "duration_p95" {
-				t.Errorf("record %d: line %d, %q", i, rec.Line, rec.Fields)
+			if rec.Line != i+2 {
+				t.Errorf("record %d: line %d, want %d", i, rec.Line, i+2)
+			}
+			if len(rec.Fields) != 9 {
+				t.Errorf("record %d: %d fields, want 9: %q", i, len(rec.Fields), rec.Fields)
+			} else if name := rec.Fields[0]; name != "traces_span_metrics_duration_milliseconds_bucket" && name != "duration_p95" {
+				t.Errorf("record %d: metric %q, want traces_span_metrics_duration_milliseconds_bucket or duration_p95", i, name)
 			}
 		}
-		if f := got[0].Fields; f[1] != "2025-12-15 17:25:02.949" || f[2] != "2064.0" || f[3] != "frontend-proxy" || f[5] != "10.0" {
-			t.Errorf("record 1: %q", f)
+		f := got[0].Fields
+		for i, want := range map[int]string{1: "2025-12-15 17:25:02.949", 2: "2064.0", 3: "frontend-proxy", 5: "10.0"} {
+			if f[i] != want {
+				t.Errorf("record 1, field %d: %q, want %q", i+1, f[i], want)
+			}
 		}
 	})
 	t.Run("traces cut inside a quoted field", func(t *testing.T) {
 		r, path := fragment(t, "otel_traces_raw.tsv.HEAD-FRAGMENT")
 		header, err := r.Header()
-		if err != nil || len(header) != 22 || header[0] != "Timestamp" || header[14] != "StatusMessage" || header[21] != "Links.Attributes" {
-			t.Fatalf("header %q, %v; want the 22 trace columns", header, err)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if len(header) != 22 {
+			t.Fatalf("%d columns, want the 22 trace columns: %q", len(header), header)
+		}
+		for i, want := range map[int]string{0: "Timestamp", 14: "StatusMessage", 21: "Links.Attributes"} {
+			if header[i] != want {
+				t.Errorf("column %d: %q, want %q", i+1, header[i], want)
+			}
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+
 		_, _, err = r.Next()
 		var re *RecordError
-		if !errors.As(err, &re) || re.File != path || re.Line != 2 || !errors.Is(err, ErrUnterminatedQuote) ||
-			err.Error() != path+" line 2: the file ends inside a quoted field (field 15)" {
-			t.Fatalf("Next: %v; want a RecordError for line 2, field 15", err)
+		if !errors.As(err, &re) {
+			t.Fatalf("Next: %v; want a RecordError", err)
+		}
+		if re.File != path || re.Line != 2 {
+			t.Errorf("Next: a RecordError for %s line %d, want %s line 2", re.File, re.Line, path)
+		}
+		if !errors.Is(err, ErrUnterminatedQuote) {
+			t.Errorf("Next: %v, want it wrapping ErrUnterminatedQuote", err)
+		}
+		if want := path + " line 2: the file ends inside a quoted field (field 15)"; err.Error() != want {
+			t.Errorf("Next: %v, want %s", err, want)
+		}
+		if t.Failed() {
+			t.FailNow()
 		}
 		if _, _, err := r.Next(); err != io.EOF {
 			t.Errorf("then %v, want io.EOF", err)
@@ -323,8 +405,17 @@ func FuzzTSVReader(f *testing.F) {
 			line = rec.Line
 		}
 		header1, got, err1 := readAll(newTestReader(s, 1))
-		if !reflect.DeepEqual(header1, header) || !reflect.DeepEqual(got, want) || fmt.Sprint(err1) != fmt.Sprint(err) {
-			t.Fatalf("buffer 1 byte:\ngot  %q %q %v\nwant %q %q %v", header1, got, err1, header, want, err)
+		if !reflect.DeepEqual(header1, header) {
+			t.Errorf("buffer 1 byte: header %q, want %q", header1, header)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("buffer 1 byte: records\n%q\nwant\n%q", got, want)
+		}
+		if fmt.Sprint(err1) != fmt.Sprint(err) {
+			t.Errorf("buffer 1 byte: error %v, want %v", err1, err)
+		}
+		if t.Failed() {
+			t.FailNow()
 		}
 		r := newTestReader(s, 4)
 		r.maxRecord = 16
@@ -332,9 +423,19 @@ func FuzzTSVReader(f *testing.F) {
 		if errors.Is(errLimited, ErrRecordTooLarge) {
 			return // the header itself is too large
 		}
-		if !reflect.DeepEqual(headerLimited, header) || len(limited) != len(want) || fmt.Sprint(errLimited) != fmt.Sprint(err) {
-			t.Fatalf("with a record limit:\ngot  %q %q %v\nwant %q %q %v", headerLimited, limited, errLimited, header, want, err)
+		if !reflect.DeepEqual(headerLimited, header) {
+			t.Errorf("with a record limit: header %q, want %q", headerLimited, header)
 		}
+		if len(limited) != len(want) {
+			t.Errorf("with a record limit: %d records, want %d:\n%q\nwant\n%q", len(limited), len(want), limited, want)
+		}
+		if fmt.Sprint(errLimited) != fmt.Sprint(err) {
+			t.Errorf("with a record limit: error %v, want %v", errLimited, err)
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+
 		for i, got := range limited {
 			tooLarge := strings.Contains(got.Err, ErrRecordTooLarge.Error())
 			if got.Line != want[i].Line || !tooLarge && !reflect.DeepEqual(got, want[i]) {

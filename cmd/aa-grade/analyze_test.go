@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestAnalyzeSubmissions: another harness's submissions get partial credit and classes, and
@@ -62,8 +64,15 @@ func TestAnalyzeBadInput(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := aaGrade(t, nil, c.args...)
-			if r.code != c.code || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
-				t.Errorf("exit %d, stderr %q, stdout %q; want exit %d and one line with %q", r.code, r.stderr, r.stdout, c.code, c.want)
+			if r.code != c.code {
+				t.Errorf("exit %d, want %d", r.code, c.code)
+			}
+			if n := strings.Count(r.stderr, "\n"); n != 1 {
+				t.Errorf("stderr has %d lines, want one: %q", n, r.stderr)
+			}
+			textcheck.Has(t, "stderr", r.stderr, c.want)
+			if r.stdout != "" {
+				t.Errorf("stdout %q, want nothing", r.stdout)
 			}
 		})
 	}
@@ -85,9 +94,14 @@ func TestAnalyzeNTAM(t *testing.T) {
 				NTAM   *float64 `json:"ntam"`
 			} `json:"episodes"`
 		}
-		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || out[0].Summary.NTAM == nil {
-			t.Fatalf("exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		r.wantExit(t, 0)
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("%v\n%s", err, r.stdout)
 		}
+		if out[0].Summary.NTAM == nil {
+			t.Fatalf("no NTAM in the summary:\n%s", r.stdout)
+		}
+
 		byEpisode := map[string]float64{}
 		for _, e := range out[0].Episodes {
 			byEpisode[fmt.Sprintf("%s/%d", e.Task, e.Repeat)] = *e.NTAM

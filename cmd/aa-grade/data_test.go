@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 
 	"github.com/aa-grade/aa-grade/data/hub"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
@@ -34,8 +35,9 @@ func TestDataPullLsVerifyRepair(t *testing.T) {
 	env := hubEnv(h, cache)
 
 	r := aaGrade(t, env, "data", "pull")
-	if r.code != 0 || !strings.Contains(r.stdout, "at commit "+commit) || !strings.Contains(r.stdout, fmt.Sprintf("%d files", len(files))) {
-		t.Fatalf("pull: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	if !textcheck.Has(t, "the pull's stdout", r.stdout, "at commit "+commit, fmt.Sprintf("%d files", len(files))) {
+		t.FailNow()
 	}
 	if !strings.Contains(r.stderr, "pull: ") && !strings.Contains(r.stdout, "downloaded") {
 		t.Errorf("no progress or summary:\n%s", r.stderr)
@@ -43,11 +45,17 @@ func TestDataPullLsVerifyRepair(t *testing.T) {
 
 	r = aaGrade(t, env, "data", "ls", "--json")
 	var rows []taskRow
-	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || r.code != 0 || len(rows) != 3 {
-		t.Fatalf("ls: exit %d %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		t.Fatalf("ls: %v\n%s", err, r.stdout)
 	}
-	if rows[0].Task != "Scenario-1" || rows[0].Files != 2 || rows[0].RootCauses != 1 || rows[0].Status != "ok" || rows[0].Split != "public" {
-		t.Fatalf("ls row = %+v", rows[0])
+	if len(rows) != 3 {
+		t.Fatalf("ls: %d rows, want 3\n%s", len(rows), r.stdout)
+	}
+	got := rows[0]
+	got.Bytes, got.Problem = 0, "" // not checked
+	if want := (taskRow{Task: "Scenario-1", Files: 2, RootCauses: 1, Status: "ok", Split: "public"}); got != want {
+		t.Fatalf("ls row = %+v, want %+v (bytes and problem not checked)", rows[0], want)
 	}
 
 	// Offline, everything is served from the cache.
@@ -73,8 +81,13 @@ func TestDataPullLsVerifyRepair(t *testing.T) {
 	for _, extra := range [][]string{nil, {"HF_HUB_OFFLINE=1"}} {
 		r = aaGrade(t, append(env, extra...), "data", "verify")
 		wantMissing := extra == nil // offline, only linked files are known
-		if r.code != 1 || !strings.Contains(r.stdout, "corrupt: "+tsv) || strings.Contains(r.stdout, "missing: "+gone) != wantMissing {
-			t.Fatalf("verify %v: exit %d\n%s\n%s", extra, r.code, r.stdout, r.stderr)
+		r.wantExit(t, 1)
+		textcheck.Has(t, fmt.Sprintf("verify %v", extra), r.stdout, "corrupt: "+tsv)
+		if missing := strings.Contains(r.stdout, "missing: "+gone); missing != wantMissing {
+			t.Errorf("verify %v: says %s missing %v, want %v", extra, gone, missing, wantMissing)
+		}
+		if t.Failed() {
+			t.FailNow()
 		}
 	}
 	if r = aaGrade(t, env, "data", "verify", "--repair"); r.code != 0 || !strings.Contains(r.stdout, "repaired 2 files") {
@@ -276,9 +289,9 @@ func TestDataVerifyChecksThePulledTasks(t *testing.T) {
 		t.Fatalf("verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = aaGrade(t, env, "data", "verify", "--tasks", "2")
-	if r.code != 1 || !strings.Contains(r.stdout, "missing: sre/Scenario-2/") || strings.Contains(r.stdout, "Scenario-3") {
-		t.Fatalf("verify --tasks 2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
+	r.wantExit(t, 1)
+	textcheck.Has(t, "verify --tasks 2", r.stdout, "missing: sre/Scenario-2/")
+	textcheck.Lacks(t, "verify --tasks 2", r.stdout, "Scenario-3")
 }
 
 // TestHubUnreachable: with no Hub to reach (nothing listens at HF_ENDPOINT), every command that
@@ -294,9 +307,12 @@ func TestHubUnreachable(t *testing.T) {
 	h.Close()
 	down := []string{"HF_ENDPOINT=" + h.URL, "HF_HUB_CACHE=" + cache}
 	r := aaGrade(t, down, "data", "ls")
-	if r.code != 0 || !strings.Contains(r.stdout, "Scenario-2") || !strings.Contains(r.stderr, "the local cache") {
-		t.Fatalf("ls: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	textcheck.Has(t, "the offline ls's stdout", r.stdout, "Scenario-2")
+	if !textcheck.Has(t, "the offline ls's stderr", r.stderr, "the local cache") || t.Failed() {
+		t.FailNow()
 	}
+
 	for _, args := range [][]string{{"data", "pull"}, {"data", "verify", "--repair"}, {"data", "ls"}, {"grade", "testdata/grade/submissions"}} {
 		r := aaGrade(t, nil, args...) // an empty cache, and nothing at HF_ENDPOINT
 		last := lastLine(r.stderr)    // after the retries pull shows

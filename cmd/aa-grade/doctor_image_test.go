@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // doctorJSON runs aa-grade doctor --json and reads its report.
@@ -25,21 +26,46 @@ func doctorJSON(t *testing.T, env []string, args ...string) (doctorReport, resul
 	return rep, r
 }
 
+// wantImageReport checks the report of doctor on an image that runs episodes, each field its
+// own failure: the sandbox, the image and its digest, no error, and bash, jq and pandas in
+// its tools. It stops the test when one is wrong.
+func wantImageReport(t *testing.T, r result, rep doctorReport, backend, image, digest string) {
+	t.Helper()
+	r.wantExit(t, 0)
+	for _, f := range []struct{ name, got, want string }{
+		{"sandbox", rep.Sandbox, backend}, {"image", rep.Image, image}, {"image digest", rep.ImageDigest, digest}, {"error", rep.Error, ""},
+	} {
+		if f.got != f.want {
+			t.Errorf("%s %q, want %q", f.name, f.got, f.want)
+		}
+	}
+	if rep.Tools == nil {
+		t.Fatalf("no tools in the report: %+v", rep)
+	}
+	for _, c := range []string{"bash", "jq"} {
+		if !rep.Tools.Commands[c] {
+			t.Errorf("no %s among the image's tools: %v", c, rep.Tools.Commands)
+		}
+	}
+	if rep.Tools.Python["pandas"] == "" {
+		t.Errorf("no pandas among the image's Python packages: %v", rep.Tools.Python)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
 // TestDoctorShowsTheDockerImage: doctor --sandbox docker --sandbox-image lists the tools and
 // Python packages of that image, with its digest, and says when the image does not exist.
 func TestDoctorShowsTheDockerImage(t *testing.T) {
+
 	img := dockerImage(t)
 	id, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", img).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep, r := doctorJSON(t, nil, "--sandbox", "docker", "--sandbox-image", img)
-	if r.code != 0 || rep.Sandbox != sandbox.NameDocker || rep.Image != img || rep.ImageDigest != strings.TrimSpace(string(id)) || rep.Error != "" {
-		t.Fatalf("exit %d, report %+v\n%s", r.code, rep, r.stderr)
-	}
-	if rep.Tools == nil || !rep.Tools.Commands["bash"] || !rep.Tools.Commands["jq"] || rep.Tools.Python["pandas"] == "" {
-		t.Fatalf("the image's tools: %+v", rep.Tools)
-	}
+	wantImageReport(t, r, rep, sandbox.NameDocker, img, strings.TrimSpace(string(id)))
 	text := aaGrade(t, nil, "doctor", "--sandbox", "docker", "--sandbox-image", img)
 	if !strings.Contains(text.stdout, "Episodes run in: the docker sandbox, image "+img+" (sha256:") {
 		t.Fatalf("text output:\n%s", text.stdout)
@@ -73,9 +99,17 @@ func TestDoctorShowsTheImageOverBwrap(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			rep, r := doctorJSON(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "--sandbox", "bwrap", "--sandbox-image", c.image)
-			if r.code != 1 || rep.Sandbox != sandbox.NameBwrap || rep.Image != c.image || rep.Tools != nil || !strings.Contains(rep.Error, c.want) {
-				t.Fatalf("exit %d, report %+v\n%s", r.code, rep, r.stderr)
+			r.wantExit(t, 1)
+			if rep.Sandbox != sandbox.NameBwrap {
+				t.Errorf("sandbox %s, want %s", rep.Sandbox, sandbox.NameBwrap)
 			}
+			if rep.Image != c.image {
+				t.Errorf("image %s, want %s", rep.Image, c.image)
+			}
+			if rep.Tools != nil {
+				t.Errorf("tools %+v of an image that cannot run, want none", rep.Tools)
+			}
+			textcheck.Has(t, "the report's error", rep.Error, c.want)
 		})
 	}
 
@@ -90,10 +124,5 @@ func TestDoctorShowsTheImageOverBwrap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.code != 0 || rep.Sandbox != sandbox.NameBwrap || rep.Image != saved || rep.ImageDigest != strings.TrimSpace(string(id)) || rep.Error != "" {
-		t.Fatalf("exit %d, report %+v\n%s", r.code, rep, r.stderr)
-	}
-	if rep.Tools == nil || !rep.Tools.Commands["bash"] || !rep.Tools.Commands["jq"] || rep.Tools.Python["pandas"] == "" {
-		t.Fatalf("the image's tools: %+v", rep.Tools)
-	}
+	wantImageReport(t, r, rep, sandbox.NameBwrap, saved, strings.TrimSpace(string(id)))
 }

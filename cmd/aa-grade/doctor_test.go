@@ -18,15 +18,32 @@ func TestDoctor(t *testing.T) {
 	if strings.Contains(r.stdout+r.stderr, secret) || !slices.Contains(rep.Keys, "ACME_API_KEY") {
 		t.Fatalf("keys: %v (the value must never be printed)", rep.Keys)
 	}
-	if len(rep.Backends) < 2 || rep.Cache.Dir == "" || rep.Cache.FreeBytes == 0 {
+	if len(rep.Backends) < 2 {
+		t.Errorf("%d backends, want 2 or more", len(rep.Backends))
+	}
+	if rep.Cache.Dir == "" {
+		t.Error("no Hugging Face cache folder")
+	}
+	if rep.Cache.FreeBytes == 0 {
+		t.Errorf("no free space in the cache folder %s", rep.Cache.Dir)
+	}
+	if t.Failed() {
 		t.Fatalf("report = %+v", rep)
 	}
 	isolating := rep.Selected != ""
 	if isolating != (r.code == 0) {
 		t.Fatalf("selected %q but exit %d", rep.Selected, r.code)
 	}
-	if os.Getenv("CI") != "" && (rep.Selected != "bwrap" || rep.Tools == nil || !rep.Tools.Commands["jq"]) {
-		t.Fatalf("under CI bwrap and jq must work: %+v", rep)
+	if os.Getenv("CI") != "" {
+		if rep.Selected != "bwrap" {
+			t.Errorf("under CI --sandbox auto uses %q, want bwrap", rep.Selected)
+		}
+		if rep.Tools == nil || !rep.Tools.Commands["jq"] {
+			t.Errorf("under CI jq must be in the sandbox: %+v", rep.Tools)
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
 	}
 	for _, b := range rep.Backends {
 		names, holds := map[string]bool{}, map[string]bool{}
@@ -42,9 +59,12 @@ func TestDoctor(t *testing.T) {
 				t.Errorf("%s: %s speaks of --memory-limit, which does not hold here: %s", b.Name, g.Name, g.Detail)
 			}
 		}
-		if b.OK && (!names["no_capabilities"] || !names["memory_limit"] || !names["processes_end"] || !names["inode_limit"]) {
-			t.Errorf("%s: guarantees %v", b.Name, names)
+		for _, g := range []string{"no_capabilities", "memory_limit", "processes_end", "inode_limit"} {
+			if b.OK && !names[g] {
+				t.Errorf("%s: no guarantee %s among %v", b.Name, g, names)
+			}
 		}
+
 	}
 	text := aaGrade(t, nil, "doctor")
 	if !strings.Contains(text.stdout, "Sandbox backends:") || !strings.Contains(text.stdout, "--sandbox auto uses:") ||

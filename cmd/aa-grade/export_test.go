@@ -20,6 +20,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // scriptedCall is the tool call of turn n of the scripted providers below: a listing, then
@@ -108,8 +109,10 @@ func TestExportOfEachProvider(t *testing.T) {
 			}
 			runScore := aaGrade(t, nil, "grade", "--json", run)
 			exported := aaGrade(t, nil, "grade", "--json", "--dataset", "demo", "--repeats", "1", run+"-atif")
-			if runScore.code != 0 || exported.code != 0 || gjson.Get(exported.stdout, `per_task.#(task=="Scenario-901").score`).Float() != gjson.Get(runScore.stdout, "score").Float() {
-				t.Errorf("the export grades otherwise than the run:\n%s\n%s%s", runScore.stdout, exported.stdout, exported.stderr)
+			runScore.wantExit(t, 0)
+			exported.wantExit(t, 0)
+			if got, want := gjson.Get(exported.stdout, `per_task.#(task=="Scenario-901").score`).Float(), gjson.Get(runScore.stdout, "score").Float(); got != want {
+				t.Errorf("the export scores %v, the run %v:\n%s\n%s%s", got, want, runScore.stdout, exported.stdout, exported.stderr)
 			}
 			if r := aaGrade(t, nil, "export", run, "--format", "openai-jsonl", "--out", filepath.Join(dir, "chat")); r.code != 0 {
 				t.Fatalf("export openai-jsonl: exit %d\n%s", r.code, r.stderr)
@@ -137,8 +140,14 @@ func checkATIF(t *testing.T, schema *jsonschema.Schema, path, run, reasoning str
 	if err := atif.Check(&doc); err != nil {
 		t.Errorf("%s breaks the format's rules: %v", path, err)
 	}
-	if doc.SchemaVersion != atif.Version || doc.Steps[0].Source != atif.SourceSystem || doc.Steps[1].Source != atif.SourceUser {
-		t.Errorf("version %s, first steps %s and %s", doc.SchemaVersion, doc.Steps[0].Source, doc.Steps[1].Source)
+	if doc.SchemaVersion != atif.Version {
+		t.Errorf("version %s, want %s", doc.SchemaVersion, atif.Version)
+	}
+	if doc.Steps[0].Source != atif.SourceSystem {
+		t.Errorf("step 1 from %s, want %s", doc.Steps[0].Source, atif.SourceSystem)
+	}
+	if doc.Steps[1].Source != atif.SourceUser {
+		t.Errorf("step 2 from %s, want %s", doc.Steps[1].Source, atif.SourceUser)
 	}
 	calls, results, sawReasoning := 0, 0, false
 	for _, s := range doc.Steps {
@@ -165,8 +174,13 @@ func checkATIF(t *testing.T, schema *jsonschema.Schema, path, run, reasoning str
 	}
 	res := r.Results[runfolder.Episode{Task: "Scenario-901", Repeat: 1}]
 	m := doc.FinalMetrics
-	if *m.TotalPromptTokens != res.Tokens.Input || *m.TotalCompletionTokens != res.Tokens.Output || *m.TotalCachedTokens != res.Tokens.CachedRead {
-		t.Errorf("final metrics %d/%d/%d, the run counted %+v", *m.TotalPromptTokens, *m.TotalCompletionTokens, *m.TotalCachedTokens, res.Tokens)
+	for _, c := range []struct {
+		name      string
+		got, want int64
+	}{{"prompt", *m.TotalPromptTokens, res.Tokens.Input}, {"completion", *m.TotalCompletionTokens, res.Tokens.Output}, {"cached", *m.TotalCachedTokens, res.Tokens.CachedRead}} {
+		if c.got != c.want {
+			t.Errorf("final metrics: %d %s tokens, the run counted %d", c.got, c.name, c.want)
+		}
 	}
 	if last := doc.Steps[len(doc.Steps)-1]; last.Observation == nil || !strings.Contains(string(*last.Observation.Results[0].Content), "contributing_factors") {
 		t.Errorf("the last step is not the submission: %+v", last)
@@ -204,8 +218,11 @@ func checkChat(t *testing.T, dir string) {
 			} `json:"tool_calls"`
 		}
 		json.Unmarshal(line["messages"], &msgs)
-		if len(msgs) < 4 || msgs[0].Role != "system" || msgs[1].Role != "user" {
-			t.Fatalf("messages: %s", line["messages"])
+		if len(msgs) < 4 {
+			t.Fatalf("%d messages, want 4 or more: %s", len(msgs), line["messages"])
+		}
+		if msgs[0].Role != "system" || msgs[1].Role != "user" {
+			t.Fatalf("the messages start with roles %s and %s, want system and user: %s", msgs[0].Role, msgs[1].Role, line["messages"])
 		}
 		called := map[string]bool{}
 		for _, m := range msgs {
@@ -259,8 +276,10 @@ func TestExportRefusals(t *testing.T) {
 	os.Remove(filepath.Join(broken, runfolder.TrajectoryFile+".zst"))
 	os.WriteFile(filepath.Join(broken, runfolder.TrajectoryFile), []byte(`{"kind":"turn","turn":"one"}`+"\n"), 0o644)
 	r := aaGrade(t, nil, "export", run, "--format", "atif")
-	if r.code != 1 || !strings.Contains(r.stderr, filepath.Join(broken, runfolder.TrajectoryFile)+":1") || !strings.Contains(r.stdout, "Exported 1 episode") {
-		t.Fatalf("a broken trajectory: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 1)
+	textcheck.Has(t, "the export's stderr", r.stderr, filepath.Join(broken, runfolder.TrajectoryFile)+":1")
+	if !textcheck.Has(t, "the export's stdout", r.stdout, "Exported 1 episode") || t.Failed() {
+		t.FailNow()
 	}
 	if _, err := os.Stat(filepath.Join(run+"-atif", "Scenario-901", "1", atif.File)); err != nil {
 		t.Error(err)
@@ -319,7 +338,20 @@ func TestExportOfALongEpisode(t *testing.T) {
 		}
 	}
 	calls := doc.FinalMetrics.Extra["model_calls"].(float64)
-	if summaries == 0 || float64(agents+summaries) != calls || answered != agents-1 || users < 2*summaries || len(b) < 1<<20 {
-		t.Errorf("%d agent steps (%d with every result), %d summaries, %d user steps, %v calls, %d bytes", agents, answered, summaries, users, calls, len(b))
+	if summaries == 0 {
+		t.Errorf("no summary step")
 	}
+	if float64(agents+summaries) != calls {
+		t.Errorf("%d agent steps and %d summaries for %v model calls", agents, summaries, calls)
+	}
+	if answered != agents-1 {
+		t.Errorf("%d of %d agent steps with every result, want all but the last", answered, agents)
+	}
+	if users < 2*summaries {
+		t.Errorf("%d user steps for %d summaries, want 2 a summary or more", users, summaries)
+	}
+	if len(b) < 1<<20 {
+		t.Errorf("the document is %d bytes, want 1 MiB or more", len(b))
+	}
+
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 	"github.com/tidwall/gjson"
 )
 
@@ -121,8 +122,9 @@ func TestGradeWithJudge(t *testing.T) {
 	env, _ := judgeEnv(t, f)
 	args := append(append([]string(nil), gradeSampleArgs...), "--judge", "openai/judge-model", "--json")
 	r := aaGrade(t, env, args...)
-	if r.code != 0 || r.stderr != "judge: 10 calls (cached answers are free), 9,000 input and 400 output tokens, cost unknown\n" {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	r.wantExit(t, 0)
+	if want := "judge: 10 calls (cached answers are free), 9,000 input and 400 output tokens, cost unknown\n"; r.stderr != want {
+		t.Fatalf("stderr\n%s\nwant\n%s", r.stderr, want)
 	}
 	if n := f.requests.Load(); n != 10 {
 		t.Fatalf("%d judge requests, want one per graded episode (10)", n)
@@ -156,12 +158,23 @@ func TestGradeWithJudge(t *testing.T) {
 	}
 
 	again := aaGrade(t, env, args...)
-	if again.code != 0 || again.stdout != r.stdout || f.requests.Load() != 10 || !strings.HasPrefix(again.stderr, "judge: 0 calls") {
-		t.Fatalf("second grading: exit %d, %d requests in all, same output %v", again.code, f.requests.Load(), again.stdout == r.stdout)
+	again.wantExit(t, 0)
+	if again.stdout != r.stdout {
+		t.Errorf("second grading printed\n%s\nthe first\n%s", again.stdout, r.stdout)
+	}
+	if n := f.requests.Load(); n != 10 {
+		t.Errorf("second grading: %d requests in all, want the first's 10", n)
+	}
+	if !strings.HasPrefix(again.stderr, "judge: 0 calls") {
+		t.Errorf("second grading: stderr %q, want it to start with judge: 0 calls", again.stderr)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	text := aaGrade(t, append(env, "AA_GRADE_JUDGE=openai/judge-model"), gradeSampleArgs...)
-	if text.code != 0 || f.requests.Load() != 10 {
-		t.Fatalf("text: exit %d, %d requests\n%s", text.code, f.requests.Load(), text.stderr)
+	text.wantExit(t, 0)
+	if n := f.requests.Load(); n != 10 {
+		t.Fatalf("text: %d requests in all, want 10", n)
 	}
 	golden.Check(t, "testdata/grade-judge.txt", text.stdout)
 }
@@ -180,16 +193,24 @@ func TestGradeJudgePresetAndEffort(t *testing.T) {
 	}
 	args := append(append([]string(nil), gradeSampleArgs...), "--judge", "gpt-5.5-xhigh", "--judge-effort", "medium", "--json")
 	r := aaGrade(t, env, args...)
-	if e := seen(); r.code != 0 || gjson.Get(r.stdout, "judge.model").String() != "openai/gpt-5.5 effort=medium" || len(e) != 10 || e[0] != "medium" {
-		t.Fatalf("exit %d, efforts %v\n%s%s", r.code, e, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	if got := gjson.Get(r.stdout, "judge.model").String(); got != "openai/gpt-5.5 effort=medium" {
+		t.Errorf("judge.model %q, want openai/gpt-5.5 effort=medium", got)
+	}
+	if e := seen(); len(e) != 10 || e[0] != "medium" {
+		t.Errorf("efforts %v, want 10, medium", e)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	// 10 calls x (900 input x $5 + 40 output x $30) per million tokens.
 	if !strings.Contains(r.stderr, "judge: 10 calls (cached answers are free), 9,000 input and 400 output tokens, cost $0.057") {
 		t.Fatalf("stderr: %s", r.stderr)
 	}
 	r = aaGrade(t, env, append(args[:len(args)-2], "high", "--json")...)
-	if e := seen(); r.code != 0 || len(e) != 20 || e[19] != "high" {
-		t.Fatalf("another effort was answered from the cache: exit %d, efforts %v\n%s", r.code, e, r.stderr)
+	r.wantExit(t, 0)
+	if e := seen(); len(e) != 20 || e[19] != "high" {
+		t.Fatalf("another effort was answered from the cache: efforts %v, want 10 more, high", e)
 	}
 }
 
@@ -209,12 +230,30 @@ func TestGradeJudgeRefused(t *testing.T) {
 		t.Fatalf("stderr:\n%s", r.stderr)
 	}
 	out := gjson.Parse(r.stdout)
-	if s := out.Get("score").Float(); s < 0.5138 || s > 0.5139 || out.Get("judge.fallbacks").Int() != 10 || out.Get("judge.episodes_judged").Int() != 0 ||
-		out.Get("judge.score_agreement").Type != gjson.Null {
+	if s := out.Get("score").Float(); s < 0.5138 || s > 0.5139 {
+		t.Errorf("score %v, want the rules' 0.514", s)
+	}
+	if n := out.Get("judge.fallbacks").Int(); n != 10 {
+		t.Errorf("judge.fallbacks %d, want 10", n)
+	}
+	if n := out.Get("judge.episodes_judged").Int(); n != 0 {
+		t.Errorf("judge.episodes_judged %d, want 0", n)
+	}
+	if a := out.Get("judge.score_agreement"); a.Type != gjson.Null {
+		t.Errorf("judge.score_agreement %s, want null", a.Raw)
+	}
+	if t.Failed() {
 		t.Fatalf("summary:\n%s", r.stdout)
 	}
 	ep := out.Get("per_task.0.episodes.0")
-	if ep.Get("matcher").String() != "rules" || !strings.Contains(ep.Get("judge_note").String(), "401") || ep.Get("rules").Exists() {
+	if m := ep.Get("matcher").String(); m != "rules" {
+		t.Errorf("episode matched by %q, want rules", m)
+	}
+	textcheck.Has(t, "the episode's judge_note", ep.Get("judge_note").String(), "401")
+	if ep.Get("rules").Exists() {
+		t.Errorf("the episode has a rules field beside matcher rules")
+	}
+	if t.Failed() {
 		t.Fatalf("episode = %s", ep.Raw)
 	}
 	if strings.Contains(r.stdout+r.stderr, "Bearer") {
@@ -237,10 +276,7 @@ func TestJudgeUsageErrors(t *testing.T) {
 		"zero parallel": {nil, []string{"--parallel", "0"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := aaGrade(t, c.env, append(append([]string(nil), gradeSampleArgs...), c.args...)...)
-			if r.code != 2 || !strings.HasPrefix(r.stderr, "aa-grade: ") || strings.Count(r.stderr, "\n") != 1 {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
-			}
+			aaGrade(t, c.env, append(append([]string(nil), gradeSampleArgs...), c.args...)...).wantErrorLine(t, 2)
 		})
 	}
 }
@@ -276,7 +312,16 @@ func TestRunWithJudge(t *testing.T) {
 	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
 	for _, line := range strings.Split(strings.TrimSpace(string(results)), "\n") {
 		res := gjson.Parse(line)
-		if res.Get("matcher").String() != "judge" || res.Get("score").Float() != 1 || res.Get("rules.score").Float() != 1 {
+		if m := res.Get("matcher").String(); m != "judge" {
+			t.Errorf("matched by %q, want judge", m)
+		}
+		if s := res.Get("score").Float(); s != 1 {
+			t.Errorf("score %v, want 1", s)
+		}
+		if s := res.Get("rules.score").Float(); s != 1 {
+			t.Errorf("rules.score %v, want 1", s)
+		}
+		if t.Failed() {
 			t.Fatalf("result = %s", line)
 		}
 	}
@@ -314,9 +359,12 @@ func TestJudgePromptFromFile(t *testing.T) {
 	if got, want := gjson.Get(r.stdout, "judge.model").String(), "openai/judge-model prompt=sha256:"+hex.EncodeToString(sum[:]); got != want {
 		t.Errorf("judge = %q, want %q", got, want)
 	}
-	if u := users[0]; !strings.HasPrefix(u, "THE GROUPS\n{\"id\"") || !strings.Contains(u, "ENTITIES\n\"") || strings.Contains(u, "{{") || strings.Contains(u, "Ground-truth groups") {
-		t.Errorf("the user message is not the prompt filled in:\n%s", u)
+	u := users[0]
+	if !strings.HasPrefix(u, "THE GROUPS\n{\"id\"") {
+		t.Errorf("the user message does not start as the prompt filled in:\n%s", u)
 	}
+	textcheck.Has(t, "the user message", u, "ENTITIES\n\"")
+	textcheck.Lacks(t, "the user message", u, "{{", "Ground-truth groups")
 	for name, text := range map[string]string{
 		"unknown placeholder": "Never guess.\n{{groups}}\n{{submission}}\n",
 		"no entities":         "Never guess.\n{{ground_truth}}\n",
@@ -326,8 +374,12 @@ func TestJudgePromptFromFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := aaGrade(t, env, append(append([]string(nil), gradeSampleArgs...), "--judge", "openai/judge-model", "--judge-prompt", bad)...)
-		if r.code != 2 || !strings.Contains(r.stderr, "--judge-prompt "+bad+": ") || f.requests.Load() != 10 {
-			t.Errorf("%s: exit %d, %d requests\n%s", name, r.code, f.requests.Load(), r.stderr)
+		if r.code != 2 {
+			t.Errorf("%s: exit %d, want 2", name, r.code)
+		}
+		textcheck.Has(t, name+": stderr", r.stderr, "--judge-prompt "+bad+": ")
+		if n := f.requests.Load(); n != 10 {
+			t.Errorf("%s: %d requests in all, want still 10", name, n)
 		}
 	}
 	if r := aaGrade(t, env, append(append([]string(nil), gradeSampleArgs...), "--judge-prompt", file)...); r.code != 2 || !strings.Contains(r.stderr, "--judge-prompt needs --judge") {
@@ -357,9 +409,17 @@ func TestRunKeepsTheJudgesVerdicts(t *testing.T) {
 	}
 	freshCache := append(env, "XDG_CACHE_HOME="+t.TempDir())
 	r := aaGrade(t, freshCache, "grade", "--judge", "openai/judge-model", "--json", out)
-	if r.code != 0 || f.requests.Load() != 1 || gjson.Get(r.stdout, "judge.episodes_judged").Int() != 1 {
-		t.Fatalf("grade of the run: exit %d, %d requests\n%s%s", r.code, f.requests.Load(), r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	if n := f.requests.Load(); n != 1 {
+		t.Errorf("grade of the run: %d requests in all, want still 1", n)
 	}
+	if n := gjson.Get(r.stdout, "judge.episodes_judged").Int(); n != 1 {
+		t.Errorf("grade of the run: judge.episodes_judged %d, want 1", n)
+	}
+	if t.Failed() {
+		t.Fatalf("grade of the run:\n%s%s", r.stdout, r.stderr)
+	}
+
 	prompt := filepath.Join(t.TempDir(), "judge.txt")
 	if err := os.WriteFile(prompt, []byte("Never guess.\n--- user ---\n{{groups}}\n{{entities}}\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // otherSet is a prompt set in other words than the built-in one (its truncation notice and
@@ -42,12 +43,22 @@ func TestARunKeepsItsPromptSet(t *testing.T) {
 		} `json:"episodes"`
 		Warnings []string `json:"warnings"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &out); r.code != 0 || err != nil || len(out) != 1 || len(out[0].Episodes) != 1 {
-		t.Fatalf("analyze: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("analyze: %v\n%s", err, r.stdout)
+	}
+	if len(out) != 1 || len(out[0].Episodes) != 1 {
+		t.Fatalf("analyze: want one run of one episode:\n%s", r.stdout)
 	}
 	ep := out[0].Episodes[0]
-	if ep.Failed != 2 || ep.Truncated != 2 || len(out[0].Warnings) != 0 {
-		t.Errorf("failed %d, truncated %d (want 2 and 2: the two investigation turns), warnings %v", ep.Failed, ep.Truncated, out[0].Warnings)
+	if ep.Failed != 2 {
+		t.Errorf("%d commands failed, want 2 (the two investigation turns)", ep.Failed)
+	}
+	if ep.Truncated != 2 {
+		t.Errorf("%d outputs truncated, want 2 (the two investigation turns)", ep.Truncated)
+	}
+	if len(out[0].Warnings) != 0 {
+		t.Errorf("warnings %q, want none", out[0].Warnings)
 	}
 
 	replayed := filepath.Join(t.TempDir(), "replayed")
@@ -60,9 +71,11 @@ func TestARunKeepsItsPromptSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = aaGrade(t, s.env, "run", "--model", "replay/"+run, "--out", filepath.Join(t.TempDir(), "again"))
-	if r.code != 2 || !strings.Contains(r.stderr, "does not keep the prompt set") || !strings.Contains(r.stderr, "--prompts FILE") {
-		t.Errorf("replay without the kept set: exit %d\n%s", r.code, r.stderr)
+	if r.code != 2 {
+		t.Errorf("replay without the kept set: exit %d, want 2", r.code)
 	}
+	textcheck.Has(t, "the refusal of a replay without the kept set", r.stderr, "does not keep the prompt set", "--prompts FILE")
+
 	r = aaGrade(t, s.env, "run", "--model", "replay/"+run, "--prompts", otherSet, "--out", filepath.Join(t.TempDir(), "given"))
 	if r.code != 0 || !strings.Contains(r.stderr, "every episode followed its recording") {
 		t.Errorf("replay with the set given: exit %d\n%s", r.code, r.stderr)

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestRunFollowsTheReferenceLoopByDefault: with default flags every request carries the
@@ -46,8 +47,14 @@ func TestRunFollowsTheReferenceLoopByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := gjson.ParseBytes(header)
-	if h.Get("loop").String() != "reference" || h.Get("max_tokens").Int() != 64000 || h.Get("context_window").Exists() {
-		t.Errorf("run.json records loop %s, max_tokens %s, context_window %s", h.Get("loop").Raw, h.Get("max_tokens").Raw, h.Get("context_window").Raw)
+	if got := h.Get("loop").String(); got != "reference" {
+		t.Errorf("run.json records loop %q, want reference", got)
+	}
+	if got := h.Get("max_tokens").Int(); got != 64000 {
+		t.Errorf("run.json records max_tokens %d, want 64000", got)
+	}
+	if w := h.Get("context_window"); w.Exists() {
+		t.Errorf("run.json records context_window %s, want none (the reference loop has none)", w.Raw)
 	}
 	r := aaGrade(t, env, append(args, "--loop", "lenient")...)
 	if r.code != 2 || !strings.Contains(r.stderr, "loop was reference, now lenient") {
@@ -96,17 +103,29 @@ func TestCutReplyIsTheModelsOutcome(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1", "--out", out}
 	r := aaGrade(t, env, args...)
-	if r.code != 0 || !strings.Contains(r.stdout, "1 output_limit") || fake.Requests() != 2 {
-		t.Fatalf("exit %d after %d requests\n%s%s", r.code, fake.Requests(), r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	textcheck.Has(t, "stdout", r.stdout, "1 output_limit")
+	if n := fake.Requests(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	results, err := os.ReadFile(filepath.Join(out, "results.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := gjson.ParseBytes(results)
-	if res.Get("status").String() != "output_limit" || res.Get("score").Float() != 0 || !strings.Contains(res.Get("error").String(), "64000") {
+	if s := res.Get("status").String(); s != "output_limit" {
+		t.Errorf("status %s, want output_limit", s)
+	}
+	if s := res.Get("score").Float(); s != 0 {
+		t.Errorf("score %v, want 0", s)
+	}
+	if !textcheck.Has(t, "the episode's error", res.Get("error").String(), "64000") || t.Failed() {
 		t.Fatalf("results.jsonl: %s", results)
 	}
+
 	if r := aaGrade(t, env, args...); r.code != 0 || fake.Requests() != 2 {
 		t.Fatalf("resume: exit %d, %d requests\n%s", r.code, fake.Requests(), r.stderr)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // binary is the aa-grade executable built once for all CLI tests.
@@ -57,6 +58,30 @@ type result struct {
 	code           int
 }
 
+// wantExit stops the test when r exited with another code than want, showing what it printed.
+func (r result) wantExit(t *testing.T, want int) {
+	t.Helper()
+	if r.code != want {
+		t.Fatalf("exit %d, want %d\n%s%s", r.code, want, r.stdout, r.stderr)
+	}
+}
+
+// wantErrorLine stops the test unless r exited with code and printed one line of error,
+// "aa-grade: ...".
+func (r result) wantErrorLine(t *testing.T, code int) {
+	t.Helper()
+	r.wantExit(t, code)
+	if !strings.HasPrefix(r.stderr, "aa-grade: ") {
+		t.Errorf("stderr does not start with aa-grade: ")
+	}
+	if strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
+		t.Errorf("stderr is not one line")
+	}
+	if t.Failed() {
+		t.Fatalf("stderr:\n%s", r.stderr)
+	}
+}
+
 // aaGrade runs the real binary from the module root with extra environment variables.
 func aaGrade(t *testing.T, env []string, args ...string) result {
 	t.Helper()
@@ -78,8 +103,10 @@ func aaGrade(t *testing.T, env []string, args ...string) result {
 }
 
 func TestHelpAndUsageErrors(t *testing.T) {
-	if r := aaGrade(t, nil, "--help"); r.code != 0 || !strings.Contains(r.stdout, "grade") || !strings.Contains(r.stdout, "Exit codes") {
-		t.Fatalf("--help: %+v", r)
+	r := aaGrade(t, nil, "--help")
+	r.wantExit(t, 0)
+	if !textcheck.Has(t, "--help", r.stdout, "grade", "Exit codes") {
+		t.FailNow()
 	}
 	for name, args := range map[string][]string{
 		"unknown command":    {"frobnicate"},
@@ -93,11 +120,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		"repeats not an int": {"grade", "--repeats", "three", "--dataset", "testdata/grade/dataset", "testdata/grade/submissions"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := aaGrade(t, nil, args...)
-			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-			if r.code != 2 || len(lines) != 1 || !strings.HasPrefix(lines[0], "aa-grade: ") {
-				t.Fatalf("want exit 2 and one error line, got %d:\n%s", r.code, r.stderr)
-			}
+			aaGrade(t, nil, args...).wantErrorLine(t, 2)
 		})
 	}
 }
@@ -129,9 +152,8 @@ func TestGradeSample(t *testing.T) {
 func TestGradeEnvironmentVariables(t *testing.T) {
 	r := aaGrade(t, []string{"AA_GRADE_DATASET=testdata/grade/dataset", "AA_GRADE_REPEATS=2", "AA_GRADE_JSON=true"},
 		"grade", "testdata/grade/submissions")
-	if r.code != 0 || !strings.Contains(r.stdout, `"repeats": 2`) || !strings.Contains(r.stdout, `"episodes": 8`) {
-		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
+	r.wantExit(t, 0)
+	textcheck.Has(t, "stdout", r.stdout, `"repeats": 2`, `"episodes": 8`)
 }
 
 // TestGradeBrokenTask: a task whose ground truth is broken is reported with its id, the
@@ -281,7 +303,10 @@ func TestGradeOnlyReadsARunFolder(t *testing.T) {
 // revision), not a usage error.
 func TestVersion(t *testing.T) {
 	r := aaGrade(t, nil, "--version")
-	if r.code != 0 || !strings.HasPrefix(r.stdout, "aa-grade version ") || strings.Contains(r.stdout, "version dev\n") {
-		t.Fatalf("exit %d: %q %q", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	if !strings.HasPrefix(r.stdout, "aa-grade version ") {
+		t.Errorf("--version printed %q, want aa-grade version ...", r.stdout)
 	}
+	textcheck.Lacks(t, "--version", r.stdout, "version dev\n")
+
 }

@@ -50,6 +50,17 @@ func newScreen(w io.Writer, plain bool) *screen {
 	}}
 }
 
+// columns is the width of the terminal w is; 0 when w is none (a pipe or a file, which
+// keeps a table's rows whole for the programs that read them).
+func columns(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if cols, ok := terminalWidth(f); ok {
+			return cols
+		}
+	}
+	return 0
+}
+
 // clear erases the block, leaving the cursor where its first line was. It goes up the rows
 // the block's lines take at the terminal's width now: more than one each when a narrower
 // terminal rewrapped them.

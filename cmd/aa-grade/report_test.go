@@ -20,6 +20,7 @@ import (
 	"github.com/aa-grade/aa-grade/internal/testsupport/cdp"
 	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // The fixtures (testdata/runs): opus is finished and priced, with one episode in error;
@@ -58,12 +59,16 @@ func TestReportCompleteRunAndHTML(t *testing.T) {
 	}
 	page := filepath.Join(t.TempDir(), "sub", "compare.html")
 	r := aaGrade(t, []string{"AA_GRADE_HTML=" + page}, "report", out, "testdata/runs/qwen")
-	if r.code != 1 || !strings.Contains(r.stdout, "builtin/baseline") || !strings.Contains(r.stdout, "0.500") {
-		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 1)
+	if !textcheck.Has(t, "the report", r.stdout, "builtin/baseline", "0.500") {
+		t.FailNow()
 	}
 	html, err := os.ReadFile(page)
-	if err != nil || !bytes.Contains(html, []byte("builtin/baseline")) || !bytes.Contains(html, []byte("openai-api/vllm/Qwen/Qwen3-32B")) {
-		t.Fatalf("--html: %v\n%.300s", err, html)
+	if err != nil {
+		t.Fatalf("--html: %v", err)
+	}
+	if !textcheck.Has(t, "the --html page", string(html), "builtin/baseline", "openai-api/vllm/Qwen/Qwen3-32B") {
+		t.FailNow()
 	}
 	if r := aaGrade(t, nil, "report", out); r.code != 0 || r.stderr != "" {
 		t.Fatalf("a complete run: exit %d\n%s", r.code, r.stderr)
@@ -89,8 +94,10 @@ func TestReportErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := aaGrade(t, nil, c.args...)
-			if r.code != c.code || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-				t.Fatalf("exit %d, want %d with one line naming %q:\n%s", r.code, c.code, c.want, r.stderr)
+			r.wantExit(t, c.code)
+			textcheck.Has(t, "stderr", r.stderr, c.want)
+			if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 {
+				t.Errorf("stderr has %d lines, want one:\n%s", n+1, r.stderr)
 			}
 		})
 	}
@@ -358,13 +365,48 @@ func TestReportComparesRuns(t *testing.T) {
 	if got[0].VersusFirst != nil {
 		t.Errorf("the first run is compared with itself: %+v", got[0].VersusFirst)
 	}
-	if v := got[1].VersusFirst; v == nil || v.Against != a || v.Tasks != 6 || v.PValue == nil || *v.PValue != 2.0/64 || v.CI95 == nil || v.Warning != "" {
-		t.Errorf("b against a: %+v", v)
+	if v := got[1].VersusFirst; v == nil {
+		t.Error("b is not compared with a")
+	} else {
+		if v.Against != a {
+			t.Errorf("b is compared with %s, want %s", v.Against, a)
+		}
+		if v.Tasks != 6 {
+			t.Errorf("b against a: %d tasks, want 6", v.Tasks)
+		}
+		if v.PValue == nil {
+			t.Error("b against a: no p-value")
+		} else if *v.PValue != 2.0/64 {
+			t.Errorf("b against a: p-value %v, want 2/64", *v.PValue)
+		}
+		if v.CI95 == nil {
+			t.Error("b against a: no interval")
+		}
+		if v.Warning != "" {
+			t.Errorf("b against a: warning %q, want none", v.Warning)
+		}
 	}
-	if v := got[2].VersusFirst; v == nil || v.Tasks != 2 || v.PValue != nil || v.CI95 != nil || v.NoInterval == "" || len(v.OnlyA) != 4 ||
-		!strings.Contains(v.Warning, "4 tasks only in") {
-		t.Errorf("few against a: %+v", v)
+	if v := got[2].VersusFirst; v == nil {
+		t.Error("few is not compared with a")
+	} else {
+		if v.Tasks != 2 {
+			t.Errorf("few against a: %d tasks, want 2", v.Tasks)
+		}
+		if v.PValue != nil {
+			t.Errorf("few against a: p-value %v, want none", *v.PValue)
+		}
+		if v.CI95 != nil {
+			t.Errorf("few against a: interval %v, want none", *v.CI95)
+		}
+		if v.NoInterval == "" {
+			t.Error("few against a: no reason for the missing interval")
+		}
+		if len(v.OnlyA) != 4 {
+			t.Errorf("few against a: %d tasks only in a, want 4: %v", len(v.OnlyA), v.OnlyA)
+		}
+		textcheck.Has(t, "the warning of few against a", v.Warning, "4 tasks only in")
 	}
+
 }
 
 // TestReportHTMLWithAnalysisLayout opens the report.html aa-grade run writes (with its

@@ -18,6 +18,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // scriptedRun is a run of a scripted model behind the OpenAI protocol over demo tasks.
@@ -77,12 +78,17 @@ func TestShardsMergeToTheWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "half"), filepath.Join(dir, "one"))
-	if r.code != 1 || !strings.Contains(r.stderr, "3 of 6 episodes are not finished") || !strings.Contains(r.stderr, "Scenario-901/2") {
-		t.Fatalf("merge of one shard: exit %d\n%s", r.code, r.stderr)
+	r.wantExit(t, 1)
+	if !textcheck.Has(t, "the merge of one shard", r.stderr, "3 of 6 episodes are not finished", "Scenario-901/2") {
+		t.FailNow()
 	}
 	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "twice"), filepath.Join(dir, "whole"), filepath.Join(dir, "two"))
-	if r.code != 0 || strings.Count(r.stderr, "was finished by more than one run") != 3 || !strings.Contains(r.stdout, "Score 0.167") {
-		t.Fatalf("merge with episodes twice: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	if n := strings.Count(r.stderr, "was finished by more than one run"); n != 3 {
+		t.Errorf("merge with episodes twice: %d episodes said finished twice, want 3:\n%s", n, r.stderr)
+	}
+	if !textcheck.Has(t, "the merge's stdout", r.stdout, "Score 0.167") || t.Failed() {
+		t.FailNow()
 	}
 	var twice []string // in task and repeat order, whatever order the runs finished them in
 	for _, line := range strings.Split(r.stderr, "\n") {
@@ -94,8 +100,10 @@ func TestShardsMergeToTheWhole(t *testing.T) {
 		t.Errorf("the episodes finished twice are not in order: %q", twice)
 	}
 	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "self"), filepath.Join(dir, "one"), filepath.Join(dir, "one")+"/")
-	if r.code != 2 || !strings.Contains(r.stderr, "are the same run folder") || strings.Contains(r.stderr, "more than one run") {
-		t.Fatalf("merge of a folder with itself: exit %d\n%s", r.code, r.stderr)
+	r.wantExit(t, 2)
+	textcheck.Has(t, "the merge of a folder with itself", r.stderr, "are the same run folder")
+	if !textcheck.Lacks(t, "the merge of a folder with itself", r.stderr, "more than one run") || t.Failed() {
+		t.FailNow()
 	}
 	r = aaGrade(t, nil, "merge", "--out", filepath.Join(dir, "mixed"), filepath.Join(dir, "one"), filepath.Join(dir, "other"))
 	if r.code != 2 || !strings.Contains(r.stderr, "max_turns was 100, now 50") {
@@ -161,8 +169,11 @@ func TestInterruptRecordsUnfinished(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "to resume, run the same command again") {
-		t.Fatalf("exit %v\n%s", err, stderr.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, stderr.String())
+	}
+	if !textcheck.Has(t, "stderr", stderr.String(), "to resume, run the same command again") {
+		t.FailNow()
 	}
 	for _, want := range []string{"interrupted: no more episodes start; finishing 2 running episodes for up to 500ms (until ",
 		"press Ctrl-C again to stop them at once", "the grace of 500ms is over: stopping 2 running episodes now"} {
@@ -171,8 +182,14 @@ func TestInterruptRecordsUnfinished(t *testing.T) {
 		}
 	}
 	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
-	if got := strings.Count(string(results), `"status":"unfinished"`); got != 2 || lines(t, filepath.Join(out, "results.jsonl")) != 2 {
-		t.Fatalf("want the two running episodes recorded unfinished:\n%s", results)
+	if got := strings.Count(string(results), `"status":"unfinished"`); got != 2 {
+		t.Errorf("%d episodes recorded unfinished, want the two running", got)
+	}
+	if n := lines(t, filepath.Join(out, "results.jsonl")); n != 2 {
+		t.Errorf("%d results, want 2", n)
+	}
+	if t.Failed() {
+		t.Fatalf("results.jsonl:\n%s", results)
 	}
 	if md, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || !strings.Contains(string(md), "| unfinished | 2 |") {
 		t.Fatalf("the reports of the interrupted run: %v\n%s", err, md)
@@ -180,8 +197,12 @@ func TestInterruptRecordsUnfinished(t *testing.T) {
 	fast := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}, "901,902,903", "1")
 	r := aaGrade(t, fast.env, s.command(out, "--grace", "500ms")...) // the same flags; only the server changed
 
-	if r.code != 0 || lines(t, filepath.Join(out, "results.jsonl")) != 5 || !strings.Contains(r.stdout, "Score 0.167") {
-		t.Fatalf("resume after Ctrl-C: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	if n := lines(t, filepath.Join(out, "results.jsonl")); n != 5 {
+		t.Errorf("resume after Ctrl-C: %d results, want 5", n)
+	}
+	if !textcheck.Has(t, "the resume's stdout", r.stdout, "Score 0.167") || t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -228,15 +249,21 @@ func TestGradeARunFolder(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r := aaGrade(t, s.env, "grade", "--json", out)
-	if r.code != 0 || strings.Count(r.stdout, `"status": "max_turns"`) != 4 || strings.Contains(r.stdout, `"missing"`) {
-		t.Fatalf("grade of a run folder: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	if n := strings.Count(r.stdout, `"status": "max_turns"`); n != 4 {
+		t.Errorf("grade of a run folder: %d episodes max_turns, want 4", n)
+	}
+	if !textcheck.Lacks(t, "the grade of a run folder", r.stdout, `"missing"`) || t.Failed() {
+		t.Fatalf("stdout:\n%s", r.stdout)
 	}
 	ok := filepath.Join(t.TempDir(), "ok")
 	if r := aaGrade(t, s.env, s.command(ok)...); r.code != 0 || !strings.Contains(r.stdout, "Score 0.250") {
 		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := aaGrade(t, s.env, "grade", ok); r.code != 0 || !strings.Contains(r.stdout, "Score 0.250") || !strings.Contains(r.stdout, "4 ok") {
-		t.Fatalf("grade of the run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r = aaGrade(t, s.env, "grade", ok)
+	r.wantExit(t, 0)
+	if !textcheck.Has(t, "the grade of the run", r.stdout, "Score 0.250", "4 ok") {
+		t.FailNow()
 	}
 }
 
@@ -271,13 +298,33 @@ func TestGrowAFinishedRun(t *testing.T) {
 		t.Error("Scenario-901 repeat 1 was played again")
 	}
 	h, err := runfolder.ReadHeader(out)
-	if err != nil || h.Repeats != 3 || !slices.Equal(h.Tasks, []string{"Scenario-901", "Scenario-902", "Scenario-903"}) {
-		t.Fatalf("run.json after growing: %+v, %v", h, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Repeats != 3 {
+		t.Errorf("run.json after growing: %d repeats, want 3", h.Repeats)
+	}
+	if want := []string{"Scenario-901", "Scenario-902", "Scenario-903"}; !slices.Equal(h.Tasks, want) {
+		t.Errorf("run.json after growing: tasks %v, want %v", h.Tasks, want)
 	}
 	var summary struct{ Tasks, Repeats, Episodes int }
-	if b, err := os.ReadFile(filepath.Join(out, "summary.json")); err != nil || json.Unmarshal(b, &summary) != nil || summary.Episodes != 9 || summary.Tasks != 3 {
-		t.Fatalf("summary.json after growing: %+v, %v", summary, err)
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := json.Unmarshal(b, &summary); err != nil {
+		t.Fatalf("summary.json: %v", err)
+	}
+	if summary.Episodes != 9 {
+		t.Errorf("summary.json after growing: %d episodes, want 9", summary.Episodes)
+	}
+	if summary.Tasks != 3 {
+		t.Errorf("summary.json after growing: %d tasks, want 3", summary.Tasks)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
 	if md, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || !strings.Contains(string(md), "Scenario-903") {
 		t.Fatalf("report.md leaves out the new task: %v", err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v3"
 
@@ -519,7 +521,7 @@ func (r *startedRun) finish(stderr io.Writer, p playedRun) (*report.Run, error) 
 func (r *startedRun) render(w io.Writer, p playedRun, run *report.Run) error {
 	renderGradeText(w, p.summary)
 	fmt.Fprintln(w)
-	renderRunTotals(w, run)
+	renderRunTotals(w, run, columns(w))
 	if !p.rates.Idle() {
 		limits, calls := describeLimits(p.rates, false)
 		fmt.Fprintf(w, "Rate limits: %s; %s\n", limits, calls)
@@ -695,20 +697,48 @@ func countStatus(results []runfolder.Result, status string) int {
 	return n
 }
 
-// renderRunTotals prints per task the mean turns, the tokens and the cost, and the totals.
-func renderRunTotals(w io.Writer, r *report.Run) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "TASK\tMEAN TURNS\tINPUT TOKENS\tCACHED\tOUTPUT TOKENS\tREASONING\tCOST\t")
-	row := func(name string, turns float64, tokens model.Usage, cost *float64) {
-		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n", termtext.Sanitize(name), turns, english.Number(tokens.Input),
-			english.Number(tokens.CachedRead), english.Number(tokens.Output), english.Number(tokens.Reasoning), report.FormatUSD(cost))
+// renderRunTotals prints per task the mean turns, the tokens and the cost, and the totals: a
+// table, or, on a terminal narrower than the table (cols > 0), three short lines a task, so
+// that the rows do not wrap into each other.
+func renderRunTotals(w io.Writer, r *report.Run, cols int) {
+	type total struct {
+		name   string
+		turns  float64
+		tokens model.Usage
+		cost   *float64
 	}
+	var totals []total
 	for _, t := range r.PerTask() {
-		row(t.Task, t.MeanTurns, t.Tokens, t.CostUSD)
+		totals = append(totals, total{termtext.Sanitize(t.Task), t.MeanTurns, t.Tokens, t.CostUSD})
 	}
 	o := r.Overview()
-	row("ALL", o.MeanTurns, o.Tokens, o.CostUSD)
+	totals = append(totals, total{"ALL", o.MeanTurns, o.Tokens, o.CostUSD})
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "TASK\tMEAN TURNS\tINPUT TOKENS\tCACHED\tOUTPUT TOKENS\tREASONING\tCOST\t")
+	for _, t := range totals {
+		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n", t.name, t.turns, english.Number(t.tokens.Input),
+			english.Number(t.tokens.CachedRead), english.Number(t.tokens.Output), english.Number(t.tokens.Reasoning), report.FormatUSD(t.cost))
+	}
 	tw.Flush()
+	if cols <= 0 || widestLine(table.String()) < cols {
+		w.Write(table.Bytes())
+		return
+	}
+	for _, t := range totals {
+		fmt.Fprintf(w, "%s: %.1f turns, %s\n", t.name, t.turns, report.FormatUSD(t.cost))
+		fmt.Fprintf(w, "  input %s tokens (%s cached)\n", english.Number(t.tokens.Input), english.Number(t.tokens.CachedRead))
+		fmt.Fprintf(w, "  output %s tokens (%s reasoning)\n", english.Number(t.tokens.Output), english.Number(t.tokens.Reasoning))
+	}
+}
+
+// widestLine is the columns of the longest line of text, a character a column.
+func widestLine(text string) int {
+	widest := 0
+	for _, l := range strings.Split(text, "\n") {
+		widest = max(widest, utf8.RuneCountInString(l))
+	}
+	return widest
 }
 
 // reportDivergences says where replayed episodes stopped following their recording; it claims

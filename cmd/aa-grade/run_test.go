@@ -25,6 +25,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/closedport"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestRunBaselineOnDemo runs builtin/baseline over two demo tasks end to end, then runs the
@@ -36,8 +37,9 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	r := aaGrade(t, env, args...)
 	// The baseline's score on these two tasks, as a run of it printed (it misses 901's root
 	// cause and names two decoys beside 906's).
-	if r.code != 0 || !strings.Contains(r.stdout, "Score 0.167") || !strings.Contains(r.stdout, "over 2 tasks x 2 repeats") {
-		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	if !textcheck.Has(t, "the output", r.stdout, "Score 0.167", "over 2 tasks x 2 repeats") {
+		t.FailNow()
 	}
 	for _, f := range []string{"run.json", "results.jsonl", "summary.json", "episodes/Scenario-901/1/agent_output.json", "episodes/Scenario-906/2/trajectory.jsonl.zst"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
@@ -46,11 +48,24 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	}
 	var header map[string]any
 	b, _ := os.ReadFile(filepath.Join(out, "run.json"))
-	if json.Unmarshal(b, &header) != nil || header["model"] != "builtin/baseline" || len(header["prompt_sha256"].(string)) != 64 {
-		t.Fatalf("run.json = %s", b)
+	if err := json.Unmarshal(b, &header); err != nil {
+		t.Fatalf("run.json: %v\n%s", err, b)
 	}
-	if kinds := checkTrajectories(t, out); len(kinds) != 2 || kinds[model.KindTurn] == 0 || kinds[model.KindUnsent] != 4 {
-		t.Errorf("the baseline's trajectories have %v, want turns (it calls no API) and each the results of its last turn", kinds)
+	if header["model"] != "builtin/baseline" {
+		t.Errorf("run.json: model %v, want builtin/baseline", header["model"])
+	}
+	if sha, _ := header["prompt_sha256"].(string); len(sha) != 64 {
+		t.Fatalf("run.json: prompt_sha256 %v, want 64 hex digits", header["prompt_sha256"])
+	}
+	kinds := checkTrajectories(t, out)
+	if len(kinds) != 2 {
+		t.Errorf("the baseline's trajectories have %v, want two kinds of lines: turns (it calls no API) and the results of its last turn", kinds)
+	}
+	if kinds[model.KindTurn] == 0 {
+		t.Errorf("the baseline's trajectories have %v, want turns", kinds)
+	}
+	if kinds[model.KindUnsent] != 4 {
+		t.Errorf("the baseline's trajectories have %d unsent results, want 4 (each episode's last turn): %v", kinds[model.KindUnsent], kinds)
 	}
 	before, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
 	if n := strings.Count(string(before), "\n"); n != 4 {
@@ -58,9 +73,14 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	}
 	again := aaGrade(t, env, args...)
 	after, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
-	if again.code != 0 || string(after) != string(before) || !strings.Contains(again.stdout, "Full recall in 50.0%") {
-		t.Fatalf("resume ran episodes again or lost the summary: exit %d\n%s", again.code, again.stdout)
+	again.wantExit(t, 0)
+	if string(after) != string(before) {
+		t.Fatalf("the resume ran episodes again: results.jsonl was\n%s\nand is\n%s", before, after)
 	}
+	if !textcheck.Has(t, "the resume's output", again.stdout, "Full recall in 50.0%") {
+		t.FailNow()
+	}
+
 	// Another configuration in the same folder is refused, naming what changed.
 	changed := append(append([]string(nil), args...), "--max-turns", "30")
 	// It is the only line: no "running ..." line or sandbox warning before it.
@@ -101,8 +121,12 @@ func TestRunModelErrorsNameTheRunsOwnModels(t *testing.T) {
 		"acme/x":       `aa-grade: --model: bad model: "acme/x" names no provider: unknown provider "acme" (expected openai/MODEL, openai-responses/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL); or builtin/baseline, replay/RUN_DIR, or a preset (aa-grade models)` + "\n",
 		"openai/gpt-5": "aa-grade: --model: bad model: openai/gpt-5 needs OPENAI_API_KEY in the environment\n",
 	} {
-		if r := aaGrade(t, []string{"OPENAI_API_KEY="}, "run", "--dataset", "demo", "--model", spec); r.code != 2 || r.stderr != want {
-			t.Errorf("%s: exit %d\n%s", spec, r.code, r.stderr)
+		r := aaGrade(t, []string{"OPENAI_API_KEY="}, "run", "--dataset", "demo", "--model", spec)
+		if r.code != 2 {
+			t.Errorf("%s: exit %d, want 2", spec, r.code)
+		}
+		if r.stderr != want {
+			t.Errorf("%s: stderr\n%s\nwant\n%s", spec, r.stderr, want)
 		}
 	}
 }
@@ -121,9 +145,16 @@ func TestRunStopsEarlyOnPermanentErrors(t *testing.T) {
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL, "FAKE_API_KEY=sk-bad-key-echoed"},
 		"run", "--dataset", "demo", "--model", "openai-api/fake/model-x", "--parallel", "1", "--out", out)
 	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
-	if r.code != 1 || !strings.Contains(r.stderr, "stopped") || !strings.Contains(r.stderr, "Incorrect API key") ||
-		strings.Count(string(results), "\n") != 3 || calls.Load() != 3 {
-		t.Fatalf("exit %d after %d calls, %d results\n%s", r.code, calls.Load(), strings.Count(string(results), "\n"), r.stderr)
+	r.wantExit(t, 1)
+	textcheck.Has(t, "stderr", r.stderr, "stopped", "Incorrect API key")
+	if n := strings.Count(string(results), "\n"); n != 3 {
+		t.Errorf("%d results, want 3", n)
+	}
+	if n := calls.Load(); n != 3 {
+		t.Errorf("%d calls, want 3", n)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	// The provider quoted the key back: it is redacted everywhere, the trajectory included.
 	assertNoSecret(t, out, "sk-bad-key-echoed")
@@ -142,8 +173,13 @@ func TestRunStripsTerminalSequencesFromProviderErrors(t *testing.T) {
 	defer srv.Close()
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL, "FAKE_API_KEY=k"},
 		"run", "--dataset", "demo", "--model", "openai-api/fake/model-x", "--parallel", "1", "--out", filepath.Join(t.TempDir(), "run"))
-	if r.code != 1 || !strings.Contains(r.stderr, "Scenario-901 repeat 1: error") || strings.Count(r.stderr, "no key here exe") < 2 {
-		t.Fatalf("exit %d\n%q", r.code, r.stderr)
+	r.wantExit(t, 1)
+	textcheck.Has(t, "stderr", r.stderr, "Scenario-901 repeat 1: error")
+	if n := strings.Count(r.stderr, "no key here exe"); n < 2 {
+		t.Errorf("the refusal, stripped, is %d times in stderr, want 2 or more:\n%q", n, r.stderr)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	assertNoTerminalSequences(t, "stderr", r.stderr)
 }
@@ -160,8 +196,9 @@ func TestRunRecordsTheWireWithoutTheKey(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=" + key},
 		"run", "--dataset", "demo", "--model", "openai/fake-model", "--tasks", "901", "--repeats", "1", "--out", out)
-	if r.code != 0 || !strings.Contains(r.stdout, "Score 0.500") {
-		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	if !textcheck.Has(t, "stdout", r.stdout, "Score 0.500") {
+		t.FailNow()
 	}
 	traj := readTrajectory(t, filepath.Join(out, "episodes", "Scenario-901", "1"))
 	kinds := map[string]int{}
@@ -175,20 +212,34 @@ func TestRunRecordsTheWireWithoutTheKey(t *testing.T) {
 			t.Fatalf("trajectory line %q: %v", line, err)
 		}
 		kinds[e.Kind]++
-		if e.Kind == "request" && (e.Header["Authorization"] != "[REDACTED]" || !strings.Contains(string(e.Body), `"messages"`)) {
-			t.Errorf("request recorded as %s", line)
+		if e.Kind != "request" {
+			continue
+		}
+		if e.Header["Authorization"] != "[REDACTED]" {
+			t.Errorf("request recorded with Authorization %q, want [REDACTED]: %s", e.Header["Authorization"], line)
+		}
+		if !strings.Contains(string(e.Body), `"messages"`) {
+			t.Errorf("request recorded without its messages: %s", line)
 		}
 	}
-	if kinds["request"] != 4 || kinds["response"] != 4 || kinds["turn"] != 4 {
-		t.Errorf("trajectory has %v, want 4 requests, responses and turns", kinds)
+	for _, kind := range []string{"request", "response", "turn"} {
+		if kinds[kind] != 4 {
+			t.Errorf("trajectory has %d %s lines, want 4 (all: %v)", kinds[kind], kind, kinds)
+		}
 	}
 	if !strings.Contains(traj, "PATH=") {
 		t.Error("the env command's output is not in the trajectory")
 	}
 	var header map[string]any
 	b, _ := os.ReadFile(filepath.Join(out, "run.json"))
-	if json.Unmarshal(b, &header) != nil || header["base_url"] != srv.URL || header["model"] != "openai/fake-model" {
-		t.Errorf("run.json = %s", b)
+	if err := json.Unmarshal(b, &header); err != nil {
+		t.Errorf("run.json: %v\n%s", err, b)
+	}
+	if header["base_url"] != srv.URL {
+		t.Errorf("run.json: base_url %v, want %s", header["base_url"], srv.URL)
+	}
+	if header["model"] != "openai/fake-model" {
+		t.Errorf("run.json: model %v, want openai/fake-model", header["model"])
 	}
 	assertNoSecret(t, out, key)
 	wantKinds(t, out, model.KindRequest, model.KindResponse, model.KindTurn, model.KindUnsent)
@@ -245,9 +296,13 @@ func TestReplayReproducesARun(t *testing.T) {
 	calls := fake.Requests()
 	// The dataset, tasks and repeats come from the recorded run.
 	r := aaGrade(t, env, "run", "--model", "replay/"+recorded, "--out", replayed)
-	if r.code != 0 || !strings.Contains(r.stderr, "every episode followed its recording") || fake.Requests() != calls ||
-		!strings.Contains(r.stderr, "running 2 tasks x 1 repeat of demo") {
-		t.Fatalf("replay: exit %d, %d model calls\n%s", r.code, fake.Requests()-calls, r.stderr)
+	r.wantExit(t, 0)
+	textcheck.Has(t, "the replay's stderr", r.stderr, "every episode followed its recording", "running 2 tasks x 1 repeat of demo")
+	if n := fake.Requests() - calls; n != 0 {
+		t.Errorf("the replay called the model %d times", n)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	if a, b := episodeFields(t, recorded), episodeFields(t, replayed); a != b {
 		t.Fatalf("replayed results differ:\n%s\n%s", a, b)
@@ -256,11 +311,14 @@ func TestReplayReproducesARun(t *testing.T) {
 	// the recording has, and no line claims the episodes followed it.
 	beyond := filepath.Join(dir, "beyond")
 	r = aaGrade(t, env, "run", "--model", "replay/"+recorded, "--repeats", "3", "--out", beyond)
-	if r.code != 2 || !strings.Contains(r.stderr, "has no recording of 4 of the 6 episodes (Scenario-901 repeat 2, ") ||
-		!strings.Contains(r.stderr, "it recorded Scenario-901 repeat 1, Scenario-902 repeat 1: ask for those tasks and repeats (--tasks, --repeats)") ||
-		strings.Contains(r.stderr, "followed its recording") {
-		t.Fatalf("replay beyond the recording: exit %d\n%s", r.code, r.stderr)
+	r.wantExit(t, 2)
+	textcheck.Has(t, "the refusal of a replay beyond the recording", r.stderr, "has no recording of 4 of the 6 episodes (Scenario-901 repeat 2, ",
+		"it recorded Scenario-901 repeat 1, Scenario-902 repeat 1: ask for those tasks and repeats (--tasks, --repeats)")
+	textcheck.Lacks(t, "the refusal of a replay beyond the recording", r.stderr, "followed its recording")
+	if t.Failed() {
+		t.FailNow()
 	}
+
 	if _, err := os.Stat(beyond); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the refused replay left %s: %v", beyond, err)
 	}
@@ -272,9 +330,11 @@ func TestReplayReproducesARun(t *testing.T) {
 	prompt := filepath.Join(dir, "prompt.txt")
 	os.WriteFile(prompt, []byte("Find the root cause. Write {{output_path}}."), 0o644)
 	r = aaGrade(t, env, append([]string{"run", "--model", "replay/" + recorded, "--out", changed, "--prompt-file", prompt}, common...)...)
-	if r.code != 0 || !strings.Contains(r.stderr, "2 episodes diverged") || !strings.Contains(r.stderr, "Scenario-902 repeat 1, turn 1: message 2 (user) differs") {
-		t.Fatalf("changed prompt: exit %d\n%s", r.code, r.stderr)
+	r.wantExit(t, 0)
+	if !textcheck.Has(t, "the replay with a changed prompt", r.stderr, "2 episodes diverged", "Scenario-902 repeat 1, turn 1: message 2 (user) differs") {
+		t.FailNow()
 	}
+
 	if a, b := episodeFields(t, recorded), episodeFields(t, changed); a != b {
 		t.Fatalf("a divergent replay still plays the recorded replies:\n%s\n%s", a, b)
 	}
@@ -356,12 +416,17 @@ func responsesRun(t *testing.T, url, key, loop, kinds string, mu *sync.Mutex, re
 	mu.Lock()
 	defer mu.Unlock()
 	requests, auth := *requestsp, *authp
-	if r.code != 0 || len(requests) != 2 || !strings.Contains(string(results), `"status":"ok"`) {
-		t.Fatalf("exit %d after %d requests\n%s\n%s", r.code, len(requests), results, r.stderr)
+	r.wantExit(t, 0)
+	if len(requests) != 2 {
+		t.Errorf("%d requests, want 2", len(requests))
 	}
-	if auth[0] != "Bearer "+key || strings.Contains(r.stdout+r.stderr, key) {
+	if !textcheck.Has(t, "results.jsonl", string(results), `"status":"ok"`) {
+		t.FailNow()
+	}
+	if auth[0] != "Bearer "+key {
 		t.Errorf("Authorization = %q", auth[0])
 	}
+	textcheck.Lacks(t, "the output", r.stdout+r.stderr, key)
 	var second struct {
 		Store *bool            `json:"store"`
 		Input []map[string]any `json:"input"`
@@ -377,11 +442,31 @@ func responsesRun(t *testing.T, url, key, loop, kinds string, mu *sync.Mutex, re
 		}
 		sent = append(sent, kind)
 	}
-	if strings.Join(sent, ",") != kinds || (second.Store != nil) != (loop == "lenient") || (second.Store != nil && *second.Store) {
+	if got := strings.Join(sent, ","); got != kinds {
+		t.Errorf("second request: input items %s, want %s", got, kinds)
+	}
+	if (second.Store != nil) != (loop == "lenient") {
+		t.Errorf("second request: store sent %v, want it sent only by the lenient loop (%s)", second.Store != nil, loop)
+	}
+	if second.Store != nil && *second.Store {
+		t.Errorf("second request: store true, want false")
+	}
+	if t.Failed() {
 		t.Fatalf("second request: %s", requests[1])
 	}
-	if loop == "lenient" && (second.Input[1]["encrypted_content"] != "enc-turn" || second.Input[1]["id"] != nil || second.Input[2]["call_id"] != "call_write") {
-		t.Fatalf("second request: %s", requests[1])
+	if loop == "lenient" {
+		if got := second.Input[1]["encrypted_content"]; got != "enc-turn" {
+			t.Errorf("second request: input 1's encrypted_content %v, want enc-turn", got)
+		}
+		if got := second.Input[1]["id"]; got != nil {
+			t.Errorf("second request: input 1's id %v, want none", got)
+		}
+		if got := second.Input[2]["call_id"]; got != "call_write" {
+			t.Errorf("second request: input 2's call_id %v, want call_write", got)
+		}
+		if t.Failed() {
+			t.Fatalf("second request: %s", requests[1])
+		}
 	}
 	err := filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -542,8 +627,15 @@ func TestRunLimitsCallsInFlight(t *testing.T) {
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL, "AA_GRADE_MAX_IN_FLIGHT=1"},
 		"run", "--dataset", "demo", "--tasks", "901", "--repeats", "2", "--parallel", "2", "--max-turns", "1",
 		"--model", "openai-api/fake/model-x", "--out", out)
-	if r.code != 0 || calls.Load() != 2 || overlapped.Load() {
-		t.Fatalf("exit %d, %d calls, two at once: %v\n%s", r.code, calls.Load(), overlapped.Load(), r.stderr)
+	r.wantExit(t, 0)
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d calls, want 2", n)
+	}
+	if overlapped.Load() {
+		t.Error("two calls at once, with at most one in flight")
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	wantKinds(t, out, model.KindQueued, model.KindPaced, model.KindNoUsage)
 }
@@ -601,9 +693,14 @@ func TestRunLogsRetries(t *testing.T) {
 		"run", "--dataset", "demo", "--tasks", "901", "--repeats", "1", "--max-turns", "1", "--model", "openai-api/fake/model-x",
 		"--no-progress", "--out", out)
 	retry := regexp.MustCompile(`Scenario-901 repeat 1: attempt 1 failed: HTTP 503: overloaded; next attempt in 0s \(at \d\d:\d\d:\d\d\)\n`)
-	if r.code != 0 || !retry.MatchString(r.stderr) || !strings.Contains(r.stderr, "Scenario-901 repeat 1: max_turns, score 0.00, 1 turn, cost unknown, retries 1\n") {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	r.wantExit(t, 0)
+	if !retry.MatchString(r.stderr) {
+		t.Errorf("no line of the retry (%s) in stderr", retry)
 	}
+	if !textcheck.Has(t, "stderr", r.stderr, "Scenario-901 repeat 1: max_turns, score 0.00, 1 turn, cost unknown, retries 1\n") || t.Failed() {
+		t.Fatalf("stderr:\n%s", r.stderr)
+	}
+
 	wantKinds(t, out, model.KindRetry, model.KindRequest, model.KindResponse, model.KindTurn)
 }
 
@@ -682,8 +779,15 @@ func TestRunLimitAndSample(t *testing.T) {
 	if r := aaGrade(t, env, append(base, "--limit", "1", "--out", limited)...); r.code != 0 {
 		t.Fatalf("--limit 1: exit %d\n%s", r.code, r.stderr)
 	}
-	if h := header(limited); h.Limit != 1 || len(h.Tasks) != 1 || h.Tasks[0] != "Scenario-901" {
-		t.Fatalf("--limit 1: run.json has limit %d, tasks %v", h.Limit, h.Tasks)
+	h := header(limited)
+	if h.Limit != 1 {
+		t.Errorf("--limit 1: run.json has limit %d", h.Limit)
+	}
+	if !slices.Equal(h.Tasks, []string{"Scenario-901"}) {
+		t.Errorf("--limit 1: run.json has tasks %v, want [Scenario-901]", h.Tasks)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	r := aaGrade(t, env, append(base, "--limit", "2", "--out", limited)...)
 	if r.code != 2 || !strings.Contains(r.stderr, "limit was 1, now 2") {
@@ -696,8 +800,17 @@ func TestRunLimitAndSample(t *testing.T) {
 			t.Fatalf("--sample 1: exit %d\n%s", r.code, r.stderr)
 		}
 		h := header(out)
-		if h.Sample != 1 || h.Seed != 5 || len(h.Tasks) != 1 {
-			t.Fatalf("--sample 1 --seed 5: run.json has %+v, tasks %v", h.Selection, h.Tasks)
+		if h.Sample != 1 {
+			t.Errorf("--sample 1 --seed 5: run.json has sample %d", h.Sample)
+		}
+		if h.Seed != 5 {
+			t.Errorf("--sample 1 --seed 5: run.json has seed %d", h.Seed)
+		}
+		if len(h.Tasks) != 1 {
+			t.Errorf("--sample 1 --seed 5: run.json has tasks %v, want one", h.Tasks)
+		}
+		if t.Failed() {
+			t.FailNow()
 		}
 		sampled = append(sampled, h.Tasks)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestRunLocksItsFolder: while a run writes a folder, a second run given the same folder is
@@ -40,8 +41,12 @@ func TestRunLocksItsFolder(t *testing.T) {
 	host, _ := os.Hostname()
 	r := aaGrade(t, slow.env, slow.command(out)...)
 	want := fmt.Sprintf("%s: in use by another aa-grade process (pid %d on %s, started ", out, first.Process.Pid, host)
-	if r.code != 2 || !strings.HasPrefix(lastLine(r.stderr), "aa-grade: "+want) || strings.Contains(r.stderr, "running 1 task") {
-		t.Fatalf("a second run into the folder: exit %d, want 2 and %q\n%s", r.code, want, r.stderr)
+	r.wantExit(t, 2)
+	if !strings.HasPrefix(lastLine(r.stderr), "aa-grade: "+want) {
+		t.Errorf("a second run into the folder: the error line is %q, want it to start %q", lastLine(r.stderr), "aa-grade: "+want)
+	}
+	if !textcheck.Lacks(t, "the second run's stderr", r.stderr, "running 1 task") || t.Failed() {
+		t.FailNow()
 	}
 	if now, _ := os.ReadFile(filepath.Join(out, "run.json")); string(now) != string(header) {
 		t.Fatalf("the refused run rewrote run.json:\n%s", now)
@@ -49,8 +54,9 @@ func TestRunLocksItsFolder(t *testing.T) {
 	syscall.Kill(-first.Process.Pid, syscall.SIGKILL)
 	first.Wait()
 	fast := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}, "901", "1")
-	if r := aaGrade(t, fast.env, slow.command(out)...); r.code != 0 || lines(t, filepath.Join(out, "results.jsonl")) != 1 {
-		t.Fatalf("resume after the first run was killed: exit %d\n%s", r.code, r.stderr)
+	aaGrade(t, fast.env, slow.command(out)...).wantExit(t, 0)
+	if n := lines(t, filepath.Join(out, "results.jsonl")); n != 1 {
+		t.Fatalf("resume after the first run was killed: %d results, want 1", n)
 	}
 }
 
@@ -173,9 +179,12 @@ func TestRunStopsWhenTheDiskIsFull(t *testing.T) {
 
 	header, _ := os.ReadFile(filepath.Join(out, "run.json"))
 	r := aaGrade(t, env, args...)
-	if r.code != 3 || !strings.Contains(lastLine(r.stderr), "run.json") || !strings.Contains(r.stderr, "no space left on device") {
-		t.Fatalf("resume on a full disk: exit %d\n%s", r.code, r.stderr)
+	r.wantExit(t, 3)
+	textcheck.Has(t, "the error line of a resume on a full disk", lastLine(r.stderr), "run.json")
+	if !textcheck.Has(t, "the stderr of a resume on a full disk", r.stderr, "no space left on device") || t.Failed() {
+		t.FailNow()
 	}
+
 	if now, _ := os.ReadFile(filepath.Join(out, "run.json")); len(header) == 0 || string(now) != string(header) {
 		t.Fatalf("run.json changed by a write that failed:\n%s\n---\n%s", header, now)
 	}
@@ -207,8 +216,12 @@ func TestCorruptRunFolder(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := aaGrade(t, env, args...)
-			if r.code != 1 || !strings.HasSuffix(strings.TrimSpace(r.stderr), want) || strings.Contains(r.stderr, "running ") {
-				t.Fatalf("exit %d, want 1 and %q\n%s", r.code, want, r.stderr)
+			r.wantExit(t, 1)
+			if !strings.HasSuffix(strings.TrimSpace(r.stderr), want) {
+				t.Errorf("stderr does not end with %q:\n%s", want, r.stderr)
+			}
+			if !textcheck.Lacks(t, "stderr", r.stderr, "running ") || t.Failed() {
+				t.FailNow()
 			}
 		})
 	}
@@ -246,8 +259,12 @@ func TestSkippedResultLinesAreNamed(t *testing.T) {
 		"resume": run,
 	} {
 		r := aaGrade(t, env, args...)
-		if r.code != 0 || !strings.Contains(r.stderr, want) || strings.Count(r.stderr, "skipped") != 1 {
-			t.Errorf("%s: exit %d, want a warning %q\n%s%s", name, r.code, want, r.stdout, r.stderr)
+		if r.code != 0 {
+			t.Errorf("%s: exit %d, want 0", name, r.code)
+		}
+		textcheck.Has(t, name+": stderr", r.stderr, want)
+		if n := strings.Count(r.stderr, "skipped"); n != 1 {
+			t.Errorf("%s: %d warnings of a skipped line, want 1:\n%s", name, n, r.stderr)
 		}
 		if name != "report" && !strings.Contains(r.stdout, scoreLine) {
 			t.Errorf("%s: the lines around the bad one were not read:\n%s", name, r.stdout)
@@ -269,9 +286,12 @@ func TestGradeARunOnTheHub(t *testing.T) {
 	env := append(hubEnv(h, t.TempDir()), "XDG_CACHE_HOME="+t.TempDir(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY=sk-test")
 	out := filepath.Join(t.TempDir(), "run")
 	r := aaGrade(t, env, "run", "--model", "openai/fake", "--tasks", "1,2", "--repeats", "1", "--out", out)
-	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000") || !strings.Contains(r.stderr, "of hf:"+sampleRepo+"@main") {
-		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	textcheck.Has(t, "the run's stdout", r.stdout, "Score 1.000")
+	if !textcheck.Has(t, "the run's stderr", r.stderr, "of hf:"+sampleRepo+"@main") || t.Failed() {
+		t.FailNow()
 	}
+
 	r = aaGrade(t, env, "grade", out)
 	if r.code != 0 || !strings.Contains(r.stdout, "Score 1.000 over 2 tasks x 1 repeat = 2 episodes; 95% CI n/a (fewer than 5 tasks)") {
 		t.Fatalf("grade of the run: exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -292,7 +292,7 @@ func TestRunTotalsSeparateThousands(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	renderRunTotals(&out, run)
+	renderRunTotals(&out, run, 0)
 	textcheck.Has(t, "the totals", out.String(), " 922,541 ", " 2,410,337 ")
 	if four := regexp.MustCompile(`\d{4}`).FindString(out.String()); four != "" {
 		t.Errorf("a count without separators (%s) in\n%s", four, out.String())

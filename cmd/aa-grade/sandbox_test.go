@@ -22,6 +22,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/devtools/demogen"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestKillNineLeavesNothingOfTheEpisodes kills aa-grade (the one process, with SIGKILL) while
@@ -245,12 +246,26 @@ func TestDockerRunsTheDemo(t *testing.T) {
 	baseline := filepath.Join(t.TempDir(), "baseline")
 	r := aaGrade(t, nil, "run", "--dataset", "demo", "--model", "builtin/baseline", "--repeats", "1", "--sandbox", "docker",
 		"--sandbox-image", img, "--out", baseline)
-	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "docker sandbox") || !strings.Contains(r.stdout, fmt.Sprintf("over %d tasks x 1 repeat", len(demogen.Tasks))) {
-		t.Fatalf("baseline in docker: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	textcheck.Has(t, "the output of the baseline in docker", r.stdout+r.stderr, "docker sandbox")
+	if !textcheck.Has(t, "the stdout of the baseline in docker", r.stdout, fmt.Sprintf("over %d tasks x 1 repeat", len(demogen.Tasks))) || t.Failed() {
+		t.FailNow()
 	}
 	h, err := runfolder.ReadHeader(baseline)
-	if err != nil || h.Image != img || !strings.HasPrefix(h.ImageDigest, "sha256:") || h.Python["pandas"] == "" {
-		t.Fatalf("run.json does not say what the model had: %+v %v", h, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Image != img {
+		t.Errorf("run.json: image %q, want %q", h.Image, img)
+	}
+	if !strings.HasPrefix(h.ImageDigest, "sha256:") {
+		t.Errorf("run.json: image digest %q, want sha256:...", h.ImageDigest)
+	}
+	if h.Python["pandas"] == "" {
+		t.Errorf("run.json: no pandas among the Python packages %v", h.Python)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	s := newScriptedRun(t, fakemodel.Script{Turns: 4, Command: "ls alerts | head -3; id -u", Answer: answer901}, "901,902", "1")
 	out := filepath.Join(t.TempDir(), "scripted")
@@ -301,9 +316,11 @@ func TestDockerBadInputIsOneClearLine(t *testing.T) {
 				"--sandbox", "docker", "--out", out}, c.args...)
 			r := aaGrade(t, c.env, args...)
 			// Found before the run's first line: the error is all that is printed.
-			if r.code != c.code || !strings.HasPrefix(r.stderr, "aa-grade: ") || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
-				t.Fatalf("exit %d, want %d and the error alone, with %q\n%s", r.code, c.code, c.want, r.stderr)
+			r.wantErrorLine(t, c.code)
+			if !textcheck.Has(t, "the error", r.stderr, c.want) {
+				t.FailNow()
 			}
+
 			if _, err := os.Stat(out); err == nil {
 				t.Fatal("a half-started run folder was left")
 			}

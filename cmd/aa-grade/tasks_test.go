@@ -12,8 +12,24 @@ import (
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/internal/devtools/demogen"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 	"github.com/aa-grade/aa-grade/snapshot/validate"
 )
+
+// validateReports reads the reports of tasks validate --json, stopping the test unless it
+// exited with code and reported n tasks.
+func validateReports(t *testing.T, r result, code, n int) []validate.Report {
+	t.Helper()
+	r.wantExit(t, code)
+	var reports []validate.Report
+	if err := json.Unmarshal([]byte(r.stdout), &reports); err != nil {
+		t.Fatalf("the reports: %v\n%s", err, r.stdout)
+	}
+	if len(reports) != n {
+		t.Fatalf("%d reports, want %d\n%s", len(reports), n, r.stdout)
+	}
+	return reports
+}
 
 func TestTasksSynthValidatePack(t *testing.T) {
 	dir := t.TempDir()
@@ -29,11 +45,19 @@ func TestTasksSynthValidatePack(t *testing.T) {
 	}
 
 	r := aaGrade(t, nil, "tasks", "validate", "--json", good, broken)
-	var reports []validate.Report
-	if err := json.Unmarshal([]byte(r.stdout), &reports); err != nil || r.code != 1 || len(reports) != 2 {
-		t.Fatalf("validate: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	reports := validateReports(t, r, 1, 2)
+	if reports[0].Task != "Scenario-1000" {
+		t.Errorf("report 1 is of %s, want Scenario-1000", reports[0].Task)
 	}
-	if reports[0].Task != "Scenario-1000" || reports[0].Errors() != 0 || reports[1].Errors() != 1 || reports[1].Findings[0].Code != validate.CodeMissingFile {
+	if n := reports[0].Errors(); n != 0 {
+		t.Errorf("report 1 has %d errors, want 0", n)
+	}
+	if n := reports[1].Errors(); n != 1 {
+		t.Errorf("report 2 has %d errors, want 1", n)
+	} else if code := reports[1].Findings[0].Code; code != validate.CodeMissingFile {
+		t.Errorf("report 2's finding is %s, want %s", code, validate.CodeMissingFile)
+	}
+	if t.Failed() {
 		t.Fatalf("reports = %+v", reports)
 	}
 	if !strings.Contains(r.stderr, "1 task with errors (of 2): Scenario-1001") {
@@ -72,10 +96,7 @@ func TestTasksValidateDemo(t *testing.T) {
 func TestTasksValidateStats(t *testing.T) {
 	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
 	r := aaGrade(t, env, "tasks", "validate", "--stats", "--json", "demo")
-	var reports []validate.Report
-	if err := json.Unmarshal([]byte(r.stdout), &reports); err != nil || r.code != 0 || len(reports) != len(demogen.Tasks) {
-		t.Fatalf("exit %d %v\n%s", r.code, err, r.stderr)
-	}
+	reports := validateReports(t, r, 0, len(demogen.Tasks))
 	for _, rep := range reports {
 		st := rep.Stats
 		if st == nil || st.Dumps < 5 || st.ObjectsPerDump[0] < 200 || st.ChangedObjects < 10 || st.AlertNames["Watchdog"] != st.AlertsFiles-1 ||
@@ -114,9 +135,12 @@ func TestTasksValidateStripsTerminalSequencesFromTaskIDs(t *testing.T) {
 	task := filepath.Join(t.TempDir(), "Scenario-7\x1b]0;pwned\x07\x1b]52;c;aGk=\x1b\\\x1b[2J")
 	testfs.Write(t, filepath.Join(task, "ground_truth.yaml"), "groups: []\n")
 	r := aaGrade(t, nil, "tasks", "validate", task)
-	if r.code != 1 || !strings.Contains(r.stdout, "Scenario-7: FAILED") || !strings.Contains(r.stderr, "aa-grade: 1 task with errors (of 1): Scenario-7\n") {
-		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 1)
+	textcheck.Has(t, "stdout", r.stdout, "Scenario-7: FAILED")
+	if !textcheck.Has(t, "stderr", r.stderr, "aa-grade: 1 task with errors (of 1): Scenario-7\n") || t.Failed() {
+		t.FailNow()
 	}
+
 	assertNoTerminalSequences(t, "stdout", r.stdout)
 	assertNoTerminalSequences(t, "stderr", r.stderr)
 }
@@ -128,9 +152,9 @@ func TestJSONOutputEscapesTerminalControls(t *testing.T) {
 	task := filepath.Join(t.TempDir(), id)
 	testfs.Write(t, filepath.Join(task, "ground_truth.yaml"), "groups: []\n")
 	r := aaGrade(t, nil, "tasks", "validate", "--json", task)
-	var reports []validate.Report
-	if err := json.Unmarshal([]byte(r.stdout), &reports); err != nil || r.code != 1 || len(reports) != 1 || reports[0].Task != id {
-		t.Fatalf("exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	reports := validateReports(t, r, 1, 1)
+	if reports[0].Task != id {
+		t.Fatalf("the report is of %s, want %s", reports[0].Task, id)
 	}
 	for _, raw := range []string{"\x1b", "\u009b", "\u009d", "\u009c", "\u202e"} {
 		if strings.Contains(r.stdout, raw) {
@@ -157,10 +181,7 @@ func TestTasksValidateAgainstFindsACopiedTask(t *testing.T) {
 		t.Fatalf("copy: %v %s", err, out)
 	}
 	r = aaGrade(t, nil, "tasks", "validate", "--json", "--against", "demo", held, copied)
-	var reports []validate.Report
-	if err := json.Unmarshal([]byte(r.stdout), &reports); err != nil || r.code != 0 || len(reports) != 2 {
-		t.Fatalf("validate --against: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
-	}
+	reports := validateReports(t, r, 0, 2)
 	codes := func(rep validate.Report, code string) []string {
 		var out []string
 		for _, f := range rep.Findings {
@@ -206,10 +227,8 @@ func TestTasksValidateDifficulty(t *testing.T) {
 		t.Fatalf("synth: exit %d\n%s", r.code, r.stderr)
 	}
 	r := aaGrade(t, nil, "tasks", "validate", "--json", "--difficulty", task)
-	var reports []validate.Report
-	if err := json.Unmarshal([]byte(r.stdout), &reports); err != nil || r.code != 0 || len(reports) != 1 {
-		t.Fatalf("validate --difficulty: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
-	}
+	reports := validateReports(t, r, 0, 1)
+
 	var solvers []string
 	var baseline validate.SolverScore
 	for _, s := range reports[0].Difficulty {

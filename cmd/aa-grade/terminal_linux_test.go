@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // openPTY opens a pseudo-terminal pair (/dev/ptmx and its peer) sized cols x 24.
@@ -91,4 +98,45 @@ func TestScreenRedrawsOnSIGWINCH(t *testing.T) {
 	}
 	close(stop)
 	<-done
+}
+
+// TestRunTotalsFitTheTerminal: the final table of a run, written to a pseudo-terminal and
+// shown by the terminal emulator, keeps each of its lines on one row from 60 columns: a table
+// when it fits, three lines a task when it does not, with the same counts. To a pipe or a
+// file it is the table, whatever its width.
+func TestRunTotalsFitTheTerminal(t *testing.T) {
+	run, err := report.Load(filepath.Join("..", "..", "testdata", "runs", "qwen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cols  int
+		table bool
+	}{{200, true}, {80, false}, {60, false}} {
+		t.Run(fmt.Sprint(c.cols), func(t *testing.T) {
+			master, peer := openPTY(t, c.cols)
+			shown := make(chan []byte)
+			go func() {
+				b, _ := io.ReadAll(master) // EIO once the peer is closed and all is read
+				shown <- b
+			}()
+			renderRunTotals(peer, run, columns(peer))
+			peer.Close()
+			term := newVT(c.cols)
+			term.Write(<-shown)
+			for _, l := range term.lines {
+				if len(l) >= c.cols {
+					t.Errorf("at %d columns a line takes more than a row: %q", c.cols, string(l))
+				}
+			}
+			text := strings.Join(term.rows(), "\n")
+			if got := strings.Contains(text, "INPUT TOKENS"); got != c.table {
+				t.Errorf("at %d columns a table: %v, want %v:\n%s", c.cols, got, c.table, text)
+			}
+			textcheck.Has(t, "the totals", text, "922,541", "2,410,337", "ALL")
+		})
+	}
+	var piped bytes.Buffer
+	renderRunTotals(&piped, run, columns(&piped))
+	textcheck.Has(t, "the totals to a pipe", piped.String(), "INPUT TOKENS")
 }

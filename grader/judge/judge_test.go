@@ -65,6 +65,38 @@ func score(t *testing.T, j *Judge, names []string) grader.Verdict {
 	return v
 }
 
+// wantFigures checks a verdict's score and root causes found, each its own failure.
+func wantFigures(t *testing.T, v grader.Verdict, score float64, found int) {
+	t.Helper()
+	if v.Score != score {
+		t.Errorf("score %v, want %v", v.Score, score)
+	}
+	if v.RootCausesFound != found {
+		t.Errorf("%d root causes found, want %d", v.RootCausesFound, found)
+	}
+}
+
+// wantRules checks the rules' grade beside a judge's verdict, each figure its own failure, and
+// stops the test when one is wrong.
+func wantRules(t *testing.T, r *grader.RulesGrade, score float64, agreed, disagreed int) {
+	t.Helper()
+	if r == nil {
+		t.Fatal("no rules' grade beside the verdict")
+	}
+	if r.Score != score {
+		t.Errorf("rules beside: score %v, want %v", r.Score, score)
+	}
+	if r.Agreed != agreed {
+		t.Errorf("rules beside: %d entities agreed, want %d", r.Agreed, agreed)
+	}
+	if len(r.Disagreed) != disagreed {
+		t.Errorf("rules beside: disagreed on %q, want %d entities", r.Disagreed, disagreed)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
 func groupOf(v grader.Verdict, entity string) string {
 	for _, p := range v.Predictions {
 		if p.Entity == entity && p.Group != nil {
@@ -82,7 +114,17 @@ func TestJudgeMapsAndScores(t *testing.T) {
   "shop/Service/ad": null
 }` + "\n```"}}
 	v := score(t, &Judge{Model: "openai/judge", Asker: asker, CacheDir: t.TempDir()}, submission)
-	if v.Matcher != grader.MatcherJudge || v.JudgeNote != "" || v.Score != 0.5 || v.TP != 2 || v.FP != 2 || v.RootCausesFound != 2 {
+	if v.Matcher != grader.MatcherJudge {
+		t.Errorf("matched by %s, want the judge", v.Matcher)
+	}
+	if v.JudgeNote != "" {
+		t.Errorf("judge note %q, want none", v.JudgeNote)
+	}
+	wantFigures(t, v, 0.5, 2)
+	if v.TP != 2 || v.FP != 2 {
+		t.Errorf("TP %d, FP %d; want 2 and 2", v.TP, v.FP)
+	}
+	if t.Failed() {
 		t.Fatalf("verdict = %+v", v)
 	}
 	// The entity written differently in the reply is resolved; the id takes the ground truth's spelling.
@@ -90,9 +132,7 @@ func TestJudgeMapsAndScores(t *testing.T) {
 		t.Fatalf("shop/Deployment/cart -> %q", g)
 	}
 	// The rules map the cart Deployment to cart-pod-1, an alias of the judge's group: agreement.
-	if r := v.Rules; r == nil || r.Score != 0.5 || r.Agreed != 4 || len(r.Disagreed) != 0 {
-		t.Fatalf("rules beside = %+v", v.Rules)
-	}
+	wantRules(t, v.Rules, 0.5, 4, 0)
 	if asker.systems[0] != SystemPrompt {
 		t.Fatal("the system prompt is not the judge's")
 	}
@@ -116,7 +156,14 @@ func TestJudgeReplyPartsIgnored(t *testing.T) {
 	asker := &scripted{replies: []string{`{"shop/ConfigMap/flagd-config": "flagd-config-1",
 	  "chaos-mesh/Schedule/shop-cart-partition": "partition-9", "shop/Pod/invented": "cart-pod-1", "shop/Service/ad": null}`}}
 	v := score(t, &Judge{Model: "openai/judge", Asker: asker}, submission)
-	if v.Matcher != grader.MatcherJudge || v.Score != 0 || v.RootCausesFound != 1 || groupOf(v, "chaos-mesh/Schedule/shop-cart-partition") != "" {
+	if v.Matcher != grader.MatcherJudge {
+		t.Errorf("matched by %s, want the judge", v.Matcher)
+	}
+	wantFigures(t, v, 0, 1)
+	if g := groupOf(v, "chaos-mesh/Schedule/shop-cart-partition"); g != "" {
+		t.Errorf("the Schedule is matched to %q, want no group (the reply's is unknown)", g)
+	}
+	if t.Failed() {
 		t.Fatalf("verdict = %+v", v)
 	}
 	for _, want := range []string{`unknown group "partition-9" for chaos-mesh/Schedule/shop-cart-partition`,
@@ -126,9 +173,7 @@ func TestJudgeReplyPartsIgnored(t *testing.T) {
 		}
 	}
 	// The rules found the Schedule's root cause and the cart Pod: they disagree on two entities.
-	if r := v.Rules; r.Score != 0.5 || r.Agreed != 2 || len(r.Disagreed) != 2 {
-		t.Fatalf("rules beside = %+v", r)
-	}
+	wantRules(t, v.Rules, 0.5, 2, 2)
 }
 
 // TestJudgeFailureFallsBackToRules: a failed call and each kind of malformed reply leave the
@@ -171,8 +216,20 @@ func TestJudgeCacheHitMakesNoCall(t *testing.T) {
 	a := score(t, &Judge{Model: "openai/judge", Asker: first, CacheDir: dir}, submission[:2])
 	second := &scripted{}
 	b := score(t, &Judge{Model: "openai/judge", Asker: second, CacheDir: dir}, submission[:2])
-	if len(first.users) != 1 || len(second.users) != 0 || a.Score != 1 || b.Score != 1 || b.Matcher != grader.MatcherJudge {
-		t.Fatalf("calls %d then %d; scores %v then %v (%s)", len(first.users), len(second.users), a.Score, b.Score, b.JudgeNote)
+	if n := len(first.users); n != 1 {
+		t.Errorf("the first judge was asked %d times, want 1", n)
+	}
+	if n := len(second.users); n != 0 {
+		t.Errorf("the second judge was asked %d times, want 0 (the cache answers)", n)
+	}
+	if a.Score != 1 || b.Score != 1 {
+		t.Errorf("scores %v then %v, want 1 both times", a.Score, b.Score)
+	}
+	if b.Matcher != grader.MatcherJudge {
+		t.Errorf("the cached verdict is matched by %s, want the judge (%s)", b.Matcher, b.JudgeNote)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	// Another judge model is another question.
 	other := &scripted{replies: []string{reply}}
@@ -232,8 +289,17 @@ func TestJudgeCacheWriteFailureIsNoted(t *testing.T) {
 func TestJudgeNothingToAsk(t *testing.T) {
 	asker := &scripted{}
 	v := score(t, &Judge{Model: "openai/judge", Asker: asker}, []string{" ", ""})
-	if len(asker.users) != 0 || v.Matcher != grader.MatcherJudge || v.Score != 0 || len(v.Predictions) != 0 {
-		t.Fatalf("%d calls, verdict %+v", len(asker.users), v)
+	if n := len(asker.users); n != 0 {
+		t.Errorf("%d calls, want none", n)
+	}
+	if v.Matcher != grader.MatcherJudge {
+		t.Errorf("matched by %s, want the judge", v.Matcher)
+	}
+	if v.Score != 0 {
+		t.Errorf("score %v, want 0", v.Score)
+	}
+	if n := len(v.Predictions); n != 0 {
+		t.Errorf("%d predictions, want none", n)
 	}
 }
 
@@ -366,7 +432,14 @@ func TestParsePromptRefusals(t *testing.T) {
 		}
 	}
 	p, err := ParsePrompt("{{ground_truth}}\n{{entities}}\n")
-	if err != nil || len(p.SHA256) != 64 || p.system != "" {
-		t.Fatalf("%+v %v", p, err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(p.SHA256) != 64 {
+		t.Errorf("SHA256 %q, want 64 hex digits", p.SHA256)
+	}
+	if p.system != "" {
+		t.Errorf("system prompt %q, want none (the file has no section for it)", p.system)
+	}
+
 }

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 func writeAnswer(t *testing.T, dir, key, body string) {
@@ -31,8 +32,14 @@ func TestReadCachesJoins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Len() != 3 || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], filepath.Join(b, "k4.json")) {
-		t.Fatalf("%d answers, warnings %q", c.Len(), c.Warnings)
+	if c.Len() != 3 {
+		t.Errorf("%d answers, want 3", c.Len())
+	}
+	if len(c.Warnings) != 1 {
+		t.Fatalf("warnings %q, want one", c.Warnings)
+	}
+	if !textcheck.Has(t, "the warning", c.Warnings[0], filepath.Join(b, "k4.json")) || t.Failed() {
+		t.FailNow()
 	}
 	out := filepath.Join(t.TempDir(), "judge")
 	if err := c.Write(out); err != nil {
@@ -52,7 +59,9 @@ func TestReadCachesRefusesConflicts(t *testing.T) {
 	writeAnswer(t, a, "k1", `{"model":"m","reply":"{\"x\": \"g1\"}"}`)
 	writeAnswer(t, b, "k1", `{"model":"m","reply":"{\"x\": null}"}`)
 	_, err := ReadCaches(a, b)
-	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), filepath.Join(a, "k1.json")) || !strings.Contains(err.Error(), filepath.Join(b, "k1.json")) {
-		t.Fatalf("err = %v", err)
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("err = %v, want ErrConflict", err)
 	}
+	textcheck.Has(t, "the conflict", err.Error(), filepath.Join(a, "k1.json"), filepath.Join(b, "k1.json"))
+
 }

@@ -27,7 +27,13 @@ func TestPublicTasks(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	if len(seen) != 40 || !seen["Scenario-1"] || !seen["Scenario-105"] || seen["Scenario-10"] {
-		t.Errorf("%d public tasks: %v", len(seen), PublicTasks)
+	if len(seen) != 40 {
+		t.Errorf("%d public tasks, want 40: %v", len(seen), PublicTasks)
 	}
+	for id, public := range map[string]bool{"Scenario-1": true, "Scenario-105": true, "Scenario-10": false} {
+		if seen[id] != public {
+			t.Errorf("%s public: %v, want %v", id, seen[id], public)
+		}
+	}
+
 }

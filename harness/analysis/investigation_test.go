@@ -84,8 +84,13 @@ func TestInvestigate(t *testing.T) {
 			t.Errorf("commands %v, want %v", inv.Commands, wantKinds)
 		}
 	}
-	if inv.Failed != 2 || inv.Truncated != 1 || inv.Repeated != 1 || inv.Turns != 5 {
-		t.Errorf("failed %d truncated %d repeated %d turns %d, want 2, 1, 1 and 5", inv.Failed, inv.Truncated, inv.Repeated, inv.Turns)
+	for _, c := range []struct {
+		name      string
+		got, want int
+	}{{"failed", inv.Failed, 2}, {"truncated", inv.Truncated, 1}, {"repeated", inv.Repeated, 1}, {"turns", inv.Turns, 5}} {
+		if c.got != c.want {
+			t.Errorf("%s %d, want %d", c.name, c.got, c.want)
+		}
 	}
 }
 
@@ -93,11 +98,21 @@ func TestInvestigate(t *testing.T) {
 func TestNoHit(t *testing.T) {
 	_, k := realKey(t, "scenario_2", nil)
 	inv := Investigate([]runfolder.TurnRecord{turn(1, 10, nil, "cart fails", "grep cart otel_logs_raw.tsv")}, k, nil)
-	if inv.FirstHitTurn != nil || inv.FirstHitTokens != nil {
-		t.Errorf("first hit %v, want none", *inv.FirstHitTurn)
+	if inv.FirstHitTurn != nil {
+		t.Errorf("first hit at turn %d, want none", *inv.FirstHitTurn)
 	}
-	if inv := Investigate(nil, k, nil); inv.Turns != 0 || inv.FirstHitTurn != nil || len(inv.Commands) != 0 {
-		t.Errorf("an empty trajectory gives %+v", inv)
+	if inv.FirstHitTokens != nil {
+		t.Errorf("first hit after %d tokens, want none", *inv.FirstHitTokens)
+	}
+	inv = Investigate(nil, k, nil)
+	if inv.Turns != 0 {
+		t.Errorf("an empty trajectory gives %d turns", inv.Turns)
+	}
+	if inv.FirstHitTurn != nil {
+		t.Errorf("an empty trajectory gives a first hit at turn %d", *inv.FirstHitTurn)
+	}
+	if len(inv.Commands) != 0 {
+		t.Errorf("an empty trajectory gives commands %v", inv.Commands)
 	}
 }
 
@@ -184,9 +199,16 @@ func TestReadTurnsOfAWrittenTrajectory(t *testing.T) {
 	zw.Close()
 	f.Close()
 	turns, err := runfolder.ReadTurns(dir)
-	if err != nil || len(turns) != 2 || turns[1].Turn != 2 {
-		t.Fatalf("read %d turns, %v; want 2", len(turns), err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(turns) != 2 {
+		t.Fatalf("read %d turns, want 2", len(turns))
+	}
+	if turns[1].Turn != 2 {
+		t.Fatalf("the second turn read is numbered %d", turns[1].Turn)
+	}
+
 	if err := os.WriteFile(filepath.Join(dir, runfolder.TrajectoryFile+".zst"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // doc is an ATIF document of a shell agent: a prompt, then one agent step a reply, with a
@@ -96,15 +97,15 @@ func TestFindHarborJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if found.Layout != LayoutHarbor || len(found.Episodes) != 3 || len(found.Problems) != 2 {
-		t.Fatalf("%+v", found)
-	}
+	wantFound(t, found, LayoutHarbor, 3, 2)
 	got := map[string]string{}
 	for _, e := range found.Episodes {
 		got[e.Task+"/"+string(rune('0'+e.Repeat))] = filepath.Base(filepath.Dir(filepath.Dir(e.Path)))
 	}
-	if got["Scenario-2/1"] != "scenario-2__early" || got["Scenario-2/2"] != "scenario-2__late" || got["Scenario-3/1"] != "scenario-3__a" {
-		t.Errorf("episodes %v", got)
+	for episode, trial := range map[string]string{"Scenario-2/1": "scenario-2__early", "Scenario-2/2": "scenario-2__late", "Scenario-3/1": "scenario-3__a"} {
+		if got[episode] != trial {
+			t.Errorf("episode %s from %q, want the trial %s (all: %v)", episode, got[episode], trial, got)
+		}
 	}
 	if !strings.Contains(strings.Join(found.Problems, "\n"), "nameless") || !strings.Contains(strings.Join(found.Problems, "\n"), `"../../etc" is not a task id`) {
 		t.Errorf("problems %q", found.Problems)
@@ -122,8 +123,32 @@ func TestFindHarborJob(t *testing.T) {
 		t.Errorf("the source of Scenario-2/2 is %q, want %q", src, late)
 	}
 	subs, _, err := grader.FindSubmissions(out)
-	if err != nil || len(subs["Scenario-2"]) != 2 || subs["Scenario-3"] != nil {
-		t.Errorf("submissions %v, %v", subs, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(subs["Scenario-2"]); n != 2 {
+		t.Errorf("%d submissions of Scenario-2, want 2: %v", n, subs)
+	}
+	if s := subs["Scenario-3"]; s != nil {
+		t.Errorf("submissions of Scenario-3 %v, want none", s)
+	}
+}
+
+// wantFound checks what Find found, each part its own failure, and stops the test when one
+// is wrong.
+func wantFound(t *testing.T, found Found, layout string, episodes, problems int) {
+	t.Helper()
+	if found.Layout != layout {
+		t.Errorf("layout %s, want %s", found.Layout, layout)
+	}
+	if len(found.Episodes) != episodes {
+		t.Errorf("%d episodes, want %d", len(found.Episodes), episodes)
+	}
+	if len(found.Problems) != problems {
+		t.Errorf("problems %q, want %d", found.Problems, problems)
+	}
+	if t.Failed() {
+		t.Fatalf("%+v", found)
 	}
 }
 
@@ -135,13 +160,22 @@ func TestFindExportLayout(t *testing.T) {
 	write(t, filepath.Join(dir, "Scenario-2", "first", File), doc(t))
 	write(t, filepath.Join(dir, "Scenario-3", "1", File), []byte(`{"schema_version": "1.0", "steps": []}`))
 	found, err := Find(dir)
-	if err != nil || found.Layout != LayoutEpisodes || len(found.Episodes) != 2 || len(found.Problems) != 1 || !strings.Contains(found.Problems[0], "first") {
-		t.Fatalf("%+v, %v", found, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFound(t, found, LayoutEpisodes, 2, 1)
+	if !textcheck.Has(t, "the problem", found.Problems[0], "first") {
+		t.FailNow()
 	}
 	_, problems, err := WriteSubmissions(found, t.TempDir())
-	if err != nil || len(problems) != 1 || !strings.Contains(problems[0], "not an ATIF document") {
-		t.Errorf("problems %q, %v", problems, err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(problems) != 1 {
+		t.Fatalf("problems %q, want one", problems)
+	}
+	textcheck.Has(t, "the problem", problems[0], "not an ATIF document")
+
 	if found, err := Find(t.TempDir()); err != nil || len(found.Episodes) != 0 {
 		t.Errorf("an empty folder: %+v, %v", found, err)
 	}

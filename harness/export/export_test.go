@@ -109,11 +109,22 @@ func TestATIFOfAnAwkwardEpisode(t *testing.T) {
 		}
 	}
 	b, _ := json.Marshal(doc)
-	if len(ids) != 4 || ids[0] == ids[1] || ids[2] != "c" || ids[3] == "c" {
-		t.Errorf("tool call ids %q", ids)
+	if len(ids) != 4 {
+		t.Fatalf("tool call ids %q, want 4", ids)
 	}
-	if resultsOf[ids[0]] != "a b" || resultsOf[ids[1]] != "invalid arguments" || resultsOf["c"] != "x" || resultsOf[ids[3]] != "/w" {
-		t.Errorf("results by call: %q", resultsOf)
+	if ids[0] == ids[1] {
+		t.Errorf("tool call ids %q: the first two are the same", ids)
+	}
+	if ids[2] != "c" {
+		t.Errorf("tool call ids %q: the third is not c, the model's own", ids)
+	}
+	if ids[3] == "c" {
+		t.Errorf("tool call ids %q: the fourth reuses c", ids)
+	}
+	for i, want := range map[string]string{ids[0]: "a b", ids[1]: "invalid arguments", "c": "x", ids[3]: "/w"} {
+		if resultsOf[i] != want {
+			t.Errorf("the result of call %s is %q, want %q", i, resultsOf[i], want)
+		}
 	}
 	for _, want := range []string{`"arguments":"{\"cmd\": \"cat x"`, `"error":"HTTP 500: overloaded"`, `"usage":"not reported"`,
 		`"summary":true`, `"tool_call_id":"gone"`, `"reasoning_content":"Start with ls."`, `"is_error":true`,
@@ -123,8 +134,14 @@ func TestATIFOfAnAwkwardEpisode(t *testing.T) {
 		}
 	}
 	m := doc.FinalMetrics
-	if *m.TotalPromptTokens != 30 || *m.TotalCachedTokens != 5 || m.Extra["calls_without_usage"] != 1 {
-		t.Errorf("final metrics %+v", m)
+	if *m.TotalPromptTokens != 30 {
+		t.Errorf("final metrics: %d prompt tokens, want 30", *m.TotalPromptTokens)
+	}
+	if *m.TotalCachedTokens != 5 {
+		t.Errorf("final metrics: %d cached tokens, want 5", *m.TotalCachedTokens)
+	}
+	if n := m.Extra["calls_without_usage"]; n != 1 {
+		t.Errorf("final metrics: calls_without_usage %v, want 1", n)
 	}
 	if last := doc.Steps[len(doc.Steps)-1]; last.Source != atif.SourceSystem || last.Observation.Results[0].Extra[atif.ExtraPath] != grader.SubmissionFile {
 		t.Errorf("last step %+v", last)
@@ -152,9 +169,16 @@ func TestChatOfAnEpisode(t *testing.T) {
 	for _, m := range c.Messages {
 		roles = append(roles, m.Role)
 	}
-	if strings.Join(roles, ",") != "system,user,assistant,tool,assistant" || c.Messages[2].ToolCalls[0].Function.Arguments != `{"cmd":"ls"}` || len(c.Tools) != 1 {
-		t.Errorf("roles %v, messages %+v", roles, c.Messages)
+	if got := strings.Join(roles, ","); got != "system,user,assistant,tool,assistant" {
+		t.Fatalf("roles %s, want system,user,assistant,tool,assistant; messages %+v", got, c.Messages)
 	}
+	if got := c.Messages[2].ToolCalls[0].Function.Arguments; got != `{"cmd":"ls"}` {
+		t.Errorf("the call's arguments %s, want {\"cmd\":\"ls\"}", got)
+	}
+	if len(c.Tools) != 1 {
+		t.Errorf("%d tools, want 1: %+v", len(c.Tools), c.Tools)
+	}
+
 	os.Remove(filepath.Join(runfolder.EpisodeDir(run.Dir, theEpisode), runfolder.TrajectoryFile))
 	if _, err := Chat(run, theEpisode); !errors.Is(err, ErrNoTrajectory) {
 		t.Errorf("no trajectory: %v", err)

@@ -273,9 +273,19 @@ func TestReferenceToolSchemas(t *testing.T) {
 func TestPromptFileRoundTrip(t *testing.T) {
 	b := Builtin()
 	again, err := Parse(b.Format())
-	if err != nil || string(again.Format()) != string(b.Format()) || again.SHA256() != b.SHA256() || len(b.SHA256()) != 64 {
+	if err != nil {
 		t.Fatalf("round trip: %v", err)
 	}
+	if string(again.Format()) != string(b.Format()) {
+		t.Errorf("round trip: the set reads back as\n%s\nwant\n%s", again.Format(), b.Format())
+	}
+	if again.SHA256() != b.SHA256() {
+		t.Errorf("round trip: SHA256 %s, want %s", again.SHA256(), b.SHA256())
+	}
+	if len(b.SHA256()) != 64 {
+		t.Errorf("SHA256 %q, want 64 hex digits", b.SHA256())
+	}
+
 	reordered := "# a comment\n\n"
 	for i := len(promptKeys) - 1; i >= 0; i-- {
 		reordered += "--- " + promptKeys[i].name + " ---\n" + b.texts[promptKeys[i].name] + "\n"

@@ -34,9 +34,25 @@ func TestReplayFailures(t *testing.T) {
 	}
 	ctx := model.WithEpisode(context.Background(), model.EpisodeID{Task: "Scenario-1", Repeat: 1})
 	reply, err := r.Complete(ctx, req)
-	if err != nil || reply.Message.Content != "hi" || reply.Usage.Input != 10 || !reply.Cut || len(r.Divergences()) != 0 {
-		t.Fatalf("replayed %+v, %v, divergences %v", reply, err, r.Divergences())
+	if err != nil {
+		t.Fatal(err)
 	}
+	if c := reply.Message.Content; c != "hi" {
+		t.Errorf("replayed content %q, want hi", c)
+	}
+	if n := reply.Usage.Input; n != 10 {
+		t.Errorf("replayed %d input tokens, want 10", n)
+	}
+	if !reply.Cut {
+		t.Errorf("the replayed reply is not cut, as the recorded one was")
+	}
+	if d := r.Divergences(); len(d) != 0 {
+		t.Errorf("divergences %v, want none", d)
+	}
+	if t.Failed() {
+		t.Fatalf("replayed %+v", reply)
+	}
+
 	if _, err := r.Complete(ctx, req); !errors.Is(err, ErrEnded) {
 		t.Fatalf("a call past the recording: %v", err)
 	}

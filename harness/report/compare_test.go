@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // sixTaskRuns writes two runs over six tasks, one repeat each: b scores 1 where a scores 0
@@ -30,8 +31,17 @@ func sixTaskRuns(t *testing.T) (a, b *Run) {
 func TestCompareRunsGivesTheDifferenceAndItsTest(t *testing.T) {
 	a, b := sixTaskRuns(t)
 	got := CompareRuns([]*Run{a, b})
-	if len(got) != 2 || got[0] != nil || got[1] == nil {
-		t.Fatalf("CompareRuns = %v, want nil for the first run and one comparison", got)
+	if len(got) != 2 {
+		t.Fatalf("CompareRuns = %v, want two answers", got)
+	}
+	if got[0] != nil {
+		t.Errorf("the first run is compared with itself: %+v", got[0])
+	}
+	if got[1] == nil {
+		t.Errorf("the second run is not compared with the first")
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	v := got[1]
 	if v.Against != a.Dir {
@@ -87,9 +97,13 @@ func TestCompareRunsLeavesOutWhatIsNotShared(t *testing.T) {
 			t.Errorf("%s %v, want %v", c.what, c.got, c.want)
 		}
 	}
-	if v.CI95 != nil || v.PValue != nil || !strings.Contains(v.NoInterval, fmt.Sprintf("fewer than %d", grader.MinTasksForInterval)) {
-		t.Errorf("2 shared tasks: interval %v, p %v, why %q", v.CI95, v.PValue, v.NoInterval)
+	if v.CI95 != nil {
+		t.Errorf("2 shared tasks: interval %v, want none", *v.CI95)
 	}
+	if v.PValue != nil {
+		t.Errorf("2 shared tasks: p-value %v, want none", *v.PValue)
+	}
+	textcheck.Has(t, "why 2 shared tasks have no interval", v.NoInterval, fmt.Sprintf("fewer than %d", grader.MinTasksForInterval))
 	for _, want := range []string{"1 task only in " + a.Dir, "1 task only in " + b.Dir, "left out", "1 shared task", "S-2"} {
 		if !strings.Contains(v.Warning, want) {
 			t.Errorf("warning %q lacks %q", v.Warning, want)
@@ -105,9 +119,14 @@ func TestCompareRunsWithNothingShared(t *testing.T) {
 	a := writeRun(t, filepath.Join(base, "a"), "m/a", []string{"S-1"}, 1, result("S-1", 1, "ok", 1, 0))
 	b := writeRun(t, filepath.Join(base, "b"), "m/b", []string{"S-2"}, 1, result("S-2", 1, "ok", 1, 0))
 	v := CompareRuns([]*Run{a, b})[1]
-	if v.Tasks != 0 || !strings.Contains(v.NoInterval, "no task") || !strings.Contains(v.Text(), "n/a") {
-		t.Fatalf("comparison %+v, text %q", v, v.Text())
+	if v.Tasks != 0 {
+		t.Errorf("%d tasks compared, want none", v.Tasks)
 	}
+	textcheck.Has(t, "why there is no interval", v.NoInterval, "no task")
+	if !textcheck.Has(t, "the comparison's text", v.Text(), "n/a") || t.Failed() {
+		t.Fatalf("comparison %+v", v)
+	}
+
 	if got := CompareRuns([]*Run{a}); len(got) != 1 || got[0] != nil {
 		t.Errorf("one run: %v", got)
 	}

@@ -24,9 +24,19 @@ func TestFinish(t *testing.T) {
 		t.Fatalf("finish: %v, rate limits: %v", err, r.RateLimitsErr)
 	}
 	h, err := runfolder.ReadHeader(dir)
-	if err != nil || h.RateLimits == nil || h.RateLimits.Calls != 7 || h.RateLimits.RateLimited != 2 {
-		t.Fatalf("run.json's rate limits: %+v (%v)", h.RateLimits, err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if h.RateLimits == nil {
+		t.Fatal("run.json records no rate limits")
+	}
+	if n := h.RateLimits.Calls; n != 7 {
+		t.Errorf("run.json's rate limits: %d calls, want 7", n)
+	}
+	if n := h.RateLimits.RateLimited; n != 2 {
+		t.Errorf("run.json's rate limits: %d rate limited, want 2", n)
+	}
+
 	if _, err := os.Stat(filepath.Join(dir, MarkdownFile)); err != nil {
 		t.Errorf("no report.md: %v", err)
 	}

@@ -138,9 +138,19 @@ func TestLoadKeepsEpisodesOutsideTheHeader(t *testing.T) {
 {"task":"Scenario-9","repeat":2,"status":"ok","score":1}
 `)
 	r := load(t, dir)
-	if len(r.Results) != 2 || r.Summary.Tasks != 2 || r.Summary.Repeats != 2 || r.Summary.Episodes != 4 {
+	if len(r.Results) != 2 {
+		t.Errorf("%d results, want 2", len(r.Results))
+	}
+	if r.Summary.Tasks != 2 || r.Summary.Repeats != 2 {
+		t.Errorf("summary of %d tasks x %d repeats, want 2 x 2", r.Summary.Tasks, r.Summary.Repeats)
+	}
+	if r.Summary.Episodes != 4 {
+		t.Errorf("summary of %d episodes, want 4", r.Summary.Episodes)
+	}
+	if t.Failed() {
 		t.Fatalf("results %+v, summary %+v", r.Results, r.Summary)
 	}
+
 }
 
 func TestLoadErrors(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 const header = `{"model": "builtin/baseline", "tasks": ["Scenario-1", "Scenario-2"], "repeats": 2}`
@@ -35,7 +36,16 @@ func TestReadResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(run.Results) != 2 || run.Results[Episode{"Scenario-1", 1}].Score != 0.5 || run.Results[Episode{"Scenario-2", 1}].Turns != 100 {
+	if len(run.Results) != 2 {
+		t.Errorf("%d results, want 2", len(run.Results))
+	}
+	if s := run.Results[Episode{"Scenario-1", 1}].Score; s != 0.5 {
+		t.Errorf("Scenario-1 repeat 1: score %v, want 0.5", s)
+	}
+	if n := run.Results[Episode{"Scenario-2", 1}].Turns; n != 100 {
+		t.Errorf("Scenario-2 repeat 1: %d turns, want 100", n)
+	}
+	if t.Failed() {
 		t.Fatalf("read %+v", run.Results)
 	}
 	path := filepath.Join(dir, ResultsFile)
@@ -82,8 +92,24 @@ func TestReadHeader(t *testing.T) {
 	folderHeader := filepath.Join(dir, "folder-header")
 	testfs.Write(t, filepath.Join(folderHeader, HeaderFile, "x"), "")
 
-	if h, err := ReadHeader(good); err != nil || h.Model != "builtin/baseline" || h.Repeats != 2 || len(h.Tasks) != 1 || h.Prices.Input != 3 {
-		t.Fatalf("%+v, %v", h, err)
+	h, err := ReadHeader(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Model != "builtin/baseline" {
+		t.Errorf("model %s, want builtin/baseline", h.Model)
+	}
+	if h.Repeats != 2 {
+		t.Errorf("%d repeats, want 2", h.Repeats)
+	}
+	if len(h.Tasks) != 1 {
+		t.Errorf("tasks %v, want one", h.Tasks)
+	}
+	if h.Prices.Input != 3 {
+		t.Errorf("input price %v, want 3", h.Prices.Input)
+	}
+	if t.Failed() {
+		t.Fatalf("%+v", h)
 	}
 	for _, c := range []struct {
 		dir, names string
@@ -219,8 +245,17 @@ func TestOpenRepairsTheLastLine(t *testing.T) {
 				t.Fatal(err)
 			}
 			run, err := Read(dir)
-			if err != nil || len(run.Warnings) != 0 || run.Results[Episode{"Scenario-2", 1}].Status != "ok" {
-				t.Fatalf("%+v, %v", run, err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(run.Warnings) != 0 {
+				t.Errorf("warnings %q, want none", run.Warnings)
+			}
+			if s := run.Results[Episode{"Scenario-2", 1}].Status; s != "ok" {
+				t.Errorf("Scenario-2 repeat 1: status %q, want ok", s)
+			}
+			if t.Failed() {
+				t.Fatalf("%+v", run)
 			}
 		})
 	}
@@ -242,9 +277,13 @@ func TestAppendReportsAFullDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = f.Append(Result{Task: "Scenario-1", Repeat: 1, Status: "ok"})
-	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), ResultsFile) {
-		t.Fatalf("append to a full device: %v", err)
+	if err == nil {
+		t.Fatal("an append to a full device did not fail")
 	}
+	if !textcheck.Has(t, "the error of an append to a full device", err.Error(), "no space left on device", ResultsFile) {
+		t.FailNow()
+	}
+
 }
 
 // TestDifferencesOfTheEnvironment: a resume into another image or other package versions is

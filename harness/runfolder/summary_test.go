@@ -15,9 +15,16 @@ func TestCollect(t *testing.T) {
 		{Task: "Scenario-2", Repeat: 1}: {Task: "Scenario-2", Repeat: 1, Status: "max_turns", Turns: 100},
 	}
 	all, summary := Collect(Shard{}.Episodes([]string{"Scenario-1", "Scenario-2"}, 2), done, "")
-	if len(all) != 4 || summary.Episodes != 4 || summary.Score != 0.125 {
-		t.Fatalf("collected %d episodes, summary %+v", len(all), summary)
+	if len(all) != 4 {
+		t.Errorf("collected %d episodes, want 4", len(all))
 	}
+	if summary.Episodes != 4 {
+		t.Errorf("a summary of %d episodes, want 4", summary.Episodes)
+	}
+	if summary.Score != 0.125 {
+		t.Errorf("score %v, want 0.125", summary.Score)
+	}
+
 	for _, i := range []int{1, 3} {
 		if all[i].Status != grader.StatusUnfinished || !strings.Contains(all[i].Error, "not run") {
 			t.Errorf("episode %s/%d never recorded: %+v", all[i].Task, all[i].Repeat, all[i])

@@ -83,8 +83,16 @@ func TestTrajectoryCountsRetriesAndNewMessages(t *testing.T) {
 			turns = append(turns, r)
 		}
 	}
-	if len(turns) != 2 || len(turns[0].Input) != 2 || len(turns[1].Input) != 1 || turns[1].Input[0].Content != "continue" {
-		t.Fatalf("turns recorded: %+v", turns)
+	if len(turns) != 2 {
+		t.Fatalf("%d turns recorded, want 2: %+v", len(turns), turns)
+	}
+	if n := len(turns[0].Input); n != 2 {
+		t.Errorf("turn 1 recorded with %d input messages, want 2", n)
+	}
+	if len(turns[1].Input) != 1 {
+		t.Errorf("turn 2 recorded with input %+v, want one message", turns[1].Input)
+	} else if c := turns[1].Input[0].Content; c != "continue" {
+		t.Errorf("turn 2's input %q, want continue", c)
 	}
 }
 
@@ -99,9 +107,16 @@ func TestTrajectoryKeepsItsFirstFailure(t *testing.T) {
 	tr := newTrajectory(f, func(err error) { failures = append(failures, err) })
 	tr.Event(model.Event{Kind: "request"})
 	tr.Turn(1, model.Request{}, model.Reply{}, nil)
-	if len(failures) != 1 || !errors.Is(failures[0], ErrNotRecorded) || !errors.Is(failures[0], syscall.ENOSPC) {
-		t.Fatalf("failures reported: %v", failures)
+	if len(failures) != 1 {
+		t.Fatalf("failures reported: %v, want one", failures)
 	}
+	if !errors.Is(failures[0], ErrNotRecorded) {
+		t.Errorf("the failure %v is not ErrNotRecorded", failures[0])
+	}
+	if !errors.Is(failures[0], syscall.ENOSPC) {
+		t.Errorf("the failure %v does not wrap ENOSPC", failures[0])
+	}
+
 	if err := tr.Close(); !errors.Is(err, ErrNotRecorded) {
 		t.Errorf("close: %v", err)
 	}

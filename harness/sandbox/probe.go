@@ -25,11 +25,19 @@ type Tools struct {
 	Python   map[string]string `json:"python"`   // package -> version ("" when missing)
 }
 
+// pythonTwins are the two names of Python the reference sandbox has: one missing while the
+// other is there is no Python missing, and is said so.
+var pythonTwins = map[string]string{"python": "python3", "python3": "python"}
+
 // Differences lists how the tools differ from the reference sandbox.
 func (t Tools) Differences() []string {
 	var out []string
 	for _, c := range probeTools {
-		if !t.Commands[c] {
+		switch twin := pythonTwins[c]; {
+		case t.Commands[c]:
+		case twin != "" && t.Commands[twin]:
+			out = append(out, fmt.Sprintf("no %s command, only %s", c, twin))
+		default:
 			out = append(out, "no "+c)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -359,21 +360,24 @@ func checkEvents(t *testing.T, path string) {
 		}
 		e := body.Object
 		m := eventName.FindStringSubmatch(r.Get("LogAttributes"))
-		if m == nil || m[1] != e.Metadata.Name || e.Metadata.Name == "" {
-			t.Errorf("line %d: event.name %v, the Event is %q", r.Line, m, e.Metadata.Name)
+		if e.Metadata.Name == "" {
+			t.Errorf("line %d: an Event without a name", r.Line)
+		}
+		if m == nil {
+			t.Errorf("line %d: no event.name in the log attributes %s", r.Line, r.Get("LogAttributes"))
+		} else if m[1] != e.Metadata.Name {
+			t.Errorf("line %d: event.name %q, the Event is %q", r.Line, m[1], e.Metadata.Name)
 		}
 		switch e.APIVersion {
 		case "events.k8s.io/v1":
 			modern++
-			if e.Regarding == nil || e.Note == nil || e.InvolvedObject != nil || e.Message != nil {
-				t.Errorf("line %d: an events.k8s.io/v1 Event without regarding and note", r.Line)
-			}
+			wantEventFields(t, r.Line, e.APIVersion, map[string]bool{"regarding": e.Regarding != nil, "note": e.Note != nil},
+				map[string]bool{"involvedObject": e.InvolvedObject != nil, "message": e.Message != nil})
 			pending = e.Metadata.Name
 		case "v1":
 			core++
-			if e.InvolvedObject == nil || e.Message == nil || e.Regarding != nil || e.Note != nil {
-				t.Errorf("line %d: a core v1 Event without involvedObject and message", r.Line)
-			}
+			wantEventFields(t, r.Line, e.APIVersion, map[string]bool{"involvedObject": e.InvolvedObject != nil, "message": e.Message != nil},
+				map[string]bool{"regarding": e.Regarding != nil, "note": e.Note != nil})
 			if pending != e.Metadata.Name {
 				t.Errorf("line %d: core v1 Event %q does not follow its events.k8s.io/v1 twin (%q)", r.Line, e.Metadata.Name, pending)
 			}
@@ -382,8 +386,27 @@ func checkEvents(t *testing.T, path string) {
 			t.Errorf("line %d: Event apiVersion %q", r.Line, e.APIVersion)
 		}
 	})
-	if modern == 0 || core == 0 || modern-core > 1 || core > modern {
-		t.Errorf("%s: %d events.k8s.io/v1 records and %d core v1 ones", filepath.Base(path), modern, core)
+	if modern == 0 || core == 0 {
+		t.Errorf("%s: %d events.k8s.io/v1 records and %d core v1 ones, want both kinds", filepath.Base(path), modern, core)
+	}
+	if modern-core > 1 || core > modern {
+		t.Errorf("%s: %d events.k8s.io/v1 records and %d core v1 ones, want a core twin for each but the last at most", filepath.Base(path), modern, core)
+	}
+}
+
+// wantEventFields checks that an Event of apiVersion has each of its own fields (has: name
+// -> set) and none of the other version's (lacks), each field its own failure.
+func wantEventFields(t *testing.T, line int, apiVersion string, has, lacks map[string]bool) {
+	t.Helper()
+	for _, name := range slices.Sorted(maps.Keys(has)) {
+		if !has[name] {
+			t.Errorf("line %d: an %s Event without %s", line, apiVersion, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(lacks)) {
+		if lacks[name] {
+			t.Errorf("line %d: an %s Event with %s", line, apiVersion, name)
+		}
 	}
 }
 

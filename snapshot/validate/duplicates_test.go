@@ -83,9 +83,16 @@ func TestPlantedDuplicateIsFoundAndNearMissIsNot(t *testing.T) {
 	if len(got) != 3*12+3 {
 		t.Fatalf("%d pairs, want every given pair and each given task with each demo task", len(got))
 	}
-	if got[0].Task != "Scenario-1000" || got[0].Of != "Scenario-2000" || got[0].Similarity < 0.99 || len(got[0].Shared) != sharedListed {
-		t.Fatalf("the most alike pair is not the planted duplicate: %+v", got[0])
+	if p := got[0]; p.Task != "Scenario-1000" || p.Of != "Scenario-2000" {
+		t.Fatalf("the most alike pair is %s and %s, want the planted duplicate Scenario-1000 of Scenario-2000", p.Task, p.Of)
 	}
+	if s := got[0].Similarity; s < 0.99 {
+		t.Errorf("the planted duplicate's similarity is %v, want 0.99 or more", s)
+	}
+	if n := len(got[0].Shared); n != sharedListed {
+		t.Errorf("the planted duplicate lists %d shared pieces, want %d", n, sharedListed)
+	}
+
 	if got[1].Similarity >= DuplicateThreshold {
 		t.Fatalf("a near miss is a duplicate: %+v", got[1])
 	}
