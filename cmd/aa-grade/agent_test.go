@@ -21,7 +21,6 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
-	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
 )
 
 // chatAgentSpec is the project's own chat agent as --agent takes it, run from the agent folder
@@ -154,10 +153,7 @@ func checkAgentRunReaders(t *testing.T, out string) {
 	if r := aaGrade(t, nil, "export", out, "--format", "atif"); r.code != 0 || !strings.Contains(r.stdout, "Exported 2 episodes") {
 		t.Fatalf("export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	schema, err := jsonschema.Compile([]byte(readFile(t, filepath.Join(moduleRoot, "harness", "atif", "atif.schema.json"))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := atifSchema(t)
 	// The agent sent no system prompt: its document begins with the task (checkATIF expects
 	// the loop's prompts).
 	path := filepath.Join(out+"-atif", "Scenario-901", "1", atif.File)

@@ -68,14 +68,7 @@ func fakeResponses(w http.ResponseWriter, r *http.Request) {
 // provider sent, every tool result in the step of its call, the tokens the run counted; the
 // export grades as the run did; the chat lines pair each tool result with a call before it.
 func TestExportOfEachProvider(t *testing.T) {
-	schemaDoc, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "atif", "atif.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := jsonschema.Compile(schemaDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := atifSchema(t)
 	chat := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls alerts", Answer: []string{"otel-demo/ConfigMap/flagd-config"}}})
 	defer chat.Close()
 	anthropic := httptest.NewServer(http.HandlerFunc(fakeAnthropic))
@@ -286,18 +279,25 @@ func TestExportRefusals(t *testing.T) {
 	}
 }
 
+// atifSchema is the ATIF document's published schema, compiled.
+func atifSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "atif", "atif.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := jsonschema.Compile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schema
+}
+
 // TestExportOfALongEpisode: a long episode whose commands print pages of the snapshot (a
 // trajectory of megabytes, summaries and the harness's messages on the way) exports to a valid
 // document with a step per model call and every result read in its call's step.
 func TestExportOfALongEpisode(t *testing.T) {
-	schemaDoc, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "atif", "atif.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := jsonschema.Compile(schemaDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := atifSchema(t)
 	srv := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 60, Command: "head -c 30000 otel_traces_raw.tsv 2>/dev/null || ls -laR", Answer: answer901}})
 	defer srv.Close()
 	run := filepath.Join(t.TempDir(), "run")
