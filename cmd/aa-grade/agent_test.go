@@ -57,6 +57,12 @@ func TestAgentRun(t *testing.T) {
 	if p := h.Get("agent.protocol").String(); p != "OpenAI Chat Completions" {
 		t.Errorf("run.json records the protocol %q", p)
 	}
+	if dir := h.Get("agent.dir").String(); dir != filepath.Join(moduleRoot, "examples", "agents") {
+		t.Errorf("run.json records the agent folder %q", dir)
+	}
+	if cmd := h.Get("agent.command"); cmd.Exists() {
+		t.Errorf("run.json records an adapter's command line for a program of the user's own: %s", cmd.Raw)
+	}
 	if report := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(report, "played the episodes (--agent)") {
 		t.Errorf("report.md does not say an agent played the run:\n%s", report)
 	}

@@ -406,7 +406,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		Grace:   opts.grace, Abort: secondInterrupt(ctx),
 	}
 	if opts.agent.agent != nil {
-		if cfg.Agent, cfg.Description.Agent, err = agentRun(ctx, opts.agent, p, backend); err != nil {
+		if cfg.Agent, cfg.Description.Agent, err = agentRun(ctx, opts.agent, p, backend, plan.maxTurns); err != nil {
 			folder.Close()
 			return nil, err
 		}

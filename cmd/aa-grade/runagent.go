@@ -96,7 +96,7 @@ func agentUpstream(a agents.Agent, spec string, m model.Model) (gateway.Upstream
 
 // agentRun is the runner's configuration of an agent run, and what run.json says of it: the
 // agent asked its version in the sandbox first, so that one missing says how to get it there.
-func agentRun(ctx context.Context, o agentOptions, p *preparedRun, backend sandbox.Backend) (*runner.Agent, *runfolder.AgentInfo, error) {
+func agentRun(ctx context.Context, o agentOptions, p *preparedRun, backend sandbox.Backend, maxTurns int) (*runner.Agent, *runfolder.AgentInfo, error) {
 	a := *o.agent
 	version, install, err := agentrun.Version(ctx, backend, a)
 	if errors.Is(err, agentrun.ErrNotInstalled) {
@@ -110,6 +110,8 @@ func agentRun(ctx context.Context, o agentOptions, p *preparedRun, backend sandb
 		return nil, nil, fmt.Errorf("--agent: %w", err)
 	}
 	run := &runner.Agent{Agent: a, Upstream: p.agentUpstream, Model: p.agentModel, Timeout: o.timeout, Limit: p.limit, Install: install, Dir: o.agentDir}
-	info := &runfolder.AgentInfo{Spec: a.String(), Version: version, Timeout: o.timeout.String(), Protocol: p.agentUpstream.Protocol.String()}
+	info := &runfolder.AgentInfo{Spec: a.String(), Version: version, Timeout: o.timeout.String(), Protocol: p.agentUpstream.Protocol.String(),
+		Dir: o.agentDir, Install: install.Exe()}
+	info.Command, info.Env = a.Settings(agents.Episode{Model: p.agentModel, MaxTurns: maxTurns, Executable: install.Exe()})
 	return run, info, nil
 }

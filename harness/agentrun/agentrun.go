@@ -14,12 +14,14 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/agents"
 	"github.com/aa-grade/aa-grade/harness/gateway"
+	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
@@ -57,9 +59,9 @@ type Episode struct {
 }
 
 // Run plays the episode: the outcome's Turns are the model calls the gateway passed on, its
-// usage theirs; the status says what the agent left (ok, missing, invalid) or why it ended
-// without (error when it crashed, hung or could not start; max_turns when it ran out of
-// calls).
+// usage theirs, its ToolCalls the tool calls their replies made; the status says what the
+// agent left (ok, missing, invalid) or why it ended without (error when it crashed, hung or
+// could not start; max_turns when it ran out of calls).
 func (e *Episode) Run(ctx context.Context) harness.Outcome {
 	var out harness.Outcome
 	fail := func(err error) harness.Outcome {
@@ -76,6 +78,14 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 	}
 	cfg := e.Gateway
 	cfg.Token, cfg.Caps.Calls = token, e.MaxTurns
+	var toolCalls atomic.Int64 // what the model's replies asked the agent to run
+	turn := cfg.Turn
+	cfg.Turn = func(n int, req model.Request, reply model.Reply, err error) {
+		toolCalls.Add(int64(len(reply.Message.ToolCalls)))
+		if turn != nil {
+			turn(n, req, reply, err)
+		}
+	}
 	cfg.Mapped = append(cfg.Mapped[:len(cfg.Mapped):len(cfg.Mapped)], e.Agent.BackgroundModels()...)
 	gw, err := gateway.New(cfg)
 	if err != nil {
@@ -113,7 +123,7 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 		e.Ended(rec)
 	}
 	totals := gw.Totals()
-	out.Turns, out.Usage = totals.Calls, totals.Usage
+	out.Turns, out.ToolCalls, out.Usage = totals.Calls, int(toolCalls.Load()), totals.Usage
 	if runErr != nil {
 		return fail(fmt.Errorf("run the agent: %w", runErr))
 	}

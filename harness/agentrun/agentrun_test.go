@@ -172,6 +172,23 @@ func checkCalls(t *testing.T, out harness.Outcome, rec *recorder, calls int) {
 	if len(rec.ended) != 1 || rec.ended[0].ExitCode != 0 {
 		t.Errorf("the agent's end: %+v", rec.ended)
 	}
+	checkToolCalls(t, out, rec)
+}
+
+// checkToolCalls: the outcome counts the tool calls of every reply passed on, and the agent
+// made some.
+func checkToolCalls(t *testing.T, out harness.Outcome, rec *recorder) {
+	t.Helper()
+	want := 0
+	for _, tr := range rec.turns {
+		want += len(tr.reply.Message.ToolCalls)
+	}
+	if want == 0 {
+		t.Errorf("no reply of the %d turns calls a tool", len(rec.turns))
+	}
+	if out.ToolCalls != want {
+		t.Errorf("the outcome counts %d tool calls, the replies make %d", out.ToolCalls, want)
+	}
 }
 
 // TestChatAgent: the project's own agent over OpenAI Chat Completions with tools plays an
@@ -374,6 +391,7 @@ func TestRealCLIs(t *testing.T) {
 						t.Errorf("%d model calls, want the command's and the answer's at least", out.Turns)
 					}
 					checkCLITurns(t, rec.turns)
+					checkToolCalls(t, out, rec)
 					for _, call := range fake.Calls() {
 						if strings.Contains(string(call.Body), canary) || slices.ContainsFunc(headerValues(call.Header), func(v string) bool { return strings.Contains(v, "aag-") }) {
 							t.Errorf("a call to the provider holds the key in its body or the token in its headers: %s", call.Path)
@@ -404,6 +422,9 @@ func checkCLITurns(t *testing.T, turns []turn) {
 		for _, c := range tr.reply.Message.ToolCalls {
 			if strings.Contains(c.Arguments, "cat alerts.json") && c.ID != "" {
 				id = c.ID
+				if cmd := agents.Command(tr.reply.Message); !strings.HasPrefix(cmd, "cat alerts.json") {
+					t.Errorf("the live line would show %q for the shell call %s", cmd, c.Arguments)
+				}
 			}
 		}
 		if tr.reply.Message.Content == "The answer is written." {

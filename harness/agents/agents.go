@@ -205,6 +205,18 @@ func (a Agent) Launch(e Episode) Launch {
 	return Launch{Command: homeSetup + a.Command, Env: env}
 }
 
+// Settings are how a CLI agent is started for episodes like e, for run.json: its command
+// line and the variables its adapter sets beside those every agent gets; none for command:.
+func (a Agent) Settings(e Episode) (command string, env []string) {
+	ad, ok := adapters[a.Name]
+	if !ok {
+		return "", nil
+	}
+	e.Executable = shellQuote(cmp.Or(e.Executable, ad.program))
+	l := ad.launch(e)
+	return l.Command, l.Env
+}
+
 // FinalMessage is the agent's last message to the user in what it printed, for CLIs that
 // print one ("" when there is none, or for command:, whose answer is its file).
 func (a Agent) FinalMessage(stdout string) string {

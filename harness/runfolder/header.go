@@ -69,6 +69,15 @@ type AgentInfo struct {
 	Version  string `json:"version,omitempty"` // what the agent printed for its version, when it has a command for it
 	Timeout  string `json:"timeout"`           // its wall time per episode
 	Protocol string `json:"protocol"`          // the API it called the gateway with
+	// Command and Env are how a CLI agent is started, its adapter's settings: the command line
+	// (the prompt, model, gateway and token are in variables it names) and the variables the
+	// adapter sets beside the ones every agent gets (docs/agents.md). None for command:CMD.
+	Command string   `json:"command,omitempty"`
+	Env     []string `json:"env,omitempty"`
+	// Dir is the folder of --agent-dir on this machine, and Install the CLI of this machine
+	// that a sandbox lacking its own was shown, read-only ("": the sandbox's own).
+	Dir     string `json:"dir,omitempty"`
+	Install string `json:"install,omitempty"`
 }
 
 // String names the agent and its version, a program's command by its first line, at most 80

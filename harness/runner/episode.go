@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/agentrun"
+	"github.com/aa-grade/aa-grade/harness/agents"
 	"github.com/aa-grade/aa-grade/harness/gateway"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
@@ -72,10 +72,9 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 	ctx = model.WithRecorder(model.WithEpisode(ctx, model.EpisodeID{Task: task.ID, Repeat: repeat}), wire)
 	var out harness.Outcome
 	if cfg.Agent != nil {
-		out = playAgent(ctx, cfg, sb, tools, rec, wire, func(calls int, u model.Usage) {
-			charge(u)
+		out = playAgent(ctx, cfg, sb, tools, rec, wire, charge, func(n int, reply model.Reply) {
 			if cfg.Progress != nil {
-				cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: calls, MaxTurns: cfg.MaxTurns})
+				cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns, Command: agents.Command(reply.Message)})
 			}
 		})
 	} else {
@@ -130,23 +129,19 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 }
 
 // playAgent plays an agent run's episode (cfg.Agent) in sb: its model calls go through a
-// gateway that records them with wire, each followed by its turn record as the loop's are,
-// and tells called each one's number and usage.
+// gateway that records them with wire, each followed by its turn record as the loop's are;
+// used hears each call's usage as it ends (for the budget), turned each turn's number and
+// reply once recorded (for the live line).
 func playAgent(ctx context.Context, cfg Config, sb sandbox.Sandbox, tools sandbox.Tools, rec *runfolder.Trajectory,
-	wire func(model.Event), called func(int, model.Usage)) harness.Outcome {
+	wire func(model.Event), used func(model.Usage), turned func(int, model.Reply)) harness.Outcome {
 	a := cfg.Agent
-	var mu sync.Mutex
-	calls := 0
 	ep := &agentrun.Episode{Agent: a.Agent, Sandbox: sb, Tools: tools, Prompts: cfg.prompts(), MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout, Timeout: a.Timeout, Ended: rec.Agent, Install: a.Install,
 		Gateway: gateway.Config{Model: a.Model, Upstream: a.Upstream, HTTP: a.HTTP, Limit: a.Limit, Prices: cfg.Prices, Caps: a.Caps,
-			Record: wire, Turn: rec.Turn,
-			Used: func(u model.Usage) {
-				mu.Lock()
-				calls++
-				n := calls
-				mu.Unlock()
-				called(n, u)
+			Record: wire, Used: used,
+			Turn: func(n int, req model.Request, reply model.Reply, err error) {
+				rec.Turn(n, req, reply, err)
+				turned(n, reply)
 			}}}
 	return ep.Run(ctx)
 }
