@@ -70,6 +70,9 @@ func TestAgentRun(t *testing.T) {
 		if res := gjson.Parse(line); res.Get("status").String() != "ok" || res.Get("turns").Int() != 3 || res.Get("tokens.input").Int() == 0 {
 			t.Errorf("result %s", line)
 		}
+		if res := gjson.Parse(line); res.Get("tool_calls").Int() == 0 {
+			t.Errorf("the result counts no tool calls of the agent's model: %s", line)
+		}
 	}
 	// The key is in no file of the run folder, the trajectories read as text included.
 	filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
