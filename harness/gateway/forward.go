@@ -163,6 +163,10 @@ func (c *call) try() error {
 		release(resp.Header, nil, err)
 		return &errRetry{err: err}
 	}
+	if f := c.g.cfg.Upstream.Protocol.failureIn(answer); f != nil && f.Transient() {
+		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer), Error: "the answer reports an error"})
+		return c.retryable(resp, answer, f, release)
+	}
 	c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer)})
 	c.answer = answer
 	release(resp.Header, answer, nil)
@@ -180,14 +184,27 @@ func (c *call) failed(resp *http.Response, release func(http.Header, []byte, err
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, model.MaxResponseBytes)) // what could be read of an error is enough
 	apiErr := &model.APIError{Status: resp.StatusCode, Message: string(model.Scrub(answer, c.g.cfg.Upstream.APIKey))}
 	c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer)})
-	release(resp.Header, nil, apiErr)
-	c.err = apiErr
 	if !apiErr.Transient() {
+		release(resp.Header, nil, apiErr)
+		c.err = apiErr
 		c.relay(resp.StatusCode, resp.Header, answer)
 		return apiErr
 	}
+	return c.retryable(resp, answer, apiErr, release)
+}
+
+// retryable ends an attempt that failed with a transient error before anything went back to
+// the agent (an error status, or a 200 answer or first event that reports one): the limiter
+// hears it, and the answer is kept to pass on as it came should the retries give up.
+func (c *call) retryable(resp *http.Response, answer []byte, apiErr *model.APIError, release func(http.Header, []byte, error)) error {
+	release(resp.Header, nil, apiErr)
+	c.err = apiErr
 	c.lastFail, c.lastHead, c.lastCode, c.lastErr = answer, resp.Header, resp.StatusCode, apiErr
-	return &errRetry{err: fmt.Errorf("HTTP %d", resp.StatusCode), wait: model.RetryAfter(resp.Header)}
+	why := fmt.Errorf("HTTP %d", resp.StatusCode)
+	if resp.StatusCode < 400 {
+		why = fmt.Errorf("HTTP %d carrying an error: %s", resp.StatusCode, apiErr.Message)
+	}
+	return &errRetry{err: why, wait: model.RetryAfter(resp.Header)}
 }
 
 // giveUp ends a call whose retries are spent: the provider's last error answer goes back to

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/backoff"
@@ -48,19 +50,36 @@ func (p Protocol) Path() string {
 	return [...]string{"/v1/chat/completions", "/v1/responses", "/v1/messages"}[p]
 }
 
-// dialect is how a protocol's requests and answers read as the vocabulary's, for the turns.
+// dialect is how a protocol's requests and answers read as the vocabulary's, for the turns,
+// and how it reports a failure inside a 200 answer.
 type dialect struct {
 	request func(body []byte) (model.Request, error)
 	answer  func(answer []byte) (model.Reply, error)
 	stream  func() model.StreamAnswer
+	failure func(answer []byte) *model.APIError
 }
 
 func (p Protocol) dialect() dialect {
 	return [...]dialect{
-		{model.ReadChatRequest, model.ReadChatAnswer, model.NewChatStream},
-		{model.ReadResponsesRequest, model.ReadResponsesAnswer, model.NewResponsesStream},
-		{model.ReadAnthropicRequest, model.ReadAnthropicAnswer, model.NewAnthropicStream},
+		{model.ReadChatRequest, model.ReadChatAnswer, model.NewChatStream, model.ChatFailure},
+		{model.ReadResponsesRequest, model.ReadResponsesAnswer, model.NewResponsesStream, model.ResponsesFailure},
+		{model.ReadAnthropicRequest, model.ReadAnthropicAnswer, model.NewAnthropicStream, model.AnthropicFailure},
 	}[p]
+}
+
+// failureIn is the failure a 200 answer reports in place of a reply, or a stream's event
+// does (its data), read as the providers of harness/model read it; nil when there is none.
+// A Responses stream reports one in an event of its own: response.failed, or error.
+func (p Protocol) failureIn(data []byte) *model.APIError {
+	if p == Responses {
+		switch gjson.GetBytes(data, "type").String() {
+		case "response.failed":
+			return model.ResponsesFailure([]byte(gjson.GetBytes(data, "response").Raw))
+		case "error":
+			return model.ResponsesFailure(append(append([]byte(`{"error":`), data...), '}'))
+		}
+	}
+	return p.dialect().failure(data)
 }
 
 // Upstream is the run's provider: the protocol its model speaks and where.

@@ -16,8 +16,9 @@ import (
 
 // stream relays a streamed answer (server-sent events) to the agent event by event, each
 // sent on as it comes, so the agent reads the reply as the model writes it. The answer's
-// status goes back with its first event: a stream cut before it is retried as any failed
-// attempt; one cut after it cannot be, and the agent's connection is cut too, so that the
+// status goes back with its first event: a stream cut before it, or whose first event is a
+// transient error (Anthropic's overloaded_error), is retried as any failed attempt; one cut
+// after it cannot be, and the agent's connection is cut too, so that the
 // agent sees a broken stream rather than an answer that ends early. The trajectory keeps the
 // stream's text as it came, up to model.MaxResponseBytes.
 func (c *call) stream(resp *http.Response, release func(http.Header, []byte, error)) error {
@@ -30,6 +31,11 @@ func (c *call) stream(resp *http.Response, release func(http.Header, []byte, err
 		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: text.body(), Error: "the stream was cut before its first event: " + err.Error()})
 		release(resp.Header, nil, err)
 		return &errRetry{err: err}
+	}
+	if f := c.g.cfg.Upstream.Protocol.failureIn(eventData(ev)); f != nil && f.Transient() {
+		text.add(ev)
+		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: text.body(), Error: "the stream's first event is an error"})
+		return c.retryable(resp, ev, f, release)
 	}
 	copyAnswerHeader(c.w.Header(), resp.Header)
 	c.w.Header().Set("Cache-Control", "no-cache")

@@ -35,7 +35,7 @@ func (m *Anthropic) Complete(ctx context.Context, req Request) (Reply, error) {
 	header := http.Header{}
 	header.Set("x-api-key", m.APIKey)
 	header.Set("anthropic-version", AnthropicVersion)
-	answer, err := m.post(ctx, m.BaseURL+"/v1/messages", header, body, anthropicFailure)
+	answer, err := m.post(ctx, m.BaseURL+"/v1/messages", header, body, AnthropicFailure)
 	if err != nil {
 		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
@@ -262,11 +262,11 @@ var anthropicErrorStatus = map[string]int{
 	"timeout_error": http.StatusGatewayTimeout, "overloaded_error": 529,
 }
 
-// anthropicFailure finds an error answer ({"type": "error"}) that came with status 200: it
+// AnthropicFailure finds an error answer ({"type": "error"}) that came with status 200: it
 // counts as the status of its error type, so that api_error and overloaded_error are retried
 // as a 500 and a 529 are, and invalid_request_error fails at once as a 400 does. A type the
 // API adds later counts as api_error, the API's own type for the unexpected.
-func anthropicFailure(answer []byte) *APIError {
+func AnthropicFailure(answer []byte) *APIError {
 	if gjson.GetBytes(answer, "type").String() != "error" {
 		return nil
 	}

@@ -25,7 +25,7 @@ func (m *OpenAIChat) Complete(ctx context.Context, req Request) (Reply, error) {
 	if m.APIKey != "" {
 		header.Set("Authorization", "Bearer "+m.APIKey)
 	}
-	answer, err := m.post(ctx, m.BaseURL+"/chat/completions", header, body, chatFailure)
+	answer, err := m.post(ctx, m.BaseURL+"/chat/completions", header, body, ChatFailure)
 	if err != nil {
 		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
@@ -114,14 +114,14 @@ func (m *OpenAIChat) echoReasoning(cm chatMessage, opaque json.RawMessage) {
 	}
 }
 
-// chatFailure finds an error reported inside a 200 answer of a Chat Completions server:
+// ChatFailure finds an error reported inside a 200 answer of a Chat Completions server:
 // an error object in place of the reply (OpenRouter sends one when the model fails after it
 // started answering) or a choice that finished with "error" (OpenRouter's, with the
 // upstream's error object when it has one). Each counts as the status its numeric code
 // carries; a failed choice without one as 502, OpenRouter's status for a model that is down
 // or answered wrongly; an error object without one as 200, so that its code decides (as on
 // the Responses path).
-func chatFailure(answer []byte) *APIError {
+func ChatFailure(answer []byte) *APIError {
 	if errObject := gjson.GetBytes(answer, "error"); errObject.IsObject() {
 		return inAnswerError(errObject, http.StatusOK, "the server reported an error")
 	}

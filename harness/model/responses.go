@@ -33,7 +33,7 @@ func (m *OpenAIResponses) Complete(ctx context.Context, req Request) (Reply, err
 	}
 	header := http.Header{}
 	header.Set("Authorization", "Bearer "+m.APIKey)
-	answer, err := m.post(ctx, m.BaseURL+"/responses", header, body, responseFailure)
+	answer, err := m.post(ctx, m.BaseURL+"/responses", header, body, ResponsesFailure)
 	if err != nil {
 		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
@@ -136,10 +136,10 @@ func reasoningItems(opaque json.RawMessage) []any {
 	return out
 }
 
-// responseFailure reads a failure reported in a 200 answer: an error object, or status
+// ResponsesFailure reads a failure reported in a 200 answer: an error object, or status
 // "failed". Its code decides: server_error and rate_limit_exceeded are retried,
 // context_length_exceeded is a context overflow, anything else fails the call.
-func responseFailure(answer []byte) *APIError {
+func ResponsesFailure(answer []byte) *APIError {
 	failed := gjson.GetBytes(answer, "error")
 	if !failed.IsObject() && gjson.GetBytes(answer, "status").String() != "failed" {
 		return nil
