@@ -441,6 +441,26 @@ func TestRunsPageOfAShard(t *testing.T) {
 	}
 }
 
+// TestPagesNameTheAgent: an agent run's card and episode pages name the agent beside the
+// model.
+func TestPagesNameTheAgent(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "agent")
+	writeRun(t, dir, []string{"Scenario-901"}, 1, episodeSpec{task: "Scenario-901", repeat: 1, turns: 2, output: 10, finished: true})
+	header, _ := os.ReadFile(filepath.Join(dir, runfolder.HeaderFile))
+	agent := `{"agent":{"spec":"codex","version":"codex-cli 0.171.0","timeout":"1h0m0s","protocol":"OpenAI Responses"},`
+	testfs.Write(t, filepath.Join(dir, runfolder.HeaderFile), strings.Replace(string(header), "{", agent, 1))
+	v := newTestViewer(t, dir)
+	runs := html.UnescapeString(get(t, v, "/").Body.String())
+	for _, want := range []string{`<span class="agent">by codex codex-cli 0.171.0</span>`, "<dt>Agent</dt><dd>codex codex-cli 0.171.0", "OpenAI Responses"} {
+		if !strings.Contains(runs, want) {
+			t.Errorf("the runs page lacks %q", want)
+		}
+	}
+	if episode := html.UnescapeString(get(t, v, "/runs/1/Scenario-901/1.html").Body.String()); !strings.Contains(episode, "by codex codex-cli 0.171.0</span>") {
+		t.Errorf("the episode page does not name the agent:\n%s", episode[:min(len(episode), 2000)])
+	}
+}
+
 // TestEpisodePageNamesMissedRootCauses: an episode whose answer misses a root cause names it,
 // with what it matches; one that found them all names none.
 func TestEpisodePageNamesMissedRootCauses(t *testing.T) {
