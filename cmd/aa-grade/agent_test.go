@@ -181,7 +181,7 @@ func TestAgentRunRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--model", "openai/m", "--agent", "gemini-cli"}, "expected claude-code, codex, or command:CMD"},
+		{[]string{"--model", "openai/m", "--agent", "gemini-cli"}, "expected claude-code, codex, opencode, or command:CMD"},
 		{[]string{"--model", "openai/m", "--agent", "command:"}, "needs a program"},
 		{[]string{"--model", "openai/m", "--agent", "claude-code"}, "speaks Anthropic Messages"},
 		{[]string{"--model", "anthropic/m", "--agent", "codex"}, "speaks OpenAI Responses"},
