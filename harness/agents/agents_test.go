@@ -178,7 +178,7 @@ func TestOpencodeLaunch(t *testing.T) {
 			t.Errorf("%s: the provider %s", p, cfg)
 		}
 		if c.Get("model").String() != "aa-grade/claude-test-1" || c.Get("small_model").String() != "aa-grade/claude-test-1" ||
-			c.Get("permission").String() != "allow" || c.Get("autoupdate").Raw != "false" || c.Get("share").String() != "disabled" || c.Get("snapshot").Raw != "false" {
+			c.Get("permission.*").String() != "allow" || c.Get("permission.webfetch").String() != "deny" || c.Get("autoupdate").Raw != "false" || c.Get("share").String() != "disabled" || c.Get("snapshot").Raw != "false" {
 			t.Errorf("%s: the settings %s", p, cfg)
 		}
 		for _, want := range []string{"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_SHARE=1",
@@ -190,6 +190,43 @@ func TestOpencodeLaunch(t *testing.T) {
 		// Where it cannot write, it installs no npm package.
 		if info, err := os.Stat(filepath.Join(home, ".config", "opencode")); err != nil || info.Mode().Perm()&0o222 != 0 {
 			t.Errorf("%s: its configuration folder should be read-only: %v, %v", p, info, err)
+		}
+	}
+}
+
+// TestOpencodeWithoutRipgrep: opencode's grep and glob tools, which need rg, are taken away
+// where the sandbox has no rg, and left where it has.
+func TestOpencodeWithoutRipgrep(t *testing.T) {
+	denied := `OPENCODE_PERMISSION={"grep":"deny","glob":"deny"}`
+	// A PATH of the few programs the launch and the fake opencode run, and of rg or not,
+	// whatever this machine has.
+	dir := t.TempDir()
+	for _, tool := range []string{"bash", "mkdir", "chmod", "cat", "env"} {
+		found, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(found, filepath.Join(dir, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fakeProgram(t, dir, "opencode")
+	for _, withRg := range []bool{false, true} {
+		if withRg {
+			fakeProgram(t, dir, "rg")
+		}
+		out := t.TempDir()
+		cmd := exec.Command(filepath.Join(dir, "bash"), "-c", Agent{Name: "opencode"}.Launch(episode()).Script())
+		cmd.Env = []string{"PATH=" + dir, "TMPDIR=" + t.TempDir(), "OUT=" + out}
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, b)
+		}
+		env, err := os.ReadFile(filepath.Join(out, "env"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(env), denied+"\n"); got == withRg {
+			t.Errorf("with rg %v: grep and glob denied %v", withRg, got)
 		}
 	}
 }

@@ -35,8 +35,11 @@ var opencode = adapter{
 		// Its prompt arguments are joined and those with a space put in quotes; what comes on
 		// its standard input, alone, is the prompt as it is. A title of its own spares the
 		// call that would write one. Its log goes to stderr, which the trajectory keeps, and
-		// not to a file in its home, which goes with the sandbox.
-		cmd := `mkdir -p "$HOME/.config/opencode" && chmod a-w "$HOME/.config/opencode" && printf '%s' "$` + PromptVar + `" | ` +
+		// not to a file in its home, which goes with the sandbox. Its grep and glob tools run
+		// ripgrep, which it would download where the sandbox has none: without rg they are
+		// taken away, so that the model does not spend calls on tools that fail.
+		cmd := `{ command -v rg >/dev/null || export OPENCODE_PERMISSION='{"grep":"deny","glob":"deny"}'; } && ` +
+			`mkdir -p "$HOME/.config/opencode" && chmod a-w "$HOME/.config/opencode" && printf '%s' "$` + PromptVar + `" | ` +
 			e.Executable + ` run --format json --pure --title aa-grade --print-logs`
 		return Launch{Command: cmd, Env: []string{
 			"OPENCODE_CONFIG_CONTENT=" + opencodeConfig(e),
@@ -64,8 +67,9 @@ var opencodeSDK = map[gateway.Protocol]string{
 const opencodeProvider = "aa-grade"
 
 // opencodeConfig is opencode's configuration for e (OPENCODE_CONFIG_CONTENT): the gateway as
-// its only provider, the run's model as its model and small model, no questions asked, and
-// no updates, sharing or snapshots (a git copy of the workspace in its home).
+// its only provider, the run's model as its model and small model, no questions asked, no
+// web fetch tool (the sandbox has no network but the gateway), and no updates, sharing or
+// snapshots (a git copy of the workspace in its home).
 func opencodeConfig(e Episode) string {
 	model := opencodeProvider + "/" + e.Model
 	cfg := map[string]any{
@@ -77,7 +81,7 @@ func opencodeConfig(e Episode) string {
 		"enabled_providers": []string{opencodeProvider},
 		"model":             model,
 		"small_model":       model,
-		"permission":        "allow",
+		"permission":        map[string]string{"*": "allow", "webfetch": "deny"},
 		"autoupdate":        false,
 		"share":             "disabled",
 		"snapshot":          false,
