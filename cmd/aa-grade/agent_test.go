@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/atif"
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakecli"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
 
@@ -107,6 +109,35 @@ func TestAgentRun(t *testing.T) {
 	}
 }
 
+// TestAgentRunOpencode: run --agent opencode with an OpenAI-style model plays the episode
+// with the real opencode over Chat Completions, its answer the diagnosis in its final message
+// (it writes no agent_output.json), graded; run.json records its version and protocol.
+func TestAgentRunOpencode(t *testing.T) {
+	if _, err := exec.LookPath("opencode"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("opencode is not installed under CI (npm install -g opencode-ai)")
+		}
+		t.Skip("opencode is not installed (npm install -g opencode-ai)")
+	}
+	final := "The flag change broke the frontend.\n```json\n" + `["otel-demo/ConfigMap/flagd-config", "otel-demo/Service/frontend"]` + "\n```"
+	srv := httptest.NewServer(&fakecli.Server{Script: fakecli.Script{Command: "ls | head -3", Final: final}})
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "run")
+	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-x"},
+		"run", "--dataset", "demo", "--model", "openai/m1", "--tasks", "901", "--repeats", "1", "--out", out, "--agent", "opencode")
+	if r.code != 0 || !strings.Contains(r.stdout, "Episodes: 1 ok") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	h := gjson.Parse(readFile(t, filepath.Join(out, "run.json")))
+	if h.Get("agent.version").String() != "1.18.33" || h.Get("agent.protocol").String() != "OpenAI Chat Completions" {
+		t.Errorf("run.json records the agent %s", h.Get("agent").Raw)
+	}
+	res := gjson.Parse(strings.TrimSpace(readFile(t, filepath.Join(out, "results.jsonl"))))
+	if res.Get("status").String() != "ok" || res.Get("turns").Int() != 2 || res.Get("score").Float() <= 0 {
+		t.Errorf("result %s", res.Raw)
+	}
+}
+
 // checkAgentRunReaders: the agent run's episodes (chat_agent.py's three calls) read as the
 // loop's do: turn records of the agent's conversation, its end on the episode page after its
 // turns, analyze's investigation, and valid exports.
@@ -190,7 +221,7 @@ func TestAgentRunRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--model", "openai/m", "--agent", "gemini-cli"}, "expected claude-code, codex, or command:CMD"},
+		{[]string{"--model", "openai/m", "--agent", "gemini-cli"}, "expected claude-code, codex, opencode, or command:CMD"},
 		{[]string{"--model", "openai/m", "--agent", "command:"}, "needs a program"},
 		{[]string{"--model", "openai/m", "--agent", "claude-code"}, "speaks Anthropic Messages"},
 		{[]string{"--model", "anthropic/m", "--agent", "codex"}, "speaks OpenAI Responses"},

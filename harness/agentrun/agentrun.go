@@ -109,7 +109,7 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 	texts := e.Prompts.ForAgents().ForEpisode(promptset.Facts{Workdir: e.Sandbox.Workdir(), Commands: e.Tools.Commands, Python: e.Tools.Python,
 		MaxTurns: e.MaxTurns, CommandTimeout: e.CommandTimeout})
 	launch := e.Agent.Launch(agents.Episode{Prompt: texts.AgentTask(), Model: cfg.Model,
-		Gateway: fmt.Sprintf("http://127.0.0.1:%d", GatewayPort), Token: token, MaxTurns: e.MaxTurns,
+		Gateway: fmt.Sprintf("http://127.0.0.1:%d", GatewayPort), Token: token, MaxTurns: e.MaxTurns, Protocol: cfg.Upstream.Protocol,
 		Executable: e.Install.Exe(), AgentDir: sandbox.AgentDirOf(e.Sandbox)})
 	began := time.Now()
 	res, runErr := e.Sandbox.Run(ctx, launch.Script(), timeout)
@@ -192,11 +192,11 @@ func newToken() (string, error) {
 // ErrUnsupported marks an agent that cannot run in a backend.
 var ErrUnsupported = errors.New("the agent cannot run in this sandbox")
 
-// Supports says whether agent a can run in backend b: Claude Code needs /proc of its own
-// process, which the landlock sandbox keeps out of reach (it shows the host's /proc, which no
-// Landlock rule can open for a process's own folder only); a program of the user's own and
-// Codex (its native program: its Node.js launcher needs /etc/ssl) run in every isolating
-// backend that relays.
+// Supports says whether agent a can run in backend b: Claude Code and opencode need /proc of
+// their own process, which the landlock sandbox keeps out of reach (it shows the host's /proc,
+// which no Landlock rule can open for a process's own folder only); a program of the user's
+// own and Codex (its native program: its Node.js launcher needs /etc/ssl) run in every
+// isolating backend that relays.
 func Supports(b sandbox.Backend, a agents.Agent) error {
 	if a.NeedsProc() && b.Name() == sandbox.NameLandlock {
 		return fmt.Errorf("%w: %s needs /proc/self, which the landlock sandbox keeps out of reach; use the bwrap or docker sandbox", ErrUnsupported, a)

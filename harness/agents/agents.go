@@ -32,9 +32,9 @@ type Agent struct {
 // adapter is what aa-grade knows of one real CLI agent.
 type adapter struct {
 	name     string
-	pkg      string // the npm package that installs it
-	program  string // the executable it installs
-	speaks   gateway.Protocol
+	pkg      string             // the npm package that installs it
+	program  string             // the executable it installs
+	speaks   []gateway.Protocol // what it can call, the one it prefers first
 	launch   func(Episode) Launch
 	final    func(stdout string) string
 	mapped   []string // path.Match patterns of the background model names the CLI may ask for
@@ -46,12 +46,12 @@ type adapter struct {
 	needsProc bool
 }
 
-// adapters are the CLI agents, by name. gemini-cli and opencode are not among them yet: the
-// Gemini CLI speaks Google's Gemini API, which the gateway does not; opencode loads provider
-// packages and a model catalogue from the network at start-up (see docs/agents.md).
+// adapters are the CLI agents, by name. gemini-cli is not among them yet: the Gemini CLI
+// speaks Google's Gemini API, which the gateway does not (see docs/agents.md).
 var adapters = map[string]adapter{
 	"claude-code": claudeCode,
 	"codex":       codex,
+	"opencode":    opencode,
 }
 
 // Names lists the CLI agents --agent takes, sorted.
@@ -91,11 +91,11 @@ func (a Agent) String() string {
 	return a.Name
 }
 
-// Speaks says which protocols the agent may call the gateway with: one for a CLI, all three
-// for a program of the user's own, which picks.
+// Speaks says which protocols the agent may call the gateway with: the CLI's (opencode has a
+// client for each), all three for a program of the user's own, which picks.
 func (a Agent) Speaks() []gateway.Protocol {
 	if ad, ok := adapters[a.Name]; ok {
-		return []gateway.Protocol{ad.speaks}
+		return ad.speaks
 	}
 	return []gateway.Protocol{gateway.Chat, gateway.Responses, gateway.Messages}
 }
@@ -112,8 +112,8 @@ func (a Agent) Program() (program, npmPackage string) {
 	return ad.program, ad.pkg
 }
 
-// NeedsProc says whether the agent cannot start without reading /proc/self (Claude Code's
-// runtime aborts when /proc/self/cgroup and /proc/self/maps are refused).
+// NeedsProc says whether the agent cannot start without reading /proc/self (the Bun runtime
+// of Claude Code and opencode aborts when /proc/self/cgroup and /proc/self/maps are refused).
 func (a Agent) NeedsProc() bool { return adapters[a.Name].needsProc }
 
 // VersionCommand is a command line that prints the agent's version ("" for command:), run as
@@ -133,6 +133,9 @@ type Episode struct {
 	Gateway  string // the gateway's root inside the sandbox: http://127.0.0.1:PORT
 	Token    string // the episode's token, the only credential the gateway accepts
 	MaxTurns int    // model calls the episode may make (0: no cap of the agent's own)
+	// Protocol is the one of Speaks() the gateway serves the run's model with, for a CLI that
+	// speaks several and must be told which client to use.
+	Protocol gateway.Protocol
 	// Executable is the CLI to run (an Install's), "" for the program on the sandbox's PATH.
 	Executable string
 	// AgentDir is where the sandbox shows the user's agent folder ("" when there is none).

@@ -6,9 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/aa-grade/aa-grade/harness/gateway"
 )
@@ -17,6 +20,7 @@ func TestParse(t *testing.T) {
 	for spec, want := range map[string]Agent{
 		"claude-code":                 {Name: "claude-code"},
 		" codex ":                     {Name: "codex"},
+		"opencode":                    {Name: "opencode"},
 		"command:python3 my_agent.py": {Name: "command", Command: "python3 my_agent.py"},
 		"command: ./run.sh --fast ":   {Name: "command", Command: "./run.sh --fast"},
 	} {
@@ -29,7 +33,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) = %+v, want %+v", spec, got, want)
 		}
 	}
-	for _, spec := range []string{"", "claude", "gemini-cli", "opencode", "command:", "command:   "} {
+	for _, spec := range []string{"", "claude", "gemini-cli", "command:", "command:   "} {
 		_, err := Parse(spec)
 		if !errors.Is(err, ErrAgentSpec) {
 			t.Errorf("Parse(%q) = %v, want ErrAgentSpec", spec, err)
@@ -47,6 +51,9 @@ func TestSpeaks(t *testing.T) {
 	if got := (Agent{Name: "codex"}).Speaks(); !slices.Equal(got, []gateway.Protocol{gateway.Responses}) {
 		t.Errorf("codex speaks %v", got)
 	}
+	if got := (Agent{Name: "opencode"}).Speaks(); len(got) != 3 {
+		t.Errorf("opencode has a client for each protocol: %v", got)
+	}
 	if got := (Agent{Name: "command", Command: "x"}).Speaks(); len(got) != 3 {
 		t.Errorf("a program of the user's own may call every protocol: %v", got)
 	}
@@ -56,22 +63,23 @@ func TestSpeaks(t *testing.T) {
 const hostile = "Find the root cause.\n`rm -rf /` $(id) $HOME \"double\" 'single' \\n ; exit 3"
 
 // fakeProgram writes an executable that prints each argument on a line of its own (NUL
-// separated) and the variables it was given, to stand in for a CLI agent.
+// separated), the variables it was given and its standard input, to stand in for a CLI agent.
 func fakeProgram(t *testing.T, dir, name string) {
 	t.Helper()
-	script := "#!/bin/bash\nprintf '%s\\0' \"$@\" > \"$OUT/args\"\nenv > \"$OUT/env\"\necho \"$HOME\" > \"$OUT/home\"\n"
+	script := "#!/bin/bash\nprintf '%s\\0' \"$@\" > \"$OUT/args\"\nenv > \"$OUT/env\"\necho \"$HOME\" > \"$OUT/home\"\ncat > \"$OUT/stdin\"\n"
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// launch runs what Launch says with bash, as the sandbox would, and returns the arguments
-// and environment the program received.
-func launch(t *testing.T, a Agent, e Episode) (args []string, env []string, home string) {
+// launch runs what Launch says with bash, as the sandbox would, and returns the arguments,
+// environment, home and standard input the program received.
+func launch(t *testing.T, a Agent, e Episode) (args []string, env []string, home, stdin string) {
 	t.Helper()
 	bin, out, tmp := t.TempDir(), t.TempDir(), t.TempDir()
 	fakeProgram(t, bin, "claude")
 	fakeProgram(t, bin, "codex")
+	fakeProgram(t, bin, "opencode")
 	l := a.Launch(e)
 	cmd := exec.Command("bash", "-c", l.Script())
 	cmd.Dir = t.TempDir()
@@ -87,7 +95,7 @@ func launch(t *testing.T, a Agent, e Episode) (args []string, env []string, home
 		return string(b)
 	}
 	args = strings.Split(strings.TrimSuffix(read("args"), "\x00"), "\x00")
-	return args, strings.Split(read("env"), "\n"), strings.TrimSpace(read("home"))
+	return args, strings.Split(read("env"), "\n"), strings.TrimSpace(read("home")), read("stdin")
 }
 
 func episode() Episode {
@@ -95,7 +103,7 @@ func episode() Episode {
 }
 
 func TestClaudeCodeLaunch(t *testing.T) {
-	args, env, home := launch(t, Agent{Name: "claude-code"}, episode())
+	args, env, home, _ := launch(t, Agent{Name: "claude-code"}, episode())
 	if args[len(args)-1] != hostile {
 		t.Errorf("the prompt arrived as %q", args[len(args)-1])
 	}
@@ -119,14 +127,14 @@ func TestClaudeCodeLaunch(t *testing.T) {
 func TestClaudeCodeWithoutTurnCap(t *testing.T) {
 	e := episode()
 	e.MaxTurns = 0
-	args, _, _ := launch(t, Agent{Name: "claude-code"}, e)
+	args, _, _, _ := launch(t, Agent{Name: "claude-code"}, e)
 	if slices.Contains(args, "--max-turns") {
 		t.Errorf("no cap, yet %q", args)
 	}
 }
 
 func TestCodexLaunch(t *testing.T) {
-	args, env, home := launch(t, Agent{Name: "codex"}, episode())
+	args, env, home, _ := launch(t, Agent{Name: "codex"}, episode())
 	if args[0] != "exec" || args[len(args)-1] != hostile {
 		t.Errorf("arguments %q: want exec first and the prompt last, intact", args)
 	}
@@ -142,6 +150,84 @@ func TestCodexLaunch(t *testing.T) {
 	}
 	if !slices.Contains(env, "AA_GRADE_TOKEN=tok-0123456789abcdef") {
 		t.Error("codex reads its key from AA_GRADE_TOKEN, which is missing")
+	}
+}
+
+// TestOpencodeLaunch: opencode gets the prompt whole on its standard input, a provider of its
+// own on the gateway with the AI SDK package of each protocol, the run's model as its model and
+// small model, every permission, and no calls beside the model's.
+func TestOpencodeLaunch(t *testing.T) {
+	for p, sdk := range map[gateway.Protocol]string{gateway.Messages: "@ai-sdk/anthropic", gateway.Responses: "@ai-sdk/openai", gateway.Chat: "@ai-sdk/openai-compatible"} {
+		e := episode()
+		e.Protocol = p
+		args, env, home, stdin := launch(t, Agent{Name: "opencode"}, e)
+		if !slices.Equal(args, []string{"run", "--format", "json", "--pure", "--title", "aa-grade", "--print-logs"}) || stdin != hostile {
+			t.Errorf("%s: arguments %q, the prompt on stdin %q", p, args, stdin)
+		}
+		var cfg string
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "OPENCODE_CONFIG_CONTENT="); ok {
+				cfg = v
+			}
+		}
+		c := gjson.Parse(cfg)
+		provider := c.Get("provider.aa-grade")
+		if !gjson.Valid(cfg) || len(c.Get("provider").Map()) != 1 || provider.Get("npm").String() != sdk ||
+			provider.Get("options.baseURL").String() != "http://127.0.0.1:4100/v1" || provider.Get("options.apiKey").String() != "tok-0123456789abcdef" ||
+			!provider.Get("models.claude-test-1").IsObject() || c.Get("enabled_providers").Raw != `["aa-grade"]` {
+			t.Errorf("%s: the provider %s", p, cfg)
+		}
+		if c.Get("model").String() != "aa-grade/claude-test-1" || c.Get("small_model").String() != "aa-grade/claude-test-1" ||
+			c.Get("permission.*").String() != "allow" || c.Get("permission.webfetch").String() != "deny" || c.Get("autoupdate").Raw != "false" || c.Get("share").String() != "disabled" || c.Get("snapshot").Raw != "false" {
+			t.Errorf("%s: the settings %s", p, cfg)
+		}
+		for _, want := range []string{"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_SHARE=1",
+			"OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_PROJECT_CONFIG=1"} {
+			if !slices.Contains(env, want) {
+				t.Errorf("%s: the environment lacks %s", p, want)
+			}
+		}
+		// Where it cannot write, it installs no npm package.
+		if info, err := os.Stat(filepath.Join(home, ".config", "opencode")); err != nil || info.Mode().Perm()&0o222 != 0 {
+			t.Errorf("%s: its configuration folder should be read-only: %v, %v", p, info, err)
+		}
+	}
+}
+
+// TestOpencodeWithoutRipgrep: opencode's grep and glob tools, which need rg, are taken away
+// where the sandbox has no rg, and left where it has.
+func TestOpencodeWithoutRipgrep(t *testing.T) {
+	denied := `OPENCODE_PERMISSION={"grep":"deny","glob":"deny"}`
+	// A PATH of the few programs the launch and the fake opencode run, and of rg or not,
+	// whatever this machine has.
+	dir := t.TempDir()
+	for _, tool := range []string{"bash", "mkdir", "chmod", "cat", "env"} {
+		found, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(found, filepath.Join(dir, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fakeProgram(t, dir, "opencode")
+	for _, withRg := range []bool{false, true} {
+		if withRg {
+			fakeProgram(t, dir, "rg")
+		}
+		out := t.TempDir()
+		cmd := exec.Command(filepath.Join(dir, "bash"), "-c", Agent{Name: "opencode"}.Launch(episode()).Script())
+		cmd.Env = []string{"PATH=" + dir, "TMPDIR=" + t.TempDir(), "OUT=" + out}
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, b)
+		}
+		env, err := os.ReadFile(filepath.Join(out, "env"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(env), denied+"\n"); got == withRg {
+			t.Errorf("with rg %v: grep and glob denied %v", withRg, got)
+		}
 	}
 }
 
@@ -181,7 +267,25 @@ func TestFinalMessage(t *testing.T) {
 	if got := (Agent{Name: "codex"}).FinalMessage(codex); got != `["otel-demo/Service/cart"]` {
 		t.Errorf("codex's final message = %q", got)
 	}
-	for _, a := range []Agent{{Name: "claude-code"}, {Name: "codex"}, {Name: "command", Command: "x"}} {
+	// opencode 1.18.33's events (run --format json) of a call, its result and a final message.
+	run, err := os.ReadFile(filepath.Join("testdata", "opencode-run.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "The root cause is the cart service.\n```json\n{\"contributing_factors\":[{\"name\":\"otel-demo/Deployment/cart\"}]}\n```"
+	if got := (Agent{Name: "opencode"}).FinalMessage(string(run)); got != want {
+		t.Errorf("opencode's final message = %q", got)
+	}
+	// A message of two text parts is the two; an earlier message's text is not the last.
+	parts := `{"type":"text","part":{"messageID":"msg_1","type":"text","text":"thinking aloud"}}
+{"type":"tool_use","part":{"messageID":"msg_1","type":"tool","tool":"bash"}}
+{"type":"text","part":{"messageID":"msg_2","type":"text","text":"Found it."}}
+{"type":"text","part":{"messageID":"msg_2","type":"text","text":"[\"otel-demo/Service/cart\"]"}}
+{"type":"step_finish","part":{"messageID":"msg_2","type":"step-finish","reason":"stop"}}`
+	if got := (Agent{Name: "opencode"}).FinalMessage(parts); got != "Found it.\n[\"otel-demo/Service/cart\"]" {
+		t.Errorf("opencode's final message of two parts = %q", got)
+	}
+	for _, a := range []Agent{{Name: "claude-code"}, {Name: "codex"}, {Name: "opencode"}, {Name: "command", Command: "x"}} {
 		if got := a.FinalMessage("Segmentation fault\n{not json"); got != "" {
 			t.Errorf("%s: a crash's output has no final message, got %q", a, got)
 		}
@@ -220,6 +324,42 @@ func TestHostInstall(t *testing.T) {
 	}
 }
 
+// TestOpencodeNative: the native opencode is the one its install script put in its package,
+// else, where the script did not run (its bin/opencode.exe no program), its platform
+// package's; only the folder of the one found is shown.
+func TestOpencodeNative(t *testing.T) {
+	self, err := os.Executable() // a native program to stand in for opencode's
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(t.TempDir(), "node_modules", "opencode-ai")
+	platform := filepath.Join(root, "node_modules", "opencode-linux-"+map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH], "bin")
+	for _, dir := range []string{filepath.Join(root, "bin"), platform} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := opencodeNative(root); err == nil {
+		t.Error("a package with no native program gave one")
+	}
+	if err := os.WriteFile(filepath.Join(root, "bin", "opencode.exe"), []byte("placeholder until the install script runs\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(platform, "opencode")); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := opencodeNative(root); err != nil || in.Executable != filepath.Join(platform, "opencode") || !slices.Equal(in.Paths, []string{platform}) {
+		t.Errorf("without the install script: %+v, %v", in, err)
+	}
+	os.Remove(filepath.Join(root, "bin", "opencode.exe"))
+	if err := os.Symlink(self, filepath.Join(root, "bin", "opencode.exe")); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := opencodeNative(root); err != nil || in.Executable != filepath.Join(root, "bin", "opencode.exe") || !slices.Equal(in.Paths, []string{filepath.Join(root, "bin")}) {
+		t.Errorf("installed: %+v, %v", in, err)
+	}
+}
+
 // TestLaunchExecutableAndAgentDir: an Install's executable is run in place of the program on
 // PATH, whatever its path holds, and the agent folder is named to the agent.
 func TestLaunchExecutableAndAgentDir(t *testing.T) {
@@ -228,19 +368,19 @@ func TestLaunchExecutableAndAgentDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The native program says it ran in what it records; the fake on PATH would not.
-	script := "#!/bin/bash\nexport RAN_NATIVE=1\nprintf '%s\\0' \"$@\" > \"$OUT/args\"\nenv > \"$OUT/env\"\necho \"$HOME\" > \"$OUT/home\"\n"
+	script := "#!/bin/bash\nexport RAN_NATIVE=1\nprintf '%s\\0' \"$@\" > \"$OUT/args\"\nenv > \"$OUT/env\"\necho \"$HOME\" > \"$OUT/home\"\ncat > \"$OUT/stdin\"\n"
 	if err := os.WriteFile(filepath.Join(dir, "native"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range Names() {
 		e := episode()
 		e.Executable, e.AgentDir = filepath.Join(dir, "native"), "/opt/agent"
-		args, env, _ := launch(t, Agent{Name: name}, e)
+		args, env, _, _ := launch(t, Agent{Name: name}, e)
 		if len(args) < 2 || !slices.Contains(env, "RAN_NATIVE=1") || !slices.Contains(env, AgentDirVar+"=/opt/agent") {
 			t.Errorf("%s: the executable got %q, the environment %v", name, args, env)
 		}
 	}
-	if _, env, _ := launch(t, Agent{Name: "codex"}, episode()); slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, AgentDirVar+"=") }) {
+	if _, env, _, _ := launch(t, Agent{Name: "codex"}, episode()); slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, AgentDirVar+"=") }) {
 		t.Errorf("%s set without an agent folder", AgentDirVar)
 	}
 }

@@ -18,7 +18,7 @@ var claudeCode = adapter{
 	pkg:      "@anthropic-ai/claude-code",
 	program:  "claude",
 	versionF: "--version",
-	speaks:   gateway.Messages,
+	speaks:   []gateway.Protocol{gateway.Messages},
 	mapped:   []string{"claude-*haiku*"},
 	// Its runtime (Bun) reads /proc/self/maps, /proc/self/cgroup and /proc/stat at start-up
 	// and aborts (SIGABRT) when they are refused.

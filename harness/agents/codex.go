@@ -17,7 +17,7 @@ var codex = adapter{
 	pkg:      "@openai/codex",
 	program:  "codex",
 	versionF: "--version",
-	speaks:   gateway.Responses,
+	speaks:   []gateway.Protocol{gateway.Responses},
 	native:   codexNative,
 	launch: func(e Episode) Launch {
 		provider := "model_providers.aa-grade."

@@ -1,8 +1,8 @@
-// Package fakecli is a scripted model behind the streaming Anthropic Messages and OpenAI
-// Responses protocols, as real CLI agents (Claude Code, Codex) call them, for driving those
-// agents to a graded result in tests: its first turn runs Command with the shell tool the
-// request offers, its second answers Final. A call without tools (a CLI's title or summary)
-// gets a short text. It needs no state: the turn is read from the conversation it is sent.
+// Package fakecli is a scripted model behind the streaming Anthropic Messages, OpenAI
+// Responses and OpenAI Chat Completions protocols, as real CLI agents (Claude Code, Codex,
+// opencode) call them, for driving those agents to a graded result in tests: its first turn
+// runs Command with the shell tool the request offers, its second answers Final. A call
+// without tools (a CLI's title or summary) gets a short text. It needs no state: the turn is read from the conversation it is sent.
 package fakecli
 
 import (
@@ -22,7 +22,8 @@ type Script struct {
 	Final   string // the text of the last turn
 }
 
-// Server answers /v1/messages (Anthropic) and /v1/responses (OpenAI) by the script.
+// Server answers /v1/messages (Anthropic), /v1/responses and /v1/chat/completions (OpenAI) by
+// the script.
 type Server struct {
 	Script Script
 	mu     sync.Mutex
@@ -60,6 +61,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.messages(w, req)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
 		s.responses(w, req)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
+		s.chat(w, req)
 	default:
 		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
 	}
@@ -174,15 +177,25 @@ func (s *Server) responses(w http.ResponseWriter, req gjson.Result) {
 }
 
 // responsesShell is the shell tool a Responses request offers and the arguments that run
-// command with it: Codex's exec_command takes {"cmd"}, its older shell {"command": argv}.
+// command with it: Codex's exec_command takes {"cmd"}, its older shell {"command": argv},
+// opencode's bash {"command", "description"}.
 func responsesShell(req gjson.Result, command string) (name, arguments string) {
-	for _, t := range req.Get("tools").Array() {
+	return shellCall(req.Get("tools").Array(), "parameters", command)
+}
+
+// shellCall is the shell tool among tools (their JSON schemas under the key schema) and the
+// arguments that run command with it ("" when none is offered).
+func shellCall(tools []gjson.Result, schema, command string) (name, arguments string) {
+	for _, t := range tools {
+		props := t.Get(schema + ".properties")
 		var args any
 		switch {
-		case t.Get("parameters.properties.cmd").Exists():
+		case props.Get("cmd").Exists():
 			args = map[string]any{"cmd": command}
-		case t.Get("parameters.properties.command.type").String() == "array":
+		case props.Get("command.type").String() == "array":
 			args = map[string]any{"command": []string{"bash", "-lc", command}}
+		case props.Get("command.type").String() == "string" && strings.EqualFold(t.Get("name").String(), "bash"):
+			args = map[string]any{"command": command, "description": "Investigate"}
 		default:
 			continue
 		}
@@ -190,6 +203,50 @@ func responsesShell(req gjson.Result, command string) (name, arguments string) {
 		return t.Get("name").String(), string(b)
 	}
 	return "", ""
+}
+
+// chat answers OpenAI Chat Completions: a tool call of the shell tool on the first turn (a
+// conversation with no assistant message yet), streamed as chunks when asked, the usage in a
+// last chunk without choices when stream_options.include_usage asks for it.
+func (s *Server) chat(w http.ResponseWriter, req gjson.Result) {
+	answered := false
+	for _, m := range req.Get("messages").Array() {
+		answered = answered || m.Get("role").String() == "assistant"
+	}
+	var functions []gjson.Result
+	for _, t := range req.Get("tools").Array() {
+		functions = append(functions, t.Get("function"))
+	}
+	message := map[string]any{"role": "assistant", "content": s.Script.Final}
+	finish := "stop"
+	switch name, args := shellCall(functions, "parameters", s.Script.Command); {
+	case name == "":
+		message["content"] = "Investigation"
+	case !answered:
+		message["content"] = nil
+		message["tool_calls"] = []any{map[string]any{"index": 0, "id": "call_fake1", "type": "function",
+			"function": map[string]any{"name": name, "arguments": args}}}
+		finish = "tool_calls"
+	}
+	usage := map[string]int{"prompt_tokens": inputTokens, "completion_tokens": outputTokens, "total_tokens": inputTokens + outputTokens}
+	chunk := func(choices []any) map[string]any {
+		return map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": req.Get("model").String(), "choices": choices}
+	}
+	if !req.Get("stream").Bool() {
+		answer := chunk([]any{map[string]any{"index": 0, "message": message, "finish_reason": finish}})
+		answer["object"], answer["usage"] = "chat.completion", usage
+		writeJSON(w, answer)
+		return
+	}
+	sse := newStream(w)
+	sse.data(chunk([]any{map[string]any{"index": 0, "delta": message, "finish_reason": nil}}))
+	sse.data(chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": finish}}))
+	if req.Get("stream_options.include_usage").Bool() {
+		last := chunk([]any{})
+		last["usage"] = usage
+		sse.data(last)
+	}
+	fmt.Fprint(sse.w, "data: [DONE]\n\n")
 }
 
 // stream writes server-sent events, each flushed as it is written.
@@ -207,8 +264,14 @@ func newStream(w http.ResponseWriter) *stream {
 }
 
 func (s *stream) event(name string, data any) {
+	fmt.Fprintf(s.w, "event: %s\n", name)
+	s.data(data)
+}
+
+// data writes an event's data line, as Chat Completions sends its chunks (no event name).
+func (s *stream) data(data any) {
 	b, _ := json.Marshal(data)
-	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b)
+	fmt.Fprintf(s.w, "data: %s\n\n", b)
 	if s.f != nil {
 		s.f.Flush()
 	}

@@ -2,6 +2,7 @@ package fakecli
 
 import (
 	"bufio"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,7 +11,8 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// events posts body to path and returns the data of each server-sent event, by event name.
+// events posts body to path and returns the data of each server-sent event, by event name
+// (none for Chat Completions, whose stream ends with data: [DONE]).
 func events(t *testing.T, url, path, body string) (names []string, data []gjson.Result) {
 	t.Helper()
 	resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
@@ -27,6 +29,7 @@ func events(t *testing.T, url, path, body string) (names []string, data []gjson.
 		switch {
 		case strings.HasPrefix(line, "event: "):
 			names = append(names, strings.TrimPrefix(line, "event: "))
+		case line == "data: [DONE]":
 		case strings.HasPrefix(line, "data: "):
 			d := gjson.Parse(strings.TrimPrefix(line, "data: "))
 			if !gjson.Valid(d.Raw) {
@@ -35,7 +38,7 @@ func events(t *testing.T, url, path, body string) (names []string, data []gjson.
 			data = append(data, d)
 		}
 	}
-	if len(names) != len(data) {
+	if len(names) > 0 && len(names) != len(data) {
 		t.Fatalf("%d event names for %d data lines", len(names), len(data))
 	}
 	return names, data
@@ -87,6 +90,44 @@ func TestResponsesTurns(t *testing.T) {
 	}
 	if got := data[len(data)-1].Get("response.usage.input_tokens").Int(); got != inputTokens {
 		t.Errorf("usage %d", got)
+	}
+}
+
+func TestChatTurns(t *testing.T) {
+	srv := httptest.NewServer(&Server{Script: Script{Command: "cat alerts.json", Final: "the end"}})
+	defer srv.Close()
+	tools := `"tools":[{"type":"function","function":{"name":"task","parameters":{"properties":{"command":{"type":"string"}}}}},` +
+		`{"type":"function","function":{"name":"bash","parameters":{"properties":{"command":{"type":"string"},"description":{"type":"string"}}}}}]`
+	_, data := events(t, srv.URL, "/v1/chat/completions", `{"model":"m","stream":true,"stream_options":{"include_usage":true},`+tools+`,"messages":[{"role":"system","content":"s"},{"role":"user","content":"go"}]}`)
+	call := data[0].Get("choices.0.delta.tool_calls.0")
+	if call.Get("function.name").String() != "bash" || gjson.Get(call.Get("function.arguments").String(), "command").String() != "cat alerts.json" || call.Get("id").String() == "" {
+		t.Errorf("the first turn's call %s", data[0].Raw)
+	}
+	if data[1].Get("choices.0.finish_reason").String() != "tool_calls" || data[2].Get("choices.#").Int() != 0 || data[2].Get("usage.prompt_tokens").Int() != inputTokens {
+		t.Errorf("the stream's end: %v", data)
+	}
+	_, data = events(t, srv.URL, "/v1/chat/completions", `{"model":"m","stream":true,`+tools+`,"messages":[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[]},{"role":"tool","content":"x"}]}`)
+	if len(data) != 2 || data[0].Get("choices.0.delta.content").String() != "the end" || data[1].Get("choices.0.finish_reason").String() != "stop" {
+		t.Errorf("the second turn, unasked for its usage: %v", data)
+	}
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"title this"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if answer := gjson.ParseBytes(b); err != nil || answer.Get("choices.0.message.content").String() != "Investigation" || answer.Get("usage.completion_tokens").Int() != outputTokens {
+		t.Errorf("a call without tools, not streamed: %s (%v)", b, err)
+	}
+}
+
+func TestResponsesBashTool(t *testing.T) {
+	srv := httptest.NewServer(&Server{Script: Script{Command: "ls", Final: "done"}})
+	defer srv.Close()
+	tools := `"tools":[{"type":"function","name":"bash","parameters":{"properties":{"command":{"type":"string"},"description":{"type":"string"}}}}]`
+	_, data := events(t, srv.URL, "/v1/responses", `{"model":"m","stream":true,`+tools+`,"input":[{"role":"user","content":"go"}]}`)
+	if done := data[len(data)-1].Get("response.output.0"); done.Get("name").String() != "bash" || gjson.Get(done.Get("arguments").String(), "command").String() != "ls" {
+		t.Errorf("opencode's bash tool is not called: %s", done.Raw)
 	}
 }
 
