@@ -132,6 +132,26 @@ func TestAgentRunOpencode(t *testing.T) {
 	if h.Get("agent.version").String() != "1.18.33" || h.Get("agent.protocol").String() != "OpenAI Chat Completions" {
 		t.Errorf("run.json records the agent %s", h.Get("agent").Raw)
 	}
+	// Its adapter's settings: the command line, and its configuration for the protocol the
+	// run called, with the gateway's address and no episode's token.
+	if cmd := h.Get("agent.command").String(); !strings.Contains(cmd, " run --format json") {
+		t.Errorf("run.json records the command line %q", cmd)
+	}
+	var config string
+	for _, kv := range h.Get("agent.env").Array() {
+		if v, ok := strings.CutPrefix(kv.String(), "OPENCODE_CONFIG_CONTENT="); ok {
+			config = v
+		}
+	}
+	if sdk := gjson.Get(config, "provider.aa-grade.npm").String(); sdk != "@ai-sdk/openai-compatible" {
+		t.Errorf("run.json records the SDK %q in %s", sdk, config)
+	}
+	if base := gjson.Get(config, "provider.aa-grade.options.baseURL").String(); base != "http://127.0.0.1:7480/v1" {
+		t.Errorf("run.json records the base URL %q", base)
+	}
+	if key := gjson.Get(config, "provider.aa-grade.options.apiKey").String(); key != "" {
+		t.Errorf("run.json records a key %q", key)
+	}
 	res := gjson.Parse(strings.TrimSpace(readFile(t, filepath.Join(out, "results.jsonl"))))
 	if res.Get("status").String() != "ok" || res.Get("turns").Int() != 2 || res.Get("score").Float() <= 0 {
 		t.Errorf("result %s", res.Raw)

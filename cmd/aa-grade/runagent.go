@@ -112,6 +112,7 @@ func agentRun(ctx context.Context, o agentOptions, p *preparedRun, backend sandb
 	run := &runner.Agent{Agent: a, Upstream: p.agentUpstream, Model: p.agentModel, Timeout: o.timeout, Limit: p.limit, Install: install, Dir: o.agentDir}
 	info := &runfolder.AgentInfo{Spec: a.String(), Version: version, Timeout: o.timeout.String(), Protocol: p.agentUpstream.Protocol.String(),
 		Dir: o.agentDir, Install: install.Exe()}
-	info.Command, info.Env = a.Settings(agents.Episode{Model: p.agentModel, MaxTurns: maxTurns, Executable: install.Exe()})
+	info.Command, info.Env = a.Settings(agents.Episode{Model: p.agentModel, Gateway: agentrun.GatewayURL, MaxTurns: maxTurns,
+		Executable: install.Exe(), Protocol: p.agentUpstream.Protocol})
 	return run, info, nil
 }

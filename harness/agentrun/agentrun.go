@@ -30,6 +30,9 @@ import (
 // GatewayPort is where the agent finds the gateway, on its sandbox's own 127.0.0.1.
 const GatewayPort = 7480
 
+// GatewayURL is the gateway's root as the agent calls it, inside its sandbox.
+var GatewayURL = fmt.Sprintf("http://127.0.0.1:%d", GatewayPort)
+
 // Relay is the relay an agent episode's sandbox must be started with.
 func Relay() *sandbox.RelaySpec { return &sandbox.RelaySpec{Port: GatewayPort} }
 
@@ -109,7 +112,7 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 	texts := e.Prompts.ForAgents().ForEpisode(promptset.Facts{Workdir: e.Sandbox.Workdir(), Commands: e.Tools.Commands, Python: e.Tools.Python,
 		MaxTurns: e.MaxTurns, CommandTimeout: e.CommandTimeout})
 	launch := e.Agent.Launch(agents.Episode{Prompt: texts.AgentTask(), Model: cfg.Model,
-		Gateway: fmt.Sprintf("http://127.0.0.1:%d", GatewayPort), Token: token, MaxTurns: e.MaxTurns, Protocol: cfg.Upstream.Protocol,
+		Gateway: GatewayURL, Token: token, MaxTurns: e.MaxTurns, Protocol: cfg.Upstream.Protocol,
 		Executable: e.Install.Exe(), AgentDir: sandbox.AgentDirOf(e.Sandbox)})
 	began := time.Now()
 	res, runErr := e.Sandbox.Run(ctx, launch.Script(), timeout)
