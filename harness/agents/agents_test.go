@@ -202,8 +202,15 @@ func TestHostInstall(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if len(in.Paths) != 1 || !strings.HasPrefix(in.Executable, in.Paths[0]+"/") || !strings.Contains(in.Paths[0], strings.SplitN(pkg, "/", 2)[0]) {
-			t.Errorf("%s: %+v: the executable should lie in the one path shown, of the package's scope", name, in)
+		if len(in.Paths) != 1 {
+			t.Errorf("%s: paths shown %q, want one", name, in.Paths)
+		} else {
+			if !strings.HasPrefix(in.Executable, in.Paths[0]+"/") {
+				t.Errorf("%s: the executable %s lies outside the path shown, %s", name, in.Executable, in.Paths[0])
+			}
+			if scope := strings.SplitN(pkg, "/", 2)[0]; !strings.Contains(in.Paths[0], scope) {
+				t.Errorf("%s: the path shown %s is not of the package's scope, %s", name, in.Paths[0], scope)
+			}
 		}
 		if f, err := elf.Open(in.Executable); err != nil {
 			t.Errorf("%s: %s is not native: %v", name, in.Executable, err)
@@ -236,8 +243,13 @@ func TestLaunchExecutableAndAgentDir(t *testing.T) {
 		e := episode()
 		e.Executable, e.AgentDir = filepath.Join(dir, "native"), "/opt/agent"
 		args, env, _ := launch(t, Agent{Name: name}, e)
-		if len(args) < 2 || !slices.Contains(env, "RAN_NATIVE=1") || !slices.Contains(env, AgentDirVar+"=/opt/agent") {
-			t.Errorf("%s: the executable got %q, the environment %v", name, args, env)
+		if len(args) < 2 {
+			t.Errorf("%s: the executable got %q, want 2 arguments or more", name, args)
+		}
+		for _, kv := range []string{"RAN_NATIVE=1", AgentDirVar + "=/opt/agent"} {
+			if !slices.Contains(env, kv) {
+				t.Errorf("%s: the environment lacks %s: %v", name, kv, env)
+			}
 		}
 	}
 	if _, env, _ := launch(t, Agent{Name: "codex"}, episode()); slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, AgentDirVar+"=") }) {
