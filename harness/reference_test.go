@@ -231,17 +231,27 @@ func TestReferenceCutReplyEndsTheEpisode(t *testing.T) {
 	e.MaxTokens = 500
 	out := e.Run(context.Background())
 	// The episode ends on the cut reply, none of its calls run.
-	wantOutcome(t, out, grader.StatusOutputLimit, 2)
-	wantRequests(t, m.requests, 2)
-	if out.ToolCalls != 1 {
-		t.Errorf("%d tool calls, want 1 (the first turn's)", out.ToolCalls)
+	wantEndedOnTurn2(t, out, m.requests, grader.StatusOutputLimit, 1, "500")
+	if out.Usage.Input != 200 {
+		t.Errorf("%d input tokens, want 200", out.Usage.Input)
+	}
+}
+
+// wantEndedOnTurn2 checks an episode that ended, with status, on its second reply before
+// running any of its calls: two requests, the first turn's toolCalls alone run, no error, a
+// reason that holds reason; it stops the test when any is not so.
+func wantEndedOnTurn2(t *testing.T, out Outcome, requests []model.Request, status string, toolCalls int, reason string) {
+	t.Helper()
+	wantOutcome(t, out, status, 2)
+	wantRequests(t, requests, 2)
+	if out.ToolCalls != toolCalls {
+		t.Errorf("%d tool calls, want %d (the first turn's)", out.ToolCalls, toolCalls)
 	}
 	if out.Err != nil {
 		t.Errorf("err %v, want none", out.Err)
 	}
-	textcheck.Has(t, "the reason", out.Reason, "500")
-	if out.Usage.Input != 200 {
-		t.Errorf("%d input tokens, want 200", out.Usage.Input)
+	if !textcheck.Has(t, "the reason", out.Reason, reason) || t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -275,17 +285,7 @@ func TestReferenceMalformedArgumentsEndTheEpisode(t *testing.T) {
 	e := newEpisode(t, m, 10)
 	out := e.Run(context.Background())
 	// The episode ends on turn 2, none of its calls run.
-	wantOutcome(t, out, grader.StatusInvalidArguments, 2)
-	wantRequests(t, m.requests, 2)
-	if out.ToolCalls != 3 {
-		t.Errorf("%d tool calls, want 3 (the first turn's)", out.ToolCalls)
-	}
-	if out.Err != nil {
-		t.Errorf("err %v, want none", out.Err)
-	}
-	if !textcheck.Has(t, "the reason", out.Reason, "{not json") || t.Failed() {
-		t.FailNow()
-	}
+	wantEndedOnTurn2(t, out, m.requests, grader.StatusInvalidArguments, 3, "{not json")
 	first := toolResults(m.requests[1])
 	wantRefused(t, "turn 1 (the finish and the list refused, the write run)", first, true, true, false)
 	if _, err := e.Sandbox.ReadFile(context.Background(), "first.txt", 100); err != nil {
