@@ -181,9 +181,27 @@ func TestGradeSubmissionsWithAScorer(t *testing.T) {
 		t.Fatal(err)
 	}
 	eps := results[0].Episodes
-	if calls.Load() != 2 || eps[0].Matcher != MatcherJudge || eps[0].Score != 0 || eps[0].Rules.Score != 1 ||
-		eps[1].Matcher != MatcherJudge || eps[2].Status != StatusInvalid || eps[2].Matcher != "" || eps[3].Status != StatusMissing {
-		t.Fatalf("%d calls, episodes %+v", calls.Load(), eps)
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d calls of the judge, want 2", n)
+	}
+	for i, want := range []string{MatcherJudge, MatcherJudge, ""} {
+		if eps[i].Matcher != want {
+			t.Errorf("episode %d matched by %q, want %q", i+1, eps[i].Matcher, want)
+		}
+	}
+	if eps[0].Score != 0 {
+		t.Errorf("episode 1 scored %v, want the judge's 0", eps[0].Score)
+	}
+	if eps[0].Rules == nil {
+		t.Errorf("episode 1 has no verdict of the rules")
+	} else if eps[0].Rules.Score != 1 {
+		t.Errorf("episode 1 scored %v by the rules, want 1", eps[0].Rules.Score)
+	}
+	if got, want := [2]string{eps[2].Status, eps[3].Status}, [2]string{StatusInvalid, StatusMissing}; got != want {
+		t.Errorf("episodes 3 and 4 of status %q, want %q", got, want)
+	}
+	if t.Failed() {
+		t.Fatalf("episodes %+v", eps)
 	}
 }
 

@@ -190,9 +190,10 @@ func TestTwoFinishCallsAreRefused(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 	results := toolResults(m.requests[1])
-	if len(results) != 3 || !results[1].IsError || !results[2].IsError || !strings.Contains(results[1].Content, "only once") ||
-		results[0].IsError || !strings.Contains(results[0].Content, "<exit_code>0</exit_code>") {
-		t.Fatalf("results of turn 1 = %+v", results)
+	wantRefused(t, "turn 1", results, false, true, true)
+	textcheck.Has(t, "the shell call's result", results[0].Content, "<exit_code>0</exit_code>")
+	if !textcheck.Has(t, "the second finish's result", results[1].Content, "only once") || t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -357,8 +358,17 @@ func TestSummarisationAtSeventyPercent(t *testing.T) {
 		t.FailNow()
 	}
 	after := m.requests[3].Messages
-	if len(after) != 4 || after[0].Content != "system" || after[1].Content != "task" ||
-		!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Role != model.RoleUser {
+	if len(after) != 4 {
+		t.Fatalf("history after the summary of %d messages, want 4: %+v", len(after), after)
+	}
+	if got, want := [2]string{after[0].Content, after[1].Content}, [2]string{"system", "task"}; got != want {
+		t.Errorf("history after the summary begins %q, want %q", got, want)
+	}
+	textcheck.Has(t, "the summary in the history", after[2].Content, "flagd-config changed")
+	if after[3].Role != model.RoleUser {
+		t.Errorf("history after the summary ends with a message of role %s, want user", after[3].Role)
+	}
+	if t.Failed() {
 		t.Fatalf("history after the summary = %+v", after)
 	}
 }

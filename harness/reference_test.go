@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // The tests of this file pin down the reference loop: what Stirrup 0.1.9 sends, as its own code
@@ -230,9 +230,28 @@ func TestReferenceCutReplyEndsTheEpisode(t *testing.T) {
 	e := newEpisode(t, m, 10)
 	e.MaxTokens = 500
 	out := e.Run(context.Background())
-	if out.Status != grader.StatusOutputLimit || out.Turns != 2 || out.ToolCalls != 1 || len(m.requests) != 2 || out.Err != nil ||
-		!strings.Contains(out.Reason, "500") || out.Usage.Input != 200 {
-		t.Fatalf("outcome = %+v after %d requests: want the episode ended on the cut reply, none of its calls run", out, len(m.requests))
+	// The episode ends on the cut reply, none of its calls run.
+	wantEndedOnTurn2(t, out, m.requests, grader.StatusOutputLimit, 1, "500")
+	if out.Usage.Input != 200 {
+		t.Errorf("%d input tokens, want 200", out.Usage.Input)
+	}
+}
+
+// wantEndedOnTurn2 checks an episode that ended, with status, on its second reply before
+// running any of its calls: two requests, the first turn's toolCalls alone run, no error, a
+// reason that holds reason; it stops the test when any is not so.
+func wantEndedOnTurn2(t *testing.T, out Outcome, requests []model.Request, status string, toolCalls int, reason string) {
+	t.Helper()
+	wantOutcome(t, out, status, 2)
+	wantRequests(t, requests, 2)
+	if out.ToolCalls != toolCalls {
+		t.Errorf("%d tool calls, want %d (the first turn's)", out.ToolCalls, toolCalls)
+	}
+	if out.Err != nil {
+		t.Errorf("err %v, want none", out.Err)
+	}
+	if !textcheck.Has(t, "the reason", out.Reason, reason) || t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -265,10 +284,8 @@ func TestReferenceMalformedArgumentsEndTheEpisode(t *testing.T) {
 	}}
 	e := newEpisode(t, m, 10)
 	out := e.Run(context.Background())
-	if out.Status != grader.StatusInvalidArguments || out.Turns != 2 || out.ToolCalls != 3 || len(m.requests) != 2 || out.Err != nil ||
-		!strings.Contains(out.Reason, "{not json") {
-		t.Fatalf("outcome = %+v after %d requests: want the episode ended on turn 2, none of its calls run", out, len(m.requests))
-	}
+	// The episode ends on turn 2, none of its calls run.
+	wantEndedOnTurn2(t, out, m.requests, grader.StatusInvalidArguments, 3, "{not json")
 	first := toolResults(m.requests[1])
 	wantRefused(t, "turn 1 (the finish and the list refused, the write run)", first, true, true, false)
 	if _, err := e.Sandbox.ReadFile(context.Background(), "first.txt", 100); err != nil {
@@ -343,8 +360,20 @@ func TestReferenceSummarisesAgainstMaxTokens(t *testing.T) {
 				}
 			}
 			after := m.requests[2].Messages
-			if len(after) != 5 || after[0].Role != model.RoleSystem || after[4].Content != e.texts.TurnsLeft(4) ||
-				!strings.Contains(after[2].Content, "flagd-config changed") || after[3].Content != e.texts.SummaryAck() {
+			if len(after) != 5 {
+				t.Fatalf("history after the summary of %d messages, want 5: %+v", len(after), after)
+			}
+			if after[0].Role != model.RoleSystem {
+				t.Errorf("history after the summary begins with a message of role %s, want system", after[0].Role)
+			}
+			textcheck.Has(t, "the summary in the history", after[2].Content, "flagd-config changed")
+			if after[3].Content != e.texts.SummaryAck() {
+				t.Errorf("the history's fourth message %q, want the summary's acknowledgement %q", after[3].Content, e.texts.SummaryAck())
+			}
+			if after[4].Content != e.texts.TurnsLeft(4) {
+				t.Errorf("the history's last message %q, want %q", after[4].Content, e.texts.TurnsLeft(4))
+			}
+			if t.Failed() {
 				t.Fatalf("history after the summary = %+v", after)
 			}
 			for _, msg := range after[1:] {

@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -62,8 +63,8 @@ func TestCatalogOfAGeneratedSnapshot(t *testing.T) {
 		t.Errorf("%d nodes", nodes)
 	}
 	chaos := lookup(c, res.RootCauses[0])
-	if len(chaos.Sources) != 2 || chaos.Sources[0] != "events" || chaos.Sources[1] != "objects" {
-		t.Errorf("the NetworkChaos is named by %v, want events and objects", chaos.Sources)
+	if want := []string{"events", "objects"}; !slices.Equal(chaos.Sources, want) {
+		t.Errorf("the NetworkChaos is named by %v, want %v", chaos.Sources, want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,8 +52,19 @@ func TestRealEventsRows(t *testing.T) {
 	}
 	e := events[0]
 	want := ObjectRef{Kind: "Pod", Namespace: "ingress-nginx", Name: "ingress-nginx-controller-75cfcdbd64-pnlpk"}
-	if e.Regarding != want || e.Reason != "RELOAD" || !strings.HasPrefix(e.Message, "NGINX reload triggered") || e.Watch != "ADDED" ||
-		!e.Time.Equal(time.Date(2025, 12, 15, 17, 24, 44, 327494932, time.UTC)) || e.Count != 13 {
+	if e.Regarding != want {
+		t.Errorf("regarding %+v, want %+v", e.Regarding, want)
+	}
+	if got := fmt.Sprintf("reason %s, watch %s, count %d", e.Reason, e.Watch, e.Count); got != "reason RELOAD, watch ADDED, count 13" {
+		t.Errorf("%s, want reason RELOAD, watch ADDED, count 13", got)
+	}
+	if !strings.HasPrefix(e.Message, "NGINX reload triggered") {
+		t.Errorf("message %q, want it to start NGINX reload triggered", e.Message)
+	}
+	if at := time.Date(2025, 12, 15, 17, 24, 44, 327494932, time.UTC); !e.Time.Equal(at) {
+		t.Errorf("time %v, want %v", e.Time, at)
+	}
+	if t.Failed() {
 		t.Fatalf("event = %+v", e)
 	}
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakecli"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/jsoncheck"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // chatAgentSpec is the project's own chat agent as --agent takes it, run from the agent folder
@@ -35,10 +37,8 @@ const chatAgentSpec = `command:python3 "$AA_GRADE_AGENT_DIR/chat_agent.py"`
 // is refused.
 func TestAgentRun(t *testing.T) {
 	key := fmt.Sprintf("sk-canary-%x", time.Now().UnixNano()) // not in the test binary, which the sandbox runs
-	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls alerts | head -2", Answer: answer901}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=" + key}
+	fake := fakeProvider(t, fakemodel.Script{Turns: 3, Command: "ls alerts | head -2", Answer: answer901}, key)
+	env := fake.env
 	out := filepath.Join(t.TempDir(), "run")
 	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "2", "--out", out,
 		"--agent-dir", filepath.Join(moduleRoot, "examples", "agents"), "--agent", chatAgentSpec}
@@ -69,8 +69,15 @@ func TestAgentRun(t *testing.T) {
 		t.Errorf("report.md does not say an agent played the run:\n%s", report)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(readFile(t, filepath.Join(out, "results.jsonl"))), "\n") {
-		if res := gjson.Parse(line); res.Get("status").String() != "ok" || res.Get("turns").Int() != 3 || res.Get("tokens.input").Int() == 0 {
-			t.Errorf("result %s", line)
+		res := gjson.Parse(line)
+		if got := res.Get("status").String(); got != "ok" {
+			t.Errorf("result of status %q, want ok: %s", got, line)
+		}
+		if got := res.Get("turns").Int(); got != 3 {
+			t.Errorf("result of %d turns, want 3: %s", got, line)
+		}
+		if res.Get("tokens.input").Int() == 0 {
+			t.Errorf("result of no input tokens: %s", line)
 		}
 		if res := gjson.Parse(line); res.Get("tool_calls").Int() == 0 {
 			t.Errorf("the result counts no tool calls of the agent's model: %s", line)
@@ -97,9 +104,14 @@ func TestAgentRun(t *testing.T) {
 		}
 		text, err := io.ReadAll(tr)
 		tr.Close()
-		if err != nil || bytes.Contains(text, []byte(key)) || !bytes.Contains(text, []byte(`"kind":"agent"`)) {
-			t.Errorf("repeat %s's trajectory: %v; holds the key %v, ends with the agent's line %v", repeat, err,
-				bytes.Contains(text, []byte(key)), bytes.Contains(text, []byte(`"kind":"agent"`)))
+		if err != nil {
+			t.Errorf("repeat %s's trajectory: %v", repeat, err)
+		}
+		if bytes.Contains(text, []byte(key)) {
+			t.Errorf("repeat %s's trajectory holds the key", repeat)
+		}
+		if !bytes.Contains(text, []byte(`"kind":"agent"`)) {
+			t.Errorf("repeat %s's trajectory has no line of the agent's end", repeat)
 		}
 	}
 	checkAgentRunReaders(t, out)
@@ -153,8 +165,9 @@ func TestAgentRunOpencode(t *testing.T) {
 		t.Errorf("run.json records a key %q", key)
 	}
 	res := gjson.Parse(strings.TrimSpace(readFile(t, filepath.Join(out, "results.jsonl"))))
-	if res.Get("status").String() != "ok" || res.Get("turns").Int() != 2 || res.Get("score").Float() <= 0 {
-		t.Errorf("result %s", res.Raw)
+	jsoncheck.Fields(t, "the result", res, map[string]string{"status": "ok", "turns": "2"})
+	if res.Get("score").Float() <= 0 {
+		t.Errorf("the result scores nothing: %s", res.Raw)
 	}
 }
 
@@ -182,12 +195,28 @@ func checkAgentRunReaders(t *testing.T, out string) {
 	}
 	first, second := turns[0], turns[1]
 	calls := first.Reply.ToolCalls
-	if first.Turn != 1 || len(first.Input) != 1 || first.Input[0].Role != model.RoleUser || !strings.Contains(first.Input[0].Content, "agent_output.json") ||
-		len(calls) != 1 || !strings.Contains(calls[0].Arguments, "ls alerts | head -2") || first.Usage.Input == 0 {
-		t.Errorf("the first turn %+v", first)
+	if first.Turn != 1 {
+		t.Errorf("the first turn is number %d", first.Turn)
 	}
-	if in := second.Input; len(in) != 1 || in[0].Role != model.RoleTool || in[0].ToolCallID != calls[0].ID || !strings.Contains(in[0].Content, "exit status 0") {
-		t.Errorf("the second turn's input, the first call's result: %+v", second.Input)
+	if first.Usage.Input == 0 {
+		t.Errorf("the first turn has no input tokens: %+v", first.Usage)
+	}
+	if in := first.Input; len(in) != 1 || in[0].Role != model.RoleUser {
+		t.Errorf("the first turn's input %+v, want the task, one user message", in)
+	} else {
+		textcheck.Has(t, "the first turn's input", in[0].Content, "agent_output.json")
+	}
+	if len(calls) != 1 {
+		t.Fatalf("the first turn's calls %+v, want one", calls)
+	}
+	textcheck.Has(t, "the first turn's call", calls[0].Arguments, "ls alerts | head -2")
+	if in := second.Input; len(in) != 1 || in[0].Role != model.RoleTool {
+		t.Errorf("the second turn's input %+v, want the first call's result, one tool message", in)
+	} else {
+		if in[0].ToolCallID != calls[0].ID {
+			t.Errorf("the second turn's input is the result of %q, want the first call, %q", in[0].ToolCallID, calls[0].ID)
+		}
+		textcheck.Has(t, "the second turn's input", in[0].Content, "exit status 0")
 	}
 
 	pages := filepath.Join(t.TempDir(), "pages")
@@ -201,14 +230,22 @@ func checkAgentRunReaders(t *testing.T, out string) {
 		}
 		return err
 	})
-	turn3, end := strings.Index(page, `id="t3"`), strings.Index(page, "The agent ended")
-	if !strings.Contains(page, "ls alerts | head -2") || turn3 < 0 || end < turn3 || !strings.Contains(page[end:], "exit 0") || !strings.Contains(page[end:], "finished") {
-		t.Errorf("the episode page shows no turns, or not the agent's end after them:\n%s", page)
+	textcheck.Has(t, "the episode page", page, "ls alerts | head -2", `id="t3"`, "The agent ended")
+	if turn3, end := strings.Index(page, `id="t3"`), strings.Index(page, "The agent ended"); end < turn3 {
+		t.Errorf("the episode page shows the agent's end (at %d) before the third turn (at %d)", end, turn3)
+	} else if end >= 0 {
+		textcheck.Has(t, "the episode page's end of the agent", page[end:], "exit 0", "finished")
 	}
 
 	r := aaGrade(t, nil, "analyze", "--json", out)
-	if r.code != 0 || gjson.Get(r.stdout, "0.episodes.#").Int() != 2 || gjson.Get(r.stdout, "0.episodes.0.first_hit_turn").Int() == 0 {
+	if r.code != 0 {
 		t.Errorf("analyze: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := gjson.Get(r.stdout, "0.episodes.#").Int(); n != 2 {
+		t.Errorf("analyze: %d episodes, want 2:\n%s", n, r.stdout)
+	}
+	if gjson.Get(r.stdout, "0.episodes.0.first_hit_turn").Int() == 0 {
+		t.Errorf("analyze: no first hit turn in the first episode:\n%s", r.stdout)
 	}
 	if r := aaGrade(t, nil, "export", out, "--format", "atif"); r.code != 0 || !strings.Contains(r.stdout, "Exported 2 episodes") {
 		t.Fatalf("export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -219,8 +256,14 @@ func checkAgentRunReaders(t *testing.T, out string) {
 	path := filepath.Join(out+"-atif", "Scenario-901", "1", atif.File)
 	b := []byte(readFile(t, path))
 	var doc atif.Trajectory
-	if err := schema.Validate(b); err != nil || json.Unmarshal(b, &doc) != nil || atif.Check(&doc) != nil {
-		t.Fatalf("%s is not a valid ATIF document: %v, %v", path, err, atif.Check(&doc))
+	if err := schema.Validate(b); err != nil {
+		t.Fatalf("%s does not follow the ATIF schema: %v", path, err)
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if err := atif.Check(&doc); err != nil {
+		t.Fatalf("%s breaks ATIF's rules: %v", path, err)
 	}
 	results := 0
 	for _, step := range doc.Steps {
@@ -228,9 +271,13 @@ func checkAgentRunReaders(t *testing.T, out string) {
 			results += len(step.Observation.Results)
 		}
 	}
-	if doc.Steps[0].Source != atif.SourceUser || results < 2 || !strings.Contains(string(b), "ls alerts | head -2") {
-		t.Errorf("the export shows not the agent's conversation (%d results):\n%s", results, b)
+	if doc.Steps[0].Source != atif.SourceUser {
+		t.Errorf("the export begins with a step of %s, want the user's (the task)", doc.Steps[0].Source)
 	}
+	if results < 2 {
+		t.Errorf("the export shows %d results, want 2 or more", results)
+	}
+	textcheck.Has(t, "the export", string(b), "ls alerts | head -2")
 }
 
 // TestAgentRunRefusals: an agent that cannot call the model, a model an agent cannot call,

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/aa-grade/aa-grade/harness/atif"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // harborTrial writes a Harbor trial folder of task whose agent's last message is answer.
@@ -40,8 +41,9 @@ func TestGradeHarborJob(t *testing.T) {
 	harborTrial(t, job, "lost__c", "", "2026-11-27T09:00:00Z", right)
 	harborTrial(t, job, "s902__x", "Scenario-902", "2026-11-27T09:00:00Z", "I think it is {broken")
 	r := aaGrade(t, nil, "grade", "--json", "--dataset", "demo", job)
-	if r.code != 0 || !strings.Contains(r.stderr, "lost__c") || !strings.Contains(r.stderr, "names no task") {
-		t.Fatalf("grade: exit %d\n%s", r.code, r.stderr)
+	r.wantExit(t, 0)
+	if !textcheck.Has(t, "grade's stderr", r.stderr, "lost__c", "names no task") {
+		t.FailNow()
 	}
 	reason := gjson.Get(r.stdout, `per_task.#(task=="Scenario-902").episodes.0.reason`).String()
 	if !strings.HasPrefix(reason, filepath.Join(job, "s902__x", "agent", atif.File)+" (step 2, the agent's message): invalid submission") {
@@ -56,7 +58,7 @@ func TestGradeHarborJob(t *testing.T) {
 	}
 	silent := t.TempDir()
 	harborTrial(t, silent, "s901__a", "Scenario-901", "", "")
-	if r := aaGrade(t, nil, "grade", "--dataset", "demo", silent); r.code != 2 || !strings.Contains(r.stderr, "no answer in the ATIF trajectories") || !strings.Contains(r.stderr, "no agent message") {
-		t.Errorf("a job with no answer: exit %d\n%s", r.code, r.stderr)
-	}
+	r = aaGrade(t, nil, "grade", "--dataset", "demo", silent)
+	r.checkExit(t, 2)
+	textcheck.Has(t, "stderr of a job with no answer", r.stderr, "no answer in the ATIF trajectories", "no agent message")
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestShellCompletion: completion prints a script for bash, zsh and fish (bash parses the
@@ -14,8 +16,9 @@ import (
 func TestShellCompletion(t *testing.T) {
 	for _, shell := range []string{"bash", "zsh", "fish"} {
 		r := aaGrade(t, nil, "completion", shell)
-		if r.code != 0 || !strings.Contains(r.stdout, "aa-grade") || !strings.Contains(r.stdout, "--generate-shell-completion") {
-			t.Fatalf("completion %s: exit %d\n%s%s", shell, r.code, r.stdout, r.stderr)
+		r.wantExit(t, 0)
+		if !textcheck.Has(t, "completion "+shell, r.stdout, "aa-grade", "--generate-shell-completion") {
+			t.FailNow()
 		}
 		if shell == "bash" {
 			script := filepath.Join(t.TempDir(), "aa-grade.bash")

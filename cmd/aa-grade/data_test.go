@@ -284,9 +284,10 @@ func TestDataVerifyChecksThePulledTasks(t *testing.T) {
 		}
 	}
 	r := aaGrade(t, env, "data", "verify")
-	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("checked %d files", pulled)) ||
-		!strings.Contains(r.stdout, "2 tasks never pulled, not checked") || strings.Contains(r.stdout, "missing") {
-		t.Fatalf("verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	textcheck.Has(t, "verify's output", r.stdout, fmt.Sprintf("checked %d files", pulled), "2 tasks never pulled, not checked")
+	if !textcheck.Lacks(t, "verify's output", r.stdout, "missing") || t.Failed() {
+		t.FailNow()
 	}
 	r = aaGrade(t, env, "data", "verify", "--tasks", "2")
 	r.wantExit(t, 1)
@@ -316,9 +317,10 @@ func TestHubUnreachable(t *testing.T) {
 	for _, args := range [][]string{{"data", "pull"}, {"data", "verify", "--repair"}, {"data", "ls"}, {"grade", "testdata/grade/submissions"}} {
 		r := aaGrade(t, nil, args...) // an empty cache, and nothing at HF_ENDPOINT
 		last := lastLine(r.stderr)    // after the retries pull shows
-		if r.code != 3 || !strings.HasPrefix(last, "aa-grade: ") || !strings.Contains(last, "HF_HUB_OFFLINE=1") ||
-			!strings.Contains(last, "--dataset demo") || !strings.Contains(last, "cannot be reached") {
-			t.Errorf("%s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+		r.checkExit(t, 3)
+		if !strings.HasPrefix(last, "aa-grade: ") {
+			t.Errorf("%s: the last line %q does not start with aa-grade: ", strings.Join(args, " "), last)
 		}
+		textcheck.Has(t, strings.Join(args, " ")+": the last line", last, "HF_HUB_OFFLINE=1", "--dataset demo", "cannot be reached")
 	}
 }

@@ -73,9 +73,19 @@ func TestDoctorShowsTheDockerImage(t *testing.T) {
 
 	const missing = "aa-grade-no-such-image:doctor"
 	rep, r = doctorJSON(t, []string{"AA_GRADE_SANDBOX=docker", "AA_GRADE_SANDBOX_IMAGE=" + missing})
-	if r.code != 1 || rep.Sandbox != sandbox.NameDocker || rep.Image != missing || rep.Tools != nil ||
-		!strings.Contains(rep.Error, "no image "+missing+": pull or build it") || strings.Count(r.stderr, "\n") != 1 {
-		t.Fatalf("exit %d, report %+v\n%s", r.code, rep, r.stderr)
+	r.wantExit(t, 1)
+	if got, want := [2]string{rep.Sandbox, rep.Image}, [2]string{sandbox.NameDocker, missing}; got != want {
+		t.Errorf("the report's sandbox and image %q, want %q", got, want)
+	}
+	if rep.Tools != nil {
+		t.Errorf("the report lists tools %+v, want none (no image)", rep.Tools)
+	}
+	textcheck.Has(t, "the report's error", rep.Error, "no image "+missing+": pull or build it")
+	if n := strings.Count(r.stderr, "\n"); n != 1 {
+		t.Errorf("stderr of %d lines, want 1:\n%s", n, r.stderr)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	text = aaGrade(t, nil, "doctor", "--sandbox", "docker", "--sandbox-image", missing)
 	if !strings.Contains(text.stdout, "Episodes cannot run there: no image "+missing) {

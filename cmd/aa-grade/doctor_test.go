@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 func TestDoctor(t *testing.T) {
@@ -67,8 +69,7 @@ func TestDoctor(t *testing.T) {
 
 	}
 	text := aaGrade(t, nil, "doctor")
-	if !strings.Contains(text.stdout, "Sandbox backends:") || !strings.Contains(text.stdout, "--sandbox auto uses:") ||
-		!strings.Contains(text.stdout, "no_network") {
-		t.Fatalf("text output:\n%s", text.stdout)
+	if !textcheck.Has(t, "the text output", text.stdout, "Sandbox backends:", "--sandbox auto uses:", "no_network") {
+		t.FailNow()
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // flagSources lists, for every environment variable a flag of cmd or its sub-commands reads,
@@ -141,9 +142,8 @@ func TestGradeNotesWithoutAReason(t *testing.T) {
 		`{"model": "builtin/baseline", "dataset": "testdata/grade/dataset", "tasks": ["Scenario-901"], "repeats": 1}`)
 	testfs.Write(t, filepath.Join(run, runfolder.ResultsFile), `{"task":"Scenario-901","repeat":1,"status":"max_turns","turns":100}`+"\n")
 	r := aaGrade(t, nil, "grade", run)
-	if r.code != 0 || !strings.Contains(r.stdout, "\nScenario-901 repeat 1 max_turns\n") || !strings.Contains(r.stdout, "over 1 task x 1 repeat = 1 episode; ") {
-		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
+	r.wantExit(t, 0)
+	textcheck.Has(t, "stdout", r.stdout, "\nScenario-901 repeat 1 max_turns\n", "over 1 task x 1 repeat = 1 episode; ")
 }
 
 // TestOneTurnIsSingular: the line of a finished episode says "1 turn".

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestDryRun: --dry-run says what would run and what it should cost, and calls nothing: no
@@ -21,11 +21,8 @@ import (
 // task is estimated from it; a spec with neither published cost nor prices is "unknown", with
 // why.
 func TestDryRun(t *testing.T) {
-	srv := &fakemodel.Server{Script: fakemodel.Script{Turns: 1}}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "ANTHROPIC_BASE_URL=" + hs.URL, "ANTHROPIC_API_KEY=sk-test-0123456789",
-		"OPENAI_BASE_URL=" + hs.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	srv := fakeProvider(t, fakemodel.Script{Turns: 1}, testKey) // Anthropic's variables point at it too
+	env := append(srv.env, "ANTHROPIC_BASE_URL="+srv.url, "ANTHROPIC_API_KEY="+testKey)
 	out := filepath.Join(t.TempDir(), "run")
 	r := aaGrade(t, env, "run", "--dataset", "demo", "--model", "claude-opus-4-7-max", "--limit", "2", "--repeats", "3", "--dry-run", "--out", out)
 	for _, want := range []string{"would run 2 tasks x 3 repeats = 6 episodes of demo with claude-opus-4-7-max (anthropic/claude-opus-4-7)",
@@ -69,25 +66,29 @@ func TestCostEstimate(t *testing.T) {
 // the running ones would pass it (exit 1, saying how to go on), and the same command with a
 // higher budget plays the rest; a budget without prices is refused.
 func TestMaxCost(t *testing.T) {
-	srv := &fakemodel.Server{Script: fakemodel.Script{Turns: 1, Answer: answer901}}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + hs.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	env := fakeProvider(t, fakemodel.Script{Turns: 1, Answer: answer901}, testKey).env
 	out := filepath.Join(t.TempDir(), "run")
 	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901,902,903", "--repeats", "1", "--parallel", "1",
 		"--price-input", "1000", "--price-output", "1000", "--no-progress", "--out", out}
 	// An episode costs about $2.70 (two calls), so a budget of $4 plays one and starts no other.
 	r := aaGrade(t, env, append(args, "--max-cost", "4")...)
+	r.wantExit(t, 1)
 	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
-	if r.code != 1 || strings.Count(string(results), "\n") != 1 || !strings.Contains(string(results), `"status":"ok"`) ||
-		!strings.Contains(lastLine(r.stderr), "over the budget of $4.00") ||
-		!strings.Contains(lastLine(r.stderr), "a higher --max-cost") {
-		t.Fatalf("exit %d, %d results\n%s", r.code, strings.Count(string(results), "\n"), r.stderr)
+	if n := strings.Count(string(results), "\n"); n != 1 {
+		t.Errorf("%d results, want 1:\n%s", n, results)
+	}
+	textcheck.Has(t, "results.jsonl", string(results), `"status":"ok"`)
+	if !textcheck.Has(t, "the last line of stderr", lastLine(r.stderr), "over the budget of $4.00", "a higher --max-cost") || t.Failed() {
+		t.FailNow()
 	}
 	r = aaGrade(t, env, append(args, "--max-cost", "100000")...)
+	r.wantExit(t, 0)
 	results, _ = os.ReadFile(filepath.Join(out, "results.jsonl"))
-	if r.code != 0 || strings.Count(string(results), "\n") != 3 || !strings.Contains(r.stderr, "budget: $100000.00 (--max-cost), $") {
-		t.Fatalf("with a higher budget: exit %d, %d results\n%s", r.code, strings.Count(string(results), "\n"), r.stderr)
+	if n := strings.Count(string(results), "\n"); n != 3 {
+		t.Errorf("with a higher budget: %d results, want 3:\n%s", n, results)
+	}
+	if !textcheck.Has(t, "stderr with a higher budget", r.stderr, "budget: $100000.00 (--max-cost), $") || t.Failed() {
+		t.FailNow()
 	}
 	oneErrorLine(t, aaGrade(t, env, "run", "--dataset", "demo", "--model", "openai/fake", "--max-cost", "5", "--out", filepath.Join(t.TempDir(), "r")),
 		"--max-cost 5: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and --price-output, give them)")
@@ -97,27 +98,36 @@ func TestMaxCost(t *testing.T) {
 // there, recorded as cost_limit with what it cost (counted in the summary), and the run says
 // so (exit 1); the same command with a higher budget plays it again, to its end.
 func TestMaxCostStopsRunning(t *testing.T) {
-	srv := &fakemodel.Server{Script: fakemodel.Script{Turns: 10, Command: "ls", Answer: answer901}}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + hs.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	env := fakeProvider(t, fakemodel.Script{Turns: 10, Command: "ls", Answer: answer901}, testKey).env
 	out := filepath.Join(t.TempDir(), "run")
 	// $1 a prompt token: a call of this conversation costs hundreds of dollars, so the budget
 	// is reached in the first turns of the ten.
 	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1",
 		"--price-input", "1000000", "--price-output", "0", "--no-progress", "--out", out}
 	r := aaGrade(t, env, append(args, "--max-cost", "1500")...)
-	if r.code != 1 || !strings.Contains(lastLine(r.stderr), "at the budget of $1500.00, so the running episodes were stopped (cost_limit)") ||
-		!strings.Contains(lastLine(r.stderr), "a higher --max-cost") {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	r.wantExit(t, 1)
+	if !textcheck.Has(t, "the last line of stderr", lastLine(r.stderr),
+		"at the budget of $1500.00, so the running episodes were stopped (cost_limit)", "a higher --max-cost") {
+		t.FailNow()
 	}
 	run, err := runfolder.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stopped := run.Results[runfolder.Episode{Task: "Scenario-901", Repeat: 1}]
-	if stopped.Status != grader.StatusCostLimit || stopped.Turns >= 10 || stopped.CostUSD == nil || *stopped.CostUSD < 1500 {
-		t.Fatalf("the stopped episode: %+v", stopped)
+	if stopped.Status != grader.StatusCostLimit {
+		t.Errorf("the stopped episode's status %s, want %s", stopped.Status, grader.StatusCostLimit)
+	}
+	if stopped.Turns >= 10 {
+		t.Errorf("the stopped episode played %d turns, want fewer than 10", stopped.Turns)
+	}
+	if stopped.CostUSD == nil {
+		t.Errorf("the stopped episode's cost unknown, want $1500 or more")
+	} else if *stopped.CostUSD < 1500 {
+		t.Errorf("the stopped episode cost $%.2f, want $1500 or more", *stopped.CostUSD)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	// What it spent; no projection, with no episode whose result stands and no published cost.
 	if !regexp.MustCompile(`\ncost: \$[0-9]+\.[0-9]{2} spent\n`).MatchString(r.stderr) {

@@ -298,11 +298,9 @@ func atifSchema(t *testing.T) *jsonschema.Schema {
 // document with a step per model call and every result read in its call's step.
 func TestExportOfALongEpisode(t *testing.T) {
 	schema := atifSchema(t)
-	srv := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 60, Command: "head -c 30000 otel_traces_raw.tsv 2>/dev/null || ls -laR", Answer: answer901}})
-	defer srv.Close()
+	s := newScriptedRun(t, fakemodel.Script{Turns: 60, Command: "head -c 30000 otel_traces_raw.tsv 2>/dev/null || ls -laR", Answer: answer901}, "901", "1")
 	run := filepath.Join(t.TempDir(), "run")
-	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"}
-	if r := aaGrade(t, env, "run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1", "--out", run); r.code != 0 {
+	if r := aaGrade(t, s.env, s.command(run)...); r.code != 0 {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
 	if r := aaGrade(t, nil, "export", run, "--format", "atif"); r.code != 0 {

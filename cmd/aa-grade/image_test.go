@@ -45,9 +45,7 @@ func TestRegistryImageBadInputIsOneClearLine(t *testing.T) {
 			r := aaGrade(t, []string{"XDG_CACHE_HOME=" + cache, "DOCKER_CONFIG=" + t.TempDir()},
 				"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "901", "--repeats", "1",
 				"--sandbox", "bwrap", "--sandbox-image", c.ref, "--out", out)
-			if r.code != c.code || !strings.HasPrefix(r.stderr, "aa-grade: --sandbox-image: image "+c.ref+": ") || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
-				t.Fatalf("exit %d, want %d and one line with %q\n%s", r.code, c.code, c.want, r.stderr)
-			}
+			r.wantErrorLineWith(t, c.code, "aa-grade: --sandbox-image: image "+c.ref+": ", c.want)
 			if _, err := os.Stat(out); err == nil {
 				t.Error("a half-started run folder was left")
 			}
@@ -115,9 +113,7 @@ func TestBwrapImageBadInputIsOneClearLine(t *testing.T) {
 			out, cache := filepath.Join(t.TempDir(), "run"), t.TempDir()
 			r := aaGrade(t, []string{"XDG_CACHE_HOME=" + cache}, "run", "--dataset", "demo", "--model", "builtin/baseline",
 				"--tasks", "901", "--repeats", "1", "--sandbox", "bwrap", "--sandbox-image", c.image, "--out", out)
-			if r.code != 2 || !strings.HasPrefix(r.stderr, "aa-grade: --sandbox-image: ") || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
-				t.Fatalf("exit %d, want 2 and one line with %q\n%s", r.code, c.want, r.stderr)
-			}
+			r.wantErrorLineWith(t, 2, "aa-grade: --sandbox-image: ", c.want)
 			if _, err := os.Stat(out); err == nil {
 				t.Error("a half-started run folder was left")
 			}

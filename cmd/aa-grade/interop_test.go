@@ -103,10 +103,21 @@ func TestInteropJavaScriptReadsOurCache(t *testing.T) {
 	if len(scan.Warnings) != 0 {
 		t.Fatalf("scanCacheDir warned: %+v", scan.Warnings)
 	}
-	if len(scan.Repos) != 1 || scan.Repos[0].ID.Name != sampleRepo || scan.Repos[0].ID.Type != "dataset" ||
-		len(scan.Repos[0].Revisions) != 1 || scan.Repos[0].Revisions[0].CommitOid != commit ||
-		strings.Join(scan.Repos[0].Revisions[0].Refs, ",") != "main" {
-		t.Fatalf("scanCacheDir saw %s", out)
+	if len(scan.Repos) != 1 {
+		t.Fatalf("scanCacheDir saw %d repos, want 1: %s", len(scan.Repos), out)
+	}
+	repo := scan.Repos[0]
+	if got, want := [2]string{repo.ID.Type, repo.ID.Name}, [2]string{"dataset", sampleRepo}; got != want {
+		t.Errorf("scanCacheDir saw the repo %q, want %q", got, want)
+	}
+	if len(repo.Revisions) != 1 {
+		t.Fatalf("scanCacheDir saw %d revisions, want 1: %s", len(repo.Revisions), out)
+	}
+	if rev := repo.Revisions[0]; rev.CommitOid != commit {
+		t.Errorf("scanCacheDir saw the revision %s, want %s", rev.CommitOid, commit)
+	}
+	if refs := strings.Join(repo.Revisions[0].Refs, ","); refs != "main" {
+		t.Errorf("scanCacheDir saw the refs %q, want main", refs)
 	}
 }
 
@@ -168,23 +179,61 @@ func TestInteropDuckDBReadsResultsParquet(t *testing.T) {
 		}
 		// SQL's sum of nothing but nulls is null.
 		d, allNull := seen[i], nullCost == len(run.Results)
-		if d.Rows != len(run.Results) || math.Abs(d.Score-score) > 1e-9 || d.NullCost != nullCost || d.Input != input ||
-			(d.CostUSD == nil) != allNull || (!allNull && math.Abs(*d.CostUSD-cost) > 1e-9) || d.Episodes != strings.Join(episodes, ",") {
-			t.Errorf("%s: DuckDB saw %+v; Go: %d rows, score %v, %d null costs, cost %v, input %d, %v",
-				runDir, d, len(run.Results), score, nullCost, cost, input, episodes)
+		if d.Rows != len(run.Results) {
+			t.Errorf("%s: DuckDB saw %d rows, Go %d", runDir, d.Rows, len(run.Results))
+		}
+		if math.Abs(d.Score-score) > 1e-9 {
+			t.Errorf("%s: DuckDB saw the score %v, Go %v", runDir, d.Score, score)
+		}
+		if d.NullCost != nullCost {
+			t.Errorf("%s: DuckDB saw %d null costs, Go %d", runDir, d.NullCost, nullCost)
+		}
+		if d.Input != input {
+			t.Errorf("%s: DuckDB saw %d input tokens, Go %d", runDir, d.Input, input)
+		}
+		switch {
+		case d.CostUSD == nil && !allNull:
+			t.Errorf("%s: DuckDB saw the cost null, Go %v", runDir, cost)
+		case d.CostUSD != nil && allNull:
+			t.Errorf("%s: DuckDB saw the cost %v, Go null", runDir, *d.CostUSD)
+		case d.CostUSD != nil && math.Abs(*d.CostUSD-cost) > 1e-9:
+			t.Errorf("%s: DuckDB saw the cost %v, Go %v", runDir, *d.CostUSD, cost)
+		}
+		if want := strings.Join(episodes, ","); d.Episodes != want {
+			t.Errorf("%s: DuckDB saw the episodes %s, Go %s", runDir, d.Episodes, want)
 		}
 		types := map[string]string{}
 		for _, c := range d.Columns {
 			types[c.Name] = c.Type
 		}
-		if types["task"] != "VARCHAR" || types["repeat"] != "BIGINT" || types["score"] != "DOUBLE" || types["cost_usd"] != "DOUBLE" ||
-			types["reasoning_tokens"] != "BIGINT" || types["matcher"] != "VARCHAR" || len(types) != 22 {
-			t.Errorf("%s: DuckDB column types %v", runDir, types)
+		for column, want := range map[string]string{"task": "VARCHAR", "repeat": "BIGINT", "score": "DOUBLE", "cost_usd": "DOUBLE",
+			"reasoning_tokens": "BIGINT", "matcher": "VARCHAR"} {
+			if types[column] != want {
+				t.Errorf("%s: DuckDB column %s of type %q, want %s", runDir, column, types[column], want)
+			}
+		}
+		if len(types) != 22 {
+			t.Errorf("%s: DuckDB saw %d columns, want 22: %v", runDir, len(types), types)
 		}
 	}
 	// builtin/baseline costs a known 0; the unpriced fixture has tokens at unknown prices.
-	if seen[0].NullCost != 0 || seen[0].CostUSD == nil || *seen[0].CostUSD != 0 || seen[1].NullCost != 0 || seen[2].NullCost == 0 ||
-		seen[0].Rows != 2 || seen[1].Rows != 6 {
-		t.Errorf("fixtures changed: the baseline run must cost 0, the priced run have no null cost and the unpriced one some: %+v", seen)
+	for _, c := range []struct {
+		what      string
+		got, want int
+	}{
+		{"rows of the baseline run", seen[0].Rows, 2}, {"rows of the priced run", seen[1].Rows, 6},
+		{"null costs of the baseline run", seen[0].NullCost, 0}, {"null costs of the priced run", seen[1].NullCost, 0},
+	} {
+		if c.got != c.want {
+			t.Errorf("fixtures changed: %d %s, want %d", c.got, c.what, c.want)
+		}
+	}
+	if c := seen[0].CostUSD; c == nil {
+		t.Errorf("fixtures changed: the baseline run's cost is null, want a known 0")
+	} else if *c != 0 {
+		t.Errorf("fixtures changed: the baseline run costs %v, want 0", *c)
+	}
+	if seen[2].NullCost == 0 {
+		t.Errorf("fixtures changed: the unpriced run has no null cost, want some")
 	}
 }

@@ -225,9 +225,21 @@ func TestGradeJudgeRefused(t *testing.T) {
 		t.Fatalf("exit %d after %d requests\n%s", r.code, f.requests.Load(), r.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-	if len(lines) != 3 || lines[2] != "aa-grade: the judge failed on all 10 episodes (see the warning above): the scores are the rules' alone" || !strings.HasPrefix(lines[0], "warning: the judge failed on 10 episodes, which the rules graded; first, Scenario-901 repeat 1: judge failed") ||
-		!strings.Contains(lines[0], "HTTP 401: Incorrect API key provided") || !strings.HasPrefix(lines[1], "judge: 10 calls") {
-		t.Fatalf("stderr:\n%s", r.stderr)
+	if len(lines) != 3 {
+		t.Fatalf("stderr of %d lines, want 3:\n%s", len(lines), r.stderr)
+	}
+	if want := "warning: the judge failed on 10 episodes, which the rules graded; first, Scenario-901 repeat 1: judge failed"; !strings.HasPrefix(lines[0], want) {
+		t.Errorf("the first line %q, want it to start %q", lines[0], want)
+	}
+	textcheck.Has(t, "the first line", lines[0], "HTTP 401: Incorrect API key provided")
+	if want := "judge: 10 calls"; !strings.HasPrefix(lines[1], want) {
+		t.Errorf("the second line %q, want it to start %q", lines[1], want)
+	}
+	if want := "aa-grade: the judge failed on all 10 episodes (see the warning above): the scores are the rules' alone"; lines[2] != want {
+		t.Errorf("the last line %q, want %q", lines[2], want)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	out := gjson.Parse(r.stdout)
 	if s := out.Get("score").Float(); s < 0.5138 || s > 0.5139 {
@@ -328,8 +340,17 @@ func TestRunWithJudge(t *testing.T) {
 	wantKinds(t, out, model.KindRequest, model.KindResponse, model.KindTurn) // the judge's calls, and the baseline's turns
 	summary, _ := os.ReadFile(filepath.Join(out, "summary.json"))
 	header, _ := os.ReadFile(filepath.Join(out, "run.json"))
-	if s := gjson.ParseBytes(summary); s.Get("judge.episodes_judged").Int() != 2 || s.Get("judge.model").String() != "openai/judge-model" ||
-		gjson.GetBytes(header, "judge").String() != "openai/judge-model" {
+	s := gjson.ParseBytes(summary)
+	if n := s.Get("judge.episodes_judged").Int(); n != 2 {
+		t.Errorf("summary.json: %d episodes judged, want 2", n)
+	}
+	if m := s.Get("judge.model").String(); m != "openai/judge-model" {
+		t.Errorf("summary.json: judge model %q, want openai/judge-model", m)
+	}
+	if m := gjson.GetBytes(header, "judge").String(); m != "openai/judge-model" {
+		t.Errorf("run.json: judge %q, want openai/judge-model", m)
+	}
+	if t.Failed() {
 		t.Fatalf("summary.json = %s\nrun.json = %s", summary, header)
 	}
 	args[len(args)-1] = "openai/another-judge"

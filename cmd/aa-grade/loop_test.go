@@ -3,7 +3,6 @@
 package main
 
 import (
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,16 +19,13 @@ import (
 // (and no context window: the reference loop has none), and a resume with the lenient loop
 // is refused.
 func TestRunFollowsTheReferenceLoopByDefault(t *testing.T) {
-	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	s := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}, "901", "1")
 	out := filepath.Join(t.TempDir(), "run")
-	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1", "--out", out}
-	if r := aaGrade(t, env, args...); r.code != 0 {
+	args := s.command(out)
+	if r := aaGrade(t, s.env, args...); r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	bodies := fake.Bodies()
+	bodies := s.fake.Bodies()
 	if len(bodies) != 3 {
 		t.Fatalf("%d requests, want 3", len(bodies))
 	}
@@ -56,7 +52,7 @@ func TestRunFollowsTheReferenceLoopByDefault(t *testing.T) {
 	if w := h.Get("context_window"); w.Exists() {
 		t.Errorf("run.json records context_window %s, want none (the reference loop has none)", w.Raw)
 	}
-	r := aaGrade(t, env, append(args, "--loop", "lenient")...)
+	r := aaGrade(t, s.env, append(args, "--loop", "lenient")...)
 	if r.code != 2 || !strings.Contains(r.stderr, "loop was reference, now lenient") {
 		t.Fatalf("a lenient resume of a reference run: exit %d\n%s", r.code, r.stderr)
 	}
@@ -66,17 +62,13 @@ func TestRunFollowsTheReferenceLoopByDefault(t *testing.T) {
 // and no cap when --max-tokens 0 asks for the provider's default, and its report says it is
 // not comparable with the leaderboard.
 func TestLenientRunIsMarked(t *testing.T) {
-	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	s := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}, "901", "1")
 	out := filepath.Join(t.TempDir(), "run")
-	r := aaGrade(t, env, "run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1", "--out", out,
-		"--loop", "lenient", "--max-tokens", "0", "--context-window", "100000")
+	r := aaGrade(t, s.env, s.command(out, "--loop", "lenient", "--max-tokens", "0", "--context-window", "100000")...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	for i, b := range fake.Bodies() {
+	for i, b := range s.fake.Bodies() {
 		body := gjson.ParseBytes(b)
 		if body.Get("max_completion_tokens").Exists() || body.Get("tools.0.function.name").String() != "code_exec" {
 			t.Errorf("request %d: cap %s, first tool %s", i+1, body.Get("max_completion_tokens").Raw, body.Get("tools.0.function.name"))
@@ -96,16 +88,13 @@ func TestLenientRunIsMarked(t *testing.T) {
 // output_limit, scored 0 with the reason recorded, counted in the run's summary, and kept by a
 // resume (which runs error episodes again, not this).
 func TestCutReplyIsTheModelsOutcome(t *testing.T) {
-	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 4, Command: "ls", Answer: answer901, CutAt: 2}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	s := newScriptedRun(t, fakemodel.Script{Turns: 4, Command: "ls", Answer: answer901, CutAt: 2}, "901", "1")
 	out := filepath.Join(t.TempDir(), "run")
-	args := []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1", "--out", out}
-	r := aaGrade(t, env, args...)
+	args := s.command(out)
+	r := aaGrade(t, s.env, args...)
 	r.wantExit(t, 0)
 	textcheck.Has(t, "stdout", r.stdout, "1 output_limit")
-	if n := fake.Requests(); n != 2 {
+	if n := s.fake.Requests(); n != 2 {
 		t.Errorf("%d requests, want 2", n)
 	}
 	if t.Failed() {
@@ -126,7 +115,7 @@ func TestCutReplyIsTheModelsOutcome(t *testing.T) {
 		t.Fatalf("results.jsonl: %s", results)
 	}
 
-	if r := aaGrade(t, env, args...); r.code != 0 || fake.Requests() != 2 {
-		t.Fatalf("resume: exit %d, %d requests\n%s", r.code, fake.Requests(), r.stderr)
+	if r := aaGrade(t, s.env, args...); r.code != 0 || s.fake.Requests() != 2 {
+		t.Fatalf("resume: exit %d, %d requests (want 0 and still 2)\n%s", r.code, s.fake.Requests(), r.stderr)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/internal/copytree"
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
@@ -66,6 +68,17 @@ func (r result) wantExit(t *testing.T, want int) {
 	}
 }
 
+// checkExit reports, as an error of t, an exit code other than want, showing what r printed;
+// it says whether the code is want.
+func (r result) checkExit(t *testing.T, want int) bool {
+	t.Helper()
+	if r.code != want {
+		t.Errorf("exit %d, want %d\n%s%s", r.code, want, r.stdout, r.stderr)
+		return false
+	}
+	return true
+}
+
 // wantErrorLine stops the test unless r exited with code and printed one line of error,
 // "aa-grade: ...".
 func (r result) wantErrorLine(t *testing.T, code int) {
@@ -79,6 +92,40 @@ func (r result) wantErrorLine(t *testing.T, code int) {
 	}
 	if t.Failed() {
 		t.Fatalf("stderr:\n%s", r.stderr)
+	}
+}
+
+// testKey is the provider key of the tests' runs against a fake provider.
+const testKey = "sk-test-0123456789"
+
+// fakeOpenAI is a fake OpenAI chat provider on 127.0.0.1 playing a script.
+type fakeOpenAI struct {
+	*fakemodel.Server        // what it was sent
+	url               string // its base URL
+	env               []string
+}
+
+// fakeProvider starts a fake OpenAI chat provider playing script for the rest of the test,
+// with env, the environment that points aa-grade at it: a cache of the test's own, the
+// provider's URL, and key.
+func fakeProvider(t *testing.T, script fakemodel.Script, key string) fakeOpenAI {
+	t.Helper()
+	fake := &fakemodel.Server{Script: script}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	return fakeOpenAI{fake, srv.URL, []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=" + key}}
+}
+
+// wantErrorLineWith stops the test unless r exited with code and printed one line of error
+// that starts with prefix (which starts "aa-grade: ") and holds each of pieces.
+func (r result) wantErrorLineWith(t *testing.T, code int, prefix string, pieces ...string) {
+	t.Helper()
+	r.wantErrorLine(t, code)
+	if !strings.HasPrefix(r.stderr, prefix) {
+		t.Errorf("stderr does not start with %q", prefix)
+	}
+	if !textcheck.Has(t, "stderr", r.stderr, pieces...) || t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -257,9 +304,14 @@ func TestGradeWarnsOfGlobFilters(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	warnings := strings.Count(r.stderr, "warning: ")
-	if warnings != 1 || !strings.Contains(r.stderr, "warning: ground truth of Scenario-38: ") || strings.Count(r.stderr, `filter "*.*"`) != 2 ||
-		!strings.Contains(r.stderr, "read as a shell glob") {
-		t.Fatalf("want one warning naming Scenario-38 and both glob filters, got %d:\n%s", warnings, r.stderr)
+	if warnings != 1 {
+		t.Errorf("%d warnings, want 1", warnings)
+	}
+	if n := strings.Count(r.stderr, `filter "*.*"`); n != 2 {
+		t.Errorf("%d glob filters named, want both", n)
+	}
+	if !textcheck.Has(t, "stderr", r.stderr, "warning: ground truth of Scenario-38: ", "read as a shell glob") || t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -273,9 +325,10 @@ func TestGradeSkipsImplausibleRepeats(t *testing.T) {
 	}
 	testfs.Write(t, filepath.Join(subs, "Scenario-904", "5000.json"), `["otel-demo/Service/frontend"]`)
 	r := aaGrade(t, nil, "grade", "--dataset", "testdata/grade/dataset", subs)
-	if r.code != 0 || !strings.Contains(r.stdout, "over 4 tasks x 3 repeats") ||
-		!strings.Contains(r.stderr, "warning: ignored "+filepath.Join("Scenario-904", "5000.json")+": repeat 5000 is above 1000") {
-		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 0)
+	textcheck.Has(t, "stdout", r.stdout, "over 4 tasks x 3 repeats")
+	if !textcheck.Has(t, "stderr", r.stderr, "warning: ignored "+filepath.Join("Scenario-904", "5000.json")+": repeat 5000 is above 1000") || t.Failed() {
+		t.FailNow()
 	}
 	if r := aaGrade(t, nil, "grade", "--dataset", "testdata/grade/dataset", "--repeats", "5000", subs); r.code != 2 {
 		t.Fatalf("--repeats 5000: exit %d\n%s", r.code, r.stderr)

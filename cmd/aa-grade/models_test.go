@@ -29,8 +29,17 @@ func TestModels(t *testing.T) {
 			Tasks int `json:"tasks"`
 		} `json:"published"`
 	}
-	if err := json.Unmarshal([]byte(j.stdout), &out); err != nil || len(out.Presets) == 0 || out.Published.Tasks != 59 {
+	if err := json.Unmarshal([]byte(j.stdout), &out); err != nil {
 		t.Fatalf("--json: %v\n%s", err, j.stdout)
+	}
+	if len(out.Presets) == 0 {
+		t.Errorf("--json lists no presets")
+	}
+	if out.Published.Tasks != 59 {
+		t.Errorf("--json: %d published tasks, want 59", out.Published.Tasks)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	// Every preset is a row of the text table, "unknown" where its JSON prices are null.
 	for _, p := range out.Presets {

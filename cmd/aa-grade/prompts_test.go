@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 var shaLine = regexp.MustCompile(`(?m)^# prompt_sha256: ([0-9a-f]{64})$`)
@@ -86,9 +88,8 @@ func TestPromptFilesAreChecked(t *testing.T) {
 			path := write(strings.ReplaceAll(name, " ", "-"), c.text)
 			for _, args := range [][]string{{"prompts", c.flag, path}, {"run", "--dataset", "demo", "--model", "builtin/baseline", c.flag, path}} {
 				r := aaGrade(t, nil, args...)
-				if r.code != 2 || !strings.Contains(r.stderr, c.flag+" "+path+": ") || !strings.Contains(r.stderr, c.want) {
-					t.Errorf("%s: exit %d\n%s", args[0], r.code, r.stderr)
-				}
+				r.checkExit(t, 2)
+				textcheck.Has(t, args[0]+"'s stderr", r.stderr, c.flag+" "+path+": ", c.want)
 			}
 		})
 	}
@@ -104,8 +105,12 @@ func TestPromptsFromStirrupChecksTheCopy(t *testing.T) {
 		"--from-stirrup harness/promptset/testdata/stirrup-layout --prompts " + otherSet: {"--from-stirrup and --prompts"},
 	} {
 		r := aaGrade(t, nil, append([]string{"prompts"}, strings.Fields(args)...)...)
-		if r.code != 2 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 {
-			t.Errorf("prompts %s: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		r.checkExit(t, 2)
+		if r.stdout != "" {
+			t.Errorf("prompts %s: printed on stdout:\n%s", args, r.stdout)
+		}
+		if n := strings.Count(r.stderr, "\n"); n != 1 {
+			t.Errorf("prompts %s: stderr of %d lines, want 1:\n%s", args, n, r.stderr)
 		}
 		for _, w := range want {
 			if !strings.Contains(r.stderr, w) {

@@ -29,9 +29,10 @@ var fixtureRuns = []string{"testdata/runs/opus", "testdata/runs/qwen"}
 
 func TestReportRuns(t *testing.T) {
 	r := aaGrade(t, nil, append([]string{"report"}, fixtureRuns...)...)
-	if r.code != 1 || !strings.Contains(r.stderr, "testdata/runs/opus has 1 episode in error or not run") ||
-		!strings.Contains(r.stderr, "testdata/runs/qwen has 2 episodes in error or not run") {
-		t.Fatalf("incomplete runs: exit %d, want 1\n%s", r.code, r.stderr)
+	r.wantExit(t, 1)
+	if !textcheck.Has(t, "stderr of incomplete runs", r.stderr,
+		"testdata/runs/opus has 1 episode in error or not run", "testdata/runs/qwen has 2 episodes in error or not run") {
+		t.FailNow()
 	}
 	golden.Check(t, "testdata/report-runs.txt", r.stdout)
 

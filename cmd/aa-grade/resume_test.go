@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,16 +22,19 @@ import (
 
 // scriptedRun is a run of a scripted model behind the OpenAI protocol over demo tasks.
 type scriptedRun struct {
+	fake *fakemodel.Server // the provider, and what it was sent
 	env  []string
 	args []string // everything but --out
 }
 
+// newScriptedRun is the run of tasks x repeats of the demo dataset, two episodes at once, as
+// openai/fake, against a fake provider playing script (fakeProvider, with testKey).
 func newScriptedRun(t *testing.T, script fakemodel.Script, tasks string, repeats string) scriptedRun {
 	t.Helper()
-	srv := httptest.NewServer(&fakemodel.Server{Script: script})
-	t.Cleanup(srv.Close)
+	p := fakeProvider(t, script, testKey)
 	return scriptedRun{
-		env:  []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"},
+		fake: p.Server,
+		env:  p.env,
 		args: []string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", tasks, "--repeats", repeats, "--parallel", "2"},
 	}
 }

@@ -84,9 +84,10 @@ func TestRunBaselineOnDemo(t *testing.T) {
 	// Another configuration in the same folder is refused, naming what changed.
 	changed := append(append([]string(nil), args...), "--max-turns", "30")
 	// It is the only line: no "running ..." line or sandbox warning before it.
-	if r := aaGrade(t, env, changed...); r.code != 2 || !strings.Contains(r.stderr, "max_turns was 100, now 30") ||
-		!strings.HasPrefix(r.stderr, "aa-grade: ") || !strings.HasSuffix(r.stderr, "): use another --out, or the same flags\n") || strings.Count(r.stderr, "\n") != 1 {
-		t.Fatalf("changed configuration: exit %d\n%s", r.code, r.stderr)
+	r = aaGrade(t, env, changed...)
+	r.wantErrorLineWith(t, 2, "aa-grade: ", "max_turns was 100, now 30")
+	if !strings.HasSuffix(r.stderr, "): use another --out, or the same flags\n") {
+		t.Fatalf("changed configuration: stderr does not end with how to go on:\n%s", r.stderr)
 	}
 }
 
@@ -189,13 +190,10 @@ func TestRunStripsTerminalSequencesFromProviderErrors(t *testing.T) {
 // raw, the auth header redacted, and the key appears in no file of the run.
 func TestRunRecordsTheWireWithoutTheKey(t *testing.T) {
 	const key = "sk-live-0123456789abcdef"
-	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 4, Command: "env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'",
-		Answer: []string{"otel-demo/ConfigMap/flagd-config", "otel-demo/Service/frontend"}}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
+	p := fakeProvider(t, fakemodel.Script{Turns: 4, Command: "env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'",
+		Answer: []string{"otel-demo/ConfigMap/flagd-config", "otel-demo/Service/frontend"}}, key)
 	out := filepath.Join(t.TempDir(), "run")
-	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=" + key},
-		"run", "--dataset", "demo", "--model", "openai/fake-model", "--tasks", "901", "--repeats", "1", "--out", out)
+	r := aaGrade(t, p.env, "run", "--dataset", "demo", "--model", "openai/fake-model", "--tasks", "901", "--repeats", "1", "--out", out)
 	r.wantExit(t, 0)
 	if !textcheck.Has(t, "stdout", r.stdout, "Score 0.500") {
 		t.FailNow()
@@ -235,8 +233,8 @@ func TestRunRecordsTheWireWithoutTheKey(t *testing.T) {
 	if err := json.Unmarshal(b, &header); err != nil {
 		t.Errorf("run.json: %v\n%s", err, b)
 	}
-	if header["base_url"] != srv.URL {
-		t.Errorf("run.json: base_url %v, want %s", header["base_url"], srv.URL)
+	if header["base_url"] != p.url {
+		t.Errorf("run.json: base_url %v, want %s", header["base_url"], p.url)
 	}
 	if header["model"] != "openai/fake-model" {
 		t.Errorf("run.json: model %v, want openai/fake-model", header["model"])
@@ -283,10 +281,8 @@ func assertNoSecret(t *testing.T, dir, secret string) {
 // folder (same results, no model server), then replays it with another prompt: the replay
 // reports where each conversation diverged.
 func TestReplayReproducesARun(t *testing.T) {
-	fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls", Answer: []string{"otel-demo/NetworkPolicy/ad-deny-ingress"}}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test-0123456789"}
+	fake := fakeProvider(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: []string{"otel-demo/NetworkPolicy/ad-deny-ingress"}}, testKey)
+	env := fake.env
 	dir := t.TempDir()
 	recorded, replayed, changed := filepath.Join(dir, "recorded"), filepath.Join(dir, "replayed"), filepath.Join(dir, "changed")
 	common := []string{"--dataset", "demo", "--tasks", "901,902", "--repeats", "1"}
@@ -590,10 +586,9 @@ func TestRunBaselinePrices(t *testing.T) {
 
 func TestRunUnknownPresetAndBadPrice(t *testing.T) {
 	r := aaGrade(t, nil, "run", "--dataset", "demo", "--model", "gpt-9")
-	if r.code != 2 || !strings.Contains(r.stderr, `"gpt-9" is neither PROVIDER/MODEL nor a preset`) || !strings.Contains(r.stderr, "; aa-grade models lists them") ||
-		!strings.Contains(r.stderr, "claude-opus-4-7-max") || !strings.Contains(r.stderr, "gemma-4-31b") {
-		t.Errorf("unknown preset: exit %d\n%s", r.code, r.stderr)
-	}
+	r.checkExit(t, 2)
+	textcheck.Has(t, "stderr of an unknown preset", r.stderr, `"gpt-9" is neither PROVIDER/MODEL nor a preset`, "; aa-grade models lists them",
+		"claude-opus-4-7-max", "gemma-4-31b")
 	r = aaGrade(t, []string{"AA_GRADE_PRICE_CACHED_READ=-0.5"}, "run", "--dataset", "demo", "--model", "builtin/baseline")
 	if r.code != 2 || !strings.Contains(r.stderr, "--price-cached-read -0.5") {
 		t.Errorf("negative price: exit %d\n%s", r.code, r.stderr)

@@ -159,9 +159,15 @@ func TestRunStopsWhenTheDiskIsFull(t *testing.T) {
 	// The episode running when the disk filled fails to write its trajectory or its result,
 	// whichever comes first: the run stops, naming the file.
 	var ee *exec.ExitError
-	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(lastLine(stderr.String()), "so the run stopped") ||
-		!(strings.Contains(stderr.String(), results+": no space left on device") || strings.Contains(stderr.String(), "trajectory.jsonl: no space left on device")) {
-		t.Fatalf("exit %v, want 3 naming results.jsonl or a trajectory\n%s", err, stderr.String())
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("exit %v, want 3\n%s", err, stderr.String())
+	}
+	textcheck.Has(t, "the last line of stderr", lastLine(stderr.String()), "so the run stopped")
+	if !strings.Contains(stderr.String(), results+": no space left on device") && !strings.Contains(stderr.String(), "trajectory.jsonl: no space left on device") {
+		t.Errorf("stderr names neither results.jsonl nor a trajectory as what could not be written")
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	before, _ := os.ReadFile(results)
 	for line := range strings.Lines(string(before)) {
@@ -226,9 +232,10 @@ func TestCorruptRunFolder(t *testing.T) {
 		})
 	}
 	r := aaGrade(t, nil, "report", "testdata/runs/opus", corrupt, "testdata/runs/qwen")
-	if r.code != 1 || !strings.Contains(r.stdout, "testdata/runs/opus") || !strings.Contains(r.stdout, "testdata/runs/qwen") ||
-		!strings.Contains(lastLine(r.stderr), "not reported: corrupt run folder: "+filepath.Join(corrupt, "run.json")) {
-		t.Fatalf("report of two good folders and a corrupt one: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r.wantExit(t, 1)
+	textcheck.Has(t, "the report", r.stdout, "testdata/runs/opus", "testdata/runs/qwen")
+	if !textcheck.Has(t, "the last line of stderr", lastLine(r.stderr), "not reported: corrupt run folder: "+filepath.Join(corrupt, "run.json")) || t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -281,9 +288,8 @@ func TestGradeARunOnTheHub(t *testing.T) {
 	h := fakehub.New()
 	defer h.Close()
 	h.ServeSample(sampleRepo, fakehub.SampleDataset(2, 1024))
-	srv := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls", Answer: []string{"otel-demo/ConfigMap/flagd-config"}}})
-	defer srv.Close()
-	env := append(hubEnv(h, t.TempDir()), "XDG_CACHE_HOME="+t.TempDir(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY=sk-test")
+	provider := fakeProvider(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: []string{"otel-demo/ConfigMap/flagd-config"}}, "sk-test").env
+	env := append(hubEnv(h, t.TempDir()), provider...)
 	out := filepath.Join(t.TempDir(), "run")
 	r := aaGrade(t, env, "run", "--model", "openai/fake", "--tasks", "1,2", "--repeats", "1", "--out", out)
 	r.wantExit(t, 0)
@@ -338,9 +344,9 @@ func TestRunStopsWhenATrajectoryCannotBeWritten(t *testing.T) {
 	fast := newScriptedRun(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: answer901}, "901,902", "1")
 	args := slow.command(out, "--grace", "0s")
 	r := aaGrade(t, fast.env, args...)
-	if r.code != 3 || !strings.Contains(r.stderr, "Scenario-902 repeat 1: ") || !strings.Contains(r.stderr, trajectory+": the trajectory could not be written") ||
-		!strings.Contains(r.stderr, "so the run stopped") {
-		t.Fatalf("exit %d, want 3 naming the trajectory\n%s", r.code, r.stderr)
+	r.wantExit(t, 3)
+	if !textcheck.Has(t, "stderr", r.stderr, "Scenario-902 repeat 1: ", trajectory+": the trajectory could not be written", "so the run stopped") {
+		t.FailNow()
 	}
 	folder, err := runfolder.Read(out)
 	if err != nil {

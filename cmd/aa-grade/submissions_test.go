@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestGradeRefusesAFolderWithoutSubmissions: an empty folder, or one of flat files in no
@@ -22,10 +23,9 @@ func TestGradeRefusesAFolderWithoutSubmissions(t *testing.T) {
 	} {
 		for _, command := range []string{"grade", "analyze"} {
 			r := aaGrade(t, nil, command, "--dataset", "demo", c.dir)
-			if r.code != 2 || !strings.Contains(r.stderr, "no submission in "+c.dir+": "+c.says) ||
-				!strings.Contains(r.stderr, "expected <task>/<repeat>.json or <task>/<repeat>/agent_output.json") {
-				t.Errorf("%s %s: exit %d\n%s%s", command, c.dir, r.code, r.stdout, r.stderr)
-			}
+			r.checkExit(t, 2)
+			textcheck.Has(t, command+"'s stderr", r.stderr, "no submission in "+c.dir+": "+c.says,
+				"expected <task>/<repeat>.json or <task>/<repeat>/agent_output.json")
 		}
 	}
 }
@@ -64,9 +64,12 @@ func TestGradeNamesWhatItIgnoresAndWhyAnAnswerIsInvalid(t *testing.T) {
 			t.Errorf("the entities list of names was not graded: %+v", e)
 		}
 	}
-	if !strings.HasPrefix(got["Scenario-901"], "ok") ||
-		!strings.Contains(got["Scenario-902"], `invalid`) || !strings.Contains(got["Scenario-902"], `item 1 has no "name" (keys: "nam")`) ||
-		!strings.Contains(got["Scenario-903"], "invalid JSON at line 3, column 22") {
-		t.Fatalf("statuses: %q", got)
+	if !strings.HasPrefix(got["Scenario-901"], "ok") {
+		t.Errorf("Scenario-901: %q, want ok", got["Scenario-901"])
+	}
+	textcheck.Has(t, "Scenario-902's status", got["Scenario-902"], `invalid`, `item 1 has no "name" (keys: "nam")`)
+	textcheck.Has(t, "Scenario-903's status", got["Scenario-903"], "invalid JSON at line 3, column 22")
+	if t.Failed() {
+		t.FailNow()
 	}
 }

@@ -8,11 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/internal/copytree"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestGradeUnreadableSubmission: a submission the grader may not read is the grader's
@@ -59,8 +59,11 @@ func TestGradeUnreadableSubmission(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(stderr.String(), "aa-grade: cannot read the submission "+locked+": ") ||
-		!strings.Contains(stderr.String(), "permission denied") || strings.Contains(stdout.String(), "invalid") {
-		t.Fatalf("%v\n%s%s", err, stdout.String(), stderr.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("exit %v, want 3\n%s%s", err, stdout.String(), stderr.String())
+	}
+	textcheck.Has(t, "stderr", stderr.String(), "aa-grade: cannot read the submission "+locked+": ", "permission denied")
+	if !textcheck.Lacks(t, "stdout", stdout.String(), "invalid") || t.Failed() {
+		t.FailNow()
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // oneErrorLine fails unless r is exit 2 with the single stderr line "aa-grade: " + want.
@@ -113,8 +115,16 @@ func TestDidYouMean(t *testing.T) {
 func TestBareCommandPrintsItsHelp(t *testing.T) {
 	for _, group := range [][]string{nil, {"data"}, {"tasks"}} {
 		bare, help := aaGrade(t, nil, group...), aaGrade(t, nil, append(group, "--help")...)
-		if bare.code != 0 || help.code != 0 || bare.stdout != help.stdout || bare.stderr != "" || !strings.Contains(bare.stdout, "COMMANDS:") {
-			t.Fatalf("%v: exit %d and %d\n--- bare\n%s%s--- --help\n%s", group, bare.code, help.code, bare.stdout, bare.stderr, help.stdout)
+		bare.wantExit(t, 0)
+		help.wantExit(t, 0)
+		if bare.stdout != help.stdout {
+			t.Errorf("%v: bare, it prints\n%s\n--- with --help\n%s", group, bare.stdout, help.stdout)
+		}
+		if bare.stderr != "" {
+			t.Errorf("%v: bare, it prints on stderr:\n%s", group, bare.stderr)
+		}
+		if !textcheck.Has(t, fmt.Sprint(group)+" bare", bare.stdout, "COMMANDS:") || t.Failed() {
+			t.FailNow()
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 func TestViewErrors(t *testing.T) {
@@ -29,8 +30,13 @@ func TestViewErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := aaGrade(t, nil, c.args...)
-			if r.code != 2 || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-				t.Fatalf("exit %d, want 2 with one line naming %q:\n%s", r.code, c.want, r.stderr)
+			r.wantExit(t, 2)
+			textcheck.Has(t, "stderr", r.stderr, c.want)
+			if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 {
+				t.Errorf("stderr of %d lines, want one:\n%s", n+1, r.stderr)
+			}
+			if t.Failed() {
+				t.FailNow()
 			}
 		})
 	}

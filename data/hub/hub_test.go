@@ -40,8 +40,9 @@ func TestConfigFromEnv(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := ConfigFromEnv(func(k string) string { return c.env[k] })
-			if cfg.Endpoint != c.endpoint || cfg.CacheDir != c.cache || cfg.Token != c.token || cfg.Offline != c.offline {
-				t.Fatalf("got %+v", cfg)
+			got := fmt.Sprintf("endpoint %q, cache %q, token %q, offline %v", cfg.Endpoint, cfg.CacheDir, cfg.Token, cfg.Offline)
+			if want := fmt.Sprintf("endpoint %q, cache %q, token %q, offline %v", c.endpoint, c.cache, c.token, c.offline); got != want {
+				t.Fatalf("got %s\nwant %s", got, want)
 			}
 		})
 	}

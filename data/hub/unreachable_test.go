@@ -38,8 +38,11 @@ func TestUnreachableHub(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_, err := client.Revision(ctx, "owner/name", "main")
 		cancel()
-		if errors.Is(err, ErrUnreachable) != c.unreachable || retries > c.retries || (!c.unreachable && retries != c.retries) {
-			t.Errorf("%s: %d retries, err %v", c.endpoint, retries, err)
+		if errors.Is(err, ErrUnreachable) != c.unreachable {
+			t.Errorf("%s: err %v, want ErrUnreachable: %v", c.endpoint, err, c.unreachable)
+		}
+		if retries > c.retries || (!c.unreachable && retries != c.retries) {
+			t.Errorf("%s: %d retries, want %d (at most, when unreachable)", c.endpoint, retries, c.retries)
 		}
 		if c.unreachable && !strings.Contains(err.Error(), c.endpoint) {
 			t.Errorf("%s: the error does not name the endpoint: %v", c.endpoint, err)

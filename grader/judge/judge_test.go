@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // shopGT has two root causes, aliases and a chaos-mesh group, like the public tasks.
@@ -197,8 +198,19 @@ func TestJudgeFailureFallsBackToRules(t *testing.T) {
 			j := &Judge{Model: "openai/judge", Asker: asker, CacheDir: dir}
 			for range 2 {
 				v := score(t, j, submission)
-				if v.Matcher != grader.MatcherRules || v.Rules != nil || v.Score != 0.5 ||
-					!strings.HasPrefix(v.JudgeNote, "judge failed, the rules decided: ") || !strings.Contains(v.JudgeNote, c.note) {
+				if v.Matcher != grader.MatcherRules {
+					t.Errorf("matcher %q, want %q", v.Matcher, grader.MatcherRules)
+				}
+				if v.Rules != nil {
+					t.Errorf("a second verdict of the rules: %+v", v.Rules)
+				}
+				if v.Score != 0.5 {
+					t.Errorf("score %v, want the rules' 0.5", v.Score)
+				}
+				if want := "judge failed, the rules decided: "; !strings.HasPrefix(v.JudgeNote, want) {
+					t.Errorf("note %q, want it to start %q", v.JudgeNote, want)
+				}
+				if !textcheck.Has(t, "the note", v.JudgeNote, c.note) || t.Failed() {
 					t.Fatalf("verdict = %+v", v)
 				}
 			}
@@ -414,9 +426,16 @@ func TestCustomPromptIsFilledIn(t *testing.T) {
 	if m.Groups["shop/ConfigMap/flagd-config"] != "" {
 		t.Errorf("the built-in prompt's answer was taken for the custom one: %+v", m)
 	}
-	if s.systems[1] != "Judge strictly.\n" || !strings.HasPrefix(s.users[1], "Truth:\n"+shopGT+"Groups:\n{\"id\":") ||
-		!strings.Contains(s.users[1], `["cart-service-1","cart-pod-1"]`) || !strings.HasSuffix(s.users[1], "Entities (1): [\"shop/ConfigMap/flagd-config\"]\n") {
-		t.Errorf("system %q\nuser %q", s.systems[1], s.users[1])
+	if s.systems[1] != "Judge strictly.\n" {
+		t.Errorf("system %q, want the custom prompt's", s.systems[1])
+	}
+	user := s.users[1]
+	if want := "Truth:\n" + shopGT + "Groups:\n{\"id\":"; !strings.HasPrefix(user, want) {
+		t.Errorf("user %q, want it to start %q", user, want)
+	}
+	textcheck.Has(t, "the user message", user, `["cart-service-1","cart-pod-1"]`)
+	if want := "Entities (1): [\"shop/ConfigMap/flagd-config\"]\n"; !strings.HasSuffix(user, want) {
+		t.Errorf("user %q, want it to end %q", user, want)
 	}
 }
 

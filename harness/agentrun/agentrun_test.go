@@ -322,8 +322,17 @@ func TestTurnCap(t *testing.T) {
 	defer srv.Close()
 	b := backends(t)[0]
 	out, rec := play(t, b, exampleAgent(t, "chat_agent.py", "AA_GRADE_MAX_TURNS=10"), gateway.Chat, srv.URL+"/v1", func(e *agentrun.Episode) { e.MaxTurns = 3 })
-	if out.Status != grader.StatusMaxTurns || out.Turns != 3 || rec.ended[0].ExitCode == 0 {
-		t.Fatalf("outcome %+v (%v), ended %+v: the example agent exits 1 on the refused fourth call", out, out.Err, rec.ended)
+	if out.Status != grader.StatusMaxTurns {
+		t.Errorf("status %s (%v), want %s", out.Status, out.Err, grader.StatusMaxTurns)
+	}
+	if out.Turns != 3 {
+		t.Errorf("%d turns, want 3", out.Turns)
+	}
+	if rec.ended[0].ExitCode == 0 {
+		t.Errorf("the agent exited 0, want 1: the example agent exits 1 on the refused fourth call")
+	}
+	if t.Failed() {
+		t.Fatalf("outcome %+v, ended %+v", out, rec.ended)
 	}
 	if !strings.Contains(rec.ended[0].Stderr, "400") || !strings.Contains(rec.ended[0].Stderr, "cap") {
 		t.Errorf("the refusal should say why: %q", rec.ended[0].Stderr)
@@ -345,8 +354,12 @@ func TestVersion(t *testing.T) {
 	if err != nil || !strings.Contains(v, "codex") {
 		t.Errorf("Version = %q, %v", v, err)
 	}
-	if v, in, err := agentrun.Version(context.Background(), b, agents.Agent{Name: "command", Command: "x"}); v != "" || in != nil || err != nil {
-		t.Errorf("a program of the user's own has no version: %q, %v", v, err)
+	v, in, err := agentrun.Version(context.Background(), b, agents.Agent{Name: "command", Command: "x"})
+	if err != nil {
+		t.Errorf("the version of a program of the user's own: %v", err)
+	}
+	if v != "" || in != nil {
+		t.Errorf("a program of the user's own has no version, yet Version gives %q and the install %+v", v, in)
 	}
 }
 
@@ -432,8 +445,14 @@ func checkCLITurns(t *testing.T, turns []turn) {
 			final = tr.reply.Message.Content
 		}
 	}
-	if id == "" || results != 1 || final == "" {
-		t.Errorf("the turns show the shell call %q, its result new %d times, the final text %q: %+v", id, results, final, turns)
+	if id == "" {
+		t.Errorf("the turns show no shell call of cat alerts.json: %+v", turns)
+	}
+	if results != 1 {
+		t.Errorf("the turns show the shell call's result new %d times, want once", results)
+	}
+	if final == "" {
+		t.Errorf("the turns show no final text: %+v", turns)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/aa-grade/aa-grade/harness/gateway"
+	"github.com/aa-grade/aa-grade/internal/testsupport/jsoncheck"
 )
 
 func TestParse(t *testing.T) {
@@ -172,15 +173,21 @@ func TestOpencodeLaunch(t *testing.T) {
 		}
 		c := gjson.Parse(cfg)
 		provider := c.Get("provider.aa-grade")
-		if !gjson.Valid(cfg) || len(c.Get("provider").Map()) != 1 || provider.Get("npm").String() != sdk ||
-			provider.Get("options.baseURL").String() != "http://127.0.0.1:4100/v1" || provider.Get("options.apiKey").String() != "tok-0123456789abcdef" ||
-			!provider.Get("models.claude-test-1").IsObject() || c.Get("enabled_providers").Raw != `["aa-grade"]` {
-			t.Errorf("%s: the provider %s", p, cfg)
+		if !gjson.Valid(cfg) {
+			t.Fatalf("%s: the configuration is not JSON: %s", p, cfg)
 		}
-		if c.Get("model").String() != "aa-grade/claude-test-1" || c.Get("small_model").String() != "aa-grade/claude-test-1" ||
-			c.Get("permission.*").String() != "allow" || c.Get("permission.webfetch").String() != "deny" || c.Get("autoupdate").Raw != "false" || c.Get("share").String() != "disabled" || c.Get("snapshot").Raw != "false" {
-			t.Errorf("%s: the settings %s", p, cfg)
+		if n := len(c.Get("provider").Map()); n != 1 {
+			t.Errorf("%s: %d providers, want the gateway alone: %s", p, n, cfg)
 		}
+		if !provider.Get("models.claude-test-1").IsObject() {
+			t.Errorf("%s: the provider lacks the run's model: %s", p, cfg)
+		}
+		jsoncheck.Fields(t, p.String(), c, map[string]string{
+			"provider.aa-grade.npm": sdk, "provider.aa-grade.options.baseURL": "http://127.0.0.1:4100/v1",
+			"provider.aa-grade.options.apiKey": "tok-0123456789abcdef", "enabled_providers": `["aa-grade"]`,
+			"model": "aa-grade/claude-test-1", "small_model": "aa-grade/claude-test-1",
+			"permission.*": "allow", "permission.webfetch": "deny", "autoupdate": "false", "share": "disabled", "snapshot": "false",
+		})
 		for _, want := range []string{"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_SHARE=1",
 			"OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_PROJECT_CONFIG=1"} {
 			if !slices.Contains(env, want) {
@@ -306,8 +313,15 @@ func TestHostInstall(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if len(in.Paths) != 1 || !strings.HasPrefix(in.Executable, in.Paths[0]+"/") || !strings.Contains(in.Paths[0], strings.SplitN(pkg, "/", 2)[0]) {
-			t.Errorf("%s: %+v: the executable should lie in the one path shown, of the package's scope", name, in)
+		if len(in.Paths) != 1 {
+			t.Errorf("%s: paths shown %q, want one", name, in.Paths)
+		} else {
+			if !strings.HasPrefix(in.Executable, in.Paths[0]+"/") {
+				t.Errorf("%s: the executable %s lies outside the path shown, %s", name, in.Executable, in.Paths[0])
+			}
+			if scope := strings.SplitN(pkg, "/", 2)[0]; !strings.Contains(in.Paths[0], scope) {
+				t.Errorf("%s: the path shown %s is not of the package's scope, %s", name, in.Paths[0], scope)
+			}
 		}
 		if f, err := elf.Open(in.Executable); err != nil {
 			t.Errorf("%s: %s is not native: %v", name, in.Executable, err)
@@ -348,15 +362,26 @@ func TestOpencodeNative(t *testing.T) {
 	if err := os.Symlink(self, filepath.Join(platform, "opencode")); err != nil {
 		t.Fatal(err)
 	}
-	if in, err := opencodeNative(root); err != nil || in.Executable != filepath.Join(platform, "opencode") || !slices.Equal(in.Paths, []string{platform}) {
-		t.Errorf("without the install script: %+v, %v", in, err)
-	}
+	wantNative(t, "without the install script", root, filepath.Join(platform, "opencode"))
 	os.Remove(filepath.Join(root, "bin", "opencode.exe"))
 	if err := os.Symlink(self, filepath.Join(root, "bin", "opencode.exe")); err != nil {
 		t.Fatal(err)
 	}
-	if in, err := opencodeNative(root); err != nil || in.Executable != filepath.Join(root, "bin", "opencode.exe") || !slices.Equal(in.Paths, []string{filepath.Join(root, "bin")}) {
-		t.Errorf("installed: %+v, %v", in, err)
+	wantNative(t, "installed", root, filepath.Join(root, "bin", "opencode.exe"))
+}
+
+// wantNative: opencodeNative finds exe in the package at root, and shows its folder alone.
+func wantNative(t *testing.T, when, root, exe string) {
+	t.Helper()
+	in, err := opencodeNative(root)
+	if err != nil {
+		t.Fatalf("%s: %v", when, err)
+	}
+	if in.Executable != exe {
+		t.Errorf("%s: runs %s, want %s", when, in.Executable, exe)
+	}
+	if !slices.Equal(in.Paths, []string{filepath.Dir(exe)}) {
+		t.Errorf("%s: shows %q, want %s alone", when, in.Paths, filepath.Dir(exe))
 	}
 }
 
@@ -376,8 +401,13 @@ func TestLaunchExecutableAndAgentDir(t *testing.T) {
 		e := episode()
 		e.Executable, e.AgentDir = filepath.Join(dir, "native"), "/opt/agent"
 		args, env, _, _ := launch(t, Agent{Name: name}, e)
-		if len(args) < 2 || !slices.Contains(env, "RAN_NATIVE=1") || !slices.Contains(env, AgentDirVar+"=/opt/agent") {
-			t.Errorf("%s: the executable got %q, the environment %v", name, args, env)
+		if len(args) < 2 {
+			t.Errorf("%s: the executable got %q, want 2 arguments or more", name, args)
+		}
+		for _, kv := range []string{"RAN_NATIVE=1", AgentDirVar + "=/opt/agent"} {
+			if !slices.Contains(env, kv) {
+				t.Errorf("%s: the environment lacks %s: %v", name, kv, env)
+			}
 		}
 	}
 	if _, env, _, _ := launch(t, Agent{Name: "codex"}, episode()); slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, AgentDirVar+"=") }) {

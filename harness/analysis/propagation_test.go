@@ -31,8 +31,16 @@ propagations:
 		t.Fatalf("named %v", named)
 	}
 	p := k.Propagation(named)
-	if p.RelativeCovered == nil || *p.RelativeCovered != 0.5 || p.Detoured != 2 {
-		t.Fatalf("propagation %+v (covered %v)", p, p.RelativeCovered)
+	if p.RelativeCovered == nil {
+		t.Errorf("propagation %+v: no coverage, want 0.5", p)
+	} else if *p.RelativeCovered != 0.5 {
+		t.Errorf("propagation covers %v of the chain, want 0.5", *p.RelativeCovered)
+	}
+	if p.Detoured != 2 {
+		t.Errorf("propagation detoured %d times, want 2", p.Detoured)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	if p := NewKey(gt, nil).Propagation(named); p.RelativeCovered != nil {
 		t.Fatalf("without a topology there is no chain of services: %+v", p)

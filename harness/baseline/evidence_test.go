@@ -196,9 +196,15 @@ func TestLogsAndMetricsRankTheCandidates(t *testing.T) {
 				t.Errorf("symptoms %+v, none expected", out.Symptoms)
 			}
 			if c.symptom != "" {
-				s, ok := out.Symptoms[c.symptom]
-				if !ok || c.why != "" && s.Why != c.why || !slices.Contains(s.Sources, c.source) {
-					t.Errorf("%s's symptom %+v (%v), want %q from %s", c.symptom, s, ok, c.why, c.source)
+				if s, ok := out.Symptoms[c.symptom]; !ok {
+					t.Errorf("no symptom of %s among %+v", c.symptom, out.Symptoms)
+				} else {
+					if c.why != "" && s.Why != c.why {
+						t.Errorf("%s's symptom says %q, want %q", c.symptom, s.Why, c.why)
+					}
+					if !slices.Contains(s.Sources, c.source) {
+						t.Errorf("%s's symptom comes from %q, want %s among them", c.symptom, s.Sources, c.source)
+					}
 				}
 			}
 			if c.whyFirst != "" {

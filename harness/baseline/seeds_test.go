@@ -1,6 +1,7 @@
 package baseline
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,8 +28,11 @@ func TestBaselineOnSeeds(t *testing.T) {
 	lo, hi, _ := strings.Cut(span, "-")
 	first, err1 := strconv.ParseUint(lo, 10, 64)
 	last, err2 := strconv.ParseUint(hi, 10, 64)
-	if err1 != nil || err2 != nil || last < first {
-		t.Fatalf("AA_BASELINE_SEEDS=%q is not FIRST-LAST", span)
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatalf("AA_BASELINE_SEEDS=%q is not FIRST-LAST: %v", span, err)
+	}
+	if last < first {
+		t.Fatalf("AA_BASELINE_SEEDS=%q: FIRST after LAST", span)
 	}
 	var baseline float64
 	naiveScores := map[string]float64{}

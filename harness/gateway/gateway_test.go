@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,8 +56,14 @@ func TestPassesCallsOn(t *testing.T) {
 					t.Errorf("the provider was called at %s", path)
 				}
 				if p == gateway.Messages {
-					if header.Get("X-Api-Key") != canary || header.Get("Authorization") != "" || header.Get("Anthropic-Version") == "" {
-						t.Errorf("the provider got the headers %v", header)
+					if got := header.Get("X-Api-Key"); got != canary {
+						t.Errorf("the provider got X-Api-Key %q, want the run's key", got)
+					}
+					if got := header.Get("Authorization"); got != "" {
+						t.Errorf("the provider got Authorization %q, want none", got)
+					}
+					if header.Get("Anthropic-Version") == "" {
+						t.Errorf("the provider got no Anthropic-Version: %v", header)
 					}
 				} else if header.Get("Authorization") != "Bearer "+canary || header.Get("X-Api-Key") != "" {
 					t.Errorf("the provider got the headers %v", header)
@@ -68,8 +75,11 @@ func TestPassesCallsOn(t *testing.T) {
 					t.Errorf("a streamed chat call must ask for its usage: %s", sent)
 				}
 				tot := e.gw.Totals()
-				if tot.Calls != 1 || tot.Usage.Input != 11 || tot.Usage.Output != 7 || tot.CostUSD == nil || *tot.CostUSD != 25e-6 {
-					t.Errorf("totals %+v", tot)
+				wantTotals(t, tot, 1, 11, 7)
+				if tot.CostUSD == nil {
+					t.Errorf("totals' cost unknown, want 25e-6: %+v", tot)
+				} else if *tot.CostUSD != 25e-6 {
+					t.Errorf("totals' cost %g, want 25e-6", *tot.CostUSD)
 				}
 				usedMu.Lock()
 				defer usedMu.Unlock()
@@ -77,8 +87,8 @@ func TestPassesCallsOn(t *testing.T) {
 					t.Errorf("Used was told %+v, want the call's usage %+v once", used, tot.Usage)
 				}
 				events := e.recorded()
-				if len(events) != 2 || events[0].Kind != model.KindRequest || events[1].Kind != model.KindResponse {
-					t.Fatalf("recorded %+v", events)
+				if got, want := kindsOf(events), []model.EventKind{model.KindRequest, model.KindResponse}; !slices.Equal(got, want) {
+					t.Fatalf("recorded %v, want %v: %+v", got, want, events)
 				}
 				req, got := events[0], events[1]
 				if req.URL != f.srv.URL+p.Path() {
@@ -91,8 +101,14 @@ func TestPassesCallsOn(t *testing.T) {
 						}
 					}
 				}
-				if string(req.Body) != sent || got.Status != http.StatusOK || got.Error != "" {
-					t.Errorf("recorded %s, then %d %s", req.Body, got.Status, got.Error)
+				if string(req.Body) != sent {
+					t.Errorf("recorded the request %s, want what the provider got, %s", req.Body, sent)
+				}
+				if got.Status != http.StatusOK {
+					t.Errorf("recorded the status %d, want 200", got.Status)
+				}
+				if got.Error != "" {
+					t.Errorf("recorded the error %q, want none", got.Error)
 				}
 				if recordedText(got.Body) != want {
 					t.Errorf("recorded the answer %s", got.Body)
@@ -138,8 +154,15 @@ func TestRefusesOtherCredentials(t *testing.T) {
 			t.Errorf("%s: the provider was called %d times", p, f.calls())
 		}
 		events := e.recorded()
-		if len(events) != 8 || events[1].Status != http.StatusUnauthorized || !strings.Contains(events[1].Error, "refused") {
-			t.Errorf("%s: recorded %+v", p, events)
+		if len(events) != 8 {
+			t.Errorf("%s: recorded %d events, want 8: %+v", p, len(events), events)
+		} else {
+			if events[1].Status != http.StatusUnauthorized {
+				t.Errorf("%s: recorded the status %d, want 401", p, events[1].Status)
+			}
+			if !strings.Contains(events[1].Error, "refused") {
+				t.Errorf("%s: recorded the error %q, want one saying refused", p, events[1].Error)
+			}
 		}
 		if got := e.gw.Totals(); got.Refused != 4 || got.Calls != 0 {
 			t.Errorf("%s: totals %+v", p, got)
@@ -154,10 +177,7 @@ func TestModels(t *testing.T) {
 		f := newProvider(t, p)
 		e := newEpisode(t, f, func(c *gateway.Config) { c.Mapped = []string{"*-haiku-*"} })
 		resp, body := e.call(t, p, "gpt-other", false)
-		kind, message := errorOf(t, p, body)
-		if resp.StatusCode != http.StatusNotFound || (kind != "not_found_error" && kind != "model_not_found") || !strings.Contains(message, runModel) {
-			t.Errorf("%s: another model: %d %s", p, resp.StatusCode, body)
-		}
+		wantError(t, p.String()+": another model", p, resp, body, http.StatusNotFound, []string{"not_found_error", "model_not_found"}, runModel)
 		resp, body, _ = do(t, e.request(t, p, p.Path(), `{"model":7}`))
 		if resp.StatusCode != http.StatusNotFound {
 			t.Errorf("%s: a model that is no string: %d %s", p, resp.StatusCode, body)
@@ -175,8 +195,14 @@ func TestModels(t *testing.T) {
 		req := e.request(t, p, "/v1/models", "")
 		req.Method = http.MethodGet
 		resp, body, _ = do(t, req)
-		if resp.StatusCode != http.StatusOK || gjson.Get(body, "data.#").Int() != 1 || gjson.Get(body, "data.0.id").String() != runModel {
-			t.Errorf("%s: models: %d %s", p, resp.StatusCode, body)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: models: status %d, want 200: %s", p, resp.StatusCode, body)
+		}
+		if n := gjson.Get(body, "data.#").Int(); n != 1 {
+			t.Errorf("%s: models lists %d, want 1: %s", p, n, body)
+		}
+		if id := gjson.Get(body, "data.0.id").String(); id != runModel {
+			t.Errorf("%s: models lists %q, want %q", p, id, runModel)
 		}
 		if wantAnthropic := p == gateway.Messages; gjson.Get(body, "has_more").Exists() != wantAnthropic {
 			t.Errorf("%s: models in the other protocol's shape: %s", p, body)
@@ -190,8 +216,14 @@ func TestRoutes(t *testing.T) {
 	f := newProvider(t, gateway.Messages, status(http.StatusOK, `{"input_tokens":42}`))
 	e := newEpisode(t, f, func(c *gateway.Config) { c.Caps.Calls = 1 })
 	resp, body, _ := do(t, e.request(t, gateway.Messages, "/v1/messages/count_tokens", requestBody(gateway.Messages, runModel, false)))
-	if resp.StatusCode != http.StatusOK || body != `{"input_tokens":42}` || e.gw.Totals().Calls != 0 {
-		t.Errorf("count_tokens: %d %s, totals %+v", resp.StatusCode, body, e.gw.Totals())
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("count_tokens: status %d, want 200", resp.StatusCode)
+	}
+	if body != `{"input_tokens":42}` {
+		t.Errorf("count_tokens: %s, want the provider's answer", body)
+	}
+	if tot := e.gw.Totals(); tot.Calls != 0 {
+		t.Errorf("count_tokens counted as %d calls, want 0: %+v", tot.Calls, tot)
 	}
 	if _, _, path := f.sent(0); path != "/v1/messages/count_tokens" {
 		t.Errorf("count_tokens went to %s", path)
@@ -205,10 +237,7 @@ func TestRoutes(t *testing.T) {
 	}
 
 	resp, body, _ = do(t, e.request(t, gateway.Chat, "/v1/chat/completions", requestBody(gateway.Chat, runModel, false)))
-	code, message := errorOf(t, gateway.Chat, body)
-	if resp.StatusCode != http.StatusNotFound || code != "unknown_url" || !strings.Contains(message, "/v1/messages") {
-		t.Errorf("another protocol: %d %s", resp.StatusCode, body)
-	}
+	wantError(t, "another protocol", gateway.Chat, resp, body, http.StatusNotFound, []string{"unknown_url"}, "/v1/messages")
 	resp, body, _ = do(t, e.request(t, gateway.Messages, "/v1/complete", `{}`))
 	if kind, _ := errorOf(t, gateway.Messages, body); resp.StatusCode != http.StatusNotFound || kind != "not_found_error" {
 		t.Errorf("an unknown path: %d %s", resp.StatusCode, body)
@@ -241,14 +270,17 @@ func TestCaps(t *testing.T) {
 			}
 			for range 2 {
 				resp, body := e.call(t, p, runModel, true)
-				kind, message := errorOf(t, p, body)
-				if resp.StatusCode != http.StatusBadRequest || (kind != "invalid_request_error" && kind != "episode_cap_reached") || !strings.Contains(message, "cap") {
-					t.Errorf("%s %s: past the cap: %d %s", name, p, resp.StatusCode, body)
-				}
+				wantError(t, name+" "+p.String()+": past the cap", p, resp, body, http.StatusBadRequest, []string{"invalid_request_error", "episode_cap_reached"}, "cap")
 			}
 			tot := e.gw.Totals()
-			if f.calls() != 2 || tot.Calls != 2 || tot.Refused != 2 || !errors.Is(tot.Capped, gateway.ErrCap) {
-				t.Errorf("%s %s: the provider got %d calls; totals %+v", name, p, f.calls(), tot)
+			if f.calls() != 2 {
+				t.Errorf("%s %s: the provider got %d calls, want 2", name, p, f.calls())
+			}
+			if tot.Calls != 2 || tot.Refused != 2 {
+				t.Errorf("%s %s: totals of %d calls and %d refused, want 2 and 2", name, p, tot.Calls, tot.Refused)
+			}
+			if !errors.Is(tot.Capped, gateway.ErrCap) {
+				t.Errorf("%s %s: totals capped by %v, want ErrCap", name, p, tot.Capped)
 			}
 			if told := e.told(); len(told) != 1 || !errors.Is(told[0], gateway.ErrCap) {
 				t.Errorf("%s %s: told %v", name, p, told)
@@ -322,12 +354,33 @@ func TestRetries(t *testing.T) {
 		f := newProvider(t, gateway.Chat, cut(events, 2))
 		e := newEpisode(t, f, nil)
 		resp, body, err := do(t, e.request(t, gateway.Chat, gateway.Chat.Path(), requestBody(gateway.Chat, runModel, true)))
-		if err == nil || resp.StatusCode != http.StatusOK || body != strings.Join(events[:2], "") {
-			t.Fatalf("the agent read %d %q, %v: want the two events sent, then the stream cut", resp.StatusCode, body, err)
+		if err == nil {
+			t.Errorf("the agent read the stream to its end, want it cut")
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("the agent read the status %d, want 200", resp.StatusCode)
+		}
+		if body != strings.Join(events[:2], "") {
+			t.Errorf("the agent read %q, want the two events sent", body)
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+		if f.calls() != 1 {
+			t.Errorf("%d calls, want 1 (no retry)", f.calls())
 		}
 		ev := e.recorded()
-		if f.calls() != 1 || len(ev) != 3 || !strings.Contains(ev[1].Error, "cut") || recordedText(ev[1].Body) != strings.Join(events[:2], "") || ev[2].Kind != model.KindNoUsage {
-			t.Errorf("%d calls, recorded %+v", f.calls(), ev)
+		if len(ev) != 3 {
+			t.Fatalf("recorded %d events, want 3: %+v", len(ev), ev)
+		}
+		if !strings.Contains(ev[1].Error, "cut") {
+			t.Errorf("recorded the error %q, want one saying cut", ev[1].Error)
+		}
+		if got := recordedText(ev[1].Body); got != strings.Join(events[:2], "") {
+			t.Errorf("recorded the answer %q, want the two events sent", got)
+		}
+		if ev[2].Kind != model.KindNoUsage {
+			t.Errorf("recorded %s last, want %s", ev[2].Kind, model.KindNoUsage)
 		}
 	})
 	t.Run("a stream that ends early", func(t *testing.T) {
@@ -345,26 +398,27 @@ func TestRetries(t *testing.T) {
 		const refused = `{"error":{"message":"bad tool","type":"invalid_request_error","param":null,"code":null}}`
 		f := newProvider(t, gateway.Chat, status(http.StatusBadRequest, refused))
 		e := newEpisode(t, f, nil)
-		if resp, body := e.call(t, gateway.Chat, runModel, false); resp.StatusCode != http.StatusBadRequest || body != refused || f.calls() != 1 {
-			t.Errorf("%d %s after %d calls", resp.StatusCode, body, f.calls())
+		resp, body := e.call(t, gateway.Chat, runModel, false)
+		wantAnswer(t, resp, body, http.StatusBadRequest, refused)
+		if f.calls() != 1 {
+			t.Errorf("%d calls, want 1 (no retry)", f.calls())
 		}
 	})
 	t.Run("retries spent", func(t *testing.T) {
 		const busy = `{"error":{"message":"busy","type":"server_error","param":null,"code":null}}`
 		f := newProvider(t, gateway.Chat, status(503, busy), status(503, busy), status(503, busy))
 		e := newEpisode(t, f, func(c *gateway.Config) { c.Budget = 1 })
-		if resp, body := e.call(t, gateway.Chat, runModel, false); resp.StatusCode != 503 || body != busy || f.calls() != 1 {
-			t.Errorf("%d %s after %d calls", resp.StatusCode, body, f.calls())
+		resp, body := e.call(t, gateway.Chat, runModel, false)
+		wantAnswer(t, resp, body, 503, busy)
+		if f.calls() != 1 {
+			t.Errorf("%d calls, want 1 (the budget spent)", f.calls())
 		}
 	})
 	t.Run("unreachable", func(t *testing.T) {
 		f := newProvider(t, gateway.Responses)
 		e := newEpisode(t, f, func(c *gateway.Config) { c.Upstream.BaseURL = "http://" + closedport.Addr(t) + "/v1" })
 		resp, body := e.call(t, gateway.Responses, runModel, false)
-		code, message := errorOf(t, gateway.Responses, body)
-		if resp.StatusCode != http.StatusBadGateway || code != "upstream_unreachable" || !strings.Contains(message, "3 attempts") {
-			t.Errorf("%d %s", resp.StatusCode, body)
-		}
+		wantError(t, "unreachable", gateway.Responses, resp, body, http.StatusBadGateway, []string{"upstream_unreachable"}, "3 attempts")
 	})
 }
 
@@ -423,9 +477,7 @@ func TestConcurrentCalls(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if tot := e.gw.Totals(); tot.Calls != n || tot.Usage.Input != 11*n || tot.Usage.Output != 7*n {
-		t.Errorf("totals %+v", tot)
-	}
+	wantTotals(t, e.gw.Totals(), n, 11*n, 7*n)
 	if st := lim.Status(); st.Calls != n || st.Waiting != 0 {
 		t.Errorf("limiter %+v", st)
 	}

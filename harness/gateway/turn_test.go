@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +45,31 @@ func (ts *turns) hook(c *gateway.Config) {
 	}
 }
 
+// wantReply checks a turn: no error, and the reply's text content; it says whether both are
+// as wanted.
+func wantReply(t *testing.T, what string, got gotTurn, content string) bool {
+	t.Helper()
+	ok := true
+	if got.err != nil {
+		t.Errorf("%s failed: %v", what, got.err)
+		ok = false
+	}
+	if got.reply.Message.Content != content {
+		t.Errorf("%s replied %q, want %q", what, got.reply.Message.Content, content)
+		ok = false
+	}
+	return ok
+}
+
+// roles is the roles of messages, in order.
+func roles(messages []model.Message) []string {
+	var r []string
+	for _, m := range messages {
+		r = append(r, m.Role)
+	}
+	return r
+}
+
 // TestTurns: each call passed on is told as a turn after its lines, plain and streamed
 // alike, its request and reply read in the protocol's terms; refused calls are none.
 func TestTurns(t *testing.T) {
@@ -53,16 +80,25 @@ func TestTurns(t *testing.T) {
 				e := newEpisode(t, newProvider(t, p), ts.hook)
 				e.call(t, p, runModel, stream)
 				e.call(t, p, "another-model", stream) // refused: no turn
-				if len(ts.got) != 1 || strings.Join(ts.lines, " ") != "request response turn request response" {
-					t.Fatalf("lines %v, turns %+v", ts.lines, ts.got)
+				if got, want := strings.Join(ts.lines, " "), "request response turn request response"; got != want {
+					t.Errorf("lines %q, want %q", got, want)
+				}
+				if len(ts.got) != 1 {
+					t.Fatalf("%d turns, want 1: %+v", len(ts.got), ts.got)
 				}
 				got := ts.got[0]
-				want := model.Usage{Input: 11, Output: 7}
-				if got.n != 1 || got.err != nil || got.reply.Message.Content != "Hello" || got.reply.Usage != want || got.reply.Cut {
-					t.Errorf("turn %+v", got)
+				if got.n != 1 {
+					t.Errorf("the turn is number %d, want 1", got.n)
 				}
-				if m := got.req.Messages; len(m) != 1 || m[0].Role != model.RoleUser || m[0].Content != "Hi" {
-					t.Errorf("the request read as %+v", m)
+				wantReply(t, "the turn", got, "Hello")
+				if want := (model.Usage{Input: 11, Output: 7}); got.reply.Usage != want {
+					t.Errorf("the turn's usage %+v, want %+v", got.reply.Usage, want)
+				}
+				if got.reply.Cut {
+					t.Errorf("the turn's reply is cut")
+				}
+				if got, want := got.req.Messages, []model.Message{{Role: model.RoleUser, Content: "Hi"}}; !reflect.DeepEqual(got, want) {
+					t.Errorf("the request read as %+v, want %+v", got, want)
 				}
 			})
 		}
@@ -85,14 +121,23 @@ func TestTurnFailures(t *testing.T) {
 	if len(ts.got) != 3 {
 		t.Fatalf("turns %+v", ts.got)
 	}
-	if odd := ts.got[2]; odd.err != nil || len(odd.req.Messages) != 0 || odd.reply.Message.Content != "Hello" {
-		t.Errorf("an unreadable request's turn %+v", odd)
+	odd := ts.got[2]
+	wantReply(t, "an unreadable request's turn", odd, "Hello")
+	if len(odd.req.Messages) != 0 {
+		t.Errorf("an unreadable request read as %+v, want no messages", odd.req.Messages)
 	}
 	if err := ts.got[0].err; err == nil || !strings.Contains(err.Error(), "bad tool schema") {
 		t.Errorf("a refused call's turn has the error %v", err)
 	}
-	if cut := ts.got[1]; cut.n != 2 || cut.err == nil || !strings.Contains(cut.err.Error(), "cut") || cut.reply.Message.Content != "Hello" {
-		t.Errorf("a cut stream's turn %+v", cut)
+	cut := ts.got[1]
+	if cut.n != 2 {
+		t.Errorf("a cut stream's turn is number %d, want 2", cut.n)
+	}
+	if cut.err == nil || !strings.Contains(cut.err.Error(), "cut") {
+		t.Errorf("a cut stream's turn has the error %v, want one saying cut", cut.err)
+	}
+	if cut.reply.Message.Content != "Hello" {
+		t.Errorf("a cut stream's turn replied %q, want the text read, %q", cut.reply.Message.Content, "Hello")
 	}
 }
 
@@ -143,17 +188,39 @@ func TestTurnsOfFakeCLI(t *testing.T) {
 				t.Fatalf("turns %+v", ts.got)
 			}
 			first, second := ts.got[0], ts.got[1]
-			calls := first.reply.Message.ToolCalls
-			if first.err != nil || len(calls) != 1 || calls[0].ID != tc.id || calls[0].Name != tc.name || calls[0].Arguments != tc.arguments {
-				t.Errorf("first turn %+v", first)
+			if first.err != nil {
+				t.Errorf("first turn: %v", first.err)
 			}
-			if len(first.req.Tools) != 1 || first.req.Tools[0].Name != tc.name || len(first.req.Messages) != 2 || first.req.Messages[0].Role != model.RoleSystem {
-				t.Errorf("first request read as %+v", first.req)
+			if got, want := first.reply.Message.ToolCalls, []model.ToolCall{{ID: tc.id, Name: tc.name, Arguments: tc.arguments}}; !slices.Equal(got, want) {
+				t.Errorf("first turn's calls %+v, want %+v", got, want)
 			}
+			var tools []string
+			for _, tool := range first.req.Tools {
+				tools = append(tools, tool.Name)
+			}
+			if want := []string{tc.name}; !slices.Equal(tools, want) {
+				t.Errorf("first request's tools %q, want %q", tools, want)
+			}
+			if got := roles(first.req.Messages); len(got) != 2 || got[0] != model.RoleSystem {
+				t.Errorf("first request's messages of roles %q, want 2, the system's first", got)
+			}
+			wantReply(t, "second turn", second, "done")
 			m := second.req.Messages
-			if second.err != nil || second.reply.Message.Content != "done" || len(m) != 4 || m[2].Role != model.RoleAssistant || len(m[2].ToolCalls) != 1 ||
-				m[3].Role != tc.resultRole || m[3].ToolCallID != tc.id || m[3].Content != "[]" {
-				t.Errorf("second turn %+v", second)
+			got := roles(m)
+			if len(got) != 4 {
+				t.Fatalf("second request's messages of roles %q, want 4", got)
+			}
+			if want := []string{model.RoleAssistant, tc.resultRole}; !slices.Equal(got[2:], want) {
+				t.Errorf("second request's messages end with roles %q, want %q", got[2:], want)
+			}
+			if len(m[2].ToolCalls) != 1 {
+				t.Errorf("second request's assistant message has %d calls, want 1: %+v", len(m[2].ToolCalls), m[2])
+			}
+			if m[3].ToolCallID != tc.id {
+				t.Errorf("second request's result is of the call %q, want %q", m[3].ToolCallID, tc.id)
+			}
+			if m[3].Content != "[]" {
+				t.Errorf("second request's result %q, want %q", m[3].Content, "[]")
 			}
 		})
 	}
@@ -182,8 +249,11 @@ func TestStreamEndsAtItsLastEvent(t *testing.T) {
 	}
 	resp.Body.Close() // hangs up at once, as Codex does
 	e.srv.Close()     // waits for the call to end
-	if len(ts.got) != 1 || ts.got[0].err != nil || ts.got[0].reply.Message.Content != "Hello" {
-		t.Fatalf("turns %+v", ts.got)
+	if len(ts.got) != 1 {
+		t.Fatalf("%d turns, want 1: %+v", len(ts.got), ts.got)
+	}
+	if !wantReply(t, "the turn", ts.got[0], "Hello") {
+		t.FailNow()
 	}
 	for _, ev := range e.recorded() {
 		if ev.Kind == model.KindResponse && ev.Error != "" {

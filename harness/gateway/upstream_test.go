@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -335,6 +336,53 @@ func errorOf(t testing.TB, p gateway.Protocol, body string) (kind, message strin
 		t.Fatalf("not an OpenAI error: %s", body)
 	}
 	return v.Error.Code, v.Error.Message
+}
+
+// wantError checks an error the gateway answered: its status, its kind (Anthropic's type,
+// OpenAI's code) one of kinds, its message holding inMessage; what names the call.
+func wantError(t testing.TB, what string, p gateway.Protocol, resp *http.Response, body string, status int, kinds []string, inMessage string) {
+	t.Helper()
+	kind, message := errorOf(t, p, body)
+	if resp.StatusCode != status {
+		t.Errorf("%s: status %d, want %d: %s", what, resp.StatusCode, status, body)
+	}
+	if !slices.Contains(kinds, kind) {
+		t.Errorf("%s: error %q, want one of %q", what, kind, kinds)
+	}
+	if !strings.Contains(message, inMessage) {
+		t.Errorf("%s: message %q lacks %q", what, message, inMessage)
+	}
+}
+
+// wantAnswer checks that the agent read the status and body the provider sent.
+func wantAnswer(t testing.TB, resp *http.Response, body string, status int, want string) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Errorf("status %d, want %d", resp.StatusCode, status)
+	}
+	if body != want {
+		t.Errorf("the agent read\n%s\nwant\n%s", body, want)
+	}
+}
+
+// wantTotals checks a gateway's count of calls passed on and of their input and output tokens.
+func wantTotals(t testing.TB, tot gateway.Totals, calls int, input, output int64) {
+	t.Helper()
+	if tot.Calls != calls {
+		t.Errorf("totals of %d calls, want %d: %+v", tot.Calls, calls, tot)
+	}
+	if tot.Usage.Input != input || tot.Usage.Output != output {
+		t.Errorf("totals of %d input and %d output tokens, want %d and %d", tot.Usage.Input, tot.Usage.Output, input, output)
+	}
+}
+
+// kindsOf is the kinds of events, in order.
+func kindsOf(events []model.Event) []model.EventKind {
+	var kinds []model.EventKind
+	for _, ev := range events {
+		kinds = append(kinds, ev.Kind)
+	}
+	return kinds
 }
 
 // withTimeout bounds a wait that only a broken gateway makes endless, so that the test fails

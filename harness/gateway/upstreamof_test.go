@@ -27,8 +27,12 @@ func TestUpstreamOf(t *testing.T) {
 		{anthropic, all, gateway.Upstream{Protocol: gateway.Messages, BaseURL: "https://api.anthropic.com", APIKey: "k3"}, "claude-z"},
 	} {
 		got, name, err := gateway.UpstreamOf(c.m, c.speaks)
-		if err != nil || got != c.want || name != c.name {
-			t.Errorf("UpstreamOf(%T, %v) = %+v, %q, %v; want %+v, %q", c.m, c.speaks, got, name, err, c.want, c.name)
+		if err != nil {
+			t.Errorf("UpstreamOf(%T, %v): %v", c.m, c.speaks, err)
+			continue
+		}
+		if got != c.want || name != c.name {
+			t.Errorf("UpstreamOf(%T, %v) = %+v, %q; want %+v, %q", c.m, c.speaks, got, name, c.want, c.name)
 		}
 	}
 	if _, _, err := gateway.UpstreamOf(anthropic, []gateway.Protocol{gateway.Responses}); !errors.Is(err, gateway.ErrProtocol) {

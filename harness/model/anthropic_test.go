@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,8 +50,13 @@ func TestAnthropicRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := f.headers[0]
-	if h.Get("x-api-key") != testKey || h.Get("anthropic-version") != AnthropicVersion || h.Get("Authorization") != "" {
-		t.Fatalf("headers = %v", h)
+	for name, want := range map[string]string{"x-api-key": testKey, "anthropic-version": AnthropicVersion, "Authorization": ""} {
+		if got := h.Get(name); got != want {
+			t.Errorf("header %s = %q, want %q", name, got, want)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	sent := gjson.ParseBytes(f.received[0])
 	for path, want := range map[string]string{
@@ -69,9 +74,18 @@ func TestAnthropicRoundTrip(t *testing.T) {
 			t.Errorf("request %s = %q, want %q", path, got, want)
 		}
 	}
-	if reply.Message.Content != "Let me check the events." || len(reply.Message.ToolCalls) != 1 ||
-		reply.Message.ToolCalls[0].Arguments != `{"cmd":"grep -c Warning k8s_events_raw.tsv"}` {
-		t.Fatalf("reply = %+v", reply.Message)
+	if got, want := reply.Message.Content, "Let me check the events."; got != want {
+		t.Errorf("replied %q, want %q", got, want)
+	}
+	var arguments []string
+	for _, c := range reply.Message.ToolCalls {
+		arguments = append(arguments, c.Arguments)
+	}
+	if want := []string{`{"cmd":"grep -c Warning k8s_events_raw.tsv"}`}; !slices.Equal(arguments, want) {
+		t.Errorf("tool calls of arguments %q, want %q", arguments, want)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	if !strings.Contains(string(reply.Message.Opaque), `"signature":"sig-abc=="`) {
 		t.Fatalf("thinking to pass back = %s", reply.Message.Opaque)
@@ -94,10 +108,20 @@ func TestAnthropicOverloadWithoutThinking(t *testing.T) {
 	if _, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
+	if !wantRequests(t, f.received, 2) {
+		t.FailNow()
+	}
 	sent := gjson.ParseBytes(f.received[1])
-	if len(f.received) != 2 || sent.Get("thinking").Exists() ||
-		sent.Get("max_tokens").Int() != 8000 || sent.Get("output_config").Exists() || sent.Get("tools").Exists() || sent.Get("tool_choice").Exists() {
-		t.Fatalf("%d requests, last %s", len(f.received), f.received[len(f.received)-1])
+	if got := sent.Get("max_tokens").Int(); got != 8000 {
+		t.Errorf("max_tokens %d, want 8000", got)
+	}
+	for _, path := range []string{"thinking", "output_config", "tools", "tool_choice"} {
+		if sent.Get(path).Exists() {
+			t.Errorf("the request has %s: %s", path, sent.Raw)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -245,9 +269,7 @@ func TestAnthropicErrorsInsideA200(t *testing.T) {
 	m.Limit = newTestLimiter(t, ratelimit.Limits{MaxInFlight: 4})
 	req := Request{Messages: []Message{{Role: RoleUser, Content: "task"}}}
 	reply, err := m.Complete(recording(context.Background(), &events), req)
-	if err != nil || reply.Message.Content != "fine" || len(api.received) != 3 {
-		t.Fatalf("reply %+v, err %v, %d requests", reply.Message, err, len(api.received))
-	}
+	wantReply(t, reply, err, "fine", api.received, 3)
 	var retries, throttles []string
 	for _, e := range events {
 		switch e.Kind {
@@ -268,9 +290,8 @@ func TestAnthropicErrorsInsideA200(t *testing.T) {
 
 	api = newAnthropicAPI(status(200, anthropicErrorBody("invalid_request_error", "max_tokens: 64001 > 64000")), anthropicReply(`[{"type":"text","text":"fine"}]`, 10))
 	_, err = newAnthropic(t, api).Complete(context.Background(), req)
-	var apiErr *APIError
-	if !errors.As(err, &apiErr) || apiErr.Status != 400 || !strings.Contains(err.Error(), "max_tokens: 64001 > 64000") || len(api.received) != 1 {
-		t.Fatalf("err %v after %d requests", err, len(api.received))
+	if _, ok := wantAPIError(t, err, 400, "max_tokens: 64001 > 64000"); !ok || !wantRequests(t, api.received, 1) {
+		t.FailNow()
 	}
 }
 
@@ -307,8 +328,14 @@ func TestAnthropicReferenceShapes(t *testing.T) {
 		if got := strings.Contains(sent.Raw, "cache_control"); got == reference {
 			t.Errorf("reference %v: cache marks sent: %v", reference, got)
 		}
-		if sent.Get("max_tokens").Int() != 64000 || sent.Get("thinking").Exists() || sent.Get("tool_choice.type").String() != "auto" {
-			t.Errorf("reference %v: cap, thinking or tool_choice: %s", reference, sent.Raw)
+		if got := sent.Get("max_tokens").Int(); got != 64000 {
+			t.Errorf("reference %v: max_tokens %d, want 64000", reference, got)
+		}
+		if sent.Get("thinking").Exists() {
+			t.Errorf("reference %v: the request has thinking: %s", reference, sent.Get("thinking").Raw)
+		}
+		if got := sent.Get("tool_choice.type").String(); got != "auto" {
+			t.Errorf("reference %v: tool_choice %q, want auto", reference, got)
 		}
 		want := map[string]string{
 			"tools.0.input_schema": `{"type":"object","properties":{"cmd":{"title":"Cmd","type":"string"}},"required":["cmd"]}`,

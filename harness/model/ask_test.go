@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -29,13 +30,22 @@ func TestAskerSendsOneQuestionWithoutTools(t *testing.T) {
 	if err != nil || answer != `{"a": null}` {
 		t.Fatalf("answer %q, err %v", answer, err)
 	}
-	if calls, used := a.Spent(); calls != 1 || used.Input != 100 || used.Output != 10 {
-		t.Errorf("spent %d calls, %+v", calls, used)
+	calls, used := a.Spent()
+	if calls != 1 {
+		t.Errorf("spent %d calls, want 1", calls)
+	}
+	if want := (Usage{Input: 100, Output: 10}); used != want {
+		t.Errorf("spent %+v, want %+v", used, want)
 	}
 	req := m.requests[0]
-	if len(req.Tools) != 0 || len(req.Messages) != 2 || req.Messages[0].Role != RoleSystem || req.Messages[0].Content != "be a judge" ||
-		req.Messages[1].Role != RoleUser || req.Messages[1].Content != "map these" {
-		t.Fatalf("request = %+v", req)
+	if len(req.Tools) != 0 {
+		t.Errorf("the request offers tools %+v, want none", req.Tools)
+	}
+	if want := []Message{{Role: RoleSystem, Content: "be a judge"}, {Role: RoleUser, Content: "map these"}}; !reflect.DeepEqual(req.Messages, want) {
+		t.Errorf("the request's messages %+v, want %+v", req.Messages, want)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 }
 

@@ -31,8 +31,15 @@ func TestCutReplies(t *testing.T) {
 		{"responses completed", ReadResponsesAnswer, responses("completed"), false},
 	} {
 		reply, err := tc.parse([]byte(tc.answer))
-		if err != nil || reply.Cut != tc.cut || reply.Message.Content != "x" {
-			t.Errorf("%s: reply %+v, %v; want cut %v", tc.name, reply, err, tc.cut)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if reply.Cut != tc.cut {
+			t.Errorf("%s: cut %v, want %v", tc.name, reply.Cut, tc.cut)
+		}
+		if reply.Message.Content != "x" {
+			t.Errorf("%s: replied %q, want %q", tc.name, reply.Message.Content, "x")
 		}
 	}
 }

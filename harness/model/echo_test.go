@@ -30,8 +30,13 @@ func TestReferenceReasoningEcho(t *testing.T) {
 			t.Fatal(err)
 		}
 		sent := gjson.ParseBytes(f.received[0]).Get("messages.2")
-		if sent.Get("reasoning_content").String() != "thought" || sent.Get("reasoning").Exists() != keepAll || sent.Get("reasoning_details").Exists() != keepAll {
-			t.Errorf("keep all %v: chat assistant message sent as %s", keepAll, sent.Raw)
+		if got := sent.Get("reasoning_content").String(); got != "thought" {
+			t.Errorf("keep all %v: chat assistant message sent with reasoning_content %q, want thought", keepAll, got)
+		}
+		for _, field := range []string{"reasoning", "reasoning_details"} {
+			if sent.Get(field).Exists() != keepAll {
+				t.Errorf("keep all %v: chat assistant message sent with %s: %v, want %v: %s", keepAll, field, !keepAll, keepAll, sent.Raw)
+			}
 		}
 		if empty := gjson.ParseBytes(f.received[1]).Get("messages.2"); empty.Get("reasoning_content").Exists() != keepAll {
 			t.Errorf("keep all %v: an empty reasoning_content sent as %s", keepAll, empty.Raw)
@@ -44,8 +49,10 @@ func TestReferenceReasoningEcho(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := gjson.ParseBytes(rf.received[0])
-		if body.Get("store").Exists() != keepAll || body.Get("include").Exists() != keepAll || body.Get(`input.#(type=="reasoning")`).Exists() != keepAll {
-			t.Errorf("keep all %v: responses request %s", keepAll, body.Raw)
+		for _, path := range []string{"store", "include", `input.#(type=="reasoning")`} {
+			if body.Get(path).Exists() != keepAll {
+				t.Errorf("keep all %v: responses request with %s: %v, want %v: %s", keepAll, path, !keepAll, keepAll, body.Raw)
+			}
 		}
 	}
 }

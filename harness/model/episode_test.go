@@ -37,8 +37,17 @@ func TestAnthropicEpisodeSummarisedWithThinking(t *testing.T) {
 			// The reference loop summarises against max tokens, the lenient one against the window.
 			e := &harness.Episode{Model: model.NewTestAnthropic(t, api), Sandbox: unusedSandbox{}, MaxTurns: maxTurns, Loop: loop, MaxTokens: 1000, ContextWindow: 1000}
 			out := e.Run(context.Background())
-			if out.Status != grader.StatusMaxTurns || out.Turns != maxTurns || out.Summaries != 1 || len(api.Refused()) != 0 {
-				t.Fatalf("outcome %s after %d turns and %d summaries (err %v); refused: %q", out.Status, out.Turns, out.Summaries, out.Err, api.Refused())
+			if refused := api.Refused(); len(refused) != 0 {
+				t.Errorf("the API refused %q", refused)
+			}
+			if out.Status != grader.StatusMaxTurns {
+				t.Errorf("outcome %s (err %v), want %s", out.Status, out.Err, grader.StatusMaxTurns)
+			}
+			if out.Turns != maxTurns || out.Summaries != 1 {
+				t.Errorf("%d turns and %d summaries, want %d and 1", out.Turns, out.Summaries, maxTurns)
+			}
+			if t.Failed() {
+				t.FailNow()
 			}
 		})
 	}

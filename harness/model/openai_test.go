@@ -234,10 +234,8 @@ func TestChatPermanentErrorsFailAtOnce(t *testing.T) {
 		f := &fakeChat{answers: []func(http.ResponseWriter){status(c.code, c.body), status(200, toolAnswer)}}
 		m, _ := newChat(t, f)
 		_, err := m.Complete(context.Background(), conversation)
-		var apiErr *APIError
-		if !errors.As(err, &apiErr) || apiErr.Status != c.code || !strings.Contains(err.Error(), c.want) || len(f.received) != 1 {
-			t.Errorf("HTTP %d: err %v after %d requests", c.code, err, len(f.received))
-		}
+		wantAPIError(t, err, c.code, c.want)
+		wantRequests(t, f.received, 1)
 	}
 }
 
@@ -258,8 +256,8 @@ func TestChatGivesUpWithinBudget(t *testing.T) {
 	m, _ := newChat(t, f)
 	m.Budget = 50 * time.Millisecond
 	_, err := m.Complete(context.Background(), conversation)
-	if err == nil || !strings.Contains(err.Error(), "gave up after") || !strings.Contains(err.Error(), "unavailable") {
-		t.Fatalf("err = %v", err)
+	if !wantErr(t, err, nil, []string{"gave up after", "unavailable"}) {
+		t.FailNow()
 	}
 }
 
@@ -288,9 +286,7 @@ func TestChatRetriesAnAttemptThatTimesOut(t *testing.T) {
 	m, events := newChat(t, f)
 	m.AttemptTimeout = 100 * time.Millisecond
 	reply, err := m.Complete(context.Background(), conversation)
-	if err != nil || reply.Message.Content != "ok" || len(f.received) != 2 {
-		t.Fatalf("reply %+v, err %v, %d requests", reply, err, len(f.received))
-	}
+	wantReply(t, reply, err, "ok", f.received, 2)
 	retried := false
 	for _, e := range *events {
 		retried = retried || (e.Kind == "retry" && strings.Contains(e.Error, "deadline exceeded"))
@@ -304,9 +300,7 @@ func TestChatRetriesCutAndResetConnections(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){cut, reset, status(200, `{"choices":[{"message":{"content":"ok"}}]}`)}}
 	m, _ := newChat(t, f)
 	reply, err := m.Complete(context.Background(), conversation)
-	if err != nil || reply.Message.Content != "ok" || len(f.received) != 3 {
-		t.Fatalf("reply %+v, err %v, %d requests", reply, err, len(f.received))
-	}
+	wantReply(t, reply, err, "ok", f.received, 3)
 }
 
 // TestChatErrorsInsideA200: an error a provider reports inside a 200 answer (OpenRouter's
@@ -326,8 +320,14 @@ func TestChatErrorsInsideA200(t *testing.T) {
 	}}
 	m, events := newChat(t, f)
 	reply, err := m.Complete(context.Background(), conversation)
-	if err != nil || len(reply.Message.ToolCalls) != 2 || len(f.received) != 4 {
-		t.Fatalf("reply %+v, err %v, %d requests", reply.Message, err, len(f.received))
+	if err != nil {
+		t.Fatalf("the call failed after %d requests: %v", len(f.received), err)
+	}
+	if len(reply.Message.ToolCalls) != 2 {
+		t.Errorf("%d tool calls, want 2: %+v", len(reply.Message.ToolCalls), reply.Message)
+	}
+	if !wantRequests(t, f.received, 4) || t.Failed() {
+		t.FailNow()
 	}
 	var retries []string
 	for _, e := range *events {
@@ -348,9 +348,10 @@ func TestChatErrorsInsideA200(t *testing.T) {
 		f := &fakeChat{answers: []func(http.ResponseWriter){status(200, c.body), status(200, toolAnswer)}}
 		m, _ := newChat(t, f)
 		_, err := m.Complete(context.Background(), conversation)
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "not JSON") || len(f.received) != 1 {
-			t.Errorf("%s: err %v after %d requests", c.body, err, len(f.received))
+		if !wantErr(t, err, nil, []string{c.want}, "not JSON") {
+			t.Logf("the answer: %s", c.body)
 		}
+		wantRequests(t, f.received, 1)
 	}
 }
 
@@ -372,8 +373,8 @@ func TestRetryAfterMilliseconds(t *testing.T) {
 			waits = append(waits, e.Wait)
 		}
 	}
-	if len(waits) != 2 || waits[0] != 200*time.Millisecond || waits[1] != 150500*time.Microsecond {
-		t.Fatalf("waits %v, want [200ms 150.5ms]", waits)
+	if want := []time.Duration{200 * time.Millisecond, 150500 * time.Microsecond}; !slices.Equal(waits, want) {
+		t.Fatalf("waits %v, want %v", waits, want)
 	}
 }
 
@@ -455,8 +456,14 @@ func TestRecordedRequestHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := (*events)[0].Header
-	if h["Content-Type"] != "application/json" || h["Authorization"] != redacted || f.headers[0].Get("Content-Type") != "application/json" {
-		t.Fatalf("recorded header %v", h)
+	if got := h["Content-Type"]; got != "application/json" {
+		t.Errorf("recorded Content-Type %q, want application/json: %v", got, h)
+	}
+	if got := h["Authorization"]; got != redacted {
+		t.Errorf("recorded Authorization %q, want %q", got, redacted)
+	}
+	if got := f.headers[0].Get("Content-Type"); got != "application/json" {
+		t.Errorf("sent Content-Type %q, want application/json", got)
 	}
 }
 
@@ -472,8 +479,8 @@ func TestAnswerOverTheCap(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){huge, status(200, toolAnswer)}}
 	m, events := newChat(t, f)
 	_, err := m.Complete(context.Background(), conversation)
-	if err == nil || !strings.Contains(err.Error(), "32 MiB") || strings.Contains(err.Error(), "not JSON") || len(f.received) != 1 {
-		t.Fatalf("err %v after %d requests", err, len(f.received))
+	if !wantErr(t, err, nil, []string{"32 MiB"}, "not JSON") || !wantRequests(t, f.received, 1) {
+		t.FailNow()
 	}
 	for _, e := range *events {
 		if len(e.Body) > 1<<20 {

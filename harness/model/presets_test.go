@@ -23,15 +23,24 @@ func TestPresetsMatchTheLeaderboard(t *testing.T) {
 		if _, ok := leaderboard.Find(p.Label); !ok {
 			t.Errorf("%s: label %q is not a published row", p.Name, p.Label)
 		}
-		if seen[p.Label] || seen[p.Name] || strings.Contains(p.Name, "/") {
-			t.Errorf("%s: name or label used twice, or a name with a slash", p.Name)
+		if seen[p.Label] {
+			t.Errorf("%s: label %q used twice", p.Name, p.Label)
+		}
+		if seen[p.Name] {
+			t.Errorf("%s: name used twice", p.Name)
+		}
+		if strings.Contains(p.Name, "/") {
+			t.Errorf("%s: a name with a slash", p.Name)
 		}
 		seen[p.Label], seen[p.Name] = true, true
 		if _, err := New(p.Spec, keys, Options{}); err != nil {
 			t.Errorf("%s: spec %s: %v", p.Name, p.Spec, err)
 		}
-		if p.ContextWindow <= 0 || p.MaxTokens <= 0 || p.MaxTokens > p.ContextWindow {
-			t.Errorf("%s: context window %d, max tokens %d", p.Name, p.ContextWindow, p.MaxTokens)
+		if p.ContextWindow <= 0 {
+			t.Errorf("%s: context window %d, want more than 0", p.Name, p.ContextWindow)
+		}
+		if p.MaxTokens <= 0 || p.MaxTokens > p.ContextWindow {
+			t.Errorf("%s: max tokens %d, want 1 to the context window, %d", p.Name, p.MaxTokens, p.ContextWindow)
 		}
 		if p.Prices == nil {
 			if p.PriceSource != "" || p.PriceDate != "" {
@@ -39,8 +48,10 @@ func TestPresetsMatchTheLeaderboard(t *testing.T) {
 			}
 			continue
 		}
-		if u, err := url.Parse(p.PriceSource); err != nil || u.Scheme != "https" || u.Host == "" {
-			t.Errorf("%s: price source %q is not a URL", p.Name, p.PriceSource)
+		if u, err := url.Parse(p.PriceSource); err != nil {
+			t.Errorf("%s: price source %q is not a URL: %v", p.Name, p.PriceSource, err)
+		} else if u.Scheme != "https" || u.Host == "" {
+			t.Errorf("%s: price source %q, want an https URL with a host", p.Name, p.PriceSource)
 		}
 		if _, err := time.Parse(time.DateOnly, p.PriceDate); err != nil {
 			t.Errorf("%s: price date %q: %v", p.Name, p.PriceDate, err)

@@ -115,8 +115,17 @@ func TestResponsesTextOnlyReplyAndUnsetOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reply.Message.Content != "The root cause is the flagd ConfigMap." || len(reply.Message.ToolCalls) != 0 || reply.Message.Opaque != nil {
-		t.Fatalf("reply = %+v", reply.Message)
+	if got, want := reply.Message.Content, "The root cause is the flagd ConfigMap."; got != want {
+		t.Errorf("replied %q, want %q", got, want)
+	}
+	if calls := reply.Message.ToolCalls; len(calls) != 0 {
+		t.Errorf("tool calls %+v, want none", calls)
+	}
+	if reply.Message.Opaque != nil {
+		t.Errorf("reasoning to pass back %s, want none", reply.Message.Opaque)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	if u := reply.Usage; u != (Usage{Input: 900, Output: 12}) {
 		t.Errorf("usage = %+v", u)
@@ -207,11 +216,21 @@ func TestResponsesIncompleteIsAReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls := reply.Message.ToolCalls; len(calls) != 1 || calls[0].ID != "call_9" || calls[0].Arguments != `{"cmd": "grep -c Warn` {
-		t.Fatalf("calls = %+v", calls)
+	calls := reply.Message.ToolCalls
+	if len(calls) != 1 {
+		t.Fatalf("calls = %+v, want one", calls)
 	}
-	if reply.Usage.Output != 4096 || reply.Usage.Reasoning != 4000 || len(f.received) != 1 {
-		t.Fatalf("usage %+v after %d requests", reply.Usage, len(f.received))
+	if calls[0].ID != "call_9" {
+		t.Errorf("the call's id %q, want call_9", calls[0].ID)
+	}
+	if want := `{"cmd": "grep -c Warn`; calls[0].Arguments != want {
+		t.Errorf("the call's arguments %q, want those cut, %q", calls[0].Arguments, want)
+	}
+	if reply.Usage.Output != 4096 || reply.Usage.Reasoning != 4000 {
+		t.Errorf("usage %+v, want 4096 output of which 4000 reasoning", reply.Usage)
+	}
+	if !wantRequests(t, f.received, 1) || t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -225,9 +244,7 @@ func TestResponsesRetriesTransientFailures(t *testing.T) {
 	}}
 	m, events := newResponses(t, f)
 	reply, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "task"}}})
-	if err != nil || reply.Message.Content != "The root cause is the flagd ConfigMap." || len(f.received) != 5 {
-		t.Fatalf("reply %+v, err %v, %d requests", reply.Message, err, len(f.received))
-	}
+	wantReply(t, reply, err, "The root cause is the flagd ConfigMap.", f.received, 5)
 	var retries []Event
 	for _, e := range *events {
 		if e.Kind == "retry" {
@@ -260,10 +277,10 @@ func TestResponsesPermanentErrorsFailAtOnce(t *testing.T) {
 		f := &fakeChat{answers: []func(http.ResponseWriter){status(c.code, c.body), status(200, responsesTextAnswer)}}
 		m, events := newResponses(t, f)
 		_, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "task"}}})
-		var apiErr *APIError
-		if !errors.As(err, &apiErr) || apiErr.Transient() || apiErr.Status != c.code || !strings.Contains(err.Error(), c.want) || len(f.received) != 1 {
-			t.Errorf("HTTP %d: err %v after %d requests", c.code, err, len(f.received))
+		if apiErr, _ := wantAPIError(t, err, c.code, c.want); apiErr != nil && apiErr.Transient() {
+			t.Errorf("HTTP %d: err %v is transient, want permanent", c.code, err)
 		}
+		wantRequests(t, f.received, 1)
 		assertNoKey(t, *events)
 	}
 }
@@ -291,14 +308,14 @@ func TestResponsesMalformedAnswers(t *testing.T) {
 	m, _ := newResponses(t, f)
 	m.Budget = 50 * time.Millisecond
 	_, err := m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "task"}}})
-	if !errors.Is(err, errMalformed) || !strings.Contains(err.Error(), "gave up after") || !strings.Contains(err.Error(), "gpt-test") {
+	if !wantErr(t, err, errMalformed, []string{"gave up after", "gpt-test"}) {
 		t.Fatalf("a body that is not JSON: err = %v", err)
 	}
 
 	f = &fakeChat{answers: []func(http.ResponseWriter){status(200, `{"id":"resp_3","status":"completed"}`)}}
 	m, _ = newResponses(t, f)
 	_, err = m.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "task"}}})
-	if !errors.Is(err, errNoReply) || !strings.Contains(err.Error(), "no output") || len(f.received) != 1 {
+	if !wantErr(t, err, errNoReply, []string{"no output"}) || !wantRequests(t, f.received, 1) {
 		t.Fatalf("JSON with no output: err = %v after %d requests", err, len(f.received))
 	}
 }

@@ -35,14 +35,20 @@ func TestNewFromSpec(t *testing.T) {
 		case *Anthropic:
 			kind, o = "anthropic", v.Options
 		}
-		if kind != want.kind || o.Model != want.model || o.BaseURL != want.base || o.APIKey != want.key || o.MaxTokens != 1000 {
-			t.Errorf("%s: %s %+v, want %+v", spec, kind, o, want)
+		type made struct {
+			kind, model, base, key string
+			maxTokens              int
+		}
+		if got, want := (made{kind, o.Model, o.BaseURL, o.APIKey, o.MaxTokens}), (made{want.kind, want.model, want.base, want.key, 1000}); got != want {
+			t.Errorf("%s: %+v, want %+v", spec, got, want)
 		}
 	}
 	gateway := map[string]string{"OPENAI_API_KEY": "k5", "OPENAI_BASE_URL": "http://gateway:4000/v1/"}
 	m, err := New("openai-responses/o4-mini", func(k string) string { return gateway[k] }, Options{})
-	if r, ok := m.(*OpenAIResponses); err != nil || !ok || r.BaseURL != "http://gateway:4000/v1" || r.APIKey != "k5" || r.Model != "o4-mini" {
+	if r, ok := m.(*OpenAIResponses); err != nil || !ok {
 		t.Errorf("openai-responses with OPENAI_BASE_URL: %#v, %v", m, err)
+	} else if got, want := [3]string{r.BaseURL, r.APIKey, r.Model}, [3]string{"http://gateway:4000/v1", "k5", "o4-mini"}; got != want {
+		t.Errorf("openai-responses with OPENAI_BASE_URL: base URL, key and model %q, want %q", got, want)
 	}
 	for spec, text := range map[string]string{
 		"gpt-5":                    "expected openai/MODEL, openai-responses/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL",

@@ -21,6 +21,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/harness/shellspec"
 	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // fullTools is the reference sandbox: every command and package the probe looks for.
@@ -69,10 +70,8 @@ func TestTaskPromptSaysOnlyWhatIsThere(t *testing.T) {
 		}
 	}
 	noPython := taskFor(Facts{Commands: map[string]bool{"bash": true}, Python: map[string]string{}})
-	if !strings.Contains(noPython, "Tools: bash; no Python; no network.") || !strings.Contains(noPython, "parse them as CSV with a tab separator") ||
-		strings.Contains(noPython, "python3") || strings.Contains(noPython, "Python's csv") {
-		t.Errorf("with no Python at all the task prompt says:\n%s", noPython)
-	}
+	textcheck.Has(t, "the task prompt with no Python at all", noPython, "Tools: bash; no Python; no network.", "parse them as CSV with a tab separator")
+	textcheck.Lacks(t, "the task prompt with no Python at all", noPython, "python3", "Python's csv")
 }
 
 // exampleEntity finds what a text offers as an entity name: namespace/Kind/name.
@@ -204,10 +203,9 @@ func TestShellResultsInTheSetsWords(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 	late := tx.ShellResult(CommandResult{ExitCode: -1, TimedOut: true, Stdout: "partial"})
-	if !strings.Contains(late, "<error_kind>timeout</error_kind>\n<details>the command did not finish within 90 seconds") ||
-		!strings.Contains(late, "stdout before it was killed:\npartial") || strings.Contains(late, "stderr before") {
-		t.Errorf("%q", late)
-	}
+	textcheck.Has(t, "the result of a command timed out", late,
+		"<error_kind>timeout</error_kind>\n<details>the command did not finish within 90 seconds", "stdout before it was killed:\npartial")
+	textcheck.Lacks(t, "the result of a command timed out", late, "stderr before")
 	long := truncated(30000)
 	got := tx.retell(long, 30000)
 	if want := strings.Repeat("x", 10000) + "\n[... output truncated: 30000 characters in all, limit 20000; the first and last 10000 are shown ...]\n" + strings.Repeat("y", 10000); got != want {
@@ -236,18 +234,46 @@ func TestToolDefinitions(t *testing.T) {
 		Required             []string `json:"required"`
 		AdditionalProperties *bool    `json:"additionalProperties"`
 	}
-	if len(tools) != 2 || json.Unmarshal(tools[0].Parameters, &shell) != nil || json.Unmarshal(tools[1].Parameters, &finish) != nil {
-		t.Fatalf("tools = %+v", tools)
+	if len(tools) != 2 {
+		t.Fatalf("%d tools, want 2: %+v", len(tools), tools)
 	}
-	if tools[0].Name != "code_exec" || shell.Type != "object" || len(shell.Properties) != 1 || shell.Properties["cmd"].Type != "string" ||
-		shell.Properties["cmd"].Description == "" || len(shell.Required) != 1 || shell.Required[0] != "cmd" ||
-		shell.AdditionalProperties == nil || *shell.AdditionalProperties || !strings.Contains(tools[0].Description, "after 45 seconds") {
-		t.Errorf("shell tool %s %s %+v", tools[0].Name, tools[0].Description, shell)
+	if err := json.Unmarshal(tools[0].Parameters, &shell); err != nil {
+		t.Fatalf("the shell tool's parameters %s: %v", tools[0].Parameters, err)
 	}
-	if tools[1].Name != "finish" || finish.Properties["paths"].Type != "array" || finish.Properties["reason"].Description == "" ||
-		len(finish.Required) != 2 || !strings.Contains(tools[1].Description, "agent_output.json") {
-		t.Errorf("finish tool %s %s %+v", tools[1].Name, tools[1].Description, finish)
+	if err := json.Unmarshal(tools[1].Parameters, &finish); err != nil {
+		t.Fatalf("the finish tool's parameters %s: %v", tools[1].Parameters, err)
 	}
+	for _, c := range []struct{ what, got, want string }{
+		{"the shell tool's name", tools[0].Name, "code_exec"},
+		{"the shell tool's parameters' type", shell.Type, "object"},
+		{"the shell tool's cmd's type", shell.Properties["cmd"].Type, "string"},
+		{"the finish tool's name", tools[1].Name, "finish"},
+		{"the finish tool's paths' type", finish.Properties["paths"].Type, "array"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s %q, want %q", c.what, c.got, c.want)
+		}
+	}
+	if len(shell.Properties) != 1 {
+		t.Errorf("the shell tool's properties %+v, want cmd alone", shell.Properties)
+	}
+	if shell.Properties["cmd"].Description == "" {
+		t.Errorf("the shell tool's cmd has no description")
+	}
+	if want := []string{"cmd"}; !slices.Equal(shell.Required, want) {
+		t.Errorf("the shell tool requires %q, want %q", shell.Required, want)
+	}
+	if a := shell.AdditionalProperties; a == nil || *a {
+		t.Errorf("the shell tool's additionalProperties %v, want false", a)
+	}
+	textcheck.Has(t, "the shell tool's description", tools[0].Description, "after 45 seconds")
+	if finish.Properties["reason"].Description == "" {
+		t.Errorf("the finish tool's reason has no description")
+	}
+	if len(finish.Required) != 2 {
+		t.Errorf("the finish tool requires %q, want 2", finish.Required)
+	}
+	textcheck.Has(t, "the finish tool's description", tools[1].Description, "agent_output.json")
 }
 
 // TestReferenceToolSchemas: the reference loop's schemas are shaped as pydantic shapes the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/harness/shellspec"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // captured is a stream as the sandbox keeps it: cut to OutputLimit with its notice.
@@ -29,8 +30,20 @@ func TestReadShellResult(t *testing.T) {
 
 			text := tx.ShellResult(CommandResult{ExitCode: 3, Stdout: "a\n</stdout>b", Stderr: "boom\n"})
 			got, ok := p.ReadShellResult(text)
-			if !ok || got.ExitCode != 3 || got.TimedOut || got.Stderr != (Stream{Head: "boom\n"}) {
-				t.Fatalf("read %q as %+v, %v", text, got, ok)
+			if !ok {
+				t.Fatalf("%q not read", text)
+			}
+			if got.ExitCode != 3 {
+				t.Errorf("exit code %d, want 3", got.ExitCode)
+			}
+			if got.TimedOut {
+				t.Errorf("read as timed out")
+			}
+			if want := (Stream{Head: "boom\n"}); got.Stderr != want {
+				t.Errorf("stderr %+v, want %+v", got.Stderr, want)
+			}
+			if t.Failed() {
+				t.Fatalf("read %q as %+v", text, got)
 			}
 			if name == "builtin" && got.Stdout.Head != "a\n</stdout>b" {
 				t.Errorf("stdout %q", got.Stdout.Head)
@@ -38,15 +51,33 @@ func TestReadShellResult(t *testing.T) {
 
 			text = tx.ShellResult(CommandResult{ExitCode: 0, Stdout: longOut, StdoutChars: longTotal})
 			got, ok = p.ReadShellResult(text)
-			if !ok || got.Stdout.Notice == "" || !strings.Contains(got.Stdout.Notice, "truncated") ||
-				got.Stdout.Head+got.Stdout.Notice+got.Stdout.Tail != tx.retell(longOut, longTotal) ||
-				!strings.HasSuffix(got.Stdout.Tail, "zzz") || strings.ContainsRune(got.Stdout.Head, 'z') {
-				t.Fatalf("truncated stdout read as %+v, %v", got.Stdout, ok)
+			if !ok {
+				t.Fatalf("truncated stdout not read")
+			}
+			out := got.Stdout
+			textcheck.Has(t, "the truncation notice", out.Notice, "truncated")
+			if out.Head+out.Notice+out.Tail != tx.retell(longOut, longTotal) {
+				t.Errorf("head, notice and tail are not the stdout the model saw")
+			}
+			if !strings.HasSuffix(out.Tail, "zzz") {
+				t.Errorf("the tail ends %q, want the output's end", out.Tail[max(0, len(out.Tail)-20):])
+			}
+			if strings.ContainsRune(out.Head, 'z') {
+				t.Errorf("the head holds the output's end (z)")
+			}
+			if t.Failed() {
+				t.FailNow()
 			}
 
 			text = tx.ShellResult(CommandResult{ExitCode: -1, TimedOut: true, Stderr: "late"})
-			if got, ok = p.ReadShellResult(text); !ok || !got.TimedOut || (name == "builtin" && got.Stderr.Head != "late") || got.Stdout.Head != "" {
+			if got, ok = p.ReadShellResult(text); !ok || !got.TimedOut {
 				t.Errorf("timeout %q read as %+v, %v", text, got, ok)
+			}
+			if name == "builtin" && got.Stderr.Head != "late" {
+				t.Errorf("timeout: stderr %q, want %q", got.Stderr.Head, "late")
+			}
+			if got.Stdout.Head != "" {
+				t.Errorf("timeout: stdout %q, want none", got.Stdout.Head)
 			}
 			text = tx.ShellError(errors.New("no bash"))
 			if got, ok = p.ReadShellResult(text); !ok || got.Error != "no bash" {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // stirrupLayout is a fixture laid out like Stirrup's source tree, in aa-grade's own words.
@@ -82,15 +84,22 @@ func TestFromStirrupTakesEveryText(t *testing.T) {
 func TestFromStirrupRefusesOtherVersions(t *testing.T) {
 	// The fixture is not release 0.1.9: every file differs, and each is named.
 	_, err := FromStirrup(stirrupLayout)
-	if !errors.Is(err, ErrStirrupVersion) || !strings.Contains(err.Error(), "core/agent.py") || !strings.Contains(err.Error(), "utils/text.py") {
-		t.Fatalf("FromStirrup(fixture) = %v, want every file named as differing", err)
+	if !errors.Is(err, ErrStirrupVersion) {
+		t.Fatalf("FromStirrup(fixture) = %v, want ErrStirrupVersion", err)
+	}
+	if !textcheck.Has(t, "FromStirrup(fixture)'s error", err.Error(), "core/agent.py", "utils/text.py") {
+		t.FailNow()
 	}
 	pkg := layoutPackage(t)
 	sums := layoutSums(t, pkg)
 	sums["tools/finish.py"] = strings.Repeat("0", 64)
-	if _, err := fromStirrupFS(pkg, sums); !errors.Is(err, ErrStirrupVersion) || !strings.Contains(err.Error(), "tools/finish.py differ") ||
-		strings.Contains(err.Error(), "agent.py") {
-		t.Fatalf("one file changed: %v", err)
+	_, err = fromStirrupFS(pkg, sums)
+	if !errors.Is(err, ErrStirrupVersion) {
+		t.Fatalf("one file changed: %v, want ErrStirrupVersion", err)
+	}
+	textcheck.Has(t, "the error of one file changed", err.Error(), "tools/finish.py differ")
+	if !textcheck.Lacks(t, "the error of one file changed", err.Error(), "agent.py") || t.Failed() {
+		t.FailNow()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 func TestOtherTasks(t *testing.T) {
@@ -41,10 +42,8 @@ func TestReportsRankOnlyITBenchRuns(t *testing.T) {
 		t.Fatalf("the demo run's overview: %+v", o)
 	}
 	md := markdown(t, demo)
-	if strings.Contains(md, "| published |") || strings.Contains(md, SubsetNote) || !strings.Contains(md, "Not ranked against the published leaderboard") ||
-		!strings.Contains(md, "its dataset, demo, is not ITBench-AA's") {
-		t.Errorf("report.md of a demo run:\n%s", md)
-	}
+	textcheck.Lacks(t, "report.md of a demo run", md, "| published |", SubsetNote)
+	textcheck.Has(t, "report.md of a demo run", md, "Not ranked against the published leaderboard", "its dataset, demo, is not ITBench-AA's")
 	if md := markdown(t, load(t, opusDir)); !strings.Contains(md, "| published |") || strings.Contains(md, "Not ranked") {
 		t.Errorf("report.md of a run of ITBench-AA's tasks has no published rows:\n%s", md)
 	}
@@ -58,9 +57,8 @@ func TestReportsRankOnlyITBenchRuns(t *testing.T) {
 		}
 	}
 	alone := renderHTML(t, demo)
-	if strings.Contains(alone, "published, 59 tasks") || strings.Contains(alone, SubsetNote) || !strings.Contains(alone, "Runs on other tasks") {
-		t.Error("report.html of a demo run shows the published leaderboard")
-	}
+	textcheck.Lacks(t, "report.html of a demo run", alone, "published, 59 tasks", SubsetNote)
+	textcheck.Has(t, "report.html of a demo run", alone, "Runs on other tasks")
 }
 
 // TestReportsOfAShard: report.md and report.html say a shard's episodes are part of its tasks

@@ -96,8 +96,14 @@ func TestHTMLScatterAxesAndOverlaps(t *testing.T) {
 	for _, m := range circleRe.FindAllStringSubmatch(page, -1) {
 		x, _ := strconv.ParseFloat(m[1], 64)
 		y, _ := strconv.ParseFloat(m[2], 64)
-		if x-pointR <= v.Left || y+pointR >= v.Bottom || y-pointR < v.Top-pointR {
-			t.Errorf("a point at (%v, %v) touches an axis (left %v, bottom %v)", x, y, v.Left, v.Bottom)
+		if x-pointR <= v.Left {
+			t.Errorf("a point at (%v, %v) touches the left axis, at %v", x, y, v.Left)
+		}
+		if y+pointR >= v.Bottom {
+			t.Errorf("a point at (%v, %v) touches the bottom axis, at %v", x, y, v.Bottom)
+		}
+		if y-pointR < v.Top-pointR {
+			t.Errorf("a point at (%v, %v) lies above the plot's top, %v", x, y, v.Top)
 		}
 		for spot := range seen {
 			var sx, sy float64

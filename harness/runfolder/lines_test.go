@@ -3,6 +3,7 @@ package runfolder
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -12,6 +13,11 @@ import (
 // whether its newline comes in a later read of the buffer or in the read that crossed the
 // limit; the next line is read whole, a last line with no newline is not whole, and io.EOF
 // follows it.
+// lineText is what nextLine gave, as text.
+func lineText(b []byte, whole bool, err error) string {
+	return fmt.Sprintf("%q, whole %v, %v", b, whole, err)
+}
+
 func TestNextLineSkipsOnlyTheLongLine(t *testing.T) {
 	errLong := errors.New("too long")
 	for _, long := range []int{50, 31} { // 16-byte buffer: the newline in a later read, or in the crossing one
@@ -19,11 +25,11 @@ func TestNextLineSkipsOnlyTheLongLine(t *testing.T) {
 		if _, whole, err := nextLine(r, 30, errLong); !errors.Is(err, errLong) || !whole {
 			t.Errorf("%d bytes over a limit of 30: whole %v, %v; want whole and the error", long, whole, err)
 		}
-		if b, whole, err := nextLine(r, 30, errLong); string(b) != "next" || !whole || err != nil {
-			t.Errorf("after %d bytes: %q, whole %v, %v; want the next line", long, b, whole, err)
+		if got, want := lineText(nextLine(r, 30, errLong)), `"next", whole true, <nil>`; got != want {
+			t.Errorf("after %d bytes: %s; want the next line, %s", long, got, want)
 		}
-		if b, whole, err := nextLine(r, 30, errLong); string(b) != "cut" || whole || err != nil {
-			t.Errorf("the last line: %q, whole %v, %v; want it not whole", b, whole, err)
+		if got, want := lineText(nextLine(r, 30, errLong)), `"cut", whole false, <nil>`; got != want {
+			t.Errorf("the last line: %s; want it not whole, %s", got, want)
 		}
 		if _, _, err := nextLine(r, 30, errLong); !errors.Is(err, io.EOF) {
 			t.Errorf("after the last line: %v, want io.EOF", err)

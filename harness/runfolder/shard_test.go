@@ -28,7 +28,11 @@ func TestShardsPartitionTheRun(t *testing.T) {
 			t.Errorf("ParseShard(%q) accepted", bad)
 		}
 	}
-	if s, err := ParseShard("2/3"); err != nil || s != (Shard{2, 3}) || s.String() != "2/3" {
-		t.Errorf("ParseShard(2/3) = %v, %v", s, err)
+	s, err := ParseShard("2/3")
+	if err != nil || s != (Shard{2, 3}) {
+		t.Errorf("ParseShard(2/3) = %+v, %v; want %+v", s, err, Shard{2, 3})
+	}
+	if s.String() != "2/3" {
+		t.Errorf("Shard{2, 3}.String() = %q, want 2/3", s.String())
 	}
 }

@@ -34,8 +34,17 @@ func TestKubernetesManifestShardsMatch(t *testing.T) {
 	if err := yaml.Unmarshal(b, &job); err != nil {
 		t.Fatal(err)
 	}
-	if job.Kind != "Job" || job.Spec.CompletionMode != "Indexed" || job.Spec.Completions < 2 || job.Spec.Parallelism != job.Spec.Completions {
-		t.Fatalf("not an indexed job with one pod per shard: %+v", job.Spec)
+	if got, want := [2]string{job.Kind, job.Spec.CompletionMode}, [2]string{"Job", "Indexed"}; got != want {
+		t.Errorf("a %q, want an indexed job, %q", got, want)
+	}
+	if job.Spec.Completions < 2 {
+		t.Errorf("%d completions, want a shard each, 2 or more", job.Spec.Completions)
+	}
+	if job.Spec.Parallelism != job.Spec.Completions {
+		t.Errorf("parallelism %d, want one pod per shard, %d", job.Spec.Parallelism, job.Spec.Completions)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	m := regexp.MustCompile(`--shard "\$\(\(JOB_COMPLETION_INDEX \+ 1\)\)/(\d+)"`).FindStringSubmatch(job.Spec.Template.Spec.Containers[0].Args[0])
 	if m == nil || m[1] != strconv.Itoa(job.Spec.Completions) {

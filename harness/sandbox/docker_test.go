@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestDockerLeftoversOfDeadRunsAreRemoved: a container labelled with an owner that is gone is
@@ -88,7 +90,8 @@ func TestBwrapRunsOverASavedImage(t *testing.T) {
 	}
 	sb := start(t, b, newFixture(t))
 	r := run(t, sb, `command -v gcc >/dev/null && echo host-gcc; python3 -c "import pandas; print('pandas', pandas.__version__)"; ls k8s_events_raw.tsv`)
-	if strings.Contains(r.Stdout, "host-gcc") || !strings.Contains(r.Stdout, "pandas ") || !strings.Contains(r.Stdout, "k8s_events_raw.tsv") {
+	textcheck.Has(t, "the output over the image", r.Stdout, "pandas ", "k8s_events_raw.tsv")
+	if !textcheck.Lacks(t, "the output over the image", r.Stdout, "host-gcc") || t.Failed() {
 		t.Fatalf("over the image: %+v", r)
 	}
 	if r := run(t, sb, capsScript); !strings.Contains(r.Stdout, "eff=0 prm=0 bounding=0 nnp=1") {
@@ -157,8 +160,20 @@ func TestStageAgentCopiesALinuxProgramOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	info, err := os.Stat(staged)
-	if err != nil || info.Mode().Perm() != 0o755 || info.Size() != int64(len(data)) || !strings.HasPrefix(staged, dir) {
-		t.Fatalf("staged %s: %v %v", staged, info, err)
+	if err != nil {
+		t.Fatalf("staged %s: %v", staged, err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o755 {
+		t.Errorf("staged %s of mode %v, want 0755", staged, perm)
+	}
+	if info.Size() != int64(len(data)) {
+		t.Errorf("staged %s of %d bytes, want %d", staged, info.Size(), len(data))
+	}
+	if !strings.HasPrefix(staged, dir) {
+		t.Errorf("staged %s, want it under %s", staged, dir)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	os.Chmod(staged, 0o555) // a second stage would have to replace it
 	if again, err := stageAgent(downloaded, runtime.GOARCH, dir); err != nil || again != staged {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakeregistry"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // testImageRegistry is a registry on 127.0.0.1 holding aa/sandbox:1: the test image (saved
@@ -131,9 +132,12 @@ func TestBadRegistryReferences(t *testing.T) {
 		"Registry.example/UPPER:1x": "is none",
 	} {
 		err := UseImage(context.Background(), &Bwrap{}, ref, t.TempDir(), nil)
-		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: %v, want %q", ref, err, want)
+		if err == nil {
+			t.Errorf("%s: no error, want %q", ref, want)
+			continue
 		}
+		textcheck.Has(t, ref+": the error", err.Error(), want)
+		textcheck.Lacks(t, ref+": the error", err.Error(), "\n")
 		if unavailable := strings.HasPrefix(ref, "127.0.0.1:1/"); errors.Is(err, ErrUnavailable) != unavailable {
 			t.Errorf("%s: errors.Is(ErrUnavailable) = %v", ref, !unavailable)
 		}
@@ -168,11 +172,22 @@ func TestDockerPullsARegistryReference(t *testing.T) {
 		t.Fatalf("in the pulled image: %+v", r)
 	}
 	err := UseImage(context.Background(), &Docker{}, reg.Host+"/aa/sandbox:2", "", nil)
-	if err == nil || !strings.Contains(err.Error(), "the Docker daemon cannot pull "+reg.Host+"/aa/sandbox:2: ") || strings.Contains(err.Error(), "\n") || errors.Is(err, ErrUnavailable) {
-		t.Fatalf("unknown tag: %v", err)
+	if err == nil {
+		t.Fatal("unknown tag: no error")
+	}
+	textcheck.Has(t, "the error of an unknown tag", err.Error(), "the Docker daemon cannot pull "+reg.Host+"/aa/sandbox:2: ")
+	textcheck.Lacks(t, "the error of an unknown tag", err.Error(), "\n")
+	if errors.Is(err, ErrUnavailable) {
+		t.Errorf("unknown tag: %v is ErrUnavailable, want it not", err)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	err = UseImage(context.Background(), &Docker{}, "127.0.0.1:1/aa/sandbox:1", "", nil)
-	if err == nil || !strings.Contains(err.Error(), "connection refused") || !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("unreachable registry: %v", err)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("unreachable registry: %v, want ErrUnavailable", err)
+	}
+	if !textcheck.Has(t, "the error of an unreachable registry", err.Error(), "connection refused") {
+		t.FailNow()
 	}
 }

@@ -149,10 +149,11 @@ func relayPair(t testing.TB) (agent *relayMux, host *relayListener) {
 	return agent, host
 }
 
-// TestRelayFlowControl: a side that does not read holds exactly one window of a connection,
-// and its writer waits there; reading lets the rest through, whole and in order.
-func TestRelayFlowControl(t *testing.T) {
-	agent, host := relayPair(t)
+// relayConnection is one connection over a relayPair: in, the agent's end, opened, and out,
+// the host's, accepted.
+func relayConnection(t *testing.T) (agent *relayMux, host *relayListener, in, out *relayConn) {
+	t.Helper()
+	agent, host = relayPair(t)
 	in, err := agent.open()
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +162,13 @@ func TestRelayFlowControl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := conn.(*relayConn)
+	return agent, host, in, conn.(*relayConn)
+}
+
+// TestRelayFlowControl: a side that does not read holds exactly one window of a connection,
+// and its writer waits there; reading lets the rest through, whole and in order.
+func TestRelayFlowControl(t *testing.T) {
+	_, _, in, out := relayConnection(t)
 	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
 	var written atomic.Int64
 	go func() {
@@ -263,15 +270,7 @@ func TestRelayConnections(t *testing.T) {
 // answer, then Close) has every byte delivered before the end; the other side's writes then
 // fail, and both forget the connection.
 func TestRelayCloseDeliversWhatWasSent(t *testing.T) {
-	agent, host := relayPair(t)
-	in, err := agent.open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := host.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent, host, in, conn := relayConnection(t)
 	payload := bytes.Repeat([]byte("answer "), 100000)
 	go func() {
 		conn.Write(payload)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/shellspec"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // The test binary doubles as the agent, as aa-grade does: `<binary> __sandbox-agent`.
@@ -120,12 +121,28 @@ func TestShellBasics(t *testing.T) {
 			f := newFixture(t)
 			sb := start(t, b, f)
 			r := run(t, sb, `pwd; cat k8s_events_raw.tsv | wc -l; echo oops >&2; exit 3`)
-			if r.ExitCode != 3 || !strings.HasPrefix(r.Stdout, sb.Workdir()+"\n2\n") || r.Stderr != "oops\n" || r.TimedOut {
+			if r.ExitCode != 3 {
+				t.Errorf("exit code %d, want 3", r.ExitCode)
+			}
+			if want := sb.Workdir() + "\n2\n"; !strings.HasPrefix(r.Stdout, want) {
+				t.Errorf("stdout %q, want it to start %q", r.Stdout, want)
+			}
+			if r.Stderr != "oops\n" {
+				t.Errorf("stderr %q, want %q", r.Stderr, "oops\n")
+			}
+			if r.TimedOut {
+				t.Errorf("timed out")
+			}
+			if t.Failed() {
 				t.Fatalf("result = %+v", r)
 			}
 			r = run(t, sb, `ls; echo '{"contributing_factors":[]}' > agent_output.json`)
-			if strings.Contains(r.Stdout, "ground_truth") || !strings.Contains(r.Stdout, "alerts") || r.ExitCode != 0 {
-				t.Fatalf("listing = %+v", r)
+			if r.ExitCode != 0 {
+				t.Errorf("the listing's exit code %d, want 0", r.ExitCode)
+			}
+			textcheck.Has(t, "the listing", r.Stdout, "alerts")
+			if !textcheck.Lacks(t, "the listing", r.Stdout, "ground_truth") || t.Failed() {
+				t.FailNow()
 			}
 			if b, err := sb.ReadFile(context.Background(), "agent_output.json", 1<<20); err != nil || !strings.Contains(string(b), "contributing_factors") {
 				t.Fatalf("the submission cannot be read back: %q %v", b, err)
@@ -143,8 +160,18 @@ func TestTimeoutsAndLeftovers(t *testing.T) {
 			sb := start(t, b, newFixture(t))
 			began := time.Now()
 			r, err := sb.Run(context.Background(), "while true; do :; done", 500*time.Millisecond)
-			if err != nil || !r.TimedOut || time.Since(began) > 5*time.Second {
-				t.Fatalf("endless loop: %+v %v after %v", r, err, time.Since(began))
+			took := time.Since(began)
+			if err != nil {
+				t.Fatalf("endless loop: %v", err)
+			}
+			if !r.TimedOut {
+				t.Errorf("endless loop not timed out: %+v", r)
+			}
+			if took > 5*time.Second {
+				t.Errorf("endless loop stopped after %v, want within 5s", took)
+			}
+			if t.Failed() {
+				t.FailNow()
 			}
 			began = time.Now()
 			r = run(t, sb, "sleep 1000 & echo $!")
@@ -194,8 +221,17 @@ func TestOutputFloodIsCut(t *testing.T) {
 		t.Run(b.Name(), func(t *testing.T) {
 			sb := start(t, b, newFixture(t))
 			r := run(t, sb, "head -c 200000000 /dev/zero | tr '\\0' x; echo; printf 'e%.0s' $(seq 30000) >&2")
-			if r.StdoutChars != 200000001 || len([]rune(r.Stdout)) > shellspec.OutputLimit+200 || !strings.Contains(r.Stdout, "200000001 characters in all") {
-				t.Fatalf("stdout: %d characters, kept %d", r.StdoutChars, len(r.Stdout))
+			if r.StdoutChars != 200000001 {
+				t.Errorf("stdout: %d characters, want 200000001", r.StdoutChars)
+			}
+			if kept := len([]rune(r.Stdout)); kept > shellspec.OutputLimit+200 {
+				t.Errorf("stdout: kept %d characters, want at most %d", kept, shellspec.OutputLimit+200)
+			}
+			if !strings.Contains(r.Stdout, "200000001 characters in all") {
+				t.Errorf("stdout does not say how many characters it had: %.200q", r.Stdout)
+			}
+			if t.Failed() {
+				t.FailNow()
 			}
 			if r.StderrChars != 30000 || !strings.Contains(r.Stderr, "limit 20000") {
 				t.Fatalf("stderr: %d characters: %.200q", r.StderrChars, r.Stderr)
@@ -337,7 +373,12 @@ func TestProbeTools(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !tools.Commands["bash"] || !tools.Commands["grep"] || !tools.Commands["python3"] {
+			for _, name := range []string{"bash", "grep", "python3"} {
+				if !tools.Commands[name] {
+					t.Errorf("no %s among the tools", name)
+				}
+			}
+			if t.Failed() {
 				t.Fatalf("tools = %+v", tools)
 			}
 			// The backends over the machine's /usr show every tool the machine has, also those

@@ -107,8 +107,11 @@ func TestSessionTakesTheAnswerToItsRequest(t *testing.T) {
 	s := startPipeAgent(t, honest(Result{ExitCode: 3, Stdout: "out", Stderr: "err", StdoutChars: 3, StderrChars: 3}))
 	for range 3 { // each request has its own id, and each answer is taken
 		res, err := s.Run(context.Background(), "true", 0)
-		if err != nil || res.ExitCode != 3 || res.Stdout != "out" || res.Stderr != "err" {
-			t.Fatalf("Run = %+v, %v", res, err)
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if got, want := fmt.Sprintf("exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr), `exit 3, stdout "out", stderr "err"`; got != want {
+			t.Fatalf("Run gave %s, want %s", got, want)
 		}
 	}
 }
@@ -124,8 +127,13 @@ func TestSessionRequestIDsDiffer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(seen) != 20 || seen[""] || seen["0"] {
-		t.Fatalf("ids of 20 requests: %v", seen)
+	if len(seen) != 20 {
+		t.Errorf("%d ids of 20 requests, want each its own: %v", len(seen), seen)
+	}
+	for _, id := range []string{"", "0"} {
+		if seen[id] {
+			t.Errorf("a request of id %q", id)
+		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // fixtureRun writes the run most tests read: Scenario-901 finished (30 turns, outputs cut
@@ -213,9 +214,13 @@ func TestOnlyGivenFolders(t *testing.T) {
 		t.Errorf("the page of an episode whose trajectory links out of the folder:\n%s", page[strings.Index(page, "<main>"):])
 	}
 	w := get(t, v, "/runs/1/Scenario-901/1.trajectory.jsonl.zst")
-	if w.Code != http.StatusOK || !strings.HasPrefix(w.Body.String(), "\x28\xb5\x2f\xfd") || !strings.Contains(w.Header().Get("Content-Disposition"), "attachment") {
-		t.Errorf("the raw trajectory: status %d, %q", w.Code, w.Header())
+	if w.Code != http.StatusOK {
+		t.Errorf("the raw trajectory: status %d, want 200", w.Code)
 	}
+	if !strings.HasPrefix(w.Body.String(), "\x28\xb5\x2f\xfd") {
+		t.Errorf("the raw trajectory does not start with zstd's magic number: %q", w.Body.String()[:min(8, w.Body.Len())])
+	}
+	textcheck.Has(t, "the raw trajectory's Content-Disposition", w.Header().Get("Content-Disposition"), "attachment")
 }
 
 func TestRequestsRefused(t *testing.T) {
@@ -322,10 +327,8 @@ func TestExport(t *testing.T) {
 		t.Errorf("exported\n%s\nwant\n%s", got, want)
 	}
 	page, _ := os.ReadFile(filepath.Join(out, "runs/1/Scenario-901/1.html"))
-	if !strings.Contains(string(page), `<meta http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;`) ||
-		!strings.Contains(string(page), `href="../../../index.html"`) || strings.Contains(string(page), "data-live") {
-		t.Error("an exported page lacks its policy or its way back, or polls")
-	}
+	textcheck.Has(t, "an exported page", string(page), `<meta http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;`, `href="../../../index.html"`)
+	textcheck.Lacks(t, "an exported page", string(page), "data-live")
 	t.Run("safe", func(t *testing.T) { checkSafe(t, string(page)) })
 }
 
@@ -339,12 +342,17 @@ func TestReadTurnsDamaged(t *testing.T) {
 		`{"kind":"turn","turn":2,"reply":{"content":"two"}}` + "\n" +
 		`{"kind":"turn","turn":3,"rep`
 	turns, _, problems := readTurns(strings.NewReader(text), nil)
-	if len(turns) != 2 || turns[1].Text != "two" || len(turns[1].Retries) != 1 {
-		t.Errorf("turns %+v", turns)
+	if len(turns) != 2 {
+		t.Errorf("%d turns, want 2: %+v", len(turns), turns)
+	} else {
+		if turns[1].Text != "two" {
+			t.Errorf("the second turn's text %q, want two", turns[1].Text)
+		}
+		if len(turns[1].Retries) != 1 {
+			t.Errorf("the second turn's retries %+v, want one", turns[1].Retries)
+		}
 	}
-	if len(problems) != 2 || !strings.Contains(problems[0], "line 3 is not JSON") || !strings.Contains(problems[1], "line 6 is cut short") {
-		t.Errorf("problems %q", problems)
-	}
+	wantProblems(t, problems, "line 3 is not JSON", "line 6 is cut short")
 }
 
 // TestReadTurnsOfAnAgent: an agent's turns show its system blocks and first user message as
@@ -355,14 +363,35 @@ func TestReadTurnsOfAnAgent(t *testing.T) {
 		`{"kind":"agent","agent":"claude-code","exit_code":3,"timed_out":true,"duration_s":2,"stdout":"out","stderr":"err","stdout_chars":3,"stderr_chars":3}` + "\n" +
 		`{"kind":"agent","exit_code":"three"}` + "\n"
 	turns, agent, problems := readTurns(strings.NewReader(text), nil)
-	if len(turns) != 1 || len(turns[0].Prompts) != 3 || len(turns[0].Harness) != 1 || turns[0].Harness[0].Content != "<reminder>" {
-		t.Errorf("turns %+v", turns)
+	if len(turns) != 1 {
+		t.Errorf("%d turns, want 1: %+v", len(turns), turns)
+	} else {
+		if len(turns[0].Prompts) != 3 {
+			t.Errorf("the turn's prompts %+v, want 3", turns[0].Prompts)
+		}
+		if h := turns[0].Harness; len(h) != 1 || h[0].Content != "<reminder>" {
+			t.Errorf("the turn's harness messages %+v, want the reminder alone", h)
+		}
 	}
-	if agent == nil || agent.Agent != "claude-code" || agent.ExitCode != 3 || !agent.TimedOut || agent.Out.Head != "out" || agent.Err.Head != "err" {
-		t.Errorf("the agent's end %+v", agent)
+	if agent == nil {
+		t.Errorf("no agent's end")
+	} else if got, want := fmt.Sprintf("%s exit %d timed out %v, stdout %q, stderr %q", agent.Agent, agent.ExitCode, agent.TimedOut, agent.Out.Head, agent.Err.Head),
+		`claude-code exit 3 timed out true, stdout "out", stderr "err"`; got != want {
+		t.Errorf("the agent's end: %s, want %s", got, want)
 	}
-	if len(problems) != 1 || !strings.Contains(problems[0], "line 3") {
-		t.Errorf("problems %q", problems)
+	wantProblems(t, problems, "line 3")
+}
+
+// wantProblems checks that readTurns told one problem for each of wants, in order, each
+// holding its want.
+func wantProblems(t *testing.T, problems []string, wants ...string) {
+	t.Helper()
+	if len(problems) != len(wants) {
+		t.Errorf("problems %q, want %d", problems, len(wants))
+		return
+	}
+	for i, want := range wants {
+		textcheck.Has(t, fmt.Sprintf("problem %d", i+1), problems[i], want)
 	}
 }
 
@@ -482,9 +511,13 @@ func TestUnknownPageHasAPageOfItsOwn(t *testing.T) {
 	for _, p := range []string{"/runs/1/Scenario-999/1.html", "/nowhere", "/runs/1/<script>alert(1)</script>/1.html"} {
 		w := get(t, v, p)
 		page := w.Body.String()
-		if w.Code != http.StatusNotFound || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") ||
-			!strings.Contains(page, "<title>Not found") || !strings.Contains(page, `href="/"`) || !strings.Contains(page, "is not a page of this viewer") {
-			t.Errorf("%s: status %d, %q:\n%s", p, w.Code, w.Header().Get("Content-Type"), page)
+		if w.Code != http.StatusNotFound {
+			t.Errorf("%s: status %d, want 404", p, w.Code)
+		}
+		if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+			t.Errorf("%s: Content-Type %q, want text/html", p, ct)
+		}
+		if !textcheck.Has(t, p, page, "<title>Not found", `href="/"`, "is not a page of this viewer") {
 			continue
 		}
 		checkSafe(t, page)

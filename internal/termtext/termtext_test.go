@@ -47,6 +47,12 @@ func TestSanitizeRemovesAttacks(t *testing.T) {
 // FuzzSanitize: whatever the input, the output holds no control character, no bidi control
 // and no invalid UTF-8; sanitizing again changes nothing; and text that holds none of those
 // comes out unchanged.
+// actsOnATerminal says whether r is a control character (C0, DEL, C1) or a bidirectional
+// control, which no text shown on a terminal may hold.
+func actsOnATerminal(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || bidi(r)
+}
+
 func FuzzSanitize(f *testing.F) {
 	for _, s := range []string{"", "plain", "\x1b[2J", "\x1b[41m", "\x1b]0;pwned\x07", "\x1b]52;c;BASE64\x1b\\",
 		"\xc2\x9b2J", "\x1b", "\x1b]", "a\u202eb", "café 日本語 👩‍💻", "\xff\xfe", "\x1bP\x1b\\", "\r\n\t"} {
@@ -58,8 +64,11 @@ func FuzzSanitize(f *testing.F) {
 			t.Fatalf("Sanitize(%q) = %q: invalid UTF-8", in, out)
 		}
 		for _, r := range out {
-			if r < 0x20 || (r >= 0x7f && r <= 0x9f) || bidi(r) || r == '\u2028' || r == '\u2029' {
+			if actsOnATerminal(r) {
 				t.Fatalf("Sanitize(%q) = %q: holds %U", in, out, r)
+			}
+			if r == '\u2028' || r == '\u2029' {
+				t.Fatalf("Sanitize(%q) = %q: holds the separator %U", in, out, r)
 			}
 		}
 		if again := Sanitize(out); again != out {
@@ -94,7 +103,7 @@ func FuzzEscapeJSON(f *testing.F) {
 			t.Fatalf("EscapeJSON(%s) = %s decodes to another value", enc, out)
 		}
 		for _, r := range string(out) {
-			if r < 0x20 || (r >= 0x7f && r <= 0x9f) || bidi(r) {
+			if actsOnATerminal(r) {
 				t.Fatalf("EscapeJSON(%s) = %s: holds %U", enc, out, r)
 			}
 		}

@@ -207,9 +207,16 @@ func TestUnsolvableRootCauseNamesTheClosest(t *testing.T) {
 			got = append(got, f)
 		}
 	}
-	if len(got) != 2 || got[0].Level != Error || !strings.Contains(got[0].Message, "closest: otel-demo/Deployment/ad, ") ||
-		got[1].Level != Warning || !strings.Contains(got[1].Message, "reads as Deployment ad, which its matching .*adservice does not accept (an object of the snapshot is named so)") {
-		t.Fatalf("findings: %+v\nall: %+v", got, Task(task).Findings)
+	if len(got) != 2 {
+		t.Fatalf("%d findings, want 2: %+v\nall: %+v", len(got), got, Task(task).Findings)
+	}
+	if got[0].Level != Error || got[1].Level != Warning {
+		t.Errorf("findings of level %v and %v, want %v and %v", got[0].Level, got[1].Level, Error, Warning)
+	}
+	textcheck.Has(t, "the first finding", got[0].Message, "closest: otel-demo/Deployment/ad, ")
+	textcheck.Has(t, "the second finding", got[1].Message, "reads as Deployment ad, which its matching .*adservice does not accept (an object of the snapshot is named so)")
+	if t.Failed() {
+		t.FailNow()
 	}
 }
 

@@ -14,8 +14,15 @@ func TestHosts(t *testing.T) {
 	} {
 		t.Setenv("DOCKER_HOST", host)
 		c, err := New()
-		if err != nil || c.network != want[0] || c.address != want[1] || c.Host != host {
-			t.Errorf("%s: %+v %v", host, c, err)
+		if err != nil {
+			t.Errorf("%s: %v", host, err)
+			continue
+		}
+		if got := [2]string{c.network, c.address}; got != want {
+			t.Errorf("%s: network and address %q, want %q", host, got, want)
+		}
+		if c.Host != host {
+			t.Errorf("%s: Host %q", host, c.Host)
 		}
 	}
 	t.Setenv("DOCKER_HOST", "ssh://me@host")
@@ -32,7 +39,13 @@ func TestDemux(t *testing.T) {
 	}
 	in := bytes.NewReader(bytes.Join([][]byte{frame(1, "out1 "), frame(2, "err"), frame(0, "in"), frame(1, "out2")}, nil))
 	var stdout, stderr bytes.Buffer
-	if err := Demux(in, &stdout, &stderr); err == nil || stdout.String() != "out1 out2" || stderr.String() != "err" {
-		t.Fatalf("err %v, stdout %q, stderr %q", err, stdout.String(), stderr.String())
+	if err := Demux(in, &stdout, &stderr); err == nil {
+		t.Errorf("no error for a frame of stream 0")
+	}
+	if got := stdout.String(); got != "out1 out2" {
+		t.Errorf("stdout %q, want %q", got, "out1 out2")
+	}
+	if got := stderr.String(); got != "err" {
+		t.Errorf("stderr %q, want %q", got, "err")
 	}
 }

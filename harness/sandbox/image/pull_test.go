@@ -15,6 +15,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
 	"github.com/aa-grade/aa-grade/internal/backoff"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakeregistry"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // pushTestImage stores the test layers (the upper one gzipped) as name:1 with config.
@@ -37,6 +38,24 @@ func testClient() *registry.Client {
 	return c
 }
 
+// wantPulledAgain stops the test unless a pull of an image unpacked already gave its root,
+// got, having made requests of the registry (made).
+func wantPulledAgain(t *testing.T, what, got string, err error, root string, made, requests int64) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if got != root {
+		t.Errorf("%s: root %s, want %s", what, got, root)
+	}
+	if made != requests {
+		t.Errorf("%s: %d requests, want %d", what, made, requests)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
 // TestPullUnpacksOnceAndNeverAgain: a pulled image is unpacked like a saved one; the second
 // use of its reference needs no network, and another reference to an image unpacked already
 // fetches no layer.
@@ -53,13 +72,11 @@ func TestPullUnpacksOnceAndNeverAgain(t *testing.T) {
 		t.Fatalf("root %s (digest %s): os-release %q", root, digest, b)
 	}
 	served := reg.Requests()
-	if again, _, err := Pull(context.Background(), testClient(), ref, cache); err != nil || again != root || reg.Requests() != served {
-		t.Fatalf("second pull: %s %v, %d requests", again, err, reg.Requests()-served)
-	}
+	again, _, err := Pull(context.Background(), testClient(), ref, cache)
+	wantPulledAgain(t, "second pull", again, err, root, reg.Requests()-served, 0)
 	byDigest, _ := registry.ParseReference(reg.Host + "/aa/sandbox@" + manifest.Digest)
-	if again, _, err := Pull(context.Background(), testClient(), byDigest, cache); err != nil || again != root || reg.Requests() != served+2 {
-		t.Fatalf("by digest: %s %v, %d requests (want the manifest and the config only)", again, err, reg.Requests()-served)
-	}
+	again, _, err = Pull(context.Background(), testClient(), byDigest, cache)
+	wantPulledAgain(t, "by digest (the manifest and the config only)", again, err, root, reg.Requests()-served, 2)
 	if entries, _ := filepath.Glob(filepath.Join(cache, ".*")); len(entries) > 0 {
 		t.Errorf("left in the cache: %v", entries)
 	}
@@ -83,8 +100,14 @@ func TestPullFailureLeavesNothing(t *testing.T) {
 		ref, _ := registry.ParseReference(reg.Host + "/" + name + ":1")
 		before := reg.Requests()
 		_, _, err := Pull(context.Background(), testClient(), ref, cache)
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "image "+ref.String()+": ") {
-			t.Fatalf("%s: err = %v, want %q", name, err, want)
+		if err == nil {
+			t.Fatalf("%s: no error, want %q", name, want)
+		}
+		if prefix := "image " + ref.String() + ": "; !strings.HasPrefix(err.Error(), prefix) {
+			t.Errorf("%s: err = %v, want it to start %q", name, err, prefix)
+		}
+		if !textcheck.Has(t, name+": the error", err.Error(), want) || t.Failed() {
+			t.FailNow()
 		}
 		if name == "aa/other" && reg.Requests()-before != 2 {
 			t.Errorf("%s: %d requests, want the manifest and the config only", name, reg.Requests()-before)

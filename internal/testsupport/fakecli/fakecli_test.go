@@ -5,10 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/jsoncheck"
 )
 
 // events posts body to path and returns the data of each server-sent event, by event name
@@ -100,25 +103,35 @@ func TestChatTurns(t *testing.T) {
 		`{"type":"function","function":{"name":"bash","parameters":{"properties":{"command":{"type":"string"},"description":{"type":"string"}}}}}]`
 	_, data := events(t, srv.URL, "/v1/chat/completions", `{"model":"m","stream":true,"stream_options":{"include_usage":true},`+tools+`,"messages":[{"role":"system","content":"s"},{"role":"user","content":"go"}]}`)
 	call := data[0].Get("choices.0.delta.tool_calls.0")
-	if call.Get("function.name").String() != "bash" || gjson.Get(call.Get("function.arguments").String(), "command").String() != "cat alerts.json" || call.Get("id").String() == "" {
-		t.Errorf("the first turn's call %s", data[0].Raw)
+	jsoncheck.Fields(t, "the first turn's call", call, map[string]string{"function.name": "bash"})
+	if cmd := gjson.Get(call.Get("function.arguments").String(), "command").String(); cmd != "cat alerts.json" {
+		t.Errorf("the first turn's call runs %q", cmd)
 	}
-	if data[1].Get("choices.0.finish_reason").String() != "tool_calls" || data[2].Get("choices.#").Int() != 0 || data[2].Get("usage.prompt_tokens").Int() != inputTokens {
-		t.Errorf("the stream's end: %v", data)
+	if call.Get("id").String() == "" {
+		t.Errorf("the first turn's call has no id: %s", data[0].Raw)
 	}
+	if len(data) < 3 {
+		t.Fatalf("%d chunks, want the call's, its end and the usage: %v", len(data), data)
+	}
+	jsoncheck.Fields(t, "the call's end", data[1], map[string]string{"choices.0.finish_reason": "tool_calls"})
+	jsoncheck.Fields(t, "the usage chunk", data[2], map[string]string{"choices.#": "0", "usage.prompt_tokens": strconv.Itoa(inputTokens)})
 	_, data = events(t, srv.URL, "/v1/chat/completions", `{"model":"m","stream":true,`+tools+`,"messages":[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[]},{"role":"tool","content":"x"}]}`)
-	if len(data) != 2 || data[0].Get("choices.0.delta.content").String() != "the end" || data[1].Get("choices.0.finish_reason").String() != "stop" {
-		t.Errorf("the second turn, unasked for its usage: %v", data)
+	if len(data) != 2 {
+		t.Fatalf("the second turn, unasked for its usage, has %d chunks, want 2: %v", len(data), data)
 	}
+	jsoncheck.Fields(t, "the second turn's text", data[0], map[string]string{"choices.0.delta.content": "the end"})
+	jsoncheck.Fields(t, "the second turn's end", data[1], map[string]string{"choices.0.finish_reason": "stop"})
 	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"title this"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if answer := gjson.ParseBytes(b); err != nil || answer.Get("choices.0.message.content").String() != "Investigation" || answer.Get("usage.completion_tokens").Int() != outputTokens {
-		t.Errorf("a call without tools, not streamed: %s (%v)", b, err)
+	if err != nil {
+		t.Fatalf("a call without tools, not streamed: %v", err)
 	}
+	jsoncheck.Fields(t, "a call without tools, not streamed", gjson.ParseBytes(b),
+		map[string]string{"choices.0.message.content": "Investigation", "usage.completion_tokens": strconv.Itoa(outputTokens)})
 }
 
 func TestResponsesBashTool(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/internal/backoff"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakeregistry"
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // fixture is a registry holding aa/sandbox:1, an index of an s390x image and one for this
@@ -79,8 +81,10 @@ func TestPullWritesALayoutOfThisMachinesImage(t *testing.T) {
 			}
 			var index struct{ Manifests []Descriptor }
 			b, _ := os.ReadFile(filepath.Join(dir, "index.json"))
-			if json.Unmarshal(b, &index); len(index.Manifests) != 1 || index.Manifests[0].Digest != f.manifest.Digest || index.Manifests[0].MediaType != kind[1] {
-				t.Errorf("%s: index.json %s, want the manifest %s", name, b, f.manifest.Digest)
+			if json.Unmarshal(b, &index); len(index.Manifests) != 1 {
+				t.Errorf("%s: index.json %s, want the manifest %s alone", name, b, f.manifest.Digest)
+			} else if got, want := [2]string{index.Manifests[0].Digest, index.Manifests[0].MediaType}, [2]string{f.manifest.Digest, kind[1]}; got != want {
+				t.Errorf("%s: index.json names the manifest %q, want %q", name, got, want)
 			}
 			for _, d := range []string{f.manifest.Digest, f.config.Digest, f.layerOne.Digest} {
 				if _, err := os.Stat(blobPath(dir, d)); err != nil {
@@ -102,8 +106,11 @@ func TestPullWithDockerConfigCredentials(t *testing.T) {
 	c := testClient()
 	c.Credentials = DockerConfigCredentials
 	_, err := pull(c, r, t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), "refuses anonymous access to this image") || !strings.Contains(err.Error(), "docker login "+f.reg.Host) {
-		t.Fatalf("without credentials: %v", err)
+	if err == nil {
+		t.Fatal("without credentials: no error")
+	}
+	if !textcheck.Has(t, "the error without credentials", err.Error(), "refuses anonymous access to this image", "docker login "+f.reg.Host) {
+		t.FailNow()
 	}
 
 	config, _ := json.Marshal(map[string]any{"auths": map[string]any{"http://" + f.reg.Host: map[string]string{"auth": fakeregistry.BasicAuth("grader", "s3cret")}}})
@@ -147,8 +154,12 @@ func TestPullRefusesWhatCannotBePulled(t *testing.T) {
 			}
 			dir := t.TempDir()
 			_, err := pull(testClient(), ref(t, f.reg.Host+c.ref), dir)
-			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("err = %v, want %q", err, c.want)
+			if err == nil {
+				t.Fatalf("no error, want %q", c.want)
+			}
+			textcheck.Has(t, "the error", err.Error(), c.want)
+			if !textcheck.Lacks(t, "the error", err.Error(), "\n") || t.Failed() {
+				t.FailNow()
 			}
 			if _, err := os.Stat(blobPath(dir, f.layerOne.Digest)); err == nil {
 				t.Error("the failed layer was left behind")
@@ -282,8 +293,11 @@ func TestParseReference(t *testing.T) {
 
 func TestParseChallenge(t *testing.T) {
 	c := parseChallenge(`Bearer realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull,push"`)
-	if c.scheme != "bearer" || c.params["realm"] != "https://auth.example/token" || c.params["service"] != "registry.example" || c.params["scope"] != "repository:a/b:pull,push" {
-		t.Fatalf("%+v", c)
+	if c.scheme != "bearer" {
+		t.Errorf("scheme %q, want bearer", c.scheme)
+	}
+	if want := map[string]string{"realm": "https://auth.example/token", "service": "registry.example", "scope": "repository:a/b:pull,push"}; !maps.Equal(c.params, want) {
+		t.Errorf("params %q, want %q", c.params, want)
 	}
 }
 
