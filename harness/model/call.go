@@ -93,7 +93,7 @@ func RecordEvent(ctx context.Context, e Event) {
 const redacted = "[REDACTED]"
 
 // secretHeaders carry credentials; their values are never recorded.
-var secretHeaders = map[string]bool{"Authorization": true, "X-Api-Key": true, "Api-Key": true, "Proxy-Authorization": true}
+var secretHeaders = map[string]bool{"Authorization": true, "X-Api-Key": true, "Api-Key": true, "Proxy-Authorization": true, "X-Goog-Api-Key": true}
 
 // DefaultRetry rides out rate limits: waits of 2 s doubling to 2 minutes, Retry-After
 // honoured up to 10 minutes, within the call's budget.
@@ -359,7 +359,8 @@ func errorMessage(body []byte) string {
 }
 
 // contextOverflow recognises the providers' ways of saying the prompt is too long: OpenAI's
-// error code, or words of the message of a 400 or 413.
+// error code, or words of the message of a 400 or 413 (Gemini's: "The input token count (N)
+// exceeds the maximum number of tokens allowed (M)").
 func contextOverflow(apiErr *APIError) bool {
 	if apiErr.Code == "context_length_exceeded" {
 		return true
@@ -368,7 +369,7 @@ func contextOverflow(apiErr *APIError) bool {
 		return false
 	}
 	m := strings.ToLower(apiErr.Message)
-	for _, sign := range []string{"context_length_exceeded", "maximum context length", "context window", "prompt is too long", "too many tokens"} {
+	for _, sign := range []string{"context_length_exceeded", "maximum context length", "context window", "prompt is too long", "too many tokens", "exceeds the maximum number of tokens"} {
 		if strings.Contains(m, sign) {
 			return true
 		}
