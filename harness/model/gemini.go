@@ -53,7 +53,7 @@ func (m *Gemini) requestBody(req Request) map[string]any {
 	var system []part
 	contents := alternating{field: "parts"}
 	add := contents.add
-	calls := map[string]geminiCall{} // a call's name and whether the API gave its id, by id
+	calls := map[string]geminiCall{} // a call's name and its id on the wire, by its id
 	for _, msg := range req.Messages {
 		switch msg.Role {
 		case RoleSystem:
@@ -61,9 +61,12 @@ func (m *Gemini) requestBody(req Request) map[string]any {
 		case RoleTool:
 			add("user", functionResponse(msg, calls[msg.ToolCallID]))
 		case RoleAssistant:
-			parts, given := geminiParts(msg)
-			for _, c := range msg.ToolCalls {
-				calls[c.ID] = geminiCall{name: c.Name, idGiven: given[c.ID]}
+			parts, wire := geminiParts(msg)
+			for i, c := range msg.ToolCalls {
+				calls[c.ID] = geminiCall{name: c.Name}
+				if i < len(wire) {
+					calls[c.ID] = geminiCall{name: c.Name, wireID: wire[i]}
+				}
 			}
 			add("model", parts...)
 		default:
@@ -97,20 +100,19 @@ func (m *Gemini) requestBody(req Request) map[string]any {
 
 // geminiCall is what a function response needs of its call.
 type geminiCall struct {
-	name    string
-	idGiven bool // the API named the call: its response names it too
+	name   string
+	wireID string // the id the API gave the call ("" none), which its response names too
 }
 
 // geminiParts is an assistant message's parts for the API: the parts its reply came with
-// (Opaque), as received, else its text and calls; and which of its calls' ids the API gave.
-// A message with neither gets a text, as a content needs a part.
-func geminiParts(msg Message) (parts []any, given map[string]bool) {
-	given = map[string]bool{}
+// (Opaque), as received, else its text and calls; and the ids its calls carry on the wire, in
+// order. A message with neither gets a text, as a content needs a part.
+func geminiParts(msg Message) (parts []any, wire []string) {
 	var kept []json.RawMessage
 	_ = json.Unmarshal(msg.Opaque, &kept) // nothing kept: the message alone says it all
 	for _, raw := range kept {
-		if id := gjson.GetBytes(raw, "functionCall.id").String(); id != "" {
-			given[id] = true
+		if call := gjson.GetBytes(raw, "functionCall"); call.Exists() {
+			wire = append(wire, call.Get("id").String())
 		}
 		parts = append(parts, raw)
 	}
@@ -125,7 +127,7 @@ func geminiParts(msg Message) (parts []any, given map[string]bool) {
 	if len(parts) == 0 {
 		parts = append(parts, part{"text": noAnswer})
 	}
-	return parts, given
+	return parts, wire
 }
 
 // callArgs are a call's arguments as a JSON object: {} when the model wrote none (the loop
@@ -145,8 +147,8 @@ func functionResponse(msg Message, call geminiCall) part {
 		key = "error"
 	}
 	resp := part{"name": call.name, "response": part{key: msg.Content}}
-	if call.idGiven {
-		resp["id"] = msg.ToolCallID
+	if call.wireID != "" {
+		resp["id"] = call.wireID
 	}
 	return part{"functionResponse": resp}
 }

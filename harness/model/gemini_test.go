@@ -93,38 +93,42 @@ func TestGeminiRoundTrip(t *testing.T) {
 	}
 }
 
-// TestGeminiCallIDs: a call the API gave no id reads with the same id in the answer and in
-// the history an agent sends back (its arguments written otherwise), and its response, which
-// names no call, answers it by its place; the next call's response is sent back without id.
+// TestGeminiCallIDs: a call reads with the same id in the answer and in the history an agent
+// sends back, its arguments written otherwise, whether the history gives it no id or one of
+// the agent's own making (the Gemini CLI's); its response answers it by that id, or by its
+// place; a call the API gave no id is answered without one.
 func TestGeminiCallIDs(t *testing.T) {
 	reply, err := ReadGeminiAnswer([]byte(geminiAnswer))
 	if err != nil {
 		t.Fatal(err)
 	}
-	history := `{"contents":[{"role":"user","parts":[{"text":"task"}]},
-	 {"role":"model","parts":[{"text":"Let me check the events."},{"functionCall":{"name":"code_exec","args":{"cmd":"grep -c Warning k8s_events_raw.tsv"}}}]},
-	 {"role":"user","parts":[{"functionResponse":{"name":"code_exec","response":{"output":"3"}}}]}],
-	 "systemInstruction":{"parts":[{"text":"be brief"}]},
-	 "tools":[{"functionDeclarations":[{"name":"code_exec","description":"run","parameters":{"type":"OBJECT"}}]}]}`
-	req, err := ReadGeminiRequest([]byte(history))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(req.Messages) != 4 || req.Messages[0].Content != "be brief" || req.Messages[1].Content != "task" {
-		t.Fatalf("messages %+v", req.Messages)
-	}
-	sent, result := req.Messages[2], req.Messages[3]
-	if sent.ToolCalls[0] != reply.Message.ToolCalls[0] || sent.Content != reply.Message.Content {
-		t.Errorf("the call reads %+v in the history, %+v in the answer", sent.ToolCalls, reply.Message.ToolCalls)
-	}
-	if result.Role != RoleTool || result.ToolCallID != sent.ToolCalls[0].ID || result.Content != "3" {
-		t.Errorf("the response %+v", result)
-	}
-	if len(req.Tools) != 1 || string(req.Tools[0].Parameters) != `{"type":"OBJECT"}` {
-		t.Errorf("tools %+v", req.Tools)
+	for _, id := range []string{"", `,"id":"code_exec_1795790907550_0"`} {
+		history := `{"contents":[{"role":"user","parts":[{"text":"task"}]},
+		 {"role":"model","parts":[{"text":"Let me check the events."},{"functionCall":{"name":"code_exec","args":{"cmd":"grep -c Warning k8s_events_raw.tsv"}` + id + `}}]},
+		 {"role":"user","parts":[{"functionResponse":{"name":"code_exec","response":{"output":"3"}` + id + `}}]}],
+		 "systemInstruction":{"parts":[{"text":"be brief"}]},
+		 "tools":[{"functionDeclarations":[{"name":"code_exec","description":"run","parameters":{"type":"OBJECT"}}]}]}`
+		req, err := ReadGeminiRequest([]byte(history))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(req.Messages) != 4 || req.Messages[0].Content != "be brief" || req.Messages[1].Content != "task" {
+			t.Fatalf("messages %+v", req.Messages)
+		}
+		sent, result := req.Messages[2], req.Messages[3]
+		if sent.ToolCalls[0] != reply.Message.ToolCalls[0] || sent.Content != reply.Message.Content {
+			t.Errorf("id %q: the call reads %+v in the history, %+v in the answer", id, sent.ToolCalls, reply.Message.ToolCalls)
+		}
+		if result.Role != RoleTool || result.ToolCallID != sent.ToolCalls[0].ID || result.Content != "3" {
+			t.Errorf("id %q: the response %+v", id, result)
+		}
+		if len(req.Tools) != 1 || string(req.Tools[0].Parameters) != `{"type":"OBJECT"}` {
+			t.Errorf("tools %+v", req.Tools)
+		}
 	}
 	f := &fakeChat{path: geminiPath, answers: []func(http.ResponseWriter){status(200, `{"candidates":[{"content":{"parts":[{"text":"ok"}]}}]}`)}}
-	if _, err := newGemini(t, f).Complete(context.Background(), Request{Messages: append(req.Messages, Message{Role: RoleUser, Content: "go on"})}); err != nil {
+	history := []Message{{Role: RoleUser, Content: "task"}, reply.Message, {Role: RoleTool, ToolCallID: reply.Message.ToolCalls[0].ID, Content: "3"}}
+	if _, err := newGemini(t, f).Complete(context.Background(), Request{Messages: history}); err != nil {
 		t.Fatal(err)
 	}
 	if r := gjson.GetBytes(f.received[0], "contents.2.parts.0.functionResponse"); r.Get("id").Exists() || r.Get("name").String() != "code_exec" {

@@ -29,7 +29,7 @@ func GeminiUsage(usage []byte) Usage {
 // ReadGeminiRequest reads a generateContent request: its systemInstruction's parts as a system
 // message, then its contents (a model content as one assistant message, as an answer's is
 // read; a user content's functionResponse parts as tool messages, each answering the call of
-// the previous model content it names, else the one in its place; its text as a user
+// the previous model content whose id it names, else the one in its place; its text as a user
 // message), and its function declarations.
 func ReadGeminiRequest(body []byte) (Request, error) {
 	contents := gjson.GetBytes(body, "contents")
@@ -41,18 +41,19 @@ func ReadGeminiRequest(body []byte) (Request, error) {
 		req.Messages = append(req.Messages, Message{Role: RoleSystem, Content: system})
 	}
 	var lastCalls []ToolCall // the calls of the last model content, for the responses after it
+	var lastIDs []string     // their ids on the wire
 	contents.ForEach(func(_, c gjson.Result) bool {
 		parts := c.Get("parts")
 		if c.Get("role").String() == "model" {
 			msg := geminiAssistant(parts)
-			lastCalls = msg.ToolCalls
+			lastCalls, lastIDs = msg.ToolCalls, wireIDs(parts)
 			req.Messages = append(req.Messages, msg)
 			return true
 		}
 		answered := 0
 		parts.ForEach(func(_, p gjson.Result) bool {
 			if r := p.Get("functionResponse"); r.Exists() {
-				req.Messages = append(req.Messages, Message{Role: RoleTool, ToolCallID: responseID(r, lastCalls, answered),
+				req.Messages = append(req.Messages, Message{Role: RoleTool, ToolCallID: responseID(r, lastCalls, lastIDs, answered),
 					Content: responseText(r.Get("response")), IsError: r.Get("response.error").Exists() && !r.Get("response.output").Exists()})
 				answered++
 			}
@@ -77,17 +78,34 @@ func ReadGeminiRequest(body []byte) (Request, error) {
 	return req, nil
 }
 
-// responseID is the id of the call a function response answers: its own id, else the id of
-// the call it stands in the place of (the i-th of the previous model content's calls, when
-// that one has its name), as the API pairs calls and responses by order when it gives no ids.
-func responseID(r gjson.Result, calls []ToolCall, i int) string {
+// responseID is the vocabulary's id of the call a function response answers: the call whose
+// wire id (ids) it names, else the one it stands in the place of (the i-th of the previous
+// model content's calls, when that one has its name), as the API pairs calls and responses by
+// order when it gives no ids.
+func responseID(r gjson.Result, calls []ToolCall, ids []string, i int) string {
 	if id := r.Get("id").String(); id != "" {
-		return id
+		for k, wire := range ids {
+			if wire == id && k < len(calls) {
+				return calls[k].ID
+			}
+		}
 	}
 	if i < len(calls) && calls[i].Name == r.Get("name").String() {
 		return calls[i].ID
 	}
 	return ""
+}
+
+// wireIDs are the ids the function calls among parts carry on the wire, in order ("" none).
+func wireIDs(parts gjson.Result) []string {
+	var ids []string
+	parts.ForEach(func(_, p gjson.Result) bool {
+		if call := p.Get("functionCall"); call.Exists() {
+			ids = append(ids, call.Get("id").String())
+		}
+		return true
+	})
+	return ids
 }
 
 // responseText is a function response's text: its output or error when it is a string (as
@@ -115,9 +133,10 @@ func ReadGeminiAnswer(answer []byte) (Reply, error) {
 
 // geminiAssistant reads a model content's parts, of an answer or of a request's history: its
 // text (thoughts aside), its function calls, and the parts as received (kept whole in Opaque,
-// with their thought signatures, to send back). A call the API gave no id gets one made of
-// its place, name and arguments, so that the same call reads alike in the answer and in the
-// history the agent sends back.
+// with their thought signatures, to send back). A call's id is made of its place, name and
+// arguments, whatever id it carries on the wire: the API mostly gives none, and the Gemini CLI
+// then sends the call back with an id of its own making, so that only such an id reads alike
+// in the answer and in the history an agent sends back.
 func geminiAssistant(parts gjson.Result) Message {
 	out := Message{Role: RoleAssistant, Content: geminiText(parts, false)}
 	i := 0
@@ -130,12 +149,8 @@ func geminiAssistant(parts gjson.Result) Message {
 		if args == "" {
 			args = "{}"
 		}
-		id := call.Get("id").String()
-		if id == "" {
-			sum := sha256.Sum256([]byte(strconv.Itoa(i) + "\x00" + call.Get("name").String() + "\x00" + args))
-			id = "call_" + hex.EncodeToString(sum[:6])
-		}
-		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: id, Name: call.Get("name").String(), Arguments: args})
+		sum := sha256.Sum256([]byte(strconv.Itoa(i) + "\x00" + call.Get("name").String() + "\x00" + args))
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: "call_" + hex.EncodeToString(sum[:6]), Name: call.Get("name").String(), Arguments: args})
 		i++
 		return true
 	})
