@@ -17,6 +17,7 @@ func TestParse(t *testing.T) {
 	for spec, want := range map[string]Agent{
 		"claude-code":                 {Name: "claude-code"},
 		" codex ":                     {Name: "codex"},
+		"gemini-cli":                  {Name: "gemini-cli"},
 		"command:python3 my_agent.py": {Name: "command", Command: "python3 my_agent.py"},
 		"command: ./run.sh --fast ":   {Name: "command", Command: "./run.sh --fast"},
 	} {
@@ -29,7 +30,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) = %+v, want %+v", spec, got, want)
 		}
 	}
-	for _, spec := range []string{"", "claude", "gemini-cli", "opencode", "command:", "command:   "} {
+	for _, spec := range []string{"", "claude", "gemini", "opencode", "command:", "command:   "} {
 		_, err := Parse(spec)
 		if !errors.Is(err, ErrAgentSpec) {
 			t.Errorf("Parse(%q) = %v, want ErrAgentSpec", spec, err)
@@ -47,7 +48,7 @@ func TestSpeaks(t *testing.T) {
 	if got := (Agent{Name: "codex"}).Speaks(); !slices.Equal(got, []gateway.Protocol{gateway.Responses}) {
 		t.Errorf("codex speaks %v", got)
 	}
-	if got := (Agent{Name: "command", Command: "x"}).Speaks(); len(got) != 3 {
+	if got := (Agent{Name: "command", Command: "x"}).Speaks(); len(got) != 4 {
 		t.Errorf("a program of the user's own may call every protocol: %v", got)
 	}
 }
@@ -72,6 +73,7 @@ func launch(t *testing.T, a Agent, e Episode) (args []string, env []string, home
 	bin, out, tmp := t.TempDir(), t.TempDir(), t.TempDir()
 	fakeProgram(t, bin, "claude")
 	fakeProgram(t, bin, "codex")
+	fakeProgram(t, bin, "gemini")
 	l := a.Launch(e)
 	cmd := exec.Command("bash", "-c", l.Script())
 	cmd.Dir = t.TempDir()
@@ -189,10 +191,14 @@ func TestFinalMessage(t *testing.T) {
 }
 
 // TestHostInstall: the CLIs installed on this machine are found with their package, and the
-// executable to run is native (Codex's, not its Node.js launcher).
+// executable to run is native (Codex's, not its Node.js launcher); the Gemini CLI's, on
+// Node.js, is TestGeminiHostInstall's.
 func TestHostInstall(t *testing.T) {
 	for _, name := range Names() {
 		a := Agent{Name: name}
+		if a.NeedsNode() {
+			continue
+		}
 		program, pkg := a.Program()
 		if _, err := exec.LookPath(program); err != nil {
 			t.Logf("%s is not installed here", program)

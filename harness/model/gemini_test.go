@@ -126,6 +126,10 @@ func TestGeminiCallIDs(t *testing.T) {
 			t.Errorf("tools %+v", req.Tools)
 		}
 	}
+	escaped, err := ReadGeminiAnswer([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"x","args":{"b":1.50,"a":"p \u0026\u0026 q \u003e r"}}}]}}]}`))
+	if err != nil || escaped.Message.ToolCalls[0].Arguments != `{"a":"p && q > r","b":1.50}` {
+		t.Errorf("arguments written another way read %+v, %v", escaped.Message.ToolCalls, err)
+	}
 	f := &fakeChat{path: geminiPath, answers: []func(http.ResponseWriter){status(200, `{"candidates":[{"content":{"parts":[{"text":"ok"}]}}]}`)}}
 	history := []Message{{Role: RoleUser, Content: "task"}, reply.Message, {Role: RoleTool, ToolCallID: reply.Message.ToolCalls[0].ID, Content: "3"}}
 	if _, err := newGemini(t, f).Complete(context.Background(), Request{Messages: history}); err != nil {

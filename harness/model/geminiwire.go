@@ -133,8 +133,8 @@ func ReadGeminiAnswer(answer []byte) (Reply, error) {
 
 // geminiAssistant reads a model content's parts, of an answer or of a request's history: its
 // text (thoughts aside), its function calls, and the parts as received (kept whole in Opaque,
-// with their thought signatures, to send back). A call's id is made of its place, name and
-// arguments, whatever id it carries on the wire: the API mostly gives none, and the Gemini CLI
+// with their thought signatures, to send back); its arguments are canonicalJSON. A call's id
+// is made of its place, name and arguments, whatever id it carries on the wire: the API mostly gives none, and the Gemini CLI
 // then sends the call back with an id of its own making, so that only such an id reads alike
 // in the answer and in the history an agent sends back.
 func geminiAssistant(parts gjson.Result) Message {
@@ -145,10 +145,7 @@ func geminiAssistant(parts gjson.Result) Message {
 		if !call.Exists() {
 			return true
 		}
-		args := compactJSON(call.Get("args").Raw)
-		if args == "" {
-			args = "{}"
-		}
+		args := canonicalJSON(call.Get("args").Raw)
 		sum := sha256.Sum256([]byte(strconv.Itoa(i) + "\x00" + call.Get("name").String() + "\x00" + args))
 		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: "call_" + hex.EncodeToString(sum[:6]), Name: call.Get("name").String(), Arguments: args})
 		i++
@@ -173,14 +170,23 @@ func geminiText(parts gjson.Result, thoughts bool) string {
 	return b.String()
 }
 
-// compactJSON is raw JSON without white space between its tokens ("" when it is not JSON):
-// arguments read alike whether the API or the agent wrote them.
-func compactJSON(raw string) string {
-	var b bytes.Buffer
-	if json.Compact(&b, []byte(raw)) != nil {
-		return ""
+// canonicalJSON is raw JSON written one way ("{}" when it is none): no white space, keys in
+// order, no escape where a character does: arguments read alike whether the API or the agent
+// wrote them (JavaScript's JSON.stringify and a server's encoder space and escape otherwise).
+func canonicalJSON(raw string) string {
+	d := json.NewDecoder(strings.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return "{}"
 	}
-	return b.String()
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if e.Encode(v) != nil {
+		return "{}"
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // NewGeminiStream assembles streamGenerateContent chunks (alt=sse): each chunk is an answer of
