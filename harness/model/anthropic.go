@@ -39,7 +39,7 @@ func (m *Anthropic) Complete(ctx context.Context, req Request) (Reply, error) {
 	if err != nil {
 		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
-	m.noteMissingUsage(ctx, answer, "input_tokens", "output_tokens")
+	m.noteMissingUsage(ctx, answer, "usage", "input_tokens", "output_tokens")
 	return ReadAnthropicAnswer(answer)
 }
 

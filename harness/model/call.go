@@ -387,10 +387,10 @@ func rawOrString(b []byte) json.RawMessage {
 }
 
 // noteMissingUsage marks, in the trajectory, an answer that reports no token counts (the
-// fields input and output of its usage): the reply's usage then reads 0, and the mark says
-// that this 0 is unknown, not free.
-func (o *Options) noteMissingUsage(ctx context.Context, answer []byte, input, output string) {
-	if u := gjson.GetBytes(answer, "usage"); u.Get(input).Exists() || u.Get(output).Exists() {
+// fields input and output of its usage object, at field): the reply's usage then reads 0, and
+// the mark says that this 0 is unknown, not free.
+func (o *Options) noteMissingUsage(ctx context.Context, answer []byte, field, input, output string) {
+	if u := gjson.GetBytes(answer, field); u.Get(input).Exists() || u.Get(output).Exists() {
 		return
 	}
 	o.record(ctx, Event{Kind: KindNoUsage, Error: "the answer reports no token usage: the call's tokens are unknown and count as 0"})

@@ -39,9 +39,7 @@ func (m *Gemini) Complete(ctx context.Context, req Request) (Reply, error) {
 	if err != nil {
 		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
-	if u := gjson.GetBytes(answer, "usageMetadata"); !u.Get("promptTokenCount").Exists() {
-		m.record(ctx, Event{Kind: KindNoUsage, Error: "the answer reports no token usage: the call's tokens are unknown and count as 0"})
-	}
+	m.noteMissingUsage(ctx, answer, "usageMetadata", "promptTokenCount", "candidatesTokenCount")
 	return ReadGeminiAnswer(answer)
 }
 

@@ -132,8 +132,12 @@ func TestGeminiCallIDs(t *testing.T) {
 	}
 	f := &fakeChat{path: geminiPath, answers: []func(http.ResponseWriter){status(200, `{"candidates":[{"content":{"parts":[{"text":"ok"}]}}]}`)}}
 	history := []Message{{Role: RoleUser, Content: "task"}, reply.Message, {Role: RoleTool, ToolCallID: reply.Message.ToolCalls[0].ID, Content: "3"}}
-	if _, err := newGemini(t, f).Complete(context.Background(), Request{Messages: history}); err != nil {
+	var events []Event
+	if _, err := newGemini(t, f).Complete(recording(context.Background(), &events), Request{Messages: history}); err != nil {
 		t.Fatal(err)
+	}
+	if kinds := eventKinds(events); !strings.Contains(kinds, string(KindNoUsage)) {
+		t.Errorf("an answer without usageMetadata is not marked: %s", kinds)
 	}
 	if r := gjson.GetBytes(f.received[0], "contents.2.parts.0.functionResponse"); r.Get("id").Exists() || r.Get("name").String() != "code_exec" {
 		t.Errorf("a call the API gave no id is answered %s", r.Raw)
