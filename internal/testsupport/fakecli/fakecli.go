@@ -1,6 +1,6 @@
-// Package fakecli is a scripted model behind the streaming Anthropic Messages and OpenAI
-// Responses protocols, as real CLI agents (Claude Code, Codex) call them, for driving those
-// agents to a graded result in tests: its first turn runs Command with the shell tool the
+// Package fakecli is a scripted model behind the streaming Anthropic Messages, OpenAI
+// Responses and Google Gemini protocols, as real CLI agents (Claude Code, Codex, the Gemini
+// CLI) call them, for driving those agents to a graded result in tests: its first turn runs Command with the shell tool the
 // request offers, its second answers Final. A call without tools (a CLI's title or summary)
 // gets a short text. It needs no state: the turn is read from the conversation it is sent.
 package fakecli
@@ -22,7 +22,8 @@ type Script struct {
 	Final   string // the text of the last turn
 }
 
-// Server answers /v1/messages (Anthropic) and /v1/responses (OpenAI) by the script.
+// Server answers /v1/messages (Anthropic), /v1/responses (OpenAI) and /v1beta/models/M:METHOD
+// (Gemini) by the script.
 type Server struct {
 	Script Script
 	mu     sync.Mutex
@@ -60,6 +61,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.messages(w, req)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
 		s.responses(w, req)
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, geminiModels):
+		s.gemini(w, r, req)
 	default:
 		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
 	}

@@ -1,0 +1,81 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/fakecli"
+)
+
+// TestGeminiCLIRun: run --agent gemini-cli with a google/ model plays an episode with the real
+// Gemini CLI (installed by .ci/run from npm) through the gateway, against a scripted model
+// speaking the Gemini API, to a graded result on bwrap and docker (whose test image has no
+// Node.js: this machine's node and CLI are shown); landlock refuses it before anything runs.
+// The key is in no file of the run folder.
+func TestGeminiCLIRun(t *testing.T) {
+	if _, err := exec.LookPath("gemini"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("gemini is not installed under CI (npm install -g @google/gemini-cli)")
+		}
+		t.Skip("gemini is not installed (npm install -g @google/gemini-cli)")
+	}
+	key := fmt.Sprintf("gk-canary-%x", time.Now().UnixNano())
+	answer, _ := json.Marshal(answer901)
+	fake := &fakecli.Server{Script: fakecli.Script{Command: "ls alerts | head -2 && echo '" + string(answer) + "' > agent_output.json", Final: "The answer is written."}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "GOOGLE_GEMINI_BASE_URL=" + srv.URL, "GEMINI_API_KEY=" + key}
+	sandboxes := [][]string{{"--sandbox", "bwrap"}}
+	if img := os.Getenv("AA_GRADE_TEST_IMAGE"); img != "" {
+		sandboxes = append(sandboxes, []string{"--sandbox", "docker", "--sandbox-image", img})
+	}
+	for _, sb := range sandboxes {
+		t.Run(sb[1], func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			r := aaGrade(t, env, append([]string{"run", "--dataset", "demo", "--model", "google/gemini-fake", "--agent", "gemini-cli",
+				"--tasks", "901", "--repeats", "1", "--out", out}, sb...)...)
+			if r.code != 0 || !strings.Contains(r.stdout, "Episodes: 1 ok") {
+				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			h := gjson.Parse(readFile(t, filepath.Join(out, "run.json")))
+			if h.Get("agent.spec").String() != "gemini-cli" || h.Get("agent.protocol").String() != "Google Gemini" || h.Get("agent.version").String() != "0.61.0" {
+				t.Errorf("run.json records the agent %s", h.Get("agent").Raw)
+			}
+			res := gjson.Parse(readFile(t, filepath.Join(out, "results.jsonl")))
+			if res.Get("status").String() != "ok" || res.Get("score").Float() <= 0 || res.Get("turns").Int() < 2 || res.Get("tokens.input").Int() == 0 {
+				t.Errorf("result %s", res.Raw)
+			}
+			t.Logf("%s: score %v in %d turns", sb[1], res.Get("score").Float(), res.Get("turns").Int())
+			filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				if b, err := os.ReadFile(path); err != nil || bytes.Contains(b, []byte(key)) {
+					t.Errorf("%s holds the key (or cannot be read: %v)", path, err)
+				}
+				return nil
+			})
+			if kinds := checkTrajectories(t, out); kinds["turn"] < 2 || kinds["agent"] != 1 {
+				t.Errorf("the trajectory's lines: %v", kinds)
+			}
+		})
+	}
+	r := aaGrade(t, env, "run", "--dataset", "demo", "--model", "google/gemini-fake", "--agent", "gemini-cli", "--tasks", "901",
+		"--out", filepath.Join(t.TempDir(), "run"), "--sandbox", "landlock")
+	if r.code != 2 || !strings.Contains(r.stderr, "Node.js") || !strings.Contains(r.stderr, "landlock") {
+		t.Errorf("landlock: exit %d, want 2 and a line saying why\n%s", r.code, r.stderr)
+	}
+}
