@@ -23,8 +23,9 @@ func SpecForms() string { return strings.Join(specForms, ", ") }
 // New builds the model a --model value names (SpecForms), reading keys and base URLs through
 // getenv: openai/MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), openai-responses/MODEL (the same, for
 // the Responses API), anthropic/MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL), google/MODEL
-// (GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL: Google's Gemini API), openrouter/ORG/MODEL (OPENROUTER_API_KEY), openai-api/PROVIDER/MODEL (<PROVIDER>_BASE_URL,
-// and <PROVIDER>_API_KEY when the server wants one). builtin/baseline and replay/RUN_DIR are
+// (GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL: Google's Gemini API), openrouter/ORG/MODEL
+// (OPENROUTER_API_KEY), openai-api/PROVIDER/MODEL (<PROVIDER>_BASE_URL, and <PROVIDER>_API_KEY
+// when the server wants one). builtin/baseline and replay/RUN_DIR are
 // built where the run builds its model: they call no provider.
 // opts carries the generation settings and the recorder; its Model, BaseURL and APIKey are
 // filled here.
