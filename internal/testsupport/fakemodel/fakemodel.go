@@ -1,5 +1,5 @@
-// Package fakemodel is a scripted model behind the OpenAI Chat Completions wire protocol, for
-// tests and benchmarks of whole runs: it needs no state, since the turn is the number of
+// Package fakemodel is a scripted model behind the OpenAI Chat Completions wire protocol (and
+// Google's Gemini API, generateContent), for tests and benchmarks of whole runs: it needs no state, since the turn is the number of
 // assistant messages in the conversation it is sent, so any number of episodes can share it.
 package fakemodel
 
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -22,7 +23,8 @@ type Script struct {
 	CutAt int
 }
 
-// Server answers POST /chat/completions by the script.
+// Server answers POST /chat/completions, and POST /v1beta/models/M:generateContent, by the
+// script.
 type Server struct {
 	Script   Script
 	requests atomic.Int64
@@ -55,6 +57,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.bodies = append(s.bodies, body)
 	s.mu.Unlock()
+	if strings.HasSuffix(r.URL.Path, ":generateContent") {
+		s.gemini(w, body)
+		return
+	}
 	turn := 1
 	for _, m := range req.Messages {
 		if m.Role == "assistant" {

@@ -1,0 +1,38 @@
+package fakemodel
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// gemini answers a generateContent request by the script: the turn is the number of model
+// contents in the conversation, plus one; the call comes without id, as the API sends it.
+func (s *Server) gemini(w http.ResponseWriter, body []byte) {
+	var req struct {
+		Contents []struct {
+			Role string `json:"role"`
+		} `json:"contents"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		http.Error(w, `{"error":{"code":400,"message":"bad request body","status":"INVALID_ARGUMENT"}}`, http.StatusBadRequest)
+		return
+	}
+	turn := 1
+	for _, c := range req.Contents {
+		if c.Role == "model" {
+			turn++
+		}
+	}
+	name, args := s.Script.call(turn)
+	finish := "STOP"
+	if turn == s.Script.CutAt {
+		finish = "MAX_TOKENS"
+	}
+	reply := map[string]any{
+		"candidates": []any{map[string]any{"index": 0, "finishReason": finish, "content": map[string]any{"role": "model",
+			"parts": []any{map[string]any{"functionCall": map[string]any{"name": name, "args": args}}}}}},
+		"usageMetadata": map[string]any{"promptTokenCount": len(body) / 4, "candidatesTokenCount": 20, "totalTokenCount": len(body)/4 + 20},
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(reply)
+}
