@@ -20,14 +20,24 @@ func TestGeminiCLILaunch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(a.Speaks(), []gateway.Protocol{gateway.Gemini}) || !a.NeedsNode() || a.NeedsProc() {
-		t.Errorf("gemini-cli speaks %v, needs node %v, needs /proc %v", a.Speaks(), a.NeedsNode(), a.NeedsProc())
+	if !slices.Equal(a.Speaks(), []gateway.Protocol{gateway.Gemini}) {
+		t.Errorf("gemini-cli speaks %v, want Gemini", a.Speaks())
+	}
+	if !a.NeedsNode() {
+		t.Error("gemini-cli runs on Node.js, yet NeedsNode is false")
+	}
+	if a.NeedsProc() {
+		t.Error("gemini-cli needs no /proc of its own, yet NeedsProc is true")
 	}
 	e := episode()
 	e.Model = "gemini-test-1"
 	args, env, home := launch(t, a, e)
-	if i := slices.Index(args, "--prompt"); i < 0 || i+1 >= len(args) || args[i+1] != hostile {
-		t.Errorf("arguments %q: want --prompt with the prompt intact", args)
+	i := slices.Index(args, "--prompt")
+	if i < 0 || i+1 >= len(args) {
+		t.Fatalf("arguments %q: no --prompt and its value", args)
+	}
+	if args[i+1] != hostile {
+		t.Errorf("the prompt arrived as %q", args[i+1])
 	}
 	for _, want := range [][]string{{"--yolo"}, {"--output-format", "json"}, {"--model", "gemini-test-1"}} {
 		i := slices.Index(args, want[0])
@@ -83,8 +93,14 @@ func TestGeminiHostInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(in.Paths) != 2 || !strings.HasSuffix(in.Paths[0], "@google/gemini-cli") || in.Executable != in.Paths[0]+"/bundle/gemini.js" {
-		t.Errorf("install %+v", in)
+	if len(in.Paths) != 2 {
+		t.Fatalf("install %+v: want the package and node shown", in)
+	}
+	if !strings.HasSuffix(in.Paths[0], "@google/gemini-cli") {
+		t.Errorf("the package shown is %s", in.Paths[0])
+	}
+	if in.Executable != in.Paths[0]+"/bundle/gemini.js" {
+		t.Errorf("the executable is %s, want the package's bundle/gemini.js", in.Executable)
 	}
 	if f, err := elf.Open(in.Paths[1]); err != nil || filepath.Base(in.Paths[1]) != "node" {
 		t.Errorf("%s is not a native node: %v", in.Paths[1], err)

@@ -43,8 +43,10 @@ func (e *episode) geminiRequest(t testing.TB, method, pathAndQuery, body string)
 func geminiError(t testing.TB, body string) (code int, status, message string) {
 	t.Helper()
 	e := gjson.Get(body, "error")
-	if !e.Get("code").Exists() || e.Get("status").String() == "" || e.Get("message").String() == "" {
-		t.Fatalf("not a Google error: %s", body)
+	for _, field := range []string{"code", "status", "message"} {
+		if !e.Get(field).Exists() {
+			t.Fatalf("not a Google error, no error.%s: %s", field, body)
+		}
 	}
 	return int(e.Get("code").Int()), e.Get("status").String(), e.Get("message").String()
 }
@@ -88,8 +90,14 @@ func TestGeminiPassesCallsOn(t *testing.T) {
 				req.Header.Del("x-goog-api-key")
 			}
 			resp, body, err := do(t, req)
-			if err != nil || resp.StatusCode != http.StatusOK || body != c.want {
-				t.Fatalf("answer %d %q (%v), want the provider's %q", resp.StatusCode, body, err, c.want)
+			if err != nil {
+				t.Fatalf("reading the answer: %v", err)
+			}
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			}
+			if body != c.want {
+				t.Errorf("answer %q, want the provider's %q", body, c.want)
 			}
 			header, sent, path := f.sent(0)
 			if path != "/v1beta/models/"+runModel+":"+c.method || sent != geminiBody {
@@ -99,19 +107,37 @@ func TestGeminiPassesCallsOn(t *testing.T) {
 				t.Errorf("the provider got the headers %v", header)
 			}
 			events := e.recorded()
-			if len(events) != 2 || strings.Contains(events[0].URL, token) || strings.Contains(events[0].URL, "key=") {
-				t.Errorf("recorded %+v", events)
+			if len(events) != 2 {
+				t.Fatalf("recorded %+v, want the request and its answer", events)
+			}
+			if u := events[0].URL; strings.Contains(u, token) || strings.Contains(u, "key=") {
+				t.Errorf("the recorded URL %s holds the token", u)
 			}
 			if c.query != "" && !strings.HasSuffix(events[0].URL, "?alt=sse") {
 				t.Errorf("the provider was called at %s, want ?alt=sse kept", events[0].URL)
 			}
-			if tot := e.gw.Totals(); tot.Calls != 1 || tot.Usage != (model.Usage{Input: 11, Output: 7, Reasoning: 2}) || *tot.CostUSD != 25e-6 {
-				t.Errorf("totals %+v", tot)
+			type counted struct {
+				calls int
+				usage model.Usage
+				cost  float64
+			}
+			tot := e.gw.Totals()
+			if got, want := (counted{tot.Calls, tot.Usage, *tot.CostUSD}), (counted{1, model.Usage{Input: 11, Output: 7, Reasoning: 2}, 25e-6}); got != want {
+				t.Errorf("totals %+v, want %+v", got, want)
 			}
 			tt.mu.Lock()
 			defer tt.mu.Unlock()
-			if len(tt.seen) != 1 || tt.seen[0].Message.Content != "Hello" || tt.errs[0] != nil || tt.reqs[0].Messages[0].Content != "Hi" {
-				t.Errorf("turns %+v %+v %v", tt.reqs, tt.seen, tt.errs)
+			if len(tt.seen) != 1 {
+				t.Fatalf("%d turns, want 1", len(tt.seen))
+			}
+			if tt.errs[0] != nil {
+				t.Errorf("the turn failed: %v", tt.errs[0])
+			}
+			if got := tt.seen[0].Message.Content; got != "Hello" {
+				t.Errorf("the turn's reply %q, want Hello", got)
+			}
+			if got := tt.reqs[0].Messages[0].Content; got != "Hi" {
+				t.Errorf("the turn's request %q, want Hi", got)
 			}
 		})
 	}
@@ -174,8 +200,14 @@ func TestGeminiRefusals(t *testing.T) {
 				if _, message := errorOf(t, gateway.Chat, body); !strings.Contains(message, c.says) {
 					t.Errorf("message %q, want it to say %q", message, c.says)
 				}
-			} else if code, st, message := geminiError(t, body); code != c.code || st != c.status || !strings.Contains(message, c.says) {
-				t.Errorf("error %d %s %q, want %d %s saying %q", code, st, message, c.code, c.status, c.says)
+			} else {
+				code, st, message := geminiError(t, body)
+				if code != c.code || st != c.status {
+					t.Errorf("error %d %s, want %d %s", code, st, c.code, c.status)
+				}
+				if !strings.Contains(message, c.says) {
+					t.Errorf("message %q, want it to say %q", message, c.says)
+				}
 			}
 			if f.calls() != 0 {
 				t.Errorf("the provider got %d calls", f.calls())
@@ -212,16 +244,25 @@ func TestGeminiMappedModelsCountsAndCaps(t *testing.T) {
 		t.Errorf("the provider's 400: %d %s", resp.StatusCode, body)
 	}
 	resp, body, _ := do(t, e.geminiRequest(t, http.MethodPost, models+runModel+":generateContent", geminiBody))
-	if code, st, message := geminiError(t, body); resp.StatusCode != http.StatusBadRequest || code != 400 || st != "FAILED_PRECONDITION" || !strings.Contains(message, "cap") {
-		t.Errorf("past the cap: %d %s", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("past the cap: status %d, want 400", resp.StatusCode)
+	}
+	code, st, message := geminiError(t, body)
+	if code != http.StatusBadRequest || st != "FAILED_PRECONDITION" {
+		t.Errorf("past the cap: error %d %s, want 400 FAILED_PRECONDITION", code, st)
+	}
+	if !strings.Contains(message, "cap") {
+		t.Errorf("past the cap: message %q says not why", message)
 	}
 	for i, want := range []string{":countTokens", ":generateContent", ":generateContent", ":generateContent"} {
 		if _, _, path := f.sent(i); path != models+runModel+want {
 			t.Errorf("call %d went to %s", i, path)
 		}
 	}
-	if tot := e.gw.Totals(); tot.Calls != 2 || tot.Retries != 1 || tot.Refused != 1 {
-		t.Errorf("totals %+v", tot)
+	type counted struct{ calls, retries, refused int }
+	tot := e.gw.Totals()
+	if got, want := (counted{tot.Calls, tot.Retries, tot.Refused}), (counted{2, 1, 1}); got != want {
+		t.Errorf("totals %+v, want %+v", got, want)
 	}
 }
 
@@ -229,8 +270,11 @@ func TestGeminiMappedModelsCountsAndCaps(t *testing.T) {
 func TestUpstreamOfGemini(t *testing.T) {
 	m := &model.Gemini{Options: model.Options{BaseURL: "https://generativelanguage.googleapis.com", APIKey: "k4", Model: "gemini-x"}}
 	up, name, err := gateway.UpstreamOf(m, []gateway.Protocol{gateway.Gemini})
-	if want := (gateway.Upstream{Protocol: gateway.Gemini, BaseURL: "https://generativelanguage.googleapis.com", APIKey: "k4"}); err != nil || up != want || name != "gemini-x" {
-		t.Errorf("UpstreamOf = %+v, %q, %v", up, name, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (gateway.Upstream{Protocol: gateway.Gemini, BaseURL: "https://generativelanguage.googleapis.com", APIKey: "k4"}); up != want || name != "gemini-x" {
+		t.Errorf("UpstreamOf = %+v, %q; want %+v, gemini-x", up, name, want)
 	}
 	if _, _, err := gateway.UpstreamOf(m, []gateway.Protocol{gateway.Chat, gateway.Responses, gateway.Messages}); err == nil || !strings.Contains(err.Error(), "Google Gemini") {
 		t.Errorf("an agent that speaks no Gemini: %v", err)

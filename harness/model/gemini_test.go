@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,9 +83,14 @@ func TestGeminiRoundTrip(t *testing.T) {
 		}
 	}
 	msg := reply.Message
-	if msg.Content != "Let me check the events." || len(msg.ToolCalls) != 1 || msg.ToolCalls[0].Arguments != `{"cmd":"grep -c Warning k8s_events_raw.tsv"}` ||
-		!strings.HasPrefix(msg.ToolCalls[0].ID, "call_") {
-		t.Errorf("reply = %+v", msg)
+	if msg.Content != "Let me check the events." {
+		t.Errorf("the reply's text %q", msg.Content)
+	}
+	if len(msg.ToolCalls) != 1 {
+		t.Fatalf("the reply's calls %+v, want one", msg.ToolCalls)
+	}
+	if c := msg.ToolCalls[0]; c.Arguments != `{"cmd":"grep -c Warning k8s_events_raw.tsv"}` || !strings.HasPrefix(c.ID, "call_") {
+		t.Errorf("the call %+v", c)
 	}
 	if text, _ := Reasoning(msg.Opaque); text != "" || !strings.Contains(string(msg.Opaque), "sig-abc==") {
 		t.Errorf("the parts to send back: %s", msg.Opaque)
@@ -112,15 +119,18 @@ func TestGeminiCallIDs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(req.Messages) != 4 || req.Messages[0].Content != "be brief" || req.Messages[1].Content != "task" {
-			t.Fatalf("messages %+v", req.Messages)
+		if len(req.Messages) != 4 {
+			t.Fatalf("messages %+v, want the system, the task, the call and its result", req.Messages)
+		}
+		if got := []string{req.Messages[0].Content, req.Messages[1].Content}; !slices.Equal(got, []string{"be brief", "task"}) {
+			t.Errorf("the prompts %q", got)
 		}
 		sent, result := req.Messages[2], req.Messages[3]
 		if sent.ToolCalls[0] != reply.Message.ToolCalls[0] || sent.Content != reply.Message.Content {
 			t.Errorf("id %q: the call reads %+v in the history, %+v in the answer", id, sent.ToolCalls, reply.Message.ToolCalls)
 		}
-		if result.Role != RoleTool || result.ToolCallID != sent.ToolCalls[0].ID || result.Content != "3" {
-			t.Errorf("id %q: the response %+v", id, result)
+		if want := (Message{Role: RoleTool, ToolCallID: sent.ToolCalls[0].ID, Content: "3"}); !reflect.DeepEqual(result, want) {
+			t.Errorf("id %q: the response %+v, want %+v", id, result, want)
 		}
 		if len(req.Tools) != 1 || string(req.Tools[0].Parameters) != `{"type":"OBJECT"}` {
 			t.Errorf("tools %+v", req.Tools)
