@@ -92,8 +92,11 @@ func TestGeminiRoundTrip(t *testing.T) {
 	if c := msg.ToolCalls[0]; c.Arguments != `{"cmd":"grep -c Warning k8s_events_raw.tsv"}` || !strings.HasPrefix(c.ID, "call_") {
 		t.Errorf("the call %+v", c)
 	}
-	if text, _ := Reasoning(msg.Opaque); text != "" || !strings.Contains(string(msg.Opaque), "sig-abc==") {
-		t.Errorf("the parts to send back: %s", msg.Opaque)
+	if text, _ := Reasoning(msg.Opaque); text != "The alerts point at cart." {
+		t.Errorf("the reply's reasoning %q", text)
+	}
+	if !strings.Contains(string(msg.Opaque), "sig-abc==") {
+		t.Errorf("the parts to send back lack the signature: %s", msg.Opaque)
 	}
 	if want := (Usage{Input: 4050, CachedRead: 3000, Output: 160, Reasoning: 40}); reply.Usage != want || reply.Cut {
 		t.Errorf("usage %+v cut %v, want %+v", reply.Usage, reply.Cut, want)
