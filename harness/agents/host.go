@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -97,6 +98,10 @@ func codexNative(root string) (Install, string, error) {
 	return Install{}, "", fmt.Errorf("no native codex for linux/%s in %s", runtime.GOARCH, root)
 }
 
+// sandboxPath are the folders of the PATH commands run with in a sandbox (harness/sandbox's),
+// where a program shown at its own path is found by name.
+var sandboxPath = []string{"/usr/local/bin", "/usr/bin", "/bin"}
+
 // nodeRuntimeLibs are the libraries a node this machine shows a sandbox may link: the C and
 // C++ runtimes, which a glibc system image has (the official and NodeSource builds link
 // nothing else). A node that links more (Debian's links libnode, libuv, OpenSSL, ICU, ...)
@@ -116,8 +121,8 @@ func hostNode(script string) func(root string) (Install, string, error) {
 		if err != nil {
 			return Install{}, "", fmt.Errorf("node (Node.js, which %s runs on): %w", root, err)
 		}
-		if dir := filepath.Dir(node); dir != "/usr/bin" && dir != "/bin" {
-			return Install{}, "", fmt.Errorf("this machine's node is %s, where a sandbox's PATH does not find it; one in /usr/bin is", node)
+		if dir := filepath.Dir(node); !slices.Contains(sandboxPath, dir) {
+			return Install{}, "", fmt.Errorf("this machine's node is %s, where a sandbox's PATH does not find it (%s)", node, strings.Join(sandboxPath, ":"))
 		}
 		f, err := elf.Open(node)
 		if err != nil {
