@@ -51,12 +51,8 @@ func TestGeminiCLIRun(t *testing.T) {
 			if r.code != 0 || !strings.Contains(r.stdout, "Episodes: 1 ok") {
 				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
-			h := gjson.Parse(readFile(t, filepath.Join(out, "run.json")))
-			for path, want := range map[string]string{"agent.spec": "gemini-cli", "agent.protocol": "Google Gemini", "agent.version": "0.61.0"} {
-				if got := h.Get(path).String(); got != want {
-					t.Errorf("run.json's %s is %q, want %q", path, got, want)
-				}
-			}
+			wantFields(t, "run.json", gjson.Parse(readFile(t, filepath.Join(out, "run.json"))),
+				map[string]string{"agent.spec": "gemini-cli", "agent.protocol": "Google Gemini", "agent.version": "0.61.0"})
 			res := gjson.Parse(readFile(t, filepath.Join(out, "results.jsonl")))
 			if status := res.Get("status").String(); status != "ok" {
 				t.Errorf("status %q, want ok: %s", status, res.Raw)

@@ -32,20 +32,12 @@ func TestGoogleModelRun(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	res := gjson.Parse(readFile(t, filepath.Join(out, "results.jsonl")))
-	for path, want := range map[string]string{"status": "ok", "turns": "3", "tokens.output": "60"} {
-		if got := res.Get(path).String(); got != want {
-			t.Errorf("the result's %s is %q, want %q", path, got, want)
-		}
-	}
+	wantFields(t, "the result", res, map[string]string{"status": "ok", "turns": "3", "tokens.output": "60"})
 	if res.Get("score").Float() <= 0 {
 		t.Errorf("score %s, want the answer graded above 0", res.Get("score").Raw)
 	}
-	first := gjson.ParseBytes(fake.Bodies()[0])
-	for path, want := range map[string]string{"contents.0.role": "user", "systemInstruction.parts.#": "1", "tools.0.functionDeclarations.#": "2"} {
-		if got := first.Get(path).String(); got != want {
-			t.Errorf("the first request's %s is %q, want %q", path, got, want)
-		}
-	}
+	wantFields(t, "the first request", gjson.ParseBytes(fake.Bodies()[0]),
+		map[string]string{"contents.0.role": "user", "systemInstruction.parts.#": "1", "tools.0.functionDeclarations.#": "2"})
 	tr, err := runfolder.OpenTrajectory(filepath.Join(out, "episodes", "Scenario-901", "1"))
 	if err != nil {
 		t.Fatal(err)
@@ -60,5 +52,15 @@ func TestGoogleModelRun(t *testing.T) {
 	}
 	if kinds := checkTrajectories(t, out); kinds["turn"] != 3 {
 		t.Errorf("the trajectory's lines: %v", kinds)
+	}
+}
+
+// wantFields checks each field of doc, by its gjson path, against the text wanted.
+func wantFields(t *testing.T, what string, doc gjson.Result, want map[string]string) {
+	t.Helper()
+	for path, w := range want {
+		if got := doc.Get(path).String(); got != w {
+			t.Errorf("%s's %s is %q, want %q", what, path, got, w)
+		}
 	}
 }
