@@ -44,10 +44,12 @@ func (s *Server) Bodies() [][]byte {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	type roled struct {
+		Role string `json:"role"`
+	}
 	var req struct {
-		Messages []struct {
-			Role string `json:"role"`
-		} `json:"messages"`
+		Messages []roled `json:"messages"`
+		Contents []roled `json:"contents"` // Gemini's
 	}
 	if err != nil || json.Unmarshal(body, &req) != nil {
 		http.Error(w, `{"error":{"message":"bad request body"}}`, http.StatusBadRequest)
@@ -57,15 +59,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.bodies = append(s.bodies, body)
 	s.mu.Unlock()
-	if strings.HasSuffix(r.URL.Path, ":generateContent") {
-		s.gemini(w, body)
-		return
-	}
-	turn := 1
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
+	turn := 1 // the model's replies so far, and one
+	for _, m := range append(req.Messages, req.Contents...) {
+		if m.Role == "assistant" || m.Role == "model" {
 			turn++
 		}
+	}
+	if strings.HasSuffix(r.URL.Path, ":generateContent") {
+		s.gemini(w, body, turn)
+		return
 	}
 	name, args := s.Script.call(turn)
 	argJSON, _ := json.Marshal(args)

@@ -5,24 +5,9 @@ import (
 	"net/http"
 )
 
-// gemini answers a generateContent request by the script: the turn is the number of model
-// contents in the conversation, plus one; the call comes without id, as the API sends it.
-func (s *Server) gemini(w http.ResponseWriter, body []byte) {
-	var req struct {
-		Contents []struct {
-			Role string `json:"role"`
-		} `json:"contents"`
-	}
-	if json.Unmarshal(body, &req) != nil {
-		http.Error(w, `{"error":{"code":400,"message":"bad request body","status":"INVALID_ARGUMENT"}}`, http.StatusBadRequest)
-		return
-	}
-	turn := 1
-	for _, c := range req.Contents {
-		if c.Role == "model" {
-			turn++
-		}
-	}
+// gemini answers a generateContent request by the script's turn: the call comes without id,
+// as the API sends it.
+func (s *Server) gemini(w http.ResponseWriter, body []byte, turn int) {
 	name, args := s.Script.call(turn)
 	finish := "STOP"
 	if turn == s.Script.CutAt {
