@@ -283,12 +283,14 @@ func checkAgentRunReaders(t *testing.T, out string) {
 // TestAgentRunRefusals: an agent that cannot call the model, a model an agent cannot call,
 // and flags of aa-grade's own loop are refused before anything runs (exit 2).
 func TestAgentRunRefusals(t *testing.T) {
-	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_API_KEY=sk-x", "ANTHROPIC_API_KEY=sk-y"}
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_API_KEY=sk-x", "ANTHROPIC_API_KEY=sk-y", "GEMINI_API_KEY=sk-z"}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--model", "openai/m", "--agent", "gemini-cli"}, "expected claude-code, codex, opencode, or command:CMD"},
+		{[]string{"--model", "openai/m", "--agent", "gemini"}, "expected claude-code, codex, gemini-cli, opencode, or command:CMD"},
+		{[]string{"--model", "openai/m", "--agent", "gemini-cli"}, "speaks Google Gemini"},
+		{[]string{"--model", "google/m", "--agent", "codex"}, "speaks OpenAI Responses"},
 		{[]string{"--model", "openai/m", "--agent", "command:"}, "needs a program"},
 		{[]string{"--model", "openai/m", "--agent", "claude-code"}, "speaks Anthropic Messages"},
 		{[]string{"--model", "anthropic/m", "--agent", "codex"}, "speaks OpenAI Responses"},

@@ -119,7 +119,7 @@ func TestRunUsageErrors(t *testing.T) {
 // the run builds itself as well; a provider's spec that lacks its key is told only that.
 func TestRunModelErrorsNameTheRunsOwnModels(t *testing.T) {
 	for spec, want := range map[string]string{
-		"acme/x":       `aa-grade: --model: bad model: "acme/x" names no provider: unknown provider "acme" (expected openai/MODEL, openai-responses/MODEL, anthropic/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL); or builtin/baseline, replay/RUN_DIR, or a preset (aa-grade models)` + "\n",
+		"acme/x":       `aa-grade: --model: bad model: "acme/x" names no provider: unknown provider "acme" (expected openai/MODEL, openai-responses/MODEL, anthropic/MODEL, google/MODEL, openrouter/ORG/MODEL, openai-api/PROVIDER/MODEL); or builtin/baseline, replay/RUN_DIR, or a preset (aa-grade models)` + "\n",
 		"openai/gpt-5": "aa-grade: --model: bad model: openai/gpt-5 needs OPENAI_API_KEY in the environment\n",
 	} {
 		r := aaGrade(t, []string{"OPENAI_API_KEY="}, "run", "--dataset", "demo", "--model", spec)

@@ -363,16 +363,18 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestRealCLIs: the real Claude Code, Codex and opencode CLIs (installed by .ci/run from npm,
-// under /usr, which bwrap shows; docker's test image has none, so the host's install is shown
-// to it) play an episode to a graded answer through the gateway, against a scripted model
-// speaking their protocols (opencode each of the three).
+// TestRealCLIs: the real Claude Code, Codex, opencode and Gemini CLIs (installed by .ci/run
+// from npm, under /usr, which bwrap shows; docker's test image has none, nor Node.js, so the
+// host's install, and its node for the Gemini CLI, is shown to it) play an episode to a graded
+// answer through the gateway, against a scripted model speaking their protocols (opencode
+// each of the OpenAI and Anthropic ones); a backend where one cannot run (landlock, for Claude
+// Code, opencode and the Gemini CLI) refuses it up front.
 func TestRealCLIs(t *testing.T) {
 	for _, c := range []struct {
 		agent    string
 		protocol gateway.Protocol
 		base     string
-	}{{"claude-code", gateway.Messages, ""}, {"codex", gateway.Responses, "/v1"},
+	}{{"claude-code", gateway.Messages, ""}, {"codex", gateway.Responses, "/v1"}, {"gemini-cli", gateway.Gemini, ""},
 		{"opencode", gateway.Messages, ""}, {"opencode", gateway.Responses, "/v1"}, {"opencode", gateway.Chat, "/v1"}} {
 		t.Run(c.agent+"/"+c.protocol.String(), func(t *testing.T) {
 			a, err := agents.Parse(c.agent)

@@ -39,18 +39,22 @@ type adapter struct {
 	final    func(stdout string) string
 	mapped   []string // path.Match patterns of the background model names the CLI may ask for
 	versionF string   // the flag that prints its version
-	// native finds, in the package folder, the native executable to run where the sandbox
-	// shows the host's install (nil: the program itself is native).
-	native func(root string) (Install, error)
+	// native finds, in the package folder, what to show and run where the sandbox shows the
+	// host's install, and the native program that runs (nil: the program itself is native).
+	native func(root string) (in Install, native string, err error)
 	// needsProc: the CLI aborts where /proc of its own process is out of reach (landlock).
 	needsProc bool
+	// node: the CLI runs on Node.js, which stops where /etc/ssl is out of reach (landlock).
+	node bool
 }
 
-// adapters are the CLI agents, by name. gemini-cli is not among them yet: the Gemini CLI
-// speaks Google's Gemini API, which the gateway does not (see docs/agents.md).
+// adapters are the CLI agents, by name: Claude Code (Anthropic Messages), Codex (the Responses
+// API), the Gemini CLI (Google's Gemini API, on Node.js) and opencode (whichever of the
+// OpenAI and Anthropic APIs the run's model speaks).
 var adapters = map[string]adapter{
 	"claude-code": claudeCode,
 	"codex":       codex,
+	"gemini-cli":  geminiCLI,
 	"opencode":    opencode,
 }
 
@@ -92,12 +96,13 @@ func (a Agent) String() string {
 }
 
 // Speaks says which protocols the agent may call the gateway with: the CLI's (opencode has a
-// client for each), all three for a program of the user's own, which picks.
+// client for each of the OpenAI and Anthropic APIs), all four for a program of the user's
+// own, which picks.
 func (a Agent) Speaks() []gateway.Protocol {
 	if ad, ok := adapters[a.Name]; ok {
 		return ad.speaks
 	}
-	return []gateway.Protocol{gateway.Chat, gateway.Responses, gateway.Messages}
+	return []gateway.Protocol{gateway.Chat, gateway.Responses, gateway.Messages, gateway.Gemini}
 }
 
 // BackgroundModels are the model names, as path.Match patterns, that the agent asks for
@@ -116,6 +121,10 @@ func (a Agent) Program() (program, npmPackage string) {
 // of Claude Code and opencode aborts when /proc/self/cgroup and /proc/self/maps are refused).
 func (a Agent) NeedsProc() bool { return adapters[a.Name].needsProc }
 
+// NeedsNode says whether the agent runs on Node.js (the Gemini CLI), which reads what the
+// landlock sandbox keeps out of reach (/etc/ssl/openssl.cnf at start-up).
+func (a Agent) NeedsNode() bool { return adapters[a.Name].node }
+
 // VersionCommand is a command line that prints the agent's version ("" for command:), run as
 // executable (an Install's; "": the program on the sandbox's PATH).
 func (a Agent) VersionCommand(executable string) string {
@@ -123,8 +132,17 @@ func (a Agent) VersionCommand(executable string) string {
 	if !ok {
 		return ""
 	}
-	return shellQuote(cmp.Or(executable, ad.program)) + " " + ad.versionF
+	cmd := shellQuote(cmp.Or(executable, ad.program)) + " " + ad.versionF
+	if ad.node {
+		cmd = nodeOptions + " " + cmd
+	}
+	return cmd
 }
+
+// nodeOptions lets Node.js run WebAssembly (the Gemini CLI's parsers) under the sandbox's cap
+// on address space (8 GiB): its default bounds checks reserve 10 GiB a module. The option
+// needs Node.js 20.15 or later.
+const nodeOptions = "NODE_OPTIONS=--disable-wasm-trap-handler"
 
 // Episode is what one start of the agent is given.
 type Episode struct {
@@ -194,6 +212,8 @@ func (a Agent) Launch(e Episode) Launch {
 		"OPENAI_API_KEY=" + e.Token,
 		"ANTHROPIC_BASE_URL=" + e.Gateway,
 		"ANTHROPIC_API_KEY=" + e.Token,
+		"GOOGLE_GEMINI_BASE_URL=" + e.Gateway,
+		"GEMINI_API_KEY=" + e.Token,
 	}
 	if e.AgentDir != "" {
 		env = append(env, AgentDirVar+"="+e.AgentDir)

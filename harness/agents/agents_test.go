@@ -22,6 +22,7 @@ func TestParse(t *testing.T) {
 		"claude-code":                 {Name: "claude-code"},
 		" codex ":                     {Name: "codex"},
 		"opencode":                    {Name: "opencode"},
+		"gemini-cli":                  {Name: "gemini-cli"},
 		"command:python3 my_agent.py": {Name: "command", Command: "python3 my_agent.py"},
 		"command: ./run.sh --fast ":   {Name: "command", Command: "./run.sh --fast"},
 	} {
@@ -34,7 +35,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) = %+v, want %+v", spec, got, want)
 		}
 	}
-	for _, spec := range []string{"", "claude", "gemini-cli", "command:", "command:   "} {
+	for _, spec := range []string{"", "claude", "gemini", "open-code", "command:", "command:   "} {
 		_, err := Parse(spec)
 		if !errors.Is(err, ErrAgentSpec) {
 			t.Errorf("Parse(%q) = %v, want ErrAgentSpec", spec, err)
@@ -53,9 +54,9 @@ func TestSpeaks(t *testing.T) {
 		t.Errorf("codex speaks %v", got)
 	}
 	if got := (Agent{Name: "opencode"}).Speaks(); len(got) != 3 {
-		t.Errorf("opencode has a client for each protocol: %v", got)
+		t.Errorf("opencode has a client for each of the OpenAI and Anthropic APIs: %v", got)
 	}
-	if got := (Agent{Name: "command", Command: "x"}).Speaks(); len(got) != 3 {
+	if got := (Agent{Name: "command", Command: "x"}).Speaks(); len(got) != 4 {
 		t.Errorf("a program of the user's own may call every protocol: %v", got)
 	}
 }
@@ -81,6 +82,7 @@ func launch(t *testing.T, a Agent, e Episode) (args []string, env []string, home
 	fakeProgram(t, bin, "claude")
 	fakeProgram(t, bin, "codex")
 	fakeProgram(t, bin, "opencode")
+	fakeProgram(t, bin, "gemini")
 	l := a.Launch(e)
 	cmd := exec.Command("bash", "-c", l.Script())
 	cmd.Dir = t.TempDir()
@@ -300,10 +302,14 @@ func TestFinalMessage(t *testing.T) {
 }
 
 // TestHostInstall: the CLIs installed on this machine are found with their package, and the
-// executable to run is native (Codex's, not its Node.js launcher).
+// executable to run is native (Codex's, not its Node.js launcher); the Gemini CLI's, on
+// Node.js, is TestGeminiHostInstall's.
 func TestHostInstall(t *testing.T) {
 	for _, name := range Names() {
 		a := Agent{Name: name}
+		if a.NeedsNode() {
+			continue
+		}
 		program, pkg := a.Program()
 		if _, err := exec.LookPath(program); err != nil {
 			t.Logf("%s is not installed here", program)
@@ -353,7 +359,7 @@ func TestOpencodeNative(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := opencodeNative(root); err == nil {
+	if _, _, err := opencodeNative(root); err == nil {
 		t.Error("a package with no native program gave one")
 	}
 	if err := os.WriteFile(filepath.Join(root, "bin", "opencode.exe"), []byte("placeholder until the install script runs\n"), 0o755); err != nil {
@@ -373,7 +379,7 @@ func TestOpencodeNative(t *testing.T) {
 // wantNative: opencodeNative finds exe in the package at root, and shows its folder alone.
 func wantNative(t *testing.T, when, root, exe string) {
 	t.Helper()
-	in, err := opencodeNative(root)
+	in, _, err := opencodeNative(root)
 	if err != nil {
 		t.Fatalf("%s: %v", when, err)
 	}

@@ -112,7 +112,7 @@ func opencodeFinal(stdout string) string {
 // install script puts the build this machine's processor runs (with AVX2 or the baseline),
 // else, when that script did not run, the build of its platform's package (nested in root,
 // or beside it). Only the folder of the one found is shown.
-func opencodeNative(root string) (Install, error) {
+func opencodeNative(root string) (Install, string, error) {
 	platform := "opencode-linux-" + map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
 	for _, exe := range []string{
 		filepath.Join(root, "bin", "opencode.exe"),
@@ -121,8 +121,8 @@ func opencodeNative(root string) (Install, error) {
 	} {
 		if f, err := elf.Open(exe); err == nil {
 			f.Close()
-			return Install{Paths: []string{filepath.Dir(exe)}, Executable: exe}, nil
+			return Install{Paths: []string{filepath.Dir(exe)}, Executable: exe}, exe, nil
 		}
 	}
-	return Install{}, fmt.Errorf("no native opencode for linux/%s in %s", runtime.GOARCH, root)
+	return Install{}, "", fmt.Errorf("no native opencode for linux/%s in %s", runtime.GOARCH, root)
 }

@@ -171,8 +171,7 @@ func (c *call) try() error {
 	c.answer = answer
 	release(resp.Header, answer, nil)
 	if c.model {
-		usage := gjson.GetBytes(answer, "usage")
-		c.used(usage.Raw)
+		c.used(gjson.GetBytes(answer, c.g.cfg.Upstream.Protocol.dialect().field).Raw)
 	}
 	c.relay(resp.StatusCode, resp.Header, answer)
 	return nil
@@ -228,18 +227,7 @@ func (c *call) used(usage string) {
 		c.note(model.Event{Kind: model.KindNoUsage, Error: "the answer reports no token usage: the call's tokens are unknown and count as 0"})
 		return
 	}
-	c.g.used(readUsage(c.g.cfg.Upstream.Protocol, []byte(usage)))
-}
-
-// readUsage reads a usage object of protocol p.
-func readUsage(p Protocol, usage []byte) model.Usage {
-	switch p {
-	case Chat:
-		return model.ChatUsage(usage)
-	case Responses:
-		return model.ResponsesUsage(usage)
-	}
-	return model.AnthropicUsage(usage)
+	c.g.used(c.g.cfg.Upstream.Protocol.dialect().usage([]byte(usage)))
 }
 
 // relay sends an answer back to the agent, with the key scrubbed from it.
@@ -265,12 +253,15 @@ func (g *Gateway) upstreamHeader(agent http.Header) http.Header {
 		}
 	}
 	h.Set("Content-Type", "application/json")
-	if g.cfg.Upstream.Protocol == Messages {
+	switch g.cfg.Upstream.Protocol {
+	case Messages:
 		h.Set("X-Api-Key", g.cfg.Upstream.APIKey)
 		if h.Get("Anthropic-Version") == "" {
 			h.Set("Anthropic-Version", model.AnthropicVersion)
 		}
-	} else {
+	case Gemini:
+		h.Set("X-Goog-Api-Key", g.cfg.Upstream.APIKey)
+	default:
 		h.Set("Authorization", "Bearer "+g.cfg.Upstream.APIKey)
 	}
 	return h

@@ -1,6 +1,7 @@
 // Package gateway is the model gateway of an agent's episode (issue 26): an HTTP server that
 // an agent inside the sandbox calls as it would call its provider, speaking OpenAI Chat
-// Completions, the OpenAI Responses API or Anthropic Messages, streaming included. The agent
+// Completions, the OpenAI Responses API, Anthropic Messages or Google's Gemini API, streaming
+// included. The agent
 // holds only the episode's token; the gateway puts the run's key on each call it passes on to
 // the run's provider, so the key never enters the sandbox. It allows only the run's model,
 // paces calls with the run's rate limiter, retries as the providers of harness/model do,
@@ -38,32 +39,38 @@ const (
 	Responses
 	// Messages is Anthropic Messages, POST /v1/messages (and /v1/messages/count_tokens).
 	Messages
+	// Gemini is Google's Gemini API, the model in the path: POST
+	// /v1beta/models/MODEL:generateContent, :streamGenerateContent?alt=sse (and :countTokens).
+	Gemini
 )
 
 // String names the protocol as its provider does.
 func (p Protocol) String() string {
-	return [...]string{"OpenAI Chat Completions", "OpenAI Responses", "Anthropic Messages"}[p]
+	return [...]string{"OpenAI Chat Completions", "OpenAI Responses", "Anthropic Messages", "Google Gemini"}[p]
 }
 
 // Path is where an agent calls the protocol on the gateway.
 func (p Protocol) Path() string {
-	return [...]string{"/v1/chat/completions", "/v1/responses", "/v1/messages"}[p]
+	return [...]string{"/v1/chat/completions", "/v1/responses", "/v1/messages", model.GeminiPath("MODEL", "generateContent")}[p]
 }
 
-// dialect is how a protocol's requests and answers read as the vocabulary's, for the turns,
-// and how it reports a failure inside a 200 answer.
+// dialect is how a protocol's requests and answers read as the vocabulary's, for the turns
+// and the usage, and how it reports a failure inside a 200 answer.
 type dialect struct {
 	request func(body []byte) (model.Request, error)
 	answer  func(answer []byte) (model.Reply, error)
 	stream  func() model.StreamAnswer
 	failure func(answer []byte) *model.APIError
+	usage   func(usage []byte) model.Usage
+	field   string // where an answer holds its usage
 }
 
 func (p Protocol) dialect() dialect {
 	return [...]dialect{
-		{model.ReadChatRequest, model.ReadChatAnswer, model.NewChatStream, model.ChatFailure},
-		{model.ReadResponsesRequest, model.ReadResponsesAnswer, model.NewResponsesStream, model.ResponsesFailure},
-		{model.ReadAnthropicRequest, model.ReadAnthropicAnswer, model.NewAnthropicStream, model.AnthropicFailure},
+		{model.ReadChatRequest, model.ReadChatAnswer, model.NewChatStream, model.ChatFailure, model.ChatUsage, "usage"},
+		{model.ReadResponsesRequest, model.ReadResponsesAnswer, model.NewResponsesStream, model.ResponsesFailure, model.ResponsesUsage, "usage"},
+		{model.ReadAnthropicRequest, model.ReadAnthropicAnswer, model.NewAnthropicStream, model.AnthropicFailure, model.AnthropicUsage, "usage"},
+		{model.ReadGeminiRequest, model.ReadGeminiAnswer, model.NewGeminiStream, model.GeminiFailure, model.GeminiUsage, "usageMetadata"},
 	}[p]
 }
 
@@ -86,24 +93,37 @@ func (p Protocol) failureIn(data []byte) *model.APIError {
 type Upstream struct {
 	Protocol Protocol
 	// BaseURL is the API root as model.Options has it: with /v1 for the OpenAI APIs
-	// (https://api.openai.com/v1), without for Anthropic (https://api.anthropic.com).
+	// (https://api.openai.com/v1), without for Anthropic (https://api.anthropic.com) and
+	// Gemini (https://generativelanguage.googleapis.com).
 	BaseURL string
 	APIKey  string
 }
 
 // url is where a call the agent made to the gateway's URL at goes, its query kept (Claude
-// Code's ?beta=true).
+// Code's ?beta=true, Gemini's ?alt=sse) but for a key in it (Gemini's ?key=, the token).
 func (u Upstream) url(at *url.URL) string {
 	target := strings.TrimRight(u.BaseURL, "/")
-	if u.Protocol == Messages {
-		target += at.Path
+	if u.Protocol == Messages || u.Protocol == Gemini {
+		target += at.EscapedPath()
 	} else {
 		target += strings.TrimPrefix(at.Path, "/v1")
 	}
-	if at.RawQuery != "" {
-		target += "?" + at.RawQuery
+	if query := withoutKey(at); query != "" {
+		target += "?" + query
 	}
 	return target
+}
+
+// withoutKey is the query of at with no key parameter: Gemini's clients may send their key
+// (here, the episode's token) as ?key=, which goes neither to the provider nor to the
+// trajectory.
+func withoutKey(at *url.URL) string {
+	q := at.Query()
+	if !q.Has(geminiKeyParam) {
+		return at.RawQuery
+	}
+	q.Del(geminiKeyParam)
+	return q.Encode()
 }
 
 // Caps bound an episode's model calls; 0 is no cap.
@@ -182,7 +202,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: the episode's token must be 16 characters or more, so that it cannot be guessed")
 	case cfg.Model == "":
 		return nil, fmt.Errorf("gateway: no model")
-	case cfg.Upstream.Protocol < Chat || cfg.Upstream.Protocol > Messages:
+	case cfg.Upstream.Protocol < Chat || cfg.Upstream.Protocol > Gemini:
 		return nil, fmt.Errorf("gateway: unknown protocol %d", cfg.Upstream.Protocol)
 	case !strings.HasPrefix(cfg.Upstream.BaseURL, "http://") && !strings.HasPrefix(cfg.Upstream.BaseURL, "https://"):
 		return nil, fmt.Errorf("gateway: the base URL of %s, %q, is no http:// or https:// URL", cfg.Upstream.Protocol, cfg.Upstream.BaseURL)
@@ -226,15 +246,21 @@ func (g *Gateway) Totals() Totals {
 	return t
 }
 
-// authorized reports whether r carries the episode's token, as a bearer token or as
-// Anthropic's x-api-key, compared in constant time.
+// authorized reports whether r carries the episode's token, as a bearer token, as
+// Anthropic's x-api-key or Google's x-goog-api-key, or, when the run's model speaks Gemini, as
+// Google's ?key=, compared in constant time.
 func (g *Gateway) authorized(r *http.Request) bool {
 	token := []byte(g.cfg.Token)
 	bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(bearer)), token) == 1 {
 		return true
 	}
-	return subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Api-Key")), token) == 1
+	if g.cfg.Upstream.Protocol == Gemini && r.URL.Query().Has(geminiKeyParam) &&
+		subtle.ConstantTimeCompare([]byte(r.URL.Query().Get(geminiKeyParam)), token) == 1 {
+		return true
+	}
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Api-Key")), token) == 1 ||
+		subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Goog-Api-Key")), token) == 1
 }
 
 // servedModel is the model a call asking for name goes to: the run's model, when name is it
@@ -336,7 +362,8 @@ type turn struct {
 
 // UpstreamOf is the upstream of an agent run: the run's model m (a provider of harness/model),
 // called with the first protocol of speaks that its API offers (an OpenAI-style API serves
-// Chat Completions and the Responses API; Anthropic serves Messages), and the model's name.
+// Chat Completions and the Responses API; Anthropic serves Messages; Google, Gemini), and the
+// model's name.
 func UpstreamOf(m model.Model, speaks []Protocol) (Upstream, string, error) {
 	var o model.Options
 	var offered []Protocol
@@ -347,6 +374,8 @@ func UpstreamOf(m model.Model, speaks []Protocol) (Upstream, string, error) {
 		o, offered = v.Options, []Protocol{Responses, Chat}
 	case *model.Anthropic:
 		o, offered = v.Options, []Protocol{Messages}
+	case *model.Gemini:
+		o, offered = v.Options, []Protocol{Gemini}
 	default:
 		return Upstream{}, "", fmt.Errorf("an agent calls a provider's API, which %T is not", m)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -38,28 +39,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(tooLarge, "the request is larger than the gateway's cap of %d MiB", maxRequestBytes>>20)
 		return
 	case !g.authorized(r):
-		refuse(badToken, "the gateway takes only the episode's token, as a bearer token or as x-api-key")
+		refuse(badToken, "the gateway takes only the episode's token, as a bearer token, as x-api-key or as x-goog-api-key")
 		return
 	case r.URL.Path == modelsPath && r.Method == http.MethodGet:
 		g.listModels(w, r)
 		return
 	}
 	upstream := g.cfg.Upstream.Protocol
+	if upstream == Gemini {
+		g.serveGemini(w, r, body, refuse)
+		return
+	}
 	countsTokens := upstream == Messages && r.URL.Path == countTokensPath
 	if r.URL.Path != upstream.Path() && !countsTokens {
-		if p, known := protocolAt(r.URL.Path); known {
-			refuse(noRoute, "this run's model speaks %s at %s, not %s", upstream, upstream.Path(), p)
-		} else {
-			refuse(noRoute, "the gateway serves %s at %s, not %s %s", upstream, upstream.Path(), r.Method, r.URL.Path)
-		}
+		refuseRoute(r, upstream, refuse)
 		return
 	}
-	if r.Method != http.MethodPost {
-		refuse(badMethod, "%s takes POST, not %s", r.URL.Path, r.Method)
-		return
-	}
-	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
-		refuse(badRequest, "the request's body is not a JSON object")
+	if !postedJSON(r, body, refuse) {
 		return
 	}
 	asked := gjson.GetBytes(body, "model")
@@ -86,6 +82,30 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.forward(w, r, body, n)
 }
 
+// refuseRoute refuses a request at a path the run's protocol has no call at, saying where it
+// has.
+func refuseRoute(r *http.Request, upstream Protocol, refuse func(refusal, string, ...any)) {
+	if p, known := protocolAt(r.URL.Path); known {
+		refuse(noRoute, "this run's model speaks %s at %s, not %s", upstream, upstream.Path(), p)
+		return
+	}
+	refuse(noRoute, "the gateway serves %s at %s, not %s %s", upstream, upstream.Path(), r.Method, r.URL.Path)
+}
+
+// postedJSON reports whether r is a POST with a JSON object for its body, as every call is;
+// it refuses it otherwise.
+func postedJSON(r *http.Request, body []byte, refuse func(refusal, string, ...any)) bool {
+	if r.Method != http.MethodPost {
+		refuse(badMethod, "%s takes POST, not %s", r.URL.Path, r.Method)
+		return false
+	}
+	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+		refuse(badRequest, "the request's body is not a JSON object")
+		return false
+	}
+	return true
+}
+
 // shapeOf is the protocol whose error shape answers r: the one its path names, else the
 // run's for a request that could be either (the models list), else as its headers suggest.
 func (g *Gateway) shapeOf(r *http.Request) Protocol {
@@ -94,6 +114,9 @@ func (g *Gateway) shapeOf(r *http.Request) Protocol {
 	}
 	if r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != "" {
 		return Messages
+	}
+	if g.cfg.Upstream.Protocol == Gemini || r.Header.Get("X-Goog-Api-Key") != "" || strings.HasPrefix(r.URL.Path, geminiModels) {
+		return Gemini
 	}
 	if g.cfg.Upstream.Protocol == Messages && r.URL.Path == modelsPath {
 		return Messages
@@ -108,6 +131,9 @@ func protocolAt(path string) (Protocol, bool) {
 			return p, true
 		}
 	}
+	if _, method, ok := geminiCall(path); ok && geminiMethods[method] != 0 {
+		return Gemini, true
+	}
 	return Messages, path == countTokensPath
 }
 
@@ -116,28 +142,32 @@ type refusal struct {
 	status    int
 	anthropic string // Anthropic's error type
 	code      string // OpenAI's error code
+	google    string // Google's error status (google.rpc.Code)
 }
 
 var (
-	badToken   = refusal{http.StatusUnauthorized, "authentication_error", "invalid_api_key"}
-	otherModel = refusal{http.StatusNotFound, "not_found_error", "model_not_found"}
-	noRoute    = refusal{http.StatusNotFound, "not_found_error", "unknown_url"}
-	badMethod  = refusal{http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed"}
-	badRequest = refusal{http.StatusBadRequest, "invalid_request_error", "invalid_request"}
-	tooLarge   = refusal{http.StatusRequestEntityTooLarge, "request_too_large", "request_too_large"}
+	badToken   = refusal{http.StatusUnauthorized, "authentication_error", "invalid_api_key", "UNAUTHENTICATED"}
+	otherModel = refusal{http.StatusNotFound, "not_found_error", "model_not_found", "NOT_FOUND"}
+	noRoute    = refusal{http.StatusNotFound, "not_found_error", "unknown_url", "NOT_FOUND"}
+	badMethod  = refusal{http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "INVALID_ARGUMENT"}
+	badRequest = refusal{http.StatusBadRequest, "invalid_request_error", "invalid_request", "INVALID_ARGUMENT"}
+	tooLarge   = refusal{http.StatusRequestEntityTooLarge, "request_too_large", "request_too_large", "INVALID_ARGUMENT"}
 	// A call past a cap is a 400, which clients take as final: a 429 or 5xx they would retry.
-	capReached = refusal{http.StatusBadRequest, "invalid_request_error", "episode_cap_reached"}
+	capReached = refusal{http.StatusBadRequest, "invalid_request_error", "episode_cap_reached", "FAILED_PRECONDITION"}
 	// A provider that cannot be reached, after the retries.
-	unreachable = refusal{http.StatusBadGateway, "api_error", "upstream_unreachable"}
+	unreachable = refusal{http.StatusBadGateway, "api_error", "upstream_unreachable", "UNAVAILABLE"}
 )
 
-// errorBody is message as an error answer of protocol p: OpenAI's error object, or
-// Anthropic's error event.
+// errorBody is message as an error answer of protocol p: OpenAI's error object, Anthropic's
+// error event, or Google's error object.
 func (why refusal) errorBody(p Protocol, message string) []byte {
 	var v any
-	if p == Messages {
+	switch p {
+	case Messages:
 		v = map[string]any{"type": "error", "error": map[string]string{"type": why.anthropic, "message": message}}
-	} else {
+	case Gemini:
+		v = map[string]any{"error": map[string]any{"code": why.status, "message": message, "status": why.google}}
+	default:
 		kind := "invalid_request_error"
 		if why.status >= 500 {
 			kind = "server_error"
@@ -153,7 +183,7 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, body []byte, p 
 	answer := why.errorBody(p, message)
 	g.count(1, 0)
 	g.record([]model.Event{
-		{Kind: model.KindRequest, URL: r.Method + " " + r.URL.RequestURI(), Header: model.RecordedHeader(r.Header), Body: asJSON(body)},
+		{Kind: model.KindRequest, URL: r.Method + " " + recordedURI(r.URL), Header: model.RecordedHeader(r.Header), Body: asJSON(body)},
 		{Kind: model.KindResponse, Status: why.status, Body: answer, Error: "refused by the gateway: " + message},
 	}, nil)
 	writeJSON(w, why.status, answer)

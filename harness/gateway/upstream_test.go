@@ -109,7 +109,7 @@ func newProvider(t testing.TB, p gateway.Protocol, queued ...answer) *provider {
 
 // baseURL is the provider's API root as model.Options has it.
 func (f *provider) baseURL() string {
-	if f.protocol == gateway.Messages {
+	if f.protocol == gateway.Messages || f.protocol == gateway.Gemini {
 		return f.srv.URL
 	}
 	return f.srv.URL + "/v1"

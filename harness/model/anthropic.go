@@ -39,7 +39,7 @@ func (m *Anthropic) Complete(ctx context.Context, req Request) (Reply, error) {
 	if err != nil {
 		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
-	m.noteMissingUsage(ctx, answer, "input_tokens", "output_tokens")
+	m.noteMissingUsage(ctx, answer, "usage", "input_tokens", "output_tokens")
 	return ReadAnthropicAnswer(answer)
 }
 
@@ -49,16 +49,8 @@ type block = map[string]any
 
 func (m *Anthropic) requestBody(req Request) map[string]any {
 	var system []block
-	var messages []map[string]any
-	// add appends blocks to the conversation, merging them into the last message when it has
-	// the same role: the API wants user and assistant turns to alternate.
-	add := func(role string, blocks ...any) {
-		if n := len(messages); n > 0 && messages[n-1]["role"] == role {
-			messages[n-1]["content"] = append(messages[n-1]["content"].([]any), blocks...)
-			return
-		}
-		messages = append(messages, map[string]any{"role": role, "content": blocks})
-	}
+	conv := alternating{field: "content"}
+	add := conv.add
 	for _, msg := range req.Messages {
 		switch msg.Role {
 		case RoleSystem:
@@ -73,6 +65,7 @@ func (m *Anthropic) requestBody(req Request) map[string]any {
 			add("user", block{"type": "text", "text": msg.Content})
 		}
 	}
+	messages := conv.turns
 	var tools []block
 	for _, t := range req.Tools {
 		tools = append(tools, block{"name": t.Name, "description": t.Description, "input_schema": m.inputSchema(t.Parameters)})
@@ -93,6 +86,24 @@ func (m *Anthropic) requestBody(req Request) map[string]any {
 		body["output_config"] = block{"effort": m.ReasoningEffort}
 	}
 	return body
+}
+
+// alternating is the turns of a conversation a request builds, each a role and a list (of
+// blocks, of parts) under field.
+type alternating struct {
+	field string
+	turns []map[string]any
+}
+
+// add appends items to the conversation, merging them into the last turn when it has the
+// same role: the APIs want user and model turns to alternate, the results of one reply's calls
+// in one turn.
+func (a *alternating) add(role string, items ...any) {
+	if n := len(a.turns); n > 0 && a.turns[n-1]["role"] == role {
+		a.turns[n-1][a.field] = append(a.turns[n-1][a.field].([]any), items...)
+		return
+	}
+	a.turns = append(a.turns, map[string]any{"role": role, a.field: items})
 }
 
 // markCacheBreakpoints sets 3 of the 4 cache breakpoints allowed: the tools, the system

@@ -93,7 +93,7 @@ func RecordEvent(ctx context.Context, e Event) {
 const redacted = "[REDACTED]"
 
 // secretHeaders carry credentials; their values are never recorded.
-var secretHeaders = map[string]bool{"Authorization": true, "X-Api-Key": true, "Api-Key": true, "Proxy-Authorization": true}
+var secretHeaders = map[string]bool{"Authorization": true, "X-Api-Key": true, "Api-Key": true, "Proxy-Authorization": true, "X-Goog-Api-Key": true}
 
 // DefaultRetry rides out rate limits: waits of 2 s doubling to 2 minutes, Retry-After
 // honoured up to 10 minutes, within the call's budget.
@@ -359,7 +359,8 @@ func errorMessage(body []byte) string {
 }
 
 // contextOverflow recognises the providers' ways of saying the prompt is too long: OpenAI's
-// error code, or words of the message of a 400 or 413.
+// error code, or words of the message of a 400 or 413 (Gemini's: "The input token count (N)
+// exceeds the maximum number of tokens allowed (M)").
 func contextOverflow(apiErr *APIError) bool {
 	if apiErr.Code == "context_length_exceeded" {
 		return true
@@ -368,7 +369,7 @@ func contextOverflow(apiErr *APIError) bool {
 		return false
 	}
 	m := strings.ToLower(apiErr.Message)
-	for _, sign := range []string{"context_length_exceeded", "maximum context length", "context window", "prompt is too long", "too many tokens"} {
+	for _, sign := range []string{"context_length_exceeded", "maximum context length", "context window", "prompt is too long", "too many tokens", "exceeds the maximum number of tokens"} {
 		if strings.Contains(m, sign) {
 			return true
 		}
@@ -386,10 +387,10 @@ func rawOrString(b []byte) json.RawMessage {
 }
 
 // noteMissingUsage marks, in the trajectory, an answer that reports no token counts (the
-// fields input and output of its usage): the reply's usage then reads 0, and the mark says
-// that this 0 is unknown, not free.
-func (o *Options) noteMissingUsage(ctx context.Context, answer []byte, input, output string) {
-	if u := gjson.GetBytes(answer, "usage"); u.Get(input).Exists() || u.Get(output).Exists() {
+// fields input and output of its usage object, at field): the reply's usage then reads 0, and
+// the mark says that this 0 is unknown, not free.
+func (o *Options) noteMissingUsage(ctx context.Context, answer []byte, field, input, output string) {
+	if u := gjson.GetBytes(answer, field); u.Get(input).Exists() || u.Get(output).Exists() {
 		return
 	}
 	o.record(ctx, Event{Kind: KindNoUsage, Error: "the answer reports no token usage: the call's tokens are unknown and count as 0"})

@@ -29,7 +29,7 @@ func (m *OpenAIChat) Complete(ctx context.Context, req Request) (Reply, error) {
 	if err != nil {
 		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
-	m.noteMissingUsage(ctx, answer, "prompt_tokens", "completion_tokens")
+	m.noteMissingUsage(ctx, answer, "usage", "prompt_tokens", "completion_tokens")
 	return ReadChatAnswer(answer)
 }
 

@@ -10,8 +10,8 @@ import (
 // Reasoning reads the model's reasoning out of a reply's Opaque, whichever provider kept it
 // there: Anthropic's thinking blocks, the Responses API's reasoning items (their summaries and
 // any reasoning text), a Chat Completions server's reasoning_content, reasoning or
-// reasoning_details. hidden says some reasoning came only encrypted or redacted, which no one
-// can read.
+// reasoning_details, Gemini's thought parts. hidden says some reasoning came only encrypted or
+// redacted, which no one can read (Gemini: a thought signature with no thought text).
 func Reasoning(opaque json.RawMessage) (text string, hidden bool) {
 	kept := gjson.ParseBytes(opaque)
 	var parts []string
@@ -43,12 +43,17 @@ func Reasoning(opaque json.RawMessage) (text string, hidden bool) {
 		})
 		return strings.Join(parts, "\n\n"), hidden
 	}
+	if thoughts := geminiText(kept, true); thoughts != "" {
+		add(thoughts)
+	}
 	kept.ForEach(func(_, b gjson.Result) bool {
 		switch b.Get("type").String() {
 		case "thinking": // Anthropic
 			add(b.Get("thinking").String())
 		case "redacted_thinking":
 			hidden = true
+		case "": // Gemini's parts have no type
+			hidden = hidden || (b.Get("thoughtSignature").Exists() && len(parts) == 0)
 		case "reasoning": // Responses
 			n := len(parts)
 			for _, field := range []string{"summary", "content"} {

@@ -23,6 +23,9 @@ func TestReasoning(t *testing.T) {
 			"look at events", false},
 		"openrouter encrypted": {chatOpaque, `{"choices":[{"message":{"content":"hi","reasoning_details":[{"type":"reasoning.encrypted","data":"zz"}]}}]}`, "", true},
 		"none":                 {chatOpaque, `{"choices":[{"message":{"content":"hi"}}]}`, "", false},
+		"gemini": {geminiOpaque, `{"candidates":[{"content":{"parts":[{"text":"the pods ","thought":true},{"text":"restart","thought":true},{"text":"hi","thoughtSignature":"s"}]}}]}`,
+			"the pods restart", false},
+		"gemini signature only": {geminiOpaque, `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"x","args":{}},"thoughtSignature":"s"}]}}]}`, "", true},
 	} {
 		opaque, err := c.parse([]byte(c.answer))
 		if err != nil {
@@ -41,6 +44,11 @@ func anthropicOpaque(b []byte) (json.RawMessage, error) {
 
 func responsesOpaque(b []byte) (json.RawMessage, error) {
 	r, err := ReadResponsesAnswer(b)
+	return r.Message.Opaque, err
+}
+
+func geminiOpaque(b []byte) (json.RawMessage, error) {
+	r, err := ReadGeminiAnswer(b)
 	return r.Message.Opaque, err
 }
 

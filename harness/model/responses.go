@@ -37,7 +37,7 @@ func (m *OpenAIResponses) Complete(ctx context.Context, req Request) (Reply, err
 	if err != nil {
 		return Reply{}, fmt.Errorf("%s: %w", m.Model, err)
 	}
-	m.noteMissingUsage(ctx, answer, "input_tokens", "output_tokens")
+	m.noteMissingUsage(ctx, answer, "usage", "input_tokens", "output_tokens")
 	return ReadResponsesAnswer(answer)
 }
 

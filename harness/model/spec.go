@@ -14,7 +14,7 @@ var ErrModelSpec = errors.New("bad model")
 var ErrNotProvider = errors.New("names no provider")
 
 // specForms are the forms of a model spec that names a provider, for help texts and errors.
-var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MODEL", "openrouter/ORG/MODEL",
+var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MODEL", "google/MODEL", "openrouter/ORG/MODEL",
 	"openai-api/PROVIDER/MODEL"}
 
 // SpecForms lists the forms of a spec New builds: "openai/MODEL, ..., openai-api/PROVIDER/MODEL".
@@ -22,9 +22,10 @@ func SpecForms() string { return strings.Join(specForms, ", ") }
 
 // New builds the model a --model value names (SpecForms), reading keys and base URLs through
 // getenv: openai/MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), openai-responses/MODEL (the same, for
-// the Responses API), anthropic/MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL),
-// openrouter/ORG/MODEL (OPENROUTER_API_KEY), openai-api/PROVIDER/MODEL (<PROVIDER>_BASE_URL,
-// and <PROVIDER>_API_KEY when the server wants one). builtin/baseline and replay/RUN_DIR are
+// the Responses API), anthropic/MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL), google/MODEL
+// (GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL: Google's Gemini API), openrouter/ORG/MODEL
+// (OPENROUTER_API_KEY), openai-api/PROVIDER/MODEL (<PROVIDER>_BASE_URL, and <PROVIDER>_API_KEY
+// when the server wants one). builtin/baseline and replay/RUN_DIR are
 // built where the run builds its model: they call no provider.
 // opts carries the generation settings and the recorder; its Model, BaseURL and APIKey are
 // filled here.
@@ -65,6 +66,12 @@ func New(spec string, getenv func(string) string, opts Options) (Model, error) {
 			return nil, err
 		}
 		return &Anthropic{Options: opts}, nil
+	case "google":
+		base("GOOGLE_GEMINI_BASE_URL", "https://generativelanguage.googleapis.com")
+		if opts.APIKey, err = key("GEMINI_API_KEY"); err != nil {
+			return nil, err
+		}
+		return &Gemini{Options: opts}, nil
 	case "openrouter":
 		if !strings.Contains(rest, "/") {
 			return nil, fmt.Errorf("%w: %q: expected openrouter/ORG/MODEL", ErrModelSpec, spec)

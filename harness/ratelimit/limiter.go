@@ -464,11 +464,12 @@ const (
 // whether it reports usage at all. Input: prompt_tokens (Chat Completions), else input_tokens
 // and cache writes (the Responses API, Anthropic, whose limits leave cache reads out); output:
 // completion_tokens, else output_tokens; tokens: total_tokens, else the two together. The
-// usage object is read in one pass: this runs on every answer.
+// usage object is read in one pass: this runs on every answer. An answer of the Gemini API
+// has usageMetadata instead (geminiUsage).
 func reportedUsage(answer []byte, used *[dimensions]int64) bool {
 	u := gjson.GetBytes(answer, "usage")
 	if !u.IsObject() {
-		return false
+		return geminiUsage(gjson.GetBytes(answer, "usageMetadata"), used)
 	}
 	var n [len(usageFields)]int64
 	var has [len(usageFields)]bool
@@ -488,6 +489,24 @@ func reportedUsage(answer []byte, used *[dimensions]int64) bool {
 	}
 	if !has[totalTokens] {
 		total = in + out
+	}
+	*used = [dimensions]int64{tokens: total, inputTokens: in, outputTokens: out}
+	return true
+}
+
+// geminiUsage reads a Gemini usageMetadata object as reportedUsage reads a usage object: input,
+// the prompt with the tool-use prompt; output, the answer with the thoughts, which the API
+// counts apart; tokens, totalTokenCount, else the two together.
+func geminiUsage(u gjson.Result, used *[dimensions]int64) bool {
+	if !u.IsObject() {
+		return false
+	}
+	count := func(field string) int64 { return int64(min(max(u.Get(field).Float(), 0), maxPerMinute)) }
+	in := min(count("promptTokenCount")+count("toolUsePromptTokenCount"), maxPerMinute)
+	out := min(count("candidatesTokenCount")+count("thoughtsTokenCount"), maxPerMinute)
+	total := count("totalTokenCount")
+	if !u.Get("totalTokenCount").Exists() {
+		total = min(in+out, maxPerMinute)
 	}
 	*used = [dimensions]int64{tokens: total, inputTokens: in, outputTokens: out}
 	return true

@@ -259,6 +259,8 @@ func TestReportedUsage(t *testing.T) {
 		`{"usage":{"input_tokens":10,"cache_creation_input_tokens":20,"cache_read_input_tokens":400,"output_tokens":5}}`: {tokens: 35, inputTokens: 30, outputTokens: 5},
 		`{"usage":{"total_tokens":-7}}`:   {},
 		`{"usage":{"total_tokens":1e30}}`: {tokens: maxPerMinute},
+		`{"usageMetadata":{"promptTokenCount":10,"toolUsePromptTokenCount":2,"candidatesTokenCount":5,"thoughtsTokenCount":3,"totalTokenCount":20}}`: {tokens: 20, inputTokens: 12, outputTokens: 8}, // Gemini
+		`{"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":1e30}}`:                                                                      {tokens: maxPerMinute, inputTokens: 10, outputTokens: maxPerMinute},
 	} {
 		var got [dimensions]int64
 		if !reportedUsage([]byte(answer), &got) {
@@ -267,7 +269,7 @@ func TestReportedUsage(t *testing.T) {
 			t.Errorf("%s: %v, want %v", answer, got, want)
 		}
 	}
-	for _, answer := range []string{`{"choices":[]}`, `not json`, `{"usage":7}`} {
+	for _, answer := range []string{`{"choices":[]}`, `not json`, `{"usage":7}`, `{"usageMetadata":[]}`} {
 		var got [dimensions]int64
 		if reportedUsage([]byte(answer), &got) {
 			t.Errorf("%s: usage %v", answer, got)

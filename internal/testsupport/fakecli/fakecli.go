@@ -1,8 +1,9 @@
 // Package fakecli is a scripted model behind the streaming Anthropic Messages, OpenAI
-// Responses and OpenAI Chat Completions protocols, as real CLI agents (Claude Code, Codex,
-// opencode) call them, for driving those agents to a graded result in tests: its first turn
-// runs Command with the shell tool the request offers, its second answers Final. A call
-// without tools (a CLI's title or summary) gets a short text. It needs no state: the turn is read from the conversation it is sent.
+// Responses, OpenAI Chat Completions and Google Gemini protocols, as real CLI agents (Claude
+// Code, Codex, opencode, the Gemini CLI) call them, for driving those agents to a graded
+// result in tests: its first turn runs Command with the shell tool the request offers, its
+// second answers Final. A call without tools (a CLI's title or summary) gets a short text. It
+// needs no state: the turn is read from the conversation it is sent.
 package fakecli
 
 import (
@@ -22,8 +23,8 @@ type Script struct {
 	Final   string // the text of the last turn
 }
 
-// Server answers /v1/messages (Anthropic), /v1/responses and /v1/chat/completions (OpenAI) by
-// the script.
+// Server answers /v1/messages (Anthropic), /v1/responses and /v1/chat/completions (OpenAI)
+// and /v1beta/models/M:METHOD (Gemini) by the script.
 type Server struct {
 	Script Script
 	mu     sync.Mutex
@@ -63,6 +64,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.responses(w, req)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
 		s.chat(w, req)
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, geminiModels):
+		s.gemini(w, r, req)
 	default:
 		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
 	}
@@ -251,8 +254,9 @@ func (s *Server) chat(w http.ResponseWriter, req gjson.Result) {
 
 // stream writes server-sent events, each flushed as it is written.
 type stream struct {
-	w http.ResponseWriter
-	f http.Flusher
+	w     http.ResponseWriter
+	f     http.Flusher
+	blank string // what ends an event: a blank line, "\n\n" (the Gemini API's is "\r\n\r\n")
 }
 
 func newStream(w http.ResponseWriter) *stream {
@@ -260,7 +264,7 @@ func newStream(w http.ResponseWriter) *stream {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	f, _ := w.(http.Flusher)
-	return &stream{w: w, f: f}
+	return &stream{w: w, f: f, blank: "\n\n"}
 }
 
 func (s *stream) event(name string, data any) {
@@ -268,10 +272,11 @@ func (s *stream) event(name string, data any) {
 	s.data(data)
 }
 
-// data writes an event's data line, as Chat Completions sends its chunks (no event name).
+// data writes an event's data line, as Chat Completions and the Gemini API send their chunks
+// (no event name).
 func (s *stream) data(data any) {
 	b, _ := json.Marshal(data)
-	fmt.Fprintf(s.w, "data: %s\n\n", b)
+	fmt.Fprintf(s.w, "data: %s%s", b, s.blank)
 	if s.f != nil {
 		s.f.Flush()
 	}

@@ -1,5 +1,5 @@
-// Package fakemodel is a scripted model behind the OpenAI Chat Completions wire protocol, for
-// tests and benchmarks of whole runs: it needs no state, since the turn is the number of
+// Package fakemodel is a scripted model behind the OpenAI Chat Completions wire protocol (and
+// Google's Gemini API, generateContent), for tests and benchmarks of whole runs: it needs no state, since the turn is the number of
 // assistant messages in the conversation it is sent, so any number of episodes can share it.
 package fakemodel
 
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -22,7 +23,8 @@ type Script struct {
 	CutAt int
 }
 
-// Server answers POST /chat/completions by the script.
+// Server answers POST /chat/completions, and POST /v1beta/models/M:generateContent, by the
+// script.
 type Server struct {
 	Script   Script
 	requests atomic.Int64
@@ -42,10 +44,12 @@ func (s *Server) Bodies() [][]byte {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	type roled struct {
+		Role string `json:"role"`
+	}
 	var req struct {
-		Messages []struct {
-			Role string `json:"role"`
-		} `json:"messages"`
+		Messages []roled `json:"messages"`
+		Contents []roled `json:"contents"` // Gemini's
 	}
 	if err != nil || json.Unmarshal(body, &req) != nil {
 		http.Error(w, `{"error":{"message":"bad request body"}}`, http.StatusBadRequest)
@@ -55,11 +59,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.bodies = append(s.bodies, body)
 	s.mu.Unlock()
-	turn := 1
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
+	turn := 1 // the model's replies so far, and one
+	for _, m := range append(req.Messages, req.Contents...) {
+		if m.Role == "assistant" || m.Role == "model" {
 			turn++
 		}
+	}
+	if strings.HasSuffix(r.URL.Path, ":generateContent") {
+		s.gemini(w, body, turn)
+		return
 	}
 	name, args := s.Script.call(turn)
 	argJSON, _ := json.Marshal(args)
