@@ -44,7 +44,8 @@ func BenchmarkEpisodeStart(b *testing.B) {
 			spec     string
 			protocol gateway.Protocol
 			base     string
-		}{{oneCall, gateway.Messages, ""}, {"claude-code", gateway.Messages, ""}, {"codex", gateway.Responses, "/v1"}} {
+		}{{oneCall, gateway.Messages, ""}, {"claude-code", gateway.Messages, ""}, {"codex", gateway.Responses, "/v1"},
+			{"gemini-cli", gateway.Gemini, ""}, {"opencode", gateway.Messages, ""}} {
 			a, err := agents.Parse(c.spec)
 			if err != nil {
 				b.Fatal(err)
