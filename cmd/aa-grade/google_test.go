@@ -15,6 +15,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/jsoncheck"
 )
 
 // TestGoogleModelRun: aa-grade's own loop plays an episode with a google/ model over the Gemini
@@ -32,11 +33,11 @@ func TestGoogleModelRun(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	res := gjson.Parse(readFile(t, filepath.Join(out, "results.jsonl")))
-	wantFields(t, "the result", res, map[string]string{"status": "ok", "turns": "3", "tokens.output": "60"})
+	jsoncheck.Fields(t, "the result", res, map[string]string{"status": "ok", "turns": "3", "tokens.output": "60"})
 	if res.Get("score").Float() <= 0 {
 		t.Errorf("score %s, want the answer graded above 0", res.Get("score").Raw)
 	}
-	wantFields(t, "the first request", gjson.ParseBytes(fake.Bodies()[0]),
+	jsoncheck.Fields(t, "the first request", gjson.ParseBytes(fake.Bodies()[0]),
 		map[string]string{"contents.0.role": "user", "systemInstruction.parts.#": "1", "tools.0.functionDeclarations.#": "2"})
 	tr, err := runfolder.OpenTrajectory(filepath.Join(out, "episodes", "Scenario-901", "1"))
 	if err != nil {
@@ -52,15 +53,5 @@ func TestGoogleModelRun(t *testing.T) {
 	}
 	if kinds := checkTrajectories(t, out); kinds["turn"] != 3 {
 		t.Errorf("the trajectory's lines: %v", kinds)
-	}
-}
-
-// wantFields checks each field of doc, by its gjson path, against the text wanted.
-func wantFields(t *testing.T, what string, doc gjson.Result, want map[string]string) {
-	t.Helper()
-	for path, w := range want {
-		if got := doc.Get(path).String(); got != w {
-			t.Errorf("%s's %s is %q, want %q", what, path, got, w)
-		}
 	}
 }

@@ -197,16 +197,12 @@ var ErrUnsupported = errors.New("the agent cannot run in this sandbox")
 
 // Supports says whether agent a can run in backend b: Claude Code and opencode need /proc of
 // their own process, which the landlock sandbox keeps out of reach (it shows the host's /proc,
-// which no Landlock rule can open for a process's own folder only), and the Gemini CLI
-// Node.js, which stops there at /etc/ssl/openssl.cnf; a program of the user's own and Codex
-// (its native program: its Node.js launcher needs /etc/ssl too) run in every isolating
-// backend that relays.
+// which no Landlock rule can open for a process's own folder only); a program of the user's
+// own, Codex (its native program) and the Gemini CLI (on Node.js, with an OpenSSL
+// configuration of its own) run in every isolating backend that relays.
 func Supports(b sandbox.Backend, a agents.Agent) error {
 	if a.NeedsProc() && b.Name() == sandbox.NameLandlock {
 		return fmt.Errorf("%w: %s needs /proc/self, which the landlock sandbox keeps out of reach; use the bwrap or docker sandbox", ErrUnsupported, a)
-	}
-	if a.NeedsNode() && b.Name() == sandbox.NameLandlock {
-		return fmt.Errorf("%w: %s runs on Node.js, which stops at the OpenSSL configuration the landlock sandbox keeps out of reach (/etc/ssl); use the bwrap or docker sandbox", ErrUnsupported, a)
 	}
 	return nil
 }

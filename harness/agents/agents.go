@@ -44,7 +44,7 @@ type adapter struct {
 	native func(root string) (in Install, native string, err error)
 	// needsProc: the CLI aborts where /proc of its own process is out of reach (landlock).
 	needsProc bool
-	// node: the CLI runs on Node.js, which stops where /etc/ssl is out of reach (landlock).
+	// node: the CLI runs on Node.js, started with nodeEnv.
 	node bool
 }
 
@@ -121,10 +121,6 @@ func (a Agent) Program() (program, npmPackage string) {
 // of Claude Code and opencode aborts when /proc/self/cgroup and /proc/self/maps are refused).
 func (a Agent) NeedsProc() bool { return adapters[a.Name].needsProc }
 
-// NeedsNode says whether the agent runs on Node.js (the Gemini CLI), which reads what the
-// landlock sandbox keeps out of reach (/etc/ssl/openssl.cnf at start-up).
-func (a Agent) NeedsNode() bool { return adapters[a.Name].node }
-
 // VersionCommand is a command line that prints the agent's version ("" for command:), run as
 // executable (an Install's; "": the program on the sandbox's PATH).
 func (a Agent) VersionCommand(executable string) string {
@@ -134,15 +130,19 @@ func (a Agent) VersionCommand(executable string) string {
 	}
 	cmd := shellQuote(cmp.Or(executable, ad.program)) + " " + ad.versionF
 	if ad.node {
-		cmd = nodeOptions + " " + cmd
+		cmd = strings.Join(nodeEnv, " ") + " " + cmd
 	}
 	return cmd
 }
 
-// nodeOptions lets Node.js run WebAssembly (the Gemini CLI's parsers) under the sandbox's cap
-// on address space (8 GiB): its default bounds checks reserve 10 GiB a module. The option
-// needs Node.js 20.15 or later.
-const nodeOptions = "NODE_OPTIONS=--disable-wasm-trap-handler"
+// nodeEnv is what a CLI on Node.js is started with, so that it starts in every sandbox.
+// NODE_OPTIONS lets it run WebAssembly (the Gemini CLI's parsers) under the sandbox's cap on
+// address space (8 GiB): its default bounds checks reserve 10 GiB a module (the option needs
+// Node.js 20.15 or later). OPENSSL_CONF is an empty OpenSSL configuration: the landlock sandbox
+// shows this machine's /etc/ssl/openssl.cnf but refuses to open it, and Node.js stops at start-up
+// on a configuration it cannot read (one that is missing, as in bwrap, it takes as empty). The
+// CLI calls nothing over TLS: the gateway is plain HTTP on 127.0.0.1.
+var nodeEnv = []string{"NODE_OPTIONS=--disable-wasm-trap-handler", "OPENSSL_CONF=/dev/null"}
 
 // Episode is what one start of the agent is given.
 type Episode struct {

@@ -307,7 +307,7 @@ func TestFinalMessage(t *testing.T) {
 func TestHostInstall(t *testing.T) {
 	for _, name := range Names() {
 		a := Agent{Name: name}
-		if a.NeedsNode() {
+		if adapters[name].node {
 			continue
 		}
 		program, pkg := a.Program()

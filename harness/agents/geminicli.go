@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -37,11 +38,10 @@ var geminiCLI = adapter{
 	launch: func(e Episode) Launch {
 		cmd := `mkdir -p "$HOME/.gemini" && printf '%s\n' ` + shellQuote(geminiSettings) + ` > "$HOME/.gemini/settings.json" && ` +
 			e.Executable + ` --yolo --output-format json --model "$` + ModelVar + `" --prompt "$` + PromptVar + `"`
-		return Launch{Command: cmd, Env: []string{
-			nodeOptions,
+		return Launch{Command: cmd, Env: append(slices.Clone(nodeEnv),
 			"GEMINI_CLI_TRUST_WORKSPACE=true",
 			"GEMINI_CLI_NO_RELAUNCH=true",
-		}}
+		)}
 	},
 	final: geminiFinal,
 }

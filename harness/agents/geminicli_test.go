@@ -23,8 +23,8 @@ func TestGeminiCLILaunch(t *testing.T) {
 	if !slices.Equal(a.Speaks(), []gateway.Protocol{gateway.Gemini}) {
 		t.Errorf("gemini-cli speaks %v, want Gemini", a.Speaks())
 	}
-	if !a.NeedsNode() {
-		t.Error("gemini-cli runs on Node.js, yet NeedsNode is false")
+	if !adapters[a.Name].node {
+		t.Error("gemini-cli runs on Node.js, yet its adapter says not")
 	}
 	if a.NeedsProc() {
 		t.Error("gemini-cli needs no /proc of its own, yet NeedsProc is true")
