@@ -19,12 +19,22 @@ const geminiSettings = `{"security":{"auth":{"selectedType":"gemini-api-key"},"f
 	`"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"checkpointing":{"enabled":false}},` +
 	`"ide":{"enabled":false}}`
 
+// geminiV8Flags are V8's options for the Gemini CLI's WebAssembly (its tree-sitter parsers),
+// which Node.js takes on its command line only, not in NODE_OPTIONS. Each WebAssembly memory
+// reserves address space for its maximum (4 GiB): under the sandbox's cap (8 GiB) most
+// reservations fail, and V8 runs three full collections before each smaller try, seconds of
+// CPU at every start; at 512 MiB a memory its five fit. V8's optimizing compiler is kept off
+// WebAssembly: it took 2 s on the parsers' two largest functions, in the background, which
+// Node.js waits for before it exits; the baseline compiler's code parses a command as fast.
+const geminiV8Flags = "--wasm-max-mem-pages=8192 --liftoff-only"
+
 // geminiCLI is Google's Gemini CLI in headless mode: one prompt, every tool call approved
 // (yolo), a JSON result on stdout. It calls the Gemini API at GOOGLE_GEMINI_BASE_URL with the
 // key in GEMINI_API_KEY. Besides the model it is given, it names Gemini and Gemma models of its
 // own for side calls (routing, summaries, web search, a "-customtools" variant of the main
-// model): every gemini-* and gemma-* name is served by the run's model. It runs on Node.js:
-// in its own process (no relaunch for a larger heap), the workspace trusted.
+// model): every gemini-* and gemma-* name is served by the run's model. It runs on Node.js,
+// its script started by node with V8's options (geminiV8Flags): in its own process (no
+// relaunch for a larger heap), the workspace trusted.
 var geminiCLI = adapter{
 	name:     "gemini-cli",
 	pkg:      "@google/gemini-cli",
@@ -36,7 +46,7 @@ var geminiCLI = adapter{
 	node:     true,
 	launch: func(e Episode) Launch {
 		cmd := `mkdir -p "$HOME/.gemini" && printf '%s\n' ` + shellQuote(geminiSettings) + ` > "$HOME/.gemini/settings.json" && ` +
-			e.Executable + ` --yolo --output-format json --model "$` + ModelVar + `" --prompt "$` + PromptVar + `"`
+			`node ` + geminiV8Flags + ` "$(command -v ` + e.Executable + `)" --yolo --output-format json --model "$` + ModelVar + `" --prompt "$` + PromptVar + `"`
 		return Launch{Command: cmd, Env: []string{
 			nodeOptions,
 			"GEMINI_CLI_TRUST_WORKSPACE=true",

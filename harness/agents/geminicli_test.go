@@ -32,6 +32,11 @@ func TestGeminiCLILaunch(t *testing.T) {
 	e := episode()
 	e.Model = "gemini-test-1"
 	args, env, home, _ := launch(t, a, e)
+	// node gets V8's options for WebAssembly under the sandbox's cap on address space, then the
+	// script the PATH finds.
+	if len(args) < 3 || !slices.Equal(args[:2], []string{"--wasm-max-mem-pages=8192", "--liftoff-only"}) || filepath.Base(args[2]) != "gemini" || !filepath.IsAbs(args[2]) {
+		t.Errorf("node's arguments %q: want V8's options, then the path of gemini", args)
+	}
 	i := slices.Index(args, "--prompt")
 	if i < 0 || i+1 >= len(args) {
 		t.Fatalf("arguments %q: no --prompt and its value", args)
