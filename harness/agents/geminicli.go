@@ -22,10 +22,10 @@ const geminiSettings = `{"security":{"auth":{"selectedType":"gemini-api-key"},"f
 // geminiV8Flags are V8's options for the Gemini CLI's WebAssembly (its tree-sitter parsers),
 // which Node.js takes on its command line only, not in NODE_OPTIONS. Each WebAssembly memory
 // reserves address space for its maximum (4 GiB): under the sandbox's cap (8 GiB) most
-// reservations fail, and V8 runs three full collections before each smaller try, seconds of
-// CPU at every start; at 512 MiB a memory its five fit. V8's optimizing compiler is kept off
-// WebAssembly: it took 2 s on the parsers' two largest functions, in the background, which
-// Node.js waits for before it exits; the baseline compiler's code parses a command as fast.
+// reservations fail, and V8 tries each size three times, a full collection before each, then
+// a smaller one, seconds of CPU at every start; at 512 MiB a memory its five fit. V8's
+// optimizing compiler is kept off WebAssembly: it took 2 s on two large functions of the
+// parsers, in the background, which Node.js waits for before it exits, after the answer.
 const geminiV8Flags = "--wasm-max-mem-pages=8192 --liftoff-only"
 
 // geminiCLI is Google's Gemini CLI in headless mode: one prompt, every tool call approved
