@@ -19,22 +19,13 @@ const geminiSettings = `{"security":{"auth":{"selectedType":"gemini-api-key"},"f
 	`"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"checkpointing":{"enabled":false}},` +
 	`"ide":{"enabled":false}}`
 
-// geminiV8Flags are V8's options for the Gemini CLI's WebAssembly (its tree-sitter parsers),
-// which Node.js takes on its command line only, not in NODE_OPTIONS. Each WebAssembly memory
-// reserves address space for its maximum (4 GiB): under the sandbox's cap (8 GiB) most
-// reservations fail, and V8 tries each size three times, a full collection before each, then
-// a smaller one, seconds of CPU at every start; at 512 MiB a memory its five fit. V8's
-// optimizing compiler is kept off WebAssembly: it took 2 s on two large functions of the
-// parsers, in the background, which Node.js waits for before it exits, after the answer.
-const geminiV8Flags = "--wasm-max-mem-pages=8192 --liftoff-only"
-
 // geminiCLI is Google's Gemini CLI in headless mode: one prompt, every tool call approved
 // (yolo), a JSON result on stdout. It calls the Gemini API at GOOGLE_GEMINI_BASE_URL with the
 // key in GEMINI_API_KEY. Besides the model it is given, it names Gemini and Gemma models of its
 // own for side calls (routing, summaries, web search, a "-customtools" variant of the main
 // model): every gemini-* and gemma-* name is served by the run's model. It runs on Node.js,
-// its script started by node with V8's options (geminiV8Flags): in its own process (no
-// relaunch for a larger heap), the workspace trusted.
+// its script started by node with the options it needs in the sandbox (nodeRun): in its own
+// process (no relaunch for a larger heap), the workspace trusted.
 var geminiCLI = adapter{
 	name:     "gemini-cli",
 	pkg:      "@google/gemini-cli",
@@ -46,9 +37,8 @@ var geminiCLI = adapter{
 	node:     true,
 	launch: func(e Episode) Launch {
 		cmd := `mkdir -p "$HOME/.gemini" && printf '%s\n' ` + shellQuote(geminiSettings) + ` > "$HOME/.gemini/settings.json" && ` +
-			`node ` + geminiV8Flags + ` "$(command -v ` + e.Executable + `)" --yolo --output-format json --model "$` + ModelVar + `" --prompt "$` + PromptVar + `"`
+			nodeRun(e.Executable) + ` --yolo --output-format json --model "$` + ModelVar + `" --prompt "$` + PromptVar + `"`
 		return Launch{Command: cmd, Env: []string{
-			nodeOptions,
 			"GEMINI_CLI_TRUST_WORKSPACE=true",
 			"GEMINI_CLI_NO_RELAUNCH=true",
 		}}
