@@ -151,8 +151,8 @@ func (a Agent) VersionCommand(executable string) string {
 const nodeFlags = "--disable-wasm-trap-handler --wasm-max-mem-pages=8192 --liftoff-only"
 
 // nodeRun is a command line that runs the Node.js CLI exe (a bash word: a name on PATH, or
-// its script's path) with node and nodeFlags, which are V8's and go on node's command line
-// only (NODE_OPTIONS refuses them); it exits 127, as bash does, when there is no such CLI.
+// its script's path) with node and nodeFlags on its command line (NODE_OPTIONS refuses V8's
+// options); it exits 127, as bash does, when there is no such CLI.
 func nodeRun(exe string) string {
 	return `{ cli=$(command -v ` + exe + `) || exit 127; } && node ` + nodeFlags + ` "$cli"`
 }
