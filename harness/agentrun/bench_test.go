@@ -3,7 +3,9 @@ package agentrun_test
 import (
 	"context"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,13 +82,28 @@ func BenchmarkEpisodeStart(b *testing.B) {
 }
 
 // onHost runs agent a as an episode launches it, with bash on this machine in a fresh folder,
-// calling the model at base (the root the gateway would have) directly.
+// calling the model at base (the root the gateway would have) directly. Run as root, it runs
+// the agent as nobody, as the sandbox does: root writes in the folders an adapter makes
+// read-only, where opencode would then npm install its plugin package at every start.
 func onHost(b *testing.B, a agents.Agent, base string) {
-	dir := b.TempDir()
+	dir, err := os.MkdirTemp("", "aa-grade-bench-") // b.TempDir's parent is closed to nobody
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
 	l := a.Launch(agents.Episode{Prompt: "Investigate.", Model: "m1", Gateway: base, Token: "aag-bench"})
 	cmd := exec.Command("bash", "-c", l.Script())
 	cmd.Dir, cmd.Env = dir, append(sandbox.CleanEnv(dir), "TMPDIR="+dir)
+	if os.Geteuid() == 0 {
+		if err := os.Chown(dir, nobody, nobody); err != nil {
+			b.Fatal(err)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("%v: %s", err, out)
 	}
 }
+
+// nobody is the user and group the host runs of the benchmark take when it runs as root.
+const nobody = 65534

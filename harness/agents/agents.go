@@ -44,7 +44,7 @@ type adapter struct {
 	native func(root string) (in Install, native string, err error)
 	// needsProc: the CLI aborts where /proc of its own process is out of reach (landlock).
 	needsProc bool
-	// node: the CLI runs on Node.js, started with nodeEnv.
+	// node: the CLI runs on Node.js, started by nodeRun.
 	node bool
 }
 
@@ -128,21 +128,33 @@ func (a Agent) VersionCommand(executable string) string {
 	if !ok {
 		return ""
 	}
-	cmd := shellQuote(cmp.Or(executable, ad.program)) + " " + ad.versionF
+	exe := shellQuote(cmp.Or(executable, ad.program))
 	if ad.node {
-		cmd = strings.Join(nodeEnv, " ") + " " + cmd
+		return nodeRun(exe) + " " + ad.versionF
 	}
-	return cmd
+	return exe + " " + ad.versionF
 }
 
-// nodeEnv is what a CLI on Node.js is started with, so that it starts in every sandbox.
-// NODE_OPTIONS lets it run WebAssembly (the Gemini CLI's parsers) under the sandbox's cap on
-// address space (8 GiB): its default bounds checks reserve 10 GiB a module (the option needs
-// Node.js 20.15 or later). OPENSSL_CONF is an empty OpenSSL configuration: the landlock sandbox
-// shows this machine's /etc/ssl/openssl.cnf but refuses to open it, and Node.js stops at start-up
-// on a configuration it cannot read (one that is missing, as in bwrap, it takes as empty). The
-// CLI calls nothing over TLS: the gateway is plain HTTP on 127.0.0.1.
-var nodeEnv = []string{"NODE_OPTIONS=--disable-wasm-trap-handler", "OPENSSL_CONF=/dev/null"}
+// nodeFlags let Node.js run WebAssembly (the Gemini CLI's tree-sitter parsers) under the
+// sandbox's cap on address space (8 GiB), and end without waiting. Its default bounds checks
+// reserve 10 GiB a module (--disable-wasm-trap-handler, Node.js 20.15 or later, turns them
+// off). Each WebAssembly memory reserves address space for its maximum (4 GiB): under the cap
+// most reservations fail, and V8 tries each size three times, a full collection before each,
+// then a smaller one, seconds of CPU at every start; at 512 MiB a memory the Gemini CLI's five
+// fit. V8's optimizing compiler is kept off WebAssembly: it took 2 s on two large functions of
+// the parsers, in the background, which Node.js waits for before it exits, after the answer.
+const nodeFlags = "--disable-wasm-trap-handler --wasm-max-mem-pages=8192 --liftoff-only"
+
+// nodeRun is a command line that runs the Node.js CLI exe (a bash word: a name on PATH, or
+// its script's path) with node and nodeFlags on its command line (NODE_OPTIONS refuses V8's
+// options); it exits 127, as bash does, when there is no such CLI. Node.js gets an empty
+// OpenSSL configuration (OPENSSL_CONF): the landlock sandbox shows this machine's
+// /etc/ssl/openssl.cnf but refuses to open it, and Node.js stops at start-up on a
+// configuration it cannot read (a missing one, as in bwrap, it takes as empty). The CLI calls
+// nothing over TLS: the gateway is plain HTTP on 127.0.0.1.
+func nodeRun(exe string) string {
+	return `{ cli=$(command -v ` + exe + `) || exit 127; } && OPENSSL_CONF=/dev/null node ` + nodeFlags + ` "$cli"`
+}
 
 // Episode is what one start of the agent is given.
 type Episode struct {

@@ -83,6 +83,7 @@ func launch(t *testing.T, a Agent, e Episode) (args []string, env []string, home
 	fakeProgram(t, bin, "codex")
 	fakeProgram(t, bin, "opencode")
 	fakeProgram(t, bin, "gemini")
+	fakeProgram(t, bin, "node") // the Gemini CLI's script is started by node
 	l := a.Launch(e)
 	cmd := exec.Command("bash", "-c", l.Script())
 	cmd.Dir = t.TempDir()
@@ -410,10 +411,15 @@ func TestLaunchExecutableAndAgentDir(t *testing.T) {
 		if len(args) < 2 {
 			t.Errorf("%s: the executable got %q, want 2 arguments or more", name, args)
 		}
-		for _, kv := range []string{"RAN_NATIVE=1", AgentDirVar + "=/opt/agent"} {
-			if !slices.Contains(env, kv) {
-				t.Errorf("%s: the environment lacks %s: %v", name, kv, env)
-			}
+		ran := slices.Contains(env, "RAN_NATIVE=1")
+		if adapters[name].node {
+			ran = slices.Contains(args, e.Executable) // node runs the script
+		}
+		if !ran {
+			t.Errorf("%s: %s was not run: %q", name, e.Executable, args)
+		}
+		if kv := AgentDirVar + "=/opt/agent"; !slices.Contains(env, kv) {
+			t.Errorf("%s: the environment lacks %s: %v", name, kv, env)
 		}
 	}
 	if _, env, _, _ := launch(t, Agent{Name: "codex"}, episode()); slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, AgentDirVar+"=") }) {

@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -24,8 +23,9 @@ const geminiSettings = `{"security":{"auth":{"selectedType":"gemini-api-key"},"f
 // (yolo), a JSON result on stdout. It calls the Gemini API at GOOGLE_GEMINI_BASE_URL with the
 // key in GEMINI_API_KEY. Besides the model it is given, it names Gemini and Gemma models of its
 // own for side calls (routing, summaries, web search, a "-customtools" variant of the main
-// model): every gemini-* and gemma-* name is served by the run's model. It runs on Node.js:
-// in its own process (no relaunch for a larger heap), the workspace trusted.
+// model): every gemini-* and gemma-* name is served by the run's model. It runs on Node.js,
+// its script started by node with the options it needs in the sandbox (nodeRun): in its own
+// process (no relaunch for a larger heap), the workspace trusted.
 var geminiCLI = adapter{
 	name:     "gemini-cli",
 	pkg:      "@google/gemini-cli",
@@ -37,11 +37,11 @@ var geminiCLI = adapter{
 	node:     true,
 	launch: func(e Episode) Launch {
 		cmd := `mkdir -p "$HOME/.gemini" && printf '%s\n' ` + shellQuote(geminiSettings) + ` > "$HOME/.gemini/settings.json" && ` +
-			e.Executable + ` --yolo --output-format json --model "$` + ModelVar + `" --prompt "$` + PromptVar + `"`
-		return Launch{Command: cmd, Env: append(slices.Clone(nodeEnv),
+			nodeRun(e.Executable) + ` --yolo --output-format json --model "$` + ModelVar + `" --prompt "$` + PromptVar + `"`
+		return Launch{Command: cmd, Env: []string{
 			"GEMINI_CLI_TRUST_WORKSPACE=true",
 			"GEMINI_CLI_NO_RELAUNCH=true",
-		)}
+		}}
 	},
 	final: geminiFinal,
 }

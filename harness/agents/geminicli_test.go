@@ -32,6 +32,12 @@ func TestGeminiCLILaunch(t *testing.T) {
 	e := episode()
 	e.Model = "gemini-test-1"
 	args, env, home, _ := launch(t, a, e)
+	// node gets the options for WebAssembly under the sandbox's cap on address space, then the
+	// script the PATH finds.
+	if len(args) < 4 || !slices.Equal(args[:3], []string{"--disable-wasm-trap-handler", "--wasm-max-mem-pages=8192", "--liftoff-only"}) ||
+		filepath.Base(args[3]) != "gemini" || !filepath.IsAbs(args[3]) {
+		t.Errorf("node's arguments %q: want its options, then the path of gemini", args)
+	}
 	i := slices.Index(args, "--prompt")
 	if i < 0 || i+1 >= len(args) {
 		t.Fatalf("arguments %q: no --prompt and its value", args)
@@ -114,5 +120,42 @@ func TestGeminiHostInstall(t *testing.T) {
 	t.Setenv("PATH", other+":"+os.Getenv("PATH"))
 	if _, err := a.HostInstall(); !errors.Is(err, ErrNoHostInstall) || !strings.Contains(err.Error(), "PATH does not find it") {
 		t.Errorf("a node off /usr/bin: %v", err)
+	}
+}
+
+// TestGeminiVersionCommand: the version is asked of node with the CLI's options, and a CLI
+// that is not there exits 127, as bash's own "not found", which sends the run to this
+// machine's install.
+func TestGeminiVersionCommand(t *testing.T) {
+	a := Agent{Name: "gemini-cli"}
+	bin, out := t.TempDir(), t.TempDir()
+	fakeProgram(t, bin, "node")
+	run := func(path string) int {
+		c := exec.Command("bash", "-c", a.VersionCommand(""))
+		c.Env, c.Stdin = []string{"PATH=" + path, "OUT=" + out}, strings.NewReader("")
+		err := c.Run()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	}
+	if code := run(bin); code != 127 { // this machine's gemini may be in /usr/bin
+		t.Errorf("no gemini on PATH: exit status %d, want 127", code)
+	}
+	fakeProgram(t, bin, "gemini")
+	if code := run(bin + ":/usr/bin:/bin"); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--disable-wasm-trap-handler", "--wasm-max-mem-pages=8192", "--liftoff-only", filepath.Join(bin, "gemini"), "--version"}
+	if args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"); !slices.Equal(args, want) {
+		t.Errorf("node got %q, want %q", args, want)
 	}
 }
