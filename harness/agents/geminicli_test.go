@@ -34,9 +34,14 @@ func TestGeminiCLILaunch(t *testing.T) {
 	args, env, home, _ := launch(t, a, e)
 	// node gets the options for WebAssembly under the sandbox's cap on address space, then the
 	// script the PATH finds.
-	if len(args) < 4 || !slices.Equal(args[:3], []string{"--disable-wasm-trap-handler", "--wasm-max-mem-pages=8192", "--liftoff-only"}) ||
-		filepath.Base(args[3]) != "gemini" || !filepath.IsAbs(args[3]) {
-		t.Errorf("node's arguments %q: want its options, then the path of gemini", args)
+	if len(args) < 4 {
+		t.Fatalf("node's arguments %q: want its three options, then the path of gemini", args)
+	}
+	if want := []string{"--disable-wasm-trap-handler", "--wasm-max-mem-pages=8192", "--liftoff-only"}; !slices.Equal(args[:3], want) {
+		t.Errorf("node's options %q, want %q", args[:3], want)
+	}
+	if filepath.Base(args[3]) != "gemini" || !filepath.IsAbs(args[3]) {
+		t.Errorf("node runs %q, want the path of gemini", args[3])
 	}
 	i := slices.Index(args, "--prompt")
 	if i < 0 || i+1 >= len(args) {
