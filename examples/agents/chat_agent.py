@@ -9,16 +9,16 @@ which the model writes with a command. Standard library only.
 """
 import json
 import os
-import subprocess
 import sys
 import urllib.error
 import urllib.request
+
+from run_command import run_command
 
 BASE_URL = os.environ["OPENAI_BASE_URL"].rstrip("/")
 TOKEN = os.environ["OPENAI_API_KEY"]
 MODEL = os.environ["AA_GRADE_MODEL"]
 MAX_TURNS = int(os.environ.get("AA_GRADE_MAX_TURNS") or 0) or 100
-OUTPUT_LIMIT = 20000  # characters of each stream kept, as aa-grade's own loop keeps
 
 TOOLS = [
     {"type": "function", "function": {
@@ -43,21 +43,6 @@ def chat(messages):
         sys.exit(f"chat_agent: the model call failed: {err.code} {err.read().decode(errors='replace')}")
 
 
-def clip(text):
-    if len(text) <= OUTPUT_LIMIT:
-        return text
-    half = OUTPUT_LIMIT // 2
-    return f"{text[:half]}\n[... {len(text)} characters in all ...]\n{text[-half:]}"
-
-
-def shell(cmd):
-    try:
-        done = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, errors="replace", timeout=300)
-    except subprocess.TimeoutExpired:
-        return "the command ran out of time (300 s)"
-    return f"exit status {done.returncode}\nstdout:\n{clip(done.stdout)}\nstderr:\n{clip(done.stderr)}"
-
-
 def main():
     messages = [{"role": "user", "content": os.environ["AA_GRADE_PROMPT"]}]
     for _ in range(MAX_TURNS):
@@ -74,7 +59,7 @@ def main():
                 return
             try:
                 args = json.loads(call["function"]["arguments"] or "{}")
-                output = shell(args["cmd"]) if name == "shell" or "cmd" in args else f"unknown tool {name}"
+                output = run_command(args["cmd"]) if name == "shell" or "cmd" in args else f"unknown tool {name}"
             except (ValueError, KeyError, TypeError) as err:
                 output = f"bad arguments: {err}"
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})

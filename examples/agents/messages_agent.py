@@ -9,16 +9,16 @@ answer is agent_output.json, which the model writes with a command. Standard lib
 """
 import json
 import os
-import subprocess
 import sys
 import urllib.error
 import urllib.request
+
+from run_command import run_command
 
 BASE_URL = os.environ["ANTHROPIC_BASE_URL"].rstrip("/")
 TOKEN = os.environ["ANTHROPIC_API_KEY"]
 MODEL = os.environ["AA_GRADE_MODEL"]
 MAX_TURNS = int(os.environ.get("AA_GRADE_MAX_TURNS") or 0) or 100
-OUTPUT_LIMIT = 20000
 
 TOOLS = [{"name": "bash", "description": "Run a bash command in the workspace; returns its exit status and output.",
           "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
@@ -73,21 +73,6 @@ def turn(messages):
     return blocks, stop
 
 
-def clip(text):
-    if len(text) <= OUTPUT_LIMIT:
-        return text
-    half = OUTPUT_LIMIT // 2
-    return f"{text[:half]}\n[... {len(text)} characters in all ...]\n{text[-half:]}"
-
-
-def bash(cmd):
-    try:
-        done = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, errors="replace", timeout=300)
-    except subprocess.TimeoutExpired:
-        return "the command ran out of time (300 s)"
-    return f"exit status {done.returncode}\nstdout:\n{clip(done.stdout)}\nstderr:\n{clip(done.stderr)}"
-
-
 def main():
     messages = [{"role": "user", "content": os.environ["AA_GRADE_PROMPT"]}]
     for _ in range(MAX_TURNS):
@@ -98,7 +83,7 @@ def main():
             print("".join(b.get("text", "") for b in blocks))
             return
         messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": c["id"], "content": bash(c["input"].get("command", ""))} for c in calls]})
+            {"type": "tool_result", "tool_use_id": c["id"], "content": run_command(c["input"].get("command", ""))} for c in calls]})
     print("out of turns")
 
 
