@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/tidwall/gjson"
@@ -17,13 +18,28 @@ func replaceValue(body []byte, v gjson.Result, s string) []byte {
 	return slices.Concat(body[:v.Index], quoted, body[v.Index+len(v.Raw):])
 }
 
+// streams reads whether a call of the protocols that say so in the body (all but Gemini, whose
+// path says it) is streamed: its stream field must be true, false or null (or absent), as
+// the APIs document it, since a provider that coerces other values (1, "yes") would stream a
+// call the gateway took for a plain one.
+func streams(body []byte) (bool, error) {
+	switch v := gjson.GetBytes(body, "stream"); v.Type {
+	case gjson.True:
+		return true, nil
+	case gjson.False, gjson.Null:
+		return false, nil
+	default:
+		return false, fmt.Errorf("stream must be true or false, not %s", v.Raw)
+	}
+}
+
 // withStreamUsage asks a streamed Chat Completions call for its usage (stream_options
 // include_usage), which the API sends only when asked, as a last chunk with no choices: the
 // caps and the cost need it. A body that asks already is returned as it is.
 func withStreamUsage(body []byte) []byte {
 	opts := gjson.GetBytes(body, "stream_options")
 	switch {
-	case opts.Get("include_usage").Bool():
+	case opts.Get("include_usage").Type == gjson.True:
 		return body
 	case opts.IsObject():
 		var fields map[string]json.RawMessage

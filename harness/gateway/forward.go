@@ -39,6 +39,7 @@ type call struct {
 	// failed, for its turn.
 	answer []byte
 	err    error
+	usage  *model.Usage // what the call counted at, its worst case when its answer said none
 }
 
 // errRetry marks an attempt that failed where a retry may succeed; the wait is the one the
@@ -99,6 +100,9 @@ func (c *call) turn() *turn {
 		if t.err == nil && err != nil {
 			t.err = fmt.Errorf("read the answer: %w", err)
 		}
+	}
+	if c.usage != nil {
+		t.reply.Usage = *c.usage // the worst case, when the answer said none
 	}
 	if t.err != nil {
 		t.err = errors.New(string(model.Scrub([]byte(t.err.Error()), c.g.cfg.Upstream.APIKey)))
@@ -171,7 +175,7 @@ func (c *call) try() error {
 	c.answer = answer
 	release(resp.Header, answer, nil)
 	if c.model {
-		c.used(gjson.GetBytes(answer, c.g.cfg.Upstream.Protocol.dialect().field).Raw)
+		c.used(gjson.GetBytes(answer, c.g.cfg.Upstream.Protocol.dialect().field).Raw, true)
 	}
 	c.relay(resp.StatusCode, resp.Header, answer)
 	return nil
@@ -221,13 +225,26 @@ func (c *call) giveUp(err error) {
 	writeJSON(c.w, unreachable.status, unreachable.errorBody(c.g.cfg.Upstream.Protocol, why))
 }
 
-// used counts the usage an answer reports (usage, its usage object; "" when none).
-func (c *call) used(usage string) {
-	if usage == "" || !gjson.Parse(usage).IsObject() {
-		c.note(model.Event{Kind: model.KindNoUsage, Error: "the answer reports no token usage: the call's tokens are unknown and count as 0"})
-		return
+// used counts the usage an answer reports (usage, its usage object; "" when none), when the
+// answer came whole (complete) and its usage counts tokens; any other call counts at its
+// worst case (worstCase), which its no_usage event states and its turn records.
+func (c *call) used(usage string, complete bool) {
+	p := c.g.cfg.Upstream.Protocol
+	var u model.Usage
+	if usage != "" && gjson.Parse(usage).IsObject() {
+		u = p.dialect().usage([]byte(usage))
 	}
-	c.g.used(c.g.cfg.Upstream.Protocol.dialect().usage([]byte(usage)))
+	if !complete || u.Input+u.Output <= 0 {
+		why := "the answer reports no token usage"
+		if !complete {
+			why = "the answer did not come whole, so its usage is not known"
+		}
+		worst, how := worstCase(p, c.body)
+		c.note(model.Event{Kind: model.KindNoUsage, Error: why + ": the call is " + how})
+		u = worst
+	}
+	c.usage = &u
+	c.g.used(u)
 }
 
 // relay sends an answer back to the agent, with the key scrubbed from it.

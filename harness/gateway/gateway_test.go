@@ -390,8 +390,10 @@ func TestRetries(t *testing.T) {
 		if _, _, err := do(t, e.request(t, gateway.Messages, gateway.Messages.Path(), requestBody(gateway.Messages, runModel, true))); err == nil {
 			t.Error("a stream without its message_stop reached the agent whole")
 		}
-		if tot := e.gw.Totals(); tot.Usage.Input != 11 {
-			t.Errorf("the input a cut stream spent is not counted: %+v", tot)
+		// It counts at its worst case: the body's bytes in, the request's max_tokens out.
+		want := model.Usage{Input: int64(len(requestBody(gateway.Messages, runModel, true))), Output: 100, WorstCase: true}
+		if tot := e.gw.Totals(); tot.Usage != want {
+			t.Errorf("a cut stream counts %+v, want its worst case %+v", tot.Usage, want)
 		}
 	})
 	t.Run("400", func(t *testing.T) {

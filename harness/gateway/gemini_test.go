@@ -182,7 +182,7 @@ func TestGeminiRefusals(t *testing.T) {
 		{"another protocol's path", http.MethodPost, "/v1/chat/completions", `{"model":"` + runModel + `"}`, nil, 404, "", "speaks Google Gemini"},
 		{"another version", http.MethodPost, "/v1/models/" + runModel + ":generateContent", geminiBody, nil, 404, "NOT_FOUND", "/v1beta/models/MODEL:generateContent"},
 		{"GET", http.MethodGet, models + runModel + ":generateContent", "", nil, 405, "INVALID_ARGUMENT", "takes POST"},
-		{"not JSON", http.MethodPost, models + runModel + ":generateContent", `{"contents":`, nil, 400, "INVALID_ARGUMENT", "not a JSON object"},
+		{"not JSON", http.MethodPost, models + runModel + ":generateContent", `{"contents":`, nil, 400, "INVALID_ARGUMENT", "every JSON parser reads alike"},
 		{"a stream not as SSE", http.MethodPost, models + runModel + ":streamGenerateContent", geminiBody, nil, 400, "INVALID_ARGUMENT", "alt=sse"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

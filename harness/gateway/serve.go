@@ -71,7 +71,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.forward(w, r, body, 0)
 		return
 	}
-	if upstream == Chat && gjson.GetBytes(body, "stream").Bool() {
+	stream, err := streams(body)
+	if err != nil {
+		refuse(badRequest, "%v", err)
+		return
+	}
+	if upstream == Chat && stream {
 		body = withStreamUsage(body)
 	}
 	n, err := g.reserve()
@@ -92,15 +97,16 @@ func refuseRoute(r *http.Request, upstream Protocol, refuse func(refusal, string
 	refuse(noRoute, "the gateway serves %s at %s, not %s %s", upstream, upstream.Path(), r.Method, r.URL.Path)
 }
 
-// postedJSON reports whether r is a POST with a JSON object for its body, as every call is;
-// it refuses it otherwise.
+// postedJSON reports whether r is a POST with a JSON object for its body, as every call is,
+// one that every parser reads alike (checkStrict), so that what the gateway checks in it is
+// what the provider reads; it refuses it otherwise.
 func postedJSON(r *http.Request, body []byte, refuse func(refusal, string, ...any)) bool {
 	if r.Method != http.MethodPost {
 		refuse(badMethod, "%s takes POST, not %s", r.URL.Path, r.Method)
 		return false
 	}
-	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
-		refuse(badRequest, "the request's body is not a JSON object")
+	if err := checkStrict(body); err != nil {
+		refuse(badRequest, "%v", err)
 		return false
 	}
 	return true

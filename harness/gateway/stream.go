@@ -88,7 +88,7 @@ func (c *call) stream(resp *http.Response, release func(http.Header, []byte, err
 		release(resp.Header, nil, failure)
 	}
 	if c.model {
-		c.used(gjson.GetBytes(c.answer, c.g.cfg.Upstream.Protocol.dialect().field).Raw) // tokens a cut stream spent count too, as far as it told
+		c.used(gjson.GetBytes(c.answer, c.g.cfg.Upstream.Protocol.dialect().field).Raw, answer.Ended()) // a cut stream was billed too: at its worst case
 	}
 	if failure != nil && !hungUp {
 		panic(http.ErrAbortHandler) // net/http's way to cut the agent's connection; forward's defer records the call
