@@ -29,6 +29,10 @@ const (
 	// (--max-cost): not the model's outcome, so scored 0 like an unfinished one and run again
 	// on resume, with a higher budget.
 	StatusCostLimit = "cost_limit"
+	// StatusRefusedLimit is an agent's episode (run --agent) ended because the model gateway
+	// refused its requests too often (harness/gateway.MaxRefusals): the agent's outcome, a
+	// broken or hostile one, scored 0 and not run again on resume.
+	StatusRefusedLimit = "refused_limit"
 )
 
 // Episode is the result of one (task, repeat).

@@ -392,7 +392,7 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	}
 	var counts []string
 	for _, st := range []string{grader.StatusOK, grader.StatusMissing, grader.StatusInvalid, grader.StatusNoSubmission,
-		grader.StatusMaxTurns, grader.StatusOutputLimit, grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusError, grader.StatusCostLimit, grader.StatusUnfinished} {
+		grader.StatusMaxTurns, grader.StatusOutputLimit, grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusRefusedLimit, grader.StatusError, grader.StatusCostLimit, grader.StatusUnfinished} {
 		if statuses[st] > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", statuses[st], st))
 		}

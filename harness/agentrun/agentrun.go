@@ -64,7 +64,8 @@ type Episode struct {
 // Run plays the episode: the outcome's Turns are the model calls the gateway passed on, its
 // usage theirs, its ToolCalls the tool calls their replies made; the status says what the
 // agent left (ok, missing, invalid) or why it ended without (error when it crashed, hung or
-// could not start; max_turns when it ran out of calls).
+// could not start; max_turns when it ran out of calls; refused_limit when the gateway refused
+// gateway.MaxRefusals of its requests, and it was stopped).
 func (e *Episode) Run(ctx context.Context) harness.Outcome {
 	var out harness.Outcome
 	fail := func(err error) harness.Outcome {
@@ -90,6 +91,19 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 		}
 	}
 	cfg.Mapped = append(cfg.Mapped[:len(cfg.Mapped):len(cfg.Mapped)], e.Agent.BackgroundModels()...)
+	// An agent whose requests the gateway refused too often is stopped at once: what it sends
+	// after costs the host nothing more.
+	agentCtx, stopAgent := context.WithCancelCause(ctx)
+	defer stopAgent(nil)
+	capped := cfg.Capped
+	cfg.Capped = func(err error) {
+		if errors.Is(err, gateway.ErrRefusals) {
+			stopAgent(err)
+		}
+		if capped != nil {
+			capped(err)
+		}
+	}
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		return fail(err)
@@ -115,7 +129,7 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 		Gateway: GatewayURL, Token: token, MaxTurns: e.MaxTurns, Protocol: cfg.Upstream.Protocol,
 		Executable: e.Install.Exe(), AgentDir: sandbox.AgentDirOf(e.Sandbox)})
 	began := time.Now()
-	res, runErr := e.Sandbox.Run(ctx, launch.Script(), timeout)
+	res, runErr := e.Sandbox.Run(agentCtx, launch.Script(), timeout)
 	stopServing(srv)
 	rec := runfolder.AgentRecord{Agent: e.Agent.String(), ExitCode: res.ExitCode, TimedOut: res.TimedOut, Duration: time.Since(began).Seconds(),
 		Stdout: res.Stdout, Stderr: res.Stderr, StdoutChars: res.StdoutChars, StderrChars: res.StderrChars}
@@ -127,6 +141,10 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 	}
 	totals := gw.Totals()
 	out.Turns, out.ToolCalls, out.Usage = totals.Calls, int(toolCalls.Load()), totals.Usage
+	if errors.Is(totals.Capped, gateway.ErrRefusals) {
+		out.Status, out.Reason = grader.StatusRefusedLimit, fmt.Sprintf("the agent was stopped: %v", totals.Capped)
+		return out
+	}
 	if runErr != nil {
 		return fail(fmt.Errorf("run the agent: %w", runErr))
 	}

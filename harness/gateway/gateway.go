@@ -160,13 +160,24 @@ type Config struct {
 	// Used, when set, is told each call's usage as the call ends, so that the run's budget
 	// counts it at once (as the loop's calls are counted).
 	Used func(model.Usage)
-	// Capped is told, once, the first time a call is refused past a cap, so that the episode
-	// can stop its agent and end with its own status (the error wraps ErrCap).
+	// Capped is told the first time a call is refused past a cap (the error wraps ErrCap), and
+	// when the requests refused reach MaxRefusals (ErrRefusals), so that the episode can stop
+	// its agent and end with its own status.
 	Capped func(error)
 }
 
 // ErrCap marks a call refused because the episode reached one of its caps.
 var ErrCap = errors.New("the episode reached its cap")
+
+// ErrRefusals marks an episode whose agent's requests were refused MaxRefusals times: the
+// gateway refuses everything after, unread and unrecorded, and tells Capped, so that the
+// episode ends with a status of its own.
+var ErrRefusals = errors.New("the gateway refused too many of the agent's requests")
+
+// MaxRefusals caps the requests of an episode the gateway refuses and records: more than any
+// honest agent meets (a CLI is refused a path or a model now and then), few enough that a
+// flood of them records at most a few hundred KiB (refusedPrefix each).
+const MaxRefusals = 100
 
 // Totals are what an episode's calls added up to.
 type Totals struct {
@@ -175,7 +186,7 @@ type Totals struct {
 	Retries int         // attempts retried
 	Usage   model.Usage // as the answers report it
 	CostUSD *float64    // nil when the prices are unknown
-	Capped  error       // the first cap a call was refused for; nil none
+	Capped  error       // the first cap a call was refused for, or ErrRefusals once reached; nil none
 }
 
 // Gateway serves one episode's agent. It is an http.Handler: serve it on whatever listener
@@ -185,8 +196,9 @@ type Gateway struct {
 	client   *http.Client
 	recordMu sync.Mutex // one call's events at a time
 
-	mu     sync.Mutex
-	totals Totals
+	mu       sync.Mutex
+	totals   Totals
+	refusals int // the gateway's own refusals, toward MaxRefusals
 }
 
 // defaultBudget and defaultAttemptTimeout are the model package's for its providers.
@@ -322,6 +334,31 @@ func (g *Gateway) used(u model.Usage) {
 	if g.cfg.Used != nil {
 		g.cfg.Used(u)
 	}
+}
+
+// refused counts a request the gateway refused, and reports whether it is to be recorded:
+// those up to MaxRefusals are; the one that reaches it tells Capped (ErrRefusals).
+func (g *Gateway) refused() (recorded bool) {
+	g.mu.Lock()
+	g.totals.Refused++
+	g.refusals++
+	n := g.refusals
+	if n == MaxRefusals { // the refusals end the episode, whatever cap came before
+		g.totals.Capped = fmt.Errorf("%w: %d refused", ErrRefusals, MaxRefusals)
+	}
+	capped := g.totals.Capped
+	g.mu.Unlock()
+	if n == MaxRefusals && g.cfg.Capped != nil {
+		g.cfg.Capped(capped)
+	}
+	return n <= MaxRefusals
+}
+
+// pastRefusals reports whether the episode's requests were refused MaxRefusals times already.
+func (g *Gateway) pastRefusals() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.refusals >= MaxRefusals
 }
 
 // count adds to the refused requests and retried attempts.

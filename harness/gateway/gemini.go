@@ -37,20 +37,13 @@ func geminiCall(path string) (modelName, method string, ok bool) {
 	return modelName, method, found && modelName != "" && !strings.Contains(modelName, "/")
 }
 
-// serveGemini answers a request of an agent whose run's model speaks Gemini (the token already
-// checked): a model call or token count at one of geminiMethods, for the run's model (or one
+// serveGemini answers a request of an agent whose run's model speaks Gemini (the token, the
+// path and the body already checked): a model call or token count at one of geminiMethods, for the run's model (or one
 // mapped to it, put in its place in the path), is passed on; anything else is refused in
 // Google's error shape.
 func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request, body []byte, refuse func(refusal, string, ...any)) {
-	asked, name, ok := geminiCall(r.URL.Path)
+	asked, name, _ := geminiCall(r.URL.Path) // a path routed already
 	method := geminiMethods[name]
-	if !ok || method == 0 {
-		refuseRoute(r, Gemini, refuse)
-		return
-	}
-	if !postedJSON(r, body, refuse) {
-		return
-	}
 	if method == geminiStream && r.URL.Query().Get("alt") != "sse" {
 		refuse(badRequest, "the gateway streams as server-sent events only: call :streamGenerateContent with ?alt=sse")
 		return

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,38 +25,45 @@ const modelsPath = "/v1/models"
 const maxRequestBytes = model.MaxResponseBytes
 
 // ServeHTTP answers one request of the agent: a model call passed on to the provider, or an
-// error in the protocol's own shape.
+// error in the protocol's own shape. What needs no body (the token, the path, the method, a
+// declared length over the cap) is checked before a byte of it is read, so that a refused
+// request costs the host nothing; the body is then read once, bounded, checked strictly, and
+// every later check reads the bytes that are forwarded.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
-	if err != nil {
-		return // the agent hung up before it sent its request
-	}
+	var body []byte // nil until read: what a refusal records of the request
 	shape := g.shapeOf(r)
 	refuse := func(why refusal, format string, args ...any) {
 		g.refuse(w, r, body, shape, why, fmt.Sprintf(format, args...))
 	}
-	switch {
-	case len(body) > maxRequestBytes:
-		refuse(tooLarge, "the request is larger than the gateway's cap of %d MiB", maxRequestBytes>>20)
+	if g.pastRefusals() {
+		refuse(tooManyRefused, "aa-grade: %d requests of this episode were refused, its cap; the episode is over", MaxRefusals)
 		return
+	}
+	switch {
 	case !g.authorized(r):
 		refuse(badToken, "the gateway takes only the episode's token, as a bearer token, as x-api-key or as x-goog-api-key")
 		return
 	case r.URL.Path == modelsPath && r.Method == http.MethodGet:
 		g.listModels(w, r)
 		return
+	case !g.routed(r, refuse):
+		return
+	}
+	body, err := readBody(r)
+	switch {
+	case errors.Is(err, errTooLarge):
+		refuse(tooLarge, "%v", err)
+		return
+	case err != nil:
+		return // the agent hung up before it sent its request
+	}
+	if err := checkStrict(body); err != nil {
+		refuse(badRequest, "%v", err)
+		return
 	}
 	upstream := g.cfg.Upstream.Protocol
 	if upstream == Gemini {
 		g.serveGemini(w, r, body, refuse)
-		return
-	}
-	countsTokens := upstream == Messages && r.URL.Path == countTokensPath
-	if r.URL.Path != upstream.Path() && !countsTokens {
-		refuseRoute(r, upstream, refuse)
-		return
-	}
-	if !postedJSON(r, body, refuse) {
 		return
 	}
 	asked := gjson.GetBytes(body, "model")
@@ -67,7 +75,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if served != asked.Str {
 		body = replaceValue(body, asked, served)
 	}
-	if countsTokens {
+	if upstream == Messages && r.URL.Path == countTokensPath {
 		g.forward(w, r, body, 0)
 		return
 	}
@@ -87,6 +95,44 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.forward(w, r, body, n)
 }
 
+// routed reports whether r is a POST to a path of the run's protocol; it refuses it
+// otherwise, saying where the protocol's calls go.
+func (g *Gateway) routed(r *http.Request, refuse func(refusal, string, ...any)) bool {
+	upstream := g.cfg.Upstream.Protocol
+	var served bool
+	if upstream == Gemini {
+		_, name, ok := geminiCall(r.URL.Path)
+		served = ok && geminiMethods[name] != 0
+	} else {
+		served = r.URL.Path == upstream.Path() || (upstream == Messages && r.URL.Path == countTokensPath)
+	}
+	switch {
+	case !served:
+		refuseRoute(r, upstream, refuse)
+		return false
+	case r.Method != http.MethodPost:
+		refuse(badMethod, "%s takes POST, not %s", r.URL.Path, r.Method)
+		return false
+	}
+	return true
+}
+
+// errTooLarge marks a request over maxRequestBytes.
+var errTooLarge = fmt.Errorf("the request is larger than the gateway's cap of %d MiB", maxRequestBytes>>20)
+
+// readBody reads r's body, up to maxRequestBytes: one over it is errTooLarge, unread when its
+// declared length says so, else with what came up to the cap (for the record).
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength > maxRequestBytes {
+		return nil, errTooLarge
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	if err == nil && len(body) > maxRequestBytes {
+		err = errTooLarge
+	}
+	return body, err
+}
+
 // refuseRoute refuses a request at a path the run's protocol has no call at, saying where it
 // has.
 func refuseRoute(r *http.Request, upstream Protocol, refuse func(refusal, string, ...any)) {
@@ -95,21 +141,6 @@ func refuseRoute(r *http.Request, upstream Protocol, refuse func(refusal, string
 		return
 	}
 	refuse(noRoute, "the gateway serves %s at %s, not %s %s", upstream, upstream.Path(), r.Method, r.URL.Path)
-}
-
-// postedJSON reports whether r is a POST with a JSON object for its body, as every call is,
-// one that every parser reads alike (checkStrict), so that what the gateway checks in it is
-// what the provider reads; it refuses it otherwise.
-func postedJSON(r *http.Request, body []byte, refuse func(refusal, string, ...any)) bool {
-	if r.Method != http.MethodPost {
-		refuse(badMethod, "%s takes POST, not %s", r.URL.Path, r.Method)
-		return false
-	}
-	if err := checkStrict(body); err != nil {
-		refuse(badRequest, "%v", err)
-		return false
-	}
-	return true
 }
 
 // shapeOf is the protocol whose error shape answers r: the one its path names, else the
@@ -160,6 +191,8 @@ var (
 	tooLarge   = refusal{http.StatusRequestEntityTooLarge, "request_too_large", "request_too_large", "INVALID_ARGUMENT"}
 	// A call past a cap is a 400, which clients take as final: a 429 or 5xx they would retry.
 	capReached = refusal{http.StatusBadRequest, "invalid_request_error", "episode_cap_reached", "FAILED_PRECONDITION"}
+	// Any request once the episode's requests were refused MaxRefusals times.
+	tooManyRefused = refusal{http.StatusBadRequest, "invalid_request_error", "episode_refusals_exceeded", "FAILED_PRECONDITION"}
 	// A provider that cannot be reached, after the retries.
 	unreachable = refusal{http.StatusBadGateway, "api_error", "upstream_unreachable", "UNAVAILABLE"}
 )
@@ -184,15 +217,33 @@ func (why refusal) errorBody(p Protocol, message string) []byte {
 	return b
 }
 
-// refuse answers r with an error in the shape of protocol p, and records the attempt.
+// refuse answers r with an error in the shape of protocol p, and records the attempt, up to
+// MaxRefusals of them: its body as recordedBody keeps it.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, body []byte, p Protocol, why refusal, message string) {
 	answer := why.errorBody(p, message)
-	g.count(1, 0)
-	g.record([]model.Event{
-		{Kind: model.KindRequest, URL: r.Method + " " + recordedURI(r.URL), Header: model.RecordedHeader(r.Header), Body: asJSON(body)},
-		{Kind: model.KindResponse, Status: why.status, Body: answer, Error: "refused by the gateway: " + message},
-	}, nil)
+	if g.refused() {
+		req := model.Event{Kind: model.KindRequest, URL: r.Method + " " + recordedURI(r.URL), Header: model.RecordedHeader(r.Header)}
+		recordBody(&req, body)
+		g.record([]model.Event{req, {Kind: model.KindResponse, Status: why.status, Body: answer, Error: "refused by the gateway: " + message}}, nil)
+	}
 	writeJSON(w, why.status, answer)
+}
+
+// refusedPrefix bounds what the trajectory keeps of a refused request's body.
+const refusedPrefix = 4 << 10
+
+// recordBody puts in e what a refusal records of the request's body: a body of at most
+// refusedPrefix bytes that checkStrict accepts as it is, any other its beginning, its length and
+// its sha256 (model.Event.CutBody), never the whole: a flood of refused requests costs the
+// host's disk a few KiB each, whatever they hold.
+func recordBody(e *model.Event, body []byte) {
+	switch {
+	case len(body) == 0:
+	case len(body) <= refusedPrefix && checkStrict(body) == nil:
+		e.Body = body
+	default:
+		e.CutBody(body, refusedPrefix)
+	}
 }
 
 // listModels answers a models list with the run's model alone, in the run's protocol's shape.

@@ -60,6 +60,10 @@ type Event struct {
 	Header      map[string]string `json:"header,omitempty"`
 	Status      int               `json:"status,omitempty"`
 	Body        json.RawMessage   `json:"body,omitempty"`
+	// BodyBytes and BodySHA256, when set, say Body holds only the beginning of the body, as a
+	// JSON string (CutBody): the whole body's length and its sha256, in hex.
+	BodyBytes  int64  `json:"body_bytes,omitempty"`
+	BodySHA256 string `json:"body_sha256,omitempty"`
 	Attempt     int               `json:"attempt,omitempty"`
 	Wait        time.Duration     `json:"wait,omitempty"`
 	Error       string            `json:"error,omitempty"`

@@ -95,7 +95,7 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 // statusOrder lists the statuses present, in the order of docs/design.md, then any other.
 func statusOrder(counts map[string]int) []string {
 	known := []string{grader.StatusOK, grader.StatusMaxTurns, grader.StatusNoSubmission, grader.StatusOutputLimit,
-		grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusInvalid, grader.StatusMissing, grader.StatusError, grader.StatusCostLimit}
+		grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusRefusedLimit, grader.StatusInvalid, grader.StatusMissing, grader.StatusError, grader.StatusCostLimit}
 	var out []string
 	for _, st := range known {
 		if counts[st] > 0 {

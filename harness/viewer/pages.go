@@ -66,7 +66,7 @@ type cell struct {
 
 // statusOrder lists statuses in the order the pages count them.
 var statusOrder = []string{grader.StatusOK, grader.StatusMaxTurns, grader.StatusNoSubmission, grader.StatusOutputLimit,
-	grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusInvalid, grader.StatusMissing, grader.StatusError, grader.StatusCostLimit, grader.StatusUnfinished}
+	grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusRefusedLimit, grader.StatusInvalid, grader.StatusMissing, grader.StatusError, grader.StatusCostLimit, grader.StatusUnfinished}
 
 func buildRunsPage(runs []*loaded) runsPage {
 	var p runsPage

@@ -119,6 +119,8 @@ func abbr(status string, score float64) string {
 		return "full"
 	case "invalid_arguments":
 		return "args"
+	case "refused_limit":
+		return "ref"
 	case "missing":
 		return "–"
 	case "error":
