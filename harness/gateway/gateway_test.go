@@ -560,14 +560,7 @@ func TestStreamsUnbuffered(t *testing.T) {
 // paced, streamed, cut or refused, is a line of the trajectory's published schema, which the
 // run folder's readers read.
 func TestRecordsFollowTheSchema(t *testing.T) {
-	doc, err := os.ReadFile("../runfolder/trajectory.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := jsonschema.Compile(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := trajectorySchema(t)
 	f := newProvider(t, gateway.Chat,
 		status(http.StatusTooManyRequests, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`, "retry-after-ms", "1"),
 		status(http.StatusOK, plainAnswers[gateway.Chat]),
@@ -599,4 +592,18 @@ func TestRecordsFollowTheSchema(t *testing.T) {
 			t.Errorf("no %s line recorded", k)
 		}
 	}
+}
+
+// trajectorySchema is the trajectory's published schema, which recorded lines must follow.
+func trajectorySchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	doc, err := os.ReadFile("../runfolder/trajectory.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := jsonschema.Compile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schema
 }

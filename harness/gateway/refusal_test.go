@@ -9,14 +9,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/gateway"
 	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
 )
 
 // countingBody counts the bytes the gateway read of a request's body.
@@ -95,14 +93,7 @@ func TestRefusalsReadNothing(t *testing.T) {
 // the beginning of its body, at most 4 KiB however it quotes, with its length and sha256; a
 // small JSON one as it is. The lines follow the trajectory's schema.
 func TestRefusedBodyBounded(t *testing.T) {
-	doc, err := os.ReadFile("../runfolder/trajectory.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := jsonschema.Compile(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := trajectorySchema(t)
 	control := bytes.Repeat([]byte{1, '<', 0xff}, 1<<20) // quotes to 6 times its size, and is no UTF-8
 	large := `{"model":"gpt-NOT-ALLOWED","messages":[{"role":"user","content":"` + strings.Repeat("a", 8<<20) + `"}]}`
 	small := `{"model":"gpt-NOT-ALLOWED","messages":[]}`

@@ -55,20 +55,20 @@ func (o *Options) Endpoint() string { return o.BaseURL }
 type Event struct {
 	// Kind is one of the EventKinds but KindTurn and KindUnsent: it says which other fields
 	// are set.
-	Kind        EventKind         `json:"kind"`
-	URL         string            `json:"url,omitempty"`
-	Header      map[string]string `json:"header,omitempty"`
-	Status      int               `json:"status,omitempty"`
-	Body        json.RawMessage   `json:"body,omitempty"`
+	Kind   EventKind         `json:"kind"`
+	URL    string            `json:"url,omitempty"`
+	Header map[string]string `json:"header,omitempty"`
+	Status int               `json:"status,omitempty"`
+	Body   json.RawMessage   `json:"body,omitempty"`
 	// BodyBytes and BodySHA256, when set, say Body holds only the beginning of the body, as a
 	// JSON string (CutBody): the whole body's length and its sha256, in hex.
-	BodyBytes  int64  `json:"body_bytes,omitempty"`
-	BodySHA256 string `json:"body_sha256,omitempty"`
-	Attempt     int               `json:"attempt,omitempty"`
-	Wait        time.Duration     `json:"wait,omitempty"`
-	Error       string            `json:"error,omitempty"`
-	MaxInFlight int               `json:"max_in_flight,omitempty"` // throttle: the calls now allowed at once
-	Reason      string            `json:"reason,omitempty"`        // queued: what the call waits for
+	BodyBytes   int64         `json:"body_bytes,omitempty"`
+	BodySHA256  string        `json:"body_sha256,omitempty"`
+	Attempt     int           `json:"attempt,omitempty"`
+	Wait        time.Duration `json:"wait,omitempty"`
+	Error       string        `json:"error,omitempty"`
+	MaxInFlight int           `json:"max_in_flight,omitempty"` // throttle: the calls now allowed at once
+	Reason      string        `json:"reason,omitempty"`        // queued: what the call waits for
 }
 
 type recorderKey struct{}
