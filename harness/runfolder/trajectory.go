@@ -2,6 +2,7 @@ package runfolder
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +39,10 @@ type TurnRecord struct {
 	Usage   model.Usage     `json:"usage"`
 	Cut     bool            `json:"cut,omitempty"` // the reply stopped at the output cap (model.Reply.Cut)
 	Error   string          `json:"error,omitempty"`
+	// InputBytes and InputSHA256, when set, say Input was left out, the trajectory being past
+	// MaxTrajectoryBytes: the length of the messages as JSON, and their sha256 in hex.
+	InputBytes  int64  `json:"input_bytes,omitempty"`
+	InputSHA256 string `json:"input_sha256,omitempty"`
 }
 
 // UnsentRecord is the messages an episode ended with that no model call sent (kind
@@ -155,6 +160,7 @@ var ErrNotRecorded = errors.New("the trajectory could not be written")
 // by a full disk stays the last), and failed is called.
 type Trajectory struct {
 	f       *os.File
+	out     countingWriter
 	enc     *json.Encoder
 	new     NewMessages
 	retries int
@@ -175,7 +181,38 @@ func (f *Folder) NewTrajectory(e Episode, failed func(error)) (*Trajectory, erro
 }
 
 func newTrajectory(f *os.File, failed func(error)) *Trajectory {
-	return &Trajectory{f: f, enc: json.NewEncoder(f), failed: failed}
+	t := &Trajectory{f: f, out: countingWriter{w: f}, failed: failed}
+	t.enc = json.NewEncoder(&t.out)
+	return t
+}
+
+// MaxTrajectoryBytes bounds an episode's trajectory, whatever its calls hold: once a body
+// would take the file past it, the body is recorded as its beginning, its length and its
+// sha256 (model.Event.CutBody, cutBodyBytes of it), and a turn's input messages as their
+// length and sha256, so that every line stays well-formed and the file stays near the bound
+// (the lines of fixed size that follow add little). A long episode of the reference loop
+// writes tens of MiB; 256 MiB leaves it whole.
+const MaxTrajectoryBytes = 256 << 20
+
+// cutBodyBytes is what a body past the bound keeps of its beginning.
+const cutBodyBytes = 4 << 10
+
+// pastBound reports whether n bytes more would take the trajectory past MaxTrajectoryBytes,
+// for a piece worth cutting (longer than what a cut keeps).
+func (t *Trajectory) pastBound(n int) bool {
+	return n > cutBodyBytes && t.out.n+int64(n) > MaxTrajectoryBytes
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (t *Trajectory) write(v any) {
@@ -193,6 +230,9 @@ func (t *Trajectory) Event(e model.Event) {
 	if e.Kind == model.KindRetry {
 		t.retries++
 	}
+	if e.BodyBytes == 0 && t.pastBound(len(e.Body)) {
+		e.CutBody(e.Body, cutBodyBytes)
+	}
 	t.write(e)
 }
 
@@ -203,6 +243,10 @@ func (t *Trajectory) Turn(n int, req model.Request, reply model.Reply, err error
 		Input: t.new.Next(req, err != nil), Reply: reply.Message, Usage: reply.Usage, Cut: reply.Cut}
 	if err != nil {
 		entry.Error = err.Error()
+	}
+	if input, _ := json.Marshal(entry.Input); t.pastBound(len(input)) { // messages, which marshal
+		sum := sha256.Sum256(input)
+		entry.Input, entry.InputBytes, entry.InputSHA256 = nil, int64(len(input)), hex.EncodeToString(sum[:])
 	}
 	t.write(entry)
 }
