@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -108,7 +109,9 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 	if err != nil {
 		return fail(err)
 	}
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: time.Minute}
+	// The calls live no longer than the agent: an episode stopped (the run's budget spent,
+	// Ctrl-C, the refusals' cap) passes no more calls on, and those in flight end, counted.
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: time.Minute, BaseContext: func(net.Listener) context.Context { return agentCtx }}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -39,7 +41,7 @@ type call struct {
 	// failed, for its turn.
 	answer []byte
 	err    error
-	usage  *model.Usage // what the call counted at, its worst case when its answer said none
+	usage  *model.Usage // what the call's attempts counted at, worst cases included; nil none
 }
 
 // errRetry marks an attempt that failed where a retry may succeed; the wait is the one the
@@ -102,7 +104,7 @@ func (c *call) turn() *turn {
 		}
 	}
 	if c.usage != nil {
-		t.reply.Usage = *c.usage // the worst case, when the answer said none
+		t.reply.Usage = *c.usage // what was counted: a worst case where the answer said none
 	}
 	if t.err != nil {
 		t.err = errors.New(string(model.Scrub([]byte(t.err.Error()), c.g.cfg.Upstream.APIKey)))
@@ -145,10 +147,16 @@ func (c *call) try() error {
 		return err
 	}
 	req.Header = c.header.Clone()
+	var sent atomic.Bool // the whole request went: the provider may bill it, answer or none
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) { sent.Store(i.Err == nil) }}))
 	resp, err := c.g.client.Do(req)
 	if err != nil {
 		c.note(model.Event{Kind: model.KindResponse, Error: err.Error()})
 		release(nil, nil, err)
+		if c.model && sent.Load() {
+			c.used("", false) // sent, and no answer came back (a hang-up, a timeout): its worst case
+		}
 		return &errRetry{err: err}
 	}
 	defer resp.Body.Close()
@@ -165,6 +173,9 @@ func (c *call) try() error {
 	if err != nil {
 		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Error: "the answer could not be read: " + err.Error()})
 		release(resp.Header, nil, err)
+		if c.model {
+			c.used("", false) // an answer cut short was billed all the same
+		}
 		return &errRetry{err: err}
 	}
 	if f := c.g.cfg.Upstream.Protocol.failureIn(answer); f != nil && f.Transient() {
@@ -243,7 +254,10 @@ func (c *call) used(usage string, complete bool) {
 		c.note(model.Event{Kind: model.KindNoUsage, Error: why + ": the call is " + how})
 		u = worst
 	}
-	c.usage = &u
+	if c.usage == nil {
+		c.usage = &model.Usage{}
+	}
+	c.usage.Add(u)
 	c.g.used(u)
 }
 

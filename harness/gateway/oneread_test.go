@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync"
@@ -171,5 +172,38 @@ func TestGeminiWorstCase(t *testing.T) {
 	}
 	if used[0] != want {
 		t.Errorf("Used was told %+v, want %+v", used[0], want)
+	}
+}
+
+// TestHangUpCountsWorstCase: an agent that hangs up once its call reached the provider, before
+// any answer, leaves a call the provider may bill: it counts at its worst case, not at 0.
+func TestHangUpCountsWorstCase(t *testing.T) {
+	arrived := make(chan struct{})
+	f := newProvider(t, gateway.Messages, func(_ http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done()
+	})
+	told := make(chan model.Usage, 4)
+	e := newEpisode(t, f, func(cfg *gateway.Config) { cfg.Used = func(u model.Usage) { told <- u } })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	body := requestBody(gateway.Messages, runModel, false)
+	go func() {
+		<-arrived
+		cancel()
+	}()
+	if resp, err := http.DefaultClient.Do(e.request(t, gateway.Messages, gateway.Messages.Path(), body).WithContext(ctx)); err == nil {
+		resp.Body.Close()
+		t.Fatal("the call was answered, want it hung up")
+	}
+	got := make(chan struct{})
+	var u model.Usage
+	go func() {
+		u = <-told
+		close(got)
+	}()
+	withTimeout(t, "the usage of the call hung up", got)
+	if want := (model.Usage{Input: int64(len(body)), Output: 100, WorstCase: true}); u != want {
+		t.Errorf("Used was told %+v, want the worst case %+v", u, want)
 	}
 }
