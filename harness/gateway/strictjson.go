@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -36,6 +34,9 @@ var errNotStrict = errors.New("the request's body must be one JSON object that e
 // is "model"), no two top-level keys that differ only in case (as encoding/json matches a
 // request's fields), nesting under maxDepth, nothing after the object but white space.
 func checkStrict(body []byte) error {
+	if !utf8.Valid(body) {
+		return fmt.Errorf("%w: invalid UTF-8", errNotStrict)
+	}
 	s := scanner{b: body}
 	s.space()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
@@ -177,51 +178,60 @@ func (s *scanner) after(closing byte, container, closer string) (done bool, err 
 	return false, s.errAt("a comma or a closing " + closer + " is missing")
 }
 
-// str reads a string and, when want is set, returns it unescaped (a key).
-func (s *scanner) str(want bool) (string, error) {
+// str reads a string and, when want is set, returns it unescaped (a key): the body's own
+// bytes when it has no escape. The body's UTF-8 was checked whole before.
+func (s *scanner) str(want bool) ([]byte, error) {
 	s.i++ // "
 	start := s.i
 	var out []byte // the unescaped text, once an escape came
 	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
+		for s.i < len(s.b) && !stringSpecial[s.b[s.i]] { // the run of plain bytes, most of a string
+			s.i++
+		}
+		if s.i >= len(s.b) {
+			break
+		}
+		switch c := s.b[s.i]; {
 		case c == '"':
 			s.i++
 			if out == nil {
-				return string(s.b[start : s.i-1]), nil
+				return s.b[start : s.i-1], nil
 			}
-			return string(out), nil
+			return out, nil
 		case c < 0x20:
-			return "", s.errAt("a control character in a string")
-		case c == '\\':
+			return nil, s.errAt("a control character in a string")
+		default: // a backslash
 			if want && out == nil {
 				out = append([]byte{}, s.b[start:s.i]...)
 			}
 			r, err := s.escape()
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			if want {
 				out = utf8.AppendRune(out, r)
 			}
-		case c < utf8.RuneSelf:
-			s.i++
-			if out != nil {
-				out = append(out, c)
+		}
+		if out != nil {
+			plain := s.i
+			for s.i < len(s.b) && !stringSpecial[s.b[s.i]] {
+				s.i++
 			}
-		default:
-			r, n := utf8.DecodeRune(s.b[s.i:])
-			if r == utf8.RuneError && n <= 1 {
-				return "", s.errAt("invalid UTF-8")
-			}
-			if out != nil {
-				out = append(out, s.b[s.i:s.i+n]...)
-			}
-			s.i += n
+			out = append(out, s.b[plain:s.i]...)
 		}
 	}
-	return "", s.errAt("a string is not closed")
+	return nil, s.errAt("a string is not closed")
 }
+
+// stringSpecial are the bytes that end a run of plain bytes in a string: the quote, the
+// backslash and the control characters.
+var stringSpecial = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // escape reads an escape, a surrogate pair as one.
 func (s *scanner) escape() (rune, error) {
@@ -327,45 +337,52 @@ func (s *scanner) digits() bool {
 }
 
 // keySet is the keys of one object so far, each as compared (folded, at the top level): a
-// list while it is short (most objects are), a map past that, so that an object of a million
-// keys costs no more than its length.
+// list while it is short (most objects are), kept in the set itself so that it costs no
+// allocation, and a map past that, so that an object of a million keys costs no more than its
+// length.
 type keySet struct {
-	list []string
-	set  map[string]struct{}
+	small [shortKeys][]byte
+	n     int
+	set   map[string]struct{}
 }
 
 // shortKeys is how many keys a keySet compares one by one before it takes a map.
 const shortKeys = 16
 
 // add adds key, folded first where fold is set; it reports whether the set had it already.
-func (k *keySet) add(key string, fold bool) (seen bool) {
+func (k *keySet) add(key []byte, fold bool) (seen bool) {
 	if fold {
 		key = foldCase(key)
 	}
 	if k.set != nil {
-		_, seen = k.set[key]
-		k.set[key] = struct{}{}
+		if _, seen = k.set[string(key)]; !seen {
+			k.set[string(key)] = struct{}{}
+		}
 		return seen
 	}
-	if slices.Contains(k.list, key) {
-		return true
-	}
-	k.list = append(k.list, key)
-	if len(k.list) > shortKeys {
-		k.set = make(map[string]struct{}, 2*shortKeys)
-		for _, old := range k.list {
-			k.set[old] = struct{}{}
+	for _, old := range k.small[:k.n] {
+		if bytes.Equal(old, key) {
+			return true
 		}
-		k.list = nil
 	}
+	if k.n < shortKeys {
+		k.small[k.n] = key
+		k.n++
+		return false
+	}
+	k.set = make(map[string]struct{}, 4*shortKeys)
+	for _, old := range k.small {
+		k.set[string(old)] = struct{}{}
+	}
+	k.set[string(key)] = struct{}{}
 	return false
 }
 
 // foldCase is key with each letter replaced by the least of the letters Unicode folds it
 // with, so that two keys strings.EqualFold matches (encoding/json's matching, the Kelvin sign
 // K included) fold alike.
-func foldCase(key string) string {
-	return strings.Map(func(r rune) rune {
+func foldCase(key []byte) []byte {
+	return bytes.Map(func(r rune) rune {
 		least := r
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
 			least = min(least, f)
