@@ -195,6 +195,7 @@ type Gateway struct {
 	cfg      Config
 	client   *http.Client
 	recordMu sync.Mutex // one call's events at a time
+	bodies   *byteBudget // the request bodies held at once (bodyBudget)
 
 	mu       sync.Mutex
 	totals   Totals
@@ -241,7 +242,7 @@ func New(cfg Config) (*Gateway, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	g := &Gateway{cfg: cfg, client: client}
+	g := &Gateway{cfg: cfg, client: client, bodies: newByteBudget(bodyBudget)}
 	g.totals.CostUSD = cfg.Prices.Cost(model.Usage{})
 	return g, nil
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -49,7 +48,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case !g.routed(r, refuse):
 		return
 	}
-	body, err := readBody(r)
+	body, done, err := g.readBody(r)
+	defer done()
 	switch {
 	case errors.Is(err, errTooLarge):
 		refuse(tooLarge, "%v", err)
@@ -119,19 +119,6 @@ func (g *Gateway) routed(r *http.Request, refuse func(refusal, string, ...any)) 
 
 // errTooLarge marks a request over maxRequestBytes.
 var errTooLarge = fmt.Errorf("the request is larger than the gateway's cap of %d MiB", maxRequestBytes>>20)
-
-// readBody reads r's body, up to maxRequestBytes: one over it is errTooLarge, unread when its
-// declared length says so, else with what came up to the cap (for the record).
-func readBody(r *http.Request) ([]byte, error) {
-	if r.ContentLength > maxRequestBytes {
-		return nil, errTooLarge
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
-	if err == nil && len(body) > maxRequestBytes {
-		err = errTooLarge
-	}
-	return body, err
-}
 
 // refuseRoute refuses a request at a path the run's protocol has no call at, saying where it
 // has.
