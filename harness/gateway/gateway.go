@@ -194,7 +194,7 @@ type Totals struct {
 type Gateway struct {
 	cfg      Config
 	client   *http.Client
-	recordMu sync.Mutex // one call's events at a time
+	recordMu sync.Mutex  // one call's events at a time
 	bodies   *byteBudget // the request bodies held at once (bodyBudget)
 
 	mu       sync.Mutex
