@@ -126,7 +126,7 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 		e.Ended(rec)
 	}
 	totals := gw.Totals()
-	out.Turns, out.ToolCalls, out.Usage = totals.Calls, int(toolCalls.Load()), totals.Usage
+	out.Turns, out.ToolCalls, out.Usage, out.ProviderTools = totals.Calls, int(toolCalls.Load()), totals.Usage, totals.ProviderTools
 	if runErr != nil {
 		return fail(fmt.Errorf("run the agent: %w", runErr))
 	}

@@ -67,8 +67,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if served != asked.Str {
 		body = replaceValue(body, asked, served)
 	}
+	r, body, stripped, err := g.screen(r, body)
+	if err != nil {
+		refuse(providerTool, "aa-grade: %v", err)
+		return
+	}
 	if countsTokens {
-		g.forward(w, r, body, 0)
+		g.forward(w, r, body, 0, stripped...)
 		return
 	}
 	if upstream == Chat && gjson.GetBytes(body, "stream").Bool() {
@@ -79,7 +84,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(capReached, "aa-grade: %v; the episode can make no more model calls", err)
 		return
 	}
-	g.forward(w, r, body, n)
+	g.forward(w, r, body, n, stripped...)
 }
 
 // refuseRoute refuses a request at a path the run's protocol has no call at, saying where it

@@ -47,13 +47,17 @@ type Tool struct {
 }
 
 // Usage counts the tokens of one call. Input is every prompt token, cached ones included
-// (CachedRead and CachedWrite are parts of it); Reasoning is part of Output.
+// (CachedRead and CachedWrite are parts of it); Reasoning is part of Output. WebSearches and
+// ServerTools count the uses of the tools a provider ran itself, which it bills apart from
+// the tokens: only an agent run that allows them (run --allow-provider-tools) has any.
 type Usage struct {
 	Input       int64 `json:"input"`
 	CachedRead  int64 `json:"cached_read"`
 	CachedWrite int64 `json:"cached_write"`
 	Output      int64 `json:"output"`
 	Reasoning   int64 `json:"reasoning"`
+	WebSearches int64 `json:"web_searches,omitempty"` // web searches the provider made
+	ServerTools int64 `json:"server_tools,omitempty"` // uses of its other tools: fetches, code, MCP
 }
 
 // Add accumulates another call's usage.
@@ -63,6 +67,8 @@ func (u *Usage) Add(o Usage) {
 	u.CachedWrite += o.CachedWrite
 	u.Output += o.Output
 	u.Reasoning += o.Reasoning
+	u.WebSearches += o.WebSearches
+	u.ServerTools += o.ServerTools
 }
 
 // Request is one model call: the whole conversation and every tool (tool_choice auto).
