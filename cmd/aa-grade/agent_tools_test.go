@@ -70,6 +70,13 @@ func TestAgentRunProviderTools(t *testing.T) {
 			t.Errorf("%s does not say the run allowed the provider's tools", report)
 		}
 	}
+	pages := filepath.Join(t.TempDir(), "pages")
+	if r := aaGrade(t, nil, "view", "--out", pages, allowed); r.code != 0 {
+		t.Fatalf("view --out: exit %d\n%s", r.code, r.stderr)
+	}
+	if index := readFile(t, filepath.Join(pages, "index.html")); !strings.Contains(index, "--allow-provider-tools") {
+		t.Errorf("the viewer's runs page does not say the run allowed the provider's tools")
+	}
 	if text := readFile(t, filepath.Join(out, "report.md")); strings.Contains(text, "--allow-provider-tools") {
 		t.Errorf("report.md of a run without the flag mentions it")
 	}

@@ -51,8 +51,23 @@ var allowedFields = [...]map[string]bool{
 		"generateContentRequest", "generate_content_request", "model"),
 }
 
-// toolsField is the field that lists a request's tools, in every protocol.
-const toolsField = "tools"
+// toolsField is the field that lists a request's tools, in every protocol, and
+// toolChoiceField the one that may force one.
+const (
+	toolsField      = "tools"
+	toolChoiceField = "tool_choice"
+)
+
+// toolChoices are the types of a tool_choice object that pass (a string, auto, none,
+// required, any, passes as it is): a choice among the function tools; one naming a
+// provider-side tool (the Responses API's {"type": "web_search_preview"}) is refused as the
+// tool would be.
+var toolChoices = [...]map[string]bool{
+	Chat:      set("function", "custom", "allowed_tools"),
+	Responses: set("function", "custom", "allowed_tools"),
+	Messages:  set("auto", "any", "tool", "none"),
+	Gemini:    set(),
+}
 
 // geminiWrapped is the countTokens field that holds a whole generateContent request.
 var geminiWrapped = set("generateContentRequest", "generate_content_request")

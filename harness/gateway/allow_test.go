@@ -30,6 +30,7 @@ var providerTools = []struct {
 	{"code_interpreter", gateway.Responses, `{"model":"m","input":"hi","tools":[{"type":"code_interpreter","container":{"type":"auto"}}]}`},
 	{"file_search", gateway.Responses, `{"model":"m","input":"hi","tools":[{"type":"file_search","vector_store_ids":["vs_1"]}]}`},
 	{"a server tool in a namespace", gateway.Responses, `{"model":"m","input":"hi","tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"f","parameters":{}},{"type":"web_search"}]}]}`},
+	{"a forced web_search_preview", gateway.Responses, `{"model":"m","input":"hi","tool_choice":{"type":"web_search_preview"}}`},
 	{"a Chat tool not a function", gateway.Chat, `{"model":"m","messages":[],"tools":[{"type":"web_search"}]}`},
 	{"googleSearch", gateway.Gemini, `{"contents":[],"tools":[{"googleSearch":{}}]}`},
 	{"google_search_retrieval", gateway.Gemini, `{"contents":[],"tools":[{"google_search_retrieval":{}}]}`},
@@ -222,8 +223,8 @@ func TestProviderToolsWhenAllowed(t *testing.T) {
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("status %d: %s", resp.StatusCode, body)
 			}
-			if _, sent, _ := f.sent(0); !strings.Contains(sent, `"tools"`) {
-				t.Errorf("the provider got no tools: %s", sent)
+			if _, sent, _ := f.sent(0); sent != strings.Replace(c.body, `"model":"m"`, `"model":"`+runModel+`"`, 1) {
+				t.Errorf("the provider got %s, want the request as it came", sent)
 			}
 		})
 	}

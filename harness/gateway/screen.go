@@ -79,6 +79,8 @@ func screenBody(p Protocol, body []byte, at string) ([]byte, []string, error) {
 		case !allowedFields[p][k.Str]:
 			removed = append(removed, at+k.Str)
 			return true
+		case k.Str == toolChoiceField && v.IsObject() && !toolChoices[p][v.Get("type").String()]:
+			err = fmt.Errorf("%w: %s%s forces type %s, which the provider runs itself", ErrProviderTool, at, k.Str, v.Get("type").Raw)
 		case k.Str == toolsField && v.IsArray():
 			var rm []string
 			value, rm, err = screenTools(p, v, at+k.Str)
