@@ -23,10 +23,14 @@ func TestLoopSendsOnlyItsTools(t *testing.T) {
 	}{
 		{"Chat Completions", &fakeChat{answers: []func(http.ResponseWriter){status(200, toolAnswer)}},
 			func(f *fakeChat) Model { return &OpenAIChat{testOptions(t, f)} }, "tools",
-			func(tool gjson.Result) bool { return tool.Get("type").String() == "function" && tool.Get("function.parameters").IsObject() }},
+			func(tool gjson.Result) bool {
+				return tool.Get("type").String() == "function" && tool.Get("function.parameters").IsObject()
+			}},
 		{"Responses", &fakeChat{path: "/v1/responses", answers: []func(http.ResponseWriter){status(200, responsesTextAnswer)}},
 			func(f *fakeChat) Model { return &OpenAIResponses{testOptions(t, f)} }, "tools",
-			func(tool gjson.Result) bool { return tool.Get("type").String() == "function" && tool.Get("parameters").IsObject() }},
+			func(tool gjson.Result) bool {
+				return tool.Get("type").String() == "function" && tool.Get("parameters").IsObject()
+			}},
 		{"Messages", &fakeChat{path: "/v1/messages", answers: []func(http.ResponseWriter){anthropicReply(`[{"type":"text","text":"ok"}]`, 10)}},
 			func(f *fakeChat) Model { return newAnthropic(t, f) }, "tools",
 			func(tool gjson.Result) bool { return !tool.Get("type").Exists() && tool.Get("input_schema").IsObject() }},
