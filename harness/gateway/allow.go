@@ -145,6 +145,10 @@ var allowedBetas = set("claude-code", "interleaved-thinking", "thinking-token-co
 // but the Responses API's first version).
 var allowedOpenAIBetas = set("responses=experimental", "responses=v1")
 
+// allowedHeaderValues are the headers whose values are checked, each against its list: the
+// other headers forwarded (forwardedHeaders) say how to read a request, none turns a tool on.
+var allowedHeaderValues = map[string]map[string]bool{"Anthropic-Beta": allowedBetas, "Openai-Beta": allowedOpenAIBetas}
+
 // betaName is a beta's name: its value without the date that ends it (NAME-YYYY-MM-DD, or
 // NAME-YYYYMMDD as claude-code-20250219).
 func betaName(v string) string {

@@ -107,6 +107,11 @@ func TestStripsWhatIsNotAllowed(t *testing.T) {
 			header:   [2]string{"anthropic-beta", "claude-code-20250219,web-fetch-2025-09-10, mcp-client-2025-04-04,interleaved-thinking-2025-05-14"},
 			sent:     `{"model":"m","max_tokens":9,"messages":[]}`,
 			stripped: []string{"header anthropic-beta: mcp-client-2025-04-04", "header anthropic-beta: web-fetch-2025-09-10"}},
+		{name: "an OpenAI beta", p: gateway.Responses,
+			body:     `{"model":"m","input":"hi"}`,
+			header:   [2]string{"openai-beta", "assistants=v2"},
+			sent:     `{"model":"m","input":"hi"}`,
+			stripped: []string{"header openai-beta: assistants=v2"}},
 		{name: "a key of a function tool", p: gateway.Messages,
 			body:     `{"model":"m","max_tokens":9,"messages":[],"tools":[{"name":"Bash","input_schema":{"type":"object"},"allowed_callers":["code_execution_20250825"]}]}`,
 			sent:     `{"model":"m","max_tokens":9,"messages":[],"tools":[{"name":"Bash","input_schema":{"type":"object"}}]}`,
@@ -145,7 +150,10 @@ func TestStripsWhatIsNotAllowed(t *testing.T) {
 					t.Errorf("the provider got the beta %q", beta)
 				}
 			}
-			if c.header[0] != "" && !strings.Contains(header.Get("Anthropic-Beta"), "claude-code-20250219") {
+			if header.Get("Openai-Beta") != "" {
+				t.Errorf("the provider got the OpenAI beta %q", header.Get("Openai-Beta"))
+			}
+			if c.header[0] == "anthropic-beta" && !strings.Contains(header.Get("Anthropic-Beta"), "claude-code-20250219") {
 				t.Errorf("the allowed betas were not passed on: %v", header)
 			}
 			events := e.recorded()

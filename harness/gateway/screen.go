@@ -142,7 +142,7 @@ func screenTools(p Protocol, tools gjson.Result, at string) (string, []string, e
 func screenHeader(h http.Header) (http.Header, []string) {
 	var removed []string
 	out, cloned := h, false
-	for key, allowed := range map[string]map[string]bool{"Anthropic-Beta": allowedBetas, "Openai-Beta": allowedOpenAIBetas} {
+	for key, allowed := range allowedHeaderValues {
 		var kept []string
 		changed := false
 		for _, v := range h.Values(key) {
