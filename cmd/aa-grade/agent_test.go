@@ -301,6 +301,7 @@ func TestAgentRunRefusals(t *testing.T) {
 		{[]string{"--model", "openai/m", "--agent-dir", "."}, "only with --agent"},
 		{[]string{"--model", "openai/m", "--allow-provider-tools"}, "only with --agent"},
 		{[]string{"--model", "openrouter/openai/gpt-5:online", "--agent", "command:true"}, "searches the web on the provider's side"},
+		{[]string{"--model", "openrouter/openai/gpt-5:online"}, "aa-grade's loop runs none of the provider's tools"},
 		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-dir", "no-such-folder"}, "--agent-dir"},
 		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-dir", filepath.Join(moduleRoot, "go.mod")}, "not a folder"},
 		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-dir", "/"}, "may not show"},
