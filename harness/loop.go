@@ -103,8 +103,11 @@ type Outcome struct {
 	Usage      model.Usage
 	ModelTime  time.Duration
 	ToolTime   time.Duration
-	Err        error  // for grader.StatusError
-	Reason     string // why an episode that is neither ok nor an error ended, when there is more to say
+	// ProviderTools counts an agent's requests the gateway refused for holding a tool the
+	// provider runs itself (issue 42); 0 for the loop, which sends none.
+	ProviderTools int
+	Err           error  // for grader.StatusError
+	Reason        string // why an episode that is neither ok nor an error ended, when there is more to say
 	// Unsent are the results of the last turn's tool calls when the episode ended before a
 	// model call sent them (a finish, the turn cap, an error): no turn's input records them.
 	Unsent []model.Message

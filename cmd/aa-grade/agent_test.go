@@ -283,7 +283,7 @@ func checkAgentRunReaders(t *testing.T, out string) {
 // TestAgentRunRefusals: an agent that cannot call the model, a model an agent cannot call,
 // and flags of aa-grade's own loop are refused before anything runs (exit 2).
 func TestAgentRunRefusals(t *testing.T) {
-	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_API_KEY=sk-x", "ANTHROPIC_API_KEY=sk-y", "GEMINI_API_KEY=sk-z"}
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_API_KEY=sk-x", "ANTHROPIC_API_KEY=sk-y", "GEMINI_API_KEY=sk-z", "OPENROUTER_API_KEY=sk-w"}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -299,6 +299,9 @@ func TestAgentRunRefusals(t *testing.T) {
 		{[]string{"--model", "openai/m", "--agent-timeout", "5m"}, "only with --agent"},
 		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-timeout", "0s"}, "must be more than 0"},
 		{[]string{"--model", "openai/m", "--agent-dir", "."}, "only with --agent"},
+		{[]string{"--model", "openai/m", "--allow-provider-tools"}, "only with --agent"},
+		{[]string{"--model", "openrouter/openai/gpt-5:online", "--agent", "command:true"}, "searches the web on the provider's side"},
+		{[]string{"--model", "openrouter/openai/gpt-5:online"}, "aa-grade's loop runs none of the provider's tools"},
 		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-dir", "no-such-folder"}, "--agent-dir"},
 		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-dir", filepath.Join(moduleRoot, "go.mod")}, "not a folder"},
 		{[]string{"--model", "openai/m", "--agent", "command:true", "--agent-dir", "/"}, "may not show"},

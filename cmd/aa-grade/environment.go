@@ -45,6 +45,7 @@ var environment = []envVar{
 	{"AA_GRADE_AGENT", []string{"run --agent"}, "the agent that plays each episode in place of the loop (docs/agents.md)"},
 	{"AA_GRADE_AGENT_TIMEOUT", []string{"run --agent-timeout"}, "how long an episode's agent may run"},
 	{"AA_GRADE_AGENT_DIR", []string{"run --agent-dir"}, "a folder of the agent's own files, shown read-only in the sandbox"},
+	{"AA_GRADE_ALLOW_PROVIDER_TOOLS", []string{"run --allow-provider-tools"}, "let an agent's model calls hold the provider's own tools (web search, fetch, MCP, code execution)"},
 	{"AA_GRADE_SHARD", []string{"run --shard"}, "the part of the episodes to run"},
 	{"AA_GRADE_GRACE", []string{"run --grace"}, "time running episodes may finish after Ctrl-C"},
 	{"AA_GRADE_PRICE_INPUT", []string{"run --price-input"}, "USD per million input tokens"},

@@ -330,10 +330,15 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 	}
 	var up gateway.Upstream
 	var agentModel string
-	if a := opts.agent.agent; a != nil {
-		if up, agentModel, err = agentUpstream(*a, settings.Spec, m); err != nil {
+	if a := opts.agent.agent; a == nil {
+		if err := gateway.CheckModel(settings.Spec, false); err != nil {
+			return nil, usageErrorf("--model %s: %w; aa-grade's loop runs none of the provider's tools", settings.Spec, err)
+		}
+	} else {
+		if up, agentModel, err = agentUpstream(*a, settings.Spec, m, opts.agent.providerTools); err != nil {
 			return nil, err
 		}
+		settings.Prices = withSearchPrice(settings.Prices, opts.agent.providerTools, up.Protocol)
 	}
 	j, err := newJudge(opts.judge)
 	if err != nil {

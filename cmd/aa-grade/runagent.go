@@ -25,7 +25,9 @@ type agentOptions struct {
 	spec     string
 	timeout  time.Duration
 	agentDir string
-	agent    *agents.Agent // set by Validate; nil: aa-grade's loop plays the episodes
+	// providerTools lets the agent's calls hold the tools a provider runs itself.
+	providerTools bool
+	agent         *agents.Agent // set by Validate; nil: aa-grade's loop plays the episodes
 }
 
 func (o *agentOptions) flags() []cli.Flag {
@@ -36,13 +38,15 @@ func (o *agentOptions) flags() []cli.Flag {
 			Usage: "how long an episode's agent may run, its model calls included"},
 		&cli.StringFlag{Name: "agent-dir", Destination: &o.agentDir, Sources: env("agent-dir"), TakesFile: true,
 			Usage: "a folder of your agent's files, shown read-only in every episode's sandbox at " + sandbox.AgentDirPath + " (landlock: at its own path), named by $" + agents.AgentDirVar},
+		&cli.BoolFlag{Name: "allow-provider-tools", Destination: &o.providerTools, Sources: env("allow-provider-tools"),
+			Usage: "let the agent's model calls hold the tools the provider runs itself (web search, web fetch, MCP, code execution), which the gateway refuses otherwise; the run is then comparable with no other (docs/agents.md)"},
 	}
 }
 
 // Validate reads --agent; the flags of aa-grade's own loop mean nothing beside it.
 func (o *agentOptions) Validate(set func(string) bool) error {
 	if o.spec == "" {
-		for _, name := range []string{"agent-timeout", "agent-dir"} {
+		for _, name := range []string{"agent-timeout", "agent-dir", "allow-provider-tools"} {
 			if set(name) {
 				return usageErrorf("--%s: only with --agent", name)
 			}
@@ -82,8 +86,9 @@ func (o *agentOptions) Validate(set func(string) bool) error {
 }
 
 // agentUpstream is where the gateway of an agent run passes its calls: the run's provider as
-// the agent's protocol calls it.
-func agentUpstream(a agents.Agent, spec string, m model.Model) (gateway.Upstream, string, error) {
+// the agent's protocol calls it; a model that runs the provider's tools for every call only
+// when they are allowed.
+func agentUpstream(a agents.Agent, spec string, m model.Model, providerTools bool) (gateway.Upstream, string, error) {
 	if strings.HasPrefix(spec, "builtin/") || strings.HasPrefix(spec, "replay/") {
 		return gateway.Upstream{}, "", usageErrorf("--agent %s: the agent calls a provider's API, and --model %s is none (%s)", a, spec, model.SpecForms())
 	}
@@ -91,7 +96,22 @@ func agentUpstream(a agents.Agent, spec string, m model.Model) (gateway.Upstream
 	if err != nil {
 		return gateway.Upstream{}, "", usageErrorf("--agent %s with --model %s: %w", a, spec, err)
 	}
+	if err := gateway.CheckModel(name, providerTools); err != nil {
+		return gateway.Upstream{}, "", usageErrorf("--agent %s with --model %s: %w; --allow-provider-tools allows it", a, spec, err)
+	}
 	return up, name, nil
+}
+
+// withSearchPrice is prices with the price of the provider's web searches, which an agent
+// run that allows the provider's tools pays beside the tokens (gateway.WebSearchPrice); prices
+// as they are otherwise, or when unknown.
+func withSearchPrice(prices *model.Prices, providerTools bool, p gateway.Protocol) *model.Prices {
+	if !providerTools || prices == nil {
+		return prices
+	}
+	with := *prices
+	with.WebSearch = gateway.WebSearchPrice(p)
+	return &with
 }
 
 // agentRun is the runner's configuration of an agent run, and what run.json says of it: the
@@ -109,9 +129,10 @@ func agentRun(ctx context.Context, o agentOptions, p *preparedRun, backend sandb
 	if err != nil {
 		return nil, nil, fmt.Errorf("--agent: %w", err)
 	}
-	run := &runner.Agent{Agent: a, Upstream: p.agentUpstream, Model: p.agentModel, Timeout: o.timeout, Limit: p.limit, Install: install, Dir: o.agentDir}
+	run := &runner.Agent{Agent: a, Upstream: p.agentUpstream, Model: p.agentModel, Timeout: o.timeout, Limit: p.limit, Install: install, Dir: o.agentDir,
+		ProviderTools: o.providerTools}
 	info := &runfolder.AgentInfo{Spec: a.String(), Version: version, Timeout: o.timeout.String(), Protocol: p.agentUpstream.Protocol.String(),
-		Dir: o.agentDir, Install: install.Exe()}
+		Dir: o.agentDir, Install: install.Exe(), ProviderTools: o.providerTools}
 	info.Command, info.Env = a.Settings(agents.Episode{Model: p.agentModel, Gateway: agentrun.GatewayURL, MaxTurns: maxTurns,
 		Executable: install.Exe(), Protocol: p.agentUpstream.Protocol})
 	return run, info, nil

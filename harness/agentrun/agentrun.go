@@ -143,7 +143,7 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 		e.Ended(rec)
 	}
 	totals := gw.Totals()
-	out.Turns, out.ToolCalls, out.Usage = totals.Calls, int(toolCalls.Load()), totals.Usage
+	out.Turns, out.ToolCalls, out.Usage, out.ProviderTools = totals.Calls, int(toolCalls.Load()), totals.Usage, totals.ProviderTools
 	if errors.Is(totals.Capped, gateway.ErrRefusals) {
 		out.Status, out.Reason = grader.StatusRefusedLimit, fmt.Sprintf("the agent was stopped: %v", totals.Capped)
 		return out

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness"
 	"github.com/aa-grade/aa-grade/harness/agentrun"
@@ -368,14 +370,17 @@ func TestVersion(t *testing.T) {
 // host's install, and its node for the Gemini CLI, is shown to it) play an episode to a graded
 // answer through the gateway, against a scripted model speaking their protocols (opencode
 // each of the OpenAI and Anthropic ones); a backend where one cannot run (landlock, for Claude
-// Code, opencode and the Gemini CLI) refuses it up front.
+// Code, opencode and the Gemini CLI) refuses it up front. The model asks first for the CLI's
+// web tool (issue 42): the CLI offers none, answers that call with an error and goes on; no
+// call to the provider holds a tool the provider would run itself.
 func TestRealCLIs(t *testing.T) {
 	for _, c := range []struct {
 		agent    string
 		protocol gateway.Protocol
 		base     string
-	}{{"claude-code", gateway.Messages, ""}, {"codex", gateway.Responses, "/v1"}, {"gemini-cli", gateway.Gemini, ""},
-		{"opencode", gateway.Messages, ""}, {"opencode", gateway.Responses, "/v1"}, {"opencode", gateway.Chat, "/v1"}} {
+		web      string // the CLI's web tool, which it must not offer
+	}{{"claude-code", gateway.Messages, "", "WebSearch"}, {"codex", gateway.Responses, "/v1", "web_search"}, {"gemini-cli", gateway.Gemini, "", "google_web_search"},
+		{"opencode", gateway.Messages, "", "websearch"}, {"opencode", gateway.Responses, "/v1", "webfetch"}, {"opencode", gateway.Chat, "/v1", "websearch"}} {
 		t.Run(c.agent+"/"+c.protocol.String(), func(t *testing.T) {
 			a, err := agents.Parse(c.agent)
 			if err != nil {
@@ -388,7 +393,7 @@ func TestRealCLIs(t *testing.T) {
 				}
 				t.Skipf("%s is not installed (npm install -g %s)", program, pkg)
 			}
-			fake := &fakecli.Server{Script: fakecli.Script{Command: `cat alerts.json && echo '["shop/StatefulSet/db"]' > agent_output.json`, Final: "The answer is written."}}
+			fake := &fakecli.Server{Script: fakecli.Script{Command: `cat alerts.json && echo '["shop/StatefulSet/db"]' > agent_output.json`, Final: "The answer is written.", Web: c.web}}
 			srv := httptest.NewServer(fake)
 			defer srv.Close()
 			for _, b := range backends(t) {
@@ -408,6 +413,12 @@ func TestRealCLIs(t *testing.T) {
 					}
 					checkCLITurns(t, rec.turns)
 					checkToolCalls(t, out, rec)
+					checkNoWebTools(t, fake.Calls())
+					if !slices.ContainsFunc(rec.turns, func(tr turn) bool {
+						return slices.ContainsFunc(tr.reply.Message.ToolCalls, func(tc model.ToolCall) bool { return tc.Name == c.web })
+					}) {
+						t.Errorf("no turn shows the model's call of %s", c.web)
+					}
 					for _, call := range fake.Calls() {
 						if strings.Contains(string(call.Body), canary) || slices.ContainsFunc(headerValues(call.Header), func(v string) bool { return strings.Contains(v, "aag-") }) {
 							t.Errorf("a call to the provider holds the key in its body or the token in its headers: %s", call.Path)
@@ -465,4 +476,50 @@ func headerValues(h http.Header) []string {
 		out = append(out, vs...)
 	}
 	return out
+}
+
+// webToolNames are the web tools of the real CLIs, by the names they offer them under.
+var webToolNames = []string{"WebSearch", "WebFetch", "web_search", "google_web_search", "web_fetch", "websearch", "webfetch"}
+
+// checkNoWebTools: no call the provider got offers a web tool of the CLI's nor holds a tool the provider runs itself: every tool is a function the CLI runs
+// (Messages: an input_schema and no type; Responses: a function, custom or namespace; Chat: a
+// function; Gemini: functionDeclarations alone).
+func checkNoWebTools(t *testing.T, calls []fakecli.Call) {
+	t.Helper()
+	for _, call := range calls {
+		body := gjson.ParseBytes(call.Body)
+		for i, tool := range body.Get("tools").Array() {
+			typ := tool.Get("type").String()
+			switch {
+			case strings.HasPrefix(call.Path, "/v1beta/"):
+				tool.ForEach(func(k, v gjson.Result) bool {
+					if k.Str != "functionDeclarations" {
+						t.Errorf("%s: tools[%d] holds %s", call.Path, i, k.Str)
+					}
+					for _, d := range v.Array() {
+						if slices.Contains(webToolNames, d.Get("name").String()) {
+							t.Errorf("%s: the CLI offers its web tool %s", call.Path, d.Get("name"))
+						}
+					}
+					return true
+				})
+				continue
+			case call.Path == "/v1/messages" && typ != "":
+				t.Errorf("%s: tools[%d] is of type %s", call.Path, i, typ)
+			case call.Path == "/v1/responses" && typ != "function" && typ != "custom" && typ != "namespace":
+				t.Errorf("%s: tools[%d] is of type %s", call.Path, i, typ)
+			case call.Path == "/v1/chat/completions" && typ != "function":
+				t.Errorf("%s: tools[%d] is of type %s", call.Path, i, typ)
+			}
+			name := tool.Get("name").String() + tool.Get("function.name").String()
+			if slices.Contains(webToolNames, name) {
+				t.Errorf("%s: the CLI offers its web tool %s", call.Path, name)
+			}
+		}
+		for _, key := range []string{"mcp_servers", "plugins", "web_search_options"} {
+			if body.Get(key).Exists() {
+				t.Errorf("%s: the provider got %s", call.Path, key)
+			}
+		}
+	}
 }

@@ -12,7 +12,10 @@ import (
 // JSON result on stdout. It calls Anthropic Messages at ANTHROPIC_BASE_URL with the key in
 // ANTHROPIC_API_KEY. Its small background model (titles, summaries) and its sub-agents are
 // pointed at the run's model through the variables that choose them; a name of the haiku
-// family it still asks for is served by the run's model too.
+// family it still asks for is served by the run's model too. Its web tools are taken away
+// (WebSearch is a call with Anthropic's server-side search, which the gateway refuses;
+// WebFetch fetches from the sandbox, which has no network) and it starts no MCP server but
+// those it is given (none), so that the model spends no calls on tools that fail.
 var claudeCode = adapter{
 	name:     "claude-code",
 	pkg:      "@anthropic-ai/claude-code",
@@ -24,7 +27,7 @@ var claudeCode = adapter{
 	// and aborts (SIGABRT) when they are refused.
 	needsProc: true,
 	launch: func(e Episode) Launch {
-		cmd := e.Executable + ` --print --output-format json --dangerously-skip-permissions --model "$` + ModelVar + `"`
+		cmd := e.Executable + ` --print --output-format json --dangerously-skip-permissions --disallowedTools=WebSearch,WebFetch --strict-mcp-config --model "$` + ModelVar + `"`
 		if e.MaxTurns > 0 {
 			cmd += ` --max-turns "$` + MaxTurnsVar + `"`
 		}

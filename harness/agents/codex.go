@@ -11,7 +11,9 @@ import (
 // codex is OpenAI's Codex CLI in exec mode: one prompt, no approvals, JSON events on stdout.
 // It is given a provider of its own pointing at the gateway, over the Responses API, with the
 // episode's token as the key it reads from the environment. Its own sandbox is off: the
-// episode's sandbox holds it, and nesting one is refused there.
+// episode's sandbox holds it, and nesting one is refused there. Its web search (the Responses
+// API's web_search tool, on by default, which the gateway refuses) is off, and it has no MCP
+// server.
 var codex = adapter{
 	name:     "codex",
 	pkg:      "@openai/codex",
@@ -28,6 +30,7 @@ var codex = adapter{
 			` -c "` + provider + `base_url=\"$` + GatewayVar + `/v1\""` +
 			` -c ` + provider + `env_key=` + TokenVar +
 			` -c ` + provider + `wire_api=responses` +
+			` -c 'web_search="disabled"' -c 'mcp_servers={}'` +
 			` "$` + PromptVar + `"`
 		return Launch{Command: cmd}
 	},

@@ -13,8 +13,12 @@ import (
 // the gateway), and whatever would call elsewhere off: usage statistics (Clearcut, at
 // play.googleapis.com, the one call 0.61.0 makes besides the model's when left on), telemetry,
 // update checks, the IDE companion. Checkpointing is off too: it keeps a git copy of the
-// workspace in the home.
+// workspace in the home. Its web tools are excluded: google_web_search is a model call with
+// Google Search, web_fetch one with URL context (both provider-side tools, which the gateway
+// refuses; for a private address web_fetch fetches from the sandbox, which has no network);
+// the home being new, it has no MCP server.
 const geminiSettings = `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}},` +
+	`"tools":{"exclude":["google_web_search","web_fetch"]},` +
 	`"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},` +
 	`"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"checkpointing":{"enabled":false}},` +
 	`"ide":{"enabled":false}}`

@@ -68,8 +68,8 @@ const opencodeProvider = "aa-grade"
 
 // opencodeConfig is opencode's configuration for e (OPENCODE_CONFIG_CONTENT): the gateway as
 // its only provider, the run's model as its model and small model, no questions asked, no
-// web fetch tool (the sandbox has no network but the gateway), and no updates, sharing or
-// snapshots (a git copy of the workspace in its home).
+// web fetch or web search tool (the sandbox has no network but the gateway), no MCP server,
+// and no updates, sharing or snapshots (a git copy of the workspace in its home).
 func opencodeConfig(e Episode) string {
 	model := opencodeProvider + "/" + e.Model
 	cfg := map[string]any{
@@ -81,7 +81,8 @@ func opencodeConfig(e Episode) string {
 		"enabled_providers": []string{opencodeProvider},
 		"model":             model,
 		"small_model":       model,
-		"permission":        map[string]string{"*": "allow", "webfetch": "deny"},
+		"permission":        map[string]string{"*": "allow", "webfetch": "deny", "websearch": "deny"},
+		"mcp":               map[string]any{},
 		"autoupdate":        false,
 		"share":             "disabled",
 		"snapshot":          false,

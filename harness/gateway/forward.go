@@ -57,11 +57,13 @@ func (e *errRetry) Unwrap() error { return e.err }
 // forward passes the agent's request, its body as checked, on to the provider with the run's
 // key, retrying transient failures before anything went back to the agent, and relays the
 // answer. n is the number of a model call (paced, its usage counted, recorded as a turn); 0
-// for another call.
-func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, n int) {
+// for another call. before are events recorded ahead of the request (what the gateway took
+// out of it).
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, n int, before ...model.Event) {
 	c := &call{g: g, w: w, url: g.cfg.Upstream.url(r.URL), header: g.upstreamHeader(r.Header), body: body, model: n > 0, n: n, started: time.Now()}
 	c.ctx = r.Context()
 	defer func() { g.record(c.events, c.turn()) }()
+	c.events = append(c.events, before...)
 	c.note(model.Event{Kind: model.KindRequest, URL: c.url, Header: model.RecordedHeader(c.header), Body: body})
 	for c.attempt = 1; ; c.attempt++ {
 		err := c.try()
@@ -254,6 +256,8 @@ func (c *call) used(usage string, complete bool) {
 		c.note(model.Event{Kind: model.KindNoUsage, Error: why + ": the call is " + how})
 		u = worst
 	}
+	tools := serverToolUses(p, c.answer)
+	u.WebSearches, u.ServerTools = tools.WebSearches, tools.ServerTools
 	if c.usage == nil {
 		c.usage = &model.Usage{}
 	}

@@ -160,6 +160,10 @@ type Config struct {
 	// Used, when set, is told each call's usage as the call ends, so that the run's budget
 	// counts it at once (as the loop's calls are counted).
 	Used func(model.Usage)
+	// ProviderTools passes on the tools a provider runs itself (web search, fetch, MCP, code
+	// execution) and everything else a request holds; false, the gateway passes only what a
+	// function-calling request may hold (allow.go), and refuses such tools.
+	ProviderTools bool
 	// Capped is told the first time a call is refused past a cap (the error wraps ErrCap), and
 	// when the requests refused reach MaxRefusals (ErrRefusals), so that the episode can stop
 	// its agent and end with its own status.
@@ -181,12 +185,16 @@ const MaxRefusals = 100
 
 // Totals are what an episode's calls added up to.
 type Totals struct {
-	Calls   int         // model calls passed on (refused ones and token counts aside)
-	Refused int         // requests the gateway answered itself with an error
-	Retries int         // attempts retried
-	Usage   model.Usage // as the answers report it
-	CostUSD *float64    // nil when the prices are unknown
-	Capped  error       // the first cap a call was refused for, or ErrRefusals once reached; nil none
+	Calls   int // model calls passed on (refused ones and token counts aside)
+	Refused int // requests the gateway answered itself with an error
+	// ProviderTools counts the requests refused for a provider-side tool (among Refused),
+	// Stripped those passed on with something taken out.
+	ProviderTools int
+	Stripped      int
+	Retries       int         // attempts retried
+	Usage         model.Usage // as the answers report it
+	CostUSD       *float64    // nil when the prices are unknown
+	Capped        error       // the first cap a call was refused for, or ErrRefusals once reached; nil none
 }
 
 // Gateway serves one episode's agent. It is an http.Handler: serve it on whatever listener
@@ -221,6 +229,8 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: the base URL of %s, %q, is no http:// or https:// URL", cfg.Upstream.Protocol, cfg.Upstream.BaseURL)
 	case cfg.Caps.Calls < 0 || cfg.Caps.Tokens < 0 || cfg.Caps.CostUSD < 0:
 		return nil, fmt.Errorf("gateway: caps must be 0 (none) or more: %+v", cfg.Caps)
+	case CheckModel(cfg.Model, cfg.ProviderTools) != nil:
+		return nil, fmt.Errorf("gateway: %w", CheckModel(cfg.Model, cfg.ProviderTools))
 	case cfg.Caps.CostUSD > 0 && cfg.Prices == nil:
 		return nil, fmt.Errorf("gateway: a cost cap of $%g needs the model's prices", cfg.Caps.CostUSD)
 	}

@@ -576,6 +576,7 @@ func TestRecordsFollowTheSchema(t *testing.T) {
 	do(t, e.request(t, gateway.Chat, gateway.Chat.Path(), requestBody(gateway.Chat, runModel, true)))
 	e.call(t, gateway.Chat, runModel, true)
 	e.call(t, gateway.Chat, "another-model", false)
+	do(t, e.request(t, gateway.Chat, gateway.Chat.Path(), `{"model":"`+runModel+`","messages":[],"plugins":[{"id":"web"}]}`)) // stripped
 	kinds := map[model.EventKind]bool{}
 	for _, ev := range e.recorded() {
 		kinds[ev.Kind] = true
@@ -587,7 +588,7 @@ func TestRecordsFollowTheSchema(t *testing.T) {
 			t.Errorf("%s: %v", line, err)
 		}
 	}
-	for _, k := range []model.EventKind{model.KindRequest, model.KindResponse, model.KindRetry, model.KindThrottle, model.KindNoUsage} {
+	for _, k := range []model.EventKind{model.KindRequest, model.KindResponse, model.KindRetry, model.KindThrottle, model.KindNoUsage, model.KindStripped} {
 		if !kinds[k] {
 			t.Errorf("no %s line recorded", k)
 		}

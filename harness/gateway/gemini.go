@@ -59,8 +59,13 @@ func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request, body []byt
 		r = r.WithContext(r.Context())
 		r.URL = &at
 	}
+	r, body, stripped, err := g.screen(r, body)
+	if err != nil {
+		refuse(providerTool, "aa-grade: %v", err)
+		return
+	}
 	if method == geminiCount {
-		g.forward(w, r, body, 0)
+		g.forward(w, r, body, 0, stripped...)
 		return
 	}
 	n, err := g.reserve()
@@ -68,7 +73,7 @@ func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request, body []byt
 		refuse(capReached, "aa-grade: %v; the episode can make no more model calls", err)
 		return
 	}
-	g.forward(w, r, body, n)
+	g.forward(w, r, body, n, stripped...)
 }
 
 // recordedURI is at's path and query for the trajectory, a key in the query redacted.

@@ -75,8 +75,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if served != asked.Str {
 		body = replaceValue(body, asked, served)
 	}
+	r, body, stripped, err := g.screen(r, body)
+	if err != nil {
+		refuse(providerTool, "aa-grade: %v", err)
+		return
+	}
 	if upstream == Messages && r.URL.Path == countTokensPath {
-		g.forward(w, r, body, 0)
+		g.forward(w, r, body, 0, stripped...)
 		return
 	}
 	stream, err := streams(body)
@@ -92,7 +97,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(capReached, "aa-grade: %v; the episode can make no more model calls", err)
 		return
 	}
-	g.forward(w, r, body, n)
+	g.forward(w, r, body, n, stripped...)
 }
 
 // routed reports whether r is a POST to a path of the run's protocol; it refuses it

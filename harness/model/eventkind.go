@@ -26,6 +26,10 @@ const (
 	// KindNoUsage is an answer that reported no token counts (Error says so), so that the
 	// zeros of the turn's usage read as unknown, not free.
 	KindNoUsage EventKind = "no_usage"
+	// KindStripped is what an agent's request held that the gateway took out before passing
+	// it on (Error lists it): fields, tool keys and beta headers outside the allow-list of
+	// what a function-calling request may hold (docs/agents.md).
+	KindStripped EventKind = "stripped"
 	// KindDivergence is a replayed call whose conversation left the recording (Error says
 	// where).
 	KindDivergence EventKind = "divergence"

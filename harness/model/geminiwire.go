@@ -192,7 +192,8 @@ func canonicalJSON(raw string) string {
 // NewGeminiStream assembles streamGenerateContent chunks (alt=sse): each chunk is an answer of
 // its own holding the parts that came since the last; the answer put together has the first
 // candidate's parts (texts in a row of one kind, thoughts or not, joined), its finish reason,
-// and the last usageMetadata (each chunk's counts the whole call's so far). A chunk with a
+// the last of its grounding and URL context metadata (what the provider's own tools did), and
+// the last usageMetadata (each chunk's counts the whole call's so far). A chunk with a
 // finish reason, an error or a blocked prompt ends it.
 func NewGeminiStream() StreamAnswer { return &geminiStream{} }
 
@@ -201,8 +202,14 @@ type geminiStream struct {
 	parts []map[string]json.RawMessage
 	text  []*strings.Builder // a text part's text as it comes, by the part's place (nil: no text part)
 	last  map[string]json.RawMessage
-	ended bool
+	// metadata are the candidate's groundingMetadata and urlContextMetadata, the last sent.
+	metadata map[string]json.RawMessage
+	ended    bool
 }
+
+// candidateMetadata are the fields of a candidate that say what the provider's own tools
+// did (Google Search, URL context), kept from the last chunk that has them.
+var candidateMetadata = []string{"groundingMetadata", "urlContextMetadata"}
 
 func (s *geminiStream) Add(data []byte) {
 	if !gjson.ValidBytes(data) {
@@ -226,6 +233,14 @@ func (s *geminiStream) Add(data []byte) {
 		s.addPart(p)
 		return true
 	})
+	for _, k := range candidateMetadata {
+		if v := candidate.Get(k); v.IsObject() {
+			if s.metadata == nil {
+				s.metadata = map[string]json.RawMessage{}
+			}
+			s.metadata[k] = json.RawMessage(v.Raw)
+		}
+	}
 	if reason := candidate.Get("finishReason"); reason.Exists() {
 		s.last["finishReason"] = json.RawMessage(reason.Raw)
 		s.ended = true
@@ -266,6 +281,9 @@ func (s *geminiStream) Answer() []byte {
 		}
 	}
 	candidate := map[string]any{"index": 0, "content": map[string]any{"role": "model", "parts": parts}}
+	for k, v := range s.metadata {
+		candidate[k] = v
+	}
 	answer := map[string]any{}
 	for k, v := range s.last {
 		if k == "finishReason" {

@@ -7,18 +7,23 @@ type Prices struct {
 	CachedRead  float64 `json:"cached_read,omitempty"`
 	CachedWrite float64 `json:"cached_write,omitempty"`
 	Output      float64 `json:"output"` // reasoning tokens are output tokens
+	// WebSearch is the price of one web search the provider made (Usage.WebSearches), in USD;
+	// zero: unknown. The uses of its other tools have no price here: unknown.
+	WebSearch float64 `json:"web_search,omitempty"`
 }
 
 // Cost is what usage costs at these prices; nil prices mean the cost is unknown, and unknown
-// is reported as nil, never as zero.
+// is reported as nil, never as zero: so is the cost of a usage with a provider's tool uses
+// whose price is not known.
 func (p *Prices) Cost(u Usage) *float64 {
-	if p == nil {
+	if p == nil || u.ServerTools > 0 || (u.WebSearches > 0 && p.WebSearch == 0) {
 		return nil
 	}
 	e := p.Effective()
 	uncached := max(u.Input-u.CachedRead-u.CachedWrite, 0)
 	usd := (float64(uncached)*e.Input + float64(u.CachedRead)*e.CachedRead +
 		float64(u.CachedWrite)*e.CachedWrite + float64(u.Output)*e.Output) / 1e6
+	usd += float64(u.WebSearches) * p.WebSearch
 	return &usd
 }
 

@@ -47,7 +47,9 @@ type Tool struct {
 }
 
 // Usage counts the tokens of one call. Input is every prompt token, cached ones included
-// (CachedRead and CachedWrite are parts of it); Reasoning is part of Output.
+// (CachedRead and CachedWrite are parts of it); Reasoning is part of Output. WebSearches and
+// ServerTools count the uses of the tools a provider ran itself, which it bills apart from
+// the tokens: only an agent run that allows them (run --allow-provider-tools) has any.
 type Usage struct {
 	Input       int64 `json:"input"`
 	CachedRead  int64 `json:"cached_read"`
@@ -57,7 +59,9 @@ type Usage struct {
 	// WorstCase says some of these tokens are a call's worst case rather than its count: a call
 	// through the gateway whose answer never said its usage counts its request's length and
 	// output cap (harness/gateway), so that it can never count as free.
-	WorstCase bool `json:"worst_case,omitempty"`
+	WorstCase   bool  `json:"worst_case,omitempty"`
+	WebSearches int64 `json:"web_searches,omitempty"` // web searches the provider made
+	ServerTools int64 `json:"server_tools,omitempty"` // uses of its other tools: fetches, code, MCP
 }
 
 // Add accumulates another call's usage.
@@ -68,6 +72,8 @@ func (u *Usage) Add(o Usage) {
 	u.Output += o.Output
 	u.Reasoning += o.Reasoning
 	u.WorstCase = u.WorstCase || o.WorstCase
+	u.WebSearches += o.WebSearches
+	u.ServerTools += o.ServerTools
 }
 
 // Request is one model call: the whole conversation and every tool (tool_choice auto).

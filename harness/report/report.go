@@ -130,8 +130,16 @@ const LenientNote = "Not comparable with the published leaderboard: this run fol
 // agentNote is what every report and page says of an agent run: another harness than the
 // published one played its episodes.
 func agentNote(a *runfolder.AgentInfo) string {
-	return fmt.Sprintf("Not comparable with the published leaderboard: %s played the episodes (--agent), not the reference loop.", a)
+	note := fmt.Sprintf("Not comparable with the published leaderboard: %s played the episodes (--agent), not the reference loop.", a)
+	if a.ProviderTools {
+		note += " " + ProviderToolsNote
+	}
+	return note
 }
+
+// ProviderToolsNote is what every report and page adds of an agent run that allowed the
+// provider's own tools.
+const ProviderToolsNote = "Its model calls could use the provider's own tools (web search, web fetch, MCP, code execution: --allow-provider-tools), so it compares neither with the leaderboard nor with runs without them."
 
 // ErrorsText is Errors as tables show it, with how many of them are not run yet: "21 (21 not
 // run)" is a run half played, not one that failed.

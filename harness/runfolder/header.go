@@ -78,6 +78,10 @@ type AgentInfo struct {
 	// that a sandbox lacking its own was shown, read-only ("": the sandbox's own).
 	Dir     string `json:"dir,omitempty"`
 	Install string `json:"install,omitempty"`
+	// ProviderTools says the agent's calls could hold the tools a provider runs itself (web
+	// search, fetch, MCP, code execution: run --allow-provider-tools), which the gateway
+	// refuses otherwise: such a run compares with no other.
+	ProviderTools bool `json:"provider_tools,omitempty"`
 }
 
 // String names the agent and its version, a program's command by its first line, at most 80
@@ -98,6 +102,9 @@ func (a *AgentInfo) String() string {
 	}
 	return spec + " " + a.Version
 }
+
+// providerTools is ProviderTools, false for no agent.
+func (a *AgentInfo) providerTools() bool { return a != nil && a.ProviderTools }
 
 // key is what makes two agents the same: the whole spec and the version.
 func (a *AgentInfo) key() string {
@@ -199,6 +206,7 @@ func (h Header) Differences(o Header) []string {
 	if h.Agent.key() != o.Agent.key() {
 		out = append(out, fmt.Sprintf("agent was %s, now %s", h.Agent, o.Agent))
 	}
+	check("agent's provider_tools", h.Agent.providerTools(), o.Agent.providerTools())
 	check("max_turns", h.MaxTurns, o.MaxTurns)
 	check("command_timeout", h.CommandTimeout, o.CommandTimeout)
 	check("sandbox", h.Sandbox, o.Sandbox)

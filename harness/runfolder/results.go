@@ -38,7 +38,10 @@ type Result struct {
 	ModelTime       float64     `json:"model_s"`
 	ToolTime        float64     `json:"tool_s"`
 	Retries         int         `json:"retries"` // model calls retried, all attempts counted
-	Error           string      `json:"error,omitempty"`
+	// ProviderTools counts an agent's requests refused for holding a tool the provider runs
+	// itself (web search, fetch, MCP, code execution).
+	ProviderTools int    `json:"provider_tools_refused,omitempty"`
+	Error         string `json:"error,omitempty"`
 	// Matcher, JudgeNote and Rules say who graded the episode (grader.Verdict).
 	Matcher   string             `json:"matcher,omitempty"`
 	JudgeNote string             `json:"judge_note,omitempty"`

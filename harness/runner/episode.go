@@ -91,7 +91,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		out = ep.Run(ctx)
 	}
 	rec.Unsent(out.Turns, out.Unsent)
-	res.Status, res.Turns, res.ToolCalls, res.Tokens = out.Status, out.Turns, out.ToolCalls, out.Usage
+	res.Status, res.Turns, res.ToolCalls, res.Tokens, res.ProviderTools = out.Status, out.Turns, out.ToolCalls, out.Usage, out.ProviderTools
 	res.CostUSD, res.Retries = cfg.Prices.Cost(out.Usage), rec.Retries()
 	res.ModelTime, res.ToolTime, res.Duration = out.ModelTime.Seconds(), out.ToolTime.Seconds(), time.Since(began).Seconds()
 	if out.Err != nil {
@@ -138,7 +138,7 @@ func playAgent(ctx context.Context, cfg Config, sb sandbox.Sandbox, tools sandbo
 	ep := &agentrun.Episode{Agent: a.Agent, Sandbox: sb, Tools: tools, Prompts: cfg.prompts(), MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout, Timeout: a.Timeout, Ended: rec.Agent, Install: a.Install,
 		Gateway: gateway.Config{Model: a.Model, Upstream: a.Upstream, HTTP: a.HTTP, Limit: a.Limit, Prices: cfg.Prices, Caps: a.Caps,
-			Record: wire, Used: used,
+			ProviderTools: a.ProviderTools, Record: wire, Used: used,
 			Turn: func(n int, req model.Request, reply model.Reply, err error) {
 				rec.Turn(n, req, reply, err)
 				turned(n, reply)

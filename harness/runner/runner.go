@@ -96,6 +96,9 @@ type Agent struct {
 	// the sandbox has it); Dir is the user's agent folder (run --agent-dir), "" for none.
 	Install *agents.Install
 	Dir     string
+	// ProviderTools lets the agent's calls hold the tools a provider runs itself (run
+	// --allow-provider-tools; gateway.Config.ProviderTools).
+	ProviderTools bool
 }
 
 // Description is what the caller knows of a run, for run.json: where its tasks come from and

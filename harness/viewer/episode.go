@@ -58,7 +58,7 @@ type AgentEnd struct {
 // readTurns reads a trajectory, streaming it: the raw requests and responses (every request
 // carries the whole conversation, most of the file's bytes, and the turn records already hold
 // what the page shows of them) go by unparsed, and only turn records, the last turn's unsent
-// results, an agent's end and the small events (retry, no_usage, throttle, divergence) are
+// results, an agent's end and the small events (retry, no_usage, throttle, divergence, stripped) are
 // read. Problems (a damaged line, a cut file) are returned beside what could be read. Shell
 // results are read back in the words of prompts, the set the run used (nil: the built-in
 // one); a result they do not fit shows as the text the model read.
@@ -127,6 +127,8 @@ func readTurns(r io.Reader, prompts *promptset.Set) ([]Turn, *AgentEnd, []string
 			pending.Notes = append(pending.Notes, "the provider reported no token counts: this call's zeros are unknown, not free")
 		case model.KindThrottle:
 			pending.Notes = append(pending.Notes, fmt.Sprintf("rate limited: %s now allowed at once", english.Count(ev.MaxInFlight, "call")))
+		case model.KindStripped:
+			pending.Notes = append(pending.Notes, ev.Error)
 		case model.KindDivergence:
 			pending.Notes = append(pending.Notes, "replay diverged from the recording: "+ev.Error)
 		}

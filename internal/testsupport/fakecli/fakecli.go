@@ -2,8 +2,10 @@
 // Responses, OpenAI Chat Completions and Google Gemini protocols, as real CLI agents (Claude
 // Code, Codex, opencode, the Gemini CLI) call them, for driving those agents to a graded
 // result in tests: its first turn runs Command with the shell tool the request offers, its
-// second answers Final. A call without tools (a CLI's title or summary) gets a short text. It
-// needs no state: the turn is read from the conversation it is sent.
+// second answers Final. With Web, a turn before those calls the CLI's web tool of that name,
+// offered or not (a model asking for what the CLI may have taken away). A call without tools
+// (a CLI's title or summary) gets a short text. It needs no state: the turn is read from the
+// conversation it is sent.
 package fakecli
 
 import (
@@ -21,6 +23,40 @@ import (
 type Script struct {
 	Command string // the shell command of the first turn
 	Final   string // the text of the last turn
+	// Web, when set, is the name of the CLI's web tool, called with WebArgs on the first turn.
+	Web string
+}
+
+// WebArgs are the arguments of the web tool's call: a search and a page, whatever the tool.
+var WebArgs = map[string]any{"query": "ITBench-AA ground truth", "url": "https://huggingface.co/datasets", "prompt": "the answer"}
+
+// step is what a turn does.
+type step int
+
+const (
+	stepWeb step = iota
+	stepShell
+	stepAnswer
+)
+
+// step is what the turn after calls tool calls of the conversation does.
+func (s *Server) step(calls int) step {
+	if s.Script.Web != "" {
+		if calls == 0 {
+			return stepWeb
+		}
+		calls--
+	}
+	if calls == 0 {
+		return stepShell
+	}
+	return stepAnswer
+}
+
+// webInput is WebArgs as a tool call's JSON arguments.
+func webInput() string {
+	b, _ := json.Marshal(WebArgs)
+	return string(b)
 }
 
 // Server answers /v1/messages (Anthropic), /v1/responses and /v1/chat/completions (OpenAI)
@@ -83,29 +119,35 @@ func (s *Server) messages(w http.ResponseWriter, req gjson.Result) {
 		}
 	}
 	model := req.Get("model").String()
+	// Each turn's message has an id of its own: Claude Code takes messages of one id for
+	// pieces of one message, and joins them.
+	id := fmt.Sprintf("msg_fake%d", assistant)
 	var block map[string]any
 	stop := "end_turn"
 	switch tool := anthropicShell(req); {
-	case tool == "" || assistant > 0:
+	case tool == "" || s.step(assistant) == stepAnswer:
 		text := s.Script.Final
 		if tool == "" {
 			text = "Investigation"
 		}
 		block = map[string]any{"type": "text", "text": text}
+	case s.step(assistant) == stepWeb:
+		block = map[string]any{"type": "tool_use", "id": "toolu_fakeweb", "name": s.Script.Web, "input": WebArgs}
+		stop = "tool_use"
 	default:
 		block = map[string]any{"type": "tool_use", "id": "toolu_fake1", "name": tool,
 			"input": map[string]any{"command": s.Script.Command, "description": "Investigate"}}
 		stop = "tool_use"
 	}
 	if !req.Get("stream").Bool() {
-		writeJSON(w, map[string]any{"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+		writeJSON(w, map[string]any{"id": id, "type": "message", "role": "assistant", "model": model,
 			"content": []any{block}, "stop_reason": stop, "stop_sequence": nil,
 			"usage": map[string]int{"input_tokens": inputTokens, "output_tokens": outputTokens}})
 		return
 	}
 	sse := newStream(w)
 	sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": inputTokens, "output_tokens": 1}}})
 	if block["type"] == "text" {
 		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
@@ -135,23 +177,27 @@ func anthropicShell(req gjson.Result) string {
 // responses answers the OpenAI Responses API: a function_call of the shell tool on the first
 // turn (a request whose input holds no call yet).
 func (s *Server) responses(w http.ResponseWriter, req gjson.Result) {
-	called := false
+	calls := 0
 	for _, item := range req.Get("input").Array() {
 		if item.Get("type").String() == "function_call" {
-			called = true
+			calls++
 		}
 	}
 	model := req.Get("model").String()
 	var item map[string]any
 	name, args := responsesShell(req, s.Script.Command)
-	if name == "" || called {
+	switch {
+	case name == "" || s.step(calls) == stepAnswer:
 		text := s.Script.Final
 		if name == "" {
 			text = "Investigation"
 		}
 		item = map[string]any{"id": "msg_fake", "type": "message", "status": "completed", "role": "assistant",
 			"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
-	} else {
+	case s.step(calls) == stepWeb:
+		item = map[string]any{"id": "fc_fakeweb", "type": "function_call", "status": "completed", "call_id": "call_fakeweb",
+			"name": s.Script.Web, "arguments": webInput()}
+	default:
 		item = map[string]any{"id": "fc_fake", "type": "function_call", "status": "completed", "call_id": "call_fake1",
 			"name": name, "arguments": args}
 	}
@@ -212,9 +258,11 @@ func shellCall(tools []gjson.Result, schema, command string) (name, arguments st
 // conversation with no assistant message yet), streamed as chunks when asked, the usage in a
 // last chunk without choices when stream_options.include_usage asks for it.
 func (s *Server) chat(w http.ResponseWriter, req gjson.Result) {
-	answered := false
+	answered := 0
 	for _, m := range req.Get("messages").Array() {
-		answered = answered || m.Get("role").String() == "assistant"
+		if m.Get("role").String() == "assistant" {
+			answered++
+		}
 	}
 	var functions []gjson.Result
 	for _, t := range req.Get("tools").Array() {
@@ -225,7 +273,12 @@ func (s *Server) chat(w http.ResponseWriter, req gjson.Result) {
 	switch name, args := shellCall(functions, "parameters", s.Script.Command); {
 	case name == "":
 		message["content"] = "Investigation"
-	case !answered:
+	case s.step(answered) == stepWeb:
+		message["content"] = nil
+		message["tool_calls"] = []any{map[string]any{"index": 0, "id": "call_fakeweb", "type": "function",
+			"function": map[string]any{"name": s.Script.Web, "arguments": webInput()}}}
+		finish = "tool_calls"
+	case s.step(answered) == stepShell:
 		message["content"] = nil
 		message["tool_calls"] = []any{map[string]any{"index": 0, "id": "call_fake1", "type": "function",
 			"function": map[string]any{"name": name, "arguments": args}}}

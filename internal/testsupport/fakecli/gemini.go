@@ -22,10 +22,12 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, req gjson.Result
 		writeJSON(w, map[string]int{"totalTokens": len(req.Raw) / 4})
 		return
 	}
-	called := false
+	calls := 0
 	for _, c := range req.Get("contents").Array() {
 		for _, p := range c.Get("parts").Array() {
-			called = called || p.Get("functionCall").Exists()
+			if p.Get("functionCall").Exists() {
+				calls++
+			}
 		}
 	}
 	var part map[string]any
@@ -34,8 +36,10 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, req gjson.Result
 		part = map[string]any{"text": "{}"}
 	case tool == "":
 		part = map[string]any{"text": "Investigation"}
-	case called:
+	case s.step(calls) == stepAnswer:
 		part = map[string]any{"text": s.Script.Final}
+	case s.step(calls) == stepWeb:
+		part = map[string]any{"functionCall": map[string]any{"name": s.Script.Web, "args": WebArgs}}
 	default:
 		part = map[string]any{"functionCall": map[string]any{"name": tool, "args": map[string]any{"command": s.Script.Command, "description": "Investigate"}}}
 	}
