@@ -206,7 +206,12 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, err
 	}
 	env = append(env[:len(env):len(env)], confine)
-	args = append(args, "--ro-bind", spec.Agent, agentPath, "--chdir", ReferenceWorkdir, "--clearenv")
+	agent, err := shownAgent(spec.Agent)
+	if err != nil {
+		cgroup.remove()
+		return nil, err
+	}
+	args = append(args, "--ro-bind", agent, agentPath, "--chdir", ReferenceWorkdir, "--clearenv")
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		args = append(args, "--setenv", k, v)

@@ -3,9 +3,7 @@ package sandbox
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"debug/elf"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +21,6 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/sandbox/dockerapi"
 	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
-	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
 
 // NameDocker is the backend that runs each episode in a container of its own.
@@ -206,6 +203,10 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) 
 			"Tmpfs":   map[string]string{ReferenceWorkdir: tmpfs("0755"), "/tmp": tmpfs("1777"), "/dev/pts": "ro,size=4k,nr_inodes=16,mode=0755"},
 			"Mounts":  mounts,
 			"IpcMode": "private",
+			// The agent's stdout carries every command's output and the relay's traffic: the
+			// daemon keeps none of it (a json-file log would grow on the host's disk, outside
+			// the episode's limits, until the container is removed).
+			"LogConfig": map[string]any{"Type": "none"},
 		},
 	}
 }
@@ -260,10 +261,11 @@ func (d *Docker) checkImage(ctx context.Context) error {
 // linuxAgent is the aa-grade binary the container runs as its agent, for the daemon's
 // architecture: this one on Linux when it matches; else a Linux build of the same version
 // (make dist writes aa-grade-linux-ARCH) found beside this executable or named by
-// AA_GRADE_LINUX_AGENT, copied into the user's cache folder (see stageAgent).
+// AA_GRADE_LINUX_AGENT, copied into the user's cache folder (see stageAgent). Either way,
+// what is concealed is zeroed in it (see shownAgent).
 func linuxAgent(self, arch string) (string, error) {
 	if runtime.GOOS == "linux" && arch == runtime.GOARCH {
-		return self, nil
+		return shownAgent(self)
 	}
 	src := cmp.Or(os.Getenv("AA_GRADE_LINUX_AGENT"), filepath.Join(filepath.Dir(self), "aa-grade-linux-"+arch))
 	if staged, ok := stagedAgents.Load(src + "|" + arch); ok {
@@ -272,7 +274,10 @@ func linuxAgent(self, arch string) (string, error) {
 	cache, err := os.UserCacheDir()
 	var staged string
 	if err == nil {
-		staged, err = stageAgent(src, arch, filepath.Join(cache, "aa-grade", "agent"))
+		err = checkLinuxProgram(src, arch)
+	}
+	if err == nil {
+		staged, err = stageAgent(src, filepath.Join(cache, "aa-grade", "agent"))
 	}
 	if err != nil {
 		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): put aa-grade-linux-%s (from the release, or make dist) beside %s, or name it in AA_GRADE_LINUX_AGENT", ErrUnavailable, err, arch, self)
@@ -287,31 +292,18 @@ var stagedAgents sync.Map
 // elfMachines are the architectures releases are built for.
 var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 
-// stageAgent checks that src is a Linux program for arch and copies it, executable, into dir
-// under a name of its content, unless it is there already. A daemon in a virtual machine
-// (Docker Desktop, Colima, OrbStack, Podman machine) binds only files of the folders it
-// shares with the host, of which the user's home, holding the cache, is one by default; and a
-// downloaded binary may lack its execute bit.
-func stageAgent(src, arch, dir string) (string, error) {
+// checkLinuxProgram checks that src is a Linux program for arch.
+func checkLinuxProgram(src, arch string) error {
 	f, err := elf.Open(src)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", src, err)
+		return fmt.Errorf("%s: %w", src, err)
 	}
 	machine := f.Machine
 	f.Close()
 	if want, ok := elfMachines[arch]; !ok || machine != want {
-		return "", fmt.Errorf("%s is a program for %v, not linux/%s", src, machine, arch)
+		return fmt.Errorf("%s is a program for %v, not linux/%s", src, machine, arch)
 	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	dst := filepath.Join(dir, hex.EncodeToString(sum[:8]), "aa-grade")
-	if info, err := os.Stat(dst); err == nil && info.Size() == int64(len(b)) && info.Mode()&0o111 != 0 {
-		return dst, nil
-	}
-	return dst, atomicfile.WriteFilePerm(dst, b, 0o755) // whole and executable, or not there
+	return nil
 }
 
 // container is a sandbox that is a container: the session's peer.

@@ -136,7 +136,12 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		env = CleanEnv(spec.Scratch)
 	}
 	env = append(withTmp(env, tmp), confine)
-	cmd := exec.Command(spec.Agent, spec.AgentArg...)
+	agent, err := shownAgent(spec.Agent)
+	if err != nil {
+		cgroup.remove()
+		return nil, err
+	}
+	cmd := exec.Command(agent, spec.AgentArg...)
 	cmd.Dir, cmd.Env, cmd.SysProcAttr = spec.Scratch, env, ns
 	end := endWalk
 	switch {
