@@ -47,9 +47,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitCode(badVariableValue(err), stderr)
 }
 
-// agentMode says whether args start the hidden in-sandbox agent, all a sandbox's copy of
-// aa-grade may run: the demo's answers are blanked in it, and so is everything that could
-// regenerate them (tasks synth with the demo's seeds) refused.
+// agentMode says whether args start the hidden in-sandbox agent, all that a sandbox's copy of
+// aa-grade runs: the demo's archive is zeroed in it, and the rest is refused, since `tasks
+// synth` given a demo task's fault and seed would write that task, ground truth included.
 func agentMode(args []string) bool { return len(args) == 2 && args[1] == sandbox.AgentCommand }
 
 func newApp(stdout, stderr io.Writer) *cli.Command {

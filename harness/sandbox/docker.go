@@ -116,7 +116,11 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	config := d.containerConfig(spec, agent, files)
+	covers, err := spec.agentSeenAt(agent, spec.Programs, AgentDirPath)
+	if err != nil {
+		return nil, err
+	}
+	config := d.containerConfig(spec, agent, files, covers)
 	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), containerSeq.Add(1))
 	var created struct{ ID string }
 	if _, err := d.client.Do(ctx, http.MethodPost, "/containers/create?name="+url.QueryEscape(name), config, &created); err != nil {
@@ -153,7 +157,9 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 }
 
 // containerConfig is the episode's container, as the Engine API takes it.
-func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) map[string]any {
+// covers are where its programs or agent folder would show the agent executable itself: the
+// agent's copy is bound there too.
+func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile, covers []string) map[string]any {
 	limits := spec.Limits
 	disk, inodes := limits.disk(), limits.inodes()
 	env := spec.Env
@@ -170,6 +176,9 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) 
 	}
 	for _, p := range spec.shown() {
 		mounts = append(mounts, map[string]any{"Type": "bind", "Source": p.host, "Target": p.at, "ReadOnly": true})
+	}
+	for _, at := range covers {
+		mounts = append(mounts, map[string]any{"Type": "bind", "Source": agent, "Target": at, "ReadOnly": true})
 	}
 	tmpfs := func(mode string) string {
 		return fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", disk, inodes, mode, SandboxUID, SandboxGID)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
@@ -70,6 +71,32 @@ func shownAgent(src string) (string, error) {
 	}
 	shownAgents.Store(src, dst)
 	return dst, nil
+}
+
+// agentSeenAt are the paths where a sandbox would show the agent executable itself, showing
+// the host folders ownPath at their own path and the agent folder at agentDirAt (""; at its
+// own path, in ownPath): aa-grade installed in /usr/local/bin, or in the agent folder. There
+// the sandbox shows its copy instead (shown; none when shown is the agent itself). The
+// executable is taken as resolved, the path at which the folders hold it.
+func (s *Spec) agentSeenAt(shown string, ownPath []string, agentDirAt string) ([]string, error) {
+	if shown == s.Agent {
+		return nil, nil
+	}
+	exe, err := filepath.EvalSymlinks(s.Agent)
+	if err != nil {
+		return nil, fmt.Errorf("find the agent executable: %w", err)
+	}
+	var at []string
+	for _, dir := range ownPath {
+		if within(exe, dir) {
+			at = append(at, exe)
+			break
+		}
+	}
+	if agentDirAt != "" && s.AgentDir != "" && within(exe, s.AgentDir) {
+		at = append(at, agentDirAt+strings.TrimPrefix(exe, s.AgentDir))
+	}
+	return at, nil
 }
 
 // stageAgent copies the executable src, every concealed string zeroed, into dir under a name
