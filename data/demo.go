@@ -31,6 +31,13 @@ var demoArchive []byte
 // generator.
 func DemoArchive() []byte { return demoArchive }
 
+// DemoConcealed says whether this executable is a copy shown to a sandbox, in which the demo's
+// archive, answers included, is zeroed (sandbox.Conceal): it has no demo dataset.
+func DemoConcealed() bool { return !bytes.HasPrefix(demoArchive, zstdMagic) }
+
+// zstdMagic starts every zstd frame, the embedded archive's first.
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
 // maxDemoBytes bounds what unpacking the embedded archive may write.
 const maxDemoBytes = 1 << 30
 

@@ -19,12 +19,7 @@ import (
 // backend the host files stay as they were and every episode is graded as the script's
 // answer deserves.
 func TestHostileModelThroughRun(t *testing.T) {
-	host := t.TempDir()
-	for p := host; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	host := sharedDir(t)
 	secret, program := filepath.Join(host, "secret"), filepath.Join(host, "rootbash")
 	if err := os.WriteFile(secret, []byte("key\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/harness/sandbox"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 	"github.com/aa-grade/aa-grade/internal/version"
@@ -33,11 +35,22 @@ func main() {
 // run executes the command line and returns the exit code; main stays a one-liner so tests
 // can drive the real command table.
 func run(args []string, stdout, stderr io.Writer) int {
+	if data.DemoConcealed() && !agentMode(args) {
+		fmt.Fprintln(stderr, "aa-grade: this copy of aa-grade is a sandbox's agent, without the demo dataset: it runs nothing else")
+		return exitUsage
+	}
+	// The copy of aa-grade a sandbox runs holds no answer (docs/sandbox.md).
+	sandbox.Conceal(data.DemoArchive())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := newApp(stdout, stderr).Run(ctx, args)
 	return exitCode(badVariableValue(err), stderr)
 }
+
+// agentMode says whether args start the hidden in-sandbox agent, all that a sandbox's copy of
+// aa-grade runs: the demo's archive is zeroed in it, and the rest is refused, since `tasks
+// synth` given a demo task's fault and seed would write that task, ground truth included.
+func agentMode(args []string) bool { return len(args) == 2 && args[1] == sandbox.AgentCommand }
 
 func newApp(stdout, stderr io.Writer) *cli.Command {
 	app := &cli.Command{

@@ -137,6 +137,12 @@ func aaGrade(t *testing.T, env []string, args ...string) result {
 	// Never the real Hub: an empty cache, and an endpoint nothing listens on.
 	cmd.Env = append(os.Environ(), "HF_HUB_CACHE="+t.TempDir(), "HF_ENDPOINT=http://127.0.0.1:9", "HF_TOKEN=")
 	cmd.Env = append(cmd.Env, env...)
+	return runBinary(t, cmd)
+}
+
+// runBinary runs cmd to its end: what it printed and its exit code.
+func runBinary(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

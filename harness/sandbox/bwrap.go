@@ -89,7 +89,7 @@ func devBinds() []string {
 // and only the files of /etc that programs need (never shadow, ssh keys or the like).
 func systemBinds() []string {
 	args := []string{"--ro-bind", "/usr", "/usr"}
-	for _, dir := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+	for _, dir := range systemDirs[1:] {
 		info, err := os.Lstat(dir)
 		switch {
 		case err != nil:
@@ -111,6 +111,9 @@ func systemBinds() []string {
 	}
 	return args
 }
+
+// systemDirs are the system folders a sandbox on the host's system shows, /usr first.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
 // etcFiles are the parts of /etc a shell, coreutils, jq and Python need.
 var etcFiles = []string{
@@ -206,7 +209,23 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, err
 	}
 	env = append(env[:len(env):len(env)], confine)
-	args = append(args, "--ro-bind", spec.Agent, agentPath, "--chdir", ReferenceWorkdir, "--clearenv")
+	agent, err := shownAgent(spec.Agent)
+	var covers []string
+	if err == nil {
+		var system []string
+		if b.Rootfs == "" {
+			system = systemDirs
+		}
+		covers, err = spec.agentSeenAt(agent, append(system[:len(system):len(system)], spec.Programs...), AgentDirPath)
+	}
+	if err != nil {
+		cgroup.remove()
+		return nil, err
+	}
+	for _, at := range covers {
+		args = append(args, "--ro-bind", agent, at)
+	}
+	args = append(args, "--ro-bind", agent, agentPath, "--chdir", ReferenceWorkdir, "--clearenv")
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		args = append(args, "--setenv", k, v)

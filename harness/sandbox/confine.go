@@ -66,6 +66,14 @@ func (c *confinement) confine() error {
 			return err
 		}
 	}
+	for _, cv := range c.Covers {
+		if err := unix.Mount(cv.Host, cv.At, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("cover %s: %w", cv.At, err)
+		}
+		if err := unix.Mount("", cv.At, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			return fmt.Errorf("cover %s read-only: %w", cv.At, err)
+		}
+	}
 	for _, t := range c.Remount {
 		opts := fmt.Sprintf("size=%d,nr_inodes=%d", t.Bytes, t.Inodes)
 		if err := unix.Mount("tmpfs", t.Path, "tmpfs", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {

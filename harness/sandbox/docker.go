@@ -3,9 +3,7 @@ package sandbox
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"debug/elf"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +21,6 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/sandbox/dockerapi"
 	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
-	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
 
 // NameDocker is the backend that runs each episode in a container of its own.
@@ -119,7 +116,11 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	config := d.containerConfig(spec, agent, files)
+	covers, err := spec.agentSeenAt(agent, spec.Programs, AgentDirPath)
+	if err != nil {
+		return nil, err
+	}
+	config := d.containerConfig(spec, agent, files, covers)
 	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), containerSeq.Add(1))
 	var created struct{ ID string }
 	if _, err := d.client.Do(ctx, http.MethodPost, "/containers/create?name="+url.QueryEscape(name), config, &created); err != nil {
@@ -156,7 +157,9 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 }
 
 // containerConfig is the episode's container, as the Engine API takes it.
-func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) map[string]any {
+// covers are where its programs or agent folder would show the agent executable itself: the
+// agent's copy is bound there too.
+func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile, covers []string) map[string]any {
 	limits := spec.Limits
 	disk, inodes := limits.disk(), limits.inodes()
 	env := spec.Env
@@ -173,6 +176,9 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) 
 	}
 	for _, p := range spec.shown() {
 		mounts = append(mounts, map[string]any{"Type": "bind", "Source": p.host, "Target": p.at, "ReadOnly": true})
+	}
+	for _, at := range covers {
+		mounts = append(mounts, map[string]any{"Type": "bind", "Source": agent, "Target": at, "ReadOnly": true})
 	}
 	tmpfs := func(mode string) string {
 		return fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", disk, inodes, mode, SandboxUID, SandboxGID)
@@ -206,6 +212,10 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile) 
 			"Tmpfs":   map[string]string{ReferenceWorkdir: tmpfs("0755"), "/tmp": tmpfs("1777"), "/dev/pts": "ro,size=4k,nr_inodes=16,mode=0755"},
 			"Mounts":  mounts,
 			"IpcMode": "private",
+			// The agent's stdout carries every command's output and the relay's traffic: the
+			// daemon keeps none of it (a json-file log would grow on the host's disk, outside
+			// the episode's limits, until the container is removed).
+			"LogConfig": map[string]any{"Type": "none"},
 		},
 	}
 }
@@ -260,10 +270,11 @@ func (d *Docker) checkImage(ctx context.Context) error {
 // linuxAgent is the aa-grade binary the container runs as its agent, for the daemon's
 // architecture: this one on Linux when it matches; else a Linux build of the same version
 // (make dist writes aa-grade-linux-ARCH) found beside this executable or named by
-// AA_GRADE_LINUX_AGENT, copied into the user's cache folder (see stageAgent).
+// AA_GRADE_LINUX_AGENT, copied into the user's cache folder (see stageAgent). Either way,
+// what is concealed is zeroed in it (see shownAgent).
 func linuxAgent(self, arch string) (string, error) {
 	if runtime.GOOS == "linux" && arch == runtime.GOARCH {
-		return self, nil
+		return shownAgent(self)
 	}
 	src := cmp.Or(os.Getenv("AA_GRADE_LINUX_AGENT"), filepath.Join(filepath.Dir(self), "aa-grade-linux-"+arch))
 	if staged, ok := stagedAgents.Load(src + "|" + arch); ok {
@@ -272,7 +283,10 @@ func linuxAgent(self, arch string) (string, error) {
 	cache, err := os.UserCacheDir()
 	var staged string
 	if err == nil {
-		staged, err = stageAgent(src, arch, filepath.Join(cache, "aa-grade", "agent"))
+		err = checkLinuxProgram(src, arch)
+	}
+	if err == nil {
+		staged, err = stageAgent(src, filepath.Join(cache, "aa-grade", "agent"))
 	}
 	if err != nil {
 		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): put aa-grade-linux-%s (from the release, or make dist) beside %s, or name it in AA_GRADE_LINUX_AGENT", ErrUnavailable, err, arch, self)
@@ -287,31 +301,18 @@ var stagedAgents sync.Map
 // elfMachines are the architectures releases are built for.
 var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 
-// stageAgent checks that src is a Linux program for arch and copies it, executable, into dir
-// under a name of its content, unless it is there already. A daemon in a virtual machine
-// (Docker Desktop, Colima, OrbStack, Podman machine) binds only files of the folders it
-// shares with the host, of which the user's home, holding the cache, is one by default; and a
-// downloaded binary may lack its execute bit.
-func stageAgent(src, arch, dir string) (string, error) {
+// checkLinuxProgram checks that src is a Linux program for arch.
+func checkLinuxProgram(src, arch string) error {
 	f, err := elf.Open(src)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", src, err)
+		return fmt.Errorf("%s: %w", src, err)
 	}
 	machine := f.Machine
 	f.Close()
 	if want, ok := elfMachines[arch]; !ok || machine != want {
-		return "", fmt.Errorf("%s is a program for %v, not linux/%s", src, machine, arch)
+		return fmt.Errorf("%s is a program for %v, not linux/%s", src, machine, arch)
 	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	dst := filepath.Join(dir, hex.EncodeToString(sum[:8]), "aa-grade")
-	if info, err := os.Stat(dst); err == nil && info.Size() == int64(len(b)) && info.Mode()&0o111 != 0 {
-		return dst, nil
-	}
-	return dst, atomicfile.WriteFilePerm(dst, b, 0o755) // whole and executable, or not there
+	return nil
 }
 
 // container is a sandbox that is a container: the session's peer.

@@ -144,8 +144,8 @@ func isDir(name string) bool {
 }
 
 // TestStageAgentCopiesALinuxProgramOnce: the Linux agent a Mac or Windows host binds into the
-// container is copied, executable, into the cache (which the daemon's VM shares), once; what
-// is no Linux program for the daemon's machine is refused.
+// container is copied, executable and unreadable, into the cache (which the daemon's VM
+// shares), once; what is no Linux program for the daemon's machine is refused.
 func TestStageAgentCopiesALinuxProgramOnce(t *testing.T) {
 	exe, _ := os.Executable()
 	data, err := os.ReadFile(exe)
@@ -155,7 +155,10 @@ func TestStageAgentCopiesALinuxProgramOnce(t *testing.T) {
 	downloaded := filepath.Join(t.TempDir(), "aa-grade-linux-"+runtime.GOARCH)
 	os.WriteFile(downloaded, data, 0o644) // as a browser saves it: not executable
 	dir := t.TempDir()
-	staged, err := stageAgent(downloaded, runtime.GOARCH, dir)
+	if err := checkLinuxProgram(downloaded, runtime.GOARCH); err != nil {
+		t.Fatal(err)
+	}
+	staged, err := stageAgent(downloaded, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +166,8 @@ func TestStageAgentCopiesALinuxProgramOnce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("staged %s: %v", staged, err)
 	}
-	if perm := info.Mode().Perm(); perm != 0o755 {
-		t.Errorf("staged %s of mode %v, want 0755", staged, perm)
+	if perm := info.Mode().Perm(); perm != 0o111 {
+		t.Errorf("staged %s of mode %v, want 0111", staged, perm)
 	}
 	if info.Size() != int64(len(data)) {
 		t.Errorf("staged %s of %d bytes, want %d", staged, info.Size(), len(data))
@@ -175,23 +178,22 @@ func TestStageAgentCopiesALinuxProgramOnce(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	os.Chmod(staged, 0o555) // a second stage would have to replace it
-	if again, err := stageAgent(downloaded, runtime.GOARCH, dir); err != nil || again != staged {
+	if again, err := stageAgent(downloaded, dir); err != nil || again != staged {
 		t.Fatalf("second stage: %s %v", again, err)
 	}
-	if info, _ := os.Stat(staged); info.Mode().Perm() != 0o555 {
+	if again, _ := os.Stat(staged); !os.SameFile(info, again) {
 		t.Error("staged again")
 	}
 	other := map[string]string{"amd64": "arm64"}[runtime.GOARCH]
 	if other == "" {
 		other = "amd64"
 	}
-	if _, err := stageAgent(downloaded, other, dir); err == nil || !strings.Contains(err.Error(), "not linux/"+other) {
+	if err := checkLinuxProgram(downloaded, other); err == nil || !strings.Contains(err.Error(), "not linux/"+other) {
 		t.Errorf("another machine: %v", err)
 	}
 	text := filepath.Join(t.TempDir(), "aa-grade-linux-"+runtime.GOARCH)
 	os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755)
-	if _, err := stageAgent(text, runtime.GOARCH, dir); err == nil {
+	if err := checkLinuxProgram(text, runtime.GOARCH); err == nil {
 		t.Error("a script was staged as the agent")
 	}
 }
@@ -201,5 +203,26 @@ func TestDockerHostNamedPipe(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "npipe:////./pipe/docker_engine")
 	if err := (&Docker{}).Available(); err == nil || !strings.Contains(err.Error(), "npipe:// is a Windows named pipe") {
 		t.Fatalf("on Linux: %v", err)
+	}
+}
+
+// TestDockerContainerLogsNothing: the daemon keeps no log of an episode's container (its
+// stdout carries every command's output and the relay's traffic), as its inspect says.
+func TestDockerContainerLogsNothing(t *testing.T) {
+	img := os.Getenv("AA_GRADE_TEST_IMAGE")
+	d := &Docker{Image: img}
+	if img == "" || d.Available() != nil {
+		t.Skip("no docker here (AA_GRADE_TEST_IMAGE unset, or no daemon for this user)")
+	}
+	sb := start(t, d, newFixture(t))
+	c := sb.(*session).peer.(*container)
+	var inspect struct {
+		HostConfig struct{ LogConfig struct{ Type string } }
+	}
+	if _, err := d.client.Do(context.Background(), "GET", "/containers/"+c.id+"/json", nil, &inspect); err != nil {
+		t.Fatal(err)
+	}
+	if got := inspect.HostConfig.LogConfig.Type; got != "none" {
+		t.Errorf("the episode's container logs with %q, want none", got)
 	}
 }

@@ -67,7 +67,7 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	p := policy{ReadWrite: []string{spec.Scratch}, Devices: []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"}}
-	for _, dir := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+	for _, dir := range systemDirs {
 		if _, err := os.Stat(dir); err == nil {
 			p.ReadExec = append(p.ReadExec, dir)
 		}
@@ -99,6 +99,20 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	c := confinement{Workdir: spec.Scratch, DropCaps: true, Seccomp: true, Landlock: &p,
 		KillAll: ns != nil || landlockScopesSignals(), ProcessesBounded: cgroups().boundsProcesses(), RelayPort: spec.relayPort()}
 	memory := spec.Limits.memory()
+	agent, err := shownAgent(spec.Agent)
+	if err != nil {
+		return nil, err
+	}
+	covers, err := spec.agentSeenAt(agent, p.ReadExec, "")
+	switch {
+	case err != nil:
+		return nil, err
+	case len(covers) > 0 && !hasMountNamespace(ns):
+		return nil, fmt.Errorf("%w: %s lies in a folder this Landlock sandbox shows, and without a mount namespace it cannot show its copy there instead: run aa-grade from another folder, or use bwrap or docker", ErrConcealed, covers[0])
+	}
+	for _, at := range covers {
+		c.Covers = append(c.Covers, cover{Host: agent, At: at})
+	}
 	if hasMountNamespace(ns) {
 		// One tmpfs holds the workspace and the temporary folder in it, with the snapshot files
 		// bound into it; everything else is read-only. Its pages are memory too: they get the
@@ -136,7 +150,7 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		env = CleanEnv(spec.Scratch)
 	}
 	env = append(withTmp(env, tmp), confine)
-	cmd := exec.Command(spec.Agent, spec.AgentArg...)
+	cmd := exec.Command(agent, spec.AgentArg...)
 	cmd.Dir, cmd.Env, cmd.SysProcAttr = spec.Scratch, env, ns
 	end := endWalk
 	switch {

@@ -92,6 +92,10 @@ type confinement struct {
 	// Binds are files shown read-only in that workspace tmpfs (the snapshot's), bound from the
 	// host before anything hides them, so that a RunAs user needs no access to their folders.
 	Binds []bindFile `json:"binds,omitempty"`
+	// Covers are host files bound read-only over others, where the agent has a mount namespace
+	// of its own (Landlock): the agent's copy over aa-grade's executable, where a folder the
+	// sandbox shows holds it (see Spec.agentSeenAt).
+	Covers []cover `json:"covers,omitempty"`
 	// ReadOnlyRoot makes every mount of the agent's mount namespace read-only but the
 	// workspace's (and /proc, whose processes' folders stay as the kernel guards them): no
 	// chmod, chown, utime or xattr call then reaches a host file, whoever owns it.
@@ -133,6 +137,12 @@ type tmpfsLimit struct {
 type bindFile struct {
 	Host string `json:"host"`
 	Rel  string `json:"rel"`
+}
+
+// cover is a host file bound read-only over another path.
+type cover struct {
+	Host string `json:"host"`
+	At   string `json:"at"`
 }
 
 type ids struct {

@@ -1,0 +1,132 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+)
+
+// agentRunner runs `aa-grade run --agent` with a hostile program of the test's own, as
+// root or as the unprivileged user AA_GRADE_TEST_USER, on each isolating backend.
+type agentRunner struct {
+	name     string
+	cred     *syscall.Credential // nil: as the test runs
+	binary   string              // the aa-grade binary it may run
+	backends [][]string          // the --sandbox flags of each backend it runs on
+}
+
+// agentRunners are the users a hostile agent test runs as: the test's own, and when that is
+// root and AA_GRADE_TEST_USER is set, that user too (without docker, unless the daemon's
+// socket lets it in).
+func agentRunners(t *testing.T) []agentRunner {
+	t.Helper()
+	self := agentRunner{name: "user-" + strconv.Itoa(os.Geteuid()), binary: binary, backends: [][]string{{"--sandbox", "bwrap"}, {"--sandbox", "landlock"}}}
+	if img := os.Getenv("AA_GRADE_TEST_IMAGE"); img != "" {
+		self.backends = append(self.backends, []string{"--sandbox", "docker", "--sandbox-image", img})
+	}
+	runners := []agentRunner{self}
+	name := os.Getenv("AA_GRADE_TEST_USER")
+	if os.Geteuid() != 0 || name == "" {
+		return runners
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatalf("AA_GRADE_TEST_USER: %v", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	other := agentRunner{name: name, cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)},
+		binary: filepath.Join(sharedDir(t), "aa-grade"), backends: self.backends[:2]}
+	b, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other.binary, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return append(runners, other)
+}
+
+// sharedDir is a fresh folder every user may read and search, the way to it included.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// ownDir is a fresh folder of r's user, where its runs write (the run folder, the cache).
+func (r agentRunner) ownDir(t *testing.T) string {
+	t.Helper()
+	dir := sharedDir(t)
+	if r.cred != nil {
+		if err := os.Chown(dir, int(r.cred.Uid), int(r.cred.Gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// run runs aa-grade as r's user from the module root, with a cache of its own and env.
+func (r agentRunner) run(t *testing.T, home string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(r.binary, args...)
+	cmd.Dir = home
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, "cache"), "HF_HUB_CACHE="+filepath.Join(home, "hub"),
+		"HF_ENDPOINT=http://127.0.0.1:9", "HF_TOKEN=", "OPENAI_API_KEY=sk-unused", "OPENAI_BASE_URL=http://127.0.0.1:9")
+	cmd.Env = append(cmd.Env, env...)
+	if r.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred}
+	}
+	return runBinary(t, cmd)
+}
+
+// agentStdout is what the agent of the episode in dir printed, as its trajectory records it.
+func agentStdout(t *testing.T, dir string) string {
+	t.Helper()
+	tr, err := runfolder.OpenTrajectory(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	sc := bufio.NewScanner(tr)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var rec runfolder.AgentRecord
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Kind == model.KindAgent {
+			return rec.Stdout
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Fatalf("%s: no agent record in the trajectory", dir)
+	return ""
+}
+
+// linesWith are the lines of text that start with prefix.
+func linesWith(text, prefix string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
