@@ -61,6 +61,8 @@ type runOptions struct {
 	priceCachedRead          float64
 	priceCachedWrite         float64
 	maxCost                  float64
+	maxRetryTime             time.Duration
+	failOnError              float64
 	noProgress, dryRun       bool
 	prompts                  promptOptions
 	judge                    judgeOptions
@@ -117,6 +119,10 @@ func (o *runOptions) flags() []cli.Flag {
 		noProgressFlag(&o.noProgress),
 		&cli.FloatFlag{Name: "max-cost", Destination: &o.maxCost, Sources: env("max-cost"), DefaultText: "no budget",
 			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it, and running ones stop when it is reached"},
+		&cli.DurationFlag{Name: "max-retry-time", Value: model.DefaultRetryTime, Destination: &o.maxRetryTime, Sources: env("max-retry-time"),
+			Usage: "per model call: how long its transient failures (throttling, 5xx, timeouts) are retried before its episode ends in error; permanent ones (quota, billing, 4xx, no such host) stop the run at once"},
+		&cli.FloatFlag{Name: "fail-on-error", Destination: &o.failOnError, Sources: env("fail-on-error"), DefaultText: "0: never",
+			Usage: "stop the run once N episodes ended in error (N from 1), or more than a fraction of those planned (0.1: more than one in ten)"},
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "say what would run and what it should cost, and call nothing"},
 	}
 	return append(append(append(flags, o.prompts.flags()...), o.judge.flags()...), o.agent.flags()...)
@@ -151,6 +157,12 @@ func (o *runOptions) Validate() error {
 	}
 	if o.commandTimeout <= 0 {
 		return usageErrorf("--command-timeout %s: must be more than 0", o.commandTimeout)
+	}
+	if o.maxRetryTime <= 0 {
+		return usageErrorf("--max-retry-time %s: must be more than 0", o.maxRetryTime)
+	}
+	if f := o.failOnError; f < 0 || math.IsNaN(f) || math.IsInf(f, 0) || (f > 1 && f != math.Trunc(f)) {
+		return usageErrorf("--fail-on-error %v: must be 0 (never), a count of episodes from 1, or a fraction between 0 and 1", f)
 	}
 	if o.grace < 0 {
 		return usageErrorf("--grace %s: must be 0 (stop at once) or more", o.grace)
@@ -391,7 +403,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		return nil, err
 	}
 	cfg := runner.Config{
-		MaxCost: opts.maxCost, CostPrior: orZero(publishedCost(settings.Preset)),
+		MaxCost: opts.maxCost, CostPrior: orZero(publishedCost(settings.Preset)), FailOnError: opts.failOnError,
 		Folder: folder, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
 		Description: runner.Description{Dataset: ds.Spec, DatasetCommit: datasetCommit(ds), Selection: opts.selection(),
 			Model: settings.Spec, BaseURL: endpoint(p.model), ReasoningEffort: settings.ReasoningEffort},
@@ -410,6 +422,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 			folder.Close()
 			return nil, err
 		}
+		cfg.Agent.RetryTime = opts.maxRetryTime
 	}
 	if j := p.judge; j != nil {
 		// The verdicts go with the run; the user's cache is still read, so a question asked
@@ -507,7 +520,7 @@ func (r *startedRun) finish(stderr io.Writer, p playedRun) (*report.Run, error) 
 	case errors.Is(err, runner.ErrBudget):
 		return nil, badResult(fmt.Errorf("%w; no more episodes started (to go on, run the same command with a higher --max-cost)", err))
 	case errors.Is(err, runner.ErrStopped):
-		return nil, fmt.Errorf("%w; fix the cause, then run the same command again", err)
+		return nil, fmt.Errorf("%w (--fail-on-error); fix the cause, then run the same command again to resume", err)
 	case errors.Is(err, runner.ErrConfigChanged):
 		return nil, configChanged(err)
 	case err != nil:
@@ -578,7 +591,7 @@ func newModel(opts runOptions, settings model.Settings, loop harness.Loop) (mode
 		m, err = replay.New(strings.TrimPrefix(spec, "replay/"))
 	default:
 		m, err = model.New(spec, os.Getenv, model.Options{MaxTokens: int(settings.MaxTokens),
-			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit,
+			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Budget: opts.maxRetryTime, Limit: limit,
 			Reference: loop != harness.LoopLenient})
 	}
 	if errors.Is(err, model.ErrNotProvider) {
