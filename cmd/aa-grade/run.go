@@ -279,7 +279,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		return err
 	}
 	if opts.dryRun {
-		return dryRun(ctx, con.out, opts, p.plan, p.settings, p.out)
+		return dryRun(ctx, con.out, opts, p)
 	}
 	r, err := startRun(ctx, opts, p, con.err)
 	if err != nil {
@@ -307,6 +307,9 @@ type preparedRun struct {
 	// An agent run's provider, as its gateway calls it, and model name.
 	agentUpstream gateway.Upstream
 	agentModel    string
+	// needs are the variables the run will need that the environment lacks (a key, a base
+	// URL): only a dry run, which calls nothing, gets this far without them (model nil).
+	needs []string
 }
 
 // prepareRun reads the flags (and a replay's recording) into a run, calling no model and
@@ -336,19 +339,20 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 	if plan.contextWindow > 0 {
 		settings.ContextWindow = plan.contextWindow
 	}
+	var needs []string
 	m, limit, err := newModel(opts, settings, plan.loop)
-	if err != nil {
+	if needs, err = dryRunNeeds(opts.dryRun, needs, err); err != nil {
 		return nil, err
 	}
 	var up gateway.Upstream
 	var agentModel string
-	if a := opts.agent.agent; a != nil {
+	if a := opts.agent.agent; a != nil && m != nil {
 		if up, agentModel, err = agentUpstream(*a, settings.Spec, m); err != nil {
 			return nil, err
 		}
 	}
 	j, err := newJudge(opts.judge)
-	if err != nil {
+	if needs, err = dryRunNeeds(opts.dryRun, needs, err); err != nil {
 		return nil, err
 	}
 	out := opts.out
@@ -359,7 +363,17 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 		return nil, err
 	}
 	return &preparedRun{plan: plan, prompts: prompts, settings: settings, model: m, limit: limit, judge: j, out: out,
-		agentUpstream: up, agentModel: agentModel}, nil
+		agentUpstream: up, agentModel: agentModel, needs: needs}, nil
+}
+
+// dryRunNeeds lets a dry run go on without a variable a model needs (model.MissingVariableError),
+// adding its name to needs; any other error, or a missing variable outside a dry run, is err.
+func dryRunNeeds(dryRun bool, needs []string, err error) ([]string, error) {
+	var missing *model.MissingVariableError
+	if dryRun && errors.As(err, &missing) {
+		return append(needs, missing.Name), nil
+	}
+	return needs, err
 }
 
 // startedRun is a run ready to play: its sandbox tried, its dataset open, its folder locked
@@ -461,7 +475,7 @@ func (r *startedRun) announce(stderr io.Writer, opts runOptions) {
 	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
 		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, who, backend.Name(), r.out)
 	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
-	if e := costEstimate(r.settings, len(todo)); e != "" {
+	if e := costEstimate(r.settings, len(todo), folder.Prev); e != "" {
 		printLine(stderr, "%s", e)
 	}
 	if opts.maxCost > 0 {
