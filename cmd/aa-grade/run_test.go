@@ -687,7 +687,7 @@ func TestRunLogsRetries(t *testing.T) {
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL},
 		"run", "--dataset", "demo", "--tasks", "901", "--repeats", "1", "--max-turns", "1", "--model", "openai-api/fake/model-x",
 		"--no-progress", "--out", out)
-	retry := regexp.MustCompile(`Scenario-901 repeat 1: attempt 1 failed: HTTP 503: overloaded; next attempt in 0s \(at \d\d:\d\d:\d\d\)\n`)
+	retry := regexp.MustCompile(`Scenario-901 repeat 1: retry 1: attempt 1 failed: HTTP 503: overloaded; next attempt in 0s \(at \d\d:\d\d:\d\d\)\n`)
 	r.wantExit(t, 0)
 	if !retry.MatchString(r.stderr) {
 		t.Errorf("no line of the retry (%s) in stderr", retry)
