@@ -450,6 +450,11 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 	}
 	r := &startedRun{preparedRun: p, ds: ds, cfg: cfg}
 	r.announce(stderr, opts)
+	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
+	if err := r.preflight(ctx, stderr, len(todo)); err != nil {
+		folder.Close()
+		return nil, err
+	}
 	return r, nil
 }
 

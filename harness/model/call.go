@@ -165,10 +165,7 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 	if budget <= 0 {
 		budget = DefaultRetryTime
 	}
-	client := o.HTTP
-	if client == nil {
-		client = http.DefaultClient
-	}
+	client := o.client()
 	header = header.Clone()
 	header.Set("Content-Type", "application/json") // set before recording, so the record shows it
 	o.record(ctx, Event{Kind: KindRequest, URL: url, Header: RecordedHeader(header), Body: body})
@@ -182,7 +179,7 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 			return nil, err
 		}
 		paced += time.Since(queued)
-		got, answer, err := o.once(ctx, client, url, header, body, check)
+		got, answer, err := o.once(ctx, client, http.MethodPost, url, header, body, check)
 		ReleaseRecorded(o.Limit, permit, got, answer, err, record)
 		if err == nil {
 			return answer, nil
@@ -221,9 +218,17 @@ const DefaultRetryTime = 10 * time.Minute
 // ends), retried as a timeout after this long rather than at the attempt's 15 minutes.
 const AnswerIdleTimeout = time.Minute
 
+// client is the HTTP client the calls go through.
+func (o *Options) client() *http.Client {
+	if o.HTTP == nil {
+		return http.DefaultClient
+	}
+	return o.HTTP
+}
+
 // once makes one attempt: the answer's header (nil when no answer came), its body, and its
 // failure.
-func (o *Options) once(ctx context.Context, client *http.Client, url string, header http.Header, body []byte, check failureCheck) (http.Header, []byte, error) {
+func (o *Options) once(ctx context.Context, client *http.Client, method, url string, header http.Header, body []byte, check failureCheck) (http.Header, []byte, error) {
 	timeout := o.AttemptTimeout
 	if timeout <= 0 {
 		timeout = defaultAttemptTimeout
@@ -236,7 +241,7 @@ func (o *Options) once(ctx context.Context, client *http.Client, url string, hea
 	defer cancelTimeout()
 	attemptCtx, cancel := context.WithCancelCause(timed)
 	defer cancel(nil)
-	req, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(attemptCtx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, nil, err
 	}
