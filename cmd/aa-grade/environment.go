@@ -53,6 +53,8 @@ var environment = []envVar{
 	{"AA_GRADE_PRICE_CACHED_READ", []string{"run --price-cached-read"}, "USD per million cached input tokens read"},
 	{"AA_GRADE_PRICE_CACHED_WRITE", []string{"run --price-cached-write"}, "USD per million input tokens written to the cache"},
 	{"AA_GRADE_MAX_COST", []string{"run --max-cost"}, "USD a run may spend"},
+	{"AA_GRADE_MAX_RETRY_TIME", []string{"run --max-retry-time"}, "how long one model call's transient failures are retried"},
+	{"AA_GRADE_FAIL_ON_ERROR", []string{"run --fail-on-error"}, "the episodes in error (a count, or a fraction of those planned) that stop a run"},
 	{"AA_GRADE_PROMPTS", []string{"run --prompts", "prompts --prompts"}, "the prompt set file"},
 	{"AA_GRADE_PROMPT_FILE", []string{"run --prompt-file", "prompts --prompt-file"}, "the task prompt file"},
 	{"AA_GRADE_JUDGE", []string{"run --judge", "grade --judge"}, "the LLM judge"},

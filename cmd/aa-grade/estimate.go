@@ -15,9 +15,10 @@ import (
 
 // costEstimate is what the episodes a run will play should cost, said before a paid run starts
 // (and by --dry-run): the episodes times the published cost a task of the leaderboard row a
-// preset reproduces, else "unknown" and why. "" for a model that calls no paid API (the
-// baseline, a replay).
-func costEstimate(s model.Settings, episodes int) string {
+// preset reproduces; else, with prices, the prices times a token estimate (tokenEstimate: the
+// folder's own mean, prev, on a resume, else the tokens of the preset of the nearest prices);
+// else "unknown" and why. "" for a model that calls no paid API (the baseline, a replay).
+func costEstimate(s model.Settings, episodes int, prev *runfolder.Run) string {
 	if s.Spec == model.BaselineSpec || strings.HasPrefix(s.Spec, "replay/") {
 		return ""
 	}
@@ -30,6 +31,9 @@ func costEstimate(s model.Settings, episodes int) string {
 	if s.Prices != nil {
 		if e := s.Prices.Effective(); e.Input == 0 && e.Output == 0 && e.CachedRead == 0 && e.CachedWrite == 0 {
 			return "estimate: $0 (the prices given make the model free)"
+		}
+		if e := tokenEstimate(*s.Prices, episodes, prev); e != "" {
+			return e
 		}
 		return fmt.Sprintf("estimate: unknown: %s has no published cost a task; the cost is counted from its prices as it is spent", s.Spec)
 	}
@@ -72,7 +76,8 @@ func taskIDs(tasks []data.Task) []string {
 // dryRun says what run would play and what it should cost, and calls nothing: no provider, no
 // sandbox, and it writes nothing (the dataset's index alone is read, and for a Hub dataset
 // downloaded into the cache when it is not there).
-func dryRun(ctx context.Context, w io.Writer, opts runOptions, plan episodesPlan, settings model.Settings, out string) error {
+func dryRun(ctx context.Context, w io.Writer, opts runOptions, p *preparedRun) error {
+	plan, settings, out := p.plan, p.settings, p.out
 	ds, err := data.Open(ctx, plan.dataset, data.OpenOptions{Hub: hubConfig(), Tasks: plan.tasks, IndexOnly: true})
 	if err != nil {
 		return datasetError(err)
@@ -89,8 +94,11 @@ func dryRun(ctx context.Context, w io.Writer, opts runOptions, plan episodesPlan
 	printLine(w, "would run %s x %s = %s%s of %s with %s into %s", english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"),
 		english.Count(len(todo), "episode"), done, ds.Spec, describeModel(settings), out)
 	printLine(w, "tasks: %s", strings.Join(taskIDs(ds.Tasks), ", "))
-	if e := costEstimate(settings, len(todo)); e != "" {
+	if e := costEstimate(settings, len(todo), prev); e != "" {
 		printLine(w, "%s", e)
+	}
+	for _, name := range p.needs {
+		printLine(w, "needs: %s, which is not set; the run will need it", name)
 	}
 	return nil
 }

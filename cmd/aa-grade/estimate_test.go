@@ -37,10 +37,33 @@ func TestDryRun(t *testing.T) {
 	if _, err := os.Stat(out); err == nil {
 		t.Fatal("the dry run made the run folder")
 	}
+	// No key: the dry run says which variable the run will need, and exits 0.
+	r = aaGrade(t, srv.env[:1], "run", "--dataset", "demo", "--model", "claude-opus-4-7-max", "--limit", "1", "--repeats", "1", "--dry-run", "--out", out)
+	if r.code != 0 || !textcheck.Has(t, "a dry run without the key", r.stdout, "estimate: about $5.38", "needs: ANTHROPIC_API_KEY, which is not set; the run will need it") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Prices and no published cost a task: the prices times the tokens of the nearest preset.
+	r = aaGrade(t, srv.env[:1], "run", "--dataset", "demo", "--model", "openai-api/lab/m", "--price-input", "5", "--price-output", "25", "--limit", "1", "--repeats", "1", "--dry-run", "--out", out)
+	if r.code != 0 || !textcheck.Has(t, "a dry run with prices", r.stdout, "estimate: about $5.38 for 1 episode at your prices x the tokens a task of Claude Opus 4.7", "needs: LAB_BASE_URL, which is not set") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r = aaGrade(t, env, "run", "--dataset", "demo", "--model", "openai/some-model", "--limit", "1", "--repeats", "1", "--dry-run", "--out", out)
 	if r.code != 0 || !strings.Contains(r.stdout, "estimate: unknown: openai/some-model has no published cost a task and no prices (--price-input and --price-output give them)") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// TestCostEstimateOfAResume: with prices and no published cost a task, a resume estimates
+// the episodes left from the mean tokens of those finished, and says so.
+func TestCostEstimateOfAResume(t *testing.T) {
+	prev := &runfolder.Run{Results: map[runfolder.Episode]runfolder.Result{
+		{Task: "Scenario-1", Repeat: 1}: {Task: "Scenario-1", Repeat: 1, Status: grader.StatusOK, Tokens: model.Usage{Input: 300_000, Output: 10_000}},
+		{Task: "Scenario-2", Repeat: 1}: {Task: "Scenario-2", Repeat: 1, Status: grader.StatusOK, Tokens: model.Usage{Input: 100_000, Output: 30_000}},
+		{Task: "Scenario-3", Repeat: 1}: {Task: "Scenario-3", Repeat: 1, Status: grader.StatusError},
+	}}
+	got := costEstimate(model.Settings{Spec: "openai-api/lab/m", Prices: &model.Prices{Input: 1, Output: 10}}, 10, prev)
+	// 200,000 input tokens at $1 and 20,000 output tokens at $10 a million: $0.40 an episode.
+	textcheck.Has(t, "the estimate", got, "estimate: about $4.00 for 10 episodes at your prices x the mean tokens of the 2 episodes already in the folder (200,000 input, 20,000 output an episode)")
 }
 
 // TestCostEstimate: every case the estimate line tells apart.
@@ -54,9 +77,11 @@ func TestCostEstimate(t *testing.T) {
 		{model.Settings{Spec: "anthropic/claude-opus-4-7", Preset: "claude-opus-4-7-max"}, "estimate: about $53.80 for 10 episodes at the published $5.38 a task of Claude Opus 4.7 (Adaptive Reasoning, Max Effort)"},
 		{model.Settings{Spec: "openai-api/vllm/q", Prices: &model.Prices{}}, "estimate: $0 (the prices given make the model free)"},
 		{model.Settings{Spec: "openai/gpt-5.5", Preset: "gpt-5.5-xhigh", Prices: &model.Prices{Input: 5, Output: 30}},
-			"estimate: unknown: openai/gpt-5.5 has no published cost a task; the cost is counted from its prices as it is spent"},
+			"estimate: about $53.80-$64.56 for 10 episodes at your prices x the tokens a task of Claude Opus 4.7 (Adaptive Reasoning, Max Effort), the preset of the nearest prices (its published $5.38 a task at $5/$25 per million input/output; the range is the split of its tokens, not published)"},
+		{model.Settings{Spec: "openai-api/lab/m", Prices: &model.Prices{Input: 5, Output: 25}},
+			"estimate: about $53.80 for 10 episodes at your prices x the tokens a task of Claude Opus 4.7 (Adaptive Reasoning, Max Effort)"},
 	} {
-		if got := costEstimate(c.settings, 10); !strings.HasPrefix(got, c.want) || (c.want == "" && got != "") {
+		if got := costEstimate(c.settings, 10, nil); !strings.HasPrefix(got, c.want) || (c.want == "" && got != "") {
 			t.Errorf("%+v: %q, want %q", c.settings, got, c.want)
 		}
 	}

@@ -67,7 +67,9 @@ var exitCodes = []struct {
 	{sandbox.ErrImageUnusable, exitUsage},
 
 	{runfolder.ErrCorrupt, exitBadResult},
-	{runner.ErrStopped, exitBadResult},
+	// A run that stopped on a provider's refusal, or on too many episodes in error.
+	{runner.ErrRefused, exitFailure},
+	{runner.ErrStopped, exitFailure},
 }
 
 // kindError gives err a kind (errUsage, errBadResult, errFailure) for the table, keeping its

@@ -61,6 +61,8 @@ type runOptions struct {
 	priceCachedRead          float64
 	priceCachedWrite         float64
 	maxCost                  float64
+	maxRetryTime             time.Duration
+	failOnError              float64
 	noProgress, dryRun       bool
 	prompts                  promptOptions
 	judge                    judgeOptions
@@ -117,6 +119,10 @@ func (o *runOptions) flags() []cli.Flag {
 		noProgressFlag(&o.noProgress),
 		&cli.FloatFlag{Name: "max-cost", Destination: &o.maxCost, Sources: env("max-cost"), DefaultText: "no budget",
 			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it, and running ones stop when it is reached"},
+		&cli.DurationFlag{Name: "max-retry-time", Value: model.DefaultRetryTime, Destination: &o.maxRetryTime, Sources: env("max-retry-time"),
+			Usage: "per model call: how long its transient failures (throttling, 5xx, timeouts) are retried before its episode ends in error; permanent ones (quota, billing, 4xx, no such host) stop the run at once"},
+		&cli.FloatFlag{Name: "fail-on-error", Destination: &o.failOnError, Sources: env("fail-on-error"), DefaultText: "0: never",
+			Usage: "stop the run once N episodes ended in error (N from 1), or more than a fraction of those planned (0.1: more than one in ten)"},
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "say what would run and what it should cost, and call nothing"},
 	}
 	return append(append(append(flags, o.prompts.flags()...), o.judge.flags()...), o.agent.flags()...)
@@ -151,6 +157,12 @@ func (o *runOptions) Validate() error {
 	}
 	if o.commandTimeout <= 0 {
 		return usageErrorf("--command-timeout %s: must be more than 0", o.commandTimeout)
+	}
+	if o.maxRetryTime <= 0 {
+		return usageErrorf("--max-retry-time %s: must be more than 0", o.maxRetryTime)
+	}
+	if f := o.failOnError; f < 0 || math.IsNaN(f) || math.IsInf(f, 0) || (f > 1 && f != math.Trunc(f)) {
+		return usageErrorf("--fail-on-error %v: must be 0 (never), a count of episodes from 1, or a fraction between 0 and 1", f)
 	}
 	if o.grace < 0 {
 		return usageErrorf("--grace %s: must be 0 (stop at once) or more", o.grace)
@@ -267,7 +279,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 		return err
 	}
 	if opts.dryRun {
-		return dryRun(ctx, con.out, opts, p.plan, p.settings, p.out)
+		return dryRun(ctx, con.out, opts, p)
 	}
 	r, err := startRun(ctx, opts, p, con.err)
 	if err != nil {
@@ -295,6 +307,9 @@ type preparedRun struct {
 	// An agent run's provider, as its gateway calls it, and model name.
 	agentUpstream gateway.Upstream
 	agentModel    string
+	// needs are the variables the run will need that the environment lacks (a key, a base
+	// URL): only a dry run, which calls nothing, gets this far without them (model nil).
+	needs []string
 }
 
 // prepareRun reads the flags (and a replay's recording) into a run, calling no model and
@@ -324,8 +339,9 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 	if plan.contextWindow > 0 {
 		settings.ContextWindow = plan.contextWindow
 	}
+	var needs []string
 	m, limit, err := newModel(opts, settings, plan.loop)
-	if err != nil {
+	if needs, err = dryRunNeeds(opts.dryRun, needs, err); err != nil {
 		return nil, err
 	}
 	var up gateway.Upstream
@@ -334,14 +350,14 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 		if err := gateway.CheckModel(settings.Spec, false); err != nil {
 			return nil, usageErrorf("--model %s: %w; aa-grade's loop runs none of the provider's tools", settings.Spec, err)
 		}
-	} else {
+	} else if m != nil {
 		if up, agentModel, err = agentUpstream(*a, settings.Spec, m, opts.agent.providerTools); err != nil {
 			return nil, err
 		}
 		settings.Prices = withSearchPrice(settings.Prices, opts.agent.providerTools, up.Protocol)
 	}
 	j, err := newJudge(opts.judge)
-	if err != nil {
+	if needs, err = dryRunNeeds(opts.dryRun, needs, err); err != nil {
 		return nil, err
 	}
 	out := opts.out
@@ -352,7 +368,17 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 		return nil, err
 	}
 	return &preparedRun{plan: plan, prompts: prompts, settings: settings, model: m, limit: limit, judge: j, out: out,
-		agentUpstream: up, agentModel: agentModel}, nil
+		agentUpstream: up, agentModel: agentModel, needs: needs}, nil
+}
+
+// dryRunNeeds lets a dry run go on without a variable a model needs (model.MissingVariableError),
+// adding its name to needs; any other error, or a missing variable outside a dry run, is err.
+func dryRunNeeds(dryRun bool, needs []string, err error) ([]string, error) {
+	var missing *model.MissingVariableError
+	if dryRun && errors.As(err, &missing) {
+		return append(needs, missing.Name), nil
+	}
+	return needs, err
 }
 
 // startedRun is a run ready to play: its sandbox tried, its dataset open, its folder locked
@@ -396,7 +422,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		return nil, err
 	}
 	cfg := runner.Config{
-		MaxCost: opts.maxCost, CostPrior: orZero(publishedCost(settings.Preset)),
+		MaxCost: opts.maxCost, CostPrior: orZero(publishedCost(settings.Preset)), FailOnError: opts.failOnError,
 		Folder: folder, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
 		Description: runner.Description{Dataset: ds.Spec, DatasetCommit: datasetCommit(ds), Selection: opts.selection(),
 			Model: settings.Spec, BaseURL: endpoint(p.model), ReasoningEffort: settings.ReasoningEffort},
@@ -415,6 +441,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 			folder.Close()
 			return nil, err
 		}
+		cfg.Agent.RetryTime = opts.maxRetryTime
 	}
 	if j := p.judge; j != nil {
 		// The verdicts go with the run; the user's cache is still read, so a question asked
@@ -428,6 +455,11 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 	}
 	r := &startedRun{preparedRun: p, ds: ds, cfg: cfg}
 	r.announce(stderr, opts)
+	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
+	if err := r.preflight(ctx, stderr, len(todo)); err != nil {
+		folder.Close()
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -453,7 +485,7 @@ func (r *startedRun) announce(stderr io.Writer, opts runOptions) {
 	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
 		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, who, backend.Name(), r.out)
 	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
-	if e := costEstimate(r.settings, len(todo)); e != "" {
+	if e := costEstimate(r.settings, len(todo), folder.Prev); e != "" {
 		printLine(stderr, "%s", e)
 	}
 	if opts.maxCost > 0 {
@@ -512,7 +544,7 @@ func (r *startedRun) finish(stderr io.Writer, p playedRun) (*report.Run, error) 
 	case errors.Is(err, runner.ErrBudget):
 		return nil, badResult(fmt.Errorf("%w; no more episodes started (to go on, run the same command with a higher --max-cost)", err))
 	case errors.Is(err, runner.ErrStopped):
-		return nil, fmt.Errorf("%w; fix the cause, then run the same command again", err)
+		return nil, fmt.Errorf("%w (--fail-on-error); fix the cause, then run the same command again to resume", err)
 	case errors.Is(err, runner.ErrConfigChanged):
 		return nil, configChanged(err)
 	case err != nil:
@@ -583,7 +615,7 @@ func newModel(opts runOptions, settings model.Settings, loop harness.Loop) (mode
 		m, err = replay.New(strings.TrimPrefix(spec, "replay/"))
 	default:
 		m, err = model.New(spec, os.Getenv, model.Options{MaxTokens: int(settings.MaxTokens),
-			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Limit: limit,
+			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Budget: opts.maxRetryTime, Limit: limit,
 			Reference: loop != harness.LoopLenient})
 	}
 	if errors.Is(err, model.ErrNotProvider) {

@@ -132,11 +132,12 @@ func TestRunModelErrorsNameTheRunsOwnModels(t *testing.T) {
 	}
 }
 
-// TestRunStopsEarlyOnPermanentErrors: a provider that refuses the key fails the first
-// episodes at once, and the run stops instead of going through every task.
+// TestRunStopsEarlyOnPermanentErrors: a provider that refuses the key (its models list
+// answering) fails the first episode at once, and the run stops (exit 3) instead of going
+// through every task.
 func TestRunStopsEarlyOnPermanentErrors(t *testing.T) {
 	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(withModelsList(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		w.WriteHeader(http.StatusUnauthorized)
 		io.WriteString(w, `{"error":{"message":"Incorrect API key provided: sk-bad-key-echoed"}}`)
@@ -146,13 +147,13 @@ func TestRunStopsEarlyOnPermanentErrors(t *testing.T) {
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL, "FAKE_API_KEY=sk-bad-key-echoed"},
 		"run", "--dataset", "demo", "--model", "openai-api/fake/model-x", "--parallel", "1", "--out", out)
 	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
-	r.wantExit(t, 1)
-	textcheck.Has(t, "stderr", r.stderr, "stopped", "Incorrect API key")
-	if n := strings.Count(string(results), "\n"); n != 3 {
-		t.Errorf("%d results, want 3", n)
+	r.wantExit(t, 3)
+	textcheck.Has(t, "stderr", r.stderr, "the run stopped", "refused", "Incorrect API key")
+	if n := strings.Count(string(results), "\n"); n != 1 {
+		t.Errorf("%d results, want 1", n)
 	}
-	if n := calls.Load(); n != 3 {
-		t.Errorf("%d calls, want 3", n)
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d calls, want 1", n)
 	}
 	if t.Failed() {
 		t.FailNow()
@@ -167,14 +168,14 @@ func TestRunStopsEarlyOnPermanentErrors(t *testing.T) {
 // TestRunStripsTerminalSequencesFromProviderErrors: a provider's refusal holding escape
 // sequences reaches the finished-episode lines and the error line of run without them.
 func TestRunStripsTerminalSequencesFromProviderErrors(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(withModelsList(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
 		io.WriteString(w, `{"error":{"message":"no \u001b]0;pwned\u0007\u001b[2Jkey\u001b]52;c;aGk=\u001b\\ \u009b2Jhere \u202eexe"}}`)
 	}))
 	defer srv.Close()
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL, "FAKE_API_KEY=k"},
 		"run", "--dataset", "demo", "--model", "openai-api/fake/model-x", "--parallel", "1", "--out", filepath.Join(t.TempDir(), "run"))
-	r.wantExit(t, 1)
+	r.wantExit(t, 3)
 	textcheck.Has(t, "stderr", r.stderr, "Scenario-901 repeat 1: error")
 	if n := strings.Count(r.stderr, "no key here exe"); n < 2 {
 		t.Errorf("the refusal, stripped, is %d times in stderr, want 2 or more:\n%q", n, r.stderr)
@@ -369,7 +370,7 @@ func TestRunWithResponsesProvider(t *testing.T) {
 	var mu sync.Mutex
 	var requests [][]byte
 	var auth []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(withModelsList(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		defer mu.Unlock()
@@ -485,7 +486,7 @@ func responsesRun(t *testing.T, url, key, loop, kinds string, mu *sync.Mutex, re
 func TestRunPresetsAndPrices(t *testing.T) {
 	type call struct{ Model, Effort string }
 	calls := make(chan call, 10)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(withModelsList(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Model  string `json:"model"`
 			Effort string `json:"reasoning_effort"`
@@ -603,7 +604,7 @@ func TestRunLimitsCallsInFlight(t *testing.T) {
 	var overlapped atomic.Bool
 	second := make(chan struct{})
 	arrived := sync.OnceFunc(func() { close(second) })
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(withModelsList(func(w http.ResponseWriter, r *http.Request) {
 		if inFlight.Add(1) > 1 {
 			overlapped.Store(true)
 			arrived()
@@ -639,7 +640,7 @@ func TestRunLimitsCallsInFlight(t *testing.T) {
 // summary at the end of a run and in run.json.
 func TestRunRecordsRateLimits(t *testing.T) {
 	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(withModelsList(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("x-ratelimit-limit-requests", "500")
 		w.Header().Set("x-ratelimit-limit-tokens", "200000")
 		if calls.Add(1) == 1 {
@@ -673,7 +674,7 @@ func TestRunRecordsRateLimits(t *testing.T) {
 // next attempt's time, and the episode's line counts it.
 func TestRunLogsRetries(t *testing.T) {
 	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(withModelsList(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {
 			w.Header().Set("retry-after-ms", "10")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -687,7 +688,7 @@ func TestRunLogsRetries(t *testing.T) {
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + srv.URL},
 		"run", "--dataset", "demo", "--tasks", "901", "--repeats", "1", "--max-turns", "1", "--model", "openai-api/fake/model-x",
 		"--no-progress", "--out", out)
-	retry := regexp.MustCompile(`Scenario-901 repeat 1: attempt 1 failed: HTTP 503: overloaded; next attempt in 0s \(at \d\d:\d\d:\d\d\)\n`)
+	retry := regexp.MustCompile(`Scenario-901 repeat 1: retry 1: attempt 1 failed: HTTP 503: overloaded; next attempt in 0s \(at \d\d:\d\d:\d\d\)\n`)
 	r.wantExit(t, 0)
 	if !retry.MatchString(r.stderr) {
 		t.Errorf("no line of the retry (%s) in stderr", retry)
@@ -734,7 +735,7 @@ func TestReplaySummaryLineIsTrue(t *testing.T) {
 }
 
 // TestRunStopsAtOnceOnAnUnreachableProvider: a base URL where nothing listens stops the run
-// after its first episode (the one result line counts it, not a clock), exit 3, naming the
+// at the check before its first episode (no result line, not a clock), exit 3, naming the
 // URL and the variable that set it.
 func TestRunStopsAtOnceOnAnUnreachableProvider(t *testing.T) {
 	base := "http://" + closedport.Addr(t) + "/v1"
@@ -742,7 +743,7 @@ func TestRunStopsAtOnceOnAnUnreachableProvider(t *testing.T) {
 	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "FAKE_BASE_URL=" + base},
 		"run", "--dataset", "demo", "--model", "openai-api/fake/m1", "--parallel", "1", "--no-progress", "--out", out)
 	results, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
-	if r.code != 3 || strings.Count(string(results), "\n") != 1 {
+	if r.code != 3 || strings.Count(string(results), "\n") != 0 {
 		t.Fatalf("exit %d, %d results\n%s", r.code, strings.Count(string(results), "\n"), r.stderr)
 	}
 	// Before it started, the run said what it knew of the cost.
@@ -812,4 +813,17 @@ func TestRunLimitAndSample(t *testing.T) {
 	if sampled[0][0] != sampled[1][0] {
 		t.Fatalf("the same seed sampled %v and %v", sampled[0], sampled[1])
 	}
+}
+
+// withModelsList serves a fake provider's calls with h, and its models list (GET .../models,
+// which run asks before its first call) with an empty list, as the providers answer it.
+func withModelsList(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"object":"list","data":[]}`)
+			return
+		}
+		h(w, r)
+	})
 }

@@ -21,7 +21,8 @@ import (
 // its last command or what it waits for: a retry, with the failure and the time of the next
 // attempt, or the rate limiter, with the reason), redrawn in place, with a line per finished
 // episode and each warning of the rate limiter above them. Elsewhere (or with --no-progress):
-// the line per finished episode, a line per retry and per long wait for the rate limiter, the
+// the line per finished episode, a line for an episode's first retry and then at most one each
+// interval (with the count), a line per long wait for the rate limiter, the
 // warnings, and an overall line and the rate limits' every interval. After Ctrl-C it says
 // what happens to the running episodes.
 type runProgress struct {
@@ -72,8 +73,8 @@ func (p *runProgress) tell(e runner.Event) {
 		}
 		name := fmt.Sprintf("%s repeat %d: ", e.Episode.Task, e.Episode.Repeat)
 		switch w := e.Wait; {
-		case w.Retry:
-			printLine(p.screen.w, "%s", name+describeRetry(w, now))
+		case w.Retry && s.logRetry(e.Episode, now, p.interval):
+			printLine(p.screen.w, "%s", name+describeRetry(w, s.running[e.Episode].retries, now))
 		case w.Reason == "" && was.Reason != "" && !was.Retry && lasted >= longWait:
 			printLine(p.screen.w, "%swaited %s for the rate limiter (%s)", name, lasted.Round(time.Second), was.Reason)
 		}
@@ -97,9 +98,10 @@ func (p *runProgress) tell(e runner.Event) {
 	}
 }
 
-// describeRetry says which attempt failed, how, and when the next one goes.
-func describeRetry(w runner.Wait, now time.Time) string {
-	return fmt.Sprintf("attempt %d failed: %s; next attempt %s", w.Attempt, w.Reason, nextAttempt(now, w.Until.Sub(now)))
+// describeRetry says how many retries the episode has had (retries, this one included), which
+// attempt failed, how, and when the next one goes.
+func describeRetry(w runner.Wait, retries int, now time.Time) string {
+	return fmt.Sprintf("retry %d: attempt %d failed: %s; next attempt %s", retries, w.Attempt, w.Reason, nextAttempt(now, w.Until.Sub(now)))
 }
 
 // describeFinished is the line of a finished episode.
@@ -265,7 +267,7 @@ func (e *liveEpisode) doing(now time.Time) string {
 	var s string
 	switch w := e.wait; {
 	case w.Retry && now.Before(w.Until):
-		s = describeRetry(w, now)
+		s = describeRetry(w, e.retries, now)
 	case w.Retry:
 		s = fmt.Sprintf("attempt %d under way after: %s", w.Attempt+1, w.Reason)
 	case w.Reason != "":

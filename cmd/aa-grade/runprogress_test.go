@@ -174,7 +174,7 @@ func TestRunProgressShowsRetriesAndWaits(t *testing.T) {
 	p.render()
 	for _, want := range []string{
 		"0/8 episodes  4 running (1 waiting for a retry, 2 for the rate limiter)  ETA -",
-		"  Scenario-1 r1  starting  attempt 1 failed: dial tcp 127.0.0.1:9: connect: connection refused; next attempt in 4s (at 14:00:04)\n",
+		"  Scenario-1 r1  starting  retry 1: attempt 1 failed: dial tcp 127.0.0.1:9: connect: connection refused; next attempt in 4s (at 14:00:04)\n",
 		"  Scenario-2 r1  starting  waiting for the rate limiter: the first call goes alone until an answer states the provider's limits\n",
 		"  Scenario-3 r1  starting  waiting for the rate limiter: the tokens limit, 200000 a minute, until 14:00:34\n",
 		"  Scenario-4 r1  starting\n",
@@ -215,10 +215,36 @@ func TestRunProgressLogsRetriesAndWaits(t *testing.T) {
 	p.tell(runner.EpisodeWaiting{Episode: runfolder.Episode{Task: "Scenario-3", Repeat: 1}, Wait: runner.Wait{}})
 	p.render()
 	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, Turns: 3, Retries: 1}})
-	want := "Scenario-1 repeat 1: attempt 1 failed: dial tcp 127.0.0.1:9: connect: connection refused; next attempt in 4s (at 14:00:04)\n" +
+	want := "Scenario-1 repeat 1: retry 1: attempt 1 failed: dial tcp 127.0.0.1:9: connect: connection refused; next attempt in 4s (at 14:00:04)\n" +
 		"Scenario-3 repeat 1: waited 34s for the rate limiter (the tokens limit, 200000 a minute)\n" +
 		"progress: 0/8 episodes  4 running  ETA -  $0.00 spent  score 0.000 (8 not finished, counted 0)\n" + // the retry went at 14:00:04
 		"Scenario-1 repeat 1: ok, score 1.00, 3 turns, cost unknown, retries 1\n"
+	if out.String() != want {
+		t.Errorf("plain output:\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// TestRunProgressLogsRetriesQuietly: a provider that throttles every second gives an episode
+// a plain line at its first retry and then one each interval (30 s), with the count of
+// retries, not a line per attempt; another episode's first retry has its own line.
+func TestRunProgressLogsRetriesQuietly(t *testing.T) {
+	var out bytes.Buffer
+	now, clock := clockAt()
+	p := newRunProgress(&out, true)
+	p.now = clock
+	p.tell(runner.Planned{Total: 2})
+	one, two := runfolder.Episode{Task: "Scenario-1", Repeat: 1}, runfolder.Episode{Task: "Scenario-2", Repeat: 1}
+	for attempt := 1; attempt <= 61; attempt++ {
+		p.tell(runner.EpisodeWaiting{Episode: one, Wait: runner.Wait{Retry: true, Attempt: attempt, Reason: "HTTP 429: slow down", Until: now.Add(time.Second)}})
+		if attempt == 10 {
+			p.tell(runner.EpisodeWaiting{Episode: two, Wait: runner.Wait{Retry: true, Attempt: 1, Reason: "HTTP 503: busy", Until: now.Add(2 * time.Second)}})
+		}
+		*now = now.Add(time.Second)
+	}
+	want := "Scenario-1 repeat 1: retry 1: attempt 1 failed: HTTP 429: slow down; next attempt in 1s (at 14:00:01)\n" +
+		"Scenario-2 repeat 1: retry 1: attempt 1 failed: HTTP 503: busy; next attempt in 2s (at 14:00:11)\n" +
+		"Scenario-1 repeat 1: retry 31: attempt 31 failed: HTTP 429: slow down; next attempt in 1s (at 14:00:31)\n" +
+		"Scenario-1 repeat 1: retry 61: attempt 61 failed: HTTP 429: slow down; next attempt in 1s (at 14:01:01)\n"
 	if out.String() != want {
 		t.Errorf("plain output:\n%s\nwant\n%s", out.String(), want)
 	}

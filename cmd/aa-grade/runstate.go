@@ -43,6 +43,7 @@ type liveEpisode struct {
 	retries        int
 	wait           runner.Wait // the wait now; zero when none
 	waitSince      time.Time
+	retryLogged    time.Time // when plain output last had a line of its retries
 }
 
 func newRunState() *runState {
@@ -93,6 +94,18 @@ func (s *runState) wait(k runfolder.Episode, w runner.Wait, now time.Time) (was 
 		e.retries++
 	}
 	return was, lasted
+}
+
+// logRetry reports whether plain output should have a line for the retry an episode just
+// began at now: its first, then one each every, so that a provider throttling every second
+// gives an episode a line each interval, not one per attempt.
+func (s *runState) logRetry(k runfolder.Episode, now time.Time, every time.Duration) bool {
+	e := s.episode(k, now)
+	if !e.retryLogged.IsZero() && now.Sub(e.retryLogged) < every {
+		return false
+	}
+	e.retryLogged = now
+	return true
 }
 
 // finish takes an episode's result.

@@ -83,6 +83,17 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 	}
 	cfg := e.Gateway
 	cfg.Token, cfg.Caps.Calls = token, e.MaxTurns
+	// A provider's permanent refusal stops the agent at once: the episode ends in it, and the
+	// run stops on it, rather than wait for the agent's own retries.
+	ctx, refused := context.WithCancelCause(ctx)
+	defer refused(nil)
+	tell := cfg.Permanent
+	cfg.Permanent = func(err error) {
+		refused(err)
+		if tell != nil {
+			tell(err)
+		}
+	}
 	var toolCalls atomic.Int64 // what the model's replies asked the agent to run
 	turn := cfg.Turn
 	cfg.Turn = func(n int, req model.Request, reply model.Reply, err error) {
@@ -144,6 +155,9 @@ func (e *Episode) Run(ctx context.Context) harness.Outcome {
 	}
 	totals := gw.Totals()
 	out.Turns, out.ToolCalls, out.Usage, out.ProviderTools = totals.Calls, int(toolCalls.Load()), totals.Usage, totals.ProviderTools
+	if totals.Permanent != nil {
+		return fail(totals.Permanent)
+	}
 	if errors.Is(totals.Capped, gateway.ErrRefusals) {
 		out.Status, out.Reason = grader.StatusRefusedLimit, fmt.Sprintf("the agent was stopped: %v", totals.Capped)
 		return out

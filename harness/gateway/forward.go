@@ -16,7 +16,6 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/ratelimit"
-	"github.com/aa-grade/aa-grade/internal/backoff"
 )
 
 // call is one request passed on to the provider, and what it leaves in the trajectory.
@@ -45,14 +44,21 @@ type call struct {
 }
 
 // errRetry marks an attempt that failed where a retry may succeed; the wait is the one the
-// provider asked for, 0 when it did not.
+// provider asked for, 0 when it did not; cause, when set, is the provider's error answer,
+// which model.RetryWorth classifies (else err is).
 type errRetry struct {
-	err  error
-	wait time.Duration
+	err   error
+	wait  time.Duration
+	cause error
 }
 
 func (e *errRetry) Error() string { return e.err.Error() }
-func (e *errRetry) Unwrap() error { return e.err }
+func (e *errRetry) Unwrap() error {
+	if e.cause != nil {
+		return e.cause
+	}
+	return e.err
+}
 
 // forward passes the agent's request, its body as checked, on to the provider with the run's
 // key, retrying transient failures before anything went back to the agent, and relays the
@@ -75,13 +81,21 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, n
 			return // the agent hung up: nobody waits for a retry
 		}
 		wait := g.cfg.Retry.Delay(c.attempt, retry.wait)
-		if time.Since(c.started)-c.paced+wait > g.cfg.Budget || (backoff.Unreachable(retry.err) && c.attempt >= backoff.UnreachableAttempts) {
+		if !model.RetryWorth(retry, c.attempt) {
+			c.giveUp(retry.err)
+			if model.Permanent(retry) {
+				g.permanent(retry)
+			}
+			return
+		}
+		if time.Since(c.started)-c.paced+wait > g.cfg.Budget {
 			c.giveUp(retry.err)
 			return
 		}
 		c.note(model.Event{Kind: model.KindRetry, Attempt: c.attempt, Wait: wait, Error: retry.err.Error()})
 		g.count(0, 1)
-		if backoff.Sleep(c.ctx, wait) != nil {
+		if model.SleepRetry(model.WithRetryStop(c.ctx, g.cfg.RetryStop), wait) != nil {
+			c.giveUp(retry.err)
 			return
 		}
 	}
@@ -198,12 +212,15 @@ func (c *call) try() error {
 // retried, at the wait the provider asks for; any other goes back to the agent as it came.
 func (c *call) failed(resp *http.Response, release func(http.Header, []byte, error)) error {
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, model.MaxResponseBytes)) // what could be read of an error is enough
-	apiErr := &model.APIError{Status: resp.StatusCode, Message: string(model.Scrub(answer, c.g.cfg.Upstream.APIKey))}
+	apiErr := model.ErrorAnswer(resp.StatusCode, resp.Header, model.Scrub(answer, c.g.cfg.Upstream.APIKey))
 	c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer)})
 	if !apiErr.Transient() {
 		release(resp.Header, nil, apiErr)
 		c.err = apiErr
 		c.relay(resp.StatusCode, resp.Header, answer)
+		if model.Permanent(apiErr) { // a context overflow is the agent's to handle
+			c.g.permanent(apiErr)
+		}
 		return apiErr
 	}
 	return c.retryable(resp, answer, apiErr, release)
@@ -220,7 +237,7 @@ func (c *call) retryable(resp *http.Response, answer []byte, apiErr *model.APIEr
 	if resp.StatusCode < 400 {
 		why = fmt.Errorf("HTTP %d carrying an error: %s", resp.StatusCode, apiErr.Message)
 	}
-	return &errRetry{err: why, wait: model.RetryAfter(resp.Header)}
+	return &errRetry{err: why, wait: model.RetryAfter(resp.Header), cause: apiErr}
 }
 
 // giveUp ends a call whose retries are spent: the provider's last error answer goes back to

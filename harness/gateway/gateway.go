@@ -95,8 +95,9 @@ type Upstream struct {
 	// BaseURL is the API root as model.Options has it: with /v1 for the OpenAI APIs
 	// (https://api.openai.com/v1), without for Anthropic (https://api.anthropic.com) and
 	// Gemini (https://generativelanguage.googleapis.com).
-	BaseURL string
-	APIKey  string
+	BaseURL       string
+	BaseURLSource string // where BaseURL came from (model.Options'), for a refusal's error
+	APIKey        string
 }
 
 // url is where a call the agent made to the gateway's URL at goes, its query kept (Claude
@@ -168,6 +169,13 @@ type Config struct {
 	// when the requests refused reach MaxRefusals (ErrRefusals), so that the episode can stop
 	// its agent and end with its own status.
 	Capped func(error)
+	// Permanent is told, once, the first permanent failure of a call (model.Permanent: a quota,
+	// a key, an address not reached), so that the episode can stop its agent: the run stops
+	// on it. The error names the base URL and keeps the provider's words.
+	Permanent func(error)
+	// RetryStop, when it closes, ends the calls' back-offs at once (model.WithRetryStop):
+	// the run was interrupted.
+	RetryStop <-chan struct{}
 }
 
 // ErrCap marks a call refused because the episode reached one of its caps.
@@ -195,6 +203,8 @@ type Totals struct {
 	Usage         model.Usage // as the answers report it
 	CostUSD       *float64    // nil when the prices are unknown
 	Capped        error       // the first cap a call was refused for, or ErrRefusals once reached; nil none
+	// Permanent is the first permanent failure of a call passed on (Config.Permanent); nil none.
+	Permanent error
 }
 
 // Gateway serves one episode's agent. It is an http.Handler: serve it on whatever listener
@@ -311,15 +321,21 @@ func (g *Gateway) reserve() (int, error) {
 		g.mu.Unlock()
 		return n, nil
 	}
-	first := g.totals.Capped == nil
+	g.keepFirst(&g.totals.Capped, err, g.cfg.Capped)
+	return 0, err
+}
+
+// keepFirst puts err in *slot, one of the totals, unless it holds one already, and then tells
+// tell (when set), out of the lock. g.mu is held, and released.
+func (g *Gateway) keepFirst(slot *error, err error, tell func(error)) {
+	first := *slot == nil
 	if first {
-		g.totals.Capped = err
+		*slot = err
 	}
 	g.mu.Unlock()
-	if first && g.cfg.Capped != nil {
-		g.cfg.Capped(err)
+	if first && tell != nil {
+		tell(err)
 	}
-	return 0, err
 }
 
 // capReached is the error of the first cap the episode reached; nil none. g.mu is held.
@@ -370,6 +386,17 @@ func (g *Gateway) pastRefusals() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.refusals >= MaxRefusals
+}
+
+// permanent keeps a call's permanent failure, telling Config.Permanent the first time.
+func (g *Gateway) permanent(err error) {
+	src := g.cfg.Upstream.BaseURLSource
+	if src == "" {
+		src = "the base URL given"
+	}
+	err = fmt.Errorf("the provider at %s (%s) refused a call of the agent, and no retry cures it: %w", g.cfg.Upstream.BaseURL, src, err)
+	g.mu.Lock()
+	g.keepFirst(&g.totals.Permanent, err, g.cfg.Permanent)
 }
 
 // count adds to the refused requests and retried attempts.
@@ -429,7 +456,7 @@ func UpstreamOf(m model.Model, speaks []Protocol) (Upstream, string, error) {
 	}
 	for _, p := range offered {
 		if slices.Contains(speaks, p) {
-			return Upstream{Protocol: p, BaseURL: o.BaseURL, APIKey: o.APIKey}, o.Model, nil
+			return Upstream{Protocol: p, BaseURL: o.BaseURL, BaseURLSource: o.BaseURLSource, APIKey: o.APIKey}, o.Model, nil
 		}
 	}
 	var names []string

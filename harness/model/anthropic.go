@@ -286,7 +286,7 @@ func AnthropicFailure(answer []byte) *APIError {
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	return &APIError{Status: status, Message: errorMessage(answer) + " (" + errObject.Get("type").String() + ")"}
+	return &APIError{Status: status, Message: errorMessage(answer) + " (" + errObject.Get("type").String() + ")", billing: billingRefusal(errObject)}
 }
 
 // ReadAnthropicAnswer reads a Messages answer: its content as a reply (anthropicAssistant),

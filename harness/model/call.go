@@ -39,7 +39,9 @@ type Options struct {
 	Reference bool
 	HTTP      *http.Client
 	Retry     backoff.Policy
-	Budget    time.Duration // retrying one call stops after this long (default 10 minutes)
+	Budget    time.Duration // retrying one call stops after this long (default DefaultRetryTime)
+	// IdleTimeout bounds the gap between two bytes of an answer (default AnswerIdleTimeout).
+	IdleTimeout time.Duration
 	// AttemptTimeout bounds one attempt, answer included (default 15 minutes: a model thinking
 	// at its highest effort can take minutes); an attempt that runs out is retried.
 	AttemptTimeout time.Duration
@@ -110,6 +112,7 @@ type APIError struct {
 	Code       string // the provider's error code when it gives one (error.code)
 	Message    string // the provider's own words
 	inAnswer   bool   // reported inside a 200 answer
+	billing    bool   // a quota or billing refusal (billingRefusal), whatever its status
 	retryAfter time.Duration
 }
 
@@ -126,27 +129,20 @@ func (e *APIError) Error() string {
 // an overload (ratelimit.StatusError).
 func (e *APIError) HTTPStatus() int { return e.Status }
 
-// Transient reports whether the answer is worth retrying: timeouts, conflicts, rate limits,
-// server errors and overload (Anthropic's 529), also when a 200 answer reports them by code
-// (the Responses API's failed responses).
-func (e *APIError) Transient() bool {
-	return e.Status == http.StatusRequestTimeout || e.Status == http.StatusConflict || e.Status == http.StatusTooManyRequests || e.Status >= 500 ||
-		e.Code == "server_error" || e.Code == "rate_limit_exceeded"
-}
-
-// Permanent reports whether err is a provider's answer that no retry cures (a bad key, an
-// unknown model): a run whose first episodes all end on one stops instead of failing every
-// other episode the same way.
-func Permanent(err error) bool {
-	var apiErr *APIError
-	return errors.As(err, &apiErr) && !apiErr.Transient()
-}
-
 // MaxResponseBytes bounds a provider's answer, and so a line of a trajectory.
 const MaxResponseBytes = 32 << 20
 
-// errMalformed marks a 2xx answer that is not JSON (cut short, or a proxy's HTML page).
+// errMalformed marks a 2xx answer that is JSON cut short: transient.
 var errMalformed = errors.New("the answer is not JSON")
+
+// errNotAPI marks a 2xx answer that is not JSON at all (an HTML page, plain text): the base URL
+// is an ordinary web server, not the API, and every call would meet the same.
+var errNotAPI = errors.New("the answer is not the API's JSON (is the base URL the API's?)")
+
+// errIdle marks an answer whose bytes stopped coming for longer than the idle timeout: a
+// server that hangs mid-answer is retried as a timeout is, without waiting for the attempt's
+// whole time.
+var errIdle = errors.New("the answer stopped coming")
 
 // errNoReply marks a JSON answer that holds neither a reply nor an error the provider reports.
 var errNoReply = errors.New("the answer holds no reply")
@@ -160,22 +156,20 @@ var errTooLarge = fmt.Errorf("the answer is larger than the %d MiB cap on an ans
 // for an error status, whether it is retried.
 type failureCheck func(answer []byte) *APIError
 
-// post sends one JSON request with retries and returns the answer's body. Transient failures
-// (network, timeouts, 408, 409, 429, 5xx, a body cut short or not JSON, a failure that check,
-// when given, finds transient) are retried with exponential backoff and jitter, honouring
-// retry-after-ms and Retry-After, until the budget is spent; anything else fails at once. Each
-// attempt first waits for the limiter, and that wait does not count against the budget:
-// pacing is not failing. The limiter's holds and changes are recorded as "queued", "paced"
-// and "throttle" events.
+// post sends one JSON request with retries and returns the answer's body. A failure worth
+// another attempt (RetryWorth: transient, or an address not reached yet a few times) is retried
+// with exponential backoff and jitter, honouring retry-after-ms and Retry-After, until the
+// retry time (Budget) is spent or the retries are stopped (WithRetryStop); anything else fails
+// at once, a permanent failure naming the base URL and where it came from. Each attempt first
+// waits for the limiter, and that wait does not count against the budget: pacing is not
+// failing. The limiter's holds and changes are recorded as "queued", "paced" and "throttle"
+// events.
 func (o *Options) post(ctx context.Context, url string, header http.Header, body []byte, check failureCheck) ([]byte, error) {
 	budget := o.Budget
 	if budget <= 0 {
-		budget = 10 * time.Minute
+		budget = DefaultRetryTime
 	}
-	client := o.HTTP
-	if client == nil {
-		client = http.DefaultClient
-	}
+	client := o.client()
 	header = header.Clone()
 	header.Set("Content-Type", "application/json") // set before recording, so the record shows it
 	o.record(ctx, Event{Kind: KindRequest, URL: url, Header: RecordedHeader(header), Body: body})
@@ -189,30 +183,29 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 			return nil, err
 		}
 		paced += time.Since(queued)
-		got, answer, err := o.once(ctx, client, url, header, body, check)
+		got, answer, err := o.once(ctx, client, http.MethodPost, url, header, body, check)
 		ReleaseRecorded(o.Limit, permit, got, answer, err, record)
 		if err == nil {
 			return answer, nil
 		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		if !RetryWorth(err, attempt) {
+			return nil, o.refusal(attempt, err)
+		}
 		var apiErr *APIError
 		retryAfter := time.Duration(0)
 		if errors.As(err, &apiErr) {
-			if !apiErr.Transient() {
-				return nil, err
-			}
 			retryAfter = apiErr.retryAfter
-		} else if ctx.Err() != nil || !transientNetwork(err) {
-			return nil, err
-		} else if backoff.Unreachable(err) && attempt >= backoff.UnreachableAttempts {
-			return nil, o.unreachableError(attempt, err)
 		}
 		wait := o.Retry.Delay(attempt, retryAfter)
 		if time.Since(start)-paced+wait > budget {
-			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, time.Since(start).Round(time.Second), err)
+			return nil, fmt.Errorf("gave up after %d attempts in %s (the retry time is %s): %w", attempt, time.Since(start).Round(time.Second), budget, err)
 		}
 		o.record(ctx, Event{Kind: KindRetry, Attempt: attempt, Wait: wait, Error: err.Error()})
-		if err := backoff.Sleep(ctx, wait); err != nil {
-			return nil, err
+		if serr := SleepRetry(ctx, wait); serr != nil {
+			return nil, fmt.Errorf("%w after attempt %d failed: %w", serr, attempt, err)
 		}
 	}
 }
@@ -220,16 +213,39 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 // defaultAttemptTimeout bounds one attempt when Options.AttemptTimeout is not set.
 const defaultAttemptTimeout = 15 * time.Minute
 
+// DefaultRetryTime bounds the retries of one call when Options.Budget is not set.
+const DefaultRetryTime = 10 * time.Minute
+
+// AnswerIdleTimeout is the longest gap between two bytes of an answer once its header came,
+// when Options.IdleTimeout is not set: a model thinks before its answer's header, not between
+// the bytes of its body, so a body that stops coming is a server that hangs (a 500 that never
+// ends), retried as a timeout after this long rather than at the attempt's 15 minutes.
+const AnswerIdleTimeout = time.Minute
+
+// client is the HTTP client the calls go through.
+func (o *Options) client() *http.Client {
+	if o.HTTP == nil {
+		return http.DefaultClient
+	}
+	return o.HTTP
+}
+
 // once makes one attempt: the answer's header (nil when no answer came), its body, and its
 // failure.
-func (o *Options) once(ctx context.Context, client *http.Client, url string, header http.Header, body []byte, check failureCheck) (http.Header, []byte, error) {
+func (o *Options) once(ctx context.Context, client *http.Client, method, url string, header http.Header, body []byte, check failureCheck) (http.Header, []byte, error) {
 	timeout := o.AttemptTimeout
 	if timeout <= 0 {
 		timeout = defaultAttemptTimeout
 	}
-	attemptCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, url, bytes.NewReader(body))
+	idle := o.IdleTimeout
+	if idle <= 0 {
+		idle = AnswerIdleTimeout
+	}
+	timed, cancelTimeout := context.WithTimeout(ctx, timeout)
+	defer cancelTimeout()
+	attemptCtx, cancel := context.WithCancelCause(timed)
+	defer cancel(nil)
+	req, err := http.NewRequestWithContext(attemptCtx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -239,7 +255,17 @@ func (o *Options) once(ctx context.Context, client *http.Client, url string, hea
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	answer, err := io.ReadAll(io.LimitReader(newIdleReader(resp.Body, idle, cancel), MaxResponseBytes+1))
+	if errors.Is(context.Cause(attemptCtx), errIdle) {
+		err = fmt.Errorf("HTTP %d: %w (no byte for %s)", resp.StatusCode, errIdle, idle)
+		o.record(ctx, Event{Kind: KindResponse, Status: resp.StatusCode, Error: err.Error()})
+		if resp.StatusCode >= 400 { // the status says enough
+			apiErr := ErrorAnswer(resp.StatusCode, resp.Header, nil)
+			apiErr.Message = err.Error()
+			return resp.Header, nil, apiErr
+		}
+		return resp.Header, nil, err
+	}
 	if err != nil {
 		return resp.Header, nil, err // a body cut short: transient
 	}
@@ -249,11 +275,14 @@ func (o *Options) once(ctx context.Context, client *http.Client, url string, hea
 	}
 	o.record(ctx, Event{Kind: KindResponse, Status: resp.StatusCode, Body: rawOrString(answer)})
 	if resp.StatusCode >= 400 {
-		return resp.Header, nil, failure(&APIError{Status: resp.StatusCode, Code: gjson.GetBytes(answer, "error.code").String(), Message: o.scrub(errorMessage(answer)),
-			retryAfter: RetryAfter(resp.Header)})
+		return resp.Header, nil, failure(ErrorAnswer(resp.StatusCode, resp.Header, []byte(o.scrub(string(answer)))))
 	}
 	if !jsonguard.Shallow(answer, 512) || !gjson.ValidBytes(answer) {
-		return resp.Header, nil, fmt.Errorf("%w (%d bytes: %.100q)", errMalformed, len(answer), o.scrub(string(answer)))
+		why := errMalformed
+		if !looksLikeJSON(answer) {
+			why = errNotAPI
+		}
+		return resp.Header, nil, fmt.Errorf("HTTP %d: %w (%d bytes: %.100q)", resp.StatusCode, why, len(answer), o.scrub(string(answer)))
 	}
 	if check != nil {
 		if apiErr := check(answer); apiErr != nil {
@@ -262,6 +291,13 @@ func (o *Options) once(ctx context.Context, client *http.Client, url string, hea
 		}
 	}
 	return resp.Header, answer, nil
+}
+
+// looksLikeJSON reports whether an answer that does not parse begins as JSON does (an object
+// or an array), and so is JSON cut short rather than another server's page.
+func looksLikeJSON(answer []byte) bool {
+	trimmed := bytes.TrimSpace(answer)
+	return len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')
 }
 
 // maxRetryAfterMs bounds a retry-after-ms hint before it becomes a Duration (which a huge
@@ -330,13 +366,21 @@ func RecordedHeader(h http.Header) map[string]string {
 // every other call would meet the same.
 var ErrUnreachable = errors.New("cannot reach the provider")
 
-// unreachableError names the base URL and where it came from, so the fix is plain.
-func (o *Options) unreachableError(attempts int, err error) error {
+// refusal is the error of a call that failed for good after attempts: a permanent one names
+// the base URL and where it came from (the variable that set it, or the default), so the fix
+// is plain, and keeps the provider's own message.
+func (o *Options) refusal(attempts int, err error) error {
+	if Classify(err) != ClassPermanent {
+		return err
+	}
 	src := o.BaseURLSource
 	if src == "" {
 		src = "the base URL given"
 	}
-	return fmt.Errorf("%w at %s (%s) after %d attempts: %w", ErrUnreachable, o.BaseURL, src, attempts, err)
+	if backoff.Unreachable(err) {
+		return fmt.Errorf("%w at %s (%s) after %d attempts: %w", ErrUnreachable, o.BaseURL, src, attempts, err)
+	}
+	return fmt.Errorf("the provider at %s (%s) refused the call, and no retry cures it: %w", o.BaseURL, src, err)
 }
 
 // transientNetwork reports whether a failure to get an answer is worth retrying.

@@ -170,7 +170,7 @@ func GeminiFailure(answer []byte) *APIError {
 		if !ok {
 			status = http.StatusInternalServerError
 		}
-		return &APIError{Status: status, Code: e.Get("status").String(), Message: e.Get("message").String()}
+		return &APIError{Status: status, Code: e.Get("status").String(), Message: e.Get("message").String(), billing: billingRefusal(e)}
 	}
 	if reason := gjson.GetBytes(answer, "promptFeedback.blockReason").String(); reason != "" && !gjson.GetBytes(answer, "candidates.0").Exists() {
 		return &APIError{Status: http.StatusBadRequest, Code: reason, Message: "the prompt was blocked (" + reason + ")"}

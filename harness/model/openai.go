@@ -136,7 +136,7 @@ func ChatFailure(answer []byte) *APIError {
 // status of its numeric code (fallback when it has none), its string code, its message (or,
 // when it has none, what).
 func inAnswerError(errObject gjson.Result, fallback int, what string) *APIError {
-	apiErr := &APIError{Status: fallback, Message: errObject.Get("message").String()}
+	apiErr := &APIError{Status: fallback, Message: errObject.Get("message").String(), billing: billingRefusal(errObject)}
 	switch code := errObject.Get("code"); {
 	case code.Type == gjson.Number && code.Int() >= 400 && code.Int() <= 599:
 		apiErr.Status = int(code.Int())

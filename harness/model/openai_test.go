@@ -193,7 +193,7 @@ func TestChatRetriesTransientFailures(t *testing.T) {
 		status(429, `{"error":{"message":"Rate limit reached"}}`, "Retry-After", "1"),
 		status(500, `{"error":{"message":"server error"}}`),
 		status(529, `{"error":{"message":"overloaded"}}`),
-		status(200, `<html>bad gateway</html>`),
+		status(200, `{"id":"cut short`), // JSON cut short: an HTML page is permanent (TestPermanentRefusals)
 		status(200, `{"choices":[{"message":{"content":"fine"}}],"usage":{}}`),
 	}}
 	m, events := newChat(t, f)

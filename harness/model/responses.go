@@ -151,7 +151,7 @@ func ResponsesFailure(answer []byte) *APIError {
 	if m := failed.Get("message").String(); m != "" {
 		message += ": " + m
 	}
-	return &APIError{Status: http.StatusOK, Code: code, Message: message}
+	return &APIError{Status: http.StatusOK, Code: code, Message: message, billing: billingRefusal(failed)}
 }
 
 // ReadResponsesAnswer reads the output items as a reply (responsesAssistant), the usage, and

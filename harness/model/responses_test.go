@@ -239,7 +239,7 @@ func TestResponsesRetriesTransientFailures(t *testing.T) {
 		status(429, `{"error":{"message":"Rate limit reached for gpt-test","type":"requests","code":"rate_limit_exceeded"}}`, "Retry-After", "1"),
 		status(500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}`),
 		status(200, `{"status":"failed","error":{"code":"server_error","message":"The model failed to generate a response."},"output":[]}`),
-		status(200, `<html>502 bad gateway</html>`),
+		status(200, `{"id":"cut short`),
 		status(200, responsesTextAnswer),
 	}}
 	m, events := newResponses(t, f)

@@ -17,6 +17,20 @@ var ErrNotProvider = errors.New("names no provider")
 var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MODEL", "google/MODEL", "openrouter/ORG/MODEL",
 	"openai-api/PROVIDER/MODEL"}
 
+// MissingVariableError is the refusal of a spec whose provider needs a variable the
+// environment lacks (its key, or an openai-api provider's base URL): a caller that calls no
+// model (a dry run) can still say which variable the run will need. It is an ErrModelSpec.
+type MissingVariableError struct {
+	Spec, Name string
+}
+
+func (e *MissingVariableError) Error() string {
+	return fmt.Sprintf("%v: %s needs %s in the environment", ErrModelSpec, e.Spec, e.Name)
+}
+
+// Is makes the error an ErrModelSpec.
+func (e *MissingVariableError) Is(target error) bool { return target == ErrModelSpec }
+
 // SpecForms lists the forms of a spec New builds: "openai/MODEL, ..., openai-api/PROVIDER/MODEL".
 func SpecForms() string { return strings.Join(specForms, ", ") }
 
@@ -38,7 +52,7 @@ func New(spec string, getenv func(string) string, opts Options) (Model, error) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			return v, nil
 		}
-		return "", fmt.Errorf("%w: %s needs %s in the environment", ErrModelSpec, spec, name)
+		return "", &MissingVariableError{Spec: spec, Name: name}
 	}
 	// base sets the base URL from the variable name, else fallback, and says which.
 	base := func(name, fallback string) {

@@ -23,6 +23,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/workpool"
 )
 
@@ -72,6 +73,10 @@ type Config struct {
 	// Agent, when set, is the agent that plays each episode in its sandbox in place of the
 	// loop (--agent); Model is then unused, the agent's calls going through a gateway.
 	Agent *Agent
+	// FailOnError, when more than 0, stops the run once that many episodes ended in error
+	// (ErrStopped); a fraction below 1 is of the episodes planned, the run stopping once more
+	// than that share of them ended in error (0.1: more than one in ten).
+	FailOnError float64
 	// MaxCost, when more than 0, is the run's budget in USD, what the folder's earlier results
 	// spent included: no episode starts once the spend plus a projection of the running ones
 	// would pass it, and the running ones stop, as grader.StatusCostLimit, when the spend
@@ -88,10 +93,12 @@ type Agent struct {
 	// the name the gateway allows and passes on.
 	Upstream gateway.Upstream
 	Model    string
-	Timeout  time.Duration      // an episode's agent's wall time (0: agentrun.DefaultTimeout)
-	Caps     gateway.Caps       // per episode; the calls' cap is MaxTurns
-	Limit    *ratelimit.Limiter // the run's rate limiter, shared by the episodes' gateways
-	HTTP     *http.Client       // nil: http.DefaultClient
+	Timeout  time.Duration // an episode's agent's wall time (0: agentrun.DefaultTimeout)
+	// RetryTime bounds the gateway's retries of one call (0: model.DefaultRetryTime).
+	RetryTime time.Duration
+	Caps      gateway.Caps       // per episode; the calls' cap is MaxTurns
+	Limit     *ratelimit.Limiter // the run's rate limiter, shared by the episodes' gateways
+	HTTP      *http.Client       // nil: http.DefaultClient
 	// Install is the host's install of a CLI the sandbox lacks, shown to every episode (nil:
 	// the sandbox has it); Dir is the user's agent folder (run --agent-dir), "" for none.
 	Install *agents.Install
@@ -132,11 +139,16 @@ func (cfg Config) loop() harness.Loop {
 	return cfg.Loop
 }
 
-// earlyStop is how many first episodes failing permanently stop a run.
-const earlyStop = 3
+// ErrStopped marks a run that stopped because too many of its episodes ended in error
+// (Config.FailOnError).
+var ErrStopped = errors.New("stopped: too many episodes ended in error")
 
-// ErrStopped marks a run that stopped early because its first episodes all failed permanently.
-var ErrStopped = errors.New("stopped: the first episodes all failed with the same kind of permanent error")
+// ErrRefused marks a run that stopped because an episode met a provider's permanent refusal
+// (model.Permanent): a quota, a key, an address that every other episode would meet too.
+var ErrRefused = errors.New("the provider refused for good")
+
+// errHalted is why running episodes are stopped when the run stops on a refusal.
+var errHalted = errors.New("the run stopped on a provider's permanent refusal")
 
 // DefaultGrace is how long running episodes may finish after Ctrl-C.
 const DefaultGrace = 20 * time.Second
@@ -210,11 +222,17 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	var mu sync.Mutex
 	feedCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	ended, permanent := 0, 0
+	failed := 0
+	failLimit := errorLimit(cfg.FailOnError, len(todo))
 	spend := newBudget(cfg.MaxCost, cfg.CostPrior, done)
 	// Running episodes are stopped when the spend reaches the budget.
 	budgetCtx, overBudget := context.WithCancelCause(episodeCtx)
 	defer overBudget(nil)
+	// Running episodes are stopped when one meets a permanent refusal; the back-offs of their
+	// calls end at Ctrl-C.
+	haltCtx, halt := context.WithCancelCause(budgetCtx)
+	defer halt(nil)
+	playCtx := model.WithRetryStop(haltCtx, ctx.Done())
 	var recordErr error // the first failure to record a result: no result is recorded after it
 	// Episodes not handed out when the run stops or is interrupted are left unfinished.
 	workpool.Run(feedCtx, cfg.Parallel, todo, func(j runfolder.Episode) {
@@ -237,26 +255,28 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 				overBudget(err)
 			}
 		}
-		r, err := runEpisode(budgetCtx, cfg, tasks[j.Task], j.Repeat, tools, charge)
+		r, err := runEpisode(playCtx, cfg, tasks[j.Task], j.Repeat, tools, charge)
 		complete := r.Final() && err == nil
 		switch {
-		case ctx.Err() != nil && episodeCtx.Err() != nil && !complete:
+		case ctx.Err() != nil && (episodeCtx.Err() != nil || errors.Is(err, model.ErrRetryStopped)) && !complete:
 			r.Status, r.Error = grader.StatusUnfinished, "the run was interrupted during this episode"
 		case errors.Is(context.Cause(budgetCtx), ErrBudget) && !complete:
 			r.Status, r.Error = grader.StatusCostLimit, "stopped when the run's spend reached its budget (--max-cost); a resume with a higher one plays it again"
+		case errors.Is(context.Cause(haltCtx), errHalted) && !complete && !model.Permanent(err):
+			r.Status, r.Error = grader.StatusUnfinished, "stopped when another episode met the provider's permanent refusal; a resume plays it again"
 		}
 		mu.Lock()
 		spend.ended(r)
-		ended++
-		if model.Permanent(err) {
-			permanent++
-		}
-		if ended == earlyStop && permanent == earlyStop {
-			stop(fmt.Errorf("%w (%s)", ErrStopped, r.Error))
-		}
-		if errors.Is(err, model.ErrUnreachable) {
+		if model.Permanent(err) && !errors.Is(context.Cause(feedCtx), ErrRefused) {
 			// Every other episode would meet the same: stop now, not after each has tried.
-			stop(fmt.Errorf("%s repeat %d: %w; the run stopped (fix the base URL or the network, then run the same command again to resume)", r.Task, r.Repeat, err))
+			stop(fmt.Errorf("%s repeat %d: %w: %w; the run stopped (fix the cause, then run the same command again to resume)", r.Task, r.Repeat, ErrRefused, err))
+			halt(errHalted)
+		}
+		if r.Status == grader.StatusError {
+			failed++
+		}
+		if failLimit > 0 && failed == failLimit {
+			stop(fmt.Errorf("%w: %d of the %s planned, the last %s repeat %d: %s", ErrStopped, failed, english.Count(len(todo), "episode"), r.Task, r.Repeat, r.Error))
 		}
 		if errors.Is(err, runfolder.ErrNotRecorded) && recordErr == nil {
 			stop(fmt.Errorf("%s repeat %d: %w, so the run stopped (the episodes recorded before it are kept; run the same command again to resume)", r.Task, r.Repeat, err))
@@ -284,4 +304,17 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		err = errors.Join(context.Cause(feedCtx), err)
 	}
 	return summary, all, err
+}
+
+// errorLimit is the number of episodes in error that stops a run of planned episodes
+// (Config.FailOnError): failOnError itself from 1, else the first count over that share of
+// planned; 0 never.
+func errorLimit(failOnError float64, planned int) int {
+	switch {
+	case failOnError <= 0:
+		return 0
+	case failOnError >= 1:
+		return int(failOnError)
+	}
+	return int(failOnError*float64(planned)) + 1
 }

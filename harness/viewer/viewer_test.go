@@ -96,6 +96,7 @@ func TestEpisodePage(t *testing.T) {
 		`\x1b[2J\x1b]0;owned\x07\u202e`,                // terminal sequences and bidi marks shown, not passed on
 		"&lt;/pre&gt;&lt;script&gt;alert(&#39;x&#39;)", // markup shown as text
 		"retried: attempt 1, waited 2s: 529 overloaded_error", "retried: attempt 2",
+		`<details class="retries"><summary class="retry">retried 2 times; the first: attempt 1, waited 2s: 529 overloaded_error: Overloaded</summary>`, // folded
 		"System and task prompts",
 		`<pre class="result" data-search>Submitted agent_output.json.</pre>`, // the finish call's result, after the last turn
 		"matches the root-cause group flagd-config-1",

@@ -29,12 +29,18 @@ func (p Policy) Delay(attempt int, retryAfter time.Duration) time.Duration {
 }
 
 // Sleep waits d, or less if ctx ends first (then it returns ctx's error).
-func Sleep(ctx context.Context, d time.Duration) error {
+func Sleep(ctx context.Context, d time.Duration) error { return SleepUnless(ctx, d, nil, nil) }
+
+// SleepUnless waits d, or less if ctx ends first (then it returns ctx's error) or stop closes
+// first (then it returns stopped); a nil stop never closes.
+func SleepUnless(ctx context.Context, d time.Duration, stop <-chan struct{}, stopped error) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-stop:
+		return stopped
 	case <-t.C:
 		return nil
 	}

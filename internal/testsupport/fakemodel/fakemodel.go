@@ -24,7 +24,7 @@ type Script struct {
 }
 
 // Server answers POST /chat/completions, and POST /v1beta/models/M:generateContent, by the
-// script.
+// script, and GET .../models (the models list a run checks first) with an empty list.
 type Server struct {
 	Script   Script
 	requests atomic.Int64
@@ -43,6 +43,11 @@ func (s *Server) Bodies() [][]byte {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") { // the check before a run
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[],"models":[]}`)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	type roled struct {
 		Role string `json:"role"`
