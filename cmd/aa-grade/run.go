@@ -470,7 +470,7 @@ type playedRun struct {
 // recording and what the judge spent.
 func (r *startedRun) play(ctx context.Context, stderr io.Writer, noProgress bool) playedRun {
 	progress := newRunProgress(stderr, noProgress)
-	progress.limits, progress.state.costPrior = r.limit.Status, r.cfg.CostPrior
+	progress.limits, progress.state.costPrior, progress.state.priced = r.limit.Status, r.cfg.CostPrior, r.cfg.Prices != nil
 	progress.Start()
 	r.cfg.Progress = progress.tell
 	summary, results, err := runner.Run(ctx, r.cfg)

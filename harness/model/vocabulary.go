@@ -54,6 +54,10 @@ type Usage struct {
 	CachedWrite int64 `json:"cached_write"`
 	Output      int64 `json:"output"`
 	Reasoning   int64 `json:"reasoning"`
+	// WorstCase says some of these tokens are a call's worst case rather than its count: a call
+	// through the gateway whose answer never said its usage counts its request's length and
+	// output cap (harness/gateway), so that it can never count as free.
+	WorstCase bool `json:"worst_case,omitempty"`
 }
 
 // Add accumulates another call's usage.
@@ -63,6 +67,7 @@ func (u *Usage) Add(o Usage) {
 	u.CachedWrite += o.CachedWrite
 	u.Output += o.Output
 	u.Reasoning += o.Reasoning
+	u.WorstCase = u.WorstCase || o.WorstCase
 }
 
 // Request is one model call: the whole conversation and every tool (tool_choice auto).

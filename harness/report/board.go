@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -81,19 +82,8 @@ func board(runs []Overview, published bool) []boardRow {
 	return rows
 }
 
-// FormatUSD writes a cost, or "unknown" when prices are unknown.
-func FormatUSD(v *float64) string {
-	switch {
-	case v == nil:
-		return "unknown"
-	case *v == 0:
-		return "$0"
-	case *v < 1:
-		return fmt.Sprintf("$%.3f", *v)
-	default:
-		return fmt.Sprintf("$%.2f", *v)
-	}
-}
+// FormatUSD writes a cost, or "unknown" when prices are unknown (runfolder.FormatUSD).
+func FormatUSD(v *float64) string { return runfolder.FormatUSD(v) }
 
 // formatOptional writes a published figure, or a dash when it was not published.
 func formatOptional(v *float64, format string) string {
