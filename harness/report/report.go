@@ -165,6 +165,26 @@ func (o Overview) Agreement() string {
 		OneLine(j.Model, 80), english.Count(j.Judged, "episode"), j.Fallbacks, share(j.ScoreAgreement), share(j.EntityAgreement), j.RulesScore)
 }
 
+// SpentText is what the run spent in all as every text and page says it (runfolder.Spend.Text),
+// "not recorded" for a folder written before the ledger was kept.
+func (o Overview) SpentText() string {
+	if o.Spent == nil {
+		return "not recorded"
+	}
+	return o.Spent.Text()
+}
+
+// SpendNote says in a line what the run spent in all beside what its scored episodes cost,
+// and why the two differ.
+func (o Overview) SpendNote() string {
+	scored := fmt.Sprintf("the scored episodes cost %s (the last attempt of each)", FormatUSD(o.CostUSD))
+	if o.Spent == nil {
+		return fmt.Sprintf("Spent in all: not recorded (the folder was written before %s, the ledger of every model call); %s.", runfolder.SpendFile, scored)
+	}
+	return fmt.Sprintf("Spent in all: %s over %s (%s: every call, those of episodes stopped, failed, unfinished or played again included); %s.",
+		o.Spent.Text(), english.Count(o.Spent.Calls, "model call"), runfolder.SpendFile, scored)
+}
+
 // CIText is the run's 95% interval as every report shows it (grader.FormatCI).
 func (o Overview) CIText() string { return grader.FormatCI(o.CI95) }
 
@@ -193,8 +213,11 @@ func ScoreSoFar(sum float64, finished, total int) string {
 
 // SoFar labels the run's score (the package's SoFar) by its episodes not run yet, unfinished
 // or stopped at the budget.
-func (o Overview) SoFar() string {
-	return SoFar(o.NotRun + o.Statuses[grader.StatusUnfinished] + o.Statuses[grader.StatusCostLimit])
+func (o Overview) SoFar() string { return SoFar(o.NotFinished()) }
+
+// NotFinished counts the run's episodes not run yet, unfinished or stopped at the budget.
+func (o Overview) NotFinished() int {
+	return o.NotRun + o.Statuses[grader.StatusUnfinished] + o.Statuses[grader.StatusCostLimit]
 }
 
 // Extent says what the run's counts are over (grader.Summary.Extent): a shard's episodes are
