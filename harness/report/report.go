@@ -215,6 +215,12 @@ func ScoreSoFar(sum float64, finished, total int) string {
 // or stopped at the budget.
 func (o Overview) SoFar() string { return SoFar(o.NotFinished()) }
 
+// ScoreSoFar is the run's score over its finished episodes, with how many of them there are
+// (the package's ScoreSoFar), as the viewer shows a run in progress.
+func (o Overview) ScoreSoFar() string {
+	return ScoreSoFar(o.Score*float64(o.Episodes), o.Episodes-o.NotFinished(), o.Episodes)
+}
+
 // NotFinished counts the run's episodes not run yet, unfinished or stopped at the budget.
 func (o Overview) NotFinished() int {
 	return o.NotRun + o.Statuses[grader.StatusUnfinished] + o.Statuses[grader.StatusCostLimit]
