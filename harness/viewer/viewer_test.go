@@ -153,7 +153,7 @@ func TestRunsPage(t *testing.T) {
 		`href="runs/1/task-2/1.html"`, `href="runs/1/task-2/2.html"`, // the hostile task, by its place
 		`href="runs/1/Scenario-903/1.html"`, `href="runs/1/Scenario-903/2.html"`,
 		`href="runs/2/Scenario-901/1.html"`,
-		"95% CI n/a (fewer than 5 tasks)", // run 2's, finished
+		"95% CI n/a (fewer than 5 tasks)",                                                                  // run 2's, finished
 		"<b>score 0.500 over 3 of 6 finished</b>", "3 ok", "3 unfinished", "$3.75 for the scored episodes", // three finished episodes at $1.25
 		"spent in all (every model call, spend.jsonl): not recorded", // a folder without a ledger
 		"run 1", "run 2",
