@@ -33,7 +33,7 @@ func TestReportsShowTheSpendBesideTheScoredCost(t *testing.T) {
 		t.Errorf("scored cost %v, want the last attempt's 0.045", got)
 	}
 	textcheck.Has(t, "report.md", markdown(t, r), "Spent in all: $0.075 over 3 model calls", "the scored episodes cost $0.045")
-	textcheck.Has(t, "report.html", renderHTML(t, r), "<th class=\"n\">spent in all</th>", "<td class=\"n w\">$0.075</td>")
+	textcheck.Has(t, "report.html", renderHTML(t, r), `<td class="n w">$0.045<br><span class="muted">spent in all: $0.075</span></td>`)
 }
 
 // TestBoardNeverDrawsAnUnfinishedRunAsAResult: a run with nothing finished has no bar, score or
