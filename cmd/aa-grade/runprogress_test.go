@@ -25,7 +25,8 @@ func TestRunProgressOnATerminal(t *testing.T) {
 	width := 90
 	p.screen = liveScreen(&out, &width)
 	cost := 0.25
-	p.tell(runner.Planned{Total: 4, Finished: []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, CostUSD: &cost}}})
+	p.tell(runner.Planned{Total: 4, Finished: []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, CostUSD: &cost}},
+		Spent: runfolder.Spend{Calls: 1, CostUSD: &cost}})
 	p.tell(runner.EpisodeTurn{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 1}, Turn: 5, MaxTurns: 100, Command: "grep -c error\n  logs.tsv"})
 	p.tell(runner.EpisodeTurn{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 2}, Turn: 1, MaxTurns: 100, Command: ""})
 	p.render()
@@ -301,6 +302,15 @@ func TestRunTotalsSeparateThousands(t *testing.T) {
 	}
 }
 
+// ledgerOf is the ledger of results whose attempts made one call each.
+func ledgerOf(results []runfolder.Result) runfolder.Spend {
+	var s runfolder.Spend
+	for _, r := range results {
+		s.Add(runfolder.Charge{Task: r.Task, Repeat: 1, CostUSD: r.CostUSD})
+	}
+	return s
+}
+
 // TestRunProgressProjectsTheCost: the cost is what was spent and, until the run ends, the
 // spend scaled to all its episodes, or before any has finished the published cost a task
 // times the episodes; unknown prices are never $0.
@@ -314,7 +324,7 @@ func TestRunProgressProjectsTheCost(t *testing.T) {
 		{0, nil, "$0.00 spent"},
 		{5.38, nil, "$0.00 spent, $53.80 projected (published $/task)"},
 		{5.38, []runfolder.Result{{Task: "a", Status: "ok", CostUSD: usd(1)}, {Task: "b", Status: "ok", CostUSD: usd(3)}}, "$4.00 spent, $20.00 projected"},
-		// A folder without a ledger: its results' costs, one of them unknown.
+		// One call at unknown prices among two.
 		{0, []runfolder.Result{{Task: "a", CostUSD: usd(1)}, {Task: "b"}}, "at least $1.00 spent (1 of 2 calls at unknown prices)"},
 		{0, []runfolder.Result{{Task: "b"}}, "cost unknown"},
 		// Episodes a resume plays again (stopped at the budget, in error) project nothing.
@@ -323,13 +333,14 @@ func TestRunProgressProjectsTheCost(t *testing.T) {
 	} {
 		p := newRunProgress(io.Discard, true)
 		p.state.costPrior = c.prior
-		p.tell(runner.Planned{Total: 10, Finished: c.finished})
+		p.tell(runner.Planned{Total: 10, Finished: c.finished, Spent: ledgerOf(c.finished)})
 		if got := p.costText(); got != c.want {
 			t.Errorf("prior %v, %d finished: %q, want %q", c.prior, len(c.finished), got, c.want)
 		}
 	}
 	p := newRunProgress(io.Discard, true)
-	p.tell(runner.Planned{Total: 2, Finished: []runfolder.Result{{Task: "a", Status: "ok", CostUSD: usd(1)}, {Task: "b", Status: "max_turns", CostUSD: usd(2)}}})
+	done := []runfolder.Result{{Task: "a", Status: "ok", CostUSD: usd(1)}, {Task: "b", Status: "max_turns", CostUSD: usd(2)}}
+	p.tell(runner.Planned{Total: 2, Finished: done, Spent: ledgerOf(done)})
 	if got := p.costText(); got != "$3.00 spent" {
 		t.Errorf("a finished run: %q", got)
 	}

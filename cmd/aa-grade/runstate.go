@@ -58,18 +58,13 @@ func newRunState() *runState {
 }
 
 // plan takes the run's size, the episodes already finished, and what the folder spent before
-// (nil for a folder without a ledger: its results' costs are then all it knows).
-func (s *runState) plan(total int, finished []runfolder.Result, spent *runfolder.Spend) {
+// (its ledger's sum).
+func (s *runState) plan(total int, finished []runfolder.Result, spent runfolder.Spend) {
 	s.total = total
 	for _, r := range finished {
 		s.count(r)
-		if spent == nil {
-			s.spend.Add(runfolder.Charge{Task: r.Task, Repeat: r.Repeat, Usage: r.Tokens, CostUSD: r.CostUSD})
-		}
 	}
-	if spent != nil {
-		s.spend = *spent
-	}
+	s.spend = spent
 }
 
 // charged takes a model call recorded in the ledger.

@@ -17,7 +17,7 @@ import (
 func TestRunStateCountsTheScoreAndCost(t *testing.T) {
 	s := newRunState()
 	cost := 1.5
-	s.plan(4, []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Score: 1, CostUSD: &cost}}, &runfolder.Spend{Calls: 2, CostUSD: &cost})
+	s.plan(4, []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Score: 1, CostUSD: &cost}}, runfolder.Spend{Calls: 2, CostUSD: &cost})
 	s.start(runfolder.Episode{Task: "Scenario-2", Repeat: 1}, time.Time{})
 	s.charged(runfolder.Charge{Task: "Scenario-2", Repeat: 1, CostUSD: &cost})
 	s.finish(runfolder.Result{Task: "Scenario-2", Repeat: 1, Score: 0.5, CostUSD: &cost, Status: "ok"})
@@ -40,7 +40,7 @@ func TestRunStateCountsTheScoreAndCost(t *testing.T) {
 	}
 	unpriced := newRunState()
 	unpriced.priced = false
-	unpriced.plan(4, nil, &runfolder.Spend{})
+	unpriced.plan(4, nil, runfolder.Spend{})
 	if _, known := unpriced.spent(); known {
 		t.Error("a run without prices spent a known $0 before its first call")
 	}
@@ -52,7 +52,7 @@ func TestRunStateCountsTheScoreAndCost(t *testing.T) {
 func TestRunStateETA(t *testing.T) {
 	s := newRunState()
 	t0 := time.Date(2026, 1, 1, 14, 0, 0, 0, time.UTC)
-	s.plan(10, nil, nil)
+	s.plan(10, nil, runfolder.Spend{})
 	s.start(runfolder.Episode{Task: "Scenario-1", Repeat: 1}, t0)
 	s.start(runfolder.Episode{Task: "Scenario-2", Repeat: 1}, t0)
 	if left, ok := s.eta(t0.Add(time.Minute)); ok {
@@ -65,7 +65,7 @@ func TestRunStateETA(t *testing.T) {
 		t.Errorf("ETA %v (%v), want 3m48s", left, ok)
 	}
 	done := newRunState()
-	done.plan(1, nil, nil)
+	done.plan(1, nil, runfolder.Spend{})
 	done.finish(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Duration: 60})
 	if left, ok := done.eta(t0); ok {
 		t.Errorf("an estimate (%v) with every episode finished", left)

@@ -111,8 +111,11 @@ func TestSpendAgreesEverywhere(t *testing.T) {
 	var runs []struct {
 		CostUSD *float64 `json:"cost_usd"`
 	}
-	if err := json.Unmarshal([]byte(aaGrade(t, env, "report", "--json", out).stdout), &runs); err != nil || len(runs) != 1 || runs[0].CostUSD == nil {
+	if err := json.Unmarshal([]byte(aaGrade(t, env, "report", "--json", out).stdout), &runs); err != nil || len(runs) != 1 {
 		t.Fatalf("report --json: %v %+v", err, runs)
+	}
+	if runs[0].CostUSD == nil {
+		t.Fatal("report --json: the scored episodes' cost is unknown at known prices")
 	}
 	if scored := *runs[0].CostUSD; scored >= allUSD-usd/2 {
 		t.Errorf("the scored episodes cost $%v, want less than the $%v spent in all (the stopped attempts' calls)", scored, allUSD)

@@ -12,11 +12,11 @@ import (
 type Event interface{ runEvent() }
 
 // Planned tells how many episodes the run (or shard) has, which are already finished, and what
-// the folder spent before (its ledger; nil for a folder written before the ledger was kept).
+// the folder spent before (its ledger's sum).
 type Planned struct {
 	Total    int
 	Finished []runfolder.Result
-	Spent    *runfolder.Spend
+	Spent    runfolder.Spend
 }
 
 // EpisodeStarted tells an episode began: it runs until EpisodeFinished, its waits included.

@@ -176,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	}
 	plan := cfg.Shard.Episodes(ids, cfg.Repeats)
 	todo, finished := runfolder.Pending(plan, done)
-	cfg.tell(Planned{Total: len(plan), Finished: finished, Spent: ledger})
+	cfg.tell(Planned{Total: len(plan), Finished: finished, Spent: *ledger})
 
 	// Episodes run under their own context, which outlives ctx by the grace.
 	episodeCtx, cancelEpisodes := context.WithCancel(context.WithoutCancel(ctx))
@@ -212,7 +212,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	feedCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	ended, permanent := 0, 0
-	spend := newBudget(cfg.MaxCost, cfg.CostPrior, spentBefore(ledger, done), done)
+	spend := newBudget(cfg.MaxCost, cfg.CostPrior, spentBefore(ledger), done)
 	// Running episodes are stopped when the spend reaches the budget.
 	budgetCtx, overBudget := context.WithCancelCause(episodeCtx)
 	defer overBudget(nil)
@@ -244,9 +244,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 				}
 				return
 			}
-			if ledger != nil {
-				ledger.Add(c)
-			}
+			ledger.Add(c)
 			if c.CostUSD == nil {
 				return
 			}
