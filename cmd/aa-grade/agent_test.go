@@ -83,6 +83,26 @@ func TestAgentRun(t *testing.T) {
 			t.Errorf("the result counts no tool calls of the agent's model: %s", line)
 		}
 	}
+	// The gateway's calls are in the ledger, one line each, with the usage the results count
+	// and no cost (the run has no prices).
+	run, err := runfolder.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results int64
+	for _, res := range run.Results {
+		results += res.Tokens.Input
+	}
+	switch spent := run.Spend; {
+	case spent == nil:
+		t.Errorf("no %s", runfolder.SpendFile)
+	case spent.Calls != 6:
+		t.Errorf("%d calls in the ledger, want the 6 that reached the provider", spent.Calls)
+	case spent.Tokens.Input != results:
+		t.Errorf("the ledger counts %d input tokens, the results %d", spent.Tokens.Input, results)
+	case spent.CostUSD != nil:
+		t.Errorf("the ledger's cost is $%v at unknown prices, want unknown", *spent.CostUSD)
+	}
 	// The key is in no file of the run folder, the trajectories read as text included.
 	filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

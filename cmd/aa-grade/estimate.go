@@ -110,14 +110,3 @@ func orZero(v *float64) float64 {
 	}
 	return *v
 }
-
-// spentIn is what the results of prev (nil: none) cost, those of unknown cost left out.
-func spentIn(prev *runfolder.Run) float64 {
-	total := 0.0
-	if prev != nil {
-		for _, r := range prev.Results {
-			total += orZero(r.CostUSD)
-		}
-	}
-	return total
-}

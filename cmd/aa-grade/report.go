@@ -106,13 +106,14 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 // renderReportText prints one row per run.
 func renderReportText(w io.Writer, runs []report.Overview) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tMODEL\tSCORE\t95% CI\tEPISODES\tERRORS\tCOST\t$/TASK\tMEAN TURNS\tGRADING")
+	fmt.Fprintln(tw, "RUN\tMODEL\tSCORE\t95% CI\tEPISODES\tERRORS\tCOST\t$/TASK\tSPENT\tMEAN TURNS\tGRADING")
 	for _, o := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f%s\t%s\t%d\t%s\t%s\t%s\t%.1f\t%s\n", report.OneLine(o.Dir, 60), report.OneLine(o.Model, 60),
-			o.Score, o.SoFar(), o.CIText(), o.Episodes, o.ErrorsText(), report.FormatUSD(o.CostUSD), report.FormatUSD(o.CostPerTask), o.MeanTurns,
-			report.OneLine(o.Grading, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%.3f%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.1f\t%s\n", report.OneLine(o.Dir, 60), report.OneLine(o.Model, 60),
+			o.Score, o.SoFar(), o.CIText(), o.Episodes, o.ErrorsText(), report.FormatUSD(o.CostUSD), report.FormatUSD(o.CostPerTask),
+			o.SpentText(), o.MeanTurns, report.OneLine(o.Grading, 60))
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "COST is what the scored episodes cost (the last attempt of each); SPENT what the run spent in all, every model call of "+runfolder.SpendFile+".")
 	for _, o := range runs {
 		if o.Judge != nil {
 			fmt.Fprintf(w, "%s: %s\n", report.OneLine(o.Dir, 60), o.Agreement())

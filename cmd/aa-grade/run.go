@@ -489,7 +489,7 @@ func (r *startedRun) announce(stderr io.Writer, opts runOptions) {
 		printLine(stderr, "%s", e)
 	}
 	if opts.maxCost > 0 {
-		printLine(stderr, "budget: $%.2f (--max-cost), $%.2f of it spent by the episodes already in %s", opts.maxCost, spentIn(folder.Prev), r.out)
+		printLine(stderr, "budget: $%.2f (--max-cost), %s of it spent already in %s (%s)", opts.maxCost, spentBefore(folder.Prev), r.out, runfolder.SpendFile)
 	}
 }
 
@@ -507,7 +507,7 @@ type playedRun struct {
 // recording and what the judge spent.
 func (r *startedRun) play(ctx context.Context, stderr io.Writer, noProgress bool) playedRun {
 	progress := newRunProgress(stderr, noProgress)
-	progress.limits, progress.state.costPrior = r.limit.Status, r.cfg.CostPrior
+	progress.limits, progress.state.costPrior, progress.state.priced = r.limit.Status, r.cfg.CostPrior, r.cfg.Prices != nil
 	progress.Start()
 	r.cfg.Progress = progress.tell
 	summary, results, err := runner.Run(ctx, r.cfg)
@@ -559,6 +559,7 @@ func (r *startedRun) render(w io.Writer, p playedRun, run *report.Run) error {
 	renderGradeText(w, p.summary)
 	fmt.Fprintln(w)
 	renderRunTotals(w, run, columns(w))
+	fmt.Fprintln(w, run.Overview().SpendNote())
 	if !p.rates.Idle() {
 		limits, calls := describeLimits(p.rates, false)
 		fmt.Fprintf(w, "Rate limits: %s; %s\n", limits, calls)

@@ -58,10 +58,12 @@ func (p *runProgress) tell(e runner.Event) {
 	s, now := p.state, p.now()
 	switch e := e.(type) {
 	case runner.Planned:
-		s.plan(e.Total, e.Finished)
+		s.plan(e.Total, e.Finished, e.Spent)
 		if len(e.Finished) > 0 {
 			p.printLocked(fmt.Sprintf("resuming: %d of %s already finished", len(e.Finished), english.Count(e.Total, "episode")))
 		}
+	case runner.Charged:
+		s.charged(e.Charge)
 	case runner.EpisodeStarted:
 		s.start(e.Episode, now)
 	case runner.EpisodeTurn:
@@ -178,19 +180,26 @@ func (p *runProgress) overallLines(now time.Time, cols int) []string {
 }
 
 // standing is what the run has cost and its score, the most wanted first: the cost, then the
-// score as the reports and the viewer give it (runState.score).
+// score over the episodes finished, as the viewer gives it (report.ScoreSoFar).
 func (p *runProgress) standing() string {
-	return fmt.Sprintf("%s  score %.3f%s", p.costText(), p.state.score(), report.SoFar(p.state.total-p.state.finished))
+	s := p.state
+	return p.costText() + "  " + report.ScoreSoFar(s.scoreSum, s.scored, s.total)
 }
 
-// costText is what the run has spent and, until every episode's result stands, what it is
-// projected to spend in all (runState.projected). "cost unknown" when the model's prices are.
+// costText is what the run has spent in all (its ledger: every call, whatever became of its
+// episode) and, until every episode's result stands, what it is projected to spend in all
+// (runState.projected). "cost unknown" when the model's prices are, "at least" when some
+// calls' are.
 func (p *runProgress) costText() string {
 	s := p.state
-	if !s.costKnown {
+	cost, known := s.spent()
+	switch {
+	case s.spend.Unpriced > 0 && s.spend.CostUSD != nil:
+		return fmt.Sprintf("at least $%.2f spent (%d of %s at unknown prices)", cost, s.spend.Unpriced, english.Count(s.spend.Calls, "call"))
+	case !known:
 		return "cost unknown"
 	}
-	spent := fmt.Sprintf("$%.2f spent", s.cost)
+	spent := fmt.Sprintf("$%.2f spent", cost)
 	switch projected, how := s.projected(); how {
 	case projectedFromResults:
 		return fmt.Sprintf("%s, $%.2f projected", spent, projected)

@@ -22,28 +22,31 @@ import (
 func TestRunProgressOnATerminal(t *testing.T) {
 	var out bytes.Buffer
 	p := newRunProgress(&out, false)
-	width := 100
+	width := 90
 	p.screen = liveScreen(&out, &width)
 	cost := 0.25
-	p.tell(runner.Planned{Total: 4, Finished: []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, CostUSD: &cost}}})
+	p.tell(runner.Planned{Total: 4, Finished: []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, CostUSD: &cost}},
+		Spent: runfolder.Spend{Calls: 1, CostUSD: &cost}})
 	p.tell(runner.EpisodeTurn{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 1}, Turn: 5, MaxTurns: 100, Command: "grep -c error\n  logs.tsv"})
 	p.tell(runner.EpisodeTurn{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 2}, Turn: 1, MaxTurns: 100, Command: ""})
 	p.render()
 	block := out.String()
 	for _, want := range []string{"resuming: 1 of 4 episodes already finished", "1/4 episodes  2 running  ETA -\n",
-		"\n  $0.25 spent, $1.00 projected  score 0.250 (3 not finished, counted 0)\n", // too long for one line of 100 columns
+		"\n  $0.25 spent, $1.00 projected  score 1.000 over 1 of 4 finished\n", // too long for one line of 90 columns
 		"  Scenario-2 r1  turn 5/100  grep -c error logs.tsv", "  Scenario-2 r2  turn 1/100"} {
 		if !strings.Contains(block, want) {
 			t.Errorf("missing %q in\n%s", want, block)
 		}
 	}
 	out.Reset()
+	p.tell(runner.Charged{Charge: runfolder.Charge{Task: "Scenario-2", Repeat: 1}}) // at unknown prices
 	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-2", Repeat: 1, Status: "max_turns", Turns: 100}})
 	after := out.String()
 	if !strings.HasPrefix(after, "\033[4A\r\033[J") {
 		t.Errorf("after an episode ended, the block is not erased first:\n%q", after)
 	}
-	textcheck.Has(t, "after an episode ended", after, "Scenario-2 repeat 1: max_turns, score 0.00, 100 turns, cost unknown", "2/4 episodes  1 running", "cost unknown")
+	textcheck.Has(t, "after an episode ended", after, "Scenario-2 repeat 1: max_turns, score 0.00, 100 turns, cost unknown", "2/4 episodes  1 running",
+		"at least $0.25 spent (1 of 2 calls at unknown prices)", "score 0.500 over 2 of 4 finished")
 	textcheck.Lacks(t, "after an episode ended", after, "turn 5/100")
 }
 
@@ -217,7 +220,7 @@ func TestRunProgressLogsRetriesAndWaits(t *testing.T) {
 	p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Score: 1, Turns: 3, Retries: 1}})
 	want := "Scenario-1 repeat 1: retry 1: attempt 1 failed: dial tcp 127.0.0.1:9: connect: connection refused; next attempt in 4s (at 14:00:04)\n" +
 		"Scenario-3 repeat 1: waited 34s for the rate limiter (the tokens limit, 200000 a minute)\n" +
-		"progress: 0/8 episodes  4 running  ETA -  $0.00 spent  score 0.000 (8 not finished, counted 0)\n" + // the retry went at 14:00:04
+		"progress: 0/8 episodes  4 running  ETA -  $0.00 spent  no score yet (0 of 8 finished)\n" + // the retry went at 14:00:04
 		"Scenario-1 repeat 1: ok, score 1.00, 3 turns, cost unknown, retries 1\n"
 	if out.String() != want {
 		t.Errorf("plain output:\n%s\nwant\n%s", out.String(), want)
@@ -286,7 +289,7 @@ func TestRunProgressSaysWhatCtrlCDoes(t *testing.T) {
 	p.render()
 	p.tell(runner.Stopping{Why: "interrupted again"})
 	want := "interrupted: no more episodes start; finishing 2 running episodes for up to 20s (until 14:00:20), then they are stopped and recorded unfinished; press Ctrl-C again to stop them at once\n" +
-		"progress: 0/4 episodes  2 running  stopping by 14:00:20  $0.00 spent  score 0.000 (4 not finished, counted 0)\n" +
+		"progress: 0/4 episodes  2 running  stopping by 14:00:20  $0.00 spent  no score yet (0 of 4 finished)\n" +
 		"interrupted again: stopping 2 running episodes now; they are recorded unfinished\n"
 	if out.String() != want {
 		t.Errorf("after Ctrl-C:\n%s\nwant\n%s", out.String(), want)
@@ -325,6 +328,15 @@ func TestRunTotalsSeparateThousands(t *testing.T) {
 	}
 }
 
+// ledgerOf is the ledger of results whose attempts made one call each.
+func ledgerOf(results []runfolder.Result) runfolder.Spend {
+	var s runfolder.Spend
+	for _, r := range results {
+		s.Add(runfolder.Charge{Task: r.Task, Repeat: 1, CostUSD: r.CostUSD})
+	}
+	return s
+}
+
 // TestRunProgressProjectsTheCost: the cost is what was spent and, until the run ends, the
 // spend scaled to all its episodes, or before any has finished the published cost a task
 // times the episodes; unknown prices are never $0.
@@ -338,20 +350,23 @@ func TestRunProgressProjectsTheCost(t *testing.T) {
 		{0, nil, "$0.00 spent"},
 		{5.38, nil, "$0.00 spent, $53.80 projected (published $/task)"},
 		{5.38, []runfolder.Result{{Task: "a", Status: "ok", CostUSD: usd(1)}, {Task: "b", Status: "ok", CostUSD: usd(3)}}, "$4.00 spent, $20.00 projected"},
-		{0, []runfolder.Result{{Task: "a", CostUSD: usd(1)}, {Task: "b"}}, "cost unknown"},
+		// One call at unknown prices among two.
+		{0, []runfolder.Result{{Task: "a", CostUSD: usd(1)}, {Task: "b"}}, "at least $1.00 spent (1 of 2 calls at unknown prices)"},
+		{0, []runfolder.Result{{Task: "b"}}, "cost unknown"},
 		// Episodes a resume plays again (stopped at the budget, in error) project nothing.
 		{5, []runfolder.Result{{Task: "a", Status: "cost_limit", CostUSD: usd(2)}}, "$2.00 spent, $52.00 projected (published $/task)"},
 		{0, []runfolder.Result{{Task: "a", Status: "error", CostUSD: usd(2)}, {Task: "b", Status: "ok", CostUSD: usd(3)}}, "$5.00 spent, $50.00 projected"},
 	} {
 		p := newRunProgress(io.Discard, true)
 		p.state.costPrior = c.prior
-		p.tell(runner.Planned{Total: 10, Finished: c.finished})
+		p.tell(runner.Planned{Total: 10, Finished: c.finished, Spent: ledgerOf(c.finished)})
 		if got := p.costText(); got != c.want {
 			t.Errorf("prior %v, %d finished: %q, want %q", c.prior, len(c.finished), got, c.want)
 		}
 	}
 	p := newRunProgress(io.Discard, true)
-	p.tell(runner.Planned{Total: 2, Finished: []runfolder.Result{{Task: "a", Status: "ok", CostUSD: usd(1)}, {Task: "b", Status: "max_turns", CostUSD: usd(2)}}})
+	done := []runfolder.Result{{Task: "a", Status: "ok", CostUSD: usd(1)}, {Task: "b", Status: "max_turns", CostUSD: usd(2)}}
+	p.tell(runner.Planned{Total: 2, Finished: done, Spent: ledgerOf(done)})
 	if got := p.costText(); got != "$3.00 spent" {
 		t.Errorf("a finished run: %q", got)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"cmp"
+
+	"github.com/aa-grade/aa-grade/grader"
 	"slices"
 	"strings"
 	"time"
@@ -16,12 +18,18 @@ import (
 // limiter's warnings already shown. It prints nothing: runProgress renders it, as plain lines
 // or a live block, and is what keeps it from being read and changed at once.
 type runState struct {
-	total     int
-	finished  int // episodes with a result, earlier runs of the folder included
-	settled   int // those whose result stands (runfolder.Result.Final): a resume keeps them
-	scoreSum  float64
-	cost      float64
-	costKnown bool
+	total    int
+	finished int // episodes with a result, earlier runs of the folder included
+	settled  int // those whose result stands (runfolder.Result.Final): a resume keeps them
+	// scored counts the episodes whose score is in (every result but those stopped unfinished
+	// or at the budget), scoreSum their scores.
+	scored   int
+	scoreSum float64
+	// spend is what the run spent: the folder's ledger before it and each call since.
+	// priced says the model's prices are known: until a call is answered, the spend of a run
+	// without them is unknown, not $0.
+	spend  runfolder.Spend
+	priced bool
 	// costPrior is the published cost a task, which projects the run's cost before any
 	// episode has one (0: no projection until then).
 	costPrior float64
@@ -47,16 +55,21 @@ type liveEpisode struct {
 }
 
 func newRunState() *runState {
-	return &runState{running: map[runfolder.Episode]*liveEpisode{}, costKnown: true}
+	return &runState{running: map[runfolder.Episode]*liveEpisode{}, priced: true}
 }
 
-// plan takes the run's size and the episodes already finished.
-func (s *runState) plan(total int, finished []runfolder.Result) {
+// plan takes the run's size, the episodes already finished, and what the folder spent before
+// (its ledger's sum).
+func (s *runState) plan(total int, finished []runfolder.Result, spent runfolder.Spend) {
 	s.total = total
 	for _, r := range finished {
 		s.count(r)
 	}
+	s.spend = spent
 }
+
+// charged takes a model call recorded in the ledger.
+func (s *runState) charged(c runfolder.Charge) { s.spend.Add(c) }
 
 // episode is a running episode's state; one not told started yet starts at now.
 func (s *runState) episode(k runfolder.Episode, now time.Time) *liveEpisode {
@@ -126,21 +139,22 @@ func (s *runState) count(r runfolder.Result) {
 	if r.Final() {
 		s.settled++
 	}
-	s.scoreSum += r.Score
-	if r.CostUSD == nil {
-		s.costKnown = false
-	} else {
-		s.cost += *r.CostUSD
+	if r.Status != grader.StatusUnfinished && r.Status != grader.StatusCostLimit {
+		s.scored++
+		s.scoreSum += r.Score
 	}
 }
 
-// score is the run's score as the reports and the viewer give it: over every episode of the
-// run, those not finished counted 0.
-func (s *runState) score() float64 {
-	if s.total == 0 {
-		return 0
+// spent is the known spend in dollars, and whether it is all known.
+func (s *runState) spent() (float64, bool) {
+	known := s.spend.Known()
+	switch {
+	case known != nil:
+		return *known, s.priced || s.spend.Calls > 0
+	case s.spend.CostUSD != nil:
+		return *s.spend.CostUSD, false
 	}
-	return s.scoreSum / float64(s.total)
+	return 0, false
 }
 
 // projection says how a run's cost in all is projected.
@@ -156,15 +170,16 @@ const (
 // stands: the spend scaled to all its episodes (over those whose result stands), else, before
 // any does, the spend plus the published cost a task for each episode.
 func (s *runState) projected() (float64, projection) {
+	cost, _ := s.spent()
 	switch {
 	case s.settled >= s.total:
-		return s.cost, notProjected
+		return cost, notProjected
 	case s.settled > 0:
-		return s.cost * float64(s.total) / float64(s.settled), projectedFromResults
+		return cost * float64(s.total) / float64(s.settled), projectedFromResults
 	case s.costPrior > 0:
-		return s.cost + s.costPrior*float64(s.total), projectedFromPrior
+		return cost + s.costPrior*float64(s.total), projectedFromPrior
 	}
-	return s.cost, notProjected
+	return cost, notProjected
 }
 
 // waiting counts the running episodes whose model call waits, at now, for a retry and for the

@@ -11,32 +11,38 @@ import (
 )
 
 // TestRunStateCountsTheScoreAndCost: the episodes finished in earlier runs count as those of
-// this one; the score is over every episode of the run, those not finished counted 0; the cost
-// is unknown once one episode's is.
+// this one; the score is over the finished episodes (not those stopped unfinished); the cost
+// is the ledger's (the folder's before, and each call since), partly known once a call's is
+// not.
 func TestRunStateCountsTheScoreAndCost(t *testing.T) {
 	s := newRunState()
 	cost := 1.5
-	s.plan(4, []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Score: 1, CostUSD: &cost}})
+	s.plan(4, []runfolder.Result{{Task: "Scenario-1", Repeat: 1, Score: 1, CostUSD: &cost}}, runfolder.Spend{Calls: 2, CostUSD: &cost})
 	s.start(runfolder.Episode{Task: "Scenario-2", Repeat: 1}, time.Time{})
+	s.charged(runfolder.Charge{Task: "Scenario-2", Repeat: 1, CostUSD: &cost})
 	s.finish(runfolder.Result{Task: "Scenario-2", Repeat: 1, Score: 0.5, CostUSD: &cost, Status: "ok"})
-	if s.finished != 2 {
-		t.Errorf("%d finished, want 2", s.finished)
+	s.finish(runfolder.Result{Task: "Scenario-3", Repeat: 1, Status: "unfinished"})
+	if s.finished != 3 {
+		t.Errorf("%d finished, want 3", s.finished)
 	}
 	if len(s.running) != 0 {
 		t.Errorf("%d running after the only running episode finished", len(s.running))
 	}
-	if got := s.score(); got != 1.5/4 {
-		t.Errorf("score %g, want %g", got, 1.5/4)
+	if s.scored != 2 {
+		t.Errorf("%d scored, want 2 (the unfinished one is not)", s.scored)
 	}
-	if !s.costKnown || s.cost != 3 {
-		t.Errorf("cost %g (known %v), want 3, known", s.cost, s.costKnown)
+	if got, known := s.spent(); got != 3 || !known {
+		t.Errorf("cost %g (known %v), want 3, known", got, known)
 	}
-	s.finish(runfolder.Result{Task: "Scenario-3", Repeat: 1, Status: "error"})
-	if s.costKnown {
-		t.Error("the cost is known with an episode of unknown cost")
+	s.charged(runfolder.Charge{Task: "Scenario-4", Repeat: 1})
+	if _, known := s.spent(); known {
+		t.Error("the cost is known with a call of unknown cost")
 	}
-	if got := newRunState().score(); got != 0 {
-		t.Errorf("the score of a run of no episodes is %g, want 0", got)
+	unpriced := newRunState()
+	unpriced.priced = false
+	unpriced.plan(4, nil, runfolder.Spend{})
+	if _, known := unpriced.spent(); known {
+		t.Error("a run without prices spent a known $0 before its first call")
 	}
 }
 
@@ -46,7 +52,7 @@ func TestRunStateCountsTheScoreAndCost(t *testing.T) {
 func TestRunStateETA(t *testing.T) {
 	s := newRunState()
 	t0 := time.Date(2026, 1, 1, 14, 0, 0, 0, time.UTC)
-	s.plan(10, nil)
+	s.plan(10, nil, runfolder.Spend{})
 	s.start(runfolder.Episode{Task: "Scenario-1", Repeat: 1}, t0)
 	s.start(runfolder.Episode{Task: "Scenario-2", Repeat: 1}, t0)
 	if left, ok := s.eta(t0.Add(time.Minute)); ok {
@@ -59,7 +65,7 @@ func TestRunStateETA(t *testing.T) {
 		t.Errorf("ETA %v (%v), want 3m48s", left, ok)
 	}
 	done := newRunState()
-	done.plan(1, nil)
+	done.plan(1, nil, runfolder.Spend{})
 	done.finish(runfolder.Result{Task: "Scenario-1", Repeat: 1, Status: "ok", Duration: 60})
 	if left, ok := done.eta(t0); ok {
 		t.Errorf("an estimate (%v) with every episode finished", left)

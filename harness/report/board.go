@@ -6,7 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
@@ -52,9 +55,28 @@ type boardRow struct {
 	Tasks       int
 	AvgTurns    *float64
 	CostPerTask *float64
+	// Finished and Episodes are a run's finished episodes among all of its own: a run not
+	// finished is drawn as such, never as a confident score (Standing).
+	Finished, Episodes int
 }
 
 func (b boardRow) Published() bool { return b.Run < 0 }
+
+// Standing is a run's score as the leaderboards write it: with its interval once every
+// episode finished; "so far", without an interval, while some have not (they count 0, so the
+// score is only a floor); no score at all before any has.
+func (b boardRow) Standing() string {
+	switch {
+	case b.Finished >= b.Episodes:
+		return fmt.Sprintf("%.3f [95%% CI %s]", b.Score, grader.FormatCI(b.CI95))
+	case b.Finished == 0:
+		return fmt.Sprintf("no score: none of %s finished", english.Count(b.Episodes, "episode"))
+	}
+	return fmt.Sprintf("%.3f so far: %d of %d episodes finished, the rest counted 0", b.Score, b.Finished, b.Episodes)
+}
+
+// Unfinished says some of a run's episodes have not finished.
+func (b boardRow) Unfinished() bool { return !b.Published() && b.Finished < b.Episodes }
 
 // board puts the runs of ITBench-AA's tasks among the published rows, best score first (a
 // run before a published row of the same score); with published false, the other runs alone.
@@ -67,7 +89,7 @@ func board(runs []Overview, published bool) []boardRow {
 		}
 		turns := o.MeanTurns
 		rows = append(rows, boardRow{Label: o.Model, Run: i, Score: o.Score, CI95: o.CI95, Tasks: o.Tasks,
-			AvgTurns: &turns, CostPerTask: o.CostPerTask})
+			AvgTurns: &turns, CostPerTask: o.CostPerTask, Finished: o.Episodes - o.NotFinished(), Episodes: o.Episodes})
 	}
 	if !published || len(rows) == 0 {
 		slices.SortStableFunc(rows, func(a, b boardRow) int { return cmp.Compare(b.Score, a.Score) })
@@ -81,19 +103,8 @@ func board(runs []Overview, published bool) []boardRow {
 	return rows
 }
 
-// FormatUSD writes a cost, or "unknown" when prices are unknown.
-func FormatUSD(v *float64) string {
-	switch {
-	case v == nil:
-		return "unknown"
-	case *v == 0:
-		return "$0"
-	case *v < 1:
-		return fmt.Sprintf("$%.3f", *v)
-	default:
-		return fmt.Sprintf("$%.2f", *v)
-	}
-}
+// FormatUSD writes a cost, or "unknown" when prices are unknown (runfolder.FormatUSD).
+func FormatUSD(v *float64) string { return runfolder.FormatUSD(v) }
 
 // formatOptional writes a published figure, or a dash when it was not published.
 func formatOptional(v *float64, format string) string {

@@ -190,8 +190,8 @@ func boardChart(runs []Overview, published bool) *boardView {
 			b.Value = fmt.Sprintf("%.3f", row.Score)
 		} else {
 			b.Colour, b.Tag = palette[row.Run%len(palette)], fmt.Sprintf("R%d, %s", row.Run+1, english.Count(row.Tasks, "task"))
-			b.Value = fmt.Sprintf("%.3f [95%% CI %s]", row.Score, grader.FormatCI(row.CI95))
-			if ci := row.CI95; ci != nil {
+			b.Value = row.Standing()
+			if ci := row.CI95; ci != nil && !row.Unfinished() {
 				b.CILo, b.CIHi = boardLeft+scale*clamp01(ci[0]), boardLeft+scale*clamp01(ci[1])
 				b.Mid, b.CapTop, b.CapBottom = b.Y+8.5, b.Y+3, b.Y+14
 				end = max(end, b.CIHi)

@@ -66,6 +66,7 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 	} else {
 		p("%s in total; %s per task (the mean of an episode).\n\n", FormatUSD(o.CostUSD), FormatUSD(o.CostPerTask))
 	}
+	p("%s\n\n", o.SpendNote())
 	p("Tokens: %s input (%s cached reads, %s cached writes), %s output (%s reasoning); %.1f turns per episode.\n\n",
 		english.Number(o.Tokens.Input), english.Number(o.Tokens.CachedRead), english.Number(o.Tokens.CachedWrite), english.Number(o.Tokens.Output),
 		english.Number(o.Tokens.Reasoning), o.MeanTurns)
@@ -140,8 +141,7 @@ func writeBoardMarkdown(w io.Writer, o Overview) {
 				formatOptional(b.AvgTurns, "%.0f"), formatOptional(b.CostPerTask, "$%.2f"))
 			continue
 		}
-		p("| **this run** | **%s** | %d | **%.3f**, 95%% CI %s | %.1f | %s |\n", mdText(b.Label, 120), b.Tasks, b.Score,
-			grader.FormatCI(b.CI95), *b.AvgTurns, FormatUSD(b.CostPerTask))
+		p("| **this run** | **%s** | %d | **%s** | %.1f | %s |\n", mdText(b.Label, 120), b.Tasks, b.Standing(), *b.AvgTurns, FormatUSD(b.CostPerTask))
 	}
 	if published {
 		p("\nPublished figures: %s.\n", leaderboard.Source)

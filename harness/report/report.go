@@ -38,6 +38,8 @@ type Run struct {
 	AnalysisErr error
 	// RateLimitsErr says why run.json lacks the rate limits Finish was given.
 	RateLimitsErr error
+	// Spent is what the run spent in all (runfolder.Run.Spend); nil without a ledger.
+	Spent *runfolder.Spend
 
 	folder *runfolder.Run // the folder as Load read it, for the analysis
 }
@@ -71,7 +73,7 @@ func Load(dir string) (*Run, error) {
 		order[t] = len(tasks)
 		tasks = append(tasks, t)
 	}
-	run := &Run{Dir: dir, Header: h, Results: slices.Collect(maps.Values(done)), Warnings: folder.Warnings, folder: folder}
+	run := &Run{Dir: dir, Header: h, Results: slices.Collect(maps.Values(done)), Warnings: folder.Warnings, Spent: folder.Spend, folder: folder}
 	slices.SortFunc(run.Results, func(a, b runfolder.Result) int {
 		return cmp.Or(cmp.Compare(order[a.Task], order[b.Task]), cmp.Compare(a.Repeat, b.Repeat))
 	})
@@ -100,11 +102,16 @@ type Overview struct {
 	// Errors counts the episodes a resumed run would play again: ended in error or not run.
 	Errors int `json:"errors"`
 	// CostUSD is the total and CostPerTask the mean of a finished episode (one attempt at one
-	// task, as the leaderboard's $/task); both null when prices are unknown.
-	CostUSD     *float64    `json:"cost_usd"`
-	CostPerTask *float64    `json:"cost_per_task_usd"`
-	MeanTurns   float64     `json:"mean_turns"`
-	Tokens      model.Usage `json:"tokens"`
+	// task, as the leaderboard's $/task): the scored episodes' last attempts; both null when
+	// prices are unknown.
+	CostUSD     *float64 `json:"cost_usd"`
+	CostPerTask *float64 `json:"cost_per_task_usd"`
+	// Spent is what the run spent in all, its ledger's sum (runfolder.SpendFile): every call of
+	// every attempt, those played again, stopped or unfinished included; null for a folder
+	// written before the ledger was kept.
+	Spent     *runfolder.Spend `json:"spent"`
+	MeanTurns float64          `json:"mean_turns"`
+	Tokens    model.Usage      `json:"tokens"`
 	// Grading says who mapped entities to ground-truth groups: "rules" or "judge MODEL"; Judge
 	// has the judge's statistics (episodes it decided, fallbacks, agreement with the rules).
 	Grading string             `json:"grading"`
@@ -166,6 +173,26 @@ func (o Overview) Agreement() string {
 		OneLine(j.Model, 80), english.Count(j.Judged, "episode"), j.Fallbacks, share(j.ScoreAgreement), share(j.EntityAgreement), j.RulesScore)
 }
 
+// SpentText is what the run spent in all as every text and page says it (runfolder.Spend.Text),
+// "not recorded" for a folder written before the ledger was kept.
+func (o Overview) SpentText() string {
+	if o.Spent == nil {
+		return "not recorded"
+	}
+	return o.Spent.Text()
+}
+
+// SpendNote says in a line what the run spent in all beside what its scored episodes cost,
+// and why the two differ.
+func (o Overview) SpendNote() string {
+	scored := fmt.Sprintf("the scored episodes cost %s (the last attempt of each)", FormatUSD(o.CostUSD))
+	if o.Spent == nil {
+		return fmt.Sprintf("Spent in all: not recorded (the folder was written before %s, the ledger of every model call); %s.", runfolder.SpendFile, scored)
+	}
+	return fmt.Sprintf("Spent in all: %s over %s (%s: every call, those of episodes stopped, failed, unfinished or played again included); %s.",
+		o.Spent.Text(), english.Count(o.Spent.Calls, "model call"), runfolder.SpendFile, scored)
+}
+
 // CIText is the run's 95% interval as every report shows it (grader.FormatCI).
 func (o Overview) CIText() string { return grader.FormatCI(o.CI95) }
 
@@ -179,10 +206,32 @@ func SoFar(notFinished int) string {
 	return fmt.Sprintf(" (%d not finished, counted 0)", notFinished)
 }
 
+// ScoreSoFar is a run's score while it plays, as the live line and the viewer give it: the mean
+// over the finished episodes (sum is their scores' sum), with how many of them there are, so a
+// partial score never reads as a result; the score alone once every episode has finished.
+func ScoreSoFar(sum float64, finished, total int) string {
+	switch {
+	case finished >= total && total > 0:
+		return fmt.Sprintf("score %.3f", sum/float64(total))
+	case finished == 0:
+		return fmt.Sprintf("no score yet (0 of %d finished)", total)
+	}
+	return fmt.Sprintf("score %.3f over %d of %d finished", sum/float64(finished), finished, total)
+}
+
 // SoFar labels the run's score (the package's SoFar) by its episodes not run yet, unfinished
 // or stopped at the budget.
-func (o Overview) SoFar() string {
-	return SoFar(o.NotRun + o.Statuses[grader.StatusUnfinished] + o.Statuses[grader.StatusCostLimit])
+func (o Overview) SoFar() string { return SoFar(o.NotFinished()) }
+
+// ScoreSoFar is the run's score over its finished episodes, with how many of them there are
+// (the package's ScoreSoFar), as the viewer shows a run in progress.
+func (o Overview) ScoreSoFar() string {
+	return ScoreSoFar(o.Score*float64(o.Episodes), o.Episodes-o.NotFinished(), o.Episodes)
+}
+
+// NotFinished counts the run's episodes not run yet, unfinished or stopped at the budget.
+func (o Overview) NotFinished() int {
+	return o.NotRun + o.Statuses[grader.StatusUnfinished] + o.Statuses[grader.StatusCostLimit]
 }
 
 // Extent says what the run's counts are over (grader.Summary.Extent): a shard's episodes are
@@ -224,7 +273,7 @@ func (r *Run) Overview() Overview {
 		turns += e.Turns
 		o.Tokens.Add(e.Tokens)
 	}
-	o.CostUSD = cost(r.Results)
+	o.CostUSD, o.Spent = cost(r.Results, r.priced()), r.Spent
 	if n := len(r.Results); n > 0 {
 		o.MeanTurns = float64(turns) / float64(n)
 		o.CostPerTask = per(o.CostUSD, n)
@@ -265,7 +314,7 @@ func (r *Run) PerTask() []TaskStats {
 			s.Tokens.Add(e.Tokens)
 		}
 		s.Episodes = len(eps)
-		s.CostUSD = cost(eps)
+		s.CostUSD = cost(eps, r.priced())
 		if s.Episodes > 0 {
 			s.MeanTurns = float64(turns) / float64(s.Episodes)
 			s.MeanToolCalls = float64(tools) / float64(s.Episodes)
@@ -276,21 +325,24 @@ func (r *Run) PerTask() []TaskStats {
 	return out
 }
 
-// cost sums what episodes cost. An episode with no cost_usd that used no tokens cost nothing
-// whatever the prices; one that used tokens at unknown prices makes the sum unknown (nil),
-// never zero.
-func cost(episodes []runfolder.Result) *float64 {
+// cost sums what episodes cost. In a run with prices, an episode with no cost_usd that used no
+// tokens (it failed before its first call) cost nothing; otherwise an episode without a cost
+// makes the sum unknown (nil), never zero: a run without prices has no known cost at all.
+func cost(episodes []runfolder.Result, priced bool) *float64 {
 	var sum float64
 	for _, e := range episodes {
 		switch {
 		case e.CostUSD != nil:
 			sum += *e.CostUSD
-		case e.Tokens != model.Usage{}:
+		case !priced || e.Tokens != model.Usage{}:
 			return nil
 		}
 	}
 	return &sum
 }
+
+// priced says the run's prices are known (run.json's, the latest when a resume changed them).
+func (r *Run) priced() bool { return r.Header.Prices != nil }
 
 func per(total *float64, n int) *float64 {
 	if total == nil {

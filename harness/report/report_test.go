@@ -111,20 +111,24 @@ func TestLoadPartialUnpricedRun(t *testing.T) {
 	}
 }
 
-// TestCostOfEpisodesWithoutTokens: an episode with no price that used no tokens (the
-// baseline, a sandbox that never started) cost nothing; one that used tokens makes it unknown.
+// TestCostOfEpisodesWithoutTokens: in a run with prices, an episode with no cost that used no
+// tokens (a sandbox that never started) cost nothing; one that used tokens makes it unknown;
+// in a run without prices the cost is unknown, never $0, even with no tokens counted.
 func TestCostOfEpisodesWithoutTokens(t *testing.T) {
 	free := []runfolder.Result{{Task: "a", Repeat: 1}, {Task: "a", Repeat: 2}}
-	if c := cost(free); c == nil || *c != 0 {
+	if c := cost(free, true); c == nil || *c != 0 {
 		t.Fatalf("cost of episodes without tokens = %v", c)
+	}
+	if c := cost(free, false); c != nil {
+		t.Fatalf("cost of episodes at unknown prices = %v, want unknown", *c)
 	}
 	price := 0.25
 	mixed := append(free, runfolder.Result{Task: "b", Repeat: 1, CostUSD: &price})
-	if c := cost(mixed); c == nil || *c != 0.25 {
+	if c := cost(mixed, true); c == nil || *c != 0.25 {
 		t.Fatalf("cost = %v", c)
 	}
 	mixed[0].Tokens.Input = 10
-	if c := cost(mixed); c != nil {
+	if c := cost(mixed, true); c != nil {
 		t.Fatalf("tokens at unknown prices must make the cost unknown, got %v", *c)
 	}
 }

@@ -34,6 +34,7 @@ type Folder struct {
 	created bool       // Open made the folder
 	mu      sync.Mutex // serialises appends and guards what follows
 	results *os.File   // results.jsonl, opened by the first Append
+	spend   *os.File   // spend.jsonl, opened by the first Charge
 	header  bool       // a header was written
 }
 
@@ -63,7 +64,11 @@ func Open(dir string) (*Folder, error) {
 		return nil, err
 	default:
 		f.Prev = prev
-		if err := repairResults(filepath.Join(dir, ResultsFile)); err != nil {
+		if err := repairLines(filepath.Join(dir, ResultsFile), isResult); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := repairLines(filepath.Join(dir, SpendFile), isCharge); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -199,9 +204,11 @@ func (f *Folder) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var err error
-	if f.results != nil {
-		err = f.results.Close()
-		f.results = nil
+	for _, file := range []**os.File{&f.results, &f.spend} {
+		if *file != nil {
+			err = errors.Join(err, (*file).Close())
+			*file = nil
+		}
 	}
 	if f.Prev == nil && !f.header {
 		// Removed while still locked, so no one takes the lock of a file about to go;
@@ -248,9 +255,13 @@ func (f *Folder) WritePrompts(b []byte) error {
 	return nil
 }
 
-// WriteSummary writes summary.json, replacing the old one whole.
-func (f *Folder) WriteSummary(s grader.Summary) error {
-	return writeJSON(filepath.Join(f.Dir, SummaryFile), s)
+// WriteSummary writes summary.json, replacing the old one whole: the score, and what the run
+// spent in all (null when the folder has no ledger).
+func (f *Folder) WriteSummary(s grader.Summary, spent *Spend) error {
+	return writeJSON(filepath.Join(f.Dir, SummaryFile), struct {
+		grader.Summary
+		Spent *Spend `json:"spent"`
+	}{s, spent})
 }
 
 // writeJSON writes one of the run folder's JSON files atomically, indented for people to read.
@@ -288,30 +299,39 @@ func (f *Folder) Append(results ...Result) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.results == nil {
-		file, err := os.OpenFile(filepath.Join(f.Dir, ResultsFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	return appendSynced(&f.results, filepath.Join(f.Dir, ResultsFile), buf)
+}
+
+// appendSynced appends buf to the file at path, opening it into *file the first time, and syncs
+// it; when the write or the sync fails (a full disk) the file is cut back to where it ended, so
+// it holds only whole lines. f.mu is held.
+func appendSynced(file **os.File, path string, buf []byte) error {
+	if *file == nil {
+		opened, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
 			return err // an os error names the file and what failed
 		}
-		f.results = file
+		*file = opened
 	}
-	end, err := f.results.Seek(0, io.SeekEnd)
+	w := *file
+	end, err := w.Seek(0, io.SeekEnd)
 	if err != nil {
 		return err
 	}
-	if _, err = f.results.Write(buf); err == nil {
-		err = f.results.Sync()
+	if _, err = w.Write(buf); err == nil {
+		err = w.Sync()
 	}
 	if err != nil {
-		return errors.Join(err, f.results.Truncate(end))
+		return errors.Join(err, w.Truncate(end))
 	}
 	return nil
 }
 
-// repairResults makes results.jsonl end with a whole line before anything is appended to it:
-// a last line a crash cut short is dropped, a last line that is a result but lacks its
-// newline (a file edited by hand) gets one.
-func repairResults(path string) error {
+// repairLines makes one of the run folder's JSON Lines files (results.jsonl, spend.jsonl) end
+// with a whole line before anything is appended to it: a last line a crash cut short is
+// dropped, a last line that is whole (valid says so) but lacks its newline (a file edited by
+// hand) gets one.
+func repairLines(path string, valid func([]byte) bool) error {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && (len(b) == 0 || b[len(b)-1] == '\n')) {
 		return nil
@@ -320,7 +340,7 @@ func repairResults(path string) error {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	start := bytes.LastIndexByte(b, '\n') + 1
-	if _, err := parseResult(b[start:]); err == nil {
+	if valid(b[start:]) {
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 		if err == nil {
 			_, err = f.Write([]byte{'\n'})

@@ -15,8 +15,12 @@ type Run struct {
 	Header Header
 	// Results holds the last line of results.jsonl of each episode.
 	Results map[Episode]Result
-	// Warnings name the lines of results.jsonl that were skipped, file and line number.
+	// Warnings name the lines of results.jsonl and spend.jsonl that were skipped, file and
+	// line number.
 	Warnings []string
+	// Spend is what the run spent in all (the sum of spend.jsonl); nil for a folder written
+	// before the ledger was kept.
+	Spend *Spend
 }
 
 // Read reads the run folder dir: ErrNotRunFolder when it holds no run, ErrCorrupt when its
@@ -30,7 +34,11 @@ func Read(dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Run{Dir: dir, Header: h, Results: results, Warnings: warnings}, nil
+	spend, spendWarnings, err := readSpend(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Run{Dir: dir, Header: h, Results: results, Warnings: append(warnings, spendWarnings...), Spend: spend}, nil
 }
 
 // Pending splits the episodes of a plan into those still to play and the final results done

@@ -63,56 +63,76 @@ const maxResultLine = 1 << 20
 
 // readResults reads the results.jsonl of the run folder dir (none when there is no such file).
 // The last line of an episode wins (a resumed episode's line follows its earlier attempt's).
-// A last line with no newline that is not a result is what a run killed while writing leaves:
-// it is skipped in silence. Any other line that is not a result is skipped with a warning
-// naming the file and the line, so a damaged file still reads but the damage is seen.
 func readResults(dir string) (map[Episode]Result, []string, error) {
 	done := map[Episode]Result{}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the run folder: %w", err)
-	}
-	defer root.Close()
-	f, err := safefile.Open(root, ResultsFile) // never a FIFO: opening one would block
+	warnings, err := readLines(dir, ResultsFile, maxResultLine, func(line []byte) error {
+		res, err := parseResult(line)
+		if err == nil {
+			done[res.Episode()] = res
+		}
+		return err
+	})
 	if errors.Is(err, fs.ErrNotExist) {
 		return done, nil, nil
 	}
-	path := filepath.Join(dir, ResultsFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	return done, warnings, nil
+}
+
+// readLines reads the lines of the run folder dir's JSON Lines file name (fs.ErrNotExist when
+// there is none), each no longer than limit, handing each to take. A last line with no
+// newline that take refuses is what a run killed while writing leaves: it is skipped in
+// silence. Any other line take refuses, or longer than limit, is skipped with a warning naming
+// the file and the line, so a damaged file still reads but the damage is seen.
+func readLines(dir, name string, limit int, take func([]byte) error) ([]string, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read the run folder: %w", err)
+	}
+	defer root.Close()
+	f, err := safefile.Open(root, name) // never a FIFO: opening one would block
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	path := filepath.Join(dir, name)
 	if errors.Is(err, safefile.ErrNotRegular) {
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, dir, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, dir, err)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
 	var warnings []string
+	errLong := fmt.Errorf("longer than %d bytes", limit)
 	r := bufio.NewReader(f)
 	for n := 1; ; n++ {
-		line, whole, err := nextLine(r, maxResultLine, errLongLine)
+		line, whole, err := nextLine(r, limit, errLong)
 		if errors.Is(err, io.EOF) {
-			return done, warnings, nil
+			return warnings, nil
 		}
-		if err != nil && !errors.Is(err, errLongLine) {
-			return nil, nil, fmt.Errorf("read %s: %w", path, err)
+		if err != nil && !errors.Is(err, errLong) {
+			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
 		if err == nil && len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var res Result
 		if err == nil {
-			res, err = parseResult(line)
+			err = take(line)
 		}
-		switch {
-		case err == nil:
-			done[res.Episode()] = res
-		case whole:
-			warnings = append(warnings, fmt.Sprintf("%s:%d: skipped, not a result: %v", path, n, err))
+		if err != nil && whole {
+			warnings = append(warnings, fmt.Sprintf("%s:%d: skipped, not a %s: %v", path, n, fileLines[name], err))
 		}
 	}
 }
 
-// errLongLine marks a line longer than maxResultLine.
-var errLongLine = fmt.Errorf("longer than %d bytes", maxResultLine)
+// fileLines names what a line of each JSON Lines file is, for the warnings.
+var fileLines = map[string]string{ResultsFile: "result", SpendFile: "model call"}
+
+// isResult and isCharge say whether a line is one of results.jsonl or spend.jsonl (repairLines).
+func isResult(line []byte) bool { _, err := parseResult(line); return err == nil }
+func isCharge(line []byte) bool { _, err := parseCharge(line); return err == nil }
 
 // parseResult reads one line of results.jsonl; a line that is JSON but names no episode is no
 // result either.

@@ -143,7 +143,8 @@ func TestEntitiesDroppedAreRecorded(t *testing.T) {
 }
 
 // TestRunTellsItsProgress: a run tells its plan, then each episode's start, turns (with the
-// command asked for) and end, in order when one episode runs at a time.
+// command asked for, each after its call's charge to the ledger) and end, in order when one
+// episode runs at a time.
 func TestRunTellsItsProgress(t *testing.T) {
 	var told []string
 	runFake(t, &firstDies{started: 1}, func(e Event) {
@@ -156,6 +157,8 @@ func TestRunTellsItsProgress(t *testing.T) {
 			told = append(told, fmt.Sprintf("%s r%d turn %d/%d %q", e.Episode.Task, e.Episode.Repeat, e.Turn, e.MaxTurns, e.Command))
 		case EpisodeFinished:
 			told = append(told, fmt.Sprintf("%s r%d %s", e.Result.Task, e.Result.Repeat, e.Result.Status))
+		case Charged:
+			told = append(told, fmt.Sprintf("%s r%d charged", e.Charge.Task, e.Charge.Repeat))
 		default:
 			told = append(told, fmt.Sprintf("%T", e))
 		}
@@ -163,7 +166,7 @@ func TestRunTellsItsProgress(t *testing.T) {
 	var want []string
 	want = append(want, "planned 2, 0 finished")
 	for _, task := range []string{"Scenario-1", "Scenario-2"} {
-		want = append(want, task+" r1 started", task+` r1 turn 1/5 "ls"`, task+` r1 turn 2/5 ""`, task+" r1 ok")
+		want = append(want, task+" r1 started", task+" r1 charged", task+` r1 turn 1/5 "ls"`, task+" r1 charged", task+` r1 turn 2/5 ""`, task+" r1 ok")
 	}
 	if got := strings.Join(told, "\n"); got != strings.Join(want, "\n") {
 		t.Errorf("told\n%s\nwant\n%s", got, strings.Join(want, "\n"))

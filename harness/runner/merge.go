@@ -122,9 +122,32 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	if err := folder.Append(results...); err != nil {
 		return MergeReport{}, err
 	}
+	spent, err := carryLedgers(folder, read)
+	if err != nil {
+		return MergeReport{}, err
+	}
 	rep.Episodes = len(plan)
 	_, rep.Summary = runfolder.Collect(plan, kept, first.Judge)
-	return rep, folder.WriteSummary(rep.Summary)
+	return rep, folder.WriteSummary(rep.Summary, spent)
+}
+
+// carryLedgers joins the shards' ledgers of spend into the merged folder's, every call of every
+// attempt, and returns their sum; when a shard has none (written before the ledger was kept)
+// the joined run's spend is not known in all, and the merged folder has no ledger either.
+func carryLedgers(folder *runfolder.Folder, shards []*runfolder.Run) (*runfolder.Spend, error) {
+	var spent runfolder.Spend
+	dirs := make([]string, len(shards))
+	for i, r := range shards {
+		if r.Spend == nil {
+			return nil, nil
+		}
+		spent.Join(*r.Spend)
+		dirs[i] = r.Dir
+	}
+	if err := folder.CarryLedgers(dirs...); err != nil {
+		return nil, err
+	}
+	return &spent, nil
 }
 
 // judgeDirs are the judge caches of the run folders.

@@ -65,3 +65,53 @@ func TestMergeCarriesTheJudgeAnswers(t *testing.T) {
 		t.Errorf("a refused merge left %s behind (%v)", out, err)
 	}
 }
+
+// TestMergeCarriesTheLedgers: the merged folder's ledger holds every call of every shard, and
+// its spend is their sum; when a shard has no ledger (written before it was kept), the merged
+// run's spend is not recorded rather than short.
+func TestMergeCarriesTheLedgers(t *testing.T) {
+	charge := func(dir string, usd ...float64) {
+		f, err := runfolder.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for _, v := range usd {
+			if err := f.Charge(runfolder.Charge{Task: "Scenario-1", Repeat: 1, CostUSD: &v}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	one, two := shardWithJudge(t, 1, nil), shardWithJudge(t, 2, nil)
+	charge(one, 0.5, 0.25)
+	charge(two, 1)
+	out := filepath.Join(t.TempDir(), "merged")
+	if _, err := Merge(out, []string{one, two}); err != nil {
+		t.Fatal(err)
+	}
+	merged, err := runfolder.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch s := merged.Spend; {
+	case s == nil:
+		t.Fatal("the merged folder has no ledger")
+	case s.Calls != 3:
+		t.Errorf("%d calls in the merged ledger, want 3", s.Calls)
+	case *s.Known() != 1.75:
+		t.Errorf("the merged run spent $%v, want $1.75", *s.Known())
+	}
+
+	old := shardWithJudge(t, 2, nil)
+	out = filepath.Join(t.TempDir(), "merged-old")
+	if _, err := Merge(out, []string{one, old}); err != nil {
+		t.Fatal(err)
+	}
+	merged, err = runfolder.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merged.Spend != nil {
+		t.Errorf("merged with a shard without a ledger: spend %+v, want none", merged.Spend)
+	}
+}

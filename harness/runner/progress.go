@@ -11,10 +11,12 @@ import (
 // command renders them; the runner only tells.
 type Event interface{ runEvent() }
 
-// Planned tells how many episodes the run (or shard) has, and which are already finished.
+// Planned tells how many episodes the run (or shard) has, which are already finished, and what
+// the folder spent before (its ledger's sum).
 type Planned struct {
 	Total    int
 	Finished []runfolder.Result
+	Spent    runfolder.Spend
 }
 
 // EpisodeStarted tells an episode began: it runs until EpisodeFinished, its waits included.

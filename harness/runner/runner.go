@@ -180,6 +180,10 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	if err := writeHeader(cfg, tools); err != nil {
 		return grader.Summary{}, nil, err
 	}
+	ledger, err := startLedger(cfg.Folder)
+	if err != nil {
+		return grader.Summary{}, nil, err
+	}
 
 	ids := make([]string, len(cfg.Tasks))
 	for i, t := range cfg.Tasks {
@@ -187,7 +191,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	}
 	plan := cfg.Shard.Episodes(ids, cfg.Repeats)
 	todo, finished := runfolder.Pending(plan, done)
-	cfg.tell(Planned{Total: len(plan), Finished: finished})
+	cfg.tell(Planned{Total: len(plan), Finished: finished, Spent: *ledger})
 
 	// Episodes run under their own context, which outlives ctx by the grace.
 	episodeCtx, cancelEpisodes := context.WithCancel(context.WithoutCancel(ctx))
@@ -224,7 +228,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	defer stop(nil)
 	failed := 0
 	failLimit := errorLimit(cfg.FailOnError, len(todo))
-	spend := newBudget(cfg.MaxCost, cfg.CostPrior, done)
+	spend := newBudget(cfg.MaxCost, cfg.CostPrior, spentBefore(ledger), done)
 	// Running episodes are stopped when the spend reaches the budget.
 	budgetCtx, overBudget := context.WithCancelCause(episodeCtx)
 	defer overBudget(nil)
@@ -233,7 +237,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	haltCtx, halt := context.WithCancelCause(budgetCtx)
 	defer halt(nil)
 	playCtx := model.WithRetryStop(haltCtx, ctx.Done())
-	var recordErr error // the first failure to record a result: no result is recorded after it
+	var recordErr error // the first failure to record a result or a call: no result is recorded after it
 	// Episodes not handed out when the run stops or is interrupted are left unfinished.
 	workpool.Run(feedCtx, cfg.Parallel, todo, func(j runfolder.Episode) {
 		mu.Lock()
@@ -243,14 +247,29 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 			stop(admitted) // this episode and the rest stay to play, with a higher budget
 			return
 		}
+		// Every call is in the ledger before the budget counts it: both count the same
+		// dollars, whatever becomes of the episode.
 		charge := func(u model.Usage) {
-			usd := cfg.Prices.Cost(u)
-			if usd == nil {
-				return
+			c := runfolder.Charge{Task: j.Task, Repeat: j.Repeat, Usage: u, CostUSD: cfg.Prices.Cost(u)}
+			recorded := cfg.Folder.Charge(c)
+			if recorded == nil {
+				cfg.tell(Charged{Charge: c})
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if err := spend.charge(j, *usd); err != nil {
+			if recorded != nil {
+				if recordErr == nil {
+					recordErr = fmt.Errorf("the spend of %s repeat %d could not be recorded: %w", j.Task, j.Repeat, recorded)
+					stop(fmt.Errorf("%w, so the run stopped (what was recorded before is kept; run the same command again to resume)", recordErr))
+					cancelEpisodes()
+				}
+				return
+			}
+			ledger.Add(c)
+			if c.CostUSD == nil {
+				return
+			}
+			if err := spend.charge(j, *c.CostUSD); err != nil {
 				stop(err)
 				overBudget(err)
 			}
@@ -266,7 +285,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 			r.Status, r.Error = grader.StatusUnfinished, "stopped when another episode met the provider's permanent refusal; a resume plays it again"
 		}
 		mu.Lock()
-		spend.ended(r)
+		spend.end(r)
 		if model.Permanent(err) && !errors.Is(context.Cause(feedCtx), ErrRefused) {
 			// Every other episode would meet the same: stop now, not after each has tried.
 			stop(fmt.Errorf("%s repeat %d: %w: %w; the run stopped (fix the cause, then run the same command again to resume)", r.Task, r.Repeat, ErrRefused, err))
@@ -299,7 +318,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	})
 
 	all, summary := runfolder.Collect(plan, done, cfg.Judge)
-	err := cfg.Folder.WriteSummary(summary)
+	err = cfg.Folder.WriteSummary(summary, ledger)
 	if feedCtx.Err() != nil { // stopped or interrupted: the cause first
 		err = errors.Join(context.Cause(feedCtx), err)
 	}

@@ -80,16 +80,7 @@ func buildRunsPage(runs []*loaded) runsPage {
 		o := overviews[ri]
 		col := runColumn{N: l.n, Dir: l.dir, Overview: o, Header: l.run.Header, Live: l.live, Warnings: l.run.Warnings, Repeats: l.run.Summary.Repeats,
 			Versus: o.VersusFirst}
-		for _, st := range statusOrder {
-			n := o.Statuses[st]
-			if st == grader.StatusUnfinished {
-				n += o.NotRun
-			}
-			if n > 0 {
-				col.Statuses = append(col.Statuses, statusCount{st, n})
-			}
-		}
-		p.Runs = append(p.Runs, col)
+		running := 0 // the grid's running episodes, which the card counts alike
 		for _, t := range l.run.Summary.PerTask {
 			i, ok := rows[t.Task]
 			if !ok {
@@ -107,14 +98,36 @@ func buildRunsPage(runs []*loaded) runsPage {
 				status := e.Status
 				if status == grader.StatusUnfinished && l.live && l.hasPlainTrajectory(ref) {
 					status = "running"
+					running++
 				}
 				g.Cells[e.Repeat-1] = cell{Repeat: e.Repeat, Href: ref.Path, Status: status, Score: e.Score, Class: cellClass(status, e.Score),
 					Title: fmt.Sprintf("%s repeat %d: %s, score %.2f", t.Task, e.Repeat, label(status), e.Score)}
 			}
 			p.Tasks[i].Runs[ri] = g
 		}
+		col.Statuses = statusCounts(o, running)
+		p.Runs = append(p.Runs, col)
 	}
 	return p
+}
+
+// statusCounts counts a run's episodes by status, in statusOrder, those not run yet with the
+// unfinished; running of these are running now, as the grid shows them.
+func statusCounts(o report.Overview, running int) []statusCount {
+	var counts []statusCount
+	if running > 0 {
+		counts = append(counts, statusCount{"running", running})
+	}
+	for _, st := range statusOrder {
+		n := o.Statuses[st]
+		if st == grader.StatusUnfinished {
+			n += o.NotRun - running
+		}
+		if n > 0 {
+			counts = append(counts, statusCount{st, n})
+		}
+	}
+	return counts
 }
 
 // cellClass colours an episode: its score in five steps when graded, else its status.

@@ -15,6 +15,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/model"
 	"github.com/aa-grade/aa-grade/harness/promptset"
 	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
 
@@ -57,6 +58,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"cost":        report.FormatUSD,
 	"testNote":    func() string { return report.TestNote },
 	"partialNote": func() string { return report.PartialNote },
+	"spendFile":   func() string { return runfolder.SpendFile },
 	"tokens":      tokens,
 	"seconds":     func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) },
 	"secs":        func(f float64) string { return fmt.Sprintf("%.1f s", f) },

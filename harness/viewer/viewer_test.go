@@ -154,7 +154,9 @@ func TestRunsPage(t *testing.T) {
 		`href="runs/1/task-2/1.html"`, `href="runs/1/task-2/2.html"`, // the hostile task, by its place
 		`href="runs/1/Scenario-903/1.html"`, `href="runs/1/Scenario-903/2.html"`,
 		`href="runs/2/Scenario-901/1.html"`,
-		"95% CI n/a (fewer than 5 tasks)", "<b>0.250</b> (3 not finished, counted 0)", "3 ok", "3 unfinished", "$3.75 in all", // three finished episodes at $1.25
+		"95% CI n/a (fewer than 5 tasks)",                                                                  // run 2's, finished
+		"<b>score 0.500 over 3 of 6 finished</b>", "3 ok", "3 unfinished", "$3.75 for the scored episodes", // three finished episodes at $1.25
+		"spent in all (every model call, spend.jsonl): not recorded", // a folder without a ledger
 		"run 1", "run 2",
 	} {
 		if !strings.Contains(page, want) {
@@ -284,6 +286,10 @@ func TestLive(t *testing.T) {
 	if !strings.Contains(w.Body.String(), `data-live="`+strings.ReplaceAll(tag, `"`, "&#34;")+`"`) || !strings.Contains(w.Body.String(), `class="c st-running"`) {
 		t.Fatalf("a live run's page has no version (ETag %s) or no running episode", tag)
 	}
+	// The card counts the episodes running as the grid shows them, apart from those not run.
+	running := strings.Count(w.Body.String(), `class="c st-running"`)
+	textcheck.Has(t, "the live card", w.Body.String(), fmt.Sprintf(`<span class="badge st-running">%d running</span>`, running),
+		fmt.Sprintf(`<span class="badge st-unfinished">%d unfinished</span>`, 3-running))
 	if w := get(t, v, "/", "If-None-Match", tag); w.Code != http.StatusNotModified {
 		t.Errorf("unchanged runs page: status %d, want 304", w.Code)
 	}
