@@ -89,6 +89,9 @@ func TestNoAnswerInWhatTheSandboxShows(t *testing.T) {
 				out := filepath.Join(home, "run")
 				res := r.run(t, home, nil, append([]string{"run", "--dataset", "demo", "--model", "openai/fake", "--tasks", "901", "--repeats", "1",
 					"--out", out, "--agent-dir", agentDir, "--agent", `command:bash "$AA_GRADE_AGENT_DIR/scan.sh"`}, sb...)...)
+				if res.code > 1 {
+					t.Fatalf("exit %d\n%s", res.code, res.stderr)
+				}
 				stdout := agentStdout(t, filepath.Join(out, "episodes", "Scenario-901", "1"))
 				t.Logf("exit %d; the agent's last lines: %s", res.code, lastLines(stdout, 3))
 				leaks := linesWith(stdout, "LEAK ")
@@ -110,8 +113,27 @@ func TestNoAnswerInWhatTheSandboxShows(t *testing.T) {
 				if n, _ := strconv.Atoi(strings.TrimPrefix(scanned[0], "SCANNED ")); n < 20 {
 					t.Errorf("the scan read %d files, fewer than the snapshot has", n)
 				}
+				checkCopyRunsOnlyTheAgent(t, r, home)
 			})
 		}
+	}
+}
+
+// checkCopyRunsOnlyTheAgent runs, on the host, the copy of aa-grade that the run's sandboxes
+// ran: it refuses tasks synth (which would write a demo task, ground truth included) and
+// writes nothing.
+func checkCopyRunsOnlyTheAgent(t *testing.T, r agentRunner, home string) {
+	t.Helper()
+	copies, _ := filepath.Glob(filepath.Join(home, "cache", "aa-grade", "agent", "*", "aa-grade"))
+	if len(copies) != 1 {
+		t.Fatalf("copies of aa-grade for the sandbox: %v, want one", copies)
+	}
+	r.binary = copies[0]
+	synth := filepath.Join(home, "synth")
+	res := r.run(t, home, nil, "tasks", "synth", "--out", synth, "--fault", "flag", "--seed", "11")
+	res.wantErrorLineWith(t, 2, "aa-grade: this copy of aa-grade is a sandbox's agent")
+	if _, err := os.Stat(synth); !os.IsNotExist(err) {
+		t.Errorf("the copy wrote %s: %v", synth, err)
 	}
 }
 
