@@ -72,11 +72,12 @@ func answer(code int, body string) func(http.ResponseWriter, *http.Request) {
 }
 
 // callOnce makes one call of p at base, with retries a millisecond apart and an idle timeout
-// of 50 ms.
+// of a second (long enough that a loaded machine reading an answer already sent never meets
+// it).
 func callOnce(t *testing.T, p providerCase, base string) error {
 	env := map[string]string{p.variable: base, "OPENAI_API_KEY": testKey, "ANTHROPIC_API_KEY": testKey, "GEMINI_API_KEY": testKey, "OPENROUTER_API_KEY": testKey}
 	m, err := New(p.spec, func(k string) string { return env[k] }, Options{
-		Retry: backoff.Policy{Base: time.Millisecond, Max: time.Millisecond, MaxRetryAfter: time.Millisecond}, IdleTimeout: 50 * time.Millisecond})
+		Retry: backoff.Policy{Base: time.Millisecond, Max: time.Millisecond, MaxRetryAfter: time.Millisecond}, IdleTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
