@@ -40,7 +40,7 @@ run: build
 test: lint cross unit
 
 unit:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 45m ./...
 	@if [ -n "$$AA_GRADE_TEST_USER" ]; then $(MAKE) --no-print-directory unprivileged; fi
 
 # The sandbox suite and the finish tool's tests again as the unprivileged user
