@@ -47,6 +47,7 @@ func TestLiveDisplayFitsTheTerminal(t *testing.T) {
 				p.render()
 			}
 			usd := 1.25
+			p.tell(runner.Charged{Charge: runfolder.Charge{Task: "Scenario-10", Repeat: 1, CostUSD: &usd}}) // its calls, in the ledger
 			p.tell(runner.EpisodeFinished{Result: runfolder.Result{Task: "Scenario-10", Repeat: 1, Status: "ok", Score: 1, Turns: 7, CostUSD: &usd}})
 			for range 5 {
 				p.render()
