@@ -32,7 +32,7 @@ const billedInput = 1_000_000
 
 func newBillingUpstream(t *testing.T) *billingUpstream {
 	u := &billingUpstream{}
-	srv := httptest.NewServer(u)
+	srv := httptest.NewServer(withModelsList(u.ServeHTTP)) // run checks the endpoint first
 	t.Cleanup(srv.Close)
 	u.url = srv.URL
 	return u

@@ -5,6 +5,8 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/user"
@@ -86,10 +88,14 @@ func (r agentRunner) ownDir(t *testing.T) string {
 // run runs aa-grade as r's user from the module root, with a cache of its own and env.
 func (r agentRunner) run(t *testing.T, home string, env []string, args ...string) result {
 	t.Helper()
+	// A provider that answers only the models list, which run checks before the first call;
+	// a test whose agent calls the model gives its own in env.
+	provider := httptest.NewServer(withModelsList(http.NotFound))
+	t.Cleanup(provider.Close)
 	cmd := exec.Command(r.binary, args...)
 	cmd.Dir = home
 	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, "cache"), "HF_HUB_CACHE="+filepath.Join(home, "hub"),
-		"HF_ENDPOINT=http://127.0.0.1:9", "HF_TOKEN=", "OPENAI_API_KEY=sk-unused", "OPENAI_BASE_URL=http://127.0.0.1:9")
+		"HF_ENDPOINT=http://127.0.0.1:9", "HF_TOKEN=", "OPENAI_API_KEY=sk-unused", "OPENAI_BASE_URL="+provider.URL)
 	cmd.Env = append(cmd.Env, env...)
 	if r.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred}
