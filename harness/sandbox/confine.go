@@ -277,8 +277,11 @@ func readOnlyMounts(workspace string) error {
 		if within(mp, "/proc") || within(mp, workspace) {
 			continue
 		}
+		// EACCES: a folder on the way is closed to this user (docker's overlays under
+		// /var/lib/docker, mounted while a normal user's episode starts), so the sandbox, which
+		// runs as this user with fewer rights, cannot reach the mount either.
 		err := unix.MountSetattr(unix.AT_FDCWD, mp, unix.AT_SYMLINK_NOFOLLOW, &attr)
-		if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+		if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EACCES) {
 			return fmt.Errorf("read-only %s: %w", mp, err)
 		}
 	}
