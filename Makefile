@@ -49,7 +49,7 @@ unit:
 # test binaries are static, as aa-grade is, so the tests that run them over an empty root run.
 unprivileged:
 	@dir=$$(mktemp -d) && chmod 755 $$dir && status=0 && \
-	  for t in harness/sandbox:. harness:TestFinish harness/runfolder:TestCheckWritable; do \
+	  for t in harness/episode/sandbox:. harness/episode/loop:TestFinish harness/vocab/runfolder:TestCheckWritable; do \
 	    pkg=$${t%:*}; run=$${t#*:}; bin=$$dir/$$(basename $$pkg).test; \
 	    CGO_ENABLED=0 $(GO) test -c -o $$bin ./$$pkg && chmod 755 $$bin && \
 	    su "$$AA_GRADE_TEST_USER" -s /bin/bash -c "cd $$dir && CI=$$CI $$bin -test.v -test.run '$$run'" 2>&1 | grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)|_test.go:' ; \
@@ -73,7 +73,7 @@ bench: build
 	@echo "--- whole file: snapshot.TSVReader against encoding/csv and Python's csv module"
 	$(GO) run ./internal/devtools/tsvbench -size-mb 200
 	@echo "--- pacing to a provider's rate limits: an hour of calls against a fake provider, in fake time"
-	$(GO) test ./harness/model -run '^TestPacingBenchmark$$' -v -count=1 -pacing
+	$(GO) test ./harness/vocab/model -run '^TestPacingBenchmark$$' -v -count=1 -pacing
 	@echo "--- whole command: aa-grade run over the demo (every task x 3 repeats, 30 turns each) against a zero-latency model"
 	$(GO) run ./internal/devtools/runbench -aa-grade $(BIN) -parallel 1,4,32 2>/dev/null
 

@@ -30,7 +30,7 @@ const (
 	// on resume, with a higher budget.
 	StatusCostLimit = "cost_limit"
 	// StatusRefusedLimit is an agent's episode (run --agent) ended because the model gateway
-	// refused its requests too often (harness/gateway.MaxRefusals): the agent's outcome, a
+	// refused its requests too often (harness/episode/gateway.MaxRefusals): the agent's outcome, a
 	// broken or hostile one, scored 0 and not run again on resume.
 	StatusRefusedLimit = "refused_limit"
 )

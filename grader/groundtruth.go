@@ -20,7 +20,7 @@ type GroundTruth struct {
 	Groups []Group
 	// Propagations are the fault's steps as the file describes them (source group id to target
 	// group id) and Alerting the ids of the groups its alerts name: not scored, but what
-	// partial credit and the classes of false positives rest on (harness/analysis).
+	// partial credit and the classes of false positives rest on (harness/readers/analysis).
 	Propagations []Propagation
 	Alerting     []string
 	// Warnings are problems that do not stop grading, such as a filter read as a glob.

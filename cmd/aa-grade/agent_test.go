@@ -18,9 +18,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/aa-grade/aa-grade/harness/atif"
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/atif"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakecli"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testsupport/jsoncheck"

@@ -11,8 +11,8 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/analysis"
-	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/harness/readers/analysis"
+	"github.com/aa-grade/aa-grade/harness/readers/report"
 )
 
 // analyzeOptions are the flags of aa-grade analyze.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/aa-grade/aa-grade/harness/atif"
+	"github.com/aa-grade/aa-grade/harness/vocab/atif"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 

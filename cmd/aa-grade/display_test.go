@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/data"
-	"github.com/aa-grade/aa-grade/harness/ratelimit"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // busyRun is a run display with four episodes running long commands and the rate limits

@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 )
 
 // doctorOptions are the flags of aa-grade doctor.

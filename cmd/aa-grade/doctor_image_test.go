@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/golden"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )

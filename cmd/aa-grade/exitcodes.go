@@ -10,10 +10,10 @@ import (
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/data/hub"
 	"github.com/aa-grade/aa-grade/grader/judge"
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/runner"
-	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // The exit codes of every command.

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/data"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // TestExitCodeTable: a package's sentinel decides however deep it is wrapped, a command's

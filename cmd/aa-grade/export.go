@@ -13,9 +13,9 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/aa-grade/aa-grade/harness/atif"
-	"github.com/aa-grade/aa-grade/harness/export"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/readers/export"
+	"github.com/aa-grade/aa-grade/harness/vocab/atif"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 	"github.com/aa-grade/aa-grade/internal/english"
 )

@@ -16,8 +16,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/aa-grade/aa-grade/harness/atif"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/atif"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
@@ -96,7 +96,7 @@ func TestExportOfEachProvider(t *testing.T) {
 			}
 			doc := filepath.Join(run+"-atif", "Scenario-901", "1", atif.File)
 			checkATIF(t, schema, doc, run, p.reasoning)
-			if keep := os.Getenv("AA_GRADE_KEEP_ATIF"); keep != "" { // the Python reference's inputs (harness/atif/testdata)
+			if keep := os.Getenv("AA_GRADE_KEEP_ATIF"); keep != "" { // the Python reference's inputs (harness/vocab/atif/testdata)
 				b, _ := os.ReadFile(doc)
 				os.WriteFile(filepath.Join(keep, p.name+".json"), b, 0o644)
 			}

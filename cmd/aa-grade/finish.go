@@ -3,10 +3,10 @@ package main
 import (
 	"io"
 
-	"github.com/aa-grade/aa-grade/harness/analysis"
-	"github.com/aa-grade/aa-grade/harness/ratelimit"
-	"github.com/aa-grade/aa-grade/harness/report"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/readers/analysis"
+	"github.com/aa-grade/aa-grade/harness/readers/report"
+	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // finishRun is report.Finish for run and merge, with what it could not do as warnings on

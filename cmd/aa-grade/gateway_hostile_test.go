@@ -13,7 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // hostileAgent is the third red team's agent (issue 35), standard-library Python: argv[1] is

@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // agentRunner runs `aa-grade run --agent` with a hostile program of the test's own, as

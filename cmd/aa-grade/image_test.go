@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/sandbox"
-	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/image/registry"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakeregistry"
 )
 

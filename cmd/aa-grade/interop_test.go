@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/harness/readers/report"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakehub"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/grader/judge"
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/harness/readers/report"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
 

@@ -22,7 +22,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/data"
-	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 	"github.com/aa-grade/aa-grade/internal/version"

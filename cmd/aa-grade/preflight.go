@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/aa-grade/aa-grade/harness/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
 

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/sandbox"
-	"github.com/aa-grade/aa-grade/harness/sandbox/image/registry"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/image/registry"
 )
 
 // TestImageProgressLines: each pull of a sandbox image is a line: bwrap's from the registry

@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/aa-grade/aa-grade/harness/promptset"
+	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
 )
 
 // promptOptions choose the prompt set, for run and prompts alike.

@@ -100,9 +100,9 @@ func TestPromptFilesAreChecked(t *testing.T) {
 // every one), a path with no package, and --prompts beside it; each is a usage error.
 func TestPromptsFromStirrupChecksTheCopy(t *testing.T) {
 	for args, want := range map[string][]string{
-		"--from-stirrup harness/promptset/testdata/stirrup-layout":                       {"not Stirrup 0.1.9", "core/agent.py", "utils/text.py"},
-		"--from-stirrup harness/promptset/testdata":                                      {"no Stirrup package"},
-		"--from-stirrup harness/promptset/testdata/stirrup-layout --prompts " + otherSet: {"--from-stirrup and --prompts"},
+		"--from-stirrup harness/vocab/promptset/testdata/stirrup-layout":                       {"not Stirrup 0.1.9", "core/agent.py", "utils/text.py"},
+		"--from-stirrup harness/vocab/promptset/testdata":                                      {"no Stirrup package"},
+		"--from-stirrup harness/vocab/promptset/testdata/stirrup-layout --prompts " + otherSet: {"--from-stirrup and --prompts"},
 	} {
 		r := aaGrade(t, nil, append([]string{"prompts"}, strings.Fields(args)...)...)
 		r.checkExit(t, 2)

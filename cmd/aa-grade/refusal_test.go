@@ -118,7 +118,7 @@ func TestRunChecksBeforeTheFirstCall(t *testing.T) {
 	textcheck.Has(t, "stderr", r.stderr, "disk: the episodes will record about 8.0 MiB (1 episode at 8.0 MiB each, a guess on the high side); ",
 		"endpoint: "+srv.url+" answered (its models list)")
 	if os.Geteuid() == 0 {
-		t.Skip("root writes read-only files (harness/runfolder's TestCheckWritable runs as a user in make unprivileged)")
+		t.Skip("root writes read-only files (harness/vocab/runfolder's TestCheckWritable runs as a user in make unprivileged)")
 	}
 	results := filepath.Join(out, "results.jsonl")
 	before, err := os.ReadFile(results)

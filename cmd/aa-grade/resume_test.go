@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )

@@ -21,17 +21,17 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
-	"github.com/aa-grade/aa-grade/harness/baseline"
-	"github.com/aa-grade/aa-grade/harness/gateway"
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/promptset"
-	"github.com/aa-grade/aa-grade/harness/ratelimit"
-	"github.com/aa-grade/aa-grade/harness/replay"
-	"github.com/aa-grade/aa-grade/harness/report"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/episode/gateway"
+	"github.com/aa-grade/aa-grade/harness/episode/loop"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/models/baseline"
+	"github.com/aa-grade/aa-grade/harness/models/replay"
+	"github.com/aa-grade/aa-grade/harness/readers/report"
 	"github.com/aa-grade/aa-grade/harness/runner"
-	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
+	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
@@ -71,7 +71,7 @@ type runOptions struct {
 	// Set by Validate from the flags above.
 	shard     runfolder.Shard
 	limits    sandbox.Limits
-	agentLoop harness.Loop
+	agentLoop loop.Loop
 }
 
 func (o *runOptions) flags() []cli.Flag {
@@ -84,7 +84,7 @@ func (o *runOptions) flags() []cli.Flag {
 			Usage: "only K tasks drawn at random (of --tasks, else of the dataset), the same K for the same --seed"},
 		&cli.IntFlag{Name: "seed", Destination: &o.seed, Sources: env("seed"), Usage: "the draw of --sample"},
 		&cli.IntFlag{Name: "repeats", Value: 3, Destination: &o.repeats, Sources: env("repeats"), Usage: "episodes per task"},
-		&cli.IntFlag{Name: "max-turns", Value: harness.DefaultMaxTurns, Destination: &o.maxTurns, Sources: env("max-turns"), Usage: "model calls per episode"},
+		&cli.IntFlag{Name: "max-turns", Value: loop.DefaultMaxTurns, Destination: &o.maxTurns, Sources: env("max-turns"), Usage: "model calls per episode"},
 		&cli.IntFlag{Name: "parallel", Value: 4, Destination: &o.parallel, Sources: env("parallel"), Usage: "episodes at once"},
 		&cli.IntFlag{Name: "max-in-flight", Destination: &o.maxInFlight, Sources: env("max-in-flight"), DefaultText: "--parallel",
 			Usage: "model calls at once; halved on each 429 or overload, regained after successes"},
@@ -102,7 +102,7 @@ func (o *runOptions) flags() []cli.Flag {
 			Usage: "per shell command"},
 		&cli.StringFlag{Name: "reasoning-effort", Destination: &o.reasoningEffort, Sources: env("reasoning-effort"),
 			Usage: "the provider's reasoning effort (low, medium, high, max, ...)", DefaultText: "the preset's, else the provider's"},
-		&cli.StringFlag{Name: "loop", Value: string(harness.LoopReference), Destination: &o.loop, Sources: env("loop"),
+		&cli.StringFlag{Name: "loop", Value: string(loop.LoopReference), Destination: &o.loop, Sources: env("loop"),
 			Usage: "the agent loop: reference (Stirrup 0.1.9's, comparable with the leaderboard) or lenient (aa-grade's departures, not comparable: docs/fidelity.md)"},
 		&cli.IntFlag{Name: "max-tokens", Destination: &o.maxTokens, Sources: env("max-tokens"), DefaultText: fmt.Sprintf("the preset's, else %d", model.DefaultMaxTokens),
 			Usage: "output tokens per call, sent on every call; the reference loop summarises the history at 70% of it"},
@@ -239,10 +239,10 @@ func selectTasks(ctx context.Context, dataset string, tasks []string, sel runfol
 // --max-tokens).
 func (o *runOptions) validLoop() error {
 	var err error
-	if o.agentLoop, err = harness.ParseLoop(o.loop); err != nil {
+	if o.agentLoop, err = loop.ParseLoop(o.loop); err != nil {
 		return usageErrorf("--loop: %w", err)
 	}
-	lenient := o.agentLoop == harness.LoopLenient
+	lenient := o.agentLoop == loop.LoopLenient
 	switch {
 	case o.isSet("max-tokens") && o.maxTokens < 0:
 		return usageErrorf("--max-tokens %d: must be 1 or more", o.maxTokens)
@@ -597,7 +597,7 @@ func warnSandbox(stderr io.Writer, backend sandbox.Backend) {
 // sending back the reasoning the loop does, with one rate limiter for the whole run: every
 // episode's calls go to the same provider and quota. The limiter is returned too, for the
 // display and the run's record of the limits.
-func newModel(opts runOptions, settings model.Settings, loop harness.Loop) (model.Model, *ratelimit.Limiter, error) {
+func newModel(opts runOptions, settings model.Settings, kind loop.Loop) (model.Model, *ratelimit.Limiter, error) {
 	maxInFlight := opts.maxInFlight
 	if maxInFlight == 0 {
 		maxInFlight = opts.parallel
@@ -617,7 +617,7 @@ func newModel(opts runOptions, settings model.Settings, loop harness.Loop) (mode
 	default:
 		m, err = model.New(spec, os.Getenv, model.Options{MaxTokens: int(settings.MaxTokens),
 			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Budget: opts.maxRetryTime, Limit: limit,
-			Reference: loop != harness.LoopLenient})
+			Reference: kind != loop.LoopLenient})
 	}
 	if errors.Is(err, model.ErrNotProvider) {
 		return nil, nil, fmt.Errorf("--model: %w; or %s, or a preset (aa-grade models)", err, runOnlySpecs)
@@ -636,7 +636,7 @@ type episodesPlan struct {
 	maxTurns int
 	prompts  *promptset.Set // the set --prompts and --prompt-file start from; nil: the built-in one
 	prices   *model.Prices  // a replay's: the recorded run's, for the recorded usage
-	loop     harness.Loop   // a replay's: the recorded run's, unless --loop says
+	loop     loop.Loop      // a replay's: the recorded run's, unless --loop says
 	// A replay's max tokens and context window: the recorded run's, which set where its history
 	// was summarised (0: as the flags and the model say).
 	maxTokens, contextWindow int64
@@ -667,7 +667,7 @@ func runPlan(opts runOptions) (episodesPlan, error) {
 		p.maxTurns = h.MaxTurns
 	}
 	if !opts.isSet("loop") { // the loop the recording followed
-		p.loop = harness.Loop(h.LoopName())
+		p.loop = loop.Loop(h.LoopName())
 	}
 	if !opts.isSet("max-tokens") {
 		p.maxTokens = int64(h.MaxTokens)
@@ -834,8 +834,8 @@ func (o runOptions) overrides() model.Overrides {
 
 // lenientWindow is the context window the lenient loop summarises against; the reference
 // loop has none (it summarises against max tokens), so its run.json records none.
-func lenientWindow(loop harness.Loop, s model.Settings) int64 {
-	if loop == harness.LoopLenient {
+func lenientWindow(kind loop.Loop, s model.Settings) int64 {
+	if kind == loop.LoopLenient {
 		return s.ContextWindow
 	}
 	return 0

@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/closedport"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"

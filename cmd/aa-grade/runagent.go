@@ -11,13 +11,13 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/aa-grade/aa-grade/harness/agentrun"
-	"github.com/aa-grade/aa-grade/harness/agents"
-	"github.com/aa-grade/aa-grade/harness/gateway"
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/episode/agentrun"
+	"github.com/aa-grade/aa-grade/harness/episode/agents"
+	"github.com/aa-grade/aa-grade/harness/episode/gateway"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/runner"
-	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // agentOptions are the flags of an agent run: run --agent.

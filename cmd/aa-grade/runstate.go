@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness/ratelimit"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // runState is a run's progress as its events tell it: the episodes counted, the score and

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness/ratelimit"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
 	"github.com/aa-grade/aa-grade/harness/runner"
+	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // TestRunStateCountsTheScoreAndCost: the episodes finished in earlier runs count as those of

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // spentBefore says what the folder's earlier runs spent, which a budget counts: its ledger's

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/data"
-	"github.com/aa-grade/aa-grade/harness/baseline"
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/models/baseline"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/snapshot/synth/naive"
 	"github.com/aa-grade/aa-grade/snapshot/validate"
 )

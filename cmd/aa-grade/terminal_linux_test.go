@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/aa-grade/aa-grade/harness/report"
+	"github.com/aa-grade/aa-grade/harness/readers/report"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 

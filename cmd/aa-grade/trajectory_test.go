@@ -7,13 +7,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/jsonschema"
 )
 
 // trajectorySchema is the published line format of trajectories
-// (harness/runfolder/trajectory.schema.json, docs/run-folder.md), compiled once.
+// (harness/vocab/runfolder/trajectory.schema.json, docs/run-folder.md), compiled once.
 var trajectorySchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	b, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "runfolder", "trajectory.schema.json"))
 	if err != nil {

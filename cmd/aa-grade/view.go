@@ -11,8 +11,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/data"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/harness/viewer"
+	"github.com/aa-grade/aa-grade/harness/readers/viewer"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
 

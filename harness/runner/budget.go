@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 func cost(e runfolder.Episode, usd float64) runfolder.Result {

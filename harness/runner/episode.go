@@ -8,13 +8,13 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
-	"github.com/aa-grade/aa-grade/harness/agentrun"
-	"github.com/aa-grade/aa-grade/harness/agents"
-	"github.com/aa-grade/aa-grade/harness/gateway"
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/agentrun"
+	"github.com/aa-grade/aa-grade/harness/episode/agents"
+	"github.com/aa-grade/aa-grade/harness/episode/gateway"
+	"github.com/aa-grade/aa-grade/harness/episode/loop"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // runEpisode plays one episode in a fresh sandbox and grades it, telling charge the usage of
@@ -70,7 +70,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		}
 	}
 	ctx = model.WithRecorder(model.WithEpisode(ctx, model.EpisodeID{Task: task.ID, Repeat: repeat}), wire)
-	var out harness.Outcome
+	var out loop.Outcome
 	if cfg.Agent != nil {
 		out = playAgent(ctx, cfg, sb, tools, rec, wire, charge, func(n int, reply model.Reply) {
 			if cfg.Progress != nil {
@@ -78,7 +78,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 			}
 		})
 	} else {
-		ep := &harness.Episode{Model: cfg.Model, Sandbox: sb, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
+		ep := &loop.Episode{Model: cfg.Model, Sandbox: sb, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
 			Loop: cfg.loop(), MaxTokens: int64(cfg.MaxTokens), ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
 			OnTurn: func(n int, req model.Request, reply model.Reply, err error) {
 				rec.Turn(n, req, reply, err)
@@ -133,7 +133,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 // used hears each call's usage as it ends (for the budget), turned each turn's number and
 // reply once recorded (for the live line).
 func playAgent(ctx context.Context, cfg Config, sb sandbox.Sandbox, tools sandbox.Tools, rec *runfolder.Trajectory,
-	wire func(model.Event), used func(model.Usage), turned func(int, model.Reply)) harness.Outcome {
+	wire func(model.Event), used func(model.Usage), turned func(int, model.Reply)) loop.Outcome {
 	a := cfg.Agent
 	ep := &agentrun.Episode{Agent: a.Agent, Sandbox: sb, Tools: tools, Prompts: cfg.prompts(), MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout, Timeout: a.Timeout, Ended: rec.Agent, Install: a.Install,

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/version"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/grader/judge"
-	"github.com/aa-grade/aa-grade/harness/promptset"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/copytree"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader/judge"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // shardWithJudge writes the run folder of shard i of 2 (Scenario-1, 2 repeats), its one

@@ -3,8 +3,8 @@ package runner
 import (
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // Event is something a run tells as it goes (Config.Progress): one of the types below. The

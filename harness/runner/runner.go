@@ -1,5 +1,5 @@
 // Package runner runs every task x repeat of a dataset as episodes, in parallel, into a run
-// folder (harness/runfolder): run.json, results.jsonl appended and fsynced per episode, one
+// folder (harness/vocab/runfolder): run.json, results.jsonl appended and fsynced per episode, one
 // folder per episode with its submission and trajectory, and summary.json. Running again with
 // the same folder resumes: finished episodes are kept, failed ones run again.
 package runner
@@ -15,14 +15,14 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness"
-	"github.com/aa-grade/aa-grade/harness/agents"
-	"github.com/aa-grade/aa-grade/harness/gateway"
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/promptset"
-	"github.com/aa-grade/aa-grade/harness/ratelimit"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
-	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/agents"
+	"github.com/aa-grade/aa-grade/harness/episode/gateway"
+	"github.com/aa-grade/aa-grade/harness/episode/loop"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
+	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/workpool"
 )
@@ -53,7 +53,7 @@ type Config struct {
 	CommandTimeout time.Duration
 	// Loop is the agent loop the episodes follow ("": the reference loop); ContextWindow is
 	// where the lenient loop summarises (the reference loop summarises against MaxTokens).
-	Loop          harness.Loop
+	Loop          loop.Loop
 	ContextWindow int64
 	// Prices give each episode its cost; nil when the model's prices are unknown.
 	Prices *model.Prices
@@ -132,9 +132,9 @@ func (cfg Config) prompts() *promptset.Set {
 }
 
 // loop is the loop the episodes follow.
-func (cfg Config) loop() harness.Loop {
+func (cfg Config) loop() loop.Loop {
 	if cfg.Loop == "" {
-		return harness.LoopReference
+		return loop.LoopReference
 	}
 	return cfg.Loop
 }

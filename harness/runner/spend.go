@@ -6,8 +6,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/aa-grade/aa-grade/harness/model"
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // startLedger is what the folder spent before this run: the sum of its ledger, which a new run

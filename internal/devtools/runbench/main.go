@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/devtools/benchproc"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )

@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/aa-grade/aa-grade/harness/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 )
 
 // Main serves as the agent (or enters a sandbox's cgroup) when the binary was started for

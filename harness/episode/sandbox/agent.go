@@ -1,0 +1,339 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
+	"github.com/aa-grade/aa-grade/internal/safefile"
+)
+
+// Limits the agent sets on itself, and so on every command: a fork bomb, a runaway process
+// or a disk-filling loop stop at these. RLIMIT_NPROC is left out where a pids cgroup bounds
+// the sandbox: it counts every process of the user, and with aa-grade as root every sandbox
+// runs as nobody, so one episode's fork bomb would stop the others.
+var agentLimits = []struct {
+	resource int
+	value    uint64
+}{
+	{unix.RLIMIT_NPROC, maxSandboxProcesses},
+	{unix.RLIMIT_AS, 8 << 30},
+	{unix.RLIMIT_FSIZE, 2 << 30},
+	{unix.RLIMIT_CORE, 0},
+}
+
+// drainGrace is how long output is still read after a command's process group is gone:
+// enough for data in flight, not for a process that left the group and keeps the pipe open.
+const drainGrace = 100 * time.Millisecond
+
+// RunAgent serves requests from in until it closes, answering each on out. It runs inside the
+// sandbox, in the workspace, and first confines itself as aa-grade asked.
+func RunAgent(in io.Reader, out io.Writer) error {
+	markInheritedCloseOnExec()
+	confine, err := readConfinement()
+	if err != nil {
+		return err
+	}
+	var guard *oomGuard
+	if confine != nil {
+		if guard, err = confine.apply(); err != nil {
+			return err
+		}
+		// A command may not stop the agent with a polite signal (SIGKILL it can, in some
+		// backends, which only ends its own episode). Caught, not ignored: commands start with
+		// the default dispositions.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	}
+	for _, l := range agentLimits {
+		if l.resource == unix.RLIMIT_NPROC && confine != nil && confine.ProcessesBounded {
+			continue
+		}
+		lim := unix.Rlimit{Cur: l.value, Max: l.value}
+		_ = unix.Setrlimit(l.resource, &lim) // best effort: a lower hard limit stays
+	}
+	// Orphans of a command (its background jobs) become the agent's children, so that it can
+	// reap them once killed instead of leaving zombies behind.
+	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	workspace, err := os.OpenRoot(".")
+	if err != nil {
+		return fmt.Errorf("open the workspace: %w", err)
+	}
+	defer workspace.Close()
+	inputEnded := watchInput(in)
+	lines := &lineWriter{w: out}
+	var relay *relayMux
+	if confine != nil && confine.relay != nil {
+		relay = newRelayMux(func(f frame) error { return lines.write(relayLine{&f}) }, true, confine.RelayPort)
+		go serveRelay(confine.relay, relay)
+	}
+	requests, inputFailed := readInput(in, relay)
+	var failure error
+	for req := range requests {
+		var answer any
+		switch req.Op {
+		case opRun:
+			answer = runCommand(req.Cmd, req.Timeout, inputEnded, guard)
+		case opRead:
+			answer = readFile(workspace, req.Name, req.Limit)
+		case opCheck:
+			answer = checkFile(workspace, req.Name)
+		default:
+			answer = fileAnswer{Error: fmt.Sprintf("unknown request %q", req.Op)}
+		}
+		if closed(inputEnded) {
+			break // nobody reads the answer any more (and writing it could end the agent)
+		}
+		if err := lines.write(reply{ID: req.ID, Answer: answer}); err != nil {
+			failure = err
+			break
+		}
+	}
+	if failure == nil {
+		failure = inputFailed()
+	}
+	if confine != nil && confine.KillAll {
+		// Only from this thread, which Landlock restricts: the agent's other threads are not
+		// confined, and kill(-1) from one of them would reach every process of the user.
+		unix.Kill(-1, unix.SIGKILL)
+	}
+	return failure
+}
+
+// readInput reads aa-grade's lines from in, handing requests to the loop that serves them
+// (one at a time: aa-grade sends the next after the reply) and relay frames to relay, so
+// that frames flow while a command runs. The channel closes when the input ends; then
+// failed says why, if not at its end.
+func readInput(in io.Reader, relay *relayMux) (requests <-chan request, failed func() error) {
+	c := make(chan request, 1)
+	var mu sync.Mutex // the loop may stop before the input ends (see RunAgent)
+	var failure error
+	go func() {
+		defer close(c)
+		dec := json.NewDecoder(in)
+		for {
+			var line struct {
+				request
+				Relay *frame `json:"relay"`
+			}
+			err := dec.Decode(&line)
+			switch {
+			case errors.Is(err, io.EOF):
+				err = nil
+			case err != nil:
+			case line.Relay == nil:
+				c <- line.request
+				continue
+			case relay == nil:
+				err = errors.New("a relay frame, and no relay")
+			default:
+				err = relay.receive(*line.Relay)
+				if err == nil {
+					continue
+				}
+			}
+			mu.Lock()
+			failure = err
+			mu.Unlock()
+			if relay != nil {
+				relay.shut(cmp.Or(err, io.EOF))
+			}
+			return
+		}
+	}()
+	return c, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return failure
+	}
+}
+
+// watchInput returns a channel closed when the writer of in (aa-grade) closes it or dies, so
+// that a running command is stopped at once rather than when it ends. It waits in poll(2) for
+// a hang-up only, asking for no event: it never takes the requests the main loop reads.
+func watchInput(in io.Reader) <-chan struct{} {
+	ended := make(chan struct{})
+	f, ok := in.(*os.File)
+	if !ok {
+		return ended // never closed: the end is seen between requests
+	}
+	fd := int(f.Fd())
+	go func() {
+		defer close(ended)
+		for {
+			fds := []unix.PollFd{{Fd: int32(fd)}}
+			if _, err := unix.Poll(fds, -1); err != nil && !errors.Is(err, unix.EINTR) {
+				return
+			}
+			if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+				return
+			}
+		}
+	}()
+	return ended
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// readFile reads a regular file of the workspace for aa-grade (the submission).
+func readFile(workspace *os.Root, name string, limit int64) fileAnswer {
+	b, err := safefile.Read(workspace, name, limit)
+	if err != nil {
+		return fileError(err)
+	}
+	return fileAnswer{Data: b}
+}
+
+// checkFile says whether name is a regular file of the workspace (a path the model hands back).
+func checkFile(workspace *os.Root, name string) fileAnswer {
+	f, err := safefile.Open(workspace, name)
+	if err != nil {
+		return fileError(err)
+	}
+	f.Close()
+	return fileAnswer{}
+}
+
+func fileError(err error) fileAnswer {
+	a := fileAnswer{Error: err.Error()}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		a.Kind = fileNotExist
+	case errors.Is(err, safefile.ErrNotRegular):
+		a.Kind = fileNotRegular
+	case errors.Is(err, safefile.ErrTooLarge):
+		a.Kind = fileTooLarge
+	case strings.Contains(err.Error(), "path escapes from parent"): // os.Root's refusal, not exported
+		a.Kind, a.Error = fileOutside, ErrOutsideWorkspace.Error()
+	}
+	return a
+}
+
+// runCommand runs `bash -c cmd` in a new process group and kills the whole group when it ends,
+// times out or the agent's input ends, so background jobs die with their command.
+func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}, guard *oomGuard) Result {
+	start := time.Now()
+	stdout, stderr := NewCapture(shellspec.OutputLimit), NewCapture(shellspec.OutputLimit)
+	res := Result{ExitCode: -1}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		res.Stderr = err.Error()
+		return res
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		res.Stderr = err.Error()
+		return res
+	}
+	c := exec.Command("bash", "-c", cmd)
+	c.Stdout, c.Stderr = outW, errW
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = guard.start(c.Start)
+	outW.Close()
+	errW.Close()
+	var readers sync.WaitGroup
+	for _, p := range []struct {
+		r *os.File
+		w io.Writer
+	}{{outR, stdout}, {errR, stderr}} {
+		readers.Go(func() { io.Copy(p.w, p.r) })
+	}
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		readers.Wait()
+		res.Stderr = err.Error()
+		return res
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	timer := time.NewTimer(timeout)
+	select {
+	case err = <-done:
+		timer.Stop()
+	case <-timer.C:
+		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		err = <-done
+		res.TimedOut = true
+	case <-inputEnded:
+		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		err = <-done
+	}
+	syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // what the command left running in its group
+	reapGroup(c.Process.Pid)
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainGrace):
+		// Something that left the group holds the pipes: stop reading.
+		outR.Close()
+		errR.Close()
+		<-drained
+	}
+	outR.Close()
+	errR.Close()
+	if !res.TimedOut {
+		res.ExitCode = exitCode(err)
+	}
+	res.Stdout, res.StdoutChars = stdout.String(), stdout.Total()
+	res.Stderr, res.StderrChars = stderr.String(), stderr.Total()
+	res.Duration = time.Since(start)
+	return res
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// reapGroup collects the killed members of a process group that were handed to the agent,
+// waiting a little for the kill to land.
+func reapGroup(pgid int) {
+	deadline := time.Now().Add(drainGrace)
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-pgid, &ws, unix.WNOHANG, nil)
+		switch {
+		case err != nil: // ECHILD: no member left to reap
+			return
+		case pid == 0:
+			if time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}

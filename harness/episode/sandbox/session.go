@@ -1,0 +1,408 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
+	"github.com/aa-grade/aa-grade/internal/safefile"
+)
+
+// jsonCharBytes is the most bytes JSON makes of one character of a string (\u00XX).
+const jsonCharBytes = 6
+
+// replySlack is room in a reply line for what is not a stream or a file: the id, the field
+// names, the exit code, the lengths and duration, a short error message.
+const replySlack = 4 << 10
+
+// runAnswerBytes bounds the reply to a command: its two streams are captures of at most
+// shellspec.OutputLimit characters and a notice each, every character JSON-escaped. About 245 KB: an
+// agent, or a command writing in its place, cannot make aa-grade hold more for one command.
+var runAnswerBytes = 2*jsonCharBytes*(shellspec.OutputLimit+utf8.RuneCountInString(shellspec.TruncationNotice(math.MaxInt64, shellspec.OutputLimit))) + replySlack
+
+// answerLimit bounds the reply line to r, in bytes: what the longest honest answer needs. A
+// file answer holds at most the limit asked, base64-encoded as JSON does, and an error
+// message that may name the file twice.
+func (r request) answerLimit() int {
+	if r.Op == opRun {
+		return runAnswerBytes
+	}
+	return base64.StdEncoding.EncodedLen(int(max(r.Limit, 0))) + 2*jsonCharBytes*len(r.Name) + replySlack
+}
+
+// closeGrace is how long Close waits for the agent to end everything by itself before killing it.
+const closeGrace = 5 * time.Second
+
+// session talks to the agent of a running sandbox over its stdin and stdout, whatever runs
+// it (a process of the host, a container). One goroutine reads every line the agent writes:
+// the reply to the request in flight, and the relay's frames at any time.
+type session struct {
+	peer    peer
+	stdin   io.WriteCloser
+	in      *lineWriter // over stdin
+	stdout  *bufio.Reader
+	stderr  *boundedBuffer
+	workdir string
+	relay   *relayListener // nil: no relay
+	// agentDir is where commands find Spec.AgentDir ("" when none).
+	agentDir string
+
+	mu        sync.Mutex // one request at a time
+	rmu       sync.Mutex // guards waiting and ended
+	waiting   *awaited   // the request in flight
+	ended     error      // why the agent's output ended, or the line that ended it
+	closeOnce sync.Once
+}
+
+// awaited is a request waiting for its reply, which the reader decodes into v.
+type awaited struct {
+	req  request
+	v    any
+	done chan error // receives once: nil, or why no reply will come
+}
+
+// peer is what runs the agent: how to end it and know it has ended.
+type peer interface {
+	// beforeClose runs before the agent's input is closed (a last chance to find what the
+	// agent's processes left, while they are still its children).
+	beforeClose()
+	// kill ends every process of the sandbox at once.
+	kill()
+	// done is closed once the sandbox has ended.
+	done() <-chan struct{}
+	// cleanup removes what the sandbox left on the host (cgroups, a container).
+	cleanup()
+	// outOfMemory says the sandbox reached its memory limit.
+	outOfMemory() bool
+}
+
+// newSession starts reading the agent's output; relay, when set, is the relay the agent offers.
+func newSession(p peer, stdin io.WriteCloser, stdout io.Reader, stderr *boundedBuffer, workdir string, relay *RelaySpec) *session {
+	s := &session{peer: p, stdin: stdin, in: &lineWriter{w: stdin}, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: stderr, workdir: workdir}
+	if relay != nil {
+		s.relay = newRelayListener(func(f frame) error { return s.in.write(relayLine{&f}) }, relay.Port)
+	}
+	go s.read()
+	return s
+}
+
+// ErrAgentDied marks a sandbox whose agent is gone (killed, or out of memory).
+var ErrAgentDied = errors.New("the sandbox agent died")
+
+func (s *session) Workdir() string { return s.workdir }
+
+// Run sends one command and waits for its result. The agent enforces the timeout; a result
+// that does not come a while after it (a dead or hung agent) ends the sandbox.
+func (s *session) Run(ctx context.Context, command string, timeout time.Duration) (Result, error) {
+	var res Result
+	if err := s.ask(ctx, request{Op: opRun, Cmd: command, Timeout: timeout}, timeout+30*time.Second, &res); err != nil {
+		return Result{}, err
+	}
+	return clipResult(res), nil
+}
+
+// ReadFile reads a regular file of the workspace, at most limit bytes. The agent opens it
+// inside the sandbox, as the sandbox sees it: a link cannot lead out of the workspace, a FIFO
+// or a device is refused without blocking, a larger file is refused (safefile.ErrTooLarge).
+func (s *session) ReadFile(ctx context.Context, name string, limit int64) ([]byte, error) {
+	var a fileAnswer
+	if err := s.ask(ctx, request{Op: opRead, Name: name, Limit: limit}, fileTimeout, &a); err != nil {
+		return nil, err
+	}
+	if err := a.err(name); err != nil {
+		return nil, err
+	}
+	if int64(len(a.Data)) > limit {
+		return nil, fmt.Errorf("%s: %w (more than %d bytes)", name, safefile.ErrTooLarge, limit)
+	}
+	return a.Data, nil
+}
+
+// CheckFile says whether name is a regular file of the workspace, by ReadFile's rules.
+func (s *session) CheckFile(ctx context.Context, name string) error {
+	var a fileAnswer
+	if err := s.ask(ctx, request{Op: opCheck, Name: name}, fileTimeout, &a); err != nil {
+		return err
+	}
+	return a.err(name)
+}
+
+// fileTimeout bounds the answer to a file request (a read of a few MiB).
+const fileTimeout = 30 * time.Second
+
+// ask sends one request and decodes its answer into v, waiting at most wait. A reply that is
+// not the answer to this request (see protocol.go) is the agent's death.
+func (s *session) ask(ctx context.Context, req request, wait time.Duration, v any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	req.ID = newRequestID()
+	w := &awaited{req: req, v: v, done: make(chan error, 1)}
+	s.rmu.Lock()
+	ended := s.ended
+	if ended == nil {
+		s.waiting = w
+	}
+	s.rmu.Unlock()
+	if ended != nil {
+		return s.died(ended)
+	}
+	if err := s.in.write(req); err != nil {
+		return s.died(err)
+	}
+	guard := time.NewTimer(wait)
+	defer guard.Stop()
+	select {
+	case err := <-w.done:
+		if err != nil {
+			return s.died(err)
+		}
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		return ctx.Err()
+	case <-guard.C:
+		s.Close()
+		return fmt.Errorf("%w: no answer within %s", ErrAgentDied, wait)
+	}
+}
+
+// read takes the agent's lines until its output ends or a line is one the agent would not
+// write; then no reply comes any more, the relay's connections fail, and a refused line
+// ends the sandbox at once. What the agent writes after that is read and dropped, so that
+// its writer (docker's demultiplexer) never waits on a reader gone, and Close on it.
+func (s *session) read() {
+	err, refused := s.readLines()
+	s.rmu.Lock()
+	s.ended = err
+	w := s.waiting
+	s.waiting = nil
+	s.rmu.Unlock()
+	if w != nil {
+		w.done <- err
+	}
+	if s.relay != nil {
+		s.relay.mux.shut(err)
+		s.relay.Close()
+	}
+	if refused {
+		go s.Close()
+	}
+	io.Copy(io.Discard, s.stdout)
+}
+
+// readLines hands each line to the relay or the request in flight; it returns why it stopped,
+// and whether for a line it refused.
+func (s *session) readLines() (error, bool) {
+	for {
+		line, err := readLine(s.stdout, s.lineLimit)
+		if err != nil {
+			return err, errors.Is(err, errLongLine)
+		}
+		if s.relay != nil && bytes.HasPrefix(line, []byte(relayPrefix)) {
+			var l relayLine
+			dec := json.NewDecoder(bytes.NewReader(line))
+			dec.DisallowUnknownFields()
+			err := dec.Decode(&l)
+			if _, end := dec.Token(); err == nil && (l.Relay == nil || end != io.EOF) {
+				err = errors.New("not one frame")
+			}
+			if err != nil {
+				return fmt.Errorf("a relay line that is not the agent's (%w)", err), true
+			}
+			if err := s.relay.mux.receive(*l.Relay); err != nil {
+				return err, true
+			}
+			continue
+		}
+		s.rmu.Lock()
+		w := s.waiting
+		s.rmu.Unlock()
+		if w == nil {
+			return errors.New("a line no request asked for (forged, or one more than the agent's answers)"), true
+		}
+		if err := decodeReply(line, w.req, w.v); err != nil {
+			return err, true
+		}
+		s.rmu.Lock()
+		s.waiting = nil
+		s.rmu.Unlock()
+		w.done <- nil
+	}
+}
+
+// lineLimit bounds the agent's next line: a relay frame, or the reply to the request in
+// flight.
+func (s *session) lineLimit() int {
+	limit := 0
+	if s.relay != nil {
+		limit = relayLineBytes
+	}
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if s.waiting != nil {
+		limit = max(limit, s.waiting.req.answerLimit())
+	}
+	return limit
+}
+
+// newRequestID draws a request's id: 64 random bits, which a command writing into the
+// agent's output cannot guess; never 0, the id of a reply that has none.
+func newRequestID() uint64 {
+	var b [8]byte
+	for {
+		rand.Read(b[:]) // crypto/rand: never fails
+		if id := binary.LittleEndian.Uint64(b[:]); id != 0 {
+			return id
+		}
+	}
+}
+
+// decodeReply decodes the agent's reply line to req, its answer into v. The line is decoded in
+// one pass, before its id is checked (a second pass over a command's output costs as much as
+// the rest of the request), so v holds what a forged line said when the error says so: the
+// callers drop it.
+func decodeReply(line []byte, req request, v any) error {
+	rep := reply{Answer: v}
+	if err := json.Unmarshal(line, &rep); err != nil {
+		return fmt.Errorf("a reply that is not the agent's (%w)", err)
+	}
+	if rep.ID != req.ID {
+		return fmt.Errorf("a reply with id %d to the request of id %d: a line the agent did not write for it (forged, or one more than its answers)", rep.ID, req.ID)
+	}
+	return nil
+}
+
+// errLongLine marks a line longer than any the agent may write there.
+var errLongLine = errors.New("a line longer than allowed")
+
+// readLine reads one line of at most limit() bytes, asked again as the line grows (a request
+// sent meanwhile allows its reply): an agent cannot make aa-grade hold more.
+func readLine(r *bufio.Reader, limit func() int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if max := limit(); len(line)+len(chunk) > max {
+			return nil, fmt.Errorf("%w: an answer longer than %d bytes", errLongLine, max)
+		}
+		line = append(line, chunk...)
+		if err == nil {
+			return line, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+	}
+}
+
+func (s *session) died(cause error) error {
+	s.Close()
+	if s.peer.outOfMemory() {
+		cause = fmt.Errorf("%v; the episode reached its memory limit", cause)
+	}
+	msg := strings.TrimSpace(s.stderr.String())
+	if msg != "" {
+		return fmt.Errorf("%w (%v): %s", ErrAgentDied, cause, msg)
+	}
+	return fmt.Errorf("%w: %v", ErrAgentDied, cause)
+}
+
+// Close ends every process of the sandbox. With a pid namespace or a killing agent, closing
+// the agent's input is enough: it ends (killing all) and the namespace dies with it. The
+// peer kills the sandbox in any case once the grace is over.
+func (s *session) Close() error {
+	s.closeOnce.Do(func() {
+		s.peer.beforeClose()
+		if s.relay != nil {
+			s.relay.Close()
+		}
+		s.stdin.Close() // also ends a line being written, should the agent not read it
+		select {
+		case <-s.peer.done():
+		case <-time.After(closeGrace):
+		}
+		s.peer.kill()
+		<-s.peer.done()
+		s.peer.cleanup()
+	})
+	return nil
+}
+
+// fileAnswer is the agent's answer to a file request.
+type fileAnswer struct {
+	Data  []byte `json:"data,omitempty"`
+	Error string `json:"error,omitempty"`
+	Kind  string `json:"kind,omitempty"` // fileNotExist, fileNotRegular, fileTooLarge, fileOutside, or "" for others
+}
+
+const (
+	fileNotExist   = "not_exist"
+	fileNotRegular = "not_regular"
+	fileTooLarge   = "too_large"
+	fileOutside    = "outside"
+)
+
+// err turns the answer back into the error the agent met, with the sentinel to match on.
+func (a fileAnswer) err(name string) error {
+	var kind error
+	switch a.Kind {
+	case "":
+		if a.Error == "" {
+			return nil
+		}
+		return errors.New(a.Error)
+	case fileNotExist:
+		kind = fs.ErrNotExist
+	case fileNotRegular:
+		kind = safefile.ErrNotRegular
+	case fileTooLarge:
+		kind = safefile.ErrTooLarge
+	case fileOutside:
+		kind = ErrOutsideWorkspace
+	}
+	return &agentFileError{msg: a.Error, kind: kind}
+}
+
+// agentFileError is an error the agent met on a file, as it described it.
+type agentFileError struct {
+	msg  string
+	kind error
+}
+
+func (e *agentFileError) Error() string { return e.msg }
+func (e *agentFileError) Unwrap() error { return e.kind }
+
+// boundedBuffer keeps the first bytes written to it, for error messages.
+type boundedBuffer struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	limit int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.limit - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,220 @@
+package runfolder
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
+	"github.com/aa-grade/aa-grade/internal/safefile"
+)
+
+// Header is run.json.
+type Header struct {
+	Version       string   `json:"version"`
+	Revision      string   `json:"revision,omitempty"` // the VCS revision aa-grade was built from
+	Dataset       string   `json:"dataset"`
+	DatasetCommit string   `json:"dataset_commit,omitempty"` // for a Hub dataset, the commit resolved`
+	Tasks         []string `json:"tasks"`
+	Selection              // how the tasks were chosen among those asked for: --limit, --sample, --seed
+	Repeats       int      `json:"repeats"`
+	Shard         string   `json:"shard,omitempty"` // "I/N" for one of N shards
+	Model         string   `json:"model"`
+	// BaseURL is where the model was called (never the key). A resume does not compare it: the
+	// same model behind another proxy or mirror is the same experiment.
+	BaseURL         string `json:"base_url,omitempty"`
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	MaxTokens       int    `json:"max_tokens,omitempty"`
+	ContextWindow   int64  `json:"context_window,omitempty"`
+	// Loop is the agent loop the episodes followed (loop.Loop): reference or lenient; runs
+	// recorded before it was followed the lenient one (LoopName).
+	Loop           string `json:"loop,omitempty"`
+	MaxTurns       int    `json:"max_turns"`
+	CommandTimeout string `json:"command_timeout"`
+	Sandbox        string `json:"sandbox"`
+	// Image is the image the episodes ran in (docker, or bwrap over an image) and ImageDigest
+	// its config digest; Python the versions of the reference sandbox's packages the
+	// episodes' environment had ("" for missing). Runs written before they were recorded
+	// leave them empty, and then they are not compared.
+	Image        string            `json:"image,omitempty"`
+	ImageDigest  string            `json:"image_digest,omitempty"`
+	Python       map[string]string `json:"python,omitempty"`
+	PromptSHA256 string            `json:"prompt_sha256"` // of the prompt set (promptset.Set.SHA256)
+	Judge        string            `json:"judge,omitempty"`
+	Started      time.Time         `json:"started"`
+	// Prices are the run's token prices (null: unknown), the latest when a resume changed them.
+	// A resume does not compare them: prices change no episode, each line of results.jsonl
+	// keeps the cost computed when it was written, and correcting a price must not make paid
+	// episodes run again.
+	Prices *model.Prices `json:"prices"`
+	// Agent is the agent that played the episodes of an agent run (run --agent) in place of
+	// aa-grade's loop; nil for the loop's runs.
+	Agent *AgentInfo `json:"agent,omitempty"`
+	// RateLimits are the model's rate limits as the run's limiter knew them at its end (given
+	// and learnt from the provider's answers) and the calls and 429s of the last process that
+	// ran in the folder (Folder.RecordRateLimits); a resume keeps them until it records its own.
+	RateLimits *ratelimit.Status `json:"rate_limits,omitempty"`
+}
+
+// AgentInfo is the agent of an agent run, as run.json records it.
+type AgentInfo struct {
+	Spec     string `json:"spec"`              // as --agent named it: claude-code, command:CMD, ...
+	Version  string `json:"version,omitempty"` // what the agent printed for its version, when it has a command for it
+	Timeout  string `json:"timeout"`           // its wall time per episode
+	Protocol string `json:"protocol"`          // the API it called the gateway with
+	// Command and Env are how a CLI agent is started, its adapter's settings: the command line
+	// (the prompt, model, gateway and token are in variables it names) and the variables the
+	// adapter sets beside the ones every agent gets (docs/agents.md). None for command:CMD.
+	Command string   `json:"command,omitempty"`
+	Env     []string `json:"env,omitempty"`
+	// Dir is the folder of --agent-dir on this machine, and Install the CLI of this machine
+	// that a sandbox lacking its own was shown, read-only ("": the sandbox's own).
+	Dir     string `json:"dir,omitempty"`
+	Install string `json:"install,omitempty"`
+	// ProviderTools says the agent's calls could hold the tools a provider runs itself (web
+	// search, fetch, MCP, code execution: run --allow-provider-tools), which the gateway
+	// refuses otherwise: such a run compares with no other.
+	ProviderTools bool `json:"provider_tools,omitempty"`
+}
+
+// String names the agent and its version, a program's command by its first line, at most 80
+// characters (run.json keeps it whole).
+func (a *AgentInfo) String() string {
+	if a == nil {
+		return "aa-grade's loop"
+	}
+	spec, rest, cut := strings.Cut(a.Spec, "\n")
+	if runes := []rune(spec); len(runes) > 80 {
+		spec, cut = string(runes[:80]), true
+	}
+	if cut && rest+spec != "" {
+		spec += " …"
+	}
+	if a.Version == "" {
+		return spec
+	}
+	return spec + " " + a.Version
+}
+
+// providerTools is ProviderTools, false for no agent.
+func (a *AgentInfo) providerTools() bool { return a != nil && a.ProviderTools }
+
+// key is what makes two agents the same: the whole spec and the version.
+func (a *AgentInfo) key() string {
+	if a == nil {
+		return ""
+	}
+	return a.Spec + "\x00" + a.Version
+}
+
+// maxHeaderBytes bounds run.json, which a folder from elsewhere may make huge: a real one
+// holds a few hundred task ids at most.
+const maxHeaderBytes = 4 << 20
+
+// ReadHeader reads the run folder dir's run.json; unknown fields are ignored, so folders
+// written by newer versions still read. A path with no run.json is ErrNotRunFolder; a run.json
+// that is not a header (cut, not JSON, no model, not a regular file, too large) is ErrCorrupt,
+// naming the file.
+func ReadHeader(dir string) (Header, error) {
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || (err == nil && !info.IsDir()):
+		return Header{}, fmt.Errorf("%s: %w (no %s)", dir, ErrNotRunFolder, HeaderFile)
+	case err != nil:
+		return Header{}, fmt.Errorf("read the run folder: %w", err)
+	}
+	path := filepath.Join(dir, HeaderFile)
+	b, err := safefile.ReadPath(path, maxHeaderBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Header{}, fmt.Errorf("%s: %w (no %s)", dir, ErrNotRunFolder, HeaderFile)
+	case errors.Is(err, safefile.ErrNotRegular), errors.Is(err, safefile.ErrTooLarge):
+		return Header{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, dir, err)
+	case err != nil:
+		return Header{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	var h Header
+	if err := json.Unmarshal(b, &h); err != nil {
+		return Header{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+	}
+	if h.Model == "" {
+		return Header{}, fmt.Errorf("%w: %s names no model", ErrCorrupt, path)
+	}
+	return h, nil
+}
+
+// legacyLoop is the loop of runs recorded before the loop was: aa-grade's own, now the
+// lenient loop.
+const legacyLoop = "lenient"
+
+// LoopName is the loop the run's episodes followed.
+func (h Header) LoopName() string {
+	if h.Loop == "" {
+		return legacyLoop
+	}
+	return h.Loop
+}
+
+// Comparable reports whether the run's scores compare with the published leaderboard: only
+// a run of the reference loop does, not an agent's.
+func (h Header) Comparable() bool { return h.LoopName() == "reference" && h.Agent == nil }
+
+// ResumeDifferences names what a resume of the run h with the configuration o refuses: the
+// Differences, but for growth. A run grows by more repeats, or by tasks beside all of its own,
+// when nothing else changes: its episodes are kept and the new ones played. A shard's run does
+// not grow: more episodes would deal them to the shards anew.
+func (h Header) ResumeDifferences(o Header) []string {
+	grown := h
+	if h.Shard == "" && o.Repeats >= h.Repeats {
+		grown.Repeats = o.Repeats
+	}
+	if h.Shard == "" && !slices.ContainsFunc(h.Tasks, func(id string) bool { return !slices.Contains(o.Tasks, id) }) {
+		grown.Tasks = o.Tasks
+	}
+	return grown.Differences(o)
+}
+
+// Differences names the fields whose change would mix two experiments in one run: a merge
+// refuses runs that differ in any of them, and a resume any but growth (ResumeDifferences).
+func (h Header) Differences(o Header) []string {
+	var out []string
+	check := func(field string, a, b any) {
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			out = append(out, fmt.Sprintf("%s was %v, now %v", field, a, b))
+		}
+	}
+	check("dataset", h.Dataset, o.Dataset)
+	check("dataset_commit", h.DatasetCommit, o.DatasetCommit)
+	check("tasks", h.Tasks, o.Tasks)
+	check("limit", h.Limit, o.Limit)
+	check("sample", h.Sample, o.Sample)
+	check("seed", h.Seed, o.Seed)
+	check("repeats", h.Repeats, o.Repeats)
+	check("shard", h.Shard, o.Shard)
+	check("model", h.Model, o.Model)
+	check("reasoning_effort", h.ReasoningEffort, o.ReasoningEffort)
+	check("max_tokens", h.MaxTokens, o.MaxTokens)
+	check("context_window", h.ContextWindow, o.ContextWindow)
+	check("loop", h.LoopName(), o.LoopName())
+	if h.Agent.key() != o.Agent.key() {
+		out = append(out, fmt.Sprintf("agent was %s, now %s", h.Agent, o.Agent))
+	}
+	check("agent's provider_tools", h.Agent.providerTools(), o.Agent.providerTools())
+	check("max_turns", h.MaxTurns, o.MaxTurns)
+	check("command_timeout", h.CommandTimeout, o.CommandTimeout)
+	check("sandbox", h.Sandbox, o.Sandbox)
+	check("prompt_sha256", h.PromptSHA256, o.PromptSHA256)
+	check("judge", h.Judge, o.Judge)
+	if h.Python != nil && o.Python != nil { // both recorded their environment
+		check("image_digest", h.ImageDigest, o.ImageDigest)
+		check("python", h.Python, o.Python) // fmt prints maps sorted by key
+	}
+	return out
+}
