@@ -67,7 +67,8 @@ func layerOf(pkg string) int {
 }
 
 // TestDependencyRule: the production helpers of internal/ import no domain package; every
-// domain package is in a layer's folders, every package the table names exists, and none imports a domain
+// domain package is in a layer's folders, every package the table names exists and imports
+// each package its entry allows (so the table and docs/design.md cannot drift), and none imports a domain
 // package the layers do not allow it (the providers know nothing of episodes, the readers
 // nothing of the runner or the sandbox, ...), on every platform's build of the package as
 // this one builds it.
@@ -78,6 +79,7 @@ func TestDependencyRule(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	found := map[string]bool{}
+	used := map[[2]string]bool{} // the within-layer arrows go list shows
 	for line := range strings.Lines(string(out)) {
 		fields := strings.Fields(line)
 		pkg, ok := strings.CutPrefix(fields[0], module)
@@ -108,6 +110,7 @@ func TestDependencyRule(t *testing.T) {
 			switch {
 			case j >= 0 && j != i && slices.Contains(l.below, layers[j].name):
 			case j == i && slices.Contains(l.within[pkg], dep):
+				used[[2]string{pkg, dep}] = true
 			default:
 				t.Errorf("%s (%s) imports %s, which docs/design.md's layers do not allow", pkg, l.name, dep)
 			}
@@ -115,9 +118,12 @@ func TestDependencyRule(t *testing.T) {
 	}
 	for _, l := range layers {
 		for pkg, deps := range l.within {
-			for _, p := range append(deps, pkg) {
-				if !found[p] {
-					t.Errorf("the layer of %s names %s, which go list does not find: take it out", l.name, p)
+			if !found[pkg] {
+				t.Errorf("the layer of %s names %s, which go list does not find: take it out", l.name, pkg)
+			}
+			for _, dep := range deps {
+				if !used[[2]string{pkg, dep}] {
+					t.Errorf("the layer of %s lets %s import %s, which it does not: take the arrow out here and in docs/design.md", l.name, pkg, dep)
 				}
 			}
 		}
