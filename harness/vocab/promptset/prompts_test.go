@@ -294,6 +294,22 @@ func TestReferenceToolSchemas(t *testing.T) {
 	}
 }
 
+// TestToolSchemaOrder: both loops list the finish tool's properties as the reference
+// library's class declares them, reason before paths (the model reads them in that order).
+func TestToolSchemaOrder(t *testing.T) {
+	for _, pydantic := range []bool{false, true} {
+		tools := Builtin().ForEpisode(Facts{CommandTimeout: 45 * time.Second}).Tools(pydantic)
+		var names []string
+		gjson.GetBytes(tools[1].Parameters, "properties").ForEach(func(name, _ gjson.Result) bool {
+			names = append(names, name.String())
+			return true
+		})
+		if got := strings.Join(names, ","); got != "reason,paths" {
+			t.Errorf("pydantic %v: the finish tool's properties are %s, want reason,paths", pydantic, got)
+		}
+	}
+}
+
 // TestPromptFileRoundTrip: a set written out reads back the same, with the same hash, whatever
 // the comments and the order of its sections.
 func TestPromptFileRoundTrip(t *testing.T) {

@@ -2,6 +2,7 @@ package promptset
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"path"
 	"slices"
@@ -148,12 +149,12 @@ func (t Texts) FinishPathRefused(path string, err error) string {
 // (the field's name, capitalised), and no additionalProperties.
 func (t Texts) Tools(pydantic bool) []model.Tool {
 	cmd := property("string", t.text(keyShellCmdDescription, nil))
-	shell := map[string]any{"type": "object", "required": []string{"cmd"}, "properties": map[string]any{"cmd": cmd}}
+	shell := map[string]any{"type": "object", "required": []string{"cmd"}, "properties": fields{{"cmd", cmd}}}
 	paths := property("array", t.text(keyFinishPathsDesc, nil))
 	paths["items"] = map[string]string{"type": "string"}
 	reason := property("string", t.text(keyFinishReasonDesc, nil))
 	finish := map[string]any{"type": "object", "required": []string{"reason", "paths"},
-		"properties": map[string]any{"reason": reason, "paths": paths}}
+		"properties": fields{{"reason", reason}, {"paths", paths}}}
 	describe := func(schema map[string]any, key string) { // an optional key: none when empty
 		if d := t.text(key, nil); d != "" {
 			schema["description"] = d
@@ -171,6 +172,30 @@ func (t Texts) Tools(pydantic bool) []model.Tool {
 		{Name: t.vars["shell_tool"], Description: t.text(keyShellDescription, nil), Parameters: schemaJSON(shell)},
 		{Name: t.vars["finish_tool"], Description: t.text(keyFinishDescription, nil), Parameters: schemaJSON(finish)},
 	}
+}
+
+// fields are a schema's properties in the order the reference library's parameter classes
+// declare them (reason before paths), which the model reads: a map would sort them.
+type fields []struct {
+	name   string
+	schema map[string]any
+}
+
+// MarshalJSON writes the properties as one object, in their order.
+func (f fields) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, p := range f {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		name, _ := json.Marshal(p.name)
+		schema, err := json.Marshal(p.schema)
+		if err != nil {
+			return nil, fmt.Errorf("property %s: %w", p.name, err)
+		}
+		b = append(append(append(b, name...), ':'), schema...)
+	}
+	return append(b, '}'), nil
 }
 
 // property is a parameter of a tool's schema; an empty description is left out.
