@@ -207,13 +207,13 @@ func TestInteropDuckDBReadsResultsParquet(t *testing.T) {
 			types[c.Name] = c.Type
 		}
 		for column, want := range map[string]string{"task": "VARCHAR", "repeat": "BIGINT", "score": "DOUBLE", "cost_usd": "DOUBLE",
-			"reasoning_tokens": "BIGINT", "matcher": "VARCHAR"} {
+			"reasoning_tokens": "BIGINT", "matcher": "VARCHAR", "web_searches": "BIGINT", "worst_case": "BOOLEAN"} {
 			if types[column] != want {
 				t.Errorf("%s: DuckDB column %s of type %q, want %s", runDir, column, types[column], want)
 			}
 		}
-		if len(types) != 22 {
-			t.Errorf("%s: DuckDB saw %d columns, want 22: %v", runDir, len(types), types)
+		if len(types) != 27 {
+			t.Errorf("%s: DuckDB saw %d columns, want 27: %v", runDir, len(types), types)
 		}
 	}
 	// builtin/baseline costs a known 0; the unpriced fixture has tokens at unknown prices.

@@ -34,6 +34,13 @@ type parquetRow struct {
 	ToolS             float64  `parquet:"tool_s"`
 	Error             string   `parquet:"error"`
 	Matcher           string   `parquet:"matcher,dict"` // rules or judge: who mapped the entities
+	// What a provider bills beside tokens, and what the gateway kept from it (issue 42), and
+	// the calls retried: without them a reader of the file alone sees a cheaper, cleaner run.
+	Retries              int64 `parquet:"retries"`
+	WebSearches          int64 `parquet:"web_searches"`
+	ServerTools          int64 `parquet:"server_tools"`
+	ProviderToolsRefused int64 `parquet:"provider_tools_refused"`
+	WorstCase            bool  `parquet:"worst_case"` // some tokens are a call's worst case, not its count
 }
 
 // WriteParquet writes the run's finished episodes as results.parquet, zstd-compressed.
@@ -47,7 +54,8 @@ func WriteParquet(w io.Writer, r *Run) error {
 			InputTokens: e.Tokens.Input, CachedReadTokens: e.Tokens.CachedRead, CachedWriteTokens: e.Tokens.CachedWrite,
 			OutputTokens: e.Tokens.Output, ReasoningTokens: e.Tokens.Reasoning,
 			CostUSD: e.CostUSD, DurationS: e.Duration, ModelS: e.ModelTime, ToolS: e.ToolTime, Error: e.Error,
-			Matcher: e.Matcher,
+			Matcher: e.Matcher, Retries: int64(e.Retries), WebSearches: e.Tokens.WebSearches, ServerTools: e.Tokens.ServerTools,
+			ProviderToolsRefused: int64(e.ProviderTools), WorstCase: e.Tokens.WorstCase,
 		})
 	}
 	if err := parquet.Write(w, rows, parquet.Compression(&parquet.Zstd), parquet.CreatedBy("aa-grade", version.Version, "")); err != nil {

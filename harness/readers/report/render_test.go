@@ -49,6 +49,9 @@ func TestParquetRoundTrip(t *testing.T) {
 				{"status", row.Status, e.Status}, {"score", row.Score, e.Score}, {"turns", row.Turns, int64(e.Turns)},
 				{"input_tokens", row.InputTokens, e.Tokens.Input}, {"reasoning_tokens", row.ReasoningTokens, e.Tokens.Reasoning},
 				{"error", row.Error, e.Error}, {"duration_s", row.DurationS, e.Duration}, {"cost_usd", fmt.Sprint(deref(row.CostUSD)), fmt.Sprint(deref(e.CostUSD))},
+				{"retries", row.Retries, int64(e.Retries)}, {"web_searches", row.WebSearches, e.Tokens.WebSearches},
+				{"server_tools", row.ServerTools, e.Tokens.ServerTools}, {"provider_tools_refused", row.ProviderToolsRefused, int64(e.ProviderTools)},
+				{"worst_case", row.WorstCase, e.Tokens.WorstCase},
 			} {
 				if c.got != c.want {
 					t.Errorf("%s row %d: %s %v, the episode's %v", dir, i, c.column, c.got, c.want)
@@ -82,7 +85,8 @@ func TestParquetSchema(t *testing.T) {
 	for name, want := range map[string]string{"model": "STRING", "task": "STRING", "repeat": "INT64", "score": "DOUBLE",
 		"tp": "INT64", "tool_calls": "INT64", "input_tokens": "INT64", "cached_read_tokens": "INT64", "cached_write_tokens": "INT64",
 		"output_tokens": "INT64", "reasoning_tokens": "INT64", "cost_usd": "DOUBLE optional", "duration_s": "DOUBLE",
-		"model_s": "DOUBLE", "tool_s": "DOUBLE", "error": "STRING"} {
+		"model_s": "DOUBLE", "tool_s": "DOUBLE", "error": "STRING", "retries": "INT64", "web_searches": "INT64", "server_tools": "INT64",
+		"provider_tools_refused": "INT64", "worst_case": "BOOLEAN"} {
 		if types[name] != want {
 			t.Errorf("column %s is %q, want %q", name, types[name], want)
 		}
