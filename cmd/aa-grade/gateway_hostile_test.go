@@ -3,8 +3,6 @@
 package main
 
 import (
-	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,8 +10,6 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/aa-grade/aa-grade/harness/runfolder"
 )
 
 // hostileAgent is the third red team's agent (issue 35), standard-library Python: argv[1] is
@@ -117,20 +113,6 @@ func testSandboxes() [][]string {
 	return sandboxes
 }
 
-// trajectoryText is the trajectory of the run's one episode, read whole.
-func trajectoryText(t *testing.T, out string) []byte {
-	f, err := runfolder.OpenTrajectory(filepath.Join(out, "episodes", "Scenario-901", "1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestHostileAgentBudget: through the real command, on every backend (every protocol on bwrap), an
 // agent that sends a body with the model twice, the stream twice or an escaped key gets each
 // refused (the upstream serves only the run's model), and one whose streams carry no usage or
@@ -177,11 +159,11 @@ func TestHostileAgentBudget(t *testing.T) {
 				if !res.Get("tokens.worst_case").Bool() {
 					t.Errorf("the result's tokens do not say a call counted at its worst case: %s", res.Get("tokens").Raw)
 				}
-				text := trajectoryText(t, out)
-				if !bytes.Contains(text, []byte("counted at its worst case")) {
+				text := readTrajectory(t, filepath.Join(out, "episodes", "Scenario-901", "1"))
+				if !strings.Contains(text, "counted at its worst case") {
 					t.Error("the trajectory does not say how the hung-up call was counted")
 				}
-				if n := bytes.Count(text, []byte("refused by the gateway: the request's body must be one JSON object that every JSON parser reads alike")); n != 3 {
+				if n := strings.Count(text, "refused by the gateway: the request's body must be one JSON object that every JSON parser reads alike"); n != 3 {
 					t.Errorf("the trajectory records %d bodies refused as read apart, want the 3 attacks", n)
 				}
 			})
@@ -207,11 +189,11 @@ func TestHostileAgentFlood(t *testing.T) {
 			if models, _ := u.served(); len(models) != 0 {
 				t.Errorf("the upstream served %d calls", len(models))
 			}
-			text := trajectoryText(t, out)
+			text := readTrajectory(t, filepath.Join(out, "episodes", "Scenario-901", "1"))
 			if len(text) > 1<<20 {
 				t.Errorf("the trajectory holds %d bytes, want well under 1 MiB for 100 refusals", len(text))
 			}
-			if n := bytes.Count(text, []byte(`"refused by the gateway`)); n != 100 {
+			if n := strings.Count(text, `"refused by the gateway`); n != 100 {
 				t.Errorf("the trajectory records %d refusals, want the first 100", n)
 			}
 			if !slices.Contains([]int{0, 1}, r.code) {

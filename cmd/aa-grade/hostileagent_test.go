@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -106,21 +105,11 @@ func (r agentRunner) run(t *testing.T, home string, env []string, args ...string
 // agentStdout is what the agent of the episode in dir printed, as its trajectory records it.
 func agentStdout(t *testing.T, dir string) string {
 	t.Helper()
-	tr, err := runfolder.OpenTrajectory(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	sc := bufio.NewScanner(tr)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
+	for _, line := range strings.Split(readTrajectory(t, dir), "\n") {
 		var rec runfolder.AgentRecord
-		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Kind == model.KindAgent {
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Kind == model.KindAgent {
 			return rec.Stdout
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	t.Fatalf("%s: no agent record in the trajectory", dir)
 	return ""
