@@ -3,6 +3,7 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // hostileAgent is the third red team's agent (issue 35), standard-library Python: argv[1] is
@@ -17,7 +20,8 @@ import (
 // with the model twice (the second another), one with stream twice, one with an escaped key
 // (Gemini, whose model is in the path: its contents twice, its generationConfig twice, once
 // escaped), then 11 calls padded to 1 MB with an output cap of 1,000,000 tokens, streamed with usage
-// turned off where the protocol has the option, the first hung up by the upstream. "flood":
+// turned off where the protocol has the option, the first hung up by the upstream. "once": one
+// call, then a wait of 2 minutes that the run's stop cuts short. "flood":
 // 120 requests of 1 MiB of control bytes with a bad token, 4 at once, then calls of 32 MiB.
 const hostileAgent = `
 import json, os, sys, threading, urllib.request
@@ -66,6 +70,9 @@ if mode == "budget":
     pad = "x" * 1000000
     for i in range(11):
         print("call", i, post(body(("HANGUP" if i == 0 else "") + pad, True), stream=True), flush=True)
+elif mode == "once":
+    print("call", post(body("hi", False)), flush=True)
+    threading.Event().wait(120)
 else:
     junk = bytes([1]) * (1 << 20)
     def flood():
@@ -201,4 +208,20 @@ func TestHostileAgentFlood(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAgentRunStopsOnAWebPage: an agent's run whose base URL is an ordinary web server, which
+// lists the models and answers a model call with a 200 HTML page, stops at the agent's first
+// call (issue 36): exit 3, the last line naming the base URL, the variable that set it and
+// the reason, one call made; the agent waiting for more is stopped with it.
+func TestAgentRunStopsOnAWebPage(t *testing.T) {
+	url, calls := alwaysAnswering(t, true, http.StatusOK, "text/html", "<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>")
+	out := filepath.Join(t.TempDir(), "run")
+	r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=sk-test-0123456789"},
+		hostileRunArgs(t, "openai/gpt-test", "chat", "once", out, []string{"--sandbox", "landlock"})...)
+	r.wantExit(t, 3)
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d model calls, want 1", n)
+	}
+	textcheck.Has(t, "the last line", lastLine(r.stderr), url+"/v1", "OPENAI_BASE_URL", "the answer is not the API's JSON", "the run stopped")
 }

@@ -194,6 +194,13 @@ func (c *call) try() error {
 		}
 		return &errRetry{err: err}
 	}
+	if err := model.NotAPIAnswer(resp.StatusCode, model.Scrub(answer, c.g.cfg.Upstream.APIKey)); err != nil {
+		// An ordinary web server's page (the base URL is not the API's): no agent can read it,
+		// and every call would meet the same, so it is not passed on; forward stops the run.
+		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer), Error: err.Error()})
+		release(resp.Header, nil, err)
+		return &errRetry{err: err}
+	}
 	if f := c.g.cfg.Upstream.Protocol.failureIn(answer); f != nil && f.Transient() {
 		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer), Error: "the answer reports an error"})
 		return c.retryable(resp, answer, f, release)
@@ -248,7 +255,7 @@ func (c *call) giveUp(err error) {
 		c.relay(c.lastCode, c.lastHead, c.lastFail)
 		return
 	}
-	why := fmt.Sprintf("the gateway got no answer from the provider in %d attempts: %v", c.attempt, err)
+	why := fmt.Sprintf("the gateway got no answer to pass on from the provider in %d attempts: %v", c.attempt, err)
 	c.err = errors.New(why)
 	c.note(model.Event{Kind: model.KindResponse, Status: unreachable.status, Error: why})
 	c.g.count(1, 0)
