@@ -154,8 +154,10 @@ func (c *call) try() error {
 		}
 		model.ReleaseRecorded(c.g.cfg.Limit, permit, header, answer, err, c.note)
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.g.cfg.AttemptTimeout)
-	defer cancel()
+	timed, cancelTimeout := context.WithTimeout(c.ctx, c.g.cfg.AttemptTimeout)
+	defer cancelTimeout()
+	ctx, cancel := context.WithCancelCause(timed)
+	defer cancel(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(c.body))
 	if err != nil {
 		release(nil, nil, err)
@@ -175,6 +177,7 @@ func (c *call) try() error {
 		}
 		return &errRetry{err: err}
 	}
+	resp.Body = model.NewIdleBody(resp.Body, c.g.cfg.IdleTimeout, cancel)
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
 		return c.failed(resp, release)
