@@ -89,12 +89,7 @@ else:
 // hostileRunArgs is a run of the demo's task 901 by the hostile agent, doing mode over
 // protocol of the model spec, written to out in sandbox sb.
 func hostileRunArgs(t *testing.T, spec, protocol, mode, out string, sb []string) []string {
-	dir := t.TempDir()
-	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := sharedDir(t)
 	if err := os.WriteFile(filepath.Join(dir, "hostile.py"), []byte(hostileAgent), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -105,22 +100,13 @@ func hostileRunArgs(t *testing.T, spec, protocol, mode, out string, sb []string)
 }
 
 // upstreamEnv points every provider at u, with a key.
-func upstreamEnv(t *testing.T, u *billingUpstream) []string {
-	return []string{"XDG_CACHE_HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + u.url + "/v1", "OPENAI_API_KEY=sk-test-1",
+func upstreamEnv(u *billingUpstream) []string {
+	return []string{"OPENAI_BASE_URL=" + u.url + "/v1", "OPENAI_API_KEY=sk-test-1",
 		"ANTHROPIC_BASE_URL=" + u.url, "ANTHROPIC_API_KEY=sk-test-2", "GOOGLE_GEMINI_BASE_URL=" + u.url, "GEMINI_API_KEY=sk-test-3"}
 }
 
-// testSandboxes are the isolating backends the tests run on: bwrap and landlock, and docker
-// with the test image when there is one.
-func testSandboxes() [][]string {
-	sandboxes := [][]string{{"--sandbox", "bwrap"}, {"--sandbox", "landlock"}}
-	if img := os.Getenv("AA_GRADE_TEST_IMAGE"); img != "" {
-		sandboxes = append(sandboxes, []string{"--sandbox", "docker", "--sandbox-image", img})
-	}
-	return sandboxes
-}
-
-// TestHostileAgentBudget: through the real command, on every backend (every protocol on bwrap), an
+// TestHostileAgentBudget: through the real command, on every backend (every protocol on bwrap),
+// as root and as a normal user (agentRunners), an
 // agent that sends a body with the model twice, the stream twice or an escaped key gets each
 // refused (the upstream serves only the run's model), and one whose streams carry no usage or
 // are hung up cannot spend past --max-cost 3 at $2 a call: the run stops at the cap, and the
@@ -130,83 +116,104 @@ func TestHostileAgentBudget(t *testing.T) {
 	protocols := []struct{ spec, protocol string }{
 		{"openai/fake", "chat"}, {"openai-responses/fake", "responses"}, {"anthropic/fake", "messages"}, {"google/fake", "gemini"},
 	}
-	for i, sb := range testSandboxes() {
-		// Every protocol on the first backend; Chat on the others, whose relay is what differs
-		// (the gateway is the same on each), so that the package stays within go test's time.
-		if i > 0 {
-			protocols = protocols[:1]
+	for _, runner := range agentRunners(t) {
+		for i, sb := range runner.backends {
+			// Every protocol on the first backend; Chat on the others, whose relay is what
+			// differs (the gateway is the same on each), so that the package stays within go
+			// test's time.
+			cases := protocols
+			if i > 0 {
+				cases = protocols[:1]
+			}
+			for _, c := range cases {
+				t.Run(runner.name+"/"+sb[1]+"/"+c.protocol, func(t *testing.T) {
+					t.Parallel()
+					checkHostileBudget(t, runner, sb, c.spec, c.protocol)
+				})
+			}
 		}
-		for _, c := range protocols {
-			t.Run(sb[1]+"/"+c.protocol, func(t *testing.T) {
+	}
+}
+
+// checkHostileBudget runs the hostile agent's budget attack as runner's user in sandbox sb,
+// over the protocol of the model spec, and checks what TestHostileAgentBudget says.
+func checkHostileBudget(t *testing.T, runner agentRunner, sb []string, spec, protocol string) {
+	u := newBillingUpstream(t)
+	home := runner.ownDir(t)
+	out := filepath.Join(home, "run")
+	r := runner.run(t, home, upstreamEnv(u), append(hostileRunArgs(t, spec, protocol, "budget", out, sb), "--max-cost", "3")...)
+	models, billed := u.served()
+	for _, m := range models {
+		if m != "fake" {
+			t.Errorf("the upstream served the model %q, want only the run's", m)
+		}
+	}
+	if len(models) > 3 {
+		t.Errorf("the upstream served %d calls at $2 each past a budget of $3, want at most 3\n%s", len(models), r.stderr)
+	}
+	if len(models) < 2 {
+		t.Fatalf("the upstream served %d calls, want the budget spent\nexit %d\n%s%s", len(models), r.code, r.stdout, r.stderr)
+	}
+	res := gjson.Parse(strings.TrimSpace(readFile(t, filepath.Join(out, "results.jsonl"))))
+	if got := res.Get("status").String(); got != "cost_limit" {
+		t.Errorf("status %q, want cost_limit: %s", got, res.Raw)
+	}
+	// The hung-up call counts its worst case: 1,000,000 tokens out and its body's
+	// bytes in, a little over the 1,000,000 billed.
+	if spent := res.Get("cost_usd").Float(); spent < billed || spent > billed+0.01 {
+		t.Errorf("results.jsonl says $%g spent, the upstream billed $%g", spent, billed)
+	}
+	if !res.Get("tokens.worst_case").Bool() {
+		t.Errorf("the result's tokens do not say a call counted at its worst case: %s", res.Get("tokens").Raw)
+	}
+	text := readTrajectory(t, filepath.Join(out, "episodes", "Scenario-901", "1"))
+	if !strings.Contains(text, "counted at its worst case") {
+		t.Error("the trajectory does not say how the hung-up call was counted")
+	}
+	if n := strings.Count(text, "refused by the gateway: the request's body must be one JSON object that every JSON parser reads alike"); n != 3 {
+		t.Errorf("the trajectory records %d bodies refused as read apart, want the 3 attacks", n)
+	}
+}
+
+// TestHostileAgentFlood: through the real command, on every backend, as root and as a normal
+// user (agentRunners), an agent that floods the
+// gateway with requests refused (1 MiB of control bytes each, a bad token, 4 at once) is
+// stopped at the 100th, its episode refused_limit; its trajectory stays small, whatever it
+// sent, and the upstream hears nothing.
+func TestHostileAgentFlood(t *testing.T) {
+	for _, runner := range agentRunners(t) {
+		for _, sb := range runner.backends {
+			t.Run(runner.name+"/"+sb[1], func(t *testing.T) {
 				t.Parallel()
-				u := newBillingUpstream(t)
-				out := filepath.Join(t.TempDir(), "run")
-				r := aaGrade(t, upstreamEnv(t, u), append(hostileRunArgs(t, c.spec, c.protocol, "budget", out, sb), "--max-cost", "3")...)
-				models, billed := u.served()
-				for _, m := range models {
-					if m != "fake" {
-						t.Errorf("the upstream served the model %q, want only the run's", m)
-					}
-				}
-				if len(models) > 3 {
-					t.Errorf("the upstream served %d calls at $2 each past a budget of $3, want at most 3\n%s", len(models), r.stderr)
-				}
-				if len(models) < 2 {
-					t.Fatalf("the upstream served %d calls, want the budget spent\nexit %d\n%s%s", len(models), r.code, r.stdout, r.stderr)
-				}
-				res := gjson.Parse(strings.TrimSpace(readFile(t, filepath.Join(out, "results.jsonl"))))
-				if got := res.Get("status").String(); got != "cost_limit" {
-					t.Errorf("status %q, want cost_limit: %s", got, res.Raw)
-				}
-				// The hung-up call counts its worst case: 1,000,000 tokens out and its body's
-				// bytes in, a little over the 1,000,000 billed.
-				if spent := res.Get("cost_usd").Float(); spent < billed || spent > billed+0.01 {
-					t.Errorf("results.jsonl says $%g spent, the upstream billed $%g", spent, billed)
-				}
-				if !res.Get("tokens.worst_case").Bool() {
-					t.Errorf("the result's tokens do not say a call counted at its worst case: %s", res.Get("tokens").Raw)
-				}
-				text := readTrajectory(t, filepath.Join(out, "episodes", "Scenario-901", "1"))
-				if !strings.Contains(text, "counted at its worst case") {
-					t.Error("the trajectory does not say how the hung-up call was counted")
-				}
-				if n := strings.Count(text, "refused by the gateway: the request's body must be one JSON object that every JSON parser reads alike"); n != 3 {
-					t.Errorf("the trajectory records %d bodies refused as read apart, want the 3 attacks", n)
-				}
+				checkHostileFlood(t, runner, sb)
 			})
 		}
 	}
 }
 
-// TestHostileAgentFlood: through the real command, on every backend, an agent that floods the
-// gateway with requests refused (1 MiB of control bytes each, a bad token, 4 at once) is
-// stopped at the 100th, its episode refused_limit; its trajectory stays small, whatever it
-// sent, and the upstream hears nothing.
-func TestHostileAgentFlood(t *testing.T) {
-	for _, sb := range testSandboxes() {
-		t.Run(sb[1], func(t *testing.T) {
-			t.Parallel()
-			u := newBillingUpstream(t)
-			out := filepath.Join(t.TempDir(), "run")
-			r := aaGrade(t, upstreamEnv(t, u), hostileRunArgs(t, "openai/fake", "chat", "flood", out, sb)...)
-			res := gjson.Parse(strings.TrimSpace(readFile(t, filepath.Join(out, "results.jsonl"))))
-			if got := res.Get("status").String(); got != "refused_limit" {
-				t.Errorf("status %q, want refused_limit\n%s\n%s", got, res.Raw, r.stderr)
-			}
-			if models, _ := u.served(); len(models) != 0 {
-				t.Errorf("the upstream served %d calls", len(models))
-			}
-			text := readTrajectory(t, filepath.Join(out, "episodes", "Scenario-901", "1"))
-			if len(text) > 1<<20 {
-				t.Errorf("the trajectory holds %d bytes, want well under 1 MiB for 100 refusals", len(text))
-			}
-			if n := strings.Count(text, `"refused by the gateway`); n != 100 {
-				t.Errorf("the trajectory records %d refusals, want the first 100", n)
-			}
-			if !slices.Contains([]int{0, 1}, r.code) {
-				t.Errorf("exit %d\n%s", r.code, r.stderr)
-			}
-		})
+// checkHostileFlood runs the hostile agent's flood as runner's user in sandbox sb, and checks
+// what TestHostileAgentFlood says.
+func checkHostileFlood(t *testing.T, runner agentRunner, sb []string) {
+	u := newBillingUpstream(t)
+	home := runner.ownDir(t)
+	out := filepath.Join(home, "run")
+	r := runner.run(t, home, upstreamEnv(u), hostileRunArgs(t, "openai/fake", "chat", "flood", out, sb)...)
+	res := gjson.Parse(strings.TrimSpace(readFile(t, filepath.Join(out, "results.jsonl"))))
+	if got := res.Get("status").String(); got != "refused_limit" {
+		t.Errorf("status %q, want refused_limit\n%s\n%s", got, res.Raw, r.stderr)
+	}
+	if models, _ := u.served(); len(models) != 0 {
+		t.Errorf("the upstream served %d calls", len(models))
+	}
+	text := readTrajectory(t, filepath.Join(out, "episodes", "Scenario-901", "1"))
+	if len(text) > 1<<20 {
+		t.Errorf("the trajectory holds %d bytes, want well under 1 MiB for 100 refusals", len(text))
+	}
+	if n := strings.Count(text, `"refused by the gateway`); n != 100 {
+		t.Errorf("the trajectory records %d refusals, want the first 100", n)
+	}
+	if !slices.Contains([]int{0, 1}, r.code) {
+		t.Errorf("exit %d\n%s", r.code, r.stderr)
 	}
 }
 
