@@ -282,15 +282,7 @@ func TestExportRefusals(t *testing.T) {
 // atifSchema is the ATIF document's published schema, compiled.
 func atifSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "vocab", "atif", "atif.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := jsonschema.Compile(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return schema
+	return jsonschema.MustCompileFile(t, filepath.Join(moduleRoot, "harness", "vocab", "atif", "atif.schema.json"))
 }
 
 // TestExportOfALongEpisode: a long episode whose commands print pages of the snapshot (a

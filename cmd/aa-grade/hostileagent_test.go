@@ -3,14 +3,15 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,8 +31,8 @@ type agentRunner struct {
 }
 
 // agentRunners are the users a hostile agent test runs as: the test's own, and when that is
-// root and AA_GRADE_TEST_USER is set, that user too (without docker, unless the daemon's
-// socket lets it in).
+// root and AA_GRADE_TEST_USER is set, that user too, with its groups (on docker too when the
+// daemon's socket lets one of them in: .ci/run puts the user in the docker group).
 func agentRunners(t *testing.T) []agentRunner {
 	t.Helper()
 	self := agentRunner{name: "user-" + strconv.Itoa(os.Geteuid()), binary: binary, backends: [][]string{{"--sandbox", "bwrap"}, {"--sandbox", "landlock"}}}
@@ -47,10 +48,14 @@ func agentRunners(t *testing.T) []agentRunner {
 	if err != nil {
 		t.Fatalf("AA_GRADE_TEST_USER: %v", err)
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	other := agentRunner{name: name, cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)},
-		binary: filepath.Join(sharedDir(t), "aa-grade"), backends: self.backends[:2]}
+	cred, err := credentialOf(u)
+	if err != nil {
+		t.Fatalf("AA_GRADE_TEST_USER: %v", err)
+	}
+	other := agentRunner{name: name, cred: cred, binary: filepath.Join(sharedDir(t), "aa-grade"), backends: self.backends[:2]}
+	if len(self.backends) > 2 && dockerLetsIn(cred) {
+		other.backends = self.backends
+	}
 	b, err := os.ReadFile(binary)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +64,47 @@ func agentRunners(t *testing.T) []agentRunner {
 		t.Fatal(err)
 	}
 	return append(runners, other)
+}
+
+// credentialOf is what a process of u runs with: its user, group and supplementary groups.
+func credentialOf(u *user.User) (*syscall.Credential, error) {
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("user %s: uid %q: %w", u.Username, u.Uid, err)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("user %s: gid %q: %w", u.Username, u.Gid, err)
+	}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return nil, fmt.Errorf("the groups of user %s: %w", u.Username, err)
+	}
+	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	for _, id := range ids {
+		g, err := strconv.ParseUint(id, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("user %s: group %q: %w", u.Username, id, err)
+		}
+		cred.Groups = append(cred.Groups, uint32(g))
+	}
+	return cred, nil
+}
+
+// dockerLetsIn reports whether a process running as cred may use the Docker daemon's socket:
+// its group's or its owner's read and write bits, for one of cred's groups or its user.
+func dockerLetsIn(cred *syscall.Credential) bool {
+	var st syscall.Stat_t
+	if syscall.Stat("/var/run/docker.sock", &st) != nil {
+		return false
+	}
+	switch {
+	case st.Uid == cred.Uid:
+		return st.Mode&0o600 == 0o600
+	case st.Gid == cred.Gid || slices.Contains(cred.Groups, st.Gid):
+		return st.Mode&0o060 == 0o060
+	}
+	return st.Mode&0o006 == 0o006
 }
 
 // sharedDir is a fresh folder every user may read and search, the way to it included.
@@ -106,21 +152,11 @@ func (r agentRunner) run(t *testing.T, home string, env []string, args ...string
 // agentStdout is what the agent of the episode in dir printed, as its trajectory records it.
 func agentStdout(t *testing.T, dir string) string {
 	t.Helper()
-	tr, err := runfolder.OpenTrajectory(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	sc := bufio.NewScanner(tr)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
+	for _, line := range strings.Split(readTrajectory(t, dir), "\n") {
 		var rec runfolder.AgentRecord
-		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Kind == model.KindAgent {
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Kind == model.KindAgent {
 			return rec.Stdout
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	t.Fatalf("%s: no agent record in the trajectory", dir)
 	return ""

@@ -106,9 +106,9 @@ func TestRunFailOnError(t *testing.T) {
 	}
 }
 
-// TestRunChecksBeforeTheFirstCall: a read-only results.jsonl of the folder to resume is found
-// before anything is played (no model call, the file as it was), exit 3, naming the file; a
-// run that starts says the room its episodes will take and that the endpoint answered.
+// TestRunChecksBeforeTheFirstCall: a run that starts says the room its episodes will take and
+// that the endpoint answered (a read-only results.jsonl, found before the first call, is
+// TestRunFindsAReadOnlyResultsFirst, as a normal user).
 func TestRunChecksBeforeTheFirstCall(t *testing.T) {
 	srv := fakeProvider(t, fakemodel.Script{Turns: 2, Command: "ls"}, "sk-test-0123456789")
 	out := filepath.Join(t.TempDir(), "run")
@@ -117,25 +117,4 @@ func TestRunChecksBeforeTheFirstCall(t *testing.T) {
 	r.wantExit(t, 0)
 	textcheck.Has(t, "stderr", r.stderr, "disk: the episodes will record about 8.0 MiB (1 episode at 8.0 MiB each, a guess on the high side); ",
 		"endpoint: "+srv.url+" answered (its models list)")
-	if os.Geteuid() == 0 {
-		t.Skip("root writes read-only files (harness/vocab/runfolder's TestCheckWritable runs as a user in make unprivileged)")
-	}
-	results := filepath.Join(out, "results.jsonl")
-	before, err := os.ReadFile(results)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(results, 0o444); err != nil {
-		t.Fatal(err)
-	}
-	calls := srv.Requests()
-	r = aaGrade(t, srv.env, append(args, "--repeats", "2")...)
-	r.wantExit(t, 3)
-	textcheck.Has(t, "the last line", lastLine(r.stderr), results, "the run could not write it", "permission denied", "nothing was played")
-	if srv.Requests() != calls {
-		t.Errorf("%d model calls made", srv.Requests()-calls)
-	}
-	if after, _ := os.ReadFile(results); string(after) != string(before) {
-		t.Errorf("results.jsonl changed:\n%s", after)
-	}
 }

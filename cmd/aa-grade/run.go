@@ -447,7 +447,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		// The verdicts go with the run; the user's cache is still read, so a question asked
 		// before costs nothing.
 		j.ReadDirs, j.CacheDir = []string{j.CacheDir}, filepath.Join(p.out, runfolder.JudgeDir)
-		cfg.Scorer, cfg.Judge = j.Score, j.Model
+		cfg.Scorer, cfg.Judge, cfg.JudgePrices = j.Score, j.Model, j.prices
 	}
 	if err := runner.CheckResume(cfg); err != nil {
 		folder.Close()

@@ -151,6 +151,16 @@ func clockAt() (*time.Time, func() time.Time) {
 	return &now, func() time.Time { return now }
 }
 
+// plainProgress is the plain display of a run, writing to out, on a clock at now that the
+// test moves.
+func plainProgress() (p *runProgress, out *bytes.Buffer, now *time.Time) {
+	out = new(bytes.Buffer)
+	now, clock := clockAt()
+	p = newRunProgress(out, true)
+	p.now = clock
+	return p, out, now
+}
+
 // waits puts four episodes in the states of a run whose provider is unreachable: the first
 // call retrying a refused connection, the others held by the rate limiter, one of them until
 // a known time.
@@ -207,10 +217,7 @@ func TestRunProgressShowsRetriesAndWaits(t *testing.T) {
 // TestRunProgressLogsRetriesAndWaits: plain output has a line per retry, with the failure and
 // the next attempt's time, and one per wait for the rate limiter that lasted 10 s or more.
 func TestRunProgressLogsRetriesAndWaits(t *testing.T) {
-	var out bytes.Buffer
-	now, clock := clockAt()
-	p := newRunProgress(&out, true)
-	p.now = clock
+	p, out, now := plainProgress()
 	waits(p, *now)
 	*now = now.Add(2 * time.Second)
 	p.tell(runner.EpisodeWaiting{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 1}, Wait: runner.Wait{}}) // a short wait: no line
@@ -231,10 +238,7 @@ func TestRunProgressLogsRetriesAndWaits(t *testing.T) {
 // a plain line at its first retry and then one each interval (30 s), with the count of
 // retries, not a line per attempt; another episode's first retry has its own line.
 func TestRunProgressLogsRetriesQuietly(t *testing.T) {
-	var out bytes.Buffer
-	now, clock := clockAt()
-	p := newRunProgress(&out, true)
-	p.now = clock
+	p, out, now := plainProgress()
 	p.tell(runner.Planned{Total: 2})
 	one, two := runfolder.Episode{Task: "Scenario-1", Repeat: 1}, runfolder.Episode{Task: "Scenario-2", Repeat: 1}
 	for attempt := 1; attempt <= 61; attempt++ {
@@ -256,10 +260,7 @@ func TestRunProgressLogsRetriesQuietly(t *testing.T) {
 // TestRunProgressETA: the time left is the episodes not started and what is left of the
 // running ones, at the mean time of the episodes ended, over the episodes run at once.
 func TestRunProgressETA(t *testing.T) {
-	var out bytes.Buffer
-	now, clock := clockAt()
-	p := newRunProgress(&out, true)
-	p.now = clock
+	p, _, now := plainProgress()
 	p.tell(runner.Planned{Total: 10})
 	p.tell(runner.EpisodeStarted{Episode: runfolder.Episode{Task: "Scenario-1", Repeat: 1}})
 	p.tell(runner.EpisodeStarted{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 1}})
@@ -278,10 +279,7 @@ func TestRunProgressETA(t *testing.T) {
 // grace, until when, and that a second Ctrl-C stops them at once; then that they are stopped,
 // and why.
 func TestRunProgressSaysWhatCtrlCDoes(t *testing.T) {
-	var out bytes.Buffer
-	_, clock := clockAt()
-	p := newRunProgress(&out, true)
-	p.now = clock
+	p, out, _ := plainProgress()
 	p.tell(runner.Planned{Total: 4})
 	p.tell(runner.EpisodeStarted{Episode: runfolder.Episode{Task: "Scenario-1", Repeat: 1}})
 	p.tell(runner.EpisodeStarted{Episode: runfolder.Episode{Task: "Scenario-2", Repeat: 1}})
@@ -299,10 +297,7 @@ func TestRunProgressSaysWhatCtrlCDoes(t *testing.T) {
 // TestRunProgressCountsInEnglish: one running episode is "1 running episode", not "1 running
 // episodes", and "it", not "they".
 func TestRunProgressCountsInEnglish(t *testing.T) {
-	var out bytes.Buffer
-	_, clock := clockAt()
-	p := newRunProgress(&out, true)
-	p.now = clock
+	p, out, _ := plainProgress()
 	p.tell(runner.Planned{Total: 1})
 	p.tell(runner.EpisodeStarted{Episode: runfolder.Episode{Task: "Scenario-1", Repeat: 1}})
 	p.tell(runner.Interrupted{Grace: 20 * time.Second})

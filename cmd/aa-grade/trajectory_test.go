@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,11 +14,7 @@ import (
 // trajectorySchema is the published line format of trajectories
 // (harness/vocab/runfolder/trajectory.schema.json, docs/run-folder.md), compiled once.
 var trajectorySchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	b, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "vocab", "runfolder", "trajectory.schema.json"))
-	if err != nil {
-		return nil, err
-	}
-	return jsonschema.Compile(b)
+	return jsonschema.CompileFile(filepath.Join(moduleRoot, "harness", "vocab", "runfolder", "trajectory.schema.json"))
 })
 
 // checkTrajectories validates every line of every trajectory of the run folder run against

@@ -52,5 +52,7 @@
 //     one of them is wrong.
 //   - Cost: `grade` and `run` end with a line on stderr, `judge: N calls (cached answers are free),
 //     X input and Y output tokens, $Z` (`cost unknown` unless the judge is a preset with prices).
-//     The judge's tokens are not part of a run's `cost_usd`, which is the model's under test.
+//     The judge's tokens are not part of a run's `cost_usd`, which is the model's under test;
+//     `run --judge` records each of its calls in the run's ledger of spend (spend.jsonl, marked
+//     as the judge's), which --max-cost and "spent in all" count: the run paid for them.
 package judge

@@ -18,9 +18,9 @@ import (
 )
 
 // runEpisode plays one episode in a fresh sandbox and grades it, telling charge the usage of
-// each model call as it is answered; the error is the episode's own failure, if any (its
-// message is also in the result).
-func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools, charge func(model.Usage)) (runfolder.Result, error) {
+// each model call as it is answered, the judge's grading it (judge true) included; the error
+// is the episode's own failure, if any (its message is also in the result).
+func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools, charge func(u model.Usage, judge bool)) (runfolder.Result, error) {
 	began := time.Now()
 	res := runfolder.Result{Task: task.ID, Repeat: repeat}
 	cfg.tell(EpisodeStarted{Episode: res.Episode()})
@@ -72,7 +72,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 	ctx = model.WithRecorder(model.WithEpisode(ctx, model.EpisodeID{Task: task.ID, Repeat: repeat}), wire)
 	var out loop.Outcome
 	if cfg.Agent != nil {
-		out = playAgent(ctx, cfg, sb, tools, rec, wire, charge, func(n int, reply model.Reply) {
+		out = playAgent(ctx, cfg, sb, tools, rec, wire, func(u model.Usage) { charge(u, false) }, func(n int, reply model.Reply) {
 			if cfg.Progress != nil {
 				cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns, Command: agents.Command(reply.Message)})
 			}
@@ -82,7 +82,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 			Loop: cfg.loop(), MaxTokens: int64(cfg.MaxTokens), ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
 			OnTurn: func(n int, req model.Request, reply model.Reply, err error) {
 				rec.Turn(n, req, reply, err)
-				charge(reply.Usage)
+				charge(reply.Usage, false)
 				if cfg.Progress != nil {
 					cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns,
 						Command: lastCommand(cfg.Prompts.ShellToolName(), reply.Message)})
@@ -112,7 +112,8 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		if score == nil {
 			score = grader.Rules
 		}
-		v, err := score(ctx, grader.Task{ID: task.ID, GroundTruth: task.GroundTruth}, gt, out.Entities)
+		judged := model.WithAsked(ctx, func(u model.Usage) { charge(u, true) }) // the judge's calls are the run's spend too
+		v, err := score(judged, grader.Task{ID: task.ID, GroundTruth: task.GroundTruth}, gt, out.Entities)
 		if err != nil {
 			return fail(err) // interrupted while the judge was asked: run it again
 		}

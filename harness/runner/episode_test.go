@@ -75,9 +75,9 @@ func (investigator) Complete(_ context.Context, req model.Request) (model.Reply,
 	return model.Reply{Message: model.Message{ToolCalls: []model.ToolCall{call}}}, nil
 }
 
-// runFake runs tasks Scenario-1 and Scenario-2 once each on backend, one at a time, telling
-// progress (when not nil) as it goes.
-func runFake(t *testing.T, backend sandbox.Backend, progress func(Event)) map[string]runfolder.Result {
+// runFake runs tasks Scenario-1 and Scenario-2 once each on backend, one at a time, in a
+// configuration that change (when not nil) alters.
+func runFake(t *testing.T, backend sandbox.Backend, change func(*Config)) map[string]runfolder.Result {
 	t.Helper()
 	f, err := runfolder.Open(t.TempDir())
 	if err != nil {
@@ -86,8 +86,11 @@ func runFake(t *testing.T, backend sandbox.Backend, progress func(Event)) map[st
 	defer f.Close()
 	gt := []byte("groups: [{id: p, kind: Pod, namespace: ns, filter: [p], root_cause: true}]\n")
 	cfg := Config{Folder: f, Description: Description{Dataset: "test", Model: "fake/m"}, Repeats: 1, Parallel: 1, Model: investigator{},
-		Backend: backend, Tools: &sandbox.Tools{}, MaxTurns: 5, Progress: progress,
+		Backend: backend, Tools: &sandbox.Tools{}, MaxTurns: 5,
 		Tasks: []data.Task{{ID: "Scenario-1", Dir: t.TempDir(), GroundTruth: gt}, {ID: "Scenario-2", Dir: t.TempDir(), GroundTruth: gt}}}
+	if change != nil {
+		change(&cfg)
+	}
 	_, results, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -147,20 +150,22 @@ func TestEntitiesDroppedAreRecorded(t *testing.T) {
 // episode runs at a time.
 func TestRunTellsItsProgress(t *testing.T) {
 	var told []string
-	runFake(t, &firstDies{started: 1}, func(e Event) {
-		switch e := e.(type) {
-		case Planned:
-			told = append(told, fmt.Sprintf("planned %d, %d finished", e.Total, len(e.Finished)))
-		case EpisodeStarted:
-			told = append(told, fmt.Sprintf("%s r%d started", e.Episode.Task, e.Episode.Repeat))
-		case EpisodeTurn:
-			told = append(told, fmt.Sprintf("%s r%d turn %d/%d %q", e.Episode.Task, e.Episode.Repeat, e.Turn, e.MaxTurns, e.Command))
-		case EpisodeFinished:
-			told = append(told, fmt.Sprintf("%s r%d %s", e.Result.Task, e.Result.Repeat, e.Result.Status))
-		case Charged:
-			told = append(told, fmt.Sprintf("%s r%d charged", e.Charge.Task, e.Charge.Repeat))
-		default:
-			told = append(told, fmt.Sprintf("%T", e))
+	runFake(t, &firstDies{started: 1}, func(cfg *Config) {
+		cfg.Progress = func(e Event) {
+			switch e := e.(type) {
+			case Planned:
+				told = append(told, fmt.Sprintf("planned %d, %d finished", e.Total, len(e.Finished)))
+			case EpisodeStarted:
+				told = append(told, fmt.Sprintf("%s r%d started", e.Episode.Task, e.Episode.Repeat))
+			case EpisodeTurn:
+				told = append(told, fmt.Sprintf("%s r%d turn %d/%d %q", e.Episode.Task, e.Episode.Repeat, e.Turn, e.MaxTurns, e.Command))
+			case EpisodeFinished:
+				told = append(told, fmt.Sprintf("%s r%d %s", e.Result.Task, e.Result.Repeat, e.Result.Status))
+			case Charged:
+				told = append(told, fmt.Sprintf("%s r%d charged", e.Charge.Task, e.Charge.Repeat))
+			default:
+				told = append(told, fmt.Sprintf("%T", e))
+			}
 		}
 	})
 	var want []string

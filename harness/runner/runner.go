@@ -70,6 +70,8 @@ type Config struct {
 	// rules. Judge names it in run.json and the summary ("" for the rules).
 	Scorer grader.Scorer
 	Judge  string
+	// JudgePrices price the judge's calls in the ledger of spend (nil: unknown).
+	JudgePrices *model.Prices
 	// Agent, when set, is the agent that plays each episode in its sandbox in place of the
 	// loop (--agent); Model is then unused, the agent's calls going through a gateway.
 	Agent *Agent
@@ -249,8 +251,12 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		}
 		// Every call is in the ledger before the budget counts it: both count the same
 		// dollars, whatever becomes of the episode.
-		charge := func(u model.Usage) {
-			c := runfolder.Charge{Task: j.Task, Repeat: j.Repeat, Usage: u, CostUSD: cfg.Prices.Cost(u)}
+		charge := func(u model.Usage, judge bool) {
+			prices := cfg.Prices
+			if judge {
+				prices = cfg.JudgePrices
+			}
+			c := runfolder.Charge{Task: j.Task, Repeat: j.Repeat, Usage: u, CostUSD: prices.Cost(u), Judge: judge}
 			recorded := cfg.Folder.Charge(c)
 			if recorded == nil {
 				cfg.tell(Charged{Charge: c})

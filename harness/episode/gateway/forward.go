@@ -154,8 +154,10 @@ func (c *call) try() error {
 		}
 		model.ReleaseRecorded(c.g.cfg.Limit, permit, header, answer, err, c.note)
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.g.cfg.AttemptTimeout)
-	defer cancel()
+	timed, cancelTimeout := context.WithTimeout(c.ctx, c.g.cfg.AttemptTimeout)
+	defer cancelTimeout()
+	ctx, cancel := context.WithCancelCause(timed)
+	defer cancel(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(c.body))
 	if err != nil {
 		release(nil, nil, err)
@@ -175,6 +177,7 @@ func (c *call) try() error {
 		}
 		return &errRetry{err: err}
 	}
+	resp.Body = model.NewIdleBody(resp.Body, c.g.cfg.IdleTimeout, cancel)
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
 		return c.failed(resp, release)
@@ -192,6 +195,13 @@ func (c *call) try() error {
 		if c.model {
 			c.used("", false) // an answer cut short was billed all the same
 		}
+		return &errRetry{err: err}
+	}
+	if err := model.NotAPIAnswer(resp.StatusCode, model.Scrub(answer, c.g.cfg.Upstream.APIKey)); err != nil {
+		// An ordinary web server's page (the base URL is not the API's): no agent can read it,
+		// and every call would meet the same, so it is not passed on; forward stops the run.
+		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer), Error: err.Error()})
+		release(resp.Header, nil, err)
 		return &errRetry{err: err}
 	}
 	if f := c.g.cfg.Upstream.Protocol.failureIn(answer); f != nil && f.Transient() {
@@ -248,7 +258,7 @@ func (c *call) giveUp(err error) {
 		c.relay(c.lastCode, c.lastHead, c.lastFail)
 		return
 	}
-	why := fmt.Sprintf("the gateway got no answer from the provider in %d attempts: %v", c.attempt, err)
+	why := fmt.Sprintf("the gateway got no answer to pass on from the provider in %d attempts: %v", c.attempt, err)
 	c.err = errors.New(why)
 	c.note(model.Event{Kind: model.KindResponse, Status: unreachable.status, Error: why})
 	c.g.count(1, 0)

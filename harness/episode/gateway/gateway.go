@@ -147,9 +147,13 @@ type Config struct {
 	// as for the providers of harness/vocab/model.
 	Budget         time.Duration
 	AttemptTimeout time.Duration
-	Limit          *ratelimit.Limiter // the run's, shared by every episode; nil paces nothing
-	Prices         *model.Prices      // nil: costs unknown (then Caps.CostUSD cannot be set)
-	Caps           Caps
+	// IdleTimeout bounds the gap between two bytes of an answer once its header came (default
+	// model.AnswerIdleTimeout, the providers'): an upstream that stalls mid-answer fails the
+	// attempt then, retried as a timeout (or, mid-stream, cut), not at AttemptTimeout.
+	IdleTimeout time.Duration
+	Limit       *ratelimit.Limiter // the run's, shared by every episode; nil paces nothing
+	Prices      *model.Prices      // nil: costs unknown (then Caps.CostUSD cannot be set)
+	Caps        Caps
 	// Record receives the episode's trajectory events. A call's events come together when the
 	// call ends, so that the lines of calls made at once do not interleave; calls are
 	// recorded one at a time.
@@ -257,6 +261,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = defaultAttemptTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = model.AnswerIdleTimeout
 	}
 	client := cfg.HTTP
 	if client == nil {

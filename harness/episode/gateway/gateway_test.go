@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -598,13 +597,5 @@ func TestRecordsFollowTheSchema(t *testing.T) {
 // trajectorySchema is the trajectory's published schema, which recorded lines must follow.
 func trajectorySchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	doc, err := os.ReadFile("../../vocab/runfolder/trajectory.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := jsonschema.Compile(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return schema
+	return jsonschema.MustCompileFile(t, "../../vocab/runfolder/trajectory.schema.json")
 }

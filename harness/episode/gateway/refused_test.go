@@ -13,10 +13,12 @@ import (
 )
 
 // TestPermanentRefusalStopsTheEpisode: a refusal no retry cures (a quota refusal sent as a
-// 429, a 402, a billing error, a 501; Gemini's shapes are harness/vocab/model's TestPermanentRefusals) is not retried, goes back to the agent as it came, and is
-// told once, as model.Permanent, naming the base URL and its source, so that the episode
-// stops its agent and the run stops; a context overflow is the agent's to handle and is
-// told nothing; an unreachable provider is told after its few attempts.
+// 429, a 402, a billing error, a 501, a 200 whose body is a web page; Gemini's shapes are
+// harness/vocab/model's TestPermanentRefusals) is not retried, goes back to the agent as it came
+// (the web page, which no agent reads, as a 502 saying why), and is told once, as
+// model.Permanent, naming the base URL and its source, so that the episode stops its agent
+// and the run stops; a context overflow is the agent's to handle and is told nothing; an
+// unreachable provider is told after its few attempts.
 func TestPermanentRefusalStopsTheEpisode(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -30,6 +32,9 @@ func TestPermanentRefusalStopsTheEpisode(t *testing.T) {
 		{"anthropic billing_error", gateway.Messages, status(http.StatusTooManyRequests,
 			`{"type":"error","error":{"type":"billing_error","message":"There is an issue with your billing."}}`), "issue with your billing"},
 		{"anthropic 501", gateway.Messages, status(http.StatusNotImplemented, `<html>Not Implemented</html>`), "Not Implemented"},
+		{"a web page answered 200", gateway.Chat, status(http.StatusOK, "<!DOCTYPE html>\n<html><title>Welcome to nginx!</title></html>", "Content-Type", "text/html"),
+			"the answer is not the API's JSON"},
+		{"a web page claiming JSON", gateway.Responses, status(http.StatusOK, "Welcome to nginx!"), "Welcome to nginx!"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newProvider(t, c.protocol, c.answer)

@@ -37,6 +37,7 @@ var plainAnswers = map[gateway.Protocol]string{
 		`"role":"assistant","content":[{"type":"output_text","text":"Hello"}]}],"usage":{"input_tokens":11,"output_tokens":7,"total_tokens":18}}`,
 	gateway.Messages: `{"id":"msg_1","type":"message","role":"assistant","model":"run-model-1","content":[{"type":"text","text":"Hello"}],` +
 		`"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":11,"output_tokens":7}}`,
+	gateway.Gemini: geminiPlain,
 }
 
 // streamEvents are the events of a streamed answer, as each API sends them.
@@ -161,10 +162,10 @@ func (f *provider) sent(i int) (http.Header, string, string) {
 // status answers with a status and a JSON body, and headers given as name, value pairs.
 func status(code int, body string, header ...string) answer {
 	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
 		for i := 0; i+1 < len(header); i += 2 {
 			w.Header().Set(header[i], header[i+1])
 		}
-		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		io.WriteString(w, body)
 	}

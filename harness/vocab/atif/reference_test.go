@@ -25,15 +25,7 @@ func valid(t *testing.T, schema *jsonschema.Schema, doc []byte) error {
 
 func compiledSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	b, err := os.ReadFile("atif.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := jsonschema.Compile(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return jsonschema.MustCompileFile(t, "atif.schema.json")
 }
 
 // stricter are the documents Harbor's v1.7 models accept and Check refuses, and why.

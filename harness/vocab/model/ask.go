@@ -29,10 +29,22 @@ func (a *Asker) Ask(ctx context.Context, system, user string) (string, error) {
 	a.calls++
 	a.used.Add(reply.Usage)
 	a.mu.Unlock()
+	if used, ok := ctx.Value(askedKey{}).(func(Usage)); ok {
+		used(reply.Usage)
+	}
 	if err != nil {
 		return "", fmt.Errorf("ask the model: %w", err)
 	}
 	return reply.Message.Content, nil
+}
+
+type askedKey struct{}
+
+// WithAsked makes each question an Asker puts with ctx tell used its answer's usage, failed
+// calls included: a run records the judge's calls in its ledger of spend, in the episode
+// they grade, as they are answered.
+func WithAsked(ctx context.Context, used func(Usage)) context.Context {
+	return context.WithValue(ctx, askedKey{}, used)
 }
 
 // Spent is how many questions were asked and the tokens their answers used.

@@ -278,11 +278,11 @@ func (o *Options) once(ctx context.Context, client *http.Client, method, url str
 		return resp.Header, nil, failure(ErrorAnswer(resp.StatusCode, resp.Header, []byte(o.scrub(string(answer)))))
 	}
 	if !jsonguard.Shallow(answer, 512) || !gjson.ValidBytes(answer) {
-		why := errMalformed
-		if !looksLikeJSON(answer) {
-			why = errNotAPI
+		scrubbed := []byte(o.scrub(string(answer)))
+		if err := NotAPIAnswer(resp.StatusCode, scrubbed); err != nil {
+			return resp.Header, nil, err
 		}
-		return resp.Header, nil, fmt.Errorf("HTTP %d: %w (%d bytes: %.100q)", resp.StatusCode, why, len(answer), o.scrub(string(answer)))
+		return resp.Header, nil, fmt.Errorf("HTTP %d: %w (%d bytes: %.100q)", resp.StatusCode, errMalformed, len(answer), scrubbed)
 	}
 	if check != nil {
 		if apiErr := check(answer); apiErr != nil {
@@ -291,6 +291,18 @@ func (o *Options) once(ctx context.Context, client *http.Client, method, url str
 		}
 	}
 	return resp.Header, answer, nil
+}
+
+// NotAPIAnswer is the error of a 2xx answer that is not JSON at all, an ordinary web server's
+// page (errNotAPI: permanent, the base URL is not the API's), nil for one that begins as JSON
+// does. The providers' calls and the gateway, which would otherwise pass such a page on to an
+// agent, read answers by this one rule. answer must be scrubbed of the key: the error quotes
+// its start.
+func NotAPIAnswer(status int, answer []byte) error {
+	if looksLikeJSON(answer) {
+		return nil
+	}
+	return fmt.Errorf("HTTP %d: %w (%d bytes: %.100q)", status, errNotAPI, len(answer), answer)
 }
 
 // looksLikeJSON reports whether an answer that does not parse begins as JSON does (an object

@@ -17,14 +17,7 @@ import (
 // published schema (trajectory.schema.json, docs/run-folder.md), and the schema refuses what
 // no writer writes. The command tests validate the trajectories of real runs against it too.
 func TestTrajectorySchema(t *testing.T) {
-	schema, err := os.ReadFile("trajectory.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := jsonschema.Compile(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := jsonschema.MustCompileFile(t, "trajectory.schema.json")
 	path := filepath.Join(t.TempDir(), TrajectoryFile)
 	f, err := os.Create(path)
 	if err != nil {

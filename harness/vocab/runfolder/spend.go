@@ -26,6 +26,9 @@ type Charge struct {
 	Repeat  int         `json:"repeat"`
 	Usage   model.Usage `json:"usage"`
 	CostUSD *float64    `json:"cost_usd"`
+	// Judge marks a call of the LLM judge grading the episode (run --judge), at the judge's
+	// prices: the run paid for it too.
+	Judge bool `json:"judge,omitempty"`
 }
 
 // Spend is what a run spent in all: the ledger's sum.

@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
+	"testing"
 )
 
 // Schema is a compiled schema.
@@ -38,6 +40,30 @@ func Compile(doc []byte) (*Schema, error) {
 		return nil, err
 	}
 	return &Schema{root: root}, nil
+}
+
+// CompileFile reads and compiles the schema in the file at path: the tests that check
+// documents against a published schema all start so.
+func CompileFile(path string) (*Schema, error) {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the schema: %w", err)
+	}
+	s, err := Compile(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// MustCompileFile is CompileFile for a test, which a schema that does not compile stops.
+func MustCompileFile(t testing.TB, path string) *Schema {
+	t.Helper()
+	s, err := CompileFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // checkKeywords refuses a keyword outside the subset anywhere in the schema s at path.

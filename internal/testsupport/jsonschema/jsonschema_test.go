@@ -1,6 +1,8 @@
 package jsonschema
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -50,5 +52,28 @@ func TestCompileRefusesKeywordsOutsideTheSubset(t *testing.T) {
 	_, err := Compile([]byte(`{"$defs": {"n": {"type": "integer", "minimum": 0}}}`))
 	if err == nil || !strings.Contains(err.Error(), `#/$defs/n: the keyword "minimum"`) {
 		t.Fatalf("compile: %v", err)
+	}
+}
+
+// TestCompileFile: a schema file compiles as its text does; a missing file and a schema with a
+// keyword outside the subset are errors naming what failed.
+func TestCompileFile(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "shapes.json"), filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(good, []byte(shapes), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(`{"type":"string","pattern":"^a"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := MustCompileFile(t, good)
+	if err := s.Validate([]byte(`{"kind":"circle","r":"big"}`)); err == nil {
+		t.Error("the schema read from its file accepts a circle whose radius is a string")
+	}
+	if _, err := CompileFile(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "read the schema") {
+		t.Errorf("a missing file: %v", err)
+	}
+	if _, err := CompileFile(bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("a keyword outside the subset: %v", err)
 	}
 }
