@@ -13,6 +13,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/gateway"
 	"github.com/aa-grade/aa-grade/harness/episode/loop"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
@@ -138,7 +139,7 @@ func playAgent(ctx context.Context, cfg Config, sb sandbox.Sandbox, tools sandbo
 	ep := &agentrun.Episode{Agent: a.Agent, Sandbox: sb, Tools: tools, Prompts: cfg.prompts(), MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout, Timeout: a.Timeout, Ended: rec.Agent, Install: a.Install,
 		Gateway: gateway.Config{Model: a.Model, Upstream: a.Upstream, HTTP: a.HTTP, Limit: a.Limit, Prices: cfg.Prices, Caps: a.Caps,
-			ProviderTools: a.ProviderTools, Record: wire, Used: used, RetryStop: model.RetryStopOf(ctx), Budget: a.RetryTime,
+			ProviderTools: a.ProviderTools, Record: wire, Used: used, RetryStop: provider.RetryStopOf(ctx), Budget: a.RetryTime,
 			Turn: func(n int, req model.Request, reply model.Reply, err error) {
 				rec.Turn(n, req, reply, err)
 				turned(n, reply)
