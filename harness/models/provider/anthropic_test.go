@@ -28,6 +28,9 @@ const anthropicAnswer = `{"id":"msg_1","type":"message","role":"assistant","cont
  "stop_reason":"tool_use",
  "usage":{"input_tokens":50,"cache_creation_input_tokens":1000,"cache_read_input_tokens":3000,"output_tokens":120}}`
 
+// TestAnthropicRoundTrip: a call goes with its key and version headers, and its answer reads as
+// a reply (text, calls, thinking to pass back, usage); the request's shape is
+// testdata/requests/messages-*.json's (TestGoldenRequests).
 func TestAnthropicRoundTrip(t *testing.T) {
 	f := &fakeChat{path: "/v1/messages", answers: []func(http.ResponseWriter){status(200, anthropicAnswer)}}
 	srv := httptest.NewServer(f)
@@ -58,22 +61,6 @@ func TestAnthropicRoundTrip(t *testing.T) {
 	}
 	if t.Failed() {
 		t.FailNow()
-	}
-	sent := gjson.ParseBytes(f.received[0])
-	for path, want := range map[string]string{
-		"model": "claude-test", "max_tokens": "32000", "thinking.type": "adaptive", "output_config.effort": "max",
-		"tool_choice.type": "auto", "system.0.text": "system", "system.0.cache_control.type": "ephemeral",
-		"tools.1.cache_control.type": "ephemeral", "tools.0.input_schema.type": "object",
-		"messages.#": "3", "messages.1.role": "assistant",
-		"messages.1.content.0.type": "thinking", "messages.1.content.0.signature": "sig-1",
-		"messages.1.content.1.text": "Looking.", "messages.1.content.2.type": "tool_use", "messages.1.content.2.input.cmd": "ls",
-		"messages.2.role": "user", "messages.2.content.0.type": "tool_result", "messages.2.content.0.tool_use_id": "toolu_0",
-		"messages.2.content.1.text": "You have 20 turns left", "messages.2.content.1.cache_control.type": "ephemeral",
-		"messages.1.content.2.cache_control": "", "messages.2.content.0.cache_control": "",
-	} {
-		if got := sent.Get(path).String(); got != want {
-			t.Errorf("request %s = %q, want %q", path, got, want)
-		}
 	}
 	if got, want := reply.Message.Content, "Let me check the events."; got != want {
 		t.Errorf("replied %q, want %q", got, want)

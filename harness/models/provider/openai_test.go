@@ -119,24 +119,15 @@ var conversation = model.Request{
 	Tools: []model.Tool{{Name: "code_exec", Description: "run", Parameters: json.RawMessage(`{"type":"object"}`)}},
 }
 
+// TestChatRoundTrip: a call goes with its key, its answer reads as a reply (calls, reasoning to
+// pass back, usage) and is recorded without the key; the request's shape is
+// testdata/requests/chat-*.json's (TestGoldenRequests).
 func TestChatRoundTrip(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, toolAnswer)}}
 	m, events := newChat(t, f)
 	reply, err := m.Complete(context.Background(), conversation)
 	if err != nil {
 		t.Fatal(err)
-	}
-	sent := gjson.ParseBytes(f.received[0])
-	checks := map[string]string{
-		"model": "gpt-test", "tool_choice": "auto", "max_completion_tokens": "4096", "reasoning_effort": "high",
-		"messages.0.role": "system", "messages.2.tool_calls.0.function.arguments": `{"cmd":"pwd"}`,
-		"messages.2.reasoning_content": "earlier thought", "messages.3.role": "tool", "messages.3.tool_call_id": "call_0",
-		"tools.0.type": "function", "tools.0.function.name": "code_exec",
-	}
-	for path, want := range checks {
-		if got := sent.Get(path).String(); got != want {
-			t.Errorf("request %s = %q, want %q", path, got, want)
-		}
 	}
 	if f.auth[0] != "Bearer "+testKey {
 		t.Errorf("Authorization = %q", f.auth[0])

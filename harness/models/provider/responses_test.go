@@ -50,6 +50,9 @@ func newResponses(t *testing.T, f *fakeChat) (recordedResponses, *[]model.Event)
 var responsesTools = []model.Tool{{Name: "code_exec", Description: "run", Parameters: json.RawMessage(`{"type":"object","properties":{"cmd":{"type":"string"}}}`)},
 	{Name: "finish", Description: "done", Parameters: json.RawMessage(`{"type":"object"}`)}}
 
+// TestResponsesRequestAndToolCalls: a call goes with its key, its answer reads as a reply
+// (text, calls, the reasoning item kept, usage) and is recorded without the key; the request's
+// shape is testdata/requests/responses-*.json's (TestGoldenRequests).
 func TestResponsesRequestAndToolCalls(t *testing.T) {
 	f := &fakeChat{answers: []func(http.ResponseWriter){status(200, responsesToolAnswer)}}
 	m, events := newResponses(t, f)
@@ -62,23 +65,6 @@ func TestResponsesRequestAndToolCalls(t *testing.T) {
 	}
 	if f.auth[0] != "Bearer "+testKey {
 		t.Errorf("Authorization = %q", f.auth[0])
-	}
-	sent := gjson.ParseBytes(f.received[0])
-	for path, want := range map[string]string{
-		"model": "gpt-test", "instructions": "system", "tool_choice": "auto", "store": "false",
-		"include": `["reasoning.encrypted_content"]`, "reasoning.effort": "high", "max_output_tokens": "4096",
-		"input.#": "1", "input.0.type": "message", "input.0.role": "user", "input.0.content": "task",
-		"tools.#": "2", "tools.0.type": "function", "tools.0.name": "code_exec", "tools.0.description": "run",
-		"tools.0.parameters.properties.cmd.type": "string", "tools.0.strict": "false", "tools.1.name": "finish",
-	} {
-		if got := sent.Get(path).String(); got != want {
-			t.Errorf("request %s = %q, want %q", path, got, want)
-		}
-	}
-	for _, absent := range []string{"messages", "previous_response_id", "temperature"} {
-		if sent.Get(absent).Exists() {
-			t.Errorf("request has %s: %s", absent, f.received[0])
-		}
 	}
 	msg := reply.Message
 	if msg.Content != "Checking alerts and events." {
