@@ -1,7 +1,8 @@
 // Package model is the provider-neutral vocabulary every model speaks and every run is written
 // in: messages, tools, requests, replies, usage, prices, the Model interface, the events of a
 // trajectory and the shell tool's arguments. It calls no provider (harness/models/provider
-// does), so that the run folder, the loop and the readers that speak it need no HTTP client.
+// does), so that the run folder, the loop and the readers that speak it never depend on the
+// providers' HTTP clients.
 package model
 
 import (
