@@ -73,7 +73,7 @@ bench: build
 	@echo "--- whole file: snapshot.TSVReader against encoding/csv and Python's csv module"
 	$(GO) run ./internal/devtools/tsvbench -size-mb 200
 	@echo "--- pacing to a provider's rate limits: an hour of calls against a fake provider, in fake time"
-	$(GO) test ./harness/vocab/model -run '^TestPacingBenchmark$$' -v -count=1 -pacing
+	$(GO) test ./harness/models/provider -run '^TestPacingBenchmark$$' -v -count=1 -pacing
 	@echo "--- whole command: aa-grade run over the demo (every task x 3 repeats, 30 turns each) against a zero-latency model"
 	$(GO) run ./internal/devtools/runbench -aa-grade $(BIN) -parallel 1,4,32 2>/dev/null
 

@@ -32,13 +32,14 @@ var layers = []layer{
 		"snapshot/validate":       {"data", "grader", "snapshot", "snapshot/synth/naive"},
 		"snapshot/pack":           {"data"},
 		"grader/judge":            {"grader"},
-		"harness/vocab/model":     {"harness/vocab/ratelimit"},
 		"harness/vocab/runfolder": {"grader", "harness/vocab/model", "harness/vocab/ratelimit"},
 		"harness/vocab/atif":      {"grader"},
 		"harness/vocab/promptset": {"grader", "harness/vocab/model", "harness/vocab/runfolder", "harness/vocab/shellspec"},
 	}},
-	{name: "the models", folders: []string{"harness/models"}, below: []string{"the vocabularies"}},
-	{name: "the episode", folders: []string{"harness/episode"}, below: []string{"the vocabularies"}, within: map[string][]string{
+	{name: "the models", folders: []string{"harness/models"}, below: []string{"the vocabularies"}, within: map[string][]string{
+		"harness/models": {"harness/models/baseline", "harness/models/provider", "harness/models/replay"},
+	}},
+	{name: "the episode", folders: []string{"harness/episode"}, below: []string{"the vocabularies", "the models"}, within: map[string][]string{
 		"harness/episode/sandbox/image":     {"harness/episode/sandbox/image/registry"},
 		"harness/episode/sandbox/dockerapi": {"harness/episode/sandbox/image/registry"},
 		"harness/episode/sandbox": {"harness/episode/sandbox/dockerapi", "harness/episode/sandbox/image",
@@ -47,7 +48,7 @@ var layers = []layer{
 		"harness/episode/agents":   {"harness/episode/gateway"},
 		"harness/episode/agentrun": {"harness/episode/loop", "harness/episode/agents", "harness/episode/gateway", "harness/episode/sandbox"},
 	}},
-	{name: "the writer", folders: []string{"harness/runner"}, below: []string{"the vocabularies", "the episode"}},
+	{name: "the writer", folders: []string{"harness/runner"}, below: []string{"the vocabularies", "the models", "the episode"}},
 	{name: "the readers", folders: []string{"harness/readers"}, below: []string{"the vocabularies"}, within: map[string][]string{
 		"harness/readers/report": {"harness/readers/analysis"},
 		"harness/readers/viewer": {"harness/readers/report"},

@@ -8,7 +8,8 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
-	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/models"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
@@ -18,12 +19,12 @@ import (
 // preset reproduces; else, with prices, the prices times a token estimate (tokenEstimate: the
 // folder's own mean, prev, on a resume, else the tokens of the preset of the nearest prices);
 // else "unknown" and why. "" for a model that calls no paid API (the baseline, a replay).
-func costEstimate(s model.Settings, episodes int, prev *runfolder.Run) string {
-	if s.Spec == model.BaselineSpec || strings.HasPrefix(s.Spec, "replay/") {
+func costEstimate(s models.Settings, episodes int, prev *runfolder.Run) string {
+	if s.Spec == models.BaselineSpec || strings.HasPrefix(s.Spec, "replay/") {
 		return ""
 	}
 	if perTask := publishedCost(s.Preset); perTask != nil {
-		p, _ := model.FindPreset(s.Preset)
+		p, _ := provider.FindPreset(s.Preset)
 		total := *perTask * float64(episodes)
 		return fmt.Sprintf("estimate: about $%.2f for %s at the published $%.2f a task of %s (the leaderboard's run; yours may differ)",
 			total, english.Count(episodes, "episode"), *perTask, p.Label)
@@ -43,7 +44,7 @@ func costEstimate(s model.Settings, episodes int, prev *runfolder.Run) string {
 // publishedCost is the published cost a task of the leaderboard row the preset reproduces; nil
 // for no preset, or a row that published none.
 func publishedCost(preset string) *float64 {
-	p, ok := model.FindPreset(preset)
+	p, ok := provider.FindPreset(preset)
 	if !ok {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/models"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
@@ -61,7 +62,7 @@ func TestCostEstimateOfAResume(t *testing.T) {
 		{Task: "Scenario-2", Repeat: 1}: {Task: "Scenario-2", Repeat: 1, Status: grader.StatusOK, Tokens: model.Usage{Input: 100_000, Output: 30_000}},
 		{Task: "Scenario-3", Repeat: 1}: {Task: "Scenario-3", Repeat: 1, Status: grader.StatusError},
 	}}
-	got := costEstimate(model.Settings{Spec: "openai-api/lab/m", Prices: &model.Prices{Input: 1, Output: 10}}, 10, prev)
+	got := costEstimate(models.Settings{Spec: "openai-api/lab/m", Prices: &model.Prices{Input: 1, Output: 10}}, 10, prev)
 	// 200,000 input tokens at $1 and 20,000 output tokens at $10 a million: $0.40 an episode.
 	textcheck.Has(t, "the estimate", got, "estimate: about $4.00 for 10 episodes at your prices x the mean tokens of the 2 episodes already in the folder (200,000 input, 20,000 output an episode)")
 }
@@ -69,16 +70,17 @@ func TestCostEstimateOfAResume(t *testing.T) {
 // TestCostEstimate: every case the estimate line tells apart.
 func TestCostEstimate(t *testing.T) {
 	for _, c := range []struct {
-		settings model.Settings
+		settings models.Settings
 		want     string
 	}{
-		{model.Settings{Spec: model.BaselineSpec, Prices: &model.Prices{}}, ""},
-		{model.Settings{Spec: "replay/runs/x"}, ""},
-		{model.Settings{Spec: "anthropic/claude-opus-4-7", Preset: "claude-opus-4-7-max"}, "estimate: about $53.80 for 10 episodes at the published $5.38 a task of Claude Opus 4.7 (Adaptive Reasoning, Max Effort)"},
-		{model.Settings{Spec: "openai-api/vllm/q", Prices: &model.Prices{}}, "estimate: $0 (the prices given make the model free)"},
-		{model.Settings{Spec: "openai/gpt-5.5", Preset: "gpt-5.5-xhigh", Prices: &model.Prices{Input: 5, Output: 30}},
+		{models.Settings{Spec: models.BaselineSpec, Prices: &model.Prices{}}, ""},
+		{models.Settings{Spec: "replay/runs/x"}, ""},
+		{models.Settings{Spec: "anthropic/claude-opus-4-7", Preset: "claude-opus-4-7-max"}, "estimate: about $53.80 for 10 episodes at the published $5.38 a task of Claude Opus 4.7 (Adaptive Reasoning, Max Effort)"},
+		{models.Settings{Spec: "openai-api/vllm/q", Prices: &model.Prices{}},
+			"estimate: $0 (the prices given make the model free)"},
+		{models.Settings{Spec: "openai/gpt-5.5", Preset: "gpt-5.5-xhigh", Prices: &model.Prices{Input: 5, Output: 30}},
 			"estimate: about $53.80-$64.56 for 10 episodes at your prices x the tokens a task of Claude Opus 4.7 (Adaptive Reasoning, Max Effort), the preset of the nearest prices (its published $5.38 a task at $5/$25 per million input/output; the range is the split of its tokens, not published)"},
-		{model.Settings{Spec: "openai-api/lab/m", Prices: &model.Prices{Input: 5, Output: 25}},
+		{models.Settings{Spec: "openai-api/lab/m", Prices: &model.Prices{Input: 5, Output: 25}},
 			"estimate: about $53.80 for 10 episodes at your prices x the tokens a task of Claude Opus 4.7 (Adaptive Reasoning, Max Effort)"},
 	} {
 		if got := costEstimate(c.settings, 10, nil); !strings.HasPrefix(got, c.want) || (c.want == "" && got != "") {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
-	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/models"
 )
 
 // The libraries say what is wrong; the commands, which know their flags, add the flag or the
@@ -14,7 +14,7 @@ import (
 // modelSpecError is err of the model value of flag (--model, --judge), saying where the
 // presets are listed when the value named none.
 func modelSpecError(flag string, err error) error {
-	if errors.Is(err, model.ErrNotPreset) {
+	if errors.Is(err, models.ErrNotPreset) {
 		return fmt.Errorf("%s: %w; aa-grade models lists them", flag, err)
 	}
 	return fmt.Errorf("%s: %w", flag, err)

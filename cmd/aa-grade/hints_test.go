@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/models"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestHints(t *testing.T) {
 	noIsolation := fmt.Errorf("--sandbox: %w", fmt.Errorf("%w: %w (bwrap: not installed); install bubblewrap", sandbox.ErrUnavailable, sandbox.ErrNoIsolation))
 	noImage := fmt.Errorf("probe the sandbox: %w", fmt.Errorf("%w x:1: pull or build it (docker pull x:1)", sandbox.ErrNoImage))
-	notPreset := fmt.Errorf("%w: %q is %w (a, b)", model.ErrModelSpec, "gpt-9", model.ErrNotPreset)
+	notPreset := fmt.Errorf("%w: %q is %w (a, b)", model.ErrModelSpec, "gpt-9", models.ErrNotPreset)
 	other := errors.New("disk full")
 	for _, c := range []struct {
 		name     string

@@ -10,6 +10,8 @@ import (
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/grader/judge"
+	"github.com/aa-grade/aa-grade/harness/models"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/readers/report"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/internal/english"
@@ -24,7 +26,7 @@ func (o *judgeOptions) flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "judge", Destination: &o.spec, Sources: env("judge"),
 			Usage: "map entities to ground-truth groups with this model as the LLM judge, as the official grading does " +
-				"(" + model.SpecForms() + ", or a preset; answers cached); the rules decide when it fails"},
+				"(" + provider.SpecForms() + ", or a preset; answers cached); the rules decide when it fails"},
 		&cli.StringFlag{Name: "judge-effort", Destination: &o.effort, Sources: env("judge-effort"),
 			DefaultText: "the preset's, else the provider's",
 			Usage:       "the judge's reasoning effort (the official grading: openai/gpt-5.5 at medium)"},
@@ -65,7 +67,7 @@ func judgePrompt(path string) (*judge.Prompt, error) {
 // llmJudge is the judge with what it spends and what that costs.
 type llmJudge struct {
 	*judge.Judge
-	asker  *model.Asker
+	asker  *models.Asker
 	prices *model.Prices // nil: unknown
 }
 
@@ -76,18 +78,19 @@ func newJudge(o judgeOptions) (*llmJudge, error) {
 	if o.spec == "" {
 		return nil, nil
 	}
-	var overrides model.Overrides
+	var overrides models.Overrides
 	if o.effort != "" {
 		overrides.ReasoningEffort = &o.effort
 	}
-	settings, err := model.Resolve(o.spec, overrides)
+	settings, err := models.Resolve(o.spec, overrides)
 	if err != nil {
 		return nil, modelSpecError("--judge", err)
 	}
 	if strings.HasPrefix(settings.Spec, "builtin/") {
 		return nil, usageErrorf("--judge %s: the judge must be a language model", o.spec)
 	}
-	m, err := model.New(settings.Spec, os.Getenv, model.Options{Retry: model.DefaultRetry, ReasoningEffort: settings.ReasoningEffort})
+	m, err := provider.New(settings.Spec, os.Getenv, provider.Options{Retry: provider.DefaultRetry,
+		ReasoningEffort: settings.ReasoningEffort})
 	if err != nil {
 		return nil, fmt.Errorf("--judge: %w", err)
 	}
@@ -106,7 +109,7 @@ func newJudge(o judgeOptions) (*llmJudge, error) {
 	if prompt != nil {
 		name += " prompt=sha256:" + prompt.SHA256
 	}
-	asker := &model.Asker{Model: m}
+	asker := &models.Asker{Model: m}
 	return &llmJudge{Judge: &judge.Judge{Model: name, Asker: asker, Prompt: prompt, CacheDir: filepath.Join(cache, "aa-grade", "judge")},
 		asker: asker, prices: settings.Prices}, nil
 }

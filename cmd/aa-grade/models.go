@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/grader/leaderboard"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 )
 
@@ -42,7 +43,7 @@ type modelsOutput struct {
 
 // presetRow is a preset with the published numbers of its leaderboard row.
 type presetRow struct {
-	model.Preset
+	provider.Preset
 	Reasoning   string   `json:"reasoning"`
 	Score       float64  `json:"published_score"`
 	AvgTurns    *float64 `json:"published_avg_turns"`
@@ -62,7 +63,7 @@ func runModels(_ context.Context, opts modelsOptions, args []string, con console
 	}
 	out := modelsOutput{Published: publishedNotes{Source: leaderboard.Source, Date: leaderboard.Date, Tasks: leaderboard.Tasks,
 		Note: fmt.Sprintf("The published runs used %d tasks; the public tasks are a subset of them, so a local run estimates, but cannot equal, a published score.", leaderboard.Tasks)}}
-	for _, p := range model.Presets {
+	for _, p := range provider.Presets {
 		row, ok := leaderboard.Find(p.Label)
 		if !ok {
 			return fmt.Errorf("preset %s: no published row %q", p.Name, p.Label)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
 
@@ -18,7 +18,7 @@ const guessedEpisodeBytes = 8 << 20
 // would otherwise fail only once episodes were played and paid for: every file and folder the
 // run writes is writable; the disk has room for what the episodes will record (the folder's
 // own mean on a resume, else guessedEpisodeBytes: a guess that only warns); the model's
-// endpoint answers (its models list, which costs no token, model.Checker). It says what it
+// endpoint answers (its models list, which costs no token, provider.Checker). It says what it
 // found on stderr for a run that calls a provider (the baseline's and a replay's episodes are
 // small, and free: only a shortfall is said).
 func (r *startedRun) preflight(ctx context.Context, stderr io.Writer, episodes int) error {
@@ -36,16 +36,16 @@ func (r *startedRun) preflight(ctx context.Context, stderr io.Writer, episodes i
 	room := fmt.Sprintf("the episodes will record about %s (%s at %s each, %s); %s free", humanBytes(need),
 		english.Count(episodes, "episode"), humanBytes(per), source, humanBytes(int64(free)))
 	short := err == nil && uint64(need) > free
-	c, provider := r.model.(model.Checker)
+	c, callsProvider := r.model.(provider.Checker)
 	switch {
 	case short && measured > 0:
 		return fmt.Errorf("disk: %s, too little: nothing was played (free some space, or give another --out)", room)
 	case short:
 		printLine(stderr, "warning: disk: %s", room)
-	case provider:
+	case callsProvider:
 		printLine(stderr, "disk: %s", room)
 	}
-	if !provider {
+	if !callsProvider {
 		return nil
 	}
 	if err := c.Check(ctx); err != nil {

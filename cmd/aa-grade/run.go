@@ -24,7 +24,8 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/gateway"
 	"github.com/aa-grade/aa-grade/harness/episode/loop"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
-	"github.com/aa-grade/aa-grade/harness/models/baseline"
+	"github.com/aa-grade/aa-grade/harness/models"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/models/replay"
 	"github.com/aa-grade/aa-grade/harness/readers/report"
 	"github.com/aa-grade/aa-grade/harness/runner"
@@ -36,8 +37,9 @@ import (
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
-// runOnlySpecs are the models a run builds itself, beside the providers' (model.SpecForms).
-const runOnlySpecs = model.BaselineSpec + ", replay/RUN_DIR"
+// runOnlySpecs are the models only a run takes (models.Open builds them), beside the
+// providers' (provider.SpecForms).
+const runOnlySpecs = models.BaselineSpec + ", replay/RUN_DIR"
 
 // runOptions are the flags of aa-grade run.
 type runOptions struct {
@@ -77,7 +79,7 @@ type runOptions struct {
 func (o *runOptions) flags() []cli.Flag {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "model", Required: true, Destination: &o.model, Sources: env("model"),
-			Usage: model.SpecForms() + ", " + runOnlySpecs + ", or a preset (aa-grade models)"},
+			Usage: provider.SpecForms() + ", " + runOnlySpecs + ", or a preset (aa-grade models)"},
 		datasetFlag(&o.dataset), tasksFlag(&o.tasks),
 		&cli.IntFlag{Name: "limit", Destination: &o.limit, Sources: env("limit"), DefaultText: "all", Usage: "only the first N tasks (of --tasks, else of the dataset)"},
 		&cli.IntFlag{Name: "sample", Destination: &o.sample, Sources: env("sample"), DefaultText: "all",
@@ -119,7 +121,7 @@ func (o *runOptions) flags() []cli.Flag {
 		noProgressFlag(&o.noProgress),
 		&cli.FloatFlag{Name: "max-cost", Destination: &o.maxCost, Sources: env("max-cost"), DefaultText: "no budget",
 			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it, and running ones stop when it is reached"},
-		&cli.DurationFlag{Name: "max-retry-time", Value: model.DefaultRetryTime, Destination: &o.maxRetryTime, Sources: env("max-retry-time"),
+		&cli.DurationFlag{Name: "max-retry-time", Value: provider.DefaultRetryTime, Destination: &o.maxRetryTime, Sources: env("max-retry-time"),
 			Usage: "per model call: how long its transient failures (throttling, 5xx, timeouts) are retried before its episode ends in error; permanent ones (quota, billing, 4xx, no such host) stop the run at once"},
 		&cli.FloatFlag{Name: "fail-on-error", Destination: &o.failOnError, Sources: env("fail-on-error"), DefaultText: "0: never",
 			Usage: "stop the run once N episodes ended in error (N from 1), or more than a fraction of those planned (0.1: more than one in ten)"},
@@ -299,7 +301,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 type preparedRun struct {
 	plan     episodesPlan
 	prompts  *promptset.Set
-	settings model.Settings
+	settings models.Settings
 	model    model.Model
 	limit    *ratelimit.Limiter
 	judge    *llmJudge // nil: the rules grade
@@ -323,7 +325,7 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	settings, err := model.Resolve(opts.model, opts.overrides())
+	settings, err := models.Resolve(opts.model, opts.overrides())
 	if err != nil {
 		return nil, modelSpecError("--model", err)
 	}
@@ -371,10 +373,10 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 		agentUpstream: up, agentModel: agentModel, needs: needs}, nil
 }
 
-// dryRunNeeds lets a dry run go on without a variable a model needs (model.MissingVariableError),
+// dryRunNeeds lets a dry run go on without a variable a model needs (provider.MissingVariableError),
 // adding its name to needs; any other error, or a missing variable outside a dry run, is err.
 func dryRunNeeds(dryRun bool, needs []string, err error) ([]string, error) {
-	var missing *model.MissingVariableError
+	var missing *provider.MissingVariableError
 	if dryRun && errors.As(err, &missing) {
 		return append(needs, missing.Name), nil
 	}
@@ -593,11 +595,11 @@ func warnSandbox(stderr io.Writer, backend sandbox.Backend) {
 	}
 }
 
-// newModel builds the model under test (a provider's, the built-in baseline or a replay),
-// sending back the reasoning the loop does, with one rate limiter for the whole run: every
-// episode's calls go to the same provider and quota. The limiter is returned too, for the
-// display and the run's record of the limits.
-func newModel(opts runOptions, settings model.Settings, kind loop.Loop) (model.Model, *ratelimit.Limiter, error) {
+// newModel builds the model under test (models.Open: a provider's, the built-in baseline or a
+// replay), sending back the reasoning the loop does, with one rate limiter for the whole run:
+// every episode's calls go to the same provider and quota. The limiter is returned too, for
+// the display and the run's record of the limits.
+func newModel(opts runOptions, settings models.Settings, kind loop.Loop) (model.Model, *ratelimit.Limiter, error) {
 	maxInFlight := opts.maxInFlight
 	if maxInFlight == 0 {
 		maxInFlight = opts.parallel
@@ -606,20 +608,10 @@ func newModel(opts runOptions, settings model.Settings, kind loop.Loop) (model.M
 	if err != nil {
 		return nil, nil, usageErrorf("--max-in-flight, --rpm, --tpm: %w", err)
 	}
-	var m model.Model
-	switch spec := settings.Spec; {
-	case spec == model.BaselineSpec:
-		m = baseline.Model{}
-	case strings.HasPrefix(spec, "builtin/"):
-		err = fmt.Errorf("%w: %q: the built-in model is %s", model.ErrModelSpec, spec, model.BaselineSpec)
-	case strings.HasPrefix(spec, "replay/"):
-		m, err = replay.New(strings.TrimPrefix(spec, "replay/"))
-	default:
-		m, err = model.New(spec, os.Getenv, model.Options{MaxTokens: int(settings.MaxTokens),
-			ReasoningEffort: settings.ReasoningEffort, Retry: model.DefaultRetry, Budget: opts.maxRetryTime, Limit: limit,
-			Reference: kind != loop.LoopLenient})
-	}
-	if errors.Is(err, model.ErrNotProvider) {
+	m, err := models.Open(settings.Spec, os.Getenv, provider.Options{MaxTokens: int(settings.MaxTokens),
+		ReasoningEffort: settings.ReasoningEffort, Retry: provider.DefaultRetry, Budget: opts.maxRetryTime, Limit: limit,
+		Reference: kind != loop.LoopLenient})
+	if errors.Is(err, provider.ErrNotProvider) {
 		return nil, nil, fmt.Errorf("--model: %w; or %s, or a preset (aa-grade models)", err, runOnlySpecs)
 	}
 	if err != nil {
@@ -806,8 +798,8 @@ func priceFlag(name string, dst *float64, what, fallback string) cli.Flag {
 
 // overrides are the model settings given by flag or environment variable: they win over a
 // preset's.
-func (o runOptions) overrides() model.Overrides {
-	var ov model.Overrides
+func (o runOptions) overrides() models.Overrides {
+	var ov models.Overrides
 	if o.isSet("reasoning-effort") {
 		ov.ReasoningEffort = &o.reasoningEffort
 	}
@@ -834,7 +826,7 @@ func (o runOptions) overrides() model.Overrides {
 
 // lenientWindow is the context window the lenient loop summarises against; the reference
 // loop has none (it summarises against max tokens), so its run.json records none.
-func lenientWindow(kind loop.Loop, s model.Settings) int64 {
+func lenientWindow(kind loop.Loop, s models.Settings) int64 {
 	if kind == loop.LoopLenient {
 		return s.ContextWindow
 	}
@@ -842,7 +834,7 @@ func lenientWindow(kind loop.Loop, s model.Settings) int64 {
 }
 
 // describeModel names the model for the progress line: a preset with the spec it stands for.
-func describeModel(s model.Settings) string {
+func describeModel(s models.Settings) string {
 	if s.Preset != "" {
 		return s.Preset + " (" + s.Spec + ")"
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/agents"
 	"github.com/aa-grade/aa-grade/harness/episode/gateway"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/runner"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
@@ -90,7 +91,7 @@ func (o *agentOptions) Validate(set func(string) bool) error {
 // when they are allowed.
 func agentUpstream(a agents.Agent, spec string, m model.Model, providerTools bool) (gateway.Upstream, string, error) {
 	if strings.HasPrefix(spec, "builtin/") || strings.HasPrefix(spec, "replay/") {
-		return gateway.Upstream{}, "", usageErrorf("--agent %s: the agent calls a provider's API, and --model %s is none (%s)", a, spec, model.SpecForms())
+		return gateway.Upstream{}, "", usageErrorf("--agent %s: the agent calls a provider's API, and --model %s is none (%s)", a, spec, provider.SpecForms())
 	}
 	up, name, err := gateway.UpstreamOf(m, a.Speaks())
 	if err != nil {

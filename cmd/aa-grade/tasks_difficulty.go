@@ -8,8 +8,8 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/models"
 	"github.com/aa-grade/aa-grade/harness/models/baseline"
-	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/snapshot/synth/naive"
 	"github.com/aa-grade/aa-grade/snapshot/validate"
 )
@@ -41,7 +41,7 @@ func addDifficulty(ctx context.Context, reports []validate.Report, tasks []data.
 // baselineAttempt runs builtin/baseline's investigation on the task in a sandbox of its own
 // and reads its answer, each entity with the reasons it gave.
 func baselineAttempt(ctx context.Context, backend sandbox.Backend, t data.Task) validate.Attempt {
-	a := validate.Attempt{Solver: model.BaselineSpec}
+	a := validate.Attempt{Solver: models.BaselineSpec}
 	scratch, remove, err := sandbox.NewScratch()
 	if err != nil {
 		a.Err = err

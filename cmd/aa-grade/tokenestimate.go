@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/english"
@@ -61,11 +62,11 @@ func meanUsage(prev *runfolder.Run) (model.Usage, int) {
 // nearestPricedPreset is the preset, of those with prices and a published cost a task, whose
 // prices are nearest to prices (the sum of the distances of the logarithms of the input and
 // output prices), and its published cost a task.
-func nearestPricedPreset(prices model.Prices) (model.Preset, float64, bool) {
-	var best model.Preset
+func nearestPricedPreset(prices model.Prices) (provider.Preset, float64, bool) {
+	var best provider.Preset
 	bestCost, bestDistance := 0.0, math.Inf(1)
 	logDistance := func(a, b float64) float64 { return math.Abs(math.Log((a + 0.01) / (b + 0.01))) }
-	for _, p := range model.Presets {
+	for _, p := range provider.Presets {
 		cost := publishedCost(p.Name)
 		if p.Prices == nil || cost == nil || p.Prices.Input <= 0 || p.Prices.Output <= 0 {
 			continue

@@ -9,7 +9,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 )
 
-// Asker puts one question to a model and returns the text of its answer (model.Asker
+// Asker puts one question to a model and returns the text of its answer (models.Asker
 // adapts a model to it).
 type Asker interface {
 	Ask(ctx context.Context, system, user string) (string, error)

@@ -13,6 +13,8 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/gateway"
 	"github.com/aa-grade/aa-grade/harness/episode/loop"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/models"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
@@ -112,7 +114,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		if score == nil {
 			score = grader.Rules
 		}
-		judged := model.WithAsked(ctx, func(u model.Usage) { charge(u, true) }) // the judge's calls are the run's spend too
+		judged := models.WithAsked(ctx, func(u model.Usage) { charge(u, true) }) // the judge's calls are the run's spend too
 		v, err := score(judged, grader.Task{ID: task.ID, GroundTruth: task.GroundTruth}, gt, out.Entities)
 		if err != nil {
 			return fail(err) // interrupted while the judge was asked: run it again
@@ -139,7 +141,7 @@ func playAgent(ctx context.Context, cfg Config, sb sandbox.Sandbox, tools sandbo
 	ep := &agentrun.Episode{Agent: a.Agent, Sandbox: sb, Tools: tools, Prompts: cfg.prompts(), MaxTurns: cfg.MaxTurns,
 		CommandTimeout: cfg.CommandTimeout, Timeout: a.Timeout, Ended: rec.Agent, Install: a.Install,
 		Gateway: gateway.Config{Model: a.Model, Upstream: a.Upstream, HTTP: a.HTTP, Limit: a.Limit, Prices: cfg.Prices, Caps: a.Caps,
-			ProviderTools: a.ProviderTools, Record: wire, Used: used, RetryStop: model.RetryStopOf(ctx), Budget: a.RetryTime,
+			ProviderTools: a.ProviderTools, Record: wire, Used: used, RetryStop: provider.RetryStopOf(ctx), Budget: a.RetryTime,
 			Turn: func(n int, req model.Request, reply model.Reply, err error) {
 				rec.Turn(n, req, reply, err)
 				turned(n, reply)

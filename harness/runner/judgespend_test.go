@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/models"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
@@ -31,7 +32,7 @@ func TestJudgeCallsAreInTheLedger(t *testing.T) {
 		cfg.Prices, cfg.JudgePrices = &model.Prices{Input: 1, Output: 1}, &model.Prices{Input: 3, Output: 3}
 		cfg.Judge = "fake/judge"
 		cfg.Scorer = func(ctx context.Context, task grader.Task, gt *grader.GroundTruth, names []string) (grader.Verdict, error) {
-			asker := &model.Asker{Model: millionIn{}}
+			asker := &models.Asker{Model: millionIn{}}
 			if _, err := asker.Ask(ctx, "", "which group is "+strings.Join(names, ", ")+"?"); err != nil {
 				return grader.Verdict{}, err
 			}

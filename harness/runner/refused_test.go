@@ -10,6 +10,7 @@ import (
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
@@ -22,7 +23,7 @@ func (m refusing) Complete(ctx context.Context, _ model.Request) (model.Reply, e
 	if id, _ := model.EpisodeFrom(ctx); id.Task == "Scenario-1" {
 		<-m.waiting
 		return model.Reply{}, fmt.Errorf("the provider at http://127.0.0.1:9/v1 (set by OPENAI_BASE_URL) refused the call: %w",
-			&model.APIError{Status: http.StatusUnauthorized, Message: "Incorrect API key provided"})
+			&provider.APIError{Status: http.StatusUnauthorized, Message: "Incorrect API key provided"})
 	}
 	close(m.waiting)
 	<-ctx.Done()
@@ -50,7 +51,7 @@ func TestPermanentRefusalStopsTheRun(t *testing.T) {
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("err = %v", err)
 	}
-	if !model.Permanent(err) {
+	if !provider.Permanent(err) {
 		t.Errorf("the run's error is not the permanent refusal: %v", err)
 	}
 	status := map[string]string{}

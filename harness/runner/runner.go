@@ -19,6 +19,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/gateway"
 	"github.com/aa-grade/aa-grade/harness/episode/loop"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
 	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
@@ -96,7 +97,7 @@ type Agent struct {
 	Upstream gateway.Upstream
 	Model    string
 	Timeout  time.Duration // an episode's agent's wall time (0: agentrun.DefaultTimeout)
-	// RetryTime bounds the gateway's retries of one call (0: model.DefaultRetryTime).
+	// RetryTime bounds the gateway's retries of one call (0: provider.DefaultRetryTime).
 	RetryTime time.Duration
 	Caps      gateway.Caps       // per episode; the calls' cap is MaxTurns
 	Limit     *ratelimit.Limiter // the run's rate limiter, shared by the episodes' gateways
@@ -146,7 +147,7 @@ func (cfg Config) loop() loop.Loop {
 var ErrStopped = errors.New("stopped: too many episodes ended in error")
 
 // ErrRefused marks a run that stopped because an episode met a provider's permanent refusal
-// (model.Permanent): a quota, a key, an address that every other episode would meet too.
+// (provider.Permanent): a quota, a key, an address that every other episode would meet too.
 var ErrRefused = errors.New("the provider refused for good")
 
 // errHalted is why running episodes are stopped when the run stops on a refusal.
@@ -238,7 +239,7 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 	// calls end at Ctrl-C.
 	haltCtx, halt := context.WithCancelCause(budgetCtx)
 	defer halt(nil)
-	playCtx := model.WithRetryStop(haltCtx, ctx.Done())
+	playCtx := provider.WithRetryStop(haltCtx, ctx.Done())
 	var recordErr error // the first failure to record a result or a call: no result is recorded after it
 	// Episodes not handed out when the run stops or is interrupted are left unfinished.
 	workpool.Run(feedCtx, cfg.Parallel, todo, func(j runfolder.Episode) {
@@ -283,16 +284,16 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		r, err := runEpisode(playCtx, cfg, tasks[j.Task], j.Repeat, tools, charge)
 		complete := r.Final() && err == nil
 		switch {
-		case ctx.Err() != nil && (episodeCtx.Err() != nil || errors.Is(err, model.ErrRetryStopped)) && !complete:
+		case ctx.Err() != nil && (episodeCtx.Err() != nil || errors.Is(err, provider.ErrRetryStopped)) && !complete:
 			r.Status, r.Error = grader.StatusUnfinished, "the run was interrupted during this episode"
 		case errors.Is(context.Cause(budgetCtx), ErrBudget) && !complete:
 			r.Status, r.Error = grader.StatusCostLimit, "stopped when the run's spend reached its budget (--max-cost); a resume with a higher one plays it again"
-		case errors.Is(context.Cause(haltCtx), errHalted) && !complete && !model.Permanent(err):
+		case errors.Is(context.Cause(haltCtx), errHalted) && !complete && !provider.Permanent(err):
 			r.Status, r.Error = grader.StatusUnfinished, "stopped when another episode met the provider's permanent refusal; a resume plays it again"
 		}
 		mu.Lock()
 		spend.end(r)
-		if model.Permanent(err) && !errors.Is(context.Cause(feedCtx), ErrRefused) {
+		if provider.Permanent(err) && !errors.Is(context.Cause(feedCtx), ErrRefused) {
 			// Every other episode would meet the same: stop now, not after each has tried.
 			stop(fmt.Errorf("%s repeat %d: %w: %w; the run stopped (fix the cause, then run the same command again to resume)", r.Task, r.Repeat, ErrRefused, err))
 			halt(errHalted)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
 )
@@ -45,7 +46,7 @@ type call struct {
 
 // errRetry marks an attempt that failed where a retry may succeed; the wait is the one the
 // provider asked for, 0 when it did not; cause, when set, is the provider's error answer,
-// which model.RetryWorth classifies (else err is).
+// which provider.RetryWorth classifies (else err is).
 type errRetry struct {
 	err   error
 	wait  time.Duration
@@ -70,7 +71,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, n
 	c.ctx = r.Context()
 	defer func() { g.record(c.events, c.turn()) }()
 	c.events = append(c.events, before...)
-	c.note(model.Event{Kind: model.KindRequest, URL: c.url, Header: model.RecordedHeader(c.header), Body: body})
+	c.note(model.Event{Kind: model.KindRequest, URL: c.url, Header: provider.RecordedHeader(c.header), Body: body})
 	for c.attempt = 1; ; c.attempt++ {
 		err := c.try()
 		var retry *errRetry
@@ -81,9 +82,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, n
 			return // the agent hung up: nobody waits for a retry
 		}
 		wait := g.cfg.Retry.Delay(c.attempt, retry.wait)
-		if !model.RetryWorth(retry, c.attempt) {
+		if !provider.RetryWorth(retry, c.attempt) {
 			c.giveUp(retry.err)
-			if model.Permanent(retry) {
+			if provider.Permanent(retry) {
 				g.permanent(retry)
 			}
 			return
@@ -94,7 +95,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, n
 		}
 		c.note(model.Event{Kind: model.KindRetry, Attempt: c.attempt, Wait: wait, Error: retry.err.Error()})
 		g.count(0, 1)
-		if model.SleepRetry(model.WithRetryStop(c.ctx, g.cfg.RetryStop), wait) != nil {
+		if provider.SleepRetry(provider.WithRetryStop(c.ctx, g.cfg.RetryStop), wait) != nil {
 			c.giveUp(retry.err)
 			return
 		}
@@ -113,7 +114,7 @@ func (c *call) turn() *turn {
 	req, _ := d.request(c.body)
 	t := &turn{n: c.n, req: req, err: c.err}
 	if c.answer != nil {
-		reply, err := d.answer(model.Scrub(c.answer, c.g.cfg.Upstream.APIKey))
+		reply, err := d.answer(provider.Scrub(c.answer, c.g.cfg.Upstream.APIKey))
 		t.reply = reply
 		if t.err == nil && err != nil {
 			t.err = fmt.Errorf("read the answer: %w", err)
@@ -123,7 +124,7 @@ func (c *call) turn() *turn {
 		t.reply.Usage = *c.usage // what was counted: a worst case where the answer said none
 	}
 	if t.err != nil {
-		t.err = errors.New(string(model.Scrub([]byte(t.err.Error()), c.g.cfg.Upstream.APIKey)))
+		t.err = errors.New(string(provider.Scrub([]byte(t.err.Error()), c.g.cfg.Upstream.APIKey)))
 	}
 	return t
 }
@@ -139,7 +140,7 @@ func (c *call) try() error {
 	var permit ratelimit.Permit
 	if c.model {
 		queued := time.Now()
-		p, err := model.AcquireRecorded(c.ctx, c.g.cfg.Limit, len(c.body), c.note)
+		p, err := provider.AcquireRecorded(c.ctx, c.g.cfg.Limit, len(c.body), c.note)
 		if err != nil {
 			c.note(model.Event{Kind: model.KindResponse, Error: "the agent hung up while the call waited for the rate limiter"})
 			c.err = fmt.Errorf("the agent hung up while the call waited for the rate limiter: %w", err)
@@ -152,7 +153,7 @@ func (c *call) try() error {
 		if !c.model {
 			return
 		}
-		model.ReleaseRecorded(c.g.cfg.Limit, permit, header, answer, err, c.note)
+		provider.ReleaseRecorded(c.g.cfg.Limit, permit, header, answer, err, c.note)
 	}
 	timed, cancelTimeout := context.WithTimeout(c.ctx, c.g.cfg.AttemptTimeout)
 	defer cancelTimeout()
@@ -177,7 +178,7 @@ func (c *call) try() error {
 		}
 		return &errRetry{err: err}
 	}
-	resp.Body = model.NewIdleBody(resp.Body, c.g.cfg.IdleTimeout, cancel)
+	resp.Body = provider.NewIdleBody(resp.Body, c.g.cfg.IdleTimeout, cancel)
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
 		return c.failed(resp, release)
@@ -185,9 +186,9 @@ func (c *call) try() error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 		return c.stream(resp, release)
 	}
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, model.MaxResponseBytes+1))
-	if err == nil && len(answer) > model.MaxResponseBytes {
-		err = fmt.Errorf("the answer is larger than the %d MiB cap on an answer", model.MaxResponseBytes>>20)
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, provider.MaxResponseBytes+1))
+	if err == nil && len(answer) > provider.MaxResponseBytes {
+		err = fmt.Errorf("the answer is larger than the %d MiB cap on an answer", provider.MaxResponseBytes>>20)
 	}
 	if err != nil {
 		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Error: "the answer could not be read: " + err.Error()})
@@ -197,7 +198,7 @@ func (c *call) try() error {
 		}
 		return &errRetry{err: err}
 	}
-	if err := model.NotAPIAnswer(resp.StatusCode, model.Scrub(answer, c.g.cfg.Upstream.APIKey)); err != nil {
+	if err := provider.NotAPIAnswer(resp.StatusCode, provider.Scrub(answer, c.g.cfg.Upstream.APIKey)); err != nil {
 		// An ordinary web server's page (the base URL is not the API's): no agent can read it,
 		// and every call would meet the same, so it is not passed on; forward stops the run.
 		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer), Error: err.Error()})
@@ -221,14 +222,15 @@ func (c *call) try() error {
 // failed handles an error answer: a transient one (408, 409, 429, 5xx, Anthropic's 529) is
 // retried, at the wait the provider asks for; any other goes back to the agent as it came.
 func (c *call) failed(resp *http.Response, release func(http.Header, []byte, error)) error {
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, model.MaxResponseBytes)) // what could be read of an error is enough
-	apiErr := model.ErrorAnswer(resp.StatusCode, resp.Header, model.Scrub(answer, c.g.cfg.Upstream.APIKey))
+	// What could be read of an error is enough.
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, provider.MaxResponseBytes))
+	apiErr := provider.ErrorAnswer(resp.StatusCode, resp.Header, provider.Scrub(answer, c.g.cfg.Upstream.APIKey))
 	c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer)})
 	if !apiErr.Transient() {
 		release(resp.Header, nil, apiErr)
 		c.err = apiErr
 		c.relay(resp.StatusCode, resp.Header, answer)
-		if model.Permanent(apiErr) { // a context overflow is the agent's to handle
+		if provider.Permanent(apiErr) { // a context overflow is the agent's to handle
 			c.g.permanent(apiErr)
 		}
 		return apiErr
@@ -239,7 +241,7 @@ func (c *call) failed(resp *http.Response, release func(http.Header, []byte, err
 // retryable ends an attempt that failed with a transient error before anything went back to
 // the agent (an error status, or a 200 answer or first event that reports one): the limiter
 // hears it, and the answer is kept to pass on as it came should the retries give up.
-func (c *call) retryable(resp *http.Response, answer []byte, apiErr *model.APIError, release func(http.Header, []byte, error)) error {
+func (c *call) retryable(resp *http.Response, answer []byte, apiErr *provider.APIError, release func(http.Header, []byte, error)) error {
 	release(resp.Header, nil, apiErr)
 	c.err = apiErr
 	c.lastFail, c.lastHead, c.lastCode, c.lastErr = answer, resp.Header, resp.StatusCode, apiErr
@@ -247,7 +249,7 @@ func (c *call) retryable(resp *http.Response, answer []byte, apiErr *model.APIEr
 	if resp.StatusCode < 400 {
 		why = fmt.Errorf("HTTP %d carrying an error: %s", resp.StatusCode, apiErr.Message)
 	}
-	return &errRetry{err: why, wait: model.RetryAfter(resp.Header), cause: apiErr}
+	return &errRetry{err: why, wait: provider.RetryAfter(resp.Header), cause: apiErr}
 }
 
 // giveUp ends a call whose retries are spent: the provider's last error answer goes back to
@@ -296,7 +298,7 @@ func (c *call) used(usage string, complete bool) {
 func (c *call) relay(status int, header http.Header, answer []byte) {
 	copyAnswerHeader(c.w.Header(), header)
 	c.w.WriteHeader(status)
-	c.w.Write(model.Scrub(answer, c.g.cfg.Upstream.APIKey)) // an agent that hung up needs no answer
+	c.w.Write(provider.Scrub(answer, c.g.cfg.Upstream.APIKey)) // an agent that hung up needs no answer
 }
 
 // forwardedHeaders are the agent's headers passed on to the provider: what says how to read
@@ -319,7 +321,7 @@ func (g *Gateway) upstreamHeader(agent http.Header) http.Header {
 	case Messages:
 		h.Set("X-Api-Key", g.cfg.Upstream.APIKey)
 		if h.Get("Anthropic-Version") == "" {
-			h.Set("Anthropic-Version", model.AnthropicVersion)
+			h.Set("Anthropic-Version", provider.AnthropicVersion)
 		}
 	case Gemini:
 		h.Set("X-Goog-Api-Key", g.cfg.Upstream.APIKey)

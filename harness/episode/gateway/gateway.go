@@ -4,7 +4,7 @@
 // included. The agent
 // holds only the episode's token; the gateway puts the run's key on each call it passes on to
 // the run's provider, so the key never enters the sandbox. It allows only the run's model,
-// paces calls with the run's rate limiter, retries as the providers of harness/vocab/model do,
+// paces calls with the run's rate limiter, retries as the providers of harness/models/provider do,
 // refuses calls past the episode's caps, and records every call, refused ones included, in the
 // episode's trajectory as model.Events, each model call passed on followed by its turn (its
 // request and reply read back into the vocabulary, as the loop's calls are recorded).
@@ -24,6 +24,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
 	"github.com/aa-grade/aa-grade/internal/backoff"
@@ -51,7 +52,8 @@ func (p Protocol) String() string {
 
 // Path is where an agent calls the protocol on the gateway.
 func (p Protocol) Path() string {
-	return [...]string{"/v1/chat/completions", "/v1/responses", "/v1/messages", model.GeminiPath("MODEL", "generateContent")}[p]
+	return [...]string{"/v1/chat/completions", "/v1/responses", "/v1/messages",
+		provider.GeminiPath("MODEL", "generateContent")}[p]
 }
 
 // dialect is how a protocol's requests and answers read as the vocabulary's, for the turns
@@ -59,31 +61,34 @@ func (p Protocol) Path() string {
 type dialect struct {
 	request func(body []byte) (model.Request, error)
 	answer  func(answer []byte) (model.Reply, error)
-	stream  func() model.StreamAnswer
-	failure func(answer []byte) *model.APIError
+	stream  func() streamAnswer
+	failure func(answer []byte) *provider.APIError
 	usage   func(usage []byte) model.Usage
 	field   string // where an answer holds its usage
 }
 
 func (p Protocol) dialect() dialect {
 	return [...]dialect{
-		{model.ReadChatRequest, model.ReadChatAnswer, model.NewChatStream, model.ChatFailure, model.ChatUsage, "usage"},
-		{model.ReadResponsesRequest, model.ReadResponsesAnswer, model.NewResponsesStream, model.ResponsesFailure, model.ResponsesUsage, "usage"},
-		{model.ReadAnthropicRequest, model.ReadAnthropicAnswer, model.NewAnthropicStream, model.AnthropicFailure, model.AnthropicUsage, "usage"},
-		{model.ReadGeminiRequest, model.ReadGeminiAnswer, model.NewGeminiStream, model.GeminiFailure, model.GeminiUsage, "usageMetadata"},
+		{readChatRequest, provider.ReadChatAnswer, newChatStream, provider.ChatFailure, provider.ChatUsage, "usage"},
+		{readResponsesRequest, provider.ReadResponsesAnswer, newResponsesStream, provider.ResponsesFailure,
+			provider.ResponsesUsage, "usage"},
+		{readAnthropicRequest, provider.ReadAnthropicAnswer, newAnthropicStream, provider.AnthropicFailure,
+			provider.AnthropicUsage, "usage"},
+		{readGeminiRequest, provider.ReadGeminiAnswer, newGeminiStream, provider.GeminiFailure,
+			provider.GeminiUsage, "usageMetadata"},
 	}[p]
 }
 
 // failureIn is the failure a 200 answer reports in place of a reply, or a stream's event
-// does (its data), read as the providers of harness/vocab/model read it; nil when there is none.
+// does (its data), read as the providers of harness/models/provider read it; nil when there is none.
 // A Responses stream reports one in an event of its own: response.failed, or error.
-func (p Protocol) failureIn(data []byte) *model.APIError {
+func (p Protocol) failureIn(data []byte) *provider.APIError {
 	if p == Responses {
 		switch gjson.GetBytes(data, "type").String() {
 		case "response.failed":
-			return model.ResponsesFailure([]byte(gjson.GetBytes(data, "response").Raw))
+			return provider.ResponsesFailure([]byte(gjson.GetBytes(data, "response").Raw))
 		case "error":
-			return model.ResponsesFailure(append(append([]byte(`{"error":`), data...), '}'))
+			return provider.ResponsesFailure(append(append([]byte(`{"error":`), data...), '}'))
 		}
 	}
 	return p.dialect().failure(data)
@@ -92,11 +97,11 @@ func (p Protocol) failureIn(data []byte) *model.APIError {
 // Upstream is the run's provider: the protocol its model speaks and where.
 type Upstream struct {
 	Protocol Protocol
-	// BaseURL is the API root as model.Options has it: with /v1 for the OpenAI APIs
+	// BaseURL is the API root as provider.Options has it: with /v1 for the OpenAI APIs
 	// (https://api.openai.com/v1), without for Anthropic (https://api.anthropic.com) and
 	// Gemini (https://generativelanguage.googleapis.com).
 	BaseURL       string
-	BaseURLSource string // where BaseURL came from (model.Options'), for a refusal's error
+	BaseURLSource string // where BaseURL came from (provider.Options'), for a refusal's error
 	APIKey        string
 }
 
@@ -141,14 +146,14 @@ type Config struct {
 	Mapped   []string // path.Match patterns of other names served by Model (a CLI's background model)
 	Upstream Upstream
 	HTTP     *http.Client   // nil: http.DefaultClient
-	Retry    backoff.Policy // zero: model.DefaultRetry
+	Retry    backoff.Policy // zero: provider.DefaultRetry
 	// Budget bounds the retries of one call, time waiting for the limiter aside (default 10
 	// minutes), and AttemptTimeout one attempt, a whole stream included (default 15 minutes),
-	// as for the providers of harness/vocab/model.
+	// as for the providers of harness/models/provider.
 	Budget         time.Duration
 	AttemptTimeout time.Duration
 	// IdleTimeout bounds the gap between two bytes of an answer once its header came (default
-	// model.AnswerIdleTimeout, the providers'): an upstream that stalls mid-answer fails the
+	// provider.AnswerIdleTimeout, the providers'): an upstream that stalls mid-answer fails the
 	// attempt then, retried as a timeout (or, mid-stream, cut), not at AttemptTimeout.
 	IdleTimeout time.Duration
 	Limit       *ratelimit.Limiter // the run's, shared by every episode; nil paces nothing
@@ -173,11 +178,11 @@ type Config struct {
 	// when the requests refused reach MaxRefusals (ErrRefusals), so that the episode can stop
 	// its agent and end with its own status.
 	Capped func(error)
-	// Permanent is told, once, the first permanent failure of a call (model.Permanent: a quota,
+	// Permanent is told, once, the first permanent failure of a call (provider.Permanent: a quota,
 	// a key, an address not reached), so that the episode can stop its agent: the run stops
 	// on it. The error names the base URL and keeps the provider's words.
 	Permanent func(error)
-	// RetryStop, when it closes, ends the calls' back-offs at once (model.WithRetryStop):
+	// RetryStop, when it closes, ends the calls' back-offs at once (provider.WithRetryStop):
 	// the run was interrupted.
 	RetryStop <-chan struct{}
 }
@@ -224,7 +229,7 @@ type Gateway struct {
 	refusals int // the gateway's own refusals, toward MaxRefusals
 }
 
-// defaultBudget and defaultAttemptTimeout are the model package's for its providers.
+// defaultBudget and defaultAttemptTimeout are the provider package's for its providers.
 const (
 	defaultBudget         = 10 * time.Minute
 	defaultAttemptTimeout = 15 * time.Minute
@@ -254,7 +259,7 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	}
 	if cfg.Retry == (backoff.Policy{}) {
-		cfg.Retry = model.DefaultRetry
+		cfg.Retry = provider.DefaultRetry
 	}
 	if cfg.Budget <= 0 {
 		cfg.Budget = defaultBudget
@@ -263,7 +268,7 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.AttemptTimeout = defaultAttemptTimeout
 	}
 	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = model.AnswerIdleTimeout
+		cfg.IdleTimeout = provider.AnswerIdleTimeout
 	}
 	client := cfg.HTTP
 	if client == nil {
@@ -425,8 +430,8 @@ func (g *Gateway) record(events []model.Event, t *turn) {
 		if g.cfg.Record == nil {
 			break
 		}
-		e.Body = model.Scrub(e.Body, key)
-		e.Error = string(model.Scrub([]byte(e.Error), key))
+		e.Body = provider.Scrub(e.Body, key)
+		e.Error = string(provider.Scrub([]byte(e.Error), key))
 		g.cfg.Record(e)
 	}
 	if t != nil {
@@ -442,21 +447,21 @@ type turn struct {
 	err   error
 }
 
-// UpstreamOf is the upstream of an agent run: the run's model m (a provider of harness/vocab/model),
+// UpstreamOf is the upstream of an agent run: the run's model m (a provider of harness/models/provider),
 // called with the first protocol of speaks that its API offers (an OpenAI-style API serves
 // Chat Completions and the Responses API; Anthropic serves Messages; Google, Gemini), and the
 // model's name.
 func UpstreamOf(m model.Model, speaks []Protocol) (Upstream, string, error) {
-	var o model.Options
+	var o provider.Options
 	var offered []Protocol
 	switch v := m.(type) {
-	case *model.OpenAIChat:
+	case *provider.OpenAIChat:
 		o, offered = v.Options, []Protocol{Chat, Responses}
-	case *model.OpenAIResponses:
+	case *provider.OpenAIResponses:
 		o, offered = v.Options, []Protocol{Responses, Chat}
-	case *model.Anthropic:
+	case *provider.Anthropic:
 		o, offered = v.Options, []Protocol{Messages}
-	case *model.Gemini:
+	case *provider.Gemini:
 		o, offered = v.Options, []Protocol{Gemini}
 	default:
 		return Upstream{}, "", fmt.Errorf("an agent calls a provider's API, which %T is not", m)

@@ -22,7 +22,7 @@ import (
 
 // TestPassesCallsOn: each protocol's call, plain and streamed, reaches the provider with the
 // run's key in place of the token and comes back as the provider sent it; the usage is
-// counted and the call recorded as the providers of harness/vocab/model record theirs.
+// counted and the call recorded as the providers of harness/models/provider record theirs.
 func TestPassesCallsOn(t *testing.T) {
 	prices := &model.Prices{Input: 1, Output: 2}
 	for _, p := range protocols {

@@ -5,11 +5,11 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 )
 
 // geminiModels is where the Gemini API's model methods are: /v1beta/models/MODEL:METHOD.
-var geminiModels = strings.TrimSuffix(model.GeminiPath("", ""), ":")
+var geminiModels = strings.TrimSuffix(provider.GeminiPath("", ""), ":")
 
 // geminiKeyParam is the query parameter Google's clients may send their key in.
 const geminiKeyParam = "key"
@@ -55,7 +55,7 @@ func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	if served != asked {
 		at := *r.URL
-		at.Path, at.RawPath = model.GeminiPath(served, name), ""
+		at.Path, at.RawPath = provider.GeminiPath(served, name), ""
 		r = r.WithContext(r.Context())
 		r.URL = &at
 	}

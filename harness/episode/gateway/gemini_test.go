@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/aa-grade/aa-grade/harness/episode/gateway"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 )
 
@@ -268,7 +269,8 @@ func TestGeminiMappedModelsCountsAndCaps(t *testing.T) {
 
 // TestUpstreamOfGemini: a google/ model is called over Gemini, which no other agent speaks.
 func TestUpstreamOfGemini(t *testing.T) {
-	m := &model.Gemini{Options: model.Options{BaseURL: "https://generativelanguage.googleapis.com", APIKey: "k4", Model: "gemini-x"}}
+	m := &provider.Gemini{Options: provider.Options{BaseURL: "https://generativelanguage.googleapis.com",
+		APIKey: "k4", Model: "gemini-x"}}
 	up, name, err := gateway.UpstreamOf(m, []gateway.Protocol{gateway.Gemini})
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func stalled(body string) answer {
 
 // idleEpisode is an episode whose gateway gives an answer 50 ms between two bytes: the
 // upstreams below stall for good, so the test waits for no clock but the gateway's.
-func idleEpisode(t *testing.T, f *provider) *episode {
+func idleEpisode(t *testing.T, f *fakeProvider) *episode {
 	return newEpisode(t, f, func(cfg *gateway.Config) { cfg.IdleTimeout = 50 * time.Millisecond })
 }
 

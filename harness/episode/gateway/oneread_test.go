@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/aa-grade/aa-grade/harness/episode/gateway"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 )
 
@@ -163,7 +164,7 @@ func TestGeminiWorstCase(t *testing.T) {
 		}
 	})
 	body := `{"contents":[{"role":"user","parts":[{"text":"Hi"}]}],"generationConfig":{"maxOutputTokens":50},"generation_config":{"max_output_tokens":700}}`
-	do(t, e.geminiRequest(t, http.MethodPost, model.GeminiPath(runModel, "streamGenerateContent")+"?alt=sse", body))
+	do(t, e.geminiRequest(t, http.MethodPost, provider.GeminiPath(runModel, "streamGenerateContent")+"?alt=sse", body))
 	mu.Lock()
 	defer mu.Unlock()
 	want := model.Usage{Input: int64(len(body)), Output: 700, WorstCase: true}

@@ -7,16 +7,16 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/episode/gateway"
-	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/internal/testsupport/closedport"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // TestPermanentRefusalStopsTheEpisode: a refusal no retry cures (a quota refusal sent as a
 // 429, a 402, a billing error, a 501, a 200 whose body is a web page; Gemini's shapes are
-// harness/vocab/model's TestPermanentRefusals) is not retried, goes back to the agent as it came
+// harness/models/provider's TestPermanentRefusals) is not retried, goes back to the agent as it came
 // (the web page, which no agent reads, as a 502 saying why), and is told once, as
-// model.Permanent, naming the base URL and its source, so that the episode stops its agent
+// provider.Permanent, naming the base URL and its source, so that the episode stops its agent
 // and the run stops; a context overflow is the agent's to handle and is told nothing; an
 // unreachable provider is told after its few attempts.
 func TestPermanentRefusalStopsTheEpisode(t *testing.T) {
@@ -60,7 +60,7 @@ func TestPermanentRefusalStopsTheEpisode(t *testing.T) {
 			if len(told) != 1 {
 				t.Fatalf("told %d times, want once", len(told))
 			}
-			if !model.Permanent(told[0]) {
+			if !provider.Permanent(told[0]) {
 				t.Errorf("told %v, not permanent", told[0])
 			}
 			textcheck.Has(t, "what the episode was told", told[0].Error(), f.baseURL(), "set by TEST_BASE_URL", c.words)

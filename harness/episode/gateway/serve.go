@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 )
 
@@ -19,9 +20,9 @@ const countTokensPath = "/v1/messages/count_tokens"
 // modelsPath lists the models: answered by the gateway itself, with the run's model alone.
 const modelsPath = "/v1/models"
 
-// maxRequestBytes bounds a request's body, as model.MaxResponseBytes bounds an answer, and so
+// maxRequestBytes bounds a request's body, as provider.MaxResponseBytes bounds an answer, and so
 // a line of the trajectory.
-const maxRequestBytes = model.MaxResponseBytes
+const maxRequestBytes = provider.MaxResponseBytes
 
 // ServeHTTP answers one request of the agent: a model call passed on to the provider, or an
 // error in the protocol's own shape. What needs no body (the token, the path, the method, a
@@ -214,7 +215,8 @@ func (why refusal) errorBody(p Protocol, message string) []byte {
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, body []byte, p Protocol, why refusal, message string) {
 	answer := why.errorBody(p, message)
 	if g.refused() {
-		req := model.Event{Kind: model.KindRequest, URL: r.Method + " " + recordedURI(r.URL), Header: model.RecordedHeader(r.Header)}
+		req := model.Event{Kind: model.KindRequest, URL: r.Method + " " + recordedURI(r.URL),
+			Header: provider.RecordedHeader(r.Header)}
 		recordBody(&req, body)
 		g.record([]model.Event{req, {Kind: model.KindResponse, Status: why.status, Body: answer, Error: "refused by the gateway: " + message}}, nil)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 )
 
@@ -20,7 +21,7 @@ import (
 // transient error (Anthropic's overloaded_error), is retried as any failed attempt; one cut
 // after it cannot be, and the agent's connection is cut too, so that the
 // agent sees a broken stream rather than an answer that ends early. The trajectory keeps the
-// stream's text as it came, up to model.MaxResponseBytes.
+// stream's text as it came, up to provider.MaxResponseBytes.
 func (c *call) stream(resp *http.Response, release func(http.Header, []byte, error)) error {
 	events := eventReader{r: bufio.NewReader(resp.Body)}
 	answer := c.g.cfg.Upstream.Protocol.dialect().stream()
@@ -49,7 +50,7 @@ func (c *call) stream(resp *http.Response, release func(http.Header, []byte, err
 		}
 		// An event is flushed at once unless the next one is already here, to go with it:
 		// nothing waits for the provider, and bursts cost one write.
-		if _, sendErr = c.w.Write(model.Scrub(ev, c.g.cfg.Upstream.APIKey)); sendErr == nil && !events.ready() {
+		if _, sendErr = c.w.Write(provider.Scrub(ev, c.g.cfg.Upstream.APIKey)); sendErr == nil && !events.ready() {
 			sendErr = flush()
 		}
 		if sendErr != nil {
@@ -114,8 +115,8 @@ func (e eventReader) next() ([]byte, error) {
 		line, err := e.r.ReadSlice('\n')
 		ev = append(ev, line...)
 		switch {
-		case len(ev) > model.MaxResponseBytes:
-			return ev, fmt.Errorf("an event is larger than the %d MiB cap on an answer", model.MaxResponseBytes>>20)
+		case len(ev) > provider.MaxResponseBytes:
+			return ev, fmt.Errorf("an event is larger than the %d MiB cap on an answer", provider.MaxResponseBytes>>20)
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case errors.Is(err, io.EOF) && len(ev) == 0:
@@ -152,15 +153,16 @@ func eventData(ev []byte) []byte {
 	return data
 }
 
-// transcript is a stream's text for the trajectory, bounded by model.MaxResponseBytes.
+// transcript is a stream's text for the trajectory, bounded by provider.MaxResponseBytes.
 type transcript struct {
 	text []byte
 	note string // set when the text was cut at the bound
 }
 
 func (t *transcript) add(ev []byte) {
-	if len(t.text)+len(ev) > model.MaxResponseBytes {
-		t.note = fmt.Sprintf("the stream is longer than %d MiB: the trajectory keeps its beginning", model.MaxResponseBytes>>20)
+	if len(t.text)+len(ev) > provider.MaxResponseBytes {
+		t.note = fmt.Sprintf("the stream is longer than %d MiB: the trajectory keeps its beginning",
+			provider.MaxResponseBytes>>20)
 		return
 	}
 	t.text = append(t.text, ev...)

@@ -176,7 +176,7 @@ func TestTurnsOfFakeCLI(t *testing.T) {
 	} {
 		t.Run(tc.p.String(), func(t *testing.T) {
 			var ts turns
-			f := &provider{protocol: tc.p, srv: httptest.NewServer(cli)}
+			f := &fakeProvider{protocol: tc.p, srv: httptest.NewServer(cli)}
 			t.Cleanup(f.srv.Close)
 			e := newEpisode(t, f, ts.hook)
 			for _, body := range []string{tc.first, tc.second} {

@@ -87,10 +87,10 @@ func boolText(b bool) string {
 // answer is how the fake provider answers one request.
 type answer func(w http.ResponseWriter, r *http.Request)
 
-// provider is a fake of the run's provider on 127.0.0.1, speaking protocol: it answers with
+// fakeProvider is a fake of the run's provider on 127.0.0.1, speaking protocol: it answers with
 // the answers queued, in order, then as the API does (plainAnswers, streamEvents), and keeps
 // what it was sent.
-type provider struct {
+type fakeProvider struct {
 	protocol gateway.Protocol
 	srv      *httptest.Server
 
@@ -101,22 +101,22 @@ type provider struct {
 	paths   []string
 }
 
-func newProvider(t testing.TB, p gateway.Protocol, queued ...answer) *provider {
-	f := &provider{protocol: p, queued: queued}
+func newProvider(t testing.TB, p gateway.Protocol, queued ...answer) *fakeProvider {
+	f := &fakeProvider{protocol: p, queued: queued}
 	f.srv = httptest.NewServer(f)
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-// baseURL is the provider's API root as model.Options has it.
-func (f *provider) baseURL() string {
+// baseURL is the provider's API root as provider.Options has it.
+func (f *fakeProvider) baseURL() string {
 	if f.protocol == gateway.Messages || f.protocol == gateway.Gemini {
 		return f.srv.URL
 	}
 	return f.srv.URL + "/v1"
 }
 
-func (f *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *fakeProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	f.headers, f.bodies, f.paths = append(f.headers, r.Header.Clone()), append(f.bodies, string(body)), append(f.paths, r.URL.Path)
@@ -132,7 +132,7 @@ func (f *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // reply is the API's answer: plain, or streamed.
-func (f *provider) reply(stream bool) answer {
+func (f *fakeProvider) reply(stream bool) answer {
 	if stream {
 		return streamed(streamEvents[f.protocol], nil)
 	}
@@ -140,20 +140,20 @@ func (f *provider) reply(stream bool) answer {
 }
 
 // queue adds answers to give before the API's own.
-func (f *provider) queue(answers ...answer) {
+func (f *fakeProvider) queue(answers ...answer) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.queued = append(f.queued, answers...)
 }
 
 // calls is how many requests the provider got.
-func (f *provider) calls() int {
+func (f *fakeProvider) calls() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.bodies)
 }
 
-func (f *provider) sent(i int) (http.Header, string, string) {
+func (f *fakeProvider) sent(i int) (http.Header, string, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.headers[i], f.bodies[i], f.paths[i]
@@ -217,7 +217,7 @@ type episode struct {
 var fastRetry = backoff.Policy{Base: time.Microsecond, Max: time.Microsecond, MaxRetryAfter: time.Millisecond}
 
 // newEpisode serves a gateway to f; change adjusts its configuration first.
-func newEpisode(t testing.TB, f *provider, change func(*gateway.Config)) *episode {
+func newEpisode(t testing.TB, f *fakeProvider, change func(*gateway.Config)) *episode {
 	e := &episode{}
 	cfg := gateway.Config{Token: token, Model: runModel, Retry: fastRetry,
 		Upstream: gateway.Upstream{Protocol: f.protocol, BaseURL: f.baseURL(), APIKey: canary},

@@ -5,15 +5,19 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/episode/gateway"
+	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 )
 
 // TestUpstreamOf: an agent's protocol picks how the run's provider is called; an agent and a
 // model with no protocol in common are refused.
 func TestUpstreamOf(t *testing.T) {
-	chat := &model.OpenAIChat{Options: model.Options{BaseURL: "https://api.openai.com/v1", APIKey: "k1", Model: "gpt-x"}}
-	responses := &model.OpenAIResponses{Options: model.Options{BaseURL: "https://api.openai.com/v1", APIKey: "k2", Model: "gpt-y"}}
-	anthropic := &model.Anthropic{Options: model.Options{BaseURL: "https://api.anthropic.com", APIKey: "k3", Model: "claude-z"}}
+	chat := &provider.OpenAIChat{Options: provider.Options{BaseURL: "https://api.openai.com/v1",
+		APIKey: "k1", Model: "gpt-x"}}
+	responses := &provider.OpenAIResponses{Options: provider.Options{BaseURL: "https://api.openai.com/v1",
+		APIKey: "k2", Model: "gpt-y"}}
+	anthropic := &provider.Anthropic{Options: provider.Options{BaseURL: "https://api.anthropic.com",
+		APIKey: "k3", Model: "claude-z"}}
 	all := []gateway.Protocol{gateway.Chat, gateway.Responses, gateway.Messages}
 	for _, c := range []struct {
 		m      model.Model

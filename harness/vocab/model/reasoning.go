@@ -43,7 +43,7 @@ func Reasoning(opaque json.RawMessage) (text string, hidden bool) {
 		})
 		return strings.Join(parts, "\n\n"), hidden
 	}
-	if thoughts := geminiText(kept, true); thoughts != "" {
+	if thoughts := GeminiText(kept, true); thoughts != "" {
 		add(thoughts)
 	}
 	kept.ForEach(func(_, b gjson.Result) bool {
@@ -69,4 +69,19 @@ func Reasoning(opaque json.RawMessage) (text string, hidden bool) {
 		return true
 	})
 	return strings.Join(parts, "\n\n"), hidden
+}
+
+// GeminiText is the text of parts, joined as they come (the API cuts a text into parts
+// anywhere): the thoughts' when thoughts is set, else the rest's. Reasoning reads Gemini's
+// thoughts by it, and so do the Gemini provider its answers and the gateway its requests, so
+// that the three read a text alike.
+func GeminiText(parts gjson.Result, thoughts bool) string {
+	var b strings.Builder
+	parts.ForEach(func(_, p gjson.Result) bool {
+		if t := p.Get("text"); t.Type == gjson.String && p.Get("thought").Bool() == thoughts {
+			b.WriteString(t.Str)
+		}
+		return true
+	})
+	return b.String()
 }

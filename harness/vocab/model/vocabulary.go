@@ -1,5 +1,8 @@
-// The provider-neutral vocabulary every model speaks: messages, tools, requests, replies, usage.
-
+// Package model is the provider-neutral vocabulary every model speaks and every run is written
+// in: messages, tools, requests, replies, usage, prices, the Model interface, the events of a
+// trajectory and the shell tool's arguments. It calls no provider (harness/models/provider
+// does), so that the run folder, the loop and the readers that speak it never depend on the
+// providers' HTTP clients.
 package model
 
 import (
@@ -11,6 +14,11 @@ import (
 // ErrContextOverflow is what a Model returns (wrapped) when the conversation no longer fits
 // the model's context window: the loop then summarises the history and tries once more.
 var ErrContextOverflow = errors.New("the conversation exceeds the model's context window")
+
+// ErrModelSpec marks a --model value that names no usable model; the message says why. It is
+// here, below every kind of model (a provider's, a preset, a replay), so that each marks its
+// refusals alike.
+var ErrModelSpec = errors.New("bad model")
 
 // Roles of the messages of a conversation.
 const (
@@ -93,6 +101,10 @@ type Reply struct {
 	// loop uses the reply as it is.
 	Cut bool
 }
+
+// DefaultMaxTokens is the output cap, and the reference loop's summarisation base, when no
+// preset or flag gives one: the max_tokens Stirrup 0.1.9's clients default to.
+const DefaultMaxTokens = 64_000
 
 // Model is anything that answers a conversation: a provider's API, the built-in baseline, a
 // replay of a recorded run.

@@ -186,7 +186,7 @@ type Throttle struct {
 }
 
 // StatusError is an error answer of a provider, as Release weighs it: its HTTP status (the
-// model package's APIError).
+// APIError of harness/models/provider).
 type StatusError interface {
 	error
 	HTTPStatus() int
