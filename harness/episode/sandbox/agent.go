@@ -23,11 +23,11 @@ import (
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
-// Limits the agent sets on itself, and so on every command: a fork bomb, a runaway process
+// Limits the guest sets on itself, and so on every command: a fork bomb, a runaway process
 // or a disk-filling loop stop at these. RLIMIT_NPROC is left out where a pids cgroup bounds
 // the sandbox: it counts every process of the user, and with aa-grade as root every sandbox
 // runs as nobody, so one episode's fork bomb would stop the others.
-var agentLimits = []struct {
+var guestLimits = []struct {
 	resource int
 	value    uint64
 }{
@@ -41,9 +41,9 @@ var agentLimits = []struct {
 // enough for data in flight, not for a process that left the group and keeps the pipe open.
 const drainGrace = 100 * time.Millisecond
 
-// RunAgent serves requests from in until it closes, answering each on out. It runs inside the
+// RunGuest serves requests from in until it closes, answering each on out. It runs inside the
 // sandbox, in the workspace, and first confines itself as aa-grade asked.
-func RunAgent(in io.Reader, out io.Writer) error {
+func RunGuest(in io.Reader, out io.Writer) error {
 	markInheritedCloseOnExec()
 	confine, err := readConfinement()
 	if err != nil {
@@ -54,19 +54,19 @@ func RunAgent(in io.Reader, out io.Writer) error {
 		if guard, err = confine.apply(); err != nil {
 			return err
 		}
-		// A command may not stop the agent with a polite signal (SIGKILL it can, in some
+		// A command may not stop the guest with a polite signal (SIGKILL it can, in some
 		// backends, which only ends its own episode). Caught, not ignored: commands start with
 		// the default dispositions.
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	}
-	for _, l := range agentLimits {
+	for _, l := range guestLimits {
 		if l.resource == unix.RLIMIT_NPROC && confine != nil && confine.ProcessesBounded {
 			continue
 		}
 		lim := unix.Rlimit{Cur: l.value, Max: l.value}
 		_ = unix.Setrlimit(l.resource, &lim) // best effort: a lower hard limit stays
 	}
-	// Orphans of a command (its background jobs) become the agent's children, so that it can
+	// Orphans of a command (its background jobs) become the guest's children, so that it can
 	// reap them once killed instead of leaving zombies behind.
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	workspace, err := os.OpenRoot(".")
@@ -96,7 +96,7 @@ func RunAgent(in io.Reader, out io.Writer) error {
 			answer = fileAnswer{Error: fmt.Sprintf("unknown request %q", req.Op)}
 		}
 		if closed(inputEnded) {
-			break // nobody reads the answer any more (and writing it could end the agent)
+			break // nobody reads the answer any more (and writing it could end the guest)
 		}
 		if err := lines.write(reply{ID: req.ID, Answer: answer}); err != nil {
 			failure = err
@@ -107,7 +107,7 @@ func RunAgent(in io.Reader, out io.Writer) error {
 		failure = inputFailed()
 	}
 	if confine != nil && confine.KillAll {
-		// Only from this thread, which Landlock restricts: the agent's other threads are not
+		// Only from this thread, which Landlock restricts: the guest's other threads are not
 		// confined, and kill(-1) from one of them would reach every process of the user.
 		unix.Kill(-1, unix.SIGKILL)
 	}
@@ -120,7 +120,7 @@ func RunAgent(in io.Reader, out io.Writer) error {
 // failed says why, if not at its end.
 func readInput(in io.Reader, relay *relayMux) (requests <-chan request, failed func() error) {
 	c := make(chan request, 1)
-	var mu sync.Mutex // the loop may stop before the input ends (see RunAgent)
+	var mu sync.Mutex // the loop may stop before the input ends (see RunGuest)
 	var failure error
 	go func() {
 		defer close(c)
@@ -231,7 +231,7 @@ func fileError(err error) fileAnswer {
 }
 
 // runCommand runs `bash -c cmd` in a new process group and kills the whole group when it ends,
-// times out or the agent's input ends, so background jobs die with their command.
+// times out or the guest's input ends, so background jobs die with their command.
 func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}, guard *oomGuard) Result {
 	start := time.Now()
 	stdout, stderr := NewCapture(shellspec.OutputLimit), NewCapture(shellspec.OutputLimit)
@@ -319,7 +319,7 @@ func exitCode(err error) int {
 	return -1
 }
 
-// reapGroup collects the killed members of a process group that were handed to the agent,
+// reapGroup collects the killed members of a process group that were handed to the guest,
 // waiting a little for the kill to land.
 func reapGroup(pgid int) {
 	deadline := time.Now().Add(drainGrace)

@@ -38,7 +38,7 @@ func benchSpec(b *testing.B) Spec {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return Spec{Snapshot: snap, Scratch: scratch, Agent: exe, AgentArg: []string{AgentCommand}}
+	return Spec{Snapshot: snap, Scratch: scratch, Guest: exe, GuestArg: []string{GuestCommand}}
 }
 
 // BenchmarkStart measures setting a sandbox up and tearing it down (once per episode).
@@ -192,9 +192,9 @@ func BenchmarkRelayProtocol(b *testing.B) {
 		}
 	}
 	b.Run("roundtrip", func(b *testing.B) {
-		agent, host := relayPair(b)
+		guest, host := relayPair(b)
 		go serve(host, func(c net.Conn) { io.Copy(c, c) })
-		c, err := agent.open()
+		c, err := guest.open()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -209,9 +209,9 @@ func BenchmarkRelayProtocol(b *testing.B) {
 		}
 	})
 	b.Run("1MiB", func(b *testing.B) {
-		agent, host := relayPair(b)
+		guest, host := relayPair(b)
 		go serve(host, func(c net.Conn) { io.Copy(io.Discard, c) })
-		c, err := agent.open()
+		c, err := guest.open()
 		if err != nil {
 			b.Fatal(err)
 		}

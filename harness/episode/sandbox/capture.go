@@ -126,16 +126,16 @@ func (c *Capture) cut(total int64) string {
 	return decode(c.head) + shellspec.TruncationNotice(total, c.limit) + string(runes)
 }
 
-// clipResult holds a result that came from the agent to the caps whatever the agent sent
-// (a command that writes into the agent's output can forge one): each stream is cut as the
-// agent's Capture cuts it, and its length is never less than what arrived.
+// clipResult holds a result that came from the guest to the caps whatever the guest sent
+// (a command that writes into the guest's output can forge one): each stream is cut as the
+// guest's Capture cuts it, and its length is never less than what arrived.
 func clipResult(r Result) Result {
 	r.Stdout, r.StdoutChars = clipStream(r.Stdout, r.StdoutChars)
 	r.Stderr, r.StderrChars = clipStream(r.Stderr, r.StderrChars)
 	return r
 }
 
-// clipStream cuts s, a stream the agent says had claimed characters, to shellspec.OutputLimit
+// clipStream cuts s, a stream the guest says had claimed characters, to shellspec.OutputLimit
 // characters around a notice, and returns it with its length: the larger of the claim and
 // what arrived. What a Capture made (a stream within the limit, or a cut one whose notice
 // gives the claimed length) stays as it is, so that an honest result is not cut twice.

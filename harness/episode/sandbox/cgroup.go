@@ -107,9 +107,9 @@ var cgroupSeq atomic.Int64
 // sandboxCgroup is the cgroups of one sandbox: one folder per v1 hierarchy, or one v2 folder.
 type sandboxCgroup struct {
 	dirs []string
-	// byAgent: the agent enters the cgroups itself (confinement.Cgroups), so the sandbox's
+	// byGuest: the guest enters the cgroups itself (confinement.Cgroups), so the sandbox's
 	// process is started as it is.
-	byAgent bool
+	byGuest bool
 }
 
 // newSandboxCgroup makes the cgroups of one sandbox, bounding its processes, and the memory
@@ -164,22 +164,22 @@ func writeLimits(dir string, v2 bool, bytes int64) error {
 }
 
 // enter makes cmd start inside the cgroups, by running it through
-// `<agent> __sandbox-cgroup-exec DIR[:DIR...] PATH ARGS...`.
-func (cg *sandboxCgroup) enter(cmd *exec.Cmd, agent string) {
-	if cg.byAgent {
+// `<guest> __sandbox-cgroup-exec DIR[:DIR...] PATH ARGS...`.
+func (cg *sandboxCgroup) enter(cmd *exec.Cmd, guest string) {
+	if cg.byGuest {
 		return
 	}
-	cmd.Args = append([]string{agent, CgroupExecCommand, strings.Join(cg.dirs, ":"), cmd.Path}, cmd.Args[1:]...)
-	cmd.Path = agent
+	cmd.Args = append([]string{guest, CgroupExecCommand, strings.Join(cg.dirs, ":"), cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = guest
 }
 
-// joinedByAgent leaves entering the cgroups to the agent, which is the sandbox's first
+// joinedByGuest leaves entering the cgroups to the guest, which is the sandbox's first
 // process, and returns them for its confinement (nil: no cgroups).
-func (cg *sandboxCgroup) joinedByAgent() []string {
+func (cg *sandboxCgroup) joinedByGuest() []string {
 	if cg == nil {
 		return nil
 	}
-	cg.byAgent = true
+	cg.byGuest = true
 	return cg.dirs
 }
 

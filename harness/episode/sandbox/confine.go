@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// readConfinement takes the confinement out of the agent's environment (nil when aa-grade gave
+// readConfinement takes the confinement out of the guest's environment (nil when aa-grade gave
 // none: the none backend).
 func readConfinement() (*confinement, error) {
 	encoded, ok := os.LookupEnv(confinementEnv)
@@ -34,8 +34,8 @@ func readConfinement() (*confinement, error) {
 	return &c, nil
 }
 
-// apply confines the agent. Landlock and capabilities bind the calling thread and the children
-// it forks: the agent stays on this thread, which starts every command. Ids and the seccomp
+// apply confines the guest. Landlock and capabilities bind the calling thread and the children
+// it forks: the guest stays on this thread, which starts every command. Ids and the seccomp
 // filter apply to all threads.
 func (c *confinement) apply() (*oomGuard, error) {
 	if err := joinCgroups(c.Cgroups); err != nil {
@@ -47,7 +47,7 @@ func (c *confinement) apply() (*oomGuard, error) {
 }
 
 func (c *confinement) confine() error {
-	// Commands may not ptrace the agent or read its memory (it is the same user).
+	// Commands may not ptrace the guest or read its memory (it is the same user).
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("not dumpable: %w", err)
 	}
@@ -107,7 +107,7 @@ func (c *confinement) confine() error {
 		giveWorkspace(c.Workdir, *c.RunAs)
 	}
 	if rules != nil {
-		// The workspace as the agent now sees it: the tmpfs, where it mounted one.
+		// The workspace as the guest now sees it: the tmpfs, where it mounted one.
 		if err := rules.allowReadWrite(c.Landlock.ReadWrite); err != nil {
 			return err
 		}
@@ -142,12 +142,12 @@ func (c *confinement) confine() error {
 }
 
 // mountWorkspace mounts a tmpfs of t's size and file count over the workspace folder t.Path,
-// in the agent's own mount namespace (private first, so that nothing mounted here reaches the
+// in the guest's own mount namespace (private first, so that nothing mounted here reaches the
 // host's mount table), moves what the folder held onto it, binds the files of binds read-only
-// into it and makes it the agent's working folder. For an owner (RunAs) the tmpfs is theirs,
+// into it and makes it the guest's working folder. For an owner (RunAs) the tmpfs is theirs,
 // and a folder on the way to it that they could not search is covered by a small tmpfs of
 // the folders on that way, so that the workspace's path works for them. The host's folder
-// stays as aa-grade made it: aa-grade reads the workspace through the agent, and the tmpfs goes
+// stays as aa-grade made it: aa-grade reads the workspace through the guest, and the tmpfs goes
 // with the namespace when the episode's last process ends.
 func mountWorkspace(t tmpfsLimit, binds []bindFile, owner *ids) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
@@ -258,8 +258,8 @@ func searchable(st unix.Stat_t, owner ids) bool {
 	return st.Mode&0o001 != 0
 }
 
-// readOnlyMounts makes every mount the agent sees read-only but the workspace's (what is
-// mounted under it is already) and /proc's (the agent keeps its OOM score open there for
+// readOnlyMounts makes every mount the guest sees read-only but the workspace's (what is
+// mounted under it is already) and /proc's (the guest keeps its OOM score open there for
 // writing, and Landlock or the pid namespace guard it). A mount a tmpfs hides is out of reach,
 // and stays as it is.
 func readOnlyMounts(workspace string) error {
@@ -389,7 +389,7 @@ func (t tree) close() {
 
 // readOnlyProc binds each entry of /proc that is not a process's (or a link to one) onto
 // itself read-only. The processes' folders stay as they are: a command may change only its
-// own sandbox's processes there (and the agent keeps its OOM score writable, see oomGuard).
+// own sandbox's processes there (and the guest keeps its OOM score writable, see oomGuard).
 func readOnlyProc() error {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -453,7 +453,7 @@ func switchIDs(to ids) error {
 }
 
 // clearCapabilities empties the ambient, inheritable, permitted and effective sets of every
-// thread: none of the agent's threads keeps what it needed to set the sandbox up.
+// thread: none of the guest's threads keeps what it needed to set the sandbox up.
 func clearCapabilities() error {
 	if errno := onAllThreads(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); errno != 0 && errno != unix.EINVAL {
 		return fmt.Errorf("clear ambient capabilities: %w", errno)
@@ -469,7 +469,7 @@ func clearCapabilities() error {
 	return nil
 }
 
-// onAllThreads makes a system call on every thread of the agent, since capabilities are per
+// onAllThreads makes a system call on every thread of the guest, since capabilities are per
 // thread. A build with cgo (the race detector's) cannot: there it is this thread's only, and
 // the ids switch (which libc makes on every thread) is what clears the others' capabilities.
 func onAllThreads(trap, a1, a2, a3 uintptr) syscall.Errno {
@@ -499,13 +499,13 @@ func markInheritedCloseOnExec() {
 	}
 }
 
-// oomGuard makes the commands the agent starts the OOM killer's first choice (score +1000,
-// which anyone may raise), while the agent keeps its own. Without it, an episode that fills
-// its memory limit with tmpfs pages, which no process owns, would lose the agent: the largest
+// oomGuard makes the commands the guest starts the OOM killer's first choice (score +1000,
+// which anyone may raise), while the guest keeps its own. Without it, an episode that fills
+// its memory limit with tmpfs pages, which no process owns, would lose the guest: the largest
 // process left. The file stays open because Landlock would refuse opening it again.
 type oomGuard struct {
 	f    *os.File
-	mine string // the agent's own score, restored after each start
+	mine string // the guest's own score, restored after each start
 }
 
 func protectFromOOM() *oomGuard {
@@ -523,8 +523,8 @@ func protectFromOOM() *oomGuard {
 	return &oomGuard{f: f, mine: strings.TrimSpace(string(b[:n]))}
 }
 
-// start runs start (which forks a command) with the agent's score raised, so that the command
-// inherits the raised one, then restores the agent's. (nil: no guard.)
+// start runs start (which forks a command) with the guest's score raised, so that the command
+// inherits the raised one, then restores the guest's. (nil: no guard.)
 func (g *oomGuard) start(start func() error) error {
 	if g == nil {
 		return start()

@@ -16,12 +16,12 @@ import (
 // NameLandlock is the pure-Go backend for machines without user namespaces.
 const NameLandlock = "landlock"
 
-// Landlock isolates without bubblewrap: aa-grade starts itself as the agent, which confines
+// Landlock isolates without bubblewrap: aa-grade starts itself as the guest, which confines
 // itself (see confinement) with Landlock (read-only system and snapshot files, read-write
 // workspace, TCP bind and connect denied, signals and abstract sockets scoped to the sandbox),
 // the seccomp filter (no socket at all, no mount, no namespace), no capabilities and rlimits,
 // then serves commands. Where the machine allows (root, or unprivileged user namespaces) the
-// agent also starts in its own pid, network, IPC, UTS and mount namespaces, so that everything
+// guest also starts in its own pid, network, IPC, UTS and mount namespaces, so that everything
 // an episode starts dies with it, and mounts a tmpfs bounded in bytes and files over its
 // workspace. The workspace is the scratch folder, at its host path, holding links to the
 // snapshot files and the private temporary folder; /proc is out of reach.
@@ -50,7 +50,7 @@ func landlockABI() (int, error) {
 	return int(abi), nil
 }
 
-// Start links the snapshot files into the workspace and starts the agent with its policy.
+// Start links the snapshot files into the workspace and starts the guest with its policy.
 func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := l.Available(); err != nil {
 		return nil, err
@@ -99,11 +99,11 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	c := confinement{Workdir: spec.Scratch, DropCaps: true, Seccomp: true, Landlock: &p,
 		KillAll: ns != nil || landlockScopesSignals(), ProcessesBounded: cgroups().boundsProcesses(), RelayPort: spec.relayPort()}
 	memory := spec.Limits.memory()
-	agent, err := shownAgent(spec.Agent)
+	guest, err := shownGuest(spec.Guest)
 	if err != nil {
 		return nil, err
 	}
-	covers, err := spec.agentSeenAt(agent, p.ReadExec, "")
+	covers, err := spec.guestSeenAt(guest, p.ReadExec, "")
 	switch {
 	case err != nil:
 		return nil, err
@@ -111,7 +111,7 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, fmt.Errorf("%w: %s lies in a folder this Landlock sandbox shows, and without a mount namespace it cannot show its copy there instead: run aa-grade from another folder, or use bwrap or docker", ErrConcealed, covers[0])
 	}
 	for _, at := range covers {
-		c.Covers = append(c.Covers, cover{Host: agent, At: at})
+		c.Covers = append(c.Covers, cover{Host: guest, At: at})
 	}
 	if hasMountNamespace(ns) {
 		// One tmpfs holds the workspace and the temporary folder in it, with the snapshot files
@@ -139,7 +139,7 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		}
 	}
 	cgroup := newSandboxCgroup(memory)
-	c.Cgroups = cgroup.joinedByAgent()
+	c.Cgroups = cgroup.joinedByGuest()
 	confine, err := c.encode()
 	if err != nil {
 		cgroup.remove()
@@ -150,16 +150,16 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		env = CleanEnv(spec.Scratch)
 	}
 	env = append(withTmp(env, tmp), confine)
-	cmd := exec.Command(agent, spec.AgentArg...)
+	cmd := exec.Command(guest, spec.GuestArg...)
 	cmd.Dir, cmd.Env, cmd.SysProcAttr = spec.Scratch, env, ns
 	end := endWalk
 	switch {
 	case ns != nil:
 		end = endNamespace
 	case c.KillAll:
-		end = endAgentKillsAll
+		end = endGuestKillsAll
 	}
-	s, err := startSession(cmd, spec.Scratch, spec.Agent, cgroup, end, spec.Relay)
+	s, err := startSession(cmd, spec.Scratch, spec.Guest, cgroup, end, spec.Relay)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +249,7 @@ func (r *ruleset) add(paths []string, access uint64) error {
 	return nil
 }
 
-// allowConnect lets TCP connect to port (the relay's: in the agent's network namespace nothing
+// allowConnect lets TCP connect to port (the relay's: in the guest's network namespace nothing
 // else listens on it). Landlock's port rules name no address.
 func (r *ruleset) allowConnect(port int) error {
 	attr := landlockNetPortAttr{allowedAccess: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, port: uint64(port)}

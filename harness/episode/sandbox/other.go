@@ -10,7 +10,7 @@ import (
 )
 
 // Every backend but docker needs Linux (its namespaces, Landlock, seccomp, cgroups); elsewhere
-// each is listed as unavailable, with the reason, and the agent refuses to run (docker runs a
+// each is listed as unavailable, with the reason, and the guest refuses to run (docker runs a
 // Linux build of it inside the container).
 
 // NameLandlock is the pure-Go Linux backend.
@@ -30,7 +30,7 @@ func (b linuxOnly) Start(context.Context, Spec) (Sandbox, error) {
 	return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, b.name, errNotLinux)
 }
 
-// None runs commands on the bare host: on Linux only, like the agent it starts.
+// None runs commands on the bare host: on Linux only, like the guest it starts.
 type None struct{}
 
 func (None) Name() string     { return NameNone }
@@ -44,8 +44,8 @@ func Backends() []Backend {
 	return []Backend{&Docker{}, linuxOnly{NameBwrap}, linuxOnly{NameLandlock}, None{}}
 }
 
-// RunAgent is the sandbox agent, which runs only on Linux.
-func RunAgent(io.Reader, io.Writer) error { return errNotLinux }
+// RunGuest is the sandbox guest, which runs only on Linux.
+func RunGuest(io.Reader, io.Writer) error { return errNotLinux }
 
 // RunCgroupExec enters cgroups, which exist only on Linux.
 func RunCgroupExec([]string) error { return errNotLinux }

@@ -15,11 +15,11 @@ import (
 
 // RelaySpec asks for a relay: commands inside the sandbox may connect to 127.0.0.1:Port, and
 // each connection reaches aa-grade as a net.Conn accepted from RelayOf(sb). The sandbox keeps
-// no network: the agent listens on its own loopback and carries the bytes over its control
+// no network: the guest listens on its own loopback and carries the bytes over its control
 // channel (see protocol.go).
 type RelaySpec struct {
 	// Port is the port of the sandbox's 127.0.0.1 that commands connect to (1024 to 65535:
-	// the agent binds it without privilege). Every episode has a loopback of its own, so all
+	// the guest binds it without privilege). Every episode has a loopback of its own, so all
 	// may use the same port.
 	Port int
 }
@@ -40,7 +40,7 @@ func RelayOf(sb Sandbox) net.Listener {
 // relayOpens says what an agent run's relay opens where a backend has one.
 const relayOpens = "an agent run (--agent) opens one port of the sandbox's own 127.0.0.1 (IPv4 TCP clients only, no bind or listen), relayed to aa-grade's model gateway"
 
-// relayPort is the port the agent listens on, 0 for none.
+// relayPort is the port the guest listens on, 0 for none.
 func (s *Spec) relayPort() int {
 	if s.Relay == nil {
 		return 0
@@ -58,7 +58,7 @@ func (r *RelaySpec) check() error {
 // The relay's bounds: what one side may hold for one episode is at most relayMaxConns x
 // relayWindow (8 MiB), however slowly the other end of a connection reads.
 const (
-	// relayMaxConns bounds the connections open at once; the agent accepts no more until
+	// relayMaxConns bounds the connections open at once; the guest accepts no more until
 	// one ends (the others wait in the listener's backlog).
 	relayMaxConns = 32
 	// relayWindow is what a side may send on a connection before the other grants it more
@@ -73,7 +73,7 @@ var relayLineBytes = base64.StdEncoding.EncodedLen(relayFrameData) + replySlack
 
 // The kinds of relay frames.
 const (
-	frameOpen   = "open"   // agent to aa-grade: a command connected
+	frameOpen   = "open"   // guest to aa-grade: a command connected
 	frameData   = "data"   // bytes, within the receiver's credit
 	frameCredit = "credit" // the receiver read Credit bytes: the sender may send as many more
 	frameEOF    = "eof"    // the sender will send no more data (a half-close)
@@ -116,19 +116,19 @@ func (l *lineWriter) write(v any) error {
 	return err
 }
 
-// relayMux is one side's connections of a relay (aa-grade's or the agent's): it sends their
+// relayMux is one side's connections of a relay (aa-grade's or the guest's): it sends their
 // frames through send and takes the other side's through receive, refusing any frame an
 // honest other side would not send.
 type relayMux struct {
 	send   func(frame) error // writes one frame's line on the control channel
-	opener bool              // this side opens connections (the agent); the other accepts them
+	opener bool              // this side opens connections (the guest); the other accepts them
 	addr   net.Addr          // the relay port, as both ends of a connection name it
 
 	mu      sync.Mutex
 	conns   map[uint64]*relayConn
 	broken  error            // the channel ended: every connection fails
-	opened  func(*relayConn) // aa-grade: hands a connection the agent opened to Accept
-	release func()           // the agent: frees a connection's slot once it is forgotten
+	opened  func(*relayConn) // aa-grade: hands a connection the guest opened to Accept
+	release func()           // the guest: frees a connection's slot once it is forgotten
 }
 
 func newRelayMux(send func(frame) error, opener bool, port int) *relayMux {
@@ -136,7 +136,7 @@ func newRelayMux(send func(frame) error, opener bool, port int) *relayMux {
 		addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}}
 }
 
-// open makes a connection with a fresh random id and tells the other side (the agent, for
+// open makes a connection with a fresh random id and tells the other side (the guest, for
 // each command that connected).
 func (m *relayMux) open() (*relayConn, error) {
 	m.mu.Lock()
@@ -186,7 +186,7 @@ func (m *relayMux) receive(f frame) error {
 	return fmt.Errorf("a relay frame of unknown kind %q", f.Kind)
 }
 
-// accept takes a connection the agent opened, within the cap.
+// accept takes a connection the guest opened, within the cap.
 func (m *relayMux) accept(f frame) error {
 	if m.opener || len(f.Data) > 0 || f.Credit != 0 || f.Conn == 0 {
 		return errors.New("a relay open frame this side does not take")
@@ -239,7 +239,7 @@ func (m *relayMux) shut(err error) {
 }
 
 // relayConn is one relayed connection, as a net.Conn: on aa-grade's side what the gateway
-// serves, on the agent's side what it copies to and from the command's TCP connection.
+// serves, on the guest's side what it copies to and from the command's TCP connection.
 type relayConn struct {
 	mux *relayMux
 	id  uint64
@@ -538,7 +538,7 @@ type relayAddr uint64
 func (relayAddr) Network() string  { return "relay" }
 func (a relayAddr) String() string { return "sandbox:" + strconv.FormatUint(uint64(a), 16) }
 
-// relayListener is aa-grade's end of a relay: Accept returns the connections the agent opens.
+// relayListener is aa-grade's end of a relay: Accept returns the connections the guest opens.
 type relayListener struct {
 	mux      *relayMux
 	incoming chan *relayConn // at most relayMaxConns wait: the mux refuses more

@@ -33,7 +33,7 @@ func startRelay(t *testing.T, b Backend, f fixture, h http.Handler) (Sandbox, *c
 		t.Fatal(err)
 	}
 	sb, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Hide: []string{"ground_truth.yaml"}, Scratch: f.scratch,
-		Agent: exe, AgentArg: []string{AgentCommand}, Relay: &RelaySpec{Port: testRelayPort}})
+		Guest: exe, GuestArg: []string{GuestCommand}, Relay: &RelaySpec{Port: testRelayPort}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestRelayEpisodeEndsWithConnectionsOpen(t *testing.T) {
 		t.Run(b.Name(), func(t *testing.T) {
 			exe, _ := os.Executable()
 			f := newFixture(t)
-			sb, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Agent: exe, AgentArg: []string{AgentCommand},
+			sb, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Guest: exe, GuestArg: []string{GuestCommand},
 				Relay: &RelaySpec{Port: testRelayPort}})
 			if err != nil {
 				t.Fatal(err)
@@ -354,7 +354,7 @@ func TestRelayEscapes(t *testing.T) {
 				withoutLandlockNamespaces(t)
 				exe, _ := os.Executable()
 				f := newFixture(t)
-				_, err := c.b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Agent: exe, AgentArg: []string{AgentCommand},
+				_, err := c.b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Guest: exe, GuestArg: []string{GuestCommand},
 					Relay: &RelaySpec{Port: testRelayPort}})
 				if !errors.Is(err, ErrNoRelay) {
 					t.Fatalf("a relay from Landlock without a network namespace: %v, want ErrNoRelay", err)
@@ -364,7 +364,7 @@ func TestRelayEscapes(t *testing.T) {
 			f := newFixture(t)
 			sockets := listenHostUnixSockets(t, f.scratch)
 			// A host listener on the relay's own port number, where it is free: a command's
-			// connection reaches the agent, never it.
+			// connection reaches the guest, never it.
 			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", testRelayPort)); err == nil {
 				defer l.Close()
 				go func() {
@@ -427,12 +427,12 @@ func TestRelayOffRefusesSockets(t *testing.T) {
 	}
 }
 
-// TestRelayRefusedWhereItCannotBeKept: the none sandbox, and a port the agent could not bind
+// TestRelayRefusedWhereItCannotBeKept: the none sandbox, and a port the guest could not bind
 // without privilege, are errors before anything starts.
 func TestRelayRefusedWhereItCannotBeKept(t *testing.T) {
 	exe, _ := os.Executable()
 	f := newFixture(t)
-	_, err := None{}.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Agent: exe, AgentArg: []string{AgentCommand},
+	_, err := None{}.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Guest: exe, GuestArg: []string{GuestCommand},
 		Relay: &RelaySpec{Port: testRelayPort}})
 	if !errors.Is(err, ErrNoRelay) {
 		t.Fatalf("none with a relay: %v, want ErrNoRelay", err)

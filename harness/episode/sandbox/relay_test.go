@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// frameLine is the line an agent writes for f.
+// frameLine is the line a guest writes for f.
 func frameLine(f frame) string {
 	b, err := json.Marshal(relayLine{&f})
 	if err != nil {
@@ -24,10 +24,10 @@ func frameLine(f frame) string {
 	return string(b)
 }
 
-// TestRelayRefusesFramesAnHonestAgentNeverSends: each forged or broken frame from the agent's
-// side ends the sandbox (the request in flight fails as the agent's death) and the relay's
+// TestRelayRefusesFramesAnHonestGuestNeverSends: each forged or broken frame from the guest's
+// side ends the sandbox (the request in flight fails as the guest's death) and the relay's
 // listener; honest frames around the same request pass.
-func TestRelayRefusesFramesAnHonestAgentNeverSends(t *testing.T) {
+func TestRelayRefusesFramesAnHonestGuestNeverSends(t *testing.T) {
 	open := func(id uint64) frame { return frame{Conn: id, Kind: frameOpen} }
 	data := func(id uint64, n int) frame { return frame{Conn: id, Kind: frameData, Data: make([]byte, n)} }
 	full := []frame{open(1)}
@@ -65,11 +65,11 @@ func TestRelayRefusesFramesAnHonestAgentNeverSends(t *testing.T) {
 	}
 	for name, forged := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := startPipeAgentWith(t, &RelaySpec{Port: testPort}, func(id json.RawMessage, _ map[string]json.RawMessage) []string {
+			s := startPipeGuestWith(t, &RelaySpec{Port: testPort}, func(id json.RawMessage, _ map[string]json.RawMessage) []string {
 				return append(forged[:len(forged):len(forged)], envelope(id, Result{Stdout: "real"}))
 			})
-			if res, err := s.Run(context.Background(), "true", 0); !errors.Is(err, ErrAgentDied) {
-				t.Fatalf("Run = %+v, %v; want the agent's death", res, err)
+			if res, err := s.Run(context.Background(), "true", 0); !errors.Is(err, ErrGuestDied) {
+				t.Fatalf("Run = %+v, %v; want the guest's death", res, err)
 			}
 			l := RelayOf(s)
 			for {
@@ -83,7 +83,7 @@ func TestRelayRefusesFramesAnHonestAgentNeverSends(t *testing.T) {
 	}
 	t.Run("honest", func(t *testing.T) {
 		honest := lines(append(full, frame{Conn: 1, Kind: frameEOF}, frame{Conn: 1, Kind: frameClose})...)
-		s := startPipeAgentWith(t, &RelaySpec{Port: testPort}, func(id json.RawMessage, _ map[string]json.RawMessage) []string {
+		s := startPipeGuestWith(t, &RelaySpec{Port: testPort}, func(id json.RawMessage, _ map[string]json.RawMessage) []string {
 			return append(honest[:len(honest):len(honest)], envelope(id, Result{Stdout: "real"}))
 		})
 		if res, err := s.Run(context.Background(), "true", 0); err != nil || res.Stdout != "real" {
@@ -98,10 +98,10 @@ func TestRelayRefusesFramesAnHonestAgentNeverSends(t *testing.T) {
 		}
 	})
 	t.Run("relay off", func(t *testing.T) {
-		s := startPipeAgent(t, func(id json.RawMessage, _ map[string]json.RawMessage) []string {
+		s := startPipeGuest(t, func(id json.RawMessage, _ map[string]json.RawMessage) []string {
 			return []string{frameLine(open(1)), envelope(id, Result{Stdout: "real"})}
 		})
-		if res, err := s.Run(context.Background(), "true", 0); !errors.Is(err, ErrAgentDied) {
+		if res, err := s.Run(context.Background(), "true", 0); !errors.Is(err, ErrGuestDied) {
 			t.Fatalf("a relay frame from a sandbox without a relay: Run = %+v, %v", res, err)
 		}
 		if RelayOf(s) != nil {
@@ -113,16 +113,16 @@ func TestRelayRefusesFramesAnHonestAgentNeverSends(t *testing.T) {
 // testPort names the relay in the tests over pipes, where nothing listens.
 const testPort = 4000
 
-// relayPair is both sides of a relay joined by pipes, as the agent and aa-grade are, with
-// the agent's side taking no more connections than its slots.
-func relayPair(t testing.TB) (agent *relayMux, host *relayListener) {
+// relayPair is both sides of a relay joined by pipes, as the guest and aa-grade are, with
+// the guest's side taking no more connections than its slots.
+func relayPair(t testing.TB) (guest *relayMux, host *relayListener) {
 	t.Helper()
 	toHostR, toHostW := io.Pipe()
-	toAgentR, toAgentW := io.Pipe()
-	toHost, toAgent := &lineWriter{w: toHostW}, &lineWriter{w: toAgentW}
-	agent = newRelayMux(func(f frame) error { return toHost.write(relayLine{&f}) }, true, testPort)
-	agent.release = func() {}
-	host = newRelayListener(func(f frame) error { return toAgent.write(relayLine{&f}) }, testPort)
+	toGuestR, toGuestW := io.Pipe()
+	toHost, toGuest := &lineWriter{w: toHostW}, &lineWriter{w: toGuestW}
+	guest = newRelayMux(func(f frame) error { return toHost.write(relayLine{&f}) }, true, testPort)
+	guest.release = func() {}
+	host = newRelayListener(func(f frame) error { return toGuest.write(relayLine{&f}) }, testPort)
 	var pumps sync.WaitGroup
 	pump := func(r io.Reader, m *relayMux) {
 		dec := json.NewDecoder(r)
@@ -140,21 +140,21 @@ func relayPair(t testing.TB) (agent *relayMux, host *relayListener) {
 		}
 	}
 	pumps.Go(func() { pump(toHostR, host.mux) })
-	pumps.Go(func() { pump(toAgentR, agent) })
+	pumps.Go(func() { pump(toGuestR, guest) })
 	t.Cleanup(func() {
 		toHostW.Close()
-		toAgentW.Close()
+		toGuestW.Close()
 		pumps.Wait()
 	})
-	return agent, host
+	return guest, host
 }
 
-// relayConnection is one connection over a relayPair: in, the agent's end, opened, and out,
+// relayConnection is one connection over a relayPair: in, the guest's end, opened, and out,
 // the host's, accepted.
-func relayConnection(t *testing.T) (agent *relayMux, host *relayListener, in, out *relayConn) {
+func relayConnection(t *testing.T) (guest *relayMux, host *relayListener, in, out *relayConn) {
 	t.Helper()
-	agent, host = relayPair(t)
-	in, err := agent.open()
+	guest, host = relayPair(t)
+	in, err := guest.open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func relayConnection(t *testing.T) (agent *relayMux, host *relayListener, in, ou
 	if err != nil {
 		t.Fatal(err)
 	}
-	return agent, host, in, conn.(*relayConn)
+	return guest, host, in, conn.(*relayConn)
 }
 
 // TestRelayFlowControl: a side that does not read holds exactly one window of a connection,
@@ -204,7 +204,7 @@ func buffered(c *relayConn) int {
 // TestRelayConnections: many connections at once carry data both ways, whole; half-closes
 // and closes pass; deadlines end a wait; the channel's end fails reads and writes.
 func TestRelayConnections(t *testing.T) {
-	agent, host := relayPair(t)
+	guest, host := relayPair(t)
 	go func() { // the host echoes what comes, then half-closes
 		for {
 			c, err := host.Accept()
@@ -220,7 +220,7 @@ func TestRelayConnections(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range relayMaxConns {
 		wg.Go(func() {
-			c, err := agent.open()
+			c, err := guest.open()
 			if err != nil {
 				t.Error(err)
 				return
@@ -239,7 +239,7 @@ func TestRelayConnections(t *testing.T) {
 	}
 	wg.Wait()
 
-	c, err := agent.open()
+	c, err := guest.open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestRelayConnections(t *testing.T) {
 		_, err := c.Read(make([]byte, 1))
 		read <- err
 	}()
-	agent.shut(io.ErrUnexpectedEOF) // as when aa-grade's end of the channel is gone
+	guest.shut(io.ErrUnexpectedEOF) // as when aa-grade's end of the channel is gone
 	if err := <-read; err == nil || !strings.Contains(err.Error(), "relay ended") {
 		t.Fatalf("a read when the channel ended: %v", err)
 	}
@@ -270,7 +270,7 @@ func TestRelayConnections(t *testing.T) {
 // answer, then Close) has every byte delivered before the end; the other side's writes then
 // fail, and both forget the connection.
 func TestRelayCloseDeliversWhatWasSent(t *testing.T) {
-	agent, host, in, conn := relayConnection(t)
+	guest, host, in, conn := relayConnection(t)
 	payload := bytes.Repeat([]byte("answer "), 100000)
 	go func() {
 		conn.Write(payload)
@@ -284,7 +284,7 @@ func TestRelayCloseDeliversWhatWasSent(t *testing.T) {
 		t.Fatalf("a write after the other side closed: %v", err)
 	}
 	in.Close()
-	for open(agent) > 0 || open(host.mux) > 0 {
+	for open(guest) > 0 || open(host.mux) > 0 {
 		time.Sleep(time.Millisecond) // the closes cross; the test times out if never
 	}
 	if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {

@@ -22,7 +22,7 @@ var deniedSyscalls = []uintptr{
 	unix.SYS_REQUEST_KEY, unix.SYS_USERFAULTFD, unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD, unix.SYS_INIT_MODULE,
 	unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE, unix.SYS_REBOOT, unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_ACCT,
 	unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_NAME_TO_HANDLE_AT, unix.SYS_SYSLOG, unix.SYS_SETHOSTNAME, unix.SYS_SETDOMAINNAME,
-	// Another process of the sandbox (its pid 1, the agent) is never traced, read, written or
+	// Another process of the sandbox (its pid 1, the guest) is never traced, read, written or
 	// robbed of a descriptor: whatever holds aa-grade's pipes stays out of a command's reach.
 	unix.SYS_PTRACE, unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_PIDFD_GETFD,
 	unix.SYS_PROCESS_MADVISE, unix.SYS_KCMP,
@@ -30,7 +30,7 @@ var deniedSyscalls = []uintptr{
 
 // metadataSyscalls change a file's mode, owner, times or extended attributes, which Landlock
 // does not govern. They are refused where nothing else keeps a command from changing host
-// files its user owns: a Landlock agent without a mount namespace, whose system folders are not
+// files its user owns: a Landlock guest without a mount namespace, whose system folders are not
 // read-only mounts. (Elsewhere the mounts refuse them outside the workspace, and the workspace
 // keeps them.)
 // (The calls an architecture keeps only for old binaries, amd64's chmod and utime among them,
@@ -130,7 +130,7 @@ func seccompFilter(noMetadata, relay bool) ([]unix.SockFilter, error) {
 // relaySocketRule, with the system call's number loaded, lets socket(2) make an IPv4 TCP socket
 // (SOCK_STREAM, protocol 0 or TCP: not MPTCP or SCTP) and refuses every other with EACCES, as
 // it refuses bind(2) and listen(2): a command may connect, in a network namespace where only the
-// agent listens (it listened before the filter), and serve nothing. The arguments are ints,
+// guest listens (it listened before the filter), and serve nothing. The arguments are ints,
 // of which the kernel reads the low 32 bits, which are what the filter loads.
 func relaySocketRule() []unix.SockFilter {
 	const (
@@ -162,7 +162,7 @@ func relaySocketRule() []unix.SockFilter {
 	}
 }
 
-// installSeccomp applies the filter to every thread of the agent and so to every command.
+// installSeccomp applies the filter to every thread of the guest and so to every command.
 // no_new_privs must be set first.
 func installSeccomp(noMetadata, relay bool) error {
 	filter, err := seccompFilter(noMetadata, relay)

@@ -17,7 +17,7 @@ var ErrShownPath = errors.New("a host path the sandbox may not show")
 
 // reservedPaths are the sandbox's own places: no host path shown may be one of them, hold one
 // or lie in one, so that none shadows the workspace, the system's pseudo file systems or the
-// agent, and none exposes the whole host.
+// guest, and none exposes the whole host.
 var reservedPaths = []string{ReferenceWorkdir, "/tmp", "/proc", "/dev", "/sys", "/run", "/etc", AgentDirPath}
 
 // checkShown checks the host paths of Programs and AgentDir: absolute, clean, their own

@@ -9,13 +9,13 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 )
 
-// newAgentCommand is the hidden command a sandbox runs inside: it serves shell commands over
+// newGuestCommand is the hidden command a sandbox runs inside: it serves shell commands over
 // stdin and stdout (see package sandbox).
-func newAgentCommand() *cli.Command {
+func newGuestCommand() *cli.Command {
 	return &cli.Command{
-		Name:   sandbox.AgentCommand,
+		Name:   sandbox.GuestCommand,
 		Hidden: true,
-		Action: func(context.Context, *cli.Command) error { return sandbox.RunAgent(os.Stdin, os.Stdout) },
+		Action: func(context.Context, *cli.Command) error { return sandbox.RunGuest(os.Stdin, os.Stdout) },
 	}
 }
 
