@@ -42,7 +42,7 @@ var layers = []layer{
 		"harness/episode/sandbox/image":     {"harness/episode/sandbox/image/registry"},
 		"harness/episode/sandbox/dockerapi": {"harness/episode/sandbox/image/registry"},
 		"harness/episode/sandbox": {"harness/episode/sandbox/dockerapi", "harness/episode/sandbox/image",
-			"harness/episode/sandbox/image/registry"},
+			"harness/episode/sandbox/image/registry", "harness/episode/sandbox/wire"},
 		"harness/episode/loop":     {"harness/episode/sandbox"},
 		"harness/episode/agents":   {"harness/episode/gateway"},
 		"harness/episode/agentrun": {"harness/episode/loop", "harness/episode/agents", "harness/episode/gateway", "harness/episode/sandbox"},

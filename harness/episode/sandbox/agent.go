@@ -8,17 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
@@ -31,7 +31,7 @@ var guestLimits = []struct {
 	resource int
 	value    uint64
 }{
-	{unix.RLIMIT_NPROC, maxSandboxProcesses},
+	{unix.RLIMIT_NPROC, wire.MaxProcesses},
 	{unix.RLIMIT_AS, 8 << 30},
 	{unix.RLIMIT_FSIZE, 2 << 30},
 	{unix.RLIMIT_CORE, 0},
@@ -50,8 +50,9 @@ func RunGuest(in io.Reader, out io.Writer) error {
 		return err
 	}
 	var guard *oomGuard
+	var relayListener net.Listener
 	if confine != nil {
-		if guard, err = confine.apply(); err != nil {
+		if guard, relayListener, err = apply(confine); err != nil {
 			return err
 		}
 		// A command may not stop the guest with a polite signal (SIGKILL it can, in some
@@ -75,30 +76,32 @@ func RunGuest(in io.Reader, out io.Writer) error {
 	}
 	defer workspace.Close()
 	inputEnded := watchInput(in)
-	lines := &lineWriter{w: out}
-	var relay *relayMux
-	if confine != nil && confine.relay != nil {
-		relay = newRelayMux(func(f frame) error { return lines.write(relayLine{&f}) }, true, confine.RelayPort)
-		go serveRelay(confine.relay, relay)
+	lines := wire.NewLineWriter(out)
+	var relay *wire.Mux
+	if relayListener != nil {
+		slots := make(chan struct{}, wire.RelayMaxConns)
+		relay = wire.NewOpener(func(f wire.Frame) error { return lines.WriteLine(wire.RelayLine{Relay: &f}) }, confine.RelayPort,
+			func() { <-slots })
+		go serveRelay(relayListener, relay, slots)
 	}
 	requests, inputFailed := readInput(in, relay)
 	var failure error
 	for req := range requests {
 		var answer any
 		switch req.Op {
-		case opRun:
+		case wire.OpRun:
 			answer = runCommand(req.Cmd, req.Timeout, inputEnded, guard)
-		case opRead:
+		case wire.OpRead:
 			answer = readFile(workspace, req.Name, req.Limit)
-		case opCheck:
+		case wire.OpCheck:
 			answer = checkFile(workspace, req.Name)
 		default:
-			answer = fileAnswer{Error: fmt.Sprintf("unknown request %q", req.Op)}
+			answer = wire.FileAnswer{Error: fmt.Sprintf("unknown request %q", req.Op)}
 		}
 		if closed(inputEnded) {
 			break // nobody reads the answer any more (and writing it could end the guest)
 		}
-		if err := lines.write(reply{ID: req.ID, Answer: answer}); err != nil {
+		if err := lines.WriteLine(wire.Reply{ID: req.ID, Answer: answer}); err != nil {
 			failure = err
 			break
 		}
@@ -118,8 +121,8 @@ func RunGuest(in io.Reader, out io.Writer) error {
 // (one at a time: aa-grade sends the next after the reply) and relay frames to relay, so
 // that frames flow while a command runs. The channel closes when the input ends; then
 // failed says why, if not at its end.
-func readInput(in io.Reader, relay *relayMux) (requests <-chan request, failed func() error) {
-	c := make(chan request, 1)
+func readInput(in io.Reader, relay *wire.Mux) (requests <-chan wire.Request, failed func() error) {
+	c := make(chan wire.Request, 1)
 	var mu sync.Mutex // the loop may stop before the input ends (see RunGuest)
 	var failure error
 	go func() {
@@ -127,8 +130,8 @@ func readInput(in io.Reader, relay *relayMux) (requests <-chan request, failed f
 		dec := json.NewDecoder(in)
 		for {
 			var line struct {
-				request
-				Relay *frame `json:"relay"`
+				wire.Request
+				Relay *wire.Frame `json:"relay"`
 			}
 			err := dec.Decode(&line)
 			switch {
@@ -136,12 +139,12 @@ func readInput(in io.Reader, relay *relayMux) (requests <-chan request, failed f
 				err = nil
 			case err != nil:
 			case line.Relay == nil:
-				c <- line.request
+				c <- line.Request
 				continue
 			case relay == nil:
 				err = errors.New("a relay frame, and no relay")
 			default:
-				err = relay.receive(*line.Relay)
+				err = relay.Receive(*line.Relay)
 				if err == nil {
 					continue
 				}
@@ -150,7 +153,7 @@ func readInput(in io.Reader, relay *relayMux) (requests <-chan request, failed f
 			failure = err
 			mu.Unlock()
 			if relay != nil {
-				relay.shut(cmp.Or(err, io.EOF))
+				relay.Shut(cmp.Or(err, io.EOF))
 			}
 			return
 		}
@@ -197,45 +200,30 @@ func closed(c <-chan struct{}) bool {
 }
 
 // readFile reads a regular file of the workspace for aa-grade (the submission).
-func readFile(workspace *os.Root, name string, limit int64) fileAnswer {
+func readFile(workspace *os.Root, name string, limit int64) wire.FileAnswer {
 	b, err := safefile.Read(workspace, name, limit)
 	if err != nil {
-		return fileError(err)
+		return wire.FileError(err)
 	}
-	return fileAnswer{Data: b}
+	return wire.FileAnswer{Data: b}
 }
 
 // checkFile says whether name is a regular file of the workspace (a path the model hands back).
-func checkFile(workspace *os.Root, name string) fileAnswer {
+func checkFile(workspace *os.Root, name string) wire.FileAnswer {
 	f, err := safefile.Open(workspace, name)
 	if err != nil {
-		return fileError(err)
+		return wire.FileError(err)
 	}
 	f.Close()
-	return fileAnswer{}
-}
-
-func fileError(err error) fileAnswer {
-	a := fileAnswer{Error: err.Error()}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		a.Kind = fileNotExist
-	case errors.Is(err, safefile.ErrNotRegular):
-		a.Kind = fileNotRegular
-	case errors.Is(err, safefile.ErrTooLarge):
-		a.Kind = fileTooLarge
-	case strings.Contains(err.Error(), "path escapes from parent"): // os.Root's refusal, not exported
-		a.Kind, a.Error = fileOutside, ErrOutsideWorkspace.Error()
-	}
-	return a
+	return wire.FileAnswer{}
 }
 
 // runCommand runs `bash -c cmd` in a new process group and kills the whole group when it ends,
 // times out or the guest's input ends, so background jobs die with their command.
-func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}, guard *oomGuard) Result {
+func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}, guard *oomGuard) wire.Result {
 	start := time.Now()
-	stdout, stderr := NewCapture(shellspec.OutputLimit), NewCapture(shellspec.OutputLimit)
-	res := Result{ExitCode: -1}
+	stdout, stderr := wire.NewCapture(shellspec.OutputLimit), wire.NewCapture(shellspec.OutputLimit)
+	res := wire.Result{ExitCode: -1}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		res.Stderr = err.Error()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/image"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/image/registry"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // Bwrap isolates with bubblewrap: new mount, pid, network, ipc and uts namespaces; system
@@ -144,7 +145,7 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		"--die-with-parent", "--new-session", "--hostname", "sandbox", "--proc", "/proc")
 	args = append(args, devBinds()...)
 	args = append(args, "--size", disk, "--perms", "01777", "--tmpfs", "/tmp")
-	c := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, RelayPort: spec.relayPort()}
+	c := wire.Confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, RelayPort: spec.relayPort()}
 	if os.Geteuid() == 0 {
 		// bwrap keeps only what the guest needs to bound the tmpfs' files, hand the workspace
 		// to nobody and become it.
@@ -152,9 +153,9 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		for _, capability := range []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN", "CAP_SYS_ADMIN"} {
 			args = append(args, "--cap-add", capability)
 		}
-		c.RunAs, c.ReadOnlyProc = &ids{UID: SandboxUID, GID: SandboxGID}, true
+		c.RunAs, c.ReadOnlyProc = &wire.IDs{UID: SandboxUID, GID: SandboxGID}, true
 		for _, dir := range []string{ReferenceWorkdir, "/tmp"} {
-			c.Remount = append(c.Remount, tmpfsLimit{Path: dir, Bytes: limits.disk(), Inodes: limits.inodes()})
+			c.Remount = append(c.Remount, wire.TmpfsLimit{Path: dir, Bytes: limits.disk(), Inodes: limits.inodes()})
 		}
 	} else {
 		// A normal user's bwrap runs the sandbox in a user namespace nested in the one that
@@ -203,7 +204,7 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	// so that a full workspace is "No space left on device", not a sandbox out of memory.
 	cgroup := newSandboxCgroup(limits.memory() + limits.disk())
 	c.ProcessesBounded = cgroups().boundsProcesses()
-	confine, err := c.encode()
+	confine, err := c.Encode()
 	if err != nil {
 		cgroup.remove()
 		return nil, err

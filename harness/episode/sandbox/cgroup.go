@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // CgroupExecCommand is the hidden aa-grade command that enters a sandbox's cgroups and then
@@ -147,9 +149,9 @@ func writeLimits(dir string, v2 bool, bytes int64) error {
 	var settings []setting
 	switch {
 	case v2:
-		settings = []setting{{"pids.max", strconv.Itoa(maxSandboxProcesses), false}, {"memory.max", memory, false}, {"memory.swap.max", "0", true}}
+		settings = []setting{{"pids.max", strconv.Itoa(wire.MaxProcesses), false}, {"memory.max", memory, false}, {"memory.swap.max", "0", true}}
 	case filepath.Base(filepath.Dir(dir)) == "pids":
-		settings = []setting{{"pids.max", strconv.Itoa(maxSandboxProcesses), false}}
+		settings = []setting{{"pids.max", strconv.Itoa(wire.MaxProcesses), false}}
 	default:
 		// memsw (memory and swap together) must not be below the memory limit: written second.
 		settings = []setting{{"memory.limit_in_bytes", memory, false}, {"memory.memsw.limit_in_bytes", memory, true}}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,89 +18,93 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // readConfinement takes the confinement out of the guest's environment (nil when aa-grade gave
 // none: the none backend).
-func readConfinement() (*confinement, error) {
-	encoded, ok := os.LookupEnv(confinementEnv)
+func readConfinement() (*wire.Confinement, error) {
+	encoded, ok := os.LookupEnv(wire.ConfinementEnv)
 	if !ok {
 		return nil, nil
 	}
-	os.Unsetenv(confinementEnv)
-	var c confinement
+	os.Unsetenv(wire.ConfinementEnv)
+	var c wire.Confinement
 	if err := json.Unmarshal([]byte(encoded), &c); err != nil {
 		return nil, fmt.Errorf("sandbox confinement: %w", err)
 	}
 	return &c, nil
 }
 
-// apply confines the guest. Landlock and capabilities bind the calling thread and the children
-// it forks: the guest stays on this thread, which starts every command. Ids and the seccomp
-// filter apply to all threads.
-func (c *confinement) apply() (*oomGuard, error) {
+// apply confines the guest as c says, and returns its guard against the OOM killer and its
+// listener on the relay port (nil without a relay). Landlock and capabilities bind the calling
+// thread and the children it forks: the guest stays on this thread, which starts every
+// command. Ids and the seccomp filter apply to all threads.
+func apply(c *wire.Confinement) (*oomGuard, net.Listener, error) {
 	if err := joinCgroups(c.Cgroups); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	runtime.LockOSThread()
 	guard := protectFromOOM()
-	return guard, c.confine()
+	relay, err := confine(c)
+	return guard, relay, err
 }
 
-func (c *confinement) confine() error {
+// confine takes each step of c in its order (see wire.Confinement), and returns the listener
+// it opened on the relay port.
+func confine(c *wire.Confinement) (relay net.Listener, err error) {
 	// Commands may not ptrace the guest or read its memory (it is the same user).
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fmt.Errorf("not dumpable: %w", err)
+		return nil, fmt.Errorf("not dumpable: %w", err)
 	}
 	var rules *ruleset
 	if c.Landlock != nil {
 		// The host paths are opened now: the mounts below may hide them, and RunAs may not
 		// reach them.
-		var err error
 		if rules, err = newRuleset(*c.Landlock); err != nil {
-			return err
+			return nil, err
 		}
 		defer rules.close()
 	}
 	if c.Workspace != nil {
 		if err := mountWorkspace(*c.Workspace, c.Binds, c.RunAs); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, cv := range c.Covers {
 		if err := unix.Mount(cv.Host, cv.At, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("cover %s: %w", cv.At, err)
+			return nil, fmt.Errorf("cover %s: %w", cv.At, err)
 		}
 		if err := unix.Mount("", cv.At, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
-			return fmt.Errorf("cover %s read-only: %w", cv.At, err)
+			return nil, fmt.Errorf("cover %s read-only: %w", cv.At, err)
 		}
 	}
 	for _, t := range c.Remount {
 		opts := fmt.Sprintf("size=%d,nr_inodes=%d", t.Bytes, t.Inodes)
 		if err := unix.Mount("tmpfs", t.Path, "tmpfs", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-			return fmt.Errorf("bound %s (%s): %w", t.Path, opts, err)
+			return nil, fmt.Errorf("bound %s (%s): %w", t.Path, opts, err)
 		}
 	}
 	if c.ReadOnlyProc {
 		if err := readOnlyProc(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if c.ReadOnlyRoot {
 		if err := readOnlyMounts(c.Workdir); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if c.RelayPort != 0 {
 		// Before the capabilities go (a loopback to bring up), Landlock (which refuses bind)
 		// and the filter, and before any command could take the port.
-		var err error
-		if c.relay, err = listenRelay(c.RelayPort); err != nil {
-			return err
+		if relay, err = listenRelay(c.RelayPort); err != nil {
+			return nil, err
 		}
 		if rules != nil {
 			if err := rules.allowConnect(c.RelayPort); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
@@ -109,36 +114,36 @@ func (c *confinement) confine() error {
 	if rules != nil {
 		// The workspace as the guest now sees it: the tmpfs, where it mounted one.
 		if err := rules.allowReadWrite(c.Landlock.ReadWrite); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if c.DropCaps {
 		if err := dropBoundingSet(); err != nil && os.Geteuid() == 0 {
-			return err // root can always drop it; a normal user without CAP_SETPCAP cannot
+			return nil, err // root can always drop it; a normal user without CAP_SETPCAP cannot
 		}
 	}
 	if c.RunAs != nil {
 		if err := switchIDs(*c.RunAs); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if c.DropCaps {
 		if err := clearCapabilities(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
+		return nil, fmt.Errorf("no_new_privs: %w", err)
 	}
 	if rules != nil {
 		if err := rules.restrict(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if c.Seccomp {
-		return installSeccomp(c.NoMetadata, c.RelayPort != 0)
+		return relay, installSeccomp(c.NoMetadata, c.RelayPort != 0)
 	}
-	return nil
+	return relay, nil
 }
 
 // mountWorkspace mounts a tmpfs of t's size and file count over the workspace folder t.Path,
@@ -149,7 +154,7 @@ func (c *confinement) confine() error {
 // the folders on that way, so that the workspace's path works for them. The host's folder
 // stays as aa-grade made it: aa-grade reads the workspace through the guest, and the tmpfs goes
 // with the namespace when the episode's last process ends.
-func mountWorkspace(t tmpfsLimit, binds []bindFile, owner *ids) error {
+func mountWorkspace(t wire.TmpfsLimit, binds []wire.BindFile, owner *wire.IDs) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("private mounts: %w", err)
 	}
@@ -220,7 +225,7 @@ func bindReadOnly(src *os.File, target string) error {
 // makeSearchable covers the first folder on the way to path (from /) that owner cannot search
 // with a tmpfs holding only the folders on the rest of the way, path included, searchable by
 // all.
-func makeSearchable(path string, owner ids) error {
+func makeSearchable(path string, owner wire.IDs) error {
 	var way []string
 	for d := filepath.Dir(path); d != "/"; d = filepath.Dir(d) {
 		way = append([]string{d}, way...)
@@ -248,7 +253,7 @@ func makeSearchable(path string, owner ids) error {
 
 // searchable says whether owner may search the folder st, by its mode bits alone (the owner
 // has no capability).
-func searchable(st unix.Stat_t, owner ids) bool {
+func searchable(st unix.Stat_t, owner wire.IDs) bool {
 	switch {
 	case st.Uid == uint32(owner.UID):
 		return st.Mode&0o100 != 0
@@ -413,7 +418,7 @@ func readOnlyProc() error {
 
 // giveWorkspace hands the workspace's folders to the sandbox user (the files bound in from the
 // snapshot are read-only and stay as they are).
-func giveWorkspace(dir string, to ids) {
+func giveWorkspace(dir string, to wire.IDs) {
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			os.Lchown(p, to.UID, to.GID)
@@ -439,7 +444,7 @@ func dropBoundingSet() error {
 
 // switchIDs becomes the sandbox user, which also clears the permitted and effective sets (Go
 // changes the ids of every thread).
-func switchIDs(to ids) error {
+func switchIDs(to wire.IDs) error {
 	if err := syscall.Setgroups(nil); err != nil {
 		return fmt.Errorf("drop supplementary groups: %w", err)
 	}

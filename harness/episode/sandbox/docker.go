@@ -21,6 +21,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/dockerapi"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/image/registry"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // NameDocker is the backend that runs each episode in a container of its own.
@@ -168,8 +169,8 @@ func (d *Docker) containerConfig(spec Spec, guest string, files []snapshotFile, 
 	}
 	// The container already has no capability and no network; the guest still sets its
 	// syscall filter and no_new_privs, and kills all (it is pid 1) when its input ends.
-	confine, _ := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, ProcessesBounded: true,
-		RelayPort: spec.relayPort()}.encode()
+	confine, _ := wire.Confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, ProcessesBounded: true,
+		RelayPort: spec.relayPort()}.Encode()
 	mounts := []map[string]any{{"Type": "bind", "Source": guest, "Target": guestPath, "ReadOnly": true}}
 	for _, f := range files {
 		mounts = append(mounts, map[string]any{"Type": "bind", "Source": f.host, "Target": path.Join(ReferenceWorkdir, filepath.ToSlash(f.rel)), "ReadOnly": true})
@@ -203,7 +204,7 @@ func (d *Docker) containerConfig(spec Spec, guest string, files []snapshotFile, 
 			// "No space left on device", not a sandbox without memory.
 			"Memory":     limits.memory() + disk,
 			"MemorySwap": limits.memory() + disk,
-			"PidsLimit":  maxSandboxProcesses,
+			"PidsLimit":  wire.MaxProcesses,
 			"NanoCpus":   int64(dockerCPUs * 1e9),
 			// No pty: an empty read-only /dev/pts instead of the daemon's devpts, whose pool the
 			// whole host shares. (/dev is the daemon's small tmpfs that only root may write;
@@ -379,7 +380,7 @@ func dockerGuarantees() []Guarantee {
 		{GuaranteeReadOnlySystem, true, "a read-only root file system, no pty; the snapshot bound read-only; mount refused"},
 		{GuaranteeNoNetwork, true, "network mode none, and socket(2) refused; " + relayOpens},
 		{GuaranteeProcessesEnd, true, "the guest is the container's init and ends, killing all, when its attached input does: at the episode's end, and when aa-grade dies; the container is removed at the episode's end, or, for a run that died, stopped and removed at the next start"},
-		{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per container", maxSandboxProcesses)},
+		{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per container", wire.MaxProcesses)},
 		{GuaranteeMemoryLimit, true, "the container's memory limit, tmpfs pages included, no swap"},
 		{GuaranteeDiskLimit, true, "the workspace and /tmp are tmpfs of --disk-limit bytes each"},
 		{GuaranteeInodeLimit, true, "the workspace and /tmp each hold at most one file per 16 KiB of --disk-limit"},

@@ -5,6 +5,8 @@ package sandbox
 import (
 	"fmt"
 	"os"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // Guarantees says which guarantees each backend keeps here, for doctor and run's warnings.
@@ -143,15 +145,15 @@ func tmpfsPages(h hostFacts, its string) string {
 func processLimit(name string, h hostFacts, ownUserNS bool) Guarantee {
 	switch {
 	case h.pidsCgroup:
-		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per episode (a pids cgroup)", maxSandboxProcesses)}
+		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per episode (a pids cgroup)", wire.MaxProcesses)}
 	case ownUserNS:
-		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per episode (RLIMIT_NPROC, counted in the sandbox's own user namespace)", maxSandboxProcesses)}
+		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per episode (RLIMIT_NPROC, counted in the sandbox's own user namespace)", wire.MaxProcesses)}
 	case h.root && (name == NameBwrap || name == NameLandlock && h.landlockMountNS):
-		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("no pids cgroup (%s): %d processes of nobody (65534) across all episodes (RLIMIT_NPROC)", h.cgroupReason, maxSandboxProcesses)}
+		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("no pids cgroup (%s): %d processes of nobody (65534) across all episodes (RLIMIT_NPROC)", h.cgroupReason, wire.MaxProcesses)}
 	case h.root:
 		return Guarantee{GuaranteeProcessLimit, false, fmt.Sprintf("no pids cgroup (%s), and uid 0 is exempt from RLIMIT_NPROC", h.cgroupReason)}
 	}
-	return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes of the user altogether (RLIMIT_NPROC counts all of the user's processes, not the episode's)", maxSandboxProcesses)}
+	return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes of the user altogether (RLIMIT_NPROC counts all of the user's processes, not the episode's)", wire.MaxProcesses)}
 }
 
 // LimitsNotEnforced lists the limits the backend cannot enforce here, for run's warning.

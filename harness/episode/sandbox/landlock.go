@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // NameLandlock is the pure-Go backend for machines without user namespaces.
@@ -66,7 +68,7 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	p := policy{ReadWrite: []string{spec.Scratch}, Devices: []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"}}
+	p := wire.Policy{ReadWrite: []string{spec.Scratch}, Devices: []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"}}
 	for _, dir := range systemDirs {
 		if _, err := os.Stat(dir); err == nil {
 			p.ReadExec = append(p.ReadExec, dir)
@@ -96,7 +98,7 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 			ns.AmbientCaps = append(ns.AmbientCaps[:len(ns.AmbientCaps):len(ns.AmbientCaps)], unix.CAP_NET_ADMIN) // to bring the namespace's loopback up
 		}
 	}
-	c := confinement{Workdir: spec.Scratch, DropCaps: true, Seccomp: true, Landlock: &p,
+	c := wire.Confinement{Workdir: spec.Scratch, DropCaps: true, Seccomp: true, Landlock: &p,
 		KillAll: ns != nil || landlockScopesSignals(), ProcessesBounded: cgroups().boundsProcesses(), RelayPort: spec.relayPort()}
 	memory := spec.Limits.memory()
 	guest, err := shownGuest(spec.Guest)
@@ -111,23 +113,23 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, fmt.Errorf("%w: %s lies in a folder this Landlock sandbox shows, and without a mount namespace it cannot show its copy there instead: run aa-grade from another folder, or use bwrap or docker", ErrConcealed, covers[0])
 	}
 	for _, at := range covers {
-		c.Covers = append(c.Covers, cover{Host: guest, At: at})
+		c.Covers = append(c.Covers, wire.Cover{Host: guest, At: at})
 	}
 	if hasMountNamespace(ns) {
 		// One tmpfs holds the workspace and the temporary folder in it, with the snapshot files
 		// bound into it; everything else is read-only. Its pages are memory too: they get the
 		// disk limit on top of the processes' own, as in bwrap. As root, commands run as
 		// nobody, as in bwrap.
-		c.Workspace = &tmpfsLimit{Path: spec.Scratch, Bytes: spec.Limits.disk(), Inodes: spec.Limits.inodes()}
+		c.Workspace = &wire.TmpfsLimit{Path: spec.Scratch, Bytes: spec.Limits.disk(), Inodes: spec.Limits.inodes()}
 		c.ReadOnlyRoot = true
 		for _, f := range files {
-			c.Binds = append(c.Binds, bindFile{Host: f.host, Rel: f.rel})
+			c.Binds = append(c.Binds, wire.BindFile{Host: f.host, Rel: f.rel})
 		}
 		if os.Geteuid() == 0 {
 			if err := readableByOthers(files); err != nil {
 				return nil, err
 			}
-			c.RunAs = &ids{UID: SandboxUID, GID: SandboxGID}
+			c.RunAs = &wire.IDs{UID: SandboxUID, GID: SandboxGID}
 		}
 		memory += spec.Limits.disk()
 	} else {
@@ -140,7 +142,7 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	cgroup := newSandboxCgroup(memory)
 	c.Cgroups = cgroup.joinedByGuest()
-	confine, err := c.encode()
+	confine, err := c.Encode()
 	if err != nil {
 		cgroup.remove()
 		return nil, err
@@ -201,7 +203,7 @@ type ruleset struct {
 }
 
 // newRuleset makes the ruleset and adds every rule of p but its read-write folders.
-func newRuleset(p policy) (*ruleset, error) {
+func newRuleset(p wire.Policy) (*ruleset, error) {
 	abi, err := landlockABI()
 	if err != nil {
 		return nil, fmt.Errorf("landlock: %w", err)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // landlockCloneFlags are the namespaces a Landlock guest starts in, where it can: in its own
@@ -87,11 +89,11 @@ func probeWorkspaceMount(guest string, args []string, attr *syscall.SysProcAttr)
 	}
 	defer os.RemoveAll(dir)
 	// As at each start: the workspace, a way to it nobody can search as root, the rest read-only.
-	c := confinement{Workdir: dir, Workspace: &tmpfsLimit{Path: dir, Bytes: 1 << 20, Inodes: 64}, ReadOnlyRoot: true}
+	c := wire.Confinement{Workdir: dir, Workspace: &wire.TmpfsLimit{Path: dir, Bytes: 1 << 20, Inodes: 64}, ReadOnlyRoot: true}
 	if os.Geteuid() == 0 {
-		c.RunAs = &ids{UID: SandboxUID, GID: SandboxGID}
+		c.RunAs = &wire.IDs{UID: SandboxUID, GID: SandboxGID}
 	}
-	confine, err := c.encode()
+	confine, err := c.Encode()
 	if err != nil {
 		return err
 	}

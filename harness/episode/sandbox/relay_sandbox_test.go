@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // testRelayPort is the relay's port in the tests' sandboxes; the host's own 127.0.0.1:8417,
@@ -224,7 +226,7 @@ print(status, head.decode(), len(body), hashlib.sha256(body).hexdigest())`, down
 			})
 			t.Run("more connections than the cap", func(t *testing.T) {
 				l.most.Store(0)
-				const clients = relayMaxConns + 16
+				const clients = wire.RelayMaxConns + 16
 				r := runPython(t, sb, fmt.Sprintf(`
 results = []
 def one(i):
@@ -238,8 +240,8 @@ print(len(results), results.count(True))`, clients))
 				if r.Stdout != fmt.Sprintf("%d %d\n", clients, clients) {
 					t.Fatalf("%+v", r)
 				}
-				if most := l.most.Load(); most > relayMaxConns || most < 2 {
-					t.Fatalf("%d connections at once on the host, want 2 to %d", most, relayMaxConns)
+				if most := l.most.Load(); most > wire.RelayMaxConns || most < 2 {
+					t.Fatalf("%d connections at once on the host, want 2 to %d", most, wire.RelayMaxConns)
 				}
 			})
 			t.Run("slow reader", func(t *testing.T) {

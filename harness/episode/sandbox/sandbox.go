@@ -13,6 +13,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // Spec describes the workspace of one episode.
@@ -58,16 +60,8 @@ func (l Limits) disk() int64   { return cmp.Or(l.Disk, DefaultLimits.Disk) }
 // of a tmpfs does not count.
 func (l Limits) inodes() int64 { return max(l.disk()/(16<<10), 4096) }
 
-// Result is the outcome of one command.
-type Result struct {
-	ExitCode    int           `json:"exit_code"`
-	Stdout      string        `json:"stdout"` // truncated to shellspec.OutputLimit characters
-	Stderr      string        `json:"stderr"`
-	StdoutChars int64         `json:"stdout_chars"` // characters before truncation
-	StderrChars int64         `json:"stderr_chars"`
-	TimedOut    bool          `json:"timed_out"`
-	Duration    time.Duration `json:"duration"`
-}
+// Result is the outcome of one command, as the guest answers it (see package wire).
+type Result = wire.Result
 
 // Sandbox is a running episode workspace.
 type Sandbox interface {
@@ -118,7 +112,7 @@ var ErrNoImage = errors.New("no image")
 var ErrNoIsolation = errors.New("no isolating backend works here")
 
 // ErrOutsideWorkspace marks a file name that leads out of the workspace (through .. or a link).
-var ErrOutsideWorkspace = errors.New("a link out of the working directory")
+var ErrOutsideWorkspace = wire.ErrOutsideWorkspace
 
 // Guarantee is one promise a backend makes, or cannot make, on this machine against a hostile
 // model, with how it is kept or why it is not.

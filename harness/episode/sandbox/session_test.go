@@ -13,6 +13,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
 )
 
@@ -101,6 +102,13 @@ func honest(res Result) func(json.RawMessage, map[string]json.RawMessage) []stri
 	return func(id json.RawMessage, _ map[string]json.RawMessage) []string {
 		return []string{envelope(id, res)}
 	}
+}
+
+// captured is what the guest's Capture of limit characters makes of text.
+func captured(limit int, text string) *wire.Capture {
+	c := wire.NewCapture(limit)
+	c.Write([]byte(text))
+	return c
 }
 
 func TestSessionTakesTheAnswerToItsRequest(t *testing.T) {
@@ -246,27 +254,15 @@ func TestSessionBoundsAnswers(t *testing.T) {
 	const limit = 4 << 20
 	data := strings.Repeat("\xff", limit)
 	s = startPipeGuest(t, func(id json.RawMessage, req map[string]json.RawMessage) []string {
-		return []string{envelope(id, fileAnswer{Data: []byte(data)})}
+		return []string{envelope(id, wire.FileAnswer{Data: []byte(data)})}
 	})
 	if got, err := s.ReadFile(context.Background(), "agent_output.json", limit); err != nil || string(got) != data {
 		t.Fatalf("a file of the limit: %d bytes, %v", len(got), err)
 	}
 	s = startPipeGuest(t, func(id json.RawMessage, req map[string]json.RawMessage) []string {
-		return []string{envelope(id, fileAnswer{Data: []byte(data)})}
+		return []string{envelope(id, wire.FileAnswer{Data: []byte(data)})}
 	})
 	if _, err := s.ReadFile(context.Background(), "agent_output.json", 1000); !errors.Is(err, ErrGuestDied) {
 		t.Fatalf("a file far over the limit asked: %v", err)
-	}
-}
-
-// TestClipStreamForgedNotice: a stream with a notice where Capture puts it but too long a tail
-// is not taken for a Capture's, and is cut.
-func TestClipStreamForgedNotice(t *testing.T) {
-	const total = 1_000_000
-	notice := shellspec.TruncationNotice(total, shellspec.OutputLimit)
-	s := strings.Repeat("h", shellspec.OutputLimit/2) + notice + strings.Repeat("t", 50000)
-	got, n := clipStream(s, total)
-	if want := shellspec.OutputLimit + utf8.RuneCountInString(notice); n != total || utf8.RuneCountInString(got) != want {
-		t.Fatalf("%d characters (%d counted), want %d (%d)", utf8.RuneCountInString(got), n, want, total)
 	}
 }
