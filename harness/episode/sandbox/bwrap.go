@@ -26,7 +26,7 @@ import (
 // snapshot file bound read-only into the workspace (no copy of the snapshot); everything dies
 // with its parent. A normal user's sandbox is also a user namespace (with no nested one allowed); when
 // aa-grade is root there is none (its uid 0 would be host root), and the guest switches to
-// nobody instead. Either way the guest then confines itself (see confinement): no capability,
+// nobody instead. Either way the guest then confines itself (wire.Confinement): no capability,
 // no socket, no mount, no_new_privs.
 type Bwrap struct {
 	// Rootfs, when set, is a root file system (an image unpacked by package image) shown

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/kernel"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
@@ -109,7 +110,7 @@ var cgroupSeq atomic.Int64
 // sandboxCgroup is the cgroups of one sandbox: one folder per v1 hierarchy, or one v2 folder.
 type sandboxCgroup struct {
 	dirs []string
-	// byGuest: the guest enters the cgroups itself (confinement.Cgroups), so the sandbox's
+	// byGuest: the guest enters the cgroups itself (wire.Confinement.Cgroups), so the sandbox's
 	// process is started as it is.
 	byGuest bool
 }
@@ -240,24 +241,13 @@ func removeCgroup(dir string) error {
 	return err
 }
 
-// joinCgroups moves this process, all its threads, into the cgroup folders dirs.
-func joinCgroups(dirs []string) error {
-	for _, dir := range dirs {
-		// "0" is this process, whatever pid namespace it is in.
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0o644); err != nil {
-			return fmt.Errorf("enter cgroup %s: %w", dir, err)
-		}
-	}
-	return nil
-}
-
 // RunCgroupExec enters the cgroups args[0] (folders joined by ':') and executes args[1] with
 // the arguments that follow.
 func RunCgroupExec(args []string) error {
 	if len(args) < 2 {
 		return fmt.Errorf("usage: %s CGROUP[:CGROUP...] PATH [ARG...]", CgroupExecCommand)
 	}
-	if err := joinCgroups(strings.Split(args[0], ":")); err != nil {
+	if err := kernel.JoinCgroups(strings.Split(args[0], ":")); err != nil {
 		return err
 	}
 	argv := append([]string{filepath.Base(args[1])}, args[2:]...)

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/kernel"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
@@ -120,6 +121,6 @@ func cloneAttr(a *syscall.SysProcAttr) *syscall.SysProcAttr {
 // landlockScopesSignals reports whether Landlock confines signals to the sandbox (ABI 6,
 // Linux 6.12): then the guest's kill(-1) reaches only its own processes.
 func landlockScopesSignals() bool {
-	abi, err := landlockABI()
+	abi, err := kernel.LandlockABI()
 	return err == nil && abi >= 6
 }

@@ -5,13 +5,12 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"io"
 	"runtime"
 )
 
 // Every backend but docker needs Linux (its namespaces, Landlock, seccomp, cgroups); elsewhere
-// each is listed as unavailable, with the reason, and the guest refuses to run (docker runs a
-// Linux build of it inside the container).
+// each is listed as unavailable, with the reason (docker runs a Linux build of aa-grade as
+// the guest inside the container).
 
 // NameLandlock is the pure-Go Linux backend.
 const NameLandlock = "landlock"
@@ -43,9 +42,6 @@ func (None) Start(ctx context.Context, s Spec) (Sandbox, error) {
 func Backends() []Backend {
 	return []Backend{&Docker{}, linuxOnly{NameBwrap}, linuxOnly{NameLandlock}, None{}}
 }
-
-// RunGuest is the sandbox guest, which runs only on Linux.
-func RunGuest(io.Reader, io.Writer) error { return errNotLinux }
 
 // RunCgroupExec enters cgroups, which exist only on Linux.
 func RunCgroupExec([]string) error { return errNotLinux }

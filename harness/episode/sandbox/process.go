@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/kernel"
 )
 
 // ending is how the processes of a sandbox end with it.
@@ -42,7 +44,7 @@ type processPeer struct {
 // the aa-grade executable, which also puts the sandbox in its cgroups when there are some.
 func startSession(cmd *exec.Cmd, workdir, guest string, cgroup *sandboxCgroup, end ending, relay *RelaySpec) (*session, error) {
 	// Nothing aa-grade inherited may cross into the sandbox.
-	markInheritedCloseOnExec()
+	kernel.CloseInheritedOnExec()
 	if cgroup != nil {
 		cgroup.enter(cmd, guest)
 	}

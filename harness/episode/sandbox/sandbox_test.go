@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/guest"
 	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	if len(os.Args) > 1 && os.Args[1] == GuestCommand {
-		if err := RunGuest(os.Stdin, os.Stdout); err != nil {
+		if err := guest.Run(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/kernel"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
 
@@ -88,12 +89,12 @@ func (s *Spec) guestSeenAt(shown string, ownPath []string, agentDirAt string) ([
 	}
 	var at []string
 	for _, dir := range ownPath {
-		if within(exe, dir) {
+		if kernel.Within(exe, dir) {
 			at = append(at, exe)
 			break
 		}
 	}
-	if agentDirAt != "" && s.AgentDir != "" && within(exe, s.AgentDir) {
+	if agentDirAt != "" && s.AgentDir != "" && kernel.Within(exe, s.AgentDir) {
 		at = append(at, agentDirAt+strings.TrimPrefix(exe, s.AgentDir))
 	}
 	return at, nil

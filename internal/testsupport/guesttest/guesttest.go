@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/guest"
 )
 
 // Main serves as the guest (or enters a sandbox's cgroup) when the binary was started for
@@ -16,7 +17,7 @@ func Main(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case sandbox.GuestCommand:
-			if err := sandbox.RunGuest(os.Stdin, os.Stdout); err != nil {
+			if err := guest.Run(os.Stdin, os.Stdout); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package guest
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/kernel"
 )
 
 // deniedSyscalls fail with EPERM inside an isolating sandbox: mounts and namespaces (no
@@ -52,17 +54,6 @@ var unavailableSyscalls = []uintptr{unix.SYS_CLONE3, unix.SYS_IO_URING_SETUP, un
 const namespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
 	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
 
-// auditArch is the seccomp architecture of this build ("" where the filter is not written).
-func auditArch() (uint32, error) {
-	switch runtime.GOARCH {
-	case "amd64":
-		return unix.AUDIT_ARCH_X86_64, nil
-	case "arm64":
-		return unix.AUDIT_ARCH_AARCH64, nil
-	}
-	return 0, fmt.Errorf("the seccomp filter is written for amd64 and arm64, not %s", runtime.GOARCH)
-}
-
 // x32Bit marks the x32 ABI's system call numbers, which share amd64's audit architecture: the
 // filter refuses them all rather than list every call twice.
 const x32Bit = 0x40000000
@@ -74,7 +65,7 @@ const x32Bit = 0x40000000
 // architecture's calls with EACCES. With relay, socket(2) makes what a TCP client over IPv4
 // needs, and only that (see relaySocketRule).
 func seccompFilter(noMetadata, relay bool) ([]unix.SockFilter, error) {
-	arch, err := auditArch()
+	arch, err := kernel.SeccompArch()
 	if err != nil {
 		return nil, err
 	}
