@@ -3,6 +3,10 @@
 // (namespaces, mounts, limits), a small guest (the aa-grade binary in guest mode) runs inside
 // it, and each command is only a fork and exec of `bash -c` by that guest, in its own process
 // group. When the episode ends everything that ran inside dies with it.
+//
+// This package is the host's side: the API, the backends that set a sandbox up and start the
+// guest in it, and the session that talks to the guest. The guest is package guest, and what
+// crosses between the two is package wire; this package imports wire, never guest.
 package sandbox
 
 import (
