@@ -49,7 +49,7 @@ unit:
 # test binaries are static, as aa-grade is, so the tests that run them over an empty root run.
 unprivileged:
 	@dir=$$(mktemp -d) && chmod 755 $$dir && status=0 && \
-	  for t in harness/episode/sandbox:. harness/episode/loop:TestFinish harness/vocab/runfolder:TestCheckWritable; do \
+	  for t in harness/episode/sandbox:. harness/episode/sandbox/wire:. harness/episode/loop:TestFinish harness/vocab/runfolder:TestCheckWritable; do \
 	    pkg=$${t%:*}; run=$${t#*:}; bin=$$dir/$$(basename $$pkg).test; \
 	    CGO_ENABLED=0 $(GO) test -c -o $$bin ./$$pkg && chmod 755 $$bin && \
 	    su "$$AA_GRADE_TEST_USER" -s /bin/bash -c "cd $$dir && CI=$$CI $$bin -test.v -test.run '$$run'" 2>&1 | grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)|_test.go:' ; \

@@ -20,7 +20,7 @@ import (
 // that hold one of the needles (LEAK path), then how many it read (SCANNED n). It walks `/` and
 // the places the sandbox names ($PWD, $TMPDIR, its own folder: Landlock lets no one list `/`),
 // following links (the workspace's to the snapshot), and adds the executables and mapped files
-// of the in-sandbox agent (pid 1 wherever there is a pid namespace, and its parent) and its
+// of the in-sandbox guest (pid 1 wherever there is a pid namespace, and its parent) and its
 // own. It skips /proc, /sys and /dev, and in the system folders (the host's or the image's
 // own, gigabytes that aa-grade never writes) reads only what is named like aa-grade. Last, it
 // has the in-sandbox aa-grade regenerate the demo's first task from its seed.
@@ -113,25 +113,25 @@ func TestNoAnswerInWhatTheSandboxShows(t *testing.T) {
 				if n, _ := strconv.Atoi(strings.TrimPrefix(scanned[0], "SCANNED ")); n < 20 {
 					t.Errorf("the scan read %d files, fewer than the snapshot has", n)
 				}
-				checkCopyRunsOnlyTheAgent(t, r, home)
+				checkCopyRunsOnlyTheGuest(t, r, home)
 			})
 		}
 	}
 }
 
-// checkCopyRunsOnlyTheAgent runs, on the host, the copy of aa-grade that the run's sandboxes
+// checkCopyRunsOnlyTheGuest runs, on the host, the copy of aa-grade that the run's sandboxes
 // ran: it refuses tasks synth (which would write a demo task, ground truth included) and
 // writes nothing.
-func checkCopyRunsOnlyTheAgent(t *testing.T, r agentRunner, home string) {
+func checkCopyRunsOnlyTheGuest(t *testing.T, r agentRunner, home string) {
 	t.Helper()
-	copies, _ := filepath.Glob(filepath.Join(home, "cache", "aa-grade", "agent", "*", "aa-grade"))
+	copies, _ := filepath.Glob(filepath.Join(home, "cache", "aa-grade", "guest", "*", "aa-grade"))
 	if len(copies) != 1 {
 		t.Fatalf("copies of aa-grade for the sandbox: %v, want one", copies)
 	}
 	r.binary = copies[0]
 	synth := filepath.Join(home, "synth")
 	res := r.run(t, home, nil, "tasks", "synth", "--out", synth, "--fault", "flag", "--seed", "11")
-	res.wantErrorLineWith(t, 2, "aa-grade: this copy of aa-grade is a sandbox's agent")
+	res.wantErrorLineWith(t, 2, "aa-grade: this copy of aa-grade is a sandbox's guest")
 	if _, err := os.Stat(synth); !os.IsNotExist(err) {
 		t.Errorf("the copy wrote %s: %v", synth, err)
 	}

@@ -42,8 +42,11 @@ var layers = []layer{
 	{name: "the episode", folders: []string{"harness/episode"}, below: []string{"the vocabularies", "the models"}, within: map[string][]string{
 		"harness/episode/sandbox/image":     {"harness/episode/sandbox/image/registry"},
 		"harness/episode/sandbox/dockerapi": {"harness/episode/sandbox/image/registry"},
+		// The sandbox's two sides, the guest inside and the host (sandbox), never import each
+		// other; both import wire, what crosses between them, and kernel (neither imports any).
+		"harness/episode/sandbox/guest": {"harness/episode/sandbox/kernel", "harness/episode/sandbox/wire"},
 		"harness/episode/sandbox": {"harness/episode/sandbox/dockerapi", "harness/episode/sandbox/image",
-			"harness/episode/sandbox/image/registry"},
+			"harness/episode/sandbox/image/registry", "harness/episode/sandbox/kernel", "harness/episode/sandbox/wire"},
 		"harness/episode/loop":     {"harness/episode/sandbox"},
 		"harness/episode/agents":   {"harness/episode/gateway"},
 		"harness/episode/agentrun": {"harness/episode/loop", "harness/episode/agents", "harness/episode/gateway", "harness/episode/sandbox"},

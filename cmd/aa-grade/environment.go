@@ -68,7 +68,7 @@ var environment = []envVar{
 	{"AA_GRADE_VIEW_ADDR", []string{"view --addr"}, "where aa-grade view listens"},
 	{"AA_GRADE_INSECURE_REGISTRIES", nil, "registries --sandbox-image may reach over plain HTTP (host:port, comma-separated)"},
 	{"AA_GRADE_LINUX_AGENT", nil, "the Linux build of aa-grade the docker sandbox runs in its containers"},
-	{"AA_GRADE_AGENT_CONFINEMENT", nil, "set by aa-grade for the agent inside a sandbox; never set it yourself"},
+	{"AA_GRADE_GUEST_CONFINEMENT", nil, "set by aa-grade for the guest inside a sandbox; never set it yourself"},
 }
 
 // env is the environment variable source of a flag: AA_GRADE_ and name in upper case with

@@ -15,7 +15,7 @@ import (
 
 // TestHostileModelThroughRun drives `aa-grade run` with a scripted model whose every turn
 // tries the second red team's ways out (issue 23): the mode and times of host files the user
-// owns, a forged answer on pid 1's and the agent's output, every pty. On each isolating
+// owns, a forged answer on pid 1's and the guest's output, every pty. On each isolating
 // backend the host files stay as they were and every episode is graded as the script's
 // answer deserves.
 func TestHostileModelThroughRun(t *testing.T) {

@@ -35,8 +35,8 @@ func main() {
 // run executes the command line and returns the exit code; main stays a one-liner so tests
 // can drive the real command table.
 func run(args []string, stdout, stderr io.Writer) int {
-	if data.DemoConcealed() && !agentMode(args) {
-		fmt.Fprintln(stderr, "aa-grade: this copy of aa-grade is a sandbox's agent, without the demo dataset: it runs nothing else")
+	if data.DemoConcealed() && !guestMode(args) {
+		fmt.Fprintln(stderr, "aa-grade: this copy of aa-grade is a sandbox's guest, without the demo dataset: it runs nothing else")
 		return exitUsage
 	}
 	// The copy of aa-grade a sandbox runs holds no answer (docs/sandbox.md).
@@ -47,10 +47,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitCode(badVariableValue(err), stderr)
 }
 
-// agentMode says whether args start the hidden in-sandbox agent, all that a sandbox's copy of
+// guestMode says whether args start the hidden in-sandbox guest, all that a sandbox's copy of
 // aa-grade runs: the demo's archive is zeroed in it, and the rest is refused, since `tasks
 // synth` given a demo task's fault and seed would write that task, ground truth included.
-func agentMode(args []string) bool { return len(args) == 2 && args[1] == sandbox.AgentCommand }
+func guestMode(args []string) bool { return len(args) == 2 && args[1] == sandbox.GuestCommand }
 
 func newApp(stdout, stderr io.Writer) *cli.Command {
 	app := &cli.Command{
@@ -75,7 +75,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newDataCommand(),
 			newTasksCommand(),
 			newDoctorCommand(),
-			newAgentCommand(),
+			newGuestCommand(),
 			newCgroupExecCommand(),
 		},
 		// Errors are printed once, by exitCode; the library must not exit on its own.

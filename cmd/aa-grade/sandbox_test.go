@@ -28,7 +28,7 @@ import (
 // TestKillNineLeavesNothingOfTheEpisodes kills aa-grade (the one process, with SIGKILL) while
 // its episodes run commands that detach (setsid, nohup, double fork): none of them may outlive
 // it, and the next run removes the scratch folders (and, as root, the cgroups) it left. With
-// docker, the killed run's containers stop with their agent (its attached input ends), are
+// docker, the killed run's containers stop with their guest (its attached input ends), are
 // left stopped, and the next run removes them by their owner label, as docs/sandbox.md says.
 func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
 	for _, name := range []string{sandbox.NameBwrap, sandbox.NameLandlock, sandbox.NameDocker} {
@@ -81,7 +81,7 @@ func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
 				t.Fatalf("%d processes of the episodes outlived aa-grade, e.g. %s\n%s", len(left), left[0], stderr)
 			}
 			if name == sandbox.NameDocker {
-				// The agent, the container's init, ends as its input does: the container stops.
+				// The guest, the container's init, ends as its input does: the container stops.
 				stopped := func() bool {
 					for _, c := range containersOfRun(t, cmd.Process.Pid) {
 						if !strings.HasSuffix(c, " exited") {
@@ -206,7 +206,7 @@ func TestDiskLimitIsAnErrorTheModelSees(t *testing.T) {
 }
 
 // guaranteeHere says whether aa-grade doctor finds that backend keeps guarantee here, and its
-// detail. (Asked of aa-grade: finding it out starts the agent, which this test binary is not.)
+// detail. (Asked of aa-grade: finding it out starts the guest, which this test binary is not.)
 func guaranteeHere(t *testing.T, backend, guarantee string) (bool, string) {
 	t.Helper()
 	r := aaGrade(t, nil, "doctor", "--json")

@@ -24,7 +24,7 @@ type fakeSandbox struct {
 	submission string // "" for one root cause
 }
 
-var errForged = fmt.Errorf("%w: a reply with id 1 to the request of id 2", sandbox.ErrAgentDied)
+var errForged = fmt.Errorf("%w: a reply with id 1 to the request of id 2", sandbox.ErrGuestDied)
 
 func (s *fakeSandbox) Workdir() string { return sandbox.ReferenceWorkdir }
 func (s *fakeSandbox) Close() error    { return nil }
@@ -102,19 +102,19 @@ func runFake(t *testing.T, backend sandbox.Backend, change func(*Config)) map[st
 	return byTask
 }
 
-// TestAgentDeathIsAnErrorEpisode: an episode whose sandbox agent dies (or answers with a line
+// TestGuestDeathIsAnErrorEpisode: an episode whose sandbox guest dies (or answers with a line
 // it did not write) is recorded as an error, and the run goes on to the next one.
-func TestAgentDeathIsAnErrorEpisode(t *testing.T) {
+func TestGuestDeathIsAnErrorEpisode(t *testing.T) {
 	results := runFake(t, &firstDies{}, nil)
 	dead, next := results["Scenario-1"], results["Scenario-2"]
 	if dead.Status != grader.StatusError {
-		t.Errorf("the episode whose agent died: status %s, want error", dead.Status)
+		t.Errorf("the episode whose guest died: status %s, want error", dead.Status)
 	}
-	if !strings.Contains(dead.Error, sandbox.ErrAgentDied.Error()) {
-		t.Errorf("the episode whose agent died: error %q, want it to say %q", dead.Error, sandbox.ErrAgentDied)
+	if !strings.Contains(dead.Error, sandbox.ErrGuestDied.Error()) {
+		t.Errorf("the episode whose guest died: error %q, want it to say %q", dead.Error, sandbox.ErrGuestDied)
 	}
 	if dead.Turns != 1 {
-		t.Errorf("the episode whose agent died: %d turns, want 1", dead.Turns)
+		t.Errorf("the episode whose guest died: %d turns, want 1", dead.Turns)
 	}
 	if next.Status != grader.StatusOK {
 		t.Errorf("the next episode: %+v", next)

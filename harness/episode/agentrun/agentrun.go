@@ -197,7 +197,7 @@ func (e *Episode) settle(ctx context.Context, out *loop.Outcome, res sandbox.Res
 		}
 	}
 	switch {
-	case errors.Is(err, sandbox.ErrAgentDied):
+	case errors.Is(err, sandbox.ErrGuestDied):
 		out.Status, out.Err = grader.StatusError, err
 	case err == nil:
 		out.Status, out.Submission, out.Entities = grader.StatusOK, doc, sub.Names

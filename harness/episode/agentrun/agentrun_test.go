@@ -25,12 +25,12 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
-	"github.com/aa-grade/aa-grade/internal/testsupport/agenttest"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakecli"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
+	"github.com/aa-grade/aa-grade/internal/testsupport/guesttest"
 )
 
-func TestMain(m *testing.M) { agenttest.Main(m) }
+func TestMain(m *testing.M) { guesttest.Main(m) }
 
 // canary is the run's key: it must reach the provider and nothing inside the sandbox. It is
 // drawn when the tests run, so that the test binary, which the sandbox runs as its agent, does

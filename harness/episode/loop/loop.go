@@ -381,11 +381,11 @@ func (e *Episode) runCalls(ctx context.Context, calls []model.ToolCall, timeout 
 	return results, finished
 }
 
-// noteLost keeps err when it means the sandbox can no longer be used: its agent died, or a
-// reply was not its agent's (sandbox.ErrAgentDied). The episode then ends as an error, which
+// noteLost keeps err when it means the sandbox can no longer be used: its guest died, or a
+// reply was not its guest's (sandbox.ErrGuestDied). The episode then ends as an error, which
 // a resumed run plays again, instead of the model being told of every command it tries.
 func (e *Episode) noteLost(err error) {
-	if e.lost == nil && errors.Is(err, sandbox.ErrAgentDied) {
+	if e.lost == nil && errors.Is(err, sandbox.ErrGuestDied) {
 		e.lost = err
 	}
 }
@@ -461,7 +461,7 @@ func (e *Episode) settle(ctx context.Context, out *Outcome) {
 		return e.Sandbox.ReadFile(ctx, grader.SubmissionFile, limit)
 	})
 	switch {
-	case errors.Is(err, sandbox.ErrAgentDied):
+	case errors.Is(err, sandbox.ErrGuestDied):
 		out.Status, out.Err = grader.StatusError, err
 	case err == nil:
 		out.Status, out.Submission, out.Entities = grader.StatusOK, doc, sub.Names

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/internal/testsupport/agenttest"
+	"github.com/aa-grade/aa-grade/internal/testsupport/guesttest"
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
@@ -23,8 +23,8 @@ import (
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
-// The test binary doubles as the sandbox agent, as aa-grade does.
-func TestMain(m *testing.M) { agenttest.Main(m) }
+// The test binary doubles as the sandbox guest, as aa-grade does.
+func TestMain(m *testing.M) { guesttest.Main(m) }
 
 // script is a model that plays back replies and records every request it got.
 type script struct {
@@ -60,7 +60,7 @@ const diagnosis = `{"contributing_factors":[{"name":"otel-demo/ConfigMap/flagd-c
 // newEpisode starts a real sandbox (the strongest here) over a tiny snapshot.
 func newEpisode(t *testing.T, model model.Model, maxTurns int) *Episode {
 	t.Helper()
-	return newEpisodeIn(t, agenttest.Backend(t), model, maxTurns)
+	return newEpisodeIn(t, guesttest.Backend(t), model, maxTurns)
 }
 
 // newEpisodeIn starts a sandbox of the backend over a tiny snapshot.
@@ -73,7 +73,7 @@ func newEpisodeIn(t *testing.T, backend sandbox.Backend, model model.Model, maxT
 		t.Fatal(err)
 	}
 	exe, _ := os.Executable()
-	sb, err := backend.Start(context.Background(), sandbox.Spec{Snapshot: snap, Scratch: scratch, Agent: exe, AgentArg: []string{sandbox.AgentCommand}})
+	sb, err := backend.Start(context.Background(), sandbox.Spec{Snapshot: snap, Scratch: scratch, Guest: exe, GuestArg: []string{sandbox.GuestCommand}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +461,7 @@ func TestContextOverflowSummarisesAndRetries(t *testing.T) {
 func TestFinishNeverFollowsTheModelOutOfTheWorkspace(t *testing.T) {
 	hostFile := filepath.Join(t.TempDir(), "host-answer.json")
 	testfs.Write(t, hostFile, diagnosis)
-	for _, backend := range agenttest.Backends(t) {
+	for _, backend := range guesttest.Backends(t) {
 		t.Run(backend.Name(), func(t *testing.T) {
 			m := &script{replies: []model.Message{
 				{ToolCalls: []model.ToolCall{shell("a", "ln -s "+hostFile+" agent_output.json"), call("f1", finishName, finishArgs)}},
@@ -508,7 +508,7 @@ type dyingSandbox struct {
 	runs      []string // the commands that reached it
 }
 
-var errDied = fmt.Errorf("%w: a reply with id 1 to the request of id 2", sandbox.ErrAgentDied)
+var errDied = fmt.Errorf("%w: a reply with id 1 to the request of id 2", sandbox.ErrGuestDied)
 
 func (s *dyingSandbox) Run(ctx context.Context, cmd string, timeout time.Duration) (sandbox.Result, error) {
 	s.runs = append(s.runs, cmd)
@@ -525,10 +525,10 @@ func (s *dyingSandbox) ReadFile(ctx context.Context, name string, limit int64) (
 	return s.Sandbox.ReadFile(ctx, name, limit)
 }
 
-// TestAgentDeathEndsTheEpisode: once the sandbox's agent is dead (or its replies cannot be
+// TestGuestDeathEndsTheEpisode: once the sandbox's guest is dead (or its replies cannot be
 // trusted), the episode ends as an error at once: no later call of the turn runs, the model
 // is not asked again, and nothing is submitted.
-func TestAgentDeathEndsTheEpisode(t *testing.T) {
+func TestGuestDeathEndsTheEpisode(t *testing.T) {
 	for name, c := range map[string]struct {
 		dieOnRead bool
 		calls     []model.ToolCall
@@ -543,8 +543,8 @@ func TestAgentDeathEndsTheEpisode(t *testing.T) {
 			e.Sandbox = sb
 			out := e.Run(context.Background())
 			wantOutcome(t, out, grader.StatusError, 1)
-			if !errors.Is(out.Err, sandbox.ErrAgentDied) {
-				t.Errorf("error %v, want %v", out.Err, sandbox.ErrAgentDied)
+			if !errors.Is(out.Err, sandbox.ErrGuestDied) {
+				t.Errorf("error %v, want %v", out.Err, sandbox.ErrGuestDied)
 			}
 			if out.Submission != nil {
 				t.Errorf("a submission %q, want none", out.Submission)

@@ -17,15 +17,16 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/image"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/image/registry"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // Bwrap isolates with bubblewrap: new mount, pid, network, ipc and uts namespaces; system
 // folders read-only; the workspace at /home/user and /tmp are size-bounded tmpfs of the
-// sandbox's own (the host sees neither: files are read through the agent), with each
+// sandbox's own (the host sees neither: files are read through the guest), with each
 // snapshot file bound read-only into the workspace (no copy of the snapshot); everything dies
 // with its parent. A normal user's sandbox is also a user namespace (with no nested one allowed); when
-// aa-grade is root there is none (its uid 0 would be host root), and the agent switches to
-// nobody instead. Either way the agent then confines itself (see confinement): no capability,
+// aa-grade is root there is none (its uid 0 would be host root), and the guest switches to
+// nobody instead. Either way the guest then confines itself (wire.Confinement): no capability,
 // no socket, no mount, no_new_privs.
 type Bwrap struct {
 	// Rootfs, when set, is a root file system (an image unpacked by package image) shown
@@ -122,7 +123,7 @@ var etcFiles = []string{
 	"/etc/mime.types", "/etc/magic", "/etc/python3", "/etc/python3.11",
 }
 
-// Start sets up the namespaces and mounts once and starts the agent inside.
+// Start sets up the namespaces and mounts once and starts the guest inside.
 func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := b.Available(); err != nil {
 		return nil, err
@@ -136,7 +137,7 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if b.Rootfs != "" {
 		args = append(args, "--ro-bind", b.Rootfs, "/") // first: the other mounts go over it
 	}
-	// The agent is the sandbox's pid 1 (no reaper of bubblewrap's, which a command could
+	// The guest is the sandbox's pid 1 (no reaper of bubblewrap's, which a command could
 	// trace and whose command line names every host path bound), so what holds aa-grade's
 	// pipes is filtered and not dumpable.
 	args = append(args,
@@ -144,21 +145,21 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		"--die-with-parent", "--new-session", "--hostname", "sandbox", "--proc", "/proc")
 	args = append(args, devBinds()...)
 	args = append(args, "--size", disk, "--perms", "01777", "--tmpfs", "/tmp")
-	c := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, RelayPort: spec.relayPort()}
+	c := wire.Confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, RelayPort: spec.relayPort()}
 	if os.Geteuid() == 0 {
-		// bwrap keeps only what the agent needs to bound the tmpfs' files, hand the workspace
+		// bwrap keeps only what the guest needs to bound the tmpfs' files, hand the workspace
 		// to nobody and become it.
 		args = append(args, "--cap-drop", "ALL")
 		for _, capability := range []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN", "CAP_SYS_ADMIN"} {
 			args = append(args, "--cap-add", capability)
 		}
-		c.RunAs, c.ReadOnlyProc = &ids{UID: SandboxUID, GID: SandboxGID}, true
+		c.RunAs, c.ReadOnlyProc = &wire.IDs{UID: SandboxUID, GID: SandboxGID}, true
 		for _, dir := range []string{ReferenceWorkdir, "/tmp"} {
-			c.Remount = append(c.Remount, tmpfsLimit{Path: dir, Bytes: limits.disk(), Inodes: limits.inodes()})
+			c.Remount = append(c.Remount, wire.TmpfsLimit{Path: dir, Bytes: limits.disk(), Inodes: limits.inodes()})
 		}
 	} else {
 		// A normal user's bwrap runs the sandbox in a user namespace nested in the one that
-		// owns the mounts, so the agent cannot set the tmpfs' file count (bwrap has no option
+		// owns the mounts, so the guest cannot set the tmpfs' file count (bwrap has no option
 		// for it): only their size is bounded.
 		args = append(args, "--unshare-user")
 		if b.disableUserns {
@@ -203,38 +204,38 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	// so that a full workspace is "No space left on device", not a sandbox out of memory.
 	cgroup := newSandboxCgroup(limits.memory() + limits.disk())
 	c.ProcessesBounded = cgroups().boundsProcesses()
-	confine, err := c.encode()
+	confine, err := c.Encode()
 	if err != nil {
 		cgroup.remove()
 		return nil, err
 	}
 	env = append(env[:len(env):len(env)], confine)
-	agent, err := shownAgent(spec.Agent)
+	guest, err := shownGuest(spec.Guest)
 	var covers []string
 	if err == nil {
 		var system []string
 		if b.Rootfs == "" {
 			system = systemDirs
 		}
-		covers, err = spec.agentSeenAt(agent, append(system[:len(system):len(system)], spec.Programs...), AgentDirPath)
+		covers, err = spec.guestSeenAt(guest, append(system[:len(system):len(system)], spec.Programs...), AgentDirPath)
 	}
 	if err != nil {
 		cgroup.remove()
 		return nil, err
 	}
 	for _, at := range covers {
-		args = append(args, "--ro-bind", agent, at)
+		args = append(args, "--ro-bind", guest, at)
 	}
-	args = append(args, "--ro-bind", agent, agentPath, "--chdir", ReferenceWorkdir, "--clearenv")
+	args = append(args, "--ro-bind", guest, guestPath, "--chdir", ReferenceWorkdir, "--clearenv")
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		args = append(args, "--setenv", k, v)
 	}
-	args = append(args, "--", agentPath)
-	args = append(args, spec.AgentArg...)
+	args = append(args, "--", guestPath)
+	args = append(args, spec.GuestArg...)
 	cmd := exec.Command(b.path, args...)
 	cmd.Env = env
-	s, err := startSession(cmd, ReferenceWorkdir, spec.Agent, cgroup, endNamespace, spec.Relay)
+	s, err := startSession(cmd, ReferenceWorkdir, spec.Guest, cgroup, endNamespace, spec.Relay)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +332,7 @@ func (b *Bwrap) useImage(ctx context.Context, ref, cacheDir string, progress fun
 		return err
 	}
 	b.Rootfs, b.imageRef = root, ref
-	// The image must run the agent and have bash: find out now, in one line, before a run
+	// The image must run the guest and have bash: find out now, in one line, before a run
 	// starts; its root is of no use then, and goes.
 	if err := b.tryImage(ctx); err != nil {
 		b.Rootfs, b.imageRef = "", ""
@@ -351,8 +352,8 @@ func (b *Bwrap) tryImage(ctx context.Context) error {
 		return unavailableError{err}
 	}
 	defer stop()
-	agent, _ := os.Executable()
-	return tryShell(ctx, sb, b.imageRef, runtime.GOARCH, agent)
+	guest, _ := os.Executable()
+	return tryShell(ctx, sb, b.imageRef, runtime.GOARCH, guest)
 }
 
 // image is the tarball or layout the root came from, and the digest its folder is named after.

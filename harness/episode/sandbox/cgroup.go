@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/kernel"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // CgroupExecCommand is the hidden aa-grade command that enters a sandbox's cgroups and then
@@ -107,9 +110,9 @@ var cgroupSeq atomic.Int64
 // sandboxCgroup is the cgroups of one sandbox: one folder per v1 hierarchy, or one v2 folder.
 type sandboxCgroup struct {
 	dirs []string
-	// byAgent: the agent enters the cgroups itself (confinement.Cgroups), so the sandbox's
+	// byGuest: the guest enters the cgroups itself (wire.Confinement.Cgroups), so the sandbox's
 	// process is started as it is.
-	byAgent bool
+	byGuest bool
 }
 
 // newSandboxCgroup makes the cgroups of one sandbox, bounding its processes, and the memory
@@ -147,9 +150,9 @@ func writeLimits(dir string, v2 bool, bytes int64) error {
 	var settings []setting
 	switch {
 	case v2:
-		settings = []setting{{"pids.max", strconv.Itoa(maxSandboxProcesses), false}, {"memory.max", memory, false}, {"memory.swap.max", "0", true}}
+		settings = []setting{{"pids.max", strconv.Itoa(wire.MaxProcesses), false}, {"memory.max", memory, false}, {"memory.swap.max", "0", true}}
 	case filepath.Base(filepath.Dir(dir)) == "pids":
-		settings = []setting{{"pids.max", strconv.Itoa(maxSandboxProcesses), false}}
+		settings = []setting{{"pids.max", strconv.Itoa(wire.MaxProcesses), false}}
 	default:
 		// memsw (memory and swap together) must not be below the memory limit: written second.
 		settings = []setting{{"memory.limit_in_bytes", memory, false}, {"memory.memsw.limit_in_bytes", memory, true}}
@@ -164,22 +167,22 @@ func writeLimits(dir string, v2 bool, bytes int64) error {
 }
 
 // enter makes cmd start inside the cgroups, by running it through
-// `<agent> __sandbox-cgroup-exec DIR[:DIR...] PATH ARGS...`.
-func (cg *sandboxCgroup) enter(cmd *exec.Cmd, agent string) {
-	if cg.byAgent {
+// `<guest> __sandbox-cgroup-exec DIR[:DIR...] PATH ARGS...`.
+func (cg *sandboxCgroup) enter(cmd *exec.Cmd, guest string) {
+	if cg.byGuest {
 		return
 	}
-	cmd.Args = append([]string{agent, CgroupExecCommand, strings.Join(cg.dirs, ":"), cmd.Path}, cmd.Args[1:]...)
-	cmd.Path = agent
+	cmd.Args = append([]string{guest, CgroupExecCommand, strings.Join(cg.dirs, ":"), cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = guest
 }
 
-// joinedByAgent leaves entering the cgroups to the agent, which is the sandbox's first
+// joinedByGuest leaves entering the cgroups to the guest, which is the sandbox's first
 // process, and returns them for its confinement (nil: no cgroups).
-func (cg *sandboxCgroup) joinedByAgent() []string {
+func (cg *sandboxCgroup) joinedByGuest() []string {
 	if cg == nil {
 		return nil
 	}
-	cg.byAgent = true
+	cg.byGuest = true
 	return cg.dirs
 }
 
@@ -238,24 +241,13 @@ func removeCgroup(dir string) error {
 	return err
 }
 
-// joinCgroups moves this process, all its threads, into the cgroup folders dirs.
-func joinCgroups(dirs []string) error {
-	for _, dir := range dirs {
-		// "0" is this process, whatever pid namespace it is in.
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0o644); err != nil {
-			return fmt.Errorf("enter cgroup %s: %w", dir, err)
-		}
-	}
-	return nil
-}
-
 // RunCgroupExec enters the cgroups args[0] (folders joined by ':') and executes args[1] with
 // the arguments that follow.
 func RunCgroupExec(args []string) error {
 	if len(args) < 2 {
 		return fmt.Errorf("usage: %s CGROUP[:CGROUP...] PATH [ARG...]", CgroupExecCommand)
 	}
-	if err := joinCgroups(strings.Split(args[0], ":")); err != nil {
+	if err := kernel.JoinCgroups(strings.Split(args[0], ":")); err != nil {
 		return err
 	}
 	argv := append([]string{filepath.Base(args[1])}, args[2:]...)

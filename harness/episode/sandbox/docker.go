@@ -21,6 +21,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/dockerapi"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/image/registry"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // NameDocker is the backend that runs each episode in a container of its own.
@@ -38,7 +39,7 @@ const ownerLabel = "aa-grade.owner"
 // (unix:///var/run/docker.sock by default; Podman, Colima, OrbStack and Docker Desktop serve
 // the same API): no network, a read-only root file system, the snapshot files bound read-only
 // into a tmpfs workspace at /home/user, /tmp a tmpfs, nobody as the user, no capability,
-// no-new-privileges, and pids, memory and CPU limits. The agent (a Linux build of aa-grade,
+// no-new-privileges, and pids, memory and CPU limits. The guest (a Linux build of aa-grade,
 // bound read-only into the container) is the container's only process at first, pid 1 of its
 // pid namespace, and serves every command over the attached stdin and stdout, so a command
 // costs what it costs in the other backends, not a docker exec. The container is removed when
@@ -97,7 +98,7 @@ func (d *Docker) image() (string, string) {
 
 var containerSeq atomic.Int64
 
-// Start creates the episode's container, attaches to its agent and starts it.
+// Start creates the episode's container, attaches to its guest and starts it.
 func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := d.Available(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -105,7 +106,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
-	agent, err := linuxAgent(spec.Agent, d.arch)
+	guest, err := linuxGuest(spec.Guest, d.arch)
 	if err != nil {
 		return nil, err
 	}
@@ -116,11 +117,11 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	covers, err := spec.agentSeenAt(agent, spec.Programs, AgentDirPath)
+	covers, err := spec.guestSeenAt(guest, spec.Programs, AgentDirPath)
 	if err != nil {
 		return nil, err
 	}
-	config := d.containerConfig(spec, agent, files, covers)
+	config := d.containerConfig(spec, guest, files, covers)
 	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), containerSeq.Add(1))
 	var created struct{ ID string }
 	if _, err := d.client.Do(ctx, http.MethodPost, "/containers/create?name="+url.QueryEscape(name), config, &created); err != nil {
@@ -144,12 +145,12 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		stdoutW.CloseWithError(err) // nil reads as EOF
 		close(c.exited)
 	}()
-	s := newSession(c, agentInput{stream}, stdoutR, stderr, ReferenceWorkdir, spec.Relay)
+	s := newSession(c, guestInput{stream}, stdoutR, stderr, ReferenceWorkdir, spec.Relay)
 	if spec.AgentDir != "" {
 		s.agentDir = AgentDirPath
 	}
-	// The image must run the agent and have bash: find out now, with one clear message.
-	if err := tryShell(ctx, s, d.imageName(), d.arch, agent); err != nil {
+	// The image must run the guest and have bash: find out now, with one clear message.
+	if err := tryShell(ctx, s, d.imageName(), d.arch, guest); err != nil {
 		s.Close()
 		return nil, err // ErrImageUnusable, or ctx's error
 	}
@@ -157,20 +158,20 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 }
 
 // containerConfig is the episode's container, as the Engine API takes it.
-// covers are where its programs or agent folder would show the agent executable itself: the
-// agent's copy is bound there too.
-func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile, covers []string) map[string]any {
+// covers are where its programs or agent folder would show the guest executable itself: the
+// guest's copy is bound there too.
+func (d *Docker) containerConfig(spec Spec, guest string, files []snapshotFile, covers []string) map[string]any {
 	limits := spec.Limits
 	disk, inodes := limits.disk(), limits.inodes()
 	env := spec.Env
 	if env == nil {
 		env = CleanEnv(ReferenceWorkdir)
 	}
-	// The container already has no capability and no network; the agent still sets its
+	// The container already has no capability and no network; the guest still sets its
 	// syscall filter and no_new_privs, and kills all (it is pid 1) when its input ends.
-	confine, _ := confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, ProcessesBounded: true,
-		RelayPort: spec.relayPort()}.encode()
-	mounts := []map[string]any{{"Type": "bind", "Source": agent, "Target": agentPath, "ReadOnly": true}}
+	confine, _ := wire.Confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, ProcessesBounded: true,
+		RelayPort: spec.relayPort()}.Encode()
+	mounts := []map[string]any{{"Type": "bind", "Source": guest, "Target": guestPath, "ReadOnly": true}}
 	for _, f := range files {
 		mounts = append(mounts, map[string]any{"Type": "bind", "Source": f.host, "Target": path.Join(ReferenceWorkdir, filepath.ToSlash(f.rel)), "ReadOnly": true})
 	}
@@ -178,15 +179,15 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile, 
 		mounts = append(mounts, map[string]any{"Type": "bind", "Source": p.host, "Target": p.at, "ReadOnly": true})
 	}
 	for _, at := range covers {
-		mounts = append(mounts, map[string]any{"Type": "bind", "Source": agent, "Target": at, "ReadOnly": true})
+		mounts = append(mounts, map[string]any{"Type": "bind", "Source": guest, "Target": at, "ReadOnly": true})
 	}
 	tmpfs := func(mode string) string {
 		return fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", disk, inodes, mode, SandboxUID, SandboxGID)
 	}
 	return map[string]any{
 		"Image":      d.imageName(),
-		"Entrypoint": []string{agentPath},
-		"Cmd":        append([]string{}, spec.AgentArg...),
+		"Entrypoint": []string{guestPath},
+		"Cmd":        append([]string{}, spec.GuestArg...),
 		"User":       fmt.Sprintf("%d:%d", SandboxUID, SandboxGID),
 		"WorkingDir": ReferenceWorkdir,
 		"Env":        append(env[:len(env):len(env)], confine),
@@ -203,7 +204,7 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile, 
 			// "No space left on device", not a sandbox without memory.
 			"Memory":     limits.memory() + disk,
 			"MemorySwap": limits.memory() + disk,
-			"PidsLimit":  maxSandboxProcesses,
+			"PidsLimit":  wire.MaxProcesses,
 			"NanoCpus":   int64(dockerCPUs * 1e9),
 			// No pty: an empty read-only /dev/pts instead of the daemon's devpts, whose pool the
 			// whole host shares. (/dev is the daemon's small tmpfs that only root may write;
@@ -212,7 +213,7 @@ func (d *Docker) containerConfig(spec Spec, agent string, files []snapshotFile, 
 			"Tmpfs":   map[string]string{ReferenceWorkdir: tmpfs("0755"), "/tmp": tmpfs("1777"), "/dev/pts": "ro,size=4k,nr_inodes=16,mode=0755"},
 			"Mounts":  mounts,
 			"IpcMode": "private",
-			// The agent's stdout carries every command's output and the relay's traffic: the
+			// The guest's stdout carries every command's output and the relay's traffic: the
 			// daemon keeps none of it (a json-file log would grow on the host's disk, outside
 			// the episode's limits, until the container is removed).
 			"LogConfig": map[string]any{"Type": "none"},
@@ -267,17 +268,17 @@ func (d *Docker) checkImage(ctx context.Context) error {
 	return nil
 }
 
-// linuxAgent is the aa-grade binary the container runs as its agent, for the daemon's
+// linuxGuest is the aa-grade binary the container runs as its guest, for the daemon's
 // architecture: this one on Linux when it matches; else a Linux build of the same version
 // (make dist writes aa-grade-linux-ARCH) found beside this executable or named by
-// AA_GRADE_LINUX_AGENT, copied into the user's cache folder (see stageAgent). Either way,
-// what is concealed is zeroed in it (see shownAgent).
-func linuxAgent(self, arch string) (string, error) {
+// AA_GRADE_LINUX_AGENT, copied into the user's cache folder (see stageGuest). Either way,
+// what is concealed is zeroed in it (see shownGuest).
+func linuxGuest(self, arch string) (string, error) {
 	if runtime.GOOS == "linux" && arch == runtime.GOARCH {
-		return shownAgent(self)
+		return shownGuest(self)
 	}
 	src := cmp.Or(os.Getenv("AA_GRADE_LINUX_AGENT"), filepath.Join(filepath.Dir(self), "aa-grade-linux-"+arch))
-	if staged, ok := stagedAgents.Load(src + "|" + arch); ok {
+	if staged, ok := stagedGuests.Load(src + "|" + arch); ok {
 		return staged.(string), nil
 	}
 	cache, err := os.UserCacheDir()
@@ -286,17 +287,17 @@ func linuxAgent(self, arch string) (string, error) {
 		err = checkLinuxProgram(src, arch)
 	}
 	if err == nil {
-		staged, err = stageAgent(src, filepath.Join(cache, "aa-grade", "agent"))
+		staged, err = stageGuest(src, filepath.Join(cache, "aa-grade", "guest"))
 	}
 	if err != nil {
 		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): put aa-grade-linux-%s (from the release, or make dist) beside %s, or name it in AA_GRADE_LINUX_AGENT", ErrUnavailable, err, arch, self)
 	}
-	stagedAgents.Store(src+"|"+arch, staged)
+	stagedGuests.Store(src+"|"+arch, staged)
 	return staged, nil
 }
 
-// stagedAgents are the agents stageAgent copied, by source and architecture: once per run.
-var stagedAgents sync.Map
+// stagedGuests are the guests stageGuest copied, by source and architecture: once per run.
+var stagedGuests sync.Map
 
 // elfMachines are the architectures releases are built for.
 var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
@@ -319,7 +320,7 @@ func checkLinuxProgram(src, arch string) error {
 type container struct {
 	client *dockerapi.Client
 	id     string
-	exited chan struct{} // closed once the attached stream ended: the agent is gone
+	exited chan struct{} // closed once the attached stream ended: the guest is gone
 	once   sync.Once
 }
 
@@ -374,12 +375,12 @@ func dockerGuarantees() []Guarantee {
 	return []Guarantee{
 		{GuaranteeNoInheritedFDs, true, "the container's process starts from the daemon, with only its attached stdin, stdout and stderr"},
 		hostReadsSafely,
-		{GuaranteeNoCapabilities, true, "no capability (cap-drop ALL), no-new-privileges, and the agent's own filter"},
+		{GuaranteeNoCapabilities, true, "no capability (cap-drop ALL), no-new-privileges, and the guest's own filter"},
 		{GuaranteeNotHostRoot, true, "commands run as nobody (65534) in the container"},
 		{GuaranteeReadOnlySystem, true, "a read-only root file system, no pty; the snapshot bound read-only; mount refused"},
 		{GuaranteeNoNetwork, true, "network mode none, and socket(2) refused; " + relayOpens},
-		{GuaranteeProcessesEnd, true, "the agent is the container's init and ends, killing all, when its attached input does: at the episode's end, and when aa-grade dies; the container is removed at the episode's end, or, for a run that died, stopped and removed at the next start"},
-		{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per container", maxSandboxProcesses)},
+		{GuaranteeProcessesEnd, true, "the guest is the container's init and ends, killing all, when its attached input does: at the episode's end, and when aa-grade dies; the container is removed at the episode's end, or, for a run that died, stopped and removed at the next start"},
+		{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per container", wire.MaxProcesses)},
 		{GuaranteeMemoryLimit, true, "the container's memory limit, tmpfs pages included, no swap"},
 		{GuaranteeDiskLimit, true, "the workspace and /tmp are tmpfs of --disk-limit bytes each"},
 		{GuaranteeInodeLimit, true, "the workspace and /tmp each hold at most one file per 16 KiB of --disk-limit"},
@@ -435,8 +436,8 @@ func refusedReference(message string) bool {
 	return false
 }
 
-// agentInput is the agent's input: closing it closes only the sending half of the attached
-// connection, so the agent sees the end of its input while its last words still come back.
-type agentInput struct{ *dockerapi.Conn }
+// guestInput is the guest's input: closing it closes only the sending half of the attached
+// connection, so the guest sees the end of its input while its last words still come back.
+type guestInput struct{ *dockerapi.Conn }
 
-func (a agentInput) Close() error { return a.HalfClose() }
+func (a guestInput) Close() error { return a.HalfClose() }

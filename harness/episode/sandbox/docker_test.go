@@ -104,7 +104,7 @@ func TestBwrapRunsOverASavedImage(t *testing.T) {
 	programs, agentDir, _ := shownFixture(t)
 	f := newFixture(t)
 	exe, _ := os.Executable()
-	shown, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Agent: exe, AgentArg: []string{AgentCommand},
+	shown, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Guest: exe, GuestArg: []string{GuestCommand},
 		Programs: []string{programs}, AgentDir: agentDir})
 	if err != nil {
 		t.Fatal(err)
@@ -143,10 +143,10 @@ func isDir(name string) bool {
 	return err == nil && info.IsDir()
 }
 
-// TestStageAgentCopiesALinuxProgramOnce: the Linux agent a Mac or Windows host binds into the
+// TestStageGuestCopiesALinuxProgramOnce: the Linux guest a Mac or Windows host binds into the
 // container is copied, executable and unreadable, into the cache (which the daemon's VM
 // shares), once; what is no Linux program for the daemon's machine is refused.
-func TestStageAgentCopiesALinuxProgramOnce(t *testing.T) {
+func TestStageGuestCopiesALinuxProgramOnce(t *testing.T) {
 	exe, _ := os.Executable()
 	data, err := os.ReadFile(exe)
 	if err != nil {
@@ -158,7 +158,7 @@ func TestStageAgentCopiesALinuxProgramOnce(t *testing.T) {
 	if err := checkLinuxProgram(downloaded, runtime.GOARCH); err != nil {
 		t.Fatal(err)
 	}
-	staged, err := stageAgent(downloaded, dir)
+	staged, err := stageGuest(downloaded, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestStageAgentCopiesALinuxProgramOnce(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if again, err := stageAgent(downloaded, dir); err != nil || again != staged {
+	if again, err := stageGuest(downloaded, dir); err != nil || again != staged {
 		t.Fatalf("second stage: %s %v", again, err)
 	}
 	if again, _ := os.Stat(staged); !os.SameFile(info, again) {
@@ -194,7 +194,7 @@ func TestStageAgentCopiesALinuxProgramOnce(t *testing.T) {
 	text := filepath.Join(t.TempDir(), "aa-grade-linux-"+runtime.GOARCH)
 	os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755)
 	if err := checkLinuxProgram(text, runtime.GOARCH); err == nil {
-		t.Error("a script was staged as the agent")
+		t.Error("a script was staged as the guest")
 	}
 }
 

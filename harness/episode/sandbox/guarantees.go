@@ -5,11 +5,13 @@ package sandbox
 import (
 	"fmt"
 	"os"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // Guarantees says which guarantees each backend keeps here, for doctor and run's warnings.
-// Finding Landlock's namespaces out starts this executable as the agent once (as aa-grade,
-// and test binaries calling agenttest.Main, serve it).
+// Finding Landlock's namespaces out starts this executable as the guest once (as aa-grade,
+// and test binaries calling guesttest.Main, serve it).
 func Guarantees(b Backend) []Guarantee {
 	if err := b.Available(); err != nil {
 		return nil
@@ -26,7 +28,7 @@ type hostFacts struct {
 	memoryCgroup bool   // a memory cgroup bounds each episode
 	pidsCgroup   bool   // a pids cgroup bounds each episode
 	cgroupReason string // why not, when either is missing
-	// Where a Landlock agent runs: in namespaces of its own, a mount namespace among them, a
+	// Where a Landlock guest runs: in namespaces of its own, a mount namespace among them, a
 	// signal-scoped domain (Landlock ABI 6).
 	landlockNS, landlockMountNS, landlockScopesSignals bool
 }
@@ -42,7 +44,7 @@ func thisHost() hostFacts {
 // guarantee holds, or why not, in exactly that case.
 func guaranteesOn(name string, h hostFacts) []Guarantee {
 	always := []Guarantee{
-		{GuaranteeNoInheritedFDs, true, "descriptors are made close-on-exec before a sandbox starts, and in the agent"},
+		{GuaranteeNoInheritedFDs, true, "descriptors are made close-on-exec before a sandbox starts, and in the guest"},
 		hostReadsSafely,
 	}
 	switch name {
@@ -69,7 +71,7 @@ func guaranteesOn(name string, h hostFacts) []Guarantee {
 			caps = Guarantee{GuaranteeNoCapabilities, false, "no capability and no_new_privs, so none can be gained, but a normal user without user namespaces cannot empty the bounding set"}
 		}
 		user := Guarantee{GuaranteeNotHostRoot, true, "commands run as the user"}
-		system := Guarantee{GuaranteeReadOnlySystem, true, "every mount but the workspace's is read-only in the agent's mount namespace, and Landlock allows writes only in the workspace; mount refused"}
+		system := Guarantee{GuaranteeReadOnlySystem, true, "every mount but the workspace's is read-only in the guest's mount namespace, and Landlock allows writes only in the workspace; mount refused"}
 		switch {
 		case h.root && h.landlockMountNS:
 			user.Detail = "commands run as nobody (65534), the snapshot files bound into their workspace"
@@ -79,15 +81,15 @@ func guaranteesOn(name string, h hostFacts) []Guarantee {
 		if !h.landlockMountNS {
 			system.Detail = "Landlock allows writes only in the workspace; with no read-only mounts here, chmod, chown, utime and xattr calls are refused everywhere (so touch of an existing file and chmod fail in the workspace too); mount refused"
 		}
-		end := Guarantee{GuaranteeProcessesEnd, true, "a pid namespace, which dies with its init, the agent, and so with aa-grade"}
+		end := Guarantee{GuaranteeProcessesEnd, true, "a pid namespace, which dies with its init, the guest, and so with aa-grade"}
 		switch {
 		case h.landlockNS:
 		case h.landlockScopesSignals:
-			end.Detail = "the agent kills its signal-scoped Landlock domain when its input ends: at the episode's end, and when aa-grade dies"
+			end.Detail = "the guest kills its signal-scoped Landlock domain when its input ends: at the episode's end, and when aa-grade dies"
 		default:
 			end = Guarantee{GuaranteeProcessesEnd, false, "no pid namespace and no signal scoping (Landlock ABI < 6): processes are killed by a walk of /proc, which a process that keeps forking can outrun"}
 		}
-		disk := Guarantee{GuaranteeDiskLimit, true, "the workspace, its temporary folder included, is a tmpfs of --disk-limit bytes in the agent's mount namespace" + tmpfsPages(h, "its")}
+		disk := Guarantee{GuaranteeDiskLimit, true, "the workspace, its temporary folder included, is a tmpfs of --disk-limit bytes in the guest's mount namespace" + tmpfsPages(h, "its")}
 		inodes := Guarantee{GuaranteeInodeLimit, true, "the workspace's tmpfs holds at most one file per 16 KiB of --disk-limit"}
 		if !h.landlockMountNS {
 			why := "no mount namespace can be made here"
@@ -143,15 +145,15 @@ func tmpfsPages(h hostFacts, its string) string {
 func processLimit(name string, h hostFacts, ownUserNS bool) Guarantee {
 	switch {
 	case h.pidsCgroup:
-		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per episode (a pids cgroup)", maxSandboxProcesses)}
+		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per episode (a pids cgroup)", wire.MaxProcesses)}
 	case ownUserNS:
-		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per episode (RLIMIT_NPROC, counted in the sandbox's own user namespace)", maxSandboxProcesses)}
+		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per episode (RLIMIT_NPROC, counted in the sandbox's own user namespace)", wire.MaxProcesses)}
 	case h.root && (name == NameBwrap || name == NameLandlock && h.landlockMountNS):
-		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("no pids cgroup (%s): %d processes of nobody (65534) across all episodes (RLIMIT_NPROC)", h.cgroupReason, maxSandboxProcesses)}
+		return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("no pids cgroup (%s): %d processes of nobody (65534) across all episodes (RLIMIT_NPROC)", h.cgroupReason, wire.MaxProcesses)}
 	case h.root:
 		return Guarantee{GuaranteeProcessLimit, false, fmt.Sprintf("no pids cgroup (%s), and uid 0 is exempt from RLIMIT_NPROC", h.cgroupReason)}
 	}
-	return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes of the user altogether (RLIMIT_NPROC counts all of the user's processes, not the episode's)", maxSandboxProcesses)}
+	return Guarantee{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes of the user altogether (RLIMIT_NPROC counts all of the user's processes, not the episode's)", wire.MaxProcesses)}
 }
 
 // LimitsNotEnforced lists the limits the backend cannot enforce here, for run's warning.

@@ -329,11 +329,11 @@ func killProcessesWith(marker string) {
 	}
 }
 
-// TestScopedAgentEndsItsProcessesWhenAaGradeDies takes Landlock's path for machines without
-// namespaces: the agent, in a signal-scoped domain, kills everything of the episode as soon
+// TestScopedGuestEndsItsProcessesWhenAaGradeDies takes Landlock's path for machines without
+// namespaces: the guest, in a signal-scoped domain, kills everything of the episode as soon
 // as its input ends, which is what the kernel does to it when aa-grade dies; processes of the
 // same user outside the sandbox live on.
-func TestScopedAgentEndsItsProcessesWhenAaGradeDies(t *testing.T) {
+func TestScopedGuestEndsItsProcessesWhenAaGradeDies(t *testing.T) {
 	l := Landlock{}
 	if l.Available() != nil || !landlockScopesSignals() {
 		t.Skip("needs Landlock ABI 6")
@@ -349,8 +349,8 @@ func TestScopedAgentEndsItsProcessesWhenAaGradeDies(t *testing.T) {
 	defer bystander.Kill()
 	t.Cleanup(func() { killProcessesWith(marker) })
 	sb := start(t, l, newFixture(t))
-	if end := sb.(*session).peer.(*processPeer).end; end != endAgentKillsAll {
-		t.Fatalf("ending = %v, want the agent's kill", end)
+	if end := sb.(*session).peer.(*processPeer).end; end != endGuestKillsAll {
+		t.Fatalf("ending = %v, want the guest's kill", end)
 	}
 	r := run(t, sb, fmt.Sprintf(`echo 'setsid bash hop.sh "$1" &' > hop.sh
 setsid bash hop.sh %s2 >/dev/null 2>&1 & setsid sleep %s2 >/dev/null 2>&1 & sleep 0.3; echo started`, marker, marker))
@@ -362,10 +362,10 @@ setsid bash hop.sh %s2 >/dev/null 2>&1 & setsid sleep %s2 >/dev/null 2>&1 & slee
 	for len(processesWith(marker+"2")) > 0 && time.Now().Before(deadline) {
 	}
 	if left := processesWith(marker + "2"); len(left) > 0 {
-		t.Fatalf("%d processes outlived the agent's input, e.g. %s", len(left), left[0])
+		t.Fatalf("%d processes outlived the guest's input, e.g. %s", len(left), left[0])
 	}
 	if alive := processesWith(marker + "1"); len(alive) != 1 {
-		t.Fatalf("the agent's kill reached a process outside the sandbox: %v", alive)
+		t.Fatalf("the guest's kill reached a process outside the sandbox: %v", alive)
 	}
 }
 
@@ -389,7 +389,7 @@ func TestLimitsAreErrorsTheModelSees(t *testing.T) {
 			}
 			f := newFixture(t)
 			exe, _ := os.Executable()
-			sb, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Agent: exe, AgentArg: []string{AgentCommand},
+			sb, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Guest: exe, GuestArg: []string{GuestCommand},
 				Limits: Limits{Memory: 200 << 20, Disk: 16 << 20}})
 			if err != nil {
 				t.Fatal(err)
@@ -426,8 +426,8 @@ time.sleep(2)" & done; wait`)
 				}
 				if holds[GuaranteeDiskLimit] {
 					// Files in memory count: with 64 MiB for processes and 64 MiB for files, 60 MiB
-					// of files leave no room for a process of 100 MiB; the agent lives on.
-					small, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: t.TempDir(), Agent: exe, AgentArg: []string{AgentCommand},
+					// of files leave no room for a process of 100 MiB; the guest lives on.
+					small, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: t.TempDir(), Guest: exe, GuestArg: []string{GuestCommand},
 						Limits: Limits{Memory: 64 << 20, Disk: 64 << 20}})
 					if err != nil {
 						t.Fatal(err)
@@ -452,7 +452,7 @@ print('allocated')"`)
 	}
 }
 
-// TestLandlockWorkspaceIsABoundedTmpfsTheHostDoesNotSee: where the agent has a mount namespace,
+// TestLandlockWorkspaceIsABoundedTmpfsTheHostDoesNotSee: where the guest has a mount namespace,
 // the workspace is a tmpfs of the disk limit's size, mounted there only: the host's mount
 // table does not get it (it would outlive the episode), and its folder keeps what aa-grade put
 // in it, while the sandbox has the links to the snapshot and its temporary folder.
@@ -462,12 +462,12 @@ func TestLandlockWorkspaceIsABoundedTmpfsTheHostDoesNotSee(t *testing.T) {
 		t.Skip(err)
 	}
 	if !hasMountNamespace(landlockNamespaces()) {
-		t.Skip("no mount namespace for the Landlock agent here")
+		t.Skip("no mount namespace for the Landlock guest here")
 	}
 	f := newFixture(t)
 	exe, _ := os.Executable()
 	sb, err := l.Start(context.Background(), Spec{Snapshot: f.snapshot, Hide: []string{"ground_truth.yaml"}, Scratch: f.scratch,
-		Agent: exe, AgentArg: []string{AgentCommand}, Limits: Limits{Disk: 32 << 20}})
+		Guest: exe, GuestArg: []string{GuestCommand}, Limits: Limits{Disk: 32 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,30 +488,30 @@ func TestLandlockWorkspaceIsABoundedTmpfsTheHostDoesNotSee(t *testing.T) {
 		t.Fatal("a file made inside landed in the host's folder")
 	}
 	if b, err := sb.ReadFile(context.Background(), "made-inside", 100); err != nil || string(b) != "new\n" {
-		t.Fatalf("aa-grade reads the workspace through the agent: %q, %v", b, err)
+		t.Fatalf("aa-grade reads the workspace through the guest: %q, %v", b, err)
 	}
 }
 
 // TestLandlockKeepsItsNamespacesWhereTheWorkspaceCannotBeMounted: where a mount namespace can
-// be made but the agent cannot mount in it (a security module refusing mount; here an agent
+// be made but the guest cannot mount in it (a security module refusing mount; here a guest
 // that fails), Landlock still gets its other namespaces, with the workspace a host folder,
 // rather than a sandbox that fails at every start.
 func TestLandlockKeepsItsNamespacesWhereTheWorkspaceCannotBeMounted(t *testing.T) {
 	if landlockNamespaces() == nil {
-		t.Skip("no namespaces for the Landlock agent here")
+		t.Skip("no namespaces for the Landlock guest here")
 	}
 	exe, _ := os.Executable()
-	if got := findLandlockNamespaces(exe, []string{AgentCommand}); !hasMountNamespace(got) {
-		t.Fatalf("the agent mounts its workspace here, yet no mount namespace: %+v", got)
+	if got := findLandlockNamespaces(exe, []string{GuestCommand}); !hasMountNamespace(got) {
+		t.Fatalf("the guest mounts its workspace here, yet no mount namespace: %+v", got)
 	}
 	got := findLandlockNamespaces("/bin/false", nil)
 	if got == nil {
-		t.Fatalf("with an agent that cannot mount: no namespaces, want the pid one")
+		t.Fatalf("with a guest that cannot mount: no namespaces, want the pid one")
 	}
 	if hasMountNamespace(got) {
-		t.Errorf("with an agent that cannot mount: a mount namespace: %+v", got)
+		t.Errorf("with a guest that cannot mount: a mount namespace: %+v", got)
 	}
 	if got.Cloneflags&syscall.CLONE_NEWPID == 0 {
-		t.Errorf("with an agent that cannot mount: no pid namespace: %+v", got)
+		t.Errorf("with a guest that cannot mount: no pid namespace: %+v", got)
 	}
 }

@@ -8,20 +8,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/kernel"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // NameLandlock is the pure-Go backend for machines without user namespaces.
 const NameLandlock = "landlock"
 
-// Landlock isolates without bubblewrap: aa-grade starts itself as the agent, which confines
-// itself (see confinement) with Landlock (read-only system and snapshot files, read-write
+// Landlock isolates without bubblewrap: aa-grade starts itself as the guest, which confines
+// itself (see wire.Confinement) with Landlock (read-only system and snapshot files, read-write
 // workspace, TCP bind and connect denied, signals and abstract sockets scoped to the sandbox),
 // the seccomp filter (no socket at all, no mount, no namespace), no capabilities and rlimits,
 // then serves commands. Where the machine allows (root, or unprivileged user namespaces) the
-// agent also starts in its own pid, network, IPC, UTS and mount namespaces, so that everything
+// guest also starts in its own pid, network, IPC, UTS and mount namespaces, so that everything
 // an episode starts dies with it, and mounts a tmpfs bounded in bytes and files over its
 // workspace. The workspace is the scratch folder, at its host path, holding links to the
 // snapshot files and the private temporary folder; /proc is out of reach.
@@ -31,26 +33,18 @@ func (Landlock) Name() string { return NameLandlock }
 
 // Available needs Landlock ABI 4 (TCP rules, Linux 6.7).
 func (Landlock) Available() error {
-	abi, err := landlockABI()
+	abi, err := kernel.LandlockABI()
 	if err != nil {
 		return fmt.Errorf("Landlock is not enabled in this kernel: %w", err)
 	}
 	if abi < 4 {
 		return fmt.Errorf("Landlock ABI %d lacks network rules (needs 4, Linux 6.7)", abi)
 	}
-	_, err = auditArch()
+	_, err = kernel.SeccompArch()
 	return err
 }
 
-func landlockABI() (int, error) {
-	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(abi), nil
-}
-
-// Start links the snapshot files into the workspace and starts the agent with its policy.
+// Start links the snapshot files into the workspace and starts the guest with its policy.
 func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := l.Available(); err != nil {
 		return nil, err
@@ -66,7 +60,7 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	p := policy{ReadWrite: []string{spec.Scratch}, Devices: []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"}}
+	p := wire.Policy{ReadWrite: []string{spec.Scratch}, Devices: []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"}}
 	for _, dir := range systemDirs {
 		if _, err := os.Stat(dir); err == nil {
 			p.ReadExec = append(p.ReadExec, dir)
@@ -96,14 +90,14 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 			ns.AmbientCaps = append(ns.AmbientCaps[:len(ns.AmbientCaps):len(ns.AmbientCaps)], unix.CAP_NET_ADMIN) // to bring the namespace's loopback up
 		}
 	}
-	c := confinement{Workdir: spec.Scratch, DropCaps: true, Seccomp: true, Landlock: &p,
+	c := wire.Confinement{Workdir: spec.Scratch, DropCaps: true, Seccomp: true, Landlock: &p,
 		KillAll: ns != nil || landlockScopesSignals(), ProcessesBounded: cgroups().boundsProcesses(), RelayPort: spec.relayPort()}
 	memory := spec.Limits.memory()
-	agent, err := shownAgent(spec.Agent)
+	guest, err := shownGuest(spec.Guest)
 	if err != nil {
 		return nil, err
 	}
-	covers, err := spec.agentSeenAt(agent, p.ReadExec, "")
+	covers, err := spec.guestSeenAt(guest, p.ReadExec, "")
 	switch {
 	case err != nil:
 		return nil, err
@@ -111,23 +105,23 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, fmt.Errorf("%w: %s lies in a folder this Landlock sandbox shows, and without a mount namespace it cannot show its copy there instead: run aa-grade from another folder, or use bwrap or docker", ErrConcealed, covers[0])
 	}
 	for _, at := range covers {
-		c.Covers = append(c.Covers, cover{Host: agent, At: at})
+		c.Covers = append(c.Covers, wire.Cover{Host: guest, At: at})
 	}
 	if hasMountNamespace(ns) {
 		// One tmpfs holds the workspace and the temporary folder in it, with the snapshot files
 		// bound into it; everything else is read-only. Its pages are memory too: they get the
 		// disk limit on top of the processes' own, as in bwrap. As root, commands run as
 		// nobody, as in bwrap.
-		c.Workspace = &tmpfsLimit{Path: spec.Scratch, Bytes: spec.Limits.disk(), Inodes: spec.Limits.inodes()}
+		c.Workspace = &wire.TmpfsLimit{Path: spec.Scratch, Bytes: spec.Limits.disk(), Inodes: spec.Limits.inodes()}
 		c.ReadOnlyRoot = true
 		for _, f := range files {
-			c.Binds = append(c.Binds, bindFile{Host: f.host, Rel: f.rel})
+			c.Binds = append(c.Binds, wire.BindFile{Host: f.host, Rel: f.rel})
 		}
 		if os.Geteuid() == 0 {
 			if err := readableByOthers(files); err != nil {
 				return nil, err
 			}
-			c.RunAs = &ids{UID: SandboxUID, GID: SandboxGID}
+			c.RunAs = &wire.IDs{UID: SandboxUID, GID: SandboxGID}
 		}
 		memory += spec.Limits.disk()
 	} else {
@@ -139,8 +133,8 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		}
 	}
 	cgroup := newSandboxCgroup(memory)
-	c.Cgroups = cgroup.joinedByAgent()
-	confine, err := c.encode()
+	c.Cgroups = cgroup.joinedByGuest()
+	confine, err := c.Encode()
 	if err != nil {
 		cgroup.remove()
 		return nil, err
@@ -150,16 +144,16 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		env = CleanEnv(spec.Scratch)
 	}
 	env = append(withTmp(env, tmp), confine)
-	cmd := exec.Command(agent, spec.AgentArg...)
+	cmd := exec.Command(guest, spec.GuestArg...)
 	cmd.Dir, cmd.Env, cmd.SysProcAttr = spec.Scratch, env, ns
 	end := endWalk
 	switch {
 	case ns != nil:
 		end = endNamespace
 	case c.KillAll:
-		end = endAgentKillsAll
+		end = endGuestKillsAll
 	}
-	s, err := startSession(cmd, spec.Scratch, spec.Agent, cgroup, end, spec.Relay)
+	s, err := startSession(cmd, spec.Scratch, spec.Guest, cgroup, end, spec.Relay)
 	if err != nil {
 		return nil, err
 	}
@@ -176,129 +170,4 @@ func withTmp(env []string, tmp string) []string {
 		}
 	}
 	return append(out, "TMPDIR="+tmp)
-}
-
-// Filesystem rights by Landlock ABI: each ABI adds rights a ruleset can handle.
-func handledFS(abi int) uint64 {
-	rights := uint64(unix.LANDLOCK_ACCESS_FS_MAKE_SYM<<1 - 1) // ABI 1
-	if abi >= 2 {
-		rights |= unix.LANDLOCK_ACCESS_FS_REFER
-	}
-	if abi >= 3 {
-		rights |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
-	}
-	if abi >= 5 {
-		rights |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
-	}
-	return rights
-}
-
-// ruleset is a Landlock ruleset being built: the host paths a policy allows are added as soon
-// as it is made, the workspace once it is mounted, and restrict applies it to this thread.
-type ruleset struct {
-	fd  int
-	abi int
-}
-
-// newRuleset makes the ruleset and adds every rule of p but its read-write folders.
-func newRuleset(p policy) (*ruleset, error) {
-	abi, err := landlockABI()
-	if err != nil {
-		return nil, fmt.Errorf("landlock: %w", err)
-	}
-	attr := unix.LandlockRulesetAttr{Access_fs: handledFS(abi),
-		Access_net: unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP}
-	size := unsafe.Sizeof(attr)
-	if abi >= 6 {
-		attr.Scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
-	} else {
-		size = unsafe.Offsetof(attr.Scoped)
-	}
-	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
-	if errno != 0 {
-		return nil, fmt.Errorf("landlock ruleset: %w", errno)
-	}
-	r := &ruleset{fd: int(fd), abi: abi}
-	read := uint64(unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR)
-	rules := []struct {
-		paths  []string
-		access uint64
-	}{
-		{p.ReadExec, read | unix.LANDLOCK_ACCESS_FS_EXECUTE},
-		{p.ReadOnly, read},
-		{p.Devices, read | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | handledFS(abi)&unix.LANDLOCK_ACCESS_FS_TRUNCATE},
-	}
-	for _, rule := range rules {
-		if err := r.add(rule.paths, rule.access); err != nil {
-			r.close()
-			return nil, err
-		}
-	}
-	return r, nil
-}
-
-// allowReadWrite gives every right on the folders of paths.
-func (r *ruleset) allowReadWrite(paths []string) error { return r.add(paths, handledFS(r.abi)) }
-
-func (r *ruleset) add(paths []string, access uint64) error {
-	for _, path := range paths {
-		if err := addPathRule(r.fd, path, access); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// allowConnect lets TCP connect to port (the relay's: in the agent's network namespace nothing
-// else listens on it). Landlock's port rules name no address.
-func (r *ruleset) allowConnect(port int) error {
-	attr := landlockNetPortAttr{allowedAccess: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, port: uint64(port)}
-	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(r.fd), landlockRuleNetPort,
-		uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
-		return fmt.Errorf("landlock rule for TCP port %d: %w", port, errno)
-	}
-	return nil
-}
-
-// landlockNetPortAttr is the kernel's struct landlock_net_port_attr (ABI 4), which x/sys lacks.
-type landlockNetPortAttr struct {
-	allowedAccess uint64
-	port          uint64
-}
-
-const landlockRuleNetPort = 2 // LANDLOCK_RULE_NET_PORT
-
-// restrict confines this thread, and what it starts, to the ruleset.
-func (r *ruleset) restrict() error {
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(r.fd), 0, 0); errno != 0 {
-		return fmt.Errorf("landlock restrict: %w", errno)
-	}
-	return nil
-}
-
-func (r *ruleset) close() { unix.Close(r.fd) }
-
-// fileRights are the rights Landlock accepts on a rule for a file (not a folder).
-const fileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |
-	unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
-
-func addPathRule(ruleset int, path string, access uint64) error {
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("landlock rule for %s: %w", path, err)
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("landlock rule for %s: %w", path, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		access &= fileRights
-	}
-	attr := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}
-	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH,
-		uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
-		return fmt.Errorf("landlock rule for %s: %w", path, errno)
-	}
-	return nil
 }

@@ -11,10 +11,13 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/kernel"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
-// landlockCloneFlags are the namespaces a Landlock agent starts in, where it can: in its own
-// pid namespace the agent is init, so when it dies the kernel kills everything the episode
+// landlockCloneFlags are the namespaces a Landlock guest starts in, where it can: in its own
+// pid namespace the guest is init, so when it dies the kernel kills everything the episode
 // started (however it detached); the others cut it off from the host's network, IPC and name.
 // A mount namespace is added where it can be (see probeLandlockNamespaces).
 const landlockCloneFlags = syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
@@ -24,17 +27,17 @@ var nsProbe struct {
 	attr *syscall.SysProcAttr
 }
 
-// landlockNamespaces is how a Landlock agent is started into its own namespaces, or nil when
+// landlockNamespaces is how a Landlock guest is started into its own namespaces, or nil when
 // this machine allows none (a normal user where unprivileged user namespaces are disabled).
 // A variable so that tests can take the second path on a machine that allows namespaces.
 var landlockNamespaces = probeLandlockNamespaces
 
-// probeLandlockNamespaces finds the namespaces once, with this executable as the agent (as
+// probeLandlockNamespaces finds the namespaces once, with this executable as the guest (as
 // aa-grade, and the test binaries that double as it, start it).
 func probeLandlockNamespaces() *syscall.SysProcAttr {
 	nsProbe.once.Do(func() {
 		if exe, err := os.Executable(); err == nil {
-			nsProbe.attr = findLandlockNamespaces(exe, []string{AgentCommand})
+			nsProbe.attr = findLandlockNamespaces(exe, []string{GuestCommand})
 		}
 	})
 	if nsProbe.attr == nil {
@@ -44,13 +47,13 @@ func probeLandlockNamespaces() *syscall.SysProcAttr {
 }
 
 // findLandlockNamespaces tries the namespaces, first with a mount namespace, in which the
-// agent (agent args...) must manage to mount a workspace tmpfs as it will at each start
+// guest (guest args...) must manage to mount a workspace tmpfs as it will at each start
 // (a security module may refuse mount even where the namespace can be made), then without.
 // Root creates them directly; a normal user inside a user namespace of its own, mapping only
-// itself, with CAP_SETPCAP kept so that the agent can empty its bounding set (and
+// itself, with CAP_SETPCAP kept so that the guest can empty its bounding set (and
 // CAP_SYS_ADMIN with a mount namespace, so that it can mount the tmpfs; it drops both before
 // any command runs). It returns nil when no namespace can be made.
-func findLandlockNamespaces(agent string, args []string) *syscall.SysProcAttr {
+func findLandlockNamespaces(guest string, args []string) *syscall.SysProcAttr {
 	for _, flags := range []uintptr{landlockCloneFlags | syscall.CLONE_NEWNS, landlockCloneFlags} {
 		attr := &syscall.SysProcAttr{Cloneflags: flags}
 		if os.Geteuid() != 0 {
@@ -65,7 +68,7 @@ func findLandlockNamespaces(agent string, args []string) *syscall.SysProcAttr {
 		}
 		var err error
 		if hasMountNamespace(attr) {
-			err = probeWorkspaceMount(agent, args, attr)
+			err = probeWorkspaceMount(guest, args, attr)
 		} else {
 			probe := exec.Command("/bin/true")
 			probe.SysProcAttr = cloneAttr(attr)
@@ -78,32 +81,32 @@ func findLandlockNamespaces(agent string, args []string) *syscall.SysProcAttr {
 	return nil
 }
 
-// probeWorkspaceMount starts the agent in the namespaces of attr with only a workspace tmpfs
+// probeWorkspaceMount starts the guest in the namespaces of attr with only a workspace tmpfs
 // to mount over a fresh folder, and no input: it mounts it and ends, or fails.
-func probeWorkspaceMount(agent string, args []string, attr *syscall.SysProcAttr) error {
+func probeWorkspaceMount(guest string, args []string, attr *syscall.SysProcAttr) error {
 	dir, err := os.MkdirTemp("", "aa-grade-probe-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	// As at each start: the workspace, a way to it nobody can search as root, the rest read-only.
-	c := confinement{Workdir: dir, Workspace: &tmpfsLimit{Path: dir, Bytes: 1 << 20, Inodes: 64}, ReadOnlyRoot: true}
+	c := wire.Confinement{Workdir: dir, Workspace: &wire.TmpfsLimit{Path: dir, Bytes: 1 << 20, Inodes: 64}, ReadOnlyRoot: true}
 	if os.Geteuid() == 0 {
-		c.RunAs = &ids{UID: SandboxUID, GID: SandboxGID}
+		c.RunAs = &wire.IDs{UID: SandboxUID, GID: SandboxGID}
 	}
-	confine, err := c.encode()
+	confine, err := c.Encode()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	probe := exec.CommandContext(ctx, agent, args...)
+	probe := exec.CommandContext(ctx, guest, args...)
 	probe.Dir, probe.Env, probe.SysProcAttr = dir, []string{confine}, cloneAttr(attr)
 	probe.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	return probe.Run()
 }
 
-// hasMountNamespace says whether a Landlock agent started with attr has a mount namespace of
+// hasMountNamespace says whether a Landlock guest started with attr has a mount namespace of
 // its own, and so a workspace bounded in bytes and files.
 func hasMountNamespace(attr *syscall.SysProcAttr) bool {
 	return attr != nil && attr.Cloneflags&syscall.CLONE_NEWNS != 0
@@ -116,8 +119,8 @@ func cloneAttr(a *syscall.SysProcAttr) *syscall.SysProcAttr {
 }
 
 // landlockScopesSignals reports whether Landlock confines signals to the sandbox (ABI 6,
-// Linux 6.12): then the agent's kill(-1) reaches only its own processes.
+// Linux 6.12): then the guest's kill(-1) reaches only its own processes.
 func landlockScopesSignals() bool {
-	abi, err := landlockABI()
+	abi, err := kernel.LandlockABI()
 	return err == nil && abi >= 6
 }

@@ -15,7 +15,7 @@ type None struct{}
 func (None) Name() string     { return NameNone }
 func (None) Available() error { return nil }
 
-// Start links the snapshot files into the scratch folder and starts the agent there.
+// Start links the snapshot files into the scratch folder and starts the guest there.
 func (None) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
@@ -34,9 +34,9 @@ func (None) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if env == nil {
 		env = CleanEnv(spec.Scratch)
 	}
-	cmd := exec.Command(spec.Agent, spec.AgentArg...)
+	cmd := exec.Command(spec.Guest, spec.GuestArg...)
 	cmd.Dir, cmd.Env = spec.Scratch, env
-	s, err := startSession(cmd, spec.Scratch, spec.Agent, newSandboxCgroup(spec.Limits.memory()), endWalk, nil)
+	s, err := startSession(cmd, spec.Scratch, spec.Guest, newSandboxCgroup(spec.Limits.memory()), endWalk, nil)
 	if err != nil {
 		return nil, err
 	}

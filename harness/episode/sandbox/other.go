@@ -5,13 +5,12 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"io"
 	"runtime"
 )
 
 // Every backend but docker needs Linux (its namespaces, Landlock, seccomp, cgroups); elsewhere
-// each is listed as unavailable, with the reason, and the agent refuses to run (docker runs a
-// Linux build of it inside the container).
+// each is listed as unavailable, with the reason (docker runs a Linux build of aa-grade as
+// the guest inside the container).
 
 // NameLandlock is the pure-Go Linux backend.
 const NameLandlock = "landlock"
@@ -30,7 +29,7 @@ func (b linuxOnly) Start(context.Context, Spec) (Sandbox, error) {
 	return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, b.name, errNotLinux)
 }
 
-// None runs commands on the bare host: on Linux only, like the agent it starts.
+// None runs commands on the bare host: on Linux only, like the guest it starts.
 type None struct{}
 
 func (None) Name() string     { return NameNone }
@@ -43,9 +42,6 @@ func (None) Start(ctx context.Context, s Spec) (Sandbox, error) {
 func Backends() []Backend {
 	return []Backend{&Docker{}, linuxOnly{NameBwrap}, linuxOnly{NameLandlock}, None{}}
 }
-
-// RunAgent is the sandbox agent, which runs only on Linux.
-func RunAgent(io.Reader, io.Writer) error { return errNotLinux }
 
 // RunCgroupExec enters cgroups, which exist only on Linux.
 func RunCgroupExec([]string) error { return errNotLinux }

@@ -92,23 +92,23 @@ func RunEmpty(ctx context.Context, b Backend, cmd string, timeout time.Duration,
 
 // tryShell runs `true` in a sandbox just started over an image: nil when the image can run
 // an episode, else why not (see cannotRunEpisode) or ctx's error.
-func tryShell(ctx context.Context, sb Sandbox, ref, arch, agent string) error {
+func tryShell(ctx context.Context, sb Sandbox, ref, arch, guest string) error {
 	res, err := sb.Run(ctx, "true", time.Minute)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if failed := shellError(res, err); failed != nil {
-		return cannotRunEpisode(ref, arch, agent, err != nil, failed)
+		return cannotRunEpisode(ref, arch, guest, err != nil, failed)
 	}
 	return nil
 }
 
-// cannotRunEpisode says that an image cannot run an episode, and what it needs. agent is the
-// aa-grade program run in it; agentDied says it never answered, which a dynamically linked
+// cannotRunEpisode says that an image cannot run an episode, and what it needs. guest is the
+// aa-grade program run in it; guestDied says it never answered, which a dynamically linked
 // one does not in an image without its loader.
-func cannotRunEpisode(ref, arch, agent string, agentDied bool, err error) error {
+func cannotRunEpisode(ref, arch, guest string, guestDied bool, err error) error {
 	fix := "use an image with bash, as the reference one (deploy/sandbox/Dockerfile)"
-	if interp := interpreter(agent); agentDied && interp != "" {
+	if interp := interpreter(guest); guestDied && interp != "" {
 		fix = "this aa-grade is dynamically linked (it needs " + interp + " inside the image): use a static build (CGO_ENABLED=0 go build, make build), which runs in any image; or " + fix
 	}
 	return imageError{fmt.Errorf("image %s cannot run an episode (it needs bash and a linux/%s kernel): %w; %s", ref, arch, err, fix)}
@@ -133,7 +133,7 @@ func interpreter(program string) string {
 	return ""
 }
 
-// shellError is why a command that should have run did not: the agent's error, or bash's.
+// shellError is why a command that should have run did not: the guest's error, or bash's.
 func shellError(res Result, err error) error {
 	switch {
 	case err != nil:

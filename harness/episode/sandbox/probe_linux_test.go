@@ -51,22 +51,22 @@ func static(t *testing.T, path string) bool {
 	return true
 }
 
-// TestCannotRunEpisodeNamesADynamicAgent: an image that cannot run the agent because this
+// TestCannotRunEpisodeNamesADynamicGuest: an image that cannot run the guest because this
 // aa-grade is dynamically linked says so, and how to get a static one.
-func TestCannotRunEpisodeNamesADynamicAgent(t *testing.T) {
+func TestCannotRunEpisodeNamesADynamicGuest(t *testing.T) {
 	sh, err := exec.LookPath("bash")
 	if err != nil || static(t, sh) {
 		t.Skip("no dynamically linked bash here to stand for a dynamic aa-grade")
 	}
-	err = cannotRunEpisode("img.tar", "amd64", sh, true, errors.New("the sandbox agent died (EOF)"))
+	err = cannotRunEpisode("img.tar", "amd64", sh, true, errors.New("the sandbox guest died (EOF)"))
 	if !strings.Contains(err.Error(), "dynamically linked (it needs /") || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
 		t.Fatalf("dynamic: %v", err)
 	}
-	// The agent ran, and found no bash: its linking is not the matter.
-	for _, agent := range []string{sh, filepath.Join(t.TempDir(), "absent")} {
-		err = cannotRunEpisode("img.tar", "amd64", agent, false, errors.New(`exec: "bash": executable file not found in $PATH`))
+	// The guest ran, and found no bash: its linking is not the matter.
+	for _, guest := range []string{sh, filepath.Join(t.TempDir(), "absent")} {
+		err = cannotRunEpisode("img.tar", "amd64", guest, false, errors.New(`exec: "bash": executable file not found in $PATH`))
 		if strings.Contains(err.Error(), "dynamically") || !strings.HasSuffix(err.Error(), "use an image with bash, as the reference one (deploy/sandbox/Dockerfile)") {
-			t.Fatalf("%s: %v", agent, err)
+			t.Fatalf("%s: %v", guest, err)
 		}
 	}
 }

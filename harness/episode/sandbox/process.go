@@ -11,26 +11,28 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/kernel"
 )
 
 // ending is how the processes of a sandbox end with it.
 type ending int
 
 const (
-	// endWalk: aa-grade kills what it finds under the agent in /proc (best effort: a process
+	// endWalk: aa-grade kills what it finds under the guest in /proc (best effort: a process
 	// that keeps forking can outrun the walk). The none backend, and Landlock where neither
 	// namespaces nor signal scoping are available.
 	endWalk ending = iota
 	// endNamespace: the sandbox is a pid namespace, which the kernel empties when its init
 	// dies, also when aa-grade is killed (its init has a parent-death signal).
 	endNamespace
-	// endAgentKillsAll: the agent kills every process it may signal, which a signal-scoped
+	// endGuestKillsAll: the guest kills every process it may signal, which a signal-scoped
 	// Landlock domain limits to the sandbox's, as soon as its input ends: at Close, and when
 	// aa-grade dies (the kernel closes its end of the pipe).
-	endAgentKillsAll
+	endGuestKillsAll
 )
 
-// processPeer is a sandbox that is a process of the host (bwrap, or the agent itself).
+// processPeer is a sandbox that is a process of the host (bwrap, or the guest itself).
 type processPeer struct {
 	cmd    *exec.Cmd
 	cgroup *sandboxCgroup // to remove at the end (nil: none)
@@ -38,13 +40,13 @@ type processPeer struct {
 	exited chan struct{} // closed once the process has been waited for
 }
 
-// startSession starts the sandbox process (which runs the agent) and connects to it. agent is
+// startSession starts the sandbox process (which runs the guest) and connects to it. guest is
 // the aa-grade executable, which also puts the sandbox in its cgroups when there are some.
-func startSession(cmd *exec.Cmd, workdir, agent string, cgroup *sandboxCgroup, end ending, relay *RelaySpec) (*session, error) {
+func startSession(cmd *exec.Cmd, workdir, guest string, cgroup *sandboxCgroup, end ending, relay *RelaySpec) (*session, error) {
 	// Nothing aa-grade inherited may cross into the sandbox.
-	markInheritedCloseOnExec()
+	kernel.CloseInheritedOnExec()
 	if cgroup != nil {
-		cgroup.enter(cmd, agent)
+		cgroup.enter(cmd, guest)
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -59,13 +61,13 @@ func startSession(cmd *exec.Cmd, workdir, agent string, cgroup *sandboxCgroup, e
 	p := &processPeer{cmd: cmd, cgroup: cgroup, end: end, exited: make(chan struct{})}
 	stderr := &boundedBuffer{limit: 16 << 10}
 	cmd.Stderr = stderr
-	cmd.WaitDelay = time.Second // a survivor holding the agent's stderr must not hold Close
+	cmd.WaitDelay = time.Second // a survivor holding the guest's stderr must not hold Close
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	if end != endAgentKillsAll {
-		// The sandbox dies with aa-grade; an agent that kills all instead must live on to do it.
+	if end != endGuestKillsAll {
+		// The sandbox dies with aa-grade; a guest that kills all instead must live on to do it.
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
 	if err := cmd.Start(); err != nil {
@@ -76,7 +78,7 @@ func startSession(cmd *exec.Cmd, workdir, agent string, cgroup *sandboxCgroup, e
 	return newSession(p, stdin, stdout, stderr, workdir, relay), nil
 }
 
-// beforeClose kills what commands left running where nothing else would: while the agent
+// beforeClose kills what commands left running where nothing else would: while the guest
 // lives they are its children (it is a subreaper), even those that started a session of
 // their own; once it exits they would be init's and out of reach.
 func (p *processPeer) beforeClose() {

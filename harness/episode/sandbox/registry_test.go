@@ -44,7 +44,7 @@ func testImageRegistry(t *testing.T) (reg *fakeregistry.Registry, real bool) {
 	return reg, false
 }
 
-// hostBashLayer is a layer holding this machine's bash and the libraries it and the agent (the
+// hostBashLayer is a layer holding this machine's bash and the libraries it and the guest (the
 // test binary) load, and /etc/synthetic-image.
 func hostBashLayer(t *testing.T) []byte {
 	exe, _ := os.Executable()

@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // testRelayPort is the relay's port in the tests' sandboxes; the host's own 127.0.0.1:8417,
@@ -33,7 +35,7 @@ func startRelay(t *testing.T, b Backend, f fixture, h http.Handler) (Sandbox, *c
 		t.Fatal(err)
 	}
 	sb, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Hide: []string{"ground_truth.yaml"}, Scratch: f.scratch,
-		Agent: exe, AgentArg: []string{AgentCommand}, Relay: &RelaySpec{Port: testRelayPort}})
+		Guest: exe, GuestArg: []string{GuestCommand}, Relay: &RelaySpec{Port: testRelayPort}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +226,7 @@ print(status, head.decode(), len(body), hashlib.sha256(body).hexdigest())`, down
 			})
 			t.Run("more connections than the cap", func(t *testing.T) {
 				l.most.Store(0)
-				const clients = relayMaxConns + 16
+				const clients = wire.RelayMaxConns + 16
 				r := runPython(t, sb, fmt.Sprintf(`
 results = []
 def one(i):
@@ -238,8 +240,8 @@ print(len(results), results.count(True))`, clients))
 				if r.Stdout != fmt.Sprintf("%d %d\n", clients, clients) {
 					t.Fatalf("%+v", r)
 				}
-				if most := l.most.Load(); most > relayMaxConns || most < 2 {
-					t.Fatalf("%d connections at once on the host, want 2 to %d", most, relayMaxConns)
+				if most := l.most.Load(); most > wire.RelayMaxConns || most < 2 {
+					t.Fatalf("%d connections at once on the host, want 2 to %d", most, wire.RelayMaxConns)
 				}
 			})
 			t.Run("slow reader", func(t *testing.T) {
@@ -304,7 +306,7 @@ func TestRelayEpisodeEndsWithConnectionsOpen(t *testing.T) {
 		t.Run(b.Name(), func(t *testing.T) {
 			exe, _ := os.Executable()
 			f := newFixture(t)
-			sb, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Agent: exe, AgentArg: []string{AgentCommand},
+			sb, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Guest: exe, GuestArg: []string{GuestCommand},
 				Relay: &RelaySpec{Port: testRelayPort}})
 			if err != nil {
 				t.Fatal(err)
@@ -354,7 +356,7 @@ func TestRelayEscapes(t *testing.T) {
 				withoutLandlockNamespaces(t)
 				exe, _ := os.Executable()
 				f := newFixture(t)
-				_, err := c.b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Agent: exe, AgentArg: []string{AgentCommand},
+				_, err := c.b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Guest: exe, GuestArg: []string{GuestCommand},
 					Relay: &RelaySpec{Port: testRelayPort}})
 				if !errors.Is(err, ErrNoRelay) {
 					t.Fatalf("a relay from Landlock without a network namespace: %v, want ErrNoRelay", err)
@@ -364,7 +366,7 @@ func TestRelayEscapes(t *testing.T) {
 			f := newFixture(t)
 			sockets := listenHostUnixSockets(t, f.scratch)
 			// A host listener on the relay's own port number, where it is free: a command's
-			// connection reaches the agent, never it.
+			// connection reaches the guest, never it.
 			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", testRelayPort)); err == nil {
 				defer l.Close()
 				go func() {
@@ -427,12 +429,12 @@ func TestRelayOffRefusesSockets(t *testing.T) {
 	}
 }
 
-// TestRelayRefusedWhereItCannotBeKept: the none sandbox, and a port the agent could not bind
+// TestRelayRefusedWhereItCannotBeKept: the none sandbox, and a port the guest could not bind
 // without privilege, are errors before anything starts.
 func TestRelayRefusedWhereItCannotBeKept(t *testing.T) {
 	exe, _ := os.Executable()
 	f := newFixture(t)
-	_, err := None{}.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Agent: exe, AgentArg: []string{AgentCommand},
+	_, err := None{}.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Guest: exe, GuestArg: []string{GuestCommand},
 		Relay: &RelaySpec{Port: testRelayPort}})
 	if !errors.Is(err, ErrNoRelay) {
 		t.Fatalf("none with a relay: %v, want ErrNoRelay", err)

@@ -1,8 +1,12 @@
 // Package sandbox runs an untrusted model's shell commands on the user's machine, where they
 // can touch nothing but their workspace. One sandbox lives for one episode: it is set up once
-// (namespaces, mounts, limits), a small agent (the aa-grade binary in agent mode) runs inside
-// it, and each command is only a fork and exec of `bash -c` by that agent, in its own process
+// (namespaces, mounts, limits), a small guest (the aa-grade binary in guest mode) runs inside
+// it, and each command is only a fork and exec of `bash -c` by that guest, in its own process
 // group. When the episode ends everything that ran inside dies with it.
+//
+// This package is the host's side: the API, the backends that set a sandbox up and start the
+// guest in it, and the session that talks to the guest. The guest is package guest, and what
+// crosses between the two is package wire; this package imports wire, never guest.
 package sandbox
 
 import (
@@ -13,6 +17,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // Spec describes the workspace of one episode.
@@ -20,8 +26,8 @@ type Spec struct {
 	Snapshot string     // the task's snapshot folder on the host, shown read-only
 	Hide     []string   // paths relative to Snapshot never shown (the ground truth)
 	Scratch  string     // a fresh host folder for the workspace of landlock (under a tmpfs where it has a mount namespace) and none; bwrap and docker keep theirs in a tmpfs
-	Agent    string     // the agent executable (default: this executable)
-	AgentArg []string   // its arguments that select agent mode
+	Guest    string     // the guest executable (default: this executable)
+	GuestArg []string   // its arguments that select guest mode
 	Env      []string   // the whole environment of commands (see CleanEnv)
 	Limits   Limits     // what the episode may use of the host (zero: DefaultLimits)
 	Relay    *RelaySpec // a relay from the sandbox's loopback to aa-grade (nil: none, no socket at all)
@@ -58,16 +64,8 @@ func (l Limits) disk() int64   { return cmp.Or(l.Disk, DefaultLimits.Disk) }
 // of a tmpfs does not count.
 func (l Limits) inodes() int64 { return max(l.disk()/(16<<10), 4096) }
 
-// Result is the outcome of one command.
-type Result struct {
-	ExitCode    int           `json:"exit_code"`
-	Stdout      string        `json:"stdout"` // truncated to shellspec.OutputLimit characters
-	Stderr      string        `json:"stderr"`
-	StdoutChars int64         `json:"stdout_chars"` // characters before truncation
-	StderrChars int64         `json:"stderr_chars"`
-	TimedOut    bool          `json:"timed_out"`
-	Duration    time.Duration `json:"duration"`
-}
+// Result is the outcome of one command, as the guest answers it (see package wire).
+type Result = wire.Result
 
 // Sandbox is a running episode workspace.
 type Sandbox interface {
@@ -93,8 +91,8 @@ type Backend interface {
 	Start(ctx context.Context, spec Spec) (Sandbox, error)
 }
 
-// AgentCommand is the hidden aa-grade command that runs the agent inside a sandbox.
-const AgentCommand = "__sandbox-agent"
+// GuestCommand is the hidden aa-grade command that runs the guest inside a sandbox.
+const GuestCommand = "__sandbox-guest"
 
 // Names of the backends, strongest first.
 const (
@@ -118,7 +116,7 @@ var ErrNoImage = errors.New("no image")
 var ErrNoIsolation = errors.New("no isolating backend works here")
 
 // ErrOutsideWorkspace marks a file name that leads out of the workspace (through .. or a link).
-var ErrOutsideWorkspace = errors.New("a link out of the working directory")
+var ErrOutsideWorkspace = wire.ErrOutsideWorkspace
 
 // Guarantee is one promise a backend makes, or cannot make, on this machine against a hostile
 // model, with how it is kept or why it is not.
@@ -192,13 +190,13 @@ func CleanEnv(home string) []string {
 }
 
 func (s *Spec) defaults() error {
-	if s.Agent == "" {
+	if s.Guest == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return fmt.Errorf("find the agent executable: %w", err)
+			return fmt.Errorf("find the guest executable: %w", err)
 		}
-		s.Agent = exe
-		s.AgentArg = []string{AgentCommand}
+		s.Guest = exe
+		s.GuestArg = []string{GuestCommand}
 	}
 	if s.Scratch == "" {
 		return errors.New("sandbox: no scratch folder")
@@ -209,8 +207,8 @@ func (s *Spec) defaults() error {
 	return s.Relay.check()
 }
 
-// hostReadsSafely holds on every backend: the agent opens what aa-grade reads of the workspace.
-var hostReadsSafely = Guarantee{GuaranteeHostReadsSafe, true, "the agent reads the submission inside the workspace (os.Root), non-blocking, regular files only, bounded"}
+// hostReadsSafely holds on every backend: the guest opens what aa-grade reads of the workspace.
+var hostReadsSafely = Guarantee{GuaranteeHostReadsSafe, true, "the guest reads the submission inside the workspace (os.Root), non-blocking, regular files only, bounded"}
 
 // imageUser is a backend that can run episodes in an image.
 type imageUser interface {

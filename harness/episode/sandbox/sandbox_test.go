@@ -13,19 +13,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/guest"
 	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
-// The test binary doubles as the agent, as aa-grade does: `<binary> __sandbox-agent`.
+// The test binary doubles as the guest, as aa-grade does: `<binary> __sandbox-guest`.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == CgroupExecCommand {
 		fmt.Fprintln(os.Stderr, RunCgroupExec(os.Args[2:]))
 		os.Exit(1)
 	}
-	if len(os.Args) > 1 && os.Args[1] == AgentCommand {
-		if err := RunAgent(os.Stdin, os.Stdout); err != nil {
+	if len(os.Args) > 1 && os.Args[1] == GuestCommand {
+		if err := guest.Run(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 const secretValue = "sk-ant-test-secret-9f8e7d"
 
 // answerMarker is in the test's ground truth; made at run time so that the test binary, which
-// the sandbox shows as its agent, does not contain it.
+// the sandbox shows as its guest, does not contain it.
 var answerMarker = fmt.Sprintf("answer-group-%d", os.Getpid())
 
 // fixture is a snapshot with a ground truth, as a task folder holds it.
@@ -68,7 +69,7 @@ func start(t *testing.T, b Backend, f fixture) Sandbox {
 	}
 	t.Setenv("ANTHROPIC_API_KEY", secretValue) // in aa-grade's environment, never the sandbox's
 	sb, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Hide: []string{"ground_truth.yaml"}, Scratch: f.scratch,
-		Agent: exe, AgentArg: []string{AgentCommand}})
+		Guest: exe, GuestArg: []string{GuestCommand}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func assertNoDNS(t *testing.T, sb Sandbox) {
 func TestProbeTools(t *testing.T) {
 	for _, b := range backends(t, false) {
 		t.Run(b.Name(), func(t *testing.T) {
-			// The probe starts this test binary as its agent.
+			// The probe starts this test binary as its guest.
 			tools, err := ProbeTools(context.Background(), b)
 			if err != nil {
 				t.Fatal(err)

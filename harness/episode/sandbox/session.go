@@ -4,20 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
@@ -31,54 +29,57 @@ const replySlack = 4 << 10
 
 // runAnswerBytes bounds the reply to a command: its two streams are captures of at most
 // shellspec.OutputLimit characters and a notice each, every character JSON-escaped. About 245 KB: an
-// agent, or a command writing in its place, cannot make aa-grade hold more for one command.
+// guest, or a command writing in its place, cannot make aa-grade hold more for one command.
 var runAnswerBytes = 2*jsonCharBytes*(shellspec.OutputLimit+utf8.RuneCountInString(shellspec.TruncationNotice(math.MaxInt64, shellspec.OutputLimit))) + replySlack
 
 // answerLimit bounds the reply line to r, in bytes: what the longest honest answer needs. A
 // file answer holds at most the limit asked, base64-encoded as JSON does, and an error
 // message that may name the file twice.
-func (r request) answerLimit() int {
-	if r.Op == opRun {
+func answerLimit(r wire.Request) int {
+	if r.Op == wire.OpRun {
 		return runAnswerBytes
 	}
 	return base64.StdEncoding.EncodedLen(int(max(r.Limit, 0))) + 2*jsonCharBytes*len(r.Name) + replySlack
 }
 
-// closeGrace is how long Close waits for the agent to end everything by itself before killing it.
+// relayLineBytes bounds a relay frame's line: its data base64-encoded, and the envelope.
+var relayLineBytes = base64.StdEncoding.EncodedLen(wire.RelayFrameBytes) + replySlack
+
+// closeGrace is how long Close waits for the guest to end everything by itself before killing it.
 const closeGrace = 5 * time.Second
 
-// session talks to the agent of a running sandbox over its stdin and stdout, whatever runs
-// it (a process of the host, a container). One goroutine reads every line the agent writes:
+// session talks to the guest of a running sandbox over its stdin and stdout, whatever runs
+// it (a process of the host, a container). One goroutine reads every line the guest writes:
 // the reply to the request in flight, and the relay's frames at any time.
 type session struct {
 	peer    peer
 	stdin   io.WriteCloser
-	in      *lineWriter // over stdin
+	in      *wire.LineWriter // over stdin
 	stdout  *bufio.Reader
 	stderr  *boundedBuffer
 	workdir string
-	relay   *relayListener // nil: no relay
+	relay   *wire.Listener // nil: no relay
 	// agentDir is where commands find Spec.AgentDir ("" when none).
 	agentDir string
 
 	mu        sync.Mutex // one request at a time
 	rmu       sync.Mutex // guards waiting and ended
 	waiting   *awaited   // the request in flight
-	ended     error      // why the agent's output ended, or the line that ended it
+	ended     error      // why the guest's output ended, or the line that ended it
 	closeOnce sync.Once
 }
 
 // awaited is a request waiting for its reply, which the reader decodes into v.
 type awaited struct {
-	req  request
+	req  wire.Request
 	v    any
 	done chan error // receives once: nil, or why no reply will come
 }
 
-// peer is what runs the agent: how to end it and know it has ended.
+// peer is what runs the guest: how to end it and know it has ended.
 type peer interface {
-	// beforeClose runs before the agent's input is closed (a last chance to find what the
-	// agent's processes left, while they are still its children).
+	// beforeClose runs before the guest's input is closed (a last chance to find what the
+	// guest's processes left, while they are still its children).
 	beforeClose()
 	// kill ends every process of the sandbox at once.
 	kill()
@@ -90,40 +91,40 @@ type peer interface {
 	outOfMemory() bool
 }
 
-// newSession starts reading the agent's output; relay, when set, is the relay the agent offers.
+// newSession starts reading the guest's output; relay, when set, is the relay the guest offers.
 func newSession(p peer, stdin io.WriteCloser, stdout io.Reader, stderr *boundedBuffer, workdir string, relay *RelaySpec) *session {
-	s := &session{peer: p, stdin: stdin, in: &lineWriter{w: stdin}, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: stderr, workdir: workdir}
+	s := &session{peer: p, stdin: stdin, in: wire.NewLineWriter(stdin), stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: stderr, workdir: workdir}
 	if relay != nil {
-		s.relay = newRelayListener(func(f frame) error { return s.in.write(relayLine{&f}) }, relay.Port)
+		s.relay = wire.NewListener(func(f wire.Frame) error { return s.in.WriteLine(wire.RelayLine{Relay: &f}) }, relay.Port)
 	}
 	go s.read()
 	return s
 }
 
-// ErrAgentDied marks a sandbox whose agent is gone (killed, or out of memory).
-var ErrAgentDied = errors.New("the sandbox agent died")
+// ErrGuestDied marks a sandbox whose guest is gone (killed, or out of memory).
+var ErrGuestDied = errors.New("the sandbox guest died")
 
 func (s *session) Workdir() string { return s.workdir }
 
-// Run sends one command and waits for its result. The agent enforces the timeout; a result
-// that does not come a while after it (a dead or hung agent) ends the sandbox.
+// Run sends one command and waits for its result. The guest enforces the timeout; a result
+// that does not come a while after it (a dead or hung guest) ends the sandbox.
 func (s *session) Run(ctx context.Context, command string, timeout time.Duration) (Result, error) {
 	var res Result
-	if err := s.ask(ctx, request{Op: opRun, Cmd: command, Timeout: timeout}, timeout+30*time.Second, &res); err != nil {
+	if err := s.ask(ctx, wire.Request{Op: wire.OpRun, Cmd: command, Timeout: timeout}, timeout+30*time.Second, &res); err != nil {
 		return Result{}, err
 	}
-	return clipResult(res), nil
+	return wire.Clip(res), nil
 }
 
-// ReadFile reads a regular file of the workspace, at most limit bytes. The agent opens it
+// ReadFile reads a regular file of the workspace, at most limit bytes. The guest opens it
 // inside the sandbox, as the sandbox sees it: a link cannot lead out of the workspace, a FIFO
 // or a device is refused without blocking, a larger file is refused (safefile.ErrTooLarge).
 func (s *session) ReadFile(ctx context.Context, name string, limit int64) ([]byte, error) {
-	var a fileAnswer
-	if err := s.ask(ctx, request{Op: opRead, Name: name, Limit: limit}, fileTimeout, &a); err != nil {
+	var a wire.FileAnswer
+	if err := s.ask(ctx, wire.Request{Op: wire.OpRead, Name: name, Limit: limit}, fileTimeout, &a); err != nil {
 		return nil, err
 	}
-	if err := a.err(name); err != nil {
+	if err := a.Err(); err != nil {
 		return nil, err
 	}
 	if int64(len(a.Data)) > limit {
@@ -134,22 +135,22 @@ func (s *session) ReadFile(ctx context.Context, name string, limit int64) ([]byt
 
 // CheckFile says whether name is a regular file of the workspace, by ReadFile's rules.
 func (s *session) CheckFile(ctx context.Context, name string) error {
-	var a fileAnswer
-	if err := s.ask(ctx, request{Op: opCheck, Name: name}, fileTimeout, &a); err != nil {
+	var a wire.FileAnswer
+	if err := s.ask(ctx, wire.Request{Op: wire.OpCheck, Name: name}, fileTimeout, &a); err != nil {
 		return err
 	}
-	return a.err(name)
+	return a.Err()
 }
 
 // fileTimeout bounds the answer to a file request (a read of a few MiB).
 const fileTimeout = 30 * time.Second
 
 // ask sends one request and decodes its answer into v, waiting at most wait. A reply that is
-// not the answer to this request (see protocol.go) is the agent's death.
-func (s *session) ask(ctx context.Context, req request, wait time.Duration, v any) error {
+// not the answer to this request (see package wire) is the guest's death.
+func (s *session) ask(ctx context.Context, req wire.Request, wait time.Duration, v any) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	req.ID = newRequestID()
+	req.ID = wire.NewID()
 	w := &awaited{req: req, v: v, done: make(chan error, 1)}
 	s.rmu.Lock()
 	ended := s.ended
@@ -160,7 +161,7 @@ func (s *session) ask(ctx context.Context, req request, wait time.Duration, v an
 	if ended != nil {
 		return s.died(ended)
 	}
-	if err := s.in.write(req); err != nil {
+	if err := s.in.WriteLine(req); err != nil {
 		return s.died(err)
 	}
 	guard := time.NewTimer(wait)
@@ -176,13 +177,13 @@ func (s *session) ask(ctx context.Context, req request, wait time.Duration, v an
 		return ctx.Err()
 	case <-guard.C:
 		s.Close()
-		return fmt.Errorf("%w: no answer within %s", ErrAgentDied, wait)
+		return fmt.Errorf("%w: no answer within %s", ErrGuestDied, wait)
 	}
 }
 
-// read takes the agent's lines until its output ends or a line is one the agent would not
+// read takes the guest's lines until its output ends or a line is one the guest would not
 // write; then no reply comes any more, the relay's connections fail, and a refused line
-// ends the sandbox at once. What the agent writes after that is read and dropped, so that
+// ends the sandbox at once. What the guest writes after that is read and dropped, so that
 // its writer (docker's demultiplexer) never waits on a reader gone, and Close on it.
 func (s *session) read() {
 	err, refused := s.readLines()
@@ -195,7 +196,7 @@ func (s *session) read() {
 		w.done <- err
 	}
 	if s.relay != nil {
-		s.relay.mux.shut(err)
+		s.relay.Shut(err)
 		s.relay.Close()
 	}
 	if refused {
@@ -212,8 +213,8 @@ func (s *session) readLines() (error, bool) {
 		if err != nil {
 			return err, errors.Is(err, errLongLine)
 		}
-		if s.relay != nil && bytes.HasPrefix(line, []byte(relayPrefix)) {
-			var l relayLine
+		if s.relay != nil && bytes.HasPrefix(line, []byte(wire.RelayPrefix)) {
+			var l wire.RelayLine
 			dec := json.NewDecoder(bytes.NewReader(line))
 			dec.DisallowUnknownFields()
 			err := dec.Decode(&l)
@@ -221,9 +222,9 @@ func (s *session) readLines() (error, bool) {
 				err = errors.New("not one frame")
 			}
 			if err != nil {
-				return fmt.Errorf("a relay line that is not the agent's (%w)", err), true
+				return fmt.Errorf("a relay line that is not the guest's (%w)", err), true
 			}
-			if err := s.relay.mux.receive(*l.Relay); err != nil {
+			if err := s.relay.Receive(*l.Relay); err != nil {
 				return err, true
 			}
 			continue
@@ -232,7 +233,7 @@ func (s *session) readLines() (error, bool) {
 		w := s.waiting
 		s.rmu.Unlock()
 		if w == nil {
-			return errors.New("a line no request asked for (forged, or one more than the agent's answers)"), true
+			return errors.New("a line no request asked for (forged, or one more than the guest's answers)"), true
 		}
 		if err := decodeReply(line, w.req, w.v); err != nil {
 			return err, true
@@ -244,7 +245,7 @@ func (s *session) readLines() (error, bool) {
 	}
 }
 
-// lineLimit bounds the agent's next line: a relay frame, or the reply to the request in
+// lineLimit bounds the guest's next line: a relay frame, or the reply to the request in
 // flight.
 func (s *session) lineLimit() int {
 	limit := 0
@@ -254,43 +255,31 @@ func (s *session) lineLimit() int {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
 	if s.waiting != nil {
-		limit = max(limit, s.waiting.req.answerLimit())
+		limit = max(limit, answerLimit(s.waiting.req))
 	}
 	return limit
 }
 
-// newRequestID draws a request's id: 64 random bits, which a command writing into the
-// agent's output cannot guess; never 0, the id of a reply that has none.
-func newRequestID() uint64 {
-	var b [8]byte
-	for {
-		rand.Read(b[:]) // crypto/rand: never fails
-		if id := binary.LittleEndian.Uint64(b[:]); id != 0 {
-			return id
-		}
-	}
-}
-
-// decodeReply decodes the agent's reply line to req, its answer into v. The line is decoded in
+// decodeReply decodes the guest's reply line to req, its answer into v. The line is decoded in
 // one pass, before its id is checked (a second pass over a command's output costs as much as
 // the rest of the request), so v holds what a forged line said when the error says so: the
 // callers drop it.
-func decodeReply(line []byte, req request, v any) error {
-	rep := reply{Answer: v}
+func decodeReply(line []byte, req wire.Request, v any) error {
+	rep := wire.Reply{Answer: v}
 	if err := json.Unmarshal(line, &rep); err != nil {
-		return fmt.Errorf("a reply that is not the agent's (%w)", err)
+		return fmt.Errorf("a reply that is not the guest's (%w)", err)
 	}
 	if rep.ID != req.ID {
-		return fmt.Errorf("a reply with id %d to the request of id %d: a line the agent did not write for it (forged, or one more than its answers)", rep.ID, req.ID)
+		return fmt.Errorf("a reply with id %d to the request of id %d: a line the guest did not write for it (forged, or one more than its answers)", rep.ID, req.ID)
 	}
 	return nil
 }
 
-// errLongLine marks a line longer than any the agent may write there.
+// errLongLine marks a line longer than any the guest may write there.
 var errLongLine = errors.New("a line longer than allowed")
 
 // readLine reads one line of at most limit() bytes, asked again as the line grows (a request
-// sent meanwhile allows its reply): an agent cannot make aa-grade hold more.
+// sent meanwhile allows its reply): a guest cannot make aa-grade hold more.
 func readLine(r *bufio.Reader, limit func() int) ([]byte, error) {
 	var line []byte
 	for {
@@ -315,13 +304,13 @@ func (s *session) died(cause error) error {
 	}
 	msg := strings.TrimSpace(s.stderr.String())
 	if msg != "" {
-		return fmt.Errorf("%w (%v): %s", ErrAgentDied, cause, msg)
+		return fmt.Errorf("%w (%v): %s", ErrGuestDied, cause, msg)
 	}
-	return fmt.Errorf("%w: %v", ErrAgentDied, cause)
+	return fmt.Errorf("%w: %v", ErrGuestDied, cause)
 }
 
-// Close ends every process of the sandbox. With a pid namespace or a killing agent, closing
-// the agent's input is enough: it ends (killing all) and the namespace dies with it. The
+// Close ends every process of the sandbox. With a pid namespace or a killing guest, closing
+// the guest's input is enough: it ends (killing all) and the namespace dies with it. The
 // peer kills the sandbox in any case once the grace is over.
 func (s *session) Close() error {
 	s.closeOnce.Do(func() {
@@ -329,7 +318,7 @@ func (s *session) Close() error {
 		if s.relay != nil {
 			s.relay.Close()
 		}
-		s.stdin.Close() // also ends a line being written, should the agent not read it
+		s.stdin.Close() // also ends a line being written, should the guest not read it
 		select {
 		case <-s.peer.done():
 		case <-time.After(closeGrace):
@@ -340,50 +329,6 @@ func (s *session) Close() error {
 	})
 	return nil
 }
-
-// fileAnswer is the agent's answer to a file request.
-type fileAnswer struct {
-	Data  []byte `json:"data,omitempty"`
-	Error string `json:"error,omitempty"`
-	Kind  string `json:"kind,omitempty"` // fileNotExist, fileNotRegular, fileTooLarge, fileOutside, or "" for others
-}
-
-const (
-	fileNotExist   = "not_exist"
-	fileNotRegular = "not_regular"
-	fileTooLarge   = "too_large"
-	fileOutside    = "outside"
-)
-
-// err turns the answer back into the error the agent met, with the sentinel to match on.
-func (a fileAnswer) err(name string) error {
-	var kind error
-	switch a.Kind {
-	case "":
-		if a.Error == "" {
-			return nil
-		}
-		return errors.New(a.Error)
-	case fileNotExist:
-		kind = fs.ErrNotExist
-	case fileNotRegular:
-		kind = safefile.ErrNotRegular
-	case fileTooLarge:
-		kind = safefile.ErrTooLarge
-	case fileOutside:
-		kind = ErrOutsideWorkspace
-	}
-	return &agentFileError{msg: a.Error, kind: kind}
-}
-
-// agentFileError is an error the agent met on a file, as it described it.
-type agentFileError struct {
-	msg  string
-	kind error
-}
-
-func (e *agentFileError) Error() string { return e.msg }
-func (e *agentFileError) Unwrap() error { return e.kind }
 
 // boundedBuffer keeps the first bytes written to it, for error messages.
 type boundedBuffer struct {

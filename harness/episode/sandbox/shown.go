@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/kernel"
 )
 
 // AgentDirPath is where the bwrap and docker sandboxes show Spec.AgentDir. Landlock, which may
@@ -17,7 +18,7 @@ var ErrShownPath = errors.New("a host path the sandbox may not show")
 
 // reservedPaths are the sandbox's own places: no host path shown may be one of them, hold one
 // or lie in one, so that none shadows the workspace, the system's pseudo file systems or the
-// agent, and none exposes the whole host.
+// guest, and none exposes the whole host.
 var reservedPaths = []string{ReferenceWorkdir, "/tmp", "/proc", "/dev", "/sys", "/run", "/etc", AgentDirPath}
 
 // checkShown checks the host paths of Programs and AgentDir: absolute, clean, their own
@@ -56,7 +57,7 @@ func (s *Spec) checkShown() error {
 	if s.AgentDir == "" {
 		return nil
 	}
-	if err := check("agent folder", s.AgentDir, func(p, r string) bool { return !within(r, p) }); err != nil {
+	if err := check("agent folder", s.AgentDir, func(p, r string) bool { return !kernel.Within(r, p) }); err != nil {
 		return err
 	}
 	if info, err := os.Stat(s.AgentDir); err != nil || !info.IsDir() {
@@ -73,7 +74,7 @@ func CheckShown(programs []string, agentDir string) error {
 }
 
 // overlaps says whether one of the clean absolute paths a and b is, or lies in, the other.
-func overlaps(a, b string) bool { return b != "" && (within(a, b) || within(b, a)) }
+func overlaps(a, b string) bool { return b != "" && (kernel.Within(a, b) || kernel.Within(b, a)) }
 
 // shownPath is a host path shown read-only, and where the sandbox shows it.
 type shownPath struct{ host, at string }
@@ -97,9 +98,4 @@ func AgentDirOf(sb Sandbox) string {
 		return s.agentDir
 	}
 	return ""
-}
-
-// within says whether path is dir or under it.
-func within(path, dir string) bool {
-	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }

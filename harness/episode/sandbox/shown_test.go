@@ -44,7 +44,7 @@ func TestShownPaths(t *testing.T) {
 	for _, b := range backends(t, true) {
 		t.Run(b.Name(), func(t *testing.T) {
 			f := newFixture(t)
-			sb, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Agent: exe, AgentArg: []string{AgentCommand},
+			sb, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Guest: exe, GuestArg: []string{GuestCommand},
 				Programs: []string{programs}, AgentDir: agentDir})
 			if err != nil {
 				t.Fatal(err)
@@ -106,7 +106,7 @@ func TestShownPathsRefused(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, b := range backends(t, false) {
-				_, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Agent: exe, AgentArg: []string{AgentCommand},
+				_, err := b.Start(context.Background(), Spec{Snapshot: f.snapshot, Scratch: f.scratch, Guest: exe, GuestArg: []string{GuestCommand},
 					Programs: c.programs, AgentDir: c.agentDir})
 				if !errors.Is(err, ErrShownPath) {
 					t.Errorf("%s: %v, want ErrShownPath", b.Name(), err)

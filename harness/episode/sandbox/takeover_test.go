@@ -148,9 +148,9 @@ func TestWorkspaceMetadataStillWorks(t *testing.T) {
 	}
 }
 
-// agentThreads lists the status files of the threads of the sandbox agents this test process
-// started (its descendants running the agent).
-func agentThreads(t *testing.T) []string {
+// guestThreads lists the status files of the threads of the sandbox guests this test process
+// started (its descendants running the guest).
+func guestThreads(t *testing.T) []string {
 	t.Helper()
 	parent := func(pid int) int {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -167,7 +167,7 @@ func agentThreads(t *testing.T) []string {
 	for _, dir := range procs {
 		pid, _ := strconv.Atoi(filepath.Base(dir))
 		cmdline, _ := os.ReadFile(dir + "/cmdline")
-		if !strings.Contains(string(cmdline), AgentCommand) {
+		if !strings.Contains(string(cmdline), GuestCommand) {
 			continue
 		}
 		mine := false
@@ -185,17 +185,17 @@ func agentThreads(t *testing.T) []string {
 	return out
 }
 
-func TestNoThreadOfTheAgentKeepsCapabilities(t *testing.T) {
+func TestNoThreadOfTheGuestKeepsCapabilities(t *testing.T) {
 	for _, b := range backends(t, true) {
 		if b.Name() == NameDocker {
 			continue // the daemon's container: its threads are not this process's children
 		}
 		t.Run(b.Name(), func(t *testing.T) {
 			sb := start(t, b, newFixture(t))
-			run(t, sb, "true") // the agent has confined itself
-			threads := agentThreads(t)
+			run(t, sb, "true") // the guest has confined itself
+			threads := guestThreads(t)
 			if len(threads) < 2 {
-				t.Fatalf("found %d threads of the agent", len(threads))
+				t.Fatalf("found %d threads of the guest", len(threads))
 			}
 			for _, status := range threads {
 				f, err := os.Open(status)
@@ -215,10 +215,10 @@ func TestNoThreadOfTheAgentKeepsCapabilities(t *testing.T) {
 	}
 }
 
-// TestCommandsCannotTakeOverTheAgent: pid 1 and the agent (the command's parent) can be
+// TestCommandsCannotTakeOverTheGuest: pid 1 and the guest (the command's parent) can be
 // neither traced, nor read or written through process_vm_*, nor written to through their
 // descriptors; pid 1 shows no host path.
-func TestCommandsCannotTakeOverTheAgent(t *testing.T) {
+func TestCommandsCannotTakeOverTheGuest(t *testing.T) {
 	for _, b := range backends(t, true) {
 		t.Run(b.Name(), func(t *testing.T) {
 			f := newFixture(t)
@@ -228,7 +228,7 @@ func TestCommandsCannotTakeOverTheAgent(t *testing.T) {
 import ctypes, sys
 libc = ctypes.CDLL(None, use_errno=True)
 sys.exit(0 if libc.ptrace(16, 1, 0, 0) == 0 else 1)"`},
-				{"ptrace the agent", `python3 -c "
+				{"ptrace the guest", `python3 -c "
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 sys.exit(0 if libc.ptrace(16, os.getppid(), 0, 0) == 0 else 1)" `},
@@ -244,7 +244,7 @@ buf = ctypes.create_string_buffer(8)
 local, remote = iovec(ctypes.cast(buf, ctypes.c_void_p), 8), iovec(0x400000, 8)
 sys.exit(0 if libc.process_vm_readv(1, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) >= 0 or ctypes.get_errno() == 14 else 1)"`},
 				{"write to pid 1's output", `printf '{"forged":1}\n' > /proc/1/fd/1`},
-				{"write to the agent's output", `printf '{"forged":1}\n' > /proc/$PPID/fd/1`},
+				{"write to the guest's output", `printf '{"forged":1}\n' > /proc/$PPID/fd/1`},
 			}
 			for _, a := range attacks {
 				if r := run(t, sb, a.cmd); r.ExitCode == 0 {
@@ -252,7 +252,7 @@ sys.exit(0 if libc.process_vm_readv(1, ctypes.byref(local), 1, ctypes.byref(remo
 				}
 			}
 			if r := run(t, sb, "echo still served"); r.Stdout != "still served\n" {
-				t.Fatalf("the agent answers wrongly after the attacks: %+v", r)
+				t.Fatalf("the guest answers wrongly after the attacks: %+v", r)
 			}
 			r := run(t, sb, `tr '\0' ' ' < /proc/1/cmdline`)
 			if strings.Contains(r.Stdout, f.snapshot) || strings.Contains(r.Stdout, "--ro-bind") {
@@ -301,7 +301,7 @@ func TestDevIsInsideTheDiskLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			sb, err := b.Start(t.Context(), Spec{Snapshot: f.snapshot, Hide: []string{"ground_truth.yaml"}, Scratch: f.scratch,
-				Agent: exe, AgentArg: []string{AgentCommand}, Limits: Limits{Disk: limit}})
+				Guest: exe, GuestArg: []string{GuestCommand}, Limits: Limits{Disk: limit}})
 			if err != nil {
 				t.Fatal(err)
 			}

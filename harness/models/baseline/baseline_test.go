@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/internal/testsupport/agenttest"
+	"github.com/aa-grade/aa-grade/internal/testsupport/guesttest"
 	"github.com/aa-grade/aa-grade/internal/testsupport/synthtask"
 
 	"github.com/aa-grade/aa-grade/data"
@@ -21,8 +21,8 @@ import (
 	"github.com/aa-grade/aa-grade/snapshot/synth/naive"
 )
 
-// The test binary doubles as the sandbox agent, as aa-grade does.
-func TestMain(m *testing.M) { agenttest.Main(m) }
+// The test binary doubles as the sandbox guest, as aa-grade does.
+func TestMain(m *testing.M) { guesttest.Main(m) }
 
 // startSandbox starts a sandbox over a snapshot folder, its ground truth hidden, as an
 // episode's; it is closed at the end of the test.
@@ -33,8 +33,8 @@ func startSandbox(t *testing.T, dir string) sandbox.Sandbox {
 		t.Fatal(err)
 	}
 	exe, _ := os.Executable()
-	sb, err := agenttest.Backend(t).Start(context.Background(), sandbox.Spec{Snapshot: dir, Hide: []string{data.GroundTruthFile},
-		Scratch: scratch, Agent: exe, AgentArg: []string{sandbox.AgentCommand}})
+	sb, err := guesttest.Backend(t).Start(context.Background(), sandbox.Spec{Snapshot: dir, Hide: []string{data.GroundTruthFile},
+		Scratch: scratch, Guest: exe, GuestArg: []string{sandbox.GuestCommand}})
 	if err != nil {
 		t.Fatal(err)
 	}

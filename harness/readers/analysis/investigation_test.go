@@ -14,7 +14,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
@@ -44,7 +44,7 @@ func shellText(code int, stdout, stderr string) string {
 
 // truncated is an output cut to the sandbox's limit, its notice where the model reads it.
 func truncated() string {
-	c := sandbox.NewCapture(shellspec.OutputLimit)
+	c := wire.NewCapture(shellspec.OutputLimit)
 	c.Write([]byte(strings.Repeat("log line\n", 10000)))
 	return c.String()
 }

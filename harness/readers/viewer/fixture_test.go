@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
@@ -87,7 +87,7 @@ func factors(names []string) []map[string]string {
 // the sandbox keeps it (cut to OutputLimit with the notice in the middle).
 func shellResult(code int, stdout, stderr string) string {
 	keep := func(s string) string {
-		c := sandbox.NewCapture(shellspec.OutputLimit)
+		c := wire.NewCapture(shellspec.OutputLimit)
 		c.Write([]byte(s))
 		return c.String()
 	}

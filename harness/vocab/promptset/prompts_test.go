@@ -18,7 +18,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
 	"github.com/aa-grade/aa-grade/internal/testsupport/shareddata"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
@@ -192,7 +192,7 @@ func stirrupPrompts(t *testing.T) *Set {
 
 // truncated is what the sandbox hands back of a stream of total characters (x then y).
 func truncated(total int) string {
-	c := sandbox.NewCapture(shellspec.OutputLimit)
+	c := wire.NewCapture(shellspec.OutputLimit)
 	c.Write([]byte(strings.Repeat("x", total/2) + strings.Repeat("y", total-total/2)))
 	return c.String()
 }

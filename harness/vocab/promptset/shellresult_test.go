@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 // captured is a stream as the sandbox keeps it: cut to OutputLimit with its notice.
 func captured(s string) (string, int64) {
-	c := sandbox.NewCapture(shellspec.OutputLimit)
+	c := wire.NewCapture(shellspec.OutputLimit)
 	c.Write([]byte(s))
 	return c.String(), c.Total()
 }

@@ -39,7 +39,7 @@ func dialPipe(ctx context.Context, path string) (net.Conn, error) {
 }
 
 // pipeConn is a named pipe as a net.Conn: os.File has the reads, writes and deadlines. It has
-// no CloseWrite, so the end of the agent's input closes the whole connection.
+// no CloseWrite, so the end of the guest's input closes the whole connection.
 type pipeConn struct{ *os.File }
 
 func (c pipeConn) LocalAddr() net.Addr  { return pipeAddr(c.Name()) }

@@ -1,4 +1,4 @@
-package sandbox
+package wire
 
 import (
 	"strings"
@@ -10,7 +10,8 @@ import (
 // Capture keeps the head and the tail of a stream in bounded memory, whatever its length:
 // the first shellspec.OutputLimit/2 characters, a ring of the last bytes that can hold shellspec.OutputLimit/2
 // characters, and the count of all characters (bytes that are not UTF-8 count as one each,
-// as they become U+FFFD).
+// as they become U+FFFD). The guest captures each command's stdout and stderr with one, and
+// aa-grade holds what arrives to the same rule (Clip).
 type Capture struct {
 	limit   int // characters kept in all
 	head    []byte
@@ -124,54 +125,6 @@ func (c *Capture) cut(total int64) string {
 		runes = runes[len(runes)-keep:]
 	}
 	return decode(c.head) + shellspec.TruncationNotice(total, c.limit) + string(runes)
-}
-
-// clipResult holds a result that came from the agent to the caps whatever the agent sent
-// (a command that writes into the agent's output can forge one): each stream is cut as the
-// agent's Capture cuts it, and its length is never less than what arrived.
-func clipResult(r Result) Result {
-	r.Stdout, r.StdoutChars = clipStream(r.Stdout, r.StdoutChars)
-	r.Stderr, r.StderrChars = clipStream(r.Stderr, r.StderrChars)
-	return r
-}
-
-// clipStream cuts s, a stream the agent says had claimed characters, to shellspec.OutputLimit
-// characters around a notice, and returns it with its length: the larger of the claim and
-// what arrived. What a Capture made (a stream within the limit, or a cut one whose notice
-// gives the claimed length) stays as it is, so that an honest result is not cut twice.
-func clipStream(s string, claimed int64) (string, int64) {
-	if isCut(s, claimed) {
-		return s, claimed
-	}
-	n := int64(utf8.RuneCountInString(s))
-	total := max(claimed, n)
-	if n <= shellspec.OutputLimit {
-		return s, total
-	}
-	c := NewCapture(shellspec.OutputLimit)
-	c.Write([]byte(s))
-	return c.cut(total), total
-}
-
-// isCut says whether s is what a Capture of shellspec.OutputLimit makes of a longer stream of total
-// characters: the first shellspec.OutputLimit/2 characters, the notice, the last ones.
-func isCut(s string, total int64) bool {
-	if total <= shellspec.OutputLimit {
-		return false
-	}
-	at, n := -1, 0 // at: the byte offset of the character after the head
-	for i := range s {
-		if n == shellspec.OutputLimit/2 {
-			at = i
-			break
-		}
-		n++
-	}
-	if at < 0 {
-		return false
-	}
-	tail, ok := strings.CutPrefix(s[at:], shellspec.TruncationNotice(total, shellspec.OutputLimit))
-	return ok && utf8.RuneCountInString(tail) == shellspec.OutputLimit-shellspec.OutputLimit/2
 }
 
 func (c *Capture) ringBytes() []byte {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package guest
 
 import (
 	"errors"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
 // listenRelay brings the sandbox's loopback up where it is down (a network namespace of
@@ -42,11 +44,10 @@ func listenRelay(port int) (net.Listener, error) {
 	return l, nil
 }
 
-// serveRelay opens a relayed connection for each command's connection to l, at most
-// relayMaxConns at once (the next wait in l's backlog), until l fails.
-func serveRelay(l net.Listener, m *relayMux) {
-	slots := make(chan struct{}, relayMaxConns)
-	m.release = func() { <-slots }
+// serveRelay opens a relayed connection for each command's connection to l, each holding a
+// slot of slots until m forgets it (m's release takes the slot back): at most
+// wire.RelayMaxConns at once (the next wait in l's backlog), until l fails.
+func serveRelay(l net.Listener, m *wire.Mux, slots chan struct{}) {
 	for {
 		slots <- struct{}{}
 		tcp, err := l.Accept()
@@ -58,7 +59,7 @@ func serveRelay(l net.Listener, m *relayMux) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		c, err := m.open()
+		c, err := m.Open()
 		if err != nil {
 			tcp.Close()
 			return // the channel ended
@@ -69,10 +70,10 @@ func serveRelay(l net.Listener, m *relayMux) {
 
 // pumpRelay copies both ways between a command's connection and its relayed one, passing
 // half-closes on; a reset on either side closes both.
-func pumpRelay(tcp *net.TCPConn, c *relayConn) {
+func pumpRelay(tcp *net.TCPConn, c *wire.Conn) {
 	var up sync.WaitGroup
 	up.Go(func() {
-		buf := make([]byte, relayFrameData)
+		buf := make([]byte, wire.RelayFrameBytes)
 		for {
 			n, err := tcp.Read(buf)
 			if n > 0 {
@@ -91,7 +92,7 @@ func pumpRelay(tcp *net.TCPConn, c *relayConn) {
 		}
 	})
 	_, err := io.Copy(tcp, c)
-	if err == nil && !c.peerGone() {
+	if err == nil && !c.PeerGone() {
 		tcp.CloseWrite()
 	} else {
 		tcp.Close() // everything came (aa-grade closed), or one side broke

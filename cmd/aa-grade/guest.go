@@ -7,15 +7,16 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/guest"
 )
 
-// newAgentCommand is the hidden command a sandbox runs inside: it serves shell commands over
-// stdin and stdout (see package sandbox).
-func newAgentCommand() *cli.Command {
+// newGuestCommand is the hidden command a sandbox runs inside: it serves shell commands over
+// stdin and stdout (see package guest).
+func newGuestCommand() *cli.Command {
 	return &cli.Command{
-		Name:   sandbox.AgentCommand,
+		Name:   sandbox.GuestCommand,
 		Hidden: true,
-		Action: func(context.Context, *cli.Command) error { return sandbox.RunAgent(os.Stdin, os.Stdout) },
+		Action: func(context.Context, *cli.Command) error { return guest.Run(os.Stdin, os.Stdout) },
 	}
 }
 

@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// TestShownAgentBlanksWhatIsConcealed: a concealed string is zeroed in the copy a sandbox
+// TestShownGuestBlanksWhatIsConcealed: a concealed string is zeroed in the copy a sandbox
 // runs, which nobody may read and which is made once; a string found twice, or not at all,
 // starts no sandbox (nothing could say the copy holds it no more).
-func TestShownAgentBlanksWhatIsConcealed(t *testing.T) {
+func TestShownGuestBlanksWhatIsConcealed(t *testing.T) {
 	secret := []byte("the-answer-key-of-the-demo")
 	t.Cleanup(func() { concealed = nil })
 	concealed = [][]byte{secret}
@@ -20,7 +20,7 @@ func TestShownAgentBlanksWhatIsConcealed(t *testing.T) {
 	if err := os.WriteFile(exe, []byte("ELF...before|the-answer-key-of-the-demo|after"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	shown, err := shownAgent(exe)
+	shown, err := shownGuest(exe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,13 +40,13 @@ func TestShownAgentBlanksWhatIsConcealed(t *testing.T) {
 		t.Errorf("the copy holds %q, want %q", b, want)
 	}
 	os.Chmod(shown, 0o111)
-	if again, err := shownAgent(exe); err != nil || again != shown {
+	if again, err := shownGuest(exe); err != nil || again != shown {
 		t.Errorf("a second sandbox runs %s (%v), want the first copy %s", again, err, shown)
 	}
 	for name, content := range map[string]string{"twice": "a|the-answer-key-of-the-demo|b|the-answer-key-of-the-demo", "absent": "a build without it"} {
 		other := filepath.Join(t.TempDir(), name)
 		os.WriteFile(other, []byte(content), 0o755)
-		if _, err := shownAgent(other); !errors.Is(err, ErrConcealed) {
+		if _, err := shownGuest(other); !errors.Is(err, ErrConcealed) {
 			t.Errorf("%s: %v, want ErrConcealed", name, err)
 		}
 	}
@@ -55,18 +55,18 @@ func TestShownAgentBlanksWhatIsConcealed(t *testing.T) {
 	}
 }
 
-// TestShownAgentIsTheAgentWhenNothingIsConcealed: with nothing to conceal, the agent runs as
+// TestShownGuestIsTheGuestWhenNothingIsConcealed: with nothing to conceal, the guest runs as
 // it is, uncopied.
-func TestShownAgentIsTheAgentWhenNothingIsConcealed(t *testing.T) {
-	if shown, err := shownAgent("/usr/bin/true"); err != nil || shown != "/usr/bin/true" {
+func TestShownGuestIsTheGuestWhenNothingIsConcealed(t *testing.T) {
+	if shown, err := shownGuest("/usr/bin/true"); err != nil || shown != "/usr/bin/true" {
 		t.Errorf("shown %s (%v), want /usr/bin/true", shown, err)
 	}
 }
 
-// BenchmarkStageAgent: what a run pays, once, for the copy of its agent that a sandbox runs:
+// BenchmarkStageGuest: what a run pays, once, for the copy of its guest that a sandbox runs:
 // this test binary read, 4 MB of it (the demo archive's size) found and zeroed, hashed, and
 // found already made.
-func BenchmarkStageAgent(b *testing.B) {
+func BenchmarkStageGuest(b *testing.B) {
 	exe, _ := os.Executable()
 	content, err := os.ReadFile(exe)
 	if err != nil {
@@ -78,7 +78,7 @@ func BenchmarkStageAgent(b *testing.B) {
 	concealed = [][]byte{secret}
 	dir := b.TempDir()
 	for b.Loop() {
-		if _, err := stageAgent(exe, dir); err != nil {
+		if _, err := stageGuest(exe, dir); err != nil {
 			b.Fatal(err)
 		}
 	}

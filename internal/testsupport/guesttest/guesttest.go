@@ -1,6 +1,6 @@
-// Package agenttest lets a test binary double as the sandbox agent, as aa-grade does: a test
+// Package guesttest lets a test binary double as the sandbox guest, as aa-grade does: a test
 // that starts sandboxes calls Main from its TestMain.
-package agenttest
+package guesttest
 
 import (
 	"fmt"
@@ -8,15 +8,16 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/guest"
 )
 
-// Main serves as the agent (or enters a sandbox's cgroup) when the binary was started for
+// Main serves as the guest (or enters a sandbox's cgroup) when the binary was started for
 // that, and runs the tests otherwise.
 func Main(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case sandbox.AgentCommand:
-			if err := sandbox.RunAgent(os.Stdin, os.Stdout); err != nil {
+		case sandbox.GuestCommand:
+			if err := guest.Run(os.Stdin, os.Stdout); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package guest
 
 // legacyMetadataSyscalls: arm64 has the metadata calls only in their *at forms.
 var legacyMetadataSyscalls []uintptr

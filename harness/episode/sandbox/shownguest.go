@@ -11,10 +11,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/kernel"
 	"github.com/aa-grade/aa-grade/internal/atomicfile"
 )
 
-// concealed are the byte strings that no sandbox may see in the agent executable it runs (the
+// concealed are the byte strings that no sandbox may see in the guest executable it runs (the
 // demo dataset's archive, answers included, that aa-grade embeds): see Conceal.
 var (
 	concealMu sync.Mutex
@@ -22,7 +23,7 @@ var (
 )
 
 // Conceal keeps b out of every sandbox started after it: a sandbox runs, and shows, a copy of
-// the agent executable in which b is zeroed. The agent never reads b, so the copy serves as
+// the guest executable in which b is zeroed. The guest never reads b, so the copy serves as
 // well; a command that reads the copy, or its /proc/PID/exe, finds zeros. b must be found
 // exactly once in the executable, else no sandbox starts (ErrConcealed).
 func Conceal(b []byte) {
@@ -34,29 +35,29 @@ func Conceal(b []byte) {
 	concealed = append(concealed, b)
 }
 
-// ErrConcealed marks an agent executable in which a byte string to conceal is not found exactly
+// ErrConcealed marks a guest executable in which a byte string to conceal is not found exactly
 // once: shown to a sandbox, it might hold it still, so none starts.
-var ErrConcealed = errors.New("the agent executable cannot be shown to a sandbox")
+var ErrConcealed = errors.New("the guest executable cannot be shown to a sandbox")
 
-// shownAgentMode is the copy's mode: executable, readable by nobody. It is blanked anyway; not
+// shownGuestMode is the copy's mode: executable, readable by nobody. It is blanked anyway; not
 // readable, no command can copy it to patch it (its commands have no capability to override
 // the mode, even where they run as its owner).
-const shownAgentMode = 0o111
+const shownGuestMode = 0o111
 
-// shownAgents are the copies made, by source: one a process.
-var shownAgents sync.Map
+// shownGuests are the copies made, by source: one a process.
+var shownGuests sync.Map
 
-// shownAgent is the executable a sandbox runs as its agent in place of src: src itself when
+// shownGuest is the executable a sandbox runs as its guest in place of src: src itself when
 // nothing is concealed; else a copy with every concealed string zeroed, in the user's cache
-// folder under a name of its content (aa-grade/agent/HASH/aa-grade), made once.
-func shownAgent(src string) (string, error) {
+// folder under a name of its content (aa-grade/guest/HASH/aa-grade), made once.
+func shownGuest(src string) (string, error) {
 	concealMu.Lock()
 	secrets := concealed
 	concealMu.Unlock()
 	if len(secrets) == 0 {
 		return src, nil
 	}
-	if dst, ok := shownAgents.Load(src); ok {
+	if dst, ok := shownGuests.Load(src); ok {
 		if _, err := os.Stat(dst.(string)); err == nil {
 			return dst.(string), nil
 		}
@@ -65,49 +66,49 @@ func shownAgent(src string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: a copy of %s without the demo's answers goes in the cache folder: %w", ErrConcealed, src, err)
 	}
-	dst, err := stageAgent(src, filepath.Join(cache, "aa-grade", "agent"))
+	dst, err := stageGuest(src, filepath.Join(cache, "aa-grade", "guest"))
 	if err != nil {
 		return "", err
 	}
-	shownAgents.Store(src, dst)
+	shownGuests.Store(src, dst)
 	return dst, nil
 }
 
-// agentSeenAt are the paths where a sandbox would show the agent executable itself, showing
+// guestSeenAt are the paths where a sandbox would show the guest executable itself, showing
 // the host folders ownPath at their own path and the agent folder at agentDirAt (""; at its
 // own path, in ownPath): aa-grade installed in /usr/local/bin, or in the agent folder. There
-// the sandbox shows its copy instead (shown; none when shown is the agent itself). The
+// the sandbox shows its copy instead (shown; none when shown is the guest itself). The
 // executable is taken as resolved, the path at which the folders hold it.
-func (s *Spec) agentSeenAt(shown string, ownPath []string, agentDirAt string) ([]string, error) {
-	if shown == s.Agent {
+func (s *Spec) guestSeenAt(shown string, ownPath []string, agentDirAt string) ([]string, error) {
+	if shown == s.Guest {
 		return nil, nil
 	}
-	exe, err := filepath.EvalSymlinks(s.Agent)
+	exe, err := filepath.EvalSymlinks(s.Guest)
 	if err != nil {
-		return nil, fmt.Errorf("find the agent executable: %w", err)
+		return nil, fmt.Errorf("find the guest executable: %w", err)
 	}
 	var at []string
 	for _, dir := range ownPath {
-		if within(exe, dir) {
+		if kernel.Within(exe, dir) {
 			at = append(at, exe)
 			break
 		}
 	}
-	if agentDirAt != "" && s.AgentDir != "" && within(exe, s.AgentDir) {
+	if agentDirAt != "" && s.AgentDir != "" && kernel.Within(exe, s.AgentDir) {
 		at = append(at, agentDirAt+strings.TrimPrefix(exe, s.AgentDir))
 	}
 	return at, nil
 }
 
-// stageAgent copies the executable src, every concealed string zeroed, into dir under a name
+// stageGuest copies the executable src, every concealed string zeroed, into dir under a name
 // of the copy's content, unless it is there already, and returns the copy's path. A daemon in
 // a virtual machine (Docker Desktop, Colima, OrbStack, Podman machine) binds only files of the
 // folders it shares with the host, of which the user's home, holding the cache, is one by
 // default; and a downloaded binary may lack its execute bit.
-func stageAgent(src, dir string) (string, error) {
+func stageGuest(src, dir string) (string, error) {
 	b, err := os.ReadFile(src)
 	if err != nil {
-		return "", fmt.Errorf("read the agent executable: %w", err)
+		return "", fmt.Errorf("read the guest executable: %w", err)
 	}
 	concealMu.Lock()
 	secrets := concealed
@@ -119,11 +120,11 @@ func stageAgent(src, dir string) (string, error) {
 	}
 	sum := sha256.Sum256(b)
 	dst := filepath.Join(dir, hex.EncodeToString(sum[:8]), "aa-grade")
-	if info, err := os.Stat(dst); err == nil && info.Size() == int64(len(b)) && info.Mode().Perm() == shownAgentMode {
+	if info, err := os.Stat(dst); err == nil && info.Size() == int64(len(b)) && info.Mode().Perm() == shownGuestMode {
 		return dst, nil
 	}
-	if err := atomicfile.WriteFilePerm(dst, b, shownAgentMode); err != nil { // whole and executable, or not there
-		return "", fmt.Errorf("copy the agent executable: %w", err)
+	if err := atomicfile.WriteFilePerm(dst, b, shownGuestMode); err != nil { // whole and executable, or not there
+		return "", fmt.Errorf("copy the guest executable: %w", err)
 	}
 	return dst, nil
 }
@@ -134,7 +135,7 @@ func stageAgent(src, dir string) (string, error) {
 func blank(b, secret []byte) error {
 	i := bytes.Index(b, secret)
 	if i < 0 {
-		return fmt.Errorf("the %d bytes to conceal are not in it (another build's agent?)", len(secret))
+		return fmt.Errorf("the %d bytes to conceal are not in it (another build's guest?)", len(secret))
 	}
 	if bytes.Contains(b[i+1:], secret) {
 		return fmt.Errorf("the %d bytes to conceal are in it more than once", len(secret))

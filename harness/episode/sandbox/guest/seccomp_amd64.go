@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package guest
 
 import "golang.org/x/sys/unix"
 

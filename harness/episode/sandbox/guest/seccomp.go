@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package guest
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox/kernel"
 )
 
 // deniedSyscalls fail with EPERM inside an isolating sandbox: mounts and namespaces (no
@@ -22,7 +24,7 @@ var deniedSyscalls = []uintptr{
 	unix.SYS_REQUEST_KEY, unix.SYS_USERFAULTFD, unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD, unix.SYS_INIT_MODULE,
 	unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE, unix.SYS_REBOOT, unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_ACCT,
 	unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_NAME_TO_HANDLE_AT, unix.SYS_SYSLOG, unix.SYS_SETHOSTNAME, unix.SYS_SETDOMAINNAME,
-	// Another process of the sandbox (its pid 1, the agent) is never traced, read, written or
+	// Another process of the sandbox (its pid 1, the guest) is never traced, read, written or
 	// robbed of a descriptor: whatever holds aa-grade's pipes stays out of a command's reach.
 	unix.SYS_PTRACE, unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_PIDFD_GETFD,
 	unix.SYS_PROCESS_MADVISE, unix.SYS_KCMP,
@@ -30,7 +32,7 @@ var deniedSyscalls = []uintptr{
 
 // metadataSyscalls change a file's mode, owner, times or extended attributes, which Landlock
 // does not govern. They are refused where nothing else keeps a command from changing host
-// files its user owns: a Landlock agent without a mount namespace, whose system folders are not
+// files its user owns: a Landlock guest without a mount namespace, whose system folders are not
 // read-only mounts. (Elsewhere the mounts refuse them outside the workspace, and the workspace
 // keeps them.)
 // (The calls an architecture keeps only for old binaries, amd64's chmod and utime among them,
@@ -52,17 +54,6 @@ var unavailableSyscalls = []uintptr{unix.SYS_CLONE3, unix.SYS_IO_URING_SETUP, un
 const namespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
 	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
 
-// auditArch is the seccomp architecture of this build ("" where the filter is not written).
-func auditArch() (uint32, error) {
-	switch runtime.GOARCH {
-	case "amd64":
-		return unix.AUDIT_ARCH_X86_64, nil
-	case "arm64":
-		return unix.AUDIT_ARCH_AARCH64, nil
-	}
-	return 0, fmt.Errorf("the seccomp filter is written for amd64 and arm64, not %s", runtime.GOARCH)
-}
-
 // x32Bit marks the x32 ABI's system call numbers, which share amd64's audit architecture: the
 // filter refuses them all rather than list every call twice.
 const x32Bit = 0x40000000
@@ -74,7 +65,7 @@ const x32Bit = 0x40000000
 // architecture's calls with EACCES. With relay, socket(2) makes what a TCP client over IPv4
 // needs, and only that (see relaySocketRule).
 func seccompFilter(noMetadata, relay bool) ([]unix.SockFilter, error) {
-	arch, err := auditArch()
+	arch, err := kernel.SeccompArch()
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +121,7 @@ func seccompFilter(noMetadata, relay bool) ([]unix.SockFilter, error) {
 // relaySocketRule, with the system call's number loaded, lets socket(2) make an IPv4 TCP socket
 // (SOCK_STREAM, protocol 0 or TCP: not MPTCP or SCTP) and refuses every other with EACCES, as
 // it refuses bind(2) and listen(2): a command may connect, in a network namespace where only the
-// agent listens (it listened before the filter), and serve nothing. The arguments are ints,
+// guest listens (it listened before the filter), and serve nothing. The arguments are ints,
 // of which the kernel reads the low 32 bits, which are what the filter loads.
 func relaySocketRule() []unix.SockFilter {
 	const (
@@ -162,7 +153,7 @@ func relaySocketRule() []unix.SockFilter {
 	}
 }
 
-// installSeccomp applies the filter to every thread of the agent and so to every command.
+// installSeccomp applies the filter to every thread of the guest and so to every command.
 // no_new_privs must be set first.
 func installSeccomp(noMetadata, relay bool) error {
 	filter, err := seccompFilter(noMetadata, relay)
