@@ -677,7 +677,7 @@ func runPlan(opts runOptions) (episodesPlan, error) {
 	}
 	p.prices = h.Prices
 	if !opts.isSet("prompts") { // the texts the recording was made with
-		if p.prompts, err = promptset.ReadRun(dir, h.PromptSHA256); err != nil {
+		if p.prompts, err = runfolder.ReadPrompts(dir, h.PromptSHA256); err != nil {
 			return p, usageErrorf("replay/%s: %w; give the set with --prompts FILE", dir, err)
 		}
 	}
