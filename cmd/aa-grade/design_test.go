@@ -33,9 +33,11 @@ var layers = []layer{
 		"snapshot/pack":           {"data"},
 		"grader/judge":            {"grader"},
 		"harness/vocab/model":     {"harness/vocab/ratelimit"},
-		"harness/vocab/runfolder": {"grader", "harness/vocab/model", "harness/vocab/promptset", "harness/vocab/ratelimit"},
 		"harness/vocab/atif":      {"grader"},
 		"harness/vocab/promptset": {"grader", "harness/vocab/model", "harness/vocab/shellspec"},
+		"harness/vocab/settings":  {"harness/vocab/promptset"},
+		"harness/vocab/runfolder": {"grader", "harness/vocab/model", "harness/vocab/promptset", "harness/vocab/ratelimit",
+			"harness/vocab/settings"},
 	}},
 	{name: "the models", folders: []string{"harness/models"}, below: []string{"the vocabularies"}},
 	{name: "the episode", folders: []string{"harness/episode"}, below: []string{"the vocabularies"}, within: map[string][]string{

@@ -17,10 +17,7 @@ func TestReadPrompts(t *testing.T) {
 	if p, err := ReadPrompts(dir, promptset.Builtin().SHA256()); err != nil || p != promptset.Builtin() {
 		t.Errorf("no file, the built-in hash: %v, %v", p, err)
 	}
-	other, err := promptset.Builtin().WithTask("Investigate the snapshot another way.")
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := otherPrompts(t)
 	if _, err := ReadPrompts(dir, other.SHA256()); !errors.Is(err, ErrPromptsNotKept) {
 		t.Errorf("no file, another hash: %v", err)
 	}
