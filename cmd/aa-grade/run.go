@@ -47,13 +47,13 @@ type runOptions struct {
 	dataset                  string
 	tasks                    []string
 	limit, sample, seed      int
-	repeats, maxTurns        int
+	repeats                  int
 	parallel, maxInFlight    int
 	rpm, tpm                 int
 	sandbox, sandboxImage    string
 	memoryLimit, diskLimit   string
 	out                      string
-	commandTimeout, grace    time.Duration
+	grace                    time.Duration
 	reasoningEffort          string
 	maxTokens, contextWindow int
 	loop                     string
@@ -68,11 +68,13 @@ type runOptions struct {
 	prompts                  promptOptions
 	judge                    judgeOptions
 	agent                    agentOptions
+	// episode holds the settings the flags give as they are (--max-turns, --command-timeout,
+	// and the loop Validate reads from --loop); episodeSettings completes them.
+	episode settings.Settings
 
 	// Set by Validate from the flags above.
-	shard     runfolder.Shard
-	limits    sandbox.Limits
-	agentLoop settings.Loop
+	shard  runfolder.Shard
+	limits sandbox.Limits
 }
 
 func (o *runOptions) flags() []cli.Flag {
@@ -85,7 +87,7 @@ func (o *runOptions) flags() []cli.Flag {
 			Usage: "only K tasks drawn at random (of --tasks, else of the dataset), the same K for the same --seed"},
 		&cli.IntFlag{Name: "seed", Destination: &o.seed, Sources: env("seed"), Usage: "the draw of --sample"},
 		&cli.IntFlag{Name: "repeats", Value: 3, Destination: &o.repeats, Sources: env("repeats"), Usage: "episodes per task"},
-		&cli.IntFlag{Name: "max-turns", Value: loop.DefaultMaxTurns, Destination: &o.maxTurns, Sources: env("max-turns"), Usage: "model calls per episode"},
+		&cli.IntFlag{Name: "max-turns", Value: loop.DefaultMaxTurns, Destination: &o.episode.MaxTurns, Sources: env("max-turns"), Usage: "model calls per episode"},
 		&cli.IntFlag{Name: "parallel", Value: 4, Destination: &o.parallel, Sources: env("parallel"), Usage: "episodes at once"},
 		&cli.IntFlag{Name: "max-in-flight", Destination: &o.maxInFlight, Sources: env("max-in-flight"), DefaultText: "--parallel",
 			Usage: "model calls at once; halved on each 429 or overload, regained after successes"},
@@ -99,8 +101,8 @@ func (o *runOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "disk-limit", Value: "4GiB", Destination: &o.diskLimit, Sources: env("disk-limit"),
 			Usage: "bytes an episode's workspace, and its /tmp, may hold (one file per 16 KiB of it)"},
 		&cli.StringFlag{Name: "out", Destination: &o.out, Sources: env("out"), DefaultText: "runs/<model>-<time>", Usage: "the run folder"},
-		&cli.DurationFlag{Name: "command-timeout", Value: sandbox.DefaultCommandTimeout, Destination: &o.commandTimeout, Sources: env("command-timeout"),
-			Usage: "per shell command"},
+		&cli.DurationFlag{Name: "command-timeout", Value: sandbox.DefaultCommandTimeout, Sources: env("command-timeout"),
+			Destination: (*time.Duration)(&o.episode.CommandTimeout), Usage: "per shell command"},
 		&cli.StringFlag{Name: "reasoning-effort", Destination: &o.reasoningEffort, Sources: env("reasoning-effort"),
 			Usage: "the provider's reasoning effort (low, medium, high, max, ...)", DefaultText: "the preset's, else the provider's"},
 		&cli.StringFlag{Name: "loop", Value: string(settings.LoopReference), Destination: &o.loop, Sources: env("loop"),
@@ -138,7 +140,7 @@ func (o *runOptions) Validate() error {
 		min  int
 		what string
 	}{
-		{"repeats", o.repeats, 1, "1 or more"}, {"max-turns", o.maxTurns, 1, "1 or more"}, {"parallel", o.parallel, 1, "1 or more"},
+		{"repeats", o.repeats, 1, "1 or more"}, {"max-turns", o.episode.MaxTurns, 1, "1 or more"}, {"parallel", o.parallel, 1, "1 or more"},
 		{"max-in-flight", o.maxInFlight, 0, "0 (as --parallel) or more"},
 		{"rpm", o.rpm, 0, "0 (as the provider states) or more"}, {"tpm", o.tpm, 0, "0 (as the provider states) or more"},
 		{"context-window", o.contextWindow, 0, "0 (never summarise) or more"},
@@ -156,8 +158,8 @@ func (o *runOptions) Validate() error {
 	if err := o.agent.Validate(o.isSet); err != nil {
 		return err
 	}
-	if o.commandTimeout <= 0 {
-		return usageErrorf("--command-timeout %s: must be more than 0", o.commandTimeout)
+	if o.episode.CommandTimeout <= 0 {
+		return usageErrorf("--command-timeout %s: must be more than 0", o.episode.CommandTimeout)
 	}
 	if o.maxRetryTime <= 0 {
 		return usageErrorf("--max-retry-time %s: must be more than 0", o.maxRetryTime)
@@ -240,10 +242,10 @@ func selectTasks(ctx context.Context, dataset string, tasks []string, sel runfol
 // --max-tokens).
 func (o *runOptions) validLoop() error {
 	var err error
-	if o.agentLoop, err = settings.ParseLoop(o.loop); err != nil {
+	if o.episode.Loop, err = settings.ParseLoop(o.loop); err != nil {
 		return usageErrorf("--loop: %w", err)
 	}
-	lenient := o.agentLoop == settings.LoopLenient
+	lenient := o.episode.Loop == settings.LoopLenient
 	switch {
 	case o.isSet("max-tokens") && o.maxTokens < 0:
 		return usageErrorf("--max-tokens %d: must be 1 or more", o.maxTokens)

@@ -8,15 +8,16 @@ import (
 
 // episodeSettings are what every episode of the run is played with: the one way from run's
 // flags to the settings, which the runner hands to either kind of episode and run.json
-// records. The output cap and the context window are the model's (ms: the flags', else a
-// preset's, else the defaults), the prompt set is the one the flags load; a replay's
-// recording (recorded, nil for a run of a model) gives what the flags do not set, so that
-// replaying needs no flag but --model and summarises where the recording did (a recording
-// without a cap or window leaves the model's).
+// records. The flags give the turn cap, the command timeout and the loop (o.episode); the
+// output cap and the context window are the model's (ms: the flags', else a preset's, else
+// the defaults); the prompt set is the one the flags load. A replay's recording (recorded,
+// nil for a run of a model) gives what the flags do not set, so that replaying needs no flag
+// but --model and summarises where the recording did (a recording without a cap or window
+// leaves the model's).
 func episodeSettings(o runOptions, recorded *settings.Settings, ms model.Settings,
 	prompts *promptset.Set) settings.Settings {
-	s := settings.Settings{MaxTokens: ms.MaxTokens, Loop: o.agentLoop, MaxTurns: o.maxTurns,
-		CommandTimeout: settings.Duration(o.commandTimeout), Prompts: prompts}
+	s := o.episode
+	s.MaxTokens, s.Prompts = ms.MaxTokens, prompts
 	window := ms.ContextWindow
 	if r := recorded; r != nil {
 		if !o.isSet("max-turns") {
