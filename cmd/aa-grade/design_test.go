@@ -32,9 +32,11 @@ var layers = []layer{
 		"snapshot/validate":       {"data", "grader", "snapshot", "snapshot/synth/naive"},
 		"snapshot/pack":           {"data"},
 		"grader/judge":            {"grader"},
-		"harness/vocab/runfolder": {"grader", "harness/vocab/model", "harness/vocab/ratelimit"},
 		"harness/vocab/atif":      {"grader"},
-		"harness/vocab/promptset": {"grader", "harness/vocab/model", "harness/vocab/runfolder", "harness/vocab/shellspec"},
+		"harness/vocab/promptset": {"grader", "harness/vocab/model", "harness/vocab/shellspec"},
+		"harness/vocab/settings":  {"harness/vocab/promptset"},
+		"harness/vocab/runfolder": {"grader", "harness/vocab/model", "harness/vocab/promptset", "harness/vocab/ratelimit",
+			"harness/vocab/settings"},
 	}},
 	{name: "the models", folders: []string{"harness/models"}, below: []string{"the vocabularies"}, within: map[string][]string{
 		"harness/models": {"harness/models/baseline", "harness/models/provider", "harness/models/replay"},

@@ -33,6 +33,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
 	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
@@ -48,13 +49,13 @@ type runOptions struct {
 	dataset                  string
 	tasks                    []string
 	limit, sample, seed      int
-	repeats, maxTurns        int
+	repeats                  int
 	parallel, maxInFlight    int
 	rpm, tpm                 int
 	sandbox, sandboxImage    string
 	memoryLimit, diskLimit   string
 	out                      string
-	commandTimeout, grace    time.Duration
+	grace                    time.Duration
 	reasoningEffort          string
 	maxTokens, contextWindow int
 	loop                     string
@@ -69,11 +70,13 @@ type runOptions struct {
 	prompts                  promptOptions
 	judge                    judgeOptions
 	agent                    agentOptions
+	// episode holds the settings the flags give as they are (--max-turns, --command-timeout,
+	// and the loop Validate reads from --loop); episodeSettings completes them.
+	episode settings.Settings
 
 	// Set by Validate from the flags above.
-	shard     runfolder.Shard
-	limits    sandbox.Limits
-	agentLoop loop.Loop
+	shard  runfolder.Shard
+	limits sandbox.Limits
 }
 
 func (o *runOptions) flags() []cli.Flag {
@@ -86,7 +89,7 @@ func (o *runOptions) flags() []cli.Flag {
 			Usage: "only K tasks drawn at random (of --tasks, else of the dataset), the same K for the same --seed"},
 		&cli.IntFlag{Name: "seed", Destination: &o.seed, Sources: env("seed"), Usage: "the draw of --sample"},
 		&cli.IntFlag{Name: "repeats", Value: 3, Destination: &o.repeats, Sources: env("repeats"), Usage: "episodes per task"},
-		&cli.IntFlag{Name: "max-turns", Value: loop.DefaultMaxTurns, Destination: &o.maxTurns, Sources: env("max-turns"), Usage: "model calls per episode"},
+		&cli.IntFlag{Name: "max-turns", Value: loop.DefaultMaxTurns, Destination: &o.episode.MaxTurns, Sources: env("max-turns"), Usage: "model calls per episode"},
 		&cli.IntFlag{Name: "parallel", Value: 4, Destination: &o.parallel, Sources: env("parallel"), Usage: "episodes at once"},
 		&cli.IntFlag{Name: "max-in-flight", Destination: &o.maxInFlight, Sources: env("max-in-flight"), DefaultText: "--parallel",
 			Usage: "model calls at once; halved on each 429 or overload, regained after successes"},
@@ -100,11 +103,11 @@ func (o *runOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "disk-limit", Value: "4GiB", Destination: &o.diskLimit, Sources: env("disk-limit"),
 			Usage: "bytes an episode's workspace, and its /tmp, may hold (one file per 16 KiB of it)"},
 		&cli.StringFlag{Name: "out", Destination: &o.out, Sources: env("out"), DefaultText: "runs/<model>-<time>", Usage: "the run folder"},
-		&cli.DurationFlag{Name: "command-timeout", Value: sandbox.DefaultCommandTimeout, Destination: &o.commandTimeout, Sources: env("command-timeout"),
-			Usage: "per shell command"},
+		&cli.DurationFlag{Name: "command-timeout", Value: sandbox.DefaultCommandTimeout, Sources: env("command-timeout"),
+			Destination: (*time.Duration)(&o.episode.CommandTimeout), Usage: "per shell command"},
 		&cli.StringFlag{Name: "reasoning-effort", Destination: &o.reasoningEffort, Sources: env("reasoning-effort"),
 			Usage: "the provider's reasoning effort (low, medium, high, max, ...)", DefaultText: "the preset's, else the provider's"},
-		&cli.StringFlag{Name: "loop", Value: string(loop.LoopReference), Destination: &o.loop, Sources: env("loop"),
+		&cli.StringFlag{Name: "loop", Value: string(settings.LoopReference), Destination: &o.loop, Sources: env("loop"),
 			Usage: "the agent loop: reference (Stirrup 0.1.9's, comparable with the leaderboard) or lenient (aa-grade's departures, not comparable: docs/fidelity.md)"},
 		&cli.IntFlag{Name: "max-tokens", Destination: &o.maxTokens, Sources: env("max-tokens"), DefaultText: fmt.Sprintf("the preset's, else %d", model.DefaultMaxTokens),
 			Usage: "output tokens per call, sent on every call; the reference loop summarises the history at 70% of it"},
@@ -139,7 +142,7 @@ func (o *runOptions) Validate() error {
 		min  int
 		what string
 	}{
-		{"repeats", o.repeats, 1, "1 or more"}, {"max-turns", o.maxTurns, 1, "1 or more"}, {"parallel", o.parallel, 1, "1 or more"},
+		{"repeats", o.repeats, 1, "1 or more"}, {"max-turns", o.episode.MaxTurns, 1, "1 or more"}, {"parallel", o.parallel, 1, "1 or more"},
 		{"max-in-flight", o.maxInFlight, 0, "0 (as --parallel) or more"},
 		{"rpm", o.rpm, 0, "0 (as the provider states) or more"}, {"tpm", o.tpm, 0, "0 (as the provider states) or more"},
 		{"context-window", o.contextWindow, 0, "0 (never summarise) or more"},
@@ -157,8 +160,8 @@ func (o *runOptions) Validate() error {
 	if err := o.agent.Validate(o.isSet); err != nil {
 		return err
 	}
-	if o.commandTimeout <= 0 {
-		return usageErrorf("--command-timeout %s: must be more than 0", o.commandTimeout)
+	if o.episode.CommandTimeout <= 0 {
+		return usageErrorf("--command-timeout %s: must be more than 0", o.episode.CommandTimeout)
 	}
 	if o.maxRetryTime <= 0 {
 		return usageErrorf("--max-retry-time %s: must be more than 0", o.maxRetryTime)
@@ -241,10 +244,10 @@ func selectTasks(ctx context.Context, dataset string, tasks []string, sel runfol
 // --max-tokens).
 func (o *runOptions) validLoop() error {
 	var err error
-	if o.agentLoop, err = loop.ParseLoop(o.loop); err != nil {
+	if o.episode.Loop, err = settings.ParseLoop(o.loop); err != nil {
 		return usageErrorf("--loop: %w", err)
 	}
-	lenient := o.agentLoop == loop.LoopLenient
+	lenient := o.episode.Loop == settings.LoopLenient
 	switch {
 	case o.isSet("max-tokens") && o.maxTokens < 0:
 		return usageErrorf("--max-tokens %d: must be 1 or more", o.maxTokens)
@@ -296,11 +299,12 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	return r.render(con.out, played, run)
 }
 
-// preparedRun is what the flags make of a run before anything starts: the plan, the prompt
-// set, the model (with its rate limiter and judge) and the run folder's path.
+// preparedRun is what the flags make of a run before anything starts: the plan, the
+// settings every episode is played with, the model (with its rate limiter and judge) and the
+// run folder's path.
 type preparedRun struct {
 	plan     episodesPlan
-	prompts  *promptset.Set
+	episode  settings.Settings
 	settings models.Settings
 	model    model.Model
 	limit    *ratelimit.Limiter
@@ -321,7 +325,11 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	prompts, err := opts.prompts.load(plan.prompts)
+	var base *promptset.Set // the set --prompts and --prompt-file start from: a replay's, else the built-in one
+	if plan.recorded != nil {
+		base = plan.recorded.Prompts
+	}
+	prompts, err := opts.prompts.load(base)
 	if err != nil {
 		return nil, err
 	}
@@ -335,14 +343,9 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 	if opts.maxCost > 0 && settings.Prices == nil {
 		return nil, usageErrorf("--max-cost %v: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and --price-output, give them)", opts.maxCost)
 	}
-	if plan.maxTokens > 0 { // a replay summarises where its recording did
-		settings.MaxTokens = plan.maxTokens
-	}
-	if plan.contextWindow > 0 {
-		settings.ContextWindow = plan.contextWindow
-	}
+	episode := episodeSettings(opts, plan.recorded, settings, prompts)
 	var needs []string
-	m, limit, err := newModel(opts, settings, plan.loop)
+	m, limit, err := newModel(opts, settings, episode.Loop)
 	if needs, err = dryRunNeeds(opts.dryRun, needs, err); err != nil {
 		return nil, err
 	}
@@ -369,7 +372,7 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 	if plan.tasks, err = selectTasks(ctx, plan.dataset, plan.tasks, opts.selection()); err != nil {
 		return nil, err
 	}
-	return &preparedRun{plan: plan, prompts: prompts, settings: settings, model: m, limit: limit, judge: j, out: out,
+	return &preparedRun{plan: plan, episode: episode, settings: settings, model: m, limit: limit, judge: j, out: out,
 		agentUpstream: up, agentModel: agentModel, needs: needs}, nil
 }
 
@@ -428,22 +431,23 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		Folder: folder, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
 		Description: runner.Description{Dataset: ds.Spec, DatasetCommit: datasetCommit(ds), Selection: opts.selection(),
 			Model: settings.Spec, BaseURL: endpoint(p.model), ReasoningEffort: settings.ReasoningEffort},
-		Model: p.model, MaxTokens: int(settings.MaxTokens), Prices: settings.Prices, Backend: backend, MaxTurns: plan.maxTurns,
-		CommandTimeout: opts.commandTimeout, Loop: plan.loop, ContextWindow: lenientWindow(plan.loop, settings), Limits: opts.limits, Tools: &tools,
+		Player: runner.Loop{Model: p.model}, Settings: p.episode, Prices: settings.Prices,
+		Backend: backend, Limits: opts.limits, Tools: &tools,
 		OnEnvironment: func(tools sandbox.Tools) {
 			if diff := tools.Differences(); len(diff) > 0 {
 				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s", strings.Join(diff, "; "))
 			}
 		},
-		Prompts: p.prompts,
-		Grace:   opts.grace, Abort: secondInterrupt(ctx),
+		Grace: opts.grace, Abort: secondInterrupt(ctx),
 	}
 	if opts.agent.agent != nil {
-		if cfg.Agent, cfg.Description.Agent, err = agentRun(ctx, opts.agent, p, backend, plan.maxTurns); err != nil {
+		a, info, err := agentRun(ctx, opts.agent, p, backend, p.episode.MaxTurns)
+		if err != nil {
 			folder.Close()
 			return nil, err
 		}
-		cfg.Agent.RetryTime = opts.maxRetryTime
+		a.RetryTime = opts.maxRetryTime
+		cfg.Player, cfg.Description.Agent = a, info
 	}
 	if j := p.judge; j != nil {
 		// The verdicts go with the run; the user's cache is still read, so a question asked
@@ -599,7 +603,7 @@ func warnSandbox(stderr io.Writer, backend sandbox.Backend) {
 // replay), sending back the reasoning the loop does, with one rate limiter for the whole run:
 // every episode's calls go to the same provider and quota. The limiter is returned too, for
 // the display and the run's record of the limits.
-func newModel(opts runOptions, settings models.Settings, kind loop.Loop) (model.Model, *ratelimit.Limiter, error) {
+func newModel(opts runOptions, s models.Settings, kind settings.Loop) (model.Model, *ratelimit.Limiter, error) {
 	maxInFlight := opts.maxInFlight
 	if maxInFlight == 0 {
 		maxInFlight = opts.parallel
@@ -608,9 +612,9 @@ func newModel(opts runOptions, settings models.Settings, kind loop.Loop) (model.
 	if err != nil {
 		return nil, nil, usageErrorf("--max-in-flight, --rpm, --tpm: %w", err)
 	}
-	m, err := models.Open(settings.Spec, os.Getenv, provider.Options{MaxTokens: int(settings.MaxTokens),
-		ReasoningEffort: settings.ReasoningEffort, Retry: provider.DefaultRetry, Budget: opts.maxRetryTime, Limit: limit,
-		Reference: kind != loop.LoopLenient})
+	m, err := models.Open(s.Spec, os.Getenv, provider.Options{MaxTokens: int(s.MaxTokens),
+		ReasoningEffort: s.ReasoningEffort, Retry: provider.DefaultRetry, Budget: opts.maxRetryTime, Limit: limit,
+		Reference: kind != settings.LoopLenient})
 	if errors.Is(err, provider.ErrNotProvider) {
 		return nil, nil, fmt.Errorf("--model: %w; or %s, or a preset (aa-grade models)", err, runOnlySpecs)
 	}
@@ -620,24 +624,22 @@ func newModel(opts runOptions, settings models.Settings, kind loop.Loop) (model.
 	return m, limit, nil
 }
 
-// episodesPlan is what a run plays: the dataset, tasks, repeats and turn cap.
+// episodesPlan is what a run plays: the dataset, tasks and repeats, and a replay's recording.
 type episodesPlan struct {
-	dataset  string
-	tasks    []string
-	repeats  int
-	maxTurns int
-	prompts  *promptset.Set // the set --prompts and --prompt-file start from; nil: the built-in one
-	prices   *model.Prices  // a replay's: the recorded run's, for the recorded usage
-	loop     loop.Loop      // a replay's: the recorded run's, unless --loop says
-	// A replay's max tokens and context window: the recorded run's, which set where its history
-	// was summarised (0: as the flags and the model say).
-	maxTokens, contextWindow int64
+	dataset string
+	tasks   []string
+	repeats int
+	prices  *model.Prices // a replay's: the recorded run's, for the recorded usage
+	// recorded are the settings a replay's recording was played with (nil: no replay), which
+	// episodeSettings takes where the flags say nothing; their prompt set is nil when --prompts
+	// gives the set in place of one the recording does not keep.
+	recorded *settings.Settings
 }
 
 // runPlan reads the plan from the flags. A replay (--model replay/RUN_DIR) takes what the
 // flags do not set from the recorded run, so replaying needs no flag but --model.
 func runPlan(opts runOptions) (episodesPlan, error) {
-	p := episodesPlan{dataset: opts.dataset, tasks: opts.tasks, repeats: opts.repeats, maxTurns: opts.maxTurns, loop: opts.agentLoop}
+	p := episodesPlan{dataset: opts.dataset, tasks: opts.tasks, repeats: opts.repeats}
 	dir, ok := strings.CutPrefix(opts.model, "replay/")
 	if !ok {
 		return p, nil
@@ -655,24 +657,12 @@ func runPlan(opts runOptions) (episodesPlan, error) {
 	if !opts.isSet("repeats") {
 		p.repeats = h.Repeats
 	}
-	if !opts.isSet("max-turns") {
-		p.maxTurns = h.MaxTurns
-	}
-	if !opts.isSet("loop") { // the loop the recording followed
-		p.loop = loop.Loop(h.LoopName())
-	}
-	if !opts.isSet("max-tokens") {
-		p.maxTokens = int64(h.MaxTokens)
-	}
-	if !opts.isSet("context-window") {
-		p.contextWindow = h.ContextWindow
-	}
 	p.prices = h.Prices
-	if !opts.isSet("prompts") { // the texts the recording was made with
-		if p.prompts, err = promptset.ReadRun(dir, h.PromptSHA256); err != nil {
-			return p, usageErrorf("replay/%s: %w; give the set with --prompts FILE", dir, err)
-		}
+	recorded, err := h.EpisodeSettings(dir)
+	if err != nil && !opts.isSet("prompts") { // the texts the recording was made with, unless --prompts gives others
+		return p, usageErrorf("replay/%s: %w; give the set with --prompts FILE", dir, err)
 	}
+	p.recorded = &recorded
 	return p, nil
 }
 
@@ -822,15 +812,6 @@ func (o runOptions) overrides() models.Overrides {
 		}
 	}
 	return ov
-}
-
-// lenientWindow is the context window the lenient loop summarises against; the reference
-// loop has none (it summarises against max tokens), so its run.json records none.
-func lenientWindow(kind loop.Loop, s models.Settings) int64 {
-	if kind == loop.LoopLenient {
-		return s.ContextWindow
-	}
-	return 0
 }
 
 // describeModel names the model for the progress line: a preset with the spec it stands for.

@@ -8,13 +8,8 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/episode/agentrun"
-	"github.com/aa-grade/aa-grade/harness/episode/agents"
-	"github.com/aa-grade/aa-grade/harness/episode/gateway"
-	"github.com/aa-grade/aa-grade/harness/episode/loop"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/models"
-	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
@@ -40,9 +35,7 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 	}
 	defer removeScratch()
 	spec := sandbox.Spec{Snapshot: task.Dir, Hide: []string{data.GroundTruthFile}, Scratch: scratch, Limits: cfg.Limits}
-	if cfg.Agent != nil {
-		spec.Relay, spec.Programs, spec.AgentDir = agentrun.Relay(), cfg.Agent.Install.Shown(), cfg.Agent.Dir
-	}
+	cfg.Player.sandbox(&spec)
 	sb, err := cfg.Backend.Start(ctx, spec)
 	if err != nil {
 		return fail(err)
@@ -72,26 +65,11 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		}
 	}
 	ctx = model.WithRecorder(model.WithEpisode(ctx, model.EpisodeID{Task: task.ID, Repeat: repeat}), wire)
-	var out loop.Outcome
-	if cfg.Agent != nil {
-		out = playAgent(ctx, cfg, sb, tools, rec, wire, func(u model.Usage) { charge(u, false) }, func(n int, reply model.Reply) {
-			if cfg.Progress != nil {
-				cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns, Command: agents.Command(reply.Message)})
-			}
-		})
-	} else {
-		ep := &loop.Episode{Model: cfg.Model, Sandbox: sb, MaxTurns: cfg.MaxTurns, CommandTimeout: cfg.CommandTimeout,
-			Loop: cfg.loop(), MaxTokens: int64(cfg.MaxTokens), ContextWindow: cfg.ContextWindow, Prompts: cfg.Prompts, Tools: tools,
-			OnTurn: func(n int, req model.Request, reply model.Reply, err error) {
-				rec.Turn(n, req, reply, err)
-				charge(reply.Usage, false)
-				if cfg.Progress != nil {
-					cfg.Progress(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns,
-						Command: lastCommand(cfg.Prompts.ShellToolName(), reply.Message)})
-				}
-			}}
-		out = ep.Run(ctx)
-	}
+	out := cfg.Player.episode(ctx, sb, seat{settings: cfg.played(), tools: tools, prices: cfg.Prices,
+		trajectory: rec, wire: wire, charge: func(u model.Usage) { charge(u, false) },
+		turned: func(n int, command string) {
+			cfg.tell(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns, Command: command})
+		}}).Run(ctx)
 	rec.Unsent(out.Turns, out.Unsent)
 	res.Status, res.Turns, res.ToolCalls, res.Tokens, res.ProviderTools = out.Status, out.Turns, out.ToolCalls, out.Usage, out.ProviderTools
 	res.CostUSD, res.Retries = cfg.Prices.Cost(out.Usage), rec.Retries()
@@ -129,24 +107,6 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 	}
 	runfolder.CompressTrajectory(dir) // best effort: the plain file stays readable
 	return res, out.Err
-}
-
-// playAgent plays an agent run's episode (cfg.Agent) in sb: its model calls go through a
-// gateway that records them with wire, each followed by its turn record as the loop's are;
-// used hears each call's usage as it ends (for the budget), turned each turn's number and
-// reply once recorded (for the live line).
-func playAgent(ctx context.Context, cfg Config, sb sandbox.Sandbox, tools sandbox.Tools, rec *runfolder.Trajectory,
-	wire func(model.Event), used func(model.Usage), turned func(int, model.Reply)) loop.Outcome {
-	a := cfg.Agent
-	ep := &agentrun.Episode{Agent: a.Agent, Sandbox: sb, Tools: tools, Prompts: cfg.prompts(), MaxTurns: cfg.MaxTurns,
-		CommandTimeout: cfg.CommandTimeout, Timeout: a.Timeout, Ended: rec.Agent, Install: a.Install,
-		Gateway: gateway.Config{Model: a.Model, Upstream: a.Upstream, HTTP: a.HTTP, Limit: a.Limit, Prices: cfg.Prices, Caps: a.Caps,
-			ProviderTools: a.ProviderTools, Record: wire, Used: used, RetryStop: provider.RetryStopOf(ctx), Budget: a.RetryTime,
-			Turn: func(n int, req model.Request, reply model.Reply, err error) {
-				rec.Turn(n, req, reply, err)
-				turned(n, reply)
-			}}}
-	return ep.Run(ctx)
 }
 
 // lastCommand is the last command a reply asks the shell tool (named shell) for, "" when it

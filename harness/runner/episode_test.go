@@ -14,6 +14,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 )
 
 // fakeSandbox answers every command with an empty result and every read with a diagnosis,
@@ -85,9 +86,10 @@ func runFake(t *testing.T, backend sandbox.Backend, change func(*Config)) map[st
 	}
 	defer f.Close()
 	gt := []byte("groups: [{id: p, kind: Pod, namespace: ns, filter: [p], root_cause: true}]\n")
-	cfg := Config{Folder: f, Description: Description{Dataset: "test", Model: "fake/m"}, Repeats: 1, Parallel: 1, Model: investigator{},
-		Backend: backend, Tools: &sandbox.Tools{}, MaxTurns: 5,
-		Tasks: []data.Task{{ID: "Scenario-1", Dir: t.TempDir(), GroundTruth: gt}, {ID: "Scenario-2", Dir: t.TempDir(), GroundTruth: gt}}}
+	cfg := Config{Folder: f, Description: Description{Dataset: "test", Model: "fake/m"}, Repeats: 1, Parallel: 1,
+		Player: Loop{Model: investigator{}}, Backend: backend, Tools: &sandbox.Tools{},
+		Settings: settings.Settings{MaxTurns: 5},
+		Tasks:    []data.Task{{ID: "Scenario-1", Dir: t.TempDir(), GroundTruth: gt}, {ID: "Scenario-2", Dir: t.TempDir(), GroundTruth: gt}}}
 	if change != nil {
 		change(&cfg)
 	}

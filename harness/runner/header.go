@@ -35,7 +35,7 @@ func writeHeader(cfg Config, tools sandbox.Tools) error {
 	if err := cfg.Folder.WriteHeader(h); err != nil {
 		return err
 	}
-	return cfg.Folder.WritePrompts(cfg.prompts().Format())
+	return cfg.Folder.WritePrompts(cfg.played().Prompts.Format())
 }
 
 // header is run.json for cfg and tools, keeping the start time and the rate limits of the run
@@ -44,9 +44,8 @@ func header(cfg Config, tools sandbox.Tools) (runfolder.Header, error) {
 	d := cfg.Description
 	h := runfolder.Header{Version: version.Version, Revision: version.Revision, Dataset: d.Dataset, DatasetCommit: d.DatasetCommit, Repeats: cfg.Repeats,
 		Shard: cfg.Shard.String(), Model: d.Model, BaseURL: d.BaseURL, ReasoningEffort: d.ReasoningEffort,
-		MaxTokens: cfg.MaxTokens, ContextWindow: cfg.ContextWindow, Loop: string(cfg.loop()), MaxTurns: cfg.MaxTurns,
-		CommandTimeout: cfg.CommandTimeout.String(), Sandbox: cfg.Backend.Name(),
-		PromptSHA256: cfg.prompts().SHA256(), Prices: cfg.Prices, Judge: cfg.Judge, Started: time.Now().UTC(), Agent: d.Agent}
+		Sandbox: cfg.Backend.Name(), Prices: cfg.Prices, Judge: cfg.Judge, Started: time.Now().UTC(), Agent: d.Agent}
+	h.SetSettings(cfg.played())
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/grader/judge"
-	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/copytree"
 )
@@ -107,12 +106,12 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	if err := folder.WriteHeader(first); err != nil {
 		return MergeReport{}, err
 	}
-	switch prompts, err := promptset.ReadRun(runs[0], first.PromptSHA256); {
+	switch prompts, err := runfolder.ReadPrompts(runs[0], first.PromptSHA256); {
 	case err == nil:
 		if err := folder.WritePrompts(prompts.Format()); err != nil {
 			return MergeReport{}, err
 		}
-	case errors.Is(err, promptset.ErrNotKept): // the shards are older than the file
+	case errors.Is(err, runfolder.ErrPromptsNotKept): // the shards are older than the file
 	default:
 		return MergeReport{}, fmt.Errorf("%s: %w", runs[0], err)
 	}

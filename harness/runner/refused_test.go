@@ -13,6 +13,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 )
 
 // refusing refuses Scenario-1's call for good once Scenario-2's call is under way, which
@@ -46,7 +47,8 @@ func TestPermanentRefusalStopsTheRun(t *testing.T) {
 		tasks = append(tasks, data.Task{ID: fmt.Sprintf("Scenario-%d", i), Dir: t.TempDir(), GroundTruth: gt})
 	}
 	cfg := Config{Folder: f, Description: Description{Dataset: "test", Model: "fake/m"}, Repeats: 1, Parallel: 2,
-		Model: refusing{waiting: make(chan struct{})}, Backend: &firstDies{started: 1}, Tools: &sandbox.Tools{}, MaxTurns: 5, Tasks: tasks}
+		Player: Loop{Model: refusing{waiting: make(chan struct{})}}, Backend: &firstDies{started: 1}, Tools: &sandbox.Tools{},
+		Settings: settings.Settings{MaxTurns: 5}, Tasks: tasks}
 	_, results, err := Run(context.Background(), cfg)
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("err = %v", err)

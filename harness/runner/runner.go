@@ -9,21 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/grader"
-	"github.com/aa-grade/aa-grade/harness/episode/agents"
-	"github.com/aa-grade/aa-grade/harness/episode/gateway"
-	"github.com/aa-grade/aa-grade/harness/episode/loop"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/models/provider"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
-	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
-	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 	"github.com/aa-grade/aa-grade/internal/english"
 	"github.com/aa-grade/aa-grade/internal/workpool"
 )
@@ -39,27 +34,25 @@ type Config struct {
 	Repeats     int
 	Parallel    int
 	Shard       runfolder.Shard
-	Model       model.Model
-	// MaxTokens is the output cap the model value applies, which the loop summarises against.
-	MaxTokens int
-	Backend   sandbox.Backend
-	Limits    sandbox.Limits // per episode
+	// Player plays every episode: Loop, aa-grade's loop over a model, or *Agent, an agent
+	// calling the model through a gateway.
+	Player Player
+	// Settings are what every episode is played with, whichever Player plays it (MaxTokens is
+	// the output cap the model value applies, which the loop summarises against); run.json
+	// records them.
+	settings.Settings
+	Backend sandbox.Backend
+	// Limits bound each episode's sandbox (sandbox.Spec): the sandbox's, not the Settings,
+	// since neither kind of episode reads them and run.json does not record them.
+	Limits sandbox.Limits
 	// Tools are what the caller's probe of Backend found (sandbox.ProbeTools), so that a
 	// backend or image that cannot run an episode fails before it says anything of the run;
 	// nil: Run probes first.
 	Tools *sandbox.Tools
 	// OnEnvironment, when set, hears what the sandbox's probe found before the first episode.
-	OnEnvironment  func(sandbox.Tools)
-	MaxTurns       int
-	CommandTimeout time.Duration
-	// Loop is the agent loop the episodes follow ("": the reference loop); ContextWindow is
-	// where the lenient loop summarises (the reference loop summarises against MaxTokens).
-	Loop          loop.Loop
-	ContextWindow int64
+	OnEnvironment func(sandbox.Tools)
 	// Prices give each episode its cost; nil when the model's prices are unknown.
 	Prices *model.Prices
-	// Prompts are every text the model sees (nil: the built-in set).
-	Prompts *promptset.Set
 	// Grace is how long running episodes may go on once ctx is cancelled (Ctrl-C) before they
 	// are stopped and recorded as unfinished; Abort, when closed, ends the grace at once.
 	Grace time.Duration
@@ -73,9 +66,6 @@ type Config struct {
 	Judge  string
 	// JudgePrices price the judge's calls in the ledger of spend (nil: unknown).
 	JudgePrices *model.Prices
-	// Agent, when set, is the agent that plays each episode in its sandbox in place of the
-	// loop (--agent); Model is then unused, the agent's calls going through a gateway.
-	Agent *Agent
 	// FailOnError, when more than 0, stops the run once that many episodes ended in error
 	// (ErrStopped); a fraction below 1 is of the episodes planned, the run stopping once more
 	// than that share of them ended in error (0.1: more than one in ten).
@@ -88,29 +78,6 @@ type Config struct {
 	MaxCost, CostPrior float64
 }
 
-// Agent is how the episodes of an agent run reach their model: through a gateway each
-// episode serves over its sandbox's relay, which holds the key and passes the calls on.
-type Agent struct {
-	Agent agents.Agent
-	// Upstream is the run's provider as the agent's protocol calls it, key included; Model
-	// the name the gateway allows and passes on.
-	Upstream gateway.Upstream
-	Model    string
-	Timeout  time.Duration // an episode's agent's wall time (0: agentrun.DefaultTimeout)
-	// RetryTime bounds the gateway's retries of one call (0: provider.DefaultRetryTime).
-	RetryTime time.Duration
-	Caps      gateway.Caps       // per episode; the calls' cap is MaxTurns
-	Limit     *ratelimit.Limiter // the run's rate limiter, shared by the episodes' gateways
-	HTTP      *http.Client       // nil: http.DefaultClient
-	// Install is the host's install of a CLI the sandbox lacks, shown to every episode (nil:
-	// the sandbox has it); Dir is the user's agent folder (run --agent-dir), "" for none.
-	Install *agents.Install
-	Dir     string
-	// ProviderTools lets the agent's calls hold the tools a provider runs itself (run
-	// --allow-provider-tools; gateway.Config.ProviderTools).
-	ProviderTools bool
-}
-
 // Description is what the caller knows of a run, for run.json: where its tasks come from and
 // which model answers, as the caller chose and applied them.
 type Description struct {
@@ -120,26 +87,18 @@ type Description struct {
 	Model         string              // the model spec
 	// BaseURL and ReasoningEffort describe the model calls (the model value applies them).
 	BaseURL, ReasoningEffort string
-	// Agent describes the agent of an agent run (Config.Agent): its spec, version, time limit
-	// and protocol; nil for aa-grade's loop.
+	// Agent describes the agent of an agent run (Config.Player an *Agent): its spec, version,
+	// time limit and protocol; nil for aa-grade's loop.
 	Agent *runfolder.AgentInfo
 }
 
-// prompts is the prompt set the episodes use: an agent run's holds the agent task it hands
-// over.
-func (cfg Config) prompts() *promptset.Set {
-	if cfg.Agent != nil {
-		return cfg.Prompts.ForAgents()
-	}
-	return cfg.Prompts
-}
-
-// loop is the loop the episodes follow.
-func (cfg Config) loop() loop.Loop {
-	if cfg.Loop == "" {
-		return loop.LoopReference
-	}
-	return cfg.Loop
+// played are the settings every episode is played with, as run.json records them: their
+// prompt set as the player shows it to the model (an agent run's holds the agent task it
+// hands over).
+func (cfg Config) played() settings.Settings {
+	s := cfg.Settings
+	s.Prompts = cfg.Player.prompts(s.Prompts)
+	return s
 }
 
 // ErrStopped marks a run that stopped because too many of its episodes ended in error

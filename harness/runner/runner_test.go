@@ -9,6 +9,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 )
 
 // TestResumeKeepsTheRateLimits: a resume keeps in run.json the rate limits the run before
@@ -25,7 +26,8 @@ func TestResumeKeepsTheRateLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := Config{Folder: f, Description: Description{Dataset: "demo", Model: "openai/m"}, Repeats: 1, Backend: backend, MaxTurns: 1}
+		cfg := Config{Folder: f, Description: Description{Dataset: "demo", Model: "openai/m"}, Repeats: 1, Backend: backend,
+			Player: Loop{}, Settings: settings.Settings{MaxTurns: 1}}
 		if err := writeHeader(cfg, sandbox.Tools{}); err != nil {
 			t.Fatal(err)
 		}

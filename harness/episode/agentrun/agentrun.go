@@ -26,6 +26,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 )
 
 // GatewayPort is where the agent finds the gateway, on its sandbox's own 127.0.0.1.
@@ -46,12 +47,12 @@ type Episode struct {
 	// Sandbox was started with Relay(); Tools are what its probe found (for the prompt).
 	Sandbox sandbox.Sandbox
 	Tools   sandbox.Tools
-	Prompts *promptset.Set // nil: the built-in set
-	// MaxTurns caps the model calls (0: none of aa-grade's); CommandTimeout is what the
-	// prompt says a command may take (the agent runs its commands itself).
-	MaxTurns       int
-	CommandTimeout time.Duration
-	Timeout        time.Duration // the agent's wall time (0: DefaultTimeout)
+	// Settings are what the episode is played with: MaxTurns caps the model calls (0: none of
+	// aa-grade's); CommandTimeout is what the prompt says a command may take (the agent runs
+	// its commands itself); the prompt set's agent task is what the agent is told (its
+	// built-in one when the set has none); the loop's own settings mean nothing here.
+	settings.Settings
+	Timeout time.Duration // the agent's wall time (0: DefaultTimeout)
 	// Gateway is the episode's gateway but for its token, its caps on calls (MaxTurns) and
 	// the background models the agent asks for, which Run fills.
 	Gateway gateway.Config
@@ -138,7 +139,7 @@ func (e *Episode) Run(ctx context.Context) loop.Outcome {
 		timeout = DefaultTimeout
 	}
 	texts := e.Prompts.ForAgents().ForEpisode(promptset.Facts{Workdir: e.Sandbox.Workdir(), Commands: e.Tools.Commands, Python: e.Tools.Python,
-		MaxTurns: e.MaxTurns, CommandTimeout: e.CommandTimeout})
+		MaxTurns: e.MaxTurns, CommandTimeout: time.Duration(e.CommandTimeout)})
 	launch := e.Agent.Launch(agents.Episode{Prompt: texts.AgentTask(), Model: cfg.Model,
 		Gateway: GatewayURL, Token: token, MaxTurns: e.MaxTurns, Protocol: cfg.Upstream.Protocol,
 		Executable: e.Install.Exe(), AgentDir: sandbox.AgentDirOf(e.Sandbox)})

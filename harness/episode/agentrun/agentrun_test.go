@@ -25,6 +25,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakecli"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testsupport/guesttest"
@@ -126,7 +127,7 @@ func playWith(t testing.TB, b sandbox.Backend, a agents.Agent, install *agents.I
 	}
 	defer sb.Close()
 	rec := &recorder{}
-	ep := &agentrun.Episode{Agent: a, Sandbox: sb, MaxTurns: 10, Timeout: 3 * time.Minute,
+	ep := &agentrun.Episode{Agent: a, Sandbox: sb, Settings: settings.Settings{MaxTurns: 10}, Timeout: 3 * time.Minute,
 		Tools: sandbox.Tools{Commands: map[string]bool{"bash": true, "python3": true}},
 		Gateway: gateway.Config{Model: "m1", Upstream: gateway.Upstream{Protocol: p, BaseURL: baseURL, APIKey: canary}, Record: rec.record,
 			Turn: func(_ int, req model.Request, reply model.Reply, err error) {

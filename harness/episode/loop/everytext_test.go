@@ -13,6 +13,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 )
 
 // markedSet is a prompt set whose every text is its key in brackets followed by the
@@ -113,7 +114,8 @@ func TestEveryTextComesFromTheSet(t *testing.T) {
 	}}}
 	e := lenientEpisode(t, m, 12) // the lenient loop's refusals use every text
 	// Finish calls f, k, m, o, q, r and s read agent_output.json before t does.
-	e.Prompts, e.Sandbox, e.CommandTimeout, e.ContextWindow = markedSet(t), &sandboxDown{Sandbox: e.Sandbox, failRead: 8}, time.Second, 150
+	e.Prompts, e.Sandbox = markedSet(t), &sandboxDown{Sandbox: e.Sandbox, failRead: 8}
+	e.CommandTimeout, e.ContextWindow = settings.Duration(time.Second), 150
 	if out := e.Run(context.Background()); out.Status != grader.StatusOK || out.Turns != 12 {
 		t.Fatalf("outcome = %+v", out)
 	}

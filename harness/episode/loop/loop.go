@@ -16,6 +16,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 )
 
 // Loop limits of the reference harness.
@@ -28,62 +29,18 @@ const (
 	summariseAt      = 0.70 // share of max tokens (lenient: of the context window) that triggers summarisation
 )
 
-// Loop names the agent loop an episode follows (docs/fidelity.md).
-type Loop string
-
-const (
-	// LoopReference is Stirrup 0.1.9's loop, request for request: the default, and the only
-	// loop whose scores compare with the leaderboard.
-	LoopReference Loop = "reference"
-	// LoopLenient is aa-grade's earlier loop, kept as an alternative: the finish call runs
-	// last, a reply cut at the output cap is used as it is, an overflowing context is
-	// summarised, warnings come from the first turn and the nudge comes with them, finish is
-	// refused until agent_output.json reads as a diagnosis, and the history is summarised
-	// against a context window instead of the output cap.
-	LoopLenient Loop = "lenient"
-)
-
-// Loops lists the loops, the default first.
-var Loops = []Loop{LoopReference, LoopLenient}
-
-// ErrUnknownLoop marks a loop name that is none of Loops.
-var ErrUnknownLoop = errors.New("unknown loop")
-
-// ParseLoop reads a loop's name; "" is the reference loop.
-func ParseLoop(name string) (Loop, error) {
-	if name == "" {
-		return LoopReference, nil
-	}
-	for _, l := range Loops {
-		if string(l) == name {
-			return l, nil
-		}
-	}
-	return "", fmt.Errorf("%w %q (expected %s or %s)", ErrUnknownLoop, name, LoopReference, LoopLenient)
-}
-
 // lenient reports whether the episode follows the lenient loop.
-func (e *Episode) lenient() bool { return e.Loop == LoopLenient }
+func (e *Episode) lenient() bool { return e.Loop == settings.LoopLenient }
 
 // Episode is one model investigating one snapshot.
 type Episode struct {
-	Model          model.Model
-	Sandbox        sandbox.Sandbox
-	MaxTurns       int
-	CommandTimeout time.Duration
-	// Prompts are every text the model sees (nil: the built-in set); Tools, what the sandbox
-	// offers, which the task prompt states.
-	Prompts *promptset.Set
-	Tools   sandbox.Tools
-	// Loop is the loop followed ("": the reference loop).
-	Loop Loop
-	// MaxTokens is the output cap the model's client sends (0: DefaultMaxTokens). The reference
-	// loop summarises when the last reply's prompt and completion tokens reach 70% of it, as
-	// Stirrup does with its client's max_tokens.
-	MaxTokens int64
-	// ContextWindow, in tokens, sets when the lenient loop summarises (at 70%); 0 never. The
-	// reference loop does not use it.
-	ContextWindow int64
+	Model   model.Model
+	Sandbox sandbox.Sandbox
+	// Tools are what the sandbox offers, which the task prompt states.
+	Tools sandbox.Tools
+	// Settings are what the episode is played with: the turn cap, the loop followed and where
+	// it summarises, the command timeout, every text the model sees.
+	settings.Settings
 	// OnTurn, when set, hears about every model call (for progress and trajectories).
 	OnTurn func(turn int, req model.Request, reply model.Reply, err error)
 
@@ -120,7 +77,7 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 	if maxTurns <= 0 {
 		maxTurns = DefaultMaxTurns
 	}
-	timeout := e.CommandTimeout
+	timeout := time.Duration(e.CommandTimeout)
 	if timeout <= 0 {
 		timeout = sandbox.DefaultCommandTimeout
 	}

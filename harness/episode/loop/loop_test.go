@@ -19,6 +19,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
@@ -78,7 +79,7 @@ func newEpisodeIn(t *testing.T, backend sandbox.Backend, model model.Model, maxT
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sb.Close() })
-	return &Episode{Model: model, Sandbox: sb, MaxTurns: maxTurns, Prompts: testPrompts(t)}
+	return &Episode{Model: model, Sandbox: sb, Settings: settings.Settings{MaxTurns: maxTurns, Prompts: testPrompts(t)}}
 }
 
 // lenientEpisode is newEpisode following the lenient loop, whose departures from the
@@ -86,7 +87,7 @@ func newEpisodeIn(t *testing.T, backend sandbox.Backend, model model.Model, maxT
 func lenientEpisode(t *testing.T, model model.Model, maxTurns int) *Episode {
 	t.Helper()
 	e := newEpisode(t, model, maxTurns)
-	e.Loop = LoopLenient
+	e.Loop = settings.LoopLenient
 	return e
 }
 
@@ -475,7 +476,7 @@ func TestFinishNeverFollowsTheModelOutOfTheWorkspace(t *testing.T) {
 			}}
 			done := make(chan Outcome, 1)
 			e := newEpisodeIn(t, backend, m, 20)
-			e.Loop = LoopLenient
+			e.Loop = settings.LoopLenient
 			go func() { done <- e.Run(context.Background()) }()
 			var out Outcome
 			select {

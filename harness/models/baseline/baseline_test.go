@@ -18,6 +18,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/episode/loop"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 	"github.com/aa-grade/aa-grade/snapshot/synth/naive"
 )
 
@@ -47,7 +48,8 @@ func startSandbox(t *testing.T, dir string) sandbox.Sandbox {
 func runBaseline(t *testing.T, dir string) []string {
 	t.Helper()
 	sb := startSandbox(t, dir)
-	out := (&loop.Episode{Model: Model{}, Sandbox: sb, MaxTurns: 100}).Run(context.Background())
+	ep := &loop.Episode{Model: Model{}, Sandbox: sb, Settings: settings.Settings{MaxTurns: 100}}
+	out := ep.Run(context.Background())
 	if out.Status != grader.StatusOK {
 		t.Fatalf("%s: %s after %d turns: %v", dir, out.Status, out.Turns, out.Err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/episode/loop"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 )
 
 // Episodes of the loop against a provider's fake API.
@@ -25,7 +26,7 @@ func TestAnthropicEpisodeSummarisedWithThinking(t *testing.T) {
 	reply := func(n, inputTokens int) func(http.ResponseWriter) {
 		return anthropicReply(fmt.Sprintf(`[{"type":"thinking","thinking":"step %d","signature":"sig-step %d"},{"type":"text","text":"Still looking (%d)."}]`, n, n, n), inputTokens)
 	}
-	for _, kind := range loop.Loops {
+	for _, kind := range settings.Loops {
 		t.Run(string(kind), func(t *testing.T) {
 			api := newAnthropicAPI(reply(1, 900), // 90% of the base: the history is summarised
 				anthropicReply(`[{"type":"thinking","thinking":"sum","signature":"sig-sum"},{"type":"text","text":"Goal: find the cause. Next steps: read the events."}]`, 950))
@@ -33,7 +34,8 @@ func TestAnthropicEpisodeSummarisedWithThinking(t *testing.T) {
 				api.Append(reply(n, 100))
 			}
 			// The reference loop summarises against max tokens, the lenient one against the window.
-			e := &loop.Episode{Model: newAnthropic(t, api), Sandbox: unusedSandbox{}, MaxTurns: maxTurns, Loop: kind, MaxTokens: 1000, ContextWindow: 1000}
+			e := &loop.Episode{Model: newAnthropic(t, api), Sandbox: unusedSandbox{},
+				Settings: settings.Settings{MaxTurns: maxTurns, Loop: kind, MaxTokens: 1000, ContextWindow: 1000}}
 			out := e.Run(context.Background())
 			if refused := api.Refused(); len(refused) != 0 {
 				t.Errorf("the API refused %q", refused)

@@ -90,7 +90,7 @@ func (a *Analyzer) Analyze(dir string, run *runfolder.Run, tasks []Task, results
 	if run != nil {
 		out.Model = run.Header.Model
 		var err error
-		if prompts, err = promptset.ReadRun(run.Dir, run.Header.PromptSHA256); err != nil {
+		if prompts, err = runfolder.ReadPrompts(run.Dir, run.Header.PromptSHA256); err != nil {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("%v: failed and truncated commands are counted as the built-in set words results", err))
 		}
 	}

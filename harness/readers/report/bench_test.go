@@ -10,6 +10,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
 
@@ -17,7 +18,7 @@ import (
 // run) and writes its three reports.
 func BenchmarkReports(b *testing.B) {
 	dir := b.TempDir()
-	h := runfolder.Header{Model: "anthropic/claude-opus-4-7", Repeats: 3, MaxTurns: 100}
+	h := runfolder.Header{Model: "anthropic/claude-opus-4-7", Repeats: 3, Settings: settings.Settings{MaxTurns: 100}}
 	var lines strings.Builder
 	for i := range 300 {
 		task := fmt.Sprintf("Scenario-%d", i+1)

@@ -13,6 +13,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 )
@@ -52,8 +53,9 @@ type episodeSpec struct {
 func writeRun(t testing.TB, dir string, tasks []string, repeats int, episodes ...episodeSpec) {
 	t.Helper()
 	h := runfolder.Header{Version: "test", Dataset: "test-dataset", Tasks: tasks, Repeats: repeats,
-		Model: "anthropic/claude-opus-4-7", MaxTurns: 100, CommandTimeout: "5m0s", Sandbox: "bwrap",
-		Started: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC), Prices: &model.Prices{Input: 5, Output: 25}}
+		Model: "anthropic/claude-opus-4-7", Sandbox: "bwrap", Prices: &model.Prices{Input: 5, Output: 25},
+		Started:  time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC),
+		Settings: settings.Settings{MaxTurns: 100, CommandTimeout: settings.Duration(5 * time.Minute)}}
 	b, _ := json.Marshal(h)
 	testfs.Write(t, filepath.Join(dir, runfolder.HeaderFile), string(b))
 	var results strings.Builder

@@ -120,7 +120,7 @@ func (s *source) load() (*loaded, error) {
 	for _, res := range r.Results {
 		l.results[res.Episode()] = res
 	}
-	if l.prompts, err = promptset.ReadRun(s.dir, r.Header.PromptSHA256); err != nil {
+	if l.prompts, err = runfolder.ReadPrompts(s.dir, r.Header.PromptSHA256); err != nil {
 		l.promptsProblem = fmt.Sprintf("%v: shell results are shown as the model read them", err)
 	}
 	for ti, t := range r.Summary.PerTask {

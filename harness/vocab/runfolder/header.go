@@ -13,6 +13,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
@@ -31,14 +32,13 @@ type Header struct {
 	// same model behind another proxy or mirror is the same experiment.
 	BaseURL         string `json:"base_url,omitempty"`
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
-	MaxTokens       int    `json:"max_tokens,omitempty"`
-	ContextWindow   int64  `json:"context_window,omitempty"`
-	// Loop is the agent loop the episodes followed (loop.Loop): reference or lenient; runs
-	// recorded before it was followed the lenient one (LoopName).
-	Loop           string `json:"loop,omitempty"`
-	MaxTurns       int    `json:"max_turns"`
-	CommandTimeout string `json:"command_timeout"`
-	Sandbox        string `json:"sandbox"`
+	// Settings are what the episodes were played with, their fields run.json's (max_tokens,
+	// context_window, loop, max_turns, command_timeout) but the prompt set, which is
+	// prompt_sha256 and PromptsFile: SetSettings writes them, EpisodeSettings reads them back.
+	// Loop is reference or lenient; runs recorded before it was followed the lenient one
+	// (LoopName).
+	settings.Settings
+	Sandbox string `json:"sandbox"`
 	// Image is the image the episodes ran in (docker, or bwrap over an image) and ImageDigest
 	// its config digest; Python the versions of the reference sandbox's packages the
 	// episodes' environment had ("" for missing). Runs written before they were recorded
@@ -152,14 +152,14 @@ func ReadHeader(dir string) (Header, error) {
 
 // legacyLoop is the loop of runs recorded before the loop was: aa-grade's own, now the
 // lenient loop.
-const legacyLoop = "lenient"
+const legacyLoop = settings.LoopLenient
 
 // LoopName is the loop the run's episodes followed.
 func (h Header) LoopName() string {
 	if h.Loop == "" {
-		return legacyLoop
+		return string(legacyLoop)
 	}
-	return h.Loop
+	return string(h.Loop)
 }
 
 // Comparable reports whether the run's scores compare with the published leaderboard: only

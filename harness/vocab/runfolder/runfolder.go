@@ -24,7 +24,7 @@ const (
 	EpisodesDir = "episodes"      // episodes/TASK/REPEAT/ holds each episode's files
 	LockFile    = "run.lock"      // locked by the process writing the folder; names it
 	// PromptsFile is the prompt set the run used, as promptset.Set.Format writes it, so its
-	// sha256 is the header's prompt_sha256 and the set can be read back (promptset.ReadRun):
+	// sha256 is the header's prompt_sha256 and the set can be read back (ReadPrompts):
 	// by the viewer and the analysis, to take its tool results apart, and by a replay, to send
 	// the same texts.
 	PromptsFile = "prompts.txt"

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
@@ -320,7 +321,7 @@ func TestDifferencesOfTheEnvironment(t *testing.T) {
 // its own, when nothing else changes; fewer repeats, a task left out, any other change, and
 // any growth of a shard's run are refused, naming the field. A merge grows nothing.
 func TestResumeDifferences(t *testing.T) {
-	base := Header{Model: "m", Tasks: []string{"a", "b"}, Repeats: 3, MaxTurns: 100}
+	base := Header{Model: "m", Tasks: []string{"a", "b"}, Repeats: 3, Settings: settings.Settings{MaxTurns: 100}}
 	with := func(change func(*Header)) Header {
 		h := base
 		h.Tasks = slices.Clone(base.Tasks)
