@@ -242,33 +242,6 @@ func lines(t *testing.T, path string) int {
 	return bytes.Count(b, []byte("\n"))
 }
 
-// TestGradeARunFolder grades a run folder again: the same scores as the run, the statuses of
-// episodes without a submission kept, the dataset taken from run.json.
-func TestGradeARunFolder(t *testing.T) {
-	s := newScriptedRun(t, fakemodel.Script{Turns: 4, Command: "ls", Answer: answer901}, "901,902", "2")
-	out := filepath.Join(t.TempDir(), "run")
-	if r := aaGrade(t, s.env, s.command(out, "--max-turns", "3")...); r.code != 0 || !strings.Contains(r.stdout, "4 max_turns") {
-		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	r := aaGrade(t, s.env, "grade", "--json", out)
-	r.wantExit(t, 0)
-	if n := strings.Count(r.stdout, `"status": "max_turns"`); n != 4 {
-		t.Errorf("grade of a run folder: %d episodes max_turns, want 4", n)
-	}
-	if !textcheck.Lacks(t, "the grade of a run folder", r.stdout, `"missing"`) || t.Failed() {
-		t.Fatalf("stdout:\n%s", r.stdout)
-	}
-	ok := filepath.Join(t.TempDir(), "ok")
-	if r := aaGrade(t, s.env, s.command(ok)...); r.code != 0 || !strings.Contains(r.stdout, "Score 0.250") {
-		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	r = aaGrade(t, s.env, "grade", ok)
-	r.wantExit(t, 0)
-	if !textcheck.Has(t, "the grade of the run", r.stdout, "Score 0.250", "4 ok") {
-		t.FailNow()
-	}
-}
-
 // TestGrowAFinishedRun: run --out RUN with more repeats and more tasks than the finished run
 // it holds plays only the new episodes (the first ones' lines and trajectories are left as
 // they were), records the grown configuration in run.json and reports on every episode; fewer
