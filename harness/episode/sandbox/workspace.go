@@ -7,11 +7,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+
+	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
 )
 
 // ReferenceWorkdir is where the reference sandbox shows the snapshot, and so where bwrap
 // shows it.
-const ReferenceWorkdir = "/home/user"
+const ReferenceWorkdir = shellspec.Workdir
 
 // agentPath is where the agent executable appears inside a bwrap sandbox or a container.
 const agentPath = "/run/aa-grade/agent"
