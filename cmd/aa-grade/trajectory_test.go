@@ -15,7 +15,7 @@ import (
 // trajectorySchema is the published line format of trajectories
 // (harness/vocab/runfolder/trajectory.schema.json, docs/run-folder.md), compiled once.
 var trajectorySchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	b, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "runfolder", "trajectory.schema.json"))
+	b, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "vocab", "runfolder", "trajectory.schema.json"))
 	if err != nil {
 		return nil, err
 	}
