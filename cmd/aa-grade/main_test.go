@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rogpeppe/go-internal/testscript"
+
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
@@ -23,12 +25,22 @@ var binary string
 // moduleRoot is where the CLI tests run, so paths in outputs are stable.
 var moduleRoot string
 
+// TestMain builds the binary the CLI tests run; the script tests' exits program is this test
+// binary under that name (testscript.Main runs it when called so).
 func TestMain(m *testing.M) {
+	testscript.Main(withBinary{m}, map[string]func(){"exits": exitsMain})
+}
+
+// withBinary runs the tests with the aa-grade binary built, and removes it after them.
+type withBinary struct{ m *testing.M }
+
+func (w withBinary) Run() int {
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "aa-grade-cli")
 	if err != nil {
 		panic(err)
 	}
+	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "aa-grade")
 	_, file, _, _ := runtime.Caller(0)
 	moduleRoot = filepath.Join(filepath.Dir(file), "..", "..")
@@ -39,9 +51,7 @@ func TestMain(m *testing.M) {
 	if err := build.Run(); err != nil {
 		panic("build aa-grade: " + err.Error())
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return w.m.Run()
 }
 
 // lastLine is the last line of a command's stderr.
