@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 // withBinary runs the tests with the aa-grade binary built, and removes it after them.
 type withBinary struct{ m *testing.M }
 
+// Run builds the binary from this folder, statically, then runs the tests.
 func (w withBinary) Run() int {
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "aa-grade-cli")

@@ -39,6 +39,7 @@ type scriptState struct {
 	counted int64
 }
 
+// stateOf is the state of the script ts runs, which setupScript gave it.
 func stateOf(ts *testscript.TestScript) *scriptState {
 	return ts.Value(scriptStateKey{}).(*scriptState)
 }
