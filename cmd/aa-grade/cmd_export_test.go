@@ -282,7 +282,7 @@ func TestExportRefusals(t *testing.T) {
 // atifSchema is the ATIF document's published schema, compiled.
 func atifSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "atif", "atif.schema.json"))
+	doc, err := os.ReadFile(filepath.Join(moduleRoot, "harness", "vocab", "atif", "atif.schema.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
