@@ -3,6 +3,8 @@ package data
 import (
 	"slices"
 	"strings"
+
+	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
 )
 
 // The layout of ITBench-AA, spelled here once: what the readers (OpenLocal, the Hub datasets,
@@ -20,7 +22,7 @@ const (
 	GroundTruthFile = "ground_truth.yaml"
 	// ScenarioRoot is where the reference sandbox shows a task's snapshot: every index row's
 	// scenario_root.
-	ScenarioRoot = "/home/user"
+	ScenarioRoot = shellspec.Workdir
 )
 
 // taskPrefix begins the repository paths of the task folders: sre/Scenario-N/...

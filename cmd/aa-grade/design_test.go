@@ -26,7 +26,7 @@ type layer struct {
 // layer lists and, within its own layer, only those its entry names.
 var layers = []layer{
 	{name: "the vocabularies", folders: []string{"data", "snapshot", "grader", "harness/vocab"}, within: map[string][]string{
-		"data":                    {"data/hub"},
+		"data":                    {"data/hub", "harness/vocab/shellspec"},
 		"snapshot/synth":          {"data", "snapshot"},
 		"snapshot/synth/naive":    {"snapshot"},
 		"snapshot/validate":       {"data", "grader", "snapshot", "snapshot/synth/naive"},

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/urfave/cli/v3"
-
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/internal/english"
@@ -279,10 +277,4 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// noProgressFlag asks for plain progress lines where a terminal would get a live display.
-func noProgressFlag(dest *bool) cli.Flag {
-	return &cli.BoolFlag{Name: "no-progress", Destination: dest, Sources: env("no-progress"),
-		Usage: "print progress as plain log lines, not a live display (as when the output is not a terminal)"}
 }

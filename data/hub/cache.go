@@ -95,7 +95,7 @@ func (c Cache) Link(repo, commit, path, etag string) error {
 		return fmt.Errorf("link %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, link); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // the rename's error is the one to tell; a stray .tmp link is never read
 		return fmt.Errorf("link %s: %w", path, err)
 	}
 	return nil

@@ -64,7 +64,7 @@ func (c *Client) Fetch(ctx context.Context, cache Cache, repo, commit string, e 
 		if !errors.Is(err, ErrCorrupt) || try >= mismatchTries {
 			return downloaded, fmt.Errorf("%s: %w", e.Path, err)
 		}
-		os.Remove(cache.IncompletePath(repo, etag))
+		_ = os.Remove(cache.IncompletePath(repo, etag)) // one that stays is hashed again, and found corrupt again, by the next try
 	}
 	if err := os.Rename(cache.IncompletePath(repo, etag), blob); err != nil {
 		return downloaded, fmt.Errorf("%s: %w", e.Path, err)
@@ -75,7 +75,7 @@ func (c *Client) Fetch(ctx context.Context, cache Cache, repo, commit string, e 
 // download brings the .incomplete file to its full size, resuming across transient failures,
 // hashing the content as it is written, and verifies it. On success the file is complete and
 // verified.
-func (c *Client) download(ctx context.Context, cache Cache, repo, commit string, e Entry, onBytes func(int64)) (int64, error) {
+func (c *Client) download(ctx context.Context, cache Cache, repo, commit string, e Entry, onBytes func(int64)) (_ int64, err error) {
 	partial := cache.IncompletePath(repo, e.ETag())
 	if err := os.MkdirAll(filepath.Dir(partial), 0o755); err != nil {
 		return 0, err
@@ -84,7 +84,13 @@ func (c *Client) download(ctx context.Context, cache Cache, repo, commit string,
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() {
+		// The content was hashed as it was written: a write that fails only at the close
+		// would leave a blob that does not hold what was verified.
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	sum := newContentHash(e)
 	// Hash what an earlier run left, which also leaves the offset at its end.
 	if err := copyBuffered(sum, f); err != nil {
@@ -251,7 +257,7 @@ func (c *contentHash) reset() {
 		c.h = sha256.New()
 	} else {
 		c.h = sha1.New()
-		fmt.Fprintf(c.h, "blob %d\x00", c.e.ContentSize())
+		_, _ = fmt.Fprintf(c.h, "blob %d\x00", c.e.ContentSize()) // a hash's Write never fails
 	}
 	c.n = 0
 }

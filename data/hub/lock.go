@@ -24,15 +24,15 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	for {
 		err := filelock.TryLock(f)
 		if err == nil {
-			return func() { filelock.Unlock(f); f.Close() }, nil
+			return func() { filelock.Unlock(f); _ = f.Close() }, nil // a lock file holds nothing to lose
 		}
 		if !errors.Is(err, filelock.ErrLocked) {
-			f.Close()
+			_ = f.Close() // the lock's error is the one to tell
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
+			_ = f.Close() // the lock was not taken; the file holds nothing
 			return nil, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}

@@ -46,7 +46,7 @@ func (in *Install) Shown() []string {
 func (a Agent) HostInstall() (Install, error) {
 	ad, ok := adapters[a.Name]
 	if !ok {
-		return Install{}, fmt.Errorf("%w: %s is a program of your own (use --agent-dir)", ErrNoHostInstall, a)
+		return Install{}, fmt.Errorf("%w: %s is a program of your own, not a CLI installed with npm", ErrNoHostInstall, a)
 	}
 	found, err := exec.LookPath(ad.program)
 	if err == nil {

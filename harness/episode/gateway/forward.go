@@ -298,7 +298,7 @@ func (c *call) used(usage string, complete bool) {
 func (c *call) relay(status int, header http.Header, answer []byte) {
 	copyAnswerHeader(c.w.Header(), header)
 	c.w.WriteHeader(status)
-	c.w.Write(provider.Scrub(answer, c.g.cfg.Upstream.APIKey)) // an agent that hung up needs no answer
+	_, _ = c.w.Write(provider.Scrub(answer, c.g.cfg.Upstream.APIKey)) // an agent that hung up needs no answer
 }
 
 // forwardedHeaders are the agent's headers passed on to the provider: what says how to read

@@ -256,7 +256,7 @@ func (g *Gateway) listModels(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(b) // an agent that hung up needs no answer
+	_, _ = w.Write(b) // an agent that hung up needs no answer
 }
 
 // asJSON keeps a JSON body as JSON in the trajectory, and anything else as a string.

@@ -5,11 +5,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
 )
 
 // ReferenceWorkdir is where the reference sandbox shows the snapshot, and so where bwrap
 // shows it.
-const ReferenceWorkdir = "/home/user"
+const ReferenceWorkdir = shellspec.Workdir
 
 // guestPath is where the guest executable appears inside a bwrap sandbox or a container. Its
 // name is the one it had before the in-sandbox process was called the guest: the image roots

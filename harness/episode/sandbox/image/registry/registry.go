@@ -258,7 +258,7 @@ func (c *Client) manifest(ctx context.Context, ref Reference, object string) ([]
 	desc.MediaType, _, _ = mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if desc.MediaType == "" || desc.MediaType == "application/json" {
 		var m manifest
-		json.Unmarshal(body, &m)
+		_ = json.Unmarshal(body, &m) // a body that is not JSON leaves the media type unknown
 		desc.MediaType = m.MediaType
 		if m.MediaType == "" && m.Manifests != nil {
 			desc.MediaType = MediaOCIIndex
@@ -301,7 +301,7 @@ func (c *Client) blobToFile(ctx context.Context, ref Reference, d Descriptor, pa
 		return err
 	})
 	if err != nil {
-		os.Remove(path)
+		_ = os.Remove(path) // the transfer's error is the one to tell
 	}
 	return err
 }

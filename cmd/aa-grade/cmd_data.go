@@ -20,25 +20,10 @@ import (
 	"github.com/aa-grade/aa-grade/internal/termtext"
 )
 
-func datasetFlag(dst *string) cli.Flag {
-	return &cli.StringFlag{Name: "dataset", Value: data.DefaultSpec, Destination: dst, Sources: env("dataset"),
-		Usage: "dataset: hf:OWNER/NAME[@REV], demo (built in, offline), a folder in the Hub layout (sre/data.jsonl), " +
-			"a folder of task folders, or one task folder"}
-}
-
 // hubDatasetFlag is --dataset of the commands that work on the Hub cache only.
 func hubDatasetFlag(dst *string) cli.Flag {
 	return &cli.StringFlag{Name: "dataset", Value: data.DefaultSpec, Destination: dst, Sources: env("dataset"),
 		Usage: "a Hub dataset: hf:OWNER/NAME[@REV]"}
-}
-
-func tasksFlag(dst *[]string) cli.Flag {
-	return &cli.StringSliceFlag{Name: "tasks", Destination: dst, Sources: env("tasks"),
-		Usage: "only these tasks, comma-separated (Scenario-2 or 2)"}
-}
-
-func jsonFlag(dst *bool, usage string) cli.Flag {
-	return &cli.BoolFlag{Name: "json", Destination: dst, Sources: env("json"), Usage: usage}
 }
 
 // hubOptions are the flags of data pull and data verify: a Hub dataset and some of its tasks.

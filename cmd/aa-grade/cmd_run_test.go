@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -278,74 +276,22 @@ func assertNoSecret(t *testing.T, dir, secret string) {
 	})
 }
 
-// TestReplayReproducesARun records a run of a scripted model, replays it offline into another
-// folder (same results, no model server), then replays it with another prompt: the replay
-// reports where each conversation diverged.
-func TestReplayReproducesARun(t *testing.T) {
-	fake := fakeProvider(t, fakemodel.Script{Turns: 3, Command: "ls", Answer: []string{"otel-demo/NetworkPolicy/ad-deny-ingress"}}, testKey)
-	env := fake.env
-	dir := t.TempDir()
-	recorded, replayed, changed := filepath.Join(dir, "recorded"), filepath.Join(dir, "replayed"), filepath.Join(dir, "changed")
-	common := []string{"--dataset", "demo", "--tasks", "901,902", "--repeats", "1"}
-	if r := aaGrade(t, env, append([]string{"run", "--model", "openai/fake", "--out", recorded}, common...)...); r.code != 0 {
-		t.Fatalf("record: exit %d\n%s", r.code, r.stderr)
-	}
-	calls := fake.Requests()
-	// The dataset, tasks and repeats come from the recorded run.
-	r := aaGrade(t, env, "run", "--model", "replay/"+recorded, "--out", replayed)
-	r.wantExit(t, 0)
-	textcheck.Has(t, "the replay's stderr", r.stderr, "every episode followed its recording", "running 2 tasks x 1 repeat of demo")
-	if n := fake.Requests() - calls; n != 0 {
-		t.Errorf("the replay called the model %d times", n)
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
-	if a, b := episodeFields(t, recorded), episodeFields(t, replayed); a != b {
-		t.Fatalf("replayed results differ:\n%s\n%s", a, b)
-	}
-	// More repeats than recorded: refused before anything is played or written, naming what
-	// the recording has, and no line claims the episodes followed it.
-	beyond := filepath.Join(dir, "beyond")
-	r = aaGrade(t, env, "run", "--model", "replay/"+recorded, "--repeats", "3", "--out", beyond)
-	r.wantExit(t, 2)
-	textcheck.Has(t, "the refusal of a replay beyond the recording", r.stderr, "has no recording of 4 of the 6 episodes (Scenario-901 repeat 2, ",
-		"it recorded Scenario-901 repeat 1, Scenario-902 repeat 1: ask for those tasks and repeats (--tasks, --repeats)")
-	textcheck.Lacks(t, "the refusal of a replay beyond the recording", r.stderr, "followed its recording")
-	if t.Failed() {
-		t.FailNow()
-	}
-
-	if _, err := os.Stat(beyond); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the refused replay left %s: %v", beyond, err)
-	}
-	// A replay refused for another configuration in the same folder played nothing either.
-	r = aaGrade(t, env, "run", "--model", "replay/"+recorded, "--max-turns", "50", "--out", replayed)
-	if r.code != 2 || strings.Contains(r.stderr, "followed its recording") {
-		t.Fatalf("replay into a folder of another configuration: exit %d\n%s", r.code, r.stderr)
-	}
-	prompt := filepath.Join(dir, "prompt.txt")
-	os.WriteFile(prompt, []byte("Find the root cause. Write {{output_path}}."), 0o644)
-	r = aaGrade(t, env, append([]string{"run", "--model", "replay/" + recorded, "--out", changed, "--prompt-file", prompt}, common...)...)
-	r.wantExit(t, 0)
-	if !textcheck.Has(t, "the replay with a changed prompt", r.stderr, "2 episodes diverged", "Scenario-902 repeat 1, turn 1: message 2 (user) differs") {
-		t.FailNow()
-	}
-
-	if a, b := episodeFields(t, recorded), episodeFields(t, changed); a != b {
-		t.Fatalf("a divergent replay still plays the recorded replies:\n%s\n%s", a, b)
-	}
-	wantKinds(t, replayed, model.KindTurn)
-	wantKinds(t, changed, model.KindDivergence, model.KindTurn)
-}
-
 // episodeFields is what two runs of the same replies must share: per episode, the status,
 // score, turns and tokens.
 func episodeFields(t *testing.T, run string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(run, "results.jsonl"))
+	fields, err := readEpisodeFields(run)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return fields
+}
+
+// readEpisodeFields is episodeFields for the Go tests and the script tests' sameepisodes alike.
+func readEpisodeFields(run string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(run, "results.jsonl"))
+	if err != nil {
+		return "", err
 	}
 	var out []string
 	for line := range strings.Lines(string(b)) {
@@ -355,11 +301,11 @@ func episodeFields(t *testing.T, run string) string {
 			Score         float64
 			Tokens        map[string]int
 		}
-		json.Unmarshal([]byte(line), &r)
+		_ = json.Unmarshal([]byte(line), &r) // a line that is no result compares as an empty one, in both runs
 		out = append(out, fmt.Sprintf("%s/%d %s %.3f %d %v", r.Task, r.Repeat, r.Status, r.Score, r.Turns, r.Tokens))
 	}
 	slices.Sort(out)
-	return strings.Join(out, "\n")
+	return strings.Join(out, "\n"), nil
 }
 
 // TestRunWithResponsesProvider runs one demo episode with openai-responses/ against a fake
