@@ -60,6 +60,7 @@ func Run(in io.Reader, out io.Writer) error {
 		lim := unix.Rlimit{Cur: l.value, Max: l.value}
 		_ = unix.Setrlimit(l.resource, &lim) // best effort: a lower hard limit stays
 	}
+	reserveThreads()
 	// Orphans of a command (its background jobs) become the guest's children, so that it can
 	// reap them once killed instead of leaving zombies behind.
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
