@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -117,17 +116,31 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	covers, err := spec.guestSeenAt(guest, spec.Programs, AgentDirPath)
+	covers, err := spec.guestSeenAt(guest, spec.Programs, "")
 	if err != nil {
 		return nil, err
 	}
-	config := d.containerConfig(spec, guest, files, covers)
+	inAgentDir, err := spec.guestSeenAt(guest, nil, AgentDirPath)
+	if err != nil {
+		return nil, err
+	}
+	in := inputs{files: files, agentDir: spec.AgentDir, agentCovers: agentCovers(inAgentDir), guest: guest}
 	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), containerSeq.Add(1))
+	config, err := d.containerConfig(spec, name, guest, in, covers)
+	if err != nil {
+		return nil, err
+	}
+	c := &container{client: d.client, volume: name, exited: make(chan struct{})}
+	if err := d.fillVolume(ctx, name, in); err != nil {
+		c.remove()
+		return nil, err
+	}
 	var created struct{ ID string }
 	if _, err := d.client.Do(ctx, http.MethodPost, "/containers/create?name="+url.QueryEscape(name), config, &created); err != nil {
+		c.remove()
 		return nil, fmt.Errorf("create the episode's container from %s: %w", d.imageName(), err)
 	}
-	c := &container{client: d.client, id: created.ID, exited: make(chan struct{})}
+	c.id = created.ID
 	stream, err := d.client.Attach(ctx, c.id)
 	if err != nil {
 		c.remove()
@@ -157,38 +170,57 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	return s, nil
 }
 
-// containerConfig is the episode's container, as the Engine API takes it.
-// covers are where its programs or agent folder would show the guest executable itself: the
-// guest's copy is bound there too.
-func (d *Docker) containerConfig(spec Spec, guest string, files []snapshotFile, covers []string) map[string]any {
+// containerConfig is the episode's container, as the Engine API takes it, with its inputs in
+// the volume named volume. covers are where its programs would show the guest executable
+// itself: the guest's copy is bound there too.
+func (d *Docker) containerConfig(spec Spec, volume, guest string, in inputs, covers []string) (map[string]any, error) {
 	limits := spec.Limits
 	disk, inodes := limits.disk(), limits.inodes()
 	env := spec.Env
 	if env == nil {
 		env = CleanEnv(ReferenceWorkdir)
 	}
-	// The container already has no capability and no network; the guest still sets its
-	// syscall filter and no_new_privs, and kills all (it is pid 1) when its input ends.
-	confine, _ := wire.Confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, ProcessesBounded: true,
-		RelayPort: spec.relayPort()}.Encode()
-	mounts := []map[string]any{{"Type": "bind", "Source": guest, "Target": guestPath, "ReadOnly": true}}
-	for _, f := range files {
-		mounts = append(mounts, map[string]any{"Type": "bind", "Source": f.host, "Target": path.Join(ReferenceWorkdir, filepath.ToSlash(f.rel)), "ReadOnly": true})
+	// The container already has no network and only the capabilities the guest needs to
+	// become nobody; the guest still sets its syscall filter and no_new_privs, and kills all
+	// (it is pid 1) when its input ends.
+	confine, err := wire.Confinement{Workdir: ReferenceWorkdir, Copies: in.copies(),
+		RunAs: &wire.IDs{UID: SandboxUID, GID: SandboxGID}, DropCaps: true, Seccomp: true, KillAll: true,
+		ProcessesBounded: true, RelayPort: spec.relayPort()}.Encode()
+	if err != nil {
+		return nil, err
 	}
+	mounts := []map[string]any{{"Type": "volume", "Source": volume, "Target": inputsAt, "ReadOnly": true}}
 	for _, p := range spec.shown() {
-		mounts = append(mounts, map[string]any{"Type": "bind", "Source": p.host, "Target": p.at, "ReadOnly": true})
+		if p.at != AgentDirPath { // the agent folder is copied (inputs)
+			mounts = append(mounts, map[string]any{"Type": "bind", "Source": p.host, "Target": p.at, "ReadOnly": true})
+		}
 	}
 	for _, at := range covers {
 		mounts = append(mounts, map[string]any{"Type": "bind", "Source": guest, "Target": at, "ReadOnly": true})
 	}
-	tmpfs := func(mode string) string {
-		return fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", disk, inodes, mode, SandboxUID, SandboxGID)
+	// The workspace is root's and sticky, so that commands add files beside the task's but
+	// cannot remove or rename them; it has room for them on top of the disk limit.
+	task := in.taskRoom()
+	tmpfs := map[string]string{
+		ReferenceWorkdir: fmt.Sprintf("size=%d,nr_inodes=%d,uid=0,gid=0", disk+task.bytes, inodes+task.files),
+		"/tmp":           fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777,uid=%d,gid=%d", disk, inodes, SandboxUID, SandboxGID),
+		"/dev/pts":       "ro,size=4k,nr_inodes=16,mode=0755",
+	}
+	memory := limits.memory() + disk + task.bytes
+	if in.agentDir != "" {
+		agent, err := in.agentRoom()
+		if err != nil {
+			return nil, err
+		}
+		tmpfs[AgentDirPath] = fmt.Sprintf("exec,size=%d,nr_inodes=%d,mode=0755,uid=0,gid=0", agent.bytes, agent.files)
+		memory += agent.bytes
 	}
 	return map[string]any{
 		"Image":      d.imageName(),
 		"Entrypoint": []string{guestPath},
 		"Cmd":        append([]string{}, spec.GuestArg...),
-		"User":       fmt.Sprintf("%d:%d", SandboxUID, SandboxGID),
+		// root only until the guest has copied its inputs and become nobody (wire.Confinement)
+		"User":       "0:0",
 		"WorkingDir": ReferenceWorkdir,
 		"Env":        append(env[:len(env):len(env)], confine),
 		"Hostname":   "sandbox",
@@ -199,18 +231,19 @@ func (d *Docker) containerConfig(spec Spec, guest string, files []snapshotFile, 
 			"NetworkMode":    "none",
 			"ReadonlyRootfs": true,
 			"CapDrop":        []string{"ALL"},
+			"CapAdd":         []string{"SETUID", "SETGID", "SETPCAP"}, // become nobody, empty the bounding set
 			"SecurityOpt":    []string{"no-new-privileges"},
 			// The tmpfs' pages count with the processes', as in bwrap: a full workspace is
 			// "No space left on device", not a sandbox without memory.
-			"Memory":     limits.memory() + disk,
-			"MemorySwap": limits.memory() + disk,
+			"Memory":     memory,
+			"MemorySwap": memory,
 			"PidsLimit":  wire.MaxProcesses,
 			"NanoCpus":   int64(dockerCPUs * 1e9),
 			// No pty: an empty read-only /dev/pts instead of the daemon's devpts, whose pool the
 			// whole host shares. (/dev is the daemon's small tmpfs that only root may write;
 			// /dev/shm, counted in the container's memory, holds no more than the disk limit.)
 			"ShmSize": min(disk, dockerShmBytes),
-			"Tmpfs":   map[string]string{ReferenceWorkdir: tmpfs("0755"), "/tmp": tmpfs("1777"), "/dev/pts": "ro,size=4k,nr_inodes=16,mode=0755"},
+			"Tmpfs":   tmpfs,
 			"Mounts":  mounts,
 			"IpcMode": "private",
 			// The guest's stdout carries every command's output and the relay's traffic: the
@@ -218,7 +251,7 @@ func (d *Docker) containerConfig(spec Spec, guest string, files []snapshotFile, 
 			// the episode's limits, until the container is removed).
 			"LogConfig": map[string]any{"Type": "none"},
 		},
-	}
+	}, nil
 }
 
 // dockerShmBytes is the daemon's default size of /dev/shm, which a smaller disk limit lowers.
@@ -319,7 +352,8 @@ func checkLinuxProgram(src, arch string) error {
 // container is a sandbox that is a container: the session's peer.
 type container struct {
 	client *dockerapi.Client
-	id     string
+	id     string // "" until created
+	volume string // its inputs (docker_inputs.go)
 	exited chan struct{} // closed once the attached stream ended: the guest is gone
 	once   sync.Once
 }
@@ -332,12 +366,25 @@ func (c *container) done() <-chan struct{} { return c.exited }
 func (c *container) cleanup()              { c.remove() }
 func (c *container) outOfMemory() bool     { return false }
 
+// remove removes the container and its volume.
 func (c *container) remove() {
 	c.once.Do(func() {
+		if c.id != "" {
+			removeContainer(c.client, c.id)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		c.client.Do(ctx, http.MethodDelete, "/containers/"+c.id+"?force=1&v=1", nil, nil)
+		// Nothing more to do when it fails: the next start removes what a dead run left.
+		_, _ = c.client.Do(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(c.volume)+"?force=1", nil, nil)
 	})
+}
+
+// removeContainer removes a container, whatever it is doing.
+func removeContainer(client *dockerapi.Client, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Nothing more to do when it fails: the next start removes what a dead run left.
+	_, _ = client.Do(ctx, http.MethodDelete, "/containers/"+id+"?force=1&v=1", nil, nil)
 }
 
 // removeDeadContainers removes the containers of aa-grade runs that died; it returns their
@@ -367,7 +414,28 @@ func removeDeadContainers() []string {
 			removed = append(removed, strings.TrimPrefix(strings.Join(ct.Names, ","), "/"))
 		}
 	}
+	removeDeadVolumes(ctx, c, string(filters))
 	return removed
+}
+
+// removeDeadVolumes removes the input volumes (docker_inputs.go) of aa-grade runs that died,
+// once their containers are gone: they go with their containers, so they are not told apart.
+func removeDeadVolumes(ctx context.Context, c *dockerapi.Client, filters string) {
+	var list struct {
+		Volumes []struct {
+			Name   string
+			Labels map[string]string
+		}
+	}
+	if _, err := c.Do(ctx, http.MethodGet, "/volumes?filters="+url.QueryEscape(filters), nil, &list); err != nil {
+		return
+	}
+	for _, v := range list.Volumes {
+		if ownerDead(leftoverPrefix + v.Labels[ownerLabel]) {
+			// One still in use, or gone meanwhile, waits for the next start.
+			_, _ = c.Do(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(v.Name), nil, nil)
+		}
+	}
 }
 
 // dockerGuarantees are what a container keeps, wherever the daemon runs.

@@ -24,6 +24,7 @@ type snapshotFile struct {
 	rel  string // relative path in the workspace
 	host string // the real file (the Hub cache's links resolved)
 	mode fs.FileMode
+	size int64
 }
 
 // snapshotFiles lists the files of a snapshot, resolved to real files so that only they are
@@ -56,7 +57,7 @@ func snapshotFiles(dir string, hide []string) ([]snapshotFile, error) {
 		if err != nil || !info.Mode().IsRegular() {
 			return nil // not a file: not shown
 		}
-		files = append(files, snapshotFile{rel: rel, host: host, mode: info.Mode()})
+		files = append(files, snapshotFile{rel: rel, host: host, mode: info.Mode(), size: info.Size()})
 		return nil
 	})
 	if err != nil {

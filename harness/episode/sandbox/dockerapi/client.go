@@ -90,20 +90,36 @@ func (e *Error) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) 
 //
 // bodyclose:handled
 func (c *Client) Do(ctx context.Context, method, endpoint string, body, out any) (*http.Response, error) {
-	var reader io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		reader = bytes.NewReader(b)
+	if body == nil {
+		return c.Send(ctx, method, endpoint, "", nil, out)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://docker"+apiVersion+endpoint, reader)
+	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	return c.Send(ctx, method, endpoint, "application/json", bytes.NewReader(b), out)
+}
+
+// PutArchive extracts the tar stream into the folder dir of the container id (PUT
+// /containers/{id}/archive), which must lie in a writable volume of it when its root file
+// system is read-only. The daemon keeps the owners and modes the stream gives: this is how
+// files reach a daemon that does not share the host's (in a VM, or on another machine).
+func (c *Client) PutArchive(ctx context.Context, id, dir string, tar io.Reader) error {
+	endpoint := "/containers/" + id + "/archive?" + url.Values{"path": {dir}}.Encode()
+	_, err := c.Send(ctx, http.MethodPut, endpoint, "application/x-tar", tar, nil)
+	return err
+}
+
+// Send is Do with a body of any type (contentType "": none).
+//
+// bodyclose:handled
+func (c *Client) Send(ctx context.Context, method, endpoint, contentType string, body io.Reader, out any) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://docker"+apiVersion+endpoint, body)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
