@@ -352,8 +352,8 @@ func checkLinuxProgram(src, arch string) error {
 // container is a sandbox that is a container: the session's peer.
 type container struct {
 	client *dockerapi.Client
-	id     string // "" until created
-	volume string // its inputs (docker_inputs.go)
+	id     string        // "" until created
+	volume string        // its inputs (docker_inputs.go)
 	exited chan struct{} // closed once the attached stream ended: the guest is gone
 	once   sync.Once
 }
