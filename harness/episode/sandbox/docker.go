@@ -136,7 +136,8 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, err
 	}
 	var created struct{ ID string }
-	if _, err := d.client.Do(ctx, http.MethodPost, "/containers/create?name="+url.QueryEscape(name), config, &created); err != nil {
+	endpoint := "/containers/create?name=" + url.QueryEscape(name)
+	if _, err := d.client.Do(ctx, http.MethodPost, endpoint, config, &created); err != nil {
 		c.remove()
 		return nil, fmt.Errorf("create the episode's container from %s: %w", d.imageName(), err)
 	}
@@ -203,7 +204,8 @@ func (d *Docker) containerConfig(spec Spec, volume, guest string, in inputs, cov
 	task := in.taskRoom()
 	tmpfs := map[string]string{
 		ReferenceWorkdir: fmt.Sprintf("size=%d,nr_inodes=%d,uid=0,gid=0", disk+task.bytes, inodes+task.files),
-		"/tmp":           fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777,uid=%d,gid=%d", disk, inodes, SandboxUID, SandboxGID),
+		"/tmp": fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777,uid=%d,gid=%d",
+			disk, inodes, SandboxUID, SandboxGID),
 		"/dev/pts":       "ro,size=4k,nr_inodes=16,mode=0755",
 	}
 	memory := limits.memory() + disk + task.bytes

@@ -169,7 +169,9 @@ func addParents(tw *tar.Writer, top, name string) error {
 }
 
 func addDir(tw *tar.Writer, name string, mode int64, mtime time.Time) error {
-	return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: mode, ModTime: mtime, Format: tar.FormatPAX})
+	return tw.WriteHeader(
+		&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: mode, ModTime: mtime, Format: tar.FormatPAX},
+	)
 }
 
 // addFile adds the host file src as name, root's, of mode.
@@ -183,7 +185,14 @@ func addFile(tw *tar.Writer, name, src string, mode int64) error {
 	if err != nil {
 		return err
 	}
-	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: info.Size(), ModTime: info.ModTime(), Format: tar.FormatPAX}
+	hdr := &tar.Header{
+		Typeflag: tar.TypeReg,
+		Name:     name,
+		Mode:     mode,
+		Size:     info.Size(),
+		ModTime:  info.ModTime(),
+		Format:   tar.FormatPAX,
+	}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}

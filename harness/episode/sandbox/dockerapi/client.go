@@ -113,7 +113,9 @@ func (c *Client) PutArchive(ctx context.Context, id, dir string, tar io.Reader) 
 // Send is Do with a body of any type (contentType "": none).
 //
 // bodyclose:handled
-func (c *Client) Send(ctx context.Context, method, endpoint, contentType string, body io.Reader, out any) (*http.Response, error) {
+func (c *Client) Send(
+	ctx context.Context, method, endpoint, contentType string, body io.Reader, out any,
+) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "http://docker"+apiVersion+endpoint, body)
 	if err != nil {
 		return nil, err
