@@ -206,7 +206,7 @@ func (d *Docker) containerConfig(spec Spec, volume, guest string, in inputs, cov
 		ReferenceWorkdir: fmt.Sprintf("size=%d,nr_inodes=%d,uid=0,gid=0", disk+task.bytes, inodes+task.files),
 		"/tmp": fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777,uid=%d,gid=%d",
 			disk, inodes, SandboxUID, SandboxGID),
-		"/dev/pts":       "ro,size=4k,nr_inodes=16,mode=0755",
+		"/dev/pts": "ro,size=4k,nr_inodes=16,mode=0755",
 	}
 	memory := limits.memory() + disk + task.bytes
 	if in.agentDir != "" {
