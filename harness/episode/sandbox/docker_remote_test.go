@@ -5,10 +5,12 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -127,5 +129,31 @@ func TestDockerOverTCPBindsNoHostPath(t *testing.T) {
 	_, err = d.client.Do(context.Background(), http.MethodGet, "/volumes/"+c.volume, nil, nil)
 	if status := (*dockerapi.Error)(nil); !errors.As(err, &status) || status.Code != http.StatusNotFound {
 		t.Errorf("the episode's volume after it: %v, want 404", err)
+	}
+}
+
+// TestDockerVolumesOfDeadRunsAreRemoved: the input volume of an episode whose run died goes at
+// the next start, with its containers; one of a live run stays.
+func TestDockerVolumesOfDeadRunsAreRemoved(t *testing.T) {
+	img := os.Getenv("AA_GRADE_TEST_IMAGE")
+	if img == "" || (&Docker{Image: img}).Available() != nil {
+		t.Skip("no docker here (AA_GRADE_TEST_IMAGE unset, or no daemon for this user)")
+	}
+	create := func(name, owner string) {
+		if out, err := exec.Command("docker", "volume", "create", "--label", ownerLabel+"="+owner, name).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("docker", "volume", "rm", "-f", name).Run() })
+	}
+	exists := func(name string) bool { return exec.Command("docker", "volume", "inspect", name).Run() == nil }
+	dead, live := fmt.Sprintf("aa-grade-test-dead-%d", os.Getpid()), fmt.Sprintf("aa-grade-test-live-%d", os.Getpid())
+	create(dead, "999999999-1")
+	create(live, ownerTag())
+	CleanLeftovers()
+	if exists(dead) {
+		t.Error("the volume of a dead run is still there")
+	}
+	if !exists(live) {
+		t.Error("the volume of a live run was removed")
 	}
 }
