@@ -187,8 +187,12 @@ func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
 		}
 	}
 	selected := r.Selected
-	if selected == "" {
+	switch {
+	case selected != "":
+	case (sandbox.None{}).Available() == nil:
 		selected = "none works: run --sandbox none only if you accept no isolation"
+	default: // macOS, Windows: docker or nothing
+		selected = "nothing works: " + sandbox.IsolationFix
 	}
 	fmt.Fprintf(w, "--sandbox auto uses: %s\n", selected)
 	switch {

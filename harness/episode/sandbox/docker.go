@@ -109,6 +109,10 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	exe, err := concealedExecutable(guest)
+	if err != nil {
+		return nil, err
+	}
 	if err := d.checkImage(ctx); err != nil {
 		return nil, err
 	}
@@ -116,15 +120,20 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	covers, err := spec.guestSeenAt(guest, spec.Programs, "")
+	// The container never runs the host's file: wherever a folder it shows holds it, it shows
+	// the guest sent (the agent folder's copy) or a copy bound from the host (programs).
+	covers, err := spec.guestSeenAt("", spec.Programs, "")
+	if err == nil && len(covers) > 0 {
+		guest, err = shownGuest(guest)
+	}
 	if err != nil {
 		return nil, err
 	}
-	inAgentDir, err := spec.guestSeenAt(guest, nil, AgentDirPath)
+	inAgentDir, err := spec.guestSeenAt("", nil, AgentDirPath)
 	if err != nil {
 		return nil, err
 	}
-	in := inputs{files: files, agentDir: spec.AgentDir, agentCovers: agentCovers(inAgentDir), guest: guest}
+	in := inputs{files: files, agentDir: spec.AgentDir, agentCovers: agentCovers(inAgentDir), guest: exe}
 	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), containerSeq.Add(1))
 	config, err := d.containerConfig(spec, name, guest, in, covers)
 	if err != nil {
@@ -303,36 +312,23 @@ func (d *Docker) checkImage(ctx context.Context) error {
 	return nil
 }
 
-// linuxGuest is the aa-grade binary the container runs as its guest, for the daemon's
-// architecture: this one on Linux when it matches; else a Linux build of the same version
-// (make dist writes aa-grade-linux-ARCH) found beside this executable or named by
-// AA_GRADE_LINUX_AGENT, copied into the user's cache folder (see stageGuest). Either way,
-// what is concealed is zeroed in it (see shownGuest).
+// linuxGuest is the Linux build of aa-grade the container runs as its guest, for the daemon's
+// architecture: this executable on Linux when it matches; else a Linux build of the same
+// version (make dist writes aa-grade-linux-ARCH) found beside this executable or named by
+// AA_GRADE_LINUX_AGENT. What is concealed is zeroed in what the daemon gets of it (see
+// concealedExecutable).
 func linuxGuest(self, arch string) (string, error) {
 	if runtime.GOOS == "linux" && arch == runtime.GOARCH {
-		return shownGuest(self)
+		return self, nil
 	}
 	src := cmp.Or(os.Getenv("AA_GRADE_LINUX_AGENT"), filepath.Join(filepath.Dir(self), "aa-grade-linux-"+arch))
-	if staged, ok := stagedGuests.Load(src + "|" + arch); ok {
-		return staged.(string), nil
+	if err := checkLinuxProgram(src, arch); err != nil {
+		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): "+
+			"put aa-grade-linux-%s (from the release, or make dist) beside %s, or name it in AA_GRADE_LINUX_AGENT",
+			ErrUnavailable, err, arch, self)
 	}
-	cache, err := os.UserCacheDir()
-	var staged string
-	if err == nil {
-		err = checkLinuxProgram(src, arch)
-	}
-	if err == nil {
-		staged, err = stageGuest(src, filepath.Join(cache, "aa-grade", "guest"))
-	}
-	if err != nil {
-		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): put aa-grade-linux-%s (from the release, or make dist) beside %s, or name it in AA_GRADE_LINUX_AGENT", ErrUnavailable, err, arch, self)
-	}
-	stagedGuests.Store(src+"|"+arch, staged)
-	return staged, nil
+	return src, nil
 }
-
-// stagedGuests are the guests stageGuest copied, by source and architecture: once per run.
-var stagedGuests sync.Map
 
 // elfMachines are the architectures releases are built for.
 var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}

@@ -37,7 +37,7 @@ type inputs struct {
 	// agentCovers are the files of the agent folder, relative to it, that are the guest
 	// executable itself (aa-grade run from the agent folder): the guest's copy goes there.
 	agentCovers map[string]bool
-	guest       string
+	guest       []byte // the guest executable, as concealedExecutable gives it
 }
 
 // room is what the files copied into one tmpfs take of it: bytes in whole pages, and files.
@@ -87,7 +87,7 @@ func (in inputs) agentRoom() (room, error) {
 // only (as on the host), the folders the guest copies from readable by root alone.
 func (in inputs) write(w io.Writer) error {
 	tw := tar.NewWriter(w)
-	if err := addFile(tw, path.Base(guestPath), in.guest, shownGuestMode); err != nil {
+	if err := addBytes(tw, path.Base(guestPath), in.guest, shownGuestMode); err != nil {
 		return err
 	}
 	if err := addDir(tw, inputsTask, 0o700, time.Time{}); err != nil {
@@ -130,7 +130,7 @@ func (in inputs) writeAgentDir(tw *tar.Writer) error {
 		case d.IsDir():
 			return addDir(tw, name, 0o700, info.ModTime())
 		case in.agentCovers[rel]:
-			return addFile(tw, name, in.guest, shownGuestMode)
+			return addBytes(tw, name, in.guest, shownGuestMode)
 		case info.Mode().IsRegular():
 			return addFile(tw, name, p, agentFileMode(info.Mode()))
 		case info.Mode()&fs.ModeSymlink != 0:
@@ -172,6 +172,16 @@ func addDir(tw *tar.Writer, name string, mode int64, mtime time.Time) error {
 	return tw.WriteHeader(
 		&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: mode, ModTime: mtime, Format: tar.FormatPAX},
 	)
+}
+
+// addBytes adds b as the file name, root's, of mode.
+func addBytes(tw *tar.Writer, name string, b []byte, mode int64) error {
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(b)), Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	_, err := tw.Write(b)
+	return err
 }
 
 // addFile adds the host file src as name, root's, of mode.

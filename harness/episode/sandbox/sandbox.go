@@ -112,7 +112,8 @@ var ErrImageUnusable = errors.New("the image cannot run an episode")
 // ErrNoImage marks, besides ErrImageUnusable, an image the Docker daemon does not have.
 var ErrNoImage = errors.New("no image")
 
-// ErrNoIsolation marks, besides ErrUnavailable, a machine where no backend but none works.
+// ErrNoIsolation marks, besides ErrUnavailable, a machine where no backend but none works
+// (Linux: elsewhere none does not work either).
 var ErrNoIsolation = errors.New("no isolating backend works here")
 
 // ErrOutsideWorkspace marks a file name that leads out of the workspace (through .. or a link).
@@ -156,7 +157,10 @@ func Select(name string) (Backend, error) {
 			}
 			reasons = append(reasons, fmt.Sprintf("%s: %v", b.Name(), err))
 		}
-		return nil, fmt.Errorf("%w: %w (%s); install bubblewrap", ErrUnavailable, ErrNoIsolation, strings.Join(reasons, "; "))
+		if (None{}).Available() != nil { // macOS, Windows: docker or nothing
+			return nil, fmt.Errorf("%w: no backend works here (%s); %s", ErrUnavailable, strings.Join(reasons, "; "), IsolationFix)
+		}
+		return nil, fmt.Errorf("%w: %w (%s); %s", ErrUnavailable, ErrNoIsolation, strings.Join(reasons, "; "), IsolationFix)
 	}
 	for _, b := range Backends() {
 		if b.Name() == name {
