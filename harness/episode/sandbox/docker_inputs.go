@@ -130,7 +130,8 @@ func (in inputs) writeAgentDir(tw *tar.Writer) error {
 		case d.IsDir():
 			return addDir(tw, name, 0o700, info.ModTime())
 		case in.agentCovers[rel]:
-			return addBytes(tw, name, in.guest, shownGuestMode)
+			// Readable by root, so that the guest can copy it; the commands, nobody, only run it.
+			return addBytes(tw, name, in.guest, shownGuestMode|0o400)
 		case info.Mode().IsRegular():
 			return addFile(tw, name, p, agentFileMode(info.Mode()))
 		case info.Mode()&fs.ModeSymlink != 0:
