@@ -68,21 +68,34 @@ func TestWindowsBuildUnderWine(t *testing.T) {
 			"--repeats", "2", "--shard", shard, "--out", at("shard"+shard[:1])).wantExit(t, 0)
 	}
 	wshards := []string{winPath(at("shard1")), winPath(at("shard2"))}
+	merged := []string{winPath(at("w/run")), at("l/run"), wshards[0], at("shard1"), wshards[1], at("shard2")}
 	sameAsLinux(t, "merge", aaGrade(t, nil, "merge", "--out", at("l/run"), at("shard1"), at("shard2")),
-		w.aaGrade(t, nil, "merge", "--out", winPath(at("w/run")), wshards[0], wshards[1]),
-		winPath(at("w/run")), at("l/run"), wshards[0], at("shard1"), wshards[1], at("shard2"))
-	sameFiles(t, "merge", at("l/run"), at("w/run"))
+		w.aaGrade(t, nil, "merge", "--out", winPath(at("w/run")), wshards[0], wshards[1]), merged...)
+	sameFiles(t, "merge", at("l/run"), at("w/run"), merged...)
 	run := at("l/run")
-	for _, args := range [][]string{{"grade"}, {"grade", "--json"}, {"report"}} {
+	for _, args := range [][]string{{"grade"}, {"grade", "--json"}} {
 		sameAsLinux(t, strings.Join(args, " "), aaGrade(t, nil, append(args, run)...),
 			w.aaGrade(t, nil, append(args, winPath(run))...), winPath(run), run)
 	}
+	// report's columns are as wide as the paths given, which Windows spells longer.
+	linux, windows := aaGrade(t, nil, "report", run), w.aaGrade(t, nil, "report", winPath(run))
+	linux.stdout, windows.stdout = columnsApart(linux.stdout), columnsApart(windows.stdout)
+	sameAsLinux(t, "report", linux, windows, winPath(run), run)
 	for _, args := range [][]string{{"export", "--format", "atif"}, {"export", "--format", "openai-jsonl"}, {"view"}} {
 		what := strings.Join(args, " ")
 		lout, wout := at("l/"+args[len(args)-1]), at("w/"+args[len(args)-1])
-		paths := []string{winPath(wout), lout, winPath(run), run}
+		paths := []string{winPath(wout) + `\index.html`, lout + "/index.html", winPath(wout), lout, winPath(run), run}
 		sameAsLinux(t, what, aaGrade(t, nil, append(args, "--out", lout, run)...),
 			w.aaGrade(t, nil, append(args, "--out", winPath(wout), winPath(run))...), paths...)
 		sameFiles(t, what, lout, wout, paths...)
 	}
+}
+
+// columnsApart is a table with its columns one space apart.
+func columnsApart(table string) string {
+	lines := strings.Split(table, "\n")
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	return strings.Join(lines, "\n")
 }
