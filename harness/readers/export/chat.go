@@ -86,7 +86,8 @@ func (l *chatLine) add(m model.Message) {
 			}
 			l.used[id] = true
 			l.pending[tc.ID] = append(l.pending[tc.ID], id)
-			c.ToolCalls = append(c.ToolCalls, ChatToolCall{ID: id, Type: "function", Function: ChatFunction{Name: tc.Name, Arguments: tc.Arguments}})
+			fn := ChatFunction{Name: tc.Name, Arguments: tc.Arguments}
+			c.ToolCalls = append(c.ToolCalls, ChatToolCall{ID: id, Type: "function", Function: fn})
 		}
 	case model.RoleTool:
 		ids := l.pending[m.ToolCallID]
