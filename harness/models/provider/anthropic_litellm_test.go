@@ -131,3 +131,33 @@ func TestAnthropicReferenceKeepsBlankText(t *testing.T) {
 		}
 	}
 }
+
+// TestAnthropicEmptySystemLeftOut: an empty system prompt is left out, and with none the
+// request has no system key, as LiteLLM's translate_system_message does (the API refuses an
+// empty text block); a system prompt goes as a text block.
+func TestAnthropicEmptySystemLeftOut(t *testing.T) {
+	for _, c := range []struct {
+		system []model.Message
+		want   string
+	}{
+		{nil, ""},
+		{[]model.Message{{Role: model.RoleSystem, Content: ""}}, ""},
+		{[]model.Message{{Role: model.RoleSystem, Content: "s"}}, `["s"]`},
+	} {
+		for _, reference := range []bool{true, false} {
+			api := newAnthropicAPI(anthropicReply(`[{"type":"text","text":"ok"}]`, 10))
+			m := newAnthropic(t, api)
+			m.Reference = reference
+			req := model.Request{Messages: append(c.system, model.Message{Role: model.RoleUser, Content: "task"})}
+			if _, err := m.Complete(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			if got := gjson.GetBytes(api.received[0], "system.#.text").Raw; got != c.want {
+				t.Errorf("system %+v, reference %v: sent %s, want %s", c.system, reference, got, c.want)
+			}
+			if system := gjson.GetBytes(api.received[0], "system"); c.want == "" && system.Exists() {
+				t.Errorf("system %+v, reference %v: sent the key system: %s", c.system, reference, system.Raw)
+			}
+		}
+	}
+}
