@@ -47,7 +47,8 @@ func Chat(run *runfolder.Run, e runfolder.Episode) (ChatEpisode, error) {
 		return ChatEpisode{}, err
 	}
 	if len(ep.calls) == 0 {
-		return ChatEpisode{}, fmt.Errorf("%s: %w (no model call was recorded)", runfolder.EpisodeDir(run.Dir, e), ErrNoTrajectory)
+		return ChatEpisode{}, fmt.Errorf("%s: %w (no model call was recorded)", runfolder.EpisodeDir(run.Dir, e),
+			ErrNoTrajectory)
 	}
 	out := ChatEpisode{Tools: ep.tools}
 	for _, c := range ep.calls {
@@ -64,7 +65,8 @@ func Chat(run *runfolder.Run, e runfolder.Episode) (ChatEpisode, error) {
 func chatMessage(m model.Message) ChatMessage {
 	c := ChatMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
 	for _, tc := range m.ToolCalls {
-		c.ToolCalls = append(c.ToolCalls, ChatToolCall{ID: tc.ID, Type: "function", Function: ChatFunction{Name: tc.Name, Arguments: tc.Arguments}})
+		c.ToolCalls = append(c.ToolCalls,
+			ChatToolCall{ID: tc.ID, Type: "function", Function: ChatFunction{Name: tc.Name, Arguments: tc.Arguments}})
 	}
 	return c
 }
