@@ -71,11 +71,14 @@ func (d *Docker) Available() error {
 		_, err := d.client.Do(ctx, http.MethodGet, "/version", nil, &version)
 		switch {
 		case errors.Is(err, os.ErrPermission):
-			d.err = fmt.Errorf("the Docker daemon at %s refuses this user (add it to the docker group, or set DOCKER_HOST to a daemon it may use)", d.client.Host)
+			d.err = fmt.Errorf(
+				"the Docker daemon at %s refuses this user (add it to the docker group, or set DOCKER_HOST to a daemon it may use)",
+				d.client.Host)
 		case err != nil:
 			d.err = fmt.Errorf("no Docker daemon answers at %s: %w (start Docker, or set DOCKER_HOST)", d.client.Host, err)
 		case version.Os != "linux":
-			d.err = fmt.Errorf("the Docker daemon at %s runs %s containers (switch it to Linux containers)", d.client.Host, version.Os)
+			d.err = fmt.Errorf("the Docker daemon at %s runs %s containers (switch it to Linux containers)", d.client.Host,
+				version.Os)
 		}
 		d.arch = cmp.Or(version.Arch, runtime.GOARCH)
 	})
@@ -299,12 +302,14 @@ func (d *Docker) checkImage(ctx context.Context) error {
 			if d.imageName() != DefaultImage {
 				return imageError{fmt.Errorf("%w %s: pull or build it (docker pull %s)", ErrNoImage, d.imageName(), d.imageName())}
 			}
-			return imageError{fmt.Errorf("%w %s: build it (docker build -t %s deploy/sandbox)", ErrNoImage, d.imageName(), DefaultImage)}
+			return imageError{
+				fmt.Errorf("%w %s: build it (docker build -t %s deploy/sandbox)", ErrNoImage, d.imageName(), DefaultImage)}
 		}
 		return fmt.Errorf("%w: image %s: %w", ErrUnavailable, d.imageName(), err)
 	}
 	if image.Os != "" && image.Os != "linux" || image.Architecture != "" && image.Architecture != d.arch {
-		return imageError{fmt.Errorf("image %s is for %s/%s, not linux/%s", d.imageName(), image.Os, image.Architecture, d.arch)}
+		return imageError{
+			fmt.Errorf("image %s is for %s/%s, not linux/%s", d.imageName(), image.Os, image.Architecture, d.arch)}
 	}
 	d.mu.Lock()
 	d.digest = image.ID
@@ -400,7 +405,8 @@ func removeDeadContainers() []string {
 		Names  []string
 		Labels map[string]string
 	}
-	if _, err := c.Do(ctx, http.MethodGet, "/containers/json?all=1&filters="+url.QueryEscape(string(filters)), nil, &list); err != nil {
+	if _, err := c.Do(ctx, http.MethodGet, "/containers/json?all=1&filters="+url.QueryEscape(string(filters)), nil,
+		&list); err != nil {
 		return nil
 	}
 	var removed []string
@@ -439,13 +445,17 @@ func removeDeadVolumes(ctx context.Context, c *dockerapi.Client, filters string)
 // dockerGuarantees are what a container keeps, wherever the daemon runs.
 func dockerGuarantees() []Guarantee {
 	return []Guarantee{
-		{GuaranteeNoInheritedFDs, true, "the container's process starts from the daemon, with only its attached stdin, stdout and stderr"},
+		{GuaranteeNoInheritedFDs, true,
+			"the container's process starts from the daemon, with only its attached stdin, stdout and stderr"},
 		hostReadsSafely,
 		{GuaranteeNoCapabilities, true, "no capability (cap-drop ALL), no-new-privileges, and the guest's own filter"},
 		{GuaranteeNotHostRoot, true, "commands run as nobody (65534) in the container"},
 		{GuaranteeReadOnlySystem, true, "a read-only root file system, no pty; the snapshot bound read-only; mount refused"},
 		{GuaranteeNoNetwork, true, "network mode none, and socket(2) refused; " + relayOpens},
-		{GuaranteeProcessesEnd, true, "the guest is the container's init and ends, killing all, when its attached input does: at the episode's end, and when aa-grade dies; the container is removed at the episode's end, or, for a run that died, stopped and removed at the next start"},
+		{GuaranteeProcessesEnd, true,
+			"the guest is the container's init and ends, killing all, when its attached input does: at the episode's end, and " +
+				"when aa-grade dies; the container is removed at the episode's end, or, for a run that died, stopped and removed " +
+				"at the next start"},
 		{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per container", wire.MaxProcesses)},
 		{GuaranteeMemoryLimit, true, "the container's memory limit, tmpfs pages included, no swap"},
 		{GuaranteeDiskLimit, true, "the workspace and /tmp are tmpfs of --disk-limit bytes each"},
@@ -484,9 +494,12 @@ func (d *Docker) useImage(ctx context.Context, ref, _ string, progress func(Even
 	case err == nil:
 		return nil
 	case refusedReference(err.Error()):
-		return fmt.Errorf("the Docker daemon cannot pull %s: %v (check the name and the tag, or docker login %s)", ref, err, reference.Registry)
+		return fmt.Errorf("the Docker daemon cannot pull %s: %v (check the name and the tag, or docker login %s)", ref, err,
+			reference.Registry)
 	}
-	return unavailableError{fmt.Errorf("the Docker daemon cannot pull %s: %v (check the registry and the daemon's network, or docker pull it yourself)", ref, err)}
+	return unavailableError{fmt.Errorf(
+		"the Docker daemon cannot pull %s: %v (check the registry and the daemon's network, or docker pull it yourself)",
+		ref, err)}
 }
 
 // refusedReference tells, from the daemon's message, a registry that refused the reference
@@ -494,7 +507,8 @@ func (d *Docker) useImage(ctx context.Context, ref, _ string, progress func(Even
 // it could not reach.
 func refusedReference(message string) bool {
 	m := strings.ToLower(message)
-	for _, code := range []string{"manifest unknown", "name unknown", "not found", "unauthorized", "denied", "no matching manifest"} {
+	for _, code := range []string{"manifest unknown", "name unknown", "not found", "unauthorized", "denied",
+		"no matching manifest"} {
 		if strings.Contains(m, code) {
 			return true
 		}

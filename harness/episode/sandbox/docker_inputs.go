@@ -218,7 +218,8 @@ func addFile(tw *tar.Writer, name, src string, mode int64) error {
 // container); the episode's container then mounts it read-only.
 func (d *Docker) fillVolume(ctx context.Context, name string, in inputs) error {
 	labels := map[string]string{ownerLabel: ownerTag()}
-	if _, err := d.client.Do(ctx, http.MethodPost, "/volumes/create", map[string]any{"Name": name, "Labels": labels}, nil); err != nil {
+	volume := map[string]any{"Name": name, "Labels": labels}
+	if _, err := d.client.Do(ctx, http.MethodPost, "/volumes/create", volume, nil); err != nil {
 		return fmt.Errorf("create the episode's volume: %w", err)
 	}
 	filler := map[string]any{
