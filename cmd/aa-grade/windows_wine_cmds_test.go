@@ -39,8 +39,10 @@ func TestWindowsBuildUnderWine(t *testing.T) {
 	defer h.Close()
 	h.ServeSample(sampleRepo, fakehub.SampleDataset(3, 64<<10))
 	lcache, wcache := at("lcache"), at("wcache")
+	snapshots := `\datasets--ArtificialAnalysis--ITBench-AA\snapshots\`
 	sameAsLinux(t, "data pull", aaGrade(t, hubEnv(h, lcache), "data", "pull"),
-		w.aaGrade(t, hubEnv(h, winPath(wcache)), "data", "pull"), winPath(wcache), lcache)
+		w.aaGrade(t, hubEnv(h, winPath(wcache)), "data", "pull"),
+		winPath(wcache)+snapshots, lcache+filepath.ToSlash(snapshots))
 	sameAsLinux(t, "data ls", aaGrade(t, hubEnv(h, lcache), "data", "ls"),
 		w.aaGrade(t, hubEnv(h, winPath(wcache)), "data", "ls"), winPath(wcache), lcache)
 
