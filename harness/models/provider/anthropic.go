@@ -87,6 +87,7 @@ func (m *Anthropic) requestBody(req model.Request) map[string]any {
 		body["thinking"] = block{"type": "adaptive"}
 		body["output_config"] = block{"effort": m.ReasoningEffort}
 	}
+	m.addParams(body, nil, "temperature", "top_p")
 	return body
 }
 
