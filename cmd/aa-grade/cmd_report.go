@@ -118,6 +118,10 @@ func renderReportText(w io.Writer, runs []report.Overview) {
 		if o.Judge != nil {
 			fmt.Fprintf(w, "%s: %s\n", report.OneLine(o.Dir, 60), o.Agreement())
 		}
+		if o.ModelParams != "" {
+			fmt.Fprintf(w, "%s: model parameters %s, not comparable with the leaderboard\n", report.OneLine(o.Dir, 60),
+				report.OneLine(o.ModelParams, 200))
+		}
 	}
 	renderComparisonText(w, runs)
 }

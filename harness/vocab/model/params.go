@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -40,12 +41,21 @@ func (p Params) String() string {
 		out = append(out, "top_p="+strconv.FormatFloat(*p.TopP, 'g', -1, 64))
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Fields)) {
-		out = append(out, k+"="+string(p.Fields[k]))
+		out = append(out, k+"="+compact(p.Fields[k]))
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Headers)) {
 		out = append(out, "header "+k+"="+p.Headers[k])
 	}
 	return strings.Join(out, " ")
+}
+
+// compact is a field's value on one line: run.json writes it indented.
+func compact(v json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return string(v)
+	}
+	return b.String()
 }
 
 // ParseField reads KEY=VALUE into a body field: VALUE as JSON when it is JSON (0.5, true,
@@ -56,7 +66,7 @@ func ParseField(arg string) (string, json.RawMessage, error) {
 		return "", nil, fmt.Errorf("%q: expected KEY=VALUE", arg)
 	}
 	if json.Valid([]byte(value)) {
-		return key, json.RawMessage(value), nil
+		return key, json.RawMessage(compact(json.RawMessage(value))), nil
 	}
 	quoted, err := json.Marshal(value)
 	if err != nil {
