@@ -498,7 +498,8 @@ func (r *startedRun) announce(stderr io.Writer, opts runOptions) {
 	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
 		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, who, backend.Name(), r.out)
 	if params := r.episode.Params; !params.IsZero() {
-		printLine(stderr, "model parameters: %s (the reference harness sends none: not comparable with the leaderboard)", params)
+		printLine(stderr, "model parameters: %s (the reference harness sends none: "+
+			"not comparable with the leaderboard)", params)
 	}
 	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
 	if e := costEstimate(r.settings, len(todo), folder.Prev); e != "" {
@@ -610,10 +611,11 @@ func warnSandbox(stderr io.Writer, backend sandbox.Backend) {
 }
 
 // newModel builds the model under test (models.Open: a provider's, the built-in baseline or a
-// replay), sending back the reasoning the loop does and the episodes' model parameters, with one rate limiter for the whole run:
-// every episode's calls go to the same provider and quota. The limiter is returned too, for
-// the display and the run's record of the limits.
-func newModel(opts runOptions, s models.Settings, episode settings.Settings) (model.Model, *ratelimit.Limiter, error) {
+// replay), sending back the reasoning the loop does and the episodes' model parameters, with
+// one rate limiter for the whole run: every episode's calls go to the same provider and quota.
+// The limiter is returned too, for the display and the run's record of the limits.
+func newModel(opts runOptions, s models.Settings, episode settings.Settings) (model.Model, *ratelimit.Limiter,
+	error) {
 	maxInFlight := opts.maxInFlight
 	if maxInFlight == 0 {
 		maxInFlight = opts.parallel

@@ -26,14 +26,16 @@ type paramOptions struct {
 func (o *paramOptions) flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.FloatFlag{Name: "temperature", Destination: &o.temperature, DefaultText: "the provider's",
-			Usage: "the model's sampling temperature, sent in every request (not the reference harness's: see --not-comparable)"},
+			Usage: "the model's sampling temperature, sent in every request (the reference harness sends none: " +
+				"see --not-comparable)"},
 		&cli.FloatFlag{Name: "top-p", Destination: &o.topP, DefaultText: "the provider's",
 			Usage: "the model's nucleus sampling, above 0 and at most 1, sent in every request"},
 		&cli.GenericFlag{Name: "model-arg", Aliases: []string{"M"}, Value: &o.fields,
 			Usage: "KEY=VALUE: a field of every request's body, at its top level (VALUE as JSON when it is JSON, " +
 				`else a string: -M chat_template_kwargs='{"enable_thinking":false}'); repeatable`},
 		&cli.GenericFlag{Name: "model-header", Value: &o.headers,
-			Usage: "NAME=VALUE: an HTTP header of every request (run.json records it: keys come from the environment); repeatable"},
+			Usage: "NAME=VALUE: an HTTP header of every request (run.json records it: keys come from the " +
+				"environment); repeatable"},
 		&cli.BoolFlag{Name: "not-comparable", Destination: &o.notComparable,
 			Usage: "let a preset take --temperature, --top-p, --model-arg or --model-header; the run is then not comparable " +
 				"with the leaderboard row the preset reproduces, and its reports say so"},

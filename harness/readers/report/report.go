@@ -140,8 +140,9 @@ const LenientNote = "Not comparable with the published leaderboard: this run fol
 
 // ParamsNote is what every report and page says of a run whose model was called with
 // parameters of the user's (run --temperature, --top-p, --model-arg, --model-header).
-const ParamsNote = "Not comparable with the published leaderboard: the model was called with parameters of the user's " +
-	"(run --temperature, --top-p, --model-arg or --model-header), which the reference harness does not send."
+const ParamsNote = "Not comparable with the published leaderboard: the model was called with " +
+	"parameters of the user's (run --temperature, --top-p, --model-arg or --model-header), " +
+	"which the reference harness does not send."
 
 // agentNote is what every report and page says of an agent run: another harness than the
 // published one played its episodes.
