@@ -37,8 +37,8 @@ func (o *paramOptions) flags() []cli.Flag {
 			Usage: "NAME=VALUE: an HTTP header of every request (run.json records it: keys come from the " +
 				"environment); repeatable"},
 		&cli.BoolFlag{Name: "not-comparable", Destination: &o.notComparable,
-			Usage: "let a preset take --temperature, --top-p, --model-arg or --model-header; the run is then not comparable " +
-				"with the leaderboard row the preset reproduces, and its reports say so"},
+			Usage: "let a preset take --temperature, --top-p, --model-arg or --model-header; the run is then " +
+				"not comparable with the leaderboard row the preset reproduces, and its reports say so"},
 	}
 }
 
@@ -102,8 +102,9 @@ func (o runOptions) checkParams(s models.Settings) error {
 	case o.agent.agent != nil:
 		return usageErrorf("%s: aa-grade's loop sends them; an agent (--agent) sends requests of its own", given)
 	case s.Preset != "" && !o.params.notComparable:
-		return usageErrorf("--model %s is a preset, which reproduces a leaderboard row with the provider's parameters: "+
-			"%s would make the run compare with it no longer; add --not-comparable to run it so anyway", s.Preset, given)
+		return usageErrorf("--model %s is a preset, which reproduces a leaderboard row with the provider's "+
+			"parameters: %s would make the run compare with it no longer; add --not-comparable to run it so anyway",
+			s.Preset, given)
 	}
 	return nil
 }
