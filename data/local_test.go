@@ -154,7 +154,7 @@ func TestOpenKeepsWantedTasks(t *testing.T) {
 	if err != nil || ids(ds.Tasks) != "Scenario-1,Scenario-10" {
 		t.Fatalf("tasks = %v, %v", ds, err)
 	}
-	if _, err := Open(context.Background(), root, OpenOptions{Tasks: []string{"Scenario-3"}}); !errors.Is(err, ErrUnknownTask) || !strings.Contains(err.Error(), root+": no such task: Scenario-3") {
+	if _, err := Open(context.Background(), root, OpenOptions{Tasks: []string{"Scenario-3"}}); !errors.Is(err, ErrUnknownTask) || !strings.Contains(err.Error(), root+": no such task: Scenario-3 (its tasks: 1-2, 10)") {
 		t.Fatalf("unknown task: %v", err)
 	}
 }
