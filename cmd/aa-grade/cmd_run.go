@@ -442,7 +442,10 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		Backend: backend, Limits: opts.limits, Tools: &tools,
 		OnEnvironment: func(tools sandbox.Tools) {
 			if diff := tools.Differences(); len(diff) > 0 {
-				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s", strings.Join(diff, "; "))
+				warnLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s; "+
+					"for the reference one, build its image (docker build -t %s deploy/sandbox) and run with "+
+					"--sandbox docker, which aa-grade doctor --sandbox docker checks", strings.Join(diff, "; "),
+					sandbox.DefaultImage)
 			}
 		},
 		Grace: opts.grace, Abort: secondInterrupt(ctx),
@@ -548,7 +551,7 @@ func (r *startedRun) finish(stderr io.Writer, p playedRun) (*report.Run, error) 
 			if p.err == nil {
 				return nil, err
 			}
-			printLine(stderr, "warning: %v", err)
+			warnLine(stderr, "warning: %v", err)
 		}
 	}
 	if errors.Is(p.err, context.Canceled) || errors.Is(p.err, runner.ErrBudget) { // what going on would cost
@@ -600,13 +603,14 @@ func configChanged(err error) error {
 // (--sandbox none), or enforce a limit.
 func warnSandbox(stderr io.Writer, backend sandbox.Backend) {
 	if backend.Name() == sandbox.NameNone {
-		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
+		warnLine(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
 	} else if weak := sandbox.LimitsNotEnforced(backend); len(weak) > 0 {
 		var what []string
 		for _, g := range weak {
 			what = append(what, g.Name+": "+g.Detail)
 		}
-		fmt.Fprintf(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)\n", backend.Name(), strings.Join(what, "; "))
+		warnLine(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)", backend.Name(),
+			strings.Join(what, "; "))
 	}
 }
 

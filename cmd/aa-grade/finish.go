@@ -17,10 +17,10 @@ func finishRun(stderr io.Writer, dir string, folder *runfolder.Folder, rates rat
 		return nil, err
 	}
 	if run.RateLimitsErr != nil {
-		printLine(stderr, "warning: %v", run.RateLimitsErr)
+		warnLine(stderr, "warning: %v", run.RateLimitsErr)
 	}
 	if run.AnalysisErr != nil {
-		printLine(stderr, "warning: the reports leave the analysis out: %v", run.AnalysisErr)
+		warnLine(stderr, "warning: the reports leave the analysis out: %v", run.AnalysisErr)
 	}
 	return run, nil
 }
