@@ -16,8 +16,8 @@ import (
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/readers/analysis"
 	"github.com/aa-grade/aa-grade/harness/readers/report"
-	"github.com/aa-grade/aa-grade/snapshot/validate"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
+	"github.com/aa-grade/aa-grade/snapshot/validate"
 )
 
 // openPTY opens a pseudo-terminal pair (/dev/ptmx and its peer) sized cols x 24.
