@@ -214,3 +214,16 @@ func TestUnpackRefusesEscapingPaths(t *testing.T) {
 		t.Fatal("a file was written outside the folder")
 	}
 }
+
+// TestOpenMissingFolder: a dataset folder that does not exist is not a dataset, said in
+// words with the forms a dataset takes, not as the system call's error.
+func TestOpenMissingFolder(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "ITBench-AA")
+	_, err := Open(context.Background(), missing, OpenOptions{})
+	if !errors.Is(err, ErrNotDataset) {
+		t.Fatalf("%v, want ErrNotDataset", err)
+	}
+	if want := "dataset " + missing + ": not a dataset: no such folder (a dataset is hf:OWNER/NAME, demo or a folder)"; err.Error() != want {
+		t.Errorf("%q, want %q", err, want)
+	}
+}

@@ -345,7 +345,8 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 		settings.Prices = plan.prices
 	}
 	if opts.maxCost > 0 && settings.Prices == nil {
-		return nil, usageErrorf("--max-cost %v: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and --price-output, give them)", opts.maxCost)
+		return nil, usageErrorf("--max-cost %v: the model's prices are unknown, so its spend is unknown too; "+
+			"give them (a preset has them, or --price-input and --price-output)", opts.maxCost)
 	}
 	if err := opts.checkParams(settings); err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 // TestRunSendsModelParams: --temperature, --top-p and -M/--model-arg go in every request the
 // model gets (a JSON value as JSON, any other as a string), run.json records them, the run
 // and its report say it is not comparable, and a resume with another temperature is refused,
-// naming both, while the same flags resume.
+// naming both, while the same flags resume (and a dry run says nothing is left to play).
 func TestRunSendsModelParams(t *testing.T) {
 	s := newScriptedRun(t, fakemodel.Script{Turns: 2, Command: "ls", Answer: answer901}, "901", "1")
 	out := filepath.Join(t.TempDir(), "run")
@@ -57,6 +57,9 @@ func TestRunSendsModelParams(t *testing.T) {
 	other.wantExit(t, 2)
 	textcheck.Has(t, "stderr", other.stderr, "model_params was temperature=0.3 top_p=0.8", "now temperature=0.5")
 	aaGrade(t, s.env, args...).wantExit(t, 0)
+	dry := aaGrade(t, s.env, append(args, "--dry-run")...)
+	dry.wantExit(t, 0)
+	textcheck.Has(t, "a dry run's stdout", dry.stdout, "would run 0 of the 1 episode of 1 task x 1 repeat (1 already finished in "+out+")")
 	if n := s.fake.Requests(); n != 2 {
 		t.Errorf("%d requests after the resumes, want still 2", n)
 	}

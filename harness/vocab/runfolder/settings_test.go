@@ -120,7 +120,7 @@ func TestEpisodeSettings(t *testing.T) {
 // otherPrompts is a prompt set that is not the built-in one.
 func otherPrompts(t *testing.T) *promptset.Set {
 	t.Helper()
-	p, err := promptset.Builtin().WithTask("Investigate the snapshot another way.")
+	p, err := promptset.Builtin().WithTask("Investigate the snapshot another way; write {{output_path}}.")
 	if err != nil {
 		t.Fatal(err)
 	}
