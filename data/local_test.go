@@ -118,7 +118,7 @@ func TestOpenErrors(t *testing.T) {
 	file := filepath.Join(empty, "file.txt")
 	testfs.Write(t, file, "x")
 	for spec, want := range map[string]error{
-		filepath.Join(empty, "absent"): os.ErrNotExist,
+		filepath.Join(empty, "absent"): ErrNotDataset,
 		file:                           ErrNotDataset,
 		empty:                          ErrNotDataset,
 		"":                             ErrNotDataset,
