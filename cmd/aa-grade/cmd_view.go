@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -87,6 +88,9 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 	ln, err := viewer.Listen(opts.addr) // an address Validate checked
 	if err != nil && !opts.isSet("addr") {
 		ln, err = viewer.Listen("127.0.0.1:0") // the default port is taken
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return usageErrorf("--addr %s: %w; give another port, or --addr 0 for any free one", opts.addr, err)
 	}
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
