@@ -27,11 +27,16 @@ func (o *analyzeOptions) flags() []cli.Flag {
 	return []cli.Flag{
 		datasetFlag(&o.dataset),
 		jsonFlag(&o.json, "print the analysis as JSON"),
-		&cli.StringFlag{Name: "html", Destination: &o.html, Usage: "also write the analysis as one self-contained HTML page to this file"},
-		&cli.FloatFlag{Name: "ntam-alpha", Value: analysis.DefaultNTAM.Alpha, Destination: &o.ntam.Alpha, Usage: "NTAM: the weight of a node"},
-		&cli.FloatFlag{Name: "ntam-omega", Value: analysis.DefaultNTAM.Omega, Destination: &o.ntam.Omega, Usage: "NTAM: how the weight of each later answer shrinks"},
-		&cli.FloatFlag{Name: "ntam-tau", Value: analysis.DefaultNTAM.Tau, Destination: &o.ntam.Tau, Usage: "NTAM: how credit shrinks per edge from the nearest root cause"},
-		&cli.FloatFlag{Name: "ntam-gamma", Value: analysis.DefaultNTAM.Gamma, Destination: &o.ntam.Gamma, Usage: "NTAM: the penalty on answers more or fewer than the root causes"},
+		&cli.StringFlag{Name: "html", Destination: &o.html,
+			Usage: "also write the analysis as one self-contained HTML page to this file"},
+		&cli.FloatFlag{Name: "ntam-alpha", Value: analysis.DefaultNTAM.Alpha, Destination: &o.ntam.Alpha,
+			Usage: "NTAM: the weight of a node"},
+		&cli.FloatFlag{Name: "ntam-omega", Value: analysis.DefaultNTAM.Omega, Destination: &o.ntam.Omega,
+			Usage: "NTAM: how the weight of each later answer shrinks"},
+		&cli.FloatFlag{Name: "ntam-tau", Value: analysis.DefaultNTAM.Tau, Destination: &o.ntam.Tau,
+			Usage: "NTAM: how credit shrinks per edge from the nearest root cause"},
+		&cli.FloatFlag{Name: "ntam-gamma", Value: analysis.DefaultNTAM.Gamma, Destination: &o.ntam.Gamma,
+			Usage: "NTAM: the penalty on answers more or fewer than the root causes"},
 	}
 }
 
@@ -58,7 +63,8 @@ func newAnalyzeCommand() *cli.Command {
 		Usage:     "partial credit, why answers were wrong and how the investigation went, runs side by side",
 		ArgsUsage: "RUN|SUBMISSIONS...",
 		Description: "Each argument is a run folder of aa-grade run or a folder of another harness's submissions\n" +
-			"or ATIF trajectories (laid out as for aa-grade grade). Answers are mapped to ground-truth groups by the deterministic rules.\n" +
+			"or ATIF trajectories (laid out as for aa-grade grade). Answers are mapped to ground-truth groups by the " +
+			"deterministic rules.\n" +
 			"Per episode: the gated score, partial credit on the fault graph, the class of each false positive\n" +
 			"(symptom, mechanism, near_miss, unrelated) and, from a run's trajectories, the first turn that named\n" +
 			"a root cause, the evidence sources read, commands by kind, failed, truncated and repeated commands.\n" +
@@ -130,15 +136,16 @@ func renderAnalysisText(w io.Writer, runs []*analysis.Run, cols int) {
 		"TRUNCATED", "REPEATED", "MODEL/TOOL s")
 	for _, r := range runs {
 		s := r.Summary
-		t.row(report.OneLine(r.Dir, 50), report.OneLine(r.Model, 40), fmt.Sprint(s.Episodes), fmt.Sprintf("%.3f", s.Score),
-			fmt.Sprintf("%.3f", s.PartialCredit), fmt.Sprintf("%.3f", s.NTAM), classCounts(s), firstHits(s),
-			medianTurn(s), coverage(s), fmt.Sprint(s.Failed), fmt.Sprint(s.Truncated), fmt.Sprint(s.Repeated),
+		t.row(report.OneLine(r.Dir, 50), report.OneLine(r.Model, 40), fmt.Sprint(s.Episodes),
+			fmt.Sprintf("%.3f", s.Score), fmt.Sprintf("%.3f", s.PartialCredit), fmt.Sprintf("%.3f", s.NTAM),
+			classCounts(s), firstHits(s), medianTurn(s), coverage(s), fmt.Sprint(s.Failed), fmt.Sprint(s.Truncated), fmt.Sprint(s.Repeated),
 			fmt.Sprintf("%.0f/%.0f", s.ModelSeconds, s.ToolSeconds))
 	}
 	t.write(w, cols)
 	if models := analysis.ByModel(runs); len(models) < len(runs) {
 		fmt.Fprintln(w)
-		t = newTable("MODEL", "RUNS", "EPISODES", "SCORE", "PARTIAL", "NTAM", "FALSE POSITIVES", "FIRST HIT", "MEDIAN TURN")
+		t = newTable("MODEL", "RUNS", "EPISODES", "SCORE", "PARTIAL", "NTAM", "FALSE POSITIVES", "FIRST HIT",
+			"MEDIAN TURN")
 		for _, m := range models {
 			t.row(report.OneLine(m.Model, 50), fmt.Sprint(m.Runs), fmt.Sprint(m.Episodes), fmt.Sprintf("%.3f", m.Score),
 				fmt.Sprintf("%.3f", m.PartialCredit), fmt.Sprintf("%.3f", m.NTAM), classCounts(m.Summary),

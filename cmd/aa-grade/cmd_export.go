@@ -52,7 +52,8 @@ func newExportCommand() *cli.Command {
 		Name:      "export",
 		Usage:     "write a run's episodes as ATIF trajectories or OpenAI chat messages, for other tools",
 		ArgsUsage: "RUN",
-		Description: "--format atif writes OUT/<task>/<repeat>/trajectory.json, one ATIF document (" + atif.Version + ") per episode:\n" +
+		Description: "--format atif writes OUT/<task>/<repeat>/trajectory.json, one ATIF document (" +
+			atif.Version + ") per episode:\n" +
 			"the prompts, each model reply with its reasoning, tool calls and their results, tokens and cost,\n" +
 			"the submission, the grade. --format openai-jsonl writes OUT/" + chatFile + ", one episode a line\n" +
 			"({\"messages\": [...], \"tools\": [...]}), and OUT/" + chatIndex + ", the task and repeat of each line\n" +
@@ -62,7 +63,8 @@ func newExportCommand() *cli.Command {
 			"Example: aa-grade export runs/opus --format atif --out runs/opus-atif",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Required: true, Destination: &opts.format, Usage: exportUsage},
-			&cli.StringFlag{Name: "out", Destination: &opts.out, DefaultText: "RUN-FORMAT, beside the run folder", Usage: "the folder to write"},
+			&cli.StringFlag{Name: "out", Destination: &opts.out, DefaultText: "RUN-FORMAT, beside the run folder",
+				Usage: "the folder to write"},
 		},
 		Action: action(&opts, runExport),
 	}
@@ -70,7 +72,8 @@ func newExportCommand() *cli.Command {
 
 func runExport(_ context.Context, opts exportOptions, args []string, con console) error {
 	if len(args) != 1 {
-		return usageErrorf("export needs one RUN folder, got %s; see aa-grade export --help", english.Count(len(args), "argument"))
+		return usageErrorf("export needs one RUN folder, got %s; see aa-grade export --help",
+			english.Count(len(args), "argument"))
 	}
 	run, err := runfolder.Read(args[0])
 	if err != nil {

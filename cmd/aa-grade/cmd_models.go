@@ -74,8 +74,12 @@ func runModels(_ context.Context, opts modelsOptions, args []string, con console
 
 // presetsOutput is every preset beside its published row.
 func presetsOutput() (modelsOutput, error) {
-	out := modelsOutput{Published: publishedNotes{Source: leaderboard.Source, Date: leaderboard.Date, Tasks: leaderboard.Tasks,
-		Note: fmt.Sprintf("The published runs used %d tasks; the public tasks are a subset of them, so a local run estimates, but cannot equal, a published score.", leaderboard.Tasks)}}
+	out := modelsOutput{
+		Published: publishedNotes{Source: leaderboard.Source, Date: leaderboard.Date, Tasks: leaderboard.Tasks,
+			Note: fmt.Sprintf(
+				"The published runs used %d tasks; the public tasks are a subset of them, so a local run estimates, but cannot "+
+					"equal, a published score.", leaderboard.Tasks)},
+	}
 	for _, p := range provider.Presets {
 		row, ok := leaderboard.Find(p.Label)
 		if !ok {
@@ -91,7 +95,8 @@ func presetsOutput() (modelsOutput, error) {
 // numbers come from, fitted to a terminal cols wide (0: any width).
 func renderModelsText(stdout io.Writer, out modelsOutput, cols int) {
 	var w bytes.Buffer
-	t := newTable("NAME", "SPEC", "REASONING", "CONTEXT", "MAX TOKENS", "PRICES IN/READ/WRITE/OUT", "SCORE", "TURNS", "$/TASK")
+	t := newTable("NAME", "SPEC", "REASONING", "CONTEXT", "MAX TOKENS", "PRICES IN/READ/WRITE/OUT", "SCORE", "TURNS",
+		"$/TASK")
 	for _, p := range out.Presets {
 		t.row(p.Name, p.Spec, p.Reasoning, fmt.Sprint(p.ContextWindow), fmt.Sprint(p.MaxTokens), formatPrices(p.Prices),
 			fmt.Sprintf("%.3f", p.Score), orDash(p.AvgTurns, 0), orDash(p.CostPerTask, 2))

@@ -37,12 +37,14 @@ func newReportCommand() *cli.Command {
 		Name:      "report",
 		Usage:     "compare run folders: one line per run, as text, JSON or a self-contained HTML page",
 		ArgsUsage: "RUN...",
-		Description: "Each RUN is a folder written by aa-grade run, finished or not: episodes not run yet count as errors.\n" +
+		Description: "Each RUN is a folder written by aa-grade run, finished or not: episodes not run yet count " +
+			"as errors.\n" +
 			"A folder whose run.json is broken is named, and the others are reported.\n" +
 			"Exit 1 when a run has episodes in error or not run, or a folder could not be read.\n\n" +
 			"Example: aa-grade report runs/opus runs/qwen --html compare.html",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "html", Destination: &opts.html, Sources: env("html"), Usage: "also write the runs as one HTML page to this file"},
+			&cli.StringFlag{Name: "html", Destination: &opts.html, Sources: env("html"),
+				Usage: "also write the runs as one HTML page to this file"},
 			jsonFlag(&opts.json, "print the runs as JSON"),
 		},
 		Action: action(&opts, runReport),
@@ -91,11 +93,13 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 	var incomplete []string
 	for _, o := range overviews {
 		if o.Errors > 0 {
-			incomplete = append(incomplete, fmt.Sprintf("%s has %s in error or not run", o.Dir, english.Count(o.Errors, "episode")))
+			incomplete = append(incomplete,
+				fmt.Sprintf("%s has %s in error or not run", o.Dir, english.Count(o.Errors, "episode")))
 		}
 	}
 	if len(incomplete) > 0 {
-		bad = append(bad, fmt.Sprintf("%s; run the same aa-grade run command again to play them", strings.Join(incomplete, "; ")))
+		bad = append(bad,
+			fmt.Sprintf("%s; run the same aa-grade run command again to play them", strings.Join(incomplete, "; ")))
 	}
 	if len(bad) > 0 {
 		return badResult(errors.New(strings.Join(bad, "; ")))
@@ -107,11 +111,13 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 // terminal cols wide (0: any width).
 func renderReportText(w io.Writer, runs []report.Overview, cols int) {
 	var b bytes.Buffer
-	t := newTable("RUN", "MODEL", "SCORE", "95% CI", "EPISODES", "ERRORS", "COST", "$/TASK", "SPENT", "MEAN TURNS", "GRADING")
+	t := newTable("RUN", "MODEL", "SCORE", "95% CI", "EPISODES", "ERRORS", "COST", "$/TASK", "SPENT", "MEAN TURNS",
+		"GRADING")
 	for _, o := range runs {
 		t.row(report.OneLine(o.Dir, 60), report.OneLine(o.Model, 60), fmt.Sprintf("%.3f%s", o.Score, o.SoFar()),
 			o.CIText(), fmt.Sprint(o.Episodes), o.ErrorsText(), report.FormatUSD(o.CostUSD),
-			report.FormatUSD(o.CostPerTask), o.SpentText(), fmt.Sprintf("%.1f", o.MeanTurns), report.OneLine(o.Grading, 60))
+			report.FormatUSD(o.CostPerTask), o.SpentText(), fmt.Sprintf("%.1f", o.MeanTurns),
+			report.OneLine(o.Grading, 60))
 	}
 	t.write(&b, cols)
 	fmt.Fprintln(&b, "COST is what the scored episodes cost (the last attempt of each); SPENT what the run spent in "+

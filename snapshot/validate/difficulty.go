@@ -58,7 +58,8 @@ func AddDifficulty(r *Report, groundTruth []byte, attempts []Attempt) {
 		if a.Err != nil {
 			s.Error = a.Err.Error()
 			r.Difficulty = append(r.Difficulty, s)
-			r.Findings = append(r.Findings, Finding{Level: Warning, Code: CodeDifficulty, Message: fmt.Sprintf("%s could not answer: %v", a.Solver, a.Err)})
+			r.Findings = append(r.Findings, Finding{Level: Warning, Code: CodeDifficulty,
+				Message: fmt.Sprintf("%s could not answer: %v", a.Solver, a.Err)})
 			continue
 		}
 		score := gt.Score(naive.Entities(a.Answer))
@@ -81,7 +82,8 @@ func AddDifficulty(r *Report, groundTruth []byte, attempts []Attempt) {
 			}
 		}
 		r.Findings = append(r.Findings, Finding{Level: Warning, Code: CodeGiveaway,
-			Message: fmt.Sprintf("%s, which knows nothing of faults, solves the task (score %.2f, from %.2f): %s", a.Solver, score.Score, SolvedFrom, strings.Join(keyedOn, "; "))})
+			Message: fmt.Sprintf("%s, which knows nothing of faults, solves the task (score %.2f, from %.2f): %s", a.Solver,
+				score.Score, SolvedFrom, strings.Join(keyedOn, "; "))})
 	}
 }
 

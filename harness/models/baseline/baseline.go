@@ -55,8 +55,10 @@ func (Model) Complete(_ context.Context, req model.Request) (model.Reply, error)
 			return says("The investigation failed: " + err.Error()), nil
 		}
 		doc := diagnosis(f.answer())
-		write := call(writeCall, shellTool, map[string]string{"cmd": "cat > " + grader.SubmissionFile + " <<'EOF'\n" + doc + "\nEOF"})
-		finish := call(finishCall, finishTool, map[string]any{"reason": "diagnosis written", "paths": []string{grader.SubmissionFile}})
+		write := call(writeCall, shellTool,
+			map[string]string{"cmd": "cat > " + grader.SubmissionFile + " <<'EOF'\n" + doc + "\nEOF"})
+		finish := call(finishCall, finishTool,
+			map[string]any{"reason": "diagnosis written", "paths": []string{grader.SubmissionFile}})
 		write.Message.ToolCalls = append(write.Message.ToolCalls, finish.Message.ToolCalls...)
 		return write, nil
 	}

@@ -76,7 +76,8 @@ func (m *Anthropic) requestBody(req model.Request) map[string]any {
 	messages := conv.turns
 	var tools []block
 	for _, t := range req.Tools {
-		tools = append(tools, block{"name": t.Name, "description": t.Description, "input_schema": m.inputSchema(t.Parameters)})
+		tools = append(tools,
+			block{"name": t.Name, "description": t.Description, "input_schema": m.inputSchema(t.Parameters)})
 	}
 	if !m.Reference { // LiteLLM marks nothing for caching unless asked
 		markCacheBreakpoints(system, messages, tools)
@@ -301,7 +302,8 @@ func AnthropicFailure(answer []byte) *APIError {
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	return &APIError{Status: status, Message: errorMessage(answer) + " (" + errObject.Get("type").String() + ")", billing: billingRefusal(errObject)}
+	return &APIError{Status: status, Message: errorMessage(answer) + " (" + errObject.Get("type").String() + ")",
+		billing: billingRefusal(errObject)}
 }
 
 // ReadAnthropicAnswer reads a Messages answer: its content as a reply (AnthropicAssistant),
@@ -312,7 +314,8 @@ func ReadAnthropicAnswer(answer []byte) (model.Reply, error) {
 		return model.Reply{}, fmt.Errorf("%w: no content in %.200s", errNoReply, answer)
 	}
 	usage := AnthropicUsage([]byte(gjson.GetBytes(answer, "usage").Raw))
-	return model.Reply{Message: AnthropicAssistant(content), Usage: usage, Cut: gjson.GetBytes(answer, "stop_reason").String() == "max_tokens"}, nil
+	return model.Reply{Message: AnthropicAssistant(content), Usage: usage,
+		Cut: gjson.GetBytes(answer, "stop_reason").String() == "max_tokens"}, nil
 }
 
 // AnthropicAssistant reads an assistant's content blocks, of an answer or of a request's
@@ -331,7 +334,8 @@ func AnthropicAssistant(content gjson.Result) model.Message {
 				out.Content = AppendText(out.Content, text)
 			}
 		case "tool_use":
-			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: b.Get("id").String(), Name: b.Get("name").String(), Arguments: b.Get("input").Raw})
+			out.ToolCalls = append(out.ToolCalls,
+				model.ToolCall{ID: b.Get("id").String(), Name: b.Get("name").String(), Arguments: b.Get("input").Raw})
 		}
 		return true
 	})

@@ -13,8 +13,8 @@ import (
 var ErrNotProvider = errors.New("names no provider")
 
 // specForms are the forms of a model spec that names a provider, for help texts and errors.
-var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MODEL", "google/MODEL", "openrouter/ORG/MODEL",
-	"openai-api/PROVIDER/MODEL"}
+var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MODEL", "google/MODEL",
+	"openrouter/ORG/MODEL", "openai-api/PROVIDER/MODEL"}
 
 // providerAPIs are the API each provider's requests follow, by the spec's first word.
 var providerAPIs = map[string]string{"openai": "chat", "openai-responses": "responses", "anthropic": "anthropic",
@@ -114,5 +114,6 @@ func New(spec string, getenv func(string) string, opts Options) (model.Model, er
 		opts.Model, opts.APIKey = id, getenv(prefix+"_API_KEY") // local servers often need no key
 		return &OpenAIChat{Options: opts}, nil
 	}
-	return nil, fmt.Errorf("%w: %q %w: unknown provider %q (expected %s)", model.ErrModelSpec, spec, ErrNotProvider, provider, SpecForms())
+	return nil, fmt.Errorf("%w: %q %w: unknown provider %q (expected %s)", model.ErrModelSpec, spec, ErrNotProvider,
+		provider, SpecForms())
 }

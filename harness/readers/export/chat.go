@@ -47,7 +47,8 @@ func Chat(run *runfolder.Run, e runfolder.Episode) (ChatEpisode, error) {
 		return ChatEpisode{}, err
 	}
 	if len(ep.calls) == 0 {
-		return ChatEpisode{}, fmt.Errorf("%s: %w (no model call was recorded)", runfolder.EpisodeDir(run.Dir, e), ErrNoTrajectory)
+		return ChatEpisode{}, fmt.Errorf("%s: %w (no model call was recorded)", runfolder.EpisodeDir(run.Dir, e),
+			ErrNoTrajectory)
 	}
 	line := chatLine{used: map[string]bool{}, pending: map[string][]string{}}
 	for _, c := range ep.calls {
