@@ -138,8 +138,8 @@ func renderAnalysisText(w io.Writer, runs []*analysis.Run, cols int) {
 		s := r.Summary
 		t.row(report.OneLine(r.Dir, 50), report.OneLine(r.Model, 40), fmt.Sprint(s.Episodes),
 			fmt.Sprintf("%.3f", s.Score), fmt.Sprintf("%.3f", s.PartialCredit), fmt.Sprintf("%.3f", s.NTAM),
-			classCounts(s), firstHits(s), medianTurn(s), coverage(s), fmt.Sprint(s.Failed), fmt.Sprint(s.Truncated), fmt.Sprint(s.Repeated),
-			fmt.Sprintf("%.0f/%.0f", s.ModelSeconds, s.ToolSeconds))
+			classCounts(s), firstHits(s), medianTurn(s), coverage(s), fmt.Sprint(s.Failed), fmt.Sprint(s.Truncated),
+			fmt.Sprint(s.Repeated), fmt.Sprintf("%.0f/%.0f", s.ModelSeconds, s.ToolSeconds))
 	}
 	t.write(w, cols)
 	if models := analysis.ByModel(runs); len(models) < len(runs) {
