@@ -153,7 +153,7 @@ func writeChat(run *runfolder.Run, out string, con console) (written, failed int
 	if err != nil {
 		return 0, 0, err
 	}
-	defer os.Remove(path + ".tmp")
+	defer func() { _ = os.Remove(path + ".tmp") }() // gone once renamed; else the leftover of a failure
 	w := bufio.NewWriter(f)
 	for _, e := range export.Episodes(run) {
 		c, err := export.Chat(run, e)
@@ -163,10 +163,10 @@ func writeChat(run *runfolder.Run, out string, con console) (written, failed int
 		}
 		b, err := json.Marshal(c)
 		if err != nil {
-			f.Close()
+			_ = f.Close() // abandoned: the temporary file is removed
 			return written, failed, fmt.Errorf("%s repeat %d: %w", e.Task, e.Repeat, err)
 		}
-		w.Write(append(b, '\n'))
+		_, _ = w.Write(append(b, '\n')) // a bufio.Writer keeps its error for Flush, checked below
 		written++
 		entry := chatIndexLine{Line: written, Task: e.Task, Repeat: e.Repeat}
 		if r, ok := run.Results[e]; ok {

@@ -47,7 +47,8 @@ func runEpisode(
 	if err != nil {
 		return fail(err)
 	}
-	defer sb.Close()
+	// Best effort: what a sandbox fails to remove, the next run removes (sandbox.Leftovers).
+	defer func() { _ = sb.Close() }()
 	// An episode whose trajectory cannot be written is stopped at once.
 	ctx, stopEpisode := context.WithCancelCause(ctx)
 	defer stopEpisode(nil)
