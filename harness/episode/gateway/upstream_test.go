@@ -99,6 +99,7 @@ type fakeProvider struct {
 	headers []http.Header
 	bodies  []string
 	paths   []string
+	uris    []string // the paths with their queries
 }
 
 func newProvider(t testing.TB, p gateway.Protocol, queued ...answer) *fakeProvider {
@@ -120,6 +121,7 @@ func (f *fakeProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	f.headers, f.bodies, f.paths = append(f.headers, r.Header.Clone()), append(f.bodies, string(body)), append(f.paths, r.URL.Path)
+	f.uris = append(f.uris, r.URL.RequestURI())
 	var next answer
 	if len(f.queued) > 0 {
 		next, f.queued = f.queued[0], f.queued[1:]
@@ -157,6 +159,13 @@ func (f *fakeProvider) sent(i int) (http.Header, string, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.headers[i], f.bodies[i], f.paths[i]
+}
+
+// uri is the path and query of the i-th request the provider got.
+func (f *fakeProvider) uri(i int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.uris[i]
 }
 
 // status answers with a status and a JSON body, and headers given as name, value pairs.
