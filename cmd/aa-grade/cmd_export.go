@@ -157,7 +157,7 @@ func writeChat(run *runfolder.Run, out string, con console) (written, failed int
 	if err != nil {
 		return 0, 0, err
 	}
-	defer os.Remove(path + ".tmp")
+	defer func() { _ = os.Remove(path + ".tmp") }() // gone once renamed; else the leftover of a failure
 	w := bufio.NewWriter(f)
 	for _, e := range export.Episodes(run) {
 		c, err := export.Chat(run, e)
@@ -167,7 +167,7 @@ func writeChat(run *runfolder.Run, out string, con console) (written, failed int
 		}
 		b, err := json.Marshal(c)
 		if err != nil {
-			f.Close()
+			_ = f.Close() // abandoned: the temporary file is removed
 			return written, failed, fmt.Errorf("%s repeat %d: %w", e.Task, e.Repeat, err)
 		}
 		_, _ = w.Write(append(b, '\n')) // a bufio.Writer's error comes back from Flush, checked below

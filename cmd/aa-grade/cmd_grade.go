@@ -269,7 +269,7 @@ func (in *gradeInput) nameSources(results []grader.TaskResult, problems []grader
 // close removes what reading the input made (the answers taken out of ATIF trajectories).
 func (in *gradeInput) close() {
 	if in.tmp != "" {
-		os.RemoveAll(in.tmp)
+		_ = os.RemoveAll(in.tmp) // best effort: a temporary folder, which the system cleans too
 	}
 }
 

@@ -72,7 +72,7 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 	if err != nil {
 		return err
 	}
-	defer v.Close()
+	defer func() { _ = v.Close() }() // read-only folders: nothing to lose
 	stdout := con.out
 	if out := opts.out; out != "" {
 		if err := v.Export(ctx, out); err != nil {
@@ -96,7 +96,7 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(shutdown)
+		_ = srv.Shutdown(shutdown) // past its timeout, Serve returns all the same
 	}()
 	printLine(stdout, "Viewing %s at http://%s/ (Ctrl-C to stop)", english.Count(len(args), "run"), ln.Addr())
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

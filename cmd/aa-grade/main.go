@@ -157,8 +157,32 @@ func action[O any, P options[O]](opts P, run func(context.Context, O, []string, 
 		if err := opts.Validate(); err != nil {
 			return err
 		}
-		return run(ctx, *opts, cmd.Args().Slice(), console{cmd.Root().Writer, cmd.Root().ErrWriter})
+		out := &outputWriter{w: cmd.Root().Writer}
+		err := run(ctx, *opts, cmd.Args().Slice(), console{out, cmd.Root().ErrWriter})
+		if err == nil && out.err != nil {
+			return fmt.Errorf("write the output: %w", out.err)
+		}
+		return err
 	}
+}
+
+// outputWriter is a command's stdout. It remembers the first error of a write and refuses the
+// writes after it, so that a command whose results could not be written (a full disk, a closed
+// pipe) ends with that error instead of silently, while its code writes with fmt.Fprint*
+// unchecked, as errcheck is told (.golangci.yml). Its stderr is left as it is: a warning that
+// cannot be written has nowhere else to go.
+type outputWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outputWriter) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	o.err = err
+	return n, err
 }
 
 // noArgs refuses arguments to a command that takes none.

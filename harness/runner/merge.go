@@ -34,7 +34,7 @@ var (
 // judge's answers (judge/), summary.json. Runs of another configuration are refused, naming
 // the fields that differ, and so are runs whose judge answered one question two ways
 // (judge.ErrConflict). out must not hold a run.
-func Merge(out string, runs []string) (MergeReport, error) {
+func Merge(out string, runs []string) (_ MergeReport, err error) {
 	if len(runs) == 0 {
 		return MergeReport{}, errors.New("no run folders to merge")
 	}
@@ -83,7 +83,11 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	if err != nil {
 		return MergeReport{}, err
 	}
-	defer folder.Close()
+	defer func() {
+		if cerr := folder.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", out, cerr)
+		}
+	}()
 	if folder.Prev != nil {
 		return MergeReport{}, fmt.Errorf("%s %w", out, ErrMergeInto)
 	}
