@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/internal/testsupport/taskedit"
 	"github.com/aa-grade/aa-grade/snapshot/synth"
 )
 
@@ -67,6 +68,24 @@ func similarity(t testing.TB, a, b *Fingerprint) Pair {
 	return pairs[0]
 }
 
+// edited copies the task folder src to dst through the edits.
+func edited(t testing.TB, src, dst string, edits ...taskedit.Edit) {
+	t.Helper()
+	if err := taskedit.Copy(src, dst, edits...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// workloads are the names of the application's workloads in the task folder dir.
+func workloads(t testing.TB, dir string) []string {
+	t.Helper()
+	names, err := taskedit.Workloads(dir, taskedit.AppNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
 // original is the task tasks synth --seed 11 makes, which issue 38's author copied.
 func original(t testing.TB, dir string) (*synth.Result, *Fingerprint) {
 	orig := generate(t, filepath.Join(dir, "Scenario-1000"), synth.Options{Seed: 11})
@@ -80,22 +99,24 @@ func original(t testing.TB, dir string) (*synth.Result, *Fingerprint) {
 func TestEditedCopiesAreNearDuplicates(t *testing.T) {
 	dir := t.TempDir()
 	orig, fp := original(t, dir)
-	services, namespace := appWorkloads(t, orig.Dir)
+	services, ns := workloads(t, orig.Dir), taskedit.AppNamespace
 	shift := 3*time.Hour + 7*time.Minute + 13*time.Second
 	for _, c := range []struct {
 		name  string
-		edits []edit
+		edits []taskedit.Edit
 	}{
-		{"renamed", []edit{renamed(services, namespace, 1)}},
-		{"moved in time", []edit{retimed(shift)}},
-		{"noise added", []edit{noised(0.2, true, 2)}},
-		{"noise stripped", []edit{noised(0.2, false, 3)}},
-		{"renamed, moved and noise added", []edit{renamed(services, namespace, 4), retimed(-shift), noised(0.2, true, 5)}},
-		{"renamed, moved and noise stripped", []edit{renamed(services, namespace, 6), retimed(shift), noised(0.2, false, 7)}},
+		{"renamed", []taskedit.Edit{taskedit.Renamed(services, ns, 1)}},
+		{"moved in time", []taskedit.Edit{taskedit.Retimed(shift)}},
+		{"noise added", []taskedit.Edit{taskedit.Noised(0.2, true, 2)}},
+		{"noise stripped", []taskedit.Edit{taskedit.Noised(0.2, false, 3)}},
+		{"renamed, moved and noise added", []taskedit.Edit{taskedit.Renamed(services, ns, 4), taskedit.Retimed(-shift),
+			taskedit.Noised(0.2, true, 5)}},
+		{"renamed, moved and noise stripped", []taskedit.Edit{taskedit.Renamed(services, ns, 6), taskedit.Retimed(shift),
+			taskedit.Noised(0.2, false, 7)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			copyDir := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
-			copyEdited(t, orig.Dir, copyDir, c.edits...)
+			edited(t, orig.Dir, copyDir, c.edits...)
 			p := similarity(t, fp, fingerprint(t, "copy", copyDir))
 			if p.Similarity < DuplicateThreshold {
 				t.Errorf("similarity %.2f, below the threshold %.2f; shared: %v", p.Similarity, DuplicateThreshold, p.Shared)
@@ -137,10 +158,10 @@ func TestOtherIncidentsAreNotNearDuplicates(t *testing.T) {
 			if p := similarity(t, fp, fingerprint(t, name, other.Dir)); p.Similarity >= DuplicateThreshold {
 				t.Errorf("similarity %.2f, from the threshold %.2f on; shared: %v", p.Similarity, DuplicateThreshold, p.Shared)
 			}
-			services, namespace := appWorkloads(t, other.Dir)
-			edited := other.Dir + "-edited"
-			copyEdited(t, other.Dir, edited, renamed(services, namespace, 8), noised(0.2, true, 9))
-			if p := similarity(t, fp, fingerprint(t, name+" edited", edited)); p.Similarity >= DuplicateThreshold {
+			copyDir := other.Dir + "-edited"
+			edited(t, other.Dir, copyDir, taskedit.Renamed(workloads(t, other.Dir), taskedit.AppNamespace, 8),
+				taskedit.Noised(0.2, true, 9))
+			if p := similarity(t, fp, fingerprint(t, name+" edited", copyDir)); p.Similarity >= DuplicateThreshold {
 				t.Errorf("renamed and noised: similarity %.2f, from the threshold %.2f on; shared: %v",
 					p.Similarity, DuplicateThreshold, p.Shared)
 			}

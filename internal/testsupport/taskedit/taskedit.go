@@ -1,4 +1,7 @@
-package validate
+// Package taskedit edits a copy of a task as a dataset author editing a public task would
+// (its names replaced, its times moved, lines added or left out), for the tests and the
+// measurement of near-duplicate detection (issue 38).
+package taskedit
 
 import (
 	"bytes"
@@ -12,19 +15,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/aa-grade/aa-grade/snapshot"
 )
 
-// An edit changes one file of a task copied, as a dataset author editing a public task would:
-// rel is its path in the task folder, and what it returns replaces both.
-type edit func(rel string, content []byte) (string, []byte, error)
+// An Edit changes one file of a task copied: rel is its path in the task folder, and what it
+// returns replaces both.
+type Edit func(rel string, content []byte) (string, []byte, error)
 
-// copyEdited copies the task folder src to dst through the edits, in order.
-func copyEdited(t *testing.T, src, dst string, edits ...edit) {
-	t.Helper()
+// Copy copies the task folder src to dst through the edits, in order.
+func Copy(src, dst string, edits ...Edit) error {
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -50,39 +51,47 @@ func copyEdited(t *testing.T, src, dst string, edits ...edit) {
 		return os.WriteFile(to, b, 0o644)
 	})
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}
+	return nil
 }
 
-// appWorkloads are the names of the workloads of the task's application namespace and that
-// namespace: what renamed replaces.
-func appWorkloads(t *testing.T, dir string) (names []string, namespace string) {
-	t.Helper()
+// AppNamespace is the namespace of the application of generated tasks.
+const AppNamespace = "otel-demo"
+
+// Workloads are the names of the Deployments, StatefulSets and DaemonSets of the namespace
+// in the task folder dir: what Renamed replaces.
+func Workloads(dir, namespace string) ([]string, error) {
 	seen := map[string]bool{}
+	var names []string
 	_, err := snapshot.ScanTable(filepath.Join(dir, "k8s_objects_raw.tsv"), func(r snapshot.Row) error {
 		o, err := r.Object()
-		if err == nil && workloadKinds[o.Ref.Kind] && o.Ref.Namespace == "otel-demo" && !seen[o.Ref.Name] {
+		if err != nil || o.Ref.Namespace != namespace || seen[o.Ref.Name] {
+			return nil
+		}
+		switch o.Ref.Kind {
+		case "Deployment", "StatefulSet", "DaemonSet":
 			seen[o.Ref.Name] = true
 			names = append(names, o.Ref.Name)
 		}
 		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("workloads of %s: %w", dir, err)
 	}
 	if len(names) == 0 {
-		t.Fatalf("%s: no workload in otel-demo", dir)
+		return nil, fmt.Errorf("%s: no workload in %s", dir, namespace)
 	}
-	return names, "otel-demo"
+	return names, nil
 }
 
-// renamed gives every workload of the application, and its namespace, another name
+// Renamed gives every workload of the application, and its namespace, another name
 // everywhere it is written whole (file names, pods, replica sets, alerts, spans, logs, the
 // ground truth), as "ProductCatalog" too before "Service" in span names, and every
 // generated name suffix (pod-template hashes and pods' own) another suffix of the alphabet
 // Kubernetes draws them from.
-func renamed(services []string, namespace string, seed uint64) edit {
-	r := &renamer{to: map[string]string{namespace: "shop-" + namespace[len(namespace)-2:] + "x"},
+func Renamed(services []string, namespace string, seed uint64) Edit {
+	r := &renamer{to: map[string]string{namespace: "shop-" + strings.Repeat("x", 1+len(namespace)%5)},
 		camel: map[string]string{}, hashes: map[string]string{}, rng: rand.New(rand.NewPCG(seed, 38))}
 	for i, s := range services {
 		n := fmt.Sprintf("app%c%s-%d", 'a'+rune(i%26), strings.Repeat("q", i%4), i)
@@ -186,14 +195,14 @@ func camelCase(s string) string {
 }
 
 var (
-	dateTime = regexp.MustCompile(`(\d{4}-\d\d-\d\d)([T _])(\d\d)([:-])(\d\d)([:-])(\d\d)`)
+	dateTime = regexp.MustCompile(`(\d{4}-\d\d-\d\d)([T _])(\d\d)([:-]?)(\d\d)([:-]?)(\d\d)`)
 	epochMS  = regexp.MustCompile(`\b1[67]\d{11}\b`)
 )
 
-// retimed moves every time in a file and its name by d (the date-times to the second, which
-// keeps their fractions, and the metrics' epoch milliseconds): the same incident recorded
-// at another time.
-func retimed(d time.Duration) edit {
+// Retimed moves every time in a file and its name by d (the date-times to the second, which
+// keeps their fractions, with or without separators in the time of day, and the metrics'
+// epoch milliseconds): the same incident recorded at another time.
+func Retimed(d time.Duration) Edit {
 	shift := func(s string) string {
 		s = dateTime.ReplaceAllStringFunc(s, func(m string) string {
 			p := dateTime.FindStringSubmatch(m)
@@ -214,9 +223,9 @@ func retimed(d time.Duration) edit {
 	}
 }
 
-// noised edits the log, span and event lines: with add, a share of them copied once more a
+// Noised edits the log, span and event lines: with add, a share of them copied once more a
 // few seconds later (a span with a span id of its own), else that share left out.
-func noised(share float64, add bool, seed uint64) edit {
+func Noised(share float64, add bool, seed uint64) Edit {
 	rng := rand.New(rand.NewPCG(seed, 380))
 	return func(rel string, b []byte) (string, []byte, error) {
 		switch snapshot.TableOf(rel) {
@@ -238,6 +247,9 @@ func noised(share float64, add bool, seed uint64) edit {
 			fields, _, err := in.Next()
 			if errors.Is(err, io.EOF) {
 				break
+			}
+			if _, broken := errors.AsType[*snapshot.RecordError](err); broken {
+				continue // left out, as a reader skips it
 			}
 			if err != nil {
 				return rel, nil, err
