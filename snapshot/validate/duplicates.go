@@ -166,12 +166,14 @@ func AddSimilarities(reports []Report, pairs []Pair) {
 			r := &reports[i]
 			if p.Similarity >= DuplicateThreshold {
 				r.Findings = append(r.Findings, Finding{Level: Warning, Code: CodeDuplicate,
-					Message: fmt.Sprintf("a near-duplicate of %s (similarity %.2f, from %.2f); both have: %s", side[1], p.Similarity, DuplicateThreshold, strings.Join(p.Shared, "; "))})
+					Message: fmt.Sprintf("a near-duplicate of %s (similarity %.2f, from %.2f); both have: %s", side[1],
+						p.Similarity, DuplicateThreshold, strings.Join(p.Shared, "; "))})
 			}
 			if !nearest[side[0]] {
 				nearest[side[0]] = true
 				r.Findings = append(r.Findings, Finding{Level: Info, Code: CodeNearest,
-					Message: fmt.Sprintf("the task most like it is %s (similarity %.2f; near-duplicates from %.2f)", side[1], p.Similarity, DuplicateThreshold)})
+					Message: fmt.Sprintf("the task most like it is %s (similarity %.2f; near-duplicates from %.2f)", side[1],
+						p.Similarity, DuplicateThreshold)})
 			}
 		}
 	}
