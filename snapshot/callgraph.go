@@ -3,6 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,21 +63,20 @@ func (g *CallGraph) Services() []string { return slices.Sorted(slices.Values(g.n
 
 // Calls are the calls seen, caller then callee, sorted, each once.
 func (g *CallGraph) Calls() [][2]string {
-	seen := map[[2]string]bool{}
-	var calls [][2]string
+	return slices.SortedFunc(maps.Keys(g.Counts()), func(a, b [2]string) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
+	})
+}
+
+// Counts are how many times each call was seen, by caller and callee.
+func (g *CallGraph) Counts() map[[2]string]int {
+	counts := map[[2]string]int{}
 	for _, c := range g.children {
-		p, ok := g.serviceOf[c.parent]
-		if !ok || p == c.service {
-			continue
-		}
-		call := [2]string{g.names[p], g.names[c.service]}
-		if !seen[call] {
-			seen[call] = true
-			calls = append(calls, call)
+		if p, ok := g.serviceOf[c.parent]; ok && p != c.service {
+			counts[[2]string{g.names[p], g.names[c.service]}]++
 		}
 	}
-	slices.SortFunc(calls, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
-	return calls
+	return counts
 }
 
 // spanKey packs a span id (16 hex digits in real traces) into 8 bytes; any other id is hashed.

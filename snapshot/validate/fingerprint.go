@@ -43,6 +43,7 @@ type Fingerprint struct {
 type reading struct {
 	counts     map[string]int
 	calls      *snapshot.CallGraph
+	named      map[string]bool     // services named by alerts or logs, which may have no object or span
 	workloads  map[string]string   // workload name -> kind (Deployment, StatefulSet, DaemonSet)
 	namespaces map[string][]string // namespace -> its workloads
 	alerts     map[string]time.Time
@@ -55,8 +56,8 @@ func FingerprintTask(task, dir string) (*Fingerprint, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd := &reading{counts: map[string]int{}, calls: snapshot.NewCallGraph(), workloads: map[string]string{},
-		namespaces: map[string][]string{}, alerts: map[string]time.Time{}}
+	rd := &reading{counts: map[string]int{}, calls: snapshot.NewCallGraph(), named: map[string]bool{},
+		workloads: map[string]string{}, namespaces: map[string][]string{}, alerts: map[string]time.Time{}}
 	for _, f := range files {
 		path := filepath.Join(dir, filepath.FromSlash(f.Path))
 		switch {
@@ -78,7 +79,8 @@ func FingerprintTask(task, dir string) (*Fingerprint, error) {
 	for a, t := range rd.alerts {
 		rd.counts[fmt.Sprintf("alert onset +%dm %s", int(t.Sub(rd.firstAlert)/onsetBucket)*5, a)]++
 	}
-	mask := newRoles(rd.calls, rd.workloads, rd.namespaces).mask
+	delete(rd.named, "")
+	mask := newRoles(rd.calls, rd.named, rd.workloads, rd.namespaces).mask
 	fp := &Fingerprint{Task: task, Features: make(map[string]float64, len(rd.counts)), shown: map[string]string{}}
 	for k, n := range rd.counts {
 		f := clip(mask(k), maxFeatureText)
@@ -100,6 +102,7 @@ func (rd *reading) alertFeatures(path string) error {
 	}
 	for _, a := range af.Alerts {
 		l := a.Labels
+		rd.named[l["service_name"]], rd.named[l["deployment"]] = true, true
 		key := strings.Join([]string{a.Name, l["severity"], normalise(l["namespace"]), normalise(l["service_name"]),
 			normalise(l["pod"]), normalise(l["deployment"])}, " ")
 		rd.counts["alert "+key]++
@@ -187,6 +190,7 @@ func (rd *reading) logFeatures(path string) error {
 	_, err := snapshot.ScanTable(path, func(r snapshot.Row) error {
 		switch sev := strings.ToUpper(r.Get("SeverityText")); sev {
 		case "ERROR", "FATAL", "CRITICAL", "WARN", "WARNING":
+			rd.named[r.Get("ServiceName")] = true
 			rd.counts[strings.Join([]string{"log", normalise(r.Get("ServiceName")), sev, normalise(r.Get("Body"))}, " ")]++
 		}
 		return nil

@@ -9,16 +9,24 @@ import (
 	"github.com/aa-grade/aa-grade/snapshot"
 )
 
+// minCalls is how many times a call must be seen to count in the roles: a call seen once (a
+// flag looked up at start) is lost by a copy that leaves out a fifth of its spans, while the
+// calls that make up a shop's graph are seen tens of times in the smallest generated task.
+// A higher bound, or a share of the most frequent call, measured worse (docs/benchmarks.md):
+// it cuts through the calls a fault thins, which a copy then keeps on one side or the other.
+const minCalls = 2
+
 // refinements is how many times a service's role takes in its neighbours' roles: three
 // steps of the call graph reach from the front door to the deepest service of the shops
 // the benchmark records, and tell apart services that the first steps leave alike.
 const refinements = 3
 
-// roles names each workload, traced service and namespace of a task by its place in the task
+// roles names each workload, service and namespace of a task by its place in the task
 // rather than by its name, so that a copy whose names were all replaced consistently has
-// the same roles. A service's role starts as its workload's kind and whether it writes
-// spans, then takes in, a step at a time (refinements), the roles of the services it calls
-// and of those that call it (the Weisfeiler-Lehman refinement of graph isomorphism tests);
+// the same roles. A service's role starts as its workload's kind (none for a service only
+// alerts or logs name) and whether it writes spans, then takes in, a step at a time
+// (refinements), the roles of the services it calls and of those that call it, over the calls
+// seen minCalls times (the Weisfeiler-Lehman refinement of graph isomorphism tests);
 // a namespace's role is the roles of its workloads. Two services in the same place in the
 // same graph share a role, which a copy cannot tell apart either; the features that touch
 // them (alerts, events, errors) then say which of them it is.
@@ -27,8 +35,12 @@ type roles struct {
 	pattern *regexp.Regexp    // any of the names, whole, then a "service" suffix and what ends the name
 }
 
-func newRoles(calls *snapshot.CallGraph, workloads map[string]string, namespaces map[string][]string) *roles {
+func newRoles(calls *snapshot.CallGraph, named map[string]bool, workloads map[string]string,
+	namespaces map[string][]string) *roles {
 	label := map[string]string{}
+	for name := range named {
+		label[name] = ""
+	}
 	for name, kind := range workloads {
 		label[name] = kind
 	}
@@ -37,7 +49,10 @@ func newRoles(calls *snapshot.CallGraph, workloads map[string]string, namespaces
 		label[name] += "+spans"
 	}
 	out, in := map[string][]string{}, map[string][]string{}
-	for _, c := range calls.Calls() {
+	for c, n := range calls.Counts() {
+		if n < minCalls {
+			continue
+		}
 		out[c[0]] = append(out[c[0]], c[1])
 		in[c[1]] = append(in[c[1]], c[0])
 	}

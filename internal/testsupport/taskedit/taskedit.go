@@ -87,7 +87,7 @@ func Workloads(dir, namespace string) ([]string, error) {
 
 // Renamed gives every workload of the application, and its namespace, another name
 // everywhere it is written whole (file names, pods, replica sets, alerts, spans, logs, the
-// ground truth), as "ProductCatalog" too before "Service" in span names, and every
+// ground truth), as "ProductCatalog" too (and "ProductCatalogService" in span names), and every
 // generated name suffix (pod-template hashes and pods' own) another suffix of the alphabet
 // Kubernetes draws them from.
 func Renamed(services []string, namespace string, seed uint64) Edit {
@@ -95,7 +95,7 @@ func Renamed(services []string, namespace string, seed uint64) Edit {
 		camel: map[string]string{}, hashes: map[string]string{}, rng: rand.New(rand.NewPCG(seed, 38))}
 	for i, s := range services {
 		n := fmt.Sprintf("app%c%s-%d", 'a'+rune(i%26), strings.Repeat("q", i%4), i)
-		r.to[s], r.camel[camelCase(s)+"Service"] = n, camelCase(n)+"Service"
+		r.to[s], r.camel[camelCase(s)], r.camel[camelCase(s)+"Service"] = n, camelCase(n), camelCase(n)+"Service"
 	}
 	return func(rel string, b []byte) (string, []byte, error) {
 		dir, file := filepath.Split(rel)

@@ -34,7 +34,7 @@ func read(t *testing.T, dir, rel string) string {
 func TestRenamedReplacesWholeNamesAndSuffixes(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	line := "14:10:18.768475625 otel-demo/frontend-proxy frontend-7bc6b4d79c-mg27q " +
-		"oteldemo.FrontendService/Get frontends ad-5cd68c8574-kp4q9 ad-5cd68c8574-kp4q9\n"
+		"oteldemo.FrontendService/Get frontends ad-5cd68c8574-kp4q9 ad-5cd68c8574-kp4q9 Frontend\n"
 	write(t, src, "metrics/pod_frontend-7bc6b4d79c-mg27q_raw.tsv", line)
 	if err := Copy(src, dst, Renamed([]string{"frontend", "frontend-proxy", "ad"}, "otel-demo", 1)); err != nil {
 		t.Fatal(err)
@@ -76,7 +76,10 @@ func TestRenamedReplacesWholeNamesAndSuffixes(t *testing.T) {
 	if got[5] != got[6] {
 		t.Errorf("one pod renamed two ways: %s and %s", got[5], got[6])
 	}
-	if !strings.HasPrefix(name, "pod_"+got[2]) {
+	if got[7] != "Appa0" {
+		t.Errorf("a capitalised name became %s, want Appa0", got[7])
+	}
+		if !strings.HasPrefix(name, "pod_"+got[2]) {
 		t.Errorf("file %s and the pod %s it holds renamed apart", name, got[2])
 	}
 }
