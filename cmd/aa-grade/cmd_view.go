@@ -55,6 +55,7 @@ func newViewCommand() *cli.Command {
 		ArgsUsage: "RUN...",
 		Description: "Serves the run folders, read-only, on this machine only (a loopback address), and prints the URL;\n" +
 			"a run still going is shown as it stands and refreshes. Ctrl-C stops the viewer (exit 0).\n" +
+			"A folder of runs (runs/) stands for the runs in it; a folder that is not a run is named and skipped.\n" +
 			"With --out DIR, writes the same pages as static files to DIR instead (DIR/index.html), to share.\n" +
 			"Submissions are graded entity by entity against the ground truth of the run's dataset\n" +
 			"(for a Hub dataset, from the local cache only: aa-grade data pull fills it).\n\n" +
@@ -68,7 +69,12 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 	if len(args) == 0 {
 		return usageErrorf("view needs at least one RUN folder; see aa-grade view --help")
 	}
-	v, err := viewer.New(args, viewer.Options{GroundTruth: groundTruths})
+	ra := expandRuns(args)
+	ra.printRunSkips(con.err)
+	if len(ra.dirs) == 0 {
+		return ra.skipError("viewed")
+	}
+	v, err := viewer.New(ra.dirs, viewer.Options{GroundTruth: groundTruths})
 	if err != nil {
 		return err
 	}
@@ -82,7 +88,7 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 			return err
 		}
 		printLine(stdout, "Wrote %s", out+string(os.PathSeparator)+"index.html")
-		return nil
+		return ra.skipError("viewed")
 	}
 	ln, err := viewer.Listen(opts.addr) // an address Validate checked
 	if err != nil && !opts.isSet("addr") {
@@ -98,7 +104,7 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 		defer cancel()
 		srv.Shutdown(shutdown)
 	}()
-	printLine(stdout, "Viewing %s at http://%s/ (Ctrl-C to stop)", english.Count(len(args), "run"), ln.Addr())
+	printLine(stdout, "Viewing %s at http://%s/ (Ctrl-C to stop)", english.Count(len(ra.dirs), "run"), ln.Addr())
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/models"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // The libraries say what is wrong; the commands, which know their flags, add the flag or the
@@ -33,6 +34,17 @@ func isolationHint(err error) error {
 func imageHint(err error) error {
 	if errors.Is(err, sandbox.ErrNoImage) {
 		return fmt.Errorf("%w, or name another with --sandbox-image", err)
+	}
+	return err
+}
+
+// repairHint names aa-grade repair, of every command, for a run folder whose run.json is lost
+// or unreadable.
+func repairHint(err error) error {
+	var broken *runfolder.HeaderError
+	if errors.As(err, &broken) {
+		return fmt.Errorf("%w; aa-grade repair %s rebuilds %s from %s and the trajectories", err, broken.Dir,
+			runfolder.HeaderFile, runfolder.ResultsFile)
 	}
 	return err
 }

@@ -61,6 +61,9 @@ type Header struct {
 	// and learnt from the provider's answers) and the calls and 429s of the last process that
 	// ran in the folder (Folder.RecordRateLimits); a resume keeps them until it records its own.
 	RateLimits *ratelimit.Status `json:"rate_limits,omitempty"`
+	// Repaired, set when aa-grade repair rebuilt a lost or unreadable run.json, says what the
+	// folder did not hold: the fields taken from repair's flags or left unknown.
+	Repaired string `json:"repaired,omitempty"`
 }
 
 // AgentInfo is the agent of an agent run, as run.json records it.
@@ -133,21 +136,62 @@ func ReadHeader(dir string) (Header, error) {
 	path := filepath.Join(dir, HeaderFile)
 	b, err := safefile.ReadPath(path, maxHeaderBytes)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && holdsEpisodes(dir):
+		return Header{}, &HeaderError{Dir: dir, Err: errHeaderLost}
 	case errors.Is(err, fs.ErrNotExist):
 		return Header{}, fmt.Errorf("%s: %w (no %s)", dir, ErrNotRunFolder, HeaderFile)
 	case errors.Is(err, safefile.ErrNotRegular), errors.Is(err, safefile.ErrTooLarge):
-		return Header{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, dir, err)
+		return Header{}, &HeaderError{Dir: dir, Err: err}
 	case err != nil:
 		return Header{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	var h Header
 	if err := json.Unmarshal(b, &h); err != nil {
-		return Header{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+		return Header{}, &HeaderError{Dir: dir, Err: cutShort(err, len(b))}
 	}
 	if h.Model == "" {
-		return Header{}, fmt.Errorf("%w: %s names no model", ErrCorrupt, path)
+		return Header{}, &HeaderError{Dir: dir, Err: errors.New("names no model")}
 	}
 	return h, nil
+}
+
+// errHeaderLost is a folder holding a run's results or episodes but no run.json.
+var errHeaderLost = fmt.Errorf("no %s beside its %s or %s/", HeaderFile, ResultsFile, EpisodesDir)
+
+// HeaderError is a run folder whose run.json is lost or cannot be read as a header; it is
+// ErrCorrupt, and carries the folder so that a command can name the repair.
+type HeaderError struct {
+	Dir string
+	Err error
+}
+
+func (e *HeaderError) Error() string {
+	if errors.Is(e.Err, errHeaderLost) {
+		return fmt.Sprintf("%v: %s: %v", ErrCorrupt, e.Dir, e.Err)
+	}
+	return fmt.Sprintf("%v: %s: %v", ErrCorrupt, filepath.Join(e.Dir, HeaderFile), e.Err)
+}
+
+func (e *HeaderError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
+
+// cutShort words a JSON error at the end of n bytes as a file cut short, which "unexpected
+// end of JSON input" alone does not say.
+func cutShort(err error, n int) error {
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) && syntax.Offset >= int64(n) {
+		return fmt.Errorf("cut short after %d bytes (%w)", n, err)
+	}
+	return err
+}
+
+// holdsEpisodes says whether dir holds what only a run writes: results.jsonl or episodes/.
+func holdsEpisodes(dir string) bool {
+	for _, name := range []string{ResultsFile, EpisodesDir} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // legacyLoop is the loop of runs recorded before the loop was: aa-grade's own, now the
