@@ -61,6 +61,9 @@ type Header struct {
 	// and learnt from the provider's answers) and the calls and 429s of the last process that
 	// ran in the folder (Folder.RecordRateLimits); a resume keeps them until it records its own.
 	RateLimits *ratelimit.Status `json:"rate_limits,omitempty"`
+	// MergedFrom names the run folders aa-grade merge joined into this one, as it was given
+	// them, every merge into it included: a merge into a folder merge wrote completes it.
+	MergedFrom []string `json:"merged_from,omitempty"`
 	// Repaired, set when aa-grade repair rebuilt a lost or unreadable run.json, says what the
 	// folder did not hold: the fields taken from repair's flags or left unknown.
 	Repaired string `json:"repaired,omitempty"`
