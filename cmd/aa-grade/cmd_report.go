@@ -65,10 +65,10 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 		printSkipped(con.err, r.Warnings)
 		runs = append(runs, r)
 	}
-	ra.printRunSkips(con.err)
 	if len(runs) == 0 {
-		return ra.skipError("reported")
+		return ra.none(con.err)
 	}
+	ra.printRunSkips(con.err)
 	overviews := report.Overviews(runs)
 	if opts.html != "" {
 		if err := writeHTML(opts.html, func(w io.Writer) error { return report.WriteHTML(w, runs) }); err != nil {

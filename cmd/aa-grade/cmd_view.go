@@ -70,10 +70,10 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 		return usageErrorf("view needs at least one RUN folder; see aa-grade view --help")
 	}
 	ra := expandRuns(args)
-	ra.printRunSkips(con.err)
 	if len(ra.dirs) == 0 {
-		return ra.skipError("viewed")
+		return ra.none(con.err)
 	}
+	ra.printRunSkips(con.err)
 	v, err := viewer.New(ra.dirs, viewer.Options{GroundTruth: groundTruths})
 	if err != nil {
 		return err

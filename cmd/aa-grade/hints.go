@@ -39,12 +39,25 @@ func imageHint(err error) error {
 }
 
 // repairHint names aa-grade repair, of every command, for a run folder whose run.json is lost
-// or unreadable.
+// or unreadable, once.
 func repairHint(err error) error {
 	var broken *runfolder.HeaderError
-	if errors.As(err, &broken) {
-		return fmt.Errorf("%w; aa-grade repair %s rebuilds %s from %s and the trajectories", err, broken.Dir,
-			runfolder.HeaderFile, runfolder.ResultsFile)
+	var hinted *repairHinted
+	if errors.As(err, &broken) && !errors.As(err, &hinted) {
+		return &repairHinted{err: err, dir: broken.Dir}
 	}
 	return err
 }
+
+// repairHinted is an error of a broken run folder with the repair named.
+type repairHinted struct {
+	err error
+	dir string
+}
+
+func (e *repairHinted) Error() string {
+	return fmt.Sprintf("%v; aa-grade repair %s rebuilds %s from %s and the trajectories", e.err, e.dir,
+		runfolder.HeaderFile, runfolder.ResultsFile)
+}
+
+func (e *repairHinted) Unwrap() error { return e.err }

@@ -92,3 +92,11 @@ func (ra runArgs) skipError(verb string) error {
 	}
 	return badResult(fmt.Errorf("%s not %s; see the warnings above", english.Count(len(ra.skipped), "folder"), verb))
 }
+
+// none is the error of a command that read no run (ra skipped every folder it was given): the
+// first folder's own, whose kind says the exit code (2 for no run, 1 for a broken one), the
+// others warned of on w first.
+func (ra runArgs) none(w io.Writer) error {
+	runArgs{skipped: ra.skipped[1:], left: ra.left}.printRunSkips(w)
+	return ra.skipped[0]
+}

@@ -1,6 +1,7 @@
 package runfolder
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -187,15 +188,27 @@ func cutShort(err error, n int) error {
 	return err
 }
 
-// holdsEpisodes says whether dir holds what only a run writes: results.jsonl or episodes/.
+// holdsEpisodes says whether dir holds what only a run writes: episodes/, or a results.jsonl
+// whose first line is a result (someone's own results.jsonl is no run's).
 func holdsEpisodes(dir string) bool {
-	for _, name := range []string{ResultsFile, EpisodesDir} {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			return true
-		}
+	if info, err := os.Lstat(filepath.Join(dir, EpisodesDir)); err == nil && info.IsDir() {
+		return true
 	}
-	return false
+	f, err := os.Open(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		return false
+	}
+	defer func() { _ = f.Close() }() // read only: nothing to lose
+	line, _, err := nextLine(bufio.NewReader(f), maxResultLine, errLongResult)
+	if err != nil {
+		return false
+	}
+	_, err = parseResult(line)
+	return err == nil
 }
+
+// errLongResult is a line of results.jsonl past maxResultLine.
+var errLongResult = fmt.Errorf("longer than %d bytes", maxResultLine)
 
 // legacyLoop is the loop of runs recorded before the loop was: aa-grade's own, now the
 // lenient loop.
