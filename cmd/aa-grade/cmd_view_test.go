@@ -28,6 +28,9 @@ func TestViewErrors(t *testing.T) {
 		"any address":   {[]string{"view", "--addr", "0.0.0.0:7480", "testdata/runs/opus"}, "aa-grade: --addr \"0.0.0.0:7480\": not a loopback address: the viewer serves only this machine"},
 		"a LAN address": {[]string{"view", "--addr", "192.168.1.2:7480", "testdata/runs/opus"}, "not a loopback address"},
 		"out and addr":  {[]string{"view", "--out", t.TempDir(), "--addr", "7480", "testdata/runs/opus"}, "not both"},
+		"out and host":  {[]string{"view", "--out", t.TempDir(), "--host", "0.0.0.0", "testdata/runs/opus"}, "not both"},
+		"two hosts": {[]string{"view", "--host", "0.0.0.0", "--addr", "127.0.0.1:7480", "testdata/runs/opus"},
+			"--host 0.0.0.0 and --addr 127.0.0.1:7480 both name the host: give --addr only the port"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := aaGrade(t, nil, c.args...)
@@ -142,6 +145,47 @@ func TestView(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// TestViewHost: --host serves beyond loopback, warning that the episodes go to the network.
+func TestViewHost(t *testing.T) {
+	cmd := exec.Command(binary, "view", "--host", "0.0.0.0", "--addr", "0", "testdata/runs/opus")
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "HF_HUB_CACHE="+t.TempDir(), "HF_ENDPOINT=http://127.0.0.1:9")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	port := regexp.MustCompile(`http://0\.0\.0\.0:(\d+)/`).FindStringSubmatch(line)
+	if port == nil {
+		t.Fatalf("no URL on 0.0.0.0 printed: %q %s", line, stderr.String())
+	}
+	req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+port[1]+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "viewer.example:" + port[1] // a name of the machine on its network
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	textcheck.Has(t, "the index page", string(body), "anthropic/claude-opus-4-7")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("after Ctrl-C: %v\n%s", err, stderr.String())
+	}
+	textcheck.Has(t, "stderr", stderr.String(), "warning: serving to the network at 0.0.0.0:"+port[1]+", with no password")
 }
 
 // TestRecordedDataset: a Hub dataset is pinned to the commit the run recorded, whatever
