@@ -133,7 +133,12 @@ func analyzeFolder(ctx context.Context, an *analysis.Analyzer, opts analyzeOptio
 	for _, p := range append(in.problems, problems...) {
 		printLine(stderr, "%s: %s: %s", p.Level, dir, p.Message)
 	}
-	r := an.Analyze(dir, in.run, analysisTasks(in.ds), results)
+	var r *analysis.Run
+	if len(in.atif.Episodes) > 0 {
+		r = an.AnalyzeATIF(dir, in.atif, analysisTasks(in.ds), results)
+	} else {
+		r = an.Analyze(dir, in.run, analysisTasks(in.ds), results)
+	}
 	for _, w := range r.Warnings {
 		printLine(stderr, "warning: %s: %s", dir, w)
 	}
