@@ -2,7 +2,7 @@
 SHELL       := /bin/bash
 GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
-# errcheck and bodyclose, as .golangci.yml sets them (built from the Go module proxy on first
+# errcheck, bodyclose and lll, as .golangci.yml sets them (built from the Go module proxy on first
 # use: minutes; cached after).
 GOLANGCI    ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 BIN         := bin/aa-grade

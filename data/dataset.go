@@ -90,7 +90,8 @@ func openHub(ctx context.Context, spec string, opts OpenOptions) (*Dataset, erro
 	if err != nil {
 		return nil, err
 	}
-	res, err := Pull(ctx, opts.Hub, hs, PullOptions{Tasks: opts.Tasks, IndexOnly: opts.IndexOnly, Parallel: opts.Parallel, Progress: opts.Progress})
+	res, err := Pull(ctx, opts.Hub, hs,
+		PullOptions{Tasks: opts.Tasks, IndexOnly: opts.IndexOnly, Parallel: opts.Parallel, Progress: opts.Progress})
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,8 @@ func OpenLocal(path string) (*Dataset, error) {
 			return ds, nil
 		}
 	}
-	return nil, fmt.Errorf("dataset %s: %w: expected %s, task folders holding %s, or a task folder", path, ErrNotDataset, IndexPath, GroundTruthFile)
+	return nil, fmt.Errorf("dataset %s: %w: expected %s, task folders holding %s, or a task folder", path, ErrNotDataset,
+		IndexPath, GroundTruthFile)
 }
 
 func exists(path string) bool {
@@ -100,7 +101,9 @@ func (ds *Dataset) addHubTasks(root string, rows []IndexRow, expectFolders bool)
 			case len(bytes.TrimSpace(t.GroundTruth)) == 0:
 				t.GroundTruth = folderGT
 			case !bytes.Equal(bytes.TrimSpace(folderGT), bytes.TrimSpace(t.GroundTruth)):
-				ds.Warnings = append(ds.Warnings, fmt.Sprintf("%s: %s differs from the ground_truth_yaml of its data.jsonl row; the row is used", row.ScenarioID, GroundTruthFile))
+				ds.Warnings = append(ds.Warnings, fmt.Sprintf(
+					"%s: %s differs from the ground_truth_yaml of its data.jsonl row; the row is used", row.ScenarioID,
+					GroundTruthFile))
 			}
 		} else if expectFolders {
 			ds.Warnings = append(ds.Warnings, fmt.Sprintf("%s: listed in data.jsonl but has no folder", row.ScenarioID))

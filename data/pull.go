@@ -81,7 +81,8 @@ func Pull(ctx context.Context, cfg hub.Config, spec HubSpec, opts PullOptions) (
 			return nil, err
 		}
 		for _, e := range parquetEntries {
-			res.Parquet = append(res.Parquet, filepath.Join(cache.SnapshotDir(spec.Repo, parquetCommit), filepath.FromSlash(e.Path)))
+			res.Parquet = append(res.Parquet,
+				filepath.Join(cache.SnapshotDir(spec.Repo, parquetCommit), filepath.FromSlash(e.Path)))
 		}
 	}
 	if err := fetchAll(ctx, client, cache, spec.Repo, commit, entries, opts, res); err != nil {
@@ -174,7 +175,15 @@ func parquetIndex(ctx context.Context, client *hub.Client, cache hub.Cache, spec
 
 // fetchAll downloads entries with bounded parallelism, largest first, and reports every file
 // that failed (the others stay in the cache, so a second pull only fetches what is missing).
-func fetchAll(ctx context.Context, client *hub.Client, cache hub.Cache, repo, commit string, entries []hub.Entry, opts PullOptions, res *PullResult) error {
+func fetchAll(
+	ctx context.Context,
+	client *hub.Client,
+	cache hub.Cache,
+	repo, commit string,
+	entries []hub.Entry,
+	opts PullOptions,
+	res *PullResult,
+) error {
 	entries = append([]hub.Entry(nil), entries...)
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].ContentSize() > entries[j].ContentSize() })
 	var cachedBytes int64
@@ -228,7 +237,8 @@ type FetchError struct {
 }
 
 func (e *FetchError) Error() string {
-	return fmt.Sprintf("%d of %d files failed (run the pull again to retry them): %s", len(e.Failed), e.Of, strings.Join(e.Failed, "; "))
+	return fmt.Sprintf("%d of %d files failed (run the pull again to retry them): %s", len(e.Failed), e.Of,
+		strings.Join(e.Failed, "; "))
 }
 
 func (e *FetchError) Unwrap() error { return e.first }
@@ -248,7 +258,8 @@ func pullOffline(cache hub.Cache, spec HubSpec, opts PullOptions) (*PullResult, 
 		// does not exist; offline, the cache is what is missing.
 		return nil, fmt.Errorf("%w (HF_HUB_OFFLINE is set): %s: %v", ErrOffline, spec, err)
 	}
-	res := &PullResult{Spec: spec, Commit: commit, Dir: cache.SnapshotDir(spec.Repo, commit), Cached: len(present), Files: len(present)}
+	res := &PullResult{Spec: spec, Commit: commit, Dir: cache.SnapshotDir(spec.Repo, commit), Cached: len(present),
+		Files: len(present)}
 	have := map[string]bool{}
 	for _, p := range present {
 		have[strings.SplitN(p, "/", 3)[min(1, strings.Count(p, "/"))]] = true
@@ -273,7 +284,8 @@ func pullOffline(cache hub.Cache, spec HubSpec, opts PullOptions) (*PullResult, 
 	}
 	need = append(need, missing...)
 	if len(need) > 0 {
-		return res, fmt.Errorf("%w (HF_HUB_OFFLINE is set): the cached %s lacks %s", ErrOffline, spec, strings.Join(need, ", "))
+		return res, fmt.Errorf("%w (HF_HUB_OFFLINE is set): the cached %s lacks %s", ErrOffline, spec,
+			strings.Join(need, ", "))
 	}
 	return res, nil
 }

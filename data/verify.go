@@ -194,7 +194,14 @@ func blobEntry(path, etag, file string) hub.Entry {
 }
 
 // checkEntries re-hashes the cached content of entries in parallel.
-func checkEntries(ctx context.Context, cache hub.Cache, repo, commit string, entries []hub.Entry, checked *int, total *int64) []BadFile {
+func checkEntries(
+	ctx context.Context,
+	cache hub.Cache,
+	repo, commit string,
+	entries []hub.Entry,
+	checked *int,
+	total *int64,
+) []BadFile {
 	var mu sync.Mutex
 	var bad []BadFile
 	workpool.Run(ctx, runtime.GOMAXPROCS(0), entries, func(e hub.Entry) {

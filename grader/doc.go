@@ -25,9 +25,9 @@
 // JSON at line 3, column 22: ...`, or where the file ends inside a value): the value read is
 // the object holding `contributing_factors` or `entities`, else the first object or array.
 // Items of a list that names entities too, and items an answer leaves out itself
-// (`contributing_factor: false`), do not make it invalid. Blank names are ignored; identical entities after normalisation (trimmed,
-// canonical kind, case-folded) count once. Names that are not `namespace/Kind/name` or `Kind/name`
-// still count, as predictions that match nothing.
+// (`contributing_factor: false`), do not make it invalid. Blank names are ignored; identical
+// entities after normalisation (trimmed, canonical kind, case-folded) count once. Names that
+// are not `namespace/Kind/name` or `Kind/name` still count, as predictions that match nothing.
 //
 // At most 200 distinct entities (MaxEntities) are graded: the first 200, in the submission's
 // order. A real diagnosis names a handful (IBM's agents about six), so the bound only meets an

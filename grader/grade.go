@@ -49,7 +49,8 @@ const MaxRepeats = 1000
 type SubmissionFiles map[string]map[int]string
 
 // SubmissionLayouts names the layouts of a folder of submissions FindSubmissions reads.
-const SubmissionLayouts = "<task>/<repeat>.json or <task>/<repeat>/agent_output.json, repeat 1, 2, ... (Scenario-2/1.json)"
+const SubmissionLayouts = "<task>/<repeat>.json or <task>/<repeat>/agent_output.json, repeat 1, 2, ... " +
+	"(Scenario-2/1.json)"
 
 // FindSubmissions lists the submissions of a folder laid out `<task>/<repeat>.json` or
 // `<task>/<repeat>/agent_output.json`, repeats numbered from 1 to MaxRepeats. Anything else is
@@ -91,7 +92,8 @@ func FindSubmissions(dir string) (SubmissionFiles, []Problem, error) {
 			}
 			if repeat > MaxRepeats {
 				problems = append(problems, Problem{Level: "warning", Task: task, Ignored: filepath.Join(task, name),
-					Message: fmt.Sprintf("ignored %s: repeat %d is above %d, the most that is graded", filepath.Join(task, name), repeat, MaxRepeats)})
+					Message: fmt.Sprintf("ignored %s: repeat %d is above %d, the most that is graded", filepath.Join(task, name),
+						repeat, MaxRepeats)})
 				continue
 			}
 			if e.IsDir() {
@@ -155,7 +157,12 @@ type GradeOptions struct {
 // beyond the count, are reported. The error is the context's (grading was interrupted), or
 // that of a submission file the grader could not read (permissions, a disk error): that is
 // the grader's failure, not the agent's, so it is no score.
-func GradeSubmissions(ctx context.Context, tasks []Task, subs SubmissionFiles, opts GradeOptions) ([]TaskResult, []Problem, error) {
+func GradeSubmissions(
+	ctx context.Context,
+	tasks []Task,
+	subs SubmissionFiles,
+	opts GradeOptions,
+) ([]TaskResult, []Problem, error) {
 	repeats := opts.Repeats
 	if repeats <= 0 {
 		repeats = max(1, subs.maxRepeat(tasks))
@@ -171,7 +178,8 @@ func GradeSubmissions(ctx context.Context, tasks []Task, subs SubmissionFiles, o
 		}
 		gt, err := ParseGroundTruth(t.GroundTruth)
 		if err != nil {
-			problems = append(problems, Problem{Level: "error", Task: t.ID, Message: fmt.Sprintf("ground truth of %s: %v", t.ID, err)})
+			problems = append(problems,
+				Problem{Level: "error", Task: t.ID, Message: fmt.Sprintf("ground truth of %s: %v", t.ID, err)})
 			continue
 		}
 		problems = append(problems, groundTruthWarnings(t, gt)...)
@@ -266,7 +274,8 @@ func sortedRepeats(files map[int]string) []int {
 // read, or a disk that fails under it, is an error: no fault of the agent's. What an agent can
 // do to its own output (a link out of its folder or to nothing, a FIFO) stays `invalid`.
 func readEpisode(gt *GroundTruth, repeat int, file string) (Episode, []string, error) {
-	ep := Episode{Repeat: repeat, Verdict: Verdict{EpisodeScore: EpisodeScore{RootCauses: gt.RootCauseSets(), Predictions: []Prediction{}}}}
+	ep := Episode{Repeat: repeat,
+		Verdict: Verdict{EpisodeScore: EpisodeScore{RootCauses: gt.RootCauseSets(), Predictions: []Prediction{}}}}
 	if file == "" {
 		ep.Status, ep.Reason = StatusMissing, "no submission file"
 		return ep, nil, nil

@@ -173,7 +173,8 @@ func (gt *GroundTruth) parseGroup(raw any) (Group, error) {
 	for _, p := range patterns {
 		f := compileFilter(p)
 		if f.Glob {
-			gt.Warnings = append(gt.Warnings, fmt.Sprintf("group %s: filter %q is not a valid regular expression, read as a shell glob", g.ID, p))
+			gt.Warnings = append(gt.Warnings,
+				fmt.Sprintf("group %s: filter %q is not a valid regular expression, read as a shell glob", g.ID, p))
 		}
 		g.Filters = append(g.Filters, f)
 	}

@@ -39,7 +39,8 @@ func DroppedNote(n int) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d more distinct entities past the first %d were not graded: each counts as a false positive", n, MaxEntities)
+	return fmt.Sprintf("%d more distinct entities past the first %d were not graded: each counts as a false positive", n,
+		MaxEntities)
 }
 
 // FullRecall reports whether every root-cause set was hit.

@@ -47,7 +47,8 @@ type Submission struct {
 // answer (see isAnswer).
 func ReadSubmission(doc []byte) (Submission, error) {
 	if len(doc) > MaxSubmissionBytes {
-		return Submission{}, fmt.Errorf("%w: %d bytes, more than the %d MiB allowed", ErrInvalidSubmission, len(doc), MaxSubmissionBytes>>20)
+		return Submission{}, fmt.Errorf("%w: %d bytes, more than the %d MiB allowed", ErrInvalidSubmission, len(doc),
+			MaxSubmissionBytes>>20)
 	}
 	doc = bytes.TrimPrefix(doc, []byte("\xef\xbb\xbf"))
 	values := jsonValues(doc)
@@ -75,7 +76,8 @@ func ReadSubmission(doc []byte) (Submission, error) {
 		return Submission{}, fmt.Errorf("%w: %w", ErrInvalidSubmission, err)
 	}
 	if len(values) > 0 {
-		return Submission{}, fmt.Errorf("%w: no list of entities (expected contributing_factors, entities, or an array of names)", ErrInvalidSubmission)
+		return Submission{}, fmt.Errorf(
+			"%w: no list of entities (expected contributing_factors, entities, or an array of names)", ErrInvalidSubmission)
 	}
 	return Submission{}, fmt.Errorf("%w: no JSON value found", ErrInvalidSubmission)
 }
@@ -125,7 +127,8 @@ func syntaxError(doc []byte) error {
 		return fmt.Errorf("invalid JSON at line %d, column %d: %s", line, col, syntax.Error())
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		line, col := lineColumn(doc, len(doc))
-		return fmt.Errorf("invalid JSON: the file ends at line %d, column %d inside the value that starts at line %d", line, col, lineOf(doc, start))
+		return fmt.Errorf("invalid JSON: the file ends at line %d, column %d inside the value that starts at line %d", line,
+			col, lineOf(doc, start))
 	}
 	return nil
 }
@@ -230,7 +233,8 @@ func namesOf(list gjson.Result, format string, requireFlag bool) Submission {
 				return true
 			}
 		default:
-			sub.Unread = append(sub.Unread, fmt.Sprintf("item %d is %s, not a name or an object with \"name\"", n, jsonKind(item)))
+			sub.Unread = append(sub.Unread,
+				fmt.Sprintf("item %d is %s, not a name or an object with \"name\"", n, jsonKind(item)))
 			return true
 		}
 		switch {

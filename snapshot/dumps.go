@@ -33,7 +33,8 @@ func ReadObjectDumps(path string) ([]*ObjectDump, error) {
 		if json.Unmarshal([]byte(r.Get("Body")), &o) != nil || o.Kind == "" {
 			return nil
 		}
-		dumps[len(dumps)-1].Bodies[ObjectRef{Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name}] = r.Get("Body")
+		dumps[len(dumps)-1].Bodies[ObjectRef{Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name}] = r.Get(
+			"Body")
 		return nil
 	})
 	return dumps, err

@@ -40,13 +40,14 @@ func (r Row) Event() (KubeEvent, error) {
 		obj = doc
 	}
 	t, _ := r.Time("Timestamp")
-	e := KubeEvent{Time: t, Watch: doc.Get("type").String(), Type: obj.Get("type").String(), Reason: obj.Get("reason").String(),
-		Message: firstString(obj, "note", "message"), Count: obj.Get("count").Int()}
+	e := KubeEvent{Time: t, Watch: doc.Get("type").String(), Type: obj.Get("type").String(),
+		Reason: obj.Get("reason").String(), Message: firstString(obj, "note", "message"), Count: obj.Get("count").Int()}
 	ref := obj.Get("regarding")
 	if !ref.Exists() {
 		ref = obj.Get("involvedObject")
 	}
-	e.Regarding = ObjectRef{Kind: ref.Get("kind").String(), Namespace: ref.Get("namespace").String(), Name: ref.Get("name").String()}
+	e.Regarding = ObjectRef{Kind: ref.Get("kind").String(), Namespace: ref.Get("namespace").String(),
+		Name: ref.Get("name").String()}
 	if e.Count == 0 {
 		e.Count = obj.Get("deprecatedCount").Int()
 	}

@@ -54,8 +54,9 @@ var Columns = map[Table][]string{
 		"ServiceName", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration",
 		"StatusCode", "StatusMessage", "Events.Timestamp", "Events.Name", "Events.Attributes",
 		"Links.TraceId", "Links.SpanId", "Links.TraceState", "Links.Attributes"},
-	PodMetrics:     {"metric_name", "timestamp", "value", "pod_name", "namespace", "tags"},
-	ServiceMetrics: {"metric_name", "timestamp", "value", "service_name", "namespace", "bucket_le", "tags", "metric_type", "status_code"},
+	PodMetrics: {"metric_name", "timestamp", "value", "pod_name", "namespace", "tags"},
+	ServiceMetrics: {"metric_name", "timestamp", "value", "service_name", "namespace", "bucket_le", "tags", "metric_type",
+		"status_code"},
 }
 
 var logColumns = []string{"Timestamp", "TimestampTime", "TraceId", "SpanId", "TraceFlags", "SeverityText",
@@ -86,7 +87,8 @@ func (r Row) Time(column string) (time.Time, bool) {
 // ParseTimestamp reads the recorder's timestamps (UTC, space or T, optional fraction).
 func ParseTimestamp(s string) (time.Time, bool) {
 	s = strings.TrimSpace(s)
-	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999"} {
+	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999Z07:00",
+		"2006-01-02T15:04:05.999999999"} {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t.UTC(), true
 		}
@@ -153,7 +155,8 @@ func ScanTable(path string, fn func(Row) error) (*TableStats, error) {
 			return stats, err
 		}
 		if len(fields) != len(header) {
-			stats.bad(&RecordError{File: path, Line: line, Err: fmt.Errorf("%d fields, the header has %d", len(fields), len(header))})
+			stats.bad(&RecordError{File: path, Line: line,
+				Err: fmt.Errorf("%d fields, the header has %d", len(fields), len(header))})
 			continue
 		}
 		row := Row{Line: line, fields: fields, cols: cols}

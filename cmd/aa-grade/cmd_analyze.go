@@ -29,11 +29,16 @@ func (o *analyzeOptions) flags() []cli.Flag {
 	return []cli.Flag{
 		datasetFlag(&o.dataset),
 		jsonFlag(&o.json, "print the analysis as JSON"),
-		&cli.StringFlag{Name: "html", Destination: &o.html, Usage: "also write the analysis as one self-contained HTML page to this file"},
-		&cli.FloatFlag{Name: "ntam-alpha", Value: analysis.DefaultNTAM.Alpha, Destination: &o.ntam.Alpha, Usage: "NTAM: the weight of a node"},
-		&cli.FloatFlag{Name: "ntam-omega", Value: analysis.DefaultNTAM.Omega, Destination: &o.ntam.Omega, Usage: "NTAM: how the weight of each later answer shrinks"},
-		&cli.FloatFlag{Name: "ntam-tau", Value: analysis.DefaultNTAM.Tau, Destination: &o.ntam.Tau, Usage: "NTAM: how credit shrinks per edge from the nearest root cause"},
-		&cli.FloatFlag{Name: "ntam-gamma", Value: analysis.DefaultNTAM.Gamma, Destination: &o.ntam.Gamma, Usage: "NTAM: the penalty on answers more or fewer than the root causes"},
+		&cli.StringFlag{Name: "html", Destination: &o.html,
+			Usage: "also write the analysis as one self-contained HTML page to this file"},
+		&cli.FloatFlag{Name: "ntam-alpha", Value: analysis.DefaultNTAM.Alpha, Destination: &o.ntam.Alpha,
+			Usage: "NTAM: the weight of a node"},
+		&cli.FloatFlag{Name: "ntam-omega", Value: analysis.DefaultNTAM.Omega, Destination: &o.ntam.Omega,
+			Usage: "NTAM: how the weight of each later answer shrinks"},
+		&cli.FloatFlag{Name: "ntam-tau", Value: analysis.DefaultNTAM.Tau, Destination: &o.ntam.Tau,
+			Usage: "NTAM: how credit shrinks per edge from the nearest root cause"},
+		&cli.FloatFlag{Name: "ntam-gamma", Value: analysis.DefaultNTAM.Gamma, Destination: &o.ntam.Gamma,
+			Usage: "NTAM: the penalty on answers more or fewer than the root causes"},
 	}
 }
 
@@ -60,7 +65,8 @@ func newAnalyzeCommand() *cli.Command {
 		Usage:     "partial credit, why answers were wrong and how the investigation went, runs side by side",
 		ArgsUsage: "RUN|SUBMISSIONS...",
 		Description: "Each argument is a run folder of aa-grade run or a folder of another harness's submissions\n" +
-			"or ATIF trajectories (laid out as for aa-grade grade). Answers are mapped to ground-truth groups by the deterministic rules.\n" +
+			"or ATIF trajectories (laid out as for aa-grade grade). Answers are mapped to ground-truth groups by the " +
+			"deterministic rules.\n" +
 			"Per episode: the gated score, partial credit on the fault graph, the class of each false positive\n" +
 			"(symptom, mechanism, near_miss, unrelated) and, from a run's trajectories, the first turn that named\n" +
 			"a root cause, the evidence sources read, commands by kind, failed, truncated and repeated commands.\n" +
@@ -158,12 +164,14 @@ func analysisTasks(ds *data.Dataset) []analysis.Task {
 // one.
 func renderAnalysisText(w io.Writer, runs []*analysis.Run) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tMODEL\tEPISODES\tSCORE\tPARTIAL\tNTAM\tFALSE POSITIVES (symptom/mechanism/near_miss/unrelated)\tFIRST HIT\tMEDIAN TURN\tSOURCES\tFAILED\tTRUNCATED\tREPEATED\tMODEL/TOOL s")
+	fmt.Fprintln(tw,
+		"RUN\tMODEL\tEPISODES\tSCORE\tPARTIAL\tNTAM\tFALSE POSITIVES (symptom/mechanism/near_miss/unrelated)\tFIRST HIT\t"+
+			"MEDIAN TURN\tSOURCES\tFAILED\tTRUNCATED\tREPEATED\tMODEL/TOOL s")
 	for _, r := range runs {
 		s := r.Summary
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.0f/%.0f\n",
-			report.OneLine(r.Dir, 50), report.OneLine(r.Model, 40), s.Episodes, s.Score, s.PartialCredit, s.NTAM,
-			classCounts(s), firstHits(s), medianTurn(s), coverage(s), s.Failed, s.Truncated, s.Repeated, s.ModelSeconds, s.ToolSeconds)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.0f/%.0f\n", report.OneLine(r.Dir, 50),
+			report.OneLine(r.Model, 40), s.Episodes, s.Score, s.PartialCredit, s.NTAM, classCounts(s), firstHits(s),
+			medianTurn(s), coverage(s), s.Failed, s.Truncated, s.Repeated, s.ModelSeconds, s.ToolSeconds)
 	}
 	tw.Flush()
 	if models := analysis.ByModel(runs); len(models) < len(runs) {

@@ -91,7 +91,8 @@ func newDataCommand() *cli.Command {
 				Description: "Example: aa-grade data pull\n" +
 					"         aa-grade data pull --tasks 2,38 --dataset hf:ArtificialAnalysis/ITBench-AA@main",
 				Flags: []cli.Flag{hubDatasetFlag(&pull.dataset), tasksFlag(&pull.tasks),
-					&cli.IntFlag{Name: "parallel", Value: 8, Destination: &pull.parallel, Sources: env("pull-parallel"), Usage: "files downloaded at once"},
+					&cli.IntFlag{Name: "parallel", Value: 8, Destination: &pull.parallel, Sources: env("pull-parallel"),
+						Usage: "files downloaded at once"},
 					noProgressFlag(&pull.noProgress)},
 				Action: action(&pull, runDataPull),
 			},
@@ -105,11 +106,13 @@ func newDataCommand() *cli.Command {
 			{
 				Name:  "verify",
 				Usage: "re-hash the cached files of a Hub dataset; exit 1 naming each missing or corrupt file",
-				Description: "Without --tasks, the tasks pulled are checked (with the index); --tasks checks those, pulled or not.\n\n" +
+				Description: "Without --tasks, the tasks pulled are checked (with the index); --tasks checks those, " +
+					"pulled or not.\n\n" +
 					"Example: aa-grade data verify\n" +
 					"         aa-grade data verify --repair",
 				Flags: []cli.Flag{hubDatasetFlag(&verify.dataset), tasksFlag(&verify.tasks),
-					&cli.BoolFlag{Name: "repair", Destination: &verify.repair, Sources: env("repair"), Usage: "download missing and corrupt files again"},
+					&cli.BoolFlag{Name: "repair", Destination: &verify.repair, Sources: env("repair"),
+						Usage: "download missing and corrupt files again"},
 					jsonFlag(&verify.json, "print JSON")},
 				Action: action(&verify, runDataVerify),
 			},
@@ -123,17 +126,20 @@ func runDataPull(ctx context.Context, opts pullOptions, args []string, con conso
 	}
 	progress := newPullProgress(ctx, con.err, opts.noProgress)
 	progress.Start()
-	res, err := data.Pull(ctx, hubConfig(), opts.spec, data.PullOptions{Tasks: opts.tasks, Parallel: opts.parallel, Progress: progress.tell})
+	res, err := data.Pull(ctx, hubConfig(), opts.spec,
+		data.PullOptions{Tasks: opts.tasks, Parallel: opts.parallel, Progress: progress.tell})
 	progress.Stop()
 	if err != nil && ctx.Err() != nil {
 		done, total := progress.inCache()
-		return interrupted(fmt.Errorf("interrupted with %d of %s in the cache; run the same command again to resume", done, english.Count(int(total), "file")))
+		return interrupted(fmt.Errorf("interrupted with %d of %s in the cache; run the same command again to resume", done,
+			english.Count(int(total), "file")))
 	}
 	if err != nil {
 		return datasetError(err)
 	}
 	printLine(con.out, "%s at commit %s", opts.spec, res.Commit) // the commit as the Hub named it
-	fmt.Fprintf(con.out, "%s, %s (%d already cached, %s downloaded)\n", english.Count(res.Files, "file"), humanBytes(res.Bytes), res.Cached, humanBytes(res.Downloaded))
+	fmt.Fprintf(con.out, "%s, %s (%d already cached, %s downloaded)\n", english.Count(res.Files, "file"),
+		humanBytes(res.Bytes), res.Cached, humanBytes(res.Downloaded))
 	printLine(con.out, "in %s", res.Dir)
 	return nil
 }
@@ -224,8 +230,8 @@ func renderTaskRows(w io.Writer, rows []taskRow) {
 		if r.Problem != "" {
 			status += ": " + r.Problem
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", termtext.Sanitize(r.Task), termtext.Sanitize(r.Split), r.Files, humanBytes(r.Bytes),
-			r.RootCauses, termtext.Sanitize(status))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", termtext.Sanitize(r.Task), termtext.Sanitize(r.Split), r.Files,
+			humanBytes(r.Bytes), r.RootCauses, termtext.Sanitize(status))
 	}
 	tw.Flush()
 }
@@ -255,7 +261,8 @@ func runDataVerify(ctx context.Context, opts verifyOptions, args []string, con c
 	}
 	spec, stdout := opts.spec, con.out
 	progress := newPullProgress(ctx, con.err, true)
-	res, err := data.Verify(ctx, hubConfig(), spec, opts.repair, data.PullOptions{Tasks: opts.tasks, Progress: progress.tell})
+	res, err := data.Verify(ctx, hubConfig(), spec, opts.repair,
+		data.PullOptions{Tasks: opts.tasks, Progress: progress.tell})
 	if errors.Is(err, data.ErrRepairOffline) {
 		return fmt.Errorf("%w (HF_HUB_OFFLINE is set): --repair needs the network", data.ErrOffline)
 	}
@@ -271,14 +278,17 @@ func runDataVerify(ctx context.Context, opts verifyOptions, args []string, con c
 			NotPulled []string       `json:"not_pulled"`
 			Bad       []data.BadFile `json:"bad"`
 			Repaired  int            `json:"repaired"`
-		}{spec.String(), res.Commit, res.Checked, res.Bytes, append([]string{}, res.NotPulled...), append([]data.BadFile{}, res.Bad...), res.Repaired}
+		}{spec.String(), res.Commit, res.Checked, res.Bytes, append([]string{}, res.NotPulled...),
+			append([]data.BadFile{}, res.Bad...), res.Repaired}
 		if err := printJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {
-		printLine(stdout, "%s at commit %s: checked %s, %s", spec, res.Commit, english.Count(res.Checked, "file"), humanBytes(res.Bytes))
+		printLine(stdout, "%s at commit %s: checked %s, %s", spec, res.Commit, english.Count(res.Checked, "file"),
+			humanBytes(res.Bytes))
 		if n := len(res.NotPulled); n > 0 {
-			fmt.Fprintf(stdout, "%s never pulled, not checked (data pull --tasks fetches them; data verify --tasks checks them)\n", english.Count(n, "task"))
+			fmt.Fprintf(stdout, "%s never pulled, not checked (data pull --tasks fetches them; data verify --tasks "+
+				"checks them)\n", english.Count(n, "task"))
 		}
 		for _, b := range res.Bad {
 			line := fmt.Sprintf("%s: %s", b.Problem, b.Path)
@@ -296,7 +306,8 @@ func runDataVerify(ctx context.Context, opts verifyOptions, args []string, con c
 		return nil
 	}
 	if len(res.Bad) > 0 {
-		return badResult(fmt.Errorf("%s missing or corrupt; aa-grade data verify --repair downloads them again", english.Count(len(res.Bad), "file")))
+		return badResult(fmt.Errorf("%s missing or corrupt; aa-grade data verify --repair downloads them again",
+			english.Count(len(res.Bad), "file")))
 	}
 	return nil
 }

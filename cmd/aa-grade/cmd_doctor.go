@@ -253,7 +253,8 @@ func apiKeysSet() []string {
 	var keys []string
 	for _, kv := range os.Environ() {
 		name, value, _ := strings.Cut(kv, "=")
-		if value != "" && (strings.HasSuffix(name, "_API_KEY") || name == "HF_TOKEN" || name == "HUGGING_FACE_HUB_TOKEN") {
+		if value != "" &&
+			(strings.HasSuffix(name, "_API_KEY") || name == "HF_TOKEN" || name == "HUGGING_FACE_HUB_TOKEN") {
 			keys = append(keys, name)
 		}
 	}

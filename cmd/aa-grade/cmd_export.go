@@ -22,10 +22,13 @@ import (
 
 // The formats of aa-grade export.
 const (
-	formatATIF  = "atif"
-	formatChat  = "openai-jsonl"
-	chatFile    = "chat.jsonl"       // the openai-jsonl export: one episode a line
-	chatIndex   = "chat.index.jsonl" // which episode each line of chatFile is
+	formatATIF = "atif"
+	formatChat = "openai-jsonl"
+	chatFile   = "chat.jsonl" // the openai-jsonl export: one episode a line
+	// chatIndex says which episode each line of chatFile is. Its name ends in no data format's
+	// extension, so that a loader reading every *.jsonl (or *.json) of the folder takes only
+	// chatFile: it is no chat file.
+	chatIndex   = "chat.jsonl.index"
 	exportUsage = "atif (one ATIF document per episode) or openai-jsonl (one line of chat messages per episode)"
 )
 
@@ -49,10 +52,12 @@ func newExportCommand() *cli.Command {
 		Name:      "export",
 		Usage:     "write a run's episodes as ATIF trajectories or OpenAI chat messages, for other tools",
 		ArgsUsage: "RUN",
-		Description: "--format atif writes OUT/<task>/<repeat>/trajectory.json, one ATIF document (" + atif.Version + ") per episode:\n" +
+		Description: "--format atif writes OUT/<task>/<repeat>/trajectory.json, one ATIF document (" +
+			atif.Version + ") per episode:\n" +
 			"the prompts, each model reply with its reasoning, tool calls and their results, tokens and cost,\n" +
 			"the submission, the grade. --format openai-jsonl writes OUT/" + chatFile + ", one episode a line\n" +
-			"({\"messages\": [...], \"tools\": [...]}), and OUT/" + chatIndex + ", the task and repeat of each line.\n" +
+			"({\"messages\": [...], \"tools\": [...]}), and OUT/" + chatIndex + ", the task and repeat of each line\n" +
+			"(JSON lines, named so that no loader takes it for chat).\n" +
 			"What each format keeps and loses: docs/formats.md. OUT must be new or empty, and not in a folder\n" +
 			"of runs, which report and view would take it for: by default it is RUN-FORMAT beside the run\n" +
 			"folder's parent (runs/opus: opus-atif beside runs/).\n" +
@@ -60,7 +65,8 @@ func newExportCommand() *cli.Command {
 			"Example: aa-grade export runs/opus --format atif --out exports/opus-atif",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Required: true, Destination: &opts.format, Usage: exportUsage},
-			&cli.StringFlag{Name: "out", Destination: &opts.out, DefaultText: "RUN-FORMAT, beside the run folder's parent", Usage: "the folder to write"},
+			&cli.StringFlag{Name: "out", Destination: &opts.out, DefaultText: "RUN-FORMAT, beside the run folder's parent",
+				Usage: "the folder to write"},
 		},
 		Action: action(&opts, runExport),
 	}
@@ -68,7 +74,8 @@ func newExportCommand() *cli.Command {
 
 func runExport(_ context.Context, opts exportOptions, args []string, con console) error {
 	if len(args) != 1 {
-		return usageErrorf("export needs one RUN folder, got %s; see aa-grade export --help", english.Count(len(args), "argument"))
+		return usageErrorf("export needs one RUN folder, got %s; see aa-grade export --help",
+			english.Count(len(args), "argument"))
 	}
 	run, err := runfolder.Read(args[0])
 	if err != nil {
@@ -195,7 +202,7 @@ func writeChat(run *runfolder.Run, out string, con console) (written, failed int
 			f.Close()
 			return written, failed, fmt.Errorf("%s repeat %d: %w", e.Task, e.Repeat, err)
 		}
-		w.Write(append(b, '\n'))
+		_, _ = w.Write(append(b, '\n')) // a bufio.Writer's error comes back from Flush, checked below
 		written++
 		entry := chatIndexLine{Line: written, Task: e.Task, Repeat: e.Repeat}
 		if r, ok := run.Results[e]; ok {

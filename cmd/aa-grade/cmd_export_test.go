@@ -63,10 +63,11 @@ func fakeResponses(w http.ResponseWriter, r *http.Request) {
 }
 
 // TestExportOfEachProvider runs one demo episode with each kind of model (Chat Completions,
-// Anthropic, the Responses API, the baseline), exports it in both formats and checks: every
+// Anthropic, the Responses API, the baseline, a replay of the Anthropic run), exports it in
+// both formats and checks: every
 // ATIF document is valid by the schema and the format's rules, holds the reasoning the
 // provider sent, every tool result in the step of its call, the tokens the run counted; the
-// export grades as the run did; the chat lines pair each tool result with a call before it.
+// export grades as the run did; the chat lines read back (checkChat).
 func TestExportOfEachProvider(t *testing.T) {
 	schema := atifSchema(t)
 	chat := httptest.NewServer(&fakemodel.Server{Script: fakemodel.Script{Turns: 3, Command: "ls alerts", Answer: []string{"otel-demo/ConfigMap/flagd-config"}}})
@@ -75,6 +76,7 @@ func TestExportOfEachProvider(t *testing.T) {
 	defer anthropic.Close()
 	responses := httptest.NewServer(http.HandlerFunc(fakeResponses))
 	defer responses.Close()
+	root, runs := t.TempDir(), map[string]string{} // each kind's run folder
 	for _, p := range []struct {
 		name, model, reasoning string
 		env                    []string
@@ -83,10 +85,18 @@ func TestExportOfEachProvider(t *testing.T) {
 		{"anthropic", "anthropic/claude-fake", "Turn 1: the alerts first.", []string{"ANTHROPIC_BASE_URL=" + anthropic.URL, "ANTHROPIC_API_KEY=sk-ant-test-0123456789"}},
 		{"responses", "openai-responses/fake", "Turn 1: the alerts first.", []string{"OPENAI_BASE_URL=" + responses.URL, "OPENAI_API_KEY=sk-test-0123456789"}},
 		{"baseline", "builtin/baseline", "", nil},
+		{"replay", "", "Turn 1: the alerts first.", nil}, // replay/ the anthropic run, set below
 	} {
 		t.Run(p.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := filepath.Join(root, p.name) // the parent's: a later subtest replays it
 			run := filepath.Join(dir, "run")
+			if p.name == "replay" {
+				if runs["anthropic"] == "" {
+					t.Skip("no anthropic run to replay")
+				}
+				p.model = "replay/" + runs["anthropic"]
+			}
+			runs[p.name] = run
 			env := append([]string{"XDG_CACHE_HOME=" + t.TempDir()}, p.env...)
 			if r := aaGrade(t, env, "run", "--dataset", "demo", "--model", p.model, "--tasks", "901", "--repeats", "1", "--out", run); r.code != 0 {
 				t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
@@ -110,7 +120,7 @@ func TestExportOfEachProvider(t *testing.T) {
 			if r := aaGrade(t, nil, "export", run, "--format", "openai-jsonl", "--out", filepath.Join(dir, "chat")); r.code != 0 {
 				t.Fatalf("export openai-jsonl: exit %d\n%s", r.code, r.stderr)
 			}
-			checkChat(t, filepath.Join(dir, "chat"))
+			checkChat(t, filepath.Join(dir, "chat"), []string{"Scenario-901"})
 		})
 	}
 }
@@ -180,10 +190,24 @@ func checkATIF(t *testing.T, schema *jsonschema.Schema, path, run, reasoning str
 	}
 }
 
-// checkChat checks the openai-jsonl export of one episode: one line, OpenAI's keys only, the
-// prompts first, each tool result after the call it answers; its index names the episode.
-func checkChat(t *testing.T, dir string) {
+// checkChat checks an openai-jsonl export as the tools that read the format do: the folder's
+// one *.jsonl or *.json file is the chat file (a loader that reads every one of them takes no
+// other), each line has OpenAI's keys only and an episode's messages, each message a role the
+// API knows, each call an id unique in its line, each tool result the answer to a call of the
+// assistant message before it; the index names the episodes, a line each, in tasks' order.
+func checkChat(t *testing.T, dir string, tasks []string) {
 	t.Helper()
+	var data []string
+	for _, pattern := range []string{"*.jsonl", "*.json"} {
+		found, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append(data, found...)
+	}
+	if len(data) != 1 || filepath.Base(data[0]) != chatFile {
+		t.Errorf("the files a loader of *.jsonl and *.json takes: %q, want %s alone", data, chatFile)
+	}
 	f, err := os.Open(filepath.Join(dir, chatFile))
 	if err != nil {
 		t.Fatal(err)
@@ -210,26 +234,48 @@ func checkChat(t *testing.T, dir string) {
 				ID string `json:"id"`
 			} `json:"tool_calls"`
 		}
-		json.Unmarshal(line["messages"], &msgs)
+		if err := json.Unmarshal(line["messages"], &msgs); err != nil {
+			t.Fatalf("line %d's messages: %v", lines, err)
+		}
 		if len(msgs) < 4 {
 			t.Fatalf("%d messages, want 4 or more: %s", len(msgs), line["messages"])
 		}
-		if msgs[0].Role != "system" || msgs[1].Role != "user" {
-			t.Fatalf("the messages start with roles %s and %s, want system and user: %s", msgs[0].Role, msgs[1].Role, line["messages"])
-		}
-		called := map[string]bool{}
-		for _, m := range msgs {
-			for _, c := range m.ToolCalls {
-				called[c.ID] = true
-			}
-			if m.Role == "tool" && !called[m.ToolCallID] {
-				t.Errorf("a tool result answers %q before any call of it", m.ToolCallID)
+		used, open := map[string]bool{}, map[string]bool{}
+		for i, m := range msgs {
+			switch m.Role {
+			case "system", "user":
+			case "assistant":
+				clear(open)
+				for _, c := range m.ToolCalls {
+					if used[c.ID] {
+						t.Errorf("line %d, message %d: the call id %q was given before", lines, i+1, c.ID)
+					}
+					used[c.ID], open[c.ID] = true, true
+				}
+			case "tool":
+				if !open[m.ToolCallID] {
+					t.Errorf("line %d, message %d: a tool result answers %q, no open call of the assistant before it", lines, i+1, m.ToolCallID)
+				}
+				delete(open, m.ToolCallID)
+			default:
+				t.Errorf("line %d, message %d: the role %q, which the API does not know", lines, i+1, m.Role)
 			}
 		}
 	}
-	index, _ := os.ReadFile(filepath.Join(dir, chatIndex))
-	if lines != 1 || !strings.Contains(string(index), `"line":1,"task":"Scenario-901","repeat":1`) {
-		t.Errorf("%d lines; index %s", lines, index)
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	index := strings.Split(strings.TrimSpace(readFile(t, filepath.Join(dir, chatIndex))), "\n")
+	if lines != len(tasks) {
+		t.Errorf("%d lines, want %d", lines, len(tasks))
+	}
+	if len(index) != len(tasks) {
+		t.Fatalf("index of %d lines, want %d:\n%s", len(index), len(tasks), strings.Join(index, "\n"))
+	}
+	for i, task := range tasks {
+		if want := fmt.Sprintf(`"line":%d,"task":%q`, i+1, task); !strings.Contains(index[i], want) {
+			t.Errorf("index line %d %s, want %s", i+1, index[i], want)
+		}
 	}
 }
 

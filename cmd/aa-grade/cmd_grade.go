@@ -39,7 +39,8 @@ func (o *gradeOptions) flags() []cli.Flag {
 		&cli.IntFlag{Name: "repeats", Destination: &o.repeats, Sources: env("repeats"),
 			DefaultText: "for a RUN, the run's; else the largest repeat found", Usage: "repeats per task to score"},
 		jsonFlag(&o.json, "print the result as JSON"),
-		&cli.IntFlag{Name: "parallel", Value: 4, Destination: &o.parallel, Sources: env("judge-parallel"), Usage: "judge calls at once"},
+		&cli.IntFlag{Name: "parallel", Value: 4, Destination: &o.parallel, Sources: env("judge-parallel"),
+			Usage: "judge calls at once"},
 	}, o.judge.flags()...)
 }
 
@@ -88,7 +89,8 @@ type gradeOutput struct {
 
 func runGrade(ctx context.Context, opts gradeOptions, args []string, con console) error {
 	if len(args) != 1 {
-		return usageErrorf("grade needs one SUBMISSIONS folder, got %s; see aa-grade grade --help", english.Count(len(args), "argument"))
+		return usageErrorf("grade needs one SUBMISSIONS folder, got %s; see aa-grade grade --help",
+			english.Count(len(args), "argument"))
 	}
 	j, err := newJudge(opts.judge)
 	if err != nil {
@@ -274,7 +276,10 @@ func (in *gradeInput) close() {
 
 // grade scores the submissions against the dataset; a run's episodes without one keep the
 // status the run recorded.
-func (in *gradeInput) grade(ctx context.Context, opts grader.GradeOptions) ([]grader.TaskResult, []grader.Problem, error) {
+func (in *gradeInput) grade(
+	ctx context.Context,
+	opts grader.GradeOptions,
+) ([]grader.TaskResult, []grader.Problem, error) {
 	results, problems, err := grader.GradeSubmissions(ctx, gradeTasks(in.ds), in.subs, opts)
 	if errors.Is(err, context.Canceled) {
 		return nil, nil, interrupted(errors.New("interrupted"))
@@ -393,7 +398,8 @@ func renderGradeText(w io.Writer, s grader.Summary) {
 	}
 	var counts []string
 	for _, st := range []string{grader.StatusOK, grader.StatusMissing, grader.StatusInvalid, grader.StatusNoSubmission,
-		grader.StatusMaxTurns, grader.StatusOutputLimit, grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusRefusedLimit, grader.StatusError, grader.StatusCostLimit, grader.StatusUnfinished} {
+		grader.StatusMaxTurns, grader.StatusOutputLimit, grader.StatusContextOverflow, grader.StatusInvalidArguments,
+		grader.StatusRefusedLimit, grader.StatusError, grader.StatusCostLimit, grader.StatusUnfinished} {
 		if statuses[st] > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", statuses[st], st))
 		}

@@ -71,8 +71,9 @@ func runMerge(_ context.Context, opts mergeOptions, runs []string, con console) 
 		if more := len(rep.Missing) - len(names); more > 0 {
 			names = append(names, fmt.Sprintf("and %d more", more))
 		}
-		return badResult(fmt.Errorf("%d of %s are not finished in any run (%s); run the shards that hold them again, then merge again",
-			len(rep.Missing), english.Count(rep.Episodes, "episode"), strings.Join(names, ", ")))
+		return badResult(fmt.Errorf(
+			"%d of %s are not finished in any run (%s); run the shards that hold them again, then merge again", len(rep.Missing),
+			english.Count(rep.Episodes, "episode"), strings.Join(names, ", ")))
 	}
 	return nil
 }

@@ -61,8 +61,12 @@ func runModels(_ context.Context, opts modelsOptions, args []string, con console
 	if err := noArgs("models", args); err != nil {
 		return err
 	}
-	out := modelsOutput{Published: publishedNotes{Source: leaderboard.Source, Date: leaderboard.Date, Tasks: leaderboard.Tasks,
-		Note: fmt.Sprintf("The published runs used %d tasks; the public tasks are a subset of them, so a local run estimates, but cannot equal, a published score.", leaderboard.Tasks)}}
+	out := modelsOutput{
+		Published: publishedNotes{Source: leaderboard.Source, Date: leaderboard.Date, Tasks: leaderboard.Tasks,
+			Note: fmt.Sprintf(
+				"The published runs used %d tasks; the public tasks are a subset of them, so a local run estimates, but cannot "+
+					"equal, a published score.", leaderboard.Tasks)},
+	}
 	for _, p := range provider.Presets {
 		row, ok := leaderboard.Find(p.Label)
 		if !ok {

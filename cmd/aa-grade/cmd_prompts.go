@@ -18,7 +18,8 @@ type promptsOptions struct {
 
 func (o *promptsOptions) flags() []cli.Flag {
 	return append(o.promptOptions.flags(), &cli.StringFlag{Name: "from-stirrup", Destination: &o.fromStirrup,
-		Usage: "start from the texts of your own copy of Stirrup " + promptset.StirrupVersion + " (a source tree, an installed package folder or a wheel) instead of the built-in set"})
+		Usage: "start from the texts of your own copy of Stirrup " + promptset.StirrupVersion + " (a source tree, an " +
+			"installed package folder or a wheel) instead of the built-in set"})
 }
 
 // Validate refuses two starting sets at once.
@@ -36,7 +37,8 @@ func newPromptsCommand() *cli.Command {
 		Usage: "write out the prompt set a run would use: every text the model sees",
 		Description: "With no flag it is the built-in set: save it, edit it, and run with aa-grade run --prompts FILE.\n" +
 			"The first lines say the set's sha256, which run.json records as prompt_sha256. The format: docs/prompts.md.\n\n" +
-			"With --from-stirrup it is the reference library's texts, read from your own copy of Stirrup " + promptset.StirrupVersion + "\n" +
+			"With --from-stirrup it is the reference library's texts, read from your own copy of " +
+			"Stirrup " + promptset.StirrupVersion + "\n" +
 			"(aa-grade ships none of them), with the built-in task prompt and the refusals Stirrup does not make.\n\n" +
 			"Example: aa-grade prompts > my.prompts\n" +
 			"         aa-grade prompts --prompts my.prompts --prompt-file task.txt   (check a set and see its hash)\n" +

@@ -37,13 +37,15 @@ func newReportCommand() *cli.Command {
 		Name:      "report",
 		Usage:     "compare run folders: one line per run, as text, JSON or a self-contained HTML page",
 		ArgsUsage: "RUN...",
-		Description: "Each RUN is a folder written by aa-grade run, finished or not: episodes not run yet count as errors;\n" +
+		Description: "Each RUN is a folder written by aa-grade run, finished or not: episodes not run yet count " +
+			"as errors;\n" +
 			"a folder of such folders (runs/) stands for the runs in it. A folder that is not a run, or whose\n" +
 			"run.json is lost or broken, is named with why, and the others are reported.\n" +
 			"Exit 1 when a run has episodes in error or not run, or a folder could not be read.\n\n" +
 			"Example: aa-grade report runs/opus runs/qwen --html compare.html",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "html", Destination: &opts.html, Sources: env("html"), Usage: "also write the runs as one HTML page to this file"},
+			&cli.StringFlag{Name: "html", Destination: &opts.html, Sources: env("html"),
+				Usage: "also write the runs as one HTML page to this file"},
 			jsonFlag(&opts.json, "print the runs as JSON"),
 		},
 		Action: action(&opts, runReport),
@@ -90,11 +92,13 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 	var incomplete []string
 	for _, o := range overviews {
 		if o.Errors > 0 {
-			incomplete = append(incomplete, fmt.Sprintf("%s has %s in error or not run", o.Dir, english.Count(o.Errors, "episode")))
+			incomplete = append(incomplete,
+				fmt.Sprintf("%s has %s in error or not run", o.Dir, english.Count(o.Errors, "episode")))
 		}
 	}
 	if len(incomplete) > 0 {
-		bad = append(bad, fmt.Sprintf("%s; run the same aa-grade run command again to play them", strings.Join(incomplete, "; ")))
+		bad = append(bad,
+			fmt.Sprintf("%s; run the same aa-grade run command again to play them", strings.Join(incomplete, "; ")))
 	}
 	if len(bad) > 0 {
 		return badResult(errors.New(strings.Join(bad, "; ")))
@@ -107,12 +111,14 @@ func renderReportText(w io.Writer, runs []report.Overview) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tMODEL\tSCORE\t95% CI\tEPISODES\tERRORS\tCOST\t$/TASK\tSPENT\tMEAN TURNS\tGRADING")
 	for _, o := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.1f\t%s\n", report.OneLine(o.Dir, 60), report.OneLine(o.Model, 60),
-			o.Score, o.SoFar(), o.CIText(), o.Episodes, o.ErrorsText(), report.FormatUSD(o.CostUSD), report.FormatUSD(o.CostPerTask),
-			o.SpentText(), o.MeanTurns, report.OneLine(o.Grading, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%.3f%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.1f\t%s\n", report.OneLine(o.Dir, 60),
+			report.OneLine(o.Model, 60), o.Score, o.SoFar(), o.CIText(), o.Episodes, o.ErrorsText(), report.FormatUSD(o.CostUSD),
+			report.FormatUSD(o.CostPerTask), o.SpentText(), o.MeanTurns, report.OneLine(o.Grading, 60))
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "COST is what the scored episodes cost (the last attempt of each); SPENT what the run spent in all, every model call of "+runfolder.SpendFile+".")
+	fmt.Fprintln(w,
+		"COST is what the scored episodes cost (the last attempt of each); SPENT what the run spent in all, every "+
+			"model call of "+runfolder.SpendFile+".")
 	for _, o := range runs {
 		if o.Judge != nil {
 			fmt.Fprintf(w, "%s: %s\n", report.OneLine(o.Dir, 60), o.Agreement())
@@ -132,8 +138,8 @@ func renderComparisonText(w io.Writer, runs []report.Overview) {
 	fmt.Fprintln(tw, "RUN\tDIFFERENCE\t95% CI\tP-VALUE\tOVER")
 	for _, o := range runs[1:] {
 		v := o.VersusFirst
-		fmt.Fprintf(tw, "%s\t%+.3f\t%s\t%s\t%s x %s\n", report.OneLine(o.Dir, 60), v.Difference, v.IntervalText(), v.PValueText(),
-			english.Count(v.Tasks, "task"), english.Count(v.Repeats, "repeat"))
+		fmt.Fprintf(tw, "%s\t%+.3f\t%s\t%s\t%s x %s\n", report.OneLine(o.Dir, 60), v.Difference, v.IntervalText(),
+			v.PValueText(), english.Count(v.Tasks, "task"), english.Count(v.Repeats, "repeat"))
 	}
 	tw.Flush()
 	for _, o := range runs[1:] {

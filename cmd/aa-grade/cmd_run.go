@@ -83,15 +83,18 @@ func (o *runOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "model", Required: true, Destination: &o.model, Sources: env("model"),
 			Usage: provider.SpecForms() + ", " + runOnlySpecs + ", or a preset (aa-grade models)"},
 		datasetFlag(&o.dataset), tasksFlag(&o.tasks),
-		&cli.IntFlag{Name: "limit", Destination: &o.limit, Sources: env("limit"), DefaultText: "all", Usage: "only the first N tasks (of --tasks, else of the dataset)"},
+		&cli.IntFlag{Name: "limit", Destination: &o.limit, Sources: env("limit"), DefaultText: "all",
+			Usage: "only the first N tasks (of --tasks, else of the dataset)"},
 		&cli.IntFlag{Name: "sample", Destination: &o.sample, Sources: env("sample"), DefaultText: "all",
 			Usage: "only K tasks drawn at random (of --tasks, else of the dataset), the same K for the same --seed"},
 		&cli.IntFlag{Name: "seed", Destination: &o.seed, Sources: env("seed"), Usage: "the draw of --sample"},
 		&cli.IntFlag{Name: "repeats", Value: 3, Destination: &o.repeats, Sources: env("repeats"), Usage: "episodes per task"},
-		&cli.IntFlag{Name: "max-turns", Value: loop.DefaultMaxTurns, Destination: &o.episode.MaxTurns, Sources: env("max-turns"), Usage: "model calls per episode"},
-		&cli.IntFlag{Name: "parallel", Value: 4, Destination: &o.parallel, Sources: env("parallel"), Usage: "episodes at once"},
-		&cli.IntFlag{Name: "max-in-flight", Destination: &o.maxInFlight, Sources: env("max-in-flight"), DefaultText: "--parallel",
-			Usage: "model calls at once; halved on each 429 or overload, regained after successes"},
+		&cli.IntFlag{Name: "max-turns", Value: loop.DefaultMaxTurns, Destination: &o.episode.MaxTurns,
+			Sources: env("max-turns"), Usage: "model calls per episode"},
+		&cli.IntFlag{Name: "parallel", Value: 4, Destination: &o.parallel, Sources: env("parallel"),
+			Usage: "episodes at once"},
+		&cli.IntFlag{Name: "max-in-flight", Destination: &o.maxInFlight, Sources: env("max-in-flight"),
+			DefaultText: "--parallel", Usage: "model calls at once; halved on each 429 or overload, regained after successes"},
 		&cli.IntFlag{Name: "rpm", Destination: &o.rpm, Sources: env("rpm"), DefaultText: "0: as the provider's answers state",
 			Usage: "model requests per minute (the lower of this and the provider's stated limit wins)"},
 		&cli.IntFlag{Name: "tpm", Destination: &o.tpm, Sources: env("tpm"), DefaultText: "0: as the provider's answers state",
@@ -101,17 +104,22 @@ func (o *runOptions) flags() []cli.Flag {
 			Usage: "memory of an episode's processes together (where the sandbox can bound it: aa-grade doctor)"},
 		&cli.StringFlag{Name: "disk-limit", Value: "4GiB", Destination: &o.diskLimit, Sources: env("disk-limit"),
 			Usage: "bytes an episode's workspace, and its /tmp, may hold (one file per 16 KiB of it)"},
-		&cli.StringFlag{Name: "out", Destination: &o.out, Sources: env("out"), DefaultText: "runs/<model>-<time>", Usage: "the run folder"},
+		&cli.StringFlag{Name: "out", Destination: &o.out, Sources: env("out"), DefaultText: "runs/<model>-<time>",
+			Usage: "the run folder"},
 		&cli.DurationFlag{Name: "command-timeout", Value: sandbox.DefaultCommandTimeout, Sources: env("command-timeout"),
 			Destination: (*time.Duration)(&o.episode.CommandTimeout), Usage: "per shell command"},
 		&cli.StringFlag{Name: "reasoning-effort", Destination: &o.reasoningEffort, Sources: env("reasoning-effort"),
-			Usage: "the provider's reasoning effort (low, medium, high, max, ...)", DefaultText: "the preset's, else the provider's"},
+			Usage: "the provider's reasoning effort (low, medium, high, max, ...)", DefaultText: "the preset's, else " +
+				"the provider's"},
 		&cli.StringFlag{Name: "loop", Value: string(settings.LoopReference), Destination: &o.loop, Sources: env("loop"),
-			Usage: "the agent loop: reference (Stirrup 0.1.9's, comparable with the leaderboard) or lenient (aa-grade's departures, not comparable: docs/fidelity.md)"},
-		&cli.IntFlag{Name: "max-tokens", Destination: &o.maxTokens, Sources: env("max-tokens"), DefaultText: fmt.Sprintf("the preset's, else %d", model.DefaultMaxTokens),
-			Usage: "output tokens per call, sent on every call; the reference loop summarises the history at 70% of it"},
-		&cli.IntFlag{Name: "context-window", Destination: &o.contextWindow, Sources: env("context-window"), DefaultText: "the preset's, else 0: never",
-			Usage: "--loop lenient only: tokens; that loop summarises the history at 70% of it"},
+			Usage: "the agent loop: reference (Stirrup 0.1.9's, comparable with the leaderboard) or lenient (aa-grade's " +
+				"departures, not comparable: docs/fidelity.md)"},
+		&cli.IntFlag{Name: "max-tokens", Destination: &o.maxTokens, Sources: env("max-tokens"),
+			DefaultText: fmt.Sprintf("the preset's, else %d", model.DefaultMaxTokens),
+			Usage:       "output tokens per call, sent on every call; the reference loop summarises the history at 70% of it"},
+		&cli.IntFlag{Name: "context-window", Destination: &o.contextWindow, Sources: env("context-window"),
+			DefaultText: "the preset's, else 0: never",
+			Usage:       "--loop lenient only: tokens; that loop summarises the history at 70% of it"},
 		&cli.StringFlag{Name: "shard", Destination: &o.shardSpec, Sources: env("shard"),
 			Usage: "I/N: run only the I-th of N equal parts of the episodes (join them with aa-grade merge)"},
 		&cli.DurationFlag{Name: "grace", Value: runner.DefaultGrace, Destination: &o.grace, Sources: env("grace"),
@@ -122,12 +130,26 @@ func (o *runOptions) flags() []cli.Flag {
 		priceFlag("price-cached-write", &o.priceCachedWrite, "input tokens written to the cache", "the input price"),
 		noProgressFlag(&o.noProgress),
 		&cli.FloatFlag{Name: "max-cost", Destination: &o.maxCost, Sources: env("max-cost"), DefaultText: "no budget",
-			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a projection of the running ones would pass it, and running ones stop when it is reached"},
-		&cli.DurationFlag{Name: "max-retry-time", Value: provider.DefaultRetryTime, Destination: &o.maxRetryTime, Sources: env("max-retry-time"),
-			Usage: "per model call: how long its transient failures (throttling, 5xx, timeouts) are retried before its episode ends in error; permanent ones (quota, billing, 4xx, no such host) stop the run at once"},
-		&cli.FloatFlag{Name: "fail-on-error", Destination: &o.failOnError, Sources: env("fail-on-error"), DefaultText: "0: never",
-			Usage: "stop the run once N episodes ended in error (N from 1), or more than a fraction of those planned (0.1: more than one in ten)"},
-		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "say what would run and what it should cost, and call nothing"},
+			Usage: "USD the run may spend, earlier episodes in --out included: no episode starts once the spend and a " +
+				"projection of the running ones would pass it, and running ones stop when it is reached"},
+		&cli.DurationFlag{
+			Name:        "max-retry-time",
+			Value:       provider.DefaultRetryTime,
+			Destination: &o.maxRetryTime,
+			Sources:     env("max-retry-time"),
+			Usage: "per model call: how long its transient failures (throttling, 5xx, timeouts) are retried before its " +
+				"episode ends in error; permanent ones (quota, billing, 4xx, no such host) stop the run at once",
+		},
+		&cli.FloatFlag{
+			Name:        "fail-on-error",
+			Destination: &o.failOnError,
+			Sources:     env("fail-on-error"),
+			DefaultText: "0: never",
+			Usage: "stop the run once N episodes ended in error (N from 1), or more than a fraction of those planned " +
+				"(0.1: more than one in ten)",
+		},
+		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun,
+			Usage: "say what would run and what it should cost, and call nothing"},
 	}
 	return append(append(append(flags, o.prompts.flags()...), o.judge.flags()...), o.agent.flags()...)
 }
@@ -141,7 +163,8 @@ func (o *runOptions) Validate() error {
 		min  int
 		what string
 	}{
-		{"repeats", o.repeats, 1, "1 or more"}, {"max-turns", o.episode.MaxTurns, 1, "1 or more"}, {"parallel", o.parallel, 1, "1 or more"},
+		{"repeats", o.repeats, 1, "1 or more"}, {"max-turns", o.episode.MaxTurns, 1, "1 or more"},
+		{"parallel", o.parallel, 1, "1 or more"},
 		{"max-in-flight", o.maxInFlight, 0, "0 (as --parallel) or more"},
 		{"rpm", o.rpm, 0, "0 (as the provider states) or more"}, {"tpm", o.tpm, 0, "0 (as the provider states) or more"},
 		{"context-window", o.contextWindow, 0, "0 (never summarise) or more"},
@@ -166,7 +189,8 @@ func (o *runOptions) Validate() error {
 		return usageErrorf("--max-retry-time %s: must be more than 0", o.maxRetryTime)
 	}
 	if f := o.failOnError; f < 0 || math.IsNaN(f) || math.IsInf(f, 0) || (f > 1 && f != math.Trunc(f)) {
-		return usageErrorf("--fail-on-error %v: must be 0 (never), a count of episodes from 1, or a fraction between 0 and 1", f)
+		return usageErrorf("--fail-on-error %v: must be 0 (never), a count of episodes from 1, or a fraction between 0 and 1",
+			f)
 	}
 	if o.grace < 0 {
 		return usageErrorf("--grace %s: must be 0 (stop at once) or more", o.grace)
@@ -174,7 +198,8 @@ func (o *runOptions) Validate() error {
 	for _, f := range []struct {
 		name string
 		usd  float64
-	}{{"price-input", o.priceInput}, {"price-output", o.priceOutput}, {"price-cached-read", o.priceCachedRead}, {"price-cached-write", o.priceCachedWrite}, {"max-cost", o.maxCost}} {
+	}{{"price-input", o.priceInput}, {"price-output", o.priceOutput}, {"price-cached-read", o.priceCachedRead},
+		{"price-cached-write", o.priceCachedWrite}, {"max-cost", o.maxCost}} {
 		if f.usd < 0 || math.IsNaN(f.usd) || math.IsInf(f.usd, 0) {
 			return usageErrorf("--%s %v: a price is a number of USD, 0 or more", f.name, f.usd)
 		}
@@ -253,7 +278,8 @@ func (o *runOptions) validLoop() error {
 	case o.isSet("max-tokens") && o.maxTokens == 0 && !lenient:
 		return usageErrorf("--max-tokens 0: must be 1 or more (0, the provider's default, only with --loop lenient)")
 	case o.isSet("context-window") && !lenient:
-		return usageErrorf("--context-window: only with --loop lenient (the reference loop summarises at 70%% of --max-tokens)")
+		return usageErrorf(
+			"--context-window: only with --loop lenient (the reference loop summarises at 70%% of --max-tokens)")
 	}
 	return nil
 }
@@ -340,7 +366,9 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 		settings.Prices = plan.prices
 	}
 	if opts.maxCost > 0 && settings.Prices == nil {
-		return nil, usageErrorf("--max-cost %v: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and --price-output, give them)", opts.maxCost)
+		return nil, usageErrorf(
+			"--max-cost %v: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and "+
+				"--price-output, give them)", opts.maxCost)
 	}
 	episode := episodeSettings(opts, plan.recorded, settings, prompts)
 	var needs []string
@@ -366,7 +394,8 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 	}
 	out := opts.out
 	if out == "" {
-		out = filepath.Join("runs", strings.NewReplacer("/", "_", ":", "_").Replace(opts.model)+"-"+time.Now().Format("20060102-150405"))
+		out = filepath.Join("runs",
+			strings.NewReplacer("/", "_", ":", "_").Replace(opts.model)+"-"+time.Now().Format("20060102-150405"))
 	}
 	if plan.tasks, err = selectTasks(ctx, plan.dataset, plan.tasks, opts.selection()); err != nil {
 		return nil, err
@@ -434,7 +463,8 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		Backend: backend, Limits: opts.limits, Tools: &tools,
 		OnEnvironment: func(tools sandbox.Tools) {
 			if diff := tools.Differences(); len(diff) > 0 {
-				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s", strings.Join(diff, "; "))
+				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s",
+					strings.Join(diff, "; "))
 			}
 		},
 		Grace: opts.grace, Abort: secondInterrupt(ctx),
@@ -488,13 +518,15 @@ func (r *startedRun) announce(stderr io.Writer, opts runOptions) {
 		who = fmt.Sprintf("%s calling %s through the gateway", a, who)
 	}
 	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
-		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, who, backend.Name(), r.out)
+		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, who, backend.Name(),
+		r.out)
 	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
 	if e := costEstimate(r.settings, len(todo), folder.Prev); e != "" {
 		printLine(stderr, "%s", e)
 	}
 	if opts.maxCost > 0 {
-		printLine(stderr, "budget: $%.2f (--max-cost), %s of it spent already in %s (%s)", opts.maxCost, spentBefore(folder.Prev), r.out, runfolder.SpendFile)
+		printLine(stderr, "budget: $%.2f (--max-cost), %s of it spent already in %s (%s)", opts.maxCost,
+			spentBefore(folder.Prev), r.out, runfolder.SpendFile)
 	}
 }
 
@@ -544,10 +576,12 @@ func (r *startedRun) finish(stderr io.Writer, p playedRun) (*report.Run, error) 
 	}
 	switch err := p.err; {
 	case errors.Is(err, context.Canceled):
-		return nil, interrupted(fmt.Errorf("interrupted with %d of %s unfinished; to resume, run the same command again (with --out %s)",
-			countStatus(p.results, grader.StatusUnfinished), english.Count(len(p.results), "episode"), r.out))
+		return nil, interrupted(
+			fmt.Errorf("interrupted with %d of %s unfinished; to resume, run the same command again (with --out %s)",
+				countStatus(p.results, grader.StatusUnfinished), english.Count(len(p.results), "episode"), r.out))
 	case errors.Is(err, runner.ErrBudget):
-		return nil, badResult(fmt.Errorf("%w; no more episodes started (to go on, run the same command with a higher --max-cost)", err))
+		return nil, badResult(
+			fmt.Errorf("%w; no more episodes started (to go on, run the same command with a higher --max-cost)", err))
 	case errors.Is(err, runner.ErrStopped):
 		return nil, fmt.Errorf("%w (--fail-on-error); fix the cause, then run the same command again to resume", err)
 	case errors.Is(err, runner.ErrConfigChanged):
@@ -574,7 +608,8 @@ func (r *startedRun) render(w io.Writer, p playedRun, run *report.Run) error {
 		return err
 	}
 	if failed := countStatus(p.results, grader.StatusError); failed > 0 {
-		return badResult(fmt.Errorf("%s ended in error; to retry them, run the same command again (with --out %s)", english.Count(failed, "episode"), r.out))
+		return badResult(fmt.Errorf("%s ended in error; to retry them, run the same command again (with --out %s)",
+			english.Count(failed, "episode"), r.out))
 	}
 	return nil
 }
@@ -594,7 +629,8 @@ func warnSandbox(stderr io.Writer, backend sandbox.Backend) {
 		for _, g := range weak {
 			what = append(what, g.Name+": "+g.Detail)
 		}
-		fmt.Fprintf(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)\n", backend.Name(), strings.Join(what, "; "))
+		fmt.Fprintf(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)\n", backend.Name(),
+			strings.Join(what, "; "))
 	}
 }
 
@@ -737,7 +773,8 @@ func renderRunTotals(w io.Writer, r *report.Run, cols int) {
 	fmt.Fprintln(tw, "TASK\tMEAN TURNS\tINPUT TOKENS\tCACHED\tOUTPUT TOKENS\tREASONING\tCOST\t")
 	for _, t := range totals {
 		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n", t.name, t.turns, english.Number(t.tokens.Input),
-			english.Number(t.tokens.CachedRead), english.Number(t.tokens.Output), english.Number(t.tokens.Reasoning), report.FormatUSD(t.cost))
+			english.Number(t.tokens.CachedRead), english.Number(t.tokens.Output), english.Number(t.tokens.Reasoning),
+			report.FormatUSD(t.cost))
 	}
 	tw.Flush()
 	if cols <= 0 || widestLine(table.String()) < cols {
@@ -747,7 +784,8 @@ func renderRunTotals(w io.Writer, r *report.Run, cols int) {
 	for _, t := range totals {
 		fmt.Fprintf(w, "%s: %.1f turns, %s\n", t.name, t.turns, report.FormatUSD(t.cost))
 		fmt.Fprintf(w, "  input %s tokens (%s cached)\n", english.Number(t.tokens.Input), english.Number(t.tokens.CachedRead))
-		fmt.Fprintf(w, "  output %s tokens (%s reasoning)\n", english.Number(t.tokens.Output), english.Number(t.tokens.Reasoning))
+		fmt.Fprintf(w, "  output %s tokens (%s reasoning)\n", english.Number(t.tokens.Output),
+			english.Number(t.tokens.Reasoning))
 	}
 }
 
@@ -769,10 +807,12 @@ func reportDivergences(w io.Writer, ds []replay.Divergence, failed int) {
 		fmt.Fprintln(w, "replay: every episode followed its recording")
 		return
 	case len(ds) == 0:
-		fmt.Fprintf(w, "replay: %s ended in error (above); the others followed their recording\n", english.Count(failed, "episode"))
+		fmt.Fprintf(w, "replay: %s ended in error (above); the others followed their recording\n",
+			english.Count(failed, "episode"))
 		return
 	}
-	fmt.Fprintf(w, "replay: %s diverged from their recording (the recorded replies were used regardless):\n", english.Count(len(ds), "episode"))
+	fmt.Fprintf(w, "replay: %s diverged from their recording (the recorded replies were used regardless):\n",
+		english.Count(len(ds), "episode"))
 	for _, d := range ds {
 		printLine(w, "  %s repeat %d, turn %d: %s", d.Task, d.Repeat, d.Turn, d.Detail)
 	}
@@ -805,7 +845,8 @@ func (o runOptions) overrides() models.Overrides {
 		usd  *float64
 		dst  **float64
 	}{{"price-input", &o.priceInput, &ov.Prices.Input}, {"price-output", &o.priceOutput, &ov.Prices.Output},
-		{"price-cached-read", &o.priceCachedRead, &ov.Prices.CachedRead}, {"price-cached-write", &o.priceCachedWrite, &ov.Prices.CachedWrite}} {
+		{"price-cached-read", &o.priceCachedRead, &ov.Prices.CachedRead}, {"price-cached-write", &o.priceCachedWrite,
+			&ov.Prices.CachedWrite}} {
 		if o.isSet(f.name) {
 			*f.dst = f.usd
 		}

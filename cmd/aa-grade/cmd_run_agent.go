@@ -34,13 +34,16 @@ type agentOptions struct {
 func (o *agentOptions) flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "agent", Destination: &o.spec, Sources: env("agent"), DefaultText: "aa-grade's loop",
-			Usage: "the agent that plays each episode in its sandbox, calling the model through aa-grade's gateway: " + agents.Forms() + " (docs/agents.md)"},
-		&cli.DurationFlag{Name: "agent-timeout", Value: agentrun.DefaultTimeout, Destination: &o.timeout, Sources: env("agent-timeout"),
-			Usage: "how long an episode's agent may run, its model calls included"},
+			Usage: "the agent that plays each episode in its sandbox, calling the model through aa-grade's gateway: " +
+				agents.Forms() + " (docs/agents.md)"},
+		&cli.DurationFlag{Name: "agent-timeout", Value: agentrun.DefaultTimeout, Destination: &o.timeout,
+			Sources: env("agent-timeout"), Usage: "how long an episode's agent may run, its model calls included"},
 		&cli.StringFlag{Name: "agent-dir", Destination: &o.agentDir, Sources: env("agent-dir"), TakesFile: true,
-			Usage: "a folder of your agent's files, shown read-only in every episode's sandbox at " + sandbox.AgentDirPath + " (landlock: at its own path), named by $" + agents.AgentDirVar},
+			Usage: "a folder of your agent's files, shown read-only in every episode's sandbox at " +
+				sandbox.AgentDirPath + " (landlock: at its own path), named by $" + agents.AgentDirVar},
 		&cli.BoolFlag{Name: "allow-provider-tools", Destination: &o.providerTools, Sources: env("allow-provider-tools"),
-			Usage: "let the agent's model calls hold the tools the provider runs itself (web search, web fetch, MCP, code execution), which the gateway refuses otherwise; the run is then comparable with no other (docs/agents.md)"},
+			Usage: "let the agent's model calls hold the tools the provider runs itself (web search, web fetch, MCP, code " +
+				"execution), which the gateway refuses otherwise; the run is then comparable with no other (docs/agents.md)"},
 	}
 }
 
@@ -91,14 +94,16 @@ func (o *agentOptions) Validate(set func(string) bool) error {
 // when they are allowed.
 func agentUpstream(a agents.Agent, spec string, m model.Model, providerTools bool) (gateway.Upstream, string, error) {
 	if strings.HasPrefix(spec, "builtin/") || strings.HasPrefix(spec, "replay/") {
-		return gateway.Upstream{}, "", usageErrorf("--agent %s: the agent calls a provider's API, and --model %s is none (%s)", a, spec, provider.SpecForms())
+		return gateway.Upstream{}, "", usageErrorf(
+			"--agent %s: the agent calls a provider's API, and --model %s is none (%s)", a, spec, provider.SpecForms())
 	}
 	up, name, err := gateway.UpstreamOf(m, a.Speaks())
 	if err != nil {
 		return gateway.Upstream{}, "", usageErrorf("--agent %s with --model %s: %w", a, spec, err)
 	}
 	if err := gateway.CheckModel(name, providerTools); err != nil {
-		return gateway.Upstream{}, "", usageErrorf("--agent %s with --model %s: %w; --allow-provider-tools allows it", a, spec, err)
+		return gateway.Upstream{}, "", usageErrorf("--agent %s with --model %s: %w; --allow-provider-tools allows it", a,
+			spec, err)
 	}
 	return up, name, nil
 }
@@ -117,12 +122,20 @@ func withSearchPrice(prices *model.Prices, providerTools bool, p gateway.Protoco
 
 // agentRun is the runner's configuration of an agent run, and what run.json says of it: the
 // agent asked its version in the sandbox first, so that one missing says how to get it there.
-func agentRun(ctx context.Context, o agentOptions, p *preparedRun, backend sandbox.Backend, maxTurns int) (*runner.Agent, *runfolder.AgentInfo, error) {
+func agentRun(
+	ctx context.Context,
+	o agentOptions,
+	p *preparedRun,
+	backend sandbox.Backend,
+	maxTurns int,
+) (*runner.Agent, *runfolder.AgentInfo, error) {
 	a := *o.agent
 	version, install, err := agentrun.Version(ctx, backend, a)
 	if errors.Is(err, agentrun.ErrNotInstalled) {
 		_, pkg := a.Program()
-		return nil, nil, usageErrorf("--agent: %w; install it: `npm install -g %s` on this machine (a sandbox that lacks it is shown this machine's, read-only), or in the image of --sandbox-image", err, pkg)
+		return nil, nil, usageErrorf(
+			"--agent: %w; install it: `npm install -g %s` on this machine (a sandbox that lacks it is shown "+
+				"this machine's, read-only), or in the image of --sandbox-image", err, pkg)
 	}
 	if errors.Is(err, agentrun.ErrUnsupported) {
 		return nil, nil, usageErrorf("--agent: %w", err)
@@ -130,11 +143,11 @@ func agentRun(ctx context.Context, o agentOptions, p *preparedRun, backend sandb
 	if err != nil {
 		return nil, nil, fmt.Errorf("--agent: %w", err)
 	}
-	run := &runner.Agent{Agent: a, Upstream: p.agentUpstream, Model: p.agentModel, Timeout: o.timeout, Limit: p.limit, Install: install, Dir: o.agentDir,
-		ProviderTools: o.providerTools}
-	info := &runfolder.AgentInfo{Spec: a.String(), Version: version, Timeout: o.timeout.String(), Protocol: p.agentUpstream.Protocol.String(),
-		Dir: o.agentDir, Install: install.Exe(), ProviderTools: o.providerTools}
-	info.Command, info.Env = a.Settings(agents.Episode{Model: p.agentModel, Gateway: agentrun.GatewayURL, MaxTurns: maxTurns,
-		Executable: install.Exe(), Protocol: p.agentUpstream.Protocol})
+	run := &runner.Agent{Agent: a, Upstream: p.agentUpstream, Model: p.agentModel, Timeout: o.timeout, Limit: p.limit,
+		Install: install, Dir: o.agentDir, ProviderTools: o.providerTools}
+	info := &runfolder.AgentInfo{Spec: a.String(), Version: version, Timeout: o.timeout.String(),
+		Protocol: p.agentUpstream.Protocol.String(), Dir: o.agentDir, Install: install.Exe(), ProviderTools: o.providerTools}
+	info.Command, info.Env = a.Settings(agents.Episode{Model: p.agentModel, Gateway: agentrun.GatewayURL,
+		MaxTurns: maxTurns, Executable: install.Exe(), Protocol: p.agentUpstream.Protocol})
 	return run, info, nil
 }

@@ -193,7 +193,7 @@ func TestAgentRunOpencode(t *testing.T) {
 
 // checkAgentRunReaders: the agent run's episodes (chat_agent.py's three calls) read as the
 // loop's do: turn records of the agent's conversation, its end on the episode page after its
-// turns, analyze's investigation, and valid exports.
+// turns, analyze's investigation, and valid exports in both formats.
 func checkAgentRunReaders(t *testing.T, out string) {
 	t.Helper()
 	if kinds := checkTrajectories(t, out); kinds[model.KindTurn] != 6 || kinds[model.KindAgent] != 2 {
@@ -298,6 +298,11 @@ func checkAgentRunReaders(t *testing.T, out string) {
 		t.Errorf("the export shows %d results, want 2 or more", results)
 	}
 	textcheck.Has(t, "the export", string(b), "ls alerts | head -2")
+	chat := filepath.Join(t.TempDir(), "chat")
+	if r := aaGrade(t, nil, "export", out, "--format", "openai-jsonl", "--out", chat); r.code != 0 {
+		t.Fatalf("export openai-jsonl: exit %d\n%s", r.code, r.stderr)
+	}
+	checkChat(t, chat, []string{"Scenario-901", "Scenario-901"})
 }
 
 // TestAgentRunRefusals: an agent that cannot call the model, a model an agent cannot call,

@@ -26,8 +26,9 @@ func costEstimate(s models.Settings, episodes int, prev *runfolder.Run) string {
 	if perTask := publishedCost(s.Preset); perTask != nil {
 		p, _ := provider.FindPreset(s.Preset)
 		total := *perTask * float64(episodes)
-		return fmt.Sprintf("estimate: about $%.2f for %s at the published $%.2f a task of %s (the leaderboard's run; yours may differ)",
-			total, english.Count(episodes, "episode"), *perTask, p.Label)
+		return fmt.Sprintf(
+			"estimate: about $%.2f for %s at the published $%.2f a task of %s (the leaderboard's run; yours may differ)", total,
+			english.Count(episodes, "episode"), *perTask, p.Label)
 	}
 	if s.Prices != nil {
 		if e := s.Prices.Effective(); e.Input == 0 && e.Output == 0 && e.CachedRead == 0 && e.CachedWrite == 0 {
@@ -36,9 +37,12 @@ func costEstimate(s models.Settings, episodes int, prev *runfolder.Run) string {
 		if e := tokenEstimate(*s.Prices, episodes, prev); e != "" {
 			return e
 		}
-		return fmt.Sprintf("estimate: unknown: %s has no published cost a task; the cost is counted from its prices as it is spent", s.Spec)
+		return fmt.Sprintf(
+			"estimate: unknown: %s has no published cost a task; the cost is counted from its prices as it is spent", s.Spec)
 	}
-	return fmt.Sprintf("estimate: unknown: %s has no published cost a task and no prices (--price-input and --price-output give them)", s.Spec)
+	return fmt.Sprintf(
+		"estimate: unknown: %s has no published cost a task and no prices (--price-input and --price-output give them)",
+		s.Spec)
 }
 
 // publishedCost is the published cost a task of the leaderboard row the preset reproduces; nil
@@ -57,7 +61,12 @@ func publishedCost(preset string) *float64 {
 
 // pendingEpisodes splits the episodes of tasks x repeats (the shard's) into those to play and
 // those prev, the run the folder holds (nil: none), finished.
-func pendingEpisodes(tasks []data.Task, repeats int, shard runfolder.Shard, prev *runfolder.Run) (todo []runfolder.Episode, finished []runfolder.Result) {
+func pendingEpisodes(
+	tasks []data.Task,
+	repeats int,
+	shard runfolder.Shard,
+	prev *runfolder.Run,
+) (todo []runfolder.Episode, finished []runfolder.Result) {
 	var done map[runfolder.Episode]runfolder.Result
 	if prev != nil {
 		done = prev.Results
@@ -92,8 +101,9 @@ func dryRun(ctx context.Context, w io.Writer, opts runOptions, p *preparedRun) e
 	if len(finished) > 0 {
 		done = fmt.Sprintf(" (%d more already finished)", len(finished))
 	}
-	printLine(w, "would run %s x %s = %s%s of %s with %s into %s", english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"),
-		english.Count(len(todo), "episode"), done, ds.Spec, describeModel(settings), out)
+	printLine(w, "would run %s x %s = %s%s of %s with %s into %s", english.Count(len(ds.Tasks), "task"),
+		english.Count(plan.repeats, "repeat"), english.Count(len(todo), "episode"), done, ds.Spec, describeModel(settings),
+		out)
 	printLine(w, "tasks: %s", strings.Join(taskIDs(ds.Tasks), ", "))
 	if e := costEstimate(settings, len(todo), prev); e != "" {
 		printLine(w, "%s", e)

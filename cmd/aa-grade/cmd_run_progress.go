@@ -43,7 +43,8 @@ type runProgress struct {
 const longWait = 10 * time.Second
 
 func newRunProgress(w io.Writer, plain bool) *runProgress {
-	p := &runProgress{screen: newScreen(w, plain), interval: 30 * time.Second, now: time.Now, state: newRunState(), stop: make(chan struct{})}
+	p := &runProgress{screen: newScreen(w, plain), interval: 30 * time.Second, now: time.Now, state: newRunState(),
+		stop: make(chan struct{})}
 	if p.screen.live {
 		p.interval = 250 * time.Millisecond
 	}
@@ -90,12 +91,14 @@ func (p *runProgress) tell(e runner.Event) {
 			return
 		}
 		they, them := pronouns(len(s.running))
-		p.printLocked(fmt.Sprintf("interrupted: no more episodes start; finishing %s for up to %s (until %s), then %s stopped and recorded unfinished; press Ctrl-C again to stop %s at once",
+		p.printLocked(fmt.Sprintf("interrupted: no more episodes start; finishing %s for up to %s (until %s), then %s "+
+			"stopped and recorded unfinished; press Ctrl-C again to stop %s at once",
 			english.Count(len(s.running), "running episode"), e.Grace, s.stopBy.Format(time.TimeOnly), they, them))
 	case runner.Stopping:
 		if len(s.running) > 0 {
 			they, _ := pronouns(len(s.running))
-			p.printLocked(fmt.Sprintf("%s: stopping %s now; %s recorded unfinished", e.Why, english.Count(len(s.running), "running episode"), they))
+			p.printLocked(fmt.Sprintf("%s: stopping %s now; %s recorded unfinished", e.Why,
+				english.Count(len(s.running), "running episode"), they))
 		}
 	}
 }
@@ -103,12 +106,14 @@ func (p *runProgress) tell(e runner.Event) {
 // describeRetry says how many retries the episode has had (retries, this one included), which
 // attempt failed, how, and when the next one goes.
 func describeRetry(w runner.Wait, retries int, now time.Time) string {
-	return fmt.Sprintf("retry %d: attempt %d failed: %s; next attempt %s", retries, w.Attempt, w.Reason, nextAttempt(now, w.Until.Sub(now)))
+	return fmt.Sprintf("retry %d: attempt %d failed: %s; next attempt %s", retries, w.Attempt, w.Reason,
+		nextAttempt(now, w.Until.Sub(now)))
 }
 
 // describeFinished is the line of a finished episode.
 func describeFinished(r runfolder.Result) string {
-	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %s, %s", r.Task, r.Repeat, r.Status, r.Score, english.Count(r.Turns, "turn"), "cost "+report.FormatUSD(r.CostUSD))
+	line := fmt.Sprintf("%s repeat %d: %s, score %.2f, %s, %s", r.Task, r.Repeat, r.Status, r.Score,
+		english.Count(r.Turns, "turn"), "cost "+report.FormatUSD(r.CostUSD))
 	if r.Retries > 0 {
 		line += fmt.Sprintf(", retries %d", r.Retries)
 	}
@@ -195,7 +200,8 @@ func (p *runProgress) costText() string {
 	cost, known := s.spent()
 	switch {
 	case s.spend.Unpriced > 0 && s.spend.CostUSD != nil:
-		return fmt.Sprintf("at least $%.2f spent (%d of %s at unknown prices)", cost, s.spend.Unpriced, english.Count(s.spend.Calls, "call"))
+		return fmt.Sprintf("at least $%.2f spent (%d of %s at unknown prices)", cost, s.spend.Unpriced,
+			english.Count(s.spend.Calls, "call"))
 	case !known:
 		return "cost unknown"
 	}
@@ -265,7 +271,8 @@ func (p *runProgress) renderLive(now time.Time) {
 		if e.turn > 0 {
 			turn = fmt.Sprintf("turn %d/%d", e.turn, e.maxTurns)
 		}
-		lines = append(lines, strings.TrimRight(fmt.Sprintf("  %s r%d  %s  %s", termtext.Sanitize(k.Task), k.Repeat, turn, e.doing(now)), " "))
+		line := fmt.Sprintf("  %s r%d  %s  %s", termtext.Sanitize(k.Task), k.Repeat, turn, e.doing(now))
+		lines = append(lines, strings.TrimRight(line, " "))
 	}
 	p.screen.draw(lines)
 }
@@ -314,7 +321,8 @@ func (p *runProgress) limitStatus() (ratelimit.Status, bool) {
 func describeLimits(s ratelimit.Status, live bool) (limits, calls string) {
 	var items, used []string
 	for _, l := range s.Limits {
-		items = append(items, fmt.Sprintf("%s %s (%s)", shortCount(l.PerMinute()), strings.ReplaceAll(l.Name, "_", " "), limitSource(l)))
+		items = append(items,
+			fmt.Sprintf("%s %s (%s)", shortCount(l.PerMinute()), strings.ReplaceAll(l.Name, "_", " "), limitSource(l)))
 		used = append(used, fmt.Sprintf("%d%%", 100*l.Used/l.PerMinute()))
 	}
 	limits = "limits a minute: " + strings.Join(items, ", ")
@@ -325,7 +333,8 @@ func describeLimits(s ratelimit.Status, live bool) (limits, calls string) {
 	if !live {
 		return limits, fmt.Sprintf("calls waited %s in all for them, %d of %d answered 429", waited, s.RateLimited, s.Calls)
 	}
-	calls = fmt.Sprintf("%s waiting, %s waited, %d of %d answered 429", english.Count(s.Waiting, "call"), waited, s.RateLimited, s.Calls)
+	calls = fmt.Sprintf("%s waiting, %s waited, %d of %d answered 429", english.Count(s.Waiting, "call"), waited,
+		s.RateLimited, s.Calls)
 	if len(used) > 0 {
 		calls = "last minute: " + strings.Join(used, ", ") + " used; " + calls
 	}

@@ -19,8 +19,10 @@ import (
 func tokenEstimate(prices model.Prices, episodes int, prev *runfolder.Run) string {
 	if mean, n := meanUsage(prev); n > 0 {
 		total := *prices.Cost(mean) * float64(episodes)
-		return fmt.Sprintf("estimate: about $%.2f for %s at your prices x the mean tokens of the %s already in the folder (%s input, %s output an episode)",
-			total, english.Count(episodes, "episode"), english.Count(n, "episode"), english.Number(mean.Input), english.Number(mean.Output))
+		return fmt.Sprintf(
+			"estimate: about $%.2f for %s at your prices x the mean tokens of the %s already in the folder (%s input, %s "+
+				"output an episode)", total, english.Count(episodes, "episode"), english.Count(n, "episode"),
+			english.Number(mean.Input), english.Number(mean.Output))
 	}
 	p, perTask, ok := nearestPricedPreset(prices)
 	if !ok {
@@ -34,7 +36,9 @@ func tokenEstimate(prices model.Prices, episodes int, prev *runfolder.Run) strin
 	if fmt.Sprintf("%.2f", low*perTask*n) == fmt.Sprintf("%.2f", high*perTask*n) {
 		amount = fmt.Sprintf("$%.2f", low*perTask*n)
 	}
-	return fmt.Sprintf("estimate: about %s for %s at your prices x the tokens a task of %s, the preset of the nearest prices (its published $%.2f a task at $%g/$%g per million input/output; the range is the split of its tokens, not published)",
+	return fmt.Sprintf(
+		"estimate: about %s for %s at your prices x the tokens a task of %s, the preset of the nearest prices (its "+
+			"published $%.2f a task at $%g/$%g per million input/output; the range is the split of its tokens, not published)",
 		amount, english.Count(episodes, "episode"), p.Label, perTask, p.Prices.Input, p.Prices.Output)
 }
 
@@ -56,7 +60,8 @@ func meanUsage(prev *runfolder.Run) (model.Usage, int) {
 		return sum, 0
 	}
 	div := func(v int64) int64 { return v / int64(n) }
-	return model.Usage{Input: div(sum.Input), CachedRead: div(sum.CachedRead), CachedWrite: div(sum.CachedWrite), Output: div(sum.Output), Reasoning: div(sum.Reasoning)}, n
+	return model.Usage{Input: div(sum.Input), CachedRead: div(sum.CachedRead), CachedWrite: div(sum.CachedWrite),
+		Output: div(sum.Output), Reasoning: div(sum.Reasoning)}, n
 }
 
 // nearestPricedPreset is the preset, of those with prices and a published cost a task, whose

@@ -91,9 +91,11 @@ func newTasksCommand() *cli.Command {
 					&cli.BoolFlag{Name: "duplicates", Destination: &validateOpts.duplicates,
 						Usage: "also compare the tasks with each other, listing near-duplicates (reads every task once more)"},
 					&cli.StringFlag{Name: "against", Destination: &validateOpts.against,
-						Usage: "also compare each task with every task of this dataset (a folder, hf:OWNER/NAME[@REV] or demo); implies --duplicates"},
+						Usage: "also compare each task with every task of this dataset (a folder, hf:OWNER/NAME[@REV] or demo); " +
+							"implies --duplicates"},
 					&cli.BoolFlag{Name: "difficulty", Destination: &validateOpts.difficulty,
-						Usage: "also run the naive solvers and builtin/baseline (in the sandbox) on each task: a task one of them solves is a warning naming the evidence it keyed on"},
+						Usage: "also run the naive solvers and builtin/baseline (in the sandbox) on each task: a task one of them " +
+							"solves is a warning naming the evidence it keyed on"},
 					sandboxFlag(&validateOpts.sandbox)},
 				Action: action(&validateOpts, runTasksValidate),
 			},
@@ -103,22 +105,27 @@ func newTasksCommand() *cli.Command {
 				Description: "Faults: " + strings.Join(faults, ", ") + ".\n\n" +
 					"Example: aa-grade tasks synth --out ./Scenario-1000 --fault oom --seed 7",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "out", Required: true, Destination: &synthOpts.out, Usage: "the task folder to create (must not exist or be empty)"},
-					&cli.StringFlag{Name: "fault", Destination: &synthOpts.fault, DefaultText: "drawn by the seed from the real benchmark's mix",
-						Usage: "fault to inject, or two joined by +"},
+					&cli.StringFlag{Name: "out", Required: true, Destination: &synthOpts.out,
+						Usage: "the task folder to create (must not exist or be empty)"},
+					&cli.StringFlag{Name: "fault", Destination: &synthOpts.fault,
+						DefaultText: "drawn by the seed from the real benchmark's mix", Usage: "fault to inject, or two joined by +"},
 					&cli.Uint64Flag{Name: "seed", Value: 1, Destination: &synthOpts.seed, Usage: "same seed, same task"},
-					&cli.StringFlag{Name: "size", Value: "small", Destination: &synthOpts.size, Usage: "small, or large (hundreds of MB of TSV, for benchmarks)"},
+					&cli.StringFlag{Name: "size", Value: "small", Destination: &synthOpts.size,
+						Usage: "small, or large (hundreds of MB of TSV, for benchmarks)"},
 				},
 				Action: action(&synthOpts, runTasksSynth),
 			},
 			{
-				Name:        "pack",
-				Usage:       "write task folders as a dataset in the Hub layout (sre/data.jsonl), refusing tasks that fail validation",
+				Name: "pack",
+				Usage: "write task folders as a dataset in the Hub layout (sre/data.jsonl), refusing tasks that " +
+					"fail validation",
 				ArgsUsage:   "TASK...",
 				Description: "Example: aa-grade tasks pack --out ./my-dataset ./Scenario-1000 ./Scenario-1001",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "out", Required: true, Destination: &packOpts.out, Usage: "the dataset folder to create (must not exist or be empty)"},
-					&cli.StringFlag{Name: "split", Value: data.SplitPublic, Destination: &packOpts.split, Usage: "source_split of the rows: public or private"},
+					&cli.StringFlag{Name: "out", Required: true, Destination: &packOpts.out,
+						Usage: "the dataset folder to create (must not exist or be empty)"},
+					&cli.StringFlag{Name: "split", Value: data.SplitPublic, Destination: &packOpts.split,
+						Usage: "source_split of the rows: public or private"},
 				},
 				Action: action(&packOpts, runTasksPack),
 			},
@@ -193,7 +200,13 @@ func runTasksValidate(ctx context.Context, opts validateOptions, args []string, 
 
 // addSimilarities fingerprints the tasks, and those of the dataset against when named, and
 // adds their near-duplicates and nearest tasks to the reports.
-func addSimilarities(ctx context.Context, reports []validate.Report, tasks []data.Task, against string, warnings io.Writer) error {
+func addSimilarities(
+	ctx context.Context,
+	reports []validate.Report,
+	tasks []data.Task,
+	against string,
+	warnings io.Writer,
+) error {
 	given, err := fingerprints(ctx, tasks, "")
 	if err != nil {
 		return err
@@ -243,7 +256,8 @@ func failedTasks(reports []validate.Report) error {
 		}
 	}
 	if len(failed) > 0 {
-		return badResult(fmt.Errorf("%s with errors (of %d): %s", english.Count(len(failed), "task"), len(reports), strings.Join(failed, ", ")))
+		return badResult(fmt.Errorf("%s with errors (of %d): %s", english.Count(len(failed), "task"), len(reports),
+			strings.Join(failed, ", ")))
 	}
 	return nil
 }
@@ -258,7 +272,8 @@ func renderReports(w io.Writer, reports []validate.Report) {
 		if counts[validate.Error] > 0 {
 			status = "FAILED"
 		}
-		printLine(w, "%s: %s (%s, %s)", r.Task, status, english.Count(counts[validate.Error], "error"), english.Count(counts[validate.Warning], "warning"))
+		printLine(w, "%s: %s (%s, %s)", r.Task, status, english.Count(counts[validate.Error], "error"),
+			english.Count(counts[validate.Warning], "warning"))
 		for _, f := range r.Findings {
 			where := f.File
 			if f.Line > 0 {
@@ -276,8 +291,10 @@ func renderReports(w io.Writer, reports []validate.Report) {
 			}
 			sort.Strings(names)
 			printLine(w, "  stats   alerts: %s; %s", english.Count(st.AlertsFiles, "file"), strings.Join(names, ", "))
-			printLine(w, "  stats   errors: %s, %.1f%% of spans; %d in the first 5 minutes", english.Count(st.ErrorSignatures, "signature"), 100*st.TraceErrorShare, len(st.EarlySignatures))
-			printLine(w, "  stats   objects: %s, %v objects, %v kinds; %d changed between the first and last dump", english.Count(st.Dumps, "dump"), st.ObjectsPerDump, st.KindsPerDump, st.ChangedObjects)
+			printLine(w, "  stats   errors: %s, %.1f%% of spans; %d in the first 5 minutes",
+				english.Count(st.ErrorSignatures, "signature"), 100*st.TraceErrorShare, len(st.EarlySignatures))
+			printLine(w, "  stats   objects: %s, %v objects, %v kinds; %d changed between the first and last dump",
+				english.Count(st.Dumps, "dump"), st.ObjectsPerDump, st.KindsPerDump, st.ChangedObjects)
 			printLine(w, "  stats   metrics: %s", english.Count(st.MetricsFiles, "file"))
 		}
 	}
@@ -311,6 +328,7 @@ func runTasksPack(ctx context.Context, opts packOptions, args []string, con cons
 	if err := pack.Write(opts.out, tasks, pack.Options{Split: opts.split}); err != nil {
 		return err
 	}
-	fmt.Fprintf(con.out, "packed %s into %s (sre/data.jsonl and one folder per task)\n", english.Count(len(tasks), "task"), opts.out)
+	fmt.Fprintf(con.out, "packed %s into %s (sre/data.jsonl and one folder per task)\n", english.Count(len(tasks), "task"),
+		opts.out)
 	return nil
 }

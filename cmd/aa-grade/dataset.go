@@ -37,4 +37,5 @@ func pullHint(err error) error {
 }
 
 // offlineHint is how to work without the Hub.
-const offlineHint = "without the network, HF_HUB_OFFLINE=1 uses the datasets already in the cache, and --dataset demo needs none"
+const offlineHint = "without the network, HF_HUB_OFFLINE=1 uses the datasets already in the cache, and --dataset " +
+	"demo needs none"

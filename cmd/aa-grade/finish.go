@@ -11,7 +11,13 @@ import (
 
 // finishRun is report.Finish for run and merge, with what it could not do as warnings on
 // stderr. It returns the run as the reports read it.
-func finishRun(stderr io.Writer, dir string, folder *runfolder.Folder, rates ratelimit.Status, tasks []analysis.Task) (*report.Run, error) {
+func finishRun(
+	stderr io.Writer,
+	dir string,
+	folder *runfolder.Folder,
+	rates ratelimit.Status,
+	tasks []analysis.Task,
+) (*report.Run, error) {
 	run, err := report.Finish(dir, folder, rates, tasks)
 	if err != nil {
 		return nil, err

@@ -31,8 +31,10 @@ func (o *judgeOptions) flags() []cli.Flag {
 			DefaultText: "the preset's, else the provider's",
 			Usage:       "the judge's reasoning effort (the official grading: openai/gpt-5.5 at medium)"},
 		&cli.StringFlag{Name: "judge-prompt", Destination: &o.prompt, Sources: env("judge-prompt"),
-			Usage: "the judge's prompt from this file instead of the built-in one: placeholders {{ground_truth}} or {{groups}}, " +
-				"{{entities}} or {{entities_json}}, {{aliases}}, {{entities_count}}; a line --- user --- parts the system message from the user's " +
+			Usage: "the judge's prompt from this file instead of the built-in one: placeholders {{ground_truth}} or " +
+				"{{groups}}, " +
+				"{{entities}} or {{entities_json}}, {{aliases}}, {{entities_count}}; a line --- user --- parts the system " +
+				"message from the user's " +
 				"(docs/commands.md); its sha256 joins the judge's name"},
 	}
 }
@@ -110,7 +112,8 @@ func newJudge(o judgeOptions) (*llmJudge, error) {
 		name += " prompt=sha256:" + prompt.SHA256
 	}
 	asker := &models.Asker{Model: m}
-	return &llmJudge{Judge: &judge.Judge{Model: name, Asker: asker, Prompt: prompt, CacheDir: filepath.Join(cache, "aa-grade", "judge")},
+	return &llmJudge{
+		Judge: &judge.Judge{Model: name, Asker: asker, Prompt: prompt, CacheDir: filepath.Join(cache, "aa-grade", "judge")},
 		asker: asker, prices: settings.Prices}, nil
 }
 
@@ -118,7 +121,8 @@ func newJudge(o judgeOptions) (*llmJudge, error) {
 func (j *llmJudge) spent() string {
 	calls, used := j.asker.Spent()
 	return fmt.Sprintf("judge: %s (cached answers are free), %s input and %s output tokens, %s",
-		english.Count(calls, "call"), english.Number(used.Input), english.Number(used.Output), "cost "+report.FormatUSD(j.prices.Cost(used)))
+		english.Count(calls, "call"), english.Number(used.Input), english.Number(used.Output),
+		"cost "+report.FormatUSD(j.prices.Cost(used)))
 }
 
 // judgeLine is the text output's summary of the judge's work.
@@ -146,7 +150,8 @@ func judgeFallbacks(s grader.Summary) *grader.Problem {
 		for _, e := range t.Episodes {
 			if e.Status == grader.StatusOK && e.Matcher == grader.MatcherRules {
 				return &grader.Problem{Level: "warning", Task: t.Task, Message: fmt.Sprintf(
-					"the judge failed on %s, which the rules graded; first, %s repeat %d: %s", english.Count(s.Judge.Fallbacks, "episode"), t.Task, e.Repeat, e.JudgeNote)}
+					"the judge failed on %s, which the rules graded; first, %s repeat %d: %s",
+					english.Count(s.Judge.Fallbacks, "episode"), t.Task, e.Repeat, e.JudgeNote)}
 			}
 		}
 	}

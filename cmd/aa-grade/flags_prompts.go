@@ -19,10 +19,12 @@ type promptOptions struct {
 
 func (o *promptOptions) flags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "prompts", Destination: &o.set, Sources: env("prompts"), DefaultText: "the built-in set, which aa-grade prompts writes out",
-			Usage: "the prompt set, every text the model sees, from a file"},
+		&cli.StringFlag{Name: "prompts", Destination: &o.set, Sources: env("prompts"),
+			DefaultText: "the built-in set, which aa-grade prompts writes out",
+			Usage:       "the prompt set, every text the model sees, from a file"},
 		&cli.StringFlag{Name: "prompt-file", Destination: &o.task, Sources: env("prompt-file"),
-			Usage: "replaces only the task prompt of the set, with the placeholders of its task key ({{workdir}}, {{output_path}}, ...)"},
+			Usage: "replaces only the task prompt of the set, with the placeholders of its task key ({{workdir}}, " +
+				"{{output_path}}, ...)"},
 	}
 }
 

@@ -27,8 +27,14 @@ func sandboxFlag(dst *string) cli.Flag {
 
 // sandboxImageFlag is --sandbox-image, of run and doctor.
 func sandboxImageFlag(dst *string) cli.Flag {
-	return &cli.StringFlag{Name: "sandbox-image", Destination: dst, Sources: env("sandbox-image"), DefaultText: sandbox.DefaultImage,
-		Usage: "the image an episode runs in: an image name with docker; a docker save tarball, an OCI layout folder or a registry reference (HOST/NAME:TAG, HOST/NAME@sha256:...) with bwrap (see docs/platforms.md)"}
+	return &cli.StringFlag{
+		Name:        "sandbox-image",
+		Destination: dst,
+		Sources:     env("sandbox-image"),
+		DefaultText: sandbox.DefaultImage,
+		Usage: "the image an episode runs in: an image name with docker; a docker save tarball, an OCI layout folder " +
+			"or a registry reference (HOST/NAME:TAG, HOST/NAME@sha256:...) with bwrap (see docs/platforms.md)",
+	}
 }
 
 // validSandbox refuses a --sandbox that names no backend.

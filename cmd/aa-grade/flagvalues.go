@@ -14,7 +14,8 @@ import (
 // for flag parallel: ..."). They quote Go's parsers, which tell a user nothing of the fix.
 var (
 	badFlagValueError     = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for flag -(\S+): `)
-	badVariableValueError = regexp.MustCompile(`^could not parse ("(?:[^"\\]|\\.)*") as (\S+) value from environment variable "([^"]+)" for flag (\S+): `)
+	badVariableValueError = regexp.MustCompile(
+		`^could not parse ("(?:[^"\\]|\\.)*") as (\S+) value from environment variable "([^"]+)" for flag (\S+): `)
 )
 
 // expected says what a flag whose value has the Go type typeName (as %T prints it) takes.

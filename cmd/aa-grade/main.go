@@ -36,7 +36,8 @@ func main() {
 // can drive the real command table.
 func run(args []string, stdout, stderr io.Writer) int {
 	if data.DemoConcealed() && !guestMode(args) {
-		fmt.Fprintln(stderr, "aa-grade: this copy of aa-grade is a sandbox's guest, without the demo dataset: it runs nothing else")
+		fmt.Fprintln(stderr,
+			"aa-grade: this copy of aa-grade is a sandbox's guest, without the demo dataset: it runs nothing else")
 		return exitUsage
 	}
 	// The copy of aa-grade a sandbox runs holds no answer (docs/sandbox.md).

@@ -148,7 +148,8 @@ type pullProgress struct {
 }
 
 func newPullProgress(ctx context.Context, w io.Writer, plain bool) *pullProgress {
-	p := &pullProgress{ctx: ctx, screen: newScreen(w, plain), interval: 5 * time.Second, start: time.Now(), stop: make(chan struct{})}
+	p := &pullProgress{ctx: ctx, screen: newScreen(w, plain), interval: 5 * time.Second, start: time.Now(),
+		stop: make(chan struct{})}
 	if p.screen.live {
 		p.interval = 200 * time.Millisecond
 	}
@@ -249,7 +250,8 @@ func (p *pullProgress) render(final bool) {
 	if rate > 0 && bytes > got {
 		eta = (time.Duration(float64(bytes-got)/rate) * time.Second).Round(time.Second).String()
 	}
-	line := fmt.Sprintf("%d/%s  %s/%s  %s/s  ETA %s", done, english.Count(int(files), "file"), humanBytes(got), humanBytes(bytes), humanBytes(int64(rate)), eta)
+	line := fmt.Sprintf("%d/%s  %s/%s  %s/s  ETA %s", done, english.Count(int(files), "file"), humanBytes(got),
+		humanBytes(bytes), humanBytes(int64(rate)), eta)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.screen.live {

@@ -82,7 +82,8 @@ func dropAuthAcrossHosts(req *http.Request, via []*http.Request) error {
 	if req.URL.Host != via[0].URL.Host {
 		req.Header.Del("Authorization")
 	}
-	if want, ok := req.Context().Value(expectKey{}).(expected); ok && req.Response != nil && req.Response.Request.URL.Host == via[0].URL.Host {
+	if want, ok := req.Context().Value(expectKey{}).(expected); ok && req.Response != nil &&
+		req.Response.Request.URL.Host == via[0].URL.Host {
 		return want.check(req.Response.Header)
 	}
 	return nil
@@ -154,7 +155,9 @@ func (e *Error) Is(target error) bool {
 func (e *Error) Error() string {
 	switch {
 	case e.Code == "GatedRepo":
-		return fmt.Sprintf("dataset %s is gated: accept its terms at https://huggingface.co/datasets/%s and set HF_TOKEN to a token of that account", e.Repo, e.Repo)
+		return fmt.Sprintf(
+			"dataset %s is gated: accept its terms at https://huggingface.co/datasets/%s and set HF_TOKEN to a token of "+
+				"that account", e.Repo, e.Repo)
 	case e.Code == "RepoNotFound" || (e.Status == http.StatusUnauthorized && e.Code == ""):
 		return fmt.Sprintf("dataset %s not found, or private: check the name, or set HF_TOKEN (HTTP %d)", e.Repo, e.Status)
 	case e.Code == "RevisionNotFound":
@@ -274,7 +277,8 @@ func (c *Client) getOnce(ctx context.Context, rawURL, repo string, header http.H
 
 // backoff waits before retry number attempt, reporting it to OnRetry.
 func (c *Client) backoff(ctx context.Context, rawURL string, attempt int, retryAfter time.Duration, cause error) error {
-	wait := backoff.Policy{Base: c.Retry.Base, Max: c.Retry.Max, MaxRetryAfter: c.Retry.MaxRetryAfter}.Delay(attempt, retryAfter)
+	wait := backoff.Policy{Base: c.Retry.Base, Max: c.Retry.Max, MaxRetryAfter: c.Retry.MaxRetryAfter}.Delay(attempt,
+		retryAfter)
 	if c.OnRetry != nil {
 		c.OnRetry(rawURL, attempt, wait, cause)
 	}

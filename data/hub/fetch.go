@@ -34,7 +34,13 @@ var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &
 // huggingface_hub), retries transient failures, and never moves unverified content into
 // blobs/ or snapshots/. onBytes, if set, hears about every chunk written. It returns the bytes
 // downloaded.
-func (c *Client) Fetch(ctx context.Context, cache Cache, repo, commit string, e Entry, onBytes func(int64)) (int64, error) {
+func (c *Client) Fetch(
+	ctx context.Context,
+	cache Cache,
+	repo, commit string,
+	e Entry,
+	onBytes func(int64),
+) (int64, error) {
 	etag, size := e.ETag(), e.ContentSize()
 	if !validETag(etag) {
 		return 0, fmt.Errorf("%s: the listing gives %q as its hash", e.Path, etag)
@@ -64,7 +70,8 @@ func (c *Client) Fetch(ctx context.Context, cache Cache, repo, commit string, e 
 		if !errors.Is(err, ErrCorrupt) || try >= mismatchTries {
 			return downloaded, fmt.Errorf("%s: %w", e.Path, err)
 		}
-		_ = os.Remove(cache.IncompletePath(repo, etag)) // one that stays is hashed again, and found corrupt again, by the next try
+		_ = os.Remove(
+			cache.IncompletePath(repo, etag)) // one that stays is hashed again, and found corrupt again, by the next try
 	}
 	if err := os.Rename(cache.IncompletePath(repo, etag), blob); err != nil {
 		return downloaded, fmt.Errorf("%s: %w", e.Path, err)
@@ -75,7 +82,13 @@ func (c *Client) Fetch(ctx context.Context, cache Cache, repo, commit string, e 
 // download brings the .incomplete file to its full size, resuming across transient failures,
 // hashing the content as it is written, and verifies it. On success the file is complete and
 // verified.
-func (c *Client) download(ctx context.Context, cache Cache, repo, commit string, e Entry, onBytes func(int64)) (_ int64, err error) {
+func (c *Client) download(
+	ctx context.Context,
+	cache Cache,
+	repo, commit string,
+	e Entry,
+	onBytes func(int64),
+) (_ int64, err error) {
 	partial := cache.IncompletePath(repo, e.ETag())
 	if err := os.MkdirAll(filepath.Dir(partial), 0o755); err != nil {
 		return 0, err
@@ -132,7 +145,14 @@ func (c *Client) download(ctx context.Context, cache Cache, repo, commit string,
 
 // resume requests the rest of the file from the current size of f and appends it, feeding
 // the hash as it goes.
-func (c *Client) resume(ctx context.Context, f *os.File, sum *contentHash, repo, commit string, e Entry, onBytes func(int64)) (int64, error) {
+func (c *Client) resume(
+	ctx context.Context,
+	f *os.File,
+	sum *contentHash,
+	repo, commit string,
+	e Entry,
+	onBytes func(int64),
+) (int64, error) {
 	size := e.ContentSize()
 	have := sum.n
 	if have > size {
@@ -170,7 +190,8 @@ func (c *Client) resume(ctx context.Context, f *os.File, sum *contentHash, repo,
 		}
 	}
 	if resp.StatusCode == http.StatusPartialContent && rangeStart(resp.Header.Get("Content-Range")) != have {
-		return 0, fmt.Errorf("%w: asked for bytes from %d, got %q", io.ErrUnexpectedEOF, have, resp.Header.Get("Content-Range"))
+		return 0, fmt.Errorf("%w: asked for bytes from %d, got %q", io.ErrUnexpectedEOF, have,
+			resp.Header.Get("Content-Range"))
 	}
 	if resp.StatusCode != http.StatusPartialContent && have > 0 {
 		if err := restart(f, sum); err != nil { // the server ignored Range: start again

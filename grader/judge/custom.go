@@ -68,7 +68,8 @@ func ParsePrompt(text string) (*Prompt, error) {
 	used := map[string]bool{}
 	for _, m := range placeholder.FindAllStringSubmatch(text, -1) {
 		if _, ok := placeholders[m[1]]; !ok {
-			return nil, fmt.Errorf("unknown placeholder %s in the judge prompt; the placeholders are:\n%s", strconv.Quote(m[0]), PlaceholderHelp())
+			return nil, fmt.Errorf("unknown placeholder %s in the judge prompt; the placeholders are:\n%s", strconv.Quote(m[0]),
+				PlaceholderHelp())
 		}
 		used[m[1]] = true
 	}
@@ -76,7 +77,8 @@ func ParsePrompt(text string) (*Prompt, error) {
 		return nil, fmt.Errorf("the judge prompt never shows the ground truth: it needs {{ground_truth}} or {{groups}}")
 	}
 	if !used["entities"] && !used["entities_json"] {
-		return nil, fmt.Errorf("the judge prompt never shows the submitted entities: it needs {{entities}} or {{entities_json}}")
+		return nil, fmt.Errorf(
+			"the judge prompt never shows the submitted entities: it needs {{entities}} or {{entities_json}}")
 	}
 	return p, nil
 }

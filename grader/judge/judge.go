@@ -44,7 +44,12 @@ type question struct {
 // Score is a grader.Scorer: the judge's mapping decides the score, with the rules' grade
 // beside it. When the judge's call fails (after the provider's own retries) or its reply is
 // malformed, the rules decide, with a note saying why. The error is only the context's.
-func (j *Judge) Score(ctx context.Context, task grader.Task, gt *grader.GroundTruth, names []string) (grader.Verdict, error) {
+func (j *Judge) Score(
+	ctx context.Context,
+	task grader.Task,
+	gt *grader.GroundTruth,
+	names []string,
+) (grader.Verdict, error) {
 	entities, _ := grader.DistinctEntities(names) // the verdict counts the rest
 	if len(entities) == 0 {
 		return gt.JudgeVerdict(names, nil, ""), nil // nothing to ask about
@@ -61,7 +66,12 @@ func (j *Judge) Score(ctx context.Context, task grader.Task, gt *grader.GroundTr
 
 // Map asks the judge which group each entity names, or takes the answer from the cache when
 // the same question was asked before. groundTruth is the document gt was parsed from.
-func (j *Judge) Map(ctx context.Context, groundTruth []byte, gt *grader.GroundTruth, entities []string) (Mapping, error) {
+func (j *Judge) Map(
+	ctx context.Context,
+	groundTruth []byte,
+	gt *grader.GroundTruth,
+	entities []string,
+) (Mapping, error) {
 	system, user := SystemPrompt, userPrompt(gt, entities)
 	if j.Prompt != nil {
 		system, user = j.Prompt.render(groundTruth, gt, entities)
@@ -98,7 +108,12 @@ func (j *Judge) Map(ctx context.Context, groundTruth []byte, gt *grader.GroundTr
 }
 
 // ask puts the question to the model and caches a usable answer.
-func (j *Judge) ask(ctx context.Context, key, system, user string, gt *grader.GroundTruth, entities []string) (Mapping, error) {
+func (j *Judge) ask(
+	ctx context.Context,
+	key, system, user string,
+	gt *grader.GroundTruth,
+	entities []string,
+) (Mapping, error) {
 	reply, err := j.Asker.Ask(ctx, system, user)
 	if err != nil {
 		return Mapping{}, err

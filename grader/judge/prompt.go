@@ -11,7 +11,10 @@ import (
 
 // SystemPrompt carries the reference judge's rules: confident matches only, aliases,
 // Deployment and Pod equivalence, a chaos-mesh Schedule matching the chaos object it spawns,
-// and no match when unsure. Changing it changes every cache key.
+// and no match when unsure. Changing it changes every cache key. Its lines are its paragraphs,
+// as the judge reads them, so they run past 120 columns.
+//
+//nolint:lll
 const SystemPrompt = `You grade an SRE benchmark. An agent investigated a Kubernetes incident and submitted the entities it believes caused it, each written namespace/Kind/name (cluster-scoped objects as Kind/name or cluster/Kind/name). You get the task's ground truth: groups of Kubernetes objects, each with an id, a kind, a namespace (null: cluster-scoped, or any namespace) and an exact name or name filters, some marked root_cause; and alias sets, groups that stand for the same fault.
 
 For each submitted entity, say which ground-truth group it names, if any:
@@ -47,7 +50,8 @@ func userPrompt(gt *grader.GroundTruth, entities []string) string {
 	}
 	b.WriteString("\nSubmitted entities, one JSON string a line:\n")
 	b.WriteString(entityLines(entities))
-	fmt.Fprintf(&b, "\nReply with one JSON object mapping each of these %d entities to a group id or null.\n", len(entities))
+	fmt.Fprintf(&b, "\nReply with one JSON object mapping each of these %d entities to a group id or null.\n",
+		len(entities))
 	return b.String()
 }
 

@@ -81,7 +81,8 @@ func parseReply(reply string, gt *grader.GroundTruth, entities []string) (Mappin
 		return Mapping{}, bad
 	}
 	if len(answered) == 0 {
-		return Mapping{}, fmt.Errorf("%w: it answers none of the %d entities: %.200q", ErrMalformedReply, len(entities), reply)
+		return Mapping{}, fmt.Errorf("%w: it answers none of the %d entities: %.200q", ErrMalformedReply, len(entities),
+			reply)
 	}
 	if missing := len(entities) - len(answered); missing > 0 {
 		m.Notes = append(m.Notes, fmt.Sprintf("no answer for %d of %d entities (unmatched)", missing, len(entities)))

@@ -4,7 +4,8 @@
 package leaderboard
 
 // Source is where the published numbers come from.
-const Source = "artificialanalysis.ai/articles/itbench-aa-launch and huggingface.co/blog/ibm-research/itbench-aa (decimals from press re-reports)"
+const Source = "artificialanalysis.ai/articles/itbench-aa-launch and huggingface.co/blog/ibm-research/itbench-aa " +
+	"(decimals from press re-reports)"
 
 // Date is when the numbers were published.
 const Date = "2026-05-27"
@@ -18,7 +19,8 @@ const Dataset = "ArtificialAnalysis/ITBench-AA"
 // PublicTasks are the ids of Dataset's 40 public tasks (its sre/data.jsonl), every one of them
 // among the 59 the published runs used: a run of other tasks measures something else.
 var PublicTasks = []string{
-	"Scenario-1", "Scenario-2", "Scenario-3", "Scenario-4", "Scenario-5", "Scenario-6", "Scenario-7", "Scenario-8", "Scenario-9",
+	"Scenario-1", "Scenario-2", "Scenario-3", "Scenario-4", "Scenario-5", "Scenario-6", "Scenario-7", "Scenario-8",
+	"Scenario-9",
 	"Scenario-11", "Scenario-12", "Scenario-13", "Scenario-14", "Scenario-15", "Scenario-16", "Scenario-17", "Scenario-18",
 	"Scenario-19", "Scenario-20", "Scenario-21", "Scenario-22", "Scenario-23", "Scenario-24", "Scenario-25", "Scenario-26",
 	"Scenario-27", "Scenario-29", "Scenario-31", "Scenario-33", "Scenario-34", "Scenario-35", "Scenario-37", "Scenario-38",

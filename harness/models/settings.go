@@ -49,9 +49,11 @@ func Resolve(value string, o Overrides) (Settings, error) {
 	if !strings.Contains(value, "/") {
 		p, ok := provider.FindPreset(value)
 		if !ok {
-			return Settings{}, fmt.Errorf("%w: %q is %w (%s)", model.ErrModelSpec, value, ErrNotPreset, strings.Join(provider.PresetNames(), ", "))
+			return Settings{}, fmt.Errorf("%w: %q is %w (%s)", model.ErrModelSpec, value, ErrNotPreset,
+				strings.Join(provider.PresetNames(), ", "))
 		}
-		s = Settings{Spec: p.Spec, Preset: p.Name, ReasoningEffort: p.ReasoningEffort, ContextWindow: p.ContextWindow, MaxTokens: p.MaxTokens, Prices: p.Prices}
+		s = Settings{Spec: p.Spec, Preset: p.Name, ReasoningEffort: p.ReasoningEffort, ContextWindow: p.ContextWindow,
+			MaxTokens: p.MaxTokens, Prices: p.Prices}
 	}
 	if s.Spec == BaselineSpec {
 		s.Prices = &model.Prices{}

@@ -17,7 +17,14 @@ import (
 // runEpisode plays one episode in a fresh sandbox and grades it, telling charge the usage of
 // each model call as it is answered, the judge's grading it (judge true) included; the error
 // is the episode's own failure, if any (its message is also in the result).
-func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, tools sandbox.Tools, charge func(u model.Usage, judge bool)) (runfolder.Result, error) {
+func runEpisode(
+	ctx context.Context,
+	cfg Config,
+	task data.Task,
+	repeat int,
+	tools sandbox.Tools,
+	charge func(u model.Usage, judge bool),
+) (runfolder.Result, error) {
 	began := time.Now()
 	res := runfolder.Result{Task: task.ID, Repeat: repeat}
 	cfg.tell(EpisodeStarted{Episode: res.Episode()})
@@ -71,9 +78,11 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 			cfg.tell(EpisodeTurn{Episode: res.Episode(), Turn: n, MaxTurns: cfg.MaxTurns, Command: command})
 		}}).Run(ctx)
 	rec.Unsent(out.Turns, out.Unsent)
-	res.Status, res.Turns, res.ToolCalls, res.Tokens, res.ProviderTools = out.Status, out.Turns, out.ToolCalls, out.Usage, out.ProviderTools
+	res.Status, res.Turns, res.ToolCalls = out.Status, out.Turns, out.ToolCalls
+	res.Tokens, res.ProviderTools = out.Usage, out.ProviderTools
 	res.CostUSD, res.Retries = cfg.Prices.Cost(out.Usage), rec.Retries()
-	res.ModelTime, res.ToolTime, res.Duration = out.ModelTime.Seconds(), out.ToolTime.Seconds(), time.Since(began).Seconds()
+	res.ModelTime, res.ToolTime = out.ModelTime.Seconds(), out.ToolTime.Seconds()
+	res.Duration = time.Since(began).Seconds()
 	if out.Err != nil {
 		res.Error = out.Err.Error()
 	} else {
@@ -97,12 +106,14 @@ func runEpisode(ctx context.Context, cfg Config, task data.Task, repeat int, too
 		if err != nil {
 			return fail(err) // interrupted while the judge was asked: run it again
 		}
-		res.Score, res.TP, res.FP, res.RootCausesFound, res.EntitiesDropped = v.Score, v.TP, v.FP, v.RootCausesFound, v.EntitiesDropped
+		res.Score, res.TP, res.FP = v.Score, v.TP, v.FP
+		res.RootCausesFound, res.EntitiesDropped = v.RootCausesFound, v.EntitiesDropped
 		res.Matcher, res.JudgeNote, res.Rules = v.Matcher, v.JudgeNote, v.Rules
 	}
 	closed = true
 	if err := rec.Close(); err != nil {
-		res = runfolder.Result{Task: task.ID, Repeat: repeat, Turns: res.Turns, ToolCalls: res.ToolCalls, Tokens: res.Tokens, CostUSD: res.CostUSD}
+		res = runfolder.Result{Task: task.ID, Repeat: repeat, Turns: res.Turns, ToolCalls: res.ToolCalls, Tokens: res.Tokens,
+			CostUSD: res.CostUSD}
 		return fail(fmt.Errorf("%s: %w", filepath.Join(dir, runfolder.TrajectoryFile), err))
 	}
 	runfolder.CompressTrajectory(dir) // best effort: the plain file stays readable

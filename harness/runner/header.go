@@ -42,9 +42,22 @@ func writeHeader(cfg Config, tools sandbox.Tools) error {
 // it resumes or grows; ErrConfigChanged, naming the differences, when that run was another.
 func header(cfg Config, tools sandbox.Tools) (runfolder.Header, error) {
 	d := cfg.Description
-	h := runfolder.Header{Version: version.Version, Revision: version.Revision, Dataset: d.Dataset, DatasetCommit: d.DatasetCommit, Repeats: cfg.Repeats,
-		Shard: cfg.Shard.String(), Model: d.Model, BaseURL: d.BaseURL, ReasoningEffort: d.ReasoningEffort,
-		Sandbox: cfg.Backend.Name(), Prices: cfg.Prices, Judge: cfg.Judge, Started: time.Now().UTC(), Agent: d.Agent}
+	h := runfolder.Header{
+		Version:         version.Version,
+		Revision:        version.Revision,
+		Dataset:         d.Dataset,
+		DatasetCommit:   d.DatasetCommit,
+		Repeats:         cfg.Repeats,
+		Shard:           cfg.Shard.String(),
+		Model:           d.Model,
+		BaseURL:         d.BaseURL,
+		ReasoningEffort: d.ReasoningEffort,
+		Sandbox:         cfg.Backend.Name(),
+		Prices:          cfg.Prices,
+		Judge:           cfg.Judge,
+		Started:         time.Now().UTC(),
+		Agent:           d.Agent,
+	}
 	h.SetSettings(cfg.played())
 	for _, t := range cfg.Tasks {
 		h.Tasks = append(h.Tasks, t.ID)

@@ -226,7 +226,8 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 			if recorded != nil {
 				if recordErr == nil {
 					recordErr = fmt.Errorf("the spend of %s repeat %d could not be recorded: %w", j.Task, j.Repeat, recorded)
-					stop(fmt.Errorf("%w, so the run stopped (what was recorded before is kept; run the same command again to resume)", recordErr))
+					stop(fmt.Errorf("%w, so the run stopped (what was recorded before is kept; run the same command again to resume)",
+						recordErr))
 					cancelEpisodes()
 				}
 				return
@@ -246,31 +247,38 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 		case ctx.Err() != nil && (episodeCtx.Err() != nil || errors.Is(err, provider.ErrRetryStopped)) && !complete:
 			r.Status, r.Error = grader.StatusUnfinished, "the run was interrupted during this episode"
 		case errors.Is(context.Cause(budgetCtx), ErrBudget) && !complete:
-			r.Status, r.Error = grader.StatusCostLimit, "stopped when the run's spend reached its budget (--max-cost); a resume with a higher one plays it again"
+			r.Status, r.Error = grader.StatusCostLimit, "stopped when the run's spend reached its budget (--max-cost); a "+
+				"resume with a higher one plays it again"
 		case errors.Is(context.Cause(haltCtx), errHalted) && !complete && !provider.Permanent(err):
-			r.Status, r.Error = grader.StatusUnfinished, "stopped when another episode met the provider's permanent refusal; a resume plays it again"
+			r.Status, r.Error = grader.StatusUnfinished, "stopped when another episode met the provider's permanent refusal; "+
+				"a resume plays it again"
 		}
 		mu.Lock()
 		spend.end(r)
 		if provider.Permanent(err) && !errors.Is(context.Cause(feedCtx), ErrRefused) {
 			// Every other episode would meet the same: stop now, not after each has tried.
-			stop(fmt.Errorf("%s repeat %d: %w: %w; the run stopped (fix the cause, then run the same command again to resume)", r.Task, r.Repeat, ErrRefused, err))
+			stop(fmt.Errorf("%s repeat %d: %w: %w; the run stopped (fix the cause, then run the same command again to resume)",
+				r.Task, r.Repeat, ErrRefused, err))
 			halt(errHalted)
 		}
 		if r.Status == grader.StatusError {
 			failed++
 		}
 		if failLimit > 0 && failed == failLimit {
-			stop(fmt.Errorf("%w: %d of the %s planned, the last %s repeat %d: %s", ErrStopped, failed, english.Count(len(todo), "episode"), r.Task, r.Repeat, r.Error))
+			stop(fmt.Errorf("%w: %d of the %s planned, the last %s repeat %d: %s", ErrStopped, failed,
+				english.Count(len(todo), "episode"), r.Task, r.Repeat, r.Error))
 		}
 		if errors.Is(err, runfolder.ErrNotRecorded) && recordErr == nil {
-			stop(fmt.Errorf("%s repeat %d: %w, so the run stopped (the episodes recorded before it are kept; run the same command again to resume)", r.Task, r.Repeat, err))
+			stop(fmt.Errorf(
+				"%s repeat %d: %w, so the run stopped (the episodes recorded before it are kept; run the same command "+
+					"again to resume)", r.Task, r.Repeat, err))
 			cancelEpisodes()
 		}
 		if recordErr == nil {
 			if recordErr = cfg.Folder.Append(r); recordErr != nil {
-				stop(fmt.Errorf("the result of %s repeat %d could not be recorded, so the run stopped (the results recorded before it are kept; run the same command again to resume): %w",
-					r.Task, r.Repeat, recordErr))
+				stop(fmt.Errorf(
+					"the result of %s repeat %d could not be recorded, so the run stopped (the results recorded before it are kept; "+
+						"run the same command again to resume): %w", r.Task, r.Repeat, recordErr))
 				cancelEpisodes() // what they find could not be recorded either
 			} else {
 				done[j] = r

@@ -14,7 +14,8 @@ import (
 // another handle holds it. While it is held, other processes cannot read that byte.
 func TryLock(f *os.File) error {
 	ol := new(windows.Overlapped)
-	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
+	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0,
+		1, 0, ol)
 	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
 		return ErrLocked
 	}

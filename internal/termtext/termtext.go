@@ -162,5 +162,6 @@ func breaksLine(r rune) bool {
 // bidi reports whether r is a bidi mark, embedding, override or isolate: invisible
 // characters that reorder what follows them.
 func bidi(r rune) bool {
-	return r == '\u061c' || r == '\u200e' || r == '\u200f' || (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069')
+	return r == '\u061c' || r == '\u200e' || r == '\u200f' || (r >= '\u202a' && r <= '\u202e') ||
+		(r >= '\u2066' && r <= '\u2069')
 }

@@ -89,9 +89,14 @@ func (w *world) requestErrorAlerts(t time.Time) []alert {
 			since = since.Add(-time.Minute)
 		}
 		v := float64(errs) / float64(total)
-		out = append(out, alert{labels: map[string]string{"alertname": "RequestErrorRate", "namespace": appNamespace, "service_name": s.name, "severity": "warning"},
-			activeAt: since.Add(-time.Duration(len(s.name)) * 1234567 * time.Nanosecond).Add(488970782 * time.Nanosecond), value: v,
-			description: fmt.Sprintf("Request error rate in service %s in namespace %s is above 0 (current: %s)", s.name, appNamespace, promFloat(v))})
+		out = append(out, alert{
+			labels: map[string]string{"alertname": "RequestErrorRate", "namespace": appNamespace, "service_name": s.name,
+				"severity": "warning"},
+			activeAt: since.Add(-time.Duration(len(s.name)) * 1234567 * time.Nanosecond).Add(488970782 * time.Nanosecond),
+			value:    v,
+			description: fmt.Sprintf("Request error rate in service %s in namespace %s is above 0 (current: %s)", s.name,
+				appNamespace, promFloat(v)),
+		})
 	}
 	return out
 }
@@ -108,8 +113,8 @@ func (w *world) kubeAlerts(t time.Time) []alert {
 				continue
 			}
 			since := tr.from.Add(hold).Add(-time.Duration(s.port%60) * time.Second)
-			ksm := map[string]string{"container": "kube-state-metrics", "endpoint": "http", "job": "kube-state-metrics", "namespace": appNamespace,
-				"service": "prometheus-kube-state-metrics", "severity": "warning"}
+			ksm := map[string]string{"container": "kube-state-metrics", "endpoint": "http", "job": "kube-state-metrics",
+				"namespace": appNamespace, "service": "prometheus-kube-state-metrics", "severity": "warning"}
 			with := func(extra map[string]string) map[string]string {
 				m := map[string]string{}
 				for k, v := range ksm {
@@ -123,26 +128,48 @@ func (w *world) kubeAlerts(t time.Time) []alert {
 			for _, p := range podsOf(s, t) {
 				switch tr.reason {
 				case "CrashLoopBackOff":
-					out = append(out, alert{labels: with(map[string]string{"alertname": "KubePodCrashLooping", "container": s.name, "pod": p.name, "reason": "CrashLoopBackOff"}),
-						activeAt: since, value: 1, description: fmt.Sprintf("Pod %s/%s (%s) is in waiting state (reason: \"CrashLoopBackOff\") on cluster .", appNamespace, p.name, s.name),
-						runbook: "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/kubepodcrashlooping", summary: "Pod is crash looping."})
+					out = append(out, alert{
+						labels: with(map[string]string{"alertname": "KubePodCrashLooping", "container": s.name, "pod": p.name,
+							"reason": "CrashLoopBackOff"}),
+						activeAt: since,
+						value:    1,
+						description: fmt.Sprintf("Pod %s/%s (%s) is in waiting state (reason: \"CrashLoopBackOff\") on cluster .",
+							appNamespace, p.name, s.name),
+						runbook: "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/kubepodcrashlooping",
+						summary: "Pod is crash looping.",
+					})
 				case "ImagePullBackOff", "Pending", "NotReady":
 					out = append(out, alert{labels: with(map[string]string{"alertname": "KubePodNotReady", "pod": p.name}),
-						activeAt: since, value: 1, description: fmt.Sprintf("Pod %s/%s has been in a non-ready state for longer than 15 minutes on cluster .", appNamespace, p.name),
-						runbook: "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/kubepodnotready", summary: "Pod has been in a non-ready state for more than 15 minutes."})
+						activeAt: since, value: 1, description: fmt.Sprintf("Pod %s/%s has been in a non-ready state for longer than "+
+							"15 minutes on cluster .", appNamespace, p.name),
+						runbook: "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/kubepodnotready",
+						summary: "Pod has been in a non-ready state for more than 15 minutes."})
 				case "":
 					if tr.cpu > 0.4 {
-						out = append(out, alert{labels: map[string]string{"alertname": "CPUThrottlingHigh", "container": s.name, "namespace": appNamespace, "pod": p.name, "severity": "info"},
-							activeAt: since, value: 0.45 + float64(s.port%40)/100,
-							description: fmt.Sprintf("%d%% throttling of CPU in namespace %s for container %s in pod %s on cluster .", 45+s.port%40, appNamespace, s.name, p.name),
-							runbook:     "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/cputhrottlinghigh", summary: "Processes experience elevated CPU throttling."})
+						out = append(out, alert{
+							labels: map[string]string{"alertname": "CPUThrottlingHigh", "container": s.name, "namespace": appNamespace,
+								"pod": p.name, "severity": "info"},
+							activeAt: since,
+							value:    0.45 + float64(s.port%40)/100,
+							description: fmt.Sprintf("%d%% throttling of CPU in namespace %s for container %s in pod %s on cluster .",
+								45+s.port%40, appNamespace, s.name, p.name),
+							runbook: "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/cputhrottlinghigh",
+							summary: "Processes experience elevated CPU throttling.",
+						})
 					}
 				}
 			}
 			if tr.reason != "" && s.kind == "Deployment" {
-				out = append(out, alert{labels: with(map[string]string{"alertname": "KubeDeploymentReplicasMismatch", "deployment": s.name}),
-					activeAt: since, value: 1, description: fmt.Sprintf("Deployment %s/%s has not matched the expected number of replicas for longer than 15 minutes on cluster .", appNamespace, s.name),
-					runbook: "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/kubedeploymentreplicasmismatch", summary: "Deployment has not matched the expected number of replicas."})
+				out = append(out, alert{
+					labels:   with(map[string]string{"alertname": "KubeDeploymentReplicasMismatch", "deployment": s.name}),
+					activeAt: since,
+					value:    1,
+					description: fmt.Sprintf(
+						"Deployment %s/%s has not matched the expected number of replicas for longer than 15 minutes on cluster .",
+						appNamespace, s.name),
+					runbook: "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/kubedeploymentreplicasmismatch",
+					summary: "Deployment has not matched the expected number of replicas.",
+				})
 			}
 		}
 	}
@@ -155,15 +182,18 @@ func (w *world) writeAlerts(dir string) error {
 	micros := 323000 + w.rng.IntN(5000)
 	second := 10 + w.rng.IntN(50)
 	var apiAt time.Time
-	for t := w.start.Truncate(time.Minute).Add(time.Minute + time.Duration(second)*time.Second); t.Before(w.end); t = t.Add(time.Minute) {
+	first := w.start.Truncate(time.Minute).Add(time.Minute + time.Duration(second)*time.Second)
+	for t := first; t.Before(w.end); t = t.Add(time.Minute) {
 		micros += w.rng.IntN(900)
 		at := t.Add(time.Duration(micros) * time.Microsecond)
 		list := []alertJSON{}
 		alerts := append(append(w.noiseAlerts(at), w.requestErrorAlerts(at)...), w.kubeAlerts(at)...)
 		for _, a := range alerts {
-			list = append(list, alertJSON{Labels: a.labels, Annotations: a.annotations(), State: "firing", ActiveAt: activeAt(a.activeAt), Value: promValue(a.value)})
+			list = append(list, alertJSON{Labels: a.labels, Annotations: a.annotations(), State: "firing",
+				ActiveAt: activeAt(a.activeAt), Value: promValue(a.value)})
 		}
-		if err := writeJSON(filepath.Join(dir, "alerts", "alerts_at_"+at.Format("2006-01-02T15-04-05.000000")+".json"), list, false); err != nil {
+		if err := writeJSON(filepath.Join(dir, "alerts", "alerts_at_"+at.Format("2006-01-02T15-04-05.000000")+".json"), list,
+			false); err != nil {
 			return err
 		}
 		if apiAt.IsZero() && t.After(w.start.Add(w.end.Sub(w.start)*2/3)) {
@@ -172,7 +202,8 @@ func (w *world) writeAlerts(dir string) error {
 	}
 	var api []apiAlertJSON
 	for _, a := range w.requestErrorAlerts(apiAt) {
-		api = append(api, apiAlertJSON{ActiveAt: activeAt(a.activeAt), Annotations: a.annotations(), Labels: a.labels, State: "firing", Value: promValue(a.value)})
+		api = append(api, apiAlertJSON{ActiveAt: activeAt(a.activeAt), Annotations: a.annotations(), Labels: a.labels,
+			State: "firing", Value: promValue(a.value)})
 	}
 	sort.SliceStable(api, func(i, j int) bool { return api[i].ActiveAt < api[j].ActiveAt })
 	if api == nil {
@@ -186,7 +217,9 @@ func (w *world) writeAlerts(dir string) error {
 		Timestamp string `json:"timestamp"`
 	}{Status: "success", Timestamp: apiAt.Truncate(time.Second).Format(time.RFC3339)}
 	doc.Data.Alerts = api
-	return writeJSON(filepath.Join(dir, "alerts", "alerts_in_alerting_state_"+apiAt.Format("2006-01-02T150405.000000")+"Z.json"), doc, true)
+	return writeJSON(
+		filepath.Join(dir, "alerts", "alerts_in_alerting_state_"+apiAt.Format("2006-01-02T150405.000000")+"Z.json"), doc,
+		true)
 }
 
 // writeJSON writes v as Python's json.dump(indent=4) does: four spaces, no HTML escaping, no

@@ -62,39 +62,53 @@ func (w *world) injectChaos(f *fault, kind string, scheduled bool) {
 	}
 	chaosObj := func(objName string, owner obj) func(time.Time) obj {
 		return func(t time.Time) obj {
-			extra := obj{"finalizers": []any{"chaos-mesh/records"}, "annotations": obj{"experiment.chaos-mesh.org/pause": "false"}}
+			extra := obj{"finalizers": []any{"chaos-mesh/records"},
+				"annotations": obj{"experiment.chaos-mesh.org/pause": "false"}}
 			if owner != nil {
 				extra["ownerReferences"] = []any{owner}
 				extra["labels"] = obj{"managed-by": name}
 			}
-			return obj{"apiVersion": chaosAPI, "kind": chaosKind, "metadata": w.meta(chaosKind, objName, chaosNamespace, f.at, extra),
-				"spec": spec, "status": obj{"conditions": []any{
+			return obj{
+				"apiVersion": chaosAPI,
+				"kind":       chaosKind,
+				"metadata":   w.meta(chaosKind, objName, chaosNamespace, f.at, extra),
+				"spec":       spec,
+				"status": obj{"conditions": []any{
 					obj{"type": "Selected", "status": "True"}, obj{"type": "AllInjected", "status": "True"},
 					obj{"type": "AllRecovered", "status": "False"}, obj{"type": "Paused", "status": "False"}},
-					"experiment": obj{"desiredPhase": "Run", "containerRecords": records}}}
+					"experiment": obj{"desiredPhase": "Run", "containerRecords": records}},
+			}
 		}
 	}
 	var owner obj
 	if viaSchedule {
-		owner = obj{"apiVersion": chaosAPI, "kind": "Schedule", "name": name, "uid": w.uidFor("Schedule", chaosNamespace, name),
-			"controller": true, "blockOwnerDeletion": true}
+		owner = obj{"apiVersion": chaosAPI, "kind": "Schedule", "name": name,
+			"uid": w.uidFor("Schedule", chaosNamespace, name), "controller": true, "blockOwnerDeletion": true}
 		field := strings.ToLower(chaosKind[:1]) + chaosKind[1:]
 		if chaosKind == "HTTPChaos" {
 			field = "httpChaos"
 		}
-		sched := obj{"schedule": "@every 2h", "type": chaosKind, "historyLimit": 1, "concurrencyPolicy": "Forbid", field: spec}
+		sched := obj{"schedule": "@every 2h", "type": chaosKind, "historyLimit": 1, "concurrencyPolicy": "Forbid",
+			field: spec}
 		f.objects = append(f.objects, addedObject{from: f.at, build: func(t time.Time) obj {
-			return obj{"apiVersion": chaosAPI, "kind": "Schedule", "metadata": w.meta("Schedule", name, chaosNamespace, f.at, nil), "spec": sched,
+			return obj{
+				"apiVersion": chaosAPI,
+				"kind":       "Schedule",
+				"metadata":   w.meta("Schedule", name, chaosNamespace, f.at, nil),
+				"spec":       sched,
 				"status": obj{"time": ts(f.at), "active": []any{obj{"apiVersion": chaosAPI, "kind": chaosKind, "name": spawned,
-					"namespace": chaosNamespace, "uid": w.uidFor(chaosKind, chaosNamespace, spawned)}}}}
+					"namespace": chaosNamespace, "uid": w.uidFor(chaosKind, chaosNamespace, spawned)}}},
+			}
 		}})
-		f.events = append(f.events, event{at: f.at, kind: "Schedule", apiVersion: chaosAPI, namespace: chaosNamespace, name: name,
-			typ: "Normal", reason: "Spawned", note: "Create new object: " + spawned, reporter: "schedule-cron"})
+		f.events = append(f.events,
+			event{at: f.at, kind: "Schedule", apiVersion: chaosAPI, namespace: chaosNamespace, name: name,
+				typ: "Normal", reason: "Spawned", note: "Create new object: " + spawned, reporter: "schedule-cron"})
 	}
 	f.objects = append(f.objects, addedObject{from: f.at, build: chaosObj(spawned, owner)})
 	ev := func(d time.Duration, reason, note, reporter string) {
-		f.events = append(f.events, event{at: f.at.Add(d), kind: chaosKind, apiVersion: chaosAPI, namespace: chaosNamespace, name: spawned,
-			typ: "Normal", reason: reason, note: note, reporter: reporter})
+		f.events = append(f.events,
+			event{at: f.at.Add(d), kind: chaosKind, apiVersion: chaosAPI, namespace: chaosNamespace, name: spawned,
+				typ: "Normal", reason: reason, note: note, reporter: reporter})
 	}
 	ev(0, "FinalizerInited", "Finalizer has been inited", "initFinalizers")
 	ev(time.Second, "Updated", "Successfully update finalizer of resource", "initFinalizers")
@@ -123,21 +137,26 @@ func (w *world) chaosSpec(f *fault, kind string) (string, obj) {
 		default:
 			callers := w.callers(f.victim)
 			caller := pick(w, callers)
-			f.effects = append(f.effects, effect{service: f.victim, mode: modeCut, from: f.at, rate: 1, callers: []string{caller}})
+			f.effects = append(f.effects,
+				effect{service: f.victim, mode: modeCut, from: f.at, rate: 1, callers: []string{caller}})
 			return "network-partition", obj{"action": "partition", "mode": "all", "selector": selector, "direction": "both",
-				"target": obj{"mode": "all", "selector": obj{"namespaces": []any{appNamespace}, "labelSelectors": obj{"app.kubernetes.io/name": caller}}}}
+				"target": obj{"mode": "all",
+					"selector": obj{"namespaces": []any{appNamespace}, "labelSelectors": obj{"app.kubernetes.io/name": caller}}}}
 		}
 	case "stress-chaos":
 		if w.rng.IntN(2) == 0 {
 			w.slowdown(f, f.victim, 0.8, time.Duration(400+w.rng.IntN(1500))*time.Millisecond)
 			f.troubles = append(f.troubles, trouble{service: f.victim, from: f.at, cpu: 1.9})
-			return "cpu-stress", obj{"mode": "all", "selector": selector, "stressors": obj{"cpu": obj{"workers": 30, "load": 100}}, "duration": "60m"}
+			return "cpu-stress", obj{"mode": "all", "selector": selector,
+				"stressors": obj{"cpu": obj{"workers": 30, "load": 100}}, "duration": "60m"}
 		}
 		w.slowdown(f, f.victim, 0.5, time.Duration(200+w.rng.IntN(800))*time.Millisecond)
 		f.troubles = append(f.troubles, trouble{service: f.victim, from: f.at, memory: 1.8e9})
-		return "memory-stress", obj{"mode": "all", "selector": selector, "stressors": obj{"memory": obj{"workers": 4, "size": "2GiB"}}, "duration": "60m"}
+		return "memory-stress", obj{"mode": "all", "selector": selector,
+			"stressors": obj{"memory": obj{"workers": 4, "size": "2GiB"}}, "duration": "60m"}
 	case "jvm-chaos":
-		jvm := obj{"mode": "all", "selector": selector, "class": "oteldemo.AdService$AdServiceImpl", "method": "getAds", "port": 9277}
+		jvm := obj{"mode": "all", "selector": selector, "class": "oteldemo.AdService$AdServiceImpl", "method": "getAds",
+			"port": 9277}
 		if f.victim == "fraud-detection" {
 			jvm["class"], jvm["method"] = "frauddetection.MainKt", "main"
 		}
@@ -148,7 +167,8 @@ func (w *world) chaosSpec(f *fault, kind string) (string, obj) {
 			return "jvm-latency", jvm
 		case 1:
 			f.effects = append(f.effects, effect{service: f.victim, mode: modeFail, from: f.at, rate: w.rate(0.3, 0.9),
-				message: "java.io.IOException: Connection reset by peer\n\tat java.base/sun.nio.ch.SocketDispatcher.read0(Native Method)"})
+				message: "java.io.IOException: Connection reset by peer\n\t" +
+					"at java.base/sun.nio.ch.SocketDispatcher.read0(Native Method)"})
 			jvm["action"], jvm["exception"] = "exception", "java.io.IOException(\"Connection reset by peer\")"
 			return "jvm-exception", jvm
 		default:
@@ -164,9 +184,11 @@ func (w *world) chaosSpec(f *fault, kind string) (string, obj) {
 	}
 	// http-chaos
 	path := map[string]string{"email": "/send_order_confirmation", "quote": "/getquote"}[f.victim]
-	http := obj{"mode": "all", "selector": selector, "target": "Request", "port": w.byName[f.victim].port, "method": "POST", "path": path, "duration": "60m"}
+	http := obj{"mode": "all", "selector": selector, "target": "Request", "port": w.byName[f.victim].port,
+		"method": "POST", "path": path, "duration": "60m"}
 	if w.rng.IntN(2) == 0 {
-		f.effects = append(f.effects, effect{service: f.victim, mode: modeRefused, from: f.at, rate: 1, message: "read: connection reset by peer"})
+		f.effects = append(f.effects, effect{service: f.victim, mode: modeRefused, from: f.at, rate: 1,
+			message: "read: connection reset by peer"})
 		http["abort"] = true
 		return "http-chaos-abort", http
 	}

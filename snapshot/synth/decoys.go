@@ -51,7 +51,8 @@ func (w *world) prepareDecoys() {
 func (w *world) remediationTarget(f *fault) *service {
 	restartable := func(name string) bool {
 		s := w.byName[name]
-		return s != nil && s.kind == "Deployment" && len(s.revisions) == 1 && name != "flagd" && name != "load-generator"
+		return s != nil && s.kind == "Deployment" && len(s.revisions) == 1 && name != "flagd" &&
+			name != "load-generator"
 	}
 	onVictim := f.flag != nil || f.mechanism == "chaos" || f.kind == "netpol"
 	if onVictim && restartable(f.victim) {
@@ -94,11 +95,12 @@ func (w *world) pausedChaos(target string) {
 	}
 	records := []any{}
 	for _, p := range podsOf(w.byName[target], at) {
-		records = append(records, obj{"id": appNamespace + "/" + p.name, "phase": "Not Injected", "selectorKey": ".", "injectedCount": 0, "recoveredCount": 0})
+		records = append(records, obj{"id": appNamespace + "/" + p.name, "phase": "Not Injected", "selectorKey": ".",
+			"injectedCount": 0, "recoveredCount": 0})
 	}
 	w.decoys = append(w.decoys, addedObject{name: name, from: at, build: func(time.Time) obj {
-		return obj{"apiVersion": chaosAPI, "kind": d.kind, "metadata": w.meta(d.kind, name, chaosNamespace, at,
-			obj{"finalizers": []any{"chaos-mesh/records"}, "annotations": obj{"experiment.chaos-mesh.org/pause": "true"}}),
+		return obj{"apiVersion": chaosAPI, "kind": d.kind, "metadata": w.meta(d.kind, name, chaosNamespace, at, obj{
+			"finalizers": []any{"chaos-mesh/records"}, "annotations": obj{"experiment.chaos-mesh.org/pause": "true"}}),
 			"spec": spec, "status": obj{"conditions": []any{
 				obj{"type": "Selected", "status": "True"}, obj{"type": "AllInjected", "status": "False"},
 				obj{"type": "AllRecovered", "status": "True"}, obj{"type": "Paused", "status": "True"}},
@@ -109,8 +111,9 @@ func (w *world) pausedChaos(target string) {
 		{"Updated", "Successfully update finalizer of resource", "initFinalizers"},
 		{"Paused", "Experiment has been paused", "desiredphase"},
 	} {
-		w.decoyEvents = append(w.decoyEvents, event{at: at.Add(time.Duration(i) * time.Second), kind: d.kind, apiVersion: chaosAPI, namespace: chaosNamespace,
-			name: name, typ: "Normal", reason: e.reason, note: e.note, reporter: e.reporter})
+		w.decoyEvents = append(w.decoyEvents, event{at: at.Add(time.Duration(i) * time.Second), kind: d.kind,
+			apiVersion: chaosAPI, namespace: chaosNamespace, name: name, typ: "Normal", reason: e.reason, note: e.note,
+			reporter: e.reporter})
 	}
 }
 
@@ -124,8 +127,9 @@ func (w *world) deadPolicy(target string) {
 	}
 	at := w.randomTime()
 	w.decoys = append(w.decoys, addedObject{name: name, from: at, build: func(time.Time) obj {
-		return obj{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": w.meta("NetworkPolicy", name, appNamespace, at, nil),
-			"spec": obj{"podSelector": obj{"matchLabels": obj{"app": target}}, "policyTypes": []any{"Ingress"}}}
+		return obj{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+			"metadata": w.meta("NetworkPolicy", name, appNamespace, at, nil),
+			"spec":     obj{"podSelector": obj{"matchLabels": obj{"app": target}}, "policyTypes": []any{"Ingress"}}}
 	}})
 }
 

@@ -52,12 +52,24 @@ func (w *world) rolloutEvents(s *service, r *revision) []event {
 		prev = q
 	}
 	at := r.at
-	out := []event{{at: at, kind: "Deployment", apiVersion: "apps/v1", namespace: s.namespace, name: s.name, typ: "Normal", reason: "ScalingReplicaSet",
-		note: fmt.Sprintf("Scaled up replica set %s-%s from 0 to %d", s.name, r.hash, max(1, s.replicas)), reporter: "deployment-controller"}}
+	out := []event{
+		{
+			at:         at,
+			kind:       "Deployment",
+			apiVersion: "apps/v1",
+			namespace:  s.namespace,
+			name:       s.name,
+			typ:        "Normal",
+			reason:     "ScalingReplicaSet",
+			note:       fmt.Sprintf("Scaled up replica set %s-%s from 0 to %d", s.name, r.hash, max(1, s.replicas)),
+			reporter:   "deployment-controller",
+		},
+	}
 	for _, p := range r.pods {
 		out = append(out,
-			event{at: p.started.Add(-time.Second), kind: "ReplicaSet", apiVersion: "apps/v1", namespace: s.namespace, name: s.name + "-" + r.hash,
-				typ: "Normal", reason: "SuccessfulCreate", note: "Created pod: " + p.name, reporter: "replicaset-controller"},
+			event{at: p.started.Add(-time.Second), kind: "ReplicaSet", apiVersion: "apps/v1", namespace: s.namespace,
+				name: s.name + "-" + r.hash, typ: "Normal", reason: "SuccessfulCreate", note: "Created pod: " + p.name,
+				reporter: "replicaset-controller"},
 			event{at: p.started, kind: "Pod", namespace: s.namespace, name: p.name, typ: "Normal", reason: "Scheduled",
 				note: fmt.Sprintf("Successfully assigned %s/%s to %s", s.namespace, p.name, p.node), reporter: "default-scheduler"})
 	}
@@ -65,14 +77,24 @@ func (w *world) rolloutEvents(s *service, r *revision) []event {
 		if p.hash == r.hash {
 			continue
 		}
-		out = append(out, event{at: at.Add(3 * time.Second), kind: "Pod", namespace: s.namespace, name: p.name, typ: "Normal", reason: "Killing",
-			note: "Stopping container " + s.name, reporter: "kubelet"},
-			event{at: at.Add(2 * time.Second), kind: "ReplicaSet", apiVersion: "apps/v1", namespace: s.namespace, name: s.name + "-" + prev.hash,
-				typ: "Normal", reason: "SuccessfulDelete", note: "Deleted pod: " + p.name, reporter: "replicaset-controller"})
+		out = append(out, event{at: at.Add(3 * time.Second), kind: "Pod", namespace: s.namespace, name: p.name, typ: "Normal",
+			reason: "Killing", note: "Stopping container " + s.name, reporter: "kubelet"},
+			event{at: at.Add(2 * time.Second), kind: "ReplicaSet", apiVersion: "apps/v1", namespace: s.namespace,
+				name: s.name + "-" + prev.hash, typ: "Normal", reason: "SuccessfulDelete", note: "Deleted pod: " + p.name,
+				reporter: "replicaset-controller"})
 	}
 	if len(prev.pods) > 0 && prev.hash != r.hash {
-		out = append(out, event{at: at.Add(2 * time.Second), kind: "Deployment", apiVersion: "apps/v1", namespace: s.namespace, name: s.name, typ: "Normal",
-			reason: "ScalingReplicaSet", note: fmt.Sprintf("Scaled down replica set %s-%s from %d to 0", s.name, prev.hash, len(prev.pods)), reporter: "deployment-controller"})
+		out = append(out, event{
+			at:         at.Add(2 * time.Second),
+			kind:       "Deployment",
+			apiVersion: "apps/v1",
+			namespace:  s.namespace,
+			name:       s.name,
+			typ:        "Normal",
+			reason:     "ScalingReplicaSet",
+			note:       fmt.Sprintf("Scaled down replica set %s-%s from %d to 0", s.name, prev.hash, len(prev.pods)),
+			reporter:   "deployment-controller",
+		})
 	}
 	return out
 }
@@ -81,10 +103,12 @@ func (w *world) rolloutEvents(s *service, r *revision) []event {
 func startEvents(s *service, p pod, image string) []event {
 	at := p.started.Add(2 * time.Second)
 	ev := func(d time.Duration, reason, note string) event {
-		return event{at: at.Add(d), kind: "Pod", namespace: s.namespace, name: p.name, typ: "Normal", reason: reason, note: note, reporter: "kubelet"}
+		return event{at: at.Add(d), kind: "Pod", namespace: s.namespace, name: p.name, typ: "Normal", reason: reason,
+			note: note, reporter: "kubelet"}
 	}
 	return []event{ev(0, "Pulled", fmt.Sprintf("Container image %q already present on machine", image)),
-		ev(time.Second, "Created", "Created container: "+s.name), ev(time.Second+300*time.Millisecond, "Started", "Started container "+s.name)}
+		ev(time.Second, "Created",
+			"Created container: "+s.name), ev(time.Second+300*time.Millisecond, "Started", "Started container "+s.name)}
 }
 
 // allEvents gathers the noise's and the faults' events, in time order, inside the window.
@@ -145,14 +169,23 @@ func (w *world) eventBodies(e event, ns, name string) [2]obj {
 	if apiVersion == "" {
 		apiVersion = "v1"
 	}
-	regarding := obj{"apiVersion": apiVersion, "kind": e.kind, "name": e.name, "uid": w.uidFor(e.kind, e.namespace, e.name),
-		"resourceVersion": fmt.Sprint(w.rv.base + int64(len(e.name))*911)}
+	regarding := obj{"apiVersion": apiVersion, "kind": e.kind, "name": e.name,
+		"uid": w.uidFor(e.kind, e.namespace, e.name), "resourceVersion": fmt.Sprint(w.rv.base + int64(len(e.name))*911)}
 	if e.namespace != "" {
 		regarding["namespace"] = e.namespace
 	}
-	managed := []any{obj{"apiVersion": "v1", "fieldsType": "FieldsV1", "manager": e.reporter, "operation": "Update", "time": ts(e.at),
-		"fieldsV1": obj{"f:count": obj{}, "f:firstTimestamp": obj{}, "f:involvedObject": obj{}, "f:lastTimestamp": obj{}, "f:message": obj{},
-			"f:reason": obj{}, "f:reportingComponent": obj{}, "f:source": obj{"f:component": obj{}}, "f:type": obj{}}}}
+	managed := []any{
+		obj{
+			"apiVersion": "v1",
+			"fieldsType": "FieldsV1",
+			"manager":    e.reporter,
+			"operation":  "Update",
+			"time":       ts(e.at),
+			"fieldsV1": obj{"f:count": obj{}, "f:firstTimestamp": obj{}, "f:involvedObject": obj{}, "f:lastTimestamp": obj{},
+				"f:message": obj{}, "f:reason": obj{}, "f:reportingComponent": obj{}, "f:source": obj{"f:component": obj{}},
+				"f:type": obj{}},
+		},
+	}
 	metadata := obj{"name": name, "namespace": ns, "creationTimestamp": ts(first), "uid": w.uidFor("Event", ns, name),
 		"resourceVersion": fmt.Sprint(w.rv.bump()), "managedFields": managed}
 	typ := "ADDED"
@@ -163,8 +196,21 @@ func (w *world) eventBodies(e event, ns, name string) [2]obj {
 		"reason": e.reason, "note": e.note, "type": e.typ, "regarding": regarding, "reportingController": e.reporter,
 		"deprecatedCount": count, "deprecatedFirstTimestamp": ts(first), "deprecatedLastTimestamp": ts(e.at),
 		"deprecatedSource": obj{"component": e.reporter}}
-	core := obj{"apiVersion": "v1", "kind": "Event", "eventTime": nil, "metadata": metadata, "reason": e.reason, "message": e.note,
-		"type": e.typ, "involvedObject": regarding, "reportingComponent": e.reporter, "reportingInstance": "", "count": count,
-		"firstTimestamp": ts(first), "lastTimestamp": ts(e.at), "source": obj{"component": e.reporter}}
+	core := obj{
+		"apiVersion":         "v1",
+		"kind":               "Event",
+		"eventTime":          nil,
+		"metadata":           metadata,
+		"reason":             e.reason,
+		"message":            e.note,
+		"type":               e.typ,
+		"involvedObject":     regarding,
+		"reportingComponent": e.reporter,
+		"reportingInstance":  "",
+		"count":              count,
+		"firstTimestamp":     ts(first),
+		"lastTimestamp":      ts(e.at),
+		"source":             obj{"component": e.reporter},
+	}
 	return [2]obj{{"type": typ, "object": modern}, {"type": typ, "object": core}}
 }

@@ -39,7 +39,8 @@ var mix = []struct {
 	weight int
 }{
 	{"flag", 12}, {"network-chaos", 6}, {"stress-chaos", 2}, {"jvm-chaos", 2}, {"schedule", 2}, {"pod-chaos", 2},
-	{"http-chaos", 2}, {"bad-image", 2}, {"oom", 1}, {"env", 2}, {"pod-pending", 4}, {"quota", 2}, {"hpa", 1}, {"netpol", 1},
+	{"http-chaos",
+		2}, {"bad-image", 2}, {"oom", 1}, {"env", 2}, {"pod-pending", 4}, {"quota", 2}, {"hpa", 1}, {"netpol", 1},
 }
 
 // KindForSeed is the fault kind a seed picks from the real mix.
@@ -134,18 +135,21 @@ func (f *fault) rootEntity() string {
 
 // victims are the services each fault may strike.
 var victims = map[string][]string{
-	"network-chaos": {"payment", "cart", "product-catalog", "currency", "shipping", "quote", "email", "ad", "recommendation", "checkout", "frontend"},
-	"stress-chaos":  {"recommendation", "valkey-cart", "product-catalog", "ad", "currency", "checkout", "cart"},
-	"jvm-chaos":     {"ad", "fraud-detection"},
-	"pod-chaos":     {"checkout", "cart", "currency", "product-catalog", "shipping", "payment", "recommendation", "quote"},
-	"http-chaos":    {"email", "quote"},
-	"bad-image":     {"payment", "cart", "product-catalog", "currency", "shipping", "ad", "recommendation", "quote"},
-	"oom":           {"cart", "recommendation", "product-catalog", "ad", "checkout", "currency"},
-	"env":           {"checkout", "shipping", "recommendation", "cart", "frontend"},
-	"pod-pending":   {"ad", "cart", "currency", "email", "payment", "quote", "shipping", "product-catalog", "load-generator"},
-	"quota":         {"ad", "cart", "payment", "product-catalog", "currency", "shipping", "email"},
-	"hpa":           {"product-catalog", "currency", "cart", "recommendation", "frontend"},
-	"netpol":        {"payment", "cart", "product-catalog", "currency", "shipping", "quote", "email", "ad", "recommendation", "frontend"},
+	"network-chaos": {"payment", "cart", "product-catalog", "currency", "shipping", "quote", "email", "ad",
+		"recommendation", "checkout", "frontend"},
+	"stress-chaos": {"recommendation", "valkey-cart", "product-catalog", "ad", "currency", "checkout", "cart"},
+	"jvm-chaos":    {"ad", "fraud-detection"},
+	"pod-chaos":    {"checkout", "cart", "currency", "product-catalog", "shipping", "payment", "recommendation", "quote"},
+	"http-chaos":   {"email", "quote"},
+	"bad-image":    {"payment", "cart", "product-catalog", "currency", "shipping", "ad", "recommendation", "quote"},
+	"oom":          {"cart", "recommendation", "product-catalog", "ad", "checkout", "currency"},
+	"env":          {"checkout", "shipping", "recommendation", "cart", "frontend"},
+	"pod-pending": {"ad", "cart", "currency", "email", "payment", "quote", "shipping", "product-catalog",
+		"load-generator"},
+	"quota": {"ad", "cart", "payment", "product-catalog", "currency", "shipping", "email"},
+	"hpa":   {"product-catalog", "currency", "cart", "recommendation", "frontend"},
+	"netpol": {"payment", "cart", "product-catalog", "currency", "shipping", "quote", "email", "ad", "recommendation",
+		"frontend"},
 }
 
 // ParseFault splits a fault spec (one kind, or two joined by "+") and checks its kinds.

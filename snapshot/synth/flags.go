@@ -16,8 +16,9 @@ type flagSpec struct {
 
 // flags are the feature flags of the OpenTelemetry demo 2.1 (demo.flagd.json), in its order.
 var flags = []flagSpec{
-	{name: "productCatalogFailure", description: "Fail product catalog service on a specific product", victim: "product-catalog",
-		apply: failing(0.08, 0.2, "failed to get product: rpc error: code = Internal desc = product catalog unavailable for id OLJCESPC7Z")},
+	{name: "productCatalogFailure", description: "Fail product catalog service on a specific product",
+		victim: "product-catalog", apply: failing(0.08, 0.2,
+			"failed to get product: rpc error: code = Internal desc = product catalog unavailable for id OLJCESPC7Z")},
 	{name: "recommendationCacheFailure", description: "Fail recommendation service cache", victim: "recommendation",
 		apply: slowing(0.7, 400*time.Millisecond, 0, 900e6)},
 	{name: "adManualGc", description: "Triggers full manual garbage collections in the ad service", victim: "ad",
@@ -25,20 +26,26 @@ var flags = []flagSpec{
 	{name: "adHighCpu", description: "Triggers high cpu load in the ad service", victim: "ad",
 		apply: slowing(0.8, 700*time.Millisecond, 0.98, 0)},
 	{name: "adFailure", description: "Fail ad service", victim: "ad",
-		apply: failing(0.08, 0.15, "io.grpc.StatusRuntimeException: UNAVAILABLE\n\tat io.grpc.Status.asRuntimeException(Status.java:532)\n\tat oteldemo.AdService$AdServiceImpl.getAds(AdService.java:163)")},
-	{name: "kafkaQueueProblems", description: "Overloads Kafka queue while simultaneously introducing a consumer side delay leading to a lag spike", victim: "kafka",
-		apply: slowing(0.9, 900*time.Millisecond, 0.9, 1.4e9)},
+		apply: failing(0.08, 0.15,
+			"io.grpc.StatusRuntimeException: UNAVAILABLE\n\tat io.grpc.Status.asRuntimeException(Status.java:532)\n\t"+
+				"at oteldemo.AdService$AdServiceImpl.getAds(AdService.java:163)")},
+	{name: "kafkaQueueProblems",
+		description: "Overloads Kafka queue while simultaneously introducing a consumer side delay leading to a lag spike",
+		victim:      "kafka", apply: slowing(0.9, 900*time.Millisecond, 0.9, 1.4e9)},
 	{name: "cartFailure", description: "Fail cart service", victim: "cart",
-		apply: failing(0.15, 0.35, "Can't access cart storage. System.ApplicationException: Wasn't able to connect to redis \n   at cart.cartstore.ValkeyCartStore.EnsureRedisConnected() in /app/src/cartstore/ValkeyCartStore.cs:line 98")},
+		apply: failing(0.15, 0.35,
+			"Can't access cart storage. System.ApplicationException: Wasn't able to connect to redis \n"+
+				"   at cart.cartstore.ValkeyCartStore.EnsureRedisConnected() in /app/src/cartstore/ValkeyCartStore.cs:line 98")},
 	{name: "paymentFailure", description: "Fail payment service charge requests n%", victim: "payment",
 		apply: failing(0.2, 0.6, "Payment request failed. Invalid token. app.loyalty.level=gold")},
 	{name: "paymentUnreachable", description: "Payment service is unavailable", victim: "payment",
 		apply: func(w *world, f *fault) {
-			f.effects = append(f.effects, effect{service: "payment", mode: modeRefused, from: f.at, rate: 1, callers: []string{"checkout"},
-				message: `dial tcp: lookup badAddress on 172.20.0.10:53: no such host`})
+			f.effects = append(f.effects,
+				effect{service: "payment", mode: modeRefused, from: f.at, rate: 1, callers: []string{"checkout"},
+					message: `dial tcp: lookup badAddress on 172.20.0.10:53: no such host`})
 		}},
-	{name: "loadGeneratorFloodHomepage", description: "Flood the frontend with a large amount of requests.", victim: "frontend",
-		apply: slowing(0.9, 1200*time.Millisecond, 0.95, 0)},
+	{name: "loadGeneratorFloodHomepage", description: "Flood the frontend with a large amount of requests.",
+		victim: "frontend", apply: slowing(0.9, 1200*time.Millisecond, 0.95, 0)},
 	{name: "imageSlowLoad", description: "slow loading images in the frontend", victim: "image-provider",
 		apply: slowing(1, 5*time.Second, 0, 0)},
 	{name: "emailMemoryLeak", description: "Memory leak in the email service.", victim: "email",
@@ -62,7 +69,8 @@ func flagByName(name string) flagSpec {
 // failing is a flag that makes the victim answer a share of its calls with message.
 func failing(lo, hi float64, message string) func(*world, *fault) {
 	return func(w *world, f *fault) {
-		f.effects = append(f.effects, effect{service: f.victim, mode: modeFail, from: f.at, rate: w.rate(lo, hi), message: message})
+		f.effects = append(f.effects,
+			effect{service: f.victim, mode: modeFail, from: f.at, rate: w.rate(lo, hi), message: message})
 	}
 }
 
@@ -100,9 +108,10 @@ func (w *world) injectFlag(f *fault, fl flagSpec) {
 	f.actions = []string{"Disable " + fl.name + " flag", "Restart " + fl.victim + " service"}
 	fl.apply(w, f)
 	// flagd reloads the file and the services' EventStreams see the change.
-	f.events = append(f.events, event{at: f.at.Add(time.Duration(40+w.rng.IntN(40)) * time.Second), kind: "Pod", namespace: appNamespace,
-		name: podsOf(w.byName["flagd"], f.at)[0].name, typ: "Normal", reason: "Synced",
-		note: "ConfigMap otel-demo/flagd-config was updated, projected volume refreshed", reporter: "kubelet"})
+	f.events = append(f.events,
+		event{at: f.at.Add(time.Duration(40+w.rng.IntN(40)) * time.Second), kind: "Pod", namespace: appNamespace,
+			name: podsOf(w.byName["flagd"], f.at)[0].name, typ: "Normal", reason: "Synced",
+			note: "ConfigMap otel-demo/flagd-config was updated, projected volume refreshed", reporter: "kubelet"})
 }
 
 // flagdConfig is the feature-flag ConfigMap as the demo writes it (pretty JSON, two-space
@@ -135,8 +144,12 @@ func (w *world) flagdConfig(t time.Time) obj {
 		b.WriteString("  }\n}\n")
 		return b.String()
 	}
-	return obj{"apiVersion": "v1", "kind": "ConfigMap", "metadata": w.meta("ConfigMap", "flagd-config", appNamespace, w.start.Add(-72*time.Hour),
-		obj{"labels": obj{"app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/part-of": "opentelemetry-demo"},
+	return obj{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata": w.meta("ConfigMap", "flagd-config", appNamespace, w.start.Add(-72*time.Hour), obj{
+			"labels":      obj{"app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/part-of": "opentelemetry-demo"},
 			"annotations": obj{"meta.helm.sh/release-name": "otel-demo", "meta.helm.sh/release-namespace": appNamespace}}),
-		"data": obj{"demo.flagd.json": body(t)}}
+		"data": obj{"demo.flagd.json": body(t)},
+	}
 }

@@ -132,9 +132,10 @@ func (w *world) writeTelemetry(dir string) (err error) {
 		if len(w.counts[s.name]) == 0 {
 			continue // no span, no series: Prometheus has nothing to give
 		}
-		if err := writeTable(filepath.Join(dir, "metrics", "service_"+s.name+"_raw.tsv"), snapshot.ServiceMetrics, func(out *snapshot.TSVWriter) error {
-			return w.writeServiceMetrics(out, s)
-		}); err != nil {
+		if err := writeTable(filepath.Join(dir, "metrics", "service_"+s.name+"_raw.tsv"), snapshot.ServiceMetrics,
+			func(out *snapshot.TSVWriter) error {
+				return w.writeServiceMetrics(out, s)
+			}); err != nil {
 			return err
 		}
 	}
@@ -146,9 +147,10 @@ func (w *world) writeTelemetry(dir string) (err error) {
 			if !w.scraped(s, p) {
 				continue
 			}
-			if err := writeTable(filepath.Join(dir, "metrics", "pod_"+p.name+"_raw.tsv"), snapshot.PodMetrics, func(out *snapshot.TSVWriter) error {
-				return w.writePodMetrics(out, s, p)
-			}); err != nil {
+			if err := writeTable(filepath.Join(dir, "metrics", "pod_"+p.name+"_raw.tsv"), snapshot.PodMetrics,
+				func(out *snapshot.TSVWriter) error {
+					return w.writePodMetrics(out, s, p)
+				}); err != nil {
 				return err
 			}
 		}

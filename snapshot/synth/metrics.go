@@ -62,12 +62,27 @@ func (w *world) writeServiceMetrics(out *snapshot.TSVWriter, s *service) error {
 		}
 		sort.Slice(keys, func(i, j int) bool { return keys[i].name+keys[i].status < keys[j].name+keys[j].status })
 		for _, k := range keys {
-			tags := map[string]string{"container": "opentelemetry-collector", "endpoint": "demo-metrics", "exported_instance": instance,
-				"exported_job": "opentelemetry-demo/" + s.name, "exported_namespace": appNamespace, "instance": collector.ip + ":8889", "job": "otel-collector",
-				"namespace": appNamespace, "otel_scope_name": "spanmetricsconnector", "pod": collector.name,
-				"prometheus": "prometheus/prometheus-kube-prometheus-prometheus", "prometheus_replica": "prometheus-prometheus-kube-prometheus-prometheus-0",
-				"service": "otel-collector", "service_name": s.name, "span_kind": k.kind, "span_name": k.name, "status_code": k.status}
-			if err := out.Write("traces_span_metrics_calls_total", metricStamp(t), float(float64(calls[k])), s.name, appNamespace, "", pyDict(tags), "calls", k.status); err != nil {
+			tags := map[string]string{
+				"container":          "opentelemetry-collector",
+				"endpoint":           "demo-metrics",
+				"exported_instance":  instance,
+				"exported_job":       "opentelemetry-demo/" + s.name,
+				"exported_namespace": appNamespace,
+				"instance":           collector.ip + ":8889",
+				"job":                "otel-collector",
+				"namespace":          appNamespace,
+				"otel_scope_name":    "spanmetricsconnector",
+				"pod":                collector.name,
+				"prometheus":         "prometheus/prometheus-kube-prometheus-prometheus",
+				"prometheus_replica": "prometheus-prometheus-kube-prometheus-prometheus-0",
+				"service":            "otel-collector",
+				"service_name":       s.name,
+				"span_kind":          k.kind,
+				"span_name":          k.name,
+				"status_code":        k.status,
+			}
+			if err := out.Write("traces_span_metrics_calls_total", metricStamp(t), float(float64(calls[k])), s.name,
+				appNamespace, "", pyDict(tags), "calls", k.status); err != nil {
 				return err
 			}
 			cum := 0
@@ -78,7 +93,8 @@ func (w *world) writeServiceMetrics(out *snapshot.TSVWriter, s *service) error {
 					le = float(buckets[i])
 				}
 				tags["le"] = le
-				if err := out.Write("traces_span_metrics_duration_milliseconds_bucket", metricStamp(t), float(float64(cum)), s.name, appNamespace, le, pyDict(tags), "duration_p95", ""); err != nil {
+				if err := out.Write("traces_span_metrics_duration_milliseconds_bucket", metricStamp(t), float(float64(cum)), s.name,
+					appNamespace, le, pyDict(tags), "duration_p95", ""); err != nil {
 					return err
 				}
 			}
@@ -154,12 +170,15 @@ func (w *world) writePodMetrics(out *snapshot.TSVWriter, s *service, p pod) erro
 			}
 		}
 		cpu += rate * 60
-		tags := pyDict(map[string]string{"container": s.name, "endpoint": "https-metrics", "instance": w.nodeIP(p.node) + ":10250",
-			"job": "kubelet", "metrics_path": "/metrics/cadvisor", "namespace": appNamespace, "node": p.node, "pod": p.name, "service": "prometheus-kube-prometheus-kubelet"})
+		tags := pyDict(
+			map[string]string{"container": s.name, "endpoint": "https-metrics", "instance": w.nodeIP(p.node) + ":10250",
+				"job": "kubelet", "metrics_path": "/metrics/cadvisor", "namespace": appNamespace, "node": p.node, "pod": p.name,
+				"service": "prometheus-kube-prometheus-kubelet"})
 		for _, m := range []struct {
 			name  string
 			value float64
-		}{{"container_cpu_usage_seconds_total", cpu}, {"container_memory_working_set_bytes", float64(int64(memory))}, {"kube_pod_container_status_restarts_total", restarts}} {
+		}{{"container_cpu_usage_seconds_total", cpu}, {"container_memory_working_set_bytes", float64(int64(memory))},
+			{"kube_pod_container_status_restarts_total", restarts}} {
 			if err := out.Write(m.name, metricStamp(t), float(roundTo(m.value, 6)), p.name, appNamespace, tags); err != nil {
 				return err
 			}

@@ -50,8 +50,9 @@ func (v *versions) stamp(o obj) {
 // meta is an object's metadata; the resourceVersion is set when the dump is written.
 func (w *world) meta(kind, name, namespace string, created time.Time, extra obj) obj {
 	m := obj{"name": name, "uid": w.uidFor(kind, namespace, name), "creationTimestamp": ts(created),
-		"managedFields": []any{obj{"apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": obj{"f:metadata": obj{"f:labels": obj{}}, "f:spec": obj{}},
-			"manager": "helm", "operation": "Update", "time": ts(created)}}}
+		"managedFields": []any{obj{"apiVersion": "v1", "fieldsType": "FieldsV1",
+			"fieldsV1": obj{"f:metadata": obj{"f:labels": obj{}}, "f:spec": obj{}}, "manager": "helm", "operation": "Update",
+			"time": ts(created)}}}
 	if namespace != "" {
 		m["namespace"] = namespace
 	}
@@ -62,7 +63,8 @@ func (w *world) meta(kind, name, namespace string, created time.Time, extra obj)
 }
 
 func labels(s *service) obj {
-	l := obj{"app.kubernetes.io/name": s.name, "app.kubernetes.io/component": s.name, "app.kubernetes.io/instance": s.namespace}
+	l := obj{"app.kubernetes.io/name": s.name, "app.kubernetes.io/component": s.name,
+		"app.kubernetes.io/instance": s.namespace}
 	if s.namespace == appNamespace {
 		l["opentelemetry.io/name"] = s.name
 		l["app.kubernetes.io/part-of"] = "opentelemetry-demo"
@@ -77,8 +79,11 @@ func (w *world) template(s *service, r *revision, _ time.Time) obj {
 	annotations := obj{}
 	var selector obj
 	if s.namespace == appNamespace {
-		env = append(env, obj{"name": "OTEL_SERVICE_NAME", "valueFrom": obj{"fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.labels['app.kubernetes.io/component']"}}},
-			obj{"name": "OTEL_COLLECTOR_NAME", "value": "otel-collector"},
+		env = append(env, obj{
+			"name": "OTEL_SERVICE_NAME",
+			"valueFrom": obj{
+				"fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.labels['app.kubernetes.io/component']"}},
+		}, obj{"name": "OTEL_COLLECTOR_NAME", "value": "otel-collector"},
 			obj{"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": "http://$(OTEL_COLLECTOR_NAME):4317"})
 		for _, dep := range s.calls {
 			env = append(env, obj{"name": upperSnake(dep) + "_ADDR", "value": fmt.Sprintf("%s:%d", dep, portOf(dep))})
@@ -148,7 +153,8 @@ func (w *world) troubleAt(s *service, p pod, t time.Time) *trouble {
 			if tr.service != s.name || s.namespace != appNamespace || t.Before(tr.from) || tr.reason == "" {
 				continue
 			}
-			if tr.revision != nil && !slices.ContainsFunc(tr.revision.pods, func(q pod) bool { return q.name == p.name }) {
+			if tr.revision != nil &&
+				!slices.ContainsFunc(tr.revision.pods, func(q pod) bool { return q.name == p.name }) {
 				continue
 			}
 			return tr
@@ -168,7 +174,8 @@ func (w *world) workloadObjects(s *service, t time.Time) []obj {
 	for i, p := range r.pods {
 		o, ok := w.podObject(s, p, i, t, template)
 		pods = append(pods, o)
-		address := obj{"ip": p.ip, "nodeName": p.node, "targetRef": obj{"kind": "Pod", "name": p.name, "namespace": s.namespace, "uid": p.uid}}
+		address := obj{"ip": p.ip, "nodeName": p.node,
+			"targetRef": obj{"kind": "Pod", "name": p.name, "namespace": s.namespace, "uid": p.uid}}
 		if ok {
 			ready++
 			addresses = append(addresses, address)
@@ -184,7 +191,8 @@ func (w *world) workloadObjects(s *service, t time.Time) []obj {
 			want = len(r.pods)
 		}
 	}
-	status := obj{"replicas": len(r.pods), "readyReplicas": ready, "availableReplicas": ready, "observedGeneration": generation}
+	status := obj{"replicas": len(r.pods), "readyReplicas": ready, "availableReplicas": ready,
+		"observedGeneration": generation}
 	if ready < want {
 		status["unavailableReplicas"] = want - ready
 		delete(status, "availableReplicas")
@@ -197,13 +205,16 @@ func (w *world) workloadObjects(s *service, t time.Time) []obj {
 	case "StatefulSet":
 		spec["replicas"], spec["serviceName"] = want, s.name
 	default:
-		status = obj{"currentNumberScheduled": len(r.pods), "desiredNumberScheduled": len(r.pods), "numberReady": ready, "observedGeneration": generation}
+		status = obj{"currentNumberScheduled": len(r.pods), "desiredNumberScheduled": len(r.pods), "numberReady": ready,
+			"observedGeneration": generation}
 	}
-	out := []obj{{"apiVersion": "apps/v1", "kind": s.kind, "metadata": w.meta(s.kind, s.name, s.namespace, s.created,
-		obj{"labels": labels(s), "generation": generation, "annotations": obj{"deployment.kubernetes.io/revision": fmt.Sprint(len(s.oldHashes) + generation - 2)}}),
+	out := []obj{{"apiVersion": "apps/v1", "kind": s.kind, "metadata": w.meta(s.kind, s.name, s.namespace, s.created, obj{
+		"labels": labels(s), "generation": generation,
+		"annotations": obj{"deployment.kubernetes.io/revision": fmt.Sprint(len(s.oldHashes) + generation - 2)}}),
 		"spec": spec, "status": status}}
 	if s.kind == "Deployment" {
-		owner := []any{obj{"apiVersion": "apps/v1", "kind": "Deployment", "name": s.name, "uid": w.uidFor("Deployment", s.namespace, s.name), "controller": true, "blockOwnerDeletion": true}}
+		owner := []any{obj{"apiVersion": "apps/v1", "kind": "Deployment", "name": s.name,
+			"uid": w.uidFor("Deployment", s.namespace, s.name), "controller": true, "blockOwnerDeletion": true}}
 		hashes := slices.Clone(s.oldHashes)
 		for _, q := range s.revisions {
 			if !q.at.After(t) && !slices.Contains(hashes, q.hash) {
@@ -218,14 +229,22 @@ func (w *world) workloadObjects(s *service, t time.Time) []obj {
 			out = append(out, obj{"apiVersion": "apps/v1", "kind": "ReplicaSet",
 				"metadata": w.meta("ReplicaSet", s.name+"-"+h, s.namespace, s.created, obj{"ownerReferences": owner,
 					"labels": obj{"pod-template-hash": h, "app.kubernetes.io/name": s.name}}),
-				"spec": obj{"replicas": n}, "status": obj{"replicas": min(n, len(r.pods)), "readyReplicas": readyHere, "availableReplicas": readyHere, "observedGeneration": 1}})
+				"spec": obj{
+					"replicas": n,
+				}, "status": obj{"replicas": min(n, len(r.pods)), "readyReplicas": readyHere, "availableReplicas": readyHere,
+					"observedGeneration": 1}})
 		}
 	}
 	out = append(out, pods...)
 	if s.kind != "DaemonSet" && s.port > 0 {
-		out = append(out, obj{"apiVersion": "v1", "kind": "Service", "metadata": w.meta("Service", s.name, s.namespace, s.created, obj{"labels": labels(s)}),
-			"spec": obj{"selector": obj{"app.kubernetes.io/name": s.name}, "ports": []any{obj{"port": s.port, "targetPort": s.port, "name": "tcp-service", "protocol": "TCP"}},
-				"type": "ClusterIP", "clusterIP": fmt.Sprintf("172.20.%d.%d", len(s.name)*7%250, s.port%250)}})
+		out = append(out, obj{
+			"apiVersion": "v1",
+			"kind":       "Service",
+			"metadata":   w.meta("Service", s.name, s.namespace, s.created, obj{"labels": labels(s)}),
+			"spec": obj{"selector": obj{"app.kubernetes.io/name": s.name},
+				"ports": []any{obj{"port": s.port, "targetPort": s.port, "name": "tcp-service", "protocol": "TCP"}},
+				"type":  "ClusterIP", "clusterIP": fmt.Sprintf("172.20.%d.%d", len(s.name)*7%250, s.port%250)},
+		})
 		subset := obj{"ports": []any{obj{"name": "tcp-service", "port": s.port, "protocol": "TCP"}}}
 		if addresses != nil {
 			subset["addresses"] = addresses
@@ -233,10 +252,11 @@ func (w *world) workloadObjects(s *service, t time.Time) []obj {
 		if notReady != nil {
 			subset["notReadyAddresses"] = notReady
 		}
-		out = append(out, obj{"apiVersion": "v1", "kind": "Endpoints", "metadata": w.meta("Endpoints", s.name, s.namespace, s.created, obj{"labels": labels(s)}),
-			"subsets": []any{subset}})
+		out = append(out, obj{"apiVersion": "v1", "kind": "Endpoints",
+			"metadata": w.meta("Endpoints", s.name, s.namespace, s.created, obj{"labels": labels(s)}), "subsets": []any{subset}})
 	}
-	out = append(out, obj{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": w.meta("ServiceAccount", s.name, s.namespace, s.created, obj{"labels": labels(s)})})
+	out = append(out, obj{"apiVersion": "v1", "kind": "ServiceAccount",
+		"metadata": w.meta("ServiceAccount", s.name, s.namespace, s.created, obj{"labels": labels(s)})})
 	return out
 }
 
@@ -244,7 +264,8 @@ func (w *world) workloadObjects(s *service, t time.Time) []obj {
 func (w *world) podObject(s *service, p pod, ordinal int, t time.Time, template obj) (obj, bool) {
 	spec := template["spec"].(obj)
 	container := spec["containers"].([]any)[0].(obj)
-	podSpec := obj{"nodeName": p.node, "containers": []any{container}, "restartPolicy": "Always", "serviceAccountName": s.name}
+	podSpec := obj{"nodeName": p.node, "containers": []any{container}, "restartPolicy": "Always",
+		"serviceAccountName": s.name}
 	if sel, ok := spec["nodeSelector"]; ok {
 		podSpec["nodeSelector"] = sel
 	}
@@ -252,8 +273,8 @@ func (w *world) podObject(s *service, p pod, ordinal int, t time.Time, template 
 	if s.name == "kafka" || ordinal%7 == 3 {
 		restarts = 1 + len(p.uid)%3 // restarted hours ago, long before anything else
 	}
-	cs := obj{"name": s.name, "image": container["image"], "imageID": "", "ready": true, "started": true, "restartCount": restarts,
-		"state": obj{"running": obj{"startedAt": ts(p.started.Add(4 * time.Second))}}}
+	cs := obj{"name": s.name, "image": container["image"], "imageID": "", "ready": true, "started": true,
+		"restartCount": restarts, "state": obj{"running": obj{"startedAt": ts(p.started.Add(4 * time.Second))}}}
 	phase, ready := "Running", true
 	conditions := []any{obj{"type": "PodScheduled", "status": "True", "lastTransitionTime": ts(p.started)}}
 	if tr := w.troubleAt(s, p, t); tr != nil && p.started.Before(t) {
@@ -262,15 +283,23 @@ func (w *world) podObject(s *service, p pod, ordinal int, t time.Time, template 
 		switch tr.reason {
 		case "ImagePullBackOff":
 			phase = "Pending"
-			cs["state"] = obj{"waiting": obj{"reason": "ImagePullBackOff", "message": fmt.Sprintf("Back-off pulling image %q", container["image"])}}
+			cs["state"] = obj{"waiting": obj{"reason": "ImagePullBackOff",
+				"message": fmt.Sprintf("Back-off pulling image %q", container["image"])}}
 		case "CrashLoopBackOff":
 			cs["restartCount"] = int(t.Sub(tr.from)/(90*time.Second)) + 1
-			cs["state"] = obj{"waiting": obj{"reason": "CrashLoopBackOff", "message": fmt.Sprintf("back-off 2m40s restarting failed container=%s pod=%s_%s(%s)", s.name, p.name, s.namespace, p.uid)}}
-			cs["lastState"] = obj{"terminated": obj{"reason": "OOMKilled", "exitCode": 137, "startedAt": ts(t.Add(-40 * time.Second)), "finishedAt": ts(t.Add(-20 * time.Second))}}
+			cs["state"] = obj{"waiting": obj{"reason": "CrashLoopBackOff",
+				"message": fmt.Sprintf("back-off 2m40s restarting failed container=%s pod=%s_%s(%s)", s.name, p.name, s.namespace,
+					p.uid)}}
+			cs["lastState"] = obj{
+				"terminated": obj{"reason": "OOMKilled", "exitCode": 137, "startedAt": ts(t.Add(-40 * time.Second)),
+					"finishedAt": ts(t.Add(-20 * time.Second))}}
 		case "Pending":
 			phase = "Pending"
-			conditions = []any{obj{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": ts(p.started),
-				"message": fmt.Sprintf("0/%d nodes are available: %d node(s) didn't match Pod's node affinity/selector.", len(w.nodes), len(w.nodes))}}
+			conditions = []any{
+				obj{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": ts(p.started),
+					"message": fmt.Sprintf("0/%d nodes are available: %d node(s) didn't match Pod's node affinity/selector.",
+						len(w.nodes), len(w.nodes))},
+			}
 			delete(podSpec, "nodeName")
 			cs = nil
 		default: // NotReady
@@ -278,18 +307,22 @@ func (w *world) podObject(s *service, p pod, ordinal int, t time.Time, template 
 			cs["restartCount"] = restarts + int(t.Sub(tr.from)/(5*time.Minute))
 		}
 	}
-	conditions = append(conditions, obj{"type": "Ready", "status": "True", "lastTransitionTime": ts(p.started.Add(6 * time.Second))})
+	conditions = append(conditions,
+		obj{"type": "Ready", "status": "True", "lastTransitionTime": ts(p.started.Add(6 * time.Second))})
 	if !ready {
-		conditions[len(conditions)-1] = obj{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": ts(p.started.Add(6 * time.Second))}
+		conditions[len(conditions)-1] = obj{"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+			"lastTransitionTime": ts(p.started.Add(6 * time.Second))}
 	}
-	status := obj{"phase": phase, "podIP": p.ip, "hostIP": w.nodeIP(p.node), "startTime": ts(p.started), "conditions": conditions, "qosClass": "Burstable"}
+	status := obj{"phase": phase, "podIP": p.ip, "hostIP": w.nodeIP(p.node), "startTime": ts(p.started),
+		"conditions": conditions, "qosClass": "Burstable"}
 	if cs != nil {
 		status["containerStatuses"] = []any{cs}
 	} else {
 		delete(status, "podIP")
 		delete(status, "hostIP")
 	}
-	owner := obj{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": s.name + "-" + p.hash, "controller": true, "blockOwnerDeletion": true}
+	owner := obj{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": s.name + "-" + p.hash, "controller": true,
+		"blockOwnerDeletion": true}
 	switch s.kind {
 	case "StatefulSet", "DaemonSet":
 		owner = obj{"apiVersion": "apps/v1", "kind": s.kind, "name": s.name, "controller": true, "blockOwnerDeletion": true}
@@ -299,7 +332,8 @@ func (w *world) podObject(s *service, p pod, ordinal int, t time.Time, template 
 	if p.hash != "" {
 		lbl["pod-template-hash"] = p.hash
 	}
-	m := w.meta("Pod", p.name, s.namespace, p.started, obj{"ownerReferences": []any{owner}, "labels": lbl, "generateName": s.name + "-" + p.hash + "-"})
+	m := w.meta("Pod", p.name, s.namespace, p.started,
+		obj{"ownerReferences": []any{owner}, "labels": lbl, "generateName": s.name + "-" + p.hash + "-"})
 	m["uid"] = p.uid
 	return obj{"apiVersion": "v1", "kind": "Pod", "metadata": m, "spec": podSpec, "status": status}, ready
 }
@@ -340,7 +374,8 @@ func (w *world) writeObjects(dir string) error {
 				w.rv.stamp(o)
 				m := o["metadata"].(obj)
 				ns, _ := m["namespace"].(string)
-				if err := k8sRow(out, t.Add(time.Duration(i)*137*time.Microsecond), ns, m["name"].(string), resourceName(o["kind"].(string)), o); err != nil {
+				if err := k8sRow(out, t.Add(time.Duration(i)*137*time.Microsecond), ns, m["name"].(string),
+					resourceName(o["kind"].(string)), o); err != nil {
 					return err
 				}
 			}

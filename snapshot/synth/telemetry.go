@@ -22,10 +22,14 @@ var routes = [][]string{
 var operations = map[string][]string{
 	"frontend-proxy": {"ingress"}, "frontend": {"GET /api/products", "POST /api/checkout", "GET /api/cart"},
 	"image-provider": {"GET /static/images/*"}, "ad": {"oteldemo.AdService/GetAds"},
-	"cart": {"oteldemo.CartService/GetCart", "oteldemo.CartService/AddItem"}, "checkout": {"oteldemo.CheckoutService/PlaceOrder"},
-	"currency": {"oteldemo.CurrencyService/Convert"}, "email": {"POST /send_order_confirmation"}, "payment": {"oteldemo.PaymentService/Charge"},
+	"cart": {"oteldemo.CartService/GetCart",
+		"oteldemo.CartService/AddItem"}, "checkout": {"oteldemo.CheckoutService/PlaceOrder"},
+	"currency": {
+		"oteldemo.CurrencyService/Convert",
+	}, "email": {"POST /send_order_confirmation"}, "payment": {"oteldemo.PaymentService/Charge"},
 	"product-catalog": {"oteldemo.ProductCatalogService/GetProduct", "oteldemo.ProductCatalogService/ListProducts"},
-	"recommendation":  {"/oteldemo.RecommendationService/ListRecommendations"}, "shipping": {"oteldemo.ShippingService/GetQuote"},
+	"recommendation": {
+		"/oteldemo.RecommendationService/ListRecommendations"}, "shipping": {"oteldemo.ShippingService/GetQuote"},
 	"quote": {"POST /getquote"}, "flagd": {"flagd.evaluation.v1.Service/ResolveBoolean"},
 	"valkey-cart": {"HGET"}, "kafka": {"orders publish"}, "postgresql": {"INSERT otel.orders"},
 	"accounting": {"orders process"}, "fraud-detection": {"orders process"}, "load-generator": {"GET"},
@@ -44,8 +48,8 @@ var scopes = map[string][2]string{
 	"rust":   {"opentelemetry-http", "0.27.0"},
 }
 
-var sdkVersions = map[string]string{"go": "1.34.0", "python": "1.37.0", "nodejs": "1.30.1", "java": "1.46.0", "dotnet": "1.11.1",
-	"cpp": "1.18.0", "ruby": "1.7.0", "php": "1.2.0", "rust": "0.27.1"}
+var sdkVersions = map[string]string{"go": "1.34.0", "python": "1.37.0", "nodejs": "1.30.1", "java": "1.46.0",
+	"dotnet": "1.11.1", "cpp": "1.18.0", "ruby": "1.7.0", "php": "1.2.0", "rust": "0.27.1"}
 
 // buckets are the span metrics connector's default histogram bounds, in milliseconds.
 var buckets = []float64{2, 4, 6, 8, 10, 50, 100, 200, 400, 800, 1000, 1400, 2000, 5000, 10000, 15000}
@@ -144,8 +148,9 @@ func (tm *telemetry) request(trace string, t time.Time, path []string) {
 	if failed != "" {
 		status = "Error"
 	}
-	tm.span(t, trace, client, "", "GET", "Client", lg, fmt.Sprintf("{'http.method': 'GET', 'http.status_code': '%d', 'http.url': 'http://frontend-proxy:8080/api/%s'}", httpCode(failed), path[len(path)-1]),
-		d+2*time.Millisecond, status, msg)
+	tm.span(t, trace, client, "", "GET", "Client", lg,
+		fmt.Sprintf("{'http.method': 'GET', 'http.status_code': '%d', 'http.url': 'http://frontend-proxy:8080/api/%s'}",
+			httpCode(failed), path[len(path)-1]), d+2*time.Millisecond, status, msg)
 }
 
 func httpCode(failed string) int {
@@ -162,7 +167,8 @@ func httpCode(failed string) int {
 // drawn now.
 func (tm *telemetry) effectsOn(caller, callee string, t time.Time) (hurt []effect) {
 	consider := func(e effect) {
-		if e.service != callee || t.Before(e.from) || !e.until.IsZero() && !t.Before(e.until) || (e.callers != nil && !slices.Contains(e.callers, caller)) {
+		if e.service != callee || t.Before(e.from) || !e.until.IsZero() && !t.Before(e.until) ||
+			(e.callers != nil && !slices.Contains(e.callers, caller)) {
 			return
 		}
 		if e.mode == modeDown || e.rate >= 1 || tm.w.rng.Float64() < e.rate {
@@ -194,7 +200,11 @@ func deadline(caller string) time.Duration {
 // call simulates caller -> callee at t along path (the services further down this request).
 // It writes the callee's server span, its children and its logs, and returns the call's
 // duration, the error the caller sees ("" when it succeeded) and the span that answered.
-func (tm *telemetry) call(trace, parent, caller, callee string, t time.Time, path []string) (time.Duration, string, string) {
+func (tm *telemetry) call(
+	trace, parent, caller, callee string,
+	t time.Time,
+	path []string,
+) (time.Duration, string, string) {
 	w := tm.w
 	s := w.byName[callee]
 	addr := fmt.Sprintf("%s:%d", callee, s.port)
@@ -256,7 +266,8 @@ func (tm *telemetry) call(trace, parent, caller, callee string, t time.Time, pat
 			}
 		}
 		if child != "flagd" || err != "" || w.rng.IntN(3) == 0 {
-			tm.span(start, trace, client, span, pick(w, operationsOrDefault(child)), "Client", s, clientAttributes(child, err), d+600*time.Microsecond, status, msg)
+			tm.span(start, trace, client, span, pick(w, operationsOrDefault(child)), "Client", s, clientAttributes(child, err),
+				d+600*time.Microsecond, status, msg)
 		}
 		duration += d + time.Millisecond
 	}
@@ -310,8 +321,9 @@ func (tm *telemetry) eventStreams(t time.Time) {
 			continue
 		}
 		tm.span(at, w.hex(32), w.hex(16), "", "/flagd.evaluation.v1.Service/EventStream", "Client", s,
-			"{'rpc.grpc.status_code': '4', 'rpc.method': 'EventStream', 'rpc.service': 'flagd.evaluation.v1.Service', 'rpc.system': 'grpc'}",
-			600*time.Second+time.Duration(w.rng.IntN(5e6))*time.Nanosecond, "Error", streamDeadline(s.lang))
+			"{'rpc.grpc.status_code': '4', 'rpc.method': 'EventStream', 'rpc.service': 'flagd.evaluation.v1.Service', "+
+				"'rpc.system': 'grpc'}", 600*time.Second+time.Duration(w.rng.IntN(5e6))*time.Nanosecond, "Error",
+			streamDeadline(s.lang))
 	}
 }
 
@@ -328,10 +340,13 @@ func (tm *telemetry) consume(t time.Time, forceError bool) {
 		trace, span := w.hex(32), w.hex(16)
 		d := time.Duration(2+w.rng.IntN(20)) * time.Millisecond
 		var failure string
-		if (name == "fraud-detection" && (forceError || w.rng.IntN(60) == 0)) || (name == "accounting" && w.rng.IntN(150) == 0) {
+		if (name == "fraud-detection" && (forceError || w.rng.IntN(60) == 0)) ||
+			(name == "accounting" && w.rng.IntN(150) == 0) {
 			failure = pick(w, []string{
-				"org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired before successfully committing offsets {orders-0=OffsetAndMetadata{offset=18231, leaderEpoch=0, metadata=''}}",
-				"Npgsql.NpgsqlException (0x80004005): Exception while reading from stream\n ---> System.TimeoutException: Timeout during reading attempt",
+				"org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired before successfully committing " +
+					"offsets {orders-0=OffsetAndMetadata{offset=18231, leaderEpoch=0, metadata=''}}",
+				"Npgsql.NpgsqlException (0x80004005): Exception while reading from stream\n" +
+					" ---> System.TimeoutException: Timeout during reading attempt",
 			})
 		}
 		for _, e := range tm.effectsOn(name, "kafka", t) {
@@ -355,13 +370,20 @@ func (tm *telemetry) consume(t time.Time, forceError bool) {
 		}
 		tm.count(name, t, "SPAN_KIND_CONSUMER", "orders process", d, failure == "")
 		tm.span(t, trace, span, "", "orders process", "Consumer", s,
-			"{'messaging.destination.name': 'orders', 'messaging.kafka.consumer.group': '"+name+"', 'messaging.operation': 'process', 'messaging.system': 'kafka'}",
-			d, status, failure)
+			"{'messaging.destination.name': 'orders', 'messaging.kafka.consumer.group': '"+name+"', 'messaging.operation': "+
+				"'process', 'messaging.system': 'kafka'}", d, status, failure)
 	}
 }
 
 // span queues a span record.
-func (tm *telemetry) span(t time.Time, trace, span, parent, name, kind string, s *service, attrs string, d time.Duration, status, msg string) {
+func (tm *telemetry) span(
+	t time.Time,
+	trace, span, parent, name, kind string,
+	s *service,
+	attrs string,
+	d time.Duration,
+	status, msg string,
+) {
 	w := tm.w
 	pods := podsOf(s, t)
 	if len(pods) == 0 {
@@ -370,8 +392,9 @@ func (tm *telemetry) span(t time.Time, trace, span, parent, name, kind string, s
 	p := pods[int(t.UnixNano()/1000)%len(pods)]
 	scope := scopes[s.lang]
 	tm.seq++
-	tm.pending = append(tm.pending, row{at: t, seq: tm.seq, fields: []string{stamp(t), trace, span, parent, "", name, kind, s.name, w.resource(s, p),
-		scope[0], scope[1], attrs, fmt.Sprint(d.Nanoseconds()), status, msg, "[]", "[]", "[]", "[]", "[]", "[]", "[]"}})
+	tm.pending = append(tm.pending, row{at: t, seq: tm.seq,
+		fields: []string{stamp(t), trace, span, parent, "", name, kind, s.name, w.resource(s, p),
+			scope[0], scope[1], attrs, fmt.Sprint(d.Nanoseconds()), status, msg, "[]", "[]", "[]", "[]", "[]", "[]", "[]"}})
 }
 
 // resource is a pod's OpenTelemetry resource, keys sorted as the recorder writes them.
@@ -379,7 +402,8 @@ func (w *world) resource(s *service, p pod) string {
 	attrs := map[string]string{"host.name": podsOf(w.byName["otel-collector"], p.started.Add(time.Hour))[0].name,
 		"k8s.deployment.name": s.name, "k8s.namespace.name": s.namespace, "k8s.node.name": p.node, "k8s.pod.ip": p.ip,
 		"k8s.pod.name": p.name, "k8s.pod.start_time": ts(p.started), "k8s.pod.uid": p.uid, "os.type": "linux",
-		"service.instance.id": p.uid, "service.name": s.name, "service.namespace": "opentelemetry-demo", "service.version": "2.1.3",
+		"service.instance.id": p.uid, "service.name": s.name, "service.namespace": "opentelemetry-demo",
+		"service.version":        "2.1.3",
 		"telemetry.sdk.language": s.lang, "telemetry.sdk.name": "opentelemetry", "telemetry.sdk.version": sdkVersions[s.lang]}
 	if s.lang == "python" || s.lang == "java" || s.lang == "nodejs" {
 		attrs["telemetry.auto.version"] = map[string]string{"python": "0.58b0", "java": "2.12.0", "nodejs": "0.57.2"}[s.lang]
@@ -413,14 +437,16 @@ func serverAttributes(s *service, op, failure string) string {
 		if failure != "" {
 			code = "500"
 		}
-		return pyDict(map[string]string{"http.request.method": method, "http.response.status_code": code, "http.route": route, "server.port": fmt.Sprint(s.port)})
+		return pyDict(map[string]string{"http.request.method": method, "http.response.status_code": code, "http.route": route,
+			"server.port": fmt.Sprint(s.port)})
 	}
 	svc, method, _ := strings.Cut(strings.TrimPrefix(op, "/"), "/")
 	code := "0"
 	if failure != "" {
 		code = "13"
 	}
-	return pyDict(map[string]string{"rpc.grpc.status_code": code, "rpc.method": method, "rpc.service": svc, "rpc.system": "grpc"})
+	return pyDict(
+		map[string]string{"rpc.grpc.status_code": code, "rpc.method": method, "rpc.service": svc, "rpc.system": "grpc"})
 }
 
 func clientAttributes(callee, err string) string {
@@ -451,7 +477,9 @@ func deadlineError(lang string) string {
 // streamDeadline is the flagd EventStream's end, as each language's gRPC client says it.
 func streamDeadline(lang string) string {
 	if lang == "python" {
-		return "_MultiThreadedRendezvous: <_MultiThreadedRendezvous of RPC that terminated with:\n\tstatus = StatusCode.DEADLINE_EXCEEDED\n\tdetails = \"Deadline Exceeded\"\n\tdebug_error_string = \"UNKNOWN:Error received from peer  {grpc_status:4, grpc_message:\"Deadline Exceeded\"}\"\n>"
+		return "_MultiThreadedRendezvous: <_MultiThreadedRendezvous of RPC that terminated with:\n\t" +
+			"status = StatusCode.DEADLINE_EXCEEDED\n\tdetails = \"Deadline Exceeded\"\n\t" +
+			"debug_error_string = \"UNKNOWN:Error received from peer  {grpc_status:4, grpc_message:\"Deadline Exceeded\"}\"\n>"
 	}
 	return deadlineError(lang)
 }
@@ -465,8 +493,10 @@ func ownError(service, child, childErr string) string {
 	case "frontend-proxy":
 		return ""
 	case "checkout":
-		return "failed to prepare order: " + map[string]string{"cart": "cart failure", "shipping": "shipping quote failure", "product-catalog": "failed to get product",
-			"currency": "failed to convert price", "payment": "failed to charge card", "email": "failed to send order confirmation"}[child]
+		return "failed to prepare order: " + map[string]string{"cart": "cart failure", "shipping": "shipping quote failure",
+			"product-catalog": "failed to get product",
+			"currency":        "failed to convert price", "payment": "failed to charge card", "email": "failed to send order " +
+				"confirmation"}[child]
 	case "recommendation":
 		return "Exception calling application: failed to retrieve product list"
 	case "shipping":
@@ -486,15 +516,18 @@ func logLine(s *service, op, failure string) string {
 	case "nodejs":
 		return fmt.Sprintf("%s failed: %s", op, failure)
 	case "python":
-		return "Exception on " + op + "\nTraceback (most recent call last):\n  File \"/usr/local/lib/python3.12/site-packages/grpc/_server.py\", line 555, in _call_behavior\n    response_or_iterator = behavior(argument, context)\n" + failure
+		return "Exception on " + op + "\nTraceback (most recent call last):\n" +
+			"  File \"/usr/local/lib/python3.12/site-packages/grpc/_server.py\", line 555, in _call_behavior\n" +
+			"    response_or_iterator = behavior(argument, context)\n" + failure
 	}
 	return failure
 }
 
 func (tm *telemetry) log(t time.Time, trace, span string, s *service, p pod, severity string, number int, body string) {
 	tm.seq++
-	tm.plogs = append(tm.plogs, row{at: t, seq: tm.seq, fields: []string{stamp(t), t.Format("2006-01-02 15:04:05"), trace, span, "1", severity, fmt.Sprint(number), s.name, body,
-		"", tm.w.resource(s, p), "", scopes[s.lang][0], "", "{}", "{}", ""}})
+	tm.plogs = append(tm.plogs, row{at: t, seq: tm.seq,
+		fields: []string{stamp(t), t.Format("2006-01-02 15:04:05"), trace, span, "1", severity, fmt.Sprint(number), s.name,
+			body, "", tm.w.resource(s, p), "", scopes[s.lang][0], "", "{}", "{}", ""}})
 }
 
 // count adds a call to the service metrics.

@@ -75,8 +75,9 @@ func (y *yamlWriter) line(indent int, format string, args ...any) {
 
 // scalar quotes a string when YAML would read it as something else.
 func scalar(s string) string {
-	plain := s != "" && !strings.ContainsAny(s, ":#{}[]&*!|>'\"%@`,\\\n") && !strings.HasPrefix(s, "-") && !strings.HasPrefix(s, " ") &&
-		!strings.HasSuffix(s, " ") && !slices.Contains([]string{"true", "false", "yes", "no", "null", "on", "off", "~"}, strings.ToLower(s))
+	plain := s != "" && !strings.ContainsAny(s, ":#{}[]&*!|>'\"%@`,\\\n") &&
+		!strings.HasPrefix(s, "-") && !strings.HasPrefix(s, " ") && !strings.HasSuffix(s, " ") &&
+		!slices.Contains([]string{"true", "false", "yes", "no", "null", "on", "off", "~"}, strings.ToLower(s))
 	if plain {
 		return s
 	}

@@ -37,19 +37,25 @@ type serviceSpec struct {
 
 // shop is the simulated application, modelled on the OpenTelemetry demo 2.1.
 var shop = []serviceSpec{
-	{name: "load-generator", calls: []string{"frontend-proxy"}, lang: "python", replicas: 1, port: 8089, traced: true, http: true},
-	{name: "frontend-proxy", calls: []string{"frontend", "image-provider", "flagd"}, lang: "cpp", replicas: 1, port: 8080, traced: true, http: true},
-	{name: "frontend", calls: []string{"ad", "cart", "checkout", "currency", "product-catalog", "recommendation", "shipping"}, lang: "nodejs", replicas: 1, port: 8080, traced: true, http: true},
+	{name: "load-generator", calls: []string{"frontend-proxy"}, lang: "python", replicas: 1, port: 8089, traced: true,
+		http: true},
+	{name: "frontend-proxy", calls: []string{"frontend", "image-provider", "flagd"}, lang: "cpp", replicas: 1, port: 8080,
+		traced: true, http: true},
+	{name: "frontend",
+		calls: []string{"ad", "cart", "checkout", "currency", "product-catalog", "recommendation", "shipping"},
+		lang:  "nodejs", replicas: 1, port: 8080, traced: true, http: true},
 	{name: "image-provider", lang: "cpp", replicas: 1, port: 8081, traced: true, http: true},
 	{name: "ad", calls: []string{"flagd"}, lang: "java", replicas: 1, port: 9555, traced: true},
 	{name: "cart", calls: []string{"valkey-cart", "flagd"}, lang: "dotnet", replicas: 1, port: 7070, traced: true},
 	{name: "valkey-cart", lang: "c", replicas: 1, port: 6379},
-	{name: "checkout", calls: []string{"cart", "currency", "email", "payment", "product-catalog", "shipping", "kafka"}, lang: "go", replicas: 1, port: 5050, traced: true},
+	{name: "checkout", calls: []string{"cart", "currency", "email", "payment", "product-catalog", "shipping", "kafka"},
+		lang: "go", replicas: 1, port: 5050, traced: true},
 	{name: "currency", lang: "cpp", replicas: 1, port: 7001, traced: true},
 	{name: "email", lang: "ruby", replicas: 1, port: 6060, traced: true, http: true},
 	{name: "payment", calls: []string{"flagd"}, lang: "nodejs", replicas: 1, port: 50051, traced: true},
 	{name: "product-catalog", calls: []string{"flagd"}, lang: "go", replicas: 1, port: 3550, traced: true},
-	{name: "recommendation", calls: []string{"product-catalog", "flagd"}, lang: "python", replicas: 1, port: 9001, traced: true},
+	{name: "recommendation", calls: []string{"product-catalog", "flagd"}, lang: "python", replicas: 1, port: 9001,
+		traced: true},
 	{name: "shipping", calls: []string{"quote"}, lang: "rust", replicas: 1, port: 50050, traced: true},
 	{name: "quote", lang: "php", replicas: 1, port: 8090, traced: true, http: true},
 	{name: "kafka", lang: "java", replicas: 1, port: 9092},
@@ -173,8 +179,9 @@ func newWorld(seed uint64, large bool) *world {
 		Add(time.Duration(w.rng.Int64N(int64(time.Hour))))
 	w.end = w.start.Add(time.Duration(30+w.rng.IntN(6)) * time.Minute)
 	for i := range 3 + w.rng.IntN(2) {
-		w.nodes = append(w.nodes, node{name: "i-0" + w.hex(16), ip: fmt.Sprintf("10.0.%d.%d", 160+w.rng.IntN(40), 2+w.rng.IntN(250)),
-			zone: "us-east-1" + string(rune('a'+i%3))})
+		w.nodes = append(w.nodes,
+			node{name: "i-0" + w.hex(16), ip: fmt.Sprintf("10.0.%d.%d", 160+w.rng.IntN(40), 2+w.rng.IntN(250)),
+				zone: "us-east-1" + string(rune('a'+i%3))})
 	}
 	for _, spec := range shop {
 		kind := "Deployment"
@@ -196,17 +203,25 @@ type infraWorkload struct {
 }
 
 var infrastructure = []infraWorkload{
-	{"kube-system", "coredns", "Deployment", "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/coredns:v1.11.4-eksbuild.2", 2, 53},
-	{"kube-system", "ebs-csi-controller", "Deployment", "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/aws-ebs-csi-driver:v1.41.0", 2, 9808},
+	{"kube-system", "coredns", "Deployment", "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/coredns:v1.11.4-eksbuild.2",
+		2, 53},
+	{"kube-system", "ebs-csi-controller", "Deployment",
+		"602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/aws-ebs-csi-driver:v1.41.0", 2, 9808},
 	{"kube-system", "metrics-server", "Deployment", "registry.k8s.io/metrics-server/metrics-server:v0.7.2", 1, 10250},
-	{"kube-system", "aws-node", "DaemonSet", "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.19.2-eksbuild.1", 0, 61678},
-	{"kube-system", "kube-proxy", "DaemonSet", "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/kube-proxy:v1.32.0-minimal-eksbuild.2", 0, 10249},
+	{"kube-system", "aws-node", "DaemonSet",
+		"602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.19.2-eksbuild.1", 0, 61678},
+	{"kube-system", "kube-proxy", "DaemonSet",
+		"602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/kube-proxy:v1.32.0-minimal-eksbuild.2", 0, 10249},
 	{"kube-system", "topology-monitor", "StatefulSet", "neo4j:5.26.0", 1, 7687},
-	{"monitoring", "prometheus-kube-prometheus-operator", "Deployment", "quay.io/prometheus-operator/prometheus-operator:v0.79.2", 1, 10250},
-	{"monitoring", "prometheus-kube-state-metrics", "Deployment", "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.14.0", 1, 8080},
+	{"monitoring", "prometheus-kube-prometheus-operator", "Deployment",
+		"quay.io/prometheus-operator/prometheus-operator:v0.79.2", 1, 10250},
+	{"monitoring", "prometheus-kube-state-metrics", "Deployment",
+		"registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.14.0", 1, 8080},
 	{"monitoring", "prometheus-grafana", "Deployment", "docker.io/grafana/grafana:11.4.0", 1, 3000},
-	{"monitoring", "prometheus-prometheus-kube-prometheus-prometheus", "StatefulSet", "quay.io/prometheus/prometheus:v3.1.0", 1, 9090},
-	{"monitoring", "alertmanager-prometheus-kube-prometheus-alertmanager", "StatefulSet", "quay.io/prometheus/alertmanager:v0.28.0", 1, 9093},
+	{"monitoring", "prometheus-prometheus-kube-prometheus-prometheus", "StatefulSet",
+		"quay.io/prometheus/prometheus:v3.1.0", 1, 9090},
+	{"monitoring", "alertmanager-prometheus-kube-prometheus-alertmanager", "StatefulSet",
+		"quay.io/prometheus/alertmanager:v0.28.0", 1, 9093},
 	{"monitoring", "prometheus-prometheus-node-exporter", "DaemonSet", "quay.io/prometheus/node-exporter:v1.8.2", 0, 9100},
 	{"ingress-nginx", "ingress-nginx-controller", "Deployment", "registry.k8s.io/ingress-nginx/controller:v1.12.0", 1, 80},
 	{"chaos-mesh", "chaos-controller-manager", "Deployment", "ghcr.io/chaos-mesh/chaos-mesh:v2.7.1", 3, 10080},

@@ -58,14 +58,16 @@ func AddDifficulty(r *Report, groundTruth []byte, attempts []Attempt) {
 		if a.Err != nil {
 			s.Error = a.Err.Error()
 			r.Difficulty = append(r.Difficulty, s)
-			r.Findings = append(r.Findings, Finding{Level: Warning, Code: CodeDifficulty, Message: fmt.Sprintf("%s could not answer: %v", a.Solver, a.Err)})
+			r.Findings = append(r.Findings, Finding{Level: Warning, Code: CodeDifficulty,
+				Message: fmt.Sprintf("%s could not answer: %v", a.Solver, a.Err)})
 			continue
 		}
 		score := gt.Score(naive.Entities(a.Answer))
 		s.Score = score.Score
 		r.Difficulty = append(r.Difficulty, s)
 		r.Findings = append(r.Findings, Finding{Level: Info, Code: CodeDifficulty,
-			Message: fmt.Sprintf("%s scores %.2f (%d of %d root causes in %d entities)", a.Solver, score.Score, score.RootCausesFound, score.RootCauses, len(a.Answer))})
+			Message: fmt.Sprintf("%s scores %.2f (%d of %d root causes in %d entities)", a.Solver, score.Score,
+				score.RootCausesFound, score.RootCauses, len(a.Answer))})
 		if score.Score < SolvedFrom {
 			continue
 		}
@@ -80,6 +82,7 @@ func AddDifficulty(r *Report, groundTruth []byte, attempts []Attempt) {
 			}
 		}
 		r.Findings = append(r.Findings, Finding{Level: Warning, Code: CodeGiveaway,
-			Message: fmt.Sprintf("%s, which knows nothing of faults, solves the task (score %.2f, from %.2f): %s", a.Solver, score.Score, SolvedFrom, strings.Join(keyedOn, "; "))})
+			Message: fmt.Sprintf("%s, which knows nothing of faults, solves the task (score %.2f, from %.2f): %s", a.Solver,
+				score.Score, SolvedFrom, strings.Join(keyedOn, "; "))})
 	}
 }

@@ -80,7 +80,8 @@ func alertFeatures(path string, counts map[string]int) error {
 	}
 	for _, a := range af.Alerts {
 		l := a.Labels
-		counts[strings.Join([]string{"alert", a.Name, l["severity"], l["namespace"], l["service_name"], normalise(l["pod"]), l["deployment"]}, " ")]++
+		counts[strings.Join([]string{"alert", a.Name, l["severity"], l["namespace"], l["service_name"], normalise(l["pod"]),
+			l["deployment"]}, " ")]++
 	}
 	return nil
 }
@@ -89,7 +90,8 @@ func eventFeatures(path string, counts map[string]int) error {
 	_, err := snapshot.ScanTable(path, func(r snapshot.Row) error {
 		e, err := r.Event()
 		if err == nil {
-			counts[strings.Join([]string{"event", e.Type, e.Reason, e.Regarding.Kind, normalise(e.Regarding.Name), normalise(e.Message)}, " ")]++
+			counts[strings.Join([]string{"event", e.Type, e.Reason, e.Regarding.Kind, normalise(e.Regarding.Name),
+				normalise(e.Message)}, " ")]++
 		}
 		return nil
 	})
@@ -140,7 +142,8 @@ func changeFeatures(path string, counts map[string]int) error {
 func spanFeatures(path string, counts map[string]int) error {
 	_, err := snapshot.ScanTable(path, func(r snapshot.Row) error {
 		if strings.EqualFold(r.Get("StatusCode"), "Error") {
-			counts[strings.Join([]string{"span", r.Get("ServiceName"), normalise(r.Get("SpanName")), normalise(r.Get("StatusMessage"))}, " ")]++
+			counts[strings.Join([]string{"span", r.Get("ServiceName"), normalise(r.Get("SpanName")),
+				normalise(r.Get("StatusMessage"))}, " ")]++
 		}
 		return nil
 	})
@@ -313,12 +316,14 @@ func AddSimilarities(reports []Report, pairs []Pair) {
 			r := &reports[i]
 			if p.Similarity >= DuplicateThreshold {
 				r.Findings = append(r.Findings, Finding{Level: Warning, Code: CodeDuplicate,
-					Message: fmt.Sprintf("a near-duplicate of %s (similarity %.2f, from %.2f); both have: %s", side[1], p.Similarity, DuplicateThreshold, strings.Join(p.Shared, "; "))})
+					Message: fmt.Sprintf("a near-duplicate of %s (similarity %.2f, from %.2f); both have: %s", side[1], p.Similarity,
+						DuplicateThreshold, strings.Join(p.Shared, "; "))})
 			}
 			if !nearest[side[0]] {
 				nearest[side[0]] = true
 				r.Findings = append(r.Findings, Finding{Level: Info, Code: CodeNearest,
-					Message: fmt.Sprintf("the task most like it is %s (similarity %.2f; near-duplicates from %.2f)", side[1], p.Similarity, DuplicateThreshold)})
+					Message: fmt.Sprintf("the task most like it is %s (similarity %.2f; near-duplicates from %.2f)", side[1],
+						p.Similarity, DuplicateThreshold)})
 			}
 		}
 	}

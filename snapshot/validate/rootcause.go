@@ -55,7 +55,8 @@ func (v *validation) solvableBy(g grader.Group, matches []string) {
 		more = fmt.Sprintf(" and %d more", len(matches)-maxMatchesListed)
 		matches = matches[:maxMatchesListed]
 	}
-	v.add(Info, CodeSolvable, data.GroundTruthFile, 0, "root cause %s matches %s%s", g.ID, strings.Join(matches, ", "), more)
+	v.add(Info, CodeSolvable, data.GroundTruthFile, 0, "root cause %s matches %s%s", g.ID, strings.Join(matches, ", "),
+		more)
 }
 
 // deadFilters warns of each filter of a matched group that alone matches nothing.
@@ -68,8 +69,8 @@ func (v *validation) deadFilters(g grader.Group, entities []grader.Entity) {
 		alone.Name, alone.Filters = "", []grader.Filter{f}
 		if !matchesAny(alone, entities) {
 			v.add(Warning, CodeDeadFilter, data.GroundTruthFile, 0,
-				"filter %s of root cause %s matches no object of the snapshot (the group matches through its other names); closest: %s",
-				f.Pattern, g.ID, strings.Join(closestEntities(alone, entities, closestListed), ", "))
+				"filter %s of root cause %s matches no object of the snapshot (the group matches through its other "+
+					"names); closest: %s", f.Pattern, g.ID, strings.Join(closestEntities(alone, entities, closestListed), ", "))
 		}
 	}
 }
@@ -87,8 +88,9 @@ func (v *validation) idAgrees(g grader.Group, entities []grader.Entity) {
 	if matchesAny(byID, entities) {
 		seen = "an object of the snapshot is named so"
 	}
-	v.add(Warning, CodeIDMismatch, data.GroundTruthFile, 0, "root cause %s reads as %s %s, which its %s does not accept (%s)",
-		g.ID, g.Kind, name, strings.TrimPrefix(describeNames(g), "in "+g.Namespace+", "), seen)
+	v.add(Warning, CodeIDMismatch, data.GroundTruthFile, 0,
+		"root cause %s reads as %s %s, which its %s does not accept (%s)", g.ID, g.Kind, name,
+		strings.TrimPrefix(describeNames(g), "in "+g.Namespace+", "), seen)
 }
 
 // idDisagrees gives the name g's id reads as, and whether g's name and filters all refuse it

@@ -14,14 +14,15 @@ import (
 // alerts are, whether errors are there before anything breaks, how big and how restless
 // its object dumps are.
 type Stats struct {
-	AlertNames      map[string]int `json:"alert_names"`       // alert name -> alerts files it fires in
-	AlertsFiles     int            `json:"alerts_files"`      // files in alerts/
-	ErrorSignatures int            `json:"error_signatures"`  // distinct error texts in traces and logs
-	EarlySignatures []string       `json:"early_signatures"`  // error texts of the first five minutes, before most faults
-	Dumps           int            `json:"dumps"`             // object dumps
-	ObjectsPerDump  []int          `json:"objects_per_dump"`  // objects in each dump
-	KindsPerDump    []int          `json:"kinds_per_dump"`    // distinct kinds in each dump
-	ChangedObjects  int            `json:"changed_objects"`   // objects added, removed or changed between the first and last dump
+	AlertNames      map[string]int `json:"alert_names"`      // alert name -> alerts files it fires in
+	AlertsFiles     int            `json:"alerts_files"`     // files in alerts/
+	ErrorSignatures int            `json:"error_signatures"` // distinct error texts in traces and logs
+	EarlySignatures []string       `json:"early_signatures"` // error texts of the first five minutes, before most faults
+	Dumps           int            `json:"dumps"`            // object dumps
+	ObjectsPerDump  []int          `json:"objects_per_dump"` // objects in each dump
+	KindsPerDump    []int          `json:"kinds_per_dump"`   // distinct kinds in each dump
+	// objects added, removed or changed between the first and last dump
+	ChangedObjects  int            `json:"changed_objects"`
 	ChangedByKind   map[string]int `json:"changed_by_kind"`   // the same, by kind
 	MetricsFiles    int            `json:"metrics_files"`     // pod and service metrics files
 	TraceErrorShare float64        `json:"trace_error_share"` // spans with status Error over all spans
@@ -54,7 +55,8 @@ func TaskStats(dir string) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Stats{AlertNames: map[string]int{}, ChangedByKind: map[string]int{}, EarlySignatures: []string{}, ObjectsPerDump: []int{}, KindsPerDump: []int{}}
+	st := &Stats{AlertNames: map[string]int{}, ChangedByKind: map[string]int{}, EarlySignatures: []string{},
+		ObjectsPerDump: []int{}, KindsPerDump: []int{}}
 	for _, af := range snap.Alerts {
 		st.AlertsFiles++
 		seen := map[string]bool{}
@@ -79,7 +81,8 @@ func TaskStats(dir string) (*Stats, error) {
 		}
 	}
 	spans, failed := 0, 0
-	for _, table := range []struct{ file, status, text string }{{"otel_traces_raw.tsv", "StatusCode", "StatusMessage"}, {"otel_logs_raw.tsv", "SeverityText", "Body"}} {
+	for _, table := range []struct{ file, status, text string }{{"otel_traces_raw.tsv", "StatusCode", "StatusMessage"},
+		{"otel_logs_raw.tsv", "SeverityText", "Body"}} {
 		start := time.Time{}
 		if ts := snap.Tables[table.file]; ts != nil {
 			start = ts.First
@@ -109,7 +112,8 @@ func TaskStats(dir string) (*Stats, error) {
 		st.EarlySignatures = append(st.EarlySignatures, sig)
 	}
 	sort.Strings(st.EarlySignatures)
-	if err := st.dumps(filepath.Join(dir, "k8s_objects_raw.tsv")); err != nil && snap.Tables["k8s_objects_raw.tsv"] != nil {
+	if err := st.dumps(filepath.Join(dir, "k8s_objects_raw.tsv")); err != nil &&
+		snap.Tables["k8s_objects_raw.tsv"] != nil {
 		return nil, err
 	}
 	return st, nil

@@ -105,7 +105,8 @@ func Task(t data.Task) Report {
 	switch {
 	case t.GroundTruth == nil && t.Row == nil:
 		gt = nil
-		v.add(Error, CodeMissingFile, data.GroundTruthFile, 0, "the answer key %s is missing: nothing can be graded", data.GroundTruthFile)
+		v.add(Error, CodeMissingFile, data.GroundTruthFile, 0, "the answer key %s is missing: nothing can be graded",
+			data.GroundTruthFile)
 	case err != nil:
 		v.add(Error, CodeGroundTruth, data.GroundTruthFile, 0, "%v", err)
 	default:
@@ -139,7 +140,8 @@ type validation struct {
 }
 
 func (v *validation) add(level, code, file string, line int, format string, args ...any) {
-	v.report.Findings = append(v.report.Findings, Finding{Level: level, Code: code, File: file, Line: line, Message: fmt.Sprintf(format, args...)})
+	v.report.Findings = append(v.report.Findings,
+		Finding{Level: level, Code: code, File: file, Line: line, Message: fmt.Sprintf(format, args...)})
 }
 
 // files checks that the required files are present.
@@ -173,7 +175,8 @@ func (v *validation) files(snap *snapshot.Snapshot) {
 		return
 	}
 	if pods < minMetricsFiles || services < minMetricsFiles {
-		v.add(Warning, CodeThinMetrics, "metrics/", 0, "%d pod and %d service metrics files; real tasks have about 20 and 15", pods, services)
+		v.add(Warning, CodeThinMetrics, "metrics/", 0, "%d pod and %d service metrics files; real tasks have about 20 and 15",
+			pods, services)
 	}
 }
 
@@ -195,7 +198,8 @@ func (v *validation) schema(snap *snapshot.Snapshot) {
 				exp = want[i]
 			}
 			if got != exp {
-				v.add(Error, CodeSchema, path, 1, "column %d is %s, the real schema has %s there (%d columns: %s)", i+1, got, exp, len(want), strings.Join(want, " "))
+				v.add(Error, CodeSchema, path, 1, "column %d is %s, the real schema has %s there (%d columns: %s)", i+1, got, exp,
+					len(want), strings.Join(want, " "))
 				break
 			}
 		}
@@ -218,7 +222,8 @@ func (v *validation) rows(snap *snapshot.Snapshot) {
 				}
 				v.add(Error, CodeBadRows, path, p.Line, "%v", p.Err)
 			}
-			v.add(Error, CodeBadRows, path, 0, "%d of %d records cannot be read (the agent's tools may choke on them too)", st.BadRows, st.BadRows+st.Rows)
+			v.add(Error, CodeBadRows, path, 0, "%d of %d records cannot be read (the agent's tools may choke on them too)",
+				st.BadRows, st.BadRows+st.Rows)
 		}
 		if st.Rows == 0 && st.BadRows == 0 && !unreadable[path] {
 			v.add(Warning, CodeEmptyTable, path, 0, "the table has no record")
@@ -301,7 +306,9 @@ func (v *validation) index(t data.Task) {
 		v.add(Warning, CodeIndexMismatch, file, 0, "category is %q, expected %q", row.Category, data.Category)
 	}
 	if row.ScenarioRoot != data.ScenarioRoot {
-		v.add(Warning, CodeIndexMismatch, file, 0, "scenario_root is %q, expected %q (where the reference sandbox mounts the snapshot)", row.ScenarioRoot, data.ScenarioRoot)
+		v.add(Warning, CodeIndexMismatch, file, 0,
+			"scenario_root is %q, expected %q (where the reference sandbox mounts the snapshot)", row.ScenarioRoot,
+			data.ScenarioRoot)
 	}
 	if !data.ValidSplit(row.SourceSplit) {
 		v.add(Warning, CodeIndexMismatch, file, 0, "source_split is %q, expected public or private", row.SourceSplit)
@@ -314,7 +321,8 @@ func (v *validation) index(t data.Task) {
 	} else if t.Dir != "" {
 		folder, err := os.ReadFile(filepath.Join(t.Dir, data.GroundTruthFile))
 		if err == nil && !bytes.Equal(bytes.TrimSpace(folder), bytes.TrimSpace([]byte(row.GroundTruthYAML))) {
-			v.add(Warning, CodeIndexMismatch, file, 0, "ground_truth_yaml differs from the folder's %s; the row is graded", data.GroundTruthFile)
+			v.add(Warning, CodeIndexMismatch, file, 0, "ground_truth_yaml differs from the folder's %s; the row is graded",
+				data.GroundTruthFile)
 		}
 	}
 }
@@ -352,8 +360,9 @@ func (v *validation) timeWindows(snap *snapshot.Snapshot) {
 		for j := i + 1; j < len(windows); j++ {
 			a, b := windows[i], windows[j]
 			if a.last.Before(b.first) || b.last.Before(a.first) {
-				v.add(Error, CodeTimeWindows, "", 0, "%s (%s to %s) and %s (%s to %s) do not overlap",
-					a.name, a.first.Format(time.RFC3339), a.last.Format(time.RFC3339), b.name, b.first.Format(time.RFC3339), b.last.Format(time.RFC3339))
+				v.add(Error, CodeTimeWindows, "", 0, "%s (%s to %s) and %s (%s to %s) do not overlap", a.name,
+					a.first.Format(time.RFC3339), a.last.Format(time.RFC3339), b.name, b.first.Format(time.RFC3339),
+					b.last.Format(time.RFC3339))
 			}
 		}
 	}

@@ -123,7 +123,8 @@ func (e *Episode) Run(ctx context.Context) loop.Outcome {
 	}
 	// The calls live no longer than the agent: an episode stopped (the run's budget spent,
 	// Ctrl-C, the refusals' cap) passes no more calls on, and those in flight end, counted.
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: time.Minute, BaseContext: func(net.Listener) context.Context { return agentCtx }}
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: time.Minute,
+		BaseContext: func(net.Listener) context.Context { return agentCtx }}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -138,16 +139,18 @@ func (e *Episode) Run(ctx context.Context) loop.Outcome {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	texts := e.Prompts.ForAgents().ForEpisode(promptset.Facts{Workdir: e.Sandbox.Workdir(), Commands: e.Tools.Commands, Python: e.Tools.Python,
-		MaxTurns: e.MaxTurns, CommandTimeout: time.Duration(e.CommandTimeout)})
+	facts := promptset.Facts{Workdir: e.Sandbox.Workdir(), Commands: e.Tools.Commands, Python: e.Tools.Python,
+		MaxTurns: e.MaxTurns, CommandTimeout: time.Duration(e.CommandTimeout)}
+	texts := e.Prompts.ForAgents().ForEpisode(facts)
 	launch := e.Agent.Launch(agents.Episode{Prompt: texts.AgentTask(), Model: cfg.Model,
 		Gateway: GatewayURL, Token: token, MaxTurns: e.MaxTurns, Protocol: cfg.Upstream.Protocol,
 		Executable: e.Install.Exe(), AgentDir: sandbox.AgentDirOf(e.Sandbox)})
 	began := time.Now()
 	res, runErr := e.Sandbox.Run(agentCtx, launch.Script(), timeout)
 	stopServing(srv)
-	rec := runfolder.AgentRecord{Agent: e.Agent.String(), ExitCode: res.ExitCode, TimedOut: res.TimedOut, Duration: time.Since(began).Seconds(),
-		Stdout: res.Stdout, Stderr: res.Stderr, StdoutChars: res.StdoutChars, StderrChars: res.StderrChars}
+	rec := runfolder.AgentRecord{Agent: e.Agent.String(), ExitCode: res.ExitCode, TimedOut: res.TimedOut,
+		Duration: time.Since(began).Seconds(), Stdout: res.Stdout, Stderr: res.Stderr, StdoutChars: res.StdoutChars,
+		StderrChars: res.StderrChars}
 	if runErr != nil {
 		rec.Error = runErr.Error()
 	}
@@ -155,7 +158,8 @@ func (e *Episode) Run(ctx context.Context) loop.Outcome {
 		e.Ended(rec)
 	}
 	totals := gw.Totals()
-	out.Turns, out.ToolCalls, out.Usage, out.ProviderTools = totals.Calls, int(toolCalls.Load()), totals.Usage, totals.ProviderTools
+	out.Turns, out.ToolCalls = totals.Calls, int(toolCalls.Load())
+	out.Usage, out.ProviderTools = totals.Usage, totals.ProviderTools
 	if totals.Permanent != nil {
 		return fail(totals.Permanent)
 	}
@@ -186,7 +190,13 @@ func stopServing(srv *http.Server) {
 
 // settle reads what the agent left: agent_output.json, else the diagnosis in its final
 // message; without either, why it ended.
-func (e *Episode) settle(ctx context.Context, out *loop.Outcome, res sandbox.Result, totals gateway.Totals, timeout time.Duration) {
+func (e *Episode) settle(
+	ctx context.Context,
+	out *loop.Outcome,
+	res sandbox.Result,
+	totals gateway.Totals,
+	timeout time.Duration,
+) {
 	doc, sub, err := grader.ReadSubmissionWith(func(limit int64) ([]byte, error) {
 		return e.Sandbox.ReadFile(ctx, grader.SubmissionFile, limit)
 	})
@@ -206,13 +216,15 @@ func (e *Episode) settle(ctx context.Context, out *loop.Outcome, res sandbox.Res
 		out.Status, out.Reason = grader.StatusInvalid, grader.SubmissionFile+": "+err.Error()
 	case errors.Is(totals.Capped, gateway.ErrCap) && e.MaxTurns > 0 && totals.Calls >= e.MaxTurns:
 		// Refused a call past the cap, the agent gave up or crashed: the model's outcome.
-		out.Status, out.Reason = grader.StatusMaxTurns, fmt.Sprintf("the agent made its %d model calls with no answer (exit status %d)", totals.Calls, res.ExitCode)
+		out.Status, out.Reason = grader.StatusMaxTurns, fmt.Sprintf(
+			"the agent made its %d model calls with no answer (exit status %d)", totals.Calls, res.ExitCode)
 	case res.TimedOut:
 		out.Status, out.Err = grader.StatusError, fmt.Errorf("the agent ran past its wall time of %s with no answer", timeout)
 	case res.ExitCode != 0:
 		out.Status, out.Err = grader.StatusError, fmt.Errorf("the agent exited with status %d with no answer", res.ExitCode)
 	default:
-		out.Status, out.Reason = grader.StatusMissing, "the agent ended with no "+grader.SubmissionFile+" and no answer in its final message"
+		out.Status, out.Reason = grader.StatusMissing,
+			"the agent ended with no "+grader.SubmissionFile+" and no answer in its final message"
 		if totals.Capped != nil {
 			out.Reason += " (" + totals.Capped.Error() + ")"
 		}
@@ -238,7 +250,9 @@ var ErrUnsupported = errors.New("the agent cannot run in this sandbox")
 // configuration of its own) run in every isolating backend that relays.
 func Supports(b sandbox.Backend, a agents.Agent) error {
 	if a.NeedsProc() && b.Name() == sandbox.NameLandlock {
-		return fmt.Errorf("%w: %s needs /proc/self, which the landlock sandbox keeps out of reach; use the bwrap or docker sandbox", ErrUnsupported, a)
+		return fmt.Errorf(
+			"%w: %s needs /proc/self, which the landlock sandbox keeps out of reach; use the bwrap or docker sandbox",
+			ErrUnsupported, a)
 	}
 	return nil
 }
@@ -251,7 +265,11 @@ var ErrNotInstalled = errors.New("the agent is not installed in the sandbox")
 // system lacks (an image without it) is taken from this machine, its install shown read-only
 // (install, for every episode's sandbox); one neither has is ErrNotInstalled, naming the
 // program and its npm package.
-func Version(ctx context.Context, b sandbox.Backend, a agents.Agent) (version string, install *agents.Install, err error) {
+func Version(
+	ctx context.Context,
+	b sandbox.Backend,
+	a agents.Agent,
+) (version string, install *agents.Install, err error) {
 	if err := Supports(b, a); err != nil {
 		return "", nil, err
 	}
@@ -278,15 +296,22 @@ func Version(ctx context.Context, b sandbox.Backend, a agents.Agent) (version st
 	program, pkg := a.Program()
 	switch {
 	case res.ExitCode == 127:
-		return "", nil, fmt.Errorf("%w: %s (npm package %s) is not on the %s sandbox's PATH, nor on this machine's", ErrNotInstalled, program, pkg, b.Name())
+		return "", nil, fmt.Errorf("%w: %s (npm package %s) is not on the %s sandbox's PATH, nor on this machine's",
+			ErrNotInstalled, program, pkg, b.Name())
 	case res.ExitCode != 0 || res.TimedOut:
-		return "", nil, fmt.Errorf("%s: exit status %d: %s", a.VersionCommand(install.Exe()), res.ExitCode, firstLine(res.Stderr+res.Stdout))
+		return "", nil, fmt.Errorf("%s: exit status %d: %s", a.VersionCommand(install.Exe()), res.ExitCode,
+			firstLine(res.Stderr+res.Stdout))
 	}
 	return firstLine(res.Stdout), install, nil
 }
 
 // askVersion runs the agent's version command in an empty sandbox showing install.
-func askVersion(ctx context.Context, b sandbox.Backend, a agents.Agent, install *agents.Install) (sandbox.Result, error) {
+func askVersion(
+	ctx context.Context,
+	b sandbox.Backend,
+	a agents.Agent,
+	install *agents.Install,
+) (sandbox.Result, error) {
 	return sandbox.RunEmpty(ctx, b, a.VersionCommand(install.Exe()), time.Minute, install.Shown())
 }
 

@@ -77,7 +77,8 @@ func Parse(spec string) (Agent, error) {
 	if cmd, ok := strings.CutPrefix(spec, CommandPrefix); ok {
 		cmd = strings.TrimSpace(cmd)
 		if cmd == "" {
-			return Agent{}, fmt.Errorf("%w: %s needs a program after the colon (command:'python3 my_agent.py')", ErrAgentSpec, CommandPrefix)
+			return Agent{}, fmt.Errorf("%w: %s needs a program after the colon (command:'python3 my_agent.py')", ErrAgentSpec,
+				CommandPrefix)
 		}
 		return Agent{Name: "command", Command: cmd}, nil
 	}

@@ -27,7 +27,8 @@ var claudeCode = adapter{
 	// and aborts (SIGABRT) when they are refused.
 	needsProc: true,
 	launch: func(e Episode) Launch {
-		cmd := e.Executable + ` --print --output-format json --dangerously-skip-permissions --disallowedTools=WebSearch,WebFetch --strict-mcp-config --model "$` + ModelVar + `"`
+		cmd := e.Executable + ` --print --output-format json --dangerously-skip-permissions` +
+			` --disallowedTools=WebSearch,WebFetch --strict-mcp-config --model "$` + ModelVar + `"`
 		if e.MaxTurns > 0 {
 			cmd += ` --max-turns "$` + MaxTurnsVar + `"`
 		}

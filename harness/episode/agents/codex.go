@@ -23,7 +23,8 @@ var codex = adapter{
 	native:   codexNative,
 	launch: func(e Episode) Launch {
 		provider := "model_providers.aa-grade."
-		cmd := `export CODEX_HOME="$HOME/.codex" && mkdir -p "$CODEX_HOME" && ` + e.Executable + ` exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox` +
+		cmd := `export CODEX_HOME="$HOME/.codex" && mkdir -p "$CODEX_HOME" && ` + e.Executable +
+			` exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox` +
 			` --model "$` + ModelVar + `"` +
 			` -c model_provider=aa-grade` +
 			` -c ` + provider + `name=aa-grade` +

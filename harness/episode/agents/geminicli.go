@@ -40,7 +40,8 @@ var geminiCLI = adapter{
 	native:   hostNode("bundle/gemini.js"),
 	node:     true,
 	launch: func(e Episode) Launch {
-		cmd := `mkdir -p "$HOME/.gemini" && printf '%s\n' ` + shellQuote(geminiSettings) + ` > "$HOME/.gemini/settings.json" && ` +
+		cmd := `mkdir -p "$HOME/.gemini" && printf '%s\n' ` + shellQuote(geminiSettings) +
+			` > "$HOME/.gemini/settings.json" && ` +
 			nodeRun(e.Executable) + ` --yolo --output-format json --model "$` + ModelVar + `" --prompt "$` + PromptVar + `"`
 		return Launch{Command: cmd, Env: []string{
 			"GEMINI_CLI_TRUST_WORKSPACE=true",

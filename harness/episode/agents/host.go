@@ -84,9 +84,11 @@ func (a Agent) HostInstall() (Install, error) {
 // platform's package (nested in root, or beside it), or in root's own vendor folder.
 func codexNative(root string) (Install, string, error) {
 	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
-	triple := map[string]string{"amd64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}[runtime.GOARCH]
+	triple := map[string]string{"amd64": "x86_64-unknown-linux-musl",
+		"arm64": "aarch64-unknown-linux-musl"}[runtime.GOARCH]
 	platform := filepath.Join("@openai", "codex-linux-"+arch)
-	for _, dir := range []string{filepath.Join(root, "node_modules", platform), filepath.Join(filepath.Dir(filepath.Dir(root)), platform), root} {
+	for _, dir := range []string{filepath.Join(root, "node_modules", platform),
+		filepath.Join(filepath.Dir(filepath.Dir(root)), platform), root} {
 		real, err := filepath.EvalSymlinks(filepath.Join(dir, "vendor", triple))
 		if err != nil {
 			continue
@@ -122,7 +124,8 @@ func hostNode(script string) func(root string) (Install, string, error) {
 			return Install{}, "", fmt.Errorf("node (Node.js, which %s runs on): %w", root, err)
 		}
 		if dir := filepath.Dir(node); !slices.Contains(sandboxPath, dir) {
-			return Install{}, "", fmt.Errorf("this machine's node is %s, where a sandbox's PATH does not find it (%s)", node, strings.Join(sandboxPath, ":"))
+			return Install{}, "", fmt.Errorf("this machine's node is %s, where a sandbox's PATH does not find it (%s)", node,
+				strings.Join(sandboxPath, ":"))
 		}
 		f, err := elf.Open(node)
 		if err != nil {
@@ -135,7 +138,9 @@ func hostNode(script string) func(root string) (Install, string, error) {
 		}
 		for _, lib := range libs {
 			if !nodeRuntimeLibs[lib] {
-				return Install{}, "", fmt.Errorf("this machine's node links %s, which a sandbox's image may lack (only the C and C++ runtimes are taken for granted)", lib)
+				return Install{}, "", fmt.Errorf(
+					"this machine's node links %s, which a sandbox's image may lack (only the C and C++ runtimes are taken "+
+						"for granted)", lib)
 			}
 		}
 		exe := filepath.Join(root, script)

@@ -67,7 +67,8 @@ func (e *errRetry) Unwrap() error {
 // for another call. before are events recorded ahead of the request (what the gateway took
 // out of it).
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte, n int, before ...model.Event) {
-	c := &call{g: g, w: w, url: g.cfg.Upstream.url(r.URL), header: g.upstreamHeader(r.Header), body: body, model: n > 0, n: n, started: time.Now()}
+	c := &call{g: g, w: w, url: g.cfg.Upstream.url(r.URL), header: g.upstreamHeader(r.Header), body: body, model: n > 0,
+		n: n, started: time.Now()}
 	c.ctx = r.Context()
 	defer func() { g.record(c.events, c.turn()) }()
 	c.events = append(c.events, before...)
@@ -191,7 +192,8 @@ func (c *call) try() error {
 		err = fmt.Errorf("the answer is larger than the %d MiB cap on an answer", provider.MaxResponseBytes>>20)
 	}
 	if err != nil {
-		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Error: "the answer could not be read: " + err.Error()})
+		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode,
+			Error: "the answer could not be read: " + err.Error()})
 		release(resp.Header, nil, err)
 		if c.model {
 			c.used("", false) // an answer cut short was billed all the same
@@ -206,7 +208,8 @@ func (c *call) try() error {
 		return &errRetry{err: err}
 	}
 	if f := c.g.cfg.Upstream.Protocol.failureIn(answer); f != nil && f.Transient() {
-		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer), Error: "the answer reports an error"})
+		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer),
+			Error: "the answer reports an error"})
 		return c.retryable(resp, answer, f, release)
 	}
 	c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: asJSON(answer)})
@@ -241,7 +244,12 @@ func (c *call) failed(resp *http.Response, release func(http.Header, []byte, err
 // retryable ends an attempt that failed with a transient error before anything went back to
 // the agent (an error status, or a 200 answer or first event that reports one): the limiter
 // hears it, and the answer is kept to pass on as it came should the retries give up.
-func (c *call) retryable(resp *http.Response, answer []byte, apiErr *provider.APIError, release func(http.Header, []byte, error)) error {
+func (c *call) retryable(
+	resp *http.Response,
+	answer []byte,
+	apiErr *provider.APIError,
+	release func(http.Header, []byte, error),
+) error {
 	release(resp.Header, nil, apiErr)
 	c.err = apiErr
 	c.lastFail, c.lastHead, c.lastCode, c.lastErr = answer, resp.Header, resp.StatusCode, apiErr

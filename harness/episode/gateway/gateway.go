@@ -245,7 +245,8 @@ func New(cfg Config) (*Gateway, error) {
 	case cfg.Upstream.Protocol < Chat || cfg.Upstream.Protocol > Gemini:
 		return nil, fmt.Errorf("gateway: unknown protocol %d", cfg.Upstream.Protocol)
 	case !strings.HasPrefix(cfg.Upstream.BaseURL, "http://") && !strings.HasPrefix(cfg.Upstream.BaseURL, "https://"):
-		return nil, fmt.Errorf("gateway: the base URL of %s, %q, is no http:// or https:// URL", cfg.Upstream.Protocol, cfg.Upstream.BaseURL)
+		return nil, fmt.Errorf("gateway: the base URL of %s, %q, is no http:// or https:// URL", cfg.Upstream.Protocol,
+			cfg.Upstream.BaseURL)
 	case cfg.Caps.Calls < 0 || cfg.Caps.Tokens < 0 || cfg.Caps.CostUSD < 0:
 		return nil, fmt.Errorf("gateway: caps must be 0 (none) or more: %+v", cfg.Caps)
 	case CheckModel(cfg.Model, cfg.ProviderTools) != nil:
@@ -406,7 +407,8 @@ func (g *Gateway) permanent(err error) {
 	if src == "" {
 		src = "the base URL given"
 	}
-	err = fmt.Errorf("the provider at %s (%s) refused a call of the agent, and no retry cures it: %w", g.cfg.Upstream.BaseURL, src, err)
+	err = fmt.Errorf("the provider at %s (%s) refused a call of the agent, and no retry cures it: %w",
+		g.cfg.Upstream.BaseURL, src, err)
 	g.mu.Lock()
 	g.keepFirst(&g.totals.Permanent, err, g.cfg.Permanent)
 }
@@ -475,7 +477,8 @@ func UpstreamOf(m model.Model, speaks []Protocol) (Upstream, string, error) {
 	for _, p := range speaks {
 		names = append(names, p.String())
 	}
-	return Upstream{}, "", fmt.Errorf("%w: the agent speaks %s, which the model's API (%s) does not", ErrProtocol, strings.Join(names, " or "), offered[0])
+	return Upstream{}, "", fmt.Errorf("%w: the agent speaks %s, which the model's API (%s) does not", ErrProtocol,
+		strings.Join(names, " or "), offered[0])
 }
 
 // ErrProtocol marks an agent and a model that speak no protocol in common.

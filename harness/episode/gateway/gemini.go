@@ -24,7 +24,8 @@ const (
 )
 
 // geminiMethods are the methods served, by name.
-var geminiMethods = map[string]geminiMethod{"countTokens": geminiCount, "generateContent": geminiPlain, "streamGenerateContent": geminiStream}
+var geminiMethods = map[string]geminiMethod{"countTokens": geminiCount, "generateContent": geminiPlain,
+	"streamGenerateContent": geminiStream}
 
 // geminiCall reads a Gemini path: the model it names (unescaped) and the method; ok false for
 // a path of another shape.
@@ -41,7 +42,12 @@ func geminiCall(path string) (modelName, method string, ok bool) {
 // path and the body already checked): a model call or token count at one of geminiMethods, for the run's model (or one
 // mapped to it, put in its place in the path), is passed on; anything else is refused in
 // Google's error shape.
-func (g *Gateway) serveGemini(w http.ResponseWriter, r *http.Request, body []byte, refuse func(refusal, string, ...any)) {
+func (g *Gateway) serveGemini(
+	w http.ResponseWriter,
+	r *http.Request,
+	body []byte,
+	refuse func(refusal, string, ...any),
+) {
 	asked, name, _ := geminiCall(r.URL.Path) // a path routed already
 	method := geminiMethods[name]
 	if method == geminiStream && r.URL.Query().Get("alt") != "sse" {

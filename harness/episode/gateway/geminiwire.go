@@ -59,7 +59,8 @@ func readGeminiRequest(body []byte) (model.Request, error) {
 			if !params.Exists() {
 				params = d.Get("parameters")
 			}
-			req.Tools = append(req.Tools, model.Tool{Name: d.Get("name").String(), Description: d.Get("description").String(), Parameters: rawOrNil(params)})
+			req.Tools = append(req.Tools, model.Tool{Name: d.Get("name").String(), Description: d.Get("description").String(),
+				Parameters: rawOrNil(params)})
 			return true
 		})
 		return true
@@ -175,7 +176,9 @@ func (s *geminiChunks) addPart(p gjson.Result) {
 	}
 	text := p.Get("text")
 	if n := len(s.parts) - 1; text.Type == gjson.String && n >= 0 && s.text[n] != nil &&
-		p.Get("thought").Bool() == gjson.GetBytes(s.parts[n]["thought"], "@this").Bool() && s.parts[n]["thoughtSignature"] == nil {
+		p.Get("thought").Bool() ==
+			gjson.GetBytes(s.parts[n]["thought"], "@this").Bool() &&
+		s.parts[n]["thoughtSignature"] == nil {
 		s.text[n].WriteString(text.Str)
 		if sig, ok := fields["thoughtSignature"]; ok {
 			s.parts[n]["thoughtSignature"] = sig

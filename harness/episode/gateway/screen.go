@@ -13,7 +13,8 @@ import (
 )
 
 // ErrProviderTool marks a request refused for asking the provider to run a tool itself.
-var ErrProviderTool = errors.New("the gateway passes on no tool the provider runs itself (web search, fetch, MCP, code execution)")
+var ErrProviderTool = errors.New(
+	"the gateway passes on no tool the provider runs itself (web search, fetch, MCP, code execution)")
 
 // providerTool is the refusal of a request that holds a provider-side tool: a 400, final,
 // as the provider's own answer to a tool it does not know would be.
@@ -60,7 +61,8 @@ func (g *Gateway) screen(r *http.Request, body []byte) (*http.Request, []byte, [
 	g.mu.Lock()
 	g.totals.Stripped++
 	g.mu.Unlock()
-	return r, out, []model.Event{{Kind: model.KindStripped, Error: "not passed on to the provider: " + strings.Join(removed, ", ")}}, nil
+	return r, out, []model.Event{
+		{Kind: model.KindStripped, Error: "not passed on to the provider: " + strings.Join(removed, ", ")}}, nil
 }
 
 // member is a key of a JSON object and its value, raw.
@@ -80,7 +82,8 @@ func screenBody(p Protocol, body []byte, at string) ([]byte, []string, error) {
 			removed = append(removed, at+k.Str)
 			return true
 		case k.Str == toolChoiceField && v.IsObject() && !toolChoices[p][v.Get("type").String()]:
-			err = fmt.Errorf("%w: %s%s forces type %s, which the provider runs itself", ErrProviderTool, at, k.Str, v.Get("type").Raw)
+			err = fmt.Errorf("%w: %s%s forces type %s, which the provider runs itself", ErrProviderTool, at, k.Str,
+				v.Get("type").Raw)
 		case k.Str == toolsField && v.IsArray():
 			var rm []string
 			value, rm, err = screenTools(p, v, at+k.Str)
@@ -118,7 +121,8 @@ func screenTools(p Protocol, tools gjson.Result, at string) (string, []string, e
 	for i, t := range tools.Array() {
 		where := fmt.Sprintf("%s[%d]", at, i)
 		if ok, what := clientTool(p, t); !ok {
-			return "", nil, fmt.Errorf("%w: %s is %s, which the provider runs itself; only function tools the agent runs pass", ErrProviderTool, where, what)
+			return "", nil, fmt.Errorf("%w: %s is %s, which the provider runs itself; only function tools the agent runs pass",
+				ErrProviderTool, where, what)
 		}
 		var keys []string
 		t.ForEach(func(k, v gjson.Result) bool {

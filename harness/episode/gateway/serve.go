@@ -36,7 +36,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, body, shape, why, fmt.Sprintf(format, args...))
 	}
 	if g.pastRefusals() {
-		refuse(tooManyRefused, "aa-grade: %d requests of this episode were refused, its cap; the episode is over", MaxRefusals)
+		refuse(tooManyRefused, "aa-grade: %d requests of this episode were refused, its cap; the episode is over",
+			MaxRefusals)
 		return
 	}
 	switch {
@@ -145,7 +146,8 @@ func (g *Gateway) shapeOf(r *http.Request) Protocol {
 	if r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != "" {
 		return Messages
 	}
-	if g.cfg.Upstream.Protocol == Gemini || r.Header.Get("X-Goog-Api-Key") != "" || strings.HasPrefix(r.URL.Path, geminiModels) {
+	if g.cfg.Upstream.Protocol == Gemini || r.Header.Get("X-Goog-Api-Key") != "" ||
+		strings.HasPrefix(r.URL.Path, geminiModels) {
 		return Gemini
 	}
 	if g.cfg.Upstream.Protocol == Messages && r.URL.Path == modelsPath {
@@ -185,7 +187,8 @@ var (
 	// A call past a cap is a 400, which clients take as final: a 429 or 5xx they would retry.
 	capReached = refusal{http.StatusBadRequest, "invalid_request_error", "episode_cap_reached", "FAILED_PRECONDITION"}
 	// Any request once the episode's requests were refused MaxRefusals times.
-	tooManyRefused = refusal{http.StatusBadRequest, "invalid_request_error", "episode_refusals_exceeded", "FAILED_PRECONDITION"}
+	tooManyRefused = refusal{http.StatusBadRequest, "invalid_request_error", "episode_refusals_exceeded",
+		"FAILED_PRECONDITION"}
 	// A provider that cannot be reached, after the retries.
 	unreachable = refusal{http.StatusBadGateway, "api_error", "upstream_unreachable", "UNAVAILABLE"}
 )
@@ -218,7 +221,9 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, body []byte, p 
 		req := model.Event{Kind: model.KindRequest, URL: r.Method + " " + recordedURI(r.URL),
 			Header: provider.RecordedHeader(r.Header)}
 		recordBody(&req, body)
-		g.record([]model.Event{req, {Kind: model.KindResponse, Status: why.status, Body: answer, Error: "refused by the gateway: " + message}}, nil)
+		refused := model.Event{Kind: model.KindResponse, Status: why.status, Body: answer,
+			Error: "refused by the gateway: " + message}
+		g.record([]model.Event{req, refused}, nil)
 	}
 	writeJSON(w, why.status, answer)
 }
@@ -244,10 +249,12 @@ func recordBody(e *model.Event, body []byte) {
 func (g *Gateway) listModels(w http.ResponseWriter, r *http.Request) {
 	var v any
 	if g.shapeOf(r) == Messages {
-		m := map[string]any{"type": "model", "id": g.cfg.Model, "display_name": g.cfg.Model, "created_at": "1970-01-01T00:00:00Z"}
+		m := map[string]any{"type": "model", "id": g.cfg.Model, "display_name": g.cfg.Model,
+			"created_at": "1970-01-01T00:00:00Z"}
 		v = map[string]any{"data": []any{m}, "has_more": false, "first_id": g.cfg.Model, "last_id": g.cfg.Model}
 	} else {
-		v = map[string]any{"object": "list", "data": []any{map[string]any{"id": g.cfg.Model, "object": "model", "created": 0, "owned_by": "aa-grade"}}}
+		m := map[string]any{"id": g.cfg.Model, "object": "model", "created": 0, "owned_by": "aa-grade"}
+		v = map[string]any{"object": "list", "data": []any{m}}
 	}
 	b, _ := json.Marshal(v) // strings and numbers
 	writeJSON(w, http.StatusOK, b)

@@ -29,13 +29,15 @@ func (c *call) stream(resp *http.Response, release func(http.Header, []byte, err
 	ev, err := events.next()
 	if err != nil {
 		text.add(ev)
-		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: text.body(), Error: "the stream was cut before its first event: " + err.Error()})
+		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: text.body(),
+			Error: "the stream was cut before its first event: " + err.Error()})
 		release(resp.Header, nil, err)
 		return &errRetry{err: err}
 	}
 	if f := c.g.cfg.Upstream.Protocol.failureIn(eventData(ev)); f != nil && f.Transient() {
 		text.add(ev)
-		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: text.body(), Error: "the stream's first event is an error"})
+		c.note(model.Event{Kind: model.KindResponse, Status: resp.StatusCode, Body: text.body(),
+			Error: "the stream's first event is an error"})
 		return c.retryable(resp, ev, f, release)
 	}
 	copyAnswerHeader(c.w.Header(), resp.Header)
@@ -89,7 +91,8 @@ func (c *call) stream(resp *http.Response, release func(http.Header, []byte, err
 		release(resp.Header, nil, failure)
 	}
 	if c.model {
-		c.used(gjson.GetBytes(c.answer, c.g.cfg.Upstream.Protocol.dialect().field).Raw, answer.Ended()) // a cut stream was billed too: at its worst case
+		c.used(gjson.GetBytes(c.answer, c.g.cfg.Upstream.Protocol.dialect().field).Raw,
+			answer.Ended()) // a cut stream was billed too: at its worst case
 	}
 	if failure != nil && !hungUp {
 		panic(http.ErrAbortHandler) // net/http's way to cut the agent's connection; forward's defer records the call

@@ -31,7 +31,8 @@ func readChatRequest(body []byte) (model.Request, error) {
 		case model.RoleAssistant:
 			req.Messages = append(req.Messages, provider.ChatAssistant(m))
 		case model.RoleTool:
-			req.Messages = append(req.Messages, model.Message{Role: model.RoleTool, ToolCallID: m.Get("tool_call_id").String(), Content: provider.ChatText(m.Get("content"))})
+			req.Messages = append(req.Messages, model.Message{Role: model.RoleTool, ToolCallID: m.Get("tool_call_id").String(),
+				Content: provider.ChatText(m.Get("content"))})
 		default:
 			req.Messages = append(req.Messages, model.Message{Role: neutralRole(role),
 				Content: provider.ChatText(m.Get("content"))})
@@ -40,7 +41,8 @@ func readChatRequest(body []byte) (model.Request, error) {
 	})
 	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
 		if f := t.Get("function"); f.Exists() {
-			req.Tools = append(req.Tools, model.Tool{Name: f.Get("name").String(), Description: f.Get("description").String(), Parameters: rawOrNil(f.Get("parameters"))})
+			req.Tools = append(req.Tools, model.Tool{Name: f.Get("name").String(), Description: f.Get("description").String(),
+				Parameters: rawOrNil(f.Get("parameters"))})
 		}
 		return true
 	})
@@ -70,7 +72,8 @@ func readResponsesRequest(body []byte) (model.Request, error) {
 	}
 	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
 		if name := t.Get("name").String(); name != "" {
-			req.Tools = append(req.Tools, model.Tool{Name: name, Description: t.Get("description").String(), Parameters: rawOrNil(t.Get("parameters"))})
+			req.Tools = append(req.Tools, model.Tool{Name: name, Description: t.Get("description").String(),
+				Parameters: rawOrNil(t.Get("parameters"))})
 		}
 		return true
 	})
@@ -85,9 +88,11 @@ func addInputItem(messages []model.Message, it gjson.Result) []model.Message {
 	last := len(messages) - 1
 	switch {
 	case kind == "function_call_output" || kind == "custom_tool_call_output":
-		return append(messages, model.Message{Role: model.RoleTool, ToolCallID: it.Get("call_id").String(), Content: provider.ItemText(it.Get("output"))})
+		return append(messages, model.Message{Role: model.RoleTool, ToolCallID: it.Get("call_id").String(),
+			Content: provider.ItemText(it.Get("output"))})
 	case kind == "reasoning" || kind == "function_call" || kind == "custom_tool_call" || role == model.RoleAssistant:
-		startsReply := kind == "reasoning" && last >= 0 && (messages[last].Content != "" || len(messages[last].ToolCalls) > 0)
+		startsReply := kind == "reasoning" && last >= 0 &&
+			(messages[last].Content != "" || len(messages[last].ToolCalls) > 0)
 		if last < 0 || messages[last].Role != model.RoleAssistant || startsReply {
 			messages = append(messages, model.Message{Role: model.RoleAssistant})
 		}
@@ -145,7 +150,8 @@ func readAnthropicRequest(body []byte) (model.Request, error) {
 		return true
 	})
 	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
-		req.Tools = append(req.Tools, model.Tool{Name: t.Get("name").String(), Description: t.Get("description").String(), Parameters: rawOrNil(t.Get("input_schema"))})
+		req.Tools = append(req.Tools, model.Tool{Name: t.Get("name").String(), Description: t.Get("description").String(),
+			Parameters: rawOrNil(t.Get("input_schema"))})
 		return true
 	})
 	return req, nil
@@ -271,11 +277,13 @@ func (s *chatStream) Answer() []byte {
 		calls := make([]map[string]any, len(s.calls))
 		for i := range s.calls {
 			c := &s.calls[i]
-			calls[i] = map[string]any{"id": c.id, "type": "function", "function": map[string]any{"name": c.name, "arguments": c.arguments.String()}}
+			calls[i] = map[string]any{"id": c.id, "type": "function",
+				"function": map[string]any{"name": c.name, "arguments": c.arguments.String()}}
 		}
 		msg["tool_calls"] = calls
 	}
-	answer := map[string]any{"object": "chat.completion", "choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": s.finish}}}
+	answer := map[string]any{"object": "chat.completion",
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": s.finish}}}
 	if s.usage != nil {
 		answer["usage"] = s.usage
 	}

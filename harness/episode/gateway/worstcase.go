@@ -41,8 +41,11 @@ func worstCase(p Protocol, body []byte) (model.Usage, string) {
 		}
 	}
 	if output == 0 {
-		output, from = defaultWorstOutput, fmt.Sprintf("the request names no %s: the largest cap of current models", strings.Join(outputCaps[p], " nor "))
+		output, from = defaultWorstOutput, fmt.Sprintf("the request names no %s: the largest cap of current models",
+			strings.Join(outputCaps[p], " nor "))
 	}
 	u := model.Usage{Input: int64(len(body)), Output: output, WorstCase: true}
-	return u, fmt.Sprintf("counted at its worst case: %d input tokens (one a byte of the request's body) and %d output tokens (%s)", u.Input, u.Output, from)
+	return u, fmt.Sprintf(
+		"counted at its worst case: %d input tokens (one a byte of the request's body) and %d output tokens (%s)", u.Input,
+		u.Output, from)
 }

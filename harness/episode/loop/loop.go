@@ -82,9 +82,10 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		timeout = sandbox.DefaultCommandTimeout
 	}
 	var out Outcome
-	e.texts = e.Prompts.ForEpisode(promptset.Facts{Workdir: e.Sandbox.Workdir(), Commands: e.Tools.Commands, Python: e.Tools.Python,
-		MaxTurns: maxTurns, CommandTimeout: timeout})
-	messages := []model.Message{{Role: model.RoleSystem, Content: e.texts.System()}, {Role: model.RoleUser, Content: e.texts.Task()}}
+	e.texts = e.Prompts.ForEpisode(promptset.Facts{Workdir: e.Sandbox.Workdir(), Commands: e.Tools.Commands,
+		Python: e.Tools.Python, MaxTurns: maxTurns, CommandTimeout: timeout})
+	messages := []model.Message{{Role: model.RoleSystem, Content: e.texts.System()},
+		{Role: model.RoleUser, Content: e.texts.Task()}}
 	tools := e.offeredTools()
 	for turn := 1; turn <= maxTurns; turn++ {
 		messages = e.warn(messages, turn, maxTurns)
@@ -124,7 +125,8 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 		messages = e.nudge(messages, calls, turn, maxTurns, false)
 		if e.summariseAfter(reply.Usage, turn, maxTurns) {
 			var sum model.Reply
-			if messages, sum, err = e.summariseReply(ctx, messages, tools, turn, &out); e.failed(err, &out) || e.cut(sum, &out) {
+			if messages, sum, err = e.summariseReply(ctx, messages, tools, turn, &out); e.failed(err, &out) ||
+				e.cut(sum, &out) {
 				return out
 			}
 		}
@@ -136,7 +138,13 @@ func (e *Episode) Run(ctx context.Context) Outcome {
 
 // retryShorter is the lenient loop's answer to an overflowing context: it summarises the newer
 // half of the history (the whole no longer fits) and makes the turn's call once more.
-func (e *Episode) retryShorter(ctx context.Context, messages []model.Message, tools []model.Tool, turn, maxTurns int, out *Outcome) ([]model.Message, model.Reply, error) {
+func (e *Episode) retryShorter(
+	ctx context.Context,
+	messages []model.Message,
+	tools []model.Tool,
+	turn, maxTurns int,
+	out *Outcome,
+) ([]model.Message, model.Reply, error) {
 	messages, err := e.summarise(ctx, recentHalf(messages), tools, turn, out)
 	if err != nil {
 		return messages, model.Reply{}, err
@@ -149,7 +157,12 @@ func (e *Episode) retryShorter(ctx context.Context, messages []model.Message, to
 // nudge appends the continue message after a reply with no tool call. The lenient loop
 // nudges at once (before any summary, which then drops it); the reference loop, as Stirrup,
 // after the summary check and only when the next turn brings no warning.
-func (e *Episode) nudge(messages []model.Message, calls []model.ToolCall, turn, maxTurns int, afterSummary bool) []model.Message {
+func (e *Episode) nudge(
+	messages []model.Message,
+	calls []model.ToolCall,
+	turn, maxTurns int,
+	afterSummary bool,
+) []model.Message {
 	if len(calls) > 0 || afterSummary == e.lenient() || (!e.lenient() && maxTurns-turn <= warningTurns) {
 		return messages
 	}
@@ -213,7 +226,8 @@ func (e *Episode) cut(reply model.Reply, out *Outcome) bool {
 	if !reply.Cut || e.lenient() {
 		return false
 	}
-	out.Status, out.Reason = grader.StatusOutputLimit, fmt.Sprintf("a reply stopped at the output cap (%d tokens)", e.maxTokens())
+	out.Status, out.Reason = grader.StatusOutputLimit, fmt.Sprintf("a reply stopped at the output cap (%d tokens)",
+		e.maxTokens())
 	return true
 }
 
@@ -227,7 +241,8 @@ func (e *Episode) malformed(reply model.Reply, out *Outcome) bool {
 	}
 	for _, c := range reply.Message.ToolCalls {
 		if strings.TrimSpace(c.Arguments) != "" && !json.Valid([]byte(c.Arguments)) {
-			out.Status, out.Reason = grader.StatusInvalidArguments, fmt.Sprintf("the %s call's arguments are not JSON: %s", c.Name, clip(c.Arguments, 200))
+			out.Status, out.Reason = grader.StatusInvalidArguments, fmt.Sprintf("the %s call's arguments are not JSON: %s",
+				c.Name, clip(c.Arguments, 200))
 			return true
 		}
 	}
@@ -256,7 +271,13 @@ func (e *Episode) summariseAfter(u model.Usage, turn, maxTurns int) bool {
 
 // summarise is summariseReply for the lenient loop's overflow, where the summary reply's own
 // ending does not matter.
-func (e *Episode) summarise(ctx context.Context, messages []model.Message, tools []model.Tool, turn int, out *Outcome) ([]model.Message, error) {
+func (e *Episode) summarise(
+	ctx context.Context,
+	messages []model.Message,
+	tools []model.Tool,
+	turn int,
+	out *Outcome,
+) ([]model.Message, error) {
 	history, _, err := e.summariseReply(ctx, messages, tools, turn, out)
 	return history, err
 }
@@ -268,8 +289,15 @@ func (e *Episode) summarise(ctx context.Context, messages []model.Message, tools
 // The acknowledgement is a user message, as in the reference harness: a history ending on an
 // assistant message would make the next call a prefill, whose reply the model writes as a
 // continuation of the harness's words and thinking models refuse.
-func (e *Episode) summariseReply(ctx context.Context, messages []model.Message, tools []model.Tool, turn int, out *Outcome) ([]model.Message, model.Reply, error) {
-	req := model.Request{Messages: append(append([]model.Message(nil), messages...), model.Message{Role: model.RoleUser, Content: e.texts.SummaryRequest()}), Tools: tools, Summary: true}
+func (e *Episode) summariseReply(
+	ctx context.Context,
+	messages []model.Message,
+	tools []model.Tool,
+	turn int,
+	out *Outcome,
+) ([]model.Message, model.Reply, error) {
+	ask := model.Message{Role: model.RoleUser, Content: e.texts.SummaryRequest()}
+	req := model.Request{Messages: append(append([]model.Message(nil), messages...), ask), Tools: tools, Summary: true}
 	reply, err := e.complete(ctx, turn, req, out)
 	if err != nil {
 		return nil, reply, fmt.Errorf("summarise the history: %w", err)
@@ -301,7 +329,12 @@ func recentHalf(messages []model.Message) []model.Message {
 // emitted, finish included, and every call of the reply even after an accepted finish, as
 // Stirrup does; the lenient loop runs the finish call last. Two finish calls are both refused
 // in either.
-func (e *Episode) runCalls(ctx context.Context, calls []model.ToolCall, timeout time.Duration, out *Outcome) ([]model.Message, bool) {
+func (e *Episode) runCalls(
+	ctx context.Context,
+	calls []model.ToolCall,
+	timeout time.Duration,
+	out *Outcome,
+) ([]model.Message, bool) {
 	finishName := e.texts.FinishTool()
 	finishes := 0
 	for _, c := range calls {
@@ -423,7 +456,8 @@ func (e *Episode) settle(ctx context.Context, out *Outcome) {
 	case err == nil:
 		out.Status, out.Submission, out.Entities = grader.StatusOK, doc, sub.Names
 	case errors.Is(err, fs.ErrNotExist):
-		out.Status, out.Reason = grader.StatusNoSubmission, "the finish call was accepted with no "+grader.SubmissionFile+" written"
+		out.Status, out.Reason = grader.StatusNoSubmission,
+			"the finish call was accepted with no "+grader.SubmissionFile+" written"
 	default:
 		out.Status, out.Reason = grader.StatusInvalid, grader.SubmissionFile+": "+err.Error()
 	}
@@ -440,8 +474,8 @@ func (e *Episode) shell(ctx context.Context, arguments string, timeout time.Dura
 		e.noteLost(err)
 		return e.texts.ShellError(err), true
 	}
-	return e.texts.ShellResult(promptset.CommandResult{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Stdout: res.Stdout, Stderr: res.Stderr,
-		StdoutChars: res.StdoutChars, StderrChars: res.StderrChars}), false
+	return e.texts.ShellResult(promptset.CommandResult{ExitCode: res.ExitCode, TimedOut: res.TimedOut,
+		Stdout: res.Stdout, Stderr: res.Stderr, StdoutChars: res.StdoutChars, StderrChars: res.StderrChars}), false
 }
 
 // clip keeps the first n characters of s.

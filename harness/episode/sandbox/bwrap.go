@@ -52,7 +52,8 @@ func (b *Bwrap) Available() error {
 			return
 		}
 		try := func(extra ...string) error {
-			args := append(append(append([]string{"--unshare-all", "--die-with-parent"}, extra...), systemBinds()...), "--", "/bin/true")
+			args := append(append(append([]string{"--unshare-all", "--die-with-parent"}, extra...), systemBinds()...), "--",
+				"/bin/true")
 			out, err := exec.Command(b.path, args...).CombinedOutput()
 			if err != nil {
 				return fmt.Errorf("bubblewrap cannot create namespaces here: %v: %s", err, strings.TrimSpace(string(out)))
@@ -145,7 +146,8 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		"--die-with-parent", "--new-session", "--hostname", "sandbox", "--proc", "/proc")
 	args = append(args, devBinds()...)
 	args = append(args, "--size", disk, "--perms", "01777", "--tmpfs", "/tmp")
-	c := wire.Confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, RelayPort: spec.relayPort()}
+	c := wire.Confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true,
+		RelayPort: spec.relayPort()}
 	if os.Geteuid() == 0 {
 		// bwrap keeps only what the guest needs to bound the tmpfs' files, hand the workspace
 		// to nobody and become it.
@@ -278,7 +280,9 @@ func (b *Bwrap) mountPoint(p shownPath) error {
 func readableByOthers(files []snapshotFile) error {
 	for _, f := range files {
 		if f.mode&0o004 == 0 {
-			return fmt.Errorf("snapshot file %s is not readable by other users, and the sandbox runs commands as nobody (uid %d) when aa-grade is root: make it readable (chmod o+r) or run aa-grade as a normal user", f.host, SandboxUID)
+			return fmt.Errorf(
+				"snapshot file %s is not readable by other users, and the sandbox runs commands as nobody (uid %d) when aa-grade "+
+					"is root: make it readable (chmod o+r) or run aa-grade as a normal user", f.host, SandboxUID)
 		}
 	}
 	return nil
@@ -305,7 +309,9 @@ func (b *Bwrap) useImage(ctx context.Context, ref, cacheDir string, progress fun
 	_, statErr := os.Stat(ref)
 	reference, refErr := registry.ParseReference(ref)
 	if statErr != nil && refErr != nil {
-		return fmt.Errorf("with bwrap, the image is a docker save tarball, an OCI layout folder or a registry reference, and %s is none (%v; %v); from a daemon: docker save IMAGE -o image.tar", ref, statErr, refErr)
+		return fmt.Errorf(
+			"with bwrap, the image is a docker save tarball, an OCI layout folder or a registry reference, and %s is none "+
+				"(%v; %v); from a daemon: docker save IMAGE -o image.tar", ref, statErr, refErr)
 	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return err

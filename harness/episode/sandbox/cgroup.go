@@ -150,7 +150,8 @@ func writeLimits(dir string, v2 bool, bytes int64) error {
 	var settings []setting
 	switch {
 	case v2:
-		settings = []setting{{"pids.max", strconv.Itoa(wire.MaxProcesses), false}, {"memory.max", memory, false}, {"memory.swap.max", "0", true}}
+		settings = []setting{{"pids.max", strconv.Itoa(wire.MaxProcesses), false}, {"memory.max", memory, false},
+			{"memory.swap.max", "0", true}}
 	case filepath.Base(filepath.Dir(dir)) == "pids":
 		settings = []setting{{"pids.max", strconv.Itoa(wire.MaxProcesses), false}}
 	default:
@@ -212,7 +213,8 @@ func (cg *sandboxCgroup) outOfMemory() bool {
 				}
 			}
 		}
-		if b, err := os.ReadFile(filepath.Join(dir, "memory.failcnt")); err == nil && strings.TrimSpace(string(b)) != "0" {
+		if b, err := os.ReadFile(filepath.Join(dir, "memory.failcnt")); err == nil &&
+			strings.TrimSpace(string(b)) != "0" {
 			return true
 		}
 	}

@@ -72,11 +72,14 @@ func (d *Docker) Available() error {
 		_, err := d.client.Do(ctx, http.MethodGet, "/version", nil, &version)
 		switch {
 		case errors.Is(err, os.ErrPermission):
-			d.err = fmt.Errorf("the Docker daemon at %s refuses this user (add it to the docker group, or set DOCKER_HOST to a daemon it may use)", d.client.Host)
+			d.err = fmt.Errorf(
+				"the Docker daemon at %s refuses this user (add it to the docker group, or set DOCKER_HOST to a daemon it may use)",
+				d.client.Host)
 		case err != nil:
 			d.err = fmt.Errorf("no Docker daemon answers at %s: %w (start Docker, or set DOCKER_HOST)", d.client.Host, err)
 		case version.Os != "linux":
-			d.err = fmt.Errorf("the Docker daemon at %s runs %s containers (switch it to Linux containers)", d.client.Host, version.Os)
+			d.err = fmt.Errorf("the Docker daemon at %s runs %s containers (switch it to Linux containers)", d.client.Host,
+				version.Os)
 		}
 		d.arch = cmp.Or(version.Arch, runtime.GOARCH)
 	})
@@ -124,7 +127,8 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	config := d.containerConfig(spec, guest, files, covers)
 	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), containerSeq.Add(1))
 	var created struct{ ID string }
-	if _, err := d.client.Do(ctx, http.MethodPost, "/containers/create?name="+url.QueryEscape(name), config, &created); err != nil {
+	if _, err := d.client.Do(ctx, http.MethodPost, "/containers/create?name="+url.QueryEscape(name), config,
+		&created); err != nil {
 		return nil, fmt.Errorf("create the episode's container from %s: %w", d.imageName(), err)
 	}
 	c := &container{client: d.client, id: created.ID, exited: make(chan struct{})}
@@ -169,11 +173,12 @@ func (d *Docker) containerConfig(spec Spec, guest string, files []snapshotFile, 
 	}
 	// The container already has no capability and no network; the guest still sets its
 	// syscall filter and no_new_privs, and kills all (it is pid 1) when its input ends.
-	confine, _ := wire.Confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true, ProcessesBounded: true,
-		RelayPort: spec.relayPort()}.Encode()
+	confine, _ := wire.Confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true,
+		ProcessesBounded: true, RelayPort: spec.relayPort()}.Encode()
 	mounts := []map[string]any{{"Type": "bind", "Source": guest, "Target": guestPath, "ReadOnly": true}}
 	for _, f := range files {
-		mounts = append(mounts, map[string]any{"Type": "bind", "Source": f.host, "Target": path.Join(ReferenceWorkdir, filepath.ToSlash(f.rel)), "ReadOnly": true})
+		mounts = append(mounts, map[string]any{"Type": "bind", "Source": f.host,
+			"Target": path.Join(ReferenceWorkdir, filepath.ToSlash(f.rel)), "ReadOnly": true})
 	}
 	for _, p := range spec.shown() {
 		mounts = append(mounts, map[string]any{"Type": "bind", "Source": p.host, "Target": p.at, "ReadOnly": true})
@@ -210,7 +215,8 @@ func (d *Docker) containerConfig(spec Spec, guest string, files []snapshotFile, 
 			// whole host shares. (/dev is the daemon's small tmpfs that only root may write;
 			// /dev/shm, counted in the container's memory, holds no more than the disk limit.)
 			"ShmSize": min(disk, dockerShmBytes),
-			"Tmpfs":   map[string]string{ReferenceWorkdir: tmpfs("0755"), "/tmp": tmpfs("1777"), "/dev/pts": "ro,size=4k,nr_inodes=16,mode=0755"},
+			"Tmpfs": map[string]string{ReferenceWorkdir: tmpfs("0755"), "/tmp": tmpfs("1777"),
+				"/dev/pts": "ro,size=4k,nr_inodes=16,mode=0755"},
 			"Mounts":  mounts,
 			"IpcMode": "private",
 			// The guest's stdout carries every command's output and the relay's traffic: the
@@ -255,12 +261,14 @@ func (d *Docker) checkImage(ctx context.Context) error {
 			if d.imageName() != DefaultImage {
 				return imageError{fmt.Errorf("%w %s: pull or build it (docker pull %s)", ErrNoImage, d.imageName(), d.imageName())}
 			}
-			return imageError{fmt.Errorf("%w %s: build it (docker build -t %s deploy/sandbox)", ErrNoImage, d.imageName(), DefaultImage)}
+			return imageError{
+				fmt.Errorf("%w %s: build it (docker build -t %s deploy/sandbox)", ErrNoImage, d.imageName(), DefaultImage)}
 		}
 		return fmt.Errorf("%w: image %s: %w", ErrUnavailable, d.imageName(), err)
 	}
 	if image.Os != "" && image.Os != "linux" || image.Architecture != "" && image.Architecture != d.arch {
-		return imageError{fmt.Errorf("image %s is for %s/%s, not linux/%s", d.imageName(), image.Os, image.Architecture, d.arch)}
+		return imageError{
+			fmt.Errorf("image %s is for %s/%s, not linux/%s", d.imageName(), image.Os, image.Architecture, d.arch)}
 	}
 	d.mu.Lock()
 	d.digest = image.ID
@@ -290,7 +298,9 @@ func linuxGuest(self, arch string) (string, error) {
 		staged, err = stageGuest(src, filepath.Join(cache, "aa-grade", "guest"))
 	}
 	if err != nil {
-		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): put aa-grade-linux-%s (from the release, or make dist) beside %s, or name it in AA_GRADE_LINUX_AGENT", ErrUnavailable, err, arch, self)
+		return "", fmt.Errorf(
+			"%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): put aa-grade-linux-%s (from the "+
+				"release, or make dist) beside %s, or name it in AA_GRADE_LINUX_AGENT", ErrUnavailable, err, arch, self)
 	}
 	stagedGuests.Store(src+"|"+arch, staged)
 	return staged, nil
@@ -355,7 +365,8 @@ func removeDeadContainers() []string {
 		Names  []string
 		Labels map[string]string
 	}
-	if _, err := c.Do(ctx, http.MethodGet, "/containers/json?all=1&filters="+url.QueryEscape(string(filters)), nil, &list); err != nil {
+	if _, err := c.Do(ctx, http.MethodGet, "/containers/json?all=1&filters="+url.QueryEscape(string(filters)), nil,
+		&list); err != nil {
 		return nil
 	}
 	var removed []string
@@ -373,13 +384,17 @@ func removeDeadContainers() []string {
 // dockerGuarantees are what a container keeps, wherever the daemon runs.
 func dockerGuarantees() []Guarantee {
 	return []Guarantee{
-		{GuaranteeNoInheritedFDs, true, "the container's process starts from the daemon, with only its attached stdin, stdout and stderr"},
+		{GuaranteeNoInheritedFDs, true,
+			"the container's process starts from the daemon, with only its attached stdin, stdout and stderr"},
 		hostReadsSafely,
 		{GuaranteeNoCapabilities, true, "no capability (cap-drop ALL), no-new-privileges, and the guest's own filter"},
 		{GuaranteeNotHostRoot, true, "commands run as nobody (65534) in the container"},
 		{GuaranteeReadOnlySystem, true, "a read-only root file system, no pty; the snapshot bound read-only; mount refused"},
 		{GuaranteeNoNetwork, true, "network mode none, and socket(2) refused; " + relayOpens},
-		{GuaranteeProcessesEnd, true, "the guest is the container's init and ends, killing all, when its attached input does: at the episode's end, and when aa-grade dies; the container is removed at the episode's end, or, for a run that died, stopped and removed at the next start"},
+		{GuaranteeProcessesEnd, true,
+			"the guest is the container's init and ends, killing all, when its attached input does: at the episode's end, and " +
+				"when aa-grade dies; the container is removed at the episode's end, or, for a run that died, stopped and removed " +
+				"at the next start"},
 		{GuaranteeProcessLimit, true, fmt.Sprintf("%d processes per container", wire.MaxProcesses)},
 		{GuaranteeMemoryLimit, true, "the container's memory limit, tmpfs pages included, no swap"},
 		{GuaranteeDiskLimit, true, "the workspace and /tmp are tmpfs of --disk-limit bytes each"},
@@ -418,9 +433,12 @@ func (d *Docker) useImage(ctx context.Context, ref, _ string, progress func(Even
 	case err == nil:
 		return nil
 	case refusedReference(err.Error()):
-		return fmt.Errorf("the Docker daemon cannot pull %s: %v (check the name and the tag, or docker login %s)", ref, err, reference.Registry)
+		return fmt.Errorf("the Docker daemon cannot pull %s: %v (check the name and the tag, or docker login %s)", ref, err,
+			reference.Registry)
 	}
-	return unavailableError{fmt.Errorf("the Docker daemon cannot pull %s: %v (check the registry and the daemon's network, or docker pull it yourself)", ref, err)}
+	return unavailableError{fmt.Errorf(
+		"the Docker daemon cannot pull %s: %v (check the registry and the daemon's network, or docker pull it yourself)",
+		ref, err)}
 }
 
 // refusedReference tells, from the daemon's message, a registry that refused the reference
@@ -428,7 +446,8 @@ func (d *Docker) useImage(ctx context.Context, ref, _ string, progress func(Even
 // it could not reach.
 func refusedReference(message string) bool {
 	m := strings.ToLower(message)
-	for _, code := range []string{"manifest unknown", "name unknown", "not found", "unauthorized", "denied", "no matching manifest"} {
+	for _, code := range []string{"manifest unknown", "name unknown", "not found", "unauthorized", "denied",
+		"no matching manifest"} {
 		if strings.Contains(m, code) {
 			return true
 		}

@@ -60,7 +60,8 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	p := wire.Policy{ReadWrite: []string{spec.Scratch}, Devices: []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"}}
+	p := wire.Policy{ReadWrite: []string{spec.Scratch},
+		Devices: []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"}}
 	for _, dir := range systemDirs {
 		if _, err := os.Stat(dir); err == nil {
 			p.ReadExec = append(p.ReadExec, dir)
@@ -84,14 +85,18 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		if ns == nil {
 			// Landlock's port rules name no address: a connect rule for the port would reach
 			// that port of every host, and a listener on the host's 127.0.0.1 every user.
-			return nil, fmt.Errorf("%w: Landlock has no network namespace of its own on this machine (it needs root or unprivileged user namespaces); use bwrap or docker", ErrNoRelay)
+			return nil, fmt.Errorf(
+				"%w: Landlock has no network namespace of its own on this machine (it needs root or unprivileged user "+
+					"namespaces); use bwrap or docker", ErrNoRelay)
 		}
 		if os.Geteuid() != 0 {
-			ns.AmbientCaps = append(ns.AmbientCaps[:len(ns.AmbientCaps):len(ns.AmbientCaps)], unix.CAP_NET_ADMIN) // to bring the namespace's loopback up
+			ns.AmbientCaps = append(ns.AmbientCaps[:len(ns.AmbientCaps):len(ns.AmbientCaps)],
+				unix.CAP_NET_ADMIN) // to bring the namespace's loopback up
 		}
 	}
 	c := wire.Confinement{Workdir: spec.Scratch, DropCaps: true, Seccomp: true, Landlock: &p,
-		KillAll: ns != nil || landlockScopesSignals(), ProcessesBounded: cgroups().boundsProcesses(), RelayPort: spec.relayPort()}
+		KillAll: ns != nil ||
+			landlockScopesSignals(), ProcessesBounded: cgroups().boundsProcesses(), RelayPort: spec.relayPort()}
 	memory := spec.Limits.memory()
 	guest, err := shownGuest(spec.Guest)
 	if err != nil {
@@ -102,7 +107,9 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	case err != nil:
 		return nil, err
 	case len(covers) > 0 && !hasMountNamespace(ns):
-		return nil, fmt.Errorf("%w: %s lies in a folder this Landlock sandbox shows, and without a mount namespace it cannot show its copy there instead: run aa-grade from another folder, or use bwrap or docker", ErrConcealed, covers[0])
+		return nil, fmt.Errorf(
+			"%w: %s lies in a folder this Landlock sandbox shows, and without a mount namespace it cannot show its copy there "+
+				"instead: run aa-grade from another folder, or use bwrap or docker", ErrConcealed, covers[0])
 	}
 	for _, at := range covers {
 		c.Covers = append(c.Covers, wire.Cover{Host: guest, At: at})

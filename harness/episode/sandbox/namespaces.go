@@ -90,7 +90,8 @@ func probeWorkspaceMount(guest string, args []string, attr *syscall.SysProcAttr)
 	}
 	defer os.RemoveAll(dir)
 	// As at each start: the workspace, a way to it nobody can search as root, the rest read-only.
-	c := wire.Confinement{Workdir: dir, Workspace: &wire.TmpfsLimit{Path: dir, Bytes: 1 << 20, Inodes: 64}, ReadOnlyRoot: true}
+	c := wire.Confinement{Workdir: dir, Workspace: &wire.TmpfsLimit{Path: dir, Bytes: 1 << 20, Inodes: 64},
+		ReadOnlyRoot: true}
 	if os.Geteuid() == 0 {
 		c.RunAs = &wire.IDs{UID: SandboxUID, GID: SandboxGID}
 	}

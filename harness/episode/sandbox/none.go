@@ -21,7 +21,8 @@ func (None) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, err
 	}
 	if spec.Relay != nil {
-		return nil, fmt.Errorf("%w: the none sandbox has no loopback of its own (the host's 127.0.0.1 is every user's)", ErrNoRelay)
+		return nil, fmt.Errorf("%w: the none sandbox has no loopback of its own (the host's 127.0.0.1 is every user's)",
+			ErrNoRelay)
 	}
 	files, err := snapshotFiles(spec.Snapshot, spec.Hide)
 	if err != nil {

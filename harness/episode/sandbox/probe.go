@@ -17,7 +17,8 @@ import (
 )
 
 // probeTools are the commands the task prompt lets a model count on.
-var probeTools = []string{"bash", "cat", "ls", "head", "tail", "wc", "sort", "uniq", "cut", "tr", "grep", "sed", "awk", "find", "xargs", "jq", "python3", "python"}
+var probeTools = []string{"bash", "cat", "ls", "head", "tail", "wc", "sort", "uniq", "cut", "tr", "grep", "sed", "awk",
+	"find", "xargs", "jq", "python3", "python"}
 
 // Tools is what commands can use inside a sandbox.
 type Tools struct {
@@ -109,9 +110,11 @@ func tryShell(ctx context.Context, sb Sandbox, ref, arch, guest string) error {
 func cannotRunEpisode(ref, arch, guest string, guestDied bool, err error) error {
 	fix := "use an image with bash, as the reference one (deploy/sandbox/Dockerfile)"
 	if interp := interpreter(guest); guestDied && interp != "" {
-		fix = "this aa-grade is dynamically linked (it needs " + interp + " inside the image): use a static build (CGO_ENABLED=0 go build, make build), which runs in any image; or " + fix
+		fix = "this aa-grade is dynamically linked (it needs " + interp + " inside the image): use a static build " +
+			"(CGO_ENABLED=0 go build, make build), which runs in any image; or " + fix
 	}
-	return imageError{fmt.Errorf("image %s cannot run an episode (it needs bash and a linux/%s kernel): %w; %s", ref, arch, err, fix)}
+	return imageError{
+		fmt.Errorf("image %s cannot run an episode (it needs bash and a linux/%s kernel): %w; %s", ref, arch, err, fix)}
 }
 
 // interpreter is the dynamic loader a Linux program needs ("" for a static one).

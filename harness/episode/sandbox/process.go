@@ -42,7 +42,13 @@ type processPeer struct {
 
 // startSession starts the sandbox process (which runs the guest) and connects to it. guest is
 // the aa-grade executable, which also puts the sandbox in its cgroups when there are some.
-func startSession(cmd *exec.Cmd, workdir, guest string, cgroup *sandboxCgroup, end ending, relay *RelaySpec) (*session, error) {
+func startSession(
+	cmd *exec.Cmd,
+	workdir, guest string,
+	cgroup *sandboxCgroup,
+	end ending,
+	relay *RelaySpec,
+) (*session, error) {
 	// Nothing aa-grade inherited may cross into the sandbox.
 	kernel.CloseInheritedOnExec()
 	if cgroup != nil {

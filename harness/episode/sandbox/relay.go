@@ -31,7 +31,8 @@ func RelayOf(sb Sandbox) net.Listener {
 }
 
 // relayOpens says what an agent run's relay opens where a backend has one.
-const relayOpens = "an agent run (--agent) opens one port of the sandbox's own 127.0.0.1 (IPv4 TCP clients only, no bind or listen), relayed to aa-grade's model gateway"
+const relayOpens = "an agent run (--agent) opens one port of the sandbox's own 127.0.0.1 (IPv4 TCP clients only, no " +
+	"bind or listen), relayed to aa-grade's model gateway"
 
 // relayPort is the port the guest listens on, 0 for none.
 func (s *Spec) relayPort() int {

@@ -23,9 +23,11 @@ import (
 
 // Spec describes the workspace of one episode.
 type Spec struct {
-	Snapshot string     // the task's snapshot folder on the host, shown read-only
-	Hide     []string   // paths relative to Snapshot never shown (the ground truth)
-	Scratch  string     // a fresh host folder for the workspace of landlock (under a tmpfs where it has a mount namespace) and none; bwrap and docker keep theirs in a tmpfs
+	Snapshot string   // the task's snapshot folder on the host, shown read-only
+	Hide     []string // paths relative to Snapshot never shown (the ground truth)
+	// Scratch is a fresh host folder for the workspace of landlock (under a tmpfs where it has a
+	// mount namespace) and none; bwrap and docker keep theirs in a tmpfs.
+	Scratch  string
 	Guest    string     // the guest executable (default: this executable)
 	GuestArg []string   // its arguments that select guest mode
 	Env      []string   // the whole environment of commands (see CleanEnv)
@@ -208,7 +210,8 @@ func (s *Spec) defaults() error {
 }
 
 // hostReadsSafely holds on every backend: the guest opens what aa-grade reads of the workspace.
-var hostReadsSafely = Guarantee{GuaranteeHostReadsSafe, true, "the guest reads the submission inside the workspace (os.Root), non-blocking, regular files only, bounded"}
+var hostReadsSafely = Guarantee{GuaranteeHostReadsSafe, true,
+	"the guest reads the submission inside the workspace (os.Root), non-blocking, regular files only, bounded"}
 
 // imageUser is a backend that can run episodes in an image.
 type imageUser interface {

@@ -30,7 +30,10 @@ const replySlack = 4 << 10
 // runAnswerBytes bounds the reply to a command: its two streams are captures of at most
 // shellspec.OutputLimit characters and a notice each, every character JSON-escaped. About 245 KB: an
 // guest, or a command writing in its place, cannot make aa-grade hold more for one command.
-var runAnswerBytes = 2*jsonCharBytes*(shellspec.OutputLimit+utf8.RuneCountInString(shellspec.TruncationNotice(math.MaxInt64, shellspec.OutputLimit))) + replySlack
+var runAnswerBytes = 2*jsonCharBytes*(shellspec.OutputLimit+utf8.RuneCountInString(longestNotice)) + replySlack
+
+// longestNotice is the truncation notice of the longest output.
+var longestNotice = shellspec.TruncationNotice(math.MaxInt64, shellspec.OutputLimit)
 
 // answerLimit bounds the reply line to r, in bytes: what the longest honest answer needs. A
 // file answer holds at most the limit asked, base64-encoded as JSON does, and an error
@@ -92,8 +95,16 @@ type peer interface {
 }
 
 // newSession starts reading the guest's output; relay, when set, is the relay the guest offers.
-func newSession(p peer, stdin io.WriteCloser, stdout io.Reader, stderr *boundedBuffer, workdir string, relay *RelaySpec) *session {
-	s := &session{peer: p, stdin: stdin, in: wire.NewLineWriter(stdin), stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: stderr, workdir: workdir}
+func newSession(
+	p peer,
+	stdin io.WriteCloser,
+	stdout io.Reader,
+	stderr *boundedBuffer,
+	workdir string,
+	relay *RelaySpec,
+) *session {
+	s := &session{peer: p, stdin: stdin, in: wire.NewLineWriter(stdin), stdout: bufio.NewReaderSize(stdout, 64<<10),
+		stderr: stderr, workdir: workdir}
 	if relay != nil {
 		s.relay = wire.NewListener(func(f wire.Frame) error { return s.in.WriteLine(wire.RelayLine{Relay: &f}) }, relay.Port)
 	}
@@ -110,7 +121,8 @@ func (s *session) Workdir() string { return s.workdir }
 // that does not come a while after it (a dead or hung guest) ends the sandbox.
 func (s *session) Run(ctx context.Context, command string, timeout time.Duration) (Result, error) {
 	var res Result
-	if err := s.ask(ctx, wire.Request{Op: wire.OpRun, Cmd: command, Timeout: timeout}, timeout+30*time.Second, &res); err != nil {
+	if err := s.ask(ctx, wire.Request{Op: wire.OpRun, Cmd: command, Timeout: timeout}, timeout+30*time.Second,
+		&res); err != nil {
 		return Result{}, err
 	}
 	return wire.Clip(res), nil
@@ -270,7 +282,9 @@ func decodeReply(line []byte, req wire.Request, v any) error {
 		return fmt.Errorf("a reply that is not the guest's (%w)", err)
 	}
 	if rep.ID != req.ID {
-		return fmt.Errorf("a reply with id %d to the request of id %d: a line the guest did not write for it (forged, or one more than its answers)", rep.ID, req.ID)
+		return fmt.Errorf(
+			"a reply with id %d to the request of id %d: a line the guest did not write for it (forged, or one more than "+
+				"its answers)", rep.ID, req.ID)
 	}
 	return nil
 }

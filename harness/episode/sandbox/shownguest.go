@@ -64,7 +64,8 @@ func shownGuest(src string) (string, error) {
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("%w: a copy of %s without the demo's answers goes in the cache folder: %w", ErrConcealed, src, err)
+		return "", fmt.Errorf("%w: a copy of %s without the demo's answers goes in the cache folder: %w", ErrConcealed, src,
+			err)
 	}
 	dst, err := stageGuest(src, filepath.Join(cache, "aa-grade", "guest"))
 	if err != nil {

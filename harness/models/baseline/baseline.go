@@ -39,10 +39,10 @@ type Model struct{}
 // Complete answers from where the conversation stands.
 func (Model) Complete(_ context.Context, req model.Request) (model.Reply, error) {
 	if req.Summary {
-		return model.Reply{Message: model.Message{Content: "The baseline keeps no notes."}}, nil
+		return says("The baseline keeps no notes."), nil
 	}
 	if len(req.Tools) < 2 {
-		return model.Reply{Message: model.Message{Content: "The baseline needs the shell and finish tools."}}, nil
+		return says("The baseline needs the shell and finish tools."), nil
 	}
 	shellTool, finishTool := toolNames(req.Tools)
 	last := lastAssistant(req.Messages)
@@ -52,15 +52,17 @@ func (Model) Complete(_ context.Context, req model.Request) (model.Reply, error)
 	case hasCall(last, investigateCall):
 		f, err := parseFinding(toolResult(req.Messages, investigateCall))
 		if err != nil {
-			return model.Reply{Message: model.Message{Content: "The investigation failed: " + err.Error()}}, nil
+			return says("The investigation failed: " + err.Error()), nil
 		}
 		doc := diagnosis(f.answer())
-		write := call(writeCall, shellTool, map[string]string{"cmd": "cat > " + grader.SubmissionFile + " <<'EOF'\n" + doc + "\nEOF"})
-		finish := call(finishCall, finishTool, map[string]any{"reason": "diagnosis written", "paths": []string{grader.SubmissionFile}})
+		write := call(writeCall, shellTool,
+			map[string]string{"cmd": "cat > " + grader.SubmissionFile + " <<'EOF'\n" + doc + "\nEOF"})
+		finish := call(finishCall, finishTool,
+			map[string]any{"reason": "diagnosis written", "paths": []string{grader.SubmissionFile}})
 		write.Message.ToolCalls = append(write.Message.ToolCalls, finish.Message.ToolCalls...)
 		return write, nil
 	}
-	return model.Reply{Message: model.Message{Content: "The baseline has nothing more to try."}}, nil
+	return says("The baseline has nothing more to try."), nil
 }
 
 // toolNames tells the shell tool (the one whose schema has a cmd) from the finish tool: the
@@ -74,8 +76,15 @@ func toolNames(tools []model.Tool) (shell, finish string) {
 }
 
 func call(id, tool string, args any) model.Reply {
-	b, _ := json.Marshal(args)
-	return model.Reply{Message: model.Message{ToolCalls: []model.ToolCall{{ID: id, Name: tool, Arguments: string(b)}}}}
+	b, _ := json.Marshal(args) // maps of strings and string lists: Marshal cannot fail
+	calls := []model.ToolCall{{ID: id, Name: tool, Arguments: string(b)}}
+	return model.Reply{Message: model.Message{Role: model.RoleAssistant, ToolCalls: calls}}
+}
+
+// says is a reply of text alone. Every reply is the assistant's, as a provider's is: the
+// trajectory records it, and the exports and the viewer read its role.
+func says(text string) model.Reply {
+	return model.Reply{Message: model.Message{Role: model.RoleAssistant, Content: text}}
 }
 
 func lastAssistant(messages []model.Message) *model.Message {

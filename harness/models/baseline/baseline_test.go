@@ -2,6 +2,7 @@ package baseline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/episode/loop"
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 	"github.com/aa-grade/aa-grade/snapshot/synth/naive"
 )
@@ -206,5 +208,27 @@ func TestDiagnoseGivesTheEpisodesAnswer(t *testing.T) {
 	}
 	if _, err := Diagnose("Traceback (most recent call last):"); err == nil {
 		t.Fatal("a failed investigation was diagnosed")
+	}
+}
+
+// TestRepliesAreTheAssistants: every reply of the baseline, a call or text alone, is the
+// assistant's, as a provider's is (an export of its runs once wrote them with no role).
+func TestRepliesAreTheAssistants(t *testing.T) {
+	shell := model.Tool{Name: "code_exec", Parameters: json.RawMessage(`{"type":"object","properties":{"cmd":{"type":"string"}}}`)}
+	finish := model.Tool{Name: "finish", Parameters: json.RawMessage(`{"type":"object"}`)}
+	task := []model.Message{{Role: model.RoleSystem, Content: "s"}, {Role: model.RoleUser, Content: "t"}}
+	for name, req := range map[string]model.Request{
+		"a call":     {Messages: task, Tools: []model.Tool{shell, finish}},
+		"a summary":  {Messages: task, Tools: []model.Tool{shell, finish}, Summary: true},
+		"no tools":   {Messages: task},
+		"a shortage": {Messages: task, Tools: []model.Tool{shell}},
+	} {
+		reply, err := Model{}.Complete(context.Background(), req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if reply.Message.Role != model.RoleAssistant {
+			t.Errorf("%s: a reply of the role %q, want %q: %+v", name, reply.Message.Role, model.RoleAssistant, reply.Message)
+		}
 	}
 }

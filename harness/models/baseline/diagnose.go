@@ -90,7 +90,8 @@ func diagnosis(chosen []candidate) string {
 	}{ContributingFactors: []factor{}}
 	for _, c := range chosen {
 		out.ContributingFactors = append(out.ContributingFactors, factor{Name: c.Entity, Reasoning: strings.Join(c.Why, "; "),
-			Evidence: fmt.Sprintf("baseline investigation of alerts, events, object dumps, logs, traces and metrics: evidence score %.1f", c.Score)})
+			Evidence: fmt.Sprintf(
+				"baseline investigation of alerts, events, object dumps, logs, traces and metrics: evidence score %.1f", c.Score)})
 	}
 	b, _ := json.Marshal(out)
 	return string(b)

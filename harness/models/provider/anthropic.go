@@ -21,9 +21,9 @@ const defaultAnthropicMaxTokens = 32000
 // Anthropic speaks the Messages API: tool_use and tool_result blocks, adaptive thinking with
 // an effort, thinking blocks and their signatures passed back unchanged, and prompt caching of
 // the stable prefix (the system prompt and the tools). With Reference it sends what Stirrup's
-// LiteLLM client does through LiteLLM (docs/fidelity.md): no cache marks, tool schemas cut to
-// the keys LiteLLM keeps, tool results as text parts without is_error, and a reply sent back as
-// its text in one block and then its calls.
+// LiteLLM client does through LiteLLM 1.80.9 (docs/fidelity.md): no cache marks, tool schemas
+// cut to the keys LiteLLM keeps, tool results as text parts without is_error, a reply sent
+// back as its text in one block and then its calls, the effort as LiteLLM maps it.
 type Anthropic struct {
 	Options
 }
@@ -37,6 +37,10 @@ func (m *Anthropic) Complete(ctx context.Context, req model.Request) (model.Repl
 	header := http.Header{}
 	header.Set("x-api-key", m.APIKey)
 	header.Set("anthropic-version", AnthropicVersion)
+	header.Set("accept", "application/json") // as LiteLLM's get_anthropic_headers
+	if beta := m.effort().beta; beta != "" {
+		header.Set("anthropic-beta", beta)
+	}
 	answer, err := m.post(ctx, m.BaseURL+"/v1/messages", header, body, AnthropicFailure)
 	if err != nil {
 		return model.Reply{}, fmt.Errorf("%s: %w", m.Model, err)
@@ -56,7 +60,9 @@ func (m *Anthropic) requestBody(req model.Request) map[string]any {
 	for _, msg := range req.Messages {
 		switch msg.Role {
 		case model.RoleSystem:
-			system = append(system, block{"type": "text", "text": msg.Content})
+			if msg.Content != "" { // the API refuses an empty text block; LiteLLM leaves it out
+				system = append(system, block{"type": "text", "text": msg.Content})
+			}
 		case model.RoleTool:
 			add("user", m.toolResult(msg))
 		case model.RoleAssistant:
@@ -70,7 +76,8 @@ func (m *Anthropic) requestBody(req model.Request) map[string]any {
 	messages := conv.turns
 	var tools []block
 	for _, t := range req.Tools {
-		tools = append(tools, block{"name": t.Name, "description": t.Description, "input_schema": m.inputSchema(t.Parameters)})
+		tools = append(tools,
+			block{"name": t.Name, "description": t.Description, "input_schema": m.inputSchema(t.Parameters)})
 	}
 	if !m.Reference { // LiteLLM marks nothing for caching unless asked
 		markCacheBreakpoints(system, messages, tools)
@@ -79,13 +86,15 @@ func (m *Anthropic) requestBody(req model.Request) map[string]any {
 	if maxTokens <= 0 {
 		maxTokens = defaultAnthropicMaxTokens
 	}
-	body := map[string]any{"model": m.Model, "max_tokens": maxTokens, "system": system, "messages": messages}
+	body := map[string]any{"model": m.Model, "max_tokens": maxTokens, "messages": messages}
+	if len(system) > 0 {
+		body["system"] = system
+	}
 	if len(tools) > 0 { // the API refuses tool_choice without tools (the judge asks with none)
 		body["tools"], body["tool_choice"] = tools, block{"type": "auto"}
 	}
-	if m.ReasoningEffort != "" {
-		body["thinking"] = block{"type": "adaptive"}
-		body["output_config"] = block{"effort": m.ReasoningEffort}
+	for k, v := range m.effort().body {
+		body[k] = v
 	}
 	return body
 }
@@ -145,16 +154,18 @@ func (m *Anthropic) inputSchema(schema json.RawMessage) any {
 	return kept
 }
 
-// toolResult is a tool message as a tool_result block. With Reference its text is a list of
-// one text part ("" for none) and is_error is left out, as LiteLLM converts the reference
-// client's tool messages, which carry no error flag.
+// toolResult is a tool message as a tool_result block. With Reference it is what LiteLLM
+// 1.80.9's convert_to_anthropic_tool_result makes of the reference client's tool message: its
+// text a list of one text part ("" for none) whose cache_control is null (the key is built
+// from the message's part, which has none, and posted as it is), and no is_error (the
+// message carries no error flag).
 func (m *Anthropic) toolResult(msg model.Message) block {
 	if !m.Reference {
 		return block{"type": "tool_result", "tool_use_id": msg.ToolCallID, "content": msg.Content, "is_error": msg.IsError}
 	}
 	var content any = ""
 	if msg.Content != "" {
-		content = []any{block{"type": "text", "text": msg.Content}}
+		content = []any{block{"type": "text", "text": msg.Content, "cache_control": nil}}
 	}
 	return block{"type": "tool_result", "tool_use_id": msg.ToolCallID, "content": content}
 }
@@ -162,7 +173,9 @@ func (m *Anthropic) toolResult(msg model.Message) block {
 // assistantContent is an assistant message's content for the API; none leaves the message out.
 // With Reference and no thinking in the reply it is what LiteLLM makes of the reference
 // client's message: the reply's text blocks joined into one (LiteLLM's reply has one text),
-// then its calls; LiteLLM sends nothing for a message with neither. The reference client never
+// then its calls; LiteLLM sends nothing for a message with neither, and keeps a text of white
+// space alone (anthropic_messages_pt tests len(text) > 0), which the API refuses with a 400,
+// as it refused the reference client's request. The reference client never
 // sends thinking back (it reads the signature under a key LiteLLM does not use), which the API
 // refuses once thinking is on; a reply with thinking therefore goes back whole, as received.
 func (m *Anthropic) assistantContent(msg model.Message) []any {
@@ -179,7 +192,7 @@ func (m *Anthropic) assistantContent(msg model.Message) []any {
 		}
 	}
 	var blocks []any
-	if !isBlank(text) {
+	if text != "" {
 		blocks = append(blocks, block{"type": "text", "text": text})
 	}
 	for _, c := range msg.ToolCalls {
@@ -288,7 +301,8 @@ func AnthropicFailure(answer []byte) *APIError {
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	return &APIError{Status: status, Message: errorMessage(answer) + " (" + errObject.Get("type").String() + ")", billing: billingRefusal(errObject)}
+	return &APIError{Status: status, Message: errorMessage(answer) + " (" + errObject.Get("type").String() + ")",
+		billing: billingRefusal(errObject)}
 }
 
 // ReadAnthropicAnswer reads a Messages answer: its content as a reply (AnthropicAssistant),
@@ -299,7 +313,8 @@ func ReadAnthropicAnswer(answer []byte) (model.Reply, error) {
 		return model.Reply{}, fmt.Errorf("%w: no content in %.200s", errNoReply, answer)
 	}
 	usage := AnthropicUsage([]byte(gjson.GetBytes(answer, "usage").Raw))
-	return model.Reply{Message: AnthropicAssistant(content), Usage: usage, Cut: gjson.GetBytes(answer, "stop_reason").String() == "max_tokens"}, nil
+	return model.Reply{Message: AnthropicAssistant(content), Usage: usage,
+		Cut: gjson.GetBytes(answer, "stop_reason").String() == "max_tokens"}, nil
 }
 
 // AnthropicAssistant reads an assistant's content blocks, of an answer or of a request's
@@ -318,7 +333,8 @@ func AnthropicAssistant(content gjson.Result) model.Message {
 				out.Content = AppendText(out.Content, text)
 			}
 		case "tool_use":
-			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: b.Get("id").String(), Name: b.Get("name").String(), Arguments: b.Get("input").Raw})
+			out.ToolCalls = append(out.ToolCalls,
+				model.ToolCall{ID: b.Get("id").String(), Name: b.Get("name").String(), Arguments: b.Get("input").Raw})
 		}
 		return true
 	})

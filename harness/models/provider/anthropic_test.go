@@ -300,7 +300,7 @@ func TestAnthropicErrorsInsideA200(t *testing.T) {
 // TestAnthropicReferenceShapes: with Reference a request is what LiteLLM makes of the
 // reference client's call: no cache marks; each tool's schema cut to type, properties and
 // required (pydantic's title and description dropped, the properties' own titles kept); tool
-// results as one text part with no is_error; a reply without thinking sent back as its text
+// results as one text part whose cache_control is null, with no is_error; a reply without thinking sent back as its text
 // blocks joined into one, then its calls; a reply with neither left out. Without Reference the
 // lenient shapes stay.
 func TestAnthropicReferenceShapes(t *testing.T) {
@@ -327,7 +327,7 @@ func TestAnthropicReferenceShapes(t *testing.T) {
 			t.Fatalf("reference %v: %v (refused %q)", reference, err, api.refused)
 		}
 		sent := gjson.ParseBytes(api.received[0])
-		if got := strings.Contains(sent.Raw, "cache_control"); got == reference {
+		if got := strings.Contains(sent.Raw, `"cache_control":{`); got == reference { // a mark; null is none
 			t.Errorf("reference %v: cache marks sent: %v", reference, got)
 		}
 		if got := sent.Get("max_tokens").Int(); got != 64000 {
@@ -342,9 +342,10 @@ func TestAnthropicReferenceShapes(t *testing.T) {
 		want := map[string]string{
 			"tools.0.input_schema": `{"type":"object","properties":{"cmd":{"title":"Cmd","type":"string"}},"required":["cmd"]}`,
 			"messages.1.content":   `[{"type":"text","text":"AB"},{"type":"tool_use","id":"toolu_a","name":"code_exec","input":{"cmd":"ls"}},{"type":"tool_use","id":"toolu_b","name":"code_exec","input":{"cmd":"pwd"}}]`,
-			"messages.2.content":   `[{"type":"tool_result","tool_use_id":"toolu_a","content":[{"type":"text","text":"out a"}]},{"type":"tool_result","tool_use_id":"toolu_b","content":[{"type":"text","text":"out b"}]},{"type":"text","text":"Continue."}]`,
-			"messages.#":           `3`,
-			"system.0":             `{"type":"text","text":"system"}`,
+			"messages.2.content": `[{"type":"tool_result","tool_use_id":"toolu_a","content":[{"type":"text","text":"out a","cache_control":null}]},` +
+				`{"type":"tool_result","tool_use_id":"toolu_b","content":[{"type":"text","text":"out b","cache_control":null}]},{"type":"text","text":"Continue."}]`,
+			"messages.#": `3`,
+			"system.0":   `{"type":"text","text":"system"}`,
 		}
 		if !reference {
 			want = map[string]string{

@@ -59,7 +59,8 @@ func (o *Options) Endpoint() string { return o.BaseURL }
 const redacted = "[REDACTED]"
 
 // secretHeaders carry credentials; their values are never recorded.
-var secretHeaders = map[string]bool{"Authorization": true, "X-Api-Key": true, "Api-Key": true, "Proxy-Authorization": true, "X-Goog-Api-Key": true}
+var secretHeaders = map[string]bool{"Authorization": true, "X-Api-Key": true, "Api-Key": true,
+	"Proxy-Authorization": true, "X-Goog-Api-Key": true}
 
 // DefaultRetry rides out rate limits: waits of 2 s doubling to 2 minutes, Retry-After
 // honoured up to 10 minutes, within the call's budget.
@@ -124,7 +125,13 @@ type failureCheck func(answer []byte) *APIError
 // waits for the limiter, and that wait does not count against the budget: pacing is not
 // failing. The limiter's holds and changes are recorded as "queued", "paced" and "throttle"
 // events.
-func (o *Options) post(ctx context.Context, url string, header http.Header, body []byte, check failureCheck) ([]byte, error) {
+func (o *Options) post(
+	ctx context.Context,
+	url string,
+	header http.Header,
+	body []byte,
+	check failureCheck,
+) ([]byte, error) {
 	budget := o.Budget
 	if budget <= 0 {
 		budget = DefaultRetryTime
@@ -161,7 +168,8 @@ func (o *Options) post(ctx context.Context, url string, header http.Header, body
 		}
 		wait := o.Retry.Delay(attempt, retryAfter)
 		if time.Since(start)-paced+wait > budget {
-			return nil, fmt.Errorf("gave up after %d attempts in %s (the retry time is %s): %w", attempt, time.Since(start).Round(time.Second), budget, err)
+			return nil, fmt.Errorf("gave up after %d attempts in %s (the retry time is %s): %w", attempt,
+				time.Since(start).Round(time.Second), budget, err)
 		}
 		o.record(ctx, model.Event{Kind: model.KindRetry, Attempt: attempt, Wait: wait, Error: err.Error()})
 		if serr := SleepRetry(ctx, wait); serr != nil {
@@ -192,7 +200,14 @@ func (o *Options) client() *http.Client {
 
 // once makes one attempt: the answer's header (nil when no answer came), its body, and its
 // failure.
-func (o *Options) once(ctx context.Context, client *http.Client, method, url string, header http.Header, body []byte, check failureCheck) (http.Header, []byte, error) {
+func (o *Options) once(
+	ctx context.Context,
+	client *http.Client,
+	method, url string,
+	header http.Header,
+	body []byte,
+	check failureCheck,
+) (http.Header, []byte, error) {
 	timeout := o.AttemptTimeout
 	if timeout <= 0 {
 		timeout = defaultAttemptTimeout
@@ -242,7 +257,8 @@ func (o *Options) once(ctx context.Context, client *http.Client, method, url str
 		if err := NotAPIAnswer(resp.StatusCode, scrubbed); err != nil {
 			return resp.Header, nil, err
 		}
-		return resp.Header, nil, fmt.Errorf("HTTP %d: %w (%d bytes: %.100q)", resp.StatusCode, errMalformed, len(answer), scrubbed)
+		return resp.Header, nil, fmt.Errorf("HTTP %d: %w (%d bytes: %.100q)", resp.StatusCode, errMalformed, len(answer),
+			scrubbed)
 	}
 	if check != nil {
 		if apiErr := check(answer); apiErr != nil {
@@ -356,7 +372,8 @@ func (o *Options) refusal(attempts int, err error) error {
 func transientNetwork(err error) bool {
 	var ne net.Error
 	return errors.Is(err, errMalformed) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		errors.As(err, &ne) || strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "connection refused")
+		errors.As(err, &ne) || strings.Contains(err.Error(), "connection reset") ||
+		strings.Contains(err.Error(), "connection refused")
 }
 
 // errorMessage finds the provider's message in an error body (OpenAI and Anthropic both use
@@ -386,7 +403,8 @@ func contextOverflow(apiErr *APIError) bool {
 		return false
 	}
 	m := strings.ToLower(apiErr.Message)
-	for _, sign := range []string{"context_length_exceeded", "maximum context length", "context window", "prompt is too long", "too many tokens", "exceeds the maximum number of tokens"} {
+	for _, sign := range []string{"context_length_exceeded", "maximum context length", "context window",
+		"prompt is too long", "too many tokens", "exceeds the maximum number of tokens"} {
 		if strings.Contains(m, sign) {
 			return true
 		}
@@ -410,5 +428,6 @@ func (o *Options) noteMissingUsage(ctx context.Context, answer []byte, field, in
 	if u := gjson.GetBytes(answer, field); u.Get(input).Exists() || u.Get(output).Exists() {
 		return
 	}
-	o.record(ctx, model.Event{Kind: model.KindNoUsage, Error: "the answer reports no token usage: the call's tokens are unknown and count as 0"})
+	o.record(ctx, model.Event{Kind: model.KindNoUsage,
+		Error: "the answer reports no token usage: the call's tokens are unknown and count as 0"})
 }

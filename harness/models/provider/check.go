@@ -28,7 +28,8 @@ func (o *Options) check(ctx context.Context, url string, header http.Header) err
 	defer cancel()
 	_, _, err := o.once(ctx, o.client(), http.MethodGet, url, header, nil, nil)
 	var apiErr *APIError
-	if errors.As(err, &apiErr) && (apiErr.Status == http.StatusNotFound || apiErr.Status == http.StatusMethodNotAllowed) {
+	if errors.As(err, &apiErr) &&
+		(apiErr.Status == http.StatusNotFound || apiErr.Status == http.StatusMethodNotAllowed) {
 		return nil
 	}
 	if Permanent(err) {
@@ -53,7 +54,8 @@ func (m *OpenAIResponses) Check(ctx context.Context) error {
 
 // Check asks GET /v1/models.
 func (m *Anthropic) Check(ctx context.Context) error {
-	return m.check(ctx, m.BaseURL+"/v1/models", http.Header{"X-Api-Key": {m.APIKey}, "Anthropic-Version": {AnthropicVersion}})
+	return m.check(ctx, m.BaseURL+"/v1/models",
+		http.Header{"X-Api-Key": {m.APIKey}, "Anthropic-Version": {AnthropicVersion}})
 }
 
 // Check asks GET /v1beta/models.

@@ -46,7 +46,8 @@ func Classify(err error) Class {
 			return ClassTransient
 		}
 		return ClassPermanent
-	case errors.Is(err, ErrUnreachable), backoff.Unreachable(err), errors.Is(err, errNotAPI), errors.Is(err, errTooLarge):
+	case errors.Is(err, ErrUnreachable), backoff.Unreachable(err), errors.Is(err, errNotAPI),
+		errors.Is(err, errTooLarge):
 		return ClassPermanent
 	case errors.Is(err, errIdle), errors.Is(err, context.DeadlineExceeded), transientNetwork(err):
 		return ClassTransient
@@ -80,8 +81,10 @@ func (e *APIError) Transient() bool {
 	if e.billing || e.Status == http.StatusNotImplemented {
 		return false
 	}
-	return e.Status == http.StatusRequestTimeout || e.Status == http.StatusConflict || e.Status == http.StatusTooManyRequests || e.Status >= 500 ||
-		e.Code == "server_error" || e.Code == "rate_limit_exceeded"
+	return e.Status == http.StatusRequestTimeout || e.Status == http.StatusConflict ||
+		e.Status == http.StatusTooManyRequests || e.Status >= 500 ||
+		e.Code == "server_error" ||
+		e.Code == "rate_limit_exceeded"
 }
 
 // ErrorAnswer is the APIError of an error answer (status 400 or more) whose body, the key
@@ -95,7 +98,8 @@ func ErrorAnswer(status int, header http.Header, body []byte) *APIError {
 // billingCodes are the codes and types of quota and billing refusals: OpenAI's
 // insufficient_quota (sent as a 429, though no wait cures it) and its billing codes,
 // Anthropic's billing_error (a 402, or its type in a 200 answer).
-var billingCodes = map[string]bool{"insufficient_quota": true, "billing_hard_limit_reached": true, "billing_not_active": true, "billing_error": true}
+var billingCodes = map[string]bool{"insufficient_quota": true, "billing_hard_limit_reached": true,
+	"billing_not_active": true, "billing_error": true}
 
 // billingSigns are words of the refusals that say so only in their message: Anthropic's low
 // credit balance, OpenRouter's credits.

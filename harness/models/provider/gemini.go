@@ -161,9 +161,12 @@ func functionResponse(msg model.Message, call geminiCall) part {
 // geminiStatus is the HTTP status of each status of the API's errors (google.rpc.Code), for
 // an error reported in an answer of status 200.
 var geminiStatus = map[string]int{
-	"INVALID_ARGUMENT": http.StatusBadRequest, "FAILED_PRECONDITION": http.StatusBadRequest, "OUT_OF_RANGE": http.StatusBadRequest,
-	"UNAUTHENTICATED": http.StatusUnauthorized, "PERMISSION_DENIED": http.StatusForbidden, "NOT_FOUND": http.StatusNotFound,
-	"ABORTED": http.StatusConflict, "RESOURCE_EXHAUSTED": http.StatusTooManyRequests, "INTERNAL": http.StatusInternalServerError,
+	"INVALID_ARGUMENT": http.StatusBadRequest, "FAILED_PRECONDITION": http.StatusBadRequest,
+	"OUT_OF_RANGE":    http.StatusBadRequest,
+	"UNAUTHENTICATED": http.StatusUnauthorized, "PERMISSION_DENIED": http.StatusForbidden,
+	"NOT_FOUND": http.StatusNotFound,
+	"ABORTED":   http.StatusConflict, "RESOURCE_EXHAUSTED": http.StatusTooManyRequests,
+	"INTERNAL":    http.StatusInternalServerError,
 	"UNAVAILABLE": http.StatusServiceUnavailable, "DEADLINE_EXCEEDED": http.StatusGatewayTimeout,
 }
 
@@ -177,9 +180,11 @@ func GeminiFailure(answer []byte) *APIError {
 		if !ok {
 			status = http.StatusInternalServerError
 		}
-		return &APIError{Status: status, Code: e.Get("status").String(), Message: e.Get("message").String(), billing: billingRefusal(e)}
+		return &APIError{Status: status, Code: e.Get("status").String(), Message: e.Get("message").String(),
+			billing: billingRefusal(e)}
 	}
-	if reason := gjson.GetBytes(answer, "promptFeedback.blockReason").String(); reason != "" && !gjson.GetBytes(answer, "candidates.0").Exists() {
+	if reason := gjson.GetBytes(answer, "promptFeedback.blockReason").String(); reason != "" &&
+		!gjson.GetBytes(answer, "candidates.0").Exists() {
 		return &APIError{Status: http.StatusBadRequest, Code: reason, Message: "the prompt was blocked (" + reason + ")"}
 	}
 	return nil
@@ -200,9 +205,9 @@ func ReadGeminiAnswer(answer []byte) (model.Reply, error) {
 // GeminiAssistant reads a model content's parts, of an answer or of a request's history: its
 // text (thoughts aside), its function calls, and the parts as received (kept whole in Opaque,
 // with their thought signatures, to send back); its arguments are canonicalJSON. A call's id
-// is made of its place, name and arguments, whatever id it carries on the wire: the API mostly gives none, and the Gemini CLI
-// then sends the call back with an id of its own making, so that only such an id reads alike
-// in the answer and in the history an agent sends back.
+// is made of its place, name and arguments, whatever id it carries on the wire: the API mostly
+// gives none, and the Gemini CLI then sends the call back with an id of its own making, so that
+// only such an id reads alike in the answer and in the history an agent sends back.
 func GeminiAssistant(parts gjson.Result) model.Message {
 	out := model.Message{Role: model.RoleAssistant, Content: model.GeminiText(parts, false)}
 	i := 0
@@ -213,7 +218,8 @@ func GeminiAssistant(parts gjson.Result) model.Message {
 		}
 		args := canonicalJSON(call.Get("args").Raw)
 		sum := sha256.Sum256([]byte(strconv.Itoa(i) + "\x00" + call.Get("name").String() + "\x00" + args))
-		out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: "call_" + hex.EncodeToString(sum[:6]), Name: call.Get("name").String(), Arguments: args})
+		out.ToolCalls = append(out.ToolCalls,
+			model.ToolCall{ID: "call_" + hex.EncodeToString(sum[:6]), Name: call.Get("name").String(), Arguments: args})
 		i++
 		return true
 	})

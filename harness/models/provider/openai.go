@@ -92,7 +92,8 @@ func (m *OpenAIChat) chatContent(text string) any {
 // client sends it, its own record of the call beside them (a signature, null when the provider
 // gave none, the name, the arguments and the call's id).
 func (m *OpenAIChat) chatToolCall(c model.ToolCall) map[string]any {
-	call := map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}}
+	call := map[string]any{"id": c.ID, "type": "function",
+		"function": map[string]any{"name": c.Name, "arguments": c.Arguments}}
 	if m.Reference {
 		call["signature"], call["name"], call["arguments"], call["tool_call_id"] = nil, c.Name, c.Arguments, c.ID
 	}

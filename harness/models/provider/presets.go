@@ -18,7 +18,9 @@ type Preset struct {
 	// ReasoningEffort is the effort of the published run in the provider's spelling; "" leaves
 	// the provider's default.
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
-	ContextWindow   int64  `json:"context_window"` // tokens, as the provider advertises it (the lenient loop's summarisation base)
+	// ContextWindow is in tokens, as the provider advertises it (the lenient loop's summarisation
+	// base).
+	ContextWindow int64 `json:"context_window"`
 	// MaxTokens is the output cap of every call and the reference loop's summarisation base:
 	// Stirrup's default, since what the published runs' adapter passed is not public.
 	MaxTokens int64 `json:"max_tokens"`
@@ -40,7 +42,8 @@ const googlePricing = "https://ai.google.dev/gemini-api/docs/pricing"
 // first-party price, only hosts' prices that differ) Prices is nil.
 var Presets = []Preset{
 	{Name: "claude-opus-4-7-max", Label: "Claude Opus 4.7 (Adaptive Reasoning, Max Effort)",
-		Spec: "anthropic/claude-opus-4-7", ReasoningEffort: "max", ContextWindow: 1_000_000, MaxTokens: model.DefaultMaxTokens,
+		Spec: "anthropic/claude-opus-4-7", ReasoningEffort: "max", ContextWindow: 1_000_000,
+		MaxTokens: model.DefaultMaxTokens,
 		// Launch price (2026-04-16); the pricing page's row, cache prices included, reads the same
 		// in its later copies.
 		Prices:      &model.Prices{Input: 5, CachedRead: 0.5, CachedWrite: 6.25, Output: 25},
@@ -61,20 +64,24 @@ var Presets = []Preset{
 		PriceSource: "https://docs.z.ai/guides/overview/pricing", PriceDate: "2026-08-19",
 		PriceNote: "Z.ai's own price; OpenRouter may route to another host at another price"},
 	{Name: "gemini-3.5-flash-high", Label: "Gemini 3.5 Flash (high)",
-		Spec: "openrouter/google/gemini-3.5-flash", ReasoningEffort: "high", ContextWindow: 1_000_000, MaxTokens: model.DefaultMaxTokens,
+		Spec: "openrouter/google/gemini-3.5-flash", ReasoningEffort: "high", ContextWindow: 1_000_000,
+		MaxTokens: model.DefaultMaxTokens,
 		// Google's page as read on 2026-09-20 (github.com/api-evangelist/gemini, plans/), as for 3.1 Pro.
 		Prices:      &model.Prices{Input: 1.5, Output: 9},
 		PriceSource: googlePricing, PriceDate: "2026-09-20",
 		PriceNote: "no cache price sourced: cached reads count at the input price"},
 	{Name: "deepseek-v4-pro-max", Label: "DeepSeek V4 Pro (Reasoning, Max Effort)",
-		Spec: "openrouter/deepseek/deepseek-v4-pro", ReasoningEffort: "max", ContextWindow: 1_000_000, MaxTokens: model.DefaultMaxTokens},
+		Spec: "openrouter/deepseek/deepseek-v4-pro", ReasoningEffort: "max", ContextWindow: 1_000_000,
+		MaxTokens: model.DefaultMaxTokens},
 	{Name: "gemma-4-31b", Label: "Gemma 4 31B (Reasoning)",
-		Spec: "openrouter/google/gemma-4-31b-it", ReasoningEffort: "high", ContextWindow: 262_144, MaxTokens: model.DefaultMaxTokens},
+		Spec: "openrouter/google/gemma-4-31b-it", ReasoningEffort: "high", ContextWindow: 262_144,
+		MaxTokens: model.DefaultMaxTokens},
 	{Name: "gemini-3.1-pro-preview", Label: "Gemini 3.1 Pro Preview",
 		Spec: "openrouter/google/gemini-3.1-pro-preview", ContextWindow: 1_000_000, MaxTokens: model.DefaultMaxTokens,
 		Prices:      &model.Prices{Input: 2, Output: 12},
 		PriceSource: googlePricing, PriceDate: "2026-09-20",
-		PriceNote: "prompts over 200K tokens cost $4 input and $18 output, not counted; no cache price sourced: cached reads count at the input price"},
+		PriceNote: "prompts over 200K tokens cost $4 input and $18 output, not counted; no cache price sourced: cached " +
+			"reads count at the input price"},
 }
 
 // FindPreset returns the preset with this name.

@@ -63,7 +63,8 @@ func (m *OpenAIResponses) requestBody(req model.Request) map[string]any {
 				input = append(input, reasoningItems(msg.Opaque)...)
 			}
 			if msg.Content != "" {
-				input = append(input, item{"type": "message", "role": "assistant", "content": m.responsesText("output_text", msg.Content)})
+				input = append(input, item{"type": "message", "role": "assistant",
+					"content": m.responsesText("output_text", msg.Content)})
 			}
 			for _, c := range msg.ToolCalls {
 				input = append(input, item{"type": "function_call", "call_id": c.ID, "name": c.Name, "arguments": c.Arguments})
@@ -186,7 +187,8 @@ func AddResponsesItem(out *model.Message, it gjson.Result) {
 		if !args.Exists() {
 			args = it.Get("input")
 		}
-		out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: it.Get("call_id").String(), Name: it.Get("name").String(), Arguments: argumentsJSON(args)})
+		out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: it.Get("call_id").String(), Name: it.Get("name").String(),
+			Arguments: argumentsJSON(args)})
 	case "reasoning":
 		var kept []json.RawMessage
 		_ = json.Unmarshal(out.Opaque, &kept) // none kept yet

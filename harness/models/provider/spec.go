@@ -13,8 +13,8 @@ import (
 var ErrNotProvider = errors.New("names no provider")
 
 // specForms are the forms of a model spec that names a provider, for help texts and errors.
-var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MODEL", "google/MODEL", "openrouter/ORG/MODEL",
-	"openai-api/PROVIDER/MODEL"}
+var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MODEL", "google/MODEL",
+	"openrouter/ORG/MODEL", "openai-api/PROVIDER/MODEL"}
 
 // MissingVariableError is the refusal of a spec whose provider needs a variable the
 // environment lacks (its key, or an openai-api provider's base URL): a caller that calls no
@@ -107,5 +107,6 @@ func New(spec string, getenv func(string) string, opts Options) (model.Model, er
 		opts.Model, opts.APIKey = id, getenv(prefix+"_API_KEY") // local servers often need no key
 		return &OpenAIChat{Options: opts}, nil
 	}
-	return nil, fmt.Errorf("%w: %q %w: unknown provider %q (expected %s)", model.ErrModelSpec, spec, ErrNotProvider, provider, SpecForms())
+	return nil, fmt.Errorf("%w: %q %w: unknown provider %q (expected %s)", model.ErrModelSpec, spec, ErrNotProvider,
+		provider, SpecForms())
 }

@@ -14,8 +14,9 @@ import (
 func ChatUsage(usage []byte) model.Usage {
 	u := gjson.ParseBytes(usage)
 	return model.Usage{Input: u.Get("prompt_tokens").Int(), Output: u.Get("completion_tokens").Int(),
-		CachedRead: u.Get("prompt_tokens_details.cached_tokens").Int(), CachedWrite: u.Get("prompt_tokens_details.cache_write_tokens").Int(),
-		Reasoning: u.Get("completion_tokens_details.reasoning_tokens").Int()}
+		CachedRead:  u.Get("prompt_tokens_details.cached_tokens").Int(),
+		CachedWrite: u.Get("prompt_tokens_details.cache_write_tokens").Int(),
+		Reasoning:   u.Get("completion_tokens_details.reasoning_tokens").Int()}
 }
 
 // ResponsesUsage reads a Responses API usage object.
@@ -42,6 +43,7 @@ func AnthropicUsage(usage []byte) model.Usage {
 func GeminiUsage(usage []byte) model.Usage {
 	u := gjson.ParseBytes(usage)
 	thoughts := u.Get("thoughtsTokenCount").Int()
-	return model.Usage{Input: u.Get("promptTokenCount").Int() + u.Get("toolUsePromptTokenCount").Int(), CachedRead: u.Get("cachedContentTokenCount").Int(),
-		Output: u.Get("candidatesTokenCount").Int() + thoughts, Reasoning: thoughts}
+	return model.Usage{Input: u.Get("promptTokenCount").Int() + u.Get("toolUsePromptTokenCount").Int(),
+		CachedRead: u.Get("cachedContentTokenCount").Int(), Output: u.Get("candidatesTokenCount").Int() + thoughts,
+		Reasoning: thoughts}
 }

@@ -55,7 +55,8 @@ func New(dir string) (*Model, error) {
 		return nil, fmt.Errorf("%w: replay/%s: %w", model.ErrModelSpec, dir, err)
 	}
 	if h.Agent != nil { // its turns are its agent's conversation, which the loop does not hold
-		return nil, fmt.Errorf("%w: replay/%s: an agent run (%s) is not replayed: the loop would not make its agent's calls", model.ErrModelSpec, dir, h.Agent)
+		return nil, fmt.Errorf("%w: replay/%s: an agent run (%s) is not replayed: the loop would not make its agent's calls",
+			model.ErrModelSpec, dir, h.Agent)
 	}
 	return &Model{Dir: dir, episodes: map[model.EpisodeID]*replayed{}}, nil
 }
@@ -71,7 +72,8 @@ func (r *Model) Complete(ctx context.Context, req model.Request) (model.Reply, e
 		return model.Reply{}, err
 	}
 	if ep.next >= len(ep.turns) {
-		return model.Reply{}, fmt.Errorf("replay of %s repeat %d: %w after %s", id.Task, id.Repeat, ErrEnded, english.Count(len(ep.turns), "call"))
+		return model.Reply{}, fmt.Errorf("replay of %s repeat %d: %w after %s", id.Task, id.Repeat, ErrEnded,
+			english.Count(len(ep.turns), "call"))
 	}
 	rec := ep.turns[ep.next]
 	ep.next++
@@ -122,8 +124,8 @@ func (r *Model) Covers(plan []runfolder.Episode) error {
 		return cmp.Or(cmp.Compare(slices.Index(rec.Header.Tasks, a.Task), slices.Index(rec.Header.Tasks, b.Task)),
 			strings.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat))
 	})
-	return fmt.Errorf("%w: replay/%s has no recording of %d of the %s (%s); it recorded %s",
-		ErrUnrecorded, r.Dir, len(missing), english.Count(len(plan), "episode"), nameEpisodes(missing), nameEpisodes(recorded))
+	return fmt.Errorf("%w: replay/%s has no recording of %d of the %s (%s); it recorded %s", ErrUnrecorded, r.Dir,
+		len(missing), english.Count(len(plan), "episode"), nameEpisodes(missing), nameEpisodes(recorded))
 }
 
 // nameEpisodes names the first maxNamed episodes, and counts the rest.
@@ -179,7 +181,8 @@ func differ(rec runfolder.TurnRecord, req model.Request, input []model.Message) 
 		case m.Role != was.Role:
 			return fmt.Sprintf("message %d is from the %s, the recording's from the %s", i+1, m.Role, was.Role)
 		case m.ToolCallID != was.ToolCallID:
-			return fmt.Sprintf("message %d (%s) answers tool call %q, the recording's %q", i+1, m.Role, m.ToolCallID, was.ToolCallID)
+			return fmt.Sprintf("message %d (%s) answers tool call %q, the recording's %q", i+1, m.Role, m.ToolCallID,
+				was.ToolCallID)
 		case m.IsError != was.IsError:
 			return fmt.Sprintf("message %d (%s) is an error=%v, the recording's error=%v", i+1, m.Role, m.IsError, was.IsError)
 		case m.Content != was.Content:
@@ -213,5 +216,6 @@ func whereDiffer(recorded, now string) string {
 		}
 		return s
 	}
-	return fmt.Sprintf("at character %d (line %d) of %d recorded, %d now: recorded %s, now %s", at+1, line, len(a), len(b), window(a), window(b))
+	return fmt.Sprintf("at character %d (line %d) of %d recorded, %d now: recorded %s, now %s", at+1, line, len(a), len(b),
+		window(a), window(b))
 }

@@ -91,7 +91,8 @@ func (a *Analyzer) Analyze(dir string, run *runfolder.Run, tasks []Task, results
 		out.Model = run.Header.Model
 		var err error
 		if prompts, err = runfolder.ReadPrompts(run.Dir, run.Header.PromptSHA256); err != nil {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("%v: failed and truncated commands are counted as the built-in set words results", err))
+			out.Warnings = append(out.Warnings,
+				fmt.Sprintf("%v: failed and truncated commands are counted as the built-in set words results", err))
 		}
 	}
 	byID := map[string]Task{}
@@ -206,7 +207,8 @@ func (a *Analyzer) Folder(run *runfolder.Run, tasks []Task) (*Run, error) {
 	}
 	// Rules grading never waits on the context; a run interrupted with ^C still gets its
 	// reports, so this one cannot be cancelled.
-	results, gradeProblems, err := grader.GradeSubmissions(context.Background(), gts, subs, grader.GradeOptions{Repeats: run.Header.Repeats})
+	results, gradeProblems, err := grader.GradeSubmissions(context.Background(), gts, subs,
+		grader.GradeOptions{Repeats: run.Header.Repeats})
 	if err != nil {
 		return nil, err
 	}

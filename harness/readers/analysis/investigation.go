@@ -47,7 +47,8 @@ var programKinds = map[string]string{
 	"grep": "grep_awk_sed", "egrep": "grep_awk_sed", "fgrep": "grep_awk_sed", "rg": "grep_awk_sed", "awk": "grep_awk_sed",
 	"gawk": "grep_awk_sed", "sed": "grep_awk_sed", "cut": "grep_awk_sed", "sort": "grep_awk_sed", "uniq": "grep_awk_sed",
 	"tr": "grep_awk_sed", "column": "grep_awk_sed", "paste": "grep_awk_sed", "join": "grep_awk_sed",
-	"cat": "read", "head": "read", "tail": "read", "less": "read", "more": "read", "wc": "read", "zcat": "read", "nl": "read",
+	"cat": "read", "head": "read", "tail": "read", "less": "read", "more": "read", "wc": "read", "zcat": "read",
+	"nl": "read",
 	"ls": "listing", "find": "listing", "tree": "listing", "du": "listing", "stat": "listing", "file": "listing",
 }
 

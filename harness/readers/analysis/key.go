@@ -314,11 +314,14 @@ func (k *Key) nearMiss(e grader.Entity, s int) bool {
 		if k.gt.SetOf(i) != s || k.broad[i] {
 			continue
 		}
-		if k.gt.MatchesGroup(variant(g, e.Name), i) || (e.Workload != e.Name && k.gt.MatchesGroup(variant(g, e.Workload), i)) {
+		if k.gt.MatchesGroup(variant(g, e.Name), i) ||
+			(e.Workload != e.Name && k.gt.MatchesGroup(variant(g, e.Workload), i)) {
 			return true
 		}
-		sameNamespace := g.Namespace == "" || grader.IsClusterScoped(g.Kind) || strings.EqualFold(g.Namespace, e.Namespace)
-		if e.Kind == g.Kind && sameNamespace && firstWord(e.Workload) != "" && firstWord(e.Workload) == firstWord(stem(g)) {
+		sameNamespace := g.Namespace == "" || grader.IsClusterScoped(g.Kind) ||
+			strings.EqualFold(g.Namespace, e.Namespace)
+		if e.Kind == g.Kind && sameNamespace && firstWord(e.Workload) != "" &&
+			firstWord(e.Workload) == firstWord(stem(g)) {
 			return true
 		}
 	}

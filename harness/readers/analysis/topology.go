@@ -86,7 +86,9 @@ func ReadTopology(dir string) (*Topology, error) {
 		}
 	}
 	topo.Services = slices.Sorted(slices.Values(names))
-	slices.SortFunc(topo.Calls, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	slices.SortFunc(topo.Calls, func(a, b [2]string) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
+	})
 	return topo, nil
 }
 

@@ -88,7 +88,8 @@ func (b *atifBuilder) call(c call) {
 	}
 	one := 1
 	step := atif.Step{Source: atif.SourceAgent, Timestamp: c.At.UTC().Format("2006-01-02T15:04:05.000000Z07:00"),
-		ReasoningEffort: b.header.ReasoningEffort, Message: atif.Text(c.Reply.Content), LLMCallCount: &one, Extra: atif.Extra{"turn": c.Turn}}
+		ReasoningEffort: b.header.ReasoningEffort, Message: atif.Text(c.Reply.Content), LLMCallCount: &one,
+		Extra: atif.Extra{"turn": c.Turn}}
 	if c.Summary {
 		step.Extra["summary"] = true
 	}
@@ -198,7 +199,8 @@ func (b *atifBuilder) toolResult(m model.Message) {
 func (b *atifBuilder) metrics(u model.Usage) *atif.Metrics {
 	b.usage.Add(u)
 	m := &atif.Metrics{PromptTokens: &u.Input, CompletionTokens: &u.Output, CachedTokens: &u.CachedRead,
-		CostUSD: b.header.Prices.Cost(u), Extra: atif.Extra{"cache_write_tokens": u.CachedWrite, "reasoning_tokens": u.Reasoning}}
+		CostUSD: b.header.Prices.Cost(
+			u), Extra: atif.Extra{"cache_write_tokens": u.CachedWrite, "reasoning_tokens": u.Reasoning}}
 	if m.CostUSD != nil {
 		b.cost = addCost(b.cost, *m.CostUSD)
 	}
@@ -222,7 +224,8 @@ func (b *atifBuilder) agent(tools []json.RawMessage) atif.Agent {
 	}
 	extra := atif.Extra{"loop": h.LoopName(), "max_turns": h.MaxTurns, "command_timeout": h.CommandTimeout,
 		"sandbox": h.Sandbox, "prompt_sha256": h.PromptSHA256}
-	for k, val := range map[string]string{"revision": h.Revision, "base_url": h.BaseURL, "reasoning_effort": h.ReasoningEffort, "image": h.Image, "image_digest": h.ImageDigest} {
+	for k, val := range map[string]string{"revision": h.Revision, "base_url": h.BaseURL,
+		"reasoning_effort": h.ReasoningEffort, "image": h.Image, "image_digest": h.ImageDigest} {
 		if val != "" {
 			extra[k] = val
 		}
@@ -241,9 +244,15 @@ func (b *atifBuilder) agent(tools []json.RawMessage) atif.Agent {
 func (b *atifBuilder) finalMetrics(r *runfolder.Result) *atif.FinalMetrics {
 	u := b.usage
 	steps := len(b.steps)
-	m := &atif.FinalMetrics{TotalPromptTokens: &u.Input, TotalCompletionTokens: &u.Output, TotalCachedTokens: &u.CachedRead,
-		TotalCostUSD: b.cost, TotalSteps: &steps,
-		Extra: atif.Extra{"total_cache_write_tokens": u.CachedWrite, "total_reasoning_tokens": u.Reasoning, "model_calls": b.calls}}
+	m := &atif.FinalMetrics{
+		TotalPromptTokens:     &u.Input,
+		TotalCompletionTokens: &u.Output,
+		TotalCachedTokens:     &u.CachedRead,
+		TotalCostUSD:          b.cost,
+		TotalSteps:            &steps,
+		Extra: atif.Extra{"total_cache_write_tokens": u.CachedWrite, "total_reasoning_tokens": u.Reasoning,
+			"model_calls": b.calls},
+	}
 	if b.unreported > 0 {
 		m.Extra["calls_without_usage"] = b.unreported
 	}

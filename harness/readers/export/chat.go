@@ -39,32 +39,64 @@ type ChatFunction struct {
 
 // Chat is the episode e of run as chat messages: every message once, in the order the model
 // got them (the prompts, then each call's new messages and its reply), a failed call's empty
-// reply left out. Reasoning, usage, timing and the grade are not part of the shape: the ATIF
-// export keeps them.
+// reply left out, made so that every reader of the format takes them (chatLine). Reasoning,
+// usage, timing and the grade are not part of the shape: the ATIF export keeps them.
 func Chat(run *runfolder.Run, e runfolder.Episode) (ChatEpisode, error) {
 	ep, err := readEpisode(run, e)
 	if err != nil {
 		return ChatEpisode{}, err
 	}
 	if len(ep.calls) == 0 {
-		return ChatEpisode{}, fmt.Errorf("%s: %w (no model call was recorded)", runfolder.EpisodeDir(run.Dir, e), ErrNoTrajectory)
+		return ChatEpisode{}, fmt.Errorf("%s: %w (no model call was recorded)", runfolder.EpisodeDir(run.Dir, e),
+			ErrNoTrajectory)
 	}
-	out := ChatEpisode{Tools: ep.tools}
+	line := chatLine{used: map[string]bool{}, pending: map[string][]string{}}
 	for _, c := range ep.calls {
 		for _, m := range c.Input {
-			out.Messages = append(out.Messages, chatMessage(m))
+			line.add(m)
 		}
 		if c.Error == "" {
-			out.Messages = append(out.Messages, chatMessage(c.Reply))
+			line.add(c.Reply)
 		}
 	}
-	return out, nil
+	return ChatEpisode{Messages: line.messages, Tools: ep.tools}, nil
 }
 
-func chatMessage(m model.Message) ChatMessage {
-	c := ChatMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
-	for _, tc := range m.ToolCalls {
-		c.ToolCalls = append(c.ToolCalls, ChatToolCall{ID: tc.ID, Type: "function", Function: ChatFunction{Name: tc.Name, Arguments: tc.Arguments}})
+// chatLine builds an episode's messages so that a reader that checks them as the Chat
+// Completions API does takes them: each call's id unique in the line (the model's, else one
+// made of the message's place: a model may give none, or one twice), each tool result
+// answering a call of the assistant message before it (calls of one id answered in order), and
+// a result that answers none (its call is not in the recording) a user message holding its text.
+type chatLine struct {
+	messages []ChatMessage
+	used     map[string]bool
+	// pending maps a call's id, as the model gave it, to the ids of the latest assistant
+	// message's calls with it that no result has answered yet.
+	pending map[string][]string
+}
+
+func (l *chatLine) add(m model.Message) {
+	c := ChatMessage{Role: m.Role, Content: m.Content}
+	switch m.Role {
+	case model.RoleAssistant:
+		clear(l.pending)
+		for i, tc := range m.ToolCalls {
+			id := tc.ID
+			if id == "" || l.used[id] {
+				id = fmt.Sprintf("aa-grade-%d-%d", len(l.messages)+1, i+1)
+			}
+			l.used[id] = true
+			l.pending[tc.ID] = append(l.pending[tc.ID], id)
+			fn := ChatFunction{Name: tc.Name, Arguments: tc.Arguments}
+			c.ToolCalls = append(c.ToolCalls, ChatToolCall{ID: id, Type: "function", Function: fn})
+		}
+	case model.RoleTool:
+		ids := l.pending[m.ToolCallID]
+		if len(ids) == 0 {
+			c.Role = model.RoleUser
+			break
+		}
+		c.ToolCallID, l.pending[m.ToolCallID] = ids[0], ids[1:]
 	}
-	return c
+	l.messages = append(l.messages, c)
 }

@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,6 +187,73 @@ func TestChatOfAnEpisode(t *testing.T) {
 	if _, err := ATIF(run, runfolder.Episode{Task: "Scenario-1", Repeat: 2}); !errors.Is(err, ErrNoTrajectory) {
 		t.Errorf("no episode folder: %v", err)
 	}
+}
+
+// TestChatReadsBack: the chat messages of an episode whose replies were recorded with no role
+// (builtin/baseline's, and replays of its runs), whose calls have no id or one id twice, and
+// whose recording holds a result of a call it does not hold, are what a reader that checks
+// them as the Chat Completions API does takes: every message has its role, every call an id
+// unique in the line, every tool result answers a call of the assistant message before it.
+func TestChatReadsBack(t *testing.T) {
+	first := model.Message{ToolCalls: []model.ToolCall{{Name: "shell", Arguments: `{"cmd":"ls"}`}, {Name: "shell", Arguments: `{"cmd":"pwd"}`}}}
+	conv := append(append([]model.Message(nil), prompts...), first,
+		model.Message{Role: model.RoleTool, Content: "a"}, model.Message{Role: model.RoleTool, Content: "/w"})
+	second := model.Message{ToolCalls: []model.ToolCall{{ID: "c", Name: "shell", Arguments: `{}`}, {ID: "c", Name: "shell", Arguments: `{}`}}}
+	conv2 := append(append(conv, second), model.Message{Role: model.RoleTool, ToolCallID: "c", Content: "x"},
+		model.Message{Role: model.RoleTool, ToolCallID: "c", Content: "y"}, model.Message{Role: model.RoleTool, ToolCallID: "gone", Content: "?"})
+	run := recordRun(t, []recordedCall{
+		{req: model.Request{Messages: prompts}, reply: model.Reply{Message: first}},
+		{req: model.Request{Messages: conv}, reply: model.Reply{Message: second}},
+		{req: model.Request{Messages: conv2}, reply: model.Reply{Message: model.Message{Content: "done"}}},
+	}, nil)
+	c, err := Chat(run, theEpisode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range c.Messages {
+		roles = append(roles, m.Role)
+	}
+	if got, want := strings.Join(roles, ","), "system,user,assistant,tool,tool,assistant,tool,tool,user,assistant"; got != want {
+		t.Fatalf("roles %s, want %s", got, want)
+	}
+	if problem := chatProblem(c.Messages); problem != "" {
+		t.Errorf("%s: %+v", problem, c.Messages)
+	}
+	if got := c.Messages[8].Content; got != "?" {
+		t.Errorf("the result of no call became %q, want its text", got)
+	}
+	if got := c.Messages[6].ToolCallID; got != "c" {
+		t.Errorf("the first result of c answers %q, want the model's own id c", got)
+	}
+}
+
+// chatProblem is what a reader that checks chat messages as the Chat Completions API does
+// refuses in msgs, or "": a role it does not know, a call id given twice, a tool result that
+// answers no call of the assistant message before it (or one already answered).
+func chatProblem(msgs []ChatMessage) string {
+	used, open := map[string]bool{}, map[string]bool{}
+	for i, m := range msgs {
+		switch m.Role {
+		case model.RoleSystem, model.RoleUser:
+		case model.RoleAssistant:
+			clear(open)
+			for _, c := range m.ToolCalls {
+				if used[c.ID] {
+					return fmt.Sprintf("message %d: the call id %q was given before", i, c.ID)
+				}
+				used[c.ID], open[c.ID] = true, true
+			}
+		case model.RoleTool:
+			if !open[m.ToolCallID] {
+				return fmt.Sprintf("message %d: the tool result answers %q, no open call", i, m.ToolCallID)
+			}
+			delete(open, m.ToolCallID)
+		default:
+			return fmt.Sprintf("message %d: the role %q", i, m.Role)
+		}
+	}
+	return ""
 }
 
 // TestATIFOfACorruptTrajectory: a turn line that is not a record is an error naming the file

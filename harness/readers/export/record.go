@@ -72,7 +72,7 @@ func readEpisode(run *runfolder.Run, e runfolder.Episode) (*episode, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", path, line.N, err)
 			}
-			ep.calls = append(ep.calls, call{TurnRecord: t, unreported: unreported})
+			ep.calls = append(ep.calls, call{TurnRecord: withRoles(t), unreported: unreported})
 			unreported = false
 		case model.KindNoUsage:
 			unreported = true
@@ -98,6 +98,22 @@ func readEpisode(run *runfolder.Run, e runfolder.Episode) (*episode, error) {
 		ep.result = &r
 	}
 	return ep, nil
+}
+
+// withRoles is a turn record whose messages each have their role: a reply is the assistant's,
+// and so is a message of its input without one (a reply sent again), as the loop sends them;
+// builtin/baseline once recorded its replies with none, and replays of its runs still do.
+func withRoles(t runfolder.TurnRecord) runfolder.TurnRecord {
+	t.Reply.Role = model.RoleAssistant
+	input := make([]model.Message, len(t.Input))
+	for i, m := range t.Input {
+		if m.Role == "" {
+			m.Role = model.RoleAssistant
+		}
+		input[i] = m
+	}
+	t.Input = input
+	return t
 }
 
 // toolDefinitions are the tools of a request body in OpenAI's function-calling shape, whichever

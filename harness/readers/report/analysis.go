@@ -34,8 +34,10 @@ const maxListedEpisodes = 200
 func writeAnalysisMarkdown(bw *bufio.Writer, a *analysis.Run) {
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	s := a.Summary
-	p("\n## Analysis\n\nAnswers mapped by the deterministic rules; partial credit and classes as docs/analysis.md defines them.\n\n")
-	p("- Partial credit **%.3f** and NTAM %.3f (SREGym's parameters) beside the gated score %.3f, over %s.\n", s.PartialCredit, s.NTAM, s.Score, english.Count(s.Episodes, "episode"))
+	p("\n## Analysis\n\nAnswers mapped by the deterministic rules; partial credit and classes as docs/analysis.md " +
+		"defines them.\n\n")
+	p("- Partial credit **%.3f** and NTAM %.3f (SREGym's parameters) beside the gated score %.3f, over %s.\n",
+		s.PartialCredit, s.NTAM, s.Score, english.Count(s.Episodes, "episode"))
 	var fps []string
 	for _, c := range analysis.Classes {
 		fps = append(fps, fmt.Sprintf("%d %s (%.0f%%)", s.FalsePositives[c], c, 100*s.FalsePositiveShares[c]))
@@ -46,7 +48,8 @@ func writeAnalysisMarkdown(bw *bufio.Writer, a *analysis.Run) {
 		if s.MedianFirstHitTurn != nil {
 			median = fmt.Sprintf("%.1f", *s.MedianFirstHitTurn)
 		}
-		p("- A turn named a root cause in %d of %s; median first-hit turn %s.\n", s.FirstHits, english.Count(s.WithTrajectory, "episode"), median)
+		p("- A turn named a root cause in %d of %s; median first-hit turn %s.\n", s.FirstHits,
+			english.Count(s.WithTrajectory, "episode"), median)
 		var cov []string
 		for _, src := range analysis.Sources {
 			cov = append(cov, fmt.Sprintf("%s %.0f%%", src, 100*s.SourceCoverage[src]))
@@ -58,13 +61,15 @@ func writeAnalysisMarkdown(bw *bufio.Writer, a *analysis.Run) {
 				kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
 			}
 		}
-		p("- Commands: %s; %d failed, %s, %d repeated.\n", orNone(strings.Join(kinds, ", ")), s.Failed, english.Count(s.Truncated, "truncated output"), s.Repeated)
+		p("- Commands: %s; %d failed, %s, %d repeated.\n", orNone(strings.Join(kinds, ", ")), s.Failed,
+			english.Count(s.Truncated, "truncated output"), s.Repeated)
 		p("- Time: %.0f s in the model, %.0f s in tools.\n", s.ModelSeconds, s.ToolSeconds)
 	}
 	for _, w := range a.Warnings {
 		p("- Not analysed: %s\n", mdText(w, 300))
 	}
-	p("\n| task | repeat | status | score | partial credit | false positives | first hit turn | sources read |\n|---|---:|---|---:|---:|---|---:|---|\n")
+	p("\n| task | repeat | status | score | partial credit | false positives | first hit turn | sources read |\n" +
+		"|---|---:|---|---:|---:|---|---:|---|\n")
 	for i, e := range a.Episodes {
 		if i == maxListedEpisodes {
 			p("\nand %s more (aa-grade analyze --json lists them all).\n", english.Count(len(a.Episodes)-i, "episode"))
@@ -81,8 +86,8 @@ func writeAnalysisMarkdown(bw *bufio.Writer, a *analysis.Run) {
 		if e.FirstHitTurn != nil {
 			hit = fmt.Sprint(*e.FirstHitTurn)
 		}
-		p("| %s | %d | %s | %.3f | %.3f | %s | %s | %s |\n", mdText(e.Task, 80), e.Repeat, mdText(e.Status, 40), e.Score, e.PartialCredit,
-			orNone(strings.Join(fp, ", ")), hit, orNone(strings.Join(e.SourcesRead, ", ")))
+		p("| %s | %d | %s | %.3f | %.3f | %s | %s | %s |\n", mdText(e.Task, 80), e.Repeat, mdText(e.Status, 40), e.Score,
+			e.PartialCredit, orNone(strings.Join(fp, ", ")), hit, orNone(strings.Join(e.SourcesRead, ", ")))
 	}
 }
 
@@ -160,7 +165,8 @@ type legendItem struct {
 }
 
 func newAnalysisView(runs []*analysis.Run) analysisView {
-	v := analysisView{Title: "ITBench-AA analysis: " + OneLine(runs[0].Model+" "+runs[0].Dir, maxLabel), Kinds: analysis.CommandKinds}
+	v := analysisView{Title: "ITBench-AA analysis: " + OneLine(runs[0].Model+" "+runs[0].Dir, maxLabel),
+		Kinds: analysis.CommandKinds}
 	if len(runs) > 1 {
 		v.Title = fmt.Sprintf("ITBench-AA analysis: %d runs", len(runs))
 	}
@@ -169,8 +175,8 @@ func newAnalysisView(runs []*analysis.Run) analysisView {
 	}
 	for i, r := range runs {
 		s := r.Summary
-		rv := analysisRunView{N: i + 1, Colour: palette[i%len(palette)], Label: OneLine(cmp.Or(r.Model, r.Dir), maxLabel), Dir: OneLine(r.Dir, 120),
-			Summary: s, FirstHit: "-", Median: "-", HasTrajectory: s.WithTrajectory > 0}
+		rv := analysisRunView{N: i + 1, Colour: palette[i%len(palette)], Label: OneLine(cmp.Or(r.Model, r.Dir), maxLabel),
+			Dir: OneLine(r.Dir, 120), Summary: s, FirstHit: "-", Median: "-", HasTrajectory: s.WithTrajectory > 0}
 		for _, c := range analysis.Classes {
 			rv.Classes = append(rv.Classes, s.FalsePositives[c])
 			rv.FalsePositives += s.FalsePositives[c]
@@ -205,7 +211,8 @@ func newAnalysisView(runs []*analysis.Run) analysisView {
 	}
 	if models := analysis.ByModel(runs); len(models) < len(runs) {
 		for _, m := range models {
-			row := modelRow{Model: OneLine(m.Model, maxLabel), Runs: m.Runs, Episodes: m.Episodes, Score: m.Score, PartialCredit: m.PartialCredit}
+			row := modelRow{Model: OneLine(m.Model, maxLabel), Runs: m.Runs, Episodes: m.Episodes, Score: m.Score,
+				PartialCredit: m.PartialCredit}
 			for _, c := range analysis.Classes {
 				row.Shares = append(row.Shares, fmt.Sprintf("%.0f%%", 100*m.FalsePositiveShares[c]))
 			}
@@ -296,7 +303,8 @@ func newHitChart(runs []analysisRunView) hitChart {
 			n := counts[i][b]
 			h := float64(n) * scale
 			c.Bars = append(c.Bars, chartBar{X: x0 + barW/2 + float64(i)*barW, Y: hitBase - h, Width: barW * 0.9, Height: h,
-				Colour: r.Colour, Title: fmt.Sprintf("R%d %s: %s, first hit at turn %s", r.N, r.Label, english.Count(n, "episode"), label)})
+				Colour: r.Colour, Title: fmt.Sprintf("R%d %s: %s, first hit at turn %s", r.N, r.Label, english.Count(n, "episode"),
+					label)})
 		}
 	}
 	for t := 0.0; t <= axisTop+step/2; t += step {
@@ -327,7 +335,8 @@ const (
 func newFPChart(runs []analysisRunView) fpChart {
 	c := fpChart{Height: 40 + fpRowH*float64(len(runs)), NoteX: fpLeft + fpWidth + 8}
 	for i, r := range runs {
-		row := fpRow{Y: 30 + fpRowH*float64(i), Label: fmt.Sprintf("R%d %s", r.N, r.Label), Note: english.Count(r.FalsePositives, "false positive")}
+		row := fpRow{Y: 30 + fpRowH*float64(i), Label: fmt.Sprintf("R%d %s", r.N, r.Label),
+			Note: english.Count(r.FalsePositives, "false positive")}
 		x := fpLeft
 		for j, n := range r.Classes {
 			if r.FalsePositives == 0 || n == 0 {
@@ -385,7 +394,8 @@ func newCoverageChart(runs []*analysis.Run) coverageChart {
 				mix := func(to int) int { return 255 - int(math.Round(share*float64(255-to))) }
 				cell.Fill = fmt.Sprintf("#%02x%02x%02x", mix(0x4e), mix(0x79), mix(0xa7))
 				cell.Text = fmt.Sprintf("%.0f%%", 100*share)
-				cell.Title = fmt.Sprintf("%s: %s read in %.0f%% of %s", row.Label, src, 100*share, english.Count(m.WithTrajectory, "episode"))
+				cell.Title = fmt.Sprintf("%s: %s read in %.0f%% of %s", row.Label, src, 100*share,
+					english.Count(m.WithTrajectory, "episode"))
 			}
 			row.Cells = append(row.Cells, cell)
 		}

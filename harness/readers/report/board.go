@@ -15,7 +15,8 @@ import (
 
 // SubsetNote says why a local score cannot equal a published one.
 var SubsetNote = fmt.Sprintf("The published leaderboard (%s) ran %d tasks x 3 repeats; the public tasks are a subset "+
-	"of those %d, so a local run estimates, but cannot equal, a published score.", leaderboard.Date, leaderboard.Tasks, leaderboard.Tasks)
+	"of those %d, so a local run estimates, but cannot equal, a published score.", leaderboard.Date, leaderboard.Tasks,
+	leaderboard.Tasks)
 
 // otherTasks says why a run of dataset's tasks is not ranked against the published
 // leaderboard, "" when it is. It is ranked only when the published scores measured the same
@@ -26,7 +27,8 @@ func otherTasks(dataset string, tasks []string) string {
 	repo, hub := strings.CutPrefix(dataset, "hf:")
 	repo, _, _ = strings.Cut(repo, "@")
 	if !hub || !strings.EqualFold(repo, leaderboard.Dataset) {
-		return fmt.Sprintf("its dataset, %s, is not ITBench-AA's (hf:%s), whose tasks the published runs used", OneLine(dataset, 80), leaderboard.Dataset)
+		return fmt.Sprintf("its dataset, %s, is not ITBench-AA's (hf:%s), whose tasks the published runs used",
+			OneLine(dataset, 80), leaderboard.Dataset)
 	}
 	if len(tasks) == 0 {
 		return "it has no task"
@@ -38,7 +40,8 @@ func otherTasks(dataset string, tasks []string) string {
 		}
 	}
 	if len(foreign) > 0 {
-		return fmt.Sprintf("%d of its tasks are not among ITBench-AA's public ones (%s)", len(foreign), OneLine(strings.Join(foreign, ", "), 200))
+		return fmt.Sprintf("%d of its tasks are not among ITBench-AA's public ones (%s)", len(foreign),
+			OneLine(strings.Join(foreign, ", "), 200))
 	}
 	return ""
 }

@@ -21,7 +21,9 @@ type Versus struct {
 }
 
 // TestNote names the statistics of a comparison, for every report that shows one.
-const TestNote = "Paired by task: the difference is the mean, over the tasks both runs ended, of the run's task score minus the first run's (over the repeats both ended; episodes in error or not run are left out); 95% CI: percentile bootstrap over those tasks; p-value: two-sided paired sign-flip permutation test."
+const TestNote = "Paired by task: the difference is the mean, over the tasks both runs ended, of the run's task " +
+	"score minus the first run's (over the repeats both ended; episodes in error or not run are left out); 95% CI: " +
+	"percentile bootstrap over those tasks; p-value: two-sided paired sign-flip permutation test."
 
 // CompareRuns compares each run after the first with the first; its first element is nil,
 // as is every element when there is one run.
@@ -52,7 +54,8 @@ func endedTasks(r *Run) []grader.TaskResult {
 	for _, t := range r.Summary.PerTask {
 		ended := grader.TaskResult{Task: t.Task}
 		for _, e := range t.Episodes {
-			if e.Status != grader.StatusError && e.Status != grader.StatusUnfinished && e.Status != grader.StatusCostLimit {
+			if e.Status != grader.StatusError && e.Status != grader.StatusUnfinished &&
+				e.Status != grader.StatusCostLimit {
 				ended.Episodes = append(ended.Episodes, e)
 			}
 		}
@@ -118,7 +121,8 @@ func (v Versus) PValueText() string {
 
 // PartialNote explains the blank cells of results that lack some repeats of some tasks, in
 // every table that has them.
-const PartialNote = "Blank: episodes these results do not hold (another shard's, or left out by --tasks or --repeats); aa-grade merge joins the folders of a sharded run into one."
+const PartialNote = "Blank: episodes these results do not hold (another shard's, or left out by --tasks or " +
+	"--repeats); aa-grade merge joins the folders of a sharded run into one."
 
 // Overviews sums up each run, those after the first with their comparison with the first.
 func Overviews(runs []*Run) []Overview {

@@ -25,7 +25,8 @@ var pageSource string
 var page = template.Must(template.New("report.html").Parse(pageSource))
 
 // palette colours the runs (Tableau 10, readable on white); runs beyond it reuse it.
-var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"}
+var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+	"#9c755f", "#bab0ac"}
 
 // Limits of what the page lists, so a huge or hostile run folder still gives a readable page.
 const (
@@ -76,7 +77,8 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 				rv.MoreIssues++
 				continue
 			}
-			rv.Issues = append(rv.Issues, issue{Task: e.Task, Repeat: e.Repeat, Status: e.Status, Error: OneLine(e.Error, maxErrorText)})
+			rv.Issues = append(rv.Issues,
+				issue{Task: e.Task, Repeat: e.Repeat, Status: e.Status, Error: OneLine(e.Error, maxErrorText)})
 		}
 		v.Runs = append(v.Runs, rv)
 	}
@@ -87,7 +89,8 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 	v.Board, v.OtherBoard = boardChart(overviews, true), boardChart(overviews, false)
 	for _, rv := range v.Runs {
 		if rv.OtherTasks != "" {
-			v.OtherTasks = append(v.OtherTasks, fmt.Sprintf("R%d: not ranked against the published leaderboard: %s; %s.", rv.N, rv.OtherTasks, OtherTasksNote))
+			v.OtherTasks = append(v.OtherTasks, fmt.Sprintf("R%d: not ranked against the published leaderboard: %s; %s.", rv.N,
+				rv.OtherTasks, OtherTasksNote))
 		}
 	}
 	if v.Board == nil {
@@ -272,7 +275,8 @@ func scatterChart(runs []*Run, labels []string) scatterView {
 			}
 		}
 		if len(unknown) > 0 {
-			v.Unknown = append(v.Unknown, unknownCost{Run: i + 1, Label: labels[i], Tasks: OneLine(strings.Join(unknown, ", "), 2000)})
+			v.Unknown = append(v.Unknown,
+				unknownCost{Run: i + 1, Label: labels[i], Tasks: OneLine(strings.Join(unknown, ", "), 2000)})
 		}
 	}
 	if len(points) > 0 && top == 0 {
@@ -402,8 +406,8 @@ type bar struct {
 // turnsChart counts each run's finished episodes by turns, in ten bins up to the turn cap
 // and one for the cap itself, the runs' bars side by side.
 func turnsChart(runs []*Run, labels []string) histogramView {
-	v := histogramView{Left: plotLeft, Top: plotTop, Right: plotLeft + plotWidth, Bottom: plotTop + plotHeight, Height: plotTop + plotHeight + plotBelow,
-		Middle: plotTop + plotHeight/2, AxisTitleY: plotTop + plotHeight + 40}
+	v := histogramView{Left: plotLeft, Top: plotTop, Right: plotLeft + plotWidth, Bottom: plotTop + plotHeight,
+		Height: plotTop + plotHeight + plotBelow, Middle: plotTop + plotHeight/2, AxisTitleY: plotTop + plotHeight + 40}
 	limit := 1
 	for _, r := range runs {
 		limit = max(limit, r.Header.MaxTurns)
@@ -444,9 +448,10 @@ func turnsChart(runs []*Run, labels []string) histogramView {
 		for i := range runs {
 			n := counts[i][b]
 			h := plotHeight * float64(n) / top
-			v.Bars = append(v.Bars, bar{X: plotLeft + group*float64(b) + group*0.1 + barW*float64(i), Y: plotTop + plotHeight - h,
-				Width: barW, Height: h, Colour: palette[i%len(palette)],
-				Title: fmt.Sprintf("R%d %s: %s with %s turns", i+1, labels[i], english.Count(n, "episode"), label)})
+			v.Bars = append(v.Bars,
+				bar{X: plotLeft + group*float64(b) + group*0.1 + barW*float64(i), Y: plotTop + plotHeight - h,
+					Width: barW, Height: h, Colour: palette[i%len(palette)],
+					Title: fmt.Sprintf("R%d %s: %s with %s turns", i+1, labels[i], english.Count(n, "episode"), label)})
 		}
 	}
 	return v
@@ -500,23 +505,27 @@ func heatChart(runs []*Run, labels []string) heatView {
 			}
 		}
 	}
-	v := heatView{Width: float64(heatLabelW + heatCellW*len(runs) + 10), Height: float64(heatTop + heatCellH*len(tasks) + 10),
-		LabelEnd: heatLabelW, CellWidth: heatCellW, CellHeight: heatCellH, CellMid: heatCellW / 2}
+	v := heatView{Width: float64(heatLabelW + heatCellW*len(runs) + 10),
+		Height: float64(heatTop + heatCellH*len(tasks) + 10), LabelEnd: heatLabelW, CellWidth: heatCellW,
+		CellHeight: heatCellH, CellMid: heatCellW / 2}
 	for i := range runs {
-		v.Columns = append(v.Columns, heatColumn{X: float64(heatLabelW + heatCellW*i + heatCellW/2), Label: fmt.Sprintf("R%d", i+1),
-			Colour: palette[i%len(palette)]})
+		v.Columns = append(v.Columns,
+			heatColumn{X: float64(heatLabelW + heatCellW*i + heatCellW/2), Label: fmt.Sprintf("R%d", i+1),
+				Colour: palette[i%len(palette)]})
 	}
 	for j, task := range tasks {
 		name := OneLine(task, maxLabel)
 		row := heatRow{Y: float64(heatTop + heatCellH*j), Task: name}
 		for i := range runs {
-			c := heatCell{X: float64(heatLabelW + heatCellW*i), Fill: "#eeeeee", Text: "-", Title: fmt.Sprintf("%s: not in R%d", name, i+1)}
+			c := heatCell{X: float64(heatLabelW + heatCellW*i), Fill: "#eeeeee", Text: "-",
+				Title: fmt.Sprintf("%s: not in R%d", name, i+1)}
 			t, ok := perRun[i][task]
 			switch {
 			case !ok:
 			case t.ended == 0 && t.inError > 0:
 				c.Fill, c.Text = errorFill, "error"
-				c.Title = fmt.Sprintf("%s, R%d %s: no score, %d of %s in error", name, i+1, labels[i], t.inError, english.Count(t.planned, "repeat"))
+				c.Title = fmt.Sprintf("%s, R%d %s: no score, %d of %s in error", name, i+1, labels[i], t.inError,
+					english.Count(t.planned, "repeat"))
 			case t.ended == 0:
 				c.Text, c.Title = "not run", fmt.Sprintf("%s: not run yet in R%d", name, i+1)
 			default:

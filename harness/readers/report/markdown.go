@@ -28,7 +28,8 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 	}
 	p("\n")
 	p("- Started %s by aa-grade %s; sandbox %s, at most %s, prompt sha256 %s\n\n",
-		h.Started.UTC().Format("2006-01-02 15:04 MST"), mdText(h.Version, 40), mdText(h.Sandbox, 40), english.Count(h.MaxTurns, "turn"), mdText(h.PromptSHA256, 64))
+		h.Started.UTC().Format("2006-01-02 15:04 MST"), mdText(h.Version, 40), mdText(h.Sandbox, 40),
+		english.Count(h.MaxTurns, "turn"), mdText(h.PromptSHA256, 64))
 	if o.Caveat != "" {
 		p("**%s**\n\n", o.Caveat)
 	}
@@ -57,7 +58,8 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 		}
 	}
 	if o.Errors > 0 {
-		p("\n%s in error or not run: run the same `aa-grade run` command again to play them.\n", english.Count(o.Errors, "episode"))
+		p("\n%s in error or not run: run the same `aa-grade run` command again to play them.\n",
+			english.Count(o.Errors, "episode"))
 	}
 
 	p("\n## Cost\n\n")
@@ -68,16 +70,18 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 	}
 	p("%s\n\n", o.SpendNote())
 	p("Tokens: %s input (%s cached reads, %s cached writes), %s output (%s reasoning); %.1f turns per episode.\n\n",
-		english.Number(o.Tokens.Input), english.Number(o.Tokens.CachedRead), english.Number(o.Tokens.CachedWrite), english.Number(o.Tokens.Output),
-		english.Number(o.Tokens.Reasoning), o.MeanTurns)
+		english.Number(o.Tokens.Input), english.Number(o.Tokens.CachedRead), english.Number(o.Tokens.CachedWrite),
+		english.Number(o.Tokens.Output), english.Number(o.Tokens.Reasoning), o.MeanTurns)
 
 	p("## Per task\n\n")
-	p("| task | score | episodes | mean turns | mean tool calls | input tokens | cached read | cached write | output tokens | reasoning tokens | cost |\n")
+	p("| task | score | episodes | mean turns | mean tool calls | input tokens | cached read | cached write | output " +
+		"tokens | reasoning tokens | cost |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range r.PerTask() {
 		p("| %s | %.3f | %d | %.1f | %.1f | %s | %s | %s | %s | %s | %s |\n", mdText(t.Task, 80), t.Score, t.Episodes,
-			t.MeanTurns, t.MeanToolCalls, english.Number(t.Tokens.Input), english.Number(t.Tokens.CachedRead), english.Number(t.Tokens.CachedWrite),
-			english.Number(t.Tokens.Output), english.Number(t.Tokens.Reasoning), FormatUSD(t.CostUSD))
+			t.MeanTurns, t.MeanToolCalls, english.Number(t.Tokens.Input), english.Number(t.Tokens.CachedRead),
+			english.Number(t.Tokens.CachedWrite), english.Number(t.Tokens.Output), english.Number(t.Tokens.Reasoning),
+			FormatUSD(t.CostUSD))
 	}
 
 	writeBoardMarkdown(bw, o)
@@ -96,7 +100,8 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 // statusOrder lists the statuses present, in the order of docs/design.md, then any other.
 func statusOrder(counts map[string]int) []string {
 	known := []string{grader.StatusOK, grader.StatusMaxTurns, grader.StatusNoSubmission, grader.StatusOutputLimit,
-		grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusRefusedLimit, grader.StatusInvalid, grader.StatusMissing, grader.StatusError, grader.StatusCostLimit}
+		grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusRefusedLimit, grader.StatusInvalid,
+		grader.StatusMissing, grader.StatusError, grader.StatusCostLimit}
 	var out []string
 	for _, st := range known {
 		if counts[st] > 0 {
@@ -132,7 +137,8 @@ func writeBoardMarkdown(w io.Writer, o Overview) {
 	if published {
 		p("\n## Beside the published leaderboard\n\n%s This run: %s.\n\n", SubsetNote, english.Count(o.Tasks, "task"))
 	} else {
-		p("\n## Leaderboard\n\nNot ranked against the published leaderboard: %s; %s.\n\n", mdText(o.OtherTasks, 400), OtherTasksNote)
+		p("\n## Leaderboard\n\nNot ranked against the published leaderboard: %s; %s.\n\n",
+			mdText(o.OtherTasks, 400), OtherTasksNote)
 	}
 	p("| | model | tasks | score | avg turns | $/task |\n|---|---|---:|---:|---:|---:|\n")
 	for _, b := range board([]Overview{o}, published) {
@@ -141,7 +147,8 @@ func writeBoardMarkdown(w io.Writer, o Overview) {
 				formatOptional(b.AvgTurns, "%.0f"), formatOptional(b.CostPerTask, "$%.2f"))
 			continue
 		}
-		p("| **this run** | **%s** | %d | **%s** | %.1f | %s |\n", mdText(b.Label, 120), b.Tasks, b.Standing(), *b.AvgTurns, FormatUSD(b.CostPerTask))
+		p("| **this run** | **%s** | %d | **%s** | %.1f | %s |\n", mdText(b.Label, 120), b.Tasks, b.Standing(), *b.AvgTurns,
+			FormatUSD(b.CostPerTask))
 	}
 	if published {
 		p("\nPublished figures: %s.\n", leaderboard.Source)

@@ -58,7 +58,8 @@ func WriteParquet(w io.Writer, r *Run) error {
 			ProviderToolsRefused: int64(e.ProviderTools), WorstCase: e.Tokens.WorstCase,
 		})
 	}
-	if err := parquet.Write(w, rows, parquet.Compression(&parquet.Zstd), parquet.CreatedBy("aa-grade", version.Version, "")); err != nil {
+	if err := parquet.Write(w, rows, parquet.Compression(&parquet.Zstd), parquet.CreatedBy("aa-grade", version.Version,
+		"")); err != nil {
 		return fmt.Errorf("write results.parquet of %s: %w", r.Dir, err)
 	}
 	return nil

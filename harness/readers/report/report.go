@@ -73,7 +73,8 @@ func Load(dir string) (*Run, error) {
 		order[t] = len(tasks)
 		tasks = append(tasks, t)
 	}
-	run := &Run{Dir: dir, Header: h, Results: slices.Collect(maps.Values(done)), Warnings: folder.Warnings, Spent: folder.Spend, folder: folder}
+	run := &Run{Dir: dir, Header: h, Results: slices.Collect(maps.Values(done)), Warnings: folder.Warnings,
+		Spent: folder.Spend, folder: folder}
 	slices.SortFunc(run.Results, func(a, b runfolder.Result) int {
 		return cmp.Or(cmp.Compare(order[a.Task], order[b.Task]), cmp.Compare(a.Repeat, b.Repeat))
 	})
@@ -132,12 +133,14 @@ type Overview struct {
 
 // LenientNote is what every report and page says of a run that did not follow the reference
 // loop.
-const LenientNote = "Not comparable with the published leaderboard: this run followed the lenient loop (--loop lenient), not the reference one."
+const LenientNote = "Not comparable with the published leaderboard: this run followed the lenient loop (--loop " +
+	"lenient), not the reference one."
 
 // agentNote is what every report and page says of an agent run: another harness than the
 // published one played its episodes.
 func agentNote(a *runfolder.AgentInfo) string {
-	note := fmt.Sprintf("Not comparable with the published leaderboard: %s played the episodes (--agent), not the reference loop.", a)
+	note := fmt.Sprintf(
+		"Not comparable with the published leaderboard: %s played the episodes (--agent), not the reference loop.", a)
 	if a.ProviderTools {
 		note += " " + ProviderToolsNote
 	}
@@ -146,7 +149,8 @@ func agentNote(a *runfolder.AgentInfo) string {
 
 // ProviderToolsNote is what every report and page adds of an agent run that allowed the
 // provider's own tools.
-const ProviderToolsNote = "Its model calls could use the provider's own tools (web search, web fetch, MCP, code execution: --allow-provider-tools), so it compares neither with the leaderboard nor with runs without them."
+const ProviderToolsNote = "Its model calls could use the provider's own tools (web search, web fetch, MCP, code " +
+	"execution: --allow-provider-tools), so it compares neither with the leaderboard nor with runs without them."
 
 // ErrorsText is Errors as tables show it, with how many of them are not run yet: "21 (21 not
 // run)" is a run half played, not one that failed.
@@ -169,8 +173,10 @@ func (o Overview) Agreement() string {
 		}
 		return fmt.Sprintf("%.0f%%", 100**v)
 	}
-	return fmt.Sprintf("judge %s decided %s (%d fell back to the rules); judge and rules give the same score in %s of them and map %s of entities alike; the rules alone would score %.3f",
-		OneLine(j.Model, 80), english.Count(j.Judged, "episode"), j.Fallbacks, share(j.ScoreAgreement), share(j.EntityAgreement), j.RulesScore)
+	return fmt.Sprintf(
+		"judge %s decided %s (%d fell back to the rules); judge and rules give the same score in %s of them and map %s of "+
+			"entities alike; the rules alone would score %.3f", OneLine(j.Model, 80), english.Count(j.Judged, "episode"),
+		j.Fallbacks, share(j.ScoreAgreement), share(j.EntityAgreement), j.RulesScore)
 }
 
 // SpentText is what the run spent in all as every text and page says it (runfolder.Spend.Text),
@@ -187,10 +193,13 @@ func (o Overview) SpentText() string {
 func (o Overview) SpendNote() string {
 	scored := fmt.Sprintf("the scored episodes cost %s (the last attempt of each)", FormatUSD(o.CostUSD))
 	if o.Spent == nil {
-		return fmt.Sprintf("Spent in all: not recorded (the folder was written before %s, the ledger of every model call); %s.", runfolder.SpendFile, scored)
+		return fmt.Sprintf(
+			"Spent in all: not recorded (the folder was written before %s, the ledger of every model call); %s.",
+			runfolder.SpendFile, scored)
 	}
-	return fmt.Sprintf("Spent in all: %s over %s (%s: every call, those of episodes stopped, failed, unfinished or played again included); %s.",
-		o.Spent.Text(), english.Count(o.Spent.Calls, "model call"), runfolder.SpendFile, scored)
+	return fmt.Sprintf(
+		"Spent in all: %s over %s (%s: every call, those of episodes stopped, failed, unfinished or played again "+
+			"included); %s.", o.Spent.Text(), english.Count(o.Spent.Calls, "model call"), runfolder.SpendFile, scored)
 }
 
 // CIText is the run's 95% interval as every report shows it (grader.FormatCI).

@@ -68,7 +68,8 @@ func readTurns(r io.Reader, prompts *promptset.Set) ([]Turn, *AgentEnd, []string
 	var problems []string
 	var pending Turn // the events seen since the last turn record
 	var prev time.Time
-	tr := runfolder.NewTrajectoryReader(r, func(k model.EventKind) bool { return k != model.KindRequest && k != model.KindResponse })
+	tr := runfolder.NewTrajectoryReader(r,
+		func(k model.EventKind) bool { return k != model.KindRequest && k != model.KindResponse })
 	for line := range tr.Lines() {
 		if err := line.Err; err != nil {
 			if line.Whole { // a line too long: the reading goes on past it
@@ -79,7 +80,8 @@ func readTurns(r io.Reader, prompts *promptset.Set) ([]Turn, *AgentEnd, []string
 		}
 		blank := len(bytes.TrimSpace(line.Bytes)) == 0
 		if !line.Whole && !blank {
-			problems = append(problems, fmt.Sprintf("trajectory line %d is cut short (the episode is running, or was stopped)", line.N))
+			problems = append(problems,
+				fmt.Sprintf("trajectory line %d is cut short (the episode is running, or was stopped)", line.N))
 		}
 		ev, err := line.Event()
 		if blank || err != nil {
@@ -112,7 +114,8 @@ func readTurns(r io.Reader, prompts *promptset.Set) ([]Turn, *AgentEnd, []string
 				continue
 			}
 			for _, m := range attachResults(&turns[len(turns)-1], rec.Messages, prompts) {
-				problems = append(problems, fmt.Sprintf("trajectory line %d: a result that answers no call of the last turn: %s", line.N, report.OneLine(m.Content, 200)))
+				problems = append(problems, fmt.Sprintf("trajectory line %d: a result that answers no call of the last turn: %s",
+					line.N, report.OneLine(m.Content, 200)))
 			}
 		case model.KindAgent:
 			rec, err := line.Agent()
@@ -122,11 +125,14 @@ func readTurns(r io.Reader, prompts *promptset.Set) ([]Turn, *AgentEnd, []string
 			}
 			agent = &AgentEnd{AgentRecord: rec, Out: promptset.Stream{Head: rec.Stdout}, Err: promptset.Stream{Head: rec.Stderr}}
 		case model.KindRetry:
-			pending.Retries = append(pending.Retries, fmt.Sprintf("attempt %d, waited %s: %s", ev.Attempt, ev.Wait.Round(time.Millisecond), ev.Error))
+			pending.Retries = append(pending.Retries,
+				fmt.Sprintf("attempt %d, waited %s: %s", ev.Attempt, ev.Wait.Round(time.Millisecond), ev.Error))
 		case model.KindNoUsage:
-			pending.Notes = append(pending.Notes, "the provider reported no token counts: this call's zeros are unknown, not free")
+			pending.Notes = append(pending.Notes,
+				"the provider reported no token counts: this call's zeros are unknown, not free")
 		case model.KindThrottle:
-			pending.Notes = append(pending.Notes, fmt.Sprintf("rate limited: %s now allowed at once", english.Count(ev.MaxInFlight, "call")))
+			pending.Notes = append(pending.Notes,
+				fmt.Sprintf("rate limited: %s now allowed at once", english.Count(ev.MaxInFlight, "call")))
 		case model.KindStripped:
 			pending.Notes = append(pending.Notes, ev.Error)
 		case model.KindDivergence:

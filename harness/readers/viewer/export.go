@@ -19,7 +19,10 @@ func (v *Viewer) Export(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFile(dir, "index.html", func(w io.Writer) error { return render(w, "runs", buildRunsPage(runs)) }); err != nil {
+	if err := writeFile(dir, "index.html", func(w io.Writer) error {
+		return render(w, "runs",
+			buildRunsPage(runs))
+	}); err != nil {
 		return err
 	}
 	for _, l := range runs {

@@ -66,7 +66,8 @@ type cell struct {
 
 // statusOrder lists statuses in the order the pages count them.
 var statusOrder = []string{grader.StatusOK, grader.StatusMaxTurns, grader.StatusNoSubmission, grader.StatusOutputLimit,
-	grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusRefusedLimit, grader.StatusInvalid, grader.StatusMissing, grader.StatusError, grader.StatusCostLimit, grader.StatusUnfinished}
+	grader.StatusContextOverflow, grader.StatusInvalidArguments, grader.StatusRefusedLimit, grader.StatusInvalid,
+	grader.StatusMissing, grader.StatusError, grader.StatusCostLimit, grader.StatusUnfinished}
 
 func buildRunsPage(runs []*loaded) runsPage {
 	var p runsPage
@@ -78,8 +79,8 @@ func buildRunsPage(runs []*loaded) runsPage {
 	overviews := report.Overviews(reports)
 	for ri, l := range runs {
 		o := overviews[ri]
-		col := runColumn{N: l.n, Dir: l.dir, Overview: o, Header: l.run.Header, Live: l.live, Warnings: l.run.Warnings, Repeats: l.run.Summary.Repeats,
-			Versus: o.VersusFirst}
+		col := runColumn{N: l.n, Dir: l.dir, Overview: o, Header: l.run.Header, Live: l.live, Warnings: l.run.Warnings,
+			Repeats: l.run.Summary.Repeats, Versus: o.VersusFirst}
 		running := 0 // the grid's running episodes, which the card counts alike
 		for _, t := range l.run.Summary.PerTask {
 			i, ok := rows[t.Task]
@@ -100,7 +101,8 @@ func buildRunsPage(runs []*loaded) runsPage {
 					status = "running"
 					running++
 				}
-				g.Cells[e.Repeat-1] = cell{Repeat: e.Repeat, Href: ref.Path, Status: status, Score: e.Score, Class: cellClass(status, e.Score),
+				g.Cells[e.Repeat-1] = cell{Repeat: e.Repeat, Href: ref.Path, Status: status, Score: e.Score,
+					Class: cellClass(status, e.Score),
 					Title: fmt.Sprintf("%s repeat %d: %s, score %.2f", t.Task, e.Repeat, label(status), e.Score)}
 			}
 			p.Tasks[i].Runs[ri] = g
@@ -188,7 +190,8 @@ func (l *loaded) trajectoryName(e episodeRef) (file, link string, err error) {
 
 func (v *Viewer) buildEpisodePage(ctx context.Context, l *loaded, i int) episodePage {
 	e := l.eps[i]
-	p := episodePage{Run: runColumn{N: l.n, Dir: l.dir, Header: l.run.Header}, Task: e.Task, Repeat: e.Repeat, Root: "../../../"}
+	p := episodePage{Run: runColumn{N: l.n, Dir: l.dir, Header: l.run.Header}, Task: e.Task, Repeat: e.Repeat,
+		Root: "../../../"}
 	if i > 0 {
 		p.Prev = p.Root + l.eps[i-1].Path
 	}
@@ -234,7 +237,8 @@ func (v *Viewer) buildEpisodePage(ctx context.Context, l *loaded, i int) episode
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		p.Problems = append(p.Problems, err.Error())
 	case sub != nil && p.Result != nil && p.Result.Matcher == grader.MatcherJudge:
-		sub.Decided = fmt.Sprintf("The LLM judge graded this episode (score %.2f); the verdicts below are the deterministic rules'.", p.Result.Score)
+		sub.Decided = fmt.Sprintf(
+			"The LLM judge graded this episode (score %.2f); the verdicts below are the deterministic rules'.", p.Result.Score)
 		if p.Result.Rules != nil && len(p.Result.Rules.Disagreed) > 0 {
 			sub.Decided += " The judge mapped these entities otherwise: " + strings.Join(p.Result.Rules.Disagreed, ", ") + "."
 		}

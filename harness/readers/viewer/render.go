@@ -30,8 +30,9 @@ var (
 	script = mustAsset("assets/viewer.js")
 	// policy is the Content-Security-Policy of every page: nothing from elsewhere, only this
 	// style and script, and fetch only to the page's own server (a live page polls it).
-	policy = fmt.Sprintf("default-src 'none'; style-src '%s'; script-src '%s'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'",
-		hash(style), hash(script))
+	policy = fmt.Sprintf(
+		"default-src 'none'; style-src '%s'; script-src '%s'; img-src data:; connect-src 'self'; base-uri 'none'; "+
+			"form-action 'none'", hash(style), hash(script))
 )
 
 func mustAsset(name string) string {

@@ -161,7 +161,8 @@ func (v *Viewer) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if file != "" {
 		return v.serveTrajectory(w, r, l, e, file)
 	}
-	tag := etag(strconv.FormatBool(l.live), version(l.root, runfolder.ResultsFile, path.Join(e.dir(), runfolder.TrajectoryFile), path.Join(e.dir(), runfolder.TrajectoryFile+".zst"),
+	tag := etag(strconv.FormatBool(l.live), version(l.root, runfolder.ResultsFile,
+		path.Join(e.dir(), runfolder.TrajectoryFile), path.Join(e.dir(), runfolder.TrajectoryFile+".zst"),
 		path.Join(e.dir(), grader.SubmissionFile)))
 	if notModified(w, r, tag) {
 		return nil

@@ -152,5 +152,6 @@ func shownSubmission(doc []byte) string {
 	for cut > 0 && !utf8.RuneStart(doc[cut]) {
 		cut-- // not inside a character
 	}
-	return fmt.Sprintf("%s\n[... %d more bytes not shown: the whole file is %s in the episode's folder ...]", doc[:cut], len(doc)-cut, grader.SubmissionFile)
+	return fmt.Sprintf("%s\n[... %d more bytes not shown: the whole file is %s in the episode's folder ...]", doc[:cut],
+		len(doc)-cut, grader.SubmissionFile)
 }

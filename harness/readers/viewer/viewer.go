@@ -119,7 +119,8 @@ func (s *source) load() (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loaded{source: s, run: r, live: running(s.dir), byPath: map[string]int{}, index: map[runfolder.Episode]int{}, results: map[runfolder.Episode]runfolder.Result{}}
+	l := &loaded{source: s, run: r, live: running(s.dir), byPath: map[string]int{}, index: map[runfolder.Episode]int{},
+		results: map[runfolder.Episode]runfolder.Result{}}
 	for _, res := range r.Results {
 		l.results[res.Episode()] = res
 	}
@@ -151,7 +152,11 @@ func (e episodeRef) dir() string {
 
 // groundTruth reads the run's ground truths once, on the first page that grades a
 // submission.
-func (s *source) groundTruth(ctx context.Context, h runfolder.Header, get func(context.Context, runfolder.Header) (map[string][]byte, error)) (map[string]*grader.GroundTruth, string) {
+func (s *source) groundTruth(
+	ctx context.Context,
+	h runfolder.Header,
+	get func(context.Context, runfolder.Header) (map[string][]byte, error),
+) (map[string]*grader.GroundTruth, string) {
 	s.truthOnce.Do(func() {
 		if get == nil {
 			s.truthErr = "no ground truth was given to the viewer"

@@ -9,7 +9,8 @@ import (
 )
 
 // versions are the ATIF versions, oldest first.
-var versions = []string{"ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4", "ATIF-v1.5", "ATIF-v1.6", Version}
+var versions = []string{"ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4", "ATIF-v1.5", "ATIF-v1.6",
+	Version}
 
 // Check applies the rules of the format that its JSON shape (atif.schema.json) cannot say: a
 // known version, at least one step, step ids 1, 2, ... in order, sources among the three,
@@ -32,11 +33,13 @@ func Check(t *Trajectory) error {
 		}
 		switch s.Source {
 		case SourceAgent:
-			if n := s.LLMCallCount; n != nil && (*n < 0 || (*n == 0 && (s.Metrics != nil || s.ReasoningContent != ""))) {
+			if n := s.LLMCallCount; n != nil &&
+				(*n < 0 || (*n == 0 && (s.Metrics != nil || s.ReasoningContent != ""))) {
 				fail("step %d: llm_call_count %d with metrics or reasoning", s.StepID, *n)
 			}
 		case SourceSystem, SourceUser:
-			if s.ModelName != "" || s.ReasoningEffort != "" || s.ReasoningContent != "" || s.ToolCalls != nil || s.Metrics != nil {
+			if s.ModelName != "" || s.ReasoningEffort != "" || s.ReasoningContent != "" || s.ToolCalls != nil ||
+				s.Metrics != nil {
 				fail("step %d: a %s step has fields of agent steps", s.StepID, s.Source)
 			}
 		default:

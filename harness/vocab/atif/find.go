@@ -69,7 +69,8 @@ func findEpisodes(dir string) (Found, error) {
 		}
 		repeat, err := strconv.Atoi(filepath.Base(repeatDir))
 		if err != nil || repeat < 1 {
-			found.Problems = append(found.Problems, fmt.Sprintf("%s: ignored: %s is not a repeat number (expected %s)", p, filepath.Base(repeatDir), LayoutEpisodes))
+			found.Problems = append(found.Problems, fmt.Sprintf("%s: ignored: %s is not a repeat number (expected %s)", p,
+				filepath.Base(repeatDir), LayoutEpisodes))
 			continue
 		}
 		found.Episodes = append(found.Episodes, Episode{Task: task, Repeat: repeat, Path: p})
@@ -108,7 +109,8 @@ func findHarbor(dir string) (Found, error) {
 	repeat := map[string]int{}
 	for _, t := range trials {
 		repeat[t.task]++
-		found.Episodes = append(found.Episodes, Episode{Task: t.task, Repeat: repeat[t.task], Path: filepath.Join(t.dir, "agent", File)})
+		found.Episodes = append(found.Episodes,
+			Episode{Task: t.task, Repeat: repeat[t.task], Path: filepath.Join(t.dir, "agent", File)})
 	}
 	return found, nil
 }
@@ -177,7 +179,8 @@ func WriteSubmissions(found Found, out string) (sources map[string]string, probl
 		}
 		doc, where, ok := Diagnosis(t)
 		if !ok {
-			problems = append(problems, fmt.Sprintf("%s: no answer: no agent message and no result holding %s", e.Path, grader.SubmissionFile))
+			problems = append(problems,
+				fmt.Sprintf("%s: no answer: no agent message and no result holding %s", e.Path, grader.SubmissionFile))
 			continue
 		}
 		dir := filepath.Join(out, e.Task)

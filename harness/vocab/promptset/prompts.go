@@ -75,8 +75,12 @@ type promptKey struct {
 // promptKeys are the keys every set has, in file order.
 var promptKeys = []promptKey{
 	{name: keySystem}, {name: keyTask}, {name: keyAgentTask, optional: true},
-	{name: keyShellTool, toolName: true}, {name: keyShellDescription}, {name: keyShellCmdDescription}, {name: keyShellParamsDesc, optional: true},
-	{name: keyFinishTool, toolName: true}, {name: keyFinishDescription}, {name: keyFinishReasonDesc}, {name: keyFinishPathsDesc},
+	{
+		name:     keyShellTool,
+		toolName: true,
+	}, {name: keyShellDescription}, {name: keyShellCmdDescription}, {name: keyShellParamsDesc, optional: true},
+	{name: keyFinishTool,
+		toolName: true}, {name: keyFinishDescription}, {name: keyFinishReasonDesc}, {name: keyFinishPathsDesc},
 	{name: keyFinishParamsDesc, optional: true},
 	{name: keyTurnsLeft, vars: []string{"turns_left"}}, {name: keyLastTurn}, {name: keyContinue},
 	{name: keySummaryRequest}, {name: keySummaryBridge, vars: []string{"summary"}}, {name: keySummaryAck},
@@ -86,7 +90,9 @@ var promptKeys = []promptKey{
 	{name: keyTruncationNotice, vars: []string{"total"}},
 	{name: keyShellInvalidArguments, vars: []string{"arguments"}},
 	{name: keyUnknownTool, vars: []string{"tool"}},
-	{name: keyFinishInvalidArguments}, {name: keyFinishTwoCalls}, {name: keyFinishNoOutput}, {name: keyFinishOutputOutside},
+	{
+		name: keyFinishInvalidArguments,
+	}, {name: keyFinishTwoCalls}, {name: keyFinishNoOutput}, {name: keyFinishOutputOutside},
 	{name: keyFinishInvalidOutput, vars: []string{"error"}}, {name: keyFinishUnreadableOutput, vars: []string{"error"}},
 	{name: keyFinishPathMissing, vars: []string{"path"}}, {name: keyFinishPathOutside, vars: []string{"path"}},
 	{name: keyFinishPathRefused, vars: []string{"path", "error"}},
@@ -220,7 +226,8 @@ func splitSections(doc string) (map[string]string, map[string]int, error) {
 		case key != "":
 			body = append(body, row)
 		case row != "" && !strings.HasPrefix(row, "#"):
-			return nil, nil, fmt.Errorf("line %d: text before the first `--- key ---` line (only # comments may come first)", i+1)
+			return nil, nil, fmt.Errorf("line %d: text before the first `--- key ---` line (only # comments may come first)",
+				i+1)
 		}
 	}
 	flush()

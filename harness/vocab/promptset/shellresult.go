@@ -29,7 +29,8 @@ type Stream struct {
 // answer, a result a set with other wording wrote).
 func (p *Set) ReadShellResult(text string) (ShellOutput, bool) {
 	p = p.orBuiltin()
-	known := map[string]string{"output_limit": strconv.Itoa(shellspec.OutputLimit), "output_half": strconv.Itoa(shellspec.OutputLimit / 2)}
+	known := map[string]string{"output_limit": strconv.Itoa(shellspec.OutputLimit),
+		"output_half": strconv.Itoa(shellspec.OutputLimit / 2)}
 	if v, ok := p.parsed[keyShellResult].match(text, known); ok {
 		code, err := strconv.Atoi(v["exit_code"])
 		if err == nil {
@@ -89,7 +90,8 @@ func (t Texts) ShellResult(r CommandResult) string {
 	if r.TimedOut {
 		return t.text(keyShellTimeout, map[string]string{"stdout": stdout, "stderr": stderr})
 	}
-	return t.text(keyShellResult, map[string]string{"exit_code": strconv.Itoa(r.ExitCode), "stdout": stdout, "stderr": stderr})
+	return t.text(keyShellResult,
+		map[string]string{"exit_code": strconv.Itoa(r.ExitCode), "stdout": stdout, "stderr": stderr})
 }
 
 // retell puts the set's truncation notice in place of the sandbox's in a stream of total
@@ -105,7 +107,8 @@ func (t Texts) retell(s string, total int64) string {
 	if at < 0 || !strings.HasPrefix(s[at:], notice) {
 		return s
 	}
-	return s[:at] + t.text(keyTruncationNotice, map[string]string{"total": strconv.FormatInt(total, 10)}) + s[at+len(notice):]
+	return s[:at] + t.text(keyTruncationNotice,
+		map[string]string{"total": strconv.FormatInt(total, 10)}) + s[at+len(notice):]
 }
 
 // runeOffset is the byte offset of s's n-th character, -1 when s is shorter.

@@ -53,42 +53,61 @@ type stirrupText struct {
 
 // The library's code places each text is built from (release 0.1.9).
 var (
-	stirrupBase      = stirrupText{file: "prompts/base_system_prompt.txt", fields: map[string]string{"max_turns": "{{max_turns}}"}}
-	stirrupAlone     = stirrupText{file: "core/agent.py", anchors: []string{`"user_input" in self._active_tools`, "else:", "parts.append("}}
-	stirrupLeadIn    = stirrupText{file: "core/agent.py", anchors: []string{"if self._system_prompt:", "parts.append("}, fields: map[string]string{"self._system_prompt": ""}}
+	stirrupBase = stirrupText{file: "prompts/base_system_prompt.txt",
+		fields: map[string]string{"max_turns": "{{max_turns}}"}}
+	stirrupAlone = stirrupText{file: "core/agent.py",
+		anchors: []string{`"user_input" in self._active_tools`, "else:", "parts.append("}}
+	stirrupLeadIn = stirrupText{file: "core/agent.py", anchors: []string{"if self._system_prompt:", "parts.append("},
+		fields: map[string]string{"self._system_prompt": ""}}
 	stirrupErrorHead = stirrupText{file: "tools/code_backends/base.py", anchors: []string{"# Error case", "content ="},
-		fields: map[string]string{"result.error_kind": "{kind}", "truncate_msg(result.stderr, MAX_LENGTH_SHELL_STDERR)": "{details}"}}
-	stirrupErrorTail = stirrupText{file: "tools/code_backends/base.py", anchors: []string{"# Error case", "content +=", "content +="}}
-	stirrupTimeout   = stirrupText{file: "tools/code_backends/local.py", anchors: []string{"except TimeoutError:", "stderr="},
-		fields: map[string]string{"timeout": "{{command_timeout}}"}}
-	stirrupTimeoutKind = stirrupText{file: "tools/code_backends/local.py", anchors: []string{"except TimeoutError:", "error_kind="}}
-	stirrupFailureKind = stirrupText{file: "tools/code_backends/local.py", anchors: []string{"except TimeoutError:", "except Exception as exc:", "error_kind="}}
-	stirrupMissing     = stirrupText{file: "tools/finish.py", anchors: []string{"if missing:", "content="}} // fields: the path list
-	stirrupInvalidArgs = stirrupText{file: "core/agent.py", anchors: []string{"except ValidationError:", "ToolResult(content="}}
+		fields: map[string]string{"result.error_kind": "{kind}",
+			"truncate_msg(result.stderr, MAX_LENGTH_SHELL_STDERR)": "{details}"}}
+	stirrupErrorTail = stirrupText{file: "tools/code_backends/base.py",
+		anchors: []string{"# Error case", "content +=", "content +="}}
+	stirrupTimeout = stirrupText{file: "tools/code_backends/local.py",
+		anchors: []string{"except TimeoutError:", "stderr="}, fields: map[string]string{"timeout": "{{command_timeout}}"}}
+	stirrupTimeoutKind = stirrupText{file: "tools/code_backends/local.py",
+		anchors: []string{"except TimeoutError:", "error_kind="}}
+	stirrupFailureKind = stirrupText{file: "tools/code_backends/local.py",
+		anchors: []string{"except TimeoutError:", "except Exception as exc:", "error_kind="}}
+	stirrupMissing = stirrupText{file: "tools/finish.py",
+		anchors: []string{"if missing:", "content="}} // fields: the path list
+	stirrupInvalidArgs = stirrupText{file: "core/agent.py",
+		anchors: []string{"except ValidationError:", "ToolResult(content="}}
 )
 
 // stirrupKeys are the keys taken from the library as they are; the system prompt, the shell's
 // error results and the finish refusals are put together from several places (FromStirrup).
 var stirrupKeys = map[string]stirrupText{
-	keyShellDescription:    {file: "tools/code_backends/base.py", anchors: []string{"description=description"}},
-	keyShellCmdDescription: {file: "tools/code_backends/base.py", anchors: []string{"class CodeExecutionParams", "description="}},
-	keyShellParamsDesc:     {file: "tools/code_backends/base.py", anchors: []string{"class CodeExecutionParams(BaseModel):"}},
-	keyFinishParamsDesc:    {file: "tools/finish.py", anchors: []string{"class FinishParams(BaseModel):"}},
-	keyFinishDescription:   {file: "tools/finish.py", anchors: []string{"SIMPLE_FINISH_TOOL", "description="}},
-	keyFinishReasonDesc:    {file: "tools/finish.py", anchors: []string{"reason: Annotated[str, Field(description="}},
-	keyFinishPathsDesc:     {file: "tools/finish.py", anchors: []string{"paths: Annotated[", "Field(description="}},
-	keyLastTurn:            {file: "core/agent.py", anchors: []string{"def _num_turns_remaining_msg", "content="}},
+	keyShellDescription: {file: "tools/code_backends/base.py", anchors: []string{"description=description"}},
+	keyShellCmdDescription: {file: "tools/code_backends/base.py",
+		anchors: []string{"class CodeExecutionParams", "description="}},
+	keyShellParamsDesc: {file: "tools/code_backends/base.py",
+		anchors: []string{"class CodeExecutionParams(BaseModel):"}},
+	keyFinishParamsDesc:  {file: "tools/finish.py", anchors: []string{"class FinishParams(BaseModel):"}},
+	keyFinishDescription: {file: "tools/finish.py", anchors: []string{"SIMPLE_FINISH_TOOL", "description="}},
+	keyFinishReasonDesc:  {file: "tools/finish.py", anchors: []string{"reason: Annotated[str, Field(description="}},
+	keyFinishPathsDesc:   {file: "tools/finish.py", anchors: []string{"paths: Annotated[", "Field(description="}},
+	keyLastTurn:          {file: "core/agent.py", anchors: []string{"def _num_turns_remaining_msg", "content="}},
 	keyTurnsLeft: {file: "core/agent.py", anchors: []string{"def _num_turns_remaining_msg", "content=", "content="},
 		fields: map[string]string{"number_of_turns_remaining": "{{turns_left}}"}},
-	keyContinue:       {file: "core/agent.py", anchors: []string{"not next_turn_will_show_warning", "UserMessage(content="}},
+	keyContinue: {file: "core/agent.py", anchors: []string{"not next_turn_will_show_warning",
+		"UserMessage(content="}},
 	keySummaryRequest: {file: "prompts/message_summarizer.txt"},
-	keySummaryBridge:  {file: "prompts/message_summarizer_bridge.txt", fields: map[string]string{"summary": "{{summary}}"}},
-	keySummaryAck:     {file: "core/agent.py", anchors: []string{"acknowledgement_msg = UserMessage(content="}},
-	keyUnknownTool:    {file: "core/agent.py", anchors: []string{"which is not in the tools list", "ToolResult(content="}, fields: map[string]string{"tool_call.name": "{{tool}}"}},
-	keyFinishTwoCalls: {file: "core/agent.py", anchors: []string{"if reject_all_finish_calls and tool_call.name in self._finish_tools:", "content="},
-		fields: map[string]string{"tool_call.name": "{{finish_tool}}", "sorted(set(finish_call_names))": "['{{finish_tool}}']"}},
+	keySummaryBridge: {file: "prompts/message_summarizer_bridge.txt",
+		fields: map[string]string{"summary": "{{summary}}"}},
+	keySummaryAck: {file: "core/agent.py", anchors: []string{"acknowledgement_msg = UserMessage(content="}},
+	keyUnknownTool: {file: "core/agent.py", anchors: []string{"which is not in the tools list", "ToolResult(content="},
+		fields: map[string]string{"tool_call.name": "{{tool}}"}},
+	keyFinishTwoCalls: {
+		file:    "core/agent.py",
+		anchors: []string{"if reject_all_finish_calls and tool_call.name in self._finish_tools:", "content="},
+		fields: map[string]string{"tool_call.name": "{{finish_tool}}",
+			"sorted(set(finish_call_names))": "['{{finish_tool}}']"},
+	},
 	keyShellResult: {file: "tools/code_backends/base.py", anchors: []string{"# Success case", "content ="},
-		fields: map[string]string{"result.exit_code": "{{exit_code}}", "truncate_msg(result.stdout, MAX_LENGTH_SHELL_STDOUT)": "{{stdout}}",
+		fields: map[string]string{"result.exit_code": "{{exit_code}}",
+			"truncate_msg(result.stdout, MAX_LENGTH_SHELL_STDOUT)": "{{stdout}}",
 			"truncate_msg(result.stderr, MAX_LENGTH_SHELL_STDERR)": "{{stderr}}"}},
 	keyTruncationNotice: {file: "utils/text.py", anchors: []string{"msg[: max_length // 2]", "+"},
 		fields: map[string]string{"msg_len": "{{total}}", "max_length": "{{output_limit}}"}},
@@ -98,8 +117,10 @@ var stirrupKeys = map[string]stirrupText{
 
 // adapterRole stands for the system prompt the published runs' adapter gave the library,
 // which is not public: aa-grade's words for the role it is reported to set.
-const adapterRole = "You are an expert site reliability engineer (SRE) investigating a production incident in a Kubernetes cluster. " +
-	"You work offline, from a snapshot of the cluster's telemetry recorded during the incident, with a bash shell in a sandbox. " +
+const adapterRole = "You are an expert site reliability engineer (SRE) investigating a production incident in a " +
+	"Kubernetes cluster. " +
+	"You work offline, from a snapshot of the cluster's telemetry recorded during the incident, with a bash shell " +
+	"in a sandbox. " +
 	"Be rigorous: every conclusion must rest on evidence you found in the data."
 
 // FromStirrup makes a prompt set of the texts of the user's copy of Stirrup 0.1.9 at dir: a
@@ -153,8 +174,9 @@ func fromStirrupFS(pkg fs.FS, sums map[string]string) (*Set, error) {
 // each backend's kind and details) and the refusal for files that do not exist.
 func composeStirrup(get func(stirrupText) (string, error)) (map[string]string, error) {
 	texts := map[string]string{}
-	parts := map[string]stirrupText{"base": stirrupBase, "alone": stirrupAlone, "lead": stirrupLeadIn, "head": stirrupErrorHead,
-		"tail": stirrupErrorTail, "timeout": stirrupTimeout, "timeoutKind": stirrupTimeoutKind, "failureKind": stirrupFailureKind}
+	parts := map[string]stirrupText{"base": stirrupBase, "alone": stirrupAlone, "lead": stirrupLeadIn,
+		"head": stirrupErrorHead, "tail": stirrupErrorTail, "timeout": stirrupTimeout, "timeoutKind": stirrupTimeoutKind,
+		"failureKind": stirrupFailureKind}
 	for name, t := range parts {
 		s, err := get(t)
 		if err != nil {
@@ -166,7 +188,8 @@ func composeStirrup(get func(stirrupText) (string, error)) (map[string]string, e
 		return strings.NewReplacer("{kind}", kind, "{details}", details).Replace(texts["head"]) + texts["tail"]
 	}
 	missing := func(path string) (string, error) {
-		return get(stirrupText{file: stirrupMissing.file, anchors: stirrupMissing.anchors, fields: map[string]string{"missing": "['" + path + "']"}})
+		return get(stirrupText{file: stirrupMissing.file, anchors: stirrupMissing.anchors,
+			fields: map[string]string{"missing": "['" + path + "']"}})
 	}
 	noOutput, err := missing("{{output_file}}")
 	if err != nil {
@@ -267,5 +290,6 @@ func openStirrup(dir string) (fs.FS, io.Closer, error) {
 			return pkg, io.NopCloser(nil), err
 		}
 	}
-	return nil, nil, fmt.Errorf("%w in %s (looked for core/agent.py there, in stirrup/ and in src/stirrup/)", ErrNotStirrup, dir)
+	return nil, nil, fmt.Errorf("%w in %s (looked for core/agent.py there, in stirrup/ and in src/stirrup/)",
+		ErrNotStirrup, dir)
 }

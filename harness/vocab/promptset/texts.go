@@ -42,9 +42,10 @@ func (p *Set) ForEpisode(f Facts) Texts {
 		}
 	}
 	vars := map[string]string{
-		"workdir": f.Workdir, "output_file": grader.SubmissionFile, "output_path": path.Join(f.Workdir, grader.SubmissionFile),
-		"max_turns": strconv.Itoa(f.MaxTurns), "command_timeout": strconv.FormatFloat(f.CommandTimeout.Seconds(), 'f', -1, 64),
-		"output_limit": strconv.Itoa(shellspec.OutputLimit), "output_half": strconv.Itoa(shellspec.OutputLimit / 2),
+		"workdir": f.Workdir, "output_file": grader.SubmissionFile,
+		"output_path": path.Join(f.Workdir, grader.SubmissionFile), "max_turns": strconv.Itoa(f.MaxTurns),
+		"command_timeout": strconv.FormatFloat(f.CommandTimeout.Seconds(), 'f', -1, 64),
+		"output_limit":    strconv.Itoa(shellspec.OutputLimit), "output_half": strconv.Itoa(shellspec.OutputLimit / 2),
 		"shell_tool": p.texts[keyShellTool], "finish_tool": p.texts[keyFinishTool],
 		"tools": strings.Join(otherCommands(f.Commands), ", "), "python_commands": strings.Join(pythons, ", "),
 	}

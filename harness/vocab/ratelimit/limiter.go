@@ -61,15 +61,16 @@ type Limiter struct {
 	epoch     uint64    // how many times allowed was halved
 	queue     []*waiter // callers waiting, in order of arrival
 	quotas    [dimensions]quota
-	answered  bool            // an answer came: calls no longer go one at a time
-	stated    bool            // an answer stated limits
-	perByte   float64         // input tokens an answer reports per byte of its request, on average
-	output    int64           // output tokens of the recent answers at most: charged before a call, whose output is unknown
-	calls     int64           // answers received
-	limited   int64           // of them, 429s
-	waited    time.Duration   // by callers in the queue, summed
-	warned    map[string]bool // the warnings given, by key
-	warnings  []string
+	answered  bool    // an answer came: calls no longer go one at a time
+	stated    bool    // an answer stated limits
+	perByte   float64 // input tokens an answer reports per byte of its request, on average
+	// output tokens of the recent answers at most: charged before a call, whose output is unknown
+	output   int64
+	calls    int64           // answers received
+	limited  int64           // of them, 429s
+	waited   time.Duration   // by callers in the queue, summed
+	warned   map[string]bool // the warnings given, by key
+	warnings []string
 }
 
 // waiter is a caller in the queue; only the head may take a permit, the others wait to be
@@ -105,7 +106,8 @@ func New(l Limits) (*Limiter, error) {
 		clock = systemClock{}
 	}
 	now := clock.Now()
-	lim := &Limiter{clock: clock, ceiling: l.MaxInFlight, allowed: l.MaxInFlight, perByte: initialPerByte, warned: map[string]bool{}}
+	lim := &Limiter{clock: clock, ceiling: l.MaxInFlight, allowed: l.MaxInFlight, perByte: initialPerByte,
+		warned: map[string]bool{}}
 	for d := range dimensions {
 		lim.quotas[d] = newQuota(0, now)
 	}
@@ -282,7 +284,13 @@ func (l *Limiter) correct(p Permit, used [dimensions]int64) {
 // own, at now: a stated limit replaces the one stated before, and what it says is left is
 // reconciled with the quota. What it cannot use leaves what was known, with a warning, once.
 // l.mu is held.
-func (l *Limiter) learn(st [dimensions]statement, problems []statementProblem, sent int64, own [dimensions]int64, now time.Time) {
+func (l *Limiter) learn(
+	st [dimensions]statement,
+	problems []statementProblem,
+	sent int64,
+	own [dimensions]int64,
+	now time.Time,
+) {
 	for _, pr := range problems {
 		l.warnProblem(pr)
 	}
@@ -296,8 +304,9 @@ func (l *Limiter) learn(st [dimensions]statement, problems []statementProblem, s
 		q := &l.quotas[d]
 		if s.limit > 0 && s.limit != q.learnt {
 			if q.learnt != 0 {
-				l.warn("changed:"+d.String(), fmt.Sprintf("the provider's %s limit changed from %d to %d a minute: the new one is adopted",
-					d.String(), q.learnt, s.limit))
+				l.warn("changed:"+d.String(),
+					fmt.Sprintf("the provider's %s limit changed from %d to %d a minute: the new one is adopted",
+						d.String(), q.learnt, s.limit))
 			}
 			q.learn(s.limit, now)
 		}
@@ -513,7 +522,8 @@ func geminiUsage(u gjson.Result, used *[dimensions]int64) bool {
 }
 
 // usageFields are the usage fields reportedUsage reads, in the order of their indexes below.
-var usageFields = [...]string{"prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "cache_creation_input_tokens", "output_tokens"}
+var usageFields = [...]string{"prompt_tokens", "completion_tokens", "total_tokens", "input_tokens",
+	"cache_creation_input_tokens", "output_tokens"}
 
 const (
 	promptTokens = iota

@@ -60,11 +60,14 @@ type dialect struct{ limit, remaining, reset string }
 // 3339 times. Either format is read from either name, so a proxy mixing them still reads.
 var dialects = [dimensions][]dialect{
 	requests: {{"x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"},
-		{"anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset"}},
+		{"anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining",
+			"anthropic-ratelimit-requests-reset"}},
 	tokens: {{"x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"},
 		{"anthropic-ratelimit-tokens-limit", "anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset"}},
-	inputTokens:  {{"anthropic-ratelimit-input-tokens-limit", "anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-input-tokens-reset"}},
-	outputTokens: {{"anthropic-ratelimit-output-tokens-limit", "anthropic-ratelimit-output-tokens-remaining", "anthropic-ratelimit-output-tokens-reset"}},
+	inputTokens: {{"anthropic-ratelimit-input-tokens-limit", "anthropic-ratelimit-input-tokens-remaining",
+		"anthropic-ratelimit-input-tokens-reset"}},
+	outputTokens: {{"anthropic-ratelimit-output-tokens-limit", "anthropic-ratelimit-output-tokens-remaining",
+		"anthropic-ratelimit-output-tokens-reset"}},
 }
 
 // resetTolerance is how far in the past a reset may be and still read as "now": Anthropic

@@ -111,8 +111,8 @@ func checkTarget(dir string) (exists bool, err error) {
 	if len(others) > 3 {
 		others = append(others[:3], "...")
 	}
-	return true, fmt.Errorf("%s: %w (no %s) and not empty (%s): give a new or empty folder", dir, ErrNotRunFolder, HeaderFile,
-		strings.Join(others, ", "))
+	return true, fmt.Errorf("%s: %w (no %s) and not empty (%s): give a new or empty folder", dir, ErrNotRunFolder,
+		HeaderFile, strings.Join(others, ", "))
 }
 
 // holder is what the lock file says of the process that holds it, for the one refused.
@@ -176,7 +176,8 @@ func describeHolder(f *os.File) string {
 	if !ok {
 		return "which one is unknown"
 	}
-	return fmt.Sprintf("pid %d on %s, started %s", h.PID, cmp.Or(h.Host, "an unknown host"), h.Started.Local().Format("2006-01-02 15:04:05 MST"))
+	return fmt.Sprintf("pid %d on %s, started %s", h.PID, cmp.Or(h.Host, "an unknown host"),
+		h.Started.Local().Format("2006-01-02 15:04:05 MST"))
 }
 
 func parseHolder(b []byte) (holder, bool) {

@@ -37,7 +37,8 @@ func ReadPrompts(dir, sha string) (*promptset.Set, error) {
 		return nil, fmt.Errorf("the run's prompt set %s: %w", PromptsFile, err)
 	}
 	if sha != "" && p.SHA256() != sha {
-		return nil, fmt.Errorf("the run's prompt set %s has sha256 %.12s, its run.json says %.12s", PromptsFile, p.SHA256(), sha)
+		return nil, fmt.Errorf("the run's prompt set %s has sha256 %.12s, its run.json says %.12s", PromptsFile, p.SHA256(),
+			sha)
 	}
 	return p, nil
 }

@@ -70,7 +70,8 @@ func (r *Run) Submissions() (grader.SubmissionFiles, []grader.Problem, error) {
 func (r *Run) KeepStatuses(results []grader.TaskResult) {
 	for _, t := range results {
 		for i, e := range t.Episodes {
-			if res, ok := r.Results[Episode{Task: t.Task, Repeat: e.Repeat}]; ok && e.Status == grader.StatusMissing && res.Status != grader.StatusOK {
+			if res, ok := r.Results[Episode{Task: t.Task, Repeat: e.Repeat}]; ok && e.Status == grader.StatusMissing &&
+				res.Status != grader.StatusOK {
 				t.Episodes[i].Status, t.Episodes[i].Reason = res.Status, res.Error
 			}
 		}

@@ -106,7 +106,8 @@ func (s Spend) Text() string {
 	case s.CostUSD == nil:
 		text = fmt.Sprintf("unknown (%s at unknown prices)", english.Count(s.Calls, "call"))
 	default:
-		text = fmt.Sprintf("at least %s (%d of %s at unknown prices)", FormatUSD(s.CostUSD), s.Unpriced, english.Count(s.Calls, "call"))
+		text = fmt.Sprintf("at least %s (%d of %s at unknown prices)", FormatUSD(s.CostUSD), s.Unpriced,
+			english.Count(s.Calls, "call"))
 	}
 	if s.WorstCase > 0 {
 		text += fmt.Sprintf(", %s counted at its worst case (its usage never came)", english.Count(s.WorstCase, "call"))

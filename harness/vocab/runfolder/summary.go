@@ -13,7 +13,8 @@ func Collect(plan []Episode, done map[Episode]Result, judge string) ([]Result, g
 	for _, e := range plan {
 		res, ok := done[e]
 		if !ok {
-			res = Result{Task: e.Task, Repeat: e.Repeat, Status: grader.StatusUnfinished, Error: "not run (the run was interrupted or has not reached it)"}
+			res = Result{Task: e.Task, Repeat: e.Repeat, Status: grader.StatusUnfinished,
+				Error: "not run (the run was interrupted or has not reached it)"}
 		}
 		all = append(all, res)
 	}

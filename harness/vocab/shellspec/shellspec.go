@@ -22,5 +22,6 @@ const OutputLimit = 20000
 // total characters cut to limit. The prompt set finds it there to put its own wording in its
 // place.
 func TruncationNotice(total int64, limit int) string {
-	return fmt.Sprintf("\n[... output truncated: %d characters in all, limit %d; the first and last %d are shown ...]\n", total, limit, limit/2)
+	return fmt.Sprintf("\n[... output truncated: %d characters in all, limit %d; the first and last %d are shown ...]\n",
+		total, limit, limit/2)
 }

@@ -41,7 +41,8 @@ func main() {
 			return cmd
 		})
 		curl := measure(*runs, func(dir string) *exec.Cmd {
-			args := []string{"--no-progress-meter", "--silent", "--show-error", "--fail", "--location", "--parallel", "--parallel-max", fmt.Sprint(*parallel)}
+			args := []string{"--no-progress-meter", "--silent", "--show-error", "--fail", "--location", "--parallel",
+				"--parallel-max", fmt.Sprint(*parallel)}
 			i := 0
 			for p := range set {
 				args = append(args, "--output", filepath.Join(dir, fmt.Sprintf("f%d", i)),
@@ -52,7 +53,8 @@ func main() {
 		})
 		h.Close()
 		mib := float64(*totalMiB)
-		fmt.Printf("%d files of %d MiB (%d MiB in all), %d at once, median of %d runs\n", files, size>>20, *totalMiB, *parallel, *runs)
+		fmt.Printf("%d files of %d MiB (%d MiB in all), %d at once, median of %d runs\n", files, size>>20, *totalMiB,
+			*parallel, *runs)
 		for _, row := range []struct {
 			name string
 			r    result

@@ -49,7 +49,8 @@ func main() {
 		fail(err)
 	}
 	defer os.RemoveAll(cache)
-	fmt.Printf("%-9s %9s %9s %14s %12s %12s %10s %12s\n", "PARALLEL", "EPISODES", "WALL", "OVERHEAD/TURN", "MODEL/TURN", "TOOL/TURN", "CPU/TURN", "PEAK RSS")
+	fmt.Printf("%-9s %9s %9s %14s %12s %12s %10s %12s\n", "PARALLEL", "EPISODES", "WALL", "OVERHEAD/TURN", "MODEL/TURN",
+		"TOOL/TURN", "CPU/TURN", "PEAK RSS")
 	for _, level := range strings.Split(*levels, ",") {
 		out, err := os.MkdirTemp("", "runbench-run")
 		if err != nil {

@@ -37,14 +37,17 @@ services = ['frontend', 'cart', 'checkout', 'recommendation', 'ad']
 rows = []
 for i in range(2000):
     svc = rng.choice(services)
-    attrs = {'k8s.namespace.name': 'otel-demo', 'k8s.pod.name': '%s-5f45f75855-%05x' % (svc, rng.getrandbits(20)), 'service.name': svc}
+    attrs = {'k8s.namespace.name': 'otel-demo', 'k8s.pod.name': '%s-5f45f75855-%05x' % (svc, rng.getrandbits(20)),
+             'service.name': svc}
     status = ''
     if rng.random() < 0.05:
         status = 'RPC terminated with:\n\tstatus = StatusCode.DEADLINE_EXCEEDED\n\tdetails = "Deadline Exceeded"\n'
     body = ''
     if rng.random() < 0.2:
         data = {'key-%d' % k: 'value %x' % rng.getrandbits(64) for k in range(rng.randint(20, 99))}
-        obj = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': svc + '-config', 'namespace': 'otel-demo', 'uid': '%x' % rng.getrandbits(64)}, 'data': data}
+        obj = {'apiVersion': 'v1', 'kind': 'ConfigMap',
+               'metadata': {'name': svc + '-config', 'namespace': 'otel-demo', 'uid': '%x' % rng.getrandbits(64)},
+               'data': data}
         body = json.dumps(obj, indent=1) if rng.random() < 0.25 else json.dumps(obj, separators=(',', ':'))
     rows.append(['2025-12-15 17:%02d:%02d.%09d' % (rng.randrange(60), rng.randrange(60), rng.randrange(10**9)),
                  '%032x' % rng.getrandbits(128), '%016x' % rng.getrandbits(64), '', 'oteldemo.CartService/GetCart', svc,
@@ -116,7 +119,8 @@ func main() {
 			{"python3 csv module", []string{"python3", "-c", pythonCount, path}},
 		} {
 			wall, rss := measure(*runs, reader.name, reader.args, records)
-			fmt.Printf("  %-20s %6.2f s  %7.1f MB/s  peak RSS %6.1f MiB\n", reader.name, wall.Seconds(), mb/wall.Seconds(), float64(rss)/1024)
+			fmt.Printf("  %-20s %6.2f s  %7.1f MB/s  peak RSS %6.1f MiB\n", reader.name, wall.Seconds(), mb/wall.Seconds(),
+				float64(rss)/1024)
 		}
 		os.Remove(path)
 	}

@@ -45,7 +45,8 @@ func NewTab(t *testing.T, width int) *Tab {
 	for _, domain := range []string{"Page", "Runtime", "Log", "Network"} {
 		tb.Call(tb.Session, domain+".enable", nil, nil)
 	}
-	tb.Call(tb.Session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": false}, nil)
+	tb.Call(tb.Session, "Emulation.setDeviceMetricsOverride",
+		map[string]any{"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": false}, nil)
 	return tb
 }
 
@@ -68,7 +69,8 @@ func (tb *Tab) Open(url string) int {
 
 func (tb *Tab) WaitLoad(from int) {
 	tb.T.Helper()
-	if _, err := tb.B.WaitEvent(tb.Ctx, from, func(e Event) bool { return e.Method == "Page.loadEventFired" }); err != nil {
+	loaded := func(e Event) bool { return e.Method == "Page.loadEventFired" }
+	if _, err := tb.B.WaitEvent(tb.Ctx, from, loaded); err != nil {
 		tb.T.Fatalf("waiting for the page to load: %v", err)
 	}
 }
@@ -82,7 +84,8 @@ func (tb *Tab) Eval(expr string) string {
 		}
 		ExceptionDetails *struct{ Text string }
 	}
-	tb.Call(tb.Session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res)
+	tb.Call(tb.Session, "Runtime.evaluate",
+		map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res)
 	if res.ExceptionDetails != nil {
 		tb.T.Fatalf("%s: %s", expr, res.ExceptionDetails.Text)
 	}
@@ -99,8 +102,9 @@ func (tb *Tab) Key(key string, shift bool) {
 	if shift {
 		modifiers = 8
 	}
-	tb.Call(tb.Session, "Input.dispatchKeyEvent", map[string]any{"type": "keyDown", "key": key, "text": text, "modifiers": modifiers,
-		"windowsVirtualKeyCode": map[string]int{"Enter": 13}[key]}, nil)
+	tb.Call(tb.Session, "Input.dispatchKeyEvent",
+		map[string]any{"type": "keyDown", "key": key, "text": text, "modifiers": modifiers,
+			"windowsVirtualKeyCode": map[string]int{"Enter": 13}[key]}, nil)
 	tb.Call(tb.Session, "Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": key, "modifiers": modifiers}, nil)
 }
 

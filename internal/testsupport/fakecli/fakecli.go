@@ -28,7 +28,8 @@ type Script struct {
 }
 
 // WebArgs are the arguments of the web tool's call: a search and a page, whatever the tool.
-var WebArgs = map[string]any{"query": "ITBench-AA ground truth", "url": "https://huggingface.co/datasets", "prompt": "the answer"}
+var WebArgs = map[string]any{"query": "ITBench-AA ground truth", "url": "https://huggingface.co/datasets",
+	"prompt": "the answer"}
 
 // step is what a turn does.
 type step int
@@ -150,17 +151,22 @@ func (s *Server) messages(w http.ResponseWriter, req gjson.Result) {
 		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": inputTokens, "output_tokens": 1}}})
 	if block["type"] == "text" {
-		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
-		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": block["text"]}})
+		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "text", "text": ""}})
+		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "text_delta", "text": block["text"]}})
 	} else {
 		input, _ := json.Marshal(block["input"])
-		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{
-			"type": "tool_use", "id": block["id"], "name": block["name"], "input": map[string]any{}}})
-		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{
+				"type": "tool_use", "id": block["id"], "name": block["name"], "input": map[string]any{}}})
+		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
 	}
 	sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-	sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]int{"output_tokens": outputTokens}})
+	sse.event("message_delta",
+		map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+			"usage": map[string]int{"output_tokens": outputTokens}})
 	sse.event("message_stop", map[string]any{"type": "message_stop"})
 }
 
@@ -201,9 +207,17 @@ func (s *Server) responses(w http.ResponseWriter, req gjson.Result) {
 		item = map[string]any{"id": "fc_fake", "type": "function_call", "status": "completed", "call_id": "call_fake1",
 			"name": name, "arguments": args}
 	}
-	response := map[string]any{"id": "resp_fake", "object": "response", "created_at": 1, "model": model, "status": "completed",
-		"output": []any{item}, "usage": map[string]any{"input_tokens": inputTokens, "output_tokens": outputTokens, "total_tokens": inputTokens + outputTokens,
-			"input_tokens_details": map[string]int{"cached_tokens": 0}, "output_tokens_details": map[string]int{"reasoning_tokens": 0}}}
+	response := map[string]any{
+		"id":         "resp_fake",
+		"object":     "response",
+		"created_at": 1,
+		"model":      model,
+		"status":     "completed",
+		"output":     []any{item},
+		"usage": map[string]any{"input_tokens": inputTokens, "output_tokens": outputTokens,
+			"total_tokens": inputTokens + outputTokens, "input_tokens_details": map[string]int{"cached_tokens": 0},
+			"output_tokens_details": map[string]int{"reasoning_tokens": 0}},
+	}
 	if !req.Get("stream").Bool() {
 		writeJSON(w, response)
 		return
@@ -216,12 +230,15 @@ func (s *Server) responses(w http.ResponseWriter, req gjson.Result) {
 	started["status"], started["output"] = "in_progress", []any{}
 	delete(started, "usage")
 	sse.event("response.created", map[string]any{"type": "response.created", "response": started})
-	sse.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": item})
+	sse.event("response.output_item.added",
+		map[string]any{"type": "response.output_item.added", "output_index": 0, "item": item})
 	if item["type"] == "message" {
 		text := item["content"].([]any)[0].(map[string]any)["text"]
-		sse.event("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "item_id": "msg_fake", "output_index": 0, "content_index": 0, "delta": text})
+		sse.event("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "item_id": "msg_fake",
+			"output_index": 0, "content_index": 0, "delta": text})
 	}
-	sse.event("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
+	sse.event("response.output_item.done",
+		map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
 	sse.event("response.completed", map[string]any{"type": "response.completed", "response": response})
 }
 
@@ -284,9 +301,11 @@ func (s *Server) chat(w http.ResponseWriter, req gjson.Result) {
 			"function": map[string]any{"name": name, "arguments": args}}}
 		finish = "tool_calls"
 	}
-	usage := map[string]int{"prompt_tokens": inputTokens, "completion_tokens": outputTokens, "total_tokens": inputTokens + outputTokens}
+	usage := map[string]int{"prompt_tokens": inputTokens, "completion_tokens": outputTokens,
+		"total_tokens": inputTokens + outputTokens}
 	chunk := func(choices []any) map[string]any {
-		return map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": req.Get("model").String(), "choices": choices}
+		return map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1,
+			"model": req.Get("model").String(), "choices": choices}
 	}
 	if !req.Get("stream").Bool() {
 		answer := chunk([]any{map[string]any{"index": 0, "message": message, "finish_reason": finish}})

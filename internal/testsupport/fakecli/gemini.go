@@ -41,9 +41,11 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, req gjson.Result
 	case s.step(calls) == stepWeb:
 		part = map[string]any{"functionCall": map[string]any{"name": s.Script.Web, "args": WebArgs}}
 	default:
-		part = map[string]any{"functionCall": map[string]any{"name": tool, "args": map[string]any{"command": s.Script.Command, "description": "Investigate"}}}
+		part = map[string]any{"functionCall": map[string]any{"name": tool,
+			"args": map[string]any{"command": s.Script.Command, "description": "Investigate"}}}
 	}
-	usage := map[string]int{"promptTokenCount": inputTokens, "candidatesTokenCount": outputTokens, "totalTokenCount": inputTokens + outputTokens}
+	usage := map[string]int{"promptTokenCount": inputTokens, "candidatesTokenCount": outputTokens,
+		"totalTokenCount": inputTokens + outputTokens}
 	answer := func(parts []any, final bool) map[string]any {
 		candidate := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
 		a := map[string]any{"candidates": []any{candidate}, "modelVersion": modelName, "responseId": "fake-response"}

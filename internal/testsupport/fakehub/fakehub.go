@@ -154,7 +154,8 @@ func (h *Hub) Requests() []Request {
 func (h *Hub) record(server string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
-		h.requests = append(h.requests, Request{Server: server, Path: r.URL.EscapedPath(), Range: r.Header.Get("Range"), Authorization: r.Header.Get("Authorization")})
+		h.requests = append(h.requests, Request{Server: server, Path: r.URL.EscapedPath(), Range: r.Header.Get("Range"),
+			Authorization: r.Header.Get("Authorization")})
 		h.mu.Unlock()
 		next.ServeHTTP(w, r)
 	})
@@ -181,7 +182,8 @@ func (h *Hub) lookup(w http.ResponseWriter, r *http.Request) (*Repo, string, boo
 		return nil, "", false
 	}
 	if repo.Gated && r.Header.Get("Authorization") != "Bearer "+h.Token {
-		hubError(w, http.StatusForbidden, "GatedRepo", "Access to dataset "+name+" is restricted. You must have access to it and be authenticated to access it.")
+		hubError(w, http.StatusForbidden, "GatedRepo",
+			"Access to dataset "+name+" is restricted. You must have access to it and be authenticated to access it.")
 		return nil, "", false
 	}
 	rev := r.PathValue("rev")

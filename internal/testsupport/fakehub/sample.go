@@ -16,7 +16,9 @@ func SampleDataset(tasks, lfsBytes int) map[string]File {
 	var index bytes.Buffer
 	for i := 1; i <= tasks; i++ {
 		id := fmt.Sprintf("Scenario-%d", i)
-		gt := fmt.Sprintf("groups:\n  - {id: %s-cm, kind: ConfigMap, namespace: otel-demo, name: flagd-config, root_cause: true}\n", strings.ToLower(id))
+		gt := fmt.Sprintf(
+			"groups:\n  - {id: %s-cm, kind: ConfigMap, namespace: otel-demo, name: flagd-config, root_cause: true}\n",
+			strings.ToLower(id))
 		row, _ := json.Marshal(map[string]string{
 			"id_aa": "it-bench-sre-public-" + strings.ToLower(id), "scenario_id": id, "category": "sre",
 			"source_split": "public", "scenario_root": "/home/user", "ground_truth_yaml": gt,
@@ -24,7 +26,8 @@ func SampleDataset(tasks, lfsBytes int) map[string]File {
 		index.Write(row)
 		index.WriteByte('\n')
 		files["sre/"+id+"/ground_truth.yaml"] = File{Content: []byte(gt)}
-		files["sre/"+id+"/alerts/alerts_at_2025-12-15T17-30-49.329092.json"] = File{Content: []byte(`[{"labels":{"alertname":"RequestErrorRate"}}]`)}
+		files["sre/"+id+"/alerts/alerts_at_2025-12-15T17-30-49.329092.json"] = File{
+			Content: []byte(`[{"labels":{"alertname":"RequestErrorRate"}}]`)}
 		files["sre/"+id+"/k8s_events_raw.tsv"] = File{Content: pseudoRandomText(uint64(i), lfsBytes), LFS: true}
 	}
 	files["sre/data.jsonl"] = File{Content: index.Bytes()}

@@ -1,6 +1,7 @@
 // Package fakemodel is a scripted model behind the OpenAI Chat Completions wire protocol (and
-// Google's Gemini API, generateContent), for tests and benchmarks of whole runs: it needs no state, since the turn is the number of
-// assistant messages in the conversation it is sent, so any number of episodes can share it.
+// Google's Gemini API, generateContent), for tests and benchmarks of whole runs: it needs no
+// state, since the turn is the number of assistant messages in the conversation it is sent, so
+// any number of episodes can share it.
 package fakemodel
 
 import (

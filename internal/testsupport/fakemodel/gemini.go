@@ -16,7 +16,8 @@ func (s *Server) gemini(w http.ResponseWriter, body []byte, turn int) {
 	reply := map[string]any{
 		"candidates": []any{map[string]any{"index": 0, "finishReason": finish, "content": map[string]any{"role": "model",
 			"parts": []any{map[string]any{"functionCall": map[string]any{"name": name, "args": args}}}}}},
-		"usageMetadata": map[string]any{"promptTokenCount": len(body) / 4, "candidatesTokenCount": 20, "totalTokenCount": len(body)/4 + 20},
+		"usageMetadata": map[string]any{"promptTokenCount": len(body) / 4, "candidatesTokenCount": 20,
+			"totalTokenCount": len(body)/4 + 20},
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(reply)

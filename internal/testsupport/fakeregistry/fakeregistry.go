@@ -154,7 +154,8 @@ func (r *Registry) PushImage(repo, tag, mediaType string, img Image) Descriptor 
 		configType = "application/vnd.docker.container.image.v1+json"
 	}
 	config := r.PutBlob(configType, img.Config)
-	body, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mediaType, "config": config, "layers": img.Layers})
+	body, _ := json.Marshal(
+		map[string]any{"schemaVersion": 2, "mediaType": mediaType, "config": config, "layers": img.Layers})
 	return r.PutManifest(repo, tag, mediaType, body)
 }
 
@@ -215,7 +216,8 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 			writeError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest unknown")
 			return
 		}
-		if accept := strings.Join(req.Header.Values("Accept"), ","); accept != "" && !strings.Contains(accept, m.mediaType) {
+		if accept := strings.Join(req.Header.Values("Accept"), ","); accept != "" &&
+			!strings.Contains(accept, m.mediaType) {
 			writeError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "no manifest of an accepted media type")
 			return
 		}

@@ -28,7 +28,8 @@ type Schema struct {
 var annotations = []string{"$schema", "$id", "title", "description", "format"}
 
 // checked are the keywords of the subset.
-var checked = []string{"type", "const", "required", "properties", "additionalProperties", "items", "oneOf", "$ref", "$defs"}
+var checked = []string{"type", "const", "required", "properties", "additionalProperties", "items", "oneOf", "$ref",
+	"$defs"}
 
 // Compile reads a schema, refusing one that uses a keyword outside the subset.
 func Compile(doc []byte) (*Schema, error) {

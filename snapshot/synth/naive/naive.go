@@ -40,8 +40,9 @@ type Solver struct {
 var Solvers = []Solver{{"alert-labels", AlertLabels}, {"first-error", FirstError}, {"dump-diff", DumpDiff}}
 
 // labelKinds maps an alert label to the kind of object it names.
-var labelKinds = map[string]string{"pod": "Pod", "deployment": "Deployment", "statefulset": "StatefulSet", "daemonset": "DaemonSet",
-	"service_name": "Service", "horizontalpodautoscaler": "HorizontalPodAutoscaler", "resourcequota": "ResourceQuota"}
+var labelKinds = map[string]string{"pod": "Pod", "deployment": "Deployment", "statefulset": "StatefulSet",
+	"daemonset": "DaemonSet", "service_name": "Service", "horizontalpodautoscaler": "HorizontalPodAutoscaler",
+	"resourcequota": "ResourceQuota"}
 
 // AlertLabels names every object an alert label names, and every namespace, each with the
 // first alert that named it.
@@ -95,7 +96,8 @@ func FirstError(dir string) ([]Answer, error) {
 	if err != nil || first == "" {
 		return nil, err
 	}
-	return []Answer{{"otel-demo/Deployment/" + first, fmt.Sprintf("otel_logs_raw.tsv line %d, the first ERROR line, of %s: %s", line, first, clip(body))}}, nil
+	return []Answer{{"otel-demo/Deployment/" + first,
+		fmt.Sprintf("otel_logs_raw.tsv line %d, the first ERROR line, of %s: %s", line, first, clip(body))}}, nil
 }
 
 // DumpDiff names every object added, removed or changed between the first and the last

@@ -187,12 +187,14 @@ func (c *Conn) HalfClose() error {
 // daemon streams its progress; a failure after the start is the stream's last "error".
 func (c *Client) Pull(ctx context.Context, ref registry.Reference) error {
 	q := url.Values{"fromImage": {ref.Registry + "/" + ref.Repository}, "tag": {cmp.Or(ref.Digest, ref.Tag)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://docker"+apiVersion+"/images/create?"+q.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://docker"+apiVersion+"/images/create?"+q.Encode(),
+		nil)
 	if err != nil {
 		return err
 	}
 	if creds, ok := registry.DockerConfigCredentials(ref.Registry); ok {
-		auth, _ := json.Marshal(map[string]string{"username": creds.Username, "password": creds.Password, "serveraddress": ref.Registry})
+		auth, _ := json.Marshal(
+			map[string]string{"username": creds.Username, "password": creds.Password, "serveraddress": ref.Registry})
 		req.Header.Set("X-Registry-Auth", base64.URLEncoding.EncodeToString(auth))
 	}
 	resp, err := c.http.Do(req)

@@ -23,7 +23,8 @@ func dialPipe(ctx context.Context, path string) (net.Conn, error) {
 		return nil, err
 	}
 	for {
-		h, err := windows.CreateFile(name, windows.GENERIC_READ|windows.GENERIC_WRITE, 0, nil, windows.OPEN_EXISTING, windows.FILE_FLAG_OVERLAPPED, 0)
+		h, err := windows.CreateFile(name, windows.GENERIC_READ|windows.GENERIC_WRITE, 0, nil, windows.OPEN_EXISTING,
+			windows.FILE_FLAG_OVERLAPPED, 0)
 		if err == nil {
 			return pipeConn{os.NewFile(uintptr(h), path)}, nil
 		}

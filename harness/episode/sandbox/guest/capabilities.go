@@ -46,7 +46,8 @@ func switchIDs(to wire.IDs) error {
 // clearCapabilities empties the ambient, inheritable, permitted and effective sets of every
 // thread: none of the guest's threads keeps what it needed to set the sandbox up.
 func clearCapabilities() error {
-	if errno := onAllThreads(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); errno != 0 && errno != unix.EINVAL {
+	if errno := onAllThreads(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); errno != 0 &&
+		errno != unix.EINVAL {
 		return fmt.Errorf("clear ambient capabilities: %w", errno)
 	}
 	header := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}

@@ -69,7 +69,8 @@ func confineSelf(c *wire.Confinement) (relay net.Listener, err error) {
 		if err := unix.Mount(cv.Host, cv.At, "", unix.MS_BIND, ""); err != nil {
 			return nil, fmt.Errorf("cover %s: %w", cv.At, err)
 		}
-		if err := unix.Mount("", cv.At, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		if err := unix.Mount("", cv.At, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV,
+			""); err != nil {
 			return nil, fmt.Errorf("cover %s read-only: %w", cv.At, err)
 		}
 	}

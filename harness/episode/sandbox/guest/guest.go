@@ -74,8 +74,8 @@ func Run(in io.Reader, out io.Writer) error {
 	var relay *wire.Mux
 	if relayListener != nil {
 		slots := make(chan struct{}, wire.RelayMaxConns)
-		relay = wire.NewOpener(func(f wire.Frame) error { return lines.WriteLine(wire.RelayLine{Relay: &f}) }, confine.RelayPort,
-			func() { <-slots })
+		relay = wire.NewOpener(func(f wire.Frame) error { return lines.WriteLine(wire.RelayLine{Relay: &f}) },
+			confine.RelayPort, func() { <-slots })
 		go serveRelay(relayListener, relay, slots)
 	}
 	requests, inputFailed := readInput(in, relay)

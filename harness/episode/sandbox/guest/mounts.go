@@ -109,7 +109,8 @@ func makeSearchable(path string, owner wire.IDs) error {
 		if searchable(st, owner) {
 			continue
 		}
-		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,nr_inodes=256,mode=0755"); err != nil {
+		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
+			"size=64k,nr_inodes=256,mode=0755"); err != nil {
 			return fmt.Errorf("workspace: a searchable way to it through %s: %w", d, err)
 		}
 		for _, sub := range append(way[i+1:], path) {
@@ -200,7 +201,8 @@ func readOnlyProc() error {
 		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("read-only %s: %w", p, err)
 		}
-		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+		if err := unix.Mount("", p, "", flags, ""); err != nil {
 			return fmt.Errorf("read-only %s: %w", p, err)
 		}
 	}

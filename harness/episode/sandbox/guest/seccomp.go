@@ -48,7 +48,8 @@ var metadataSyscalls = append([]uintptr{
 // unavailableSyscalls fail with ENOSYS, so that programs fall back to what the filter can
 // inspect: clone3 (glibc then uses clone, whose flags the filter reads) and io_uring (which
 // would open sockets and files behind the filter's back).
-var unavailableSyscalls = []uintptr{unix.SYS_CLONE3, unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER}
+var unavailableSyscalls = []uintptr{unix.SYS_CLONE3, unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER,
+	unix.SYS_IO_URING_REGISTER}
 
 // namespaceFlags are the clone flags that make a namespace.
 const namespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |

@@ -270,7 +270,9 @@ func (c *Conn) Close() error {
 	c.in, c.inBytes = nil, 0
 	c.wake()
 	c.mu.Unlock()
-	c.send(Frame{Conn: c.id, Kind: FrameClose}) // net.ErrClosed: answering the other side's already; another failure is the channel's end
+	c.send(
+		Frame{Conn: c.id, Kind: FrameClose},
+	) // net.ErrClosed: answering the other side's already; another failure is the channel's end
 	return nil
 }
 

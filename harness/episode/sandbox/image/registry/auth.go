@@ -120,7 +120,8 @@ func (c *Client) authorize(ctx context.Context, ref Reference, header string) (s
 		return "Basic " + base64.StdEncoding.EncodeToString([]byte(creds.Username+":"+creds.Password)), nil
 	case "bearer":
 	default:
-		return "", fmt.Errorf("%w: the registry asks for %q authentication, which aa-grade does not speak", errUnauthorized, ch.scheme)
+		return "", fmt.Errorf("%w: the registry asks for %q authentication, which aa-grade does not speak", errUnauthorized,
+			ch.scheme)
 	}
 	realm, err := url.Parse(ch.params["realm"])
 	if err != nil || realm.Host == "" {

@@ -16,10 +16,13 @@ type Reference struct {
 }
 
 var (
-	repositoryPattern = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$`)
-	tagPattern        = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
-	digestPattern     = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
-	hostPattern       = regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?$`)
+	repositoryPattern = regexp.MustCompile(
+		`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$`)
+	tagPattern    = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	digestPattern = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+	hostPattern   = regexp.MustCompile(
+		`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*` +
+			`|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?$`)
 )
 
 // ParseReference reads a reference that starts with its registry host (a name with a dot or a
@@ -29,7 +32,9 @@ var (
 func ParseReference(s string) (Reference, error) {
 	host, rest, ok := strings.Cut(s, "/")
 	if !ok || !IsRegistryHost(host) || !hostPattern.MatchString(host) {
-		return Reference{}, fmt.Errorf("%q is no registry reference (one starts with its registry host: registry.example:5000/name:tag, docker.io/library/debian:bookworm)", s)
+		return Reference{}, fmt.Errorf(
+			"%q is no registry reference (one starts with its registry host: registry.example:5000/name:tag, "+
+				"docker.io/library/debian:bookworm)", s)
 	}
 	r := Reference{Registry: host}
 	if name, digest, ok := strings.Cut(rest, "@"); ok {
@@ -45,7 +50,8 @@ func ParseReference(s string) (Reference, error) {
 		rest, r.Tag = rest[:i], rest[i+1:]
 	}
 	if !repositoryPattern.MatchString(rest) {
-		return Reference{}, fmt.Errorf("%q: %q is not a valid repository name (lower-case letters, digits, . _ - and /)", s, rest)
+		return Reference{}, fmt.Errorf("%q: %q is not a valid repository name (lower-case letters, digits, . _ - and /)", s,
+			rest)
 	}
 	r.Repository = rest
 	if r.Registry == "docker.io" && !strings.Contains(r.Repository, "/") {

@@ -46,7 +46,8 @@ const (
 	defaultResponseTimeout = time.Minute
 )
 
-var acceptManifests = strings.Join([]string{MediaOCIIndex, MediaOCIManifest, MediaDockerList, MediaDockerManifest}, ", ")
+var acceptManifests = strings.Join([]string{MediaOCIIndex, MediaOCIManifest, MediaDockerList, MediaDockerManifest},
+	", ")
 
 // ErrUnavailable marks a failure of the network or of the registry (unreachable, or failing
 // still after retries), as opposed to a reference that names nothing pullable.
@@ -134,7 +135,12 @@ type manifest struct {
 // and returns its config digest. Once the config is read, have is asked whether the image is
 // wanted: an error stops the pull (an image for another machine), and true means the caller
 // has the image already, so the layers are not downloaded.
-func (c *Client) Pull(ctx context.Context, ref Reference, dir string, have func(configDigest string, config []byte) (bool, error)) (string, error) {
+func (c *Client) Pull(
+	ctx context.Context,
+	ref Reference,
+	dir string,
+	have func(configDigest string, config []byte) (bool, error),
+) (string, error) {
 	body, desc, err := c.resolve(ctx, ref)
 	if err != nil {
 		return "", err
@@ -168,11 +174,13 @@ func (c *Client) Pull(ctx context.Context, ref Reference, dir string, have func(
 	if err := c.layers(ctx, ref, m.Layers, dir); err != nil {
 		return "", err
 	}
-	index, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": MediaOCIIndex, "manifests": []Descriptor{desc}})
+	index, _ := json.Marshal(
+		map[string]any{"schemaVersion": 2, "mediaType": MediaOCIIndex, "manifests": []Descriptor{desc}})
 	if err := atomicfile.WriteFile(filepath.Join(dir, "index.json"), index); err != nil {
 		return "", err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
+	layout := []byte(`{"imageLayoutVersion":"1.0.0"}`)
+	if err := atomicfile.WriteFile(filepath.Join(dir, "oci-layout"), layout); err != nil {
 		return "", err
 	}
 	return m.Config.Digest, nil
@@ -202,7 +210,8 @@ func (c *Client) resolve(ctx context.Context, ref Reference) ([]byte, Descriptor
 		case MediaOCIManifest, MediaDockerManifest:
 			return body, desc, nil
 		case mediaDockerSchema1:
-			return nil, desc, errors.New("the image has a Docker schema 1 manifest, which aa-grade does not read: push it again with a current Docker")
+			return nil, desc, errors.New(
+				"the image has a Docker schema 1 manifest, which aa-grade does not read: push it again with a current Docker")
 		}
 		var index manifest
 		if err := json.Unmarshal(body, &index); err != nil {
@@ -253,7 +262,8 @@ func (c *Client) manifest(ctx context.Context, ref Reference, object string) ([]
 	}
 	desc := Descriptor{Digest: digestOf(body), Size: int64(len(body))}
 	if strings.HasPrefix(object, "sha256:") && desc.Digest != object {
-		return nil, desc, fmt.Errorf("the manifest %s from %s does not match its digest (it hashes to %s)", object, ref.Registry, desc.Digest)
+		return nil, desc, fmt.Errorf("the manifest %s from %s does not match its digest (it hashes to %s)", object,
+			ref.Registry, desc.Digest)
 	}
 	desc.MediaType, _, _ = mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if desc.MediaType == "" || desc.MediaType == "application/json" {
@@ -338,8 +348,9 @@ func (c *Client) blob(ctx context.Context, ref Reference, d Descriptor, save fun
 			return unavailableError{fmt.Errorf("download: %w", err)}
 		}
 		if got := "sha256:" + hex.EncodeToString(h.h.Sum(nil)); got != d.Digest || d.Size > 0 && h.n != d.Size {
-			return fmt.Errorf("the blob from %s does not match its digest (%d bytes hashing to %s, not %d bytes hashing to %s): the registry serves a damaged or altered image",
-				ref.Registry, h.n, got, d.Size, d.Digest)
+			return fmt.Errorf(
+				"the blob from %s does not match its digest (%d bytes hashing to %s, not %d bytes hashing to %s): the registry "+
+					"serves a damaged or altered image", ref.Registry, h.n, got, d.Size, d.Digest)
 		}
 		return nil
 	}
@@ -425,8 +436,9 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 			if req.Context().Err() != nil {
 				return nil, req.Context().Err()
 			}
-			return nil, unavailableError{fmt.Errorf("registry %s unreachable: %w (check the host and port; a registry without TLS must be listed in %s)",
-				req.URL.Host, errors.Unwrap(err), insecureRegistriesVar)}
+			return nil, unavailableError{
+				fmt.Errorf("registry %s unreachable: %w (check the host and port; a registry without TLS must be listed in %s)",
+					req.URL.Host, errors.Unwrap(err), insecureRegistriesVar)}
 		}
 		if !retryable(resp.StatusCode) {
 			return resp, nil
@@ -470,9 +482,13 @@ func (c *Client) statusError(ref Reference, resp *http.Response, what string) er
 
 func (c *Client) unauthorized(ref Reference, err error) error {
 	if _, ok := c.credentials(ref.Registry); ok {
-		return fmt.Errorf("%s refuses the credentials of Docker's config.json for this image (%v): log in again with docker login %s, or check the name", ref.Registry, err, ref.Registry)
+		return fmt.Errorf(
+			"%s refuses the credentials of Docker's config.json for this image (%v): log in again with docker login %s, or "+
+				"check the name", ref.Registry, err, ref.Registry)
 	}
-	return fmt.Errorf("%s refuses anonymous access to this image (%v): log in with docker login %s (aa-grade reads the auths of ~/.docker/config.json), or check the name", ref.Registry, err, ref.Registry)
+	return fmt.Errorf(
+		"%s refuses anonymous access to this image (%v): log in with docker login %s (aa-grade reads the auths of "+
+			"~/.docker/config.json), or check the name", ref.Registry, err, ref.Registry)
 }
 
 // registryMessage is the message of a registry's error answer ({"errors":[{"code","message"}]}),
