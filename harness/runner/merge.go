@@ -187,10 +187,11 @@ func joinNames(names, runs []string) []string {
 
 // carryLedgers joins the shards' ledgers of spend into the merged folder's, every call of every
 // attempt at the episodes take accepts (all but those a merge before finished, whose lines the
-// folder keeps, and loses for the others' in favour of the shards'), and returns the sum of the ledger; when a shard has none
-// (written before the ledger was kept) the joined run's spend is not known in all, and the
-// merged folder has no ledger either.
-func carryLedgers(folder *runfolder.Folder, shards []*runfolder.Run, take func(runfolder.Episode) bool) (*runfolder.Spend, error) {
+// folder keeps; it loses its lines of the others for the shards'), and returns the ledger's sum;
+// when a shard has none (written before the ledger was kept) the joined run's spend is not known
+// in all, and the merged folder has no ledger either.
+func carryLedgers(folder *runfolder.Folder, shards []*runfolder.Run,
+	take func(runfolder.Episode) bool) (*runfolder.Spend, error) {
 	dirs := make([]string, len(shards))
 	for i, r := range shards {
 		if r.Spend == nil {
