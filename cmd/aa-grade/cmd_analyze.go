@@ -93,14 +93,20 @@ func runAnalyze(ctx context.Context, opts analyzeOptions, args []string, con con
 			if ctx.Err() != nil {
 				return err
 			}
-			printLine(stderr, "warning: skipped %v", repairHint(err))
-			skipped = append(skipped, err)
+			skipped = append(skipped, repairHint(err))
 			continue
 		}
 		runs = append(runs, r)
 	}
+	first := 0 // with no folder analysed, the first one's error ends the command, its kind the exit code
 	if len(runs) == 0 {
-		return skipped[0] // its kind says the exit code
+		first = 1
+	}
+	for _, s := range skipped[first:] {
+		printLine(stderr, "warning: skipped %v", s)
+	}
+	if len(runs) == 0 {
+		return skipped[0]
 	}
 	if opts.html != "" {
 		if err := writeHTML(opts.html, func(w io.Writer) error { return report.WriteAnalysisHTML(w, runs) }); err != nil {

@@ -88,8 +88,8 @@ func TestExportOfEachProvider(t *testing.T) {
 		{"replay", "", "Turn 1: the alerts first.", nil}, // replay/ the anthropic run, set below
 	} {
 		t.Run(p.name, func(t *testing.T) {
-			dir := filepath.Join(root, p.name) // the parent's: a later subtest replays it
-			run := filepath.Join(dir, "run")
+			dir := filepath.Join(root, p.name)       // the parent's: a later subtest replays it
+			run := filepath.Join(dir, "runs", "run") // its export beside runs/, its own
 			if p.name == "replay" {
 				if runs["anthropic"] == "" {
 					t.Skip("no anthropic run to replay")
