@@ -45,7 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := newApp(stdout, stderr).Run(ctx, args)
-	return exitCode(badVariableValue(err), stderr)
+	return exitCode(repairHint(badVariableValue(err)), stderr)
 }
 
 // guestMode says whether args start the hidden in-sandbox guest, all that a sandbox's copy of
@@ -67,6 +67,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newRunCommand(),
 			newGradeCommand(),
 			newMergeCommand(),
+			newRepairCommand(),
 			newModelsCommand(),
 			newPromptsCommand(),
 			newReportCommand(),
