@@ -12,6 +12,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/readers/analysis"
 	"github.com/aa-grade/aa-grade/harness/readers/report"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // analyzeOptions are the flags of aa-grade analyze.
@@ -84,28 +85,27 @@ func runAnalyze(ctx context.Context, opts analyzeOptions, args []string, con con
 	an := analysis.NewAnalyzer()
 	an.NTAM = opts.ntam
 	var runs []*analysis.Run
+	var skipped []error // the folders that could not be analysed: the others still are
 	for _, dir := range args {
-		in, err := openGradeInput(ctx, dir, opts.dataset, opts.isSet("dataset"))
+		r, err := analyzeFolder(ctx, an, opts, dir, stderr)
 		if err != nil {
-			return err
-		}
-		defer in.close()
-		var gradeOpts grader.GradeOptions
-		if in.run != nil {
-			gradeOpts.Repeats = in.run.Header.Repeats
-		}
-		results, problems, err := in.grade(ctx, gradeOpts)
-		if err != nil {
-			return err
-		}
-		for _, p := range append(in.problems, problems...) {
-			printLine(stderr, "%s: %s: %s", p.Level, dir, p.Message)
-		}
-		r := an.Analyze(dir, in.run, analysisTasks(in.ds), results)
-		for _, w := range r.Warnings {
-			printLine(stderr, "warning: %s: %s", dir, w)
+			if ctx.Err() != nil {
+				return err
+			}
+			skipped = append(skipped, repairHint(err))
+			continue
 		}
 		runs = append(runs, r)
+	}
+	first := 0 // with no folder analysed, the first one's error ends the command, its kind the exit code
+	if len(runs) == 0 {
+		first = 1
+	}
+	for _, s := range skipped[first:] {
+		printLine(stderr, "warning: skipped %v", s)
+	}
+	if len(runs) == 0 {
+		return skipped[0]
 	}
 	if opts.html != "" {
 		if err := writeHTML(opts.html, func(w io.Writer) error { return report.WriteAnalysisHTML(w, runs) }); err != nil {
@@ -113,10 +113,47 @@ func runAnalyze(ctx context.Context, opts analyzeOptions, args []string, con con
 		}
 	}
 	if opts.json {
-		return printJSON(con.out, runs)
+		if err := printJSON(con.out, runs); err != nil {
+			return err
+		}
+	} else {
+		renderAnalysisText(con.out, runs, columns(con.out))
 	}
-	renderAnalysisText(con.out, runs, columns(con.out))
+	if len(skipped) > 0 {
+		return badResult(fmt.Errorf("%s not analysed; see the warnings above", english.Count(len(skipped), "folder")))
+	}
 	return nil
+}
+
+// analyzeFolder analyses one run folder or folder of submissions, printing its problems.
+func analyzeFolder(ctx context.Context, an *analysis.Analyzer, opts analyzeOptions, dir string,
+	stderr io.Writer) (*analysis.Run, error) {
+	in, err := openGradeInput(ctx, dir, opts.dataset, opts.isSet("dataset"))
+	if err != nil {
+		return nil, err
+	}
+	defer in.close()
+	var gradeOpts grader.GradeOptions
+	if in.run != nil {
+		gradeOpts.Repeats = in.run.Header.Repeats
+	}
+	results, problems, err := in.grade(ctx, gradeOpts)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range append(in.problems, problems...) {
+		printLine(stderr, "%s: %s: %s", p.Level, dir, p.Message)
+	}
+	var r *analysis.Run
+	if len(in.atif.Episodes) > 0 {
+		r = an.AnalyzeATIF(dir, in.atif, analysisTasks(in.ds), results)
+	} else {
+		r = an.Analyze(dir, in.run, analysisTasks(in.ds), results)
+	}
+	for _, w := range r.Warnings {
+		printLine(stderr, "warning: %s: %s", dir, w)
+	}
+	return r, nil
 }
 
 // analysisTasks pairs each task's ground truth with its snapshot folder (for the traces).

@@ -171,6 +171,7 @@ type gradeInput struct {
 	// sources name, for each file in tmp, the trajectory and step its answer comes from: the
 	// messages that name a file name that instead.
 	sources map[string]string
+	atif    atif.Found // the ATIF trajectories the answers were taken from, for analyze
 }
 
 // openGradeInput reads dir as a run folder, or else as a folder of submissions, and opens the
@@ -288,7 +289,7 @@ func (in *gradeInput) readATIF() error {
 	if err != nil {
 		return err
 	}
-	in.tmp = tmp
+	in.tmp, in.atif = tmp, found
 	var unread []string
 	in.sources, unread, err = atif.WriteSubmissions(found, tmp)
 	if err != nil {
@@ -328,7 +329,7 @@ func (in *gradeInput) nameSources(results []grader.TaskResult, problems []grader
 // close removes what reading the input made (the answers taken out of ATIF trajectories).
 func (in *gradeInput) close() {
 	if in.tmp != "" {
-		os.RemoveAll(in.tmp)
+		_ = os.RemoveAll(in.tmp) // best effort: a temporary folder, which the system cleans too
 	}
 }
 

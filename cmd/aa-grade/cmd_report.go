@@ -38,8 +38,9 @@ func newReportCommand() *cli.Command {
 		Usage:     "compare run folders: one line per run, as text, JSON or a self-contained HTML page",
 		ArgsUsage: "RUN...",
 		Description: "Each RUN is a folder written by aa-grade run, finished or not: episodes not run yet count " +
-			"as errors.\n" +
-			"A folder whose run.json is broken is named, and the others are reported.\n" +
+			"as errors;\n" +
+			"a folder of such folders (runs/) stands for the runs in it. A folder that is not a run, or whose\n" +
+			"run.json is lost or broken, is named with why, and the others are reported.\n" +
 			"Exit 1 when a run has episodes in error or not run, or a folder could not be read.\n\n" +
 			"Example: aa-grade report runs/opus runs/qwen --html compare.html",
 		Flags: []cli.Flag{
@@ -55,24 +56,22 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 	if len(dirs) == 0 {
 		return usageErrorf("report needs at least one RUN folder; see aa-grade report --help")
 	}
+	ra := expandRuns(dirs)
 	var runs []*report.Run
-	var unread []string // the folders that could not be read, and why
-	for _, dir := range dirs {
+	for _, dir := range ra.dirs {
 		r, err := report.Load(dir)
-		switch {
-		case errors.Is(err, runfolder.ErrCorrupt): // the other runs are still reported
-			unread = append(unread, err.Error())
+		if err != nil { // the other runs are still reported
+			ra.skipped = append(ra.skipped, repairHint(err))
 			continue
-		case err != nil:
-			return err
 		}
 		printSkipped(con.err, r.Warnings)
 		runs = append(runs, r)
 	}
-	overviews := report.Overviews(runs)
 	if len(runs) == 0 {
-		return badResult(errors.New(strings.Join(unread, "; ")))
+		return ra.none(con.err)
 	}
+	ra.printRunSkips(con.err)
+	overviews := report.Overviews(runs)
 	if opts.html != "" {
 		if err := writeHTML(opts.html, func(w io.Writer) error { return report.WriteHTML(w, runs) }); err != nil {
 			return err
@@ -87,8 +86,8 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 		renderReportText(stdout, overviews, columns(stdout))
 	}
 	var bad []string
-	if len(unread) > 0 {
-		bad = append(bad, fmt.Sprintf("not reported: %s", strings.Join(unread, "; ")))
+	if err := ra.skipError("reported"); err != nil {
+		bad = append(bad, err.Error())
 	}
 	var incomplete []string
 	for _, o := range overviews {

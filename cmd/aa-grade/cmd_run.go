@@ -320,13 +320,16 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if err != nil {
 		return err
 	}
-	defer r.cfg.Folder.Close() // every result was synced as it was appended
 	played := r.play(ctx, con.err, opts.noProgress)
 	run, err := r.finish(con.err, played)
-	if err != nil {
-		return err
+	if err == nil {
+		err = r.render(con.out, played, run)
 	}
-	return r.render(con.out, played, run)
+	// Every result was synced as it was appended; a failed Close is told all the same.
+	if cerr := r.cfg.Folder.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close the run folder: %w", cerr)
+	}
+	return err
 }
 
 // preparedRun is what the flags make of a run before anything starts: the plan, the
@@ -481,7 +484,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 	if opts.agent.agent != nil {
 		a, info, err := agentRun(ctx, opts.agent, p, backend, p.episode.MaxTurns)
 		if err != nil {
-			folder.Close()
+			_ = folder.Close() // the run never began: err is what it tells
 			return nil, err
 		}
 		a.RetryTime = opts.maxRetryTime
@@ -494,14 +497,14 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		cfg.Scorer, cfg.Judge, cfg.JudgePrices = j.Score, j.Model, j.prices
 	}
 	if err := runner.CheckResume(cfg); err != nil {
-		folder.Close()
+		_ = folder.Close() // the run never began: err is what it tells
 		return nil, configChanged(err)
 	}
 	r := &startedRun{preparedRun: p, ds: ds, cfg: cfg}
 	r.announce(stderr, opts)
 	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
 	if err := r.preflight(ctx, stderr, len(todo)); err != nil {
-		folder.Close()
+		_ = folder.Close() // the run never began: err is what it tells
 		return nil, err
 	}
 	return r, nil
@@ -796,7 +799,7 @@ func renderRunTotals(w io.Writer, r *report.Run, cols int) {
 	}
 	tw.Flush()
 	if cols <= 0 || widestLine(table.String()) < cols {
-		w.Write(table.Bytes())
+		_, _ = w.Write(table.Bytes()) // the console's writer keeps its error (outputWriter)
 		return
 	}
 	for _, t := range totals {

@@ -273,7 +273,7 @@ func checkAgentRunReaders(t *testing.T, out string) {
 	schema := atifSchema(t)
 	// The agent sent no system prompt: its document begins with the task (checkATIF expects
 	// the loop's prompts).
-	path := filepath.Join(out+"-atif", "Scenario-901", "1", atif.File)
+	path := filepath.Join(exportOf(out, "atif"), "Scenario-901", "1", atif.File)
 	b := []byte(readFile(t, path))
 	var doc atif.Trajectory
 	if err := schema.Validate(b); err != nil {

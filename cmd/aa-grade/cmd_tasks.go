@@ -200,7 +200,8 @@ func runTasksValidate(ctx context.Context, opts validateOptions, args []string, 
 }
 
 // addSimilarities fingerprints the tasks, and those of the dataset against when named, and
-// adds their near-duplicates and nearest tasks to the reports.
+// adds their near-duplicates and nearest tasks to the reports; the demo's tasks are the
+// background.
 func addSimilarities(
 	ctx context.Context,
 	reports []validate.Report,
@@ -225,8 +226,23 @@ func addSimilarities(
 			return err
 		}
 	}
-	validate.AddSimilarities(reports, validate.Similarities(given, others))
+	background, err := demoFingerprints(ctx)
+	if err != nil {
+		return err
+	}
+	validate.AddSimilarities(reports, validate.Similarities(given, others, background))
 	return nil
+}
+
+// demoFingerprints are the demo's tasks, whose features count in how rare a feature is
+// (validate.Similarities), so that tasks compared with few others still weigh what every
+// task has as common.
+func demoFingerprints(ctx context.Context) ([]*validate.Fingerprint, error) {
+	demo, err := data.Open(ctx, "demo", data.OpenOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("open the demo, the background of the comparison: %w", err)
+	}
+	return fingerprints(ctx, demo.Tasks, " of the background")
 }
 
 // fingerprints reads the tasks with folders, a few at once, naming each by its id and suffix.

@@ -21,7 +21,7 @@ var environment = []envVar{
 	{"AA_GRADE_MODEL", []string{"run --model"}, "the model under test"},
 	{"AA_GRADE_DATASET",
 		[]string{"run --dataset", "grade --dataset", "analyze --dataset", "data pull --dataset", "data ls --dataset",
-			"data verify --dataset"}, "the dataset"},
+			"data verify --dataset", "repair --dataset"}, "the dataset"},
 	{"AA_GRADE_TASKS", []string{"run --tasks", "grade --tasks", "data pull --tasks", "data verify --tasks"},
 		"only these tasks"},
 	{"AA_GRADE_LIMIT", []string{"run --limit"}, "only the first N tasks"},
