@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
 
@@ -118,7 +117,7 @@ func runAnalyze(ctx context.Context, opts analyzeOptions, args []string, con con
 			return err
 		}
 	} else {
-		renderAnalysisText(con.out, runs)
+		renderAnalysisText(con.out, runs, columns(con.out))
 	}
 	if len(skipped) > 0 {
 		return badResult(fmt.Errorf("%s not analysed; see the warnings above", english.Count(len(skipped), "folder")))
@@ -167,28 +166,29 @@ func analysisTasks(ds *data.Dataset) []analysis.Task {
 }
 
 // renderAnalysisText prints one row per folder, then one per model when several folders share
-// one.
-func renderAnalysisText(w io.Writer, runs []*analysis.Run) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw,
-		"RUN\tMODEL\tEPISODES\tSCORE\tPARTIAL\tNTAM\tFALSE POSITIVES (symptom/mechanism/near_miss/unrelated)\tFIRST HIT\t"+
-			"MEDIAN TURN\tSOURCES\tFAILED\tTRUNCATED\tREPEATED\tMODEL/TOOL s")
+// one, fitted to a terminal cols wide (0: any width).
+func renderAnalysisText(w io.Writer, runs []*analysis.Run, cols int) {
+	t := newTable("RUN", "MODEL", "EPISODES", "SCORE", "PARTIAL", "NTAM",
+		"FALSE POSITIVES (symptom/mechanism/near_miss/unrelated)", "FIRST HIT", "MEDIAN TURN", "SOURCES", "FAILED",
+		"TRUNCATED", "REPEATED", "MODEL/TOOL s")
 	for _, r := range runs {
 		s := r.Summary
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.0f/%.0f\n", report.OneLine(r.Dir, 50),
-			report.OneLine(r.Model, 40), s.Episodes, s.Score, s.PartialCredit, s.NTAM, classCounts(s), firstHits(s),
-			medianTurn(s), coverage(s), s.Failed, s.Truncated, s.Repeated, s.ModelSeconds, s.ToolSeconds)
+		t.row(report.OneLine(r.Dir, 50), report.OneLine(r.Model, 40), fmt.Sprint(s.Episodes),
+			fmt.Sprintf("%.3f", s.Score), fmt.Sprintf("%.3f", s.PartialCredit), fmt.Sprintf("%.3f", s.NTAM),
+			classCounts(s), firstHits(s), medianTurn(s), coverage(s), fmt.Sprint(s.Failed), fmt.Sprint(s.Truncated),
+			fmt.Sprint(s.Repeated), fmt.Sprintf("%.0f/%.0f", s.ModelSeconds, s.ToolSeconds))
 	}
-	tw.Flush()
+	t.write(w, cols)
 	if models := analysis.ByModel(runs); len(models) < len(runs) {
 		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "MODEL\tRUNS\tEPISODES\tSCORE\tPARTIAL\tNTAM\tFALSE POSITIVES\tFIRST HIT\tMEDIAN TURN")
+		t = newTable("MODEL", "RUNS", "EPISODES", "SCORE", "PARTIAL", "NTAM", "FALSE POSITIVES", "FIRST HIT",
+			"MEDIAN TURN")
 		for _, m := range models {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\n", report.OneLine(m.Model, 50), m.Runs, m.Episodes,
-				m.Score, m.PartialCredit, m.NTAM, classCounts(m.Summary), firstHits(m.Summary), medianTurn(m.Summary))
+			t.row(report.OneLine(m.Model, 50), fmt.Sprint(m.Runs), fmt.Sprint(m.Episodes), fmt.Sprintf("%.3f", m.Score),
+				fmt.Sprintf("%.3f", m.PartialCredit), fmt.Sprintf("%.3f", m.NTAM), classCounts(m.Summary),
+				firstHits(m.Summary), medianTurn(m.Summary))
 		}
-		tw.Flush()
+		t.write(w, cols)
 	}
 }
 

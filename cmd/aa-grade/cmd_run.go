@@ -69,6 +69,7 @@ type runOptions struct {
 	prompts                  promptOptions
 	judge                    judgeOptions
 	agent                    agentOptions
+	params                   paramOptions
 	// episode holds the settings the flags give as they are (--max-turns, --command-timeout,
 	// and the loop Validate reads from --loop); episodeSettings completes them.
 	episode settings.Settings
@@ -151,7 +152,8 @@ func (o *runOptions) flags() []cli.Flag {
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun,
 			Usage: "say what would run and what it should cost, and call nothing"},
 	}
-	return append(append(append(flags, o.prompts.flags()...), o.judge.flags()...), o.agent.flags()...)
+	flags = append(append(flags, o.params.flags()...), o.prompts.flags()...)
+	return append(append(flags, o.judge.flags()...), o.agent.flags()...)
 }
 
 // Validate refuses values that mean nothing, naming the flag, before anything is started or
@@ -182,6 +184,10 @@ func (o *runOptions) Validate() error {
 	if err := o.agent.Validate(o.isSet); err != nil {
 		return err
 	}
+	var err error
+	if o.episode.Params, err = o.params.read(o.isSet); err != nil {
+		return err
+	}
 	if o.episode.CommandTimeout <= 0 {
 		return usageErrorf("--command-timeout %s: must be more than 0", o.episode.CommandTimeout)
 	}
@@ -204,7 +210,6 @@ func (o *runOptions) Validate() error {
 			return usageErrorf("--%s %v: a price is a number of USD, 0 or more", f.name, f.usd)
 		}
 	}
-	var err error
 	if o.shard, err = runfolder.ParseShard(o.shardSpec); err != nil {
 		return usageErrorf("--shard: %w", err)
 	}
@@ -369,13 +374,15 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 		settings.Prices = plan.prices
 	}
 	if opts.maxCost > 0 && settings.Prices == nil {
-		return nil, usageErrorf(
-			"--max-cost %v: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and "+
-				"--price-output, give them)", opts.maxCost)
+		return nil, usageErrorf("--max-cost %v: the model's prices are unknown, so its spend is unknown too; "+
+			"give them (a preset has them, or --price-input and --price-output)", opts.maxCost)
+	}
+	if err := opts.checkParams(settings); err != nil {
+		return nil, err
 	}
 	episode := episodeSettings(opts, plan.recorded, settings, prompts)
 	var needs []string
-	m, limit, err := newModel(opts, settings, episode.Loop)
+	m, limit, err := newModel(opts, settings, episode)
 	if needs, err = dryRunNeeds(opts.dryRun, needs, err); err != nil {
 		return nil, err
 	}
@@ -466,8 +473,10 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		Backend: backend, Limits: opts.limits, Tools: &tools,
 		OnEnvironment: func(tools sandbox.Tools) {
 			if diff := tools.Differences(); len(diff) > 0 {
-				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s",
-					strings.Join(diff, "; "))
+				warnLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s; "+
+					"for the reference one, build its image (docker build -t %s deploy/sandbox) and run with "+
+					"--sandbox docker, which aa-grade doctor --sandbox docker checks", strings.Join(diff, "; "),
+					sandbox.DefaultImage)
 			}
 		},
 		Grace: opts.grace, Abort: secondInterrupt(ctx),
@@ -523,6 +532,10 @@ func (r *startedRun) announce(stderr io.Writer, opts runOptions) {
 	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
 		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, who, backend.Name(),
 		r.out)
+	if params := r.episode.Params; !params.IsZero() {
+		printLine(stderr, "model parameters: %s (the reference harness sends none: "+
+			"not comparable with the leaderboard)", params)
+	}
 	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
 	if e := costEstimate(r.settings, len(todo), folder.Prev); e != "" {
 		printLine(stderr, "%s", e)
@@ -571,7 +584,7 @@ func (r *startedRun) finish(stderr io.Writer, p playedRun) (*report.Run, error) 
 			if p.err == nil {
 				return nil, err
 			}
-			printLine(stderr, "warning: %v", err)
+			warnLine(stderr, "warning: %v", err)
 		}
 	}
 	if errors.Is(p.err, context.Canceled) || errors.Is(p.err, runner.ErrBudget) { // what going on would cost
@@ -626,22 +639,23 @@ func configChanged(err error) error {
 // (--sandbox none), or enforce a limit.
 func warnSandbox(stderr io.Writer, backend sandbox.Backend) {
 	if backend.Name() == sandbox.NameNone {
-		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
+		warnLine(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
 	} else if weak := sandbox.LimitsNotEnforced(backend); len(weak) > 0 {
 		var what []string
 		for _, g := range weak {
 			what = append(what, g.Name+": "+g.Detail)
 		}
-		fmt.Fprintf(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)\n", backend.Name(),
+		warnLine(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)", backend.Name(),
 			strings.Join(what, "; "))
 	}
 }
 
 // newModel builds the model under test (models.Open: a provider's, the built-in baseline or a
-// replay), sending back the reasoning the loop does, with one rate limiter for the whole run:
-// every episode's calls go to the same provider and quota. The limiter is returned too, for
-// the display and the run's record of the limits.
-func newModel(opts runOptions, s models.Settings, kind settings.Loop) (model.Model, *ratelimit.Limiter, error) {
+// replay), sending back the reasoning the loop does and the episodes' model parameters, with
+// one rate limiter for the whole run: every episode's calls go to the same provider and quota.
+// The limiter is returned too, for the display and the run's record of the limits.
+func newModel(opts runOptions, s models.Settings, episode settings.Settings) (model.Model, *ratelimit.Limiter,
+	error) {
 	maxInFlight := opts.maxInFlight
 	if maxInFlight == 0 {
 		maxInFlight = opts.parallel
@@ -652,7 +666,11 @@ func newModel(opts runOptions, s models.Settings, kind settings.Loop) (model.Mod
 	}
 	m, err := models.Open(s.Spec, os.Getenv, provider.Options{MaxTokens: int(s.MaxTokens),
 		ReasoningEffort: s.ReasoningEffort, Retry: provider.DefaultRetry, Budget: opts.maxRetryTime, Limit: limit,
-		Reference: kind != settings.LoopLenient})
+		Reference: episode.Loop != settings.LoopLenient, Params: episode.Params})
+	if errors.Is(err, provider.ErrOwnedField) {
+		return nil, nil, usageErrorf("--model-arg, --model-header: %w (--max-tokens, --reasoning-effort, --temperature "+
+			"and --top-p set the loop's own; a key comes from the provider's variable)", err)
+	}
 	if errors.Is(err, provider.ErrNotProvider) {
 		return nil, nil, fmt.Errorf("--model: %w; or %s, or a preset (aa-grade models)", err, runOnlySpecs)
 	}

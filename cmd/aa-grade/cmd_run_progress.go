@@ -312,7 +312,7 @@ func (p *runProgress) limitStatus() (ratelimit.Status, bool) {
 	}
 	s := p.limits()
 	for _, w := range p.state.newWarnings(s) {
-		printLine(p.screen.w, "warning: %s", w)
+		warnLine(p.screen.w, "warning: %s", w)
 	}
 	return s, !s.Idle()
 }

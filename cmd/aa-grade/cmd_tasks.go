@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -193,7 +194,7 @@ func runTasksValidate(ctx context.Context, opts validateOptions, args []string, 
 			return err
 		}
 	} else {
-		renderReports(stdout, reports)
+		renderReports(stdout, reports, columns(stdout))
 	}
 	return failedTasks(reports)
 }
@@ -278,7 +279,11 @@ func failedTasks(reports []validate.Report) error {
 	return nil
 }
 
-func renderReports(w io.Writer, reports []validate.Report) {
+// renderReports prints each task's findings and statistics, each line wrapped to a terminal
+// cols wide (0: any width).
+func renderReports(out io.Writer, reports []validate.Report, cols int) {
+	var b bytes.Buffer
+	w := &b
 	for _, r := range reports {
 		counts := map[string]int{}
 		for _, f := range r.Findings {
@@ -314,6 +319,7 @@ func renderReports(w io.Writer, reports []validate.Report) {
 			printLine(w, "  stats   metrics: %s", english.Count(st.MetricsFiles, "file"))
 		}
 	}
+	fitText(out, b.String(), cols)
 }
 
 func runTasksSynth(_ context.Context, opts synthOptions, args []string, con console) error {
@@ -338,7 +344,7 @@ func runTasksPack(ctx context.Context, opts packOptions, args []string, con cons
 		return err
 	}
 	if err := failedTasks(reports); err != nil {
-		renderReports(con.err, reports)
+		renderReports(con.err, reports, columns(con.err))
 		return fmt.Errorf("nothing packed: %w", err)
 	}
 	if err := pack.Write(opts.out, tasks, pack.Options{Split: opts.split}); err != nil {

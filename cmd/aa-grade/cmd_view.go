@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -127,6 +128,9 @@ func listenView(opts viewOptions, con console) (ln net.Listener, shown string, e
 		ln, err := viewer.Listen(opts.addr) // an address Validate checked
 		if err != nil && !opts.isSet("addr") {
 			ln, err = viewer.Listen("127.0.0.1:0") // the default port is taken
+		}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, "", usageErrorf("--addr %s: %w; give another port, or --addr 0 for any free one", opts.addr, err)
 		}
 		if err != nil {
 			return nil, "", fmt.Errorf("listen: %w", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +19,11 @@ import (
 )
 
 func TestViewErrors(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
 	for name, c := range map[string]struct {
 		args []string
 		want string
@@ -28,7 +34,9 @@ func TestViewErrors(t *testing.T) {
 		"any address":   {[]string{"view", "--addr", "0.0.0.0:7480", "testdata/runs/opus"}, "aa-grade: --addr \"0.0.0.0:7480\": not a loopback address: the viewer serves only this machine"},
 		"a LAN address": {[]string{"view", "--addr", "192.168.1.2:7480", "testdata/runs/opus"}, "not a loopback address"},
 		"out and addr":  {[]string{"view", "--out", t.TempDir(), "--addr", "7480", "testdata/runs/opus"}, "not both"},
-		"out and host":  {[]string{"view", "--out", t.TempDir(), "--host", "0.0.0.0", "testdata/runs/opus"}, "not both"},
+		"a taken port": {[]string{"view", "--addr", taken.Addr().String(), "testdata/runs/opus"},
+			"address already in use; give another port, or --addr 0 for any free one"},
+		"out and host": {[]string{"view", "--out", t.TempDir(), "--host", "0.0.0.0", "testdata/runs/opus"}, "not both"},
 		"two hosts": {[]string{"view", "--host", "0.0.0.0", "--addr", "127.0.0.1:7480", "testdata/runs/opus"},
 			"--host 0.0.0.0 and --addr 127.0.0.1:7480 both name the host: give --addr only the port"},
 	} {

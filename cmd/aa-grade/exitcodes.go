@@ -113,12 +113,13 @@ func exitCodeOf(err error) int {
 }
 
 // exitCode prints err (if any) as one line and returns its exit code. Errors quote model
-// replies, file contents and task ids, so the line is sanitized.
+// replies, file contents and task ids, so the line is sanitized; errors joined (two writes
+// that failed on a full disk) are told apart with "; ", not run together.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	if msg := strings.TrimSpace(err.Error()); msg != "" {
+	if msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "); msg != "" {
 		printLine(stderr, "aa-grade: %s", msg)
 	}
 	return exitCodeOf(err)

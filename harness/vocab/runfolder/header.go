@@ -223,8 +223,11 @@ func (h Header) LoopName() string {
 }
 
 // Comparable reports whether the run's scores compare with the published leaderboard: only
-// a run of the reference loop does, not an agent's.
-func (h Header) Comparable() bool { return h.LoopName() == "reference" && h.Agent == nil }
+// a run of the reference loop does, not an agent's, and not one whose model was called with
+// parameters of the user's.
+func (h Header) Comparable() bool {
+	return h.LoopName() == "reference" && h.Agent == nil && h.Params.IsZero()
+}
 
 // ResumeDifferences names what a resume of the run h with the configuration o refuses: the
 // Differences, but for growth. A run grows by more repeats, or by tasks beside all of its own,
@@ -263,6 +266,7 @@ func (h Header) Differences(o Header) []string {
 	check("max_tokens", h.MaxTokens, o.MaxTokens)
 	check("context_window", h.ContextWindow, o.ContextWindow)
 	check("loop", h.LoopName(), o.LoopName())
+	check("model_params", paramsText(h.Params), paramsText(o.Params))
 	if h.Agent.key() != o.Agent.key() {
 		out = append(out, fmt.Sprintf("agent was %s, now %s", h.Agent, o.Agent))
 	}
@@ -277,4 +281,12 @@ func (h Header) Differences(o Header) []string {
 		check("python", h.Python, o.Python) // fmt prints maps sorted by key
 	}
 	return out
+}
+
+// paramsText is the model's parameters as a resume's refusal names them, "none" for none.
+func paramsText(p model.Params) string {
+	if p.IsZero() {
+		return "none"
+	}
+	return p.String()
 }
