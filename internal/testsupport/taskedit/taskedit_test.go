@@ -79,7 +79,7 @@ func TestRenamedReplacesWholeNamesAndSuffixes(t *testing.T) {
 	if got[7] != "Appa0" {
 		t.Errorf("a capitalised name became %s, want Appa0", got[7])
 	}
-		if !strings.HasPrefix(name, "pod_"+got[2]) {
+	if !strings.HasPrefix(name, "pod_"+got[2]) {
 		t.Errorf("file %s and the pod %s it holds renamed apart", name, got[2])
 	}
 }
