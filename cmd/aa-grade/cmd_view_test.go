@@ -104,20 +104,7 @@ func TestView(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
 
-	cmd := exec.Command(binary, "view", "--addr", "127.0.0.1:0", run, "testdata/runs/opus")
-	cmd.Dir = moduleRoot
-	cmd.Env = append(os.Environ(), cache, "HF_HUB_CACHE="+t.TempDir(), "HF_ENDPOINT=http://127.0.0.1:9")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	cmd, line, stderr := startView(t, cache, "--addr", "127.0.0.1:0", run, "testdata/runs/opus")
 	url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
 	if url == "" {
 		t.Fatalf("no URL printed: %q %s", line, stderr.String())
@@ -155,22 +142,31 @@ func TestView(t *testing.T) {
 	}
 }
 
-// TestViewHost: --host serves beyond loopback, warning that the episodes go to the network.
-func TestViewHost(t *testing.T) {
-	cmd := exec.Command(binary, "view", "--host", "0.0.0.0", "--addr", "0", "testdata/runs/opus")
+// startView starts aa-grade view with args, its cache in the setting cache and the Hub out of
+// reach, and reads the first line it prints (where it serves); the test's end kills it.
+func startView(t *testing.T, cache string, args ...string) (*exec.Cmd, string, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"view"}, args...)...)
 	cmd.Dir = moduleRoot
-	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "HF_HUB_CACHE="+t.TempDir(), "HF_ENDPOINT=http://127.0.0.1:9")
+	cmd.Env = append(os.Environ(), cache, "HF_HUB_CACHE="+t.TempDir(), "HF_ENDPOINT=http://127.0.0.1:9")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	return cmd, line, stderr
+}
+
+// TestViewHost: --host serves beyond loopback, warning that the episodes go to the network.
+func TestViewHost(t *testing.T) {
+	cmd, line, stderr := startView(t, "XDG_CACHE_HOME="+t.TempDir(), "--host", "0.0.0.0", "--addr", "0",
+		"testdata/runs/opus")
 	port := regexp.MustCompile(`http://0\.0\.0\.0:(\d+)/`).FindStringSubmatch(line)
 	if port == nil {
 		t.Fatalf("no URL on 0.0.0.0 printed: %q %s", line, stderr.String())
