@@ -337,13 +337,3 @@ func TestAgentRunRefusals(t *testing.T) {
 		}
 	}
 }
-
-// readFile is the file's text.
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}

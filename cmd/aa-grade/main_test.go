@@ -236,3 +236,13 @@ func TestOutputWriteErrorEndsTheCommand(t *testing.T) {
 	}
 	textcheck.Has(t, "stderr", stderr.String(), "aa-grade: write the output: ", "no space left on device")
 }
+
+// readFile is the file's text.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
