@@ -110,8 +110,9 @@ func selectEntries(listing []hub.Entry, opts PullOptions) ([]hub.Entry, error) {
 			return nil, fmt.Errorf("the listing names an unsafe path %q", e.Path)
 		}
 		if rest, ok := strings.CutPrefix(e.Path, taskPrefix); ok {
-			task, _, _ := strings.Cut(rest, "/")
-			have[task] = true
+			if task, _, inFolder := strings.Cut(rest, "/"); inFolder { // the index is no task
+				have[task] = true
+			}
 		}
 		switch {
 		case e.Path == IndexPath:
