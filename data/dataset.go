@@ -82,7 +82,7 @@ func Open(ctx context.Context, spec string, opts OpenOptions) (*Dataset, error) 
 	if err != nil {
 		return nil, err
 	}
-	return ds, ds.keepTasks(opts.Tasks)
+	return ds, ds.KeepTasks(opts.Tasks)
 }
 
 func openHub(ctx context.Context, spec string, opts OpenOptions) (*Dataset, error) {
@@ -111,8 +111,9 @@ func openHub(ctx context.Context, spec string, opts OpenOptions) (*Dataset, erro
 	return ds, ds.addHubTasks(root, rows, !opts.IndexOnly && len(opts.Tasks) == 0)
 }
 
-// keepTasks narrows the dataset to the wanted task ids; an id the dataset lacks is an error.
-func (ds *Dataset) keepTasks(ids []string) error {
+// KeepTasks narrows the dataset to the wanted task ids (none: all of them); an id the dataset
+// lacks is ErrUnknownTask, naming the ids it has.
+func (ds *Dataset) KeepTasks(ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -134,7 +135,12 @@ func (ds *Dataset) keepTasks(ids []string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%s: %w: %s", ds.Spec, ErrUnknownTask, strings.Join(missing, ", "))
+		have := make([]string, 0, len(ds.Tasks))
+		for _, t := range ds.Tasks {
+			have = append(have, t.ID)
+		}
+		return fmt.Errorf("%s: %w: %s (its tasks: %s)", ds.Spec, ErrUnknownTask, strings.Join(missing, ", "),
+			DescribeIDs(have))
 	}
 	sortTasks(kept)
 	ds.Tasks = kept

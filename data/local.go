@@ -25,7 +25,11 @@ const maxIndexLine = 16 << 20
 // task folder.
 func OpenLocal(path string) (*Dataset, error) {
 	info, err := os.Stat(path)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("dataset %s: %w: no such folder (a dataset is hf:OWNER/NAME, %s or a folder)", path,
+			ErrNotDataset, DemoSpec)
+	case err != nil:
 		return nil, fmt.Errorf("dataset %s: %w", path, err)
 	}
 	if !info.IsDir() {

@@ -118,7 +118,7 @@ func TestOpenErrors(t *testing.T) {
 	file := filepath.Join(empty, "file.txt")
 	testfs.Write(t, file, "x")
 	for spec, want := range map[string]error{
-		filepath.Join(empty, "absent"): os.ErrNotExist,
+		filepath.Join(empty, "absent"): ErrNotDataset,
 		file:                           ErrNotDataset,
 		empty:                          ErrNotDataset,
 		"":                             ErrNotDataset,
@@ -154,7 +154,7 @@ func TestOpenKeepsWantedTasks(t *testing.T) {
 	if err != nil || ids(ds.Tasks) != "Scenario-1,Scenario-10" {
 		t.Fatalf("tasks = %v, %v", ds, err)
 	}
-	if _, err := Open(context.Background(), root, OpenOptions{Tasks: []string{"Scenario-3"}}); !errors.Is(err, ErrUnknownTask) || !strings.Contains(err.Error(), root+": no such task: Scenario-3") {
+	if _, err := Open(context.Background(), root, OpenOptions{Tasks: []string{"Scenario-3"}}); !errors.Is(err, ErrUnknownTask) || !strings.Contains(err.Error(), root+": no such task: Scenario-3 (its tasks: 1-2, 10)") {
 		t.Fatalf("unknown task: %v", err)
 	}
 }
@@ -212,5 +212,18 @@ func TestUnpackRefusesEscapingPaths(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "evil")); err == nil {
 		t.Fatal("a file was written outside the folder")
+	}
+}
+
+// TestOpenMissingFolder: a dataset folder that does not exist is not a dataset, said in
+// words with the forms a dataset takes, not as the system call's error.
+func TestOpenMissingFolder(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "ITBench-AA")
+	_, err := Open(context.Background(), missing, OpenOptions{})
+	if !errors.Is(err, ErrNotDataset) {
+		t.Fatalf("%v, want ErrNotDataset", err)
+	}
+	if want := "dataset " + missing + ": not a dataset: no such folder (a dataset is hf:OWNER/NAME, demo or a folder)"; err.Error() != want {
+		t.Errorf("%q, want %q", err, want)
 	}
 }

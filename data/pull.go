@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -101,11 +103,16 @@ func selectEntries(listing []hub.Entry, opts PullOptions) ([]hub.Entry, error) {
 			wanted[TaskFolder(t)] = true
 		}
 	}
-	found := map[string]bool{}
+	found, have := map[string]bool{}, map[string]bool{}
 	var out []hub.Entry
 	for _, e := range listing {
 		if !safePath(e.Path) {
 			return nil, fmt.Errorf("the listing names an unsafe path %q", e.Path)
+		}
+		if rest, ok := strings.CutPrefix(e.Path, taskPrefix); ok {
+			if task, _, inFolder := strings.Cut(rest, "/"); inFolder { // the index is no task
+				have[task] = true
+			}
 		}
 		switch {
 		case e.Path == IndexPath:
@@ -128,7 +135,8 @@ func selectEntries(listing []hub.Entry, opts PullOptions) ([]hub.Entry, error) {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return nil, fmt.Errorf("%w: %s", ErrUnknownTask, strings.Join(missing, ", "))
+		return nil, fmt.Errorf("%w: %s (its tasks: %s)", ErrUnknownTask, strings.Join(missing, ", "),
+			DescribeIDs(slices.Collect(maps.Keys(have))))
 	}
 	return out, nil
 }

@@ -192,7 +192,7 @@ func TestPullOnlyTasksAndIndex(t *testing.T) {
 	if h.Served("sre/Scenario-1/k8s_events_raw.tsv") != 0 || h.Served("README.md") != 0 {
 		t.Fatal("files of other tasks were downloaded")
 	}
-	if _, err := pull(t, cfg, PullOptions{Tasks: []string{"Scenario-77"}}); !errors.Is(err, ErrUnknownTask) || !strings.Contains(err.Error(), "no such task: Scenario-77") {
+	if _, err := pull(t, cfg, PullOptions{Tasks: []string{"Scenario-77"}}); !errors.Is(err, ErrUnknownTask) || !strings.Contains(err.Error(), "no such task: Scenario-77 (its tasks: ") {
 		t.Fatalf("unknown task: %v", err)
 	}
 	// Grading needs only the index.

@@ -139,6 +139,9 @@ func (s SubmissionFiles) of(t Task) map[int]string {
 	return nil
 }
 
+// Covers reports whether any submission is for the task t (by its id or another of its ids).
+func (s SubmissionFiles) Covers(t Task) bool { return len(s.of(t)) > 0 }
+
 // GradeOptions say how submissions are graded.
 type GradeOptions struct {
 	// Repeats per task; <= 0: up to the largest repeat submitted for a task of the list, at

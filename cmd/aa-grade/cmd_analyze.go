@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/readers/analysis"
 	"github.com/aa-grade/aa-grade/harness/readers/report"
+	"github.com/aa-grade/aa-grade/internal/english"
 )
 
 // analyzeOptions are the flags of aa-grade analyze.
@@ -85,28 +85,27 @@ func runAnalyze(ctx context.Context, opts analyzeOptions, args []string, con con
 	an := analysis.NewAnalyzer()
 	an.NTAM = opts.ntam
 	var runs []*analysis.Run
+	var skipped []error // the folders that could not be analysed: the others still are
 	for _, dir := range args {
-		in, err := openGradeInput(ctx, dir, opts.dataset, opts.isSet("dataset"))
+		r, err := analyzeFolder(ctx, an, opts, dir, stderr)
 		if err != nil {
-			return err
-		}
-		defer in.close()
-		var gradeOpts grader.GradeOptions
-		if in.run != nil {
-			gradeOpts.Repeats = in.run.Header.Repeats
-		}
-		results, problems, err := in.grade(ctx, gradeOpts)
-		if err != nil {
-			return err
-		}
-		for _, p := range append(in.problems, problems...) {
-			printLine(stderr, "%s: %s: %s", p.Level, dir, p.Message)
-		}
-		r := an.Analyze(dir, in.run, analysisTasks(in.ds), results)
-		for _, w := range r.Warnings {
-			printLine(stderr, "warning: %s: %s", dir, w)
+			if ctx.Err() != nil {
+				return err
+			}
+			skipped = append(skipped, repairHint(err))
+			continue
 		}
 		runs = append(runs, r)
+	}
+	first := 0 // with no folder analysed, the first one's error ends the command, its kind the exit code
+	if len(runs) == 0 {
+		first = 1
+	}
+	for _, s := range skipped[first:] {
+		printLine(stderr, "warning: skipped %v", s)
+	}
+	if len(runs) == 0 {
+		return skipped[0]
 	}
 	if opts.html != "" {
 		if err := writeHTML(opts.html, func(w io.Writer) error { return report.WriteAnalysisHTML(w, runs) }); err != nil {
@@ -114,10 +113,47 @@ func runAnalyze(ctx context.Context, opts analyzeOptions, args []string, con con
 		}
 	}
 	if opts.json {
-		return printJSON(con.out, runs)
+		if err := printJSON(con.out, runs); err != nil {
+			return err
+		}
+	} else {
+		renderAnalysisText(con.out, runs, columns(con.out))
 	}
-	renderAnalysisText(con.out, runs)
+	if len(skipped) > 0 {
+		return badResult(fmt.Errorf("%s not analysed; see the warnings above", english.Count(len(skipped), "folder")))
+	}
 	return nil
+}
+
+// analyzeFolder analyses one run folder or folder of submissions, printing its problems.
+func analyzeFolder(ctx context.Context, an *analysis.Analyzer, opts analyzeOptions, dir string,
+	stderr io.Writer) (*analysis.Run, error) {
+	in, err := openGradeInput(ctx, dir, opts.dataset, opts.isSet("dataset"))
+	if err != nil {
+		return nil, err
+	}
+	defer in.close()
+	var gradeOpts grader.GradeOptions
+	if in.run != nil {
+		gradeOpts.Repeats = in.run.Header.Repeats
+	}
+	results, problems, err := in.grade(ctx, gradeOpts)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range append(in.problems, problems...) {
+		printLine(stderr, "%s: %s: %s", p.Level, dir, p.Message)
+	}
+	var r *analysis.Run
+	if len(in.atif.Episodes) > 0 {
+		r = an.AnalyzeATIF(dir, in.atif, analysisTasks(in.ds), results)
+	} else {
+		r = an.Analyze(dir, in.run, analysisTasks(in.ds), results)
+	}
+	for _, w := range r.Warnings {
+		printLine(stderr, "warning: %s: %s", dir, w)
+	}
+	return r, nil
 }
 
 // analysisTasks pairs each task's ground truth with its snapshot folder (for the traces).
@@ -130,28 +166,29 @@ func analysisTasks(ds *data.Dataset) []analysis.Task {
 }
 
 // renderAnalysisText prints one row per folder, then one per model when several folders share
-// one.
-func renderAnalysisText(w io.Writer, runs []*analysis.Run) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw,
-		"RUN\tMODEL\tEPISODES\tSCORE\tPARTIAL\tNTAM\tFALSE POSITIVES (symptom/mechanism/near_miss/unrelated)\tFIRST HIT\t"+
-			"MEDIAN TURN\tSOURCES\tFAILED\tTRUNCATED\tREPEATED\tMODEL/TOOL s")
+// one, fitted to a terminal cols wide (0: any width).
+func renderAnalysisText(w io.Writer, runs []*analysis.Run, cols int) {
+	t := newTable("RUN", "MODEL", "EPISODES", "SCORE", "PARTIAL", "NTAM",
+		"FALSE POSITIVES (symptom/mechanism/near_miss/unrelated)", "FIRST HIT", "MEDIAN TURN", "SOURCES", "FAILED",
+		"TRUNCATED", "REPEATED", "MODEL/TOOL s")
 	for _, r := range runs {
 		s := r.Summary
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.0f/%.0f\n", report.OneLine(r.Dir, 50),
-			report.OneLine(r.Model, 40), s.Episodes, s.Score, s.PartialCredit, s.NTAM, classCounts(s), firstHits(s),
-			medianTurn(s), coverage(s), s.Failed, s.Truncated, s.Repeated, s.ModelSeconds, s.ToolSeconds)
+		t.row(report.OneLine(r.Dir, 50), report.OneLine(r.Model, 40), fmt.Sprint(s.Episodes),
+			fmt.Sprintf("%.3f", s.Score), fmt.Sprintf("%.3f", s.PartialCredit), fmt.Sprintf("%.3f", s.NTAM),
+			classCounts(s), firstHits(s), medianTurn(s), coverage(s), fmt.Sprint(s.Failed), fmt.Sprint(s.Truncated),
+			fmt.Sprint(s.Repeated), fmt.Sprintf("%.0f/%.0f", s.ModelSeconds, s.ToolSeconds))
 	}
-	tw.Flush()
+	t.write(w, cols)
 	if models := analysis.ByModel(runs); len(models) < len(runs) {
 		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "MODEL\tRUNS\tEPISODES\tSCORE\tPARTIAL\tNTAM\tFALSE POSITIVES\tFIRST HIT\tMEDIAN TURN")
+		t = newTable("MODEL", "RUNS", "EPISODES", "SCORE", "PARTIAL", "NTAM", "FALSE POSITIVES", "FIRST HIT",
+			"MEDIAN TURN")
 		for _, m := range models {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\n", report.OneLine(m.Model, 50), m.Runs, m.Episodes,
-				m.Score, m.PartialCredit, m.NTAM, classCounts(m.Summary), firstHits(m.Summary), medianTurn(m.Summary))
+			t.row(report.OneLine(m.Model, 50), fmt.Sprint(m.Runs), fmt.Sprint(m.Episodes), fmt.Sprintf("%.3f", m.Score),
+				fmt.Sprintf("%.3f", m.PartialCredit), fmt.Sprintf("%.3f", m.NTAM), classCounts(m.Summary),
+				firstHits(m.Summary), medianTurn(m.Summary))
 		}
-		tw.Flush()
+		t.write(w, cols)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -140,7 +141,7 @@ func runDoctor(ctx context.Context, opts doctorOptions, args []string, con conso
 			return err
 		}
 	} else {
-		renderDoctor(stdout, r)
+		renderDoctor(stdout, r, columns(stdout))
 	}
 	switch {
 	case opts.sandbox == sandbox.NameAuto && selectErr != nil:
@@ -166,7 +167,11 @@ func doctorImage(ctx context.Context, b sandbox.Backend, ref string, progress io
 	return nil
 }
 
-func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
+// renderDoctor prints what works here, each line wrapped to a terminal cols wide (0: any
+// width).
+func renderDoctor(stdout io.Writer, r doctorReport, cols int) {
+	var b bytes.Buffer
+	w := &b
 	fmt.Fprintln(w, "Sandbox backends:")
 	for _, b := range r.Backends {
 		status := "ok"
@@ -236,6 +241,7 @@ func renderDoctor(w interface{ Write([]byte) (int, error) }, r doctorReport) {
 		keys = strings.Join(r.Keys, ", ")
 	}
 	fmt.Fprintf(w, "API keys set (names only): %s\n", keys)
+	fitText(stdout, b.String(), cols)
 }
 
 // freeBytes is the free space of the file system holding dir (or its nearest existing

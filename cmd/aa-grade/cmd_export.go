@@ -58,12 +58,14 @@ func newExportCommand() *cli.Command {
 			"the submission, the grade. --format openai-jsonl writes OUT/" + chatFile + ", one episode a line\n" +
 			"({\"messages\": [...], \"tools\": [...]}), and OUT/" + chatIndex + ", the task and repeat of each line\n" +
 			"(JSON lines, named so that no loader takes it for chat).\n" +
-			"What each format keeps and loses: docs/formats.md. OUT must be new or empty.\n" +
+			"What each format keeps and loses: docs/formats.md. OUT must be new or empty, and not in a folder\n" +
+			"of runs, which report and view would take it for: by default it is RUN-FORMAT beside the run\n" +
+			"folder's parent (runs/opus: opus-atif beside runs/).\n" +
 			"Exit 1 when an episode's trajectory could not be read (the others are exported).\n\n" +
-			"Example: aa-grade export runs/opus --format atif --out runs/opus-atif",
+			"Example: aa-grade export runs/opus --format atif --out exports/opus-atif",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Required: true, Destination: &opts.format, Usage: exportUsage},
-			&cli.StringFlag{Name: "out", Destination: &opts.out, DefaultText: "RUN-FORMAT, beside the run folder",
+			&cli.StringFlag{Name: "out", Destination: &opts.out, DefaultText: "RUN-FORMAT, beside the run folder's parent",
 				Usage: "the folder to write"},
 		},
 		Action: action(&opts, runExport),
@@ -82,9 +84,12 @@ func runExport(_ context.Context, opts exportOptions, args []string, con console
 	printSkipped(con.err, run.Warnings)
 	out := opts.out
 	if out == "" {
-		out = filepath.Clean(args[0]) + "-" + opts.format
+		out = defaultExport(args[0], opts.format)
 	}
 	if err := checkNewFolder("out", out); err != nil {
+		return err
+	}
+	if err := checkNotAmongRuns(out); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -98,9 +103,36 @@ func runExport(_ context.Context, opts exportOptions, args []string, con console
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(con.out, "Exported %s of %s to %s (%s)\n", english.Count(written, "episode"), args[0], out, opts.format)
+	fmt.Fprintf(con.out, "Exported %s of %s to %s (%s)\n", english.Count(written, "episode"), args[0], out,
+		opts.format)
 	if failed > 0 {
 		return badResult(fmt.Errorf("%s could not be exported; see the errors above", english.Count(failed, "episode")))
+	}
+	return nil
+}
+
+// defaultExport is where an export of the run folder run goes unless --out says: beside the
+// folder of runs that holds it (runs/opus: opus-atif), never among the runs, where report
+// runs/* and view runs would take it for one.
+func defaultExport(run, format string) string {
+	clean := filepath.Clean(run)
+	return filepath.Join(filepath.Dir(filepath.Dir(clean)), filepath.Base(clean)+"-"+format)
+}
+
+// checkNotAmongRuns refuses an export folder whose parent holds run folders: report and view,
+// given that folder of runs or its runs/*, would take the export for a run.
+func checkNotAmongRuns(out string) error {
+	parent := filepath.Dir(filepath.Clean(out))
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return nil // a parent that does not exist yet holds no run
+	}
+	for _, e := range entries {
+		run := filepath.Join(parent, e.Name())
+		if _, err := runfolder.ReadHeader(run); e.IsDir() && err == nil {
+			return usageErrorf("--out %s: %s holds run folders (%s), and report and view would take the export "+
+				"for one: name a folder elsewhere with --out", out, parent, run)
+		}
 	}
 	return nil
 }
@@ -157,7 +189,7 @@ func writeChat(run *runfolder.Run, out string, con console) (written, failed int
 	if err != nil {
 		return 0, 0, err
 	}
-	defer os.Remove(path + ".tmp")
+	defer func() { _ = os.Remove(path + ".tmp") }() // gone once renamed; else the leftover of a failure
 	w := bufio.NewWriter(f)
 	for _, e := range export.Episodes(run) {
 		c, err := export.Chat(run, e)
@@ -167,7 +199,7 @@ func writeChat(run *runfolder.Run, out string, con console) (written, failed int
 		}
 		b, err := json.Marshal(c)
 		if err != nil {
-			f.Close()
+			_ = f.Close() // abandoned: the temporary file is removed
 			return written, failed, fmt.Errorf("%s repeat %d: %w", e.Task, e.Repeat, err)
 		}
 		_, _ = w.Write(append(b, '\n')) // a bufio.Writer's error comes back from Flush, checked below

@@ -88,8 +88,8 @@ func TestExportOfEachProvider(t *testing.T) {
 		{"replay", "", "Turn 1: the alerts first.", nil}, // replay/ the anthropic run, set below
 	} {
 		t.Run(p.name, func(t *testing.T) {
-			dir := filepath.Join(root, p.name) // the parent's: a later subtest replays it
-			run := filepath.Join(dir, "run")
+			dir := filepath.Join(root, p.name)       // the parent's: a later subtest replays it
+			run := filepath.Join(dir, "runs", "run") // its export beside runs/, its own
 			if p.name == "replay" {
 				if runs["anthropic"] == "" {
 					t.Skip("no anthropic run to replay")
@@ -104,14 +104,14 @@ func TestExportOfEachProvider(t *testing.T) {
 			if r := aaGrade(t, nil, "export", run, "--format", "atif"); r.code != 0 || !strings.Contains(r.stdout, "Exported 1 episode") {
 				t.Fatalf("export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
-			doc := filepath.Join(run+"-atif", "Scenario-901", "1", atif.File)
+			doc := filepath.Join(exportOf(run, "atif"), "Scenario-901", "1", atif.File)
 			checkATIF(t, schema, doc, run, p.reasoning)
 			if keep := os.Getenv("AA_GRADE_KEEP_ATIF"); keep != "" { // the Python reference's inputs (harness/vocab/atif/testdata)
 				b, _ := os.ReadFile(doc)
 				os.WriteFile(filepath.Join(keep, p.name+".json"), b, 0o644)
 			}
 			runScore := aaGrade(t, nil, "grade", "--json", run)
-			exported := aaGrade(t, nil, "grade", "--json", "--dataset", "demo", "--repeats", "1", run+"-atif")
+			exported := aaGrade(t, nil, "grade", "--json", "--dataset", "demo", "--repeats", "1", exportOf(run, "atif"))
 			runScore.wantExit(t, 0)
 			exported.wantExit(t, 0)
 			if got, want := gjson.Get(exported.stdout, `per_task.#(task=="Scenario-901").score`).Float(), gjson.Get(runScore.stdout, "score").Float(); got != want {
@@ -300,13 +300,17 @@ func TestExportRefusals(t *testing.T) {
 		"full --out": {[]string{"export", run, "--format", "atif", "--out", full}, "the folder is not empty"},
 		"two runs":   {[]string{"export", run, run, "--format", "atif"}, "export needs one RUN folder, got 2 arguments"},
 		"no format":  {[]string{"export", run}, "format"},
+		"among runs": {[]string{"export", run, "--format", "atif", "--out", filepath.Join(dir, "run-atif")},
+			"holds run folders (" + run + "), and report and view would take the export for one"},
 	} {
 		if r := aaGrade(t, nil, c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%s: exit %d\n%s", name, r.code, r.stderr)
 		}
 	}
-	if _, err := os.Stat(run + "-atif"); !os.IsNotExist(err) {
-		t.Errorf("a refused export wrote %s (%v)", run+"-atif", err)
+	for _, out := range []string{exportOf(run, "atif"), filepath.Join(dir, "run-atif")} {
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("a refused export wrote %s (%v)", out, err)
+		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(full, "mine.txt")); string(b) != "keep" {
 		t.Errorf("the user's file became %q", b)
@@ -320,7 +324,7 @@ func TestExportRefusals(t *testing.T) {
 	if !textcheck.Has(t, "the export's stdout", r.stdout, "Exported 1 episode") || t.Failed() {
 		t.FailNow()
 	}
-	if _, err := os.Stat(filepath.Join(run+"-atif", "Scenario-901", "1", atif.File)); err != nil {
+	if _, err := os.Stat(filepath.Join(exportOf(run, "atif"), "Scenario-901", "1", atif.File)); err != nil {
 		t.Error(err)
 	}
 }
@@ -344,7 +348,7 @@ func TestExportOfALongEpisode(t *testing.T) {
 	if r := aaGrade(t, nil, "export", run, "--format", "atif"); r.code != 0 {
 		t.Fatalf("export: exit %d\n%s", r.code, r.stderr)
 	}
-	path := filepath.Join(run+"-atif", "Scenario-901", "1", atif.File)
+	path := filepath.Join(exportOf(run, "atif"), "Scenario-901", "1", atif.File)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -390,4 +394,9 @@ func TestExportOfALongEpisode(t *testing.T) {
 		t.Errorf("the document is %d bytes, want 1 MiB or more", len(b))
 	}
 
+}
+
+// exportOf is where export writes a run's episodes in format when --out is not given.
+func exportOf(run, format string) string {
+	return filepath.Join(filepath.Dir(filepath.Dir(run)), filepath.Base(run)+"-"+format)
 }

@@ -27,6 +27,8 @@ import (
 type gradeOptions struct {
 	flagsSet
 	dataset  string
+	tasks    []string
+	allTasks bool
 	repeats  int
 	json     bool
 	parallel int
@@ -35,7 +37,10 @@ type gradeOptions struct {
 
 func (o *gradeOptions) flags() []cli.Flag {
 	return append([]cli.Flag{
-		datasetFlag(&o.dataset),
+		datasetFlag(&o.dataset), tasksFlag(&o.tasks),
+		&cli.BoolFlag{Name: "all-tasks", Destination: &o.allTasks,
+			Usage: "grade every task of the dataset, those the answers do not cover as missing (default: the tasks " +
+				"the answers cover, saying how many of the dataset's that is)"},
 		&cli.IntFlag{Name: "repeats", Destination: &o.repeats, Sources: env("repeats"),
 			DefaultText: "for a RUN, the run's; else the largest repeat found", Usage: "repeats per task to score"},
 		jsonFlag(&o.json, "print the result as JSON"),
@@ -52,6 +57,9 @@ func (o *gradeOptions) Validate() error {
 	if o.parallel < 1 {
 		return usageErrorf("--parallel %d: must be 1 or more", o.parallel)
 	}
+	if o.allTasks && o.isSet("tasks") {
+		return usageErrorf("--all-tasks and --tasks: give one (every task of the dataset, or these)")
+	}
 	return o.judge.Validate()
 }
 
@@ -63,13 +71,14 @@ func newGradeCommand() *cli.Command {
 		ArgsUsage: "SUBMISSIONS|RUN",
 		Description: "SUBMISSIONS is a folder laid out <task-id>/<repeat>.json or " +
 			"<task-id>/<repeat>/agent_output.json (repeats numbered from 1; a number above 1000 is ignored, with a warning).\n" +
-			"Every task x repeat of the dataset is scored; a repeat with no file scores 0 as missing.\n" +
+			"The tasks the answers cover are scored (--tasks: these; --all-tasks: every task of the dataset),\n" +
+			"each task x repeat; a repeat with no file scores 0 as missing.\n" +
 			"A folder of ATIF trajectories (<task>/<repeat>/trajectory.json as aa-grade export writes them, or a\n" +
 			"Harbor job's <trial>/agent/trajectory.json) is graded by each trajectory's final answer (docs/formats.md).\n" +
 			"RUN is a run folder of aa-grade run: its submissions are graded again, episodes without one keep\n" +
 			"the status the run recorded, --dataset and --repeats default to the run's (a Hub dataset at the\n" +
 			"commit the run recorded; give --dataset hf:REPO@main for the ground truths as they are now), and\n" +
-			"only the run's tasks are graded.\n\n" +
+			"only the run's tasks are graded (--tasks: those of them).\n\n" +
 			"For a Hub dataset only the index (sre/data.jsonl, with the ground truths) is downloaded.\n\n" +
 			"With --judge MODEL, a model maps entities to ground-truth groups as in the official grading; " +
 			"its answers are cached in $XDG_CACHE_HOME/aa-grade/judge.\n\n" +
@@ -101,6 +110,9 @@ func runGrade(ctx context.Context, opts gradeOptions, args []string, con console
 		return err
 	}
 	defer in.close()
+	if err := in.keepTasks(opts.tasks, opts.allTasks); err != nil {
+		return err
+	}
 	repeats, problems := opts.repeats, in.problems
 	if repeats == 0 && in.run != nil {
 		repeats = in.run.Header.Repeats
@@ -159,6 +171,7 @@ type gradeInput struct {
 	// sources name, for each file in tmp, the trajectory and step its answer comes from: the
 	// messages that name a file name that instead.
 	sources map[string]string
+	atif    atif.Found // the ATIF trajectories the answers were taken from, for analyze
 }
 
 // openGradeInput reads dir as a run folder, or else as a folder of submissions, and opens the
@@ -217,6 +230,53 @@ func openGradeInput(ctx context.Context, dir, dataset string, datasetSet bool) (
 	return in, nil
 }
 
+// keepTasks narrows the tasks graded: to those asked for (tasks; a run's must be among its
+// own), else, for answers from elsewhere and unless all, to the tasks they cover, with a
+// warning that says how many of the dataset's that is. The default is the tasks covered
+// because a partial set of answers (a Harbor job of two tasks) is asked about those tasks:
+// scored over the whole dataset it would be mostly "missing" zeros and still exit 0, a score
+// that means nothing; a full evaluation gives --all-tasks, or reads the warning.
+func (in *gradeInput) keepTasks(tasks []string, all bool) error {
+	if len(tasks) > 0 {
+		if in.run != nil {
+			var other []string
+			for _, id := range tasks {
+				if !slices.Contains(in.run.Header.Tasks, data.TaskFolder(id)) {
+					other = append(other, id)
+				}
+			}
+			if len(other) > 0 {
+				return usageErrorf("--tasks %s: not tasks of the run in %s (its tasks: %s)", strings.Join(other, ","),
+					in.dir, data.DescribeIDs(in.run.Header.Tasks))
+			}
+		}
+		if err := in.ds.KeepTasks(tasks); err != nil {
+			return usageErrorf("--tasks: %w", err)
+		}
+		return nil
+	}
+	if in.run != nil || all {
+		return nil
+	}
+	var covered []data.Task
+	for i, t := range gradeTasks(in.ds) {
+		if in.subs.Covers(t) {
+			covered = append(covered, in.ds.Tasks[i])
+		}
+	}
+	switch n := len(in.ds.Tasks); {
+	case len(covered) == 0:
+		return usageErrorf("the answers in %s are for none of the %s of %s; give the dataset they answer (--dataset)",
+			in.dir, english.Count(n, "task"), in.ds.Spec)
+	case len(covered) < n:
+		in.problems = append(in.problems, grader.Problem{Level: "warning", Message: fmt.Sprintf(
+			"the answers cover %d of the %s of %s: graded over those %d (--all-tasks grades the other %d as missing)",
+			len(covered), english.Count(n, "task"), in.ds.Spec, len(covered), n-len(covered))})
+		in.ds.Tasks = covered
+	}
+	return nil
+}
+
 // readATIF takes the answers of the ATIF trajectories in the folder, when it holds some
 // (atif.Find's layouts) and no submissions: each trajectory's diagnosis is written out in the
 // submissions' layout, into a folder of its own that close removes.
@@ -229,7 +289,7 @@ func (in *gradeInput) readATIF() error {
 	if err != nil {
 		return err
 	}
-	in.tmp = tmp
+	in.tmp, in.atif = tmp, found
 	var unread []string
 	in.sources, unread, err = atif.WriteSubmissions(found, tmp)
 	if err != nil {
@@ -269,7 +329,7 @@ func (in *gradeInput) nameSources(results []grader.TaskResult, problems []grader
 // close removes what reading the input made (the answers taken out of ATIF trajectories).
 func (in *gradeInput) close() {
 	if in.tmp != "" {
-		os.RemoveAll(in.tmp)
+		_ = os.RemoveAll(in.tmp) // best effort: a temporary folder, which the system cleans too
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/aa-grade/aa-grade/harness/vocab/atif"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
@@ -32,7 +33,10 @@ func harborTrial(t *testing.T, job, trial, task, started, answer string) {
 
 // TestGradeHarborJob: grade and analyze take a Harbor job's trajectories as submissions,
 // each task's trials its repeats in the order they started, naming a trial that maps to no
-// task, and the trajectory and step of an answer that is no diagnosis; a job none of whose trajectories answers is refused, saying why.
+// task, and the trajectory and step of an answer that is no diagnosis; grade scores the tasks
+// the job covers, saying how many of the dataset's that is (--all-tasks: all of them,
+// --tasks: those asked for, an unknown one refused naming the dataset's); answers for none of
+// the dataset's tasks, and a job none of whose trajectories answers, are refused, saying why.
 func TestGradeHarborJob(t *testing.T) {
 	job := t.TempDir()
 	right := `{"contributing_factors": [{"name": "otel-demo/ConfigMap/flagd-config"}]}`
@@ -42,8 +46,12 @@ func TestGradeHarborJob(t *testing.T) {
 	harborTrial(t, job, "s902__x", "Scenario-902", "2026-11-27T09:00:00Z", "I think it is {broken")
 	r := aaGrade(t, nil, "grade", "--json", "--dataset", "demo", job)
 	r.wantExit(t, 0)
-	if !textcheck.Has(t, "grade's stderr", r.stderr, "lost__c", "names no task") {
+	if !textcheck.Has(t, "grade's stderr", r.stderr, "lost__c", "names no task",
+		"the answers cover 2 of the 12 tasks of demo: graded over those 2 (--all-tasks grades the other 10 as missing)") {
 		t.FailNow()
+	}
+	if tasks := gjson.Get(r.stdout, "tasks").Int(); tasks != 2 {
+		t.Errorf("graded over %d tasks, want the 2 the job covers", tasks)
 	}
 	reason := gjson.Get(r.stdout, `per_task.#(task=="Scenario-902").episodes.0.reason`).String()
 	if !strings.HasPrefix(reason, filepath.Join(job, "s902__x", "agent", atif.File)+" (step 2, the agent's message): invalid submission") {
@@ -56,6 +64,29 @@ func TestGradeHarborJob(t *testing.T) {
 	if r := aaGrade(t, nil, "analyze", "--json", "--dataset", "demo", job); r.code != 0 || gjson.Get(r.stdout, "0.summary.episodes").Int() != 24 {
 		t.Errorf("analyze: exit %d\n%.400s\n%s", r.code, r.stdout, r.stderr)
 	}
+	for _, c := range []struct {
+		flags []string
+		tasks int64
+	}{{[]string{"--all-tasks"}, 12}, {[]string{"--tasks", "901,903"}, 2}} {
+		r := aaGrade(t, nil, append(append([]string{"grade", "--json", "--dataset", "demo"}, c.flags...), job)...)
+		r.wantExit(t, 0)
+		if tasks := gjson.Get(r.stdout, "tasks").Int(); tasks != c.tasks {
+			t.Errorf("%s: graded over %d tasks, want %d", c.flags, tasks, c.tasks)
+		}
+		textcheck.Lacks(t, "stderr with "+c.flags[0], r.stderr, "the answers cover")
+	}
+	r = aaGrade(t, nil, "grade", "--dataset", "demo", "--tasks", "999", job)
+	r.checkExit(t, 2)
+	textcheck.Has(t, "stderr of --tasks 999", r.stderr, "--tasks: demo: no such task: 999 (its tasks: 901-912)")
+	other := t.TempDir()
+	testfs.Write(t, filepath.Join(other, "Scenario-1", "ground_truth.yaml"), "groups:\n  - {id: a, kind: Pod, filter: [a], root_cause: true}\n")
+	r = aaGrade(t, nil, "grade", "--dataset", other, job)
+	r.checkExit(t, 2)
+	textcheck.Has(t, "stderr of answers for another dataset", r.stderr, "are for none of the", "(--dataset)")
+	r = aaGrade(t, nil, "grade", "--dataset", filepath.Join(other, "absent"), job)
+	r.checkExit(t, 2)
+	textcheck.Has(t, "stderr of a missing dataset folder", r.stderr, "absent: not a dataset: no such folder")
+	textcheck.Lacks(t, "stderr of a missing dataset folder", r.stderr, "stat ")
 	silent := t.TempDir()
 	harborTrial(t, silent, "s901__a", "Scenario-901", "", "")
 	r = aaGrade(t, nil, "grade", "--dataset", "demo", silent)

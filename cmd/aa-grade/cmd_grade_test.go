@@ -46,7 +46,8 @@ func TestGradeEnvironmentVariables(t *testing.T) {
 }
 
 // TestGradeBrokenTask: a task whose ground truth is broken is reported with its id, the
-// others are still graded, and the exit code says the result is bad.
+// others are still graded, and the exit code says the result is bad (over every task of the
+// dataset: by default only the one the answers cover would be graded).
 func TestGradeBrokenTask(t *testing.T) {
 	dataset := t.TempDir()
 	for task, gt := range map[string]string{
@@ -59,7 +60,7 @@ func TestGradeBrokenTask(t *testing.T) {
 	subs := t.TempDir()
 	testfs.Write(t, filepath.Join(subs, "Scenario-1", "1.json"), `["ns/Pod/a-1"]`)
 	testfs.Write(t, filepath.Join(subs, "Scenario-8", "1.json"), `[]`)
-	r := aaGrade(t, nil, "grade", "--dataset", dataset, subs)
+	r := aaGrade(t, nil, "grade", "--all-tasks", "--dataset", dataset, subs)
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 	}
@@ -88,7 +89,7 @@ func TestGradeStripsTerminalSequencesFromTaskIDs(t *testing.T) {
 	testfs.Write(t, filepath.Join(dataset, invalid, "ground_truth.yaml"), "groups:\n  - {id: a, kind: Pod, filter: [a-.*], root_cause: true}\n")
 	subs := t.TempDir()
 	testfs.Write(t, filepath.Join(subs, invalid, "1.json"), `{"entities": 1}`)
-	r := aaGrade(t, nil, "grade", "--dataset", dataset, subs)
+	r := aaGrade(t, nil, "grade", "--all-tasks", "--dataset", dataset, subs)
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 	}

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
 
@@ -61,6 +61,19 @@ func runModels(_ context.Context, opts modelsOptions, args []string, con console
 	if err := noArgs("models", args); err != nil {
 		return err
 	}
+	out, err := presetsOutput()
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(con.out, out)
+	}
+	renderModelsText(con.out, out, columns(con.out))
+	return nil
+}
+
+// presetsOutput is every preset beside its published row.
+func presetsOutput() (modelsOutput, error) {
 	out := modelsOutput{
 		Published: publishedNotes{Source: leaderboard.Source, Date: leaderboard.Date, Tasks: leaderboard.Tasks,
 			Note: fmt.Sprintf(
@@ -70,31 +83,28 @@ func runModels(_ context.Context, opts modelsOptions, args []string, con console
 	for _, p := range provider.Presets {
 		row, ok := leaderboard.Find(p.Label)
 		if !ok {
-			return fmt.Errorf("preset %s: no published row %q", p.Name, p.Label)
+			return out, fmt.Errorf("preset %s: no published row %q", p.Name, p.Label)
 		}
 		out.Presets = append(out.Presets, presetRow{Preset: p, Reasoning: p.Reasoning(), Score: row.Score,
 			AvgTurns: row.AvgTurns, CostPerTask: row.CostPerTask})
 	}
-	if opts.json {
-		return printJSON(con.out, out)
-	}
-	renderModelsText(con.out, out)
-	return nil
+	return out, nil
 }
 
 // renderModelsText prints one row per preset, then where its prices and the published
-// numbers come from.
-func renderModelsText(w io.Writer, out modelsOutput) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSPEC\tREASONING\tCONTEXT\tMAX TOKENS\tPRICES IN/READ/WRITE/OUT\tSCORE\tTURNS\t$/TASK")
+// numbers come from, fitted to a terminal cols wide (0: any width).
+func renderModelsText(stdout io.Writer, out modelsOutput, cols int) {
+	var w bytes.Buffer
+	t := newTable("NAME", "SPEC", "REASONING", "CONTEXT", "MAX TOKENS", "PRICES IN/READ/WRITE/OUT", "SCORE", "TURNS",
+		"$/TASK")
 	for _, p := range out.Presets {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%.3f\t%s\t%s\n", p.Name, p.Spec, p.Reasoning, p.ContextWindow, p.MaxTokens,
-			formatPrices(p.Prices), p.Score, orDash(p.AvgTurns, 0), orDash(p.CostPerTask, 2))
+		t.row(p.Name, p.Spec, p.Reasoning, fmt.Sprint(p.ContextWindow), fmt.Sprint(p.MaxTokens), formatPrices(p.Prices),
+			fmt.Sprintf("%.3f", p.Score), orDash(p.AvgTurns, 0), orDash(p.CostPerTask, 2))
 	}
-	tw.Flush()
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Prices in USD per million tokens (a cache price not published is the input price); unknown")
-	fmt.Fprintln(w, "prices leave the cost unknown, never zero, unless given with --price-* on aa-grade run:")
+	t.write(&w, cols)
+	fmt.Fprintln(&w)
+	fmt.Fprintln(&w, "Prices in USD per million tokens (a cache price not published is the input price); unknown")
+	fmt.Fprintln(&w, "prices leave the cost unknown, never zero, unless given with --price-* on aa-grade run:")
 	for _, p := range out.Presets {
 		if p.Prices == nil {
 			continue
@@ -103,11 +113,12 @@ func renderModelsText(w io.Writer, out modelsOutput) {
 		if p.PriceNote != "" {
 			line += "; " + p.PriceNote
 		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintln(&w, line)
 	}
-	fmt.Fprintf(w, "Published numbers (score, turns, $/task): %s, %s.\n", out.Published.Source, out.Published.Date)
-	fmt.Fprintln(w, out.Published.Note)
-	fmt.Fprintln(w, "Model ids may need adjusting when a provider renames a model: give the PROVIDER/MODEL spec then.")
+	fmt.Fprintf(&w, "Published numbers (score, turns, $/task): %s, %s.\n", out.Published.Source, out.Published.Date)
+	fmt.Fprintln(&w, out.Published.Note)
+	fmt.Fprintln(&w, "Model ids may need adjusting when a provider renames a model: give the PROVIDER/MODEL spec then.")
+	fitText(stdout, w.String(), cols)
 }
 
 // formatPrices prints the prices a cost is computed with.

@@ -80,9 +80,12 @@ func TestPromptFilesAreChecked(t *testing.T) {
 	for name, c := range map[string]struct {
 		flag, text, want string
 	}{
-		"missing key":   {"--prompts", strings.Replace(builtin, "--- continue ---\n", "", 1), "missing keys: continue"},
-		"unknown key":   {"--prompts", builtin + "--- contnue ---\nx\n", `unknown key "contnue"`},
-		"bad task file": {"--prompt-file", "Write {{output}}.", "(task): unknown placeholder {{output}}"},
+		"missing key":     {"--prompts", strings.Replace(builtin, "--- continue ---\n", "", 1), "missing keys: continue"},
+		"unknown key":     {"--prompts", builtin + "--- contnue ---\nx\n", `unknown key "contnue"`},
+		"bad task file":   {"--prompt-file", "Write {{output}} to {{output_path}}.", "(task): unknown placeholder {{output}}"},
+		"empty task file": {"--prompt-file", "", "not a task prompt: it is empty"},
+		"task file with no answer": {"--prompt-file", "Find the root cause.",
+			"not a task prompt: it never says where the answer goes ({{output_path}})"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := write(strings.ReplaceAll(name, " ", "-"), c.text)

@@ -1,13 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
 
@@ -38,8 +38,9 @@ func newReportCommand() *cli.Command {
 		Usage:     "compare run folders: one line per run, as text, JSON or a self-contained HTML page",
 		ArgsUsage: "RUN...",
 		Description: "Each RUN is a folder written by aa-grade run, finished or not: episodes not run yet count " +
-			"as errors.\n" +
-			"A folder whose run.json is broken is named, and the others are reported.\n" +
+			"as errors;\n" +
+			"a folder of such folders (runs/) stands for the runs in it. A folder that is not a run, or whose\n" +
+			"run.json is lost or broken, is named with why, and the others are reported.\n" +
 			"Exit 1 when a run has episodes in error or not run, or a folder could not be read.\n\n" +
 			"Example: aa-grade report runs/opus runs/qwen --html compare.html",
 		Flags: []cli.Flag{
@@ -55,24 +56,22 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 	if len(dirs) == 0 {
 		return usageErrorf("report needs at least one RUN folder; see aa-grade report --help")
 	}
+	ra := expandRuns(dirs)
 	var runs []*report.Run
-	var unread []string // the folders that could not be read, and why
-	for _, dir := range dirs {
+	for _, dir := range ra.dirs {
 		r, err := report.Load(dir)
-		switch {
-		case errors.Is(err, runfolder.ErrCorrupt): // the other runs are still reported
-			unread = append(unread, err.Error())
+		if err != nil { // the other runs are still reported
+			ra.skipped = append(ra.skipped, repairHint(err))
 			continue
-		case err != nil:
-			return err
 		}
 		printSkipped(con.err, r.Warnings)
 		runs = append(runs, r)
 	}
-	overviews := report.Overviews(runs)
 	if len(runs) == 0 {
-		return badResult(errors.New(strings.Join(unread, "; ")))
+		return ra.none(con.err)
 	}
+	ra.printRunSkips(con.err)
+	overviews := report.Overviews(runs)
 	if opts.html != "" {
 		if err := writeHTML(opts.html, func(w io.Writer) error { return report.WriteHTML(w, runs) }); err != nil {
 			return err
@@ -84,11 +83,11 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 			return err
 		}
 	} else {
-		renderReportText(stdout, overviews)
+		renderReportText(stdout, overviews, columns(stdout))
 	}
 	var bad []string
-	if len(unread) > 0 {
-		bad = append(bad, fmt.Sprintf("not reported: %s", strings.Join(unread, "; ")))
+	if err := ra.skipError("reported"); err != nil {
+		bad = append(bad, err.Error())
 	}
 	var incomplete []string
 	for _, o := range overviews {
@@ -107,42 +106,48 @@ func runReport(_ context.Context, opts reportOptions, dirs []string, con console
 	return nil
 }
 
-// renderReportText prints one row per run.
-func renderReportText(w io.Writer, runs []report.Overview) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tMODEL\tSCORE\t95% CI\tEPISODES\tERRORS\tCOST\t$/TASK\tSPENT\tMEAN TURNS\tGRADING")
+// renderReportText prints one row per run, then each run against the first, fitted to a
+// terminal cols wide (0: any width).
+func renderReportText(w io.Writer, runs []report.Overview, cols int) {
+	var b bytes.Buffer
+	t := newTable("RUN", "MODEL", "SCORE", "95% CI", "EPISODES", "ERRORS", "COST", "$/TASK", "SPENT", "MEAN TURNS",
+		"GRADING")
 	for _, o := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.1f\t%s\n", report.OneLine(o.Dir, 60),
-			report.OneLine(o.Model, 60), o.Score, o.SoFar(), o.CIText(), o.Episodes, o.ErrorsText(), report.FormatUSD(o.CostUSD),
-			report.FormatUSD(o.CostPerTask), o.SpentText(), o.MeanTurns, report.OneLine(o.Grading, 60))
+		t.row(report.OneLine(o.Dir, 60), report.OneLine(o.Model, 60), fmt.Sprintf("%.3f%s", o.Score, o.SoFar()),
+			o.CIText(), fmt.Sprint(o.Episodes), o.ErrorsText(), report.FormatUSD(o.CostUSD),
+			report.FormatUSD(o.CostPerTask), o.SpentText(), fmt.Sprintf("%.1f", o.MeanTurns),
+			report.OneLine(o.Grading, 60))
 	}
-	tw.Flush()
-	fmt.Fprintln(w,
-		"COST is what the scored episodes cost (the last attempt of each); SPENT what the run spent in all, every "+
-			"model call of "+runfolder.SpendFile+".")
+	t.write(&b, cols)
+	fmt.Fprintln(&b, "COST is what the scored episodes cost (the last attempt of each); SPENT what the run spent in "+
+		"all, every model call of "+runfolder.SpendFile+".")
 	for _, o := range runs {
 		if o.Judge != nil {
-			fmt.Fprintf(w, "%s: %s\n", report.OneLine(o.Dir, 60), o.Agreement())
+			fmt.Fprintf(&b, "%s: %s\n", report.OneLine(o.Dir, 60), o.Agreement())
+		}
+		if o.ModelParams != "" {
+			fmt.Fprintf(&b, "%s: model parameters %s, not comparable with the leaderboard\n", report.OneLine(o.Dir, 60),
+				report.OneLine(o.ModelParams, 200))
 		}
 	}
-	renderComparisonText(w, runs)
+	renderComparisonText(&b, runs, cols)
+	fitText(w, b.String(), cols)
 }
 
 // renderComparisonText prints each run after the first against the first: the difference,
 // its interval and p-value, and what the pairing left out.
-func renderComparisonText(w io.Writer, runs []report.Overview) {
+func renderComparisonText(w io.Writer, runs []report.Overview, cols int) {
 	if len(runs) < 2 {
 		return
 	}
 	fmt.Fprintf(w, "\nAGAINST %s\n%s\n", report.OneLine(runs[0].Dir, 60), report.TestNote)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tDIFFERENCE\t95% CI\tP-VALUE\tOVER")
+	t := newTable("RUN", "DIFFERENCE", "95% CI", "P-VALUE", "OVER")
 	for _, o := range runs[1:] {
 		v := o.VersusFirst
-		fmt.Fprintf(tw, "%s\t%+.3f\t%s\t%s\t%s x %s\n", report.OneLine(o.Dir, 60), v.Difference, v.IntervalText(),
-			v.PValueText(), english.Count(v.Tasks, "task"), english.Count(v.Repeats, "repeat"))
+		t.row(report.OneLine(o.Dir, 60), fmt.Sprintf("%+.3f", v.Difference), v.IntervalText(), v.PValueText(),
+			english.Count(v.Tasks, "task")+" x "+english.Count(v.Repeats, "repeat"))
 	}
-	tw.Flush()
+	t.write(w, cols)
 	for _, o := range runs[1:] {
 		if v := o.VersusFirst; v.NoInterval != "" {
 			fmt.Fprintf(w, "%s: 95%% CI and p-value n/a: %s\n", report.OneLine(o.Dir, 60), v.NoInterval)

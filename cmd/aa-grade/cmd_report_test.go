@@ -87,7 +87,7 @@ func TestReportErrors(t *testing.T) {
 		want string
 	}{
 		"no run":         {[]string{"report"}, 2, "at least one RUN"},
-		"absent":         {[]string{"report", "testdata/runs/opus", "testdata/absent"}, 2, "testdata/absent: not a run folder"},
+		"absent":         {[]string{"report", "testdata/absent"}, 2, "testdata/absent: not a run folder"},
 		"not a run":      {[]string{"report", "README.md"}, 2, "README.md: not a run folder"},
 		"corrupt header": {[]string{"report", corrupt}, 1, filepath.Join(corrupt, "run.json")},
 		"html unwritable": {[]string{"report", "--html", filepath.Join(file, "page.html"), "testdata/runs/opus"}, 3,
@@ -102,6 +102,41 @@ func TestReportErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReportSkipsFoldersThatAreNotRuns: a folder that is not a run (an export beside the runs)
+// is named with why, and the runs given with it are reported all the same (exit 1); a folder
+// of runs stands for its runs, the folders in it that are not runs named and no failure.
+func TestReportSkipsFoldersThatAreNotRuns(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	opus, export := filepath.Join(runs, "opus"), filepath.Join(runs, "opus-atif")
+	if err := os.CopyFS(opus, os.DirFS("../../testdata/runs/opus")); err != nil {
+		t.Fatal(err)
+	}
+	testfs.Write(t, filepath.Join(export, "Scenario-2", "1", "trajectory.json"), "{}")
+
+	r := aaGrade(t, nil, "report", "--json", opus, export)
+	r.wantExit(t, 1)
+	var got []struct{ Dir string }
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("report --json: %v\n%s", err, r.stdout)
+	}
+	if len(got) != 1 || got[0].Dir != opus {
+		t.Errorf("report --json of a run and an export reported %+v, want %s", got, opus)
+	}
+	textcheck.Has(t, "stderr", r.stderr, "warning: skipped "+export+": not a run folder (no run.json), nor a folder of runs",
+		"aa-grade: 1 folder not reported; see the warnings above")
+
+	r = aaGrade(t, nil, "report", "--json", runs)
+	got = nil
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("report --json: %v\n%s", err, r.stdout)
+	}
+	if len(got) != 1 || got[0].Dir != opus {
+		t.Errorf("report --json of a folder of runs reported %+v, want %s", got, opus)
+	}
+	textcheck.Has(t, "its stderr", r.stderr, "note: left out "+export+": not a run folder (no run.json)")
+	textcheck.Lacks(t, "its stderr", r.stderr, "skipped", "not reported")
 }
 
 // TestReportHTMLInChromium opens report.html of several runs, one of them hostile, in

@@ -69,6 +69,7 @@ type runOptions struct {
 	prompts                  promptOptions
 	judge                    judgeOptions
 	agent                    agentOptions
+	params                   paramOptions
 	// episode holds the settings the flags give as they are (--max-turns, --command-timeout,
 	// and the loop Validate reads from --loop); episodeSettings completes them.
 	episode settings.Settings
@@ -151,7 +152,8 @@ func (o *runOptions) flags() []cli.Flag {
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun,
 			Usage: "say what would run and what it should cost, and call nothing"},
 	}
-	return append(append(append(flags, o.prompts.flags()...), o.judge.flags()...), o.agent.flags()...)
+	flags = append(append(flags, o.params.flags()...), o.prompts.flags()...)
+	return append(append(flags, o.judge.flags()...), o.agent.flags()...)
 }
 
 // Validate refuses values that mean nothing, naming the flag, before anything is started or
@@ -182,6 +184,10 @@ func (o *runOptions) Validate() error {
 	if err := o.agent.Validate(o.isSet); err != nil {
 		return err
 	}
+	var err error
+	if o.episode.Params, err = o.params.read(o.isSet); err != nil {
+		return err
+	}
 	if o.episode.CommandTimeout <= 0 {
 		return usageErrorf("--command-timeout %s: must be more than 0", o.episode.CommandTimeout)
 	}
@@ -204,7 +210,6 @@ func (o *runOptions) Validate() error {
 			return usageErrorf("--%s %v: a price is a number of USD, 0 or more", f.name, f.usd)
 		}
 	}
-	var err error
 	if o.shard, err = runfolder.ParseShard(o.shardSpec); err != nil {
 		return usageErrorf("--shard: %w", err)
 	}
@@ -315,13 +320,16 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if err != nil {
 		return err
 	}
-	defer r.cfg.Folder.Close() // every result was synced as it was appended
 	played := r.play(ctx, con.err, opts.noProgress)
 	run, err := r.finish(con.err, played)
-	if err != nil {
-		return err
+	if err == nil {
+		err = r.render(con.out, played, run)
 	}
-	return r.render(con.out, played, run)
+	// Every result was synced as it was appended; a failed Close is told all the same.
+	if cerr := r.cfg.Folder.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close the run folder: %w", cerr)
+	}
+	return err
 }
 
 // preparedRun is what the flags make of a run before anything starts: the plan, the
@@ -366,13 +374,15 @@ func prepareRun(ctx context.Context, opts runOptions) (*preparedRun, error) {
 		settings.Prices = plan.prices
 	}
 	if opts.maxCost > 0 && settings.Prices == nil {
-		return nil, usageErrorf(
-			"--max-cost %v: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and "+
-				"--price-output, give them)", opts.maxCost)
+		return nil, usageErrorf("--max-cost %v: the model's prices are unknown, so its spend is unknown too; "+
+			"give them (a preset has them, or --price-input and --price-output)", opts.maxCost)
+	}
+	if err := opts.checkParams(settings); err != nil {
+		return nil, err
 	}
 	episode := episodeSettings(opts, plan.recorded, settings, prompts)
 	var needs []string
-	m, limit, err := newModel(opts, settings, episode.Loop)
+	m, limit, err := newModel(opts, settings, episode)
 	if needs, err = dryRunNeeds(opts.dryRun, needs, err); err != nil {
 		return nil, err
 	}
@@ -463,8 +473,10 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		Backend: backend, Limits: opts.limits, Tools: &tools,
 		OnEnvironment: func(tools sandbox.Tools) {
 			if diff := tools.Differences(); len(diff) > 0 {
-				printLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s",
-					strings.Join(diff, "; "))
+				warnLine(stderr, "warning: the sandbox differs from the reference one (a score may differ for it): %s; "+
+					"for the reference one, build its image (docker build -t %s deploy/sandbox) and run with "+
+					"--sandbox docker, which aa-grade doctor --sandbox docker checks", strings.Join(diff, "; "),
+					sandbox.DefaultImage)
 			}
 		},
 		Grace: opts.grace, Abort: secondInterrupt(ctx),
@@ -472,7 +484,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 	if opts.agent.agent != nil {
 		a, info, err := agentRun(ctx, opts.agent, p, backend, p.episode.MaxTurns)
 		if err != nil {
-			folder.Close()
+			_ = folder.Close() // the run never began: err is what it tells
 			return nil, err
 		}
 		a.RetryTime = opts.maxRetryTime
@@ -485,14 +497,14 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		cfg.Scorer, cfg.Judge, cfg.JudgePrices = j.Score, j.Model, j.prices
 	}
 	if err := runner.CheckResume(cfg); err != nil {
-		folder.Close()
+		_ = folder.Close() // the run never began: err is what it tells
 		return nil, configChanged(err)
 	}
 	r := &startedRun{preparedRun: p, ds: ds, cfg: cfg}
 	r.announce(stderr, opts)
 	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
 	if err := r.preflight(ctx, stderr, len(todo)); err != nil {
-		folder.Close()
+		_ = folder.Close() // the run never began: err is what it tells
 		return nil, err
 	}
 	return r, nil
@@ -520,6 +532,10 @@ func (r *startedRun) announce(stderr io.Writer, opts runOptions) {
 	fmt.Fprintf(stderr, "running %s x %s%s of %s with %s in the %s sandbox into %s\n",
 		english.Count(len(ds.Tasks), "task"), english.Count(plan.repeats, "repeat"), part, ds.Spec, who, backend.Name(),
 		r.out)
+	if params := r.episode.Params; !params.IsZero() {
+		printLine(stderr, "model parameters: %s (the reference harness sends none: "+
+			"not comparable with the leaderboard)", params)
+	}
 	todo, _ := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, folder.Prev)
 	if e := costEstimate(r.settings, len(todo), folder.Prev); e != "" {
 		printLine(stderr, "%s", e)
@@ -568,7 +584,7 @@ func (r *startedRun) finish(stderr io.Writer, p playedRun) (*report.Run, error) 
 			if p.err == nil {
 				return nil, err
 			}
-			printLine(stderr, "warning: %v", err)
+			warnLine(stderr, "warning: %v", err)
 		}
 	}
 	if errors.Is(p.err, context.Canceled) || errors.Is(p.err, runner.ErrBudget) { // what going on would cost
@@ -623,22 +639,23 @@ func configChanged(err error) error {
 // (--sandbox none), or enforce a limit.
 func warnSandbox(stderr io.Writer, backend sandbox.Backend) {
 	if backend.Name() == sandbox.NameNone {
-		fmt.Fprintln(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
+		warnLine(stderr, "warning: --sandbox none: the model's commands run on this machine with no isolation")
 	} else if weak := sandbox.LimitsNotEnforced(backend); len(weak) > 0 {
 		var what []string
 		for _, g := range weak {
 			what = append(what, g.Name+": "+g.Detail)
 		}
-		fmt.Fprintf(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)\n", backend.Name(),
+		warnLine(stderr, "warning: the %s sandbox cannot enforce here %s (aa-grade doctor says more)", backend.Name(),
 			strings.Join(what, "; "))
 	}
 }
 
 // newModel builds the model under test (models.Open: a provider's, the built-in baseline or a
-// replay), sending back the reasoning the loop does, with one rate limiter for the whole run:
-// every episode's calls go to the same provider and quota. The limiter is returned too, for
-// the display and the run's record of the limits.
-func newModel(opts runOptions, s models.Settings, kind settings.Loop) (model.Model, *ratelimit.Limiter, error) {
+// replay), sending back the reasoning the loop does and the episodes' model parameters, with
+// one rate limiter for the whole run: every episode's calls go to the same provider and quota.
+// The limiter is returned too, for the display and the run's record of the limits.
+func newModel(opts runOptions, s models.Settings, episode settings.Settings) (model.Model, *ratelimit.Limiter,
+	error) {
 	maxInFlight := opts.maxInFlight
 	if maxInFlight == 0 {
 		maxInFlight = opts.parallel
@@ -649,7 +666,11 @@ func newModel(opts runOptions, s models.Settings, kind settings.Loop) (model.Mod
 	}
 	m, err := models.Open(s.Spec, os.Getenv, provider.Options{MaxTokens: int(s.MaxTokens),
 		ReasoningEffort: s.ReasoningEffort, Retry: provider.DefaultRetry, Budget: opts.maxRetryTime, Limit: limit,
-		Reference: kind != settings.LoopLenient})
+		Reference: episode.Loop != settings.LoopLenient, Params: episode.Params})
+	if errors.Is(err, provider.ErrOwnedField) {
+		return nil, nil, usageErrorf("--model-arg, --model-header: %w (--max-tokens, --reasoning-effort, --temperature "+
+			"and --top-p set the loop's own; a key comes from the provider's variable)", err)
+	}
 	if errors.Is(err, provider.ErrNotProvider) {
 		return nil, nil, fmt.Errorf("--model: %w; or %s, or a preset (aa-grade models)", err, runOnlySpecs)
 	}
@@ -778,7 +799,7 @@ func renderRunTotals(w io.Writer, r *report.Run, cols int) {
 	}
 	tw.Flush()
 	if cols <= 0 || widestLine(table.String()) < cols {
-		w.Write(table.Bytes())
+		_, _ = w.Write(table.Bytes()) // the console's writer keeps its error (outputWriter)
 		return
 	}
 	for _, t := range totals {

@@ -273,7 +273,7 @@ func checkAgentRunReaders(t *testing.T, out string) {
 	schema := atifSchema(t)
 	// The agent sent no system prompt: its document begins with the task (checkATIF expects
 	// the loop's prompts).
-	path := filepath.Join(out+"-atif", "Scenario-901", "1", atif.File)
+	path := filepath.Join(exportOf(out, "atif"), "Scenario-901", "1", atif.File)
 	b := []byte(readFile(t, path))
 	var doc atif.Trajectory
 	if err := schema.Validate(b); err != nil {
@@ -336,14 +336,4 @@ func TestAgentRunRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 and %q\n%s", c.args, r.code, c.want, r.stderr)
 		}
 	}
-}
-
-// readFile is the file's text.
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

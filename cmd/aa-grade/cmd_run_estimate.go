@@ -97,13 +97,13 @@ func dryRun(ctx context.Context, w io.Writer, opts runOptions, p *preparedRun) e
 		prev = nil // a new folder, or one run would refuse and say why
 	}
 	todo, finished := pendingEpisodes(ds.Tasks, plan.repeats, opts.shard, prev)
-	done := ""
-	if len(finished) > 0 {
-		done = fmt.Sprintf(" (%d more already finished)", len(finished))
+	size := english.Count(len(ds.Tasks), "task") + " x " + english.Count(plan.repeats, "repeat")
+	what := size + " = " + english.Count(len(todo), "episode")
+	if len(finished) > 0 { // "12 tasks x 3 repeats = 0 episodes" would hide the 36 of the folder
+		what = fmt.Sprintf("%d of the %s of %s (%d already finished in %s)", len(todo),
+			english.Count(len(todo)+len(finished), "episode"), size, len(finished), out)
 	}
-	printLine(w, "would run %s x %s = %s%s of %s with %s into %s", english.Count(len(ds.Tasks), "task"),
-		english.Count(plan.repeats, "repeat"), english.Count(len(todo), "episode"), done, ds.Spec, describeModel(settings),
-		out)
+	printLine(w, "would run %s of %s with %s into %s", what, ds.Spec, describeModel(settings), out)
 	printLine(w, "tasks: %s", strings.Join(taskIDs(ds.Tasks), ", "))
 	if e := costEstimate(settings, len(todo), prev); e != "" {
 		printLine(w, "%s", e)

@@ -118,7 +118,7 @@ func TestMaxCost(t *testing.T) {
 		t.FailNow()
 	}
 	oneErrorLine(t, aaGrade(t, env, "run", "--dataset", "demo", "--model", "openai/fake", "--max-cost", "5", "--out", filepath.Join(t.TempDir(), "r")),
-		"--max-cost 5: the model's prices are unknown, so its spend is (a preset's prices, or --price-input and --price-output, give them)")
+		"--max-cost 5: the model's prices are unknown, so its spend is unknown too; give them (a preset has them, or --price-input and --price-output)")
 }
 
 // TestMaxCostStopsRunning: an episode running when the spend reaches --max-cost is stopped

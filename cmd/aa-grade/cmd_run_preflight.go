@@ -41,7 +41,7 @@ func (r *startedRun) preflight(ctx context.Context, stderr io.Writer, episodes i
 	case short && measured > 0:
 		return fmt.Errorf("disk: %s, too little: nothing was played (free some space, or give another --out)", room)
 	case short:
-		printLine(stderr, "warning: disk: %s", room)
+		warnLine(stderr, "warning: disk: %s", room)
 	case callsProvider:
 		printLine(stderr, "disk: %s", room)
 	}

@@ -94,6 +94,9 @@ func (p *runProgress) tell(e runner.Event) {
 		p.printLocked(fmt.Sprintf("interrupted: no more episodes start; finishing %s for up to %s (until %s), then %s "+
 			"stopped and recorded unfinished; press Ctrl-C again to stop %s at once",
 			english.Count(len(s.running), "running episode"), e.Grace, s.stopBy.Format(time.TimeOnly), they, them))
+	case runner.TrajectoryPlain:
+		p.printLocked(fmt.Sprintf("warning: %s repeat %d: %s kept uncompressed: %v", e.Episode.Task, e.Episode.Repeat,
+			runfolder.TrajectoryFile, e.Err))
 	case runner.Stopping:
 		if len(s.running) > 0 {
 			they, _ := pronouns(len(s.running))
@@ -309,7 +312,7 @@ func (p *runProgress) limitStatus() (ratelimit.Status, bool) {
 	}
 	s := p.limits()
 	for _, w := range p.state.newWarnings(s) {
-		printLine(p.screen.w, "warning: %s", w)
+		warnLine(p.screen.w, "warning: %s", w)
 	}
 	return s, !s.Idle()
 }

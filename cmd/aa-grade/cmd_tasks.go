@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -193,13 +194,14 @@ func runTasksValidate(ctx context.Context, opts validateOptions, args []string, 
 			return err
 		}
 	} else {
-		renderReports(stdout, reports)
+		renderReports(stdout, reports, columns(stdout))
 	}
 	return failedTasks(reports)
 }
 
 // addSimilarities fingerprints the tasks, and those of the dataset against when named, and
-// adds their near-duplicates and nearest tasks to the reports.
+// adds their near-duplicates and nearest tasks to the reports; the demo's tasks are the
+// background.
 func addSimilarities(
 	ctx context.Context,
 	reports []validate.Report,
@@ -224,8 +226,23 @@ func addSimilarities(
 			return err
 		}
 	}
-	validate.AddSimilarities(reports, validate.Similarities(given, others))
+	background, err := demoFingerprints(ctx)
+	if err != nil {
+		return err
+	}
+	validate.AddSimilarities(reports, validate.Similarities(given, others, background))
 	return nil
+}
+
+// demoFingerprints are the demo's tasks, whose features count in how rare a feature is
+// (validate.Similarities), so that tasks compared with few others still weigh what every
+// task has as common.
+func demoFingerprints(ctx context.Context) ([]*validate.Fingerprint, error) {
+	demo, err := data.Open(ctx, "demo", data.OpenOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("open the demo, the background of the comparison: %w", err)
+	}
+	return fingerprints(ctx, demo.Tasks, " of the background")
 }
 
 // fingerprints reads the tasks with folders, a few at once, naming each by its id and suffix.
@@ -262,7 +279,11 @@ func failedTasks(reports []validate.Report) error {
 	return nil
 }
 
-func renderReports(w io.Writer, reports []validate.Report) {
+// renderReports prints each task's findings and statistics, each line wrapped to a terminal
+// cols wide (0: any width).
+func renderReports(out io.Writer, reports []validate.Report, cols int) {
+	var b bytes.Buffer
+	w := &b
 	for _, r := range reports {
 		counts := map[string]int{}
 		for _, f := range r.Findings {
@@ -298,6 +319,7 @@ func renderReports(w io.Writer, reports []validate.Report) {
 			printLine(w, "  stats   metrics: %s", english.Count(st.MetricsFiles, "file"))
 		}
 	}
+	fitText(out, b.String(), cols)
 }
 
 func runTasksSynth(_ context.Context, opts synthOptions, args []string, con console) error {
@@ -322,7 +344,7 @@ func runTasksPack(ctx context.Context, opts packOptions, args []string, con cons
 		return err
 	}
 	if err := failedTasks(reports); err != nil {
-		renderReports(con.err, reports)
+		renderReports(con.err, reports, columns(con.err))
 		return fmt.Errorf("nothing packed: %w", err)
 	}
 	if err := pack.Write(opts.out, tasks, pack.Options{Split: opts.split}); err != nil {

@@ -53,7 +53,7 @@ func baselineAttempt(ctx context.Context, backend sandbox.Backend, t data.Task) 
 		a.Err = fmt.Errorf("start a sandbox: %w", err)
 		return a
 	}
-	defer sb.Close()
+	defer func() { _ = sb.Close() }() // best effort: the probe's answer is read, the sandbox is done with
 	res, err := sb.Run(ctx, baseline.InvestigationCommand, baselineTimeout)
 	switch {
 	case err != nil:

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/internal/devtools/demogen"
+	"github.com/aa-grade/aa-grade/internal/testsupport/taskedit"
 	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 	"github.com/aa-grade/aa-grade/snapshot/validate"
@@ -185,8 +187,10 @@ func TestJSONOutputEscapesTerminalControls(t *testing.T) {
 	}
 }
 
-// TestTasksValidateAgainstFindsACopiedTask: a demo task copied under another id is reported
-// as a near-duplicate of the demo's, with what they share; exit 0, since a duplicate is a
+// TestTasksValidateAgainstFindsACopiedTask: a demo task copied under another id, and another
+// copied with its services, namespace and pods renamed, moved in time and stripped of a fifth
+// of its lines (issue 38), are reported as near-duplicates of the demo's, with what they
+// share (in their own names, not the cluster's Watchdog); exit 0, since a duplicate is a
 // warning.
 func TestTasksValidateAgainstFindsACopiedTask(t *testing.T) {
 	held := filepath.Join(t.TempDir(), "Scenario-1903")
@@ -198,8 +202,19 @@ func TestTasksValidateAgainstFindsACopiedTask(t *testing.T) {
 	if out, err := exec.Command("cp", "-r", demoTaskDir(t, "Scenario-901"), copied).CombinedOutput(); err != nil {
 		t.Fatalf("copy: %v %s", err, out)
 	}
-	r = aaGrade(t, nil, "tasks", "validate", "--json", "--against", "demo", held, copied)
-	reports := validateReports(t, r, 0, 2)
+	src := demoTaskDir(t, "Scenario-902")
+	services, err := taskedit.Workloads(src, taskedit.AppNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := filepath.Join(t.TempDir(), "Scenario-1902")
+	err = taskedit.Copy(src, edited, taskedit.Renamed(services, taskedit.AppNamespace, 1),
+		taskedit.Retimed(5*time.Hour+time.Minute), taskedit.Noised(0.2, false, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = aaGrade(t, nil, "tasks", "validate", "--json", "--against", "demo", held, copied, edited)
+	reports := validateReports(t, r, 0, 3)
 	codes := func(rep validate.Report, code string) []string {
 		var out []string
 		for _, f := range rep.Findings {
@@ -212,6 +227,12 @@ func TestTasksValidateAgainstFindsACopiedTask(t *testing.T) {
 	if dup := codes(reports[1], validate.CodeDuplicate); len(dup) != 1 || !strings.Contains(dup[0], "a near-duplicate of Scenario-901 of demo (similarity 1.00") {
 		t.Errorf("the copied task's duplicates: %q", dup)
 	}
+	dup := codes(reports[2], validate.CodeDuplicate)
+	if len(dup) != 1 {
+		t.Fatalf("the renamed, moved and stripped copy's duplicates: %q", dup)
+	}
+	textcheck.Has(t, "the renamed copy's duplicate", dup[0], "a near-duplicate of Scenario-902 of demo (similarity ")
+	textcheck.Lacks(t, "the renamed copy's duplicate", dup[0], "Watchdog", "otel-demo", "{svc:")
 	if dup := codes(reports[0], validate.CodeDuplicate); len(dup) != 0 {
 		t.Errorf("a generated task is a duplicate: %q", dup)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -23,13 +25,16 @@ const defaultViewAddr = "127.0.0.1:7480"
 // viewOptions are the flags of aa-grade view.
 type viewOptions struct {
 	flagsSet
-	addr, out string
+	addr, host, out string
 }
 
 func (o *viewOptions) flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "addr", Value: defaultViewAddr, Destination: &o.addr, Sources: env("view-addr"),
 			Usage: "where to listen: HOST:PORT, :PORT or PORT, HOST a loopback address"},
+		// No variable sets it: serving beyond this machine is said on the command line each time.
+		&cli.StringFlag{Name: "host", Destination: &o.host,
+			Usage: "listen on this address instead of loopback (0.0.0.0: every network): serves the episodes to it"},
 		&cli.StringFlag{Name: "out", Destination: &o.out, Usage: "write the pages as static files to this folder and exit"},
 	}
 }
@@ -37,6 +42,12 @@ func (o *viewOptions) flags() []cli.Flag {
 func (o *viewOptions) Validate() error {
 	if o.isSet("out") && o.isSet("addr") {
 		return usageErrorf("--out writes files and serves nothing: give --addr or --out, not both")
+	}
+	if o.isSet("out") && o.isSet("host") {
+		return usageErrorf("--out writes files and serves nothing: give --host or --out, not both")
+	}
+	if host, _, err := net.SplitHostPort(o.addr); o.isSet("host") && err == nil && host != "" {
+		return usageErrorf("--host %s and --addr %s both name the host: give --addr only the port", o.host, o.addr)
 	}
 	if o.out != "" {
 		return checkOutPath("out", o.out)
@@ -53,8 +64,10 @@ func newViewCommand() *cli.Command {
 		Name:      "view",
 		Usage:     "read runs in a browser: scores, the task x repeat grid, every episode turn by turn",
 		ArgsUsage: "RUN...",
-		Description: "Serves the run folders, read-only, on this machine only (a loopback address), and prints the URL;\n" +
+		Description: "Serves the run folders, read-only, on this machine only (a loopback address; --host HOST serves\n" +
+			"them to HOST's network, with a warning: anyone reaching it reads the episodes), and prints the URL;\n" +
 			"a run still going is shown as it stands and refreshes. Ctrl-C stops the viewer (exit 0).\n" +
+			"A folder of runs (runs/) stands for the runs in it; a folder that is not a run is named and skipped.\n" +
 			"With --out DIR, writes the same pages as static files to DIR instead (DIR/index.html), to share.\n" +
 			"Submissions are graded entity by entity against the ground truth of the run's dataset\n" +
 			"(for a Hub dataset, from the local cache only: aa-grade data pull fills it).\n\n" +
@@ -68,11 +81,16 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 	if len(args) == 0 {
 		return usageErrorf("view needs at least one RUN folder; see aa-grade view --help")
 	}
-	v, err := viewer.New(args, viewer.Options{GroundTruth: groundTruths})
+	ra := expandRuns(args)
+	if len(ra.dirs) == 0 {
+		return ra.none(con.err)
+	}
+	ra.printRunSkips(con.err)
+	v, err := viewer.New(ra.dirs, viewer.Options{GroundTruth: groundTruths, Network: opts.isSet("host")})
 	if err != nil {
 		return err
 	}
-	defer v.Close()
+	defer func() { _ = v.Close() }() // read-only folders: nothing to lose
 	stdout := con.out
 	if out := opts.out; out != "" {
 		if err := v.Export(ctx, out); err != nil {
@@ -82,27 +100,57 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 			return err
 		}
 		printLine(stdout, "Wrote %s", out+string(os.PathSeparator)+"index.html")
-		return nil
+		return ra.skipError("viewed")
 	}
-	ln, err := viewer.Listen(opts.addr) // an address Validate checked
-	if err != nil && !opts.isSet("addr") {
-		ln, err = viewer.Listen("127.0.0.1:0") // the default port is taken
-	}
+	ln, shown, err := listenView(opts, con)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	srv := &http.Server{Handler: v, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(shutdown)
+		_ = srv.Shutdown(shutdown) // past its timeout, Serve returns all the same
 	}()
-	printLine(stdout, "Viewing %s at http://%s/ (Ctrl-C to stop)", english.Count(len(args), "run"), ln.Addr())
+	printLine(stdout, "Viewing %s at http://%s/ (Ctrl-C to stop)", english.Count(len(ra.dirs), "run"), shown)
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// listenView listens where the flags say: loopback, on the default port or any free one when
+// another program holds it, or --host, warning that the episodes are then served to the network.
+// shown is the address to print, with --host's host as given (0.0.0.0, not the [::] it becomes).
+func listenView(opts viewOptions, con console) (ln net.Listener, shown string, err error) {
+	if !opts.isSet("host") {
+		ln, err := viewer.Listen(opts.addr) // an address Validate checked
+		if err != nil && !opts.isSet("addr") {
+			ln, err = viewer.Listen("127.0.0.1:0") // the default port is taken
+		}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, "", usageErrorf("--addr %s: %w; give another port, or --addr 0 for any free one", opts.addr, err)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("listen: %w", err)
+		}
+		return ln, ln.Addr().String(), nil
+	}
+	ln, public, err := viewer.ListenOn(opts.host, opts.addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("listen on --host %s: %w", opts.host, err)
+	}
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	if err != nil {
+		return nil, "", errors.Join(fmt.Errorf("listen on --host %s: %w", opts.host, err), ln.Close())
+	}
+	shown = net.JoinHostPort(opts.host, port)
+	if public {
+		printLine(con.err, "warning: serving to the network at %s, with no password: whoever reaches it reads every "+
+			"episode's prompts, replies, commands, outputs and submissions", shown)
+	}
+	return ln, shown, nil
 }
 
 // groundTruths reads the ground truth of a run's tasks from its dataset, at the commit the

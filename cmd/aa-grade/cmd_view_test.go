@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,20 +14,31 @@ import (
 	"testing"
 
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
+	"github.com/aa-grade/aa-grade/internal/testsupport/testfs"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
 func TestViewErrors(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
 	for name, c := range map[string]struct {
 		args []string
 		want string
 	}{
 		"no run":        {[]string{"view"}, "at least one RUN"},
 		"not a run":     {[]string{"view", "README.md"}, "README.md: not a run folder"},
-		"absent":        {[]string{"view", "testdata/runs/opus", "testdata/absent"}, "testdata/absent: not a run folder"},
+		"absent":        {[]string{"view", "testdata/absent"}, "testdata/absent: not a run folder"},
 		"any address":   {[]string{"view", "--addr", "0.0.0.0:7480", "testdata/runs/opus"}, "aa-grade: --addr \"0.0.0.0:7480\": not a loopback address: the viewer serves only this machine"},
 		"a LAN address": {[]string{"view", "--addr", "192.168.1.2:7480", "testdata/runs/opus"}, "not a loopback address"},
 		"out and addr":  {[]string{"view", "--out", t.TempDir(), "--addr", "7480", "testdata/runs/opus"}, "not both"},
+		"a taken port": {[]string{"view", "--addr", taken.Addr().String(), "testdata/runs/opus"},
+			"address already in use; give another port, or --addr 0 for any free one"},
+		"out and host": {[]string{"view", "--out", t.TempDir(), "--host", "0.0.0.0", "testdata/runs/opus"}, "not both"},
+		"two hosts": {[]string{"view", "--host", "0.0.0.0", "--addr", "127.0.0.1:7480", "testdata/runs/opus"},
+			"--host 0.0.0.0 and --addr 127.0.0.1:7480 both name the host: give --addr only the port"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := aaGrade(t, nil, c.args...)
@@ -39,6 +51,37 @@ func TestViewErrors(t *testing.T) {
 				t.FailNow()
 			}
 		})
+	}
+}
+
+// TestViewFolderOfRuns: view takes a folder of runs for its runs, naming the folders in it that
+// are not runs; a folder given that is not a run is skipped with why, the pages of the others
+// written all the same (exit 1).
+func TestViewFolderOfRuns(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	for _, name := range []string{"opus", "qwen"} {
+		if err := os.CopyFS(filepath.Join(runs, name), os.DirFS(filepath.Join("..", "..", "testdata", "runs", name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	export := filepath.Join(runs, "opus-atif")
+	testfs.Write(t, filepath.Join(export, "Scenario-2", "1", "trajectory.json"), "{}")
+	cache := "XDG_CACHE_HOME=" + t.TempDir()
+
+	pages := filepath.Join(dir, "pages")
+	r := aaGrade(t, []string{cache}, "view", "--out", pages, runs)
+	r.wantExit(t, 0)
+	textcheck.Has(t, "stderr", r.stderr, "note: left out "+export+": not a run folder (no run.json)")
+	textcheck.Has(t, "the index page", readFile(t, filepath.Join(pages, "index.html")), "opus", "qwen")
+
+	pages = filepath.Join(dir, "pages2")
+	r = aaGrade(t, []string{cache}, "view", "--out", pages, filepath.Join(runs, "opus"), export)
+	r.wantExit(t, 1)
+	textcheck.Has(t, "stderr", r.stderr, "warning: skipped "+export+": not a run folder (no run.json), nor a folder of runs",
+		"1 folder not viewed")
+	if _, err := os.Stat(filepath.Join(pages, "index.html")); err != nil {
+		t.Errorf("the pages of the run given with a folder that is not one: %v", err)
 	}
 }
 
@@ -61,20 +104,7 @@ func TestView(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
 
-	cmd := exec.Command(binary, "view", "--addr", "127.0.0.1:0", run, "testdata/runs/opus")
-	cmd.Dir = moduleRoot
-	cmd.Env = append(os.Environ(), cache, "HF_HUB_CACHE="+t.TempDir(), "HF_ENDPOINT=http://127.0.0.1:9")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	cmd, line, stderr := startView(t, cache, "--addr", "127.0.0.1:0", run, "testdata/runs/opus")
 	url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
 	if url == "" {
 		t.Fatalf("no URL printed: %q %s", line, stderr.String())
@@ -110,6 +140,56 @@ func TestView(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// startView starts aa-grade view with args, its cache in the setting cache and the Hub out of
+// reach, and reads the first line it prints (where it serves); the test's end kills it.
+func startView(t *testing.T, cache string, args ...string) (*exec.Cmd, string, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"view"}, args...)...)
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(), cache, "HF_HUB_CACHE="+t.TempDir(), "HF_ENDPOINT=http://127.0.0.1:9")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	return cmd, line, stderr
+}
+
+// TestViewHost: --host serves beyond loopback, warning that the episodes go to the network.
+func TestViewHost(t *testing.T) {
+	cmd, line, stderr := startView(t, "XDG_CACHE_HOME="+t.TempDir(), "--host", "0.0.0.0", "--addr", "0",
+		"testdata/runs/opus")
+	port := regexp.MustCompile(`http://0\.0\.0\.0:(\d+)/`).FindStringSubmatch(line)
+	if port == nil {
+		t.Fatalf("no URL on 0.0.0.0 printed: %q %s", line, stderr.String())
+	}
+	req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+port[1]+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "viewer.example:" + port[1] // a name of the machine on its network
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	textcheck.Has(t, "the index page", string(body), "anthropic/claude-opus-4-7")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("after Ctrl-C: %v\n%s", err, stderr.String())
+	}
+	textcheck.Has(t, "stderr", stderr.String(), "warning: serving to the network at 0.0.0.0:"+port[1]+", with no password")
 }
 
 // TestRecordedDataset: a Hub dataset is pinned to the commit the run recorded, whatever

@@ -34,7 +34,7 @@ var layers = []layer{
 		"grader/judge":            {"grader"},
 		"harness/vocab/atif":      {"grader"},
 		"harness/vocab/promptset": {"grader", "harness/vocab/model", "harness/vocab/shellspec"},
-		"harness/vocab/settings":  {"harness/vocab/promptset"},
+		"harness/vocab/settings":  {"harness/vocab/model", "harness/vocab/promptset"},
 		"harness/vocab/runfolder": {"grader", "harness/vocab/model", "harness/vocab/promptset", "harness/vocab/ratelimit",
 			"harness/vocab/settings"},
 	}},

@@ -38,6 +38,8 @@ func flagSources(cmd *cli.Command, path string, into map[string][]string) {
 			chain = &f.Sources
 		case *cli.Uint64Flag:
 			chain = &f.Sources
+		case *cli.GenericFlag:
+			chain = &f.Sources
 		default:
 			panic("flagSources: add the flag type " + f.Names()[0])
 		}

@@ -113,13 +113,29 @@ func exitCodeOf(err error) int {
 }
 
 // exitCode prints err (if any) as one line and returns its exit code. Errors quote model
-// replies, file contents and task ids, so the line is sanitized.
+// replies, file contents and task ids, so the line is sanitized; errors joined (two writes
+// that failed on a full disk) are told apart with "; ", not run together.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	if msg := strings.TrimSpace(err.Error()); msg != "" {
+	if msg := joinLines(strings.TrimSpace(err.Error())); msg != "" {
 		printLine(stderr, "aa-grade: %s", msg)
 	}
 	return exitCodeOf(err)
+}
+
+// joinLines puts an error's lines on one: a line that ends with a colon goes on with what it
+// introduces (a quoted reply), any other is a joined error's end, told apart by "; ".
+func joinLines(msg string) string {
+	lines := strings.Split(msg, "\n")
+	out := lines[0]
+	for _, l := range lines[1:] {
+		if strings.HasSuffix(out, ":") {
+			out += " " + l
+		} else {
+			out += "; " + l
+		}
+	}
+	return out
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/aa-grade/aa-grade/data"
@@ -40,5 +42,22 @@ func TestExitCodeTable(t *testing.T) {
 	}
 	if err := usageErrorf("--x: %w", fs.ErrPermission); !errors.Is(err, fs.ErrPermission) || err.Error() != "--x: permission denied" {
 		t.Errorf("the mark must keep the message and the chain: %q", err)
+	}
+}
+
+// TestJoinedErrorsToldApart: two errors joined (two writes that met a full disk) print as one
+// line, the two told apart, with the exit code of a full disk.
+func TestJoinedErrorsToldApart(t *testing.T) {
+	full := func(path string) error {
+		return &fs.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
+	}
+	var stderr strings.Builder
+	code := exitCode(errors.Join(full("results.jsonl"), full("spend.jsonl")), &stderr)
+	want := "aa-grade: write results.jsonl: no space left on device; write spend.jsonl: no space left on device\n"
+	if stderr.String() != want {
+		t.Errorf("%q, want %q", stderr.String(), want)
+	}
+	if code != exitCodeOf(full("x")) {
+		t.Errorf("exit %d, want a full disk's %d", code, exitCodeOf(full("x")))
 	}
 }

@@ -23,10 +23,10 @@ func finishRun(
 		return nil, err
 	}
 	if run.RateLimitsErr != nil {
-		printLine(stderr, "warning: %v", run.RateLimitsErr)
+		warnLine(stderr, "warning: %v", run.RateLimitsErr)
 	}
 	if run.AnalysisErr != nil {
-		printLine(stderr, "warning: the reports leave the analysis out: %v", run.AnalysisErr)
+		warnLine(stderr, "warning: the reports leave the analysis out: %v", run.AnalysisErr)
 	}
 	return run, nil
 }

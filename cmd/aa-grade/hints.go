@@ -6,6 +6,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
 	"github.com/aa-grade/aa-grade/harness/models"
+	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
 // The libraries say what is wrong; the commands, which know their flags, add the flag or the
@@ -36,3 +37,27 @@ func imageHint(err error) error {
 	}
 	return err
 }
+
+// repairHint names aa-grade repair, of every command, for a run folder whose run.json is lost
+// or unreadable, once.
+func repairHint(err error) error {
+	var broken *runfolder.HeaderError
+	var hinted *repairHinted
+	if errors.As(err, &broken) && !errors.As(err, &hinted) {
+		return &repairHinted{err: err, dir: broken.Dir}
+	}
+	return err
+}
+
+// repairHinted is an error of a broken run folder with the repair named.
+type repairHinted struct {
+	err error
+	dir string
+}
+
+func (e *repairHinted) Error() string {
+	return fmt.Sprintf("%v; aa-grade repair %s rebuilds %s from %s and the trajectories", e.err, e.dir,
+		runfolder.HeaderFile, runfolder.ResultsFile)
+}
+
+func (e *repairHinted) Unwrap() error { return e.err }

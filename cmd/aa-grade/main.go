@@ -45,7 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := newApp(stdout, stderr).Run(ctx, args)
-	return exitCode(badVariableValue(err), stderr)
+	return exitCode(repairHint(badVariableValue(err)), stderr)
 }
 
 // guestMode says whether args start the hidden in-sandbox guest, all that a sandbox's copy of
@@ -67,6 +67,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newRunCommand(),
 			newGradeCommand(),
 			newMergeCommand(),
+			newRepairCommand(),
 			newModelsCommand(),
 			newPromptsCommand(),
 			newReportCommand(),
@@ -157,8 +158,32 @@ func action[O any, P options[O]](opts P, run func(context.Context, O, []string, 
 		if err := opts.Validate(); err != nil {
 			return err
 		}
-		return run(ctx, *opts, cmd.Args().Slice(), console{cmd.Root().Writer, cmd.Root().ErrWriter})
+		out := &outputWriter{w: cmd.Root().Writer}
+		err := run(ctx, *opts, cmd.Args().Slice(), console{out, cmd.Root().ErrWriter})
+		if err == nil && out.err != nil {
+			return fmt.Errorf("write the output: %w", out.err)
+		}
+		return err
 	}
+}
+
+// outputWriter is a command's stdout. It remembers the first error of a write and refuses the
+// writes after it, so that a command whose results could not be written (a full disk, a closed
+// pipe) ends with that error instead of silently, while its code writes with fmt.Fprint*
+// unchecked, as errcheck is told (.golangci.yml). Its stderr is left as it is: a warning that
+// cannot be written has nowhere else to go.
+type outputWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outputWriter) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	o.err = err
+	return n, err
 }
 
 // noArgs refuses arguments to a command that takes none.

@@ -217,3 +217,32 @@ func TestVersion(t *testing.T) {
 	textcheck.Lacks(t, "--version", r.stdout, "version dev\n")
 
 }
+
+// TestOutputWriteErrorEndsTheCommand: a command whose results cannot be written (stdout on a
+// full disk) ends with that error and exit 3, instead of silently.
+func TestOutputWriteErrorEndsTheCommand(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full here: %v", err)
+	}
+	defer full.Close()
+	var stderr bytes.Buffer
+	cmd := exec.Command(binary, "models")
+	cmd.Stdout, cmd.Stderr = full, &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitFailure {
+		t.Fatalf("aa-grade models > /dev/full: %v, want exit %d", err, exitFailure)
+	}
+	textcheck.Has(t, "stderr", stderr.String(), "aa-grade: write the output: ", "no space left on device")
+}
+
+// readFile is the file's text.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -86,7 +86,8 @@ func (s *screen) draw(lines []string) {
 		b.WriteByte('\n')
 		s.drawn = append(s.drawn, termtext.Width(l))
 	}
-	io.WriteString(s.w, b.String()) // in one write, so the block does not flicker
+	// In one write, so the block does not flicker; stderr's errors have nowhere to go.
+	_, _ = io.WriteString(s.w, b.String())
 }
 
 // keep leaves the block on the terminal as it is: it is not redrawn any more.

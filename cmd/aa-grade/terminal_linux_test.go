@@ -13,8 +13,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/aa-grade/aa-grade/harness/episode/sandbox"
+	"github.com/aa-grade/aa-grade/harness/readers/analysis"
 	"github.com/aa-grade/aa-grade/harness/readers/report"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
+	"github.com/aa-grade/aa-grade/snapshot/validate"
 )
 
 // openPTY opens a pseudo-terminal pair (/dev/ptmx and its peer) sized cols x 24.
@@ -139,4 +142,79 @@ func TestRunTotalsFitTheTerminal(t *testing.T) {
 	var piped bytes.Buffer
 	renderRunTotals(&piped, run, columns(&piped))
 	textcheck.Has(t, "the totals to a pipe", piped.String(), "INPUT TOKENS")
+}
+
+// onTerminal is what render writes to a pseudo-terminal cols wide, as the terminal emulator
+// shows it: each line on the rows it takes.
+func onTerminal(t *testing.T, cols int, render func(w io.Writer, cols int)) *vt {
+	t.Helper()
+	master, peer := openPTY(t, cols)
+	shown := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(master) // EIO once the peer is closed and all is read
+		shown <- b
+	}()
+	render(peer, columns(peer))
+	peer.Close()
+	term := newVT(cols)
+	term.Write(<-shown)
+	return term
+}
+
+// TestTablesFitTheTerminal: the text of report, analyze, models, doctor and tasks validate,
+// written to a pseudo-terminal of 80 and 60 columns and shown by the terminal emulator, keeps
+// each line on one row (tables folded, a block a row, long lines wrapped between words) and
+// every value; to a pipe each is as wide as it needs, tables as columns.
+func TestTablesFitTheTerminal(t *testing.T) {
+	var runs []*report.Run
+	for _, name := range []string{"opus", "qwen"} {
+		r, err := report.Load(filepath.Join("..", "..", "testdata", "runs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	overviews := report.Overviews(runs)
+	models, err := presetsOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ntam := 0.4375
+	analysed := []*analysis.Run{{Dir: "runs/claude-opus-4-7-max-20261123", Model: "anthropic/claude-opus-4-7",
+		Summary: analysis.Summary{Episodes: 36, Score: 0.5, PartialCredit: 0.625, NTAM: ntam}}}
+	guarantee := sandbox.Guarantee{Name: "memory-limit", Detail: "each process is bounded by RLIMIT_AS to the --memory-limit, " +
+		"not the episode's processes together (that needs root or a delegated cgroup)"}
+	doctor := doctorReport{Backends: []backendReport{{Name: "bwrap", OK: true, Guarantees: []sandbox.Guarantee{guarantee}}},
+		Selected: "bwrap", Differences: []string{"python3: missing (the reference sandbox has Python 3.12 with drain3 0.9.11, numpy 2.4.5, pandas 3.0.3)"}}
+	reports := []validate.Report{{Task: "Scenario-1000", Findings: []validate.Finding{{Level: validate.Warning, Code: "gt-no-match",
+		File: "ground_truth.yaml", Line: 12, Message: "root cause group flagd-config matches no object of the snapshot; the closest are " +
+			"otel-demo/ConfigMap/flagd-config-v2, otel-demo/Deployment/flagd and otel-demo/Service/flagd"}}}}
+	for _, c := range []struct {
+		name   string
+		render func(w io.Writer, cols int)
+		wants  []string
+	}{
+		{"report", func(w io.Writer, cols int) { renderReportText(w, overviews, cols) }, []string{"DIFFERENCE", "GRADING"}},
+		{"analyze", func(w io.Writer, cols int) { renderAnalysisText(w, analysed, cols) }, []string{"NTAM: 0.438", "0.625"}},
+		{"models", func(w io.Writer, cols int) { renderModelsText(w, models, cols) }, []string{"claude-opus-4-7-max", "$/TASK"}},
+		{"doctor", func(w io.Writer, cols int) { renderDoctor(w, doctor, cols) }, []string{"delegated", "pandas 3.0.3)"}},
+		{"tasks validate", func(w io.Writer, cols int) { renderReports(w, reports, cols) }, []string{"otel-demo/Service/flagd"}},
+	} {
+		for _, cols := range []int{80, 60} {
+			t.Run(fmt.Sprintf("%s/%d", c.name, cols), func(t *testing.T) {
+				term := onTerminal(t, cols, c.render)
+				for _, l := range term.lines {
+					if len(l) >= cols {
+						t.Errorf("a line takes more than a row: %q", string(l))
+					}
+				}
+				textcheck.Has(t, c.name, strings.Join(term.rows(), "\n"), c.wants...)
+			})
+		}
+		var piped bytes.Buffer
+		c.render(&piped, columns(&piped))
+		if widestLine(piped.String()) < 100 {
+			t.Errorf("%s to a pipe: %d columns at most, want its table unfolded:\n%s", c.name, widestLine(piped.String()), piped.String())
+		}
+	}
 }

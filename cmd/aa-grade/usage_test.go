@@ -73,9 +73,9 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		args []string
 		want string
 	}{
-		"unknown task on the demo": {[]string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "999"}, "demo: no such task: 999"},
+		"unknown task on the demo": {[]string{"run", "--dataset", "demo", "--model", "builtin/baseline", "--tasks", "999"}, "demo: no such task: 999 (its tasks: 901-912)"},
 		"unknown task on the Hub": {[]string{"run", "--model", "builtin/baseline", "--tasks", "999", "--out", filepath.Join(t.TempDir(), "r")},
-			"hf:" + sampleRepo + "@main: no such task: Scenario-999"},
+			"hf:" + sampleRepo + "@main: no such task: Scenario-999 (its tasks: 1-2)"},
 		"synth into a folder with files": {[]string{"tasks", "synth", "--out", full}, "--out " + full + ": the folder is not empty; name a new or an empty folder"},
 		"synth onto a file":              {[]string{"tasks", "synth", "--out", file}, "--out " + file + ": it is a file, not a folder"},
 		"pack into a folder with files":  {[]string{"tasks", "pack", "--out", full, "testdata/grade/dataset"}, "--out " + full + ": the folder is not empty; name a new or an empty folder"},

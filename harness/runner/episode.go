@@ -47,7 +47,8 @@ func runEpisode(
 	if err != nil {
 		return fail(err)
 	}
-	defer sb.Close()
+	// Best effort: what a sandbox fails to remove, the next run removes (sandbox.Leftovers).
+	defer func() { _ = sb.Close() }()
 	// An episode whose trajectory cannot be written is stopped at once.
 	ctx, stopEpisode := context.WithCancelCause(ctx)
 	defer stopEpisode(nil)
@@ -58,8 +59,8 @@ func runEpisode(
 	closed := false
 	defer func() { // after grading: the judge's calls are recorded too
 		if !closed {
-			rec.Close()
-			runfolder.CompressTrajectory(dir) // best effort: the plain file stays readable
+			_ = rec.Close() // the episode ended in error already, which it reports
+			cfg.compress(res.Episode(), dir)
 		}
 	}()
 	wire := rec.Event
@@ -116,8 +117,16 @@ func runEpisode(
 			CostUSD: res.CostUSD}
 		return fail(fmt.Errorf("%s: %w", filepath.Join(dir, runfolder.TrajectoryFile), err))
 	}
-	runfolder.CompressTrajectory(dir) // best effort: the plain file stays readable
+	cfg.compress(res.Episode(), dir)
 	return res, out.Err
+}
+
+// compress compresses an episode's trajectory; should it fail, the plain file stays, readable
+// as well, and the failure is told rather than failing an episode that was played and graded.
+func (cfg Config) compress(e runfolder.Episode, dir string) {
+	if err := runfolder.CompressTrajectory(dir); err != nil {
+		cfg.tell(TrajectoryPlain{Episode: e, Err: err})
+	}
 }
 
 // lastCommand is the last command a reply asks the shell tool (named shell) for, "" when it

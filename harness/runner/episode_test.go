@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -177,5 +179,39 @@ func TestRunTellsItsProgress(t *testing.T) {
 	}
 	if got := strings.Join(told, "\n"); got != strings.Join(want, "\n") {
 		t.Errorf("told\n%s\nwant\n%s", got, strings.Join(want, "\n"))
+	}
+}
+
+// TestTrajectoryKeptPlainIsTold: an episode whose trajectory cannot be compressed keeps its
+// result and its plain trajectory, and the run tells the failure.
+func TestTrajectoryKeptPlainIsTold(t *testing.T) {
+	var plain []TrajectoryPlain
+	var dirs []string
+	results := runFake(t, &firstDies{started: 1}, func(cfg *Config) {
+		cfg.Progress = func(e Event) {
+			switch e := e.(type) {
+			case EpisodeStarted:
+				// A folder where the compressed file's temporary copy goes: its creation fails.
+				dir := runfolder.EpisodeDir(cfg.Folder.Dir, e.Episode)
+				dirs = append(dirs, dir)
+				if err := os.MkdirAll(filepath.Join(dir, runfolder.TrajectoryFile+".zst.tmp"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			case TrajectoryPlain:
+				plain = append(plain, e)
+			}
+		}
+	})
+	if len(plain) != 2 {
+		t.Fatalf("told %d trajectories kept plain, want 2", len(plain))
+	}
+	if plain[0].Err == nil {
+		t.Errorf("told no error for %v", plain[0].Episode)
+	}
+	if r := results["Scenario-1"]; r.Status != grader.StatusOK {
+		t.Errorf("the episode whose trajectory stayed plain: status %s, want ok", r.Status)
+	}
+	if _, err := os.Stat(filepath.Join(dirs[0], runfolder.TrajectoryFile)); err != nil {
+		t.Errorf("the plain trajectory: %v", err)
 	}
 }

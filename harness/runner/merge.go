@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader"
@@ -33,8 +34,9 @@ var (
 // shard, the prompt set, one results.jsonl line per episode, every episode's folder, the
 // judge's answers (judge/), summary.json. Runs of another configuration are refused, naming
 // the fields that differ, and so are runs whose judge answered one question two ways
-// (judge.ErrConflict). out must not hold a run.
-func Merge(out string, runs []string) (MergeReport, error) {
+// (judge.ErrConflict). out must hold no run, or one merge wrote of runs of the configuration:
+// then its finished episodes stand, and the runs bring the others (run again since).
+func Merge(out string, runs []string) (_ MergeReport, err error) {
 	if len(runs) == 0 {
 		return MergeReport{}, errors.New("no run folders to merge")
 	}
@@ -83,13 +85,29 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	if err != nil {
 		return MergeReport{}, err
 	}
-	defer folder.Close()
-	if folder.Prev != nil {
-		return MergeReport{}, fmt.Errorf("%s %w", out, ErrMergeInto)
+	defer func() {
+		if cerr := folder.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", out, cerr)
+		}
+	}()
+	prev := folder.Prev
+	if err := checkMergedBefore(out, prev, first); err != nil {
+		return MergeReport{}, err
+	}
+	if prev != nil {
+		if prev.Header.Started.Before(first.Started) {
+			first.Started = prev.Header.Started
+		}
+		first.MergedFrom = prev.Header.MergedFrom
 	}
 	plan := runfolder.Shard{}.Episodes(first.Tasks, first.Repeats)
-	var results []runfolder.Result
+	final := map[runfolder.Episode]runfolder.Result{} // of the joined run
+	var results []runfolder.Result                    // the lines this merge appends
 	for _, e := range plan {
+		if r, ok := finished(prev, e); ok { // merged before: kept as it is
+			final[e] = r
+			continue
+		}
 		r, ok := kept[e]
 		if !ok || !r.Final() {
 			rep.Missing = append(rep.Missing, e)
@@ -97,12 +115,14 @@ func Merge(out string, runs []string) (MergeReport, error) {
 		if !ok {
 			continue
 		}
-		if err := copyEpisode(runfolder.EpisodeDir(from[e], e), runfolder.EpisodeDir(out, e)); err != nil {
+		if err := replaceEpisode(runfolder.EpisodeDir(from[e], e), runfolder.EpisodeDir(out, e)); err != nil {
 			return MergeReport{}, err
 		}
 		results = append(results, r)
+		final[e] = r
 	}
 	first.Shard = ""
+	first.MergedFrom = joinNames(first.MergedFrom, runs)
 	if err := folder.WriteHeader(first); err != nil {
 		return MergeReport{}, err
 	}
@@ -121,32 +141,75 @@ func Merge(out string, runs []string) (MergeReport, error) {
 	if err := folder.Append(results...); err != nil {
 		return MergeReport{}, err
 	}
-	spent, err := carryLedgers(folder, read)
+	spent, err := carryLedgers(folder, read, func(e runfolder.Episode) bool {
+		_, done := finished(prev, e)
+		return !done
+	})
 	if err != nil {
 		return MergeReport{}, err
 	}
 	rep.Episodes = len(plan)
-	_, rep.Summary = runfolder.Collect(plan, kept, first.Judge)
+	_, rep.Summary = runfolder.Collect(plan, final, first.Judge)
 	return rep, folder.WriteSummary(rep.Summary, spent)
 }
 
+// checkMergedBefore refuses to merge into out, which holds the run prev (nil: none), unless
+// merge wrote it of runs of the configuration first: then the merge completes it.
+func checkMergedBefore(out string, prev *runfolder.Run, first runfolder.Header) error {
+	if prev == nil {
+		return nil
+	}
+	if prev.Header.MergedFrom == nil {
+		return fmt.Errorf("%s %w", out, ErrMergeInto)
+	}
+	a := first
+	a.Shard = ""
+	if diff := prev.Header.Differences(a); len(diff) > 0 {
+		return fmt.Errorf("%w: %s (merged before) and the runs merged now: %s", ErrMergeConfig, out, strings.Join(diff, "; "))
+	}
+	return nil
+}
+
+// finished is the final result of e in the run merged before, if it has one; none for no run.
+func finished(r *runfolder.Run, e runfolder.Episode) (runfolder.Result, bool) {
+	if r == nil {
+		return runfolder.Result{}, false
+	}
+	res, ok := r.Results[e]
+	return res, ok && res.Final()
+}
+
+// joinNames adds to names the run folders not in it yet.
+func joinNames(names, runs []string) []string {
+	for _, r := range runs {
+		if !slices.Contains(names, r) {
+			names = append(names, r)
+		}
+	}
+	return names
+}
+
 // carryLedgers joins the shards' ledgers of spend into the merged folder's, every call of every
-// attempt, and returns their sum; when a shard has none (written before the ledger was kept)
-// the joined run's spend is not known in all, and the merged folder has no ledger either.
-func carryLedgers(folder *runfolder.Folder, shards []*runfolder.Run) (*runfolder.Spend, error) {
-	var spent runfolder.Spend
+// attempt at the episodes take accepts (all but those a merge before finished, whose lines the
+// folder keeps; it loses its lines of the others for the shards'), and returns the ledger's sum;
+// when a shard has none (written before the ledger was kept) the joined run's spend is not known
+// in all, and the merged folder has no ledger either.
+func carryLedgers(folder *runfolder.Folder, shards []*runfolder.Run,
+	take func(runfolder.Episode) bool) (*runfolder.Spend, error) {
 	dirs := make([]string, len(shards))
 	for i, r := range shards {
 		if r.Spend == nil {
 			return nil, nil
 		}
-		spent.Join(*r.Spend)
 		dirs[i] = r.Dir
 	}
-	if err := folder.CarryLedgers(dirs...); err != nil {
+	if err := folder.DropCharges(take); err != nil {
 		return nil, err
 	}
-	return &spent, nil
+	if err := folder.CarryLedgers(take, dirs...); err != nil {
+		return nil, err
+	}
+	return folder.Spent()
 }
 
 // judgeDirs are the judge caches of the run folders.
@@ -158,11 +221,14 @@ func judgeDirs(runs []string) []string {
 	return dirs
 }
 
-// copyEpisode copies an episode's files (trajectory, submission); an episode with no folder
-// (it failed before making one) has nothing to copy.
-func copyEpisode(from, to string) error {
+// replaceEpisode copies an episode's files (trajectory, submission) over what a merge before
+// copied of it; an episode with no folder (it failed before making one) has nothing to copy.
+func replaceEpisode(from, to string) error {
 	if _, err := os.Stat(from); errors.Is(err, os.ErrNotExist) {
 		return nil
+	}
+	if err := os.RemoveAll(to); err != nil {
+		return fmt.Errorf("replace the episode %s: %w", to, err)
 	}
 	if err := copytree.Copy(from, to); err != nil {
 		return fmt.Errorf("copy the episode %s: %w", from, err)

@@ -46,6 +46,13 @@ type Interrupted struct{ Grace time.Duration }
 // Stopping tells the running episodes are stopped now, and why.
 type Stopping struct{ Why string }
 
+// TrajectoryPlain: an episode's trajectory could not be compressed, and stays as the plain
+// file beside it, which every reader reads as well; a full disk, most likely, to be told.
+type TrajectoryPlain struct {
+	Episode runfolder.Episode
+	Err     error
+}
+
 func (Planned) runEvent()         {}
 func (EpisodeStarted) runEvent()  {}
 func (EpisodeTurn) runEvent()     {}
@@ -53,6 +60,7 @@ func (EpisodeWaiting) runEvent()  {}
 func (EpisodeFinished) runEvent() {}
 func (Interrupted) runEvent()     {}
 func (Stopping) runEvent()        {}
+func (TrajectoryPlain) runEvent() {}
 
 // tell hands e to the run's progress, if any.
 func (cfg Config) tell(e Event) {

@@ -52,19 +52,8 @@ func (w *world) rolloutEvents(s *service, r *revision) []event {
 		prev = q
 	}
 	at := r.at
-	out := []event{
-		{
-			at:         at,
-			kind:       "Deployment",
-			apiVersion: "apps/v1",
-			namespace:  s.namespace,
-			name:       s.name,
-			typ:        "Normal",
-			reason:     "ScalingReplicaSet",
-			note:       fmt.Sprintf("Scaled up replica set %s-%s from 0 to %d", s.name, r.hash, max(1, s.replicas)),
-			reporter:   "deployment-controller",
-		},
-	}
+	out := []event{scaled(at, s, fmt.Sprintf("Scaled up replica set %s-%s from 0 to %d", s.name, r.hash,
+		max(1, s.replicas)))}
 	for _, p := range r.pods {
 		out = append(out,
 			event{at: p.started.Add(-time.Second), kind: "ReplicaSet", apiVersion: "apps/v1", namespace: s.namespace,
@@ -84,17 +73,8 @@ func (w *world) rolloutEvents(s *service, r *revision) []event {
 				reporter: "replicaset-controller"})
 	}
 	if len(prev.pods) > 0 && prev.hash != r.hash {
-		out = append(out, event{
-			at:         at.Add(2 * time.Second),
-			kind:       "Deployment",
-			apiVersion: "apps/v1",
-			namespace:  s.namespace,
-			name:       s.name,
-			typ:        "Normal",
-			reason:     "ScalingReplicaSet",
-			note:       fmt.Sprintf("Scaled down replica set %s-%s from %d to 0", s.name, prev.hash, len(prev.pods)),
-			reporter:   "deployment-controller",
-		})
+		out = append(out, scaled(at.Add(2*time.Second), s, fmt.Sprintf("Scaled down replica set %s-%s from %d to 0",
+			s.name, prev.hash, len(prev.pods))))
 	}
 	return out
 }
@@ -213,4 +193,10 @@ func (w *world) eventBodies(e event, ns, name string) [2]obj {
 		"source":             obj{"component": e.reporter},
 	}
 	return [2]obj{{"type": typ, "object": modern}, {"type": typ, "object": core}}
+}
+
+// scaled is the deployment controller's event of s scaling one of its replica sets, told by note.
+func scaled(at time.Time, s *service, note string) event {
+	return event{at: at, kind: "Deployment", apiVersion: "apps/v1", namespace: s.namespace, name: s.name,
+		typ: "Normal", reason: "ScalingReplicaSet", note: note, reporter: "deployment-controller"}
 }

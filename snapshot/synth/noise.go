@@ -87,10 +87,10 @@ func (w *world) clusterObjects(t time.Time) []obj {
 		out = append(out, obj{"apiVersion": "v1", "kind": "Namespace",
 			"metadata": w.meta("Namespace", ns, "", created, labels),
 			"spec":     obj{"finalizers": []any{"kubernetes"}}, "status": obj{"phase": "Active"}})
+		meta := w.meta("ConfigMap", "kube-root-ca.crt", ns, created, nil) // before the ca's uid, as the draws go
 		cert := "-----BEGIN CERTIFICATE-----\nMIIDBTCCAe2gAwIBAgIIE" + w.uidFor("ca", "", "")[:8] +
 			"\n-----END CERTIFICATE-----\n"
-		out = append(out, obj{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": w.meta("ConfigMap", "kube-root-ca.crt", ns, created, nil), "data": obj{"ca.crt": cert}})
+		out = append(out, obj{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": obj{"ca.crt": cert}})
 	}
 	for i, n := range w.nodes {
 		beat := ts(t.Add(-time.Duration(5+i*11) * time.Second))

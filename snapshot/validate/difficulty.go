@@ -66,8 +66,8 @@ func AddDifficulty(r *Report, groundTruth []byte, attempts []Attempt) {
 		s.Score = score.Score
 		r.Difficulty = append(r.Difficulty, s)
 		r.Findings = append(r.Findings, Finding{Level: Info, Code: CodeDifficulty,
-			Message: fmt.Sprintf("%s scores %.2f (%d of %d root causes in %d entities)", a.Solver, score.Score,
-				score.RootCausesFound, score.RootCauses, len(a.Answer))})
+			Message: fmt.Sprintf("%s scores %.2f (%d of %d root causes in %s)", a.Solver, score.Score,
+				score.RootCausesFound, score.RootCauses, entities(len(a.Answer)))})
 		if score.Score < SolvedFrom {
 			continue
 		}
@@ -85,4 +85,12 @@ func AddDifficulty(r *Report, groundTruth []byte, attempts []Attempt) {
 			Message: fmt.Sprintf("%s, which knows nothing of faults, solves the task (score %.2f, from %.2f): %s", a.Solver,
 				score.Score, SolvedFrom, strings.Join(keyedOn, "; "))})
 	}
+}
+
+// entities counts an answer's entities: "1 entity", "2 entities".
+func entities(n int) string {
+	if n == 1 {
+		return "1 entity"
+	}
+	return fmt.Sprintf("%d entities", n)
 }

@@ -2,41 +2,21 @@ package validate
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/aa-grade/aa-grade/data"
+	"github.com/aa-grade/aa-grade/internal/testsupport/taskedit"
 	"github.com/aa-grade/aa-grade/snapshot/synth"
 )
 
-// retimed copies the task folder src to dst, every date in its files and names moved to
-// another day: the same incident, recorded again later.
-func retimed(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dst, strings.ReplaceAll(rel, "2025-12-15", "2026-02-03"))
-		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(to, []byte(strings.ReplaceAll(string(b), "2025-12-15", "2026-02-03")), 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func fingerprint(t *testing.T, task, dir string) *Fingerprint {
+func fingerprint(t testing.TB, task, dir string) *Fingerprint {
 	t.Helper()
 	fp, err := FingerprintTask(task, dir)
 	if err != nil {
@@ -48,56 +28,179 @@ func fingerprint(t *testing.T, task, dir string) *Fingerprint {
 	return fp
 }
 
-// TestPlantedDuplicateIsFoundAndNearMissIsNot: a generated task copied under another id and
-// moved in time is found as a duplicate of its original; a task with the same fault on
-// another service is not, nor is any demo task.
-func TestPlantedDuplicateIsFoundAndNearMissIsNot(t *testing.T) {
-	dir := t.TempDir()
-	orig, err := synth.Generate(filepath.Join(dir, "Scenario-1000"), synth.Options{Fault: "oom", Seed: 11})
+func generate(t testing.TB, dir string, opts synth.Options) *synth.Result {
+	t.Helper()
+	res, err := synth.Generate(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	retimed(t, orig.Dir, filepath.Join(dir, "Scenario-2000"))
-	var miss *synth.Result
-	for seed := uint64(12); ; seed++ {
-		miss, err = synth.Generate(filepath.Join(dir, "near", "Scenario-3000"), synth.Options{Fault: "oom", Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(miss.Victims, orig.Victims) {
-			break
-		}
-		os.RemoveAll(filepath.Join(dir, "near"))
-	}
-	given := []*Fingerprint{fingerprint(t, "Scenario-1000", orig.Dir), fingerprint(t, "Scenario-2000", filepath.Join(dir, "Scenario-2000")),
-		fingerprint(t, "Scenario-3000", miss.Dir)}
+	return res
+}
+
+// demoBackground is the demo's tasks fingerprinted, the background the command compares with.
+var demoBackground = sync.OnceValues(func() ([]*Fingerprint, error) {
 	demo, err := data.Open(context.Background(), "demo", data.OpenOptions{})
 	if err != nil {
+		return nil, err
+	}
+	var out []*Fingerprint
+	for _, task := range demo.Tasks {
+		fp, err := FingerprintTask("demo:"+task.ID, task.Dir)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fp)
+	}
+	return out, nil
+})
+
+// similarity compares a with b over the demo's background, as the command does.
+func similarity(t testing.TB, a, b *Fingerprint) Pair {
+	t.Helper()
+	background, err := demoBackground()
+	if err != nil {
 		t.Fatal(err)
 	}
-	var against []*Fingerprint
-	for _, task := range demo.Tasks {
-		against = append(against, fingerprint(t, "demo:"+task.ID, task.Dir))
+	pairs := Similarities([]*Fingerprint{a}, []*Fingerprint{b}, background)
+	if len(pairs) != 1 {
+		t.Fatalf("%d pairs of one task against one, want 1", len(pairs))
 	}
-	got := Similarities(given, against)
-	if len(got) != 3*12+3 {
-		t.Fatalf("%d pairs, want every given pair and each given task with each demo task", len(got))
-	}
-	if p := got[0]; p.Task != "Scenario-1000" || p.Of != "Scenario-2000" {
-		t.Fatalf("the most alike pair is %s and %s, want the planted duplicate Scenario-1000 of Scenario-2000", p.Task, p.Of)
-	}
-	if s := got[0].Similarity; s < 0.99 {
-		t.Errorf("the planted duplicate's similarity is %v, want 0.99 or more", s)
-	}
-	if n := len(got[0].Shared); n != sharedListed {
-		t.Errorf("the planted duplicate lists %d shared pieces, want %d", n, sharedListed)
-	}
+	return pairs[0]
+}
 
-	if got[1].Similarity >= DuplicateThreshold {
-		t.Fatalf("a near miss is a duplicate: %+v", got[1])
+// edited copies the task folder src to dst through the edits.
+func edited(t testing.TB, src, dst string, edits ...taskedit.Edit) {
+	t.Helper()
+	if err := taskedit.Copy(src, dst, edits...); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(got[0].Shared, "\n"), orig.Victims[0]) {
-		t.Errorf("what they share does not name the victim %s: %v", orig.Victims[0], got[0].Shared)
+}
+
+// workloads are the names of the application's workloads in the task folder dir.
+func workloads(t testing.TB, dir string) []string {
+	t.Helper()
+	names, err := taskedit.Workloads(dir, taskedit.AppNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// original is the task tasks synth --seed 11 makes, which issue 38's author copied.
+func original(t testing.TB, dir string) (*synth.Result, *Fingerprint) {
+	orig := generate(t, filepath.Join(dir, "Scenario-1000"), synth.Options{Seed: 11})
+	return orig, fingerprint(t, "Scenario-1000", orig.Dir)
+}
+
+// TestEditedCopiesAreNearDuplicates: a generated task copied and edited as an author would
+// (renamed, moved in time, given or stripped of a fifth of its log, span and event lines, or
+// several of these at once) is a near-duplicate of its original, and what the report names
+// as shared is the incident, in the original's names, not the cluster's own noise.
+func TestEditedCopiesAreNearDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	orig, fp := original(t, dir)
+	services, ns := workloads(t, orig.Dir), taskedit.AppNamespace
+	shift := 3*time.Hour + 7*time.Minute + 13*time.Second
+	for _, c := range []struct {
+		name  string
+		edits []taskedit.Edit
+	}{
+		{"renamed", []taskedit.Edit{taskedit.Renamed(services, ns, 1)}},
+		{"moved in time", []taskedit.Edit{taskedit.Retimed(shift)}},
+		{"noise added", []taskedit.Edit{taskedit.Noised(0.2, true, 2)}},
+		{"noise stripped", []taskedit.Edit{taskedit.Noised(0.2, false, 3)}},
+		{"renamed, moved and noise added", []taskedit.Edit{taskedit.Renamed(services, ns, 4), taskedit.Retimed(-shift),
+			taskedit.Noised(0.2, true, 5)}},
+		{"renamed, moved and noise stripped", []taskedit.Edit{taskedit.Renamed(services, ns, 6), taskedit.Retimed(shift),
+			taskedit.Noised(0.2, false, 7)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			copyDir := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
+			edited(t, orig.Dir, copyDir, c.edits...)
+			p := similarity(t, fp, fingerprint(t, "copy", copyDir))
+			if p.Similarity < DuplicateThreshold {
+				t.Errorf("similarity %.2f, below the threshold %.2f; shared: %v", p.Similarity, DuplicateThreshold, p.Shared)
+			}
+			if len(p.Shared) != sharedListed {
+				t.Errorf("%d shared features listed, want %d: %v", len(p.Shared), sharedListed, p.Shared)
+			}
+			shared := strings.Join(p.Shared, "\n")
+			for _, noise := range []string{"Watchdog", "InfoInhibitor"} {
+				if strings.Contains(shared, noise) {
+					t.Errorf("the shared features list %s, which every task has: %v", noise, p.Shared)
+				}
+			}
+			if !strings.Contains(shared, orig.Victims[0]) {
+				t.Errorf("the shared features do not name the victim %s in the original's names: %v", orig.Victims[0], p.Shared)
+			}
+		})
+	}
+}
+
+// TestOtherIncidentsAreNotNearDuplicates: the same fault on another service, and other faults,
+// stay below the threshold, renamed and noised or not.
+func TestOtherIncidentsAreNotNearDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	orig, fp := original(t, dir)
+	var others []*synth.Result
+	for seed := uint64(12); len(others) < 2; seed++ {
+		res := generate(t, filepath.Join(dir, fmt.Sprint("same-fault-", seed)), synth.Options{Fault: orig.Fault, Seed: seed})
+		if !slices.Equal(res.Victims, orig.Victims) {
+			others = append(others, res)
+		}
+	}
+	for i, fault := range []string{"oom", "pod-chaos", "flag"} {
+		others = append(others, generate(t, filepath.Join(dir, fault), synth.Options{Fault: fault, Seed: 11 + uint64(i)}))
+	}
+	for _, other := range others {
+		name := other.Fault + " on " + strings.Join(other.Victims, ",")
+		t.Run(name, func(t *testing.T) {
+			if p := similarity(t, fp, fingerprint(t, name, other.Dir)); p.Similarity >= DuplicateThreshold {
+				t.Errorf("similarity %.2f, from the threshold %.2f on; shared: %v", p.Similarity, DuplicateThreshold, p.Shared)
+			}
+			copyDir := other.Dir + "-edited"
+			edited(t, other.Dir, copyDir, taskedit.Renamed(workloads(t, other.Dir), taskedit.AppNamespace, 8),
+				taskedit.Noised(0.2, true, 9))
+			if p := similarity(t, fp, fingerprint(t, name+" edited", copyDir)); p.Similarity >= DuplicateThreshold {
+				t.Errorf("renamed and noised: similarity %.2f, from the threshold %.2f on; shared: %v",
+					p.Similarity, DuplicateThreshold, p.Shared)
+			}
+		})
+	}
+}
+
+// TestSimilaritiesPairsEveryGivenTask: given tasks are compared with each other and with
+// those against, never with the background, most alike first.
+func TestSimilaritiesPairsEveryGivenTask(t *testing.T) {
+	fps := make([]*Fingerprint, 6)
+	for i := range fps {
+		fps[i] = &Fingerprint{Task: fmt.Sprint("t", i), Features: map[string]float64{"alert Watchdog": 1, fmt.Sprint("log x ERROR ", i%3): 1}}
+	}
+	got := Similarities(fps[:2], fps[2:4], fps[4:])
+	var pairs []string
+	for _, p := range got {
+		pairs = append(pairs, p.Task+"-"+p.Of)
+	}
+	if want := []string{"t0-t3", "t0-t1", "t0-t2", "t1-t2", "t1-t3"}; !slices.Equal(pairs, want) {
+		t.Errorf("pairs %v, want %v (the alike first, then as given)", pairs, want)
+	}
+}
+
+// TestFingerprintOfMissingFolderFails: a folder that cannot be read is an error naming it.
+func TestFingerprintOfMissingFolderFails(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone")
+	if _, err := FingerprintTask("gone", missing); err == nil {
+		t.Fatal("no error for a missing folder")
+	}
+	broken := filepath.Join(t.TempDir(), "Scenario-1")
+	if err := os.MkdirAll(filepath.Join(broken, "alerts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(broken, "alerts", "alerts_at_2025-12-15T17-24-44.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FingerprintTask("Scenario-1", broken); err == nil || !strings.Contains(err.Error(), "Scenario-1") {
+		t.Errorf("a broken alerts file: error %v, want one naming the task", err)
 	}
 }
 
@@ -105,18 +208,19 @@ func TestPlantedDuplicateIsFoundAndNearMissIsNot(t *testing.T) {
 // as tasks validate --against does for every task; MB/s is over the task's bytes.
 func BenchmarkFingerprintLargeTask(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "Scenario-1000")
-	if _, err := synth.Generate(dir, synth.Options{Fault: "oom", Seed: 11, Large: true}); err != nil {
+	generate(b, dir, synth.Options{Fault: "oom", Seed: 11, Large: true})
+	var size int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		size += info.Size()
+		return err
+	})
+	if err != nil {
 		b.Fatal(err)
 	}
-	var size int64
-	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if info, err := d.Info(); err == nil {
-				size += info.Size()
-			}
-		}
-		return nil
-	})
 	b.SetBytes(size)
 	b.ResetTimer()
 	for b.Loop() {

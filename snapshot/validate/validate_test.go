@@ -284,6 +284,9 @@ func TestDifficultyNamesTheSolverAndItsEvidence(t *testing.T) {
 	if len(infos) != len(naive.Solvers)+1 || !strings.HasPrefix(infos[0], "alert-labels scores ") {
 		t.Errorf("infos: %q", infos)
 	}
+	if got := infos[len(infos)-1]; got != "giveaway scores 1.00 (1 of 1 root causes in 1 entity)" {
+		t.Errorf("the giveaway's info: %q, want one entity in the singular", got)
+	}
 	if len(failures) != 1 || !strings.Contains(failures[0], "broken could not answer: no python3") {
 		t.Errorf("failures: %q", failures)
 	}

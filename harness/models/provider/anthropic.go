@@ -96,6 +96,7 @@ func (m *Anthropic) requestBody(req model.Request) map[string]any {
 	for k, v := range m.effort().body {
 		body[k] = v
 	}
+	m.addParams(body, nil, "temperature", "top_p")
 	return body
 }
 

@@ -50,6 +50,9 @@ type Options struct {
 	AttemptTimeout time.Duration
 	// Limit, when set, paces the calls; one limiter is shared by every episode of a run.
 	Limit *ratelimit.Limiter
+	// Params are the user's own generation parameters, sent in every request (checked by New
+	// against the API's own fields).
+	Params model.Params
 }
 
 // Endpoint is the API root the provider calls, for the run's header (never the key).
@@ -138,6 +141,7 @@ func (o *Options) post(
 	}
 	client := o.client()
 	header = header.Clone()
+	o.addHeaders(header)
 	header.Set("Content-Type", "application/json") // set before recording, so the record shows it
 	o.record(ctx, model.Event{Kind: model.KindRequest, URL: url, Header: RecordedHeader(header), Body: body})
 	record := func(e model.Event) { o.record(ctx, e) }

@@ -97,6 +97,7 @@ func (m *Gemini) requestBody(req model.Request) map[string]any {
 	if m.ReasoningEffort != "" {
 		config["thinkingConfig"] = part{"thinkingLevel": m.ReasoningEffort}
 	}
+	m.addParams(body, config, "temperature", "topP")
 	if len(config) > 0 {
 		body["generationConfig"] = config
 	}

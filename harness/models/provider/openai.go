@@ -76,6 +76,7 @@ func (m *OpenAIChat) requestBody(req model.Request) map[string]any {
 	if m.ReasoningEffort != "" {
 		body["reasoning_effort"] = m.ReasoningEffort
 	}
+	m.addParams(body, nil, "temperature", "top_p")
 	return body
 }
 

@@ -99,6 +99,7 @@ func (m *OpenAIResponses) requestBody(req model.Request) map[string]any {
 	if m.MaxTokens > 0 {
 		body["max_output_tokens"] = m.MaxTokens
 	}
+	m.addParams(body, nil, "temperature", "top_p")
 	return body
 }
 

@@ -16,6 +16,10 @@ var ErrNotProvider = errors.New("names no provider")
 var specForms = []string{"openai/MODEL", "openai-responses/MODEL", "anthropic/MODEL", "google/MODEL",
 	"openrouter/ORG/MODEL", "openai-api/PROVIDER/MODEL"}
 
+// providerAPIs are the API each provider's requests follow, by the spec's first word.
+var providerAPIs = map[string]string{"openai": "chat", "openai-responses": "responses", "anthropic": "anthropic",
+	"google": "gemini", "openrouter": "chat", "openai-api": "chat"}
+
 // MissingVariableError is the refusal of a spec whose provider needs a variable the
 // environment lacks (its key, or an openai-api provider's base URL): a caller that calls no
 // model (a dry run) can still say which variable the run will need. It is an ErrModelSpec.
@@ -60,6 +64,9 @@ func New(spec string, getenv func(string) string, opts Options) (model.Model, er
 			return
 		}
 		opts.BaseURL, opts.BaseURLSource = fallback, "the default; "+name+" sets another"
+	}
+	if err := checkParams(providerAPIs[provider], opts.Params); err != nil {
+		return nil, fmt.Errorf("%s: %w", spec, err)
 	}
 	var err error
 	opts.Model = rest

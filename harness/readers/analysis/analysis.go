@@ -147,7 +147,12 @@ func investigate(ep *Episode, run *runfolder.Run, key *Key, prompts *promptset.S
 	if err != nil {
 		return fmt.Sprintf("%s repeat %d: trajectory: %v", ep.Task, ep.Repeat, err)
 	}
-	inv := Investigate(turns, key, prompts)
+	fill(ep, Investigate(turns, key, prompts), key)
+	return ""
+}
+
+// fill sets what an investigation of the episode's trajectory found.
+func fill(ep *Episode, inv Investigation, key *Key) {
 	ep.Trajectory = true
 	ep.Turns, ep.FirstHitTurn, ep.FirstHitTokens = inv.Turns, inv.FirstHitTurn, inv.FirstHitTokens
 	ep.SourcesRead, ep.Commands = append(ep.SourcesRead, inv.SourcesRead...), inv.Commands
@@ -156,7 +161,6 @@ func investigate(ep *Episode, run *runfolder.Run, key *Key, prompts *promptset.S
 		p := key.Propagation(inv.Named)
 		ep.RelativeCoveredServices, ep.DetouredServices = p.RelativeCovered, &p.Detoured
 	}
-	return ""
 }
 
 // key builds a task's fault graph, with the call topology of its snapshot when it is on disk.

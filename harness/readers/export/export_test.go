@@ -166,11 +166,7 @@ func TestChatOfAnEpisode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var roles []string
-	for _, m := range c.Messages {
-		roles = append(roles, m.Role)
-	}
-	if got := strings.Join(roles, ","); got != "system,user,assistant,tool,assistant" {
+	if got := roles(c); got != "system,user,assistant,tool,assistant" {
 		t.Fatalf("roles %s, want system,user,assistant,tool,assistant; messages %+v", got, c.Messages)
 	}
 	if got := c.Messages[2].ToolCalls[0].Function.Arguments; got != `{"cmd":"ls"}` {
@@ -210,11 +206,7 @@ func TestChatReadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var roles []string
-	for _, m := range c.Messages {
-		roles = append(roles, m.Role)
-	}
-	if got, want := strings.Join(roles, ","), "system,user,assistant,tool,tool,assistant,tool,tool,user,assistant"; got != want {
+	if got, want := roles(c), "system,user,assistant,tool,tool,assistant,tool,tool,user,assistant"; got != want {
 		t.Fatalf("roles %s, want %s", got, want)
 	}
 	if problem := chatProblem(c.Messages); problem != "" {
@@ -279,4 +271,13 @@ func TestEpisodeWithoutCalls(t *testing.T) {
 	if _, err := Chat(run, theEpisode); !errors.Is(err, ErrNoTrajectory) {
 		t.Errorf("Chat: %v", err)
 	}
+}
+
+// roles is the roles of an episode's messages, in order, comma-separated.
+func roles(c ChatEpisode) string {
+	var out []string
+	for _, m := range c.Messages {
+		out = append(out, m.Role)
+	}
+	return strings.Join(out, ",")
 }

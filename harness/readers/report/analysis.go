@@ -156,6 +156,7 @@ type modelRow struct {
 	Model                string
 	Runs, Episodes       int
 	Score, PartialCredit float64
+	NTAM                 float64
 	Shares               []string // of false positives, in analysis.Classes order
 }
 
@@ -212,7 +213,7 @@ func newAnalysisView(runs []*analysis.Run) analysisView {
 	if models := analysis.ByModel(runs); len(models) < len(runs) {
 		for _, m := range models {
 			row := modelRow{Model: OneLine(m.Model, maxLabel), Runs: m.Runs, Episodes: m.Episodes, Score: m.Score,
-				PartialCredit: m.PartialCredit}
+				PartialCredit: m.PartialCredit, NTAM: m.NTAM}
 			for _, c := range analysis.Classes {
 				row.Shares = append(row.Shares, fmt.Sprintf("%.0f%%", 100*m.FalsePositiveShares[c]))
 			}

@@ -78,3 +78,20 @@ func TestHitChartAxisHoldsItsBars(t *testing.T) {
 		t.Error("the first-hit chart has no legend")
 	}
 }
+
+// TestAnalysisPageShowsNTAM: the page has the NTAM column the text output has, for each run
+// and, when runs share a model, for the model.
+func TestAnalysisPageShowsNTAM(t *testing.T) {
+	a := hostileAnalysis()
+	a.Summary.NTAM = 0.4375
+	var page bytes.Buffer
+	if err := WriteAnalysisHTML(&page, []*analysis.Run{a, a}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(page.String(), ">NTAM</th>"); n != 2 {
+		t.Errorf("%d NTAM column headers, want 2 (the runs' and the models')", n)
+	}
+	if n := strings.Count(page.String(), `<td class="n">0.438</td>`); n != 2 {
+		t.Errorf("%d cells of NTAM 0.438, want one a run", n)
+	}
+}

@@ -49,7 +49,11 @@ func runLabel(o Overview, width int) string {
 		folder = append([]rune("…"), folder[len(folder)-most+1:]...)
 	}
 	model := o.Model
-	if o.Caveat != "" {
+	switch o.Caveat {
+	case "":
+	case ParamsNote:
+		model += " (own parameters)"
+	default:
 		model += " (" + o.Loop + ")"
 	}
 	return OneLine(model, max(width-len(folder)-3, 12)) + " · " + string(folder)

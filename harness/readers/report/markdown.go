@@ -30,6 +30,9 @@ func WriteMarkdown(w io.Writer, r *Run) error {
 	p("- Started %s by aa-grade %s; sandbox %s, at most %s, prompt sha256 %s\n\n",
 		h.Started.UTC().Format("2006-01-02 15:04 MST"), mdText(h.Version, 40), mdText(h.Sandbox, 40),
 		english.Count(h.MaxTurns, "turn"), mdText(h.PromptSHA256, 64))
+	if o.ModelParams != "" {
+		p("- Model parameters: %s\n\n", mdText(o.ModelParams, 400))
+	}
 	if o.Caveat != "" {
 		p("**%s**\n\n", o.Caveat)
 	}

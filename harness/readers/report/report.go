@@ -16,6 +16,7 @@ import (
 	"github.com/aa-grade/aa-grade/harness/readers/analysis"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
+	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
 
@@ -123,6 +124,9 @@ type Overview struct {
 	Shard  string `json:"shard,omitempty"`
 	Loop   string `json:"loop"`
 	Caveat string `json:"caveat,omitempty"`
+	// ModelParams are the parameters of the user's the model was called with (temperature,
+	// top_p, extra fields and headers, run.json's model_params), "" for none.
+	ModelParams string `json:"model_params,omitempty"`
 	// OtherTasks says why the run is not ranked against the published leaderboard (its dataset
 	// or tasks are not ITBench-AA's); "" when it is.
 	OtherTasks string `json:"other_tasks,omitempty"`
@@ -135,6 +139,12 @@ type Overview struct {
 // loop.
 const LenientNote = "Not comparable with the published leaderboard: this run followed the lenient loop (--loop " +
 	"lenient), not the reference one."
+
+// ParamsNote is what every report and page says of a run whose model was called with
+// parameters of the user's (run --temperature, --top-p, --model-arg, --model-header).
+const ParamsNote = "Not comparable with the published leaderboard: the model was called with " +
+	"parameters of the user's (run --temperature, --top-p, --model-arg or --model-header), " +
+	"which the reference harness does not send."
 
 // agentNote is what every report and page says of an agent run: another harness than the
 // published one played its episodes.
@@ -261,9 +271,12 @@ func (r *Run) Overview() Overview {
 	switch {
 	case r.Header.Agent != nil:
 		o.Caveat, o.Loop = agentNote(r.Header.Agent), "agent "+r.Header.Agent.String()
-	case !r.Header.Comparable():
+	case r.Header.LoopName() != string(settings.LoopReference):
 		o.Caveat = LenientNote
+	case !r.Header.Params.IsZero():
+		o.Caveat = ParamsNote
 	}
+	o.ModelParams = r.Header.Params.String()
 	var tasks []string
 	for _, t := range r.Summary.PerTask {
 		tasks = append(tasks, t.Task)

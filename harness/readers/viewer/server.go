@@ -34,6 +34,22 @@ func Listen(addr string) (net.Listener, error) {
 	return net.Listen("tcp", hostPort)
 }
 
+// ListenOn listens on the port of addr (see CheckAddr) at host, any address of this machine's
+// (0.0.0.0: all of them): what the user chose to open beyond loopback. Public says the address
+// reaches beyond this machine, for the command's warning.
+func ListenOn(host, addr string) (ln net.Listener, public bool, err error) {
+	hostPort, err := CheckAddr(addr)
+	if err != nil {
+		return nil, false, err
+	}
+	_, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return nil, false, err
+	}
+	ln, err = net.Listen("tcp", net.JoinHostPort(host, port))
+	return ln, host != "localhost" && !isLoopback(host), err
+}
+
 // CheckAddr reads addr (HOST:PORT, :PORT or PORT; the host 127.0.0.1 when none is given) as the
 // HOST:PORT to listen on, refusing any host that is not a loopback address or localhost, and a
 // port that is not one: a command checks it before reading anything.
@@ -74,7 +90,8 @@ var securityHeaders = map[string]string{
 
 // ServeHTTP answers GET and HEAD for the pages and the raw trajectories; anything else is
 // refused. A request must name this machine as its host: a web page elsewhere whose name
-// resolves to 127.0.0.1 (DNS rebinding) gets nothing.
+// resolves to 127.0.0.1 (DNS rebinding) gets nothing; unless the viewer serves the network
+// (Options.Network), which any name of the machine reaches.
 func (v *Viewer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, val := range securityHeaders {
 		w.Header().Set(k, val)
@@ -83,7 +100,7 @@ func (v *Viewer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		host = strings.Trim(r.Host, "[]") // no port: the scheme's default
 	}
-	if host != "localhost" && !isLoopback(host) {
+	if !v.opts.Network && host != "localhost" && !isLoopback(host) {
 		http.Error(w, "this viewer answers only requests to 127.0.0.1, [::1] or localhost", http.StatusMisdirectedRequest)
 		return
 	}

@@ -33,6 +33,9 @@ type Options struct {
 	// by task id), to grade the submissions entity by entity; nil, or an error, shows the
 	// submissions without verdicts, saying why.
 	GroundTruth func(ctx context.Context, h runfolder.Header) (map[string][]byte, error)
+	// Network says the viewer is served beyond loopback (view --host): requests naming any
+	// host are answered, not only those naming this machine's loopback.
+	Network bool
 }
 
 // Viewer serves the run folders it was given, and nothing else.

@@ -274,8 +274,21 @@ func (p *Set) set(k promptKey, text string) error {
 	return nil
 }
 
-// WithTask returns the set with another task prompt (--prompt-file).
-func (p *Set) WithTask(text string) (*Set, error) { return p.with(keyTask, text) }
+// ErrTaskPrompt marks a task prompt that could not make an episode: empty (the model would be
+// sent nothing to do), or never saying where the answer goes.
+var ErrTaskPrompt = errors.New("not a task prompt")
+
+// WithTask returns the set with another task prompt (--prompt-file), which must say where the
+// answer goes ({{output_path}}): without it no episode could be graded.
+func (p *Set) WithTask(text string) (*Set, error) {
+	switch {
+	case strings.TrimSpace(text) == "":
+		return nil, fmt.Errorf("%w: it is empty", ErrTaskPrompt)
+	case !strings.Contains(text, "{{output_path}}"):
+		return nil, fmt.Errorf("%w: it never says where the answer goes ({{output_path}})", ErrTaskPrompt)
+	}
+	return p.with(keyTask, text)
+}
 
 // with returns the set with one key's text replaced.
 func (p *Set) with(key, text string) (*Set, error) {

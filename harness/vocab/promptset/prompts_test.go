@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -338,9 +339,14 @@ func TestPromptFileRoundTrip(t *testing.T) {
 	if (*Set)(nil).SHA256() != b.SHA256() {
 		t.Fatal("nil is not the built-in set")
 	}
-	edited, err := b.WithTask("Find it in {{workdir}}.")
+	edited, err := b.WithTask("Find it in {{workdir}}; write {{output_path}}.")
 	if err != nil || edited.SHA256() == b.SHA256() {
 		t.Fatalf("another task: %v", err)
+	}
+	for _, bad := range []string{"", " \n\t", "Find it in {{workdir}}."} {
+		if _, err := b.WithTask(bad); !errors.Is(err, ErrTaskPrompt) {
+			t.Errorf("task prompt %q: %v, want ErrTaskPrompt", bad, err)
+		}
 	}
 	// Trailing line breaks are part of a text: an empty line before the next section.
 	nl, err := b.with(keyContinue, "go on\n")

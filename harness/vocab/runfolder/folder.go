@@ -92,6 +92,9 @@ func checkTarget(dir string) (exists bool, err error) {
 	if _, err := os.Lstat(filepath.Join(dir, HeaderFile)); err == nil {
 		return true, nil // Read says whether it is a header
 	}
+	if holdsEpisodes(dir) {
+		return true, &HeaderError{Dir: dir, Err: errHeaderLost}
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return true, fmt.Errorf("open the run folder: %w", err)

@@ -1,6 +1,7 @@
 package runfolder
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +62,12 @@ type Header struct {
 	// and learnt from the provider's answers) and the calls and 429s of the last process that
 	// ran in the folder (Folder.RecordRateLimits); a resume keeps them until it records its own.
 	RateLimits *ratelimit.Status `json:"rate_limits,omitempty"`
+	// MergedFrom names the run folders aa-grade merge joined into this one, as it was given
+	// them, every merge into it included: a merge into a folder merge wrote completes it.
+	MergedFrom []string `json:"merged_from,omitempty"`
+	// Repaired, set when aa-grade repair rebuilt a lost or unreadable run.json, says what the
+	// folder did not hold: the fields taken from repair's flags or left unknown.
+	Repaired string `json:"repaired,omitempty"`
 }
 
 // AgentInfo is the agent of an agent run, as run.json records it.
@@ -133,22 +140,75 @@ func ReadHeader(dir string) (Header, error) {
 	path := filepath.Join(dir, HeaderFile)
 	b, err := safefile.ReadPath(path, maxHeaderBytes)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && holdsEpisodes(dir):
+		return Header{}, &HeaderError{Dir: dir, Err: errHeaderLost}
 	case errors.Is(err, fs.ErrNotExist):
 		return Header{}, fmt.Errorf("%s: %w (no %s)", dir, ErrNotRunFolder, HeaderFile)
 	case errors.Is(err, safefile.ErrNotRegular), errors.Is(err, safefile.ErrTooLarge):
-		return Header{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, dir, err)
+		return Header{}, &HeaderError{Dir: dir, Err: err}
 	case err != nil:
 		return Header{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	var h Header
 	if err := json.Unmarshal(b, &h); err != nil {
-		return Header{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+		return Header{}, &HeaderError{Dir: dir, Err: cutShort(err, len(b))}
 	}
 	if h.Model == "" {
-		return Header{}, fmt.Errorf("%w: %s names no model", ErrCorrupt, path)
+		return Header{}, &HeaderError{Dir: dir, Err: errors.New("names no model")}
 	}
 	return h, nil
 }
+
+// errHeaderLost is a folder holding a run's results or episodes but no run.json.
+var errHeaderLost = fmt.Errorf("no %s beside its %s or %s/", HeaderFile, ResultsFile, EpisodesDir)
+
+// HeaderError is a run folder whose run.json is lost or cannot be read as a header; it is
+// ErrCorrupt, and carries the folder so that a command can name the repair.
+type HeaderError struct {
+	Dir string
+	Err error
+}
+
+func (e *HeaderError) Error() string {
+	if errors.Is(e.Err, errHeaderLost) {
+		return fmt.Sprintf("%v: %s: %v", ErrCorrupt, e.Dir, e.Err)
+	}
+	return fmt.Sprintf("%v: %s: %v", ErrCorrupt, filepath.Join(e.Dir, HeaderFile), e.Err)
+}
+
+func (e *HeaderError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
+
+// cutShort words a JSON error at the end of n bytes as a file cut short, which "unexpected
+// end of JSON input" alone does not say.
+func cutShort(err error, n int) error {
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) && syntax.Offset >= int64(n) {
+		return fmt.Errorf("cut short after %d bytes (%w)", n, err)
+	}
+	return err
+}
+
+// holdsEpisodes says whether dir holds what only a run writes: episodes/, or a results.jsonl
+// whose first line is a result (someone's own results.jsonl is no run's).
+func holdsEpisodes(dir string) bool {
+	if info, err := os.Lstat(filepath.Join(dir, EpisodesDir)); err == nil && info.IsDir() {
+		return true
+	}
+	f, err := os.Open(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		return false
+	}
+	defer func() { _ = f.Close() }() // read only: nothing to lose
+	line, _, err := nextLine(bufio.NewReader(f), maxResultLine, errLongResult)
+	if err != nil {
+		return false
+	}
+	_, err = parseResult(line)
+	return err == nil
+}
+
+// errLongResult is a line of results.jsonl past maxResultLine.
+var errLongResult = fmt.Errorf("longer than %d bytes", maxResultLine)
 
 // legacyLoop is the loop of runs recorded before the loop was: aa-grade's own, now the
 // lenient loop.
@@ -163,8 +223,11 @@ func (h Header) LoopName() string {
 }
 
 // Comparable reports whether the run's scores compare with the published leaderboard: only
-// a run of the reference loop does, not an agent's.
-func (h Header) Comparable() bool { return h.LoopName() == "reference" && h.Agent == nil }
+// a run of the reference loop does, not an agent's, and not one whose model was called with
+// parameters of the user's.
+func (h Header) Comparable() bool {
+	return h.LoopName() == "reference" && h.Agent == nil && h.Params.IsZero()
+}
 
 // ResumeDifferences names what a resume of the run h with the configuration o refuses: the
 // Differences, but for growth. A run grows by more repeats, or by tasks beside all of its own,
@@ -203,6 +266,7 @@ func (h Header) Differences(o Header) []string {
 	check("max_tokens", h.MaxTokens, o.MaxTokens)
 	check("context_window", h.ContextWindow, o.ContextWindow)
 	check("loop", h.LoopName(), o.LoopName())
+	check("model_params", paramsText(h.Params), paramsText(o.Params))
 	if h.Agent.key() != o.Agent.key() {
 		out = append(out, fmt.Sprintf("agent was %s, now %s", h.Agent, o.Agent))
 	}
@@ -217,4 +281,12 @@ func (h Header) Differences(o Header) []string {
 		check("python", h.Python, o.Python) // fmt prints maps sorted by key
 	}
 	return out
+}
+
+// paramsText is the model's parameters as a resume's refusal names them, "none" for none.
+func paramsText(p model.Params) string {
+	if p.IsZero() {
+		return "none"
+	}
+	return p.String()
 }

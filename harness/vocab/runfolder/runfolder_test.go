@@ -329,6 +329,7 @@ func TestResumeDifferences(t *testing.T) {
 		return h
 	}
 	shard := with(func(h *Header) { h.Shard = "1/2" })
+	topP := 0.9
 	for _, c := range []struct {
 		name string
 		a, b Header
@@ -341,6 +342,7 @@ func TestResumeDifferences(t *testing.T) {
 		{"a task left out", base, with(func(h *Header) { h.Tasks = []string{"a", "c"} }), "tasks was [a b], now [a c]"},
 		{"growth and another change", base, with(func(h *Header) { h.Repeats, h.MaxTurns = 5, 50 }), "max_turns was 100, now 50"},
 		{"a shard's", shard, with(func(h *Header) { h.Shard, h.Repeats = "1/2", 5 }), "repeats was 3, now 5"},
+		{"the model's parameters", base, with(func(h *Header) { h.Params.TopP = &topP }), "model_params was none, now top_p=0.9"},
 	} {
 		if got := strings.Join(c.a.ResumeDifferences(c.b), "; "); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
 	"github.com/aa-grade/aa-grade/harness/vocab/settings"
 )
@@ -74,8 +76,10 @@ func TestEpisodeSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	temperature := 0.5
 	played := settings.Settings{MaxTokens: 1000, Loop: settings.LoopReference, MaxTurns: 12,
-		CommandTimeout: settings.Duration(time.Minute), Prompts: otherPrompts(t)}
+		CommandTimeout: settings.Duration(time.Minute), Prompts: otherPrompts(t),
+		Params: model.Params{Temperature: &temperature, Fields: map[string]json.RawMessage{"seed": json.RawMessage("7")}}}
 	h := Header{Model: "m"}
 	h.SetSettings(played)
 	if err := f.WriteHeader(h); err != nil {
@@ -96,7 +100,7 @@ func TestEpisodeSettings(t *testing.T) {
 		t.Errorf("the prompt set read back has sha256 %.12s, want %.12s", got.Prompts.SHA256(), played.Prompts.SHA256())
 	}
 	got.Prompts, played.Prompts = nil, nil
-	if got != played {
+	if !reflect.DeepEqual(got, played) {
 		t.Errorf("read back %+v, want %+v", got, played)
 	}
 
@@ -116,7 +120,7 @@ func TestEpisodeSettings(t *testing.T) {
 // otherPrompts is a prompt set that is not the built-in one.
 func otherPrompts(t *testing.T) *promptset.Set {
 	t.Helper()
-	p, err := promptset.Builtin().WithTask("Investigate the snapshot another way.")
+	p, err := promptset.Builtin().WithTask("Investigate the snapshot another way; write {{output_path}}.")
 	if err != nil {
 		t.Fatal(err)
 	}

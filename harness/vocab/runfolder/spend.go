@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
+	"github.com/aa-grade/aa-grade/internal/atomicfile"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
 
@@ -151,32 +152,72 @@ func (f *Folder) StartLedger() error {
 	return file.Close()
 }
 
-// CarryLedgers appends the ledgers of the run folders dirs (the shards a merge joins) to the
-// folder's, line by line and synced, so the joined run spent what its shards spent. A folder
-// without a ledger has nothing to carry; its damaged lines are skipped, as Read skips them.
-func (f *Folder) CarryLedgers(dirs ...string) error {
+// CarryLedgers appends the lines of the ledgers of the run folders dirs (the shards a merge
+// joins) whose episode take accepts to the folder's, synced, so the joined run spent what its
+// shards spent. A folder without a ledger has nothing to carry; its damaged lines are skipped,
+// as Read skips them.
+func (f *Folder) CarryLedgers(take func(Episode) bool, dirs ...string) error {
 	if err := f.StartLedger(); err != nil {
 		return err
 	}
-	var buf []byte
-	for _, dir := range dirs {
-		_, err := readLines(dir, SpendFile, maxSpendLine, func(line []byte) error {
-			if _, err := parseCharge(line); err != nil {
-				return err
-			}
-			buf = append(append(buf, line...), '\n')
-			return nil
-		})
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	if len(buf) == 0 {
-		return nil
+	buf, err := ledgerLines(take, dirs...)
+	if err != nil || len(buf) == 0 {
+		return err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return appendSynced(&f.spend, filepath.Join(f.Dir, SpendFile), buf)
+}
+
+// DropCharges replaces the folder's ledger with its lines whose episode drop refuses: a merge
+// that completes a folder it wrote before replaces what it carried of an episode with what the
+// shard that finished it spent on it in all.
+func (f *Folder) DropCharges(drop func(Episode) bool) error {
+	path := filepath.Join(f.Dir, SpendFile)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil // no ledger: the spend stays unknown
+	}
+	buf, err := ledgerLines(func(e Episode) bool { return !drop(e) }, f.Dir)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.spend != nil {
+		err := f.spend.Close()
+		f.spend = nil
+		if err != nil {
+			return fmt.Errorf("close %s: %w", SpendFile, err)
+		}
+	}
+	return atomicfile.WriteFile(path, buf)
+}
+
+// Spent is what the folder's ledger sums to; nil when it has none.
+func (f *Folder) Spent() (*Spend, error) {
+	s, _, err := readSpend(f.Dir)
+	return s, err
+}
+
+// ledgerLines are the lines of the ledgers of the run folders dirs whose episode take accepts.
+func ledgerLines(take func(Episode) bool, dirs ...string) ([]byte, error) {
+	var buf []byte
+	for _, dir := range dirs {
+		_, err := readLines(dir, SpendFile, maxSpendLine, func(line []byte) error {
+			c, err := parseCharge(line)
+			if err != nil {
+				return err
+			}
+			if take(Episode{c.Task, c.Repeat}) {
+				buf = append(append(buf, line...), '\n')
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // maxSpendLine bounds a line of spend.jsonl (a real one is about 150 bytes).

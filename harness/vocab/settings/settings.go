@@ -1,11 +1,13 @@
 // Package settings is what an episode is played with, whichever kind plays it (aa-grade's loop
 // or an agent through the gateway): its turn cap, output cap, loop, context window, command
-// timeout and prompt set. They are said once, here among the vocabularies, so that run.json
-// holds them as they are (runfolder.Header embeds Settings) and the flags, the runner and both
-// kinds of episode carry the same value, each setting with one type on the whole way.
+// timeout, the model's parameters and prompt set. They are said once, here among the
+// vocabularies, so that run.json holds them as they are (runfolder.Header embeds Settings) and
+// the flags, the runner and both kinds of episode carry the same value, each setting with one
+// type on the whole way.
 package settings
 
 import (
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
 )
 
@@ -33,6 +35,10 @@ type Settings struct {
 	// default), and is what the prompt says a command may take (an agent runs its commands
 	// itself).
 	CommandTimeout Duration `json:"command_timeout"`
+	// Params are the user's own parameters of the model's requests (temperature, top_p, extra
+	// fields and headers); none for the loop's requests as the reference harness sends them.
+	// The loop's model sends them; an agent's requests are its own, so an agent run has none.
+	Params model.Params `json:"model_params,omitzero"`
 	// Prompts are every text the model sees (nil: the built-in set). run.json holds their
 	// sha256 (prompt_sha256) and the run folder the set itself (runfolder.PromptsFile), so a
 	// Header's own is always nil: runfolder.Header.SetSettings and EpisodeSettings carry it.
