@@ -116,6 +116,7 @@ func runDoctor(ctx context.Context, opts doctorOptions, args []string, con conso
 		probeWith = nil
 	}
 	if probeWith != nil {
+		defer sandbox.Release(probeWith)
 		tools, probeErr := sandbox.ProbeTools(ctx, probeWith)
 		if probeErr == nil {
 			r.Tools, r.Differences = &tools, tools.Differences()

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -30,19 +31,47 @@ const NameDocker = "docker"
 // reference environment that deploy/sandbox/Dockerfile builds.
 const DefaultImage = "aa-grade-sandbox:latest"
 
-// ownerLabel marks aa-grade's containers with their owner (see ownerTag), so that a later
-// aa-grade removes those of a run that died.
+// ownerLabel marks aa-grade's containers and volumes with their owner (see ownerTag), so that
+// a later aa-grade removes those of a run that died.
 const ownerLabel = "aa-grade.owner"
+
+// hostLabel marks them with the machine and system of their owner (see ownerHost): one daemon
+// may serve several machines (a remote DOCKER_HOST), or Windows and Linux on one machine
+// (Docker Desktop and WSL, Wine), whose pids mean nothing to one another. Only the owner's
+// machine tells whether its run died.
+const hostLabel = "aa-grade.host"
+
+// ownerHost names this machine and its system, as hostLabel gives them.
+var ownerHost = sync.OnceValue(func() string {
+	host, _ := os.Hostname()
+	return runtime.GOOS + "/" + host
+})
+
+// ownerLabels are the labels of what this process makes in the daemon.
+func ownerLabels() map[string]string {
+	return map[string]string{ownerLabel: ownerTag(), hostLabel: ownerHost()}
+}
+
+// deadOwner says whether what carries labels was made by a run of this machine that died;
+// without hostLabel, by an aa-grade before it had one, it is judged by its owner alone.
+func deadOwner(labels map[string]string) bool {
+	if host, ok := labels[hostLabel]; ok && host != ownerHost() {
+		return false
+	}
+	return ownerDead(leftoverPrefix + labels[ownerLabel])
+}
 
 // Docker isolates each episode in a container, through the Docker Engine API at DOCKER_HOST
 // (unix:///var/run/docker.sock by default; Podman, Colima, OrbStack and Docker Desktop serve
-// the same API): no network, a read-only root file system, the snapshot files bound read-only
-// into a tmpfs workspace at /home/user, /tmp a tmpfs, nobody as the user, no capability,
+// the same API): no network, a read-only root file system, the snapshot files copied
+// read-only into a tmpfs workspace at /home/user from a volume of the run sent through the
+// API (docker_inputs.go), /tmp a tmpfs, nobody as the user, no capability,
 // no-new-privileges, and pids, memory and CPU limits. The guest (a Linux build of aa-grade,
-// bound read-only into the container) is the container's only process at first, pid 1 of its
-// pid namespace, and serves every command over the attached stdin and stdout, so a command
-// costs what it costs in the other backends, not a docker exec. The container is removed when
-// the episode ends; those of a run that died are found by label and removed at the next start.
+// in that volume) is the container's only process at first, pid 1 of its pid namespace, and
+// serves every command over the attached stdin and stdout, so a command costs what it costs
+// in the other backends, not a docker exec. The container is removed when the episode ends,
+// the volume when the run does (Release); those of a run that died are found by label and
+// removed at the next start.
 type Docker struct {
 	// Image is the image episodes run in (DefaultImage when empty).
 	Image string
@@ -54,6 +83,9 @@ type Docker struct {
 
 	mu     sync.Mutex
 	digest string // the image's config digest, once checked
+
+	volumeMu sync.Mutex
+	volume   *runVolume // the episodes' inputs (docker_inputs.go), nil until the first episode
 }
 
 func (d *Docker) Name() string { return NameDocker }
@@ -112,7 +144,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	exe, err := concealedExecutable(guest)
+	exe, exeID, err := concealedExecutableOf(guest)
 	if err != nil {
 		return nil, err
 	}
@@ -136,24 +168,34 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := inputs{files: files, agentDir: spec.AgentDir, agentCovers: agentCovers(inAgentDir), guest: exe}
-	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), containerSeq.Add(1))
-	config, err := d.containerConfig(spec, name, guest, in, covers)
+	in := inputs{files: files, agentDir: spec.AgentDir, agentCovers: agentCovers(inAgentDir), guest: exe, guestID: exeID}
+	key, err := in.guestKey()
 	if err != nil {
 		return nil, err
 	}
-	c := &container{client: d.client, volume: name, exited: make(chan struct{})}
-	if err := d.fillVolume(ctx, name, in); err != nil {
-		c.remove()
+	volume, err := d.inputsVolume(ctx)
+	if err != nil {
 		return nil, err
 	}
+	guestDir, err := d.folderFor(ctx, volume, "g", key, in.writeGuest)
+	if err != nil {
+		return nil, err
+	}
+	taskDir, err := d.folderFor(ctx, volume, "t", in.taskKey(), in.writeTask)
+	if err != nil {
+		return nil, err
+	}
+	config, err := d.containerConfig(spec, volume.name, guestDir, guest, in, covers)
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), containerSeq.Add(1))
 	var created struct{ ID string }
 	endpoint := "/containers/create?name=" + url.QueryEscape(name)
 	if _, err := d.client.Do(ctx, http.MethodPost, endpoint, config, &created); err != nil {
-		c.remove()
 		return nil, fmt.Errorf("create the episode's container from %s: %w", d.imageName(), err)
 	}
-	c.id = created.ID
+	c := &container{client: d.client, id: created.ID, exited: make(chan struct{})}
 	stream, err := d.client.Attach(ctx, c.id)
 	if err != nil {
 		c.remove()
@@ -180,24 +222,29 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		s.Close()
 		return nil, err // ErrImageUnusable, or ctx's error
 	}
+	// The task's files, before the model's first command.
+	if err := d.copyInputs(ctx, c.id, guestDir, taskDir, in, spec.GuestArg); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
 // containerConfig is the episode's container, as the Engine API takes it, with its inputs in
-// the volume named volume. covers are where its programs would show the guest executable
-// itself: the guest's copy is bound there too.
-func (d *Docker) containerConfig(spec Spec, volume, guest string, in inputs, covers []string) (map[string]any, error) {
+// the volume named volume, its guest in the folder guestDir of it. covers are where its
+// programs would show the guest executable itself: the guest's copy is bound there too.
+func (d *Docker) containerConfig(
+	spec Spec, volume, guestDir, guest string, in inputs, covers []string,
+) (map[string]any, error) {
 	limits := spec.Limits
 	disk, inodes := limits.disk(), limits.inodes()
 	env := spec.Env
 	if env == nil {
 		env = CleanEnv(ReferenceWorkdir)
 	}
-	// The container already has no network and only the capabilities the guest needs to
-	// become nobody; the guest still sets its syscall filter and no_new_privs, and kills all
-	// (it is pid 1) when its input ends.
-	confine, err := wire.Confinement{Workdir: ReferenceWorkdir, Copies: in.copies(),
-		RunAs: &wire.IDs{UID: SandboxUID, GID: SandboxGID}, DropCaps: true, Seccomp: true, KillAll: true,
+	// The container already has no capability and no network; the guest still sets its
+	// syscall filter and no_new_privs, and kills all (it is pid 1) when its input ends.
+	confine, err := wire.Confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true,
 		ProcessesBounded: true, RelayPort: spec.relayPort()}.Encode()
 	if err != nil {
 		return nil, err
@@ -231,21 +278,20 @@ func (d *Docker) containerConfig(spec Spec, volume, guest string, in inputs, cov
 	}
 	return map[string]any{
 		"Image":      d.imageName(),
-		"Entrypoint": []string{guestPath},
+		"Entrypoint": []string{path.Join(inputsAt, guestDir, inputsGuest)},
 		"Cmd":        append([]string{}, spec.GuestArg...),
-		// root only until the guest has copied its inputs and become nobody (wire.Confinement)
-		"User":       "0:0",
+		// nobody from the start; only the copier (copyInputs) runs as root, without capability
+		"User":       fmt.Sprintf("%d:%d", SandboxUID, SandboxGID),
 		"WorkingDir": ReferenceWorkdir,
 		"Env":        append(env[:len(env):len(env)], confine),
 		"Hostname":   "sandbox",
 		"OpenStdin":  true, "StdinOnce": true, "AttachStdin": true, "AttachStdout": true, "AttachStderr": true,
 		"NetworkDisabled": true,
-		"Labels":          map[string]string{ownerLabel: ownerTag()},
+		"Labels":          ownerLabels(),
 		"HostConfig": map[string]any{
 			"NetworkMode":    "none",
 			"ReadonlyRootfs": true,
 			"CapDrop":        []string{"ALL"},
-			"CapAdd":         []string{"SETUID", "SETGID", "SETPCAP"}, // become nobody, empty the bounding set
 			"SecurityOpt":    []string{"no-new-privileges"},
 			// The tmpfs' pages count with the processes', as in bwrap: a full workspace is
 			// "No space left on device", not a sandbox without memory.
@@ -355,8 +401,7 @@ func checkLinuxProgram(src, arch string) error {
 // container is a sandbox that is a container: the session's peer.
 type container struct {
 	client *dockerapi.Client
-	id     string        // "" until created
-	volume string        // its inputs (docker_inputs.go)
+	id     string
 	exited chan struct{} // closed once the attached stream ended: the guest is gone
 	once   sync.Once
 }
@@ -369,18 +414,8 @@ func (c *container) done() <-chan struct{} { return c.exited }
 func (c *container) cleanup()              { c.remove() }
 func (c *container) outOfMemory() bool     { return false }
 
-// remove removes the container and its volume.
-func (c *container) remove() {
-	c.once.Do(func() {
-		if c.id != "" {
-			removeContainer(c.client, c.id)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		// Nothing more to do when it fails: the next start removes what a dead run left.
-		_, _ = c.client.Do(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(c.volume)+"?force=1", nil, nil)
-	})
-}
+// remove removes the container (the task's volume stays for the run's other episodes).
+func (c *container) remove() { c.once.Do(func() { removeContainer(c.client, c.id) }) }
 
 // removeContainer removes a container, whatever it is doing.
 func removeContainer(client *dockerapi.Client, id string) {
@@ -390,8 +425,8 @@ func removeContainer(client *dockerapi.Client, id string) {
 	_, _ = client.Do(ctx, http.MethodDelete, "/containers/"+id+"?force=1&v=1", nil, nil)
 }
 
-// removeDeadContainers removes the containers of aa-grade runs that died; it returns their
-// names. Nothing is done when no daemon answers at once.
+// removeDeadContainers removes the containers of aa-grade runs of this machine that died; it
+// returns their names. Nothing is done when no daemon answers at once.
 func removeDeadContainers() []string {
 	c, err := dockerapi.New()
 	if err != nil {
@@ -411,7 +446,7 @@ func removeDeadContainers() []string {
 	}
 	var removed []string
 	for _, ct := range list {
-		if !ownerDead(leftoverPrefix + ct.Labels[ownerLabel]) {
+		if !deadOwner(ct.Labels) {
 			continue
 		}
 		if _, err := c.Do(ctx, http.MethodDelete, "/containers/"+ct.ID+"?force=1&v=1", nil, nil); err == nil {
@@ -422,8 +457,9 @@ func removeDeadContainers() []string {
 	return removed
 }
 
-// removeDeadVolumes removes the input volumes (docker_inputs.go) of aa-grade runs that died,
-// once their containers are gone: they go with their containers, so they are not told apart.
+// removeDeadVolumes removes the volumes (docker_inputs.go) of aa-grade runs of this machine
+// that died, once their containers are gone: they go with their containers, so they are not
+// told apart.
 func removeDeadVolumes(ctx context.Context, c *dockerapi.Client, filters string) {
 	var list struct {
 		Volumes []struct {
@@ -435,7 +471,7 @@ func removeDeadVolumes(ctx context.Context, c *dockerapi.Client, filters string)
 		return
 	}
 	for _, v := range list.Volumes {
-		if ownerDead(leftoverPrefix + v.Labels[ownerLabel]) {
+		if deadOwner(v.Labels) {
 			// One still in use, or gone meanwhile, waits for the next start.
 			_, _ = c.Do(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(v.Name), nil, nil)
 		}
@@ -450,7 +486,8 @@ func dockerGuarantees() []Guarantee {
 		hostReadsSafely,
 		{GuaranteeNoCapabilities, true, "no capability (cap-drop ALL), no-new-privileges, and the guest's own filter"},
 		{GuaranteeNotHostRoot, true, "commands run as nobody (65534) in the container"},
-		{GuaranteeReadOnlySystem, true, "a read-only root file system, no pty; the snapshot bound read-only; mount refused"},
+		{GuaranteeReadOnlySystem, true,
+			"a read-only root file system, no pty; the snapshot's files copied root's and read-only; mount refused"},
 		{GuaranteeNoNetwork, true, "network mode none, and socket(2) refused; " + relayOpens},
 		{GuaranteeProcessesEnd, true,
 			"the guest is the container's init and ends, killing all, when its attached input does: at the episode's end, and " +

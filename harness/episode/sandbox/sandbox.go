@@ -93,6 +93,15 @@ type Backend interface {
 	Start(ctx context.Context, spec Spec) (Sandbox, error)
 }
 
+// Release gives back what b keeps for the episodes of a run once they are over: the docker
+// backend's volumes of the tasks' files, which its episodes share. b may start episodes again
+// after, keeping anew.
+func Release(b Backend) {
+	if r, ok := b.(interface{ release() }); ok {
+		r.release()
+	}
+}
+
 // GuestCommand is the hidden aa-grade command that runs the guest inside a sandbox.
 const GuestCommand = "__sandbox-guest"
 

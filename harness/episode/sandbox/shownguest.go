@@ -129,27 +129,34 @@ var concealedExecutables sync.Map
 // a copy of it holds, and what the docker backend sends the daemon (a copy is readable by no
 // one, aa-grade included).
 func concealedExecutable(src string) ([]byte, error) {
+	b, _, err := concealedExecutableOf(src)
+	return b, err
+}
+
+// concealedExecutableOf is concealedExecutable and a name of what it returns: the same name,
+// the same bytes, in this process.
+func concealedExecutableOf(src string) ([]byte, string, error) {
 	concealMu.Lock()
 	secrets := len(concealed)
 	concealMu.Unlock()
 	key := fmt.Sprintf("%d|%s", secrets, src) // read again when more is concealed
 	if b, ok := concealedExecutables.Load(key); ok {
-		return b.([]byte), nil
+		return b.([]byte), key, nil
 	}
 	b, err := os.ReadFile(src)
 	if err != nil {
-		return nil, fmt.Errorf("read the guest executable: %w", err)
+		return nil, "", fmt.Errorf("read the guest executable: %w", err)
 	}
 	concealMu.Lock()
 	secretsNow := concealed[:secrets]
 	concealMu.Unlock()
 	for _, secret := range secretsNow {
 		if err := blank(b, secret); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrConcealed, src, err)
+			return nil, "", fmt.Errorf("%w: %s: %w", ErrConcealed, src, err)
 		}
 	}
-	concealedExecutables.Store(key, b)
-	return b, nil
+	first, _ := concealedExecutables.LoadOrStore(key, b) // the first read, where two raced
+	return first.([]byte), key, nil
 }
 
 // blank zeroes secret in b, where it must be exactly once: not there, it may be there in

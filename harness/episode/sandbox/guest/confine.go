@@ -102,12 +102,8 @@ func confineSelf(c *wire.Confinement) (relay net.Listener, err error) {
 			}
 		}
 	}
-	if c.RunAs != nil && len(c.Copies) == 0 {
+	if c.RunAs != nil {
 		giveWorkspace(c.Workdir, *c.RunAs)
-	}
-	// What is copied stays root's, as does the sticky workspace it goes in (see wire.Copy).
-	if err := copyTrees(c.Copies); err != nil {
-		return nil, err
 	}
 	if rules != nil {
 		// The workspace as the guest now sees it: the tmpfs, where it mounted one.

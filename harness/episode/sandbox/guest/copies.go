@@ -3,19 +3,40 @@
 package guest
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"syscall"
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/wire"
 )
 
-// copyTrees copies each folder's content into its destination, as the guest (root, before it
-// becomes the sandbox's user) has it: what it makes is root's, without write bits, so that
-// commands can read it but not change it. The sources are aa-grade's own read-only volume,
-// filled before the container started; no command has run yet.
+// runCopies is the guest run as the docker backend's copier (wire.CopiesEnv): it copies and
+// reports whether it was asked to (then the guest serves nothing). It runs as the container's
+// root with no capability, beside the episode's guest (nobody), before the first command: no
+// untrusted code runs while it does, and it reads only the task's volume, which aa-grade
+// filled and the container mounts read-only.
+func runCopies() (asked bool, err error) {
+	encoded, ok := os.LookupEnv(wire.CopiesEnv)
+	if !ok {
+		return false, nil
+	}
+	var copies []wire.Copy
+	if err := json.Unmarshal([]byte(encoded), &copies); err != nil {
+		return true, fmt.Errorf("sandbox copies: %w", err)
+	}
+	if os.Geteuid() != 0 {
+		// The copies would be that user's, and so writable by commands if it is theirs.
+		return true, errors.New("sandbox copies: the copier must run as the container's root")
+	}
+	return true, copyTrees(copies)
+}
+
+// copyTrees copies each folder's content into its destination: what it makes is root's,
+// without write bits, so that commands can read it but not change it.
 func copyTrees(copies []wire.Copy) error {
 	for _, c := range copies {
 		if err := copyTree(c.From, c.To); err != nil {
@@ -31,17 +52,24 @@ func copyTrees(copies []wire.Copy) error {
 	return nil
 }
 
+// copyTree copies the content of from into to. Both are opened as roots (os.Root): no name
+// in either, nor a link the copy makes, leads the copy out of them.
 func copyTree(from, to string) error {
-	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+	src, err := os.OpenRoot(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenRoot(to)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	return fs.WalkDir(src.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(from, p)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(to, rel)
-		info, err := d.Info()
+		info, err := d.Info() // the entry itself, a link not followed
 		if err != nil {
 			return err
 		}
@@ -50,38 +78,43 @@ func copyTree(from, to string) error {
 		case rel == ".":
 			return nil // the destination is the container's, as it made it
 		case d.IsDir():
-			if err := os.Mkdir(dst, 0o755); err != nil {
+			if err := dst.Mkdir(rel, 0o755); err != nil {
 				return err
 			}
-			return os.Chmod(dst, 0o755) // the umask aside; root's, so no command writes in it
+			return dst.Chmod(rel, 0o755) // the umask aside; root's, so no command writes in it
 		case info.Mode().IsRegular():
-			if err := copyFile(p, dst, mode); err != nil {
+			if err := copyFile(src, dst, rel, mode); err != nil {
 				return err
 			}
-			return os.Chtimes(dst, info.ModTime(), info.ModTime()) // as the host's file shows them
+			return dst.Chtimes(rel, info.ModTime(), info.ModTime()) // as the host's file shows them
 		case info.Mode()&fs.ModeSymlink != 0: // an agent folder's (node_modules/.bin): as it was
-			target, err := os.Readlink(p)
+			target, err := src.Readlink(rel)
 			if err != nil {
 				return err
 			}
-			return os.Symlink(target, dst)
+			return dst.Symlink(target, rel)
 		}
 		return nil // aa-grade puts nothing else there
 	})
 }
 
-func copyFile(src, dst string, mode fs.FileMode) error {
-	in, err := os.Open(src)
+// copyFile copies the regular file rel of src into a new file of dst, of mode.
+func copyFile(src, dst *os.Root, rel string, mode fs.FileMode) error {
+	in, err := src.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	out, err := dst.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
 		_ = out.Close() // the copy's error is the one to tell
+		return err
+	}
+	if err := out.Chmod(mode); err != nil { // the umask aside
+		_ = out.Close()
 		return err
 	}
 	return out.Close()

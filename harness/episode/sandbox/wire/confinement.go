@@ -29,11 +29,6 @@ type Confinement struct {
 	// of its own (Landlock): the guest's copy over aa-grade's executable, where a folder the
 	// sandbox shows holds it.
 	Covers []Cover `json:"covers,omitempty"`
-	// Copies are folders copied, by the guest while it is still root, from a read-only volume
-	// into the container's tmpfs (docker, whose daemon may not see the host's files to bind
-	// them): files and folders stay root's and lose their write bits, so that commands, run as
-	// RunAs, can neither change them nor, in a sticky workspace, remove them.
-	Copies []Copy `json:"copies,omitempty"`
 	// ReadOnlyRoot makes every mount of the guest's mount namespace read-only but the
 	// workspace's (and /proc, whose processes' folders stay as the kernel guards them): no
 	// chmod, chown, utime or xattr call then reaches a host file, whoever owns it.
@@ -80,15 +75,6 @@ type BindFile struct {
 type Cover struct {
 	Host string `json:"host"`
 	At   string `json:"at"`
-}
-
-// Copy is a folder's content copied into another folder.
-type Copy struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-	// Sticky makes To, once filled, writable by all but for what others own (as /tmp is): the
-	// workspace, where commands write beside the task's files.
-	Sticky bool `json:"sticky,omitempty"`
 }
 
 // IDs are a user and a group.
