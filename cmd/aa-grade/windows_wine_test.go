@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,13 @@ import (
 // Windows machine here can run (issue 40). Wine 8.0 lacks bcryptprimitives.dll, whose
 // ProcessPrng the Go runtime asks for at start; the prefix gets a shim of it, built from
 // testdata/wine/bcryptprimitives.c with MinGW.
+//
+// Wine's server and its background programs (services.exe, winedevice.exe, explorer.exe,
+// plugplay.exe, rpcss.exe) start with the prefix and run until the tests end, their output in
+// a log of the prefix: a command that found no server running would start them, and they
+// would hold its stderr (and its end) until the server stopped, writing there what befalls
+// them as they start and stop ("wine: Unhandled page fault ..." was seen once so). So a
+// command's stderr holds aa-grade.exe's own words, and Wine's about aa-grade.exe, only.
 type wine struct{ exe, prefix string }
 
 var (
@@ -51,8 +59,27 @@ func setUpWine(dir string) (*wine, string) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, "build aa-grade.exe: " + err.Error() + "\n" + string(out)
 	}
-	if out, err := w.command("wineboot", "--init").CombinedOutput(); err != nil {
-		return nil, "make the Wine prefix: " + err.Error() + "\n" + string(out)
+	if err := os.MkdirAll(w.prefix, 0o755); err != nil {
+		return nil, err.Error()
+	}
+	log, err := os.Create(w.prefix + ".log")
+	if err != nil {
+		return nil, err.Error()
+	}
+	defer log.Close()
+	// A server that stays until it is told to stop, and the prefix made, its programs started,
+	// by a command of its own.
+	server := w.command("wineserver", "--persistent")
+	server.Stdout, server.Stderr = log, log
+	if err := server.Run(); err != nil {
+		return nil, "start Wine's server: " + err.Error()
+	}
+	afterTests = append(afterTests, func() { _ = w.command("wineserver", "--kill").Run() })
+	boot := w.command("wineboot", "--init")
+	boot.Stdout, boot.Stderr = log, log
+	if err := boot.Run(); err != nil {
+		b, _ := os.ReadFile(log.Name())
+		return nil, "make the Wine prefix: " + err.Error() + "\n" + string(b)
 	}
 	dll := filepath.Join(w.prefix, "drive_c", "windows", "system32", "bcryptprimitives.dll")
 	gcc := exec.Command("x86_64-w64-mingw32-gcc", "-shared", "-O2", "-o", dll,
@@ -74,11 +101,16 @@ func (w *wine) command(name string, args ...string) *exec.Cmd {
 // empty Hub cache and no Hub but what env names.
 func (w *wine) aaGrade(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	return runBinary(t, w.aaGradeCommand(t, env, args...))
+}
+
+// aaGradeCommand is the command aaGrade runs.
+func (w *wine) aaGradeCommand(t *testing.T, env []string, args ...string) *exec.Cmd {
 	cmd := w.command("wine", append([]string{w.exe}, args...)...)
 	cmd.Dir = moduleRoot
 	cmd.Env = append(cmd.Env, "HF_HUB_CACHE="+winPath(t.TempDir()), "HF_ENDPOINT=http://127.0.0.1:9", "HF_TOKEN=")
 	cmd.Env = append(cmd.Env, env...)
-	return runBinary(t, cmd)
+	return cmd
 }
 
 // winPath is how Windows programs under Wine name a host path: drive Z: is the host's /.
@@ -122,7 +154,7 @@ func sameFiles(t *testing.T, what, linux, windows string, paths ...string) {
 		case !ok:
 			t.Errorf("%s: %s written on Linux, not under Wine", what, name)
 		case r.Replace(written) != content:
-			t.Errorf("%s: %s differs under Wine", what, name)
+			t.Errorf("%s: %s differs under Wine: %s", what, name, firstDifference(content, r.Replace(written)))
 		}
 	}
 	for name := range got {
@@ -130,6 +162,24 @@ func sameFiles(t *testing.T, what, linux, windows string, paths ...string) {
 			t.Errorf("%s: %s written under Wine, not on Linux", what, name)
 		}
 	}
+}
+
+// firstDifference quotes the first line where got differs from want.
+func firstDifference(want, got string) string {
+	wl, gl := strings.SplitAfter(want, "\n"), strings.SplitAfter(got, "\n")
+	for i := range max(len(wl), len(gl)) {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return fmt.Sprintf("line %d is %.300q, on Linux %.300q", i+1, g, w)
+		}
+	}
+	return "the same lines"
 }
 
 // readTree reads every file of a folder, by its path in it.

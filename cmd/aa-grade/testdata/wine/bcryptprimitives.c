@@ -1,7 +1,7 @@
 /* bcryptprimitives.dll for Wine 8.0, which lacks it: the Go runtime (1.24 and later) asks it
    for ProcessPrng at start and stops when it is not there. This one fills the buffer from
    RtlGenRandom (advapi32's SystemFunction036), which Wine has. Built with MinGW into the Wine
-   prefix's system32 by the test that runs aa-grade.exe under Wine (cmd_wine_test.go). */
+   prefix's system32 by the tests that run aa-grade.exe under Wine (windows_wine_test.go). */
 #include <windows.h>
 
 BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);
