@@ -99,8 +99,9 @@ const MaxResponseBytes = 32 << 20
 // errMalformed marks a 2xx answer that is JSON cut short: transient.
 var errMalformed = errors.New("the answer is not JSON")
 
-// errNotAPI marks a 2xx answer that is not JSON at all (an HTML page, plain text): the base URL
-// is an ordinary web server, not the API, and every call would meet the same.
+// errNotAPI marks a 2xx answer that is not a JSON object (an HTML page, plain text, a bare
+// JSON string): the base URL is an ordinary web server, not the API, and every call would
+// meet the same.
 var errNotAPI = errors.New("the answer is not the API's JSON (is the base URL the API's?)")
 
 // errIdle marks an answer whose bytes stopped coming for longer than the idle timeout: a
@@ -263,6 +264,10 @@ func (o *Options) once(
 		}
 		return resp.Header, nil, fmt.Errorf("HTTP %d: %w (%d bytes: %.100q)", resp.StatusCode, errMalformed, len(answer),
 			scrubbed)
+	}
+	if !gjson.ParseBytes(answer).IsObject() { // every API answers with an object; a bare string or list is not one
+		return resp.Header, nil, fmt.Errorf("HTTP %d: %w (%d bytes: %.100q)", resp.StatusCode, errNotAPI, len(answer),
+			o.scrub(string(answer)))
 	}
 	if check != nil {
 		if apiErr := check(answer); apiErr != nil {
