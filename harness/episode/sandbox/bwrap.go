@@ -204,12 +204,14 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	// The tmpfs' pages are memory too: they get the disk limit on top of the processes' own,
 	// so that a full workspace is "No space left on device", not a sandbox out of memory.
-	cgroup := newSandboxCgroup(limits.memory() + limits.disk())
+	cgroup, err := newSandboxCgroup(limits.memory() + limits.disk())
+	if err != nil {
+		return nil, err
+	}
 	c.ProcessesBounded = cgroups().boundsProcesses()
 	confine, err := c.Encode()
 	if err != nil {
-		cgroup.remove()
-		return nil, err
+		return nil, errors.Join(err, cgroup.remove())
 	}
 	env = append(env[:len(env):len(env)], confine)
 	guest, err := shownGuest(spec.Guest)
@@ -222,8 +224,7 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		covers, err = spec.guestSeenAt(guest, append(system[:len(system):len(system)], spec.Programs...), AgentDirPath)
 	}
 	if err != nil {
-		cgroup.remove()
-		return nil, err
+		return nil, errors.Join(err, cgroup.remove())
 	}
 	for _, at := range covers {
 		args = append(args, "--ro-bind", guest, at)
