@@ -256,7 +256,7 @@ func (b *Bwrap) mountPoint(p shownPath) error {
 	if err != nil {
 		return fmt.Errorf("image %s: %w", b.imageRef, err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // a folder handle: nothing written through it is pending
 	info, err := os.Stat(p.host)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrShownPath, err)
@@ -267,7 +267,7 @@ func (b *Bwrap) mountPoint(p shownPath) error {
 	} else if err = root.MkdirAll(filepath.Dir(rel), 0o755); err == nil {
 		var f *os.File
 		if f, err = root.OpenFile(rel, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
-			f.Close()
+			err = f.Close() // empty: a mount point
 		}
 	}
 	if err != nil {
