@@ -42,7 +42,7 @@ func (v *Viewer) Export(ctx context.Context, dir string) error {
 				if err != nil {
 					return err
 				}
-				defer f.Close()
+				defer func() { _ = f.Close() }() // read only
 				_, err = io.Copy(w, f)
 				return err
 			})

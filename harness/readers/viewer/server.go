@@ -131,7 +131,7 @@ func writeNotFound(w http.ResponseWriter, p string) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusNotFound)
-	w.Write(b.Bytes())
+	_, _ = w.Write(b.Bytes()) // fails when the browser has gone: no one to tell
 }
 
 var errNotFound = errors.New("not found")
@@ -230,7 +230,7 @@ func (v *Viewer) serveTrajectory(w http.ResponseWriter, r *http.Request, l *load
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotFound, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	info, err := f.Stat()
 	if err != nil {
 		return err

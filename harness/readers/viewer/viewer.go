@@ -61,12 +61,12 @@ func New(dirs []string, opts Options) (*Viewer, error) {
 	v := &Viewer{opts: opts}
 	for i, dir := range dirs {
 		if _, err := runfolder.ReadHeader(dir); err != nil {
-			v.Close()
+			_ = v.Close() // folder handles, read only: the error above is the one to tell
 			return nil, err
 		}
 		root, err := os.OpenRoot(dir)
 		if err != nil {
-			v.Close()
+			_ = v.Close() // as above
 			return nil, fmt.Errorf("open the run folder: %w", err)
 		}
 		v.runs = append(v.runs, &source{n: i + 1, dir: dir, root: root})
