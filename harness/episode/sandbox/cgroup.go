@@ -38,7 +38,26 @@ type cgroupLayout struct {
 	reason  string // why no cgroup (or not every limit) can be used, for doctor
 }
 
-var cgroups = sync.OnceValue(findCgroups)
+var cgroups = sync.OnceValue(func() cgroupLayout { return probed(findCgroups()) })
+
+// probed is layout if a cgroup can be made under each of its parents, else no layout, with the
+// reason. Root in a container whose cgroup file system is mounted read-only sees the
+// controllers yet can make no cgroup: its sandboxes run without the limits, said so as for a
+// normal user, rather than failing every start (a cgroup not made once the probe passed
+// does fail the start: newSandboxCgroup).
+func probed(layout cgroupLayout) cgroupLayout {
+	for _, parent := range layout.parents {
+		probe := filepath.Join(parent, fmt.Sprintf("%s%s-probe", leftoverPrefix, ownerTag()))
+		err := os.Mkdir(probe, 0o755)
+		if err == nil {
+			err = os.Remove(probe)
+		}
+		if err != nil {
+			return cgroupLayout{reason: fmt.Sprintf("no cgroup can be made under %s: %v", parent, err)}
+		}
+	}
+	return layout
+}
 
 // findCgroups looks for cgroups aa-grade may create: only root may, in the v1 pids and memory
 // hierarchies, or in the v2 hierarchy's root with the memory and pids controllers enabled.

@@ -49,3 +49,22 @@ func withCgroups(t *testing.T, l cgroupLayout) {
 	cgroups = func() cgroupLayout { return l }
 	t.Cleanup(func() { cgroups = saved })
 }
+
+// TestCgroupsProbed: a layout whose parent takes no cgroup (a read-only cgroup file system, as
+// root in a container sees it) is no layout, with the reason; one that takes them is kept.
+func TestCgroupsProbed(t *testing.T) {
+	notADir := filepath.Join(t.TempDir(), "cgroup-parent")
+	testfs.Write(t, notADir, "a file, where the cgroup hierarchy should be\n")
+	got := probed(cgroupLayout{parents: []string{notADir}, v2: true})
+	if len(got.parents) != 0 {
+		t.Errorf("a parent that takes no cgroup was kept: %+v", got)
+	}
+	textcheck.Has(t, "the reason", got.reason, "no cgroup can be made under "+notADir)
+	parent := t.TempDir()
+	if got := probed(cgroupLayout{parents: []string{parent}, v2: true}); len(got.parents) != 1 || !got.v2 {
+		t.Errorf("a parent that takes cgroups was dropped: %+v", got)
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 0 {
+		t.Errorf("the probe left %d entries in %s", len(entries), parent)
+	}
+}
