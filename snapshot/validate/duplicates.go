@@ -162,20 +162,24 @@ type shared struct {
 }
 
 // eachKindFirst puts the heaviest shared feature of each kind of evidence first, heaviest
-// first, then the others as they come: the noise of metrics that a copy keeps sample for
-// sample is rarer than any alert, and would otherwise hide the incident the pair shares.
+// first but a metric's shape last of them, then the others as they come: the noise of
+// metrics that a copy keeps sample for sample is rarer than any alert, and would otherwise
+// hide the incident the pair shares, which says more to the reader.
 func eachKindFirst(listed []shared) []shared {
 	seen := map[string]bool{}
-	var first, rest []shared
+	var first, shapes, rest []shared
 	for _, s := range listed {
-		if seen[s.kind] {
+		switch {
+		case seen[s.kind]:
 			rest = append(rest, s)
-		} else {
-			seen[s.kind] = true
+		case s.kind == "metric":
+			shapes = append(shapes, s)
+		default:
 			first = append(first, s)
 		}
+		seen[s.kind] = true
 	}
-	return append(first, rest...)
+	return slices.Concat(first, shapes, rest)
 }
 
 func union(a, b map[string]float64) map[string]bool {

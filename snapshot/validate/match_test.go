@@ -74,3 +74,17 @@ func TestMaskCutsBeforeASlot(t *testing.T) {
 		t.Errorf("masked to %q", got)
 	}
 }
+
+// TestSharedListsEachKindFirst: of the shared features, heaviest first, the first of each kind
+// of evidence comes before the rest, and a metric's shape after the first of the other kinds.
+func TestSharedListsEachKindFirst(t *testing.T) {
+	listed := []shared{{"m1", "metric", 9}, {"m2", "metric", 8}, {"a1", "alert", 7}, {"a2", "alert", 6},
+		{"s1", "span", 5}}
+	var got []string
+	for _, s := range eachKindFirst(listed) {
+		got = append(got, s.feature)
+	}
+	if want := []string{"a1", "s1", "m1", "m2", "a2"}; !slices.Equal(got, want) {
+		t.Errorf("listed %v, want %v", got, want)
+	}
+}
