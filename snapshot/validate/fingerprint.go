@@ -27,11 +27,13 @@ const onsetBucket = 5 * time.Minute
 
 // Fingerprint is what the model sees of a task, as features with weights: firing alerts and
 // when each first fired after the task's first alerts file, Kubernetes events, objects that
-// change between the first and the last dump, error spans and error log lines. Every name of
-// a workload, a service or a namespace in them is replaced by its role (see roles), and
-// times, ids and numbers are masked (see normalise), so that a copy renamed and moved in
-// time has the same fingerprint. A feature's weight grows with the log of its count, so a
-// copy given or stripped of a fifth of its lines keeps nearly the same weights.
+// change between the first and the last dump, error spans, error log lines and the shapes of
+// metric series (see shape). Every name of a workload, a service or a namespace in them is
+// replaced by a slot standing for its entity, described by its role (see roles), and times,
+// ids and numbers are masked (see normalise), so that a copy renamed and moved in time has
+// the same fingerprint once its entities are matched with the original's. A feature's weight
+// grows with the log of its count, so a copy given or stripped of a fifth of its lines keeps
+// nearly the same weights.
 type Fingerprint struct {
 	Task     string
 	Features map[string]float64
