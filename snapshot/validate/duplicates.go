@@ -10,11 +10,12 @@ import (
 )
 
 // DuplicateThreshold is the similarity from which two tasks are near-duplicates. Measured on
-// generated tasks (docs/benchmarks.md, internal/devtools/dupbench): copies renamed, moved in
-// time or given a fifth more lines score 0.99-1.00, copies stripped of a fifth of their lines
-// mostly 0.93-1.00; a fault recorded again on the same service scores at most 0.36, the
-// same fault on another service 0.12, another fault 0.56. 0.8 sits above every unrelated
-// pair with room and below the copies, so a pair above it is one recording edited, not two.
+// 40 generated tasks (docs/benchmarks.md, internal/devtools/dupbench): copies renamed, moved
+// in time, given a fifth more lines or that lost a call score 0.99-1.00, copies stripped of a
+// fifth of their lines 1.00 at the median and 0.78 at the least; a fault recorded again on
+// the same service scores at most 0.55, the same fault on another service 0.47, another
+// fault 0.74 (two faults that fail the same service alike). 0.8 sits above every unrelated
+// pair and below all but one copy, so a pair above it is one recording edited, not two.
 const DuplicateThreshold = 0.8
 
 // sharedListed is how many shared features a pair lists, each at most maxSharedText bytes.
@@ -32,31 +33,47 @@ type Pair struct {
 
 // corpus is the set of fingerprints compared, with how rare each feature is among them.
 type corpus struct {
-	size  int
-	df    map[string]int
-	norms map[*Fingerprint]map[string]float64 // by kind of evidence
+	size   int
+	df     map[string]int                      // by template: a feature with its entities left out
+	parsed map[*Fingerprint][]parsed           // each fingerprint's features
+	roles  map[*Fingerprint][]vector           // each fingerprint's entities, of those compared
+	norms  map[*Fingerprint]map[string]float64 // by kind of evidence
 }
 
 // Similarities compares every pair of given tasks, and each given task with each of against,
 // and returns the pairs, most alike first; background tasks are compared with none, but count
 // in how rare a feature is, so that a pair compared alone still weighs the cluster's own
-// noise (the Watchdog alert) as what every task has. The similarity is the mean, over the
-// kinds of evidence either task has (alerts, events, object changes, error spans, error log
-// lines), of the cosine similarity of their features weighted by rarity (a feature every task
-// has weighs next to nothing): the service that fails most fills the spans and logs, and each
-// kind counting alike keeps it from deciding.
+// noise (the Watchdog alert) as what every task has. Each pair's entities are first matched
+// by their roles (matchEntities), and a feature of one task is the other's when it is the
+// same with each entity replaced by its match. The similarity is the mean, over the kinds of
+// evidence either task has (alerts, events, object changes, error spans, error log lines,
+// metric shapes), of the cosine similarity of their features weighted by rarity (a feature
+// every task has, whatever its entities, weighs next to nothing): the service that fails
+// most fills the spans and logs, and each kind counting alike keeps it from deciding.
 func Similarities(given, against, background []*Fingerprint) []Pair {
 	all := slices.Concat(given, against, background)
-	c := &corpus{size: len(all), df: map[string]int{}, norms: make(map[*Fingerprint]map[string]float64, len(all))}
+	c := &corpus{size: len(all), df: map[string]int{}, parsed: make(map[*Fingerprint][]parsed, len(all)),
+		norms: make(map[*Fingerprint]map[string]float64, len(all)), roles: map[*Fingerprint][]vector{}}
+	ix := roleIndex{}
+	for _, fp := range slices.Concat(given, against) {
+		c.roles[fp] = ix.vectors(fp.entities)
+	}
 	for _, fp := range all {
-		for k := range fp.Features {
-			c.df[k]++
+		seen := map[string]bool{}
+		for k, w := range fp.Features {
+			p := parse(k, w)
+			c.parsed[fp] = append(c.parsed[fp], p)
+			if !seen[p.template] {
+				seen[p.template] = true
+				c.df[p.template]++
+			}
 		}
 	}
 	for _, fp := range all {
 		sums := map[string]float64{}
-		for k, w := range fp.Features {
-			sums[evidenceKind(k)] += (w * c.idf(k)) * (w * c.idf(k))
+		for _, p := range c.parsed[fp] {
+			w := p.weight * c.idf(p.template)
+			sums[evidenceKind(p.key)] += w * w
 		}
 		for kind, sum := range sums {
 			sums[kind] = math.Sqrt(sum)
@@ -73,11 +90,13 @@ func Similarities(given, against, background []*Fingerprint) []Pair {
 	return out
 }
 
-func (c *corpus) idf(k string) float64 { return math.Log(float64(c.size+1) / float64(c.df[k])) }
+func (c *corpus) idf(template string) float64 {
+	return math.Log(float64(c.size+1) / float64(c.df[template]))
+}
 
-// common says whether most tasks compared have the feature k: such a feature is not what
-// tells a pair apart, so a pair does not list it.
-func (c *corpus) common(k string) bool { return 2*c.df[k] > c.size }
+// common says whether most tasks compared have the feature's template: such a feature is not
+// what tells a pair apart, so a pair does not list it.
+func (c *corpus) common(template string) bool { return 2*c.df[template] > c.size }
 
 // evidenceKind is the kind of evidence of a feature: its first word.
 func evidenceKind(feature string) string {
@@ -90,18 +109,21 @@ func evidenceKind(feature string) string {
 
 // compare is the similarity of a and b, with what they share most.
 func (c *corpus) compare(a, b *Fingerprint) Pair {
-	type shared struct {
-		feature string
-		weight  float64
-	}
+	to := matchEntities(c.roles[a], c.roles[b])
 	dots := map[string]float64{}
 	var listed []shared
-	for k, wa := range a.Features {
+	var buf strings.Builder
+	for _, p := range c.parsed[a] {
+		k, ok := p.as(to, &buf)
+		if !ok {
+			continue
+		}
 		if wb, ok := b.Features[k]; ok {
-			w := wa * wb * c.idf(k) * c.idf(k)
-			dots[evidenceKind(k)] += w
-			if !c.common(k) {
-				listed = append(listed, shared{a.shown[k], w})
+			idf := c.idf(p.template)
+			w := p.weight * wb * idf * idf
+			dots[evidenceKind(p.key)] += w
+			if !c.common(p.template) {
+				listed = append(listed, shared{a.shown[p.key], evidenceKind(p.key), w})
 			}
 		}
 	}
@@ -127,10 +149,38 @@ func (c *corpus) compare(a, b *Fingerprint) Pair {
 		return listed[i].feature < listed[j].feature
 	})
 	p := Pair{Task: a.Task, Of: b.Task, Similarity: sim}
-	for _, s := range listed[:min(sharedListed, len(listed))] {
+	for _, s := range eachKindFirst(listed)[:min(sharedListed, len(listed))] {
 		p.Shared = append(p.Shared, clip(strings.Join(strings.Fields(s.feature), " "), maxSharedText))
 	}
 	return p
+}
+
+// shared is a feature two tasks share, in the first one's names, with its weight in their
+// similarity.
+type shared struct {
+	feature, kind string
+	weight        float64
+}
+
+// eachKindFirst puts the heaviest shared feature of each kind of evidence first, heaviest
+// first but a metric's shape last of them, then the others as they come: the noise of
+// metrics that a copy keeps sample for sample is rarer than any alert, and would otherwise
+// hide the incident the pair shares, which says more to the reader.
+func eachKindFirst(listed []shared) []shared {
+	seen := map[string]bool{}
+	var first, shapes, rest []shared
+	for _, s := range listed {
+		switch {
+		case seen[s.kind]:
+			rest = append(rest, s)
+		case s.kind == "metric":
+			shapes = append(shapes, s)
+		default:
+			first = append(first, s)
+		}
+		seen[s.kind] = true
+	}
+	return slices.Concat(first, shapes, rest)
 }
 
 func union(a, b map[string]float64) map[string]bool {
