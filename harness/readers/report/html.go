@@ -270,11 +270,11 @@ const (
 	plotBelow       = 48
 	// pointR is a scatter point's radius; points nearer than sameSpot pixels are spread
 	// around their spot, spreadR from it, so that none hides another.
-	pointR = 6
+	pointR   = 6
+	sameSpot = 4
+	spreadR  = 8
 	// minBinLabel is the narrowest bin whose label ("90-99") fits under it.
 	minBinLabel = 44
-	sameSpot    = 4
-	spreadR     = 8
 )
 
 // plotArea is where a scatter or a histogram draws at one size, and where its axes' titles go.
