@@ -162,7 +162,9 @@ type size struct {
 
 // sizes are the widths the charts are drawn at: the page's own (1100, from 1160 px windows up),
 // a laptop's half or a small window's (640, from 700 px), and a phone's (330).
-var sizes = []size{{Name: "full", Width: 1100}, {Name: "medium", Width: 640}, {Name: "small", Width: 330, Stacked: true}}
+var sizes = []size{
+	{Name: "full", Width: 1100}, {Name: "medium", Width: 640}, {Name: "small", Width: 330, Stacked: true},
+}
 
 // tick is an axis mark at a pixel position.
 type tick struct {
