@@ -101,15 +101,15 @@ func rebuiltHeader(opts repairOptions, rb runfolder.Rebuilt) (runfolder.Header, 
 	if rb.Agent {
 		h.Agent = &runfolder.AgentInfo{Spec: "unknown"}
 	}
-	unknown := []string{"sandbox", "settings (max_tokens, loop, max_turns, command_timeout)", "reasoning_effort",
-		"prices", "judge"}
+	h.Unknown = []string{"sandbox", "max_tokens", "loop", "max_turns", "command_timeout", "reasoning_effort", "prices",
+		"judge"}
 	if rb.Agent {
-		unknown = append(unknown, "agent")
+		h.Unknown = append(h.Unknown, "agent")
 	}
 	if rb.PromptSHA256 == "" {
-		unknown = append(unknown, "prompt_sha256")
+		h.Unknown = append(h.Unknown, "prompt_sha256")
 	}
-	told := from + ", the dataset from --dataset; not known: " + strings.Join(unknown, ", ")
+	told := from + ", the dataset from --dataset; not known: " + strings.Join(h.Unknown, ", ")
 	h.Repaired = "rebuilt by aa-grade repair: " + told
 	return h, told, nil
 }

@@ -303,10 +303,43 @@ const layoutFaults = `(() => {
 	return out;
 })()`
 
+// chartText is JavaScript measuring the text of the charts shown, as the window draws it: the
+// font's size times the scale its chart is drawn at; the smallest, where it is, and how many
+// texts were measured.
+const chartText = `(() => {
+	let least = 1000, where = "", n = 0;
+	for (const svg of document.querySelectorAll("svg.chart")) {
+		if (svg.getBoundingClientRect().width === 0) continue; // a size the window does not show
+		for (const text of svg.querySelectorAll("text")) {
+			const m = text.getScreenCTM(); // a rotated axis title's scale too
+			const size = parseFloat(getComputedStyle(text).fontSize) * Math.hypot(m.a, m.b);
+			n++;
+			if (size < least) { least = size; where = svg.getAttribute("aria-label") + ": " + text.textContent; }
+		}
+	}
+	return {least, where, n};
+})()`
+
+// chartTextSize measures the charts' text of the page open in tb (chartText).
+func chartTextSize(t *testing.T, tb *cdp.Tab) (least float64, where string, n int) {
+	t.Helper()
+	var m struct {
+		Least float64
+		Where string
+		N     int
+	}
+	if err := json.Unmarshal([]byte(tb.Eval(chartText)), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Least, m.Where, m.N
+}
+
 // TestReportHTMLLayout opens report.html of several runs of one model at 700 and 1400 pixels:
 // the page fits the window, nothing hides behind a sideways scroll, and no table breaks a name
-// letter by letter. Control pages with a crushed column and a chart wider than its box prove
-// the check finds them.
+// letter by letter; at those and at a phone's 390 pixels the charts' text is drawn at 11 px or
+// more (a chart laid out 1100 wide and shrunk to the window once drew it at 6). Control pages
+// with a crushed column, a chart wider than its box and a chart shrunk to the window prove the
+// checks find them.
 func TestReportHTMLLayout(t *testing.T) {
 	dir := t.TempDir()
 	var runs []string
@@ -325,9 +358,32 @@ func TestReportHTMLLayout(t *testing.T) {
 	testfs.Write(t, control, `<!doctype html><table><tr><td style="width:1px;word-break:break-all">anthropic/claude-opus-4-7</td></tr></table>`)
 	wideControl := filepath.Join(dir, "wide.html")
 	testfs.Write(t, wideControl, `<!doctype html><h2>Chart</h2><div style="overflow-x:auto"><svg width="1600" height="20"></svg></div>`)
-	for _, width := range []int{700, 1400} {
-		tb := openLaidOut(t, page, width)
+	shrunkControl := filepath.Join(dir, "shrunk.html")
+	testfs.Write(t, shrunkControl, `<!doctype html><svg class="chart" width="1100" height="40" viewBox="0 0 1100 40" `+
+		`style="max-width:100%;height:auto;font:12px sans-serif" aria-label="shrunk"><text y="20">a label</text></svg>`)
+	for _, width := range []int{390, 700, 1400} {
+		var tb *cdp.Tab
+		if width < 700 { // the charts alone: the tables of runs and comparisons are wider than a phone
+			tb = cdp.NewTab(t, width)
+			tb.Open("file://" + page)
+		} else {
+			tb = openLaidOut(t, page, width)
+		}
 		tb.Screenshot(fmt.Sprintf("report-%d", width))
+		least, where, n := chartTextSize(t, tb)
+		if n < 50 {
+			t.Errorf("at %d px, %d chart texts measured: the charts are not shown", width, n)
+		}
+		if least < 11 {
+			t.Errorf("at %d px, chart text drawn at %.1f px (%s), want 11 or more", width, least, where)
+		}
+		tb.Open("file://" + shrunkControl)
+		if least, _, _ := chartTextSize(t, tb); width < 1100 && least >= 11 {
+			t.Errorf("at %d px, the control chart shrunk to the window measured %.1f px: the check proves nothing", width, least)
+		}
+		if width < 700 {
+			continue
+		}
 		tb.Open("file://" + control)
 		if faults := tb.Eval(layoutFaults); !strings.Contains(faults, "lines for 1 words") {
 			t.Errorf("the control page's crushed column was not found (%s): the check proves nothing", faults)

@@ -90,7 +90,7 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 	if len(runs) > 1 {
 		v.Title = fmt.Sprintf("ITBench-AA report: %d runs", len(runs))
 	}
-	v.Board, v.OtherBoard = boardChart(overviews, true), boardChart(overviews, false)
+	v.Board, v.OtherBoard = boardCharts(overviews, true), boardCharts(overviews, false)
 	for _, rv := range v.Runs {
 		if rv.OtherTasks != "" {
 			v.OtherTasks = append(v.OtherTasks, fmt.Sprintf("R%d: not ranked against the published leaderboard: %s; %s.", rv.N,
@@ -100,9 +100,11 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 	if v.Board == nil {
 		v.Note = ""
 	}
-	v.Scatter = scatterChart(runs, labels)
-	v.Turns = turnsChart(runs, labels)
-	v.Heat = heatChart(runs, labels)
+	for _, sz := range sizes {
+		v.Scatter = append(v.Scatter, scatterChart(runs, labels, sz))
+		v.Turns = append(v.Turns, turnsChart(runs, labels, sz))
+		v.Heat = append(v.Heat, heatChart(runs, labels, sz))
+	}
 	var err error
 	if v.Analysis, err = analysisSection(analysesOf(runs)); err != nil {
 		return err
@@ -120,12 +122,13 @@ type htmlView struct {
 	PartialNote                  string
 	Runs                         []runView
 	// Board ranks the runs of ITBench-AA's tasks among the published rows, OtherBoard the other
-	// runs alone, OtherTasks says why; each board is nil when it has no run.
-	Board, OtherBoard *boardView
+	// runs alone, OtherTasks says why; each board is nil when it has no run. Each chart is
+	// drawn at each of the sizes, in their order.
+	Board, OtherBoard []boardView
 	OtherTasks        []string
-	Scatter           scatterView
-	Turns             histogramView
-	Heat              heatView
+	Scatter           []scatterView
+	Turns             []histogramView
+	Heat              []heatView
 	Analysis          template.HTML // analysis.go
 }
 
@@ -146,21 +149,45 @@ type issue struct {
 	Repeat              int
 }
 
+// size is a width a chart is laid out for. Each chart is drawn at every size and the page's CSS
+// shows the one that fits the window at its own scale, so that its text keeps its 12 px however
+// narrow the window (a chart drawn 1100 wide and shrunk to a 700 px window had 6 px text).
+type size struct {
+	Name  string // the chart's class, which the page's CSS shows or hides
+	Width float64
+	// Stacked lays a chart out for a phone: the leaderboard's labels above their bars, less
+	// room for the axes' labels.
+	Stacked bool
+}
+
+// sizes are the widths the charts are drawn at: the page's own (1100, from 1160 px windows up),
+// a laptop's half or a small window's (640, from 700 px), and a phone's (330).
+var sizes = []size{
+	{Name: "full", Width: 1100}, {Name: "medium", Width: 640}, {Name: "small", Width: 330, Stacked: true},
+}
+
 // tick is an axis mark at a pixel position.
 type tick struct {
 	Pos   float64
 	Label string
 }
 
-// Chart geometry, in pixels of the SVG's own coordinates.
+// Chart geometry, in pixels of the SVG's own coordinates: the leaderboard's bars run from its
+// labels, boardLeft of the width, to boardRight of it; a stacked board's labels stand above
+// its bars, which take stackedBars of the width.
 const (
-	chartWidth = 1100
-	boardLeft  = 400 // labels end here, bars start
-	boardRight = 800
-	boardRowH  = 26
+	boardLeft   = 0.36
+	boardRight  = 0.73
+	boardRowH   = 26
+	stackedRowH = 40
+	stackedBars = 0.55
+	// charWidth is about what a character of the charts' 12 px text takes, to cut labels to
+	// the room they have.
+	charWidth = 7
 )
 
 type boardView struct {
+	size
 	Height, Left, Right, Bottom float64
 	Rows                        []boardBar
 	Ticks                       []tick
@@ -168,30 +195,52 @@ type boardView struct {
 
 type boardBar struct {
 	boardRow
-	Y, Width, ValueX                   float64
+	Y, Width, ValueX, BarY, LabelY     float64
 	CILo, CIHi, Mid, CapTop, CapBottom float64 // the interval's whisker
 	Colour, Tag, Value                 string
 }
 
-// boardChart draws board(runs, published): nil when it has no run.
-func boardChart(runs []Overview, published bool) *boardView {
+// boardCharts draws board(runs, published) at each size: nil when it has no run.
+func boardCharts(runs []Overview, published bool) []boardView {
 	rows := board(runs, published)
 	if !slices.ContainsFunc(rows, func(r boardRow) bool { return !r.Published() }) {
 		return nil
 	}
-	scale := float64(boardRight - boardLeft)
-	v := boardView{Left: boardLeft, Right: boardRight, Bottom: float64(len(rows)*boardRowH + 10)}
+	var out []boardView
+	for _, sz := range sizes {
+		out = append(out, boardChart(runs, rows, sz))
+	}
+	return out
+}
+
+// boardChart lays the board's rows out at one size: labels left of the bars, or above them
+// when stacked.
+func boardChart(runs []Overview, rows []boardRow, sz size) boardView {
+	left, right, rowH, room := sz.Width*boardLeft, sz.Width*boardRight, float64(boardRowH), sz.Width*boardLeft
+	if sz.Stacked {
+		left, right, rowH, room = 0, sz.Width*stackedBars, stackedRowH, sz.Width
+	}
+	labelChars := min(boardLabel, int(room/charWidth)-1)
+	scale := right - left
+	v := boardView{size: sz, Left: left, Right: right, Bottom: float64(len(rows))*rowH + 10}
 	v.Height = v.Bottom + 30
 	for i := 0; i <= 10; i++ {
-		v.Ticks = append(v.Ticks, tick{Pos: boardLeft + scale*float64(i)/10, Label: fmt.Sprintf("%.1f", float64(i)/10)})
+		if sz.Stacked && i%2 == 1 {
+			continue // 0.1 apart, the labels would touch
+		}
+		v.Ticks = append(v.Ticks, tick{Pos: left + scale*float64(i)/10, Label: fmt.Sprintf("%.1f", float64(i)/10)})
 	}
 	for i, row := range rows {
-		b := boardBar{boardRow: row, Y: float64(i*boardRowH + 10), Width: scale * clamp01(row.Score)}
-		b.Label = OneLine(row.Label, boardLabel)
-		if !row.Published() {
-			b.Label = runLabel(runs[row.Run], boardLabel)
+		b := boardBar{boardRow: row, Y: float64(i)*rowH + 10, Width: scale * clamp01(row.Score)}
+		b.BarY, b.LabelY = b.Y, b.Y
+		if sz.Stacked {
+			b.BarY = b.Y + 18
 		}
-		end := boardLeft + b.Width
+		b.Label = OneLine(row.Label, labelChars)
+		if !row.Published() {
+			b.Label = runLabel(runs[row.Run], labelChars)
+		}
+		end := left + b.Width
 		if row.Published() {
 			b.Colour, b.Tag = "#c9c9c9", "published, "+english.Count(row.Tasks, "task")
 			b.Value = fmt.Sprintf("%.3f", row.Score)
@@ -199,38 +248,64 @@ func boardChart(runs []Overview, published bool) *boardView {
 			b.Colour, b.Tag = palette[row.Run%len(palette)], fmt.Sprintf("R%d, %s", row.Run+1, english.Count(row.Tasks, "task"))
 			b.Value = row.Standing()
 			if ci := row.CI95; ci != nil && !row.Unfinished() {
-				b.CILo, b.CIHi = boardLeft+scale*clamp01(ci[0]), boardLeft+scale*clamp01(ci[1])
-				b.Mid, b.CapTop, b.CapBottom = b.Y+8.5, b.Y+3, b.Y+14
+				b.CILo, b.CIHi = left+scale*clamp01(ci[0]), left+scale*clamp01(ci[1])
+				b.Mid, b.CapTop, b.CapBottom = b.BarY+8.5, b.BarY+3, b.BarY+14
 				end = max(end, b.CIHi)
 			}
 		}
 		b.ValueX = end + 6
 		v.Rows = append(v.Rows, b)
 	}
-	return &v
+	return v
 }
 
 // Scatter and histogram plot areas: room on the left for the tick labels and the vertical
-// axis's title, below for the tick labels and the horizontal axis's title.
+// axis's title (less on a phone's), on the right, below for the tick labels and the
+// horizontal axis's title.
 const (
-	plotLeft   = 80
-	plotTop    = 20
-	plotWidth  = 880
-	plotHeight = 340
-	plotBelow  = 48
+	plotLeft        = 80
+	plotLeftStacked = 50
+	plotRight       = 40
+	plotTop         = 20
+	plotHeight      = 340
+	plotHeightSmall = 240
+	plotBelow       = 48
 	// pointR is a scatter point's radius; points nearer than sameSpot pixels are spread
 	// around their spot, spreadR from it, so that none hides another.
 	pointR   = 6
 	sameSpot = 4
 	spreadR  = 8
+	// minBinLabel is the narrowest bin whose label ("90-99") fits under it.
+	minBinLabel = 44
 )
 
+// plotArea is where a scatter or a histogram draws at one size, and where its axes' titles go.
+type plotArea struct {
+	size
+	Left, Top, Right, Bottom, Height, Middle, AxisTitleY, AxisTitleX, YTitleX float64
+}
+
+func newPlotArea(sz size) plotArea {
+	left, height := float64(plotLeft), float64(plotHeight)
+	if sz.Stacked {
+		left, height = plotLeftStacked, plotHeightSmall
+	}
+	right := sz.Width - plotRight
+	return plotArea{size: sz, Left: left, Top: plotTop, Right: right, Bottom: plotTop + height,
+		Height: plotTop + height + plotBelow, Middle: plotTop + height/2, AxisTitleY: plotTop + height + 40,
+		AxisTitleX: (left + right) / 2, YTitleX: max(14, left/2-20)}
+}
+
+// x and y map a fraction of the plot's width and height, from its left and its bottom.
+func (a plotArea) x(f float64) float64 { return a.Left + (a.Right-a.Left)*f }
+func (a plotArea) y(f float64) float64 { return a.Bottom - (a.Bottom-a.Top)*f }
+
 type scatterView struct {
-	Left, Top, Right, Bottom, Height, Middle, AxisTitleY float64
-	XTicks, YTicks                                       []tick
-	Points                                               []point
-	Unknown                                              []unknownCost
-	Spread                                               bool // some points were spread around their spot
+	plotArea
+	XTicks, YTicks []tick
+	Points         []point
+	Unknown        []unknownCost
+	Spread         bool // some points were spread around their spot
 	// AllFree says every known cost is $0: the points would all stand on the axis, so none
 	// is drawn.
 	AllFree bool
@@ -251,9 +326,8 @@ type unknownCost struct {
 // repeats that ended); tasks whose cost is unknown are listed instead. The axes run a little
 // beyond the data, so that no point sits on an axis, and points at one spot are spread
 // around it.
-func scatterChart(runs []*Run, labels []string) scatterView {
-	v := scatterView{Left: plotLeft, Top: plotTop, Right: plotLeft + plotWidth, Bottom: plotTop + plotHeight,
-		Height: plotTop + plotHeight + plotBelow, Middle: plotTop + plotHeight/2, AxisTitleY: plotTop + plotHeight + 40}
+func scatterChart(runs []*Run, labels []string, sz size) scatterView {
+	v := scatterView{plotArea: newPlotArea(sz)}
 	type known struct {
 		run         int
 		task        string
@@ -290,8 +364,8 @@ func scatterChart(runs []*Run, labels []string) scatterView {
 	step, top := niceScale(top)
 	// The data run from 0 to top and from 0 to 1; the axes 3% and 5% beyond.
 	xLo, xHi, yLo, yHi := -0.03*top, 1.03*top, -0.05, 1.05
-	x := func(c float64) float64 { return plotLeft + plotWidth*(c-xLo)/(xHi-xLo) }
-	y := func(s float64) float64 { return plotTop + plotHeight*(yHi-s)/(yHi-yLo) }
+	x := func(c float64) float64 { return v.x((c - xLo) / (xHi - xLo)) }
+	y := func(s float64) float64 { return v.y((s - yLo) / (yHi - yLo)) }
 	for c := 0.0; c <= top+step/2; c += step {
 		v.XTicks = append(v.XTicks, tick{Pos: x(c), Label: usdTick(c, step)})
 	}
@@ -390,11 +464,11 @@ func (t taskScore) partial() string {
 }
 
 type histogramView struct {
-	Left, Top, Right, Bottom, Height, Middle, AxisTitleY float64
-	YTicks                                               []tick
-	Bins                                                 []bin
-	Bars                                                 []bar
-	Empty                                                bool
+	plotArea
+	YTicks []tick
+	Bins   []bin
+	Bars   []bar
+	Empty  bool
 }
 
 type bin struct {
@@ -409,9 +483,8 @@ type bar struct {
 
 // turnsChart counts each run's finished episodes by turns, in ten bins up to the turn cap
 // and one for the cap itself, the runs' bars side by side.
-func turnsChart(runs []*Run, labels []string) histogramView {
-	v := histogramView{Left: plotLeft, Top: plotTop, Right: plotLeft + plotWidth, Bottom: plotTop + plotHeight,
-		Height: plotTop + plotHeight + plotBelow, Middle: plotTop + plotHeight/2, AxisTitleY: plotTop + plotHeight + 40}
+func turnsChart(runs []*Run, labels []string, sz size) histogramView {
+	v := histogramView{plotArea: newPlotArea(sz)}
 	limit := 1
 	for _, r := range runs {
 		limit = max(limit, r.Header.MaxTurns)
@@ -438,9 +511,9 @@ func turnsChart(runs []*Run, labels []string) histogramView {
 	step, top := niceScale(float64(most))
 	step = math.Max(step, 1)
 	for y := 0.0; y <= top+step/2; y += step {
-		v.YTicks = append(v.YTicks, tick{Pos: plotTop + plotHeight*(1-y/top), Label: fmt.Sprintf("%.0f", y)})
+		v.YTicks = append(v.YTicks, tick{Pos: v.y(y / top), Label: fmt.Sprintf("%.0f", y)})
 	}
-	group := float64(plotWidth) / float64(bins)
+	group := (v.Right - v.Left) / float64(bins)
 	barW := group * 0.8 / float64(len(runs))
 	for b := range bins {
 		lo, hi := b*width, (b+1)*width-1
@@ -448,12 +521,14 @@ func turnsChart(runs []*Run, labels []string) histogramView {
 		if width == 1 || b == bins-1 && lo == limit {
 			label = fmt.Sprint(lo)
 		}
-		v.Bins = append(v.Bins, bin{Center: plotLeft + group*(float64(b)+0.5), Label: label})
+		if group >= minBinLabel || b%2 == 0 || b == bins-1 { // too narrow a bin: every other labelled
+			v.Bins = append(v.Bins, bin{Center: v.x((float64(b) + 0.5) / float64(bins)), Label: label})
+		}
 		for i := range runs {
 			n := counts[i][b]
-			h := plotHeight * float64(n) / top
+			h := (v.Bottom - v.Top) * float64(n) / top
 			v.Bars = append(v.Bars,
-				bar{X: plotLeft + group*float64(b) + group*0.1 + barW*float64(i), Y: plotTop + plotHeight - h,
+				bar{X: v.Left + group*float64(b) + group*0.1 + barW*float64(i), Y: v.Bottom - h,
 					Width: barW, Height: h, Colour: palette[i%len(palette)],
 					Title: fmt.Sprintf("R%d %s: %s with %s turns", i+1, labels[i], english.Count(n, "episode"), label)})
 		}
@@ -462,6 +537,7 @@ func turnsChart(runs []*Run, labels []string) histogramView {
 }
 
 type heatView struct {
+	size
 	Width, Height                            float64
 	LabelEnd, CellWidth, CellHeight, CellMid float64
 	Columns                                  []heatColumn
@@ -484,19 +560,22 @@ type heatCell struct {
 	Fill, Text, Title string
 }
 
-// Heatmap geometry.
+// Heatmap geometry: at full size; narrower, the labels take heatLabelShare of the width and
+// the cells share the rest, heatMinCellW at least.
 const (
-	heatLabelW = 240
-	heatCellW  = 80
-	heatCellH  = 22
-	heatTop    = 30
+	heatLabelW     = 240
+	heatCellW      = 80
+	heatLabelShare = 0.36
+	heatMinCellW   = 48
+	heatCellH      = 22
+	heatTop        = 30
 )
 
 // heatChart is a task x run grid of task scores: the mean over the repeats that ended,
 // marked with how many of how many when some did not (in error, not run yet); "error" when
 // every repeat that ran ended in error, grey when the run does not have the task or has not
 // run it yet.
-func heatChart(runs []*Run, labels []string) heatView {
+func heatChart(runs []*Run, labels []string, sz size) heatView {
 	var tasks []string
 	seen := map[string]bool{}
 	perRun := make([]map[string]taskScore, len(runs))
@@ -509,19 +588,25 @@ func heatChart(runs []*Run, labels []string) heatView {
 			}
 		}
 	}
-	v := heatView{Width: float64(heatLabelW + heatCellW*len(runs) + 10),
-		Height: float64(heatTop + heatCellH*len(tasks) + 10), LabelEnd: heatLabelW, CellWidth: heatCellW,
-		CellHeight: heatCellH, CellMid: heatCellW / 2}
+	labelW, cellW, chars := float64(heatLabelW), float64(heatCellW), maxLabel
+	if full := labelW + cellW*float64(len(runs)) + 10; full > sz.Width {
+		labelW = sz.Width * heatLabelShare
+		cellW = max(heatMinCellW, min(cellW, (sz.Width-labelW-10)/float64(len(runs))))
+		chars = int(labelW/charWidth) - 1
+	}
+	v := heatView{size: sz, Width: labelW + cellW*float64(len(runs)) + 10,
+		Height: float64(heatTop + heatCellH*len(tasks) + 10), LabelEnd: labelW, CellWidth: cellW,
+		CellHeight: heatCellH, CellMid: cellW / 2}
 	for i := range runs {
 		v.Columns = append(v.Columns,
-			heatColumn{X: float64(heatLabelW + heatCellW*i + heatCellW/2), Label: fmt.Sprintf("R%d", i+1),
+			heatColumn{X: labelW + cellW*float64(i) + cellW/2, Label: fmt.Sprintf("R%d", i+1),
 				Colour: palette[i%len(palette)]})
 	}
 	for j, task := range tasks {
 		name := OneLine(task, maxLabel)
-		row := heatRow{Y: float64(heatTop + heatCellH*j), Task: name}
+		row := heatRow{Y: float64(heatTop + heatCellH*j), Task: OneLine(task, chars)}
 		for i := range runs {
-			c := heatCell{X: float64(heatLabelW + heatCellW*i), Fill: "#eeeeee", Text: "-",
+			c := heatCell{X: labelW + cellW*float64(i), Fill: "#eeeeee", Text: "-",
 				Title: fmt.Sprintf("%s: not in R%d", name, i+1)}
 			t, ok := perRun[i][task]
 			switch {
