@@ -10,12 +10,12 @@ import (
 )
 
 // DuplicateThreshold is the similarity from which two tasks are near-duplicates. Measured on
-// 40 generated tasks (docs/benchmarks.md, internal/devtools/dupbench): copies renamed, moved
-// in time, given a fifth more lines or that lost a call score 0.99-1.00, copies stripped of a
-// fifth of their lines 1.00 at the median and 0.78 at the least; a fault recorded again on
-// the same service scores at most 0.55, the same fault on another service 0.47, another
-// fault 0.74 (two faults that fail the same service alike). 0.8 sits above every unrelated
-// pair and below all but one copy, so a pair above it is one recording edited, not two.
+// 40 generated tasks (docs/benchmarks.md, internal/devtools/dupbench): every copy renamed,
+// moved in time, given or stripped of a fifth of its lines, or that lost a call scores
+// 0.97-1.00; a fault recorded again on the same service, the same fault on another service,
+// and another fault (two faults that fail the same service alike) score at most 0.63. 0.8
+// sits between the two, with room on both sides, so a pair above it is one recording edited,
+// not two.
 const DuplicateThreshold = 0.8
 
 // sharedListed is how many shared features a pair lists, each at most maxSharedText bytes.
@@ -37,8 +37,29 @@ type corpus struct {
 	df     map[string]int                      // by template: a feature with its entities left out
 	parsed map[*Fingerprint][]parsed           // each fingerprint's features
 	roles  map[*Fingerprint][]vector           // each fingerprint's entities, of those compared
-	norms  map[*Fingerprint]map[string]float64 // by kind of evidence
+	kinds  map[*Fingerprint]map[string]*amount // by kind of evidence
 }
+
+// amount is how much of a kind of evidence a task has: its features weighted by rarity,
+// counted, summed and as a vector's length.
+type amount struct {
+	items      int
+	mass, norm float64
+}
+
+// fewItems is how many features of a kind a task may have for the kind to be compared by
+// containment rather than cosine: with a dozen or fewer, one rare line a copy lost can carry
+// most of the kind's weight (measured in docs/benchmarks.md: a copy stripped of a fifth of its
+// lines fell to 0.14 on its twelve error spans), while kinds with more keep the cosine, which
+// tells apart two recordings of the same fault better (containment on every kind lifted their
+// most alike pair from 0.59 to 0.65).
+const fewItems = 12
+
+// metricWeight is how much the metric shapes count against each other kind of evidence: a
+// copy keeps them sample for sample, and no two recordings share them (among the 40 tasks
+// of docs/benchmarks.md, 1.00 for every copy and at most 0.04 for any other pair), while two
+// faults that fail one service alike share their alerts, events, spans and logs.
+const metricWeight = 2
 
 // Similarities compares every pair of given tasks, and each given task with each of against,
 // and returns the pairs, most alike first; background tasks are compared with none, but count
@@ -47,13 +68,28 @@ type corpus struct {
 // by their roles (matchEntities), and a feature of one task is the other's when it is the
 // same with each entity replaced by its match. The similarity is the mean, over the kinds of
 // evidence either task has (alerts, events, object changes, error spans, error log lines,
-// metric shapes), of the cosine similarity of their features weighted by rarity (a feature
-// every task has, whatever its entities, weighs next to nothing): the service that fails
-// most fills the spans and logs, and each kind counting alike keeps it from deciding.
+// metric shapes), of how alike their features are, weighted by rarity (a feature every task
+// has, whatever its entities, weighs next to nothing): the cosine, or for a kind with few
+// features on one side (fewItems) the share of the smaller side's weight the other has, which
+// lines left out do not lower. The service that fails most fills the spans and logs, and each
+// kind counting alike (metric shapes twice: metricWeight) keeps it from deciding.
 func Similarities(given, against, background []*Fingerprint) []Pair {
+	c := newCorpus(given, against, background)
+	var out []Pair
+	for i, a := range given {
+		for _, b := range append(given[i+1:len(given):len(given)], against...) {
+			out = append(out, c.compare(a, b))
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Similarity > out[j].Similarity })
+	return out
+}
+
+// newCorpus parses the fingerprints compared and counts how rare each feature is among all.
+func newCorpus(given, against, background []*Fingerprint) *corpus {
 	all := slices.Concat(given, against, background)
 	c := &corpus{size: len(all), df: map[string]int{}, parsed: make(map[*Fingerprint][]parsed, len(all)),
-		norms: make(map[*Fingerprint]map[string]float64, len(all)), roles: map[*Fingerprint][]vector{}}
+		kinds: make(map[*Fingerprint]map[string]*amount, len(all)), roles: map[*Fingerprint][]vector{}}
 	ix := roleIndex{}
 	for _, fp := range slices.Concat(given, against) {
 		c.roles[fp] = ix.vectors(fp.entities)
@@ -70,24 +106,25 @@ func Similarities(given, against, background []*Fingerprint) []Pair {
 		}
 	}
 	for _, fp := range all {
-		sums := map[string]float64{}
+		kinds := map[string]*amount{}
 		for _, p := range c.parsed[fp] {
+			kind := evidenceKind(p.key)
+			a := kinds[kind]
+			if a == nil {
+				a = &amount{}
+				kinds[kind] = a
+			}
 			w := p.weight * c.idf(p.template)
-			sums[evidenceKind(p.key)] += w * w
+			a.items++
+			a.mass += w
+			a.norm += w * w
 		}
-		for kind, sum := range sums {
-			sums[kind] = math.Sqrt(sum)
+		for _, a := range kinds {
+			a.norm = math.Sqrt(a.norm)
 		}
-		c.norms[fp] = sums
+		c.kinds[fp] = kinds
 	}
-	var out []Pair
-	for i, a := range given {
-		for _, b := range append(given[i+1:len(given):len(given)], against...) {
-			out = append(out, c.compare(a, b))
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Similarity > out[j].Similarity })
-	return out
+	return c
 }
 
 func (c *corpus) idf(template string) float64 {
@@ -110,7 +147,7 @@ func evidenceKind(feature string) string {
 // compare is the similarity of a and b, with what they share most.
 func (c *corpus) compare(a, b *Fingerprint) Pair {
 	to := matchEntities(c.roles[a], c.roles[b])
-	dots := map[string]float64{}
+	dots, overlaps := map[string]float64{}, map[string]float64{}
 	var listed []shared
 	var buf strings.Builder
 	for _, p := range c.parsed[a] {
@@ -122,25 +159,39 @@ func (c *corpus) compare(a, b *Fingerprint) Pair {
 			idf := c.idf(p.template)
 			w := p.weight * wb * idf * idf
 			dots[evidenceKind(p.key)] += w
+			overlaps[evidenceKind(p.key)] += min(p.weight, wb) * idf
 			if !c.common(p.template) {
 				listed = append(listed, shared{a.shown[p.key], evidenceKind(p.key), w})
 			}
 		}
 	}
-	kinds := 0
-	var sim float64
-	for kind := range union(c.norms[a], c.norms[b]) {
-		na, nb := c.norms[a][kind], c.norms[b][kind]
-		if na == 0 && nb == 0 {
+	var sim, weights float64
+	for kind := range union(c.kinds[a], c.kinds[b]) {
+		ka, kb := c.kinds[a][kind], c.kinds[b][kind]
+		if ka == nil {
+			ka = &amount{}
+		}
+		if kb == nil {
+			kb = &amount{}
+		}
+		if ka.norm == 0 && kb.norm == 0 {
 			continue // noise every task has: says nothing either way
 		}
-		kinds++
-		if na > 0 && nb > 0 {
-			sim += dots[kind] / (na * nb)
+		w := 1.0
+		if kind == "metric" {
+			w = metricWeight
+		}
+		weights += w
+		switch {
+		case ka.norm == 0 || kb.norm == 0:
+		case min(ka.items, kb.items) <= fewItems:
+			sim += w * overlaps[kind] / min(ka.mass, kb.mass)
+		default:
+			sim += w * dots[kind] / (ka.norm * kb.norm)
 		}
 	}
-	if kinds > 0 {
-		sim /= float64(kinds)
+	if weights > 0 {
+		sim /= weights
 	}
 	sort.Slice(listed, func(i, j int) bool {
 		if listed[i].weight != listed[j].weight {
@@ -183,7 +234,7 @@ func eachKindFirst(listed []shared) []shared {
 	return slices.Concat(first, shapes, rest)
 }
 
-func union(a, b map[string]float64) map[string]bool {
+func union(a, b map[string]*amount) map[string]bool {
 	out := map[string]bool{}
 	for k := range a {
 		out[k] = true

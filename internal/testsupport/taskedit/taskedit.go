@@ -254,12 +254,6 @@ func Uncalled(caller, callee string) Edit {
 		if snapshot.TableOf(rel) != snapshot.Traces {
 			return rel, b, nil
 		}
-		column := func(header, fields []string, name string) string {
-			if i := slices.Index(header, name); i >= 0 && i < len(fields) {
-				return fields[i]
-			}
-			return ""
-		}
 		writer := map[string]string{} // span id -> the service that wrote it
 		if _, err := rewrite(rel, b, func(header, fields []string) [][]string {
 			writer[column(header, fields, "SpanId")] = column(header, fields, "ServiceName")
@@ -270,6 +264,50 @@ func Uncalled(caller, callee string) Edit {
 		out, err := rewrite(rel, b, func(header, fields []string) [][]string {
 			if column(header, fields, "ServiceName") == callee &&
 				writer[column(header, fields, "ParentSpanId")] == caller {
+				return nil
+			}
+			return [][]string{fields}
+		})
+		return rel, out, err
+	}
+}
+
+// column is the field of a record under the header's column name, "" when it has none.
+func column(header, fields []string, name string) string {
+	if i := slices.Index(header, name); i >= 0 && i < len(fields) {
+		return fields[i]
+	}
+	return ""
+}
+
+// RareErrorsLost leaves out the error log lines and error spans whose text (a line's body, a
+// span's status message) the task has at most most times: what a copy stripped of lines loses
+// first, and in a task with few errors most of what tells its errors apart.
+func RareErrorsLost(most int) Edit {
+	return func(rel string, b []byte) (string, []byte, error) {
+		var level, want, text string
+		switch snapshot.TableOf(rel) {
+		case snapshot.Logs:
+			level, want, text = "SeverityText", "ERROR", "Body"
+		case snapshot.Traces:
+			level, want, text = "StatusCode", "ERROR", "StatusMessage"
+		default:
+			return rel, b, nil
+		}
+		errorText := func(header, fields []string) (string, bool) {
+			return column(header, fields, text), strings.EqualFold(column(header, fields, level), want)
+		}
+		seen := map[string]int{}
+		if _, err := rewrite(rel, b, func(header, fields []string) [][]string {
+			if t, isError := errorText(header, fields); isError {
+				seen[t]++
+			}
+			return nil
+		}); err != nil {
+			return rel, nil, err
+		}
+		out, err := rewrite(rel, b, func(header, fields []string) [][]string {
+			if t, isError := errorText(header, fields); isError && seen[t] <= most {
 				return nil
 			}
 			return [][]string{fields}

@@ -150,6 +150,29 @@ func TestUncalledLeavesOutOneCall(t *testing.T) {
 	}
 }
 
+// TestRareErrorsLostLeavesOutRareErrorsOnly: error lines and spans whose text is seen at most
+// twice are left out; errors seen more often, and rare lines that are no errors, are kept.
+func TestRareErrorsLostLeavesOutRareErrorsOnly(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	write(t, src, "otel_logs_raw.tsv", "SeverityText\tBody\n"+
+		"ERROR\tdisk full\n"+ // seen once: left out
+		"INFO\tstarted\n"+ // no error: kept
+		"ERROR\ttimeout\nERROR\ttimeout\nerror\ttimeout\n") // seen three times: kept
+	write(t, src, "otel_traces_raw.tsv", "StatusCode\tStatusMessage\n"+
+		"Error\trefused\nError\trefused\n"+ // seen twice: left out
+		"Unset\t\n")
+	if err := Copy(src, dst, RareErrorsLost(2)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, dst, "otel_logs_raw.tsv"),
+		"SeverityText\tBody\nINFO\tstarted\nERROR\ttimeout\nERROR\ttimeout\nerror\ttimeout\n"; got != want {
+		t.Errorf("logs\n%s\nwant\n%s", got, want)
+	}
+	if got, want := read(t, dst, "otel_traces_raw.tsv"), "StatusCode\tStatusMessage\nUnset\t\n"; got != want {
+		t.Errorf("traces\n%s\nwant\n%s", got, want)
+	}
+}
+
 // TestCopyFailsOnAMissingFolder names the folder.
 func TestCopyFailsOnAMissingFolder(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "gone")
