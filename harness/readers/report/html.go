@@ -22,7 +22,7 @@ var pageSource string
 
 // page is report.html: html/template escapes every value from a run folder in its context,
 // and the page loads nothing (its Content-Security-Policy forbids it too).
-var page = template.Must(template.New("report.html").Parse(pageSource))
+var page = parsePage("report.html", pageSource)
 
 // palette colours the runs (Tableau 10, readable on white); runs beyond it reuse it.
 var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
@@ -33,10 +33,8 @@ const (
 	maxLabel        = 60
 	maxErrorText    = 300
 	maxListedIssues = 100
-	// legendExtra is the room a run's label has beyond maxLabel for its folder; boardLabel
-	// what fits left of the leaderboard's bars.
+	// legendExtra is the room a run's label has beyond maxLabel for its folder.
 	legendExtra = 30
-	boardLabel  = 46
 	maxFolder   = 28
 )
 
@@ -128,7 +126,7 @@ type htmlView struct {
 	OtherTasks        []string
 	Scatter           []scatterView
 	Turns             []histogramView
-	Heat              []heatView
+	Heat              []gridView
 	Analysis          template.HTML // analysis.go
 }
 
@@ -149,53 +147,19 @@ type issue struct {
 	Repeat              int
 }
 
-// size is a width a chart is laid out for. Each chart is drawn at every size and the page's CSS
-// shows the one that fits the window at its own scale, so that its text keeps its 12 px however
-// narrow the window (a chart drawn 1100 wide and shrunk to a 700 px window had 6 px text).
-type size struct {
-	Name  string // the chart's class, which the page's CSS shows or hides
-	Width float64
-	// Stacked lays a chart out for a phone: the leaderboard's labels above their bars, less
-	// room for the axes' labels.
-	Stacked bool
-}
-
-// sizes are the widths the charts are drawn at: the page's own (1100, from 1160 px windows up),
-// a laptop's half or a small window's (640, from 700 px), and a phone's (330).
-var sizes = []size{
-	{Name: "full", Width: 1100}, {Name: "medium", Width: 640}, {Name: "small", Width: 330, Stacked: true},
-}
-
-// tick is an axis mark at a pixel position.
-type tick struct {
-	Pos   float64
-	Label string
-}
-
-// Chart geometry, in pixels of the SVG's own coordinates: the leaderboard's bars run from its
-// labels, boardLeft of the width, to boardRight of it; a stacked board's labels stand above
-// its bars, which take stackedBars of the width.
-const (
-	boardLeft   = 0.36
-	boardRight  = 0.73
-	boardRowH   = 26
-	stackedRowH = 40
-	stackedBars = 0.55
-	// charWidth is about what a character of the charts' 12 px text takes, to cut labels to
-	// the room they have.
-	charWidth = 7
-)
+// boardLabel is the most characters a leaderboard's row label has.
+const boardLabel = 46
 
 type boardView struct {
-	size
-	Height, Left, Right, Bottom float64
-	Rows                        []boardBar
-	Ticks                       []tick
+	barRows
+	Height, Bottom float64
+	Rows           []boardBar
+	Ticks          []tick
 }
 
 type boardBar struct {
 	boardRow
-	Y, Width, ValueX, BarY, LabelY     float64
+	Width, ValueX, BarY, LabelY        float64
 	CILo, CIHi, Mid, CapTop, CapBottom float64 // the interval's whisker
 	Colour, Tag, Value                 string
 }
@@ -216,13 +180,9 @@ func boardCharts(runs []Overview, published bool) []boardView {
 // boardChart lays the board's rows out at one size: labels left of the bars, or above them
 // when stacked.
 func boardChart(runs []Overview, rows []boardRow, sz size) boardView {
-	left, right, rowH, room := sz.Width*boardLeft, sz.Width*boardRight, float64(boardRowH), sz.Width*boardLeft
-	if sz.Stacked {
-		left, right, rowH, room = 0, sz.Width*stackedBars, stackedRowH, sz.Width
-	}
-	labelChars := min(boardLabel, int(room/charWidth)-1)
-	scale := right - left
-	v := boardView{size: sz, Left: left, Right: right, Bottom: float64(len(rows))*rowH + 10}
+	layout := newBarRows(sz, boardLabel)
+	left, scale := layout.Left, layout.Right-layout.Left
+	v := boardView{barRows: layout, Bottom: layout.bottom(len(rows), 10)}
 	v.Height = v.Bottom + 30
 	for i := 0; i <= 10; i++ {
 		if sz.Stacked && i%2 == 1 {
@@ -231,14 +191,11 @@ func boardChart(runs []Overview, rows []boardRow, sz size) boardView {
 		v.Ticks = append(v.Ticks, tick{Pos: left + scale*float64(i)/10, Label: fmt.Sprintf("%.1f", float64(i)/10)})
 	}
 	for i, row := range rows {
-		b := boardBar{boardRow: row, Y: float64(i)*rowH + 10, Width: scale * clamp01(row.Score)}
-		b.BarY, b.LabelY = b.Y, b.Y
-		if sz.Stacked {
-			b.BarY = b.Y + 18
-		}
-		b.Label = OneLine(row.Label, labelChars)
+		b := boardBar{boardRow: row, Width: scale * clamp01(row.Score)}
+		b.LabelY, b.BarY = layout.row(i, 10)
+		b.Label = OneLine(row.Label, layout.LabelChars)
 		if !row.Published() {
-			b.Label = runLabel(runs[row.Run], labelChars)
+			b.Label = runLabel(runs[row.Run], layout.LabelChars)
 		}
 		end := left + b.Width
 		if row.Published() {
@@ -259,46 +216,13 @@ func boardChart(runs []Overview, rows []boardRow, sz size) boardView {
 	return v
 }
 
-// Scatter and histogram plot areas: room on the left for the tick labels and the vertical
-// axis's title (less on a phone's), on the right, below for the tick labels and the
-// horizontal axis's title.
+// A scatter point's radius; points nearer than sameSpot pixels are spread around their spot,
+// spreadR from it, so that none hides another.
 const (
-	plotLeft        = 80
-	plotLeftStacked = 50
-	plotRight       = 40
-	plotTop         = 20
-	plotHeight      = 340
-	plotHeightSmall = 240
-	plotBelow       = 48
-	// pointR is a scatter point's radius; points nearer than sameSpot pixels are spread
-	// around their spot, spreadR from it, so that none hides another.
 	pointR   = 6
 	sameSpot = 4
 	spreadR  = 8
-	// minBinLabel is the narrowest bin whose label ("90-99") fits under it.
-	minBinLabel = 44
 )
-
-// plotArea is where a scatter or a histogram draws at one size, and where its axes' titles go.
-type plotArea struct {
-	size
-	Left, Top, Right, Bottom, Height, Middle, AxisTitleY, AxisTitleX, YTitleX float64
-}
-
-func newPlotArea(sz size) plotArea {
-	left, height := float64(plotLeft), float64(plotHeight)
-	if sz.Stacked {
-		left, height = plotLeftStacked, plotHeightSmall
-	}
-	right := sz.Width - plotRight
-	return plotArea{size: sz, Left: left, Top: plotTop, Right: right, Bottom: plotTop + height,
-		Height: plotTop + height + plotBelow, Middle: plotTop + height/2, AxisTitleY: plotTop + height + 40,
-		AxisTitleX: (left + right) / 2, YTitleX: max(14, left/2-20)}
-}
-
-// x and y map a fraction of the plot's width and height, from its left and its bottom.
-func (a plotArea) x(f float64) float64 { return a.Left + (a.Right-a.Left)*f }
-func (a plotArea) y(f float64) float64 { return a.Bottom - (a.Bottom-a.Top)*f }
 
 type scatterView struct {
 	plotArea
@@ -463,28 +387,9 @@ func (t taskScore) partial() string {
 	return fmt.Sprintf(" over %d of %s (%s)", t.ended, english.Count(t.planned, "repeat"), strings.Join(left, ", "))
 }
 
-type histogramView struct {
-	plotArea
-	YTicks []tick
-	Bins   []bin
-	Bars   []bar
-	Empty  bool
-}
-
-type bin struct {
-	Center float64
-	Label  string
-}
-
-type bar struct {
-	X, Y, Width, Height float64
-	Colour, Title       string
-}
-
 // turnsChart counts each run's finished episodes by turns, in ten bins up to the turn cap
 // and one for the cap itself, the runs' bars side by side.
 func turnsChart(runs []*Run, labels []string, sz size) histogramView {
-	v := histogramView{plotArea: newPlotArea(sz)}
 	limit := 1
 	for _, r := range runs {
 		limit = max(limit, r.Header.MaxTurns)
@@ -495,87 +400,33 @@ func turnsChart(runs []*Run, labels []string, sz size) histogramView {
 	width := (limit + 9) / 10
 	bins := limit/width + 1
 	counts := make([][]int, len(runs))
-	most := 0
 	for i, r := range runs {
 		counts[i] = make([]int, bins)
 		for _, e := range r.Results {
-			b := min(max(e.Turns, 0)/width, bins-1)
-			counts[i][b]++
-			most = max(most, counts[i][b])
+			counts[i][min(max(e.Turns, 0)/width, bins-1)]++
 		}
 	}
-	if most == 0 {
-		v.Empty = true
-		return v
-	}
-	step, top := niceScale(float64(most))
-	step = math.Max(step, 1)
-	for y := 0.0; y <= top+step/2; y += step {
-		v.YTicks = append(v.YTicks, tick{Pos: v.y(y / top), Label: fmt.Sprintf("%.0f", y)})
-	}
-	group := (v.Right - v.Left) / float64(bins)
-	barW := group * 0.8 / float64(len(runs))
+	var names []string
 	for b := range bins {
 		lo, hi := b*width, (b+1)*width-1
-		label := fmt.Sprintf("%d-%d", lo, hi)
+		name := fmt.Sprintf("%d-%d", lo, hi)
 		if width == 1 || b == bins-1 && lo == limit {
-			label = fmt.Sprint(lo)
+			name = fmt.Sprint(lo)
 		}
-		if group >= minBinLabel || b%2 == 0 || b == bins-1 { // too narrow a bin: every other labelled
-			v.Bins = append(v.Bins, bin{Center: v.x((float64(b) + 0.5) / float64(bins)), Label: label})
-		}
-		for i := range runs {
-			n := counts[i][b]
-			h := (v.Bottom - v.Top) * float64(n) / top
-			v.Bars = append(v.Bars,
-				bar{X: v.Left + group*float64(b) + group*0.1 + barW*float64(i), Y: v.Bottom - h,
-					Width: barW, Height: h, Colour: palette[i%len(palette)],
-					Title: fmt.Sprintf("R%d %s: %s with %s turns", i+1, labels[i], english.Count(n, "episode"), label)})
-		}
+		names = append(names, name)
 	}
+	v := histogram(sz, counts, names, func(i, b int) string {
+		return fmt.Sprintf("R%d %s: %s with %s turns", i+1, labels[i], english.Count(counts[i][b], "episode"), names[b])
+	})
+	v.Label, v.XTitle, v.YTitle = "turns per episode", "turns", "episodes"
 	return v
 }
-
-type heatView struct {
-	size
-	Width, Height                            float64
-	LabelEnd, CellWidth, CellHeight, CellMid float64
-	Columns                                  []heatColumn
-	Rows                                     []heatRow
-}
-
-type heatColumn struct {
-	X             float64
-	Label, Colour string
-}
-
-type heatRow struct {
-	Y     float64
-	Task  string
-	Cells []heatCell
-}
-
-type heatCell struct {
-	X                 float64
-	Fill, Text, Title string
-}
-
-// Heatmap geometry: at full size; narrower, the labels take heatLabelShare of the width and
-// the cells share the rest, heatMinCellW at least.
-const (
-	heatLabelW     = 240
-	heatCellW      = 80
-	heatLabelShare = 0.36
-	heatMinCellW   = 48
-	heatCellH      = 22
-	heatTop        = 30
-)
 
 // heatChart is a task x run grid of task scores: the mean over the repeats that ended,
 // marked with how many of how many when some did not (in error, not run yet); "error" when
 // every repeat that ran ended in error, grey when the run does not have the task or has not
 // run it yet.
-func heatChart(runs []*Run, labels []string, sz size) heatView {
+func heatChart(runs []*Run, labels []string, sz size) gridView {
 	var tasks []string
 	seen := map[string]bool{}
 	perRun := make([]map[string]taskScore, len(runs))
@@ -588,25 +439,16 @@ func heatChart(runs []*Run, labels []string, sz size) heatView {
 			}
 		}
 	}
-	labelW, cellW, chars := float64(heatLabelW), float64(heatCellW), maxLabel
-	if full := labelW + cellW*float64(len(runs)) + 10; full > sz.Width {
-		labelW = sz.Width * heatLabelShare
-		cellW = max(heatMinCellW, min(cellW, (sz.Width-labelW-10)/float64(len(runs))))
-		chars = int(labelW/charWidth) - 1
-	}
-	v := heatView{size: sz, Width: labelW + cellW*float64(len(runs)) + 10,
-		Height: float64(heatTop + heatCellH*len(tasks) + 10), LabelEnd: labelW, CellWidth: cellW,
-		CellHeight: heatCellH, CellMid: cellW / 2}
+	var columns, colours []string
 	for i := range runs {
-		v.Columns = append(v.Columns,
-			heatColumn{X: labelW + cellW*float64(i) + cellW/2, Label: fmt.Sprintf("R%d", i+1),
-				Colour: palette[i%len(palette)]})
+		columns, colours = append(columns, fmt.Sprintf("R%d", i+1)), append(colours, palette[i%len(palette)])
 	}
-	for j, task := range tasks {
+	v := newGrid(sz, "task by run heatmap", columns, colours, len(tasks))
+	for _, task := range tasks {
 		name := OneLine(task, maxLabel)
-		row := heatRow{Y: float64(heatTop + heatCellH*j), Task: OneLine(task, chars)}
+		var cells []gridCell
 		for i := range runs {
-			c := heatCell{X: labelW + cellW*float64(i), Fill: "#eeeeee", Text: "-",
+			c := gridCell{Fill: "#eeeeee", Text: "-",
 				Title: fmt.Sprintf("%s: not in R%d", name, i+1)}
 			t, ok := perRun[i][task]
 			switch {
@@ -624,9 +466,9 @@ func heatChart(runs []*Run, labels []string, sz size) heatView {
 				}
 				c.Title = fmt.Sprintf("%s, R%d %s: score %.3f%s", name, i+1, labels[i], t.mean, t.partial())
 			}
-			row.Cells = append(row.Cells, c)
+			cells = append(cells, c)
 		}
-		v.Rows = append(v.Rows, row)
+		v.addRow(task, cells)
 	}
 	return v
 }
@@ -639,23 +481,3 @@ const errorFill = "#c9b8e0"
 func scoreColour(score float64) string {
 	return fmt.Sprintf("hsl(%.0f, 65%%, 78%%)", 120*clamp01(score))
 }
-
-// niceScale picks an axis step of 1, 2 or 5 times a power of ten giving about five ticks, and
-// the axis top it reaches; an empty range gets the axis 0-1.
-func niceScale(most float64) (step, top float64) {
-	if !(most > 0) || math.IsInf(most, 0) {
-		return 0.2, 1
-	}
-	raw := most / 5
-	pow := math.Pow(10, math.Floor(math.Log10(raw)))
-	step = 10 * pow
-	for _, m := range []float64{1, 2, 5} {
-		if m*pow >= raw {
-			step = m * pow
-			break
-		}
-	}
-	return step, step * math.Ceil(most/step)
-}
-
-func clamp01(v float64) float64 { return math.Min(math.Max(v, 0), 1) }

@@ -145,8 +145,8 @@ func TestHTMLHeatmapLeavesOutErrorsAndRepeatsNotRun(t *testing.T) {
 		result("Scenario-3", 1, "ok", 1, 0.1))
 	cells := map[string]string{}
 	for _, row := range heatChart([]*Run{r}, []string{"R1"}, sizes[0]).Rows {
-		cells[row.Task] = row.Cells[0].Text
-		if row.Task == "Scenario-2" && row.Cells[0].Fill != errorFill {
+		cells[row.Label] = row.Cells[0].Text
+		if row.Label == "Scenario-2" && row.Cells[0].Fill != errorFill {
 			t.Errorf("the error cell is coloured %s", row.Cells[0].Fill)
 		}
 	}
