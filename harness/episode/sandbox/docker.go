@@ -279,13 +279,15 @@ func (d *Docker) checkImage(ctx context.Context) error {
 // linuxGuest is the aa-grade binary the container runs as its guest, for the daemon's
 // architecture: this one on Linux when it matches; else a Linux build of the same version
 // (make dist writes aa-grade-linux-ARCH) found beside this executable or named by
-// AA_GRADE_LINUX_AGENT, copied into the user's cache folder (see stageGuest). Either way,
+// AA_GRADE_LINUX_GUEST (or its older name, AA_GRADE_LINUX_AGENT, still read), copied into
+// the user's cache folder (see stageGuest). Either way,
 // what is concealed is zeroed in it (see shownGuest).
 func linuxGuest(self, arch string) (string, error) {
 	if runtime.GOOS == "linux" && arch == runtime.GOARCH {
 		return shownGuest(self)
 	}
-	src := cmp.Or(os.Getenv("AA_GRADE_LINUX_AGENT"), filepath.Join(filepath.Dir(self), "aa-grade-linux-"+arch))
+	src := cmp.Or(os.Getenv("AA_GRADE_LINUX_GUEST"), os.Getenv("AA_GRADE_LINUX_AGENT"),
+		filepath.Join(filepath.Dir(self), "aa-grade-linux-"+arch))
 	if staged, ok := stagedGuests.Load(src + "|" + arch); ok {
 		return staged.(string), nil
 	}
@@ -300,7 +302,7 @@ func linuxGuest(self, arch string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf(
 			"%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): put aa-grade-linux-%s (from the "+
-				"release, or make dist) beside %s, or name it in AA_GRADE_LINUX_AGENT", ErrUnavailable, err, arch, self)
+				"release, or make dist) beside %s, or name it in AA_GRADE_LINUX_GUEST", ErrUnavailable, err, arch, self)
 	}
 	stagedGuests.Store(src+"|"+arch, staged)
 	return staged, nil
