@@ -61,7 +61,8 @@ func demoDir() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("demo dataset: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	// Gone once renamed; else a hidden folder beside the dataset, never read as one.
+	defer func() { _ = os.RemoveAll(tmp) }()
 	if err := UnpackTarZst(bytes.NewReader(demoArchive), tmp); err != nil {
 		return "", fmt.Errorf("demo dataset: %w", err)
 	}

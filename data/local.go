@@ -134,7 +134,7 @@ func readIndex(path string) ([]IndexRow, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("read index: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var rows []IndexRow
 	var warnings []string
 	seen := map[string]bool{}
@@ -234,7 +234,7 @@ func readGroundTruth(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read ground truth: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	gt, err := io.ReadAll(io.LimitReader(f, maxGroundTruthBytes))
 	if err != nil {
 		return nil, fmt.Errorf("read ground truth %s: %w", f.Name(), err)

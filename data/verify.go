@@ -96,10 +96,15 @@ func Verify(ctx context.Context, cfg hub.Config, spec HubSpec, repair bool, opts
 	var todo []hub.Entry
 	for _, b := range res.Bad {
 		e := byPath[b.Path]
+		remove := []string{filepath.Join(cache.SnapshotDir(spec.Repo, res.Commit), filepath.FromSlash(e.Path))}
 		if b.Problem == "corrupt" {
-			os.Remove(cache.BlobPath(spec.Repo, e.ETag()))
+			remove = append(remove, cache.BlobPath(spec.Repo, e.ETag()))
 		}
-		os.Remove(filepath.Join(cache.SnapshotDir(spec.Repo, res.Commit), filepath.FromSlash(e.Path)))
+		for _, p := range remove {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return res, fmt.Errorf("repair %s: %w", e.Path, err)
+			}
+		}
 		todo = append(todo, e)
 	}
 	if err := fetchAll(ctx, client, cache, spec.Repo, res.Commit, todo, opts, &PullResult{}); err != nil {
@@ -227,7 +232,7 @@ func checkEntry(cache hub.Cache, repo, commit string, e hub.Entry) (int64, strin
 	if err != nil {
 		return 0, "missing", err.Error()
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	if target, err := os.Readlink(link); err == nil && filepath.Base(target) != e.ETag() {
 		return 0, "corrupt", fmt.Sprintf("linked to blob %s, expected %s", filepath.Base(target), e.ETag())
 	}

@@ -119,7 +119,7 @@ func ScanTable(path string, fn func(Row) error) (*TableStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	table := TableOf(path)
 	stats := &TableStats{Table: table}
 	r := NewTSVReader(f, path)

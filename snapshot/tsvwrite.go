@@ -18,22 +18,25 @@ func NewTSVWriter(w io.Writer) *TSVWriter { return &TSVWriter{w: bufio.NewWriter
 
 // Write writes one record. A record of one empty field is written `""`, as pandas does, so
 // that it is not a blank line (which readers skip).
+//
+// A bufio.Writer keeps its first error and returns it from every call after: the last
+// WriteByte's error is the record's, and the writes before it go unchecked.
 func (t *TSVWriter) Write(fields ...string) error {
 	if len(fields) == 1 && fields[0] == "" {
-		t.w.WriteString(`""`)
+		_, _ = t.w.WriteString(`""`)
 		return t.w.WriteByte('\n')
 	}
 	for i, f := range fields {
 		if i > 0 {
-			t.w.WriteByte('\t')
+			_ = t.w.WriteByte('\t')
 		}
 		if !strings.ContainsAny(f, "\t\n\r\"") {
-			t.w.WriteString(f)
+			_, _ = t.w.WriteString(f)
 			continue
 		}
-		t.w.WriteByte('"')
-		t.w.WriteString(strings.ReplaceAll(f, `"`, `""`))
-		t.w.WriteByte('"')
+		_ = t.w.WriteByte('"')
+		_, _ = t.w.WriteString(strings.ReplaceAll(f, `"`, `""`))
+		_ = t.w.WriteByte('"')
 	}
 	return t.w.WriteByte('\n')
 }

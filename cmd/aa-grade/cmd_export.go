@@ -112,11 +112,21 @@ func runExport(_ context.Context, opts exportOptions, args []string, con console
 }
 
 // defaultExport is where an export of the run folder run goes unless --out says: beside the
-// folder of runs that holds it (runs/opus: opus-atif), never among the runs, where report
-// runs/* and view runs would take it for one.
+// folder of runs that holds it (runs/opus: opus-atif; opus from inside runs: ../opus-atif),
+// never among the runs, where report runs/* and view runs would take it for one. The path is
+// told relative to the working folder where it can be.
 func defaultExport(run, format string) string {
-	clean := filepath.Clean(run)
-	return filepath.Join(filepath.Dir(filepath.Dir(clean)), filepath.Base(clean)+"-"+format)
+	abs, err := filepath.Abs(run)
+	if err != nil {
+		abs = filepath.Clean(run)
+	}
+	out := filepath.Join(filepath.Dir(filepath.Dir(abs)), filepath.Base(abs)+"-"+format)
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, out); err == nil {
+			return rel
+		}
+	}
+	return out
 }
 
 // checkNotAmongRuns refuses an export folder whose parent holds run folders: report and view,
@@ -130,8 +140,8 @@ func checkNotAmongRuns(out string) error {
 	for _, e := range entries {
 		run := filepath.Join(parent, e.Name())
 		if _, err := runfolder.ReadHeader(run); e.IsDir() && err == nil {
-			return usageErrorf("--out %s: %s holds run folders (%s), and report and view would take the export "+
-				"for one: name a folder elsewhere with --out", out, parent, run)
+			return usageErrorf("--out %s: %s holds run folders (%s among them), and report and view would take "+
+				"the export for one: name a folder elsewhere with --out", out, parent, run)
 		}
 	}
 	return nil

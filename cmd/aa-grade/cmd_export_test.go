@@ -301,7 +301,7 @@ func TestExportRefusals(t *testing.T) {
 		"two runs":   {[]string{"export", run, run, "--format", "atif"}, "export needs one RUN folder, got 2 arguments"},
 		"no format":  {[]string{"export", run}, "format"},
 		"among runs": {[]string{"export", run, "--format", "atif", "--out", filepath.Join(dir, "run-atif")},
-			"holds run folders (" + run + "), and report and view would take the export for one"},
+			"holds run folders (" + run + " among them), and report and view would take the export for one"},
 	} {
 		if r := aaGrade(t, nil, c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%s: exit %d\n%s", name, r.code, r.stderr)
@@ -399,4 +399,37 @@ func TestExportOfALongEpisode(t *testing.T) {
 // exportOf is where export writes a run's episodes in format when --out is not given.
 func exportOf(run, format string) string {
 	return filepath.Join(filepath.Dir(filepath.Dir(run)), filepath.Base(run)+"-"+format)
+}
+
+// TestDefaultExportLeavesTheFolderOfRuns: the export of a run named from inside its folder of
+// runs goes beside that folder (../run-atif), not among the runs, where it would be refused.
+func TestDefaultExportLeavesTheFolderOfRuns(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	if err := os.MkdirAll(filepath.Join(runs, "opus"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	for run, want := range map[string]string{
+		filepath.Join("runs", "opus"):       "opus-atif",
+		filepath.Join(runs, "opus"):         "opus-atif",
+		filepath.Join("runs", "opus") + "/": "opus-atif",
+	} {
+		if got := defaultExport(run, "atif"); got != want {
+			t.Errorf("from %s, the export of %s goes to %s, want %s", dir, run, got, want)
+		}
+	}
+	t.Chdir(runs)
+	for run, want := range map[string]string{
+		"opus":                              filepath.Join("..", "opus-atif"),
+		filepath.Join("..", "runs", "opus"): filepath.Join("..", "opus-atif"),
+	} {
+		if got := defaultExport(run, "atif"); got != want {
+			t.Errorf("from %s, the export of %s goes to %s, want %s", runs, run, got, want)
+		}
+	}
+	t.Chdir(filepath.Join(runs, "opus"))
+	if got, want := defaultExport(".", "atif"), filepath.Join("..", "..", "opus-atif"); got != want {
+		t.Errorf("from the run folder itself, the export goes to %s, want %s", got, want)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -276,16 +277,17 @@ func drawn(shot []byte) error {
 }
 
 // layoutFaults is JavaScript listing what breaks a page's layout: a page wider than the
-// window; a box that hides part of its content until scrolled sideways (a table or chart too
-// wide for the window); and a table cell whose text is broken letter by letter (more lines than
-// words, with fewer than 8 characters a line: a long path wrapped over two lines is fine).
-const layoutFaults = `(() => {
+// window; unless boxes may scroll (a phone's window, where the tables scroll in their own box),
+// a box that hides part of its content until scrolled sideways (a table or chart too wide for
+// the window); and a table cell whose text is broken letter by letter (more lines than words,
+// with fewer than 8 characters a line: a long path wrapped over two lines is fine).
+const layoutFaults = `((boxesMayScroll) => {
 	const out = [];
 	const width = document.documentElement.scrollWidth;
 	if (width > innerWidth + 1) out.push("the page is " + width + " px wide in a window of " + innerWidth);
 	for (const box of document.querySelectorAll("body *")) {
 		const overflow = getComputedStyle(box).overflowX;
-		if (overflow !== "visible" && box.scrollWidth > box.clientWidth + 1) {
+		if (!boxesMayScroll && overflow !== "visible" && box.scrollWidth > box.clientWidth + 1) {
 			const section = [...document.querySelectorAll("h2")].filter(h => h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
 			out.push("a " + (box.firstElementChild ? box.firstElementChild.tagName : box.tagName).toLowerCase() + " under " +
 				JSON.stringify(section ? section.innerText : "the title") + " hides " + (box.scrollWidth - box.clientWidth) + " px to its right");
@@ -301,12 +303,74 @@ const layoutFaults = `(() => {
 		if (lines > words + 1 && chars / lines < 8) out.push(JSON.stringify(text.slice(0, 40)) + " takes " + lines + " lines for " + words + " words");
 	}
 	return out;
+})`
+
+// phoneWidth is the window narrower than which boxes may scroll sideways (layoutFaults).
+const phoneWidth = 700
+
+// pageLayoutFaults lists what breaks the layout of the page open in tb, a width pixels wide
+// window (layoutFaults).
+func pageLayoutFaults(tb *cdp.Tab, width int) string {
+	return tb.Eval("(" + layoutFaults + ")(" + strconv.FormatBool(width < phoneWidth) + ")")
+}
+
+// chartText is JavaScript measuring the text of the charts shown, as the window draws it: the
+// font's size times the scale its chart is drawn at; the smallest, where it is, and how many
+// texts each chart (by its aria-label) has.
+const chartText = `(() => {
+	let least = 1000, where = "";
+	const charts = {};
+	for (const svg of document.querySelectorAll("svg.chart")) {
+		if (svg.getBoundingClientRect().width === 0) continue; // a size the window does not show
+		const name = svg.getAttribute("aria-label");
+		for (const text of svg.querySelectorAll("text")) {
+			const m = text.getScreenCTM(); // a rotated axis title's scale too
+			const size = parseFloat(getComputedStyle(text).fontSize) * Math.hypot(m.a, m.b);
+			charts[name] = (charts[name] || 0) + 1;
+			if (size < least) { least = size; where = name + ": " + text.textContent; }
+		}
+	}
+	return {least, where, charts};
 })()`
 
-// TestReportHTMLLayout opens report.html of several runs of one model at 700 and 1400 pixels:
-// the page fits the window, nothing hides behind a sideways scroll, and no table breaks a name
-// letter by letter. Control pages with a crushed column and a chart wider than its box prove
-// the check finds them.
+// chartMeasure is what chartText measured.
+type chartMeasure struct {
+	Least  float64
+	Where  string
+	Charts map[string]int // texts measured, by chart
+}
+
+// chartTextSize measures the charts' text of the page open in tb (chartText).
+func chartTextSize(t *testing.T, tb *cdp.Tab) chartMeasure {
+	t.Helper()
+	var m chartMeasure
+	if err := json.Unmarshal([]byte(tb.Eval(chartText)), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// chartTextReadable fails the test when the charts shown in tb draw text under 11 px, or
+// when one of the charts named is not shown (no text of it measured).
+func chartTextReadable(t *testing.T, tb *cdp.Tab, width int, charts ...string) {
+	t.Helper()
+	m := chartTextSize(t, tb)
+	for _, c := range charts {
+		if m.Charts[c] == 0 {
+			t.Errorf("at %d px, no text of the chart %q measured (%v): it is not shown", width, c, m.Charts)
+		}
+	}
+	if m.Least < 11 {
+		t.Errorf("at %d px, chart text drawn at %.1f px (%s), want 11 or more", width, m.Least, m.Where)
+	}
+}
+
+// TestReportHTMLLayout opens report.html of several runs of one model at a phone's 390, 700 and
+// 1400 pixels: the page fits the window (at 390 the tables scroll in their own box; wider,
+// nothing hides behind a sideways scroll), no table breaks a name letter by letter, and the
+// charts' text is drawn at 11 px or more (a chart laid out 1100 wide and shrunk to the window
+// once drew it at 6). Control pages with a crushed column, a chart wider than its box, a page
+// wider than the window and a chart shrunk to the window prove the checks find them.
 func TestReportHTMLLayout(t *testing.T) {
 	dir := t.TempDir()
 	var runs []string
@@ -325,16 +389,33 @@ func TestReportHTMLLayout(t *testing.T) {
 	testfs.Write(t, control, `<!doctype html><table><tr><td style="width:1px;word-break:break-all">anthropic/claude-opus-4-7</td></tr></table>`)
 	wideControl := filepath.Join(dir, "wide.html")
 	testfs.Write(t, wideControl, `<!doctype html><h2>Chart</h2><div style="overflow-x:auto"><svg width="1600" height="20"></svg></div>`)
-	for _, width := range []int{700, 1400} {
+	widePageControl := filepath.Join(dir, "wide-page.html")
+	testfs.Write(t, widePageControl, `<!doctype html><p class="legend" style="white-space:nowrap">R1 `+
+		strings.Repeat("anthropic/claude-opus-4-7 ", 40)+`</p>`)
+	shrunkControl := filepath.Join(dir, "shrunk.html")
+	testfs.Write(t, shrunkControl, `<!doctype html><svg class="chart" width="1100" height="40" viewBox="0 0 1100 40" `+
+		`style="max-width:100%;height:auto;font:12px sans-serif" aria-label="shrunk"><text y="20">a label</text></svg>`)
+	for _, width := range []int{390, 700, 1400} {
 		tb := openLaidOut(t, page, width)
 		tb.Screenshot(fmt.Sprintf("report-%d", width))
+		chartTextReadable(t, tb, width, "leaderboard", "score against cost per task", "turns per episode",
+			"task by run heatmap")
+		tb.Open("file://" + shrunkControl)
+		if least := chartTextSize(t, tb).Least; width < 1100 && least >= 11 {
+			t.Errorf("at %d px, the control chart shrunk to the window measured %.1f px: the check proves nothing", width, least)
+		}
 		tb.Open("file://" + control)
-		if faults := tb.Eval(layoutFaults); !strings.Contains(faults, "lines for 1 words") {
-			t.Errorf("the control page's crushed column was not found (%s): the check proves nothing", faults)
+		if faults := pageLayoutFaults(tb, width); !strings.Contains(faults, "lines for 1 words") {
+			t.Errorf("at %d px, the control page's crushed column was not found (%s): the check proves nothing", width, faults)
 		}
 		tb.Open("file://" + wideControl)
-		if faults := tb.Eval(layoutFaults); !strings.Contains(faults, `a svg under \"Chart\" hides`) {
+		faults := pageLayoutFaults(tb, width)
+		if width >= phoneWidth && !strings.Contains(faults, `a svg under \"Chart\" hides`) {
 			t.Errorf("the control page's chart wider than its box was not found (%s): the check proves nothing", faults)
+		}
+		tb.Open("file://" + widePageControl)
+		if faults := pageLayoutFaults(tb, width); !strings.Contains(faults, "the page is") {
+			t.Errorf("at %d px, the control page wider than the window was not found (%s): the check proves nothing", width, faults)
 		}
 	}
 }
@@ -446,8 +527,10 @@ func TestReportComparesRuns(t *testing.T) {
 }
 
 // TestReportHTMLWithAnalysisLayout opens the report.html aa-grade run writes (with its
-// analysis section: wide tables and charts) at 700 and 1400 pixels: the page fits the window
-// (wide parts scroll in their own box) and no table breaks a name letter by letter.
+// analysis section: wide tables and charts), and the page `analyze --html` writes of the run,
+// at 390, 700 and 1400 pixels: each page fits the window (wide parts scroll in their own box),
+// no table breaks a name letter by letter, and the text of every chart is drawn at 11 px or
+// more.
 func TestReportHTMLWithAnalysisLayout(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	if r := aaGrade(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "run", "--dataset", "demo", "--model", "builtin/baseline",
@@ -458,13 +541,21 @@ func TestReportHTMLWithAnalysisLayout(t *testing.T) {
 	if html, err := os.ReadFile(page); err != nil || !bytes.Contains(html, []byte("First turn that named a root cause")) {
 		t.Fatalf("report.html has no analysis: %v", err)
 	}
-	for _, width := range []int{700, 1400} {
+	analysisPage := filepath.Join(t.TempDir(), "analysis.html")
+	if r := aaGrade(t, nil, "analyze", "--html", analysisPage, out); r.code != 0 {
+		t.Fatalf("analyze: exit %d\n%s", r.code, r.stderr)
+	}
+	analysisCharts := []string{"first-hit turn distribution", "false positives by class", "source coverage per model"}
+	for _, width := range []int{390, 700, 1400} {
 		tb := openLaidOut(t, page, width)
 		// At 1400 px every table fits: none needs its own scroll bar.
 		if wide := tb.Eval(`[...document.querySelectorAll(".scroll")].filter(e => e.querySelector("table") && e.scrollWidth > e.clientWidth + 1).map(e => e.scrollWidth + " px in " + e.clientWidth)`); width == 1400 && wide != "[]" {
 			t.Errorf("at %d px, tables wider than the page: %s", width, wide)
 		}
 		tb.Screenshot(fmt.Sprintf("report-analysis-%d", width))
+		chartTextReadable(t, tb, width, append([]string{"turns per episode", "task by run heatmap"}, analysisCharts...)...)
+		tb = openLaidOut(t, analysisPage, width)
+		chartTextReadable(t, tb, width, analysisCharts...)
 	}
 }
 
@@ -474,7 +565,7 @@ func openLaidOut(t *testing.T, page string, width int) *cdp.Tab {
 	t.Helper()
 	tb := cdp.NewTab(t, width)
 	from := tb.Open("file://" + page)
-	if faults := tb.Eval(layoutFaults); faults != "[]" {
+	if faults := pageLayoutFaults(tb, width); faults != "[]" {
 		t.Errorf("at %d px: %s", width, faults)
 	}
 	if problems := tb.Problems(from, "file://"); len(problems) > 0 {

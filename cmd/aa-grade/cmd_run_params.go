@@ -34,8 +34,8 @@ func (o *paramOptions) flags() []cli.Flag {
 			Usage: "KEY=VALUE: a field of every request's body, at its top level (VALUE as JSON when it is JSON, " +
 				`else a string: -M chat_template_kwargs='{"enable_thinking":false}'); repeatable`},
 		&cli.GenericFlag{Name: "model-header", Value: &o.headers,
-			Usage: "NAME=VALUE: an HTTP header of every request (run.json records it: keys come from the " +
-				"environment); repeatable"},
+			Usage: "NAME=VALUE: an HTTP header of every request (run.json records its name and the SHA-256 " +
+				"of its value, never the value); repeatable"},
 		&cli.BoolFlag{Name: "not-comparable", Destination: &o.notComparable,
 			Usage: "let a preset take --temperature, --top-p, --model-arg or --model-header; the run is then " +
 				"not comparable with the leaderboard row the preset reproduces, and its reports say so"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
@@ -42,7 +43,7 @@ func TestRunSendsModelParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{"model_params.temperature": "0.3", "model_params.fields.seed": "7",
-		"model_params.headers.X-Title": `"t"`} {
+		"model_params.header_sha256.X-Title": `"e3b98a4da31a127d4bde6e43033f66ba274cab0eb7eb1c70ec41402bf6273dd8"`} {
 		if got := gjson.GetBytes(header, path).Raw; got != want {
 			t.Errorf("run.json: %s = %s, want %s", path, got, want)
 		}
@@ -60,6 +61,44 @@ func TestRunSendsModelParams(t *testing.T) {
 	dry := aaGrade(t, s.env, append(args, "--dry-run")...)
 	dry.wantExit(t, 0)
 	textcheck.Has(t, "a dry run's stdout", dry.stdout, "would run 0 of the 1 episode of 1 task x 1 repeat (1 already finished in "+out+")")
+	if n := s.fake.Requests(); n != 2 {
+		t.Errorf("%d requests after the resumes, want still 2", n)
+	}
+}
+
+// TestModelHeaderNeverWritten: a custom header's value, which may be a secret, is sent but never
+// written: run.json, the trajectories, the reports and both exports hold its SHA-256 only; a
+// resume with another value is refused, naming the header, and one with the same value resumes.
+func TestModelHeaderNeverWritten(t *testing.T) {
+	const secret = "route-token-5f0c2e9a7b"
+	s := newScriptedRun(t, fakemodel.Script{Turns: 2, Command: "ls", Answer: answer901}, "901", "1")
+	out := filepath.Join(t.TempDir(), "run")
+	args := s.command(out, "--model-header", "X-Route-Token="+secret)
+	aaGrade(t, s.env, args...).wantExit(t, 0)
+	header, err := os.ReadFile(filepath.Join(out, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := model.HeaderDigest(secret)
+	if got := gjson.GetBytes(header, "model_params.header_sha256.X-Route-Token").String(); got != digest {
+		t.Errorf("run.json records the header as %q, want its SHA-256 %s", got, digest)
+	}
+	exports := t.TempDir()
+	for _, format := range []string{"atif", "openai-jsonl"} {
+		r := aaGrade(t, s.env, "export", out, "--format", format, "--out", filepath.Join(exports, format))
+		r.wantExit(t, 0)
+	}
+	assertNoSecret(t, out, secret)
+	assertNoSecret(t, exports, secret)
+	trajectory := readTrajectory(t, filepath.Join(out, "episodes", "Scenario-901", "1"))
+	textcheck.Has(t, "the trajectory", trajectory, `"X-Route-Token":"sha256:`+digest+`"`)
+
+	other := aaGrade(t, s.env, s.command(out, "--model-header", "X-Route-Token=another-token-1234")...)
+	other.wantExit(t, 2)
+	textcheck.Has(t, "stderr of a resume with another value", other.stderr,
+		"model_params was header X-Route-Token=sha256:"+digest[:16], "now header X-Route-Token=sha256:")
+	textcheck.Lacks(t, "stderr of a resume with another value", other.stderr, secret, "another-token-1234")
+	aaGrade(t, s.env, args...).wantExit(t, 0)
 	if n := s.fake.Requests(); n != 2 {
 		t.Errorf("%d requests after the resumes, want still 2", n)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/data"
 	"github.com/aa-grade/aa-grade/harness/readers/viewer"
+	"github.com/aa-grade/aa-grade/harness/vocab/atif"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/english"
 )
@@ -63,11 +64,14 @@ func newViewCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "view",
 		Usage:     "read runs in a browser: scores, the task x repeat grid, every episode turn by turn",
-		ArgsUsage: "RUN...",
+		ArgsUsage: "RUN|TRAJECTORIES...",
 		Description: "Serves the run folders, read-only, on this machine only (a loopback address; --host HOST serves\n" +
 			"them to HOST's network, with a warning: anyone reaching it reads the episodes), and prints the URL;\n" +
 			"a run still going is shown as it stands and refreshes. Ctrl-C stops the viewer (exit 0).\n" +
 			"A folder of runs (runs/) stands for the runs in it; a folder that is not a run is named and skipped.\n" +
+			"ATIF trajectories of any harness are shown too, step by step: a Harbor job folder (or a folder of\n" +
+			"jobs: <trial>/agent/trajectory.json, with each trial's reward), aa-grade export's folder, a folder of\n" +
+			"ATIF .json files, or one file; they are not graded (aa-grade grade scores their answers).\n" +
 			"With --out DIR, writes the same pages as static files to DIR instead (DIR/index.html), to share.\n" +
 			"Submissions are graded entity by entity against the ground truth of the run's dataset\n" +
 			"(for a Hub dataset, from the local cache only: aa-grade data pull fills it).\n\n" +
@@ -81,12 +85,13 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 	if len(args) == 0 {
 		return usageErrorf("view needs at least one RUN folder; see aa-grade view --help")
 	}
-	ra := expandRuns(args)
-	if len(ra.dirs) == 0 {
+	runs, documents := splitTrajectories(args)
+	ra := expandRuns(runs)
+	if len(ra.dirs)+len(documents) == 0 {
 		return ra.none(con.err)
 	}
 	ra.printRunSkips(con.err)
-	v, err := viewer.New(ra.dirs, viewer.Options{GroundTruth: groundTruths, Network: opts.isSet("host")})
+	v, err := viewer.New(ra.dirs, documents, viewer.Options{GroundTruth: groundTruths, Network: opts.isSet("host")})
 	if err != nil {
 		return err
 	}
@@ -113,11 +118,59 @@ func runView(ctx context.Context, opts viewOptions, args []string, con console) 
 		defer cancel()
 		_ = srv.Shutdown(shutdown) // past its timeout, Serve returns all the same
 	}()
-	printLine(stdout, "Viewing %s at http://%s/ (Ctrl-C to stop)", english.Count(len(ra.dirs), "run"), shown)
+	printLine(stdout, "Viewing %s at http://%s/ (Ctrl-C to stop)", viewed(len(ra.dirs), len(documents)), shown)
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// splitTrajectories tells view's ATIF trajectories (another harness's, a Harbor job's, aa-grade's
+// export: a document, or a folder that holds no run but documents atif.FindDocuments finds, one
+// of which reads) from the runs, which are the rest.
+func splitTrajectories(args []string) (runs, documents []string) {
+	for _, arg := range args {
+		if isTrajectories(arg) {
+			documents = append(documents, arg)
+		} else {
+			runs = append(runs, arg)
+		}
+	}
+	return runs, documents
+}
+
+func isTrajectories(arg string) bool {
+	if _, err := runfolder.ReadHeader(arg); !errors.Is(err, runfolder.ErrNotRunFolder) {
+		return false
+	}
+	if _, ok := runsIn(arg); ok {
+		return false
+	}
+	found, err := atif.FindDocuments(arg)
+	if err != nil {
+		return false
+	}
+	if found.Layout != atif.LayoutFiles {
+		return len(found.Episodes) > 0
+	}
+	// Any .json file is a candidate: a folder of answers is not a folder of trajectories.
+	for _, e := range found.Episodes {
+		if _, err := atif.Read(e.Path); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// viewed says what view shows: "2 runs", "1 folder of trajectories", or both.
+func viewed(runs, documents int) string {
+	switch {
+	case documents == 0:
+		return english.Count(runs, "run")
+	case runs == 0:
+		return english.Count(documents, "source") + " of ATIF trajectories"
+	}
+	return english.Count(runs, "run") + " and " + english.Count(documents, "source") + " of ATIF trajectories"
 }
 
 // listenView listens where the flags say: loopback, on the default port or any free one when

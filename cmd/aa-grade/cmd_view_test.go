@@ -75,14 +75,46 @@ func TestViewFolderOfRuns(t *testing.T) {
 	textcheck.Has(t, "stderr", r.stderr, "note: left out "+export+": not a run folder (no run.json)")
 	textcheck.Has(t, "the index page", readFile(t, filepath.Join(pages, "index.html")), "opus", "qwen")
 
+	notes := filepath.Join(dir, "notes")
+	testfs.Write(t, filepath.Join(notes, "README.md"), "not a run")
 	pages = filepath.Join(dir, "pages2")
-	r = aaGrade(t, []string{cache}, "view", "--out", pages, filepath.Join(runs, "opus"), export)
+	r = aaGrade(t, []string{cache}, "view", "--out", pages, filepath.Join(runs, "opus"), notes)
 	r.wantExit(t, 1)
-	textcheck.Has(t, "stderr", r.stderr, "warning: skipped "+export+": not a run folder (no run.json), nor a folder of runs",
+	textcheck.Has(t, "stderr", r.stderr, "warning: skipped "+notes+": not a run folder (no run.json), nor a folder of runs",
 		"1 folder not viewed")
 	if _, err := os.Stat(filepath.Join(pages, "index.html")); err != nil {
 		t.Errorf("the pages of the run given with a folder that is not one: %v", err)
 	}
+}
+
+// TestViewATIF: view shows ATIF trajectories of another harness beside runs: a Harbor job (a
+// malformed trial's document named on its row, the others shown, none scored 0), and one
+// document; a folder of answers is no folder of trajectories, and is skipped as before.
+func TestViewATIF(t *testing.T) {
+	dir := t.TempDir()
+	job := filepath.Join(dir, "job")
+	harborTrial(t, job, "s901__a", "Scenario-901", "2026-11-27T09:00:00Z", `{"contributing_factors": []}`)
+	harborTrial(t, job, "s902__b", "Scenario-902", "2026-11-27T09:00:00Z", "I looked at the pods.")
+	harborTrial(t, job, "s903__c", "Scenario-903", "2026-11-27T09:00:00Z", "cut")
+	bad := filepath.Join(job, "s903__c", "agent", "trajectory.json")
+	testfs.Write(t, bad, `{"schema_version": "ATIF-v1.6", "steps": [`)
+	cache := "XDG_CACHE_HOME=" + t.TempDir()
+
+	pages := filepath.Join(dir, "pages")
+	r := aaGrade(t, []string{cache}, "view", "--out", pages, "testdata/runs/opus", job,
+		filepath.Join(job, "s901__a", "agent", "trajectory.json"))
+	r.wantExit(t, 0)
+	index := readFile(t, filepath.Join(pages, "index.html"))
+	textcheck.Has(t, "the index page", index, "terminus-2 2.0.0", `href="atif/1/2.html"`, `href="atif/2/1.html"`,
+		"not graded<", bad+": not an ATIF document")
+	textcheck.Has(t, "a trial's page", readFile(t, filepath.Join(pages, "atif", "1", "2.html")), "I looked at the pods.")
+	textcheck.Has(t, "a trial's document beside its page", readFile(t, filepath.Join(pages, "atif", "1", "1.json")), "ATIF-v1.6")
+
+	answers := filepath.Join(dir, "answers")
+	testfs.Write(t, filepath.Join(answers, "Scenario-901.json"), `{"contributing_factors": []}`)
+	r = aaGrade(t, []string{cache}, "view", "--out", filepath.Join(dir, "pages2"), answers)
+	r.wantExit(t, 2)
+	textcheck.Has(t, "stderr", r.stderr, answers+": not a run folder")
 }
 
 // TestViewAddressNotHostPort: an --addr that is no address is a usage error, one line naming

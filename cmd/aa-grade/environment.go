@@ -80,7 +80,8 @@ var environment = []envVar{
 	{"AA_GRADE_VIEW_ADDR", []string{"view --addr"}, "where aa-grade view listens"},
 	{"AA_GRADE_INSECURE_REGISTRIES", nil,
 		"registries --sandbox-image may reach over plain HTTP (host:port, comma-separated)"},
-	{"AA_GRADE_LINUX_AGENT", nil, "the Linux build of aa-grade the docker sandbox runs in its containers"},
+	{"AA_GRADE_LINUX_GUEST", nil, "the Linux build of aa-grade the docker sandbox runs in its containers"},
+	{"AA_GRADE_LINUX_AGENT", nil, "the older name of AA_GRADE_LINUX_GUEST, read when that one is not set"},
 	{"AA_GRADE_GUEST_CONFINEMENT", nil, "set by aa-grade for the guest inside a sandbox; never set it yourself"},
 }
 

@@ -24,7 +24,7 @@ func cacheKey(model string, groundTruth []byte, entities []string, system, user 
 	field(h, []byte(cacheVersion))
 	field(h, []byte(model))
 	field(h, groundTruth)
-	binary.Write(h, binary.LittleEndian, uint64(len(entities)))
+	_ = binary.Write(h, binary.LittleEndian, uint64(len(entities))) // a hash's Write never fails
 	for _, e := range entities {
 		field(h, []byte(e))
 	}
@@ -34,7 +34,7 @@ func cacheKey(model string, groundTruth []byte, entities []string, system, user 
 }
 
 func field(h hash.Hash, b []byte) {
-	binary.Write(h, binary.LittleEndian, uint64(len(b)))
+	_ = binary.Write(h, binary.LittleEndian, uint64(len(b))) // a hash's Write never fails
 	h.Write(b)
 }
 
@@ -69,7 +69,7 @@ func readCached(path string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	b, err := io.ReadAll(io.LimitReader(f, 2*maxReplyBytes))
 	var e cacheEntry
 	if err != nil || json.Unmarshal(b, &e) != nil {

@@ -59,7 +59,7 @@ func ReadCaches(dirs ...string) (*Caches, error) {
 				continue
 			}
 			var first cacheEntry
-			json.Unmarshal(prev, &first) // read above
+			_ = json.Unmarshal(prev, &first) // decoded once already, when it was read
 			if first != entry {
 				return nil, fmt.Errorf("%w: %s and %s answer the same question differently", ErrConflict, from[e.Name()], path)
 			}

@@ -94,6 +94,6 @@ func jsonLine(v any) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	enc.Encode(v) // strings, slices and plain structs always encode
+	_ = enc.Encode(v) // strings, slices and plain structs always encode, and a Buffer takes them
 	return b.String()
 }

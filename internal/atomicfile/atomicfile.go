@@ -35,8 +35,9 @@ func WriteFilePerm(path string, data []byte, perm os.FileMode) error {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
-		return err // os errors name the file; callers say what it was for
+		// The failure is the one to tell; os errors name the file, callers say what it was for.
+		_ = os.Remove(tmp.Name())
+		return err
 	}
 	return nil
 }

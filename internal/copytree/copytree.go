@@ -31,7 +31,7 @@ func copyFile(src, dst string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // read only
 	out, err := os.Create(dst)
 	if err != nil {
 		return err

@@ -18,5 +18,6 @@ func TryLock(f *os.File) error {
 	return err
 }
 
-// Unlock releases a lock TryLock took (closing f releases it too).
-func Unlock(f *os.File) { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+// Unlock releases a lock TryLock took. Its error is ignored: closing f releases the lock too,
+// and every caller closes f next.
+func Unlock(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }

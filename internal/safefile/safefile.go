@@ -30,11 +30,11 @@ func Open(root *os.Root, name string) (*os.File, error) {
 	}
 	info, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close() // read only
 		return nil, err
 	}
 	if !info.Mode().IsRegular() {
-		f.Close()
+		_ = f.Close() // read only
 		return nil, fmt.Errorf("%s: %w (%s)", name, ErrNotRegular, kind(info.Mode()))
 	}
 	return f, nil
@@ -47,7 +47,7 @@ func Read(root *os.Root, name string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
@@ -65,7 +65,7 @@ func ReadPath(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // a folder handle
 	return Read(root, filepath.Base(path), limit)
 }
 

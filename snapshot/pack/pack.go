@@ -33,7 +33,8 @@ func Write(out string, tasks []data.Task, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("pack: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	// The folder packed; else a hidden folder beside the output, never read as one.
+	defer func() { _ = os.RemoveAll(tmp) }()
 	sre := filepath.Join(tmp, data.Category)
 	seen := map[string]bool{}
 	var index strings.Builder

@@ -27,15 +27,18 @@ const onsetBucket = 5 * time.Minute
 
 // Fingerprint is what the model sees of a task, as features with weights: firing alerts and
 // when each first fired after the task's first alerts file, Kubernetes events, objects that
-// change between the first and the last dump, error spans and error log lines. Every name of
-// a workload, a service or a namespace in them is replaced by its role (see roles), and
-// times, ids and numbers are masked (see normalise), so that a copy renamed and moved in
-// time has the same fingerprint. A feature's weight grows with the log of its count, so a
-// copy given or stripped of a fifth of its lines keeps nearly the same weights.
+// change between the first and the last dump, error spans, error log lines and the shapes of
+// metric series (see shape). Every name of a workload, a service or a namespace in them is
+// replaced by a slot standing for its entity, described by its role (see roles), and times,
+// ids and numbers are masked (see normalise), so that a copy renamed and moved in time has
+// the same fingerprint once its entities are matched with the original's. A feature's weight
+// grows with the log of its count, so a copy given or stripped of a fifth of its lines keeps
+// nearly the same weights.
 type Fingerprint struct {
 	Task     string
 	Features map[string]float64
 	shown    map[string]string // a feature in the task's own names, for people to read
+	entities []entity          // by the slots the features name them by
 }
 
 // reading is what one pass over a task gathers: features that still carry the task's own
@@ -43,12 +46,19 @@ type Fingerprint struct {
 type reading struct {
 	counts     map[string]int
 	calls      *snapshot.CallGraph
-	named      map[string]bool     // services named by alerts or logs, which may have no object or span
-	workloads  map[string]string   // workload name -> kind (Deployment, StatefulSet, DaemonSet)
-	namespaces map[string][]string // namespace -> its workloads
+	named      map[string]bool           // services named by alerts or logs, which may have no object or span
+	workloads  map[string]string         // workload name -> kind (Deployment, StatefulSet, DaemonSet)
+	namespaces map[string][]string       // namespace -> its workloads
+	ops        map[string]map[string]int // service -> the names of the spans it writes, counted
+	images     map[string]map[string]bool
+	series     map[string]*series // metric series, by what they measure
 	alerts     map[string]time.Time
 	firstAlert time.Time
 }
+
+// maxOps bounds the span names kept of a service: enough for a shop's operations, and a
+// bound for spans named after what they fetch.
+const maxOps = 200
 
 // FingerprintTask reads the task folder dir in one streaming pass over each file.
 func FingerprintTask(task, dir string) (*Fingerprint, error) {
@@ -57,7 +67,8 @@ func FingerprintTask(task, dir string) (*Fingerprint, error) {
 		return nil, err
 	}
 	rd := &reading{counts: map[string]int{}, calls: snapshot.NewCallGraph(), named: map[string]bool{},
-		workloads: map[string]string{}, namespaces: map[string][]string{}, alerts: map[string]time.Time{}}
+		workloads: map[string]string{}, namespaces: map[string][]string{}, ops: map[string]map[string]int{},
+		images: map[string]map[string]bool{}, series: map[string]*series{}, alerts: map[string]time.Time{}}
 	for _, f := range files {
 		path := filepath.Join(dir, filepath.FromSlash(f.Path))
 		switch {
@@ -71,6 +82,8 @@ func FingerprintTask(task, dir string) (*Fingerprint, error) {
 			err = rd.spanFeatures(path)
 		case f.Table == snapshot.Logs:
 			err = rd.logFeatures(path)
+		case f.Table == snapshot.PodMetrics || f.Table == snapshot.ServiceMetrics:
+			err = rd.metricSeries(path)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("fingerprint of %s: %w", task, err)
@@ -79,16 +92,19 @@ func FingerprintTask(task, dir string) (*Fingerprint, error) {
 	for a, t := range rd.alerts {
 		rd.counts[fmt.Sprintf("alert onset +%dm %s", int(t.Sub(rd.firstAlert)/onsetBucket)*5, a)]++
 	}
+	rd.shapeFeatures()
 	delete(rd.named, "")
-	mask := newRoles(rd.calls, rd.named, rd.workloads, rd.namespaces).mask
+	r := newRoles(rd)
 	fp := &Fingerprint{Task: task, Features: make(map[string]float64, len(rd.counts)), shown: map[string]string{}}
 	for k, n := range rd.counts {
-		f := clip(mask(k), maxFeatureText)
+		f := r.mask(k, maxFeatureText)
 		fp.Features[f] += 1 + math.Log(float64(n))
 		if was, ok := fp.shown[f]; !ok || k < was {
 			fp.shown[f] = k
 		}
 	}
+	r.touches(fp.Features)
+	fp.entities = r.entities
 	return fp, nil
 }
 
@@ -103,6 +119,7 @@ func (rd *reading) alertFeatures(path string) error {
 	for _, a := range af.Alerts {
 		l := a.Labels
 		rd.named[l["service_name"]], rd.named[l["deployment"]] = true, true
+		rd.namespace(l["namespace"])
 		key := strings.Join([]string{a.Name, l["severity"], normalise(l["namespace"]), normalise(l["service_name"]),
 			normalise(l["pod"]), normalise(l["deployment"])}, " ")
 		rd.counts["alert "+key]++
@@ -113,10 +130,19 @@ func (rd *reading) alertFeatures(path string) error {
 	return nil
 }
 
+// namespace notes a namespace that alerts or events name, which a task with no object dump
+// (or a fragment of one) knows of no other way.
+func (rd *reading) namespace(ns string) {
+	if _, known := rd.namespaces[ns]; ns != "" && !known {
+		rd.namespaces[ns] = nil
+	}
+}
+
 func (rd *reading) eventFeatures(path string) error {
 	_, err := snapshot.ScanTable(path, func(r snapshot.Row) error {
 		e, err := r.Event()
 		if err == nil {
+			rd.namespace(e.Regarding.Namespace)
 			rd.counts[strings.Join([]string{"event", e.Type, e.Reason, e.Regarding.Kind, normalise(e.Regarding.Name),
 				normalise(e.Message)}, " ")]++
 		}
@@ -152,6 +178,10 @@ func (rd *reading) changeFeatures(path string) error {
 		if ref := o.Ref; workloadKinds[ref.Kind] && rd.workloads[ref.Name] == "" {
 			rd.workloads[ref.Name] = ref.Kind
 			rd.namespaces[ref.Namespace] = append(rd.namespaces[ref.Namespace], ref.Name)
+			rd.images[ref.Name] = map[string]bool{}
+			for _, image := range o.Body.Get("spec.template.spec.containers.#.image").Array() {
+				rd.images[ref.Name][image.String()] = true
+			}
 		}
 		h := fnv.New64a()
 		_, _ = h.Write([]byte(normalise(o.Body.Get("spec").Raw))) // a hash's Write never fails
@@ -177,6 +207,15 @@ func (rd *reading) changeFeatures(path string) error {
 func (rd *reading) spanFeatures(path string) error {
 	_, err := snapshot.ScanTable(path, func(r snapshot.Row) error {
 		rd.calls.Add(r)
+		service := r.Get("ServiceName")
+		ops := rd.ops[service]
+		if ops == nil {
+			ops = map[string]int{}
+			rd.ops[service] = ops
+		}
+		if op := r.Get("SpanName"); ops[op] > 0 || len(ops) < maxOps {
+			ops[op]++
+		}
 		if strings.EqualFold(r.Get("StatusCode"), "Error") {
 			rd.counts[strings.Join([]string{"span", normalise(r.Get("ServiceName")), normalise(r.Get("SpanName")),
 				normalise(r.Get("StatusMessage"))}, " ")]++

@@ -1,95 +1,174 @@
 package validate
 
 import (
-	"hash/fnv"
+	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/aa-grade/aa-grade/snapshot"
 )
 
-// minCalls is how many times a call must be seen to count in the roles: a call seen once (a
-// flag looked up at start) is lost by a copy that leaves out a fifth of its spans, while the
-// calls that make up a shop's graph are seen tens of times in the smallest generated task.
-// A higher bound, or a share of the most frequent call, measured worse (docs/benchmarks.md):
-// it cuts through the calls a fault thins, which a copy then keeps on one side or the other.
-const minCalls = 2
+// The weights of what makes up an entity's role. What a service is and does (its kind, its
+// image, the operations it serves) weighs most; its callers' and callees' the same at
+// neighbourWeight, so that a call lost changes a part of two roles, not every role; the
+// features that touch it (alerts, events, errors) least, enough to tell apart services
+// alike in every other way, and to give a role to services only alerts or logs name.
+const (
+	neighbourWeight = 0.5
+	touchWeight     = 0.3
+)
 
-// refinements is how many times a service's role takes in its neighbours' roles: three
-// steps of the call graph reach from the front door to the deepest service of the shops
-// the benchmark records, and tell apart services that the first steps leave alike.
-const refinements = 3
-
-// roles names each workload, service and namespace of a task by its place in the task
-// rather than by its name, so that a copy whose names were all replaced consistently has
-// the same roles. A service's role starts as its workload's kind (none for a service only
-// alerts or logs name) and whether it writes spans, then takes in, a step at a time
-// (refinements), the roles of the services it calls and of those that call it, over the calls
-// seen minCalls times (the Weisfeiler-Lehman refinement of graph isomorphism tests);
-// a namespace's role is the roles of its workloads. Two services in the same place in the
-// same graph share a role, which a copy cannot tell apart either; the features that touch
-// them (alerts, events, errors) then say which of them it is.
+// roles names each workload, service and namespace of a task (its entities) by a slot,
+// "{svc:0003}" or "{ns:0000}", in place of its name, and describes each by its role: what it is
+// and what it does, never its name. Two tasks are compared through the assignment of one's
+// entities to the other's that makes their roles most alike (matchEntities), so that a copy
+// whose names were all replaced consistently compares as the original, and a copy that lost
+// a call, an operation or an error line still matches each service with its own.
 type roles struct {
-	of      map[string]string // name, as normalise leaves it -> role
-	pattern *regexp.Regexp    // any of the names, whole, then a "service" suffix and what ends the name
+	index    map[string]int // name, as normalise leaves it -> entity
+	entities []entity
+	pattern  *regexp.Regexp // any of the names, whole, then a "service" suffix and what ends the name
 }
 
-func newRoles(calls *snapshot.CallGraph, named map[string]bool, workloads map[string]string,
-	namespaces map[string][]string) *roles {
-	label := map[string]string{}
-	for name := range named {
-		label[name] = ""
+// entity is one workload, service or namespace, by its role: features with weights, to unit
+// length once complete.
+type entity struct {
+	namespace bool // matched only with namespaces, as services only with services
+	role      map[string]float64
+}
+
+// slot is how an entity is written in a feature: its class and its index in the task, in
+// digits as many for every index (padded), so that a feature cut to maxFeatureText is cut at
+// the same place whichever entities it names.
+func (r *roles) slot(i int) string {
+	if r.entities[i].namespace {
+		return "{ns:" + padded(i) + "}"
 	}
-	for name, kind := range workloads {
-		label[name] = kind
+	return "{svc:" + padded(i) + "}"
+}
+
+// newRoles gathers the entities of a reading and the part of their roles the reading gives;
+// touches adds the part the task's features give.
+func newRoles(rd *reading) *roles {
+	r := &roles{index: map[string]int{}}
+	names := map[string]bool{}
+	for name := range rd.named {
+		names[name] = true
 	}
-	traced := calls.Services()
-	for _, name := range traced {
-		label[name] += "+spans"
+	for name := range rd.workloads {
+		names[name] = true
 	}
-	out, in := map[string][]string{}, map[string][]string{}
-	for c, n := range calls.Counts() {
-		if n < minCalls {
-			continue
-		}
-		out[c[0]] = append(out[c[0]], c[1])
-		in[c[1]] = append(in[c[1]], c[0])
+	for _, name := range rd.calls.Services() {
+		names[name] = true
 	}
-	for range refinements {
-		next := make(map[string]string, len(label))
-		for name, l := range label {
-			next[name] = digest(l, "calls", neighbours(label, out[name]), "called by", neighbours(label, in[name]))
-		}
-		label = next
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		r.add(name, false)
 	}
-	r := &roles{of: map[string]string{}}
-	for name, l := range label {
-		r.add(name, "{svc:"+l[:8]+"}", true)
-	}
-	for ns, names := range namespaces {
-		var held []string
-		for _, name := range names {
-			held = append(held, label[name])
-		}
-		slices.Sort(held)
-		r.add(ns, "{ns:"+digest(held...)[:8]+"}", false)
+	for _, ns := range slices.Sorted(maps.Keys(rd.namespaces)) {
+		r.add(ns, true)
 	}
 	r.compile()
+	local := map[string]map[string]float64{}
+	for name := range names {
+		local[name] = r.localRole(rd, name)
+	}
+	for name := range names {
+		addRole(r.entity(name), local[name], 1, "")
+	}
+	for c, n := range rd.calls.Counts() {
+		w := neighbourWeight * (1 + math.Log(float64(n))) / 4
+		addRole(r.entity(c[0]), local[c[1]], w, "calls ")
+		addRole(r.entity(c[1]), local[c[0]], w, "called by ")
+	}
+	for ns, held := range rd.namespaces {
+		e := r.entity(ns)
+		if e == nil || !e.namespace {
+			continue // a namespace named as a service is: the service's entity stands for both
+		}
+		e.role["namespace"] = 1
+		for _, name := range held {
+			addRole(e, local[name], neighbourWeight/float64(len(held)), "holds ")
+		}
+	}
 	return r
 }
 
-// add names name by role, and when bare the same without dashes too, as "ProductCatalog"
-// spells the service "product-catalog" in span names ("oteldemo" is not the namespace).
-func (r *roles) add(name, role string, bare bool) {
-	n := normalise(name)
-	if n == "" {
+// localRole is what a service is and does by itself: its workload's kind (none for a
+// service only alerts or logs name), whether it writes spans, its images and the operations
+// it serves, every name in them masked.
+func (r *roles) localRole(rd *reading, name string) map[string]float64 {
+	kind := rd.workloads[name]
+	if kind == "" {
+		kind = "none"
+	}
+	out := map[string]float64{"kind " + kind: 1}
+	if _, traced := rd.ops[name]; traced {
+		out["spans"] = 1
+	}
+	for op, n := range rd.ops[name] {
+		out["op "+r.generic(normalise(op))] += (1 + math.Log(float64(n))) / 4
+	}
+	for image := range rd.images[name] {
+		out["image "+r.generic(normalise(image))] = 1
+	}
+	return out
+}
+
+// addRole adds the features of role to e's, by weight, each prefixed.
+func addRole(e *entity, role map[string]float64, weight float64, prefix string) {
+	if e == nil {
 		return
 	}
-	r.of[n] = role
-	if b := normalise(strings.ReplaceAll(name, "-", "")); bare && b != n {
-		if _, taken := r.of[b]; !taken {
-			r.of[b] = role
+	for f, w := range role {
+		e.role[prefix+f] += weight * w
+	}
+}
+
+// touches adds to each entity the features that name it, as their templates (every entity a
+// "{svc}"), and brings every role to unit length.
+func (r *roles) touches(features map[string]float64) {
+	for k, w := range features {
+		p := parse(k, w)
+		for _, i := range p.slots {
+			if i < len(r.entities) {
+				r.entities[i].role["touched by "+p.template] += touchWeight * w
+			}
+		}
+	}
+	for _, e := range r.entities {
+		var sum float64
+		for _, w := range e.role {
+			sum += w * w
+		}
+		if sum == 0 {
+			continue
+		}
+		for f, w := range e.role {
+			e.role[f] = w / math.Sqrt(sum)
+		}
+	}
+}
+
+func (r *roles) entity(name string) *entity {
+	if i, ok := r.index[normalise(name)]; ok {
+		return &r.entities[i]
+	}
+	return nil
+}
+
+// add makes name an entity, and when a service the same without dashes too, as
+// "ProductCatalog" spells the service "product-catalog" in span names ("oteldemo" is not the
+// namespace). A name already an entity stays the one it is.
+func (r *roles) add(name string, namespace bool) {
+	n := normalise(name)
+	if _, taken := r.index[n]; n == "" || taken {
+		return
+	}
+	r.index[n] = len(r.entities)
+	r.entities = append(r.entities, entity{namespace: namespace, role: map[string]float64{}})
+	if b := normalise(strings.ReplaceAll(name, "-", "")); !namespace && b != n {
+		if _, taken := r.index[b]; !taken {
+			r.index[b] = r.index[n]
 		}
 	}
 }
@@ -99,8 +178,8 @@ func (r *roles) add(name, role string, bare bool) {
 // that is not a letter, a digit or "_" (not at a word boundary: normalise ends some names
 // in "#").
 func (r *roles) compile() {
-	names := make([]string, 0, len(r.of))
-	for n := range r.of {
+	names := make([]string, 0, len(r.index))
+	for n := range r.index {
 		names = append(names, regexp.QuoteMeta(n))
 	}
 	if len(names) == 0 {
@@ -115,37 +194,35 @@ func (r *roles) compile() {
 	r.pattern = regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)(service)?([^a-z0-9_]|$)`)
 }
 
-// mask replaces every name in the feature s by its role.
-func (r *roles) mask(s string) string {
+// mask replaces every name in the feature s by its entity's slot, and cuts it to n bytes,
+// before a slot the cut would split (whose index would then tell two tasks' features apart).
+func (r *roles) mask(s string, n int) string {
+	return cutSlot.ReplaceAllString(clip(r.replace(s, r.slot), n), "…")
+}
+
+// cutSlot is the start of a slot at the end of a feature cut.
+var cutSlot = regexp.MustCompile(`\{(?:s|sv|svc|svc:\d*|n|ns|ns:\d*)?…$`)
+
+// generic replaces every name in s by its class alone, for a role, which must not say which
+// entity it is.
+func (r *roles) generic(s string) string {
+	return r.replace(s, func(i int) string {
+		if r.entities[i].namespace {
+			return "{ns}"
+		}
+		return "{svc}"
+	})
+}
+
+func (r *roles) replace(s string, with func(int) string) string {
 	if r.pattern == nil {
 		return s
 	}
 	return r.pattern.ReplaceAllStringFunc(s, func(m string) string {
 		sub := r.pattern.FindStringSubmatch(m)
-		return r.of[sub[1]] + sub[2] + sub[3]
+		return with(r.index[sub[1]]) + sub[2] + sub[3]
 	})
 }
 
-// neighbours are the sorted roles of names (a role twice when two of them share it).
-func neighbours(label map[string]string, names []string) string {
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		out = append(out, label[n])
-	}
-	slices.Sort(out)
-	return strings.Join(out, ",")
-}
-
-// digest is a hash of parts in 16 letters, with no digit for normalise to mask.
-func digest(parts ...string) string {
-	h := fnv.New64a()
-	for _, p := range parts {
-		_, _ = h.Write([]byte(p + "\x00")) // a hash's Write never fails
-	}
-	sum := h.Sum64()
-	b := make([]byte, 16)
-	for i := range b {
-		b[i] = 'a' + byte(sum>>(4*i)&15)
-	}
-	return string(b)
-}
+// slotPattern finds the slots of a feature.
+var slotPattern = regexp.MustCompile(`\{(?:svc|ns):(\d+)\}`)

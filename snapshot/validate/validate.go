@@ -288,7 +288,7 @@ func readAll(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	return io.ReadAll(io.LimitReader(f, maxCopyCheckBytes+1))
 }
 

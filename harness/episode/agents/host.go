@@ -76,7 +76,7 @@ func (a Agent) HostInstall() (Install, error) {
 	if err != nil {
 		return Install{}, fmt.Errorf("%w: %s is not a native Linux program (%v)", ErrNoHostInstall, native, err)
 	}
-	f.Close()
+	_ = f.Close() // read only: opening it was the check
 	return in, nil
 }
 
@@ -132,7 +132,7 @@ func hostNode(script string) func(root string) (Install, string, error) {
 			return Install{}, "", fmt.Errorf("%s is not a native Linux program (%v)", node, err)
 		}
 		libs, err := f.ImportedLibraries()
-		f.Close()
+		_ = f.Close() // read only
 		if err != nil {
 			return Install{}, "", fmt.Errorf("read %s's libraries: %w", node, err)
 		}

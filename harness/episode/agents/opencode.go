@@ -121,7 +121,7 @@ func opencodeNative(root string) (Install, string, error) {
 		filepath.Join(filepath.Dir(root), platform, "bin", "opencode"),
 	} {
 		if f, err := elf.Open(exe); err == nil {
-			f.Close()
+			_ = f.Close() // read only: opening it was the check
 			return Install{Paths: []string{filepath.Dir(exe)}, Executable: exe}, exe, nil
 		}
 	}

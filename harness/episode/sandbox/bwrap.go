@@ -204,12 +204,14 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	// The tmpfs' pages are memory too: they get the disk limit on top of the processes' own,
 	// so that a full workspace is "No space left on device", not a sandbox out of memory.
-	cgroup := newSandboxCgroup(limits.memory() + limits.disk())
+	cgroup, err := newSandboxCgroup(limits.memory() + limits.disk())
+	if err != nil {
+		return nil, err
+	}
 	c.ProcessesBounded = cgroups().boundsProcesses()
 	confine, err := c.Encode()
 	if err != nil {
-		cgroup.remove()
-		return nil, err
+		return nil, errors.Join(err, cgroup.remove())
 	}
 	env = append(env[:len(env):len(env)], confine)
 	guest, err := shownGuest(spec.Guest)
@@ -222,8 +224,7 @@ func (b *Bwrap) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		covers, err = spec.guestSeenAt(guest, append(system[:len(system):len(system)], spec.Programs...), AgentDirPath)
 	}
 	if err != nil {
-		cgroup.remove()
-		return nil, err
+		return nil, errors.Join(err, cgroup.remove())
 	}
 	for _, at := range covers {
 		args = append(args, "--ro-bind", guest, at)
@@ -255,7 +256,7 @@ func (b *Bwrap) mountPoint(p shownPath) error {
 	if err != nil {
 		return fmt.Errorf("image %s: %w", b.imageRef, err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // a folder handle: nothing written through it is pending
 	info, err := os.Stat(p.host)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrShownPath, err)
@@ -266,7 +267,7 @@ func (b *Bwrap) mountPoint(p shownPath) error {
 	} else if err = root.MkdirAll(filepath.Dir(rel), 0o755); err == nil {
 		var f *os.File
 		if f, err = root.OpenFile(rel, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
-			f.Close()
+			err = f.Close() // empty: a mount point
 		}
 	}
 	if err != nil {

@@ -38,7 +38,26 @@ type cgroupLayout struct {
 	reason  string // why no cgroup (or not every limit) can be used, for doctor
 }
 
-var cgroups = sync.OnceValue(findCgroups)
+var cgroups = sync.OnceValue(func() cgroupLayout { return probed(findCgroups()) })
+
+// probed is layout if a cgroup can be made under each of its parents, else no layout, with the
+// reason. Root in a container whose cgroup file system is mounted read-only sees the
+// controllers yet can make no cgroup: its sandboxes run without the limits, said so as for a
+// normal user, rather than failing every start (a cgroup not made once the probe passed
+// does fail the start: newSandboxCgroup).
+func probed(layout cgroupLayout) cgroupLayout {
+	for _, parent := range layout.parents {
+		probe := filepath.Join(parent, fmt.Sprintf("%s%s-probe", leftoverPrefix, ownerTag()))
+		err := os.Mkdir(probe, 0o755)
+		if err == nil {
+			err = os.Remove(probe)
+		}
+		if err != nil {
+			return cgroupLayout{reason: fmt.Sprintf("no cgroup can be made under %s: %v", parent, err)}
+		}
+	}
+	return layout
+}
 
 // findCgroups looks for cgroups aa-grade may create: only root may, in the v1 pids and memory
 // hierarchies, or in the v2 hierarchy's root with the memory and pids controllers enabled.
@@ -53,13 +72,18 @@ func findCgroups() cgroupLayout {
 	}
 	if st.Type == unix.CGROUP2_SUPER_MAGIC {
 		control, _ := os.ReadFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"))
+		var enable error
 		if !hasControllers(string(control)) {
 			// The root cgroup may enable controllers for its children whatever it holds.
-			os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+memory +pids"), 0o644)
+			enable = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+memory +pids"), 0o644)
 			control, _ = os.ReadFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"))
 		}
 		if !hasControllers(string(control)) {
-			return cgroupLayout{reason: "the cgroup v2 root does not offer the memory and pids controllers"}
+			reason := "the cgroup v2 root does not offer the memory and pids controllers"
+			if enable != nil {
+				reason += fmt.Sprintf(" (enabling them: %v)", enable)
+			}
+			return cgroupLayout{reason: reason}
 		}
 		return cgroupLayout{parents: []string{cgroupRoot}, v2: true}
 	}
@@ -117,27 +141,28 @@ type sandboxCgroup struct {
 
 // newSandboxCgroup makes the cgroups of one sandbox, bounding its processes, and the memory
 // of all of them together, page cache and tmpfs pages included, no swap, to memory bytes.
-// It returns nil when this machine offers none.
-func newSandboxCgroup(memory int64) *sandboxCgroup {
+// It returns nil when this machine offers none (the guarantees say which limit is missing,
+// and why: cgroupLayout.reason). Where it offers some, a cgroup or a limit it cannot make is
+// an error: the guarantees promise the limit, so the sandbox must not start without it.
+func newSandboxCgroup(memory int64) (*sandboxCgroup, error) {
 	layout := cgroups()
 	if len(layout.parents) == 0 {
-		return nil
+		return nil, nil
 	}
 	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), cgroupSeq.Add(1))
 	cg := &sandboxCgroup{}
 	for _, parent := range layout.parents {
 		dir := filepath.Join(parent, name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			cg.remove()
-			return nil
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			cg.dirs = append(cg.dirs, dir)
+			err = writeLimits(dir, layout.v2, memory)
 		}
-		cg.dirs = append(cg.dirs, dir)
-		if err := writeLimits(dir, layout.v2, memory); err != nil {
-			cg.remove()
-			return nil
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("bound the sandbox in a cgroup: %w", err), cg.remove())
 		}
 	}
-	return cg
+	return cg, nil
 }
 
 // writeLimits sets the limits a cgroup folder's controller offers.
@@ -224,14 +249,15 @@ func (cg *sandboxCgroup) outOfMemory() bool {
 // removeCgroup kills the processes left in a cgroup and removes it. A v2 cgroup is killed
 // whole (cgroup.kill); in v1 the listed processes are killed until none is left.
 func removeCgroup(dir string) error {
-	os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0o644)
+	// Absent in v1 and before Linux 5.14: the loop below kills the listed processes anyway.
+	_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0o644)
 	var err error
 	wait := 200 * time.Microsecond // the last processes are usually gone within a millisecond
 	for range 100 {
 		procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		for _, f := range strings.Fields(string(procs)) {
 			if pid, perr := strconv.Atoi(f); perr == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
+				_ = syscall.Kill(pid, syscall.SIGKILL) // gone already, or listed again next round
 			}
 		}
 		if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {

@@ -202,7 +202,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, fmt.Errorf("attach to the episode's container: %w", err)
 	}
 	if _, err := d.client.Do(ctx, http.MethodPost, "/containers/"+c.id+"/start", nil, nil); err != nil {
-		stream.Close()
+		_ = stream.Close() // the start's failure is the one to tell
 		c.remove()
 		return nil, fmt.Errorf("start the episode's container: %w", err)
 	}
@@ -219,12 +219,12 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	// The image must run the guest and have bash: find out now, with one clear message.
 	if err := tryShell(ctx, s, d.imageName(), d.arch, guest); err != nil {
-		s.Close()
+		_ = s.Close()   // the image's fault is the one to tell
 		return nil, err // ErrImageUnusable, or ctx's error
 	}
 	// The task's files, before the model's first command.
 	if err := d.copyInputs(ctx, c.id, guestDir, taskDir, in, spec.GuestArg); err != nil {
-		s.Close()
+		_ = s.Close() // the copy's failure is the one to tell
 		return nil, err
 	}
 	return s, nil
@@ -366,16 +366,17 @@ func (d *Docker) checkImage(ctx context.Context) error {
 // linuxGuest is the Linux build of aa-grade the container runs as its guest, for the daemon's
 // architecture: this executable on Linux when it matches; else a Linux build of the same
 // version (make dist writes aa-grade-linux-ARCH) found beside this executable or named by
-// AA_GRADE_LINUX_AGENT. What is concealed is zeroed in what the daemon gets of it (see
-// concealedExecutable).
+// AA_GRADE_LINUX_GUEST (or its older name, AA_GRADE_LINUX_AGENT, still read). What is
+// concealed is zeroed in what the daemon gets of it (see concealedExecutable).
 func linuxGuest(self, arch string) (string, error) {
 	if runtime.GOOS == "linux" && arch == runtime.GOARCH {
 		return self, nil
 	}
-	src := cmp.Or(os.Getenv("AA_GRADE_LINUX_AGENT"), filepath.Join(filepath.Dir(self), "aa-grade-linux-"+arch))
+	src := cmp.Or(os.Getenv("AA_GRADE_LINUX_GUEST"), os.Getenv("AA_GRADE_LINUX_AGENT"),
+		filepath.Join(filepath.Dir(self), "aa-grade-linux-"+arch))
 	if err := checkLinuxProgram(src, arch); err != nil {
 		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): "+
-			"put aa-grade-linux-%s (from the release, or make dist) beside %s, or name it in AA_GRADE_LINUX_AGENT",
+			"put aa-grade-linux-%s (from the release, or make dist) beside %s, or name it in AA_GRADE_LINUX_GUEST",
 			ErrUnavailable, err, arch, self)
 	}
 	return src, nil
@@ -391,7 +392,7 @@ func checkLinuxProgram(src, arch string) error {
 		return fmt.Errorf("%s: %w", src, err)
 	}
 	machine := f.Machine
-	f.Close()
+	_ = f.Close() // read only
 	if want, ok := elfMachines[arch]; !ok || machine != want {
 		return fmt.Errorf("%s is a program for %v, not linux/%s", src, machine, arch)
 	}

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -139,12 +140,14 @@ func (l Landlock) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 			return nil, err
 		}
 	}
-	cgroup := newSandboxCgroup(memory)
+	cgroup, err := newSandboxCgroup(memory)
+	if err != nil {
+		return nil, err
+	}
 	c.Cgroups = cgroup.joinedByGuest()
 	confine, err := c.Encode()
 	if err != nil {
-		cgroup.remove()
-		return nil, err
+		return nil, errors.Join(err, cgroup.remove())
 	}
 	env := spec.Env
 	if env == nil {

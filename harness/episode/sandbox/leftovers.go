@@ -70,14 +70,16 @@ func NewScratch() (dir string, remove func(), err error) {
 		scratchRoot.mu.Lock()
 		defer scratchRoot.mu.Unlock()
 		if scratchRoot.users--; scratchRoot.users == 0 {
-			os.Remove(root) // empty unless a scratch folder could not be removed
+			_ = os.Remove(root) // fails when not empty: a scratch folder that could not be removed
 		}
 	}
 	if dir, err = os.MkdirTemp(root, "episode-"); err != nil {
 		release()
 		return "", nil, fmt.Errorf("scratch folder: %w", err)
 	}
-	return dir, func() { os.RemoveAll(dir); release() }, nil
+	// What cannot be removed stays under the run's root, which a later run cleans
+	// (CleanLeftovers) once this one has ended.
+	return dir, func() { _ = os.RemoveAll(dir); release() }, nil
 }
 
 // Leftover is one thing an aa-grade process that died left behind and a later one removed.

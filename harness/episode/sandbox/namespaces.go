@@ -88,7 +88,7 @@ func probeWorkspaceMount(guest string, args []string, attr *syscall.SysProcAttr)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // an empty folder in the temporary folder
 	// As at each start: the workspace, a way to it nobody can search as root, the rest read-only.
 	c := wire.Confinement{Workdir: dir, Workspace: &wire.TmpfsLimit{Path: dir, Bytes: 1 << 20, Inodes: 64},
 		ReadOnlyRoot: true}

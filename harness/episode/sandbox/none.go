@@ -37,7 +37,11 @@ func (None) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	cmd := exec.Command(spec.Guest, spec.GuestArg...)
 	cmd.Dir, cmd.Env = spec.Scratch, env
-	s, err := startSession(cmd, spec.Scratch, spec.Guest, newSandboxCgroup(spec.Limits.memory()), endWalk, nil)
+	cgroup, err := newSandboxCgroup(spec.Limits.memory())
+	if err != nil {
+		return nil, err
+	}
+	s, err := startSession(cmd, spec.Scratch, spec.Guest, cgroup, endWalk, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,8 @@ func startEmpty(ctx context.Context, b Backend, programs []string) (sb Sandbox, 
 		remove()
 		return nil, nil, err
 	}
-	return sb, func() { sb.Close(); remove() }, nil
+	// Closed once its answer is in hand: what it leaves is the scratch folder's to remove.
+	return sb, func() { _ = sb.Close(); remove() }, nil
 }
 
 // RunEmpty runs a command in a sandbox of the backend on an empty workspace, for what must be
@@ -123,7 +124,7 @@ func interpreter(program string) string {
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			b, err := io.ReadAll(io.LimitReader(p.Open(), 4096))

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -56,13 +57,11 @@ func startSession(
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		cgroup.remove()
-		return nil, err
+		return nil, errors.Join(err, cgroup.remove())
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		cgroup.remove()
-		return nil, err
+		return nil, errors.Join(err, cgroup.remove())
 	}
 	p := &processPeer{cmd: cmd, cgroup: cgroup, end: end, exited: make(chan struct{})}
 	stderr := &boundedBuffer{limit: 16 << 10}
@@ -77,10 +76,14 @@ func startSession(
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
 	if err := cmd.Start(); err != nil {
-		cgroup.remove()
-		return nil, fmt.Errorf("start sandbox: %w", err)
+		return nil, errors.Join(fmt.Errorf("start sandbox: %w", err), cgroup.remove())
 	}
-	go func() { cmd.Wait(); close(p.exited) }()
+	go func() {
+		// How it ended is not the session's to tell: a guest that dies says so by ending its
+		// output, which the session reads.
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
 	return newSession(p, stdin, stdout, stderr, workdir, relay), nil
 }
 
@@ -93,10 +96,15 @@ func (p *processPeer) beforeClose() {
 	}
 }
 
-func (p *processPeer) kill()                 { syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
+// kill kills the sandbox's process group; ESRCH (none left) is what it wants.
+func (p *processPeer) kill()                 { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
 func (p *processPeer) done() <-chan struct{} { return p.exited }
-func (p *processPeer) cleanup()              { p.cgroup.remove() }
-func (p *processPeer) outOfMemory() bool     { return p.cgroup.outOfMemory() }
+
+// cleanup removes the cgroups. One that cannot be (a process that outlived a second of
+// SIGKILLs) is a dead run's leftover to the next aa-grade, which removes it and says so
+// (CleanLeftovers) once this one has ended; the episode's result does not depend on it.
+func (p *processPeer) cleanup()          { _ = p.cgroup.remove() }
+func (p *processPeer) outOfMemory() bool { return p.cgroup.outOfMemory() }
 
 // killDescendants kills the children of pid until none is left alive: killing one hands its
 // own children to pid (a subreaper), so the next round finds them.
@@ -107,8 +115,9 @@ func killDescendants(pid int) {
 			return
 		}
 		for _, c := range children {
-			syscall.Kill(-c, syscall.SIGKILL) // its group, if it leads one
-			syscall.Kill(c, syscall.SIGKILL)
+			// Each fails when there is no such group, or the child is gone already.
+			_ = syscall.Kill(-c, syscall.SIGKILL) // its group, if it leads one
+			_ = syscall.Kill(c, syscall.SIGKILL)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

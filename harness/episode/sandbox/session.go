@@ -185,10 +185,10 @@ func (s *session) ask(ctx context.Context, req wire.Request, wait time.Duration,
 		}
 		return nil
 	case <-ctx.Done():
-		s.Close()
+		s.end()
 		return ctx.Err()
 	case <-guard.C:
-		s.Close()
+		s.end()
 		return fmt.Errorf("%w: no answer within %s", ErrGuestDied, wait)
 	}
 }
@@ -209,12 +209,12 @@ func (s *session) read() {
 	}
 	if s.relay != nil {
 		s.relay.Shut(err)
-		s.relay.Close()
+		_ = s.relay.Close() // always nil: a net.Listener's signature
 	}
 	if refused {
-		go s.Close()
+		go s.end()
 	}
-	io.Copy(io.Discard, s.stdout)
+	_, _ = io.Copy(io.Discard, s.stdout) // ends with the output, which has said all it may
 }
 
 // readLines hands each line to the relay or the request in flight; it returns why it stopped,
@@ -312,7 +312,7 @@ func readLine(r *bufio.Reader, limit func() int) ([]byte, error) {
 }
 
 func (s *session) died(cause error) error {
-	s.Close()
+	s.end()
 	if s.peer.outOfMemory() {
 		cause = fmt.Errorf("%v; the episode reached its memory limit", cause)
 	}
@@ -323,14 +323,20 @@ func (s *session) died(cause error) error {
 	return fmt.Errorf("%w: %v", ErrGuestDied, cause)
 }
 
-// Close ends every process of the sandbox. With a pid namespace or a killing guest, closing
+// Close ends every process of the sandbox (see end); it has no error to tell.
+func (s *session) Close() error {
+	s.end()
+	return nil
+}
+
+// end ends every process of the sandbox. With a pid namespace or a killing guest, closing
 // the guest's input is enough: it ends (killing all) and the namespace dies with it. The
 // peer kills the sandbox in any case once the grace is over.
-func (s *session) Close() error {
+func (s *session) end() {
 	s.closeOnce.Do(func() {
 		s.peer.beforeClose()
 		if s.relay != nil {
-			s.relay.Close()
+			_ = s.relay.Close() // always nil: a net.Listener's signature
 		}
 		s.stdin.Close() // also ends a line being written, should the guest not read it
 		select {
@@ -341,7 +347,6 @@ func (s *session) Close() error {
 		<-s.peer.done()
 		s.peer.cleanup()
 	})
-	return nil
 }
 
 // boundedBuffer keeps the first bytes written to it, for error messages.

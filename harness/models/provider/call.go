@@ -99,8 +99,9 @@ const MaxResponseBytes = 32 << 20
 // errMalformed marks a 2xx answer that is JSON cut short: transient.
 var errMalformed = errors.New("the answer is not JSON")
 
-// errNotAPI marks a 2xx answer that is not JSON at all (an HTML page, plain text): the base URL
-// is an ordinary web server, not the API, and every call would meet the same.
+// errNotAPI marks a 2xx answer that is not a JSON object (an HTML page, plain text, a bare
+// JSON string): the base URL is an ordinary web server, not the API, and every call would
+// meet the same.
 var errNotAPI = errors.New("the answer is not the API's JSON (is the base URL the API's?)")
 
 // errIdle marks an answer whose bytes stopped coming for longer than the idle timeout: a
@@ -143,7 +144,7 @@ func (o *Options) post(
 	header = header.Clone()
 	o.addHeaders(header)
 	header.Set("Content-Type", "application/json") // set before recording, so the record shows it
-	o.record(ctx, model.Event{Kind: model.KindRequest, URL: url, Header: RecordedHeader(header), Body: body})
+	o.record(ctx, model.Event{Kind: model.KindRequest, URL: url, Header: o.recordedHeader(header), Body: body})
 	record := func(e model.Event) { o.record(ctx, e) }
 	start := time.Now()
 	paced := time.Duration(0) // waiting for the limiter
@@ -264,6 +265,10 @@ func (o *Options) once(
 		return resp.Header, nil, fmt.Errorf("HTTP %d: %w (%d bytes: %.100q)", resp.StatusCode, errMalformed, len(answer),
 			scrubbed)
 	}
+	if !gjson.ParseBytes(answer).IsObject() { // every API answers with an object; a bare string or list is not one
+		return resp.Header, nil, fmt.Errorf("HTTP %d: %w (%d bytes: %.100q)", resp.StatusCode, errNotAPI, len(answer),
+			o.scrub(string(answer)))
+	}
 	if check != nil {
 		if apiErr := check(answer); apiErr != nil {
 			apiErr.Message, apiErr.inAnswer, apiErr.retryAfter = o.scrub(apiErr.Message), true, RetryAfter(resp.Header)
@@ -319,7 +324,7 @@ func failure(apiErr *APIError) error {
 // wherever it appears (some providers quote part or all of a rejected key in their error
 // message).
 func (o *Options) record(ctx context.Context, e model.Event) {
-	e.Body = Scrub(e.Body, o.APIKey)
+	e.Body = o.scrubBytes(e.Body)
 	e.Error = o.scrub(e.Error)
 	model.RecordEvent(ctx, e)
 }
@@ -334,8 +339,18 @@ func Scrub(b []byte, key string) []byte {
 	return bytes.ReplaceAll(b, []byte(key), []byte(redacted))
 }
 
-// scrub takes the key out of text that came from the provider.
-func (o *Options) scrub(s string) string { return string(Scrub([]byte(s), o.APIKey)) }
+// scrubBytes takes the key and the values of the user's headers (which may be secrets too:
+// model.Params.Headers) out of what came from the provider.
+func (o *Options) scrubBytes(b []byte) []byte {
+	b = Scrub(b, o.APIKey)
+	for _, v := range o.Params.Headers {
+		b = Scrub(b, v)
+	}
+	return b
+}
+
+// scrub takes the key and the user's headers out of text that came from the provider.
+func (o *Options) scrub(s string) string { return string(o.scrubBytes([]byte(s))) }
 
 // RecordedHeader is a request's header for the trajectory, credentials redacted.
 func RecordedHeader(h http.Header) map[string]string {

@@ -112,6 +112,8 @@ func TestPermanentRefusals(t *testing.T) {
 		{"405", chatProvider, 405, webPage, "Welcome to nginx"},
 		{"501 web page", chatProvider, 501, webPage, "Welcome to nginx"},
 		{"200 web page", chatProvider, 200, webPage, "Welcome to nginx"},
+		{"200 JSON string", anthropicProvider, 200, `"<html>Welcome to nginx</html>"`, "Welcome to nginx"},
+		{"200 JSON list", geminiProvider, 200, `["Welcome to nginx"]`, "Welcome to nginx"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			base, requests := onceThenGood(t, c.provider, answer(c.code, c.body))

@@ -73,6 +73,16 @@ func (o *Options) addParams(body, config map[string]any, temperature, topP strin
 	}
 }
 
+// recordedHeader is a request's header for the trajectory: credentials redacted, and each of
+// the user's headers as its value's digest, as run.json records it, never the value.
+func (o *Options) recordedHeader(h http.Header) map[string]string {
+	out := RecordedHeader(h)
+	for k, v := range o.Params.Headers {
+		out[http.CanonicalHeaderKey(k)] = "sha256:" + model.HeaderDigest(v)
+	}
+	return out
+}
+
 // addHeaders puts the params' headers on a request's header, after the provider's own.
 func (o *Options) addHeaders(header http.Header) {
 	for k, v := range o.Params.Headers {

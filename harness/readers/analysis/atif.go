@@ -9,10 +9,6 @@ import (
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
 
-// exportAgent is the agent an ATIF document of aa-grade export names: its tool results are
-// worded as the built-in prompt set's shell results, which Investigate reads.
-const exportAgent = "aa-grade"
-
 // AnalyzeATIF analyses the graded episodes of a folder of ATIF trajectories (found, this
 // export's or a Harbor job's) as Analyze does a run's: the model the documents name, and the
 // investigation of each from its agent steps' tool calls.
@@ -38,26 +34,13 @@ func (a *Analyzer) AnalyzeATIF(dir string, found atif.Found, tasks []Task, resul
 			continue
 		}
 		if out.Model == "" {
-			out.Model = docModel(doc)
+			out.Model = doc.Model()
 		}
 		key, _ := a.key(byID[ep.Task]) // Analyze warned of a task without one
 		fill(ep, Investigate(atifTurns(doc), key, nil), key)
 	}
 	out.Summary = Summarise(out.Episodes)
 	return out
-}
-
-// docModel is the model a document names: its agent's, else its first agent step's.
-func docModel(doc *atif.Trajectory) string {
-	if doc.Agent.ModelName != "" {
-		return doc.Agent.ModelName
-	}
-	for _, s := range doc.Steps {
-		if s.ModelName != "" {
-			return s.ModelName
-		}
-	}
-	return ""
 }
 
 // atifTurns reads a document's agent steps as the turn records Investigate reads: each step's
@@ -83,7 +66,7 @@ func atifTurns(doc *atif.Trajectory) []runfolder.TurnRecord {
 		}
 		turns = append(turns, t)
 		pending = nil
-		if doc.Agent.Name == exportAgent && s.Observation != nil {
+		if doc.Agent.Name == atif.ExportAgent && s.Observation != nil {
 			for _, r := range s.Observation.Results {
 				if r.SourceCallID != "" && r.Content != nil {
 					pending = append(pending, model.Message{Role: "tool", ToolCallID: r.SourceCallID, Content: string(*r.Content)})

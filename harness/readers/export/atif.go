@@ -13,9 +13,6 @@ import (
 	"github.com/aa-grade/aa-grade/internal/version"
 )
 
-// agentName is the agent system an ATIF document names: aa-grade's loop drove the model.
-const agentName = "aa-grade"
-
 // ATIF is the ATIF document of the episode e of run: the prompts as system and user steps, each
 // model call as an agent step (its message, reasoning, tool calls with the results that
 // answered them, its tokens and cost), the harness's messages as user steps and the submission
@@ -236,7 +233,7 @@ func (b *atifBuilder) agent(tools []json.RawMessage) atif.Agent {
 	if h.Prices != nil {
 		extra["prices_usd_per_million_tokens"] = h.Prices
 	}
-	return atif.Agent{Name: agentName, Version: v, ModelName: h.Model, ToolDefinitions: tools, Extra: extra}
+	return atif.Agent{Name: atif.ExportAgent, Version: v, ModelName: h.Model, ToolDefinitions: tools, Extra: extra}
 }
 
 // finalMetrics are the episode's totals: the tokens of the calls that reported them, and the

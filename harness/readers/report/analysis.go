@@ -22,7 +22,7 @@ var analysisSource string
 
 // analysisPage holds the analysis section (template "analysis"), which report.html embeds,
 // and the page of `aa-grade analyze --html` around it (template "page").
-var analysisPage = template.Must(template.New("analysis.html").Parse(analysisSource))
+var analysisPage = parsePage("analysis.html", analysisSource)
 
 // classColours colour the false-positive classes, in analysis.Classes order.
 var classColours = []string{"#e15759", "#f28e2b", "#59a14f", "#bab0ac"}
@@ -130,9 +130,10 @@ type analysisView struct {
 	Models         []modelRow // when several runs share a model
 	Classes        []legendItem
 	Kinds          []string
-	Hits           hitChart
-	FPs            fpChart
-	Coverage       coverageChart
+	// Each chart is drawn at each of the sizes, in their order.
+	Hits     []histogramView
+	FPs      []fpView
+	Coverage []gridView
 }
 
 type analysisRunView struct {
@@ -162,7 +163,6 @@ type modelRow struct {
 
 type legendItem struct {
 	Label, Colour string
-	X             float64
 }
 
 func newAnalysisView(runs []*analysis.Run) analysisView {
@@ -172,7 +172,7 @@ func newAnalysisView(runs []*analysis.Run) analysisView {
 		v.Title = fmt.Sprintf("ITBench-AA analysis: %d runs", len(runs))
 	}
 	for i, c := range analysis.Classes {
-		v.Classes = append(v.Classes, legendItem{Label: c, Colour: classColours[i], X: float64(160 + 150*i)})
+		v.Classes = append(v.Classes, legendItem{Label: c, Colour: classColours[i]})
 	}
 	for i, r := range runs {
 		s := r.Summary
@@ -220,131 +220,84 @@ func newAnalysisView(runs []*analysis.Run) analysisView {
 			v.Models = append(v.Models, row)
 		}
 	}
-	v.Hits = newHitChart(v.Runs)
-	v.FPs = newFPChart(v.Runs)
-	v.Coverage = newCoverageChart(runs)
+	for _, sz := range sizes {
+		v.Hits = append(v.Hits, newHitChart(v.Runs, sz))
+		v.FPs = append(v.FPs, newFPChart(v.Runs, sz))
+		v.Coverage = append(v.Coverage, newCoverageChart(runs, sz))
+	}
 	return v
 }
 
-// hitChart is the distribution of first-hit turns: one bar per run in each bin of turns, and
-// a last bin for the episodes where no turn named a root cause.
-type hitChart struct {
-	Empty                    bool
-	Height, Left, Right, Top float64
-	Bottom                   float64
-	Bars                     []chartBar
-	Bins                     []binLabel
-	YTicks                   []tick
-}
-
-type chartBar struct {
-	X, Y, Width, Height float64
-	Colour, Title       string
-}
-
-type binLabel struct {
-	Center float64
-	Label  string
-}
-
-const (
-	hitBins  = 10
-	hitLeft  = 60.0
-	hitRight = 980.0
-	hitTop   = 10.0
-	hitBase  = 210.0
-)
-
-func newHitChart(runs []analysisRunView) hitChart {
-	c := hitChart{Height: hitBase + 30, Left: hitLeft, Right: hitRight, Top: hitTop, Bottom: hitBase, Empty: true}
+// newHitChart is the distribution of first-hit turns: one bar per run in each bin of turns,
+// and a last bin for the episodes where no turn named a root cause.
+func newHitChart(runs []analysisRunView, sz size) histogramView {
 	maxTurn := 1
 	for _, r := range runs {
 		for _, t := range r.FirstHitTurns {
 			maxTurn = max(maxTurn, t)
 		}
-		if len(r.FirstHitTurns) > 0 || r.NeverHit > 0 {
-			c.Empty = false
-		}
-	}
-	if c.Empty {
-		return c
 	}
 	width := (maxTurn + hitBins - 1) / hitBins // turns per bin
 	bins := (maxTurn+width-1)/width + 1        // the last bin: never
 	counts := make([][]int, len(runs))
-	top := 1
 	for i, r := range runs {
 		counts[i] = make([]int, bins)
 		for _, t := range r.FirstHitTurns {
 			counts[i][(t-1)/width]++
 		}
 		counts[i][bins-1] = r.NeverHit
-		for _, n := range counts[i] {
-			top = max(top, n)
-		}
 	}
-	binW := (hitRight - hitLeft) / float64(bins)
-	barW := binW / float64(len(runs)+1)
-	// The axis ends on a tick at or above the highest bar, so that no bar rises past it.
-	step, _ := niceScale(float64(top))
-	step = math.Max(step, 1) // whole episodes
-	axisTop := step * math.Ceil(float64(top)/step)
-	scale := (hitBase - hitTop) / axisTop
+	var names []string
 	for b := range bins {
-		label := fmt.Sprintf("%d-%d", b*width+1, (b+1)*width)
-		if width == 1 {
-			label = fmt.Sprint(b + 1)
+		name := fmt.Sprintf("%d-%d", b*width+1, (b+1)*width)
+		switch {
+		case b == bins-1:
+			name = "never"
+		case width == 1:
+			name = fmt.Sprint(b + 1)
 		}
-		if b == bins-1 {
-			label = "never"
-		}
-		x0 := hitLeft + float64(b)*binW
-		c.Bins = append(c.Bins, binLabel{Center: x0 + binW/2, Label: label})
-		for i, r := range runs {
-			n := counts[i][b]
-			h := float64(n) * scale
-			c.Bars = append(c.Bars, chartBar{X: x0 + barW/2 + float64(i)*barW, Y: hitBase - h, Width: barW * 0.9, Height: h,
-				Colour: r.Colour, Title: fmt.Sprintf("R%d %s: %s, first hit at turn %s", r.N, r.Label, english.Count(n, "episode"),
-					label)})
-		}
+		names = append(names, name)
 	}
-	for t := 0.0; t <= axisTop+step/2; t += step {
-		c.YTicks = append(c.YTicks, tick{Pos: hitBase - t*scale, Label: fmt.Sprintf("%.0f", t)})
-	}
-	return c
+	v := histogram(sz, counts, names, func(i, b int) string {
+		r := runs[i]
+		return fmt.Sprintf("R%d %s: %s, first hit at turn %s", r.N, r.Label, english.Count(counts[i][b], "episode"), names[b])
+	})
+	v.Label, v.XTitle, v.YTitle = "first-hit turn distribution", "first-hit turn", "episodes"
+	return v
 }
 
-// fpChart shows each run's false positives as one bar split by class shares.
-type fpChart struct {
+// hitBins is how many bins of turns the first-hit chart has at most, beside "never".
+const hitBins = 10
+
+// fpView shows each run's false positives as one bar split by class shares, at one size.
+type fpView struct {
+	barRows
 	Height, NoteX float64
 	Rows          []fpRow
 }
 
 type fpRow struct {
-	Y        float64
-	Label    string
-	Segments []chartBar
-	Note     string
+	LabelY, BarY float64
+	Label        string
+	Segments     []bar
+	Note         string
 }
 
-const (
-	fpLeft  = 300.0
-	fpWidth = 520.0
-	fpRowH  = 26.0
-)
-
-func newFPChart(runs []analysisRunView) fpChart {
-	c := fpChart{Height: 40 + fpRowH*float64(len(runs)), NoteX: fpLeft + fpWidth + 8}
+func newFPChart(runs []analysisRunView, sz size) fpView {
+	layout := newBarRows(sz, maxLabel)
+	c := fpView{barRows: layout, Height: layout.bottom(len(runs), 10) + 10, NoteX: layout.Right + 8}
+	width := layout.Right - layout.Left
 	for i, r := range runs {
-		row := fpRow{Y: 30 + fpRowH*float64(i), Label: fmt.Sprintf("R%d %s", r.N, r.Label),
+		row := fpRow{Label: OneLine(fmt.Sprintf("R%d %s", r.N, r.Label), layout.LabelChars),
 			Note: english.Count(r.FalsePositives, "false positive")}
-		x := fpLeft
+		row.LabelY, row.BarY = layout.row(i, 10)
+		x := layout.Left
 		for j, n := range r.Classes {
 			if r.FalsePositives == 0 || n == 0 {
 				continue
 			}
-			w := fpWidth * float64(n) / float64(r.FalsePositives)
-			row.Segments = append(row.Segments, chartBar{X: x, Y: row.Y, Width: w, Height: 18, Colour: classColours[j],
+			w := width * float64(n) / float64(r.FalsePositives)
+			row.Segments = append(row.Segments, bar{X: x, Y: row.BarY, Width: w, Height: 18, Colour: classColours[j],
 				Title: fmt.Sprintf("%s: %d (%.0f%%)", analysis.Classes[j], n, 100*float64(n)/float64(r.FalsePositives))})
 			x += w
 		}
@@ -353,54 +306,31 @@ func newFPChart(runs []analysisRunView) fpChart {
 	return c
 }
 
-// coverageChart is a model x source grid: the share of episodes that read each source.
-type coverageChart struct {
-	Height  float64
-	Columns []binLabel
-	Rows    []coverageRow
-}
-
-type coverageRow struct {
-	Y     float64
-	Label string
-	Cells []coverageCell
-}
-
-type coverageCell struct {
-	X          float64
-	Fill, Text string
-	Title      string
-}
-
-const (
-	covLeft  = 300.0
-	covCellW = 100.0
-	covRowH  = 26.0
-)
-
-func newCoverageChart(runs []*analysis.Run) coverageChart {
+// newCoverageChart is a model x source grid: the share of episodes that read each source.
+func newCoverageChart(runs []*analysis.Run, sz size) gridView {
 	models := analysis.ByModel(runs)
-	c := coverageChart{Height: 40 + covRowH*float64(len(models))}
-	for j, src := range analysis.Sources {
-		c.Columns = append(c.Columns, binLabel{Center: covLeft + covCellW*float64(j) + covCellW/2, Label: src})
+	colours := make([]string, len(analysis.Sources))
+	for i := range colours {
+		colours[i] = "#222"
 	}
-	for i, m := range models {
-		row := coverageRow{Y: 30 + covRowH*float64(i), Label: OneLine(m.Model, maxLabel)}
-		for j, src := range analysis.Sources {
+	c := newGrid(sz, "source coverage per model", analysis.Sources, colours, len(models))
+	for _, m := range models {
+		name := OneLine(m.Model, maxLabel)
+		var cells []gridCell
+		for _, src := range analysis.Sources {
 			share := m.SourceCoverage[src]
-			cell := coverageCell{X: covLeft + covCellW*float64(j), Fill: "#eeeeee", Text: "-",
-				Title: fmt.Sprintf("%s: no trajectory", row.Label)}
+			cell := gridCell{Fill: "#eeeeee", Text: "-", Title: fmt.Sprintf("%s: no trajectory", name)}
 			if m.WithTrajectory > 0 {
 				// From white to the first palette colour (#4e79a7) as the share grows.
 				mix := func(to int) int { return 255 - int(math.Round(share*float64(255-to))) }
 				cell.Fill = fmt.Sprintf("#%02x%02x%02x", mix(0x4e), mix(0x79), mix(0xa7))
 				cell.Text = fmt.Sprintf("%.0f%%", 100*share)
-				cell.Title = fmt.Sprintf("%s: %s read in %.0f%% of %s", row.Label, src, 100*share,
+				cell.Title = fmt.Sprintf("%s: %s read in %.0f%% of %s", name, src, 100*share,
 					english.Count(m.WithTrajectory, "episode"))
 			}
-			row.Cells = append(row.Cells, cell)
+			cells = append(cells, cell)
 		}
-		c.Rows = append(c.Rows, row)
+		c.addRow(m.Model, cells)
 	}
 	return c
 }

@@ -59,7 +59,7 @@ func TestAnalysisRendersEscaped(t *testing.T) {
 // TestHitChartAxisHoldsItsBars: with 33 episodes in one bin the axis reaches a tick at or
 // above 33 (it once stopped at 27, under the bar), and the chart has a legend of its runs.
 func TestHitChartAxisHoldsItsBars(t *testing.T) {
-	c := newHitChart([]analysisRunView{{N: 1, Colour: "#000", Label: "m", NeverHit: 33, FirstHitTurns: []int{1, 2}}})
+	c := newHitChart([]analysisRunView{{N: 1, Colour: "#000", Label: "m", NeverHit: 33, FirstHitTurns: []int{1, 2}}}, sizes[0])
 	top := c.YTicks[len(c.YTicks)-1]
 	for _, b := range c.Bars {
 		if b.Y < top.Pos-1e-9 {
@@ -74,7 +74,7 @@ func TestHitChartAxisHoldsItsBars(t *testing.T) {
 		t.Fatal(err)
 	}
 	hits := page.String()[strings.Index(page.String(), "First turn that named a root cause"):]
-	if i := strings.Index(hits, `<svg class="chart" width="1000"`); i < 0 || !strings.Contains(hits[:i], `class="legend"`) {
+	if i := strings.Index(hits, `<svg class="chart full" width="1100"`); i < 0 || !strings.Contains(hits[:i], `class="legend"`) {
 		t.Error("the first-hit chart has no legend")
 	}
 }

@@ -47,7 +47,7 @@ func TestReportsRankOnlyITBenchRuns(t *testing.T) {
 	if md := markdown(t, load(t, opusDir)); !strings.Contains(md, "| published |") || strings.Contains(md, "Not ranked") {
 		t.Errorf("report.md of a run of ITBench-AA's tasks has no published rows:\n%s", md)
 	}
-	page := renderHTML(t, load(t, opusDir), demo)
+	page := renderFullHTML(t, load(t, opusDir), demo)
 	if n := strings.Count(page, "published, 59 tasks"); n != 2*len(leaderboard.Published) {
 		t.Errorf("published rows marked %d times, want %d", n, 2*len(leaderboard.Published))
 	}

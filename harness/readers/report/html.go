@@ -22,7 +22,7 @@ var pageSource string
 
 // page is report.html: html/template escapes every value from a run folder in its context,
 // and the page loads nothing (its Content-Security-Policy forbids it too).
-var page = template.Must(template.New("report.html").Parse(pageSource))
+var page = parsePage("report.html", pageSource)
 
 // palette colours the runs (Tableau 10, readable on white); runs beyond it reuse it.
 var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
@@ -33,10 +33,8 @@ const (
 	maxLabel        = 60
 	maxErrorText    = 300
 	maxListedIssues = 100
-	// legendExtra is the room a run's label has beyond maxLabel for its folder; boardLabel
-	// what fits left of the leaderboard's bars.
+	// legendExtra is the room a run's label has beyond maxLabel for its folder.
 	legendExtra = 30
-	boardLabel  = 46
 	maxFolder   = 28
 )
 
@@ -90,7 +88,7 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 	if len(runs) > 1 {
 		v.Title = fmt.Sprintf("ITBench-AA report: %d runs", len(runs))
 	}
-	v.Board, v.OtherBoard = boardChart(overviews, true), boardChart(overviews, false)
+	v.Board, v.OtherBoard = boardCharts(overviews, true), boardCharts(overviews, false)
 	for _, rv := range v.Runs {
 		if rv.OtherTasks != "" {
 			v.OtherTasks = append(v.OtherTasks, fmt.Sprintf("R%d: not ranked against the published leaderboard: %s; %s.", rv.N,
@@ -100,9 +98,11 @@ func WriteHTML(w io.Writer, runs []*Run) error {
 	if v.Board == nil {
 		v.Note = ""
 	}
-	v.Scatter = scatterChart(runs, labels)
-	v.Turns = turnsChart(runs, labels)
-	v.Heat = heatChart(runs, labels)
+	for _, sz := range sizes {
+		v.Scatter = append(v.Scatter, scatterChart(runs, labels, sz))
+		v.Turns = append(v.Turns, turnsChart(runs, labels, sz))
+		v.Heat = append(v.Heat, heatChart(runs, labels, sz))
+	}
 	var err error
 	if v.Analysis, err = analysisSection(analysesOf(runs)); err != nil {
 		return err
@@ -120,12 +120,13 @@ type htmlView struct {
 	PartialNote                  string
 	Runs                         []runView
 	// Board ranks the runs of ITBench-AA's tasks among the published rows, OtherBoard the other
-	// runs alone, OtherTasks says why; each board is nil when it has no run.
-	Board, OtherBoard *boardView
+	// runs alone, OtherTasks says why; each board is nil when it has no run. Each chart is
+	// drawn at each of the sizes, in their order.
+	Board, OtherBoard []boardView
 	OtherTasks        []string
-	Scatter           scatterView
-	Turns             histogramView
-	Heat              heatView
+	Scatter           []scatterView
+	Turns             []histogramView
+	Heat              []gridView
 	Analysis          template.HTML // analysis.go
 }
 
@@ -146,52 +147,57 @@ type issue struct {
 	Repeat              int
 }
 
-// tick is an axis mark at a pixel position.
-type tick struct {
-	Pos   float64
-	Label string
-}
-
-// Chart geometry, in pixels of the SVG's own coordinates.
-const (
-	chartWidth = 1100
-	boardLeft  = 400 // labels end here, bars start
-	boardRight = 800
-	boardRowH  = 26
-)
+// boardLabel is the most characters a leaderboard's row label has.
+const boardLabel = 46
 
 type boardView struct {
-	Height, Left, Right, Bottom float64
-	Rows                        []boardBar
-	Ticks                       []tick
+	barRows
+	Height, Bottom float64
+	Rows           []boardBar
+	Ticks          []tick
 }
 
 type boardBar struct {
 	boardRow
-	Y, Width, ValueX                   float64
+	Width, ValueX, BarY, LabelY        float64
 	CILo, CIHi, Mid, CapTop, CapBottom float64 // the interval's whisker
 	Colour, Tag, Value                 string
 }
 
-// boardChart draws board(runs, published): nil when it has no run.
-func boardChart(runs []Overview, published bool) *boardView {
+// boardCharts draws board(runs, published) at each size: nil when it has no run.
+func boardCharts(runs []Overview, published bool) []boardView {
 	rows := board(runs, published)
 	if !slices.ContainsFunc(rows, func(r boardRow) bool { return !r.Published() }) {
 		return nil
 	}
-	scale := float64(boardRight - boardLeft)
-	v := boardView{Left: boardLeft, Right: boardRight, Bottom: float64(len(rows)*boardRowH + 10)}
+	var out []boardView
+	for _, sz := range sizes {
+		out = append(out, boardChart(runs, rows, sz))
+	}
+	return out
+}
+
+// boardChart lays the board's rows out at one size: labels left of the bars, or above them
+// when stacked.
+func boardChart(runs []Overview, rows []boardRow, sz size) boardView {
+	layout := newBarRows(sz, boardLabel)
+	left, scale := layout.Left, layout.Right-layout.Left
+	v := boardView{barRows: layout, Bottom: layout.bottom(len(rows), 10)}
 	v.Height = v.Bottom + 30
 	for i := 0; i <= 10; i++ {
-		v.Ticks = append(v.Ticks, tick{Pos: boardLeft + scale*float64(i)/10, Label: fmt.Sprintf("%.1f", float64(i)/10)})
+		if sz.Stacked && i%2 == 1 {
+			continue // 0.1 apart, the labels would touch
+		}
+		v.Ticks = append(v.Ticks, tick{Pos: left + scale*float64(i)/10, Label: fmt.Sprintf("%.1f", float64(i)/10)})
 	}
 	for i, row := range rows {
-		b := boardBar{boardRow: row, Y: float64(i*boardRowH + 10), Width: scale * clamp01(row.Score)}
-		b.Label = OneLine(row.Label, boardLabel)
+		b := boardBar{boardRow: row, Width: scale * clamp01(row.Score)}
+		b.LabelY, b.BarY = layout.row(i, 10)
+		b.Label = OneLine(row.Label, layout.LabelChars)
 		if !row.Published() {
-			b.Label = runLabel(runs[row.Run], boardLabel)
+			b.Label = runLabel(runs[row.Run], layout.LabelChars)
 		}
-		end := boardLeft + b.Width
+		end := left + b.Width
 		if row.Published() {
 			b.Colour, b.Tag = "#c9c9c9", "published, "+english.Count(row.Tasks, "task")
 			b.Value = fmt.Sprintf("%.3f", row.Score)
@@ -199,38 +205,31 @@ func boardChart(runs []Overview, published bool) *boardView {
 			b.Colour, b.Tag = palette[row.Run%len(palette)], fmt.Sprintf("R%d, %s", row.Run+1, english.Count(row.Tasks, "task"))
 			b.Value = row.Standing()
 			if ci := row.CI95; ci != nil && !row.Unfinished() {
-				b.CILo, b.CIHi = boardLeft+scale*clamp01(ci[0]), boardLeft+scale*clamp01(ci[1])
-				b.Mid, b.CapTop, b.CapBottom = b.Y+8.5, b.Y+3, b.Y+14
+				b.CILo, b.CIHi = left+scale*clamp01(ci[0]), left+scale*clamp01(ci[1])
+				b.Mid, b.CapTop, b.CapBottom = b.BarY+8.5, b.BarY+3, b.BarY+14
 				end = max(end, b.CIHi)
 			}
 		}
 		b.ValueX = end + 6
 		v.Rows = append(v.Rows, b)
 	}
-	return &v
+	return v
 }
 
-// Scatter and histogram plot areas: room on the left for the tick labels and the vertical
-// axis's title, below for the tick labels and the horizontal axis's title.
+// A scatter point's radius; points nearer than sameSpot pixels are spread around their spot,
+// spreadR from it, so that none hides another.
 const (
-	plotLeft   = 80
-	plotTop    = 20
-	plotWidth  = 880
-	plotHeight = 340
-	plotBelow  = 48
-	// pointR is a scatter point's radius; points nearer than sameSpot pixels are spread
-	// around their spot, spreadR from it, so that none hides another.
 	pointR   = 6
 	sameSpot = 4
 	spreadR  = 8
 )
 
 type scatterView struct {
-	Left, Top, Right, Bottom, Height, Middle, AxisTitleY float64
-	XTicks, YTicks                                       []tick
-	Points                                               []point
-	Unknown                                              []unknownCost
-	Spread                                               bool // some points were spread around their spot
+	plotArea
+	XTicks, YTicks []tick
+	Points         []point
+	Unknown        []unknownCost
+	Spread         bool // some points were spread around their spot
 	// AllFree says every known cost is $0: the points would all stand on the axis, so none
 	// is drawn.
 	AllFree bool
@@ -251,9 +250,8 @@ type unknownCost struct {
 // repeats that ended); tasks whose cost is unknown are listed instead. The axes run a little
 // beyond the data, so that no point sits on an axis, and points at one spot are spread
 // around it.
-func scatterChart(runs []*Run, labels []string) scatterView {
-	v := scatterView{Left: plotLeft, Top: plotTop, Right: plotLeft + plotWidth, Bottom: plotTop + plotHeight,
-		Height: plotTop + plotHeight + plotBelow, Middle: plotTop + plotHeight/2, AxisTitleY: plotTop + plotHeight + 40}
+func scatterChart(runs []*Run, labels []string, sz size) scatterView {
+	v := scatterView{plotArea: newPlotArea(sz)}
 	type known struct {
 		run         int
 		task        string
@@ -290,8 +288,8 @@ func scatterChart(runs []*Run, labels []string) scatterView {
 	step, top := niceScale(top)
 	// The data run from 0 to top and from 0 to 1; the axes 3% and 5% beyond.
 	xLo, xHi, yLo, yHi := -0.03*top, 1.03*top, -0.05, 1.05
-	x := func(c float64) float64 { return plotLeft + plotWidth*(c-xLo)/(xHi-xLo) }
-	y := func(s float64) float64 { return plotTop + plotHeight*(yHi-s)/(yHi-yLo) }
+	x := func(c float64) float64 { return v.x((c - xLo) / (xHi - xLo)) }
+	y := func(s float64) float64 { return v.y((s - yLo) / (yHi - yLo)) }
 	for c := 0.0; c <= top+step/2; c += step {
 		v.XTicks = append(v.XTicks, tick{Pos: x(c), Label: usdTick(c, step)})
 	}
@@ -389,29 +387,9 @@ func (t taskScore) partial() string {
 	return fmt.Sprintf(" over %d of %s (%s)", t.ended, english.Count(t.planned, "repeat"), strings.Join(left, ", "))
 }
 
-type histogramView struct {
-	Left, Top, Right, Bottom, Height, Middle, AxisTitleY float64
-	YTicks                                               []tick
-	Bins                                                 []bin
-	Bars                                                 []bar
-	Empty                                                bool
-}
-
-type bin struct {
-	Center float64
-	Label  string
-}
-
-type bar struct {
-	X, Y, Width, Height float64
-	Colour, Title       string
-}
-
 // turnsChart counts each run's finished episodes by turns, in ten bins up to the turn cap
 // and one for the cap itself, the runs' bars side by side.
-func turnsChart(runs []*Run, labels []string) histogramView {
-	v := histogramView{Left: plotLeft, Top: plotTop, Right: plotLeft + plotWidth, Bottom: plotTop + plotHeight,
-		Height: plotTop + plotHeight + plotBelow, Middle: plotTop + plotHeight/2, AxisTitleY: plotTop + plotHeight + 40}
+func turnsChart(runs []*Run, labels []string, sz size) histogramView {
 	limit := 1
 	for _, r := range runs {
 		limit = max(limit, r.Header.MaxTurns)
@@ -422,81 +400,33 @@ func turnsChart(runs []*Run, labels []string) histogramView {
 	width := (limit + 9) / 10
 	bins := limit/width + 1
 	counts := make([][]int, len(runs))
-	most := 0
 	for i, r := range runs {
 		counts[i] = make([]int, bins)
 		for _, e := range r.Results {
-			b := min(max(e.Turns, 0)/width, bins-1)
-			counts[i][b]++
-			most = max(most, counts[i][b])
+			counts[i][min(max(e.Turns, 0)/width, bins-1)]++
 		}
 	}
-	if most == 0 {
-		v.Empty = true
-		return v
-	}
-	step, top := niceScale(float64(most))
-	step = math.Max(step, 1)
-	for y := 0.0; y <= top+step/2; y += step {
-		v.YTicks = append(v.YTicks, tick{Pos: plotTop + plotHeight*(1-y/top), Label: fmt.Sprintf("%.0f", y)})
-	}
-	group := float64(plotWidth) / float64(bins)
-	barW := group * 0.8 / float64(len(runs))
+	var names []string
 	for b := range bins {
 		lo, hi := b*width, (b+1)*width-1
-		label := fmt.Sprintf("%d-%d", lo, hi)
+		name := fmt.Sprintf("%d-%d", lo, hi)
 		if width == 1 || b == bins-1 && lo == limit {
-			label = fmt.Sprint(lo)
+			name = fmt.Sprint(lo)
 		}
-		v.Bins = append(v.Bins, bin{Center: plotLeft + group*(float64(b)+0.5), Label: label})
-		for i := range runs {
-			n := counts[i][b]
-			h := plotHeight * float64(n) / top
-			v.Bars = append(v.Bars,
-				bar{X: plotLeft + group*float64(b) + group*0.1 + barW*float64(i), Y: plotTop + plotHeight - h,
-					Width: barW, Height: h, Colour: palette[i%len(palette)],
-					Title: fmt.Sprintf("R%d %s: %s with %s turns", i+1, labels[i], english.Count(n, "episode"), label)})
-		}
+		names = append(names, name)
 	}
+	v := histogram(sz, counts, names, func(i, b int) string {
+		return fmt.Sprintf("R%d %s: %s with %s turns", i+1, labels[i], english.Count(counts[i][b], "episode"), names[b])
+	})
+	v.Label, v.XTitle, v.YTitle = "turns per episode", "turns", "episodes"
 	return v
 }
-
-type heatView struct {
-	Width, Height                            float64
-	LabelEnd, CellWidth, CellHeight, CellMid float64
-	Columns                                  []heatColumn
-	Rows                                     []heatRow
-}
-
-type heatColumn struct {
-	X             float64
-	Label, Colour string
-}
-
-type heatRow struct {
-	Y     float64
-	Task  string
-	Cells []heatCell
-}
-
-type heatCell struct {
-	X                 float64
-	Fill, Text, Title string
-}
-
-// Heatmap geometry.
-const (
-	heatLabelW = 240
-	heatCellW  = 80
-	heatCellH  = 22
-	heatTop    = 30
-)
 
 // heatChart is a task x run grid of task scores: the mean over the repeats that ended,
 // marked with how many of how many when some did not (in error, not run yet); "error" when
 // every repeat that ran ended in error, grey when the run does not have the task or has not
 // run it yet.
-func heatChart(runs []*Run, labels []string) heatView {
+func heatChart(runs []*Run, labels []string, sz size) gridView {
 	var tasks []string
 	seen := map[string]bool{}
 	perRun := make([]map[string]taskScore, len(runs))
@@ -509,19 +439,16 @@ func heatChart(runs []*Run, labels []string) heatView {
 			}
 		}
 	}
-	v := heatView{Width: float64(heatLabelW + heatCellW*len(runs) + 10),
-		Height: float64(heatTop + heatCellH*len(tasks) + 10), LabelEnd: heatLabelW, CellWidth: heatCellW,
-		CellHeight: heatCellH, CellMid: heatCellW / 2}
+	var columns, colours []string
 	for i := range runs {
-		v.Columns = append(v.Columns,
-			heatColumn{X: float64(heatLabelW + heatCellW*i + heatCellW/2), Label: fmt.Sprintf("R%d", i+1),
-				Colour: palette[i%len(palette)]})
+		columns, colours = append(columns, fmt.Sprintf("R%d", i+1)), append(colours, palette[i%len(palette)])
 	}
-	for j, task := range tasks {
+	v := newGrid(sz, "task by run heatmap", columns, colours, len(tasks))
+	for _, task := range tasks {
 		name := OneLine(task, maxLabel)
-		row := heatRow{Y: float64(heatTop + heatCellH*j), Task: name}
+		var cells []gridCell
 		for i := range runs {
-			c := heatCell{X: float64(heatLabelW + heatCellW*i), Fill: "#eeeeee", Text: "-",
+			c := gridCell{Fill: "#eeeeee", Text: "-",
 				Title: fmt.Sprintf("%s: not in R%d", name, i+1)}
 			t, ok := perRun[i][task]
 			switch {
@@ -539,9 +466,9 @@ func heatChart(runs []*Run, labels []string) heatView {
 				}
 				c.Title = fmt.Sprintf("%s, R%d %s: score %.3f%s", name, i+1, labels[i], t.mean, t.partial())
 			}
-			row.Cells = append(row.Cells, c)
+			cells = append(cells, c)
 		}
-		v.Rows = append(v.Rows, row)
+		v.addRow(task, cells)
 	}
 	return v
 }
@@ -554,23 +481,3 @@ const errorFill = "#c9b8e0"
 func scoreColour(score float64) string {
 	return fmt.Sprintf("hsl(%.0f, 65%%, 78%%)", 120*clamp01(score))
 }
-
-// niceScale picks an axis step of 1, 2 or 5 times a power of ten giving about five ticks, and
-// the axis top it reaches; an empty range gets the axis 0-1.
-func niceScale(most float64) (step, top float64) {
-	if !(most > 0) || math.IsInf(most, 0) {
-		return 0.2, 1
-	}
-	raw := most / 5
-	pow := math.Pow(10, math.Floor(math.Log10(raw)))
-	step = 10 * pow
-	for _, m := range []float64{1, 2, 5} {
-		if m*pow >= raw {
-			step = m * pow
-			break
-		}
-	}
-	return step, step * math.Ceil(most/step)
-}
-
-func clamp01(v float64) float64 { return math.Min(math.Max(v, 0), 1) }

@@ -36,7 +36,7 @@ func TestHTMLTellsRunsOfOneModelApart(t *testing.T) {
 		runs = append(runs, writeRun(t, filepath.Join(base, name), "anthropic/claude-opus-4-7", []string{"Scenario-2"}, 1,
 			result("Scenario-2", 1, "max_turns", 0, 0.2)))
 	}
-	page := renderHTML(t, runs...)
+	page := renderFullHTML(t, runs...)
 	for i, name := range []string{"opus-a", "opus-b", "opus-c"} {
 		// On the leaderboard, in the three legends, and over the run's episodes.
 		label := regexp.MustCompile(`>(R\d )?anthropic/claude-[^<]* · [^<]*/` + name + `</(text|span|h3)>`)
@@ -83,7 +83,7 @@ func TestHTMLScatterAxesAndOverlaps(t *testing.T) {
 		runs = append(runs, writeRun(t, filepath.Join(t.TempDir(), name), "openai/gpt-5.5", []string{"Scenario-1", "Scenario-2", "Scenario-3"}, 1,
 			result("Scenario-1", 1, "ok", 1, 0), result("Scenario-2", 1, "max_turns", 0, 0.9), result("Scenario-3", 1, "ok", 0.5, 0.45)))
 	}
-	v := scatterChart(runs, []string{"R1", "R2"})
+	v := scatterChart(runs, []string{"R1", "R2"}, sizes[0])
 	var ticks []string
 	for _, tk := range v.XTicks {
 		ticks = append(ticks, tk.Label)
@@ -91,7 +91,7 @@ func TestHTMLScatterAxesAndOverlaps(t *testing.T) {
 	if got := strings.Join(ticks, " "); got != "$0 $0.20 $0.40 $0.60 $0.80 $1.00" {
 		t.Errorf("cost ticks %s", got)
 	}
-	page := renderHTML(t, runs...)
+	page := renderFullHTML(t, runs...)
 	seen := map[string]bool{}
 	for _, m := range circleRe.FindAllStringSubmatch(page, -1) {
 		x, _ := strconv.ParseFloat(m[1], 64)
@@ -144,9 +144,9 @@ func TestHTMLHeatmapLeavesOutErrorsAndRepeatsNotRun(t *testing.T) {
 		result("Scenario-2", 1, "error", 0, 0.1), result("Scenario-2", 2, "error", 0, 0.1),
 		result("Scenario-3", 1, "ok", 1, 0.1))
 	cells := map[string]string{}
-	for _, row := range heatChart([]*Run{r}, []string{"R1"}).Rows {
-		cells[row.Task] = row.Cells[0].Text
-		if row.Task == "Scenario-2" && row.Cells[0].Fill != errorFill {
+	for _, row := range heatChart([]*Run{r}, []string{"R1"}, sizes[0]).Rows {
+		cells[row.Label] = row.Cells[0].Text
+		if row.Label == "Scenario-2" && row.Cells[0].Fill != errorFill {
 			t.Errorf("the error cell is coloured %s", row.Cells[0].Fill)
 		}
 	}

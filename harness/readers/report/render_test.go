@@ -171,6 +171,21 @@ func renderHTML(t *testing.T, runs ...*Run) string {
 	return b.String()
 }
 
+// narrowCharts are the charts drawn for windows narrower than the page (html.go's sizes after
+// the first).
+var narrowCharts = regexp.MustCompile(`(?s)<div class="scroll (medium|small)"><svg .*?</svg></div>`)
+
+// renderFullHTML is report.html with its charts at the page's own size alone, as a wide window
+// shows it: what the tests that count a chart's marks read.
+func renderFullHTML(t *testing.T, runs ...*Run) string {
+	t.Helper()
+	page := renderHTML(t, runs...)
+	if n := len(narrowCharts.FindAllString(page, -1)); n%2 != 0 {
+		t.Fatalf("%d narrow charts: each chart is drawn at both narrow sizes", n)
+	}
+	return narrowCharts.ReplaceAllString(page, "")
+}
+
 func TestHTMLEscapesRunContent(t *testing.T) {
 	html := renderHTML(t, hostileRun(t), load(t, opusDir))
 	// Only the page's own elements, and no attribute that loads or runs anything.
@@ -195,7 +210,7 @@ func TestHTMLEscapesRunContent(t *testing.T) {
 }
 
 func TestHTMLSeveralRuns(t *testing.T) {
-	html := renderHTML(t, load(t, opusDir), load(t, qwenDir))
+	html := renderFullHTML(t, load(t, opusDir), load(t, qwenDir))
 	for _, want := range []string{"ITBench-AA report: 2 runs", "anthropic/claude-opus-4-7", "openai-api/vllm/Qwen/Qwen3-32B",
 		SubsetNote, "cost unknown (no prices for the model) for Scenario-2, Scenario-16.", "2 episodes not run yet",
 		"<td class=\"n w\">n/a (fewer than 5 tasks)</td>", `<b>0.250</b><br><span class="muted"> (2 not finished, counted 0)</span>`, "0.306 [95% CI n/a (fewer than 5 tasks)]",

@@ -22,13 +22,14 @@ import (
 // search, and watches a running episode refresh itself.
 func TestInBrowser(t *testing.T) {
 	dir := fixtureRun(t)
-	srv := httptest.NewServer(newTestViewer(t, dir))
+	srv := httptest.NewServer(newViewerOf(t, []string{dir}, atifSources(t)))
 	defer srv.Close()
 	for _, width := range []int{700, 1400} {
 		t.Run(fmt.Sprint(width), func(t *testing.T) {
 			tb := cdp.NewTab(t, width)
 			for _, page := range []struct{ name, path string }{
 				{"runs", "/"}, {"episode", "/runs/1/Scenario-901/1.html"}, {"hostile", "/runs/1/task-2/1.html"}, {"running", "/runs/1/Scenario-903/1.html"},
+				{"harbor", "/atif/1/1.html"}, {"atif-folder", "/atif/2/1.html"}, {"atif-malformed", "/atif/2/3.html"},
 			} {
 				from := tb.Open(srv.URL + page.path)
 				if p := tb.Problems(from, srv.URL+"/"); len(p) > 0 {
@@ -73,6 +74,20 @@ func TestInBrowser(t *testing.T) {
 		t.Errorf("n: at %s", got)
 	}
 
+	// An ATIF document's page walks its steps and finds in them as a run's episode does.
+	tb.Open(srv.URL + "/atif/1/1.html")
+	tb.Key("j", false)
+	tb.Key("j", false)
+	tb.Key("j", false)
+	if got := tb.Eval("location.hash"); got != `"#t3"` {
+		t.Errorf("j j j on an ATIF page: at %s, want #t3", got)
+	}
+	tb.Key("/", false)
+	tb.Call(tb.Session, "Input.insertText", map[string]any{"text": "crashloop"}, nil)
+	if got := tb.Eval(`document.getElementById("hits").textContent`); got != `"1 match"` {
+		t.Errorf("search on an ATIF page: %s", got)
+	}
+
 	// A live run: its running episode's page takes in a new turn by itself.
 	host, _ := os.Hostname()
 	testfs.Write(t, filepath.Join(dir, runfolder.LockFile), fmt.Sprintf(`{"pid":%d,"host":%q}`, os.Getpid(), host))
@@ -98,11 +113,11 @@ func TestInBrowser(t *testing.T) {
 // TestExportInBrowser opens the static pages from the disk: they load nothing either.
 func TestExportInBrowser(t *testing.T) {
 	out := t.TempDir()
-	if err := newTestViewer(t, fixtureRun(t)).Export(context.Background(), out); err != nil {
+	if err := newViewerOf(t, []string{fixtureRun(t)}, atifSources(t)).Export(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
 	tb := cdp.NewTab(t, 1400)
-	for _, page := range []string{"index.html", "runs/1/Scenario-901/1.html", "runs/1/task-2/1.html"} {
+	for _, page := range []string{"index.html", "runs/1/Scenario-901/1.html", "runs/1/task-2/1.html", "atif/1/1.html"} {
 		url := "file://" + filepath.ToSlash(filepath.Join(out, page))
 		from := tb.Open(url)
 		if p := tb.Problems(from, url); len(p) > 0 {

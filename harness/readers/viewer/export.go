@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/aa-grade/aa-grade/harness/vocab/atif"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
 
@@ -19,10 +20,14 @@ func (v *Viewer) Export(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFile(dir, "index.html", func(w io.Writer) error {
-		return render(w, "runs",
-			buildRunsPage(runs))
-	}); err != nil {
+	index, err := v.buildIndex(runs)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(dir, "index.html", func(w io.Writer) error { return render(w, "runs", index) }); err != nil {
+		return err
+	}
+	if err := v.exportATIF(ctx, dir, index.Trajectories); err != nil {
 		return err
 	}
 	for _, l := range runs {
@@ -42,11 +47,50 @@ func (v *Viewer) Export(ctx context.Context, dir string) error {
 				if err != nil {
 					return err
 				}
-				defer f.Close()
+				defer func() { _ = f.Close() }() // read only
 				_, err = io.Copy(w, f)
 				return err
 			})
 			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// exportATIF writes the page of each ATIF document the first page lists, and the document
+// beside it.
+func (v *Viewer) exportATIF(ctx context.Context, dir string, cards []trajectoryCard) error {
+	for ci, c := range cards {
+		s := v.trajectories[ci]
+		for i := range c.Rows {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			page, err := s.buildATIFPage(i)
+			if err != nil {
+				return err
+			}
+			name := atifPath(s.n, i)
+			if err := writeFile(dir, name, func(w io.Writer) error { return render(w, "atif", page) }); err != nil {
+				return err
+			}
+			if page.Raw == "" {
+				continue
+			}
+			file, err := s.documentFile(i)
+			if err != nil {
+				return err
+			}
+			b, err := safefile.ReadPath(file, atif.MaxBytes)
+			if err != nil {
+				return err
+			}
+			if err := writeFile(dir, path.Join(path.Dir(name), page.Raw), func(w io.Writer) error {
+				_, err := w.Write(b)
+				return err
+			}); err != nil {
 				return err
 			}
 		}

@@ -20,7 +20,23 @@ type runsPage struct {
 	// Tasks are the rows of the grid: every task of any run, in the first run's order, then
 	// the others'.
 	Tasks []gridRow
-	Live  string // the page's version while a run goes on, for the refresh; "" otherwise
+	// Trajectories are the ATIF trajectories given beside the runs, each source a card and
+	// a table.
+	Trajectories []trajectoryCard
+	Live         string // the page's version while a run goes on, for the refresh; "" otherwise
+}
+
+// buildIndex is the first page: the runs, then the ATIF trajectories.
+func (v *Viewer) buildIndex(runs []*loaded) (runsPage, error) {
+	p := buildRunsPage(runs)
+	for _, s := range v.trajectories {
+		c, err := s.card()
+		if err != nil {
+			return p, err
+		}
+		p.Trajectories = append(p.Trajectories, c)
+	}
+	return p, nil
 }
 
 // runColumn is one run: its numbers and its column group in the grid.

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/aa-grade/aa-grade/grader"
+	"github.com/aa-grade/aa-grade/harness/vocab/atif"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 	"github.com/aa-grade/aa-grade/internal/safefile"
 )
@@ -131,7 +132,7 @@ func writeNotFound(w http.ResponseWriter, p string) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusNotFound)
-	w.Write(b.Bytes())
+	_, _ = w.Write(b.Bytes()) // fails when the browser has gone: no one to tell
 }
 
 var errNotFound = errors.New("not found")
@@ -147,11 +148,17 @@ func (v *Viewer) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		if notModified(w, r, tag) {
 			return nil
 		}
-		page := buildRunsPage(runs)
+		page, err := v.buildIndex(runs)
+		if err != nil {
+			return err
+		}
 		if live {
 			page.Live = tag
 		}
 		return writePage(w, "runs", page)
+	}
+	if strings.HasPrefix(p, "atif/") {
+		return v.serveATIF(w, p)
 	}
 	l, i, file, err := v.locate(p)
 	if err != nil {
@@ -230,7 +237,7 @@ func (v *Viewer) serveTrajectory(w http.ResponseWriter, r *http.Request, l *load
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotFound, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	info, err := f.Stat()
 	if err != nil {
 		return err
@@ -239,6 +246,33 @@ func (v *Viewer) serveTrajectory(w http.ResponseWriter, r *http.Request, l *load
 	w.Header().Set("Content-Type", "application/octet-stream")
 	http.ServeContent(w, r, "", info.ModTime(), f)
 	return nil
+}
+
+// serveATIF answers the page of an ATIF document, or the document itself to download.
+func (v *Viewer) serveATIF(w http.ResponseWriter, p string) error {
+	s, i, raw, err := v.locateATIF(p)
+	if err != nil {
+		return err
+	}
+	if !raw {
+		page, err := s.buildATIFPage(i)
+		if err != nil {
+			return err
+		}
+		return writePage(w, "atif", page)
+	}
+	file, err := s.documentFile(i)
+	if err != nil {
+		return err
+	}
+	b, err := safefile.ReadPath(file, atif.MaxBytes)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNotFound, err)
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", strconv.Itoa(i+1)+".json"))
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, err = w.Write(b)
+	return err
 }
 
 func notModified(w http.ResponseWriter, r *http.Request, tag string) bool {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/aa-grade/aa-grade/grader"
 	"github.com/aa-grade/aa-grade/harness/readers/report"
+	"github.com/aa-grade/aa-grade/harness/vocab/atif"
 	"github.com/aa-grade/aa-grade/harness/vocab/promptset"
 	"github.com/aa-grade/aa-grade/harness/vocab/runfolder"
 )
@@ -38,10 +39,11 @@ type Options struct {
 	Network bool
 }
 
-// Viewer serves the run folders it was given, and nothing else.
+// Viewer serves the run folders and the ATIF trajectories it was given, and nothing else.
 type Viewer struct {
-	runs []*source
-	opts Options
+	runs         []*source
+	trajectories []*trajectories
+	opts         Options
 }
 
 // source is one run folder given to the viewer.
@@ -55,24 +57,36 @@ type source struct {
 	truthErr  string // why the ground truth is missing, for the page
 }
 
-// New opens the run folders dirs; each must hold a run (runfolder.ErrNotRunFolder,
-// runfolder.ErrCorrupt otherwise).
-func New(dirs []string, opts Options) (*Viewer, error) {
+// New opens the run folders dirs, each of which must hold a run (runfolder.ErrNotRunFolder,
+// runfolder.ErrCorrupt otherwise), and the ATIF trajectories of another harness (or aa-grade's
+// export) at the paths documents: a folder in one of atif.FindDocuments's layouts (a Harbor
+// job among them), or one document.
+func New(dirs, documents []string, opts Options) (*Viewer, error) {
 	v := &Viewer{opts: opts}
+	for i, p := range documents {
+		found, err := atif.FindDocuments(p)
+		if err == nil && len(found.Episodes) == 0 {
+			err = fmt.Errorf("no ATIF trajectory (%s, %s or %s)", atif.LayoutEpisodes, atif.LayoutHarbor, atif.LayoutFiles)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		v.trajectories = append(v.trajectories, &trajectories{n: i + 1, path: p})
+	}
 	for i, dir := range dirs {
 		if _, err := runfolder.ReadHeader(dir); err != nil {
-			v.Close()
+			_ = v.Close() // folder handles, read only: the error above is the one to tell
 			return nil, err
 		}
 		root, err := os.OpenRoot(dir)
 		if err != nil {
-			v.Close()
+			_ = v.Close() // as above
 			return nil, fmt.Errorf("open the run folder: %w", err)
 		}
 		v.runs = append(v.runs, &source{n: i + 1, dir: dir, root: root})
 	}
-	if len(v.runs) == 0 {
-		return nil, errors.New("no run folder given")
+	if len(v.runs)+len(v.trajectories) == 0 {
+		return nil, errors.New("no run folder or trajectories given")
 	}
 	return v, nil
 }

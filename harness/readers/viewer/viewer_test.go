@@ -35,8 +35,11 @@ func fixtureRun(t testing.TB) string {
 	return dir
 }
 
-func newTestViewer(t testing.TB, dirs ...string) *Viewer {
-	v, err := New(dirs, Options{GroundTruth: func(context.Context, runfolder.Header) (map[string][]byte, error) {
+func newTestViewer(t testing.TB, dirs ...string) *Viewer { return newViewerOf(t, dirs, nil) }
+
+// newViewerOf is a viewer of runs and ATIF trajectories, the runs graded by groundTruth901.
+func newViewerOf(t testing.TB, dirs, documents []string) *Viewer {
+	v, err := New(dirs, documents, Options{GroundTruth: func(context.Context, runfolder.Header) (map[string][]byte, error) {
 		return groundTruth901(t), nil
 	}})
 	if err != nil {

@@ -18,6 +18,11 @@ import (
 // project checked its exports against (docs/formats.md).
 const Version = "ATIF-v1.7"
 
+// ExportAgent is the agent aa-grade's export names in its documents (aa-grade's loop drove the
+// model): its tool results are worded as the built-in prompt set's shell results, and its
+// extra records the episode's grade.
+const ExportAgent = "aa-grade"
+
 // The sources of a step.
 const (
 	SourceSystem = "system"
@@ -35,6 +40,19 @@ type Trajectory struct {
 	Notes         string        `json:"notes,omitempty"`
 	FinalMetrics  *FinalMetrics `json:"final_metrics,omitempty"`
 	Extra         Extra         `json:"extra,omitempty"`
+}
+
+// Model is the model a document names: its agent's, else its first agent step's; "" for none.
+func (t *Trajectory) Model() string {
+	if t.Agent.ModelName != "" {
+		return t.Agent.ModelName
+	}
+	for _, s := range t.Steps {
+		if s.ModelName != "" {
+			return s.ModelName
+		}
+	}
+	return ""
 }
 
 // Extra is what an object carries beyond the format's fields.

@@ -2,6 +2,8 @@ package model
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -20,18 +22,54 @@ type Params struct {
 	TopP        *float64 `json:"top_p,omitempty"`
 	// Fields are merged into the request body at its top level, each value as JSON.
 	Fields map[string]json.RawMessage `json:"fields,omitempty"`
-	// Headers are sent with every request. run.json keeps their values: a key belongs in the
-	// environment, where the provider's variable gives it.
-	Headers map[string]string `json:"headers,omitempty"`
+	// Headers are sent with every request and never written: a custom header may carry a
+	// secret (a proxy's token, a routing key), and run.json, the trajectories and the reports
+	// are shared, so they hold each value's SHA-256 instead, enough for a resume to tell the
+	// same value from another.
+	Headers map[string]string `json:"-"`
+	// HeaderSHA256 are the headers as written: each value's SHA-256 in hex, by name; filled
+	// from Headers when the params are written, and what a run.json read back holds.
+	HeaderSHA256 map[string]string `json:"header_sha256,omitempty"`
+}
+
+// MarshalJSON writes the params with each header's digest in place of its value.
+func (p Params) MarshalJSON() ([]byte, error) {
+	type plain Params // without this method
+	q := plain(p)
+	q.HeaderSHA256 = p.headerDigests()
+	return json.Marshal(q)
+}
+
+// headerDigests are the digests of the headers, those read back and those given, by name.
+func (p Params) headerDigests() map[string]string {
+	if len(p.Headers) == 0 {
+		return p.HeaderSHA256
+	}
+	out := maps.Clone(p.HeaderSHA256)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range p.Headers {
+		out[k] = HeaderDigest(v)
+	}
+	return out
+}
+
+// HeaderDigest is a header's value as it is recorded: its SHA-256, in hex.
+func HeaderDigest(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return hex.EncodeToString(sum[:])
 }
 
 // IsZero reports whether the params send nothing (run.json then omits them).
 func (p Params) IsZero() bool {
-	return p.Temperature == nil && p.TopP == nil && len(p.Fields) == 0 && len(p.Headers) == 0
+	return p.Temperature == nil && p.TopP == nil && len(p.Fields) == 0 && len(p.Headers) == 0 &&
+		len(p.HeaderSHA256) == 0
 }
 
 // String lists the params as NAME=VALUE in a fixed order (temperature, top_p, the fields,
-// then the headers, each sorted), "" for none: what a resume compares and a report shows.
+// then the headers, each sorted, a header's value as the first 16 digits of its digest), ""
+// for none: what a resume compares and a report shows.
 func (p Params) String() string {
 	var out []string
 	if p.Temperature != nil {
@@ -43,8 +81,9 @@ func (p Params) String() string {
 	for _, k := range slices.Sorted(maps.Keys(p.Fields)) {
 		out = append(out, k+"="+compact(p.Fields[k]))
 	}
-	for _, k := range slices.Sorted(maps.Keys(p.Headers)) {
-		out = append(out, "header "+k+"="+p.Headers[k])
+	digests := p.headerDigests()
+	for _, k := range slices.Sorted(maps.Keys(digests)) {
+		out = append(out, "header "+k+"=sha256:"+digests[k][:min(16, len(digests[k]))])
 	}
 	return strings.Join(out, " ")
 }

@@ -278,7 +278,7 @@ func openStirrup(dir string) (fs.FS, io.Closer, error) {
 		}
 		pkg, err := fs.Sub(z, "stirrup")
 		if err != nil {
-			z.Close()
+			_ = z.Close() // read only
 			return nil, nil, fmt.Errorf("%w in %s: %w", ErrNotStirrup, dir, err)
 		}
 		return pkg, z, nil

@@ -60,16 +60,16 @@ func Open(dir string) (*Folder, error) {
 	switch {
 	case errors.Is(err, ErrNotRunFolder): // a new run
 	case err != nil:
-		f.Close()
+		_ = f.Close() // releases the lock; the error that ends the open is the one to tell
 		return nil, err
 	default:
 		f.Prev = prev
 		if err := repairLines(filepath.Join(dir, ResultsFile), isResult); err != nil {
-			f.Close()
+			_ = f.Close() // as above
 			return nil, err
 		}
 		if err := repairLines(filepath.Join(dir, SpendFile), isCharge); err != nil {
-			f.Close()
+			_ = f.Close() // as above
 			return nil, err
 		}
 	}
@@ -132,7 +132,7 @@ func lockDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("lock the run folder: %w", err)
 	}
 	if err := filelock.TryLock(f); err != nil {
-		defer f.Close()
+		defer func() { _ = f.Close() }() // only read: the holder's name
 		if errors.Is(err, filelock.ErrLocked) {
 			return nil, fmt.Errorf("%s: %w (%s)", dir, ErrLocked, describeHolder(f))
 		}
@@ -140,7 +140,7 @@ func lockDir(dir string) (*os.File, error) {
 	}
 	if !stillNamed(path, f) { // its holder removed it as it let go (see Close)
 		filelock.Unlock(f)
-		f.Close()
+		_ = f.Close() // nothing written to it
 		return nil, fmt.Errorf("%s: %w (a run that failed to start was leaving it; try again)", dir, ErrLocked)
 	}
 	host, _ := os.Hostname() // "" says the host is unknown
@@ -155,7 +155,7 @@ func lockDir(dir string) (*os.File, error) {
 	}
 	if err != nil {
 		filelock.Unlock(f)
-		f.Close()
+		_ = f.Close() // the failed write is the one to tell
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	return f, nil
@@ -216,10 +216,10 @@ func (f *Folder) Close() error {
 	}
 	if f.Prev == nil && !f.header {
 		// Removed while still locked, so no one takes the lock of a file about to go;
-		// best effort: what stays is an empty folder, which a run accepts as new.
-		os.Remove(f.lock.Name())
+		// best effort: what stays is a lock file or an empty folder, which a run accepts as new.
+		_ = os.Remove(f.lock.Name())
 		if f.created {
-			os.Remove(f.Dir) // fails, and leaves it, when something else is in it
+			_ = os.Remove(f.Dir) // fails, and leaves it, when something else is in it
 		}
 	}
 	filelock.Unlock(f.lock)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -68,6 +69,9 @@ type Header struct {
 	// Repaired, set when aa-grade repair rebuilt a lost or unreadable run.json, says what the
 	// folder did not hold: the fields taken from repair's flags or left unknown.
 	Repaired string `json:"repaired,omitempty"`
+	// Unknown names the fields aa-grade repair could not know (sandbox, max_turns, ...): left
+	// unset, a refusal names them "unknown" rather than the zero value they would read as.
+	Unknown []string `json:"unknown,omitempty"`
 }
 
 // AgentInfo is the agent of an agent run, as run.json records it.
@@ -250,7 +254,7 @@ func (h Header) Differences(o Header) []string {
 	var out []string
 	check := func(field string, a, b any) {
 		if fmt.Sprint(a) != fmt.Sprint(b) {
-			out = append(out, fmt.Sprintf("%s was %v, now %v", field, a, b))
+			out = append(out, fmt.Sprintf("%s was %v, now %v", field, h.known(field, a), o.known(field, b)))
 		}
 	}
 	check("dataset", h.Dataset, o.Dataset)
@@ -281,6 +285,23 @@ func (h Header) Differences(o Header) []string {
 		check("python", h.Python, o.Python) // fmt prints maps sorted by key
 	}
 	return out
+}
+
+// known is a field's value as a refusal names it: "unknown" for a field aa-grade repair could not
+// know that is still unset (its zero value; the loop unnamed, which reads as lenient), the value
+// otherwise (one the user wrote in since).
+func (h Header) known(field string, v any) any {
+	if !slices.Contains(h.Unknown, field) {
+		return v
+	}
+	unset := reflect.ValueOf(v).IsZero()
+	if field == "loop" {
+		unset = h.Loop == ""
+	}
+	if unset {
+		return "unknown"
+	}
+	return v
 }
 
 // paramsText is the model's parameters as a resume's refusal names them, "none" for none.

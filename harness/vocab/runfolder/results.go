@@ -91,7 +91,7 @@ func readLines(dir, name string, limit int, take func([]byte) error) ([]string, 
 	if err != nil {
 		return nil, fmt.Errorf("read the run folder: %w", err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // read only
 	f, err := safefile.Open(root, name) // never a FIFO: opening one would block
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, err
@@ -103,7 +103,7 @@ func readLines(dir, name string, limit int, take func([]byte) error) ([]string, 
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var warnings []string
 	errLong := fmt.Errorf("longer than %d bytes", limit)
 	r := bufio.NewReader(f)

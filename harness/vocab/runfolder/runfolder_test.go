@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aa-grade/aa-grade/harness/vocab/ratelimit"
 	"github.com/aa-grade/aa-grade/harness/vocab/settings"
@@ -310,6 +311,32 @@ func TestDifferencesOfTheEnvironment(t *testing.T) {
 		{"into an image", base, image, "image_digest was , now sha256:abc"},
 		{"other packages", base, newer, "python was map[numpy:1.24.2 pandas:1.5.3], now map[numpy:1.24.2 pandas:3.0.3]"},
 		{"unrecorded", old, image, ""},
+	} {
+		if got := strings.Join(c.a.Differences(c.b), "; "); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestDifferencesOfARepairedRun: a field aa-grade repair could not know is named unknown in a
+// refusal while it is unset, not the zero value it reads as; once written in, its value.
+func TestDifferencesOfARepairedRun(t *testing.T) {
+	repaired := Header{Model: "m", Unknown: []string{"max_turns", "loop", "command_timeout", "sandbox"}}
+	resumed := Header{Model: "m", Settings: settings.Settings{MaxTurns: 100, Loop: settings.LoopReference,
+		CommandTimeout: settings.Duration(5 * time.Minute)}, Sandbox: "bwrap"}
+	edited := repaired
+	edited.MaxTurns = 50
+	for _, c := range []struct {
+		name string
+		a, b Header
+		want string
+	}{
+		{"the rebuilt run resumed", repaired, resumed, "loop was unknown, now reference; max_turns was unknown, now 100; " +
+			"command_timeout was unknown, now 5m0s; sandbox was unknown, now bwrap"},
+		{"merged the other way", resumed, repaired, "loop was reference, now unknown; max_turns was 100, now unknown; " +
+			"command_timeout was 5m0s, now unknown; sandbox was bwrap, now unknown"},
+		{"a field written in since", edited, resumed, "loop was unknown, now reference; max_turns was 50, now 100; " +
+			"command_timeout was unknown, now 5m0s; sandbox was unknown, now bwrap"},
 	} {
 		if got := strings.Join(c.a.Differences(c.b), "; "); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -172,7 +173,10 @@ type Trajectory struct {
 // place of an earlier attempt's; failed is called on the first write that fails.
 func (f *Folder) NewTrajectory(e Episode, failed func(error)) (*Trajectory, error) {
 	dir := EpisodeDir(f.Dir, e)
-	os.Remove(filepath.Join(dir, TrajectoryFile+".zst")) // an earlier attempt's
+	// An earlier attempt's: left there, readers would take it for this one's.
+	if err := os.Remove(filepath.Join(dir, TrajectoryFile+".zst")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("remove the earlier attempt's trajectory: %w", err)
+	}
 	file, err := os.Create(filepath.Join(dir, TrajectoryFile))
 	if err != nil {
 		return nil, err // an os error names the file and what failed
@@ -292,7 +296,7 @@ func OpenTrajectory(dir string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // the file opened in it stays open
 	return OpenTrajectoryIn(root, ".")
 }
 
@@ -311,7 +315,7 @@ func OpenTrajectoryIn(root *os.Root, dir string) (io.ReadCloser, error) {
 	}
 	zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 	if err != nil {
-		f.Close()
+		_ = f.Close() // read only
 		return nil, err
 	}
 	return zstdFile{zr, f}, nil
@@ -345,7 +349,7 @@ func compress(w io.Writer, r io.Reader) error {
 	}
 	zw.Reset(w)
 	if _, err := io.Copy(zw, r); err != nil {
-		zw.Close()
+		_ = zw.Close() // the copy's error is the one to tell; the output is removed
 		return err
 	}
 	return zw.Close()
@@ -372,7 +376,7 @@ func CompressTrajectory(dir string) error {
 		err = os.Rename(tmp, plain+".zst")
 	}
 	if err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // the failure above is the one to tell; the plain file stays
 		return err
 	}
 	return os.Remove(plain)

@@ -157,3 +157,48 @@ func TestNewMessagesConversations(t *testing.T) {
 		}
 	}
 }
+
+// TestNewTrajectoryReplacesTheEarlierAttempts: a new attempt's trajectory is the one read, not
+// the compressed one of the attempt before it; an earlier one that cannot be removed (here a
+// folder in its place, holding a file) fails the new attempt rather than being read for it.
+func TestNewTrajectoryReplacesTheEarlierAttempts(t *testing.T) {
+	f := &Folder{Dir: t.TempDir()}
+	e := Episode{Task: "Scenario-1", Repeat: 1}
+	dir, err := f.NewEpisode(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, TrajectoryFile), []byte("{\"attempt\":1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CompressTrajectory(dir); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.NewTrajectory(e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenTrajectory(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(r)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 0 {
+		t.Errorf("the new attempt reads as the earlier one: %q", b)
+	}
+
+	stuck := filepath.Join(dir, TrajectoryFile+".zst")
+	if err := os.MkdirAll(filepath.Join(stuck, "kept"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.NewTrajectory(e, nil); err == nil {
+		t.Error("a new attempt began beside an earlier trajectory it could not remove")
+	}
+}

@@ -34,7 +34,7 @@ func Build(out string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }() // in the temporary folder, the system's to clean if it stays
 	var tasks []data.Task
 	for i, task := range Tasks {
 		id := fmt.Sprintf("Scenario-%d", 901+i)

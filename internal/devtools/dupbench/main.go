@@ -35,7 +35,7 @@ const shift = 3*time.Hour + 7*time.Minute + 13*time.Second
 
 // edits are the kinds of copy measured, by name, for a task whose application's workloads
 // are services.
-func edits(services []string, namespace string, seed uint64) []struct {
+func edits(services []string, namespace string, rarest [2]string, seed uint64) []struct {
 	name  string
 	edits []taskedit.Edit
 } {
@@ -47,6 +47,9 @@ func edits(services []string, namespace string, seed uint64) []struct {
 		{"moved in time", []taskedit.Edit{taskedit.Retimed(shift)}},
 		{"a fifth more lines", []taskedit.Edit{taskedit.Noised(0.2, true, seed)}},
 		{"a fifth of lines left out", []taskedit.Edit{taskedit.Noised(0.2, false, seed)}},
+		{"its rarest call lost", []taskedit.Edit{taskedit.Uncalled(rarest[0], rarest[1])}},
+		{"renamed, moved, a fifth more lines", []taskedit.Edit{taskedit.Renamed(services, namespace, seed),
+			taskedit.Retimed(shift), taskedit.Noised(0.2, true, seed)}},
 		{"renamed, moved, lines left out", []taskedit.Edit{taskedit.Renamed(services, namespace, seed),
 			taskedit.Retimed(shift), taskedit.Noised(0.2, false, seed)}},
 	}
@@ -93,7 +96,7 @@ func run(out string, n int, first uint64, real string) error {
 	if err := firstError(errs); err != nil {
 		return err
 	}
-	kinds := edits(nil, taskedit.AppNamespace, 0) // their names
+	kinds := edits(nil, taskedit.AppNamespace, [2]string{}, 0) // their names
 	var rows []row
 	var unrelated []validate.Pair
 	for _, k := range kinds {
@@ -137,8 +140,12 @@ func prepare(out string, seed uint64) (*task, error) {
 	if err != nil {
 		return nil, err
 	}
+	rarest, err := taskedit.RarestCall(res.Dir)
+	if err != nil {
+		return nil, err
+	}
 	t := &task{res: res, fp: fp, copies: map[string]*validate.Fingerprint{}}
-	for _, k := range edits(services, taskedit.AppNamespace, seed) {
+	for _, k := range edits(services, taskedit.AppNamespace, rarest, seed) {
 		dir := filepath.Join(out, strings.ReplaceAll(k.name, " ", "-"), id)
 		if err := taskedit.Copy(res.Dir, dir, k.edits...); err != nil {
 			return nil, err

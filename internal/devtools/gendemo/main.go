@@ -27,7 +27,7 @@ func run(out string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }() // in the temporary folder, the system's to clean if it stays
 	dataset := filepath.Join(work, "demo")
 	if err := demogen.Build(dataset); err != nil {
 		return err

@@ -43,12 +43,12 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	go http.Serve(ln, fake)
+	go func() { _ = http.Serve(ln, fake) }() // serves until the benchmark exits
 	cache, err := os.MkdirTemp("", "runbench-cache")
 	if err != nil {
 		fail(err)
 	}
-	defer os.RemoveAll(cache)
+	defer func() { _ = os.RemoveAll(cache) }() // in the temporary folder, the system's to clean if it stays
 	fmt.Printf("%-9s %9s %9s %14s %12s %12s %10s %12s\n", "PARALLEL", "EPISODES", "WALL", "OVERHEAD/TURN", "MODEL/TURN",
 		"TOOL/TURN", "CPU/TURN", "PEAK RSS")
 	for _, level := range strings.Split(*levels, ",") {
@@ -71,7 +71,9 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		os.RemoveAll(out)
+		if err := os.RemoveAll(out); err != nil { // a run folder each: they would fill the disk
+			fail(err)
+		}
 		per := func(seconds float64) string {
 			return fmt.Sprintf("%.2f ms", 1000*seconds/float64(st.turns))
 		}
@@ -128,7 +130,7 @@ func machineCPU() time.Duration {
 // selfCPU is this process's CPU time (the fake model server).
 func selfCPU() time.Duration {
 	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru) // fails only for a bad who or address
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 

@@ -96,7 +96,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // in the temporary folder, the system's to clean if it stays
 	for _, size := range []int{*sizeMB * 1e6, *sizeMB * 1e6 / 4} {
 		path := filepath.Join(dir, fmt.Sprintf("bench-%d.tsv", size))
 		out, err := exec.Command("python3", "-c", generate, path, strconv.Itoa(size)).Output()
@@ -122,7 +122,9 @@ func main() {
 			fmt.Printf("  %-20s %6.2f s  %7.1f MB/s  peak RSS %6.1f MiB\n", reader.name, wall.Seconds(), mb/wall.Seconds(),
 				float64(rss)/1024)
 		}
-		os.Remove(path)
+		if err := os.Remove(path); err != nil { // a file of sizeMB each
+			fail(err)
+		}
 	}
 }
 
@@ -132,7 +134,7 @@ func count(reader, path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	n := 0
 	switch reader {
 	case "tsvreader":

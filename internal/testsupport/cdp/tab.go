@@ -33,7 +33,7 @@ func NewTab(t *testing.T, width int) *Tab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { _ = b.Close() }) // always nil
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	tb := &Tab{T: t, B: b, Ctx: ctx}
@@ -122,7 +122,7 @@ func (tb *Tab) Problems(from int, origin string) []string {
 			Request   struct{ URL string }
 			Exception struct{ Text string }
 		}
-		json.Unmarshal(e.Params, &p)
+		_ = json.Unmarshal(e.Params, &p) // the browser's own JSON; fields it lacks stay empty
 		switch e.Method {
 		case "Runtime.consoleAPICalled":
 			if p.Type == "error" || p.Type == "warning" || p.Type == "assert" {

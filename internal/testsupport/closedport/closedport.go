@@ -15,6 +15,6 @@ func Addr(t testing.TB) string {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close()
+	_ = l.Close() // a listener that accepted nothing
 	return addr
 }

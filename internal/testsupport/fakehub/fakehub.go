@@ -168,7 +168,7 @@ func hubError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("X-Error-Message", msg)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	sendJSON(w, map[string]string{"error": msg})
 }
 
 // lookup finds the repository and commit of a request, answering the Hub's errors itself.
@@ -206,7 +206,7 @@ func (h *Hub) revision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"id": repo.Name, "sha": commit, "private": false, "gated": repo.Gated})
+	sendJSON(w, map[string]any{"id": repo.Name, "sha": commit, "private": false, "gated": repo.Gated})
 }
 
 type treeEntry struct {
@@ -275,7 +275,7 @@ func (h *Hub) pathsInfo(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(out)
+	sendJSON(w, out)
 }
 
 // tree lists files and directories under a path, recursively, a page at a time.
@@ -318,7 +318,7 @@ func (h *Hub) tree(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, h.URL, next.RequestURI()))
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(entries[min(cursor, len(entries)):end])
+	sendJSON(w, entries[min(cursor, len(entries)):end])
 }
 
 // resolve serves a small file itself and redirects an LFS file to the CDN, with the headers
@@ -418,7 +418,7 @@ func (h *Hub) serveContent(w http.ResponseWriter, r *http.Request, path string, 
 		n, _ := w.Write(body[:cut])
 		h.count(path, n)
 		rc := http.NewResponseController(w)
-		rc.Flush()
+		_ = rc.Flush() // as the write before it: the client's to see
 		if fault.Stall > 0 {
 			select {
 			case <-time.After(fault.Stall):
@@ -426,7 +426,7 @@ func (h *Hub) serveContent(w http.ResponseWriter, r *http.Request, path string, 
 			}
 		}
 		if conn, _, err := rc.Hijack(); err == nil {
-			conn.Close()
+			_ = conn.Close() // the fault: the connection cut
 		}
 		return
 	}
@@ -453,7 +453,7 @@ func (h *Hub) write(w http.ResponseWriter, path string, body []byte) {
 		}
 		body = body[n:]
 		if rate > 0 {
-			rc.Flush()
+			_ = rc.Flush() // a failure shows at the next write
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
@@ -482,3 +482,7 @@ func parseRange(v string, size int64) (start, end int64, ok bool) {
 	}
 	return start, end, true
 }
+
+// sendJSON writes v as the response's body; a write that fails is the client's under test to
+// see.
+func sendJSON(w http.ResponseWriter, v any) { _ = json.NewEncoder(w).Encode(v) }

@@ -46,7 +46,7 @@ func (s *Server) Bodies() [][]byte {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") { // the check before a run
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"object":"list","data":[],"models":[]}`)
+		_, _ = io.WriteString(w, `{"object":"list","data":[],"models":[]}`) // a failed write is the client's to see
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
@@ -91,7 +91,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"usage": map[string]any{"prompt_tokens": len(body) / 4, "completion_tokens": 20},
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(reply)
+	sendJSON(w, reply)
 }
 
 // call is the tool call of a turn.
@@ -111,3 +111,7 @@ func (sc Script) call(turn int) (string, map[string]any) {
 		return "finish", map[string]any{"reason": "done", "paths": []string{"agent_output.json"}}
 	}
 }
+
+// sendJSON writes v as the response's body; a write that fails is the client's under test to
+// see.
+func sendJSON(w http.ResponseWriter, v any) { _ = json.NewEncoder(w).Encode(v) }

@@ -1,7 +1,6 @@
 package fakemodel
 
 import (
-	"encoding/json"
 	"net/http"
 )
 
@@ -20,5 +19,5 @@ func (s *Server) gemini(w http.ResponseWriter, body []byte, turn int) {
 			"totalTokenCount": len(body)/4 + 20},
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(reply)
+	sendJSON(w, reply)
 }

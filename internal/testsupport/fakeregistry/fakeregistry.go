@@ -116,7 +116,7 @@ func (r *Registry) PutBlobFile(mediaType, path string) (Descriptor, error) {
 	if err != nil {
 		return Descriptor{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	h := sha256.New()
 	n, err := f.WriteTo(h)
 	if err != nil {
@@ -224,7 +224,7 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", m.mediaType)
 		w.Header().Set("Docker-Content-Digest", digest(m.body))
 		w.Header().Set("Content-Length", strconv.Itoa(len(m.body)))
-		w.Write(m.body)
+		_, _ = w.Write(m.body) // a failed write is the client's to see
 	default:
 		r.serveBlob(w, req, Fault{})
 	}
@@ -267,17 +267,17 @@ func (r *Registry) serveBlob(w http.ResponseWriter, req *http.Request, f Fault) 
 		bad := append([]byte(nil), data...)
 		bad[len(bad)/2] ^= 0xff
 		w.Header().Set("Content-Length", strconv.Itoa(len(bad)))
-		w.Write(bad)
+		_, _ = w.Write(bad) // a failed write is the client's to see
 	case f.Cut:
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-		w.Write(data[:len(data)/2])
+		_, _ = w.Write(data[:len(data)/2])
 		w.(http.Flusher).Flush()    // the status and half the body are on their way
 		panic(http.ErrAbortHandler) // drops the connection
 	case b.path != "":
 		http.ServeFile(w, req, b.path)
 	default:
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-		w.Write(data)
+		_, _ = w.Write(data) // a failed write is the client's to see
 	}
 }
 
@@ -307,16 +307,20 @@ func (r *Registry) serveToken(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, "DENIED", "service and scope are required")
 		return
 	}
-	json.NewEncoder(w).Encode(map[string]string{"token": a.token})
+	sendJSON(w, map[string]string{"token": a.token})
 }
 
 func writeError(w http.ResponseWriter, status int, code, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]string{{"code": code, "message": message}}})
+	sendJSON(w, map[string]any{"errors": []map[string]string{{"code": code, "message": message}}})
 }
 
 // BasicAuth is the value of a Docker config.json auths entry for a user and password.
 func BasicAuth(user, password string) string {
 	return base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
 }
+
+// sendJSON writes v as the response's body; a write that fails is the client's under test to
+// see.
+func sendJSON(w http.ResponseWriter, v any) { _ = json.NewEncoder(w).Encode(v) }

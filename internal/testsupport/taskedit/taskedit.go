@@ -233,44 +233,147 @@ func Noised(share float64, add bool, seed uint64) Edit {
 		default:
 			return rel, b, nil
 		}
-		in := snapshot.NewTSVReader(bytes.NewReader(b), rel)
-		header, err := in.Header()
-		if err != nil {
-			return rel, nil, err
-		}
-		var out bytes.Buffer
-		w := snapshot.NewTSVWriter(&out)
-		if err := w.Write(header...); err != nil {
-			return rel, nil, err
-		}
-		for {
-			fields, _, err := in.Next()
-			if errors.Is(err, io.EOF) {
-				break
+		out, err := rewrite(rel, b, func(header, fields []string) [][]string {
+			switch touched := rng.Float64() < share; {
+			case !touched:
+				return [][]string{fields}
+			case add:
+				return [][]string{fields, echo(header, fields, rng)}
+			default:
+				return nil
 			}
-			if _, broken := errors.AsType[*snapshot.RecordError](err); broken {
-				continue // left out, as a reader skips it
-			}
-			if err != nil {
-				return rel, nil, err
-			}
-			touched := rng.Float64() < share
-			if !touched || add {
-				if err := w.Write(fields...); err != nil {
-					return rel, nil, err
-				}
-			}
-			if touched && add {
-				if err := w.Write(echo(header, fields, rng)...); err != nil {
-					return rel, nil, err
-				}
-			}
-		}
-		if err := w.Flush(); err != nil {
-			return rel, nil, err
-		}
-		return rel, out.Bytes(), nil
+		})
+		return rel, out, err
 	}
+}
+
+// Uncalled leaves out the spans callee wrote when called by caller: a copy that lost a call
+// of its call graph, as one stripped of lines loses a call seen only a few times.
+func Uncalled(caller, callee string) Edit {
+	return func(rel string, b []byte) (string, []byte, error) {
+		if snapshot.TableOf(rel) != snapshot.Traces {
+			return rel, b, nil
+		}
+		writer := map[string]string{} // span id -> the service that wrote it
+		if _, err := rewrite(rel, b, func(header, fields []string) [][]string {
+			writer[column(header, fields, "SpanId")] = column(header, fields, "ServiceName")
+			return nil
+		}); err != nil {
+			return rel, nil, err
+		}
+		out, err := rewrite(rel, b, func(header, fields []string) [][]string {
+			if column(header, fields, "ServiceName") == callee &&
+				writer[column(header, fields, "ParentSpanId")] == caller {
+				return nil
+			}
+			return [][]string{fields}
+		})
+		return rel, out, err
+	}
+}
+
+// column is the field of a record under the header's column name, "" when it has none.
+func column(header, fields []string, name string) string {
+	if i := slices.Index(header, name); i >= 0 && i < len(fields) {
+		return fields[i]
+	}
+	return ""
+}
+
+// RareErrorsLost leaves out the error log lines and error spans whose text (a line's body, a
+// span's status message) the task has at most most times: what a copy stripped of lines loses
+// first, and in a task with few errors most of what tells its errors apart.
+func RareErrorsLost(most int) Edit {
+	return func(rel string, b []byte) (string, []byte, error) {
+		var level, want, text string
+		switch snapshot.TableOf(rel) {
+		case snapshot.Logs:
+			level, want, text = "SeverityText", "ERROR", "Body"
+		case snapshot.Traces:
+			level, want, text = "StatusCode", "ERROR", "StatusMessage"
+		default:
+			return rel, b, nil
+		}
+		errorText := func(header, fields []string) (string, bool) {
+			return column(header, fields, text), strings.EqualFold(column(header, fields, level), want)
+		}
+		seen := map[string]int{}
+		if _, err := rewrite(rel, b, func(header, fields []string) [][]string {
+			if t, isError := errorText(header, fields); isError {
+				seen[t]++
+			}
+			return nil
+		}); err != nil {
+			return rel, nil, err
+		}
+		out, err := rewrite(rel, b, func(header, fields []string) [][]string {
+			if t, isError := errorText(header, fields); isError && seen[t] <= most {
+				return nil
+			}
+			return [][]string{fields}
+		})
+		return rel, out, err
+	}
+}
+
+// RarestCall is the call of the task in dir seen least often, from two sightings (caller,
+// callee): the call a copy stripped of lines loses first, for Uncalled.
+func RarestCall(dir string) ([2]string, error) {
+	g := snapshot.NewCallGraph()
+	if _, err := snapshot.ScanTable(filepath.Join(dir, "otel_traces_raw.tsv"), func(r snapshot.Row) error {
+		g.Add(r)
+		return nil
+	}); err != nil {
+		return [2]string{}, fmt.Errorf("calls of %s: %w", dir, err)
+	}
+	var rarest [2]string
+	least := 0
+	counts := g.Counts()
+	for _, c := range g.Calls() {
+		if n := counts[c]; n >= 2 && (least == 0 || n < least) {
+			rarest, least = c, n
+		}
+	}
+	if least == 0 {
+		return rarest, fmt.Errorf("%s: no call seen twice", dir)
+	}
+	return rarest, nil
+}
+
+// rewrite writes the table b again, each record replaced by what each returns for it (none,
+// itself, or more); a broken record is left out, as a reader skips it.
+func rewrite(rel string, b []byte, each func(header, fields []string) [][]string) ([]byte, error) {
+	in := snapshot.NewTSVReader(bytes.NewReader(b), rel)
+	header, err := in.Header()
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	w := snapshot.NewTSVWriter(&out)
+	if err := w.Write(header...); err != nil {
+		return nil, err
+	}
+	for {
+		fields, _, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if _, broken := errors.AsType[*snapshot.RecordError](err); broken {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range each(header, fields) {
+			if err := w.Write(rec...); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }
 
 // echo is a copy of a record a few seconds later, with a span id of its own.

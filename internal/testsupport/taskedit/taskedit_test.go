@@ -130,6 +130,49 @@ func TestNoisedAddsOrLeavesOutLines(t *testing.T) {
 	}
 }
 
+// TestUncalledLeavesOutOneCall: the spans a callee wrote for one caller are left out; its
+// spans for other callers, and the caller's own, are kept.
+func TestUncalledLeavesOutOneCall(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	write(t, src, "otel_traces_raw.tsv", "SpanId\tParentSpanId\tServiceName\n"+
+		"a1\t\tfrontend\n"+
+		"b1\ta1\tcurrency\n"+ // frontend calls currency: left out
+		"c1\t\tcheckout\n"+
+		"b2\tc1\tcurrency\n"+ // checkout calls currency: kept
+		"d1\tb2\tfrontend\n") // currency calls frontend: kept
+	if err := Copy(src, dst, Uncalled("frontend", "currency")); err != nil {
+		t.Fatal(err)
+	}
+	got := read(t, dst, "otel_traces_raw.tsv")
+	want := "SpanId\tParentSpanId\tServiceName\na1\t\tfrontend\nc1\t\tcheckout\nb2\tc1\tcurrency\nd1\tb2\tfrontend\n"
+	if got != want {
+		t.Errorf("traces\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestRareErrorsLostLeavesOutRareErrorsOnly: error lines and spans whose text is seen at most
+// twice are left out; errors seen more often, and rare lines that are no errors, are kept.
+func TestRareErrorsLostLeavesOutRareErrorsOnly(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	write(t, src, "otel_logs_raw.tsv", "SeverityText\tBody\n"+
+		"ERROR\tdisk full\n"+ // seen once: left out
+		"INFO\tstarted\n"+ // no error: kept
+		"ERROR\ttimeout\nERROR\ttimeout\nerror\ttimeout\n") // seen three times: kept
+	write(t, src, "otel_traces_raw.tsv", "StatusCode\tStatusMessage\n"+
+		"Error\trefused\nError\trefused\n"+ // seen twice: left out
+		"Unset\t\n")
+	if err := Copy(src, dst, RareErrorsLost(2)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, dst, "otel_logs_raw.tsv"),
+		"SeverityText\tBody\nINFO\tstarted\nERROR\ttimeout\nERROR\ttimeout\nerror\ttimeout\n"; got != want {
+		t.Errorf("logs\n%s\nwant\n%s", got, want)
+	}
+	if got, want := read(t, dst, "otel_traces_raw.tsv"), "StatusCode\tStatusMessage\nUnset\t\n"; got != want {
+		t.Errorf("traces\n%s\nwant\n%s", got, want)
+	}
+}
+
 // TestCopyFailsOnAMissingFolder names the folder.
 func TestCopyFailsOnAMissingFolder(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "gone")

@@ -34,8 +34,7 @@ func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}, g
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		outR.Close()
-		outW.Close()
+		closePipes(outR, outW)
 		res.Stderr = err.Error()
 		return res
 	}
@@ -43,18 +42,19 @@ func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}, g
 	c.Stdout, c.Stderr = outW, errW
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = guard.start(c.Start)
-	outW.Close()
-	errW.Close()
+	closePipes(outW, errW) // the command holds its own
+
 	var readers sync.WaitGroup
 	for _, p := range []struct {
 		r *os.File
 		w io.Writer
 	}{{outR, stdout}, {errR, stderr}} {
-		readers.Go(func() { io.Copy(p.w, p.r) })
+		// A Capture's Write never fails; the read ends with the command's output, or with
+		// the pipe closed under it (below).
+		readers.Go(func() { _, _ = io.Copy(p.w, p.r) })
 	}
 	if err != nil {
-		outR.Close()
-		errR.Close()
+		closePipes(outR, errR)
 		readers.Wait()
 		res.Stderr = err.Error()
 		return res
@@ -66,14 +66,14 @@ func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}, g
 	case err = <-done:
 		timer.Stop()
 	case <-timer.C:
-		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		killGroup(c.Process.Pid)
 		err = <-done
 		res.TimedOut = true
 	case <-inputEnded:
-		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		killGroup(c.Process.Pid)
 		err = <-done
 	}
-	syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // what the command left running in its group
+	killGroup(c.Process.Pid) // what the command left running in its group
 	reapGroup(c.Process.Pid)
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
@@ -81,12 +81,10 @@ func runCommand(cmd string, timeout time.Duration, inputEnded <-chan struct{}, g
 	case <-drained:
 	case <-time.After(drainGrace):
 		// Something that left the group holds the pipes: stop reading.
-		outR.Close()
-		errR.Close()
+		closePipes(outR, errR)
 		<-drained
 	}
-	outR.Close()
-	errR.Close()
+	closePipes(outR, errR)
 	if !res.TimedOut {
 		res.ExitCode = exitCode(err)
 	}
@@ -109,6 +107,17 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// closePipes closes pipe ends: a pipe has nothing to flush, and the one error left is for an
+// end closed already (a read end closed early to stop the reading).
+func closePipes(ends ...*os.File) {
+	for _, f := range ends {
+		_ = f.Close()
+	}
+}
+
+// killGroup kills the process group pgid; ESRCH (no member left) is what it wants.
+func killGroup(pgid int) { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 
 // reapGroup collects the killed members of a process group that were handed to the guest,
 // waiting a little for the kill to land.

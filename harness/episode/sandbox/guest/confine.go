@@ -22,7 +22,10 @@ func readConfinement() (*wire.Confinement, error) {
 	if !ok {
 		return nil, nil
 	}
-	os.Unsetenv(wire.ConfinementEnv)
+	// The commands the guest starts must not inherit it.
+	if err := os.Unsetenv(wire.ConfinementEnv); err != nil {
+		return nil, fmt.Errorf("sandbox confinement: %w", err)
+	}
 	var c wire.Confinement
 	if err := json.Unmarshal([]byte(encoded), &c); err != nil {
 		return nil, fmt.Errorf("sandbox confinement: %w", err)

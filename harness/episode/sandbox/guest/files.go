@@ -24,6 +24,6 @@ func checkFile(workspace *os.Root, name string) wire.FileAnswer {
 	if err != nil {
 		return wire.FileError(err)
 	}
-	f.Close()
+	_ = f.Close() // read only, and not read: opening it was the check
 	return wire.FileAnswer{}
 }

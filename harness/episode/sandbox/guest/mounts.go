@@ -42,7 +42,7 @@ func mountWorkspace(t wire.TmpfsLimit, binds []wire.BindFile, owner *wire.IDs) e
 	defer func() {
 		for _, f := range sources {
 			if f != nil {
-				f.Close()
+				_ = f.Close() // O_PATH: nothing to flush
 			}
 		}
 	}()
@@ -85,7 +85,9 @@ func bindReadOnly(src *os.File, target string) error {
 	if err != nil {
 		return err
 	}
-	f.Close()
+	if err := f.Close(); err != nil { // empty: a mount point
+		return err
+	}
 	from := fmt.Sprintf("/proc/self/fd/%d", src.Fd())
 	if err := unix.Mount(from, target, "", unix.MS_BIND, ""); err != nil {
 		return err
@@ -210,11 +212,12 @@ func readOnlyProc() error {
 }
 
 // giveWorkspace hands the workspace's folders to the sandbox user (the files bound in from the
-// snapshot are read-only and stay as they are).
+// snapshot are read-only and stay as they are). Best effort: a folder it cannot hand over
+// stays root's, and the commands that write in it fail, saying so.
 func giveWorkspace(dir string, to wire.IDs) {
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
-			os.Lchown(p, to.UID, to.GID)
+			_ = os.Lchown(p, to.UID, to.GID)
 		}
 		return nil
 	})

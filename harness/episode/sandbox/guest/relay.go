@@ -23,7 +23,7 @@ func listenRelay(port int) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }() // a socket for ioctls only: nothing sent
 	lo, err := unix.NewIfreq("lo")
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
@@ -61,8 +61,8 @@ func serveRelay(l net.Listener, m *wire.Mux, slots chan struct{}) {
 		}
 		c, err := m.Open()
 		if err != nil {
-			tcp.Close()
-			return // the channel ended
+			_ = tcp.Close() // refused: nothing of it was read or written; the channel ended
+			return
 		}
 		go pumpRelay(tcp.(*net.TCPConn), c)
 	}
@@ -83,21 +83,23 @@ func pumpRelay(tcp *net.TCPConn, c *wire.Conn) {
 			}
 			switch {
 			case errors.Is(err, io.EOF):
-				c.CloseWrite()
+				_ = c.CloseWrite() // fails once aa-grade closed, which ends the copy below
 				return
 			case err != nil:
-				c.Close()
+				_ = c.Close() // net.ErrClosed at most: closed already
 				return
 			}
 		}
 	})
+	// Either side's failure ends the connection: there is no one to tell it to but the command,
+	// which sees its connection end.
 	_, err := io.Copy(tcp, c)
 	if err == nil && !c.PeerGone() {
-		tcp.CloseWrite()
+		_ = tcp.CloseWrite()
 	} else {
-		tcp.Close() // everything came (aa-grade closed), or one side broke
+		_ = tcp.Close() // everything came (aa-grade closed), or one side broke
 	}
 	up.Wait()
-	tcp.Close()
-	c.Close()
+	_ = tcp.Close()
+	_ = c.Close()
 }

@@ -86,7 +86,7 @@ func (t tree) write(dir string) error {
 func (t tree) close() {
 	for _, e := range t {
 		if e.file != nil {
-			e.file.Close()
+			_ = e.file.Close() // read only
 		}
 	}
 }

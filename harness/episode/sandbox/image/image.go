@@ -50,7 +50,7 @@ func Unpack(src, cacheDir string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("image %s: %w", src, err)
 		}
-		defer saved.Close()
+		defer func() { _ = saved.Close() }() // read only
 		files = saved
 	}
 	root, err := unpackLayout(files, cacheDir)
@@ -75,7 +75,8 @@ func unpackLayout(files layoutFiles, cacheDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(partial) // gone once renamed
+	// Gone once renamed; else what stays is a hidden folder of the cache, never taken for a root.
+	defer func() { _ = os.RemoveAll(partial) }()
 	if err := os.Chmod(partial, 0o755); err != nil {
 		return "", err
 	}
@@ -90,7 +91,9 @@ func unpackLayout(files layoutFiles, cacheDir string) (string, error) {
 	if err := os.WriteFile(filepath.Join(partial, completeMark), []byte(configDigest+"\n"), 0o644); err != nil {
 		return "", err
 	}
-	os.RemoveAll(root) // an unfinished earlier attempt
+	if err := os.RemoveAll(root); err != nil { // an unfinished earlier attempt
+		return "", err
+	}
 	if err := os.Rename(partial, root); err != nil {
 		return "", err
 	}
@@ -106,7 +109,8 @@ func Cached(cacheDir, configDigest string) (string, bool) {
 }
 
 // Discard removes a root file system Unpack or Pull made under cacheDir, and the records of
-// the references pulled as it: an image found unable to run leaves nothing in the cache.
+// the references pulled as it: an image found unable to run leaves nothing in the cache. Best
+// effort: what stays is an image that is found unable to run again, the next time it is used.
 func Discard(cacheDir, root string) {
 	if filepath.Dir(root) != filepath.Clean(cacheDir) {
 		return
@@ -115,11 +119,11 @@ func Discard(cacheDir, root string) {
 	for _, r := range records {
 		record := filepath.Join(cacheDir, refsDir, r.Name())
 		if b, err := os.ReadFile(record); err == nil && rootOf(cacheDir, strings.TrimSpace(string(b))) == root {
-			os.Remove(record)
+			_ = os.Remove(record)
 		}
 	}
-	os.Remove(filepath.Join(cacheDir, refsDir)) // when it is empty
-	os.RemoveAll(root)
+	_ = os.Remove(filepath.Join(cacheDir, refsDir)) // fails unless it is empty
+	_ = os.RemoveAll(root)
 }
 
 func rootOf(cacheDir, configDigest string) string {
@@ -166,7 +170,7 @@ func openSaved(tarball string) (*savedTarball, error) {
 			return t, nil
 		}
 		if err != nil {
-			f.Close()
+			_ = f.Close() // read only
 			return nil, fmt.Errorf("not a docker save tarball: %w", err)
 		}
 		name := path.Clean(strings.TrimPrefix(h.Name, "/"))
@@ -178,7 +182,7 @@ func openSaved(tarball string) (*savedTarball, error) {
 			// The tar reader reads no further than the header: the contents start here.
 			offset, err := f.Seek(0, io.SeekCurrent)
 			if err != nil {
-				f.Close()
+				_ = f.Close() // read only
 				return nil, err
 			}
 			t.entries[name] = tarEntry{offset: offset, size: h.Size}
@@ -368,17 +372,17 @@ func applyLayer(dir string, files layoutFiles, l layer) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	r, err := decompress(f, l.mediaType)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // a decompressor of what is read
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // a folder handle: the files written through it are closed
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -409,7 +413,9 @@ func applyLayer(dir string, files layoutFiles, l layer) error {
 			return err
 		}
 		if h.Typeflag != tar.TypeDir {
-			root.RemoveAll(name) // an upper layer replaces
+			if err := root.RemoveAll(name); err != nil { // an upper layer replaces
+				return err
+			}
 		}
 		mode := fs.FileMode(h.Mode) & fs.ModePerm
 		switch h.Typeflag {
@@ -417,7 +423,9 @@ func applyLayer(dir string, files layoutFiles, l layer) error {
 			if err := root.MkdirAll(name, 0o755); err != nil {
 				return err
 			}
-			root.Chmod(name, mode|0o700)
+			// Best effort: a folder that a lower layer made a link leading out of the image
+			// keeps the mode it has.
+			_ = root.Chmod(name, mode|0o700)
 		case tar.TypeReg:
 			if err := writeFile(root, name, tr, mode|0o600); err != nil {
 				return err
@@ -440,7 +448,7 @@ func writeFile(root *os.Root, name string, r io.Reader, mode fs.FileMode) error 
 		return err
 	}
 	if _, err := io.Copy(out, r); err != nil {
-		out.Close()
+		_ = out.Close() // the copy's error is the one to tell, and the unpacking is abandoned
 		return err
 	}
 	if err := out.Close(); err != nil {
@@ -458,7 +466,7 @@ func emptyDir(root *os.Root, dir string) error {
 		return err
 	}
 	names, err := d.Readdirnames(-1)
-	d.Close()
+	_ = d.Close() // read only
 	if err != nil {
 		return err
 	}
@@ -497,7 +505,7 @@ func addMountPoints(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // a folder handle: root.WriteFile checks its own close
 	for _, d := range MountPoints.Dirs {
 		if err := root.MkdirAll(d, 0o755); err != nil {
 			return err

@@ -32,7 +32,8 @@ func Pull(ctx context.Context, c *registry.Client, ref registry.Reference, cache
 	if err != nil {
 		return "", "", fmt.Errorf("image %s: %w", ref, err)
 	}
-	defer os.RemoveAll(tmp)
+	// The pulled blobs, unpacked or abandoned; else a hidden folder of the cache, never used.
+	defer func() { _ = os.RemoveAll(tmp) }()
 	digest, err := c.Pull(ctx, ref, tmp, func(digest string, config []byte) (bool, error) {
 		if err := checkPlatform(config); err != nil {
 			return false, err

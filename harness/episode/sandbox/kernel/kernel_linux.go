@@ -55,7 +55,8 @@ func CloseInheritedOnExec() {
 	for _, e := range entries {
 		var fd int
 		if _, err := fmt.Sscan(e.Name(), &fd); err == nil && fd > 2 {
-			unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
+			// Fails only for a descriptor no longer open (the one ReadDir read through).
+			_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
 		}
 	}
 }

@@ -128,10 +128,14 @@ func (c *Conn) peerClose() error {
 	case sent:
 		c.mux.forget(c)
 	case !closing:
-		go c.send(Frame{Conn: c.id, Kind: FrameClose})
+		go c.answerClose()
 	}
 	return nil
 }
+
+// answerClose closes this side in answer to the other's close. It fails only when this side
+// is closing already (net.ErrClosed), or when the channel has ended, which Mux.Shut reports.
+func (c *Conn) answerClose() { _ = c.send(Frame{Conn: c.id, Kind: FrameClose}) }
 
 // send sends one frame of c; none goes after its close, which a side that got both closes
 // would take for a frame of a connection never opened. Once both closes crossed, the id is
@@ -186,7 +190,8 @@ func (c *Conn) Read(p []byte) (int, error) {
 			c.mu.Unlock()
 			if grant > 0 {
 				// Not behind a Write waiting for credit (wmu): this grant may be what it waits for.
-				c.send(Frame{Conn: c.id, Kind: FrameCredit, Credit: grant}) // a failure is the channel's end, which shut reports
+				// A failure is the channel's end, which Mux.Shut reports.
+				_ = c.send(Frame{Conn: c.id, Kind: FrameCredit, Credit: grant})
 			}
 			return n, nil
 		case c.inEOF:
@@ -270,11 +275,14 @@ func (c *Conn) Close() error {
 	c.in, c.inBytes = nil, 0
 	c.wake()
 	c.mu.Unlock()
-	c.send(
-		Frame{Conn: c.id, Kind: FrameClose},
-	) // net.ErrClosed: answering the other side's already; another failure is the channel's end
+	// net.ErrClosed: answering the other side's already; another failure is the channel's end.
+	_ = c.send(Frame{Conn: c.id, Kind: FrameClose})
 	return nil
 }
+
+// drop closes a connection nobody will use; its only error is net.ErrClosed, for a connection
+// closed already.
+func (c *Conn) drop() { _ = c.Close() }
 
 // PeerGone says the other side closed the connection.
 func (c *Conn) PeerGone() bool {
@@ -287,8 +295,7 @@ func (c *Conn) LocalAddr() net.Addr  { return c.mux.addr }
 func (c *Conn) RemoteAddr() net.Addr { return relayAddr(c.id) }
 
 func (c *Conn) SetDeadline(t time.Time) error {
-	c.SetReadDeadline(t)
-	return c.SetWriteDeadline(t)
+	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
 }
 
 func (c *Conn) SetReadDeadline(t time.Time) error {

@@ -19,14 +19,14 @@ func NewListener(send func(Frame) error, port int) *Listener {
 	l.mux.opened = func(c *Conn) {
 		select {
 		case <-l.done:
-			go c.Close() // nobody accepts any more
+			go c.drop() // nobody accepts any more
 			return
 		default:
 		}
 		select {
 		case l.incoming <- c:
 		default:
-			go c.Close() // as many wait already, closed by the other side (the mux never blocks)
+			go c.drop() // as many wait already, closed by the other side (the mux never blocks)
 		}
 	}
 	return l
@@ -50,7 +50,7 @@ func (l *Listener) Close() error {
 		for {
 			select {
 			case c := <-l.incoming:
-				go c.Close()
+				go c.drop()
 			default:
 				return
 			}
