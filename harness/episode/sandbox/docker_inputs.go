@@ -215,7 +215,7 @@ func addFile(tw *tar.Writer, name, src string, mode int64) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	info, err := f.Stat()
 	if err != nil {
 		return err

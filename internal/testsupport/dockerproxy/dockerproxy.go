@@ -38,10 +38,10 @@ func Start(t testing.TB) string {
 		}
 	}
 	t.Cleanup(func() {
-		ln.Close()
+		_ = ln.Close() // the test is over
 		mu.Lock()
 		for c := range conns {
-			c.Close()
+			_ = c.Close()
 		}
 		mu.Unlock()
 		wg.Wait()
@@ -57,12 +57,12 @@ func Start(t testing.TB) string {
 				return
 			}
 			wg.Go(func() {
-				defer c.Close()
+				defer func() { _ = c.Close() }()
 				u, err := net.Dial("unix", Socket)
 				if err != nil {
 					return
 				}
-				defer u.Close()
+				defer func() { _ = u.Close() }()
 				track(c, true)
 				track(u, true)
 				defer track(c, false)
