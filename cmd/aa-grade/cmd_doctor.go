@@ -116,6 +116,7 @@ func runDoctor(ctx context.Context, opts doctorOptions, args []string, con conso
 		probeWith = nil
 	}
 	if probeWith != nil {
+		defer sandbox.Release(probeWith)
 		tools, probeErr := sandbox.ProbeTools(ctx, probeWith)
 		if probeErr == nil {
 			r.Tools, r.Differences = &tools, tools.Differences()
@@ -192,8 +193,12 @@ func renderDoctor(stdout io.Writer, r doctorReport, cols int) {
 		}
 	}
 	selected := r.Selected
-	if selected == "" {
+	switch {
+	case selected != "":
+	case (sandbox.None{}).Available() == nil:
 		selected = "none works: run --sandbox none only if you accept no isolation"
+	default: // macOS, Windows: docker or nothing
+		selected = "nothing works: " + sandbox.IsolationFix
 	}
 	fmt.Fprintf(w, "--sandbox auto uses: %s\n", selected)
 	switch {

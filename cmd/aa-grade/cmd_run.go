@@ -320,6 +320,7 @@ func runRun(ctx context.Context, opts runOptions, args []string, con console) er
 	if err != nil {
 		return err
 	}
+	defer sandbox.Release(r.cfg.Backend) // the docker backend's volumes of the tasks' files
 	played := r.play(ctx, con.err, opts.noProgress)
 	run, err := r.finish(con.err, played)
 	if err == nil {
@@ -440,6 +441,12 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 	if err != nil {
 		return nil, isolationHint(fmt.Errorf("--sandbox: %w", err))
 	}
+	started := false
+	defer func() {
+		if !started { // what the sandbox keeps for the run's episodes (the probe's) goes with it
+			sandbox.Release(backend)
+		}
+	}()
 	if err := useImage(ctx, backend, opts.sandboxImage, stderr); err != nil {
 		return nil, err
 	}
@@ -507,6 +514,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		_ = folder.Close() // the run never began: err is what it tells
 		return nil, err
 	}
+	started = true
 	return r, nil
 }
 

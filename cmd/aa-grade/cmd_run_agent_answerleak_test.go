@@ -113,7 +113,9 @@ func TestNoAnswerInWhatTheSandboxShows(t *testing.T) {
 				if n, _ := strconv.Atoi(strings.TrimPrefix(scanned[0], "SCANNED ")); n < 20 {
 					t.Errorf("the scan read %d files, fewer than the snapshot has", n)
 				}
-				checkCopyRunsOnlyTheGuest(t, r, home)
+				if sb[1] != "docker" { // docker sends the daemon the zeroed bytes, and keeps no copy
+					checkCopyRunsOnlyTheGuest(t, r, home)
+				}
 			})
 		}
 	}

@@ -29,7 +29,8 @@ import (
 // its episodes run commands that detach (setsid, nohup, double fork): none of them may outlive
 // it, and the next run removes the scratch folders (and, as root, the cgroups) it left. With
 // docker, the killed run's containers stop with their guest (its attached input ends), are
-// left stopped, and the next run removes them by their owner label, as docs/sandbox.md says.
+// left stopped, and the next run removes them by their owner label, as docs/sandbox.md says,
+// with the run's volume and the container that filled it (created, never started).
 func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
 	for _, name := range []string{sandbox.NameBwrap, sandbox.NameLandlock, sandbox.NameDocker} {
 		t.Run(name, func(t *testing.T) {
@@ -61,8 +62,12 @@ func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
 			if name == sandbox.NameDocker {
 				// Named after their owner, aa-grade-PID-START-N, as its cgroups are.
 				t.Cleanup(func() { removeContainers(t, cmd.Process.Pid) })
-				if containers = containersOfRun(t, cmd.Process.Pid); len(containers) != 2 {
-					t.Fatalf("containers of the running episodes: %v", containers)
+				containers = containersOfRun(t, cmd.Process.Pid)
+				if episodes := episodeContainers(containers); len(episodes) != 2 {
+					t.Fatalf("containers of the running episodes: %v (all of the run: %v)", episodes, containers)
+				}
+				if fillers := len(containers) - 2; fillers != 1 {
+					t.Fatalf("%d containers that fill the run's volume, want 1: %v", fillers, containers)
 				}
 			} else {
 				cgroups, _ = filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/aa-grade-%d-*", cmd.Process.Pid))
@@ -83,7 +88,7 @@ func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
 			if name == sandbox.NameDocker {
 				// The guest, the container's init, ends as its input does: the container stops.
 				stopped := func() bool {
-					for _, c := range containersOfRun(t, cmd.Process.Pid) {
+					for _, c := range episodeContainers(containersOfRun(t, cmd.Process.Pid)) {
 						if !strings.HasSuffix(c, " exited") {
 							return false
 						}
@@ -112,6 +117,11 @@ func TestKillNineLeavesNothingOfTheEpisodes(t *testing.T) {
 				if left := containersOfRun(t, cmd.Process.Pid); len(left) > 0 {
 					t.Errorf("containers of the killed run are still there after the next run: %v", left)
 				}
+				volumes, err := exec.Command("docker", "volume", "ls", "--quiet", "--filter",
+					fmt.Sprintf("name=aa-grade-%d-", cmd.Process.Pid)).Output()
+				if err != nil || len(bytes.TrimSpace(volumes)) > 0 {
+					t.Errorf("the killed run's volume after the next run: %s %v", volumes, err)
+				}
 			}
 		})
 	}
@@ -131,6 +141,18 @@ func containersOfRun(t *testing.T, pid int) []string {
 		}
 	}
 	return list
+}
+
+// episodeContainers are those of containers (as containersOfRun lists them) that ran
+// episodes, not the one that fills the run's volume, which never starts.
+func episodeContainers(containers []string) []string {
+	var episodes []string
+	for _, c := range containers {
+		if name, _, _ := strings.Cut(c, " "); !strings.HasSuffix(name, "-fill") {
+			episodes = append(episodes, c)
+		}
+	}
+	return episodes
 }
 
 // removeContainers removes what a failed test left of aa-grade process pid.

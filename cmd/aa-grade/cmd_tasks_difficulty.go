@@ -25,6 +25,7 @@ func addDifficulty(ctx context.Context, reports []validate.Report, tasks []data.
 	if err != nil {
 		return isolationHint(fmt.Errorf("--sandbox: %w", err))
 	}
+	defer sandbox.Release(backend)
 	for i, t := range tasks {
 		if t.Dir == "" {
 			continue

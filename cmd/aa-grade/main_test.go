@@ -34,6 +34,10 @@ func TestMain(m *testing.M) {
 // withBinary runs the tests with the aa-grade binary built, and removes it after them.
 type withBinary struct{ m *testing.M }
 
+// afterTests are what the tests started for all of them (Wine's server), to stop once they
+// are over, before the binary's folder goes.
+var afterTests []func()
+
 // Run builds the binary from this folder, statically, then runs the tests.
 func (w withBinary) Run() int {
 	flag.Parse()
@@ -42,6 +46,11 @@ func (w withBinary) Run() int {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
+	defer func() {
+		for _, f := range afterTests {
+			f()
+		}
+	}()
 	binary = filepath.Join(dir, "aa-grade")
 	_, file, _, _ := runtime.Caller(0)
 	moduleRoot = filepath.Join(filepath.Dir(file), "..", "..")

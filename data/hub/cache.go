@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -78,27 +79,86 @@ func (c Cache) WriteRef(repo, rev, commit string) error {
 }
 
 // Link points snapshots/COMMIT/PATH at the blob, with a relative symlink replaced atomically.
+// Where symlinks cannot be made or do not resolve (Windows without Developer Mode or admin
+// rights, Wine), the snapshot's file is a hard link to the blob instead, else a copy of it,
+// as huggingface_hub falls back to a copy there: readers see a regular file either way.
 func (c Cache) Link(repo, commit, path, etag string) error {
 	link := filepath.Join(c.SnapshotDir(repo, commit), filepath.FromSlash(path))
-	target, err := filepath.Rel(filepath.Dir(link), c.BlobPath(repo, etag))
+	blob := c.BlobPath(repo, etag)
+	target, err := filepath.Rel(filepath.Dir(link), blob)
 	if err != nil {
 		return fmt.Errorf("link %s: %w", path, err)
 	}
-	if cur, err := os.Readlink(link); err == nil && cur == target {
-		return nil
+	if cur, err := os.Readlink(link); err == nil && cur == target || sameFile(link, blob) {
+		return nil // a rename over a hard link to the same file would leave the temporary name
 	}
 	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
 		return fmt.Errorf("link %s: %w", path, err)
 	}
-	tmp := link + "." + randomSuffix() + ".tmp"
-	if err := os.Symlink(target, tmp); err != nil {
-		return fmt.Errorf("link %s: %w", path, err)
+	if err := replaceWith(link, func(tmp string) error { return symlink(target, tmp) }); err == nil {
+		return nil
 	}
-	if err := os.Rename(tmp, link); err != nil {
-		_ = os.Remove(tmp) // the rename's error is the one to tell; a stray .tmp link is never read
+	if err := replaceWith(link, func(tmp string) error { return linkOrCopy(blob, tmp) }); err != nil {
 		return fmt.Errorf("link %s: %w", path, err)
 	}
 	return nil
+}
+
+// symlink is os.Symlink; a test stands a system without symlinks in for it.
+var symlink = os.Symlink
+
+// replaceWith replaces name, atomically, with the file makeTmp makes at a temporary name beside
+// it, which must resolve to a file.
+func replaceWith(name string, makeTmp func(tmp string) error) error {
+	tmp := name + "." + randomSuffix() + ".tmp"
+	err := makeTmp(tmp)
+	if err == nil && !resolves(tmp) {
+		err = fmt.Errorf("%s does not resolve", tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = os.Remove(tmp) // the error above is the one to tell; a stray .tmp is never read
+	}
+	return err
+}
+
+// sameFile says whether a and b are the same file (a hard link of the other).
+func sameFile(a, b string) bool {
+	ia, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	ib, err := os.Stat(b)
+	return err == nil && os.SameFile(ia, ib)
+}
+
+// resolves says whether the link leads to a file.
+func resolves(link string) bool {
+	_, err := os.Stat(link)
+	return err == nil
+}
+
+// linkOrCopy makes dst a hard link to src, else a copy of it.
+func linkOrCopy(src, dst string) error {
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }() // read only
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close() // the copy's error is the one to tell
+		return err
+	}
+	return out.Close()
 }
 
 // Linked reports whether snapshots/COMMIT/PATH already points at a blob of the given size.

@@ -59,6 +59,7 @@ func backends(t testing.TB) []sandbox.Backend {
 			t.Logf("skipping %s: %v", b.Name(), err)
 			continue
 		}
+		t.Cleanup(func() { sandbox.Release(b) })
 		out = append(out, b)
 	}
 	if len(out) == 0 {

@@ -31,19 +31,47 @@ const NameDocker = "docker"
 // reference environment that deploy/sandbox/Dockerfile builds.
 const DefaultImage = "aa-grade-sandbox:latest"
 
-// ownerLabel marks aa-grade's containers with their owner (see ownerTag), so that a later
-// aa-grade removes those of a run that died.
+// ownerLabel marks aa-grade's containers and volumes with their owner (see ownerTag), so that
+// a later aa-grade removes those of a run that died.
 const ownerLabel = "aa-grade.owner"
+
+// hostLabel marks them with the machine and system of their owner (see ownerHost): one daemon
+// may serve several machines (a remote DOCKER_HOST), or Windows and Linux on one machine
+// (Docker Desktop and WSL, Wine), whose pids mean nothing to one another. Only the owner's
+// machine tells whether its run died.
+const hostLabel = "aa-grade.host"
+
+// ownerHost names this machine and its system, as hostLabel gives them.
+var ownerHost = sync.OnceValue(func() string {
+	host, _ := os.Hostname()
+	return runtime.GOOS + "/" + host
+})
+
+// ownerLabels are the labels of what this process makes in the daemon.
+func ownerLabels() map[string]string {
+	return map[string]string{ownerLabel: ownerTag(), hostLabel: ownerHost()}
+}
+
+// deadOwner says whether what carries labels was made by a run of this machine that died;
+// without hostLabel, by an aa-grade before it had one, it is judged by its owner alone.
+func deadOwner(labels map[string]string) bool {
+	if host, ok := labels[hostLabel]; ok && host != ownerHost() {
+		return false
+	}
+	return ownerDead(leftoverPrefix + labels[ownerLabel])
+}
 
 // Docker isolates each episode in a container, through the Docker Engine API at DOCKER_HOST
 // (unix:///var/run/docker.sock by default; Podman, Colima, OrbStack and Docker Desktop serve
-// the same API): no network, a read-only root file system, the snapshot files bound read-only
-// into a tmpfs workspace at /home/user, /tmp a tmpfs, nobody as the user, no capability,
+// the same API): no network, a read-only root file system, the snapshot files copied
+// read-only into a tmpfs workspace at /home/user from a volume of the run sent through the
+// API (docker_inputs.go), /tmp a tmpfs, nobody as the user, no capability,
 // no-new-privileges, and pids, memory and CPU limits. The guest (a Linux build of aa-grade,
-// bound read-only into the container) is the container's only process at first, pid 1 of its
-// pid namespace, and serves every command over the attached stdin and stdout, so a command
-// costs what it costs in the other backends, not a docker exec. The container is removed when
-// the episode ends; those of a run that died are found by label and removed at the next start.
+// in that volume) is the container's only process at first, pid 1 of its pid namespace, and
+// serves every command over the attached stdin and stdout, so a command costs what it costs
+// in the other backends, not a docker exec. The container is removed when the episode ends,
+// the volume when the run does (Release); those of a run that died are found by label and
+// removed at the next start.
 type Docker struct {
 	// Image is the image episodes run in (DefaultImage when empty).
 	Image string
@@ -55,6 +83,9 @@ type Docker struct {
 
 	mu     sync.Mutex
 	digest string // the image's config digest, once checked
+
+	volumeMu sync.Mutex
+	volume   *runVolume // the episodes' inputs (docker_inputs.go), nil until the first episode
 }
 
 func (d *Docker) Name() string { return NameDocker }
@@ -113,6 +144,10 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	exe, exeID, err := concealedExecutableOf(guest)
+	if err != nil {
+		return nil, err
+	}
 	if err := d.checkImage(ctx); err != nil {
 		return nil, err
 	}
@@ -120,15 +155,44 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	covers, err := spec.guestSeenAt(guest, spec.Programs, AgentDirPath)
+	// The container never runs the host's file: wherever a folder it shows holds it, it shows
+	// the guest sent (the agent folder's copy) or a copy bound from the host (programs).
+	covers, err := spec.guestSeenAt("", spec.Programs, "")
+	if err == nil && len(covers) > 0 {
+		guest, err = shownGuest(guest)
+	}
 	if err != nil {
 		return nil, err
 	}
-	config := d.containerConfig(spec, guest, files, covers)
+	inAgentDir, err := spec.guestSeenAt("", nil, AgentDirPath)
+	if err != nil {
+		return nil, err
+	}
+	in := inputs{files: files, agentDir: spec.AgentDir, agentCovers: agentCovers(inAgentDir), guest: exe, guestID: exeID}
+	key, err := in.guestKey()
+	if err != nil {
+		return nil, err
+	}
+	volume, err := d.inputsVolume(ctx)
+	if err != nil {
+		return nil, err
+	}
+	guestDir, err := d.folderFor(ctx, volume, "g", key, in.writeGuest)
+	if err != nil {
+		return nil, err
+	}
+	taskDir, err := d.folderFor(ctx, volume, "t", in.taskKey(), in.writeTask)
+	if err != nil {
+		return nil, err
+	}
+	config, err := d.containerConfig(spec, volume.name, guestDir, guest, in, covers)
+	if err != nil {
+		return nil, err
+	}
 	name := fmt.Sprintf("%s%s-%d", leftoverPrefix, ownerTag(), containerSeq.Add(1))
 	var created struct{ ID string }
-	if _, err := d.client.Do(ctx, http.MethodPost, "/containers/create?name="+url.QueryEscape(name), config,
-		&created); err != nil {
+	endpoint := "/containers/create?name=" + url.QueryEscape(name)
+	if _, err := d.client.Do(ctx, http.MethodPost, endpoint, config, &created); err != nil {
 		return nil, fmt.Errorf("create the episode's container from %s: %w", d.imageName(), err)
 	}
 	c := &container{client: d.client, id: created.ID, exited: make(chan struct{})}
@@ -158,13 +222,20 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (Sandbox, error) {
 		_ = s.Close()   // the image's fault is the one to tell
 		return nil, err // ErrImageUnusable, or ctx's error
 	}
+	// The task's files, before the model's first command.
+	if err := d.copyInputs(ctx, c.id, guestDir, taskDir, in, spec.GuestArg); err != nil {
+		_ = s.Close() // the copy's failure is the one to tell
+		return nil, err
+	}
 	return s, nil
 }
 
-// containerConfig is the episode's container, as the Engine API takes it.
-// covers are where its programs or agent folder would show the guest executable itself: the
-// guest's copy is bound there too.
-func (d *Docker) containerConfig(spec Spec, guest string, files []snapshotFile, covers []string) map[string]any {
+// containerConfig is the episode's container, as the Engine API takes it, with its inputs in
+// the volume named volume, its guest in the folder guestDir of it. covers are where its
+// programs would show the guest executable itself: the guest's copy is bound there too.
+func (d *Docker) containerConfig(
+	spec Spec, volume, guestDir, guest string, in inputs, covers []string,
+) (map[string]any, error) {
 	limits := spec.Limits
 	disk, inodes := limits.disk(), limits.inodes()
 	env := spec.Env
@@ -173,33 +244,50 @@ func (d *Docker) containerConfig(spec Spec, guest string, files []snapshotFile, 
 	}
 	// The container already has no capability and no network; the guest still sets its
 	// syscall filter and no_new_privs, and kills all (it is pid 1) when its input ends.
-	confine, _ := wire.Confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true,
+	confine, err := wire.Confinement{Workdir: ReferenceWorkdir, DropCaps: true, Seccomp: true, KillAll: true,
 		ProcessesBounded: true, RelayPort: spec.relayPort()}.Encode()
-	mounts := []map[string]any{{"Type": "bind", "Source": guest, "Target": guestPath, "ReadOnly": true}}
-	for _, f := range files {
-		mounts = append(mounts, map[string]any{"Type": "bind", "Source": f.host,
-			"Target": path.Join(ReferenceWorkdir, filepath.ToSlash(f.rel)), "ReadOnly": true})
+	if err != nil {
+		return nil, err
 	}
+	mounts := []map[string]any{{"Type": "volume", "Source": volume, "Target": inputsAt, "ReadOnly": true}}
 	for _, p := range spec.shown() {
-		mounts = append(mounts, map[string]any{"Type": "bind", "Source": p.host, "Target": p.at, "ReadOnly": true})
+		if p.at != AgentDirPath { // the agent folder is copied (inputs)
+			mounts = append(mounts, map[string]any{"Type": "bind", "Source": p.host, "Target": p.at, "ReadOnly": true})
+		}
 	}
 	for _, at := range covers {
 		mounts = append(mounts, map[string]any{"Type": "bind", "Source": guest, "Target": at, "ReadOnly": true})
 	}
-	tmpfs := func(mode string) string {
-		return fmt.Sprintf("size=%d,nr_inodes=%d,mode=%s,uid=%d,gid=%d", disk, inodes, mode, SandboxUID, SandboxGID)
+	// The workspace is root's and sticky, so that commands add files beside the task's but
+	// cannot remove or rename them; it has room for them on top of the disk limit.
+	task := in.taskRoom()
+	tmpfs := map[string]string{
+		ReferenceWorkdir: fmt.Sprintf("size=%d,nr_inodes=%d,uid=0,gid=0", disk+task.bytes, inodes+task.files),
+		"/tmp": fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777,uid=%d,gid=%d",
+			disk, inodes, SandboxUID, SandboxGID),
+		"/dev/pts": "ro,size=4k,nr_inodes=16,mode=0755",
+	}
+	memory := limits.memory() + disk + task.bytes
+	if in.agentDir != "" {
+		agent, err := in.agentRoom()
+		if err != nil {
+			return nil, err
+		}
+		tmpfs[AgentDirPath] = fmt.Sprintf("exec,size=%d,nr_inodes=%d,mode=0755,uid=0,gid=0", agent.bytes, agent.files)
+		memory += agent.bytes
 	}
 	return map[string]any{
 		"Image":      d.imageName(),
-		"Entrypoint": []string{guestPath},
+		"Entrypoint": []string{path.Join(inputsAt, guestDir, inputsGuest)},
 		"Cmd":        append([]string{}, spec.GuestArg...),
+		// nobody from the start; only the copier (copyInputs) runs as root, without capability
 		"User":       fmt.Sprintf("%d:%d", SandboxUID, SandboxGID),
 		"WorkingDir": ReferenceWorkdir,
 		"Env":        append(env[:len(env):len(env)], confine),
 		"Hostname":   "sandbox",
 		"OpenStdin":  true, "StdinOnce": true, "AttachStdin": true, "AttachStdout": true, "AttachStderr": true,
 		"NetworkDisabled": true,
-		"Labels":          map[string]string{ownerLabel: ownerTag()},
+		"Labels":          ownerLabels(),
 		"HostConfig": map[string]any{
 			"NetworkMode":    "none",
 			"ReadonlyRootfs": true,
@@ -207,16 +295,15 @@ func (d *Docker) containerConfig(spec Spec, guest string, files []snapshotFile, 
 			"SecurityOpt":    []string{"no-new-privileges"},
 			// The tmpfs' pages count with the processes', as in bwrap: a full workspace is
 			// "No space left on device", not a sandbox without memory.
-			"Memory":     limits.memory() + disk,
-			"MemorySwap": limits.memory() + disk,
+			"Memory":     memory,
+			"MemorySwap": memory,
 			"PidsLimit":  wire.MaxProcesses,
 			"NanoCpus":   int64(dockerCPUs * 1e9),
 			// No pty: an empty read-only /dev/pts instead of the daemon's devpts, whose pool the
 			// whole host shares. (/dev is the daemon's small tmpfs that only root may write;
 			// /dev/shm, counted in the container's memory, holds no more than the disk limit.)
 			"ShmSize": min(disk, dockerShmBytes),
-			"Tmpfs": map[string]string{ReferenceWorkdir: tmpfs("0755"), "/tmp": tmpfs("1777"),
-				"/dev/pts": "ro,size=4k,nr_inodes=16,mode=0755"},
+			"Tmpfs":   tmpfs,
 			"Mounts":  mounts,
 			"IpcMode": "private",
 			// The guest's stdout carries every command's output and the relay's traffic: the
@@ -224,7 +311,7 @@ func (d *Docker) containerConfig(spec Spec, guest string, files []snapshotFile, 
 			// the episode's limits, until the container is removed).
 			"LogConfig": map[string]any{"Type": "none"},
 		},
-	}
+	}, nil
 }
 
 // dockerShmBytes is the daemon's default size of /dev/shm, which a smaller disk limit lowers.
@@ -276,40 +363,24 @@ func (d *Docker) checkImage(ctx context.Context) error {
 	return nil
 }
 
-// linuxGuest is the aa-grade binary the container runs as its guest, for the daemon's
-// architecture: this one on Linux when it matches; else a Linux build of the same version
-// (make dist writes aa-grade-linux-ARCH) found beside this executable or named by
-// AA_GRADE_LINUX_GUEST (or its older name, AA_GRADE_LINUX_AGENT, still read), copied into
-// the user's cache folder (see stageGuest). Either way,
-// what is concealed is zeroed in it (see shownGuest).
+// linuxGuest is the Linux build of aa-grade the container runs as its guest, for the daemon's
+// architecture: this executable on Linux when it matches; else a Linux build of the same
+// version (make dist writes aa-grade-linux-ARCH) found beside this executable or named by
+// AA_GRADE_LINUX_GUEST (or its older name, AA_GRADE_LINUX_AGENT, still read). What is
+// concealed is zeroed in what the daemon gets of it (see concealedExecutable).
 func linuxGuest(self, arch string) (string, error) {
 	if runtime.GOOS == "linux" && arch == runtime.GOARCH {
-		return shownGuest(self)
+		return self, nil
 	}
 	src := cmp.Or(os.Getenv("AA_GRADE_LINUX_GUEST"), os.Getenv("AA_GRADE_LINUX_AGENT"),
 		filepath.Join(filepath.Dir(self), "aa-grade-linux-"+arch))
-	if staged, ok := stagedGuests.Load(src + "|" + arch); ok {
-		return staged.(string), nil
+	if err := checkLinuxProgram(src, arch); err != nil {
+		return "", fmt.Errorf("%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): "+
+			"put aa-grade-linux-%s (from the release, or make dist) beside %s, or name it in AA_GRADE_LINUX_GUEST",
+			ErrUnavailable, err, arch, self)
 	}
-	cache, err := os.UserCacheDir()
-	var staged string
-	if err == nil {
-		err = checkLinuxProgram(src, arch)
-	}
-	if err == nil {
-		staged, err = stageGuest(src, filepath.Join(cache, "aa-grade", "guest"))
-	}
-	if err != nil {
-		return "", fmt.Errorf(
-			"%w: the docker sandbox runs a Linux build of aa-grade inside the container (%v): put aa-grade-linux-%s (from the "+
-				"release, or make dist) beside %s, or name it in AA_GRADE_LINUX_GUEST", ErrUnavailable, err, arch, self)
-	}
-	stagedGuests.Store(src+"|"+arch, staged)
-	return staged, nil
+	return src, nil
 }
-
-// stagedGuests are the guests stageGuest copied, by source and architecture: once per run.
-var stagedGuests sync.Map
 
 // elfMachines are the architectures releases are built for.
 var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
@@ -344,18 +415,19 @@ func (c *container) done() <-chan struct{} { return c.exited }
 func (c *container) cleanup()              { c.remove() }
 func (c *container) outOfMemory() bool     { return false }
 
-func (c *container) remove() {
-	c.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		// A container the daemon did not remove is removed by the next run's start
-		// (removeDeadContainers), once this run has ended: nothing to do now.
-		_, _ = c.client.Do(ctx, http.MethodDelete, "/containers/"+c.id+"?force=1&v=1", nil, nil)
-	})
+// remove removes the container (the task's volume stays for the run's other episodes).
+func (c *container) remove() { c.once.Do(func() { removeContainer(c.client, c.id) }) }
+
+// removeContainer removes a container, whatever it is doing.
+func removeContainer(client *dockerapi.Client, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Nothing more to do when it fails: the next start removes what a dead run left.
+	_, _ = client.Do(ctx, http.MethodDelete, "/containers/"+id+"?force=1&v=1", nil, nil)
 }
 
-// removeDeadContainers removes the containers of aa-grade runs that died; it returns their
-// names. Nothing is done when no daemon answers at once.
+// removeDeadContainers removes the containers of aa-grade runs of this machine that died; it
+// returns their names. Nothing is done when no daemon answers at once.
 func removeDeadContainers() []string {
 	c, err := dockerapi.New()
 	if err != nil {
@@ -375,14 +447,36 @@ func removeDeadContainers() []string {
 	}
 	var removed []string
 	for _, ct := range list {
-		if !ownerDead(leftoverPrefix + ct.Labels[ownerLabel]) {
+		if !deadOwner(ct.Labels) {
 			continue
 		}
 		if _, err := c.Do(ctx, http.MethodDelete, "/containers/"+ct.ID+"?force=1&v=1", nil, nil); err == nil {
 			removed = append(removed, strings.TrimPrefix(strings.Join(ct.Names, ","), "/"))
 		}
 	}
+	removeDeadVolumes(ctx, c, string(filters))
 	return removed
+}
+
+// removeDeadVolumes removes the volumes (docker_inputs.go) of aa-grade runs of this machine
+// that died, once their containers are gone: they go with their containers, so they are not
+// told apart.
+func removeDeadVolumes(ctx context.Context, c *dockerapi.Client, filters string) {
+	var list struct {
+		Volumes []struct {
+			Name   string
+			Labels map[string]string
+		}
+	}
+	if _, err := c.Do(ctx, http.MethodGet, "/volumes?filters="+url.QueryEscape(filters), nil, &list); err != nil {
+		return
+	}
+	for _, v := range list.Volumes {
+		if deadOwner(v.Labels) {
+			// One still in use, or gone meanwhile, waits for the next start.
+			_, _ = c.Do(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(v.Name), nil, nil)
+		}
+	}
 }
 
 // dockerGuarantees are what a container keeps, wherever the daemon runs.
@@ -393,7 +487,8 @@ func dockerGuarantees() []Guarantee {
 		hostReadsSafely,
 		{GuaranteeNoCapabilities, true, "no capability (cap-drop ALL), no-new-privileges, and the guest's own filter"},
 		{GuaranteeNotHostRoot, true, "commands run as nobody (65534) in the container"},
-		{GuaranteeReadOnlySystem, true, "a read-only root file system, no pty; the snapshot bound read-only; mount refused"},
+		{GuaranteeReadOnlySystem, true,
+			"a read-only root file system, no pty; the snapshot's files copied root's and read-only; mount refused"},
 		{GuaranteeNoNetwork, true, "network mode none, and socket(2) refused; " + relayOpens},
 		{GuaranteeProcessesEnd, true,
 			"the guest is the container's init and ends, killing all, when its attached input does: at the episode's end, and " +

@@ -51,6 +51,18 @@ func TestDockerLeftoversOfDeadRunsAreRemoved(t *testing.T) {
 	if !exists(live) {
 		t.Error("the container of a live run was removed")
 	}
+	// A container of another machine's run (a daemon that several serve): its pid is not ours
+	// to judge.
+	elsewhere := fmt.Sprintf("aa-grade-test-elsewhere-%d", os.Getpid())
+	if err := exec.Command("docker", "create", "--name", elsewhere, "--network", "none", "--label", ownerLabel+"=999999999-1",
+		"--label", hostLabel+"=windows/another-machine", img, "true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rm", "-f", elsewhere).Run() })
+	CleanLeftovers()
+	if !exists(elsewhere) {
+		t.Error("the container of another machine's run was removed")
+	}
 }
 
 // TestDockerSocketThatRefusesTheUserIsOneClearLine runs as a normal user (the unprivileged
@@ -214,6 +226,7 @@ func TestDockerContainerLogsNothing(t *testing.T) {
 	if img == "" || d.Available() != nil {
 		t.Skip("no docker here (AA_GRADE_TEST_IMAGE unset, or no daemon for this user)")
 	}
+	t.Cleanup(func() { Release(d) })
 	sb := start(t, d, newFixture(t))
 	c := sb.(*session).peer.(*container)
 	var inspect struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,12 +32,18 @@ func ownerDead(name string) bool {
 		return false
 	}
 	pid, err := strconv.Atoi(parts[0])
-	if _, serr := strconv.ParseUint(parts[1], 10, 64); err != nil || serr != nil || pid <= 0 {
+	if err != nil || pid <= 0 || !startTime.MatchString(parts[1]) {
 		return false // not a name aa-grade gave
 	}
 	start, err := processStart(pid)
 	return err != nil || start != parts[1]
 }
+
+// startTime is how processStart writes a start time: digits (Linux's clock ticks), after a
+// letter naming the system elsewhere (w: Windows, m: macOS). A Linux aa-grade that shares
+// the daemon and came before hostLabel (WSL beside Docker Desktop) reads such a tag as none of
+// aa-grade's, and leaves it, instead of taking a Windows pid for one of its own.
+var startTime = regexp.MustCompile(`^[a-z]?[0-9]+$`)
 
 // scratchRoot counts this process's scratch folders, under mu.
 var scratchRoot struct {

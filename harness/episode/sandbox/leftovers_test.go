@@ -1,6 +1,10 @@
 package sandbox
 
-import "testing"
+import (
+	"os"
+	"strconv"
+	"testing"
+)
 
 // TestLeftoversSayWhatWasRemoved: a run that died leaves scratch folders, cgroups and
 // containers; the message counts each kind by its name, never containers as scratch folders.
@@ -18,6 +22,28 @@ func TestLeftoversSayWhatWasRemoved(t *testing.T) {
 	} {
 		if got := l.String(); got != want {
 			t.Errorf("%v: %q, want %q", l, got, want)
+		}
+	}
+}
+
+// TestOwnerDeadReadsTags: a tag of this process is alive, one of a pid that does not exist or
+// started at another time is dead, whichever system's start time it carries (a letter and
+// digits elsewhere than Linux), and what aa-grade did not name is left alone.
+func TestOwnerDeadReadsTags(t *testing.T) {
+	for name, dead := range map[string]bool{
+		leftoverPrefix + ownerTag():                              false,
+		leftoverPrefix + ownerTag() + "-task-3":                  false,
+		leftoverPrefix + "999999999-1":                           true,
+		leftoverPrefix + "999999999-w134404304372134350-guest-1": true,
+		leftoverPrefix + strconv.Itoa(os.Getpid()) + "-1":        true, // this pid, another start
+		leftoverPrefix + strconv.Itoa(os.Getpid()) + "-w1":       true,
+		leftoverPrefix + "test-live-12":                          false,
+		leftoverPrefix + "12-":                                   false,
+		leftoverPrefix + "12-w":                                  false,
+		leftoverPrefix + "12-W1":                                 false,
+	} {
+		if got := ownerDead(name); got != dead {
+			t.Errorf("ownerDead(%q) = %v, want %v", name, got, dead)
 		}
 	}
 }

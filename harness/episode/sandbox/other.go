@@ -20,6 +20,10 @@ const CgroupExecCommand = "__sandbox-cgroup-exec"
 
 var errNotLinux = fmt.Errorf("needs Linux (this is %s)", runtime.GOOS)
 
+// IsolationFix is what makes an isolating backend work on a machine that has none: here, only
+// docker can.
+const IsolationFix = "start Docker (Docker Desktop, or a Podman machine), or set DOCKER_HOST to a daemon"
+
 // linuxOnly stands for a backend this platform cannot run.
 type linuxOnly struct{ name string }
 

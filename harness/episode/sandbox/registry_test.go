@@ -160,6 +160,7 @@ func TestDockerPullsARegistryReference(t *testing.T) {
 	ref := reg.Host + "/aa/sandbox:1"
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", ref).Run() })
 	d := &Docker{}
+	t.Cleanup(func() { Release(d) })
 	var told []Event
 	if err := UseImage(context.Background(), d, ref, "", func(e Event) { told = append(told, e) }); err != nil {
 		t.Fatal(err)

@@ -93,6 +93,15 @@ type Backend interface {
 	Start(ctx context.Context, spec Spec) (Sandbox, error)
 }
 
+// Release gives back what b keeps for the episodes of a run once they are over: the docker
+// backend's volumes of the tasks' files, which its episodes share. b may start episodes again
+// after, keeping anew.
+func Release(b Backend) {
+	if r, ok := b.(interface{ release() }); ok {
+		r.release()
+	}
+}
+
 // GuestCommand is the hidden aa-grade command that runs the guest inside a sandbox.
 const GuestCommand = "__sandbox-guest"
 
@@ -114,7 +123,8 @@ var ErrImageUnusable = errors.New("the image cannot run an episode")
 // ErrNoImage marks, besides ErrImageUnusable, an image the Docker daemon does not have.
 var ErrNoImage = errors.New("no image")
 
-// ErrNoIsolation marks, besides ErrUnavailable, a machine where no backend but none works.
+// ErrNoIsolation marks, besides ErrUnavailable, a machine where no backend but none works
+// (Linux: elsewhere none does not work either).
 var ErrNoIsolation = errors.New("no isolating backend works here")
 
 // ErrOutsideWorkspace marks a file name that leads out of the workspace (through .. or a link).
@@ -158,7 +168,11 @@ func Select(name string) (Backend, error) {
 			}
 			reasons = append(reasons, fmt.Sprintf("%s: %v", b.Name(), err))
 		}
-		return nil, fmt.Errorf("%w: %w (%s); install bubblewrap", ErrUnavailable, ErrNoIsolation, strings.Join(reasons, "; "))
+		why := strings.Join(reasons, "; ")
+		if (None{}).Available() != nil { // macOS, Windows: docker or nothing
+			return nil, fmt.Errorf("%w: no backend works here (%s); %s", ErrUnavailable, why, IsolationFix)
+		}
+		return nil, fmt.Errorf("%w: %w (%s); %s", ErrUnavailable, ErrNoIsolation, why, IsolationFix)
 	}
 	for _, b := range Backends() {
 		if b.Name() == name {

@@ -111,6 +111,7 @@ func backends(t testing.TB, isolatingOnly bool) []Backend {
 			t.Logf("skipping %s: %v", b.Name(), err)
 			continue
 		}
+		t.Cleanup(func() { Release(b) }) // after the sandboxes' own cleanups, registered later
 		out = append(out, b)
 	}
 	return out

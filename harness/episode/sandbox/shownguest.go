@@ -107,17 +107,9 @@ func (s *Spec) guestSeenAt(shown string, ownPath []string, agentDirAt string) ([
 // folders it shares with the host, of which the user's home, holding the cache, is one by
 // default; and a downloaded binary may lack its execute bit.
 func stageGuest(src, dir string) (string, error) {
-	b, err := os.ReadFile(src)
+	b, err := concealedExecutable(src)
 	if err != nil {
-		return "", fmt.Errorf("read the guest executable: %w", err)
-	}
-	concealMu.Lock()
-	secrets := concealed
-	concealMu.Unlock()
-	for _, secret := range secrets {
-		if err := blank(b, secret); err != nil {
-			return "", fmt.Errorf("%w: %s: %w", ErrConcealed, src, err)
-		}
+		return "", err
 	}
 	sum := sha256.Sum256(b)
 	dst := filepath.Join(dir, hex.EncodeToString(sum[:8]), "aa-grade")
@@ -128,6 +120,43 @@ func stageGuest(src, dir string) (string, error) {
 		return "", fmt.Errorf("copy the guest executable: %w", err)
 	}
 	return dst, nil
+}
+
+// concealedExecutables are the executables concealedExecutable read, by path: once a process.
+var concealedExecutables sync.Map
+
+// concealedExecutable is the executable src with every concealed string zeroed, read once: what
+// a copy of it holds, and what the docker backend sends the daemon (a copy is readable by no
+// one, aa-grade included).
+func concealedExecutable(src string) ([]byte, error) {
+	b, _, err := concealedExecutableOf(src)
+	return b, err
+}
+
+// concealedExecutableOf is concealedExecutable and a name of what it returns: the same name,
+// the same bytes, in this process.
+func concealedExecutableOf(src string) ([]byte, string, error) {
+	concealMu.Lock()
+	secrets := len(concealed)
+	concealMu.Unlock()
+	key := fmt.Sprintf("%d|%s", secrets, src) // read again when more is concealed
+	if b, ok := concealedExecutables.Load(key); ok {
+		return b.([]byte), key, nil
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return nil, "", fmt.Errorf("read the guest executable: %w", err)
+	}
+	concealMu.Lock()
+	secretsNow := concealed[:secrets]
+	concealMu.Unlock()
+	for _, secret := range secretsNow {
+		if err := blank(b, secret); err != nil {
+			return nil, "", fmt.Errorf("%w: %s: %w", ErrConcealed, src, err)
+		}
+	}
+	first, _ := concealedExecutables.LoadOrStore(key, b) // the first read, where two raced
+	return first.([]byte), key, nil
 }
 
 // blank zeroes secret in b, where it must be exactly once: not there, it may be there in

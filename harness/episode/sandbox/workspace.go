@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/aa-grade/aa-grade/harness/vocab/shellspec"
 )
@@ -21,9 +22,11 @@ const guestPath = "/run/aa-grade/agent"
 
 // snapshotFile is one file shown in the workspace.
 type snapshotFile struct {
-	rel  string // relative path in the workspace
-	host string // the real file (the Hub cache's links resolved)
-	mode fs.FileMode
+	rel   string // relative path in the workspace
+	host  string // the real file (the Hub cache's links resolved)
+	mode  fs.FileMode
+	size  int64
+	mtime time.Time
 }
 
 // snapshotFiles lists the files of a snapshot, resolved to real files so that only they are
@@ -56,7 +59,8 @@ func snapshotFiles(dir string, hide []string) ([]snapshotFile, error) {
 		if err != nil || !info.Mode().IsRegular() {
 			return nil // not a file: not shown
 		}
-		files = append(files, snapshotFile{rel: rel, host: host, mode: info.Mode()})
+		files = append(files, snapshotFile{rel: rel, host: host, mode: info.Mode(), size: info.Size(),
+			mtime: info.ModTime()})
 		return nil
 	})
 	if err != nil {

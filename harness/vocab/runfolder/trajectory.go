@@ -363,14 +363,15 @@ func CompressTrajectory(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = in.Close() }() // read only
 	tmp := plain + ".zst.tmp"
 	out, err := os.Create(tmp)
 	if err != nil {
+		_ = in.Close() // only read
 		return err
 	}
 	err = compress(out, in)
-	err = errors.Join(err, out.Close())
+	// Closed before the removal below: Windows removes no file that is open.
+	err = errors.Join(err, out.Close(), in.Close())
 	if err == nil {
 		err = os.Rename(tmp, plain+".zst")
 	}

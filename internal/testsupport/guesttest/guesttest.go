@@ -41,6 +41,7 @@ func Backend(t testing.TB) sandbox.Backend {
 		}
 		return sandbox.None{}
 	}
+	t.Cleanup(func() { sandbox.Release(b) }) // after the sandboxes' own cleanups, registered later
 	return b
 }
 
@@ -56,6 +57,7 @@ func Backends(t testing.TB) []sandbox.Backend {
 			}
 		}
 		if b.Available() == nil {
+			t.Cleanup(func() { sandbox.Release(b) })
 			out = append(out, b)
 		}
 	}

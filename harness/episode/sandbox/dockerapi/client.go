@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aa-grade/aa-grade/harness/episode/sandbox/image/registry"
 )
@@ -90,20 +91,38 @@ func (e *Error) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) 
 //
 // bodyclose:handled
 func (c *Client) Do(ctx context.Context, method, endpoint string, body, out any) (*http.Response, error) {
-	var reader io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		reader = bytes.NewReader(b)
+	if body == nil {
+		return c.Send(ctx, method, endpoint, "", nil, out)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://docker"+apiVersion+endpoint, reader)
+	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	return c.Send(ctx, method, endpoint, "application/json", bytes.NewReader(b), out)
+}
+
+// PutArchive extracts the tar stream into the folder dir of the container id (PUT
+// /containers/{id}/archive), which must lie in a writable volume of it when its root file
+// system is read-only. The daemon keeps the owners and modes the stream gives: this is how
+// files reach a daemon that does not share the host's (in a VM, or on another machine).
+func (c *Client) PutArchive(ctx context.Context, id, dir string, tar io.Reader) error {
+	endpoint := "/containers/" + id + "/archive?" + url.Values{"path": {dir}}.Encode()
+	_, err := c.Send(ctx, http.MethodPut, endpoint, "application/x-tar", tar, nil)
+	return err
+}
+
+// Send is Do with a body of any type (contentType "": none).
+//
+// bodyclose:handled
+func (c *Client) Send(
+	ctx context.Context, method, endpoint, contentType string, body io.Reader, out any,
+) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://docker"+apiVersion+endpoint, body)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -142,8 +161,21 @@ func (c *Client) Attach(ctx context.Context, id string) (*Conn, error) {
 
 // attach asks the daemon on conn to attach to the container id, and reads its answer from br.
 func attach(conn net.Conn, br *bufio.Reader, id string) error {
-	req := "POST " + apiVersion + "/containers/" + id + "/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n" +
-		"Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 0\r\n\r\n"
+	if err := upgrade(conn, br, "/containers/"+id+"/attach?stream=1&stdin=1&stdout=1&stderr=1", nil); err != nil {
+		return fmt.Errorf("attach: %w", err)
+	}
+	return nil
+}
+
+// upgrade sends a POST to endpoint on conn (body: JSON, nil: none) that the daemon answers
+// with the raw stream of a process (attach, exec), and reads its answer from br.
+func upgrade(conn net.Conn, br *bufio.Reader, endpoint string, body []byte) error {
+	req := "POST " + apiVersion + endpoint + " HTTP/1.1\r\n" +
+		"Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+	if body != nil {
+		req += "Content-Type: application/json\r\n"
+	}
+	req += fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
 	if _, err := io.WriteString(conn, req); err != nil {
 		return err
 	}
@@ -152,9 +184,69 @@ func attach(conn net.Conn, br *bufio.Reader, id string) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols && resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("attach: %s", resp.Status)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10)) // the daemon's message, if it gives one
+		return newError(resp.StatusCode, b)
 	}
 	return nil
+}
+
+// Exec runs cmd in the running container id as user (exec), with env added to the
+// container's environment, and waits for it to end: it returns its exit code and the end of
+// what it wrote (its last 16 KiB of stdout and stderr together).
+func (c *Client) Exec(ctx context.Context, id, user string, env, cmd []string) (int, string, error) {
+	config := map[string]any{"User": user, "Env": env, "Cmd": cmd, "AttachStdout": true, "AttachStderr": true}
+	var created struct{ ID string }
+	if _, err := c.Do(ctx, http.MethodPost, "/containers/"+id+"/exec", config, &created); err != nil {
+		return 0, "", err
+	}
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return 0, "", err
+	}
+	// The exec's stream is read to its end, or abandoned with an error already.
+	defer func() { _ = conn.Close() }()
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() }) // ends the reads below
+	defer stop()
+	br := bufio.NewReader(conn)
+	if err := upgrade(conn, br, "/exec/"+created.ID+"/start", []byte(`{"Detach":false,"Tty":false}`)); err != nil {
+		return 0, "", cmp.Or(ctx.Err(), err)
+	}
+	out := &tail{limit: 16 << 10}
+	if err := Demux(br, out, out); !errors.Is(err, io.EOF) {
+		return 0, "", cmp.Or(ctx.Err(), err)
+	}
+	// The stream ends when the process does; the daemon may record its code a moment later.
+	for {
+		var state struct {
+			Running  bool
+			ExitCode int
+		}
+		if _, err := c.Do(ctx, http.MethodGet, "/exec/"+created.ID+"/json", nil, &state); err != nil {
+			return 0, "", err
+		}
+		if !state.Running {
+			return state.ExitCode, string(out.b), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, "", ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// tail keeps the last limit bytes written to it.
+type tail struct {
+	b     []byte
+	limit int
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.limit; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
 }
 
 // readAttachAnswer reads the daemon's answer to an attach. Its body, where it has one, is the
@@ -222,7 +314,8 @@ func (c *Client) Pull(ctx context.Context, ref registry.Reference) error {
 }
 
 // Demux splits the attached stream of a container without a terminal: frames of an 8-byte
-// header (stream, 3 zero bytes, big-endian length) and their payload.
+// header (stream, 3 zero bytes, big-endian length) and their payload, until the stream ends
+// (io.EOF).
 func Demux(r io.Reader, stdout io.Writer, stderr io.Writer) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var header [8]byte

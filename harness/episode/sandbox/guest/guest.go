@@ -35,8 +35,12 @@ var guestLimits = []struct {
 }
 
 // Run serves requests from in until it closes, answering each on out. It runs inside the
-// sandbox, in the workspace, and first confines itself as aa-grade asked.
+// sandbox, in the workspace, and first confines itself as aa-grade asked. Run as the docker
+// backend's copier (wire.CopiesEnv), it only copies.
 func Run(in io.Reader, out io.Writer) error {
+	if asked, err := runCopies(); asked {
+		return err
+	}
 	kernel.CloseInheritedOnExec()
 	confine, err := readConfinement()
 	if err != nil {
