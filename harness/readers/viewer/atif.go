@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aa-grade/aa-grade/harness/readers/report"
 	"github.com/aa-grade/aa-grade/harness/vocab/atif"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/internal/english"
@@ -111,53 +112,69 @@ func (s *trajectories) card() (trajectoryCard, error) {
 
 func agentName(a atif.Agent) string { return strings.TrimSpace(a.Name + " " + a.Version) }
 
-// totals are a document's tokens and cost as its final metrics give them, else the sum of its
-// steps' metrics; "unknown" for what it does not carry, never 0.
-func totals(doc *atif.Trajectory) (tokens, cost string) {
-	var in, out, cached int64
+// totals are a document's tokens and cost: its final metrics' where they carry them, else the
+// sum over its agent steps. What no step carries is "unknown", never 0; a sum that some agent
+// steps lack says "at least" and how many carried it, so that a partial sum is not read as
+// the whole.
+func totals(doc *atif.Trajectory) (tokenText, costText string) {
+	var u model.Usage
 	var usd float64
-	var hasTokens, hasCost bool
-	if m := doc.FinalMetrics; m != nil && (m.TotalPromptTokens != nil || m.TotalCompletionTokens != nil) {
-		in, out, cached = deref(m.TotalPromptTokens), deref(m.TotalCompletionTokens), deref(m.TotalCachedTokens)
-		hasTokens = true
+	calls, withTokens, withCost := 0, 0, 0
+	for _, s := range doc.Steps {
+		noCall := s.LLMCallCount != nil && *s.LLMCallCount == 0 // no model wrote it: it has no metrics
+		if s.Source != atif.SourceAgent || s.IsCopiedContext || noCall {
+			continue
+		}
+		calls++
+		if su, ok := stepUsage(s.Metrics); ok {
+			u.Input, u.CachedRead, u.Output = u.Input+su.Input, u.CachedRead+su.CachedRead, u.Output+su.Output
+			withTokens++
+		}
+		if s.Metrics != nil && s.Metrics.CostUSD != nil {
+			usd += *s.Metrics.CostUSD
+			withCost++
+		}
+	}
+	tokenText = partial(withTokens, calls, "tokens", tokens(u))
+	costText = partial(withCost, calls, "a cost", report.FormatUSD(&usd))
+	if m := doc.FinalMetrics; m != nil {
+		if m.TotalPromptTokens != nil && m.TotalCompletionTokens != nil {
+			tokenText = tokens(model.Usage{Input: *m.TotalPromptTokens, CachedRead: deref(m.TotalCachedTokens),
+				Output: *m.TotalCompletionTokens})
+		}
 		if m.TotalCostUSD != nil {
-			usd, hasCost = *m.TotalCostUSD, true
-		}
-	} else {
-		for _, s := range doc.Steps {
-			m := s.Metrics
-			if m == nil || s.IsCopiedContext {
-				continue
-			}
-			if m.PromptTokens != nil || m.CompletionTokens != nil {
-				in, out, cached = in+deref(m.PromptTokens), out+deref(m.CompletionTokens), cached+deref(m.CachedTokens)
-				hasTokens = true
-			}
-			if m.CostUSD != nil {
-				usd, hasCost = usd+*m.CostUSD, true
-			}
+			costText = report.FormatUSD(m.TotalCostUSD)
 		}
 	}
-	tokens, cost = "unknown", "unknown"
-	if hasTokens {
-		tokens = usageText(in, cached, out)
-	}
-	if hasCost {
-		cost = fmt.Sprintf("$%.4f", usd)
-	}
-	return tokens, cost
+	return tokenText, costText
 }
 
-func deref[T int64 | float64](p *T) T {
+// partial says sum, a sum over the n of all agent steps that carry what it sums: "unknown"
+// when none does, "at least" the sum when some do not.
+func partial(n, all int, what, sum string) string {
+	switch {
+	case n == 0:
+		return "unknown"
+	case n < all:
+		return fmt.Sprintf("at least %s (%d of %s carry %s)", sum, n, english.Count(all, "agent step"), what)
+	}
+	return sum
+}
+
+// stepUsage is a step's tokens, when its metrics carry both the prompt's and the completion's
+// (a count that is not there is unknown, not 0); the cached among the prompt's, when given.
+func stepUsage(m *atif.Metrics) (model.Usage, bool) {
+	if m == nil || m.PromptTokens == nil || m.CompletionTokens == nil {
+		return model.Usage{}, false
+	}
+	return model.Usage{Input: *m.PromptTokens, CachedRead: deref(m.CachedTokens), Output: *m.CompletionTokens}, true
+}
+
+func deref(p *int64) int64 {
 	if p == nil {
 		return 0
 	}
 	return *p
-}
-
-// usageText is ATIF's token counts as the pages say them: the cached among the prompt's.
-func usageText(in, cached, out int64) string {
-	return tokens(model.Usage{Input: in, CachedRead: cached, Output: out})
 }
 
 // outcomeText says how a document's episode ended, and who said so: a Harbor trial's verifier
@@ -290,16 +307,14 @@ func newATIFStep(s atif.Step) atifStep {
 			}
 		}
 	}
-	if m := s.Metrics; m != nil {
-		var parts []string
-		if m.PromptTokens != nil || m.CompletionTokens != nil {
-			parts = append(parts, usageText(deref(m.PromptTokens), deref(m.CachedTokens), deref(m.CompletionTokens)))
-		}
-		if m.CostUSD != nil {
-			parts = append(parts, fmt.Sprintf("$%.4f", *m.CostUSD))
-		}
-		st.Metrics = strings.Join(parts, " · ")
+	var parts []string
+	if u, ok := stepUsage(s.Metrics); ok {
+		parts = append(parts, tokens(u))
 	}
+	if s.Metrics != nil && s.Metrics.CostUSD != nil {
+		parts = append(parts, report.FormatUSD(s.Metrics.CostUSD))
+	}
+	st.Metrics = strings.Join(parts, " · ")
 	return st
 }
 
