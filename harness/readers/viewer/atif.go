@@ -39,6 +39,9 @@ type trajectoryCard struct {
 	Reward   string   // the mean reward of the trials that have one, "" when none has
 	Rows     []trajectoryRow
 	Problems []string // the files the layout left out, each with why
+	// found is the documents as the card found them, row by row: the export builds their pages
+	// of it, so that each page is its row's document and the folder is searched once.
+	found atif.Found
 }
 
 // trajectoryRow is one document in its source's table.
@@ -70,7 +73,7 @@ func (s *trajectories) card() (trajectoryCard, error) {
 	if err != nil {
 		return trajectoryCard{}, err
 	}
-	c := trajectoryCard{N: s.n, Path: s.path, Layout: f.Layout, Problems: f.Problems}
+	c := trajectoryCard{N: s.n, Path: s.path, Layout: f.Layout, Problems: f.Problems, found: f}
 	var rewards []float64
 	for i, e := range f.Episodes {
 		row := trajectoryRow{Task: e.Task, Repeat: e.Repeat, Href: atifPath(s.n, i), Outcome: "not graded"}
@@ -245,15 +248,9 @@ type atifCall struct {
 	Results         []string
 }
 
-// buildATIFPage reads the i-th document of the source.
-func (s *trajectories) buildATIFPage(i int) (atifPage, error) {
-	f, err := s.found()
-	if err != nil {
-		return atifPage{}, err
-	}
-	if i < 0 || i >= len(f.Episodes) {
-		return atifPage{}, errNotFound
-	}
+// buildATIFPage reads the i-th document of the source as f found them (i within them); a
+// document that does not read is named on its page.
+func (s *trajectories) buildATIFPage(f atif.Found, i int) atifPage {
 	e := f.Episodes[i]
 	p := atifPage{N: s.n, Source: s.path, Task: e.Task, Repeat: e.Repeat, File: e.Path, Root: "../../",
 		Raw: strconv.Itoa(i+1) + ".json"}
@@ -267,7 +264,7 @@ func (s *trajectories) buildATIFPage(i int) (atifPage, error) {
 	if err != nil {
 		p.Problems = append(p.Problems, err.Error())
 		p.Outcome, p.Raw = "not graded", ""
-		return p, nil
+		return p
 	}
 	p.Agent, p.Model, p.Notes = agentName(doc.Agent), doc.Model(), doc.Notes
 	p.Tokens, p.Cost = totals(doc)
@@ -276,7 +273,7 @@ func (s *trajectories) buildATIFPage(i int) (atifPage, error) {
 	for _, st := range doc.Steps {
 		p.Steps = append(p.Steps, newATIFStep(st))
 	}
-	return p, nil
+	return p
 }
 
 // newATIFStep reads one step, giving each call the results that name it.
@@ -316,19 +313,6 @@ func newATIFStep(s atif.Step) atifStep {
 	}
 	st.Metrics = strings.Join(parts, " · ")
 	return st
-}
-
-// documentFile is the path of the source's i-th document, for the raw link: only a document
-// the source's layout finds.
-func (s *trajectories) documentFile(i int) (string, error) {
-	f, err := s.found()
-	if err != nil {
-		return "", err
-	}
-	if i < 0 || i >= len(f.Episodes) {
-		return "", errNotFound
-	}
-	return f.Episodes[i].Path, nil
 }
 
 // locateATIF reads atif/N/I.html or atif/N/I.json: the source and the document's index, and
