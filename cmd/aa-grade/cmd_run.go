@@ -505,7 +505,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 	}
 	if err := runner.CheckResume(cfg); err != nil {
 		_ = folder.Close() // the run never began: err is what it tells
-		return nil, configChanged(err)
+		return nil, configChanged(err, p.out)
 	}
 	r := &startedRun{preparedRun: p, ds: ds, cfg: cfg}
 	r.announce(stderr, opts)
@@ -609,7 +609,7 @@ func (r *startedRun) finish(stderr io.Writer, p playedRun) (*report.Run, error) 
 	case errors.Is(err, runner.ErrStopped):
 		return nil, fmt.Errorf("%w (--fail-on-error); fix the cause, then run the same command again to resume", err)
 	case errors.Is(err, runner.ErrConfigChanged):
-		return nil, configChanged(err)
+		return nil, configChanged(err, r.out)
 	case err != nil:
 		return nil, err
 	}
@@ -638,8 +638,14 @@ func (r *startedRun) render(w io.Writer, p playedRun, run *report.Run) error {
 	return nil
 }
 
-// configChanged is the refusal of a resume with another configuration, saying the two ways on.
-func configChanged(err error) error {
+// configChanged is the refusal of a resume of the run folder out with another configuration,
+// saying the two ways on; for a run.json aa-grade repair rebuilt, the same flags cannot match
+// what it could not know, so the way on is to write that into run.json.
+func configChanged(err error, out string) error {
+	if errors.Is(err, runner.ErrRebuiltHeader) {
+		return fmt.Errorf("%w: write the values you know into %s and take their names out of its \"unknown\", "+
+			"or use another --out", err, filepath.Join(out, runfolder.HeaderFile))
+	}
 	return fmt.Errorf("%w: use another --out, or the same flags", err)
 }
 

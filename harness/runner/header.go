@@ -14,6 +14,11 @@ import (
 // ErrConfigChanged marks a resume whose configuration differs from the run folder's.
 var ErrConfigChanged = errors.New("the run folder holds a run with another configuration")
 
+// ErrRebuiltHeader marks, beside ErrConfigChanged, a refused resume of a run whose run.json was
+// rebuilt without what the folder could not tell (Header.Unknown): no flag can match a field
+// named unknown, only run.json told its value can.
+var ErrRebuiltHeader = errors.New("its run.json was rebuilt, and does not know the fields named unknown")
+
 // CheckResume refuses a resume of cfg.Folder with another configuration or environment (the
 // sandbox's tools, cfg.Tools) than the run it holds, before anything is written: so that a
 // command can refuse before it says anything of the run. Run checks the same.
@@ -67,7 +72,11 @@ func header(cfg Config, tools sandbox.Tools) (runfolder.Header, error) {
 	h.Python = tools.Python
 	if prev := cfg.Folder.Prev; prev != nil {
 		if diff := prev.Header.ResumeDifferences(h); len(diff) > 0 {
-			return h, fmt.Errorf("%w (%s)", ErrConfigChanged, strings.Join(diff, "; "))
+			err := fmt.Errorf("%w (%s)", ErrConfigChanged, strings.Join(diff, "; "))
+			if len(prev.Header.Unknown) > 0 {
+				err = fmt.Errorf("%w; %w", err, ErrRebuiltHeader)
+			}
+			return h, err
 		}
 		// The rate limits stay as the run before recorded them until this one records its own.
 		h.Started, h.RateLimits = prev.Header.Started, prev.Header.RateLimits

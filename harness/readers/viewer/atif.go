@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aa-grade/aa-grade/harness/readers/report"
 	"github.com/aa-grade/aa-grade/harness/vocab/atif"
 	"github.com/aa-grade/aa-grade/harness/vocab/model"
 	"github.com/aa-grade/aa-grade/internal/english"
@@ -38,6 +39,9 @@ type trajectoryCard struct {
 	Reward   string   // the mean reward of the trials that have one, "" when none has
 	Rows     []trajectoryRow
 	Problems []string // the files the layout left out, each with why
+	// found is the documents as the card found them, row by row: the export builds their pages
+	// of it, so that each page is its row's document and the folder is searched once.
+	found atif.Found
 }
 
 // trajectoryRow is one document in its source's table.
@@ -69,7 +73,7 @@ func (s *trajectories) card() (trajectoryCard, error) {
 	if err != nil {
 		return trajectoryCard{}, err
 	}
-	c := trajectoryCard{N: s.n, Path: s.path, Layout: f.Layout, Problems: f.Problems}
+	c := trajectoryCard{N: s.n, Path: s.path, Layout: f.Layout, Problems: f.Problems, found: f}
 	var rewards []float64
 	for i, e := range f.Episodes {
 		row := trajectoryRow{Task: e.Task, Repeat: e.Repeat, Href: atifPath(s.n, i), Outcome: "not graded"}
@@ -111,53 +115,69 @@ func (s *trajectories) card() (trajectoryCard, error) {
 
 func agentName(a atif.Agent) string { return strings.TrimSpace(a.Name + " " + a.Version) }
 
-// totals are a document's tokens and cost as its final metrics give them, else the sum of its
-// steps' metrics; "unknown" for what it does not carry, never 0.
-func totals(doc *atif.Trajectory) (tokens, cost string) {
-	var in, out, cached int64
+// totals are a document's tokens and cost: its final metrics' where they carry them, else the
+// sum over its agent steps. What no step carries is "unknown", never 0; a sum that some agent
+// steps lack says "at least" and how many carried it, so that a partial sum is not read as
+// the whole.
+func totals(doc *atif.Trajectory) (tokenText, costText string) {
+	var u model.Usage
 	var usd float64
-	var hasTokens, hasCost bool
-	if m := doc.FinalMetrics; m != nil && (m.TotalPromptTokens != nil || m.TotalCompletionTokens != nil) {
-		in, out, cached = deref(m.TotalPromptTokens), deref(m.TotalCompletionTokens), deref(m.TotalCachedTokens)
-		hasTokens = true
+	calls, withTokens, withCost := 0, 0, 0
+	for _, s := range doc.Steps {
+		noCall := s.LLMCallCount != nil && *s.LLMCallCount == 0 // no model wrote it: it has no metrics
+		if s.Source != atif.SourceAgent || s.IsCopiedContext || noCall {
+			continue
+		}
+		calls++
+		if su, ok := stepUsage(s.Metrics); ok {
+			u.Input, u.CachedRead, u.Output = u.Input+su.Input, u.CachedRead+su.CachedRead, u.Output+su.Output
+			withTokens++
+		}
+		if s.Metrics != nil && s.Metrics.CostUSD != nil {
+			usd += *s.Metrics.CostUSD
+			withCost++
+		}
+	}
+	tokenText = partial(withTokens, calls, "tokens", tokens(u))
+	costText = partial(withCost, calls, "a cost", report.FormatUSD(&usd))
+	if m := doc.FinalMetrics; m != nil {
+		if m.TotalPromptTokens != nil && m.TotalCompletionTokens != nil {
+			tokenText = tokens(model.Usage{Input: *m.TotalPromptTokens, CachedRead: deref(m.TotalCachedTokens),
+				Output: *m.TotalCompletionTokens})
+		}
 		if m.TotalCostUSD != nil {
-			usd, hasCost = *m.TotalCostUSD, true
-		}
-	} else {
-		for _, s := range doc.Steps {
-			m := s.Metrics
-			if m == nil || s.IsCopiedContext {
-				continue
-			}
-			if m.PromptTokens != nil || m.CompletionTokens != nil {
-				in, out, cached = in+deref(m.PromptTokens), out+deref(m.CompletionTokens), cached+deref(m.CachedTokens)
-				hasTokens = true
-			}
-			if m.CostUSD != nil {
-				usd, hasCost = usd+*m.CostUSD, true
-			}
+			costText = report.FormatUSD(m.TotalCostUSD)
 		}
 	}
-	tokens, cost = "unknown", "unknown"
-	if hasTokens {
-		tokens = usageText(in, cached, out)
-	}
-	if hasCost {
-		cost = fmt.Sprintf("$%.4f", usd)
-	}
-	return tokens, cost
+	return tokenText, costText
 }
 
-func deref[T int64 | float64](p *T) T {
+// partial says sum, a sum over the n of all agent steps that carry what it sums: "unknown"
+// when none does, "at least" the sum when some do not.
+func partial(n, all int, what, sum string) string {
+	switch {
+	case n == 0:
+		return "unknown"
+	case n < all:
+		return fmt.Sprintf("at least %s (%d of %s carry %s)", sum, n, english.Count(all, "agent step"), what)
+	}
+	return sum
+}
+
+// stepUsage is a step's tokens, when its metrics carry both the prompt's and the completion's
+// (a count that is not there is unknown, not 0); the cached among the prompt's, when given.
+func stepUsage(m *atif.Metrics) (model.Usage, bool) {
+	if m == nil || m.PromptTokens == nil || m.CompletionTokens == nil {
+		return model.Usage{}, false
+	}
+	return model.Usage{Input: *m.PromptTokens, CachedRead: deref(m.CachedTokens), Output: *m.CompletionTokens}, true
+}
+
+func deref(p *int64) int64 {
 	if p == nil {
 		return 0
 	}
 	return *p
-}
-
-// usageText is ATIF's token counts as the pages say them: the cached among the prompt's.
-func usageText(in, cached, out int64) string {
-	return tokens(model.Usage{Input: in, CachedRead: cached, Output: out})
 }
 
 // outcomeText says how a document's episode ended, and who said so: a Harbor trial's verifier
@@ -228,15 +248,9 @@ type atifCall struct {
 	Results         []string
 }
 
-// buildATIFPage reads the i-th document of the source.
-func (s *trajectories) buildATIFPage(i int) (atifPage, error) {
-	f, err := s.found()
-	if err != nil {
-		return atifPage{}, err
-	}
-	if i < 0 || i >= len(f.Episodes) {
-		return atifPage{}, errNotFound
-	}
+// buildATIFPage reads the i-th document of the source as f found them (i within them); a
+// document that does not read is named on its page.
+func (s *trajectories) buildATIFPage(f atif.Found, i int) atifPage {
 	e := f.Episodes[i]
 	p := atifPage{N: s.n, Source: s.path, Task: e.Task, Repeat: e.Repeat, File: e.Path, Root: "../../",
 		Raw: strconv.Itoa(i+1) + ".json"}
@@ -250,7 +264,7 @@ func (s *trajectories) buildATIFPage(i int) (atifPage, error) {
 	if err != nil {
 		p.Problems = append(p.Problems, err.Error())
 		p.Outcome, p.Raw = "not graded", ""
-		return p, nil
+		return p
 	}
 	p.Agent, p.Model, p.Notes = agentName(doc.Agent), doc.Model(), doc.Notes
 	p.Tokens, p.Cost = totals(doc)
@@ -259,7 +273,7 @@ func (s *trajectories) buildATIFPage(i int) (atifPage, error) {
 	for _, st := range doc.Steps {
 		p.Steps = append(p.Steps, newATIFStep(st))
 	}
-	return p, nil
+	return p
 }
 
 // newATIFStep reads one step, giving each call the results that name it.
@@ -290,30 +304,15 @@ func newATIFStep(s atif.Step) atifStep {
 			}
 		}
 	}
-	if m := s.Metrics; m != nil {
-		var parts []string
-		if m.PromptTokens != nil || m.CompletionTokens != nil {
-			parts = append(parts, usageText(deref(m.PromptTokens), deref(m.CachedTokens), deref(m.CompletionTokens)))
-		}
-		if m.CostUSD != nil {
-			parts = append(parts, fmt.Sprintf("$%.4f", *m.CostUSD))
-		}
-		st.Metrics = strings.Join(parts, " · ")
+	var parts []string
+	if u, ok := stepUsage(s.Metrics); ok {
+		parts = append(parts, tokens(u))
 	}
+	if s.Metrics != nil && s.Metrics.CostUSD != nil {
+		parts = append(parts, report.FormatUSD(s.Metrics.CostUSD))
+	}
+	st.Metrics = strings.Join(parts, " · ")
 	return st
-}
-
-// documentFile is the path of the source's i-th document, for the raw link: only a document
-// the source's layout finds.
-func (s *trajectories) documentFile(i int) (string, error) {
-	f, err := s.found()
-	if err != nil {
-		return "", err
-	}
-	if i < 0 || i >= len(f.Episodes) {
-		return "", errNotFound
-	}
-	return f.Episodes[i].Path, nil
 }
 
 // locateATIF reads atif/N/I.html or atif/N/I.json: the source and the document's index, and

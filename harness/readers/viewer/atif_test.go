@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aa-grade/aa-grade/harness/vocab/atif"
 	"github.com/aa-grade/aa-grade/internal/testsupport/textcheck"
 )
 
@@ -41,7 +42,7 @@ func TestATIFIndex(t *testing.T) {
 		`href="atif/1/1.html"`, `href="atif/1/2.html"`, `href="atif/2/2.html"`, `href="atif/3/1.html"`,
 		"scenario-901", "reward 1<", "reward 0.25<", "mean reward 0.625 over 2 trials",
 		"episode-a", "episode-b", "not graded<",
-		"2,700 in (1,000 cached), 120 out", "$0.0031",
+		"2,700 in (1,000 cached), 120 out", "$0.003<",
 		"episode-c.json: not an ATIF document",
 	)
 	textcheck.Lacks(t, "the first page", page, "score 0", `class="grid"><table>
@@ -68,7 +69,7 @@ func TestATIFEpisodePage(t *testing.T) {
 		"The alerts name cart", "Looking at the pods first.",
 		"bash_command", "kubectl get pods -n otel-demo", "CrashLoopBackOff",
 		"mark_task_complete", "Task marked complete.",
-		"openai/gpt-5", "1,200 in (1,000 cached), 80 out · $0.0021",
+		"openai/gpt-5", "1,200 in (1,000 cached), 80 out · $0.002<",
 		"reward 1", "the trial&#39;s verifier (Harbor), not aa-grade",
 		`href="1.json"`, `id="next"`,
 	)
@@ -135,4 +136,43 @@ func TestATIFExportedGrade(t *testing.T) {
 		"max turns, score 0.000", "aa-grade, when the run was graded")
 	textcheck.Has(t, "another harness's document", get(t, v, "/atif/1/2.html").Body.String(), "not graded")
 	textcheck.Lacks(t, "another harness's document", get(t, v, "/atif/1/2.html").Body.String(), "score 0.000")
+}
+
+// TestATIFTotals: a document's tokens and cost are its final metrics' where it has them, else
+// the sum of its agent steps'; a count a step lacks is unknown, not 0; a sum some agent steps
+// lack says "at least" and how many carried it; a step no model wrote (llm_call_count 0) has
+// none to lack.
+func TestATIFTotals(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	usd := func(v float64) *float64 { return &v }
+	zero := 0
+	agent := func(m *atif.Metrics) atif.Step { return atif.Step{Source: atif.SourceAgent, Metrics: m} }
+	priced := agent(&atif.Metrics{PromptTokens: n(100), CompletionTokens: n(10), CostUSD: usd(0.25)})
+	for _, c := range []struct {
+		name         string
+		doc          atif.Trajectory
+		tokens, cost string
+	}{
+		{"no metrics", atif.Trajectory{Steps: []atif.Step{agent(nil)}}, "unknown", "unknown"},
+		{"every step", atif.Trajectory{Steps: []atif.Step{priced, priced, {Source: atif.SourceUser}}},
+			"200 in, 20 out", "$0.500"},
+		{"a step without", atif.Trajectory{Steps: []atif.Step{priced, agent(nil)}},
+			"at least 100 in, 10 out (1 of 2 agent steps carry tokens)",
+			"at least $0.250 (1 of 2 agent steps carry a cost)"},
+		{"the completion's count missing", atif.Trajectory{Steps: []atif.Step{agent(&atif.Metrics{PromptTokens: n(100)})}},
+			"unknown", "unknown"},
+		{"a step no model wrote", atif.Trajectory{Steps: []atif.Step{priced,
+			{Source: atif.SourceAgent, LLMCallCount: &zero}}}, "100 in, 10 out", "$0.250"},
+		{"final metrics without a cost", atif.Trajectory{Steps: []atif.Step{priced},
+			FinalMetrics: &atif.FinalMetrics{TotalPromptTokens: n(7), TotalCompletionTokens: n(3)}},
+			"7 in, 3 out", "$0.250"},
+	} {
+		tokens, cost := totals(&c.doc)
+		if tokens != c.tokens {
+			t.Errorf("%s: tokens %q, want %q", c.name, tokens, c.tokens)
+		}
+		if cost != c.cost {
+			t.Errorf("%s: cost %q, want %q", c.name, cost, c.cost)
+		}
+	}
 }

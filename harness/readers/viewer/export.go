@@ -64,14 +64,11 @@ func (v *Viewer) Export(ctx context.Context, dir string) error {
 func (v *Viewer) exportATIF(ctx context.Context, dir string, cards []trajectoryCard) error {
 	for ci, c := range cards {
 		s := v.trajectories[ci]
-		for i := range c.Rows {
+		for i, e := range c.found.Episodes {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			page, err := s.buildATIFPage(i)
-			if err != nil {
-				return err
-			}
+			page := s.buildATIFPage(c.found, i)
 			name := atifPath(s.n, i)
 			if err := writeFile(dir, name, func(w io.Writer) error { return render(w, "atif", page) }); err != nil {
 				return err
@@ -79,11 +76,7 @@ func (v *Viewer) exportATIF(ctx context.Context, dir string, cards []trajectoryC
 			if page.Raw == "" {
 				continue
 			}
-			file, err := s.documentFile(i)
-			if err != nil {
-				return err
-			}
-			b, err := safefile.ReadPath(file, atif.MaxBytes)
+			b, err := safefile.ReadPath(e.Path, atif.MaxBytes)
 			if err != nil {
 				return err
 			}

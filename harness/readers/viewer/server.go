@@ -254,18 +254,17 @@ func (v *Viewer) serveATIF(w http.ResponseWriter, p string) error {
 	if err != nil {
 		return err
 	}
-	if !raw {
-		page, err := s.buildATIFPage(i)
-		if err != nil {
-			return err
-		}
-		return writePage(w, "atif", page)
-	}
-	file, err := s.documentFile(i)
+	f, err := s.found()
 	if err != nil {
 		return err
 	}
-	b, err := safefile.ReadPath(file, atif.MaxBytes)
+	if i >= len(f.Episodes) {
+		return errNotFound // only a document the source's layout finds
+	}
+	if !raw {
+		return writePage(w, "atif", s.buildATIFPage(f, i))
+	}
+	b, err := safefile.ReadPath(f.Episodes[i].Path, atif.MaxBytes)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotFound, err)
 	}

@@ -252,9 +252,12 @@ func (h Header) ResumeDifferences(o Header) []string {
 // refuses runs that differ in any of them, and a resume any but growth (ResumeDifferences).
 func (h Header) Differences(o Header) []string {
 	var out []string
+	// A field aa-grade repair could not know differs from every value, its zero value included:
+	// a resume that took it for the same would write a guess into run.json as if it were known.
 	check := func(field string, a, b any) {
-		if fmt.Sprint(a) != fmt.Sprint(b) {
-			out = append(out, fmt.Sprintf("%s was %v, now %v", field, h.known(field, a), o.known(field, b)))
+		was, now := fmt.Sprint(h.known(field, a)), fmt.Sprint(o.known(field, b))
+		if was != now {
+			out = append(out, fmt.Sprintf("%s was %s, now %s", field, was, now))
 		}
 	}
 	check("dataset", h.Dataset, o.Dataset)

@@ -342,6 +342,18 @@ func TestDifferencesOfARepairedRun(t *testing.T) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
+
+	// Unknown is not the zero value: a resume with none is refused too, until run.json says
+	// what it was (the name taken out of unknown).
+	noEffort := Header{Model: "m", Unknown: []string{"reasoning_effort", "judge"}}
+	if got := strings.Join(noEffort.Differences(Header{Model: "m"}), "; "); got !=
+		"reasoning_effort was unknown, now ; judge was unknown, now " {
+		t.Errorf("an unknown field resumed with its zero value: %q", got)
+	}
+	noEffort.Unknown = nil
+	if got := noEffort.Differences(Header{Model: "m"}); len(got) > 0 {
+		t.Errorf("fields no longer unknown: %q", got)
+	}
 }
 
 // TestResumeDifferences: a resume may grow a run, by more repeats or by tasks beside all of
