@@ -83,7 +83,7 @@ func newViewCommand() *cli.Command {
 
 func runView(ctx context.Context, opts viewOptions, args []string, con console) error {
 	if len(args) == 0 {
-		return usageErrorf("view needs at least one RUN folder; see aa-grade view --help")
+		return usageErrorf("view needs at least one RUN folder, folder of runs or ATIF trajectory; see aa-grade view --help")
 	}
 	runs, documents := splitTrajectories(args)
 	ra := expandRuns(runs)

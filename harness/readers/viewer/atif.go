@@ -90,8 +90,8 @@ func (s *trajectories) card() (trajectoryCard, error) {
 		if a := agentName(doc.Agent); a != "" && !slices.Contains(c.Agents, a) {
 			c.Agents = append(c.Agents, a)
 		}
+		row.Steps = len(doc.Steps)
 		for _, st := range doc.Steps {
-			row.Steps++
 			row.Calls += len(st.ToolCalls)
 		}
 		row.Tokens, row.Cost = totals(doc)

@@ -92,7 +92,8 @@ func TrialOutcome(path string) (Outcome, error) {
 		}
 	}
 	if e := result.Exception; e != nil {
-		o.Exception = strings.TrimPrefix(e.Type+": "+e.Message, ": ")
+		said := slices.DeleteFunc([]string{e.Type, e.Message}, func(s string) bool { return s == "" })
+		o.Exception = strings.Join(said, ": ") // a type without a message, or the reverse, alone
 	}
 	if o.Rewards != nil {
 		return o, nil

@@ -77,6 +77,11 @@ func TestTrialOutcome(t *testing.T) {
 	if o.Exception != "AgentTimeoutError: took too long" {
 		t.Errorf("exception %q", o.Exception)
 	}
+	untold := trial("untold", `{"verifier_result": {"rewards": {"reward": 0}},
+		"exception_info": {"exception_type": "AgentTimeoutError", "exception_message": ""}}`, "")
+	if o, _ := TrialOutcome(untold); o.Exception != "AgentTimeoutError" {
+		t.Errorf("an exception without a message: %q, want its type alone", o.Exception)
+	}
 	if o, err := TrialOutcome(pending); err != nil || o.Rewards["reward"] != 1 {
 		t.Errorf("reward.txt: %v, %v", o.Rewards, err)
 	}

@@ -2,6 +2,7 @@ package runfolder
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -257,6 +258,7 @@ func (h Header) Differences(o Header) []string {
 	check := func(field string, a, b any) {
 		was, now := fmt.Sprint(h.known(field, a)), fmt.Sprint(o.known(field, b))
 		if was != now {
+			was, now = cmp.Or(was, "none"), cmp.Or(now, "none") // an empty value said, not left blank
 			out = append(out, fmt.Sprintf("%s was %s, now %s", field, was, now))
 		}
 	}

@@ -308,7 +308,7 @@ func TestDifferencesOfTheEnvironment(t *testing.T) {
 		want string
 	}{
 		{"same", base, base, ""},
-		{"into an image", base, image, "image_digest was , now sha256:abc"},
+		{"into an image", base, image, "image_digest was none, now sha256:abc"},
 		{"other packages", base, newer, "python was map[numpy:1.24.2 pandas:1.5.3], now map[numpy:1.24.2 pandas:3.0.3]"},
 		{"unrecorded", old, image, ""},
 	} {
@@ -347,7 +347,7 @@ func TestDifferencesOfARepairedRun(t *testing.T) {
 	// what it was (the name taken out of unknown).
 	noEffort := Header{Model: "m", Unknown: []string{"reasoning_effort", "judge"}}
 	if got := strings.Join(noEffort.Differences(Header{Model: "m"}), "; "); got !=
-		"reasoning_effort was unknown, now ; judge was unknown, now " {
+		"reasoning_effort was unknown, now none; judge was unknown, now none" {
 		t.Errorf("an unknown field resumed with its zero value: %q", got)
 	}
 	noEffort.Unknown = nil
