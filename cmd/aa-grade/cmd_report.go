@@ -54,7 +54,7 @@ func newReportCommand() *cli.Command {
 
 func runReport(_ context.Context, opts reportOptions, dirs []string, con console) error {
 	if len(dirs) == 0 {
-		return usageErrorf("report needs at least one RUN folder; see aa-grade report --help")
+		return usageErrorf("report needs at least one RUN folder or folder of runs; see aa-grade report --help")
 	}
 	ra := expandRuns(dirs)
 	var runs []*report.Run
