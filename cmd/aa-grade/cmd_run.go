@@ -462,7 +462,8 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 	if err != nil {
 		return nil, datasetError(err)
 	}
-	if rm, ok := p.model.(*replay.Model); ok {
+	rm, replayed := p.model.(*replay.Model)
+	if replayed {
 		if err := rm.Covers(opts.shard.Episodes(taskIDs(ds.Tasks), plan.repeats)); err != nil {
 			return nil, usageErrorf("%w: ask for those tasks and repeats (--tasks, --repeats)", err)
 		}
@@ -476,7 +477,7 @@ func startRun(ctx context.Context, opts runOptions, p *preparedRun, stderr io.Wr
 		Folder: folder, Tasks: ds.Tasks, Repeats: plan.repeats, Parallel: opts.parallel, Shard: opts.shard,
 		Description: runner.Description{Dataset: ds.Spec, DatasetCommit: datasetCommit(ds), Selection: opts.selection(),
 			Model: settings.Spec, BaseURL: endpoint(p.model), ReasoningEffort: settings.ReasoningEffort},
-		Player: runner.Loop{Model: p.model}, Settings: p.episode, Prices: settings.Prices,
+		Player: runner.Loop{Model: p.model}, Settings: p.episode, Prices: settings.Prices, Replayed: replayed,
 		Backend: backend, Limits: opts.limits, Tools: &tools,
 		OnEnvironment: func(tools sandbox.Tools) {
 			if diff := tools.Differences(); len(diff) > 0 {

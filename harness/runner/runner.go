@@ -53,6 +53,10 @@ type Config struct {
 	OnEnvironment func(sandbox.Tools)
 	// Prices give each episode its cost; nil when the model's prices are unknown.
 	Prices *model.Prices
+	// Replayed says the model's calls reach no provider (a replay): their usage is the
+	// recording's, billed when it was recorded, so the ledger of spend records them at $0 (and
+	// the budget counts nothing for them) while each episode keeps its recorded cost.
+	Replayed bool
 	// Grace is how long running episodes may go on once ctx is cancelled (Ctrl-C) before they
 	// are stopped and recorded as unfinished; Abort, when closed, ends the grace at once.
 	Grace time.Duration
@@ -217,6 +221,9 @@ func Run(ctx context.Context, cfg Config) (grader.Summary, []runfolder.Result, e
 				prices = cfg.JudgePrices
 			}
 			c := runfolder.Charge{Task: j.Task, Repeat: j.Repeat, Usage: u, CostUSD: prices.Cost(u), Judge: judge}
+			if cfg.Replayed && !judge {
+				c.CostUSD = new(float64) // nothing billed: the recording paid for it
+			}
 			recorded := cfg.Folder.Charge(c)
 			if recorded == nil {
 				cfg.tell(Charged{Charge: c})
