@@ -45,7 +45,8 @@ var ErrRepairOffline = errors.New("a repair needs the network")
 // opts.Tasks names, or else of the index and the tasks pulled (a task none of whose files is
 // in the snapshot was never asked for, and is listed in NotPulled); offline, only the files
 // already linked are checked. With repair, missing and corrupt files are fetched
-// again (online only).
+// again (online only); one whose file or blob cannot be removed is left as it is, named in
+// the error, and the others are still repaired.
 func Verify(ctx context.Context, cfg hub.Config, spec HubSpec, repair bool, opts PullOptions) (*VerifyResult, error) {
 	cache := hub.Cache{Dir: cfg.CacheDir}
 	res := &VerifyResult{Spec: spec}
@@ -94,24 +95,32 @@ func Verify(ctx context.Context, cfg hub.Config, spec HubSpec, repair bool, opts
 		byPath[e.Path] = e
 	}
 	var todo []hub.Entry
+	var unrepaired []error
 	for _, b := range res.Bad {
 		e := byPath[b.Path]
 		remove := []string{filepath.Join(cache.SnapshotDir(spec.Repo, res.Commit), filepath.FromSlash(e.Path))}
 		if b.Problem == "corrupt" {
 			remove = append(remove, cache.BlobPath(spec.Repo, e.ETag()))
 		}
+		var err error
 		for _, p := range remove {
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return res, fmt.Errorf("repair %s: %w", e.Path, err)
+			if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				err = errors.Join(err, rerr)
 			}
+		}
+		if err != nil {
+			// Fetched again, it would be linked to what stayed. The others are still fetched:
+			// their files are removed already, and stopping here would leave them missing.
+			unrepaired = append(unrepaired, fmt.Errorf("repair %s: %w", e.Path, err))
+			continue
 		}
 		todo = append(todo, e)
 	}
 	if err := fetchAll(ctx, client, cache, spec.Repo, res.Commit, todo, opts, &PullResult{}); err != nil {
-		return res, err
+		return res, errors.Join(append(unrepaired, err)...)
 	}
 	res.Repaired = len(todo)
-	return res, nil
+	return res, errors.Join(unrepaired...)
 }
 
 // pulledEntries narrows a listing to what was pulled when some tasks have no folder in the

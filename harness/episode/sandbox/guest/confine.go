@@ -106,7 +106,9 @@ func confineSelf(c *wire.Confinement) (relay net.Listener, err error) {
 		}
 	}
 	if c.RunAs != nil {
-		giveWorkspace(c.Workdir, *c.RunAs)
+		if err := giveWorkspace(c.Workdir, *c.RunAs); err != nil {
+			return nil, err
+		}
 	}
 	if rules != nil {
 		// The workspace as the guest now sees it: the tmpfs, where it mounted one.

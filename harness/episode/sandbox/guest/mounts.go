@@ -212,13 +212,24 @@ func readOnlyProc() error {
 }
 
 // giveWorkspace hands the workspace's folders to the sandbox user (the files bound in from the
-// snapshot are read-only and stay as they are). Best effort: a folder it cannot hand over
-// stays root's, and the commands that write in it fail, saying so.
-func giveWorkspace(dir string, to wire.IDs) {
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+// snapshot are read-only and stay as they are). A folder it cannot hand over fails the start:
+// the model could not write in it, and an episode without its submission would be scored as
+// the model's failure rather than retried as the sandbox's. Every folder is listed before any
+// is handed over, the deepest first: the guest keeps no capability to read or search a folder
+// it no longer owns, and bwrap makes the folders on the way to a bound file private (0700).
+func giveWorkspace(dir string, to wire.IDs) error {
+	var dirs []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
-			_ = os.Lchown(p, to.UID, to.GID)
+			dirs = append(dirs, p)
 		}
-		return nil
+		return err
 	})
+	for i := len(dirs) - 1; i >= 0 && err == nil; i-- {
+		err = os.Lchown(dirs[i], to.UID, to.GID)
+	}
+	if err != nil {
+		return fmt.Errorf("hand the workspace to the sandbox user: %w", err)
+	}
+	return nil
 }

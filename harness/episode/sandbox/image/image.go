@@ -423,9 +423,9 @@ func applyLayer(dir string, files layoutFiles, l layer) error {
 			if err := root.MkdirAll(name, 0o755); err != nil {
 				return err
 			}
-			// Best effort: a folder that a lower layer made a link leading out of the image
-			// keeps the mode it has.
-			_ = root.Chmod(name, mode|0o700)
+			if err := root.Chmod(name, mode|0o700); err != nil {
+				return err
+			}
 		case tar.TypeReg:
 			if err := writeFile(root, name, tr, mode|0o600); err != nil {
 				return err
