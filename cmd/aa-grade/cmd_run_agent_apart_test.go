@@ -3,15 +3,18 @@
 package main
 
 import (
-	"context"
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aa-grade/aa-grade/internal/testsupport/fakemodel"
 )
@@ -19,8 +22,8 @@ import (
 // apartScript is a hostile agent of a run of 4 episodes at once. It leaves three processes
 // behind (one in a session of its own, one double-forked, one that ignores SIGTERM, SIGHUP
 // and SIGINT), marks its workspace, and reports its gateway token and workspace in a model
-// call; the test, which sees the calls reach its fake provider, writes every episode's token
-// and workspace into side.txt of the agent's folder (shown live), a channel no sandbox has.
+// call; the test, which sees the calls reach its fake provider, answers the agents' next calls
+// with every episode's token and workspace (sideChannel), a channel no sandbox has.
 // Then it calls its gateway with each other episode's token, opens each other episode's
 // marker, and looks in /proc and the folders it can list for the others' processes and
 // markers, printing what it reached.
@@ -43,28 +46,28 @@ def call(tok, content):
     req = urllib.request.Request(base + "/chat/completions", data=body, headers={"Authorization": "Bearer " + tok, "Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status
+            return r.status, json.load(r)["choices"][0]["message"].get("content") or ""
     except urllib.error.HTTPError as e:
-        return e.code
+        return e.code, ""
     except Exception as e:
-        return repr(e)
-print("OWN", call(token, "apart-report token=%s pwd=%s" % (token, os.path.realpath(os.getcwd()))), flush=True)
-side = os.path.join(os.environ["AA_GRADE_AGENT_DIR"], "side.txt")
-for _ in range(900):
-    if os.path.exists(side):
+        return repr(e), ""
+print("OWN", call(token, "apart-report token=%s pwd=%s" % (token, os.path.realpath(os.getcwd())))[0], flush=True)
+for _ in range(300):
+    side = call(token, "apart-side")[1]
+    if side != "wait":
         break
-    time.sleep(0.2)
+    time.sleep(0.5)
 else:
     print("NOSIDE")
     sys.exit(0)
-for line in open(side).read().split("\n"):
+for line in side.split("\n"):
     if not line.strip():
         continue
     tok, pwd = line.split(" ", 1)
     other = tok[-8:]
     if other == me:
         continue
-    print("OTHER_TOKEN", call(tok, "with another episode's token"))
+    print("OTHER_TOKEN", call(tok, "with another episode's token")[0])
     for path in (pwd, os.path.join(pwd, "apart-marker-" + other)):
         try:
             if os.path.isdir(path):
@@ -124,20 +127,16 @@ func TestEpisodesKeepApart(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				fake := &fakemodel.Server{Script: fakemodel.Script{Turns: 1, Answer: answer901}}
-				srv := httptest.NewServer(fake)
+				side := &sideChannel{fake: &fakemodel.Server{Script: fakemodel.Script{Turns: 1, Answer: answer901}}}
+				srv := httptest.NewServer(side)
 				defer srv.Close()
-				ctx, cancel := context.WithCancel(context.Background())
-				leaked := make(chan error, 1)
-				go func() { leaked <- leakTokens(ctx, fake, agentDir) }()
 				home := r.ownDir(t)
 				out := filepath.Join(home, "run")
 				res := r.run(t, home, []string{"OPENAI_BASE_URL=" + srv.URL}, append([]string{"run", "--dataset", "demo", "--model", "openai/fake",
-					"--tasks", "901,902,903,904", "--repeats", "1", "--parallel", "4", "--out", out,
+					"--tasks", "901,902,903,904", "--repeats", "1", "--parallel", "4", "--out", out, "--max-turns", "400",
 					"--agent-dir", agentDir, "--agent", `command:bash "$AA_GRADE_AGENT_DIR/apart.sh"`}, sb...)...)
-				cancel()
-				if err := <-leaked; err != nil {
-					t.Errorf("the episodes' tokens never all came: %v\n%s", err, res.stderr)
+				if !side.told.Load() {
+					t.Errorf("the episodes' tokens never all came: %d of 4 reports\n%s", len(side.reports()), res.stderr)
 				}
 				for _, task := range []string{"901", "902", "903", "904"} {
 					stdout := agentStdout(t, filepath.Join(out, "episodes", "Scenario-"+task, "1"))
@@ -182,31 +181,45 @@ func checkApart(t *testing.T, task, stdout string) {
 // reportRe is an episode's report of its token and workspace, in a call's body.
 var reportRe = regexp.MustCompile(`apart-report token=(aag-[0-9a-f]+) pwd=([^"\\]+)`)
 
-// leakTokens waits for the 4 episodes' reports to reach the fake provider, then writes their
-// tokens and workspaces into side.txt of the agent's folder, whole or not at all.
-func leakTokens(ctx context.Context, fake *fakemodel.Server, agentDir string) error {
-	for {
-		seen := map[string]string{}
-		for _, body := range fake.Bodies() {
-			if m := reportRe.FindSubmatch(body); m != nil {
-				seen[string(m[1])] = string(m[2])
-			}
+// sideChannel is the fake provider of TestEpisodesKeepApart: it passes every call to fake, but
+// answers a call that asks for "apart-side" with every episode's token and workspace once the
+// 4 episodes' reports have reached fake ("wait" before), whole or not at all. It works alike on
+// every backend: the agent's folder is not live in docker's (it is copied in at the start).
+type sideChannel struct {
+	fake *fakemodel.Server
+	told atomic.Bool // the 4 reports were answered whole
+}
+
+func (s *sideChannel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil || !bytes.Contains(body, []byte("apart-side")) {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.fake.ServeHTTP(w, r)
+		return
+	}
+	content := "wait"
+	if seen := s.reports(); len(seen) == 4 {
+		var b strings.Builder
+		for tok, pwd := range seen {
+			fmt.Fprintf(&b, "%s %s\n", tok, pwd)
 		}
-		if len(seen) == 4 {
-			var b strings.Builder
-			for tok, pwd := range seen {
-				fmt.Fprintf(&b, "%s %s\n", tok, pwd)
-			}
-			tmp := filepath.Join(agentDir, ".side.tmp")
-			if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
-				return err
-			}
-			return os.Rename(tmp, filepath.Join(agentDir, "side.txt"))
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%d of 4 reports", len(seen))
-		case <-time.After(50 * time.Millisecond):
+		content = b.String()
+		s.told.Store(true)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": "side", "object": "chat.completion", "model": "fake",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": content}}},
+		"usage": map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+}
+
+// reports are the episodes' tokens and workspaces that reached the fake provider.
+func (s *sideChannel) reports() map[string]string {
+	seen := map[string]string{}
+	for _, body := range s.fake.Bodies() {
+		if m := reportRe.FindSubmatch(body); m != nil {
+			seen[string(m[1])] = string(m[2])
 		}
 	}
+	return seen
 }
