@@ -53,6 +53,22 @@ func TestATIFIndex(t *testing.T) {
 	}
 }
 
+// TestATIFSourceGone: a source removed while the viewer runs is named on its card, with why,
+// and the other sources' documents are still listed.
+func TestATIFSourceGone(t *testing.T) {
+	sources := atifSources(t)
+	v := newViewerOf(t, nil, sources)
+	if err := os.RemoveAll(sources[1]); err != nil {
+		t.Fatal(err)
+	}
+	w := get(t, v, "/")
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body.String())
+	}
+	textcheck.Has(t, "the first page", w.Body.String(), sources[1], "no such file or directory",
+		`href="atif/1/1.html"`, `href="atif/3/1.html"`)
+}
+
 // TestATIFEpisodePage: a document's page shows its steps in order: the prompts, the agent's
 // reasoning and message, each tool call with the observation that answers it (content parts
 // joined), the model and each step's metrics, and the trial's reward; hostile text is escaped.

@@ -20,10 +20,7 @@ func (v *Viewer) Export(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	index, err := v.buildIndex(runs)
-	if err != nil {
-		return err
-	}
+	index := v.buildIndex(runs)
 	if err := writeFile(dir, "index.html", func(w io.Writer) error { return render(w, "runs", index) }); err != nil {
 		return err
 	}

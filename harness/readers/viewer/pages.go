@@ -26,17 +26,18 @@ type runsPage struct {
 	Live         string // the page's version while a run goes on, for the refresh; "" otherwise
 }
 
-// buildIndex is the first page: the runs, then the ATIF trajectories.
-func (v *Viewer) buildIndex(runs []*loaded) (runsPage, error) {
+// buildIndex is the first page: the runs, then the ATIF trajectories. A source that can no
+// longer be read (removed while the viewer runs) is named on its card, the rest shown.
+func (v *Viewer) buildIndex(runs []*loaded) runsPage {
 	p := buildRunsPage(runs)
 	for _, s := range v.trajectories {
 		c, err := s.card()
 		if err != nil {
-			return p, err
+			c = trajectoryCard{N: s.n, Path: s.path, Problems: []string{err.Error()}}
 		}
 		p.Trajectories = append(p.Trajectories, c)
 	}
-	return p, nil
+	return p
 }
 
 // runColumn is one run: its numbers and its column group in the grid.

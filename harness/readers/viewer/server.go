@@ -148,10 +148,7 @@ func (v *Viewer) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		if notModified(w, r, tag) {
 			return nil
 		}
-		page, err := v.buildIndex(runs)
-		if err != nil {
-			return err
-		}
+		page := v.buildIndex(runs)
 		if live {
 			page.Live = tag
 		}
